@@ -1,0 +1,121 @@
+# mcc: MCC fingerprint identification for PostgreSQL (PGXS build).
+#
+#   make && make install        build and install the extension
+#   make installcheck           pg_regress against a running server
+#   make unit                   unit tests of src/core (no PostgreSQL needed)
+#   make prove-installcheck     TAP tests (start their own clusters)
+#   make fuzz                   libFuzzer harnesses of the parsers (clang)
+#   make tools                  test/ CLIs: mccgen (synthetic data), mccbench
+#   make test-all               everything, as scripts/run-tests.sh does
+#
+# No -march=native: SIMD paths are chosen at run time (src/core/mcc_soa*.c).
+
+EXTENSION = mcc
+EXTVERSION = 0.1.0
+
+MODULE_big = mcc
+CORE_SRCS = $(sort $(wildcard src/core/*.c))
+PG_SRCS = $(sort $(wildcard src/*.c))
+OBJS = $(CORE_SRCS:.c=.o) $(PG_SRCS:.c=.o)
+
+DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
+REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+
+PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src
+PG_CFLAGS = -Wno-declaration-after-statement
+SHLIB_LINK = -lm -lpthread
+
+EXTRA_CLEAN = build results regression.diffs regression.out tmp_check log
+
+# Debian's PGXS would build LLVM bitcode of every object with clang; the
+# extension gains nothing from JIT inlining and clang may be absent.
+override with_llvm = no
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# ---------------------------------------------------------------------------
+# CUDA kernels (kernels/*.cu) when nvcc is present. They are linked only into
+# the matcher service's code path, never with -lcuda (see docs/architecture.md).
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CU_SRCS = $(sort $(wildcard kernels/*.cu))
+
+# ---------------------------------------------------------------------------
+# src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.
+CORE_CC ?= gcc
+CORE_CFLAGS = -std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core
+CORE_LIBS = -lm -lpthread
+BUILD = build
+CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
+
+$(BUILD)/core/%.o: src/core/%.c $(wildcard src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(CORE_CFLAGS) -c $< -o $@
+
+$(BUILD)/libmcccore.a: $(CORE_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+UNIT_SRCS = $(sort $(wildcard test/unit/test_*.c))
+UNIT_BINS = $(patsubst test/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
+
+$(BUILD)/unit/%: test/unit/%.c test/unit/unit.h $(BUILD)/libmcccore.a
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(CORE_CFLAGS) -Itest/unit $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+
+.PHONY: unit unit-build tools fuzz prove-installcheck test-all demo
+unit-build: $(UNIT_BINS)
+
+# Runs every unit test binary; the output is TAP ("ok"/"not ok" lines).
+unit: unit-build
+	@status=0; for t in $(UNIT_BINS); do echo "# $$t"; $$t || status=1; done; exit $$status
+
+TOOL_SRCS = $(sort $(wildcard test/tools/*.c test/bench/*.c))
+TOOL_BINS = $(patsubst test/%.c,$(BUILD)/%,$(TOOL_SRCS))
+
+$(BUILD)/tools/%: test/tools/%.c $(BUILD)/libmcccore.a
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(CORE_CFLAGS) $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+
+$(BUILD)/bench/%: test/bench/%.c $(BUILD)/libmcccore.a
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(CORE_CFLAGS) $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+
+tools: $(TOOL_BINS)
+
+# libFuzzer harnesses: test/fuzz/fuzz_<parser>.c, run FUZZ_SECONDS each.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 20
+FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.c))
+FUZZ_BINS = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-Isrc/core $< $(CORE_SRCS) -lm -lpthread -o $@
+
+fuzz: $(FUZZ_BINS)
+	@status=0; for f in $(FUZZ_BINS); do \
+		n=$$(basename $$f); mkdir -p $(BUILD)/fuzz/corpus-$$n; \
+		echo "# fuzzing $$n for $(FUZZ_SECONDS)s"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=0 \
+			$(BUILD)/fuzz/corpus-$$n test/fuzz/seeds/$$n 2>$(BUILD)/fuzz/$$n.log \
+			&& echo "ok - fuzz $$n" \
+			|| { echo "not ok - fuzz $$n"; tail -40 $(BUILD)/fuzz/$$n.log; status=1; }; \
+	done; exit $$status
+
+# TAP tests in test/t/*.pl; each starts its own cluster(s) with PostgreSQL::Test::Cluster.
+PG_BINDIR = $(shell $(PG_CONFIG) --bindir)
+PGXS_DIR = $(dir $(PGXS))..
+PROVE ?= prove
+prove-installcheck: tools
+	PATH="$(PG_BINDIR):$$PATH" PG_REGRESS="$(PGXS_DIR)/src/test/regress/pg_regress" \
+	MCC_SRCDIR="$(CURDIR)" MCC_TOOLS="$(CURDIR)/$(BUILD)" \
+	$(PROVE) -I $(PGXS_DIR)/src/test/perl -I test/perl $(PROVE_FLAGS) $(or $(PROVE_TESTS),test/t/*.pl)
+
+test-all:
+	scripts/run-tests.sh
+
+demo:
+	scripts/demo.sh
