@@ -23,7 +23,7 @@ REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildc
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src
-PG_CFLAGS = -Wno-declaration-after-statement
+PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off
 SHLIB_LINK = -lm -lpthread
 
 EXTRA_CLEAN = build results regression.diffs regression.out tmp_check log
@@ -45,7 +45,7 @@ CU_SRCS = $(sort $(wildcard kernels/*.cu))
 # ---------------------------------------------------------------------------
 # src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.
 CORE_CC ?= gcc
-CORE_CFLAGS = -std=c11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core
+CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core
 CORE_LIBS = -lm -lpthread
 BUILD = build
 CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
@@ -62,7 +62,7 @@ UNIT_BINS = $(patsubst test/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 $(BUILD)/unit/%: test/unit/%.c test/unit/unit.h $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
-	$(CORE_CC) $(CORE_CFLAGS) -Itest/unit $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE -Itest/unit $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
 .PHONY: unit unit-build tools fuzz prove-installcheck test-all demo
 unit-build: $(UNIT_BINS)
@@ -76,11 +76,11 @@ TOOL_BINS = $(patsubst test/%.c,$(BUILD)/%,$(TOOL_SRCS))
 
 $(BUILD)/tools/%: test/tools/%.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
-	$(CORE_CC) $(CORE_CFLAGS) $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
 $(BUILD)/bench/%: test/bench/%.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
-	$(CORE_CC) $(CORE_CFLAGS) $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
 tools: $(TOOL_BINS)
 
