@@ -182,7 +182,7 @@ test_write(void)
 
 	n = mcc_xyt_write(&ms, text, sizeof(text));
 	UNIT_CHECK(n < sizeof(text) && strlen(text) == n, "xyt write: %zu bytes", n);
-	UNIT_CHECK(strncmp(text, "0 400 ", 6) == 0, "row 0 is written as y = H: \"%.12s\"", text);
+	UNIT_CHECK(strncmp(text, "0 400 ", 6) == 0, "row 0 is written as y = H: \"%.6s\"", text);
 	mcc_error_clear(&err);
 	UNIT_CHECK(mcc_xyt_read(text, n, ms.width, ms.height, ms.dpi, &back, &err) == MCC_OK &&
 			   back.count == ms.count && back.width == 300 && back.height == 400,
