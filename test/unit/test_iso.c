@@ -887,6 +887,33 @@ test_samples(const char *data)
 			   strstr(err.message, "outside 0..179"),
 			   "ANSI 2004 sample (angles up to %d) is refused: %s", maxangle, err.message);
 
+	/*
+	 * ...and only the angles: halved into 0..127, the same bytes read, "020"
+	 * and the record length 340 of 342 bytes notwithstanding (tolerance 1)
+	 */
+	{
+		size_t		len;
+		unsigned char *buf = load(data, "format-samples/fingerprintio/ansi378v2004-sample.dat", &len);
+		bool		ok = false;
+
+		mcc_error_clear(&err);
+		if (buf && len == 342 && buf[194 + 3] == views[1].count)
+		{
+			for (int i = 0; i < views[1].count; i++)
+			{
+				buf[198 + 6 * i + 4] /= 2;
+				views[1].m[i].angle /= 2;
+			}
+			ok = mcc_iso_read(buf, len, 2, &a, &info, &err) == MCC_OK &&
+				info.format == MCC_REC_ANSI2004 &&
+				same_view(&a, views[1].m, views[1].count, 180, true) &&
+				mcc_iso_read(buf, len, 1, &b, &info, &err) == MCC_OK &&
+				same_view(&b, views[0].m, views[0].count, 180, true);
+		}
+		free(buf);
+		UNIT_CHECK(ok, "ANSI 2004 sample with its view 2 angles halved imports (%s)", err.message);
+	}
+
 	/* the same two fingers in every format */
 	for (int v = 1; v <= 2; v++)
 	{
