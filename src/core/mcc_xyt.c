@@ -286,7 +286,7 @@ mcc_xyt_write(const mcc_minutiae *ms, char *out, size_t cap)
 {
 	size_t		used = 0;
 
-	for (int i = 0; i < ms->count; i++)
+	for (int i = 0; i < ms->count && i < MCC_MAX_MINUTIAE; i++)
 	{
 		const mcc_minutia *m = &ms->m[i];
 		char		line[64];
