@@ -808,6 +808,7 @@ check_minutiae(json_parse *jp, const mcc_minutiae *out, const size_t *where)
 	return MCC_OK;
 }
 
+/* Parse a JSON template text (mcc_json.h). */
 mcc_status
 mcc_json_read(const char *text, size_t len, mcc_minutiae *out,
 			  const mcc_profile **profile, mcc_error *err)
@@ -915,6 +916,7 @@ jappend(char *out, size_t cap, size_t *used, const char *s)
 	*used += n;
 }
 
+/* Write the canonical JSON text, snprintf-style (mcc_json.h). */
 size_t
 mcc_json_write(const mcc_minutiae *ms, const mcc_profile *p,
 			   char *out, size_t cap)

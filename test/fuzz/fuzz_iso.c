@@ -74,6 +74,7 @@ one_view(const uint8_t *data, size_t size, int view)
 		die("write then read changed the minutiae", NULL);
 }
 
+/* libFuzzer entry point: one input. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

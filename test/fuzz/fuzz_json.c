@@ -38,6 +38,7 @@ same_set(const mcc_minutiae *a, const mcc_minutiae *b)
 	return 1;
 }
 
+/* libFuzzer entry point: one input. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -67,6 +67,7 @@ one_size(const uint8_t *data, size_t size, int w, int h)
 		die("write then read changed the minutiae", NULL);
 }
 
+/* libFuzzer entry point: one input. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

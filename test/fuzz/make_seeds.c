@@ -31,7 +31,7 @@ save(const char *dir, const char *name, const void *buf, size_t n)
 	}
 }
 
-/* Big-endian stores. */
+/* Store a big-endian 16-bit value. */
 static void
 put16(uint8_t *p, unsigned v)
 {
@@ -39,6 +39,7 @@ put16(uint8_t *p, unsigned v)
 	p[1] = (uint8_t) v;
 }
 
+/* Store a big-endian 32-bit value. */
 static void
 put32(uint8_t *p, uint32_t v)
 {
@@ -125,6 +126,7 @@ iso_2011(const uint8_t *r, uint8_t *out)
 	return n;
 }
 
+/* Write every seed under the directory given. */
 int
 main(int argc, char **argv)
 {

@@ -24,12 +24,14 @@ typedef struct bytes
 	size_t		n;
 } bytes;
 
+/* Append one byte. */
 static void
 put8(bytes *bb, unsigned v)
 {
 	bb->b[bb->n++] = (uint8_t) v;
 }
 
+/* Append a big-endian 16-bit value. */
 static void
 put16(bytes *bb, unsigned v)
 {
@@ -37,6 +39,7 @@ put16(bytes *bb, unsigned v)
 	put8(bb, v);
 }
 
+/* Append a big-endian 32-bit value. */
 static void
 put32(bytes *bb, uint32_t v)
 {
@@ -44,6 +47,7 @@ put32(bytes *bb, uint32_t v)
 	put16(bb, v & 0xffff);
 }
 
+/* Big-endian 32-bit value at `at`. */
 static uint32_t
 get32(const bytes *bb, size_t at)
 {
@@ -51,6 +55,7 @@ get32(const bytes *bb, size_t at)
 		((uint32_t) bb->b[at + 2] << 8) | bb->b[at + 3];
 }
 
+/* Overwrite a big-endian 16-bit value at `at`. */
 static void
 set16(bytes *bb, size_t at, unsigned v)
 {
@@ -58,6 +63,7 @@ set16(bytes *bb, size_t at, unsigned v)
 	bb->b[at + 1] = (uint8_t) v;
 }
 
+/* Overwrite a big-endian 32-bit value at `at`. */
 static void
 set32(bytes *bb, size_t at, uint32_t v)
 {
@@ -581,7 +587,7 @@ test_lengths(void)
 			   "view count one too few hides view 2: %s", err.message);
 	bb.b[22] = 2;
 	st = read_view(&bb, n, 3, &ms, NULL, &err);
-	UNIT_CHECK(st == MCC_ERR_VALUE && strstr(err.detail, "2 finger views"),
+	UNIT_CHECK(st == MCC_ERR_VALUE && strstr(err.detail, "offset 22 says 2 finger views"),
 			   "asking for view 3 of 2: %s (%s)", err.message, err.detail);
 	st = read_view(&bb, n, 0, &ms, NULL, &err);
 	UNIT_CHECK(st == MCC_ERR_VALUE, "asking for view 0: %s", err.message);
@@ -1153,6 +1159,7 @@ test_minex_vs_xyt(const char *data)
 			   matched, total, records);
 }
 
+/* Synthetic records always; shared samples and FVC2002 when present. */
 int
 main(void)
 {

@@ -347,7 +347,8 @@ test_round_trip(void)
 		setlocale(LC_NUMERIC, "C");
 	}
 	else
-		UNIT_SKIP("no decimal-comma locale installed (de_DE.UTF-8, fr_FR.UTF-8)");
+		UNIT_SKIP("no decimal-comma locale installed (de_DE.UTF-8, fr_FR.UTF-8; "
+				  "localedef -i de_DE -f UTF-8 DIR/de_DE.UTF-8 and LOCPATH=DIR provide one)");
 }
 
 /* FVC2002 minutiae from xyt and ISO records survive JSON. */
@@ -389,6 +390,7 @@ test_fvc(const char *data)
 			   "FVC2002 FingerJetFX and mindtct minutiae survive JSON: %d of %d", good, files);
 }
 
+/* Synthetic text always; FVC2002 minutiae when present. */
 int
 main(void)
 {
