@@ -279,6 +279,7 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
 	RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
+CREATE TABLE p1 AS SELECT tpl FROM probes WHERE pid = 1;
 CREATE SEQUENCE not_a_table;
 CREATE TYPE not_a_table_either AS (a int);
 CREATE TABLE gnotpl (id bigint PRIMARY KEY, t text);
@@ -286,35 +287,35 @@ CREATE TABLE gtextkey (id text PRIMARY KEY, tpl mcc_template);
 CREATE TABLE gmixed (id bigint PRIMARY KEY, tpl mcc_template);
 INSERT INTO gmixed SELECT id, tpl FROM g WHERE id < 20;
 INSERT INTO gmixed SELECT 1000 + finger, template FROM mcc_synthetic(1, 1, 42, 0, 'tpami2010');
-SELECT q, sqlstate_of('SELECT * FROM identify(' || q || ')') AS error FROM (VALUES
-	('NULL, (SELECT tpl FROM probes WHERE pid = 1)'),
+SELECT q AS arguments, sqlstate_of('SELECT * FROM identify(' || q || ')') AS error FROM (VALUES
+	('NULL, (SELECT tpl FROM p1)'),
 	('''g'', NULL'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), NULL)'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), 10, NULL)'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), 0)'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), -5)'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), 10, ''NaN'')'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), 10, -0.5)'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), 10, 1.5)'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), 10, ''Infinity'')'),
-	('''not_a_table'', (SELECT tpl FROM probes WHERE pid = 1)'),
-	('''g_pkey'', (SELECT tpl FROM probes WHERE pid = 1)'),
-	('''not_a_table_either'', (SELECT tpl FROM probes WHERE pid = 1)'),
-	('4294967295::oid::regclass, (SELECT tpl FROM probes WHERE pid = 1)'),
-	('''gnotpl'', (SELECT tpl FROM probes WHERE pid = 1)'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), template_column => ''nosuch'')'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), template_column => ''id'')'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), template_column => ''ctid'')'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), id_column => ''nosuch'')'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), id_column => ''tpl'')'),
-	('''gu'', (SELECT tpl FROM probes WHERE pid = 1), id_column => ''name'')'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), id_column => ''ctid'')'),
-	('''g'', (SELECT tpl FROM probes WHERE pid = 1), id_column => ''xmin'')'),
-	('''gtextkey'', (SELECT tpl FROM probes WHERE pid = 1)'),
-	('''gv'', (SELECT tpl FROM probes WHERE pid = 1)'),
-	('''gu2'', (SELECT tpl FROM probes WHERE pid = 1)'),
-	('''gmixed'', (SELECT tpl FROM probes WHERE pid = 1)'),
-	('''gv_nullkey'', (SELECT tpl FROM probes WHERE pid = 1), id_column => ''id'')')
+	('''g'', (SELECT tpl FROM p1), NULL'),
+	('''g'', (SELECT tpl FROM p1), 10, NULL'),
+	('''g'', (SELECT tpl FROM p1), 0'),
+	('''g'', (SELECT tpl FROM p1), -5'),
+	('''g'', (SELECT tpl FROM p1), 10, ''NaN'''),
+	('''g'', (SELECT tpl FROM p1), 10, -0.5'),
+	('''g'', (SELECT tpl FROM p1), 10, 1.5'),
+	('''g'', (SELECT tpl FROM p1), 10, ''Infinity'''),
+	('''not_a_table'', (SELECT tpl FROM p1)'),
+	('''g_pkey'', (SELECT tpl FROM p1)'),
+	('''not_a_table_either'', (SELECT tpl FROM p1)'),
+	('4294967295::oid::regclass, (SELECT tpl FROM p1)'),
+	('''gnotpl'', (SELECT tpl FROM p1)'),
+	('''g'', (SELECT tpl FROM p1), template_column => ''nosuch'''),
+	('''g'', (SELECT tpl FROM p1), template_column => ''id'''),
+	('''g'', (SELECT tpl FROM p1), template_column => ''ctid'''),
+	('''g'', (SELECT tpl FROM p1), id_column => ''nosuch'''),
+	('''g'', (SELECT tpl FROM p1), id_column => ''tpl'''),
+	('''gu'', (SELECT tpl FROM p1), id_column => ''name'''),
+	('''g'', (SELECT tpl FROM p1), id_column => ''ctid'''),
+	('''g'', (SELECT tpl FROM p1), id_column => ''xmin'''),
+	('''gtextkey'', (SELECT tpl FROM p1)'),
+	('''gv'', (SELECT tpl FROM p1)'),
+	('''gu2'', (SELECT tpl FROM p1)'),
+	('''gmixed'', (SELECT tpl FROM p1)'),
+	('''gv_nullkey'', (SELECT tpl FROM p1), id_column => ''id''')
 ) AS v(q);
 -- the full reports of a few
 SELECT * FROM identify('g', NULL);
@@ -340,7 +341,7 @@ FROM pg_proc WHERE oid = 'identify'::regproc;
 DROP VIEW gv, gv_nullkey, gpriv_v;
 DROP MATERIALIZED VIEW gm;
 DROP TABLE g, probes, bf, bf_rank, ks, got, want, mins, got_min, want_min, gdup, gnull, gsnap,
-	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed;
+	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed, p1;
 DROP FUNCTION brute, same_as_brute, sqlstate_of;
 DROP SEQUENCE not_a_table;
 DROP TYPE not_a_table_either;

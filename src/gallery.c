@@ -189,18 +189,20 @@ index_key_column(Oid indexoid, bool *primary)
 	return att;
 }
 
-/* Raise the "no usable key" error. */
+/* Raise the "no usable key" error, saying why for views and matviews. */
 static void
 no_key_error(Relation rel)
 {
-	bool		is_view = rel->rd_rel->relkind == RELKIND_VIEW;
+	char		kind = rel->rd_rel->relkind;
 
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_COLUMN),
 			 errmsg("relation \"%s\" has no integer key column",
 					RelationGetRelationName(rel)),
-			 is_view ?
+			 kind == RELKIND_VIEW ?
 			 errdetail("A view has no primary key or unique index to find the key from.") :
+			 kind == RELKIND_MATVIEW ?
+			 errdetail("The columns of a materialized view are never NOT NULL, so its unique indexes do not make a key.") :
 			 errdetail("The key is a single-column primary key, or a single-column unique index on a NOT NULL column, of type smallint, integer or bigint."),
 			 errhint("Name the key column with id_column.")));
 }

@@ -55,6 +55,7 @@ typedef struct identify_state
 	const mcc_gallery *gallery;
 	mcc_soa    *soa;			/* malloc'ed arrays: freed by PG_FINALLY */
 	int64		row_key;		/* key of the row being read, for errors */
+	bool		have_key;		/* row_key belongs to the row being read */
 	mcc_topk	topk;
 	MemoryContext call_cxt;		/* top-k storage */
 	MemoryContext batch_cxt;	/* reset after every batch */
@@ -111,8 +112,9 @@ row_context(void *arg)
 {
 	identify_state *st = (identify_state *) arg;
 
-	errcontext("gallery \"%s\", row with key " INT64_FORMAT,
-			   st->gallery->relname, st->row_key);
+	if (st->have_key)
+		errcontext("gallery \"%s\", row with key " INT64_FORMAT,
+				   st->gallery->relname, st->row_key);
 }
 
 /* Give the top-k larger storage when it is full but holds fewer than k. */
@@ -138,6 +140,7 @@ add_row(identify_state *st, HeapTuple tuple, TupleDesc desc)
 	mcc_template_view v;
 	mcc_error	err;
 
+	st->have_key = !isnull;
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -148,7 +151,7 @@ add_row(identify_state *st, HeapTuple tuple, TupleDesc desc)
 	tpl = SPI_getbinval(tuple, desc, 2, &isnull);
 	Assert(!isnull);
 	mcc_pg_open((struct varlena *) PG_DETOAST_DATUM(tpl), &v);
-	if (v.profile != st->profile)
+	if (v.profile->id != st->profile->id)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("gallery row with key " INT64_FORMAT " has a template of profile \"%s\", but the probe's profile is \"%s\"",

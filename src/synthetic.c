@@ -125,7 +125,11 @@ mcc_synthetic(PG_FUNCTION_ARGS)
 	}
 	fctx = SRF_PERCALL_SETUP();
 	if (fctx->call_cntr < fctx->max_calls)
-		SRF_RETURN_NEXT(fctx, synth_row(fctx->user_fctx, fctx->call_cntr,
-										fctx->tuple_desc));
+	{
+		/* build the row first: SRF_RETURN_NEXT advances call_cntr */
+		Datum		row = synth_row(fctx->user_fctx, fctx->call_cntr, fctx->tuple_desc);
+
+		SRF_RETURN_NEXT(fctx, row);
+	}
 	SRF_RETURN_DONE(fctx);
 }
