@@ -70,6 +70,23 @@ like($err, qr/canceling statement due to statement timeout/,
 note(sprintf("statement_timeout %d ms: the statement ended after %.0f ms (psql start included)",
 		$timeout_ms, 1000 * $elapsed));
 
+# The pid of the backend running a statement matching $like under
+# application_name $app, polled as fast as psql starts (not every 100 ms as
+# poll_query_until does: a scan may last well under a second).
+sub wait_for_backend
+{
+	my ($app, $like) = @_;
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (time < $deadline)
+	{
+		my $pid = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE application_name = '$app'
+			   AND state = 'active' AND query LIKE '$like'");
+		return $pid if $pid ne '';
+	}
+	die "no backend of $app running $like";
+}
+
 # pg_cancel_backend() from another session, a quarter into the scan.
 my ($c_out, $c_err) = ('', '');
 my $h = IPC::Run::start(
@@ -79,15 +96,11 @@ my $h = IPC::Run::start(
 		'-c', "SELECT count(*) FROM identify('big', $probe, 10)"
 	],
 	'>', \$c_out, '2>', \$c_err);
-ok( $node->poll_query_until(
-		'postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
-		WHERE application_name = 'mcc_cancel' AND state = 'active'
-		  AND query LIKE '%identify%'}),
-	'the identify statement to cancel is running');
+my $pid = wait_for_backend('mcc_cancel', '%identify%');
 usleep(int(1e6 * $full / 4));
 $t0 = time;
-$node->safe_psql('postgres',
-	q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'mcc_cancel'});
+is($node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
+	't', 'cancel sent to the backend running identify');
 $h->finish;
 $elapsed = time - $t0;
 like($c_err, qr/canceling statement due to user request/,
@@ -123,12 +136,7 @@ sub peak_growth_kb
 			'-c', "SELECT count(*) FROM identify('$table', $probe, 10)"
 		],
 		'>', \$o, '2>', \$e);
-	$node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = '$app'
-		   AND query LIKE '%pg_sleep%'")
-	  or die "no backend for $app";
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE application_name = '$app'");
+	my $pid = wait_for_backend($app, '%pg_sleep%');
 	my $level = rss_anon_kb($pid);
 	my $peak = $level;
 	while ($run->pumpable)
