@@ -30,6 +30,14 @@ SELECT count(DISTINCT template::text) AS distinct_templates FROM mcc_synthetic(2
 SELECT count(*) AS n,
        count(*) FILTER (WHERE template::text::mcc_template::text = template::text) AS round_trip
 FROM mcc_synthetic(20, 2, 9);
+-- the generator's sensor frame (388 x 374 pixels at 500 dpi, FVC2002 DB1's);
+-- at most 60 master minutiae plus up to 15% spurious ones: 1 to 69 minutiae
+SELECT count(*) AS n, min(i.width) AS width, max(i.width) AS max_width, min(i.height) AS height,
+       max(i.height) AS max_height, min(i.dpi) AS dpi, max(i.dpi) AS max_dpi,
+       bool_and(i.profile = 'gpu2015') AS gpu2015, bool_and(i.minutiae BETWEEN 1 AND 69) AS minutiae_1_69
+FROM mcc_synthetic(50, 2, 9) s, mcc_template_info(s.template) i;
+SELECT mcc_profile(template) FROM mcc_synthetic(1, 1, 1, 0, 'tpami2010');
+
 -- tpami2010 templates score against each other, not against gpu2015 ones
 SELECT mcc_score(a.template, b.template) BETWEEN 0 AND 1 AS tpami_scores
 FROM mcc_synthetic(1, 2, 3, 0, 'tpami2010') a, mcc_synthetic(1, 2, 3, 0, 'tpami2010') b

@@ -7,8 +7,8 @@
  * 0 .. impressions - 1, made by src/core/mcc_synth.h with its default
  * parameters and the given seed, and built into templates of the given
  * profile. The same arguments always give the same rows, and the numbering
- * is the core's, so the CLI generator (mccgen) with the same seed, finger
- * and impression makes the same minutiae.
+ * is the core's: any caller of mcc_synth.h with the same seed, finger and
+ * impression makes the same minutiae.
  *
  * It is value-per-call: one template is built per row, so a generator
  * feeding INSERT ... SELECT never holds more than one template. The master
