@@ -1,4 +1,8 @@
--- 1:N identification (src/identify.c, src/gallery.c, src/synthetic.c)
+-- ===========================================================================
+-- identify() and synthetic data (src/identify.c, src/gallery.c,
+-- src/synthetic.c): this section is maintained on the pgident branch.
+-- Everything above must not depend on it; keep new type-level objects above.
+-- ===========================================================================
 
 -- Exact top-k of a gallery by LSS score, read with the statement's snapshot
 -- through SPI: STABLE (it reads tables), PARALLEL UNSAFE (SPI in a worker
