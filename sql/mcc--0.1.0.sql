@@ -5,9 +5,10 @@
 -- ===========================================================================
 
 -- Exact top-k of a gallery by LSS score, read with the statement's snapshot
--- through SPI: STABLE (it reads tables), PARALLEL UNSAFE (SPI in a worker
--- would run without the leader's snapshot and locks), not STRICT (NULL
--- arguments get clear errors; the two column names may be NULL).
+-- through SPI: STABLE (it reads tables), PARALLEL UNSAFE (it runs its own
+-- query through an SPI cursor, which may read temporary tables: backend-local
+-- state a parallel worker cannot share), not STRICT (NULL arguments get clear
+-- errors; the two column names may be NULL).
 CREATE FUNCTION identify(gallery regclass, probe mcc_template, k int DEFAULT 10,
 						 min_score real DEFAULT 0, id_column name DEFAULT NULL,
 						 template_column name DEFAULT NULL)
