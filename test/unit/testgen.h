@@ -11,7 +11,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "mcc_minutiae.h"
+#include "mcc_template.h"
 
 typedef struct tg_rng
 {
@@ -128,6 +131,98 @@ tg_impression(tg_rng *r, const mcc_minutiae *ms, mcc_minutiae *out,
 		m->theta = mcc_angle_normalize(tg_unit(r) * MCC_TWO_PI);
 		m->type = 1;
 		m->quality = 50;
+	}
+}
+
+/*
+ * A template blob made directly from cylinders (not from minutiae), for
+ * tests of the scoring arithmetic: cylinder i gets the words w[i] (value
+ * words, then mask words for a profile with masks) and the byte angle
+ * angle[i]; its minutia i sits at (10 + i, 10) with a theta whose byte angle
+ * is angle[i]. Popcounts are counted and the cylinders sorted as stored.
+ * Returns a malloc'ed blob (first 4 bytes zero) and its size.
+ */
+static inline uint8_t *
+tg_blob(const mcc_profile *p, int n, const uint64_t (*w)[2 * MCC_MAX_WORDS],
+		const uint8_t *angle, size_t *size)
+{
+	int			words = mcc_profile_cyl_words(p);
+	size_t		boff = (MCC_TEMPLATE_HDRSZ + MCC_MINUTIA_RECSZ * (size_t) n + 7) / 8 * 8;
+	size_t		moff = boff + (size_t) n * words * 8;
+	uint8_t    *b;
+	int			order[MCC_MAX_CYL];
+	uint16_t	u16;
+
+	*size = moff + (size_t) MCC_CYLMETA_RECSZ * n;
+	b = calloc(1, *size);
+	b[4] = MCC_TEMPLATE_VERSION;
+	b[5] = p->id;
+	u16 = 300;
+	memcpy(b + 8, &u16, 2);
+	u16 = 400;
+	memcpy(b + 10, &u16, 2);
+	u16 = 500;
+	memcpy(b + 12, &u16, 2);
+	u16 = (uint16_t) n;
+	memcpy(b + 14, &u16, 2);
+	memcpy(b + 16, &u16, 2);
+	u16 = (uint16_t) words;
+	memcpy(b + 18, &u16, 2);
+	for (int i = 0; i < n; i++)
+	{
+		uint8_t    *r = b + MCC_TEMPLATE_HDRSZ + MCC_MINUTIA_RECSZ * (size_t) i;
+		int16_t		x = (int16_t) (10 + i);
+		int16_t		y = 10;
+		float		th = (float) (angle[i] * MCC_TWO_PI / 256.0);
+		int			k = i;
+
+		memcpy(r, &x, 2);
+		memcpy(r + 2, &y, 2);
+		memcpy(r + 4, &th, 4);
+		r[8] = 1;
+		r[9] = 50;
+		/* insertion sort by (angle, index) */
+		while (k > 0 && angle[order[k - 1]] > angle[i])
+		{
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = i;
+	}
+	for (int c = 0; c < n; c++)
+	{
+		int			i = order[c];
+		int			pc = 0;
+
+		for (int k = 0; k < p->words; k++)
+			pc += __builtin_popcountll(w[i][k]);
+		memcpy(b + boff + (size_t) c * words * 8, w[i], (size_t) words * 8);
+		u16 = (uint16_t) pc;
+		memcpy(b + moff + 4 * (size_t) c, &u16, 2);
+		b[moff + 4 * (size_t) c + 2] = angle[i];
+		b[moff + 4 * (size_t) c + 3] = (uint8_t) i;
+	}
+	return b;
+}
+
+/*
+ * Random cylinder words for profile p: value bits with the given density,
+ * and for a profile with masks a mask of density mask_density (value bits
+ * kept only inside it); bits beyond nbits clear.
+ */
+static inline void
+tg_cylinder_words(tg_rng *r, const mcc_profile *p, double density,
+				  double mask_density, uint64_t *w)
+{
+	memset(w, 0, sizeof(uint64_t) * 2 * MCC_MAX_WORDS);
+	for (int b = 0; b < p->nbits; b++)
+	{
+		int			in_mask = !p->masks || tg_unit(r) < mask_density;
+
+		if (p->masks && in_mask)
+			w[p->words + b / 64] |= UINT64_C(1) << (b % 64);
+		if (in_mask && tg_unit(r) < density)
+			w[b / 64] |= UINT64_C(1) << (b % 64);
 	}
 }
 
