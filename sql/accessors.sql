@@ -39,8 +39,8 @@ SELECT count(*) FILTER (WHERE (m.e->>'theta')::real = ((m.ord - 1) * 37 % 64 * 0
 FROM acc, jsonb_array_elements(mcc_minutiae(t)) WITH ORDINALITY AS m(e, ord) WHERE name = 'grid';
 
 -- cylinders: one row per valid cylinder
-SELECT name, count(c.*) AS rows, mcc_cylinder_count(t) AS cylinders
-FROM acc LEFT JOIN LATERAL mcc_cylinders(t) c ON true GROUP BY name, t ORDER BY name;
+SELECT name, (SELECT count(*) FROM mcc_cylinders(t)) AS rows, mcc_cylinder_count(t) AS cylinders
+FROM acc ORDER BY name;
 SELECT minutia, x, y, angle, popcount > 0 AS has_bits, length(bits) AS nbits, mask IS NULL AS no_mask
 FROM acc, mcc_cylinders(t) WHERE name = 'two near';
 -- the byte angle is round(theta * 256 / 2pi) mod 256: 0.5 -> 20, 2 -> 81
@@ -73,10 +73,12 @@ SELECT mcc_minutiae_count(NULL) IS NULL AS a, mcc_cylinder_count(NULL) IS NULL A
 	   mcc_template_info(NULL) IS NULL AS e,
 	   (SELECT count(*) FROM mcc_cylinders(NULL)) AS f;
 
--- a value stored out of line (STORAGE external) reads back the same
+-- STORAGE external: a large value goes out of line uncompressed, where
+-- pg_column_size() counts its bytes without the 4-byte varlena header
+-- (an inline value would count them with it, a compressed one fewer)
 CREATE TABLE big (t mcc_template);
 INSERT INTO big SELECT t FROM acc WHERE name = 'grid tpami';
-SELECT pg_column_size(t) = (mcc_template_info(t)).bytes AS uncompressed,
+SELECT pg_column_size(t) = (mcc_template_info(t)).bytes - 4 AS external_uncompressed,
 	   t::text = (SELECT t::text FROM acc WHERE name = 'grid tpami') AS same
 FROM big;
 

@@ -1,5 +1,17 @@
 -- score: 1:1 LSS score, the % and <=> operators, mcc.match_threshold
 
+-- run a statement; its SQLSTATE ('00000' if it succeeds), message and detail
+CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT detail text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE stmt;
+	state := '00000';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
+		detail = PG_EXCEPTION_DETAIL;
+END
+$$;
+
 -- A finger-like set: 40 minutiae spread over [110, 390) x [110, 390) of a
 -- 500x500 image, far enough from the borders that no cylinder reaches them;
 -- byte angles q (theta = q * 2pi / 256).
@@ -79,10 +91,13 @@ SELECT count(*) AS pairs,
 	   count(*) FILTER (WHERE mcc_score(a.t, b.t) BETWEEN 0 AND 1) AS in_range
 FROM tpl a, tpl b WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu2015';
 
--- different profiles are never compared
+-- different profiles are never compared (22023)
 SELECT mcc_score(a.t, b.t) FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010';
-SELECT a.t % b.t FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010';
-SELECT a.t <=> b.t FROM tpl a, tpl b WHERE a.name = 'A tpami2010' AND b.name = 'A';
+SELECT v.op, t.* FROM (VALUES
+	(1, 'mcc_score', $q$SELECT mcc_score(a.t, b.t) FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010'$q$),
+	(2, '%', $q$SELECT a.t % b.t FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010'$q$),
+	(3, '<=>', $q$SELECT a.t <=> b.t FROM tpl a, tpl b WHERE a.name = 'A tpami2010' AND b.name = 'A'$q$)
+) AS v(ord, op, stmt), LATERAL try(v.stmt) t ORDER BY v.ord;
 
 -- NULL in, NULL out
 SELECT mcc_score(t, NULL) IS NULL AS s, (t % NULL) IS NULL AS m, (NULL <=> t) IS NULL AS d
@@ -128,9 +143,12 @@ SET mcc.match_threshold = 1;
 EXECUTE m;
 DEALLOCATE m;
 RESET mcc.match_threshold;
--- range and reserved prefix
-SET mcc.match_threshold = 1.5;
-SET mcc.match_threshold = -0.1;
+-- range (22023) and reserved prefix (42602)
+SELECT v.stmt, t.* FROM (VALUES
+	(1, 'SET mcc.match_threshold = 1.5'),
+	(2, 'SET mcc.match_threshold = -0.1'),
+	(3, 'SET mcc.no_such_setting = 1')
+) AS v(ord, stmt), LATERAL try(v.stmt) t ORDER BY v.ord;
 SET mcc.no_such_setting = 1;
 
 -- catalog: volatility and commutators
@@ -141,4 +159,4 @@ FROM pg_operator o LEFT JOIN pg_operator c ON c.oid = o.oprcom
 WHERE o.oprleft = 'mcc_template'::regtype ORDER BY 1;
 
 DROP TABLE tpl, mnt;
-DROP FUNCTION theta(int);
+DROP FUNCTION theta(int), try(text);

@@ -1,5 +1,17 @@
 -- type_io: text and binary I/O of mcc_template
 
+-- run a statement; its SQLSTATE ('00000' if it succeeds), message and detail
+CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT detail text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE stmt;
+	state := '00000';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
+		detail = PG_EXCEPTION_DETAIL;
+END
+$$;
+
 -- a small template: 5 minutiae of both forms (array and object), keys out of
 -- canonical order, defaults (type "other", quality 0, dpi 500, gpu2015)
 SELECT '{"minutiae": [[100, 100, 0.5],
@@ -41,17 +53,22 @@ DELETE FROM io WHERE id IN (5, 6);
 
 -- text input errors
 SELECT ''::mcc_template;
-SELECT '{'::mcc_template;
-SELECT '[]'::mcc_template;
-SELECT '{"width":10,"height":10,"minutiae":[[1,1,0.5]]} x'::mcc_template;
-SELECT '{"width":10,"height":10,"minutiae":[[1,1,0.5]],"colour":"red"}'::mcc_template;
-SELECT '{"width":10,"width":10,"height":10,"minutiae":[[1,1,0.5]]}'::mcc_template;
-SELECT '{"height":10,"minutiae":[[1,1,0.5]]}'::mcc_template;
-SELECT '{"width":10,"height":10}'::mcc_template;
-SELECT '{"width":10,"height":10,"minutiae":[]}'::mcc_template;
-SELECT '{"profile":"nist","width":10,"height":10,"minutiae":[[1,1,0.5]]}'::mcc_template;
-SELECT '{"width":10,"height":10,"minutiae":[[1,1,NaN]]}'::mcc_template;
-SELECT '{"width":10,"height":10,"minutiae":[[1,1,0.5,"loop"]]}'::mcc_template;
+SELECT v.input, t.* FROM (VALUES
+	(1, ''),
+	(2, '{'),
+	(3, '[]'),
+	(4, '{"width":10,"height":10,"minutiae":[[1,1,0.5]]} x'),
+	(5, '{"width":10,"height":10,"minutiae":[[1,1,0.5]],"colour":"red"}'),
+	(6, '{"width":10,"width":10,"height":10,"minutiae":[[1,1,0.5]]}'),
+	(7, '{"height":10,"minutiae":[[1,1,0.5]]}'),
+	(8, '{"width":10,"height":10}'),
+	(9, '{"width":10,"height":10,"minutiae":[]}'),
+	(10, '{"profile":"nist","width":10,"height":10,"minutiae":[[1,1,0.5]]}'),
+	(11, '{"width":10,"height":10,"minutiae":[[1,1,NaN]]}'),
+	(12, '{"width":10,"height":10,"minutiae":[[1,1,0.5,"loop"]]}'),
+	(13, '{"width":10,"height":10,"minutiae":[[10,1,0.5]]}')
+) AS v(ord, input), LATERAL try(format('SELECT %L::mcc_template', v.input)) t
+ORDER BY v.ord;
 
 -- binary I/O: COPY BINARY round trip (NULLs included)
 INSERT INTO io VALUES (7, NULL);
@@ -72,9 +89,9 @@ SELECT length(mcc_template_send(t)) FROM io ORDER BY id;
 
 -- binary input errors: crafted values written as bytea with COPY BINARY
 -- (a bytea field's binary form is its raw bytes) and read back as templates
-CREATE TABLE crafted (name text, b bytea);
+CREATE TABLE crafted (ord serial, name text, b bytea);
 CREATE TABLE landing (name text, t mcc_template);
-INSERT INTO crafted
+INSERT INTO crafted (name, b)
 SELECT v.name, v.b
 FROM (SELECT mcc_template_send(t) AS s FROM io WHERE id = 1) good,
 LATERAL (VALUES
@@ -102,84 +119,39 @@ LATERAL (VALUES
 	('quality 101',     overlay(s placing '\x65' from 20 for 1))
 ) AS v(name, b);
 
--- one crafted value at a time
+-- the good value lands; a bad one fails the COPY
 CREATE TABLE one (b bytea);
-CREATE PROCEDURE pick(n text) LANGUAGE sql AS $$
-	DELETE FROM landing;
-	DELETE FROM one;
-	INSERT INTO one SELECT b FROM crafted WHERE name = n;
-$$;
-CALL pick('good');
+INSERT INTO one SELECT b FROM crafted WHERE name = 'good';
 \copy one TO 'results/crafted.bin' WITH (FORMAT binary)
 \copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
 SELECT t::text = (SELECT t::text FROM io WHERE id = 1) AS good FROM landing;
-CALL pick('empty');
+DELETE FROM one;
+INSERT INTO one SELECT b FROM crafted WHERE name = 'version 2';
 \copy one TO 'results/crafted.bin' WITH (FORMAT binary)
 \copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('version 0');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('version 2');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('version only');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('profile 3');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('short header');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('257 minutiae');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('count 4');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('count 0');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('cut minutia');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('trailing byte');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('count 2');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('width 0');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('dpi 0');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('x 300');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('x -1');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('theta NaN');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('theta 2pi');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('theta -0.5');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('type 3');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-CALL pick('quality 101');
-\copy one TO 'results/crafted.bin' WITH (FORMAT binary)
-\copy landing (t) FROM 'results/crafted.bin' WITH (FORMAT binary)
-SELECT count(*) AS landed FROM landing;
+
+-- every crafted value through a server-side COPY BINARY, one at a time
+CREATE FUNCTION recv_check(payload bytea, OUT state text, OUT message text, OUT detail text)
+LANGUAGE plpgsql AS $$
+DECLARE
+	f text := current_setting('data_directory') || '/mcc_crafted.bin';
+BEGIN
+	DELETE FROM one;
+	INSERT INTO one VALUES (payload);
+	EXECUTE format('COPY one TO %L WITH (FORMAT binary)', f);
+	DELETE FROM landing;
+	EXECUTE format('COPY landing (t) FROM %L WITH (FORMAT binary)', f);
+	state := '00000';
+	SELECT t::text INTO message FROM landing;
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
+		detail = PG_EXCEPTION_DETAIL;
+END
+$$;
+SELECT c.name, r.* FROM crafted c, LATERAL recv_check(c.b) r ORDER BY c.ord;
 
 -- the storage parameters of the type
 SELECT typname, typlen, typalign, typstorage FROM pg_type WHERE typname = 'mcc_template';
 
-DROP PROCEDURE pick(text);
+DROP FUNCTION try(text), recv_check(bytea);
 DROP TABLE io, io2, io_json, crafted, landing, one;

@@ -82,25 +82,51 @@ mcc_template_out(PG_FUNCTION_ARGS)
 	PG_RETURN_CSTRING(mcc_pg_template_to_json(t));
 }
 
-/* Raise 22P03 unless n more bytes remain in buf; what names the part. */
-static void
-recv_need(StringInfo buf, int n, const char *what)
-{
-	int			left = buf->len - buf->cursor;
-
-	if (left < n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("binary mcc_template value is truncated"),
-				 errdetail("The %s needs %d bytes, but only %d remain.",
-						   what, n, left)));
-}
-
 /* Read a uint16 in network byte order (length already checked). */
 static uint16
 recv_uint16(StringInfo buf)
 {
 	return (uint16) pq_getmsgint(buf, 2);
+}
+
+/* Check the wire header and read it into ms; returns the profile. */
+static const mcc_profile *
+recv_header(StringInfo buf, mcc_minutiae *ms)
+{
+	const mcc_profile *p;
+	int			version;
+	int			profile_id;
+
+	/* the version first, so that a newer format is reported as such */
+	if (buf->len - buf->cursor >= 1)
+	{
+		version = pq_getmsgbyte(buf);
+		if (version != MCC_WIRE_VERSION)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("unsupported binary format version %d for type mcc_template",
+							version),
+					 errdetail("This version of mcc reads binary format version %d.",
+							   MCC_WIRE_VERSION)));
+	}
+	if (buf->len - buf->cursor < MCC_WIRE_HDRSZ - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("binary mcc_template value is truncated"),
+				 errdetail("The header takes %d bytes, but the value has only %d.",
+						   MCC_WIRE_HDRSZ, buf->len)));
+	profile_id = pq_getmsgbyte(buf);
+	p = mcc_profile_by_id(profile_id);
+	if (p == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("unknown MCC profile id %d in binary mcc_template value",
+						profile_id)));
+	ms->width = recv_uint16(buf);
+	ms->height = recv_uint16(buf);
+	ms->dpi = recv_uint16(buf);
+	ms->count = recv_uint16(buf);
+	return p;
 }
 
 /* Binary input: validate the wire form and rebuild the template. */
@@ -109,35 +135,10 @@ mcc_template_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
 	mcc_minutiae ms;
-	const mcc_profile *p;
-	int			version;
-	int			profile_id;
+	const mcc_profile *p = recv_header(buf, &ms);
 	int			left;
 	int			need;
 
-	/* version first, so that a newer format is reported as such */
-	recv_need(buf, 1, "format version");
-	version = pq_getmsgbyte(buf);
-	if (version != MCC_WIRE_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported binary format version %d for type mcc_template",
-						version),
-				 errdetail("This version of mcc reads binary format version %d.",
-						   MCC_WIRE_VERSION)));
-
-	recv_need(buf, MCC_WIRE_HDRSZ - 1, "header");
-	profile_id = pq_getmsgbyte(buf);
-	p = mcc_profile_by_id(profile_id);
-	if (p == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unknown MCC profile id %d in binary mcc_template value",
-						profile_id)));
-	ms.width = recv_uint16(buf);
-	ms.height = recv_uint16(buf);
-	ms.dpi = recv_uint16(buf);
-	ms.count = recv_uint16(buf);
 	if (ms.count > MCC_MAX_MINUTIAE)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -152,14 +153,15 @@ mcc_template_recv(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("binary mcc_template value is truncated"),
-				 errdetail("%u minutiae need %d bytes, but only %d remain.",
+				 errdetail("%u minutiae take %d bytes after the header, but only %d follow it.",
 						   ms.count, need, left)));
 	if (left > need)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("binary mcc_template value has %d trailing bytes",
-						left - need),
-				 errdetail("%u minutiae need %d bytes, but %d remain.",
+				 errmsg_plural("binary mcc_template value has %d trailing byte",
+							   "binary mcc_template value has %d trailing bytes",
+							   left - need, left - need),
+				 errdetail("%u minutiae take %d bytes after the header, but %d follow it.",
 						   ms.count, need, left)));
 
 	for (int i = 0; i < ms.count; i++)
@@ -173,7 +175,7 @@ mcc_template_recv(PG_FUNCTION_ARGS)
 		m->quality = (uint8) pq_getmsgbyte(buf);
 	}
 
-	/* validation of every field and the cylinders happen here */
+	/* every field is validated, and the cylinders built, here */
 	PG_RETURN_POINTER(mcc_pg_build(&ms, p));
 }
 
