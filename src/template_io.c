@@ -29,6 +29,10 @@
 #define MCC_WIRE_HDRSZ		10	/* version, profile, 4 x uint16 */
 #define MCC_WIRE_MINSZ		10	/* one minutia record */
 
+/* JSON output buffer estimate: the keys, then a typical minutia (~40 bytes) */
+#define JSON_HEAD_ESTIMATE		128
+#define JSON_MINUTIA_ESTIMATE	48
+
 PG_FUNCTION_INFO_V1(mcc_template_in);
 PG_FUNCTION_INFO_V1(mcc_template_out);
 PG_FUNCTION_INFO_V1(mcc_template_recv);
@@ -53,14 +57,22 @@ mcc_pg_template_to_json(const struct varlena *t)
 {
 	mcc_template_view v;
 	mcc_minutiae ms;
+	size_t		cap;
 	size_t		len;
 	char	   *out;
 
 	mcc_pg_open(t, &v);
 	mcc_template_minutiae(&v, &ms);
-	len = mcc_json_write(&ms, v.profile, NULL, 0);
-	out = palloc(len + 1);
-	mcc_json_write(&ms, v.profile, out, len + 1);
+	/* one pass for typical values; a second only if they do not fit */
+	cap = JSON_HEAD_ESTIMATE + JSON_MINUTIA_ESTIMATE * (size_t) ms.count;
+	out = palloc(cap);
+	len = mcc_json_write(&ms, v.profile, out, cap);
+	if (len >= cap)
+	{
+		pfree(out);
+		out = palloc(len + 1);
+		mcc_json_write(&ms, v.profile, out, len + 1);
+	}
 	return out;
 }
 
