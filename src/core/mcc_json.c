@@ -110,9 +110,23 @@ describe_here(json_parse *jp, char *buf, size_t cap)
 {
 	unsigned char c;
 
+	static const char *const literals[] = {"true", "false", "null"};
+
 	if (jp->pos >= jp->len)
 		return "the end of the text";
 	c = (unsigned char) jp->s[jp->pos];
+	/* name the kind of value rather than its first character */
+	if (c == '"')
+		return "a string";
+	if (c == '-' || (c >= '0' && c <= '9'))
+		return "a number";
+	for (int i = 0; i < 3; i++)
+	{
+		size_t		n = strlen(literals[i]);
+
+		if (jp->len - jp->pos >= n && memcmp(jp->s + jp->pos, literals[i], n) == 0)
+			return literals[i];
+	}
 	if (c >= 0x20 && c < 0x7f)
 		snprintf(buf, cap, "\"%c\"", c);
 	else

@@ -203,7 +203,11 @@ test_errors(void)
 	expect_fail(T("[1,2,1,]"), MCC_ERR_SYNTAX, "expected a minutia type", "a trailing comma");
 	expect_fail(T("[1,2,1],"), MCC_ERR_SYNTAX, "expected a minutia array or object", "a trailing comma in the list");
 	expect_fail(T("[1,2,1,2]"), MCC_ERR_SYNTAX, "minutia type string", "a numeric type");
-	expect_fail(T("[1,2,1,null]"), MCC_ERR_SYNTAX, "minutia type string", "a null type");
+	expect_fail(T("[1,2,1,null]"), MCC_ERR_SYNTAX, "found null", "a null type");
+	expect_fail(T("[1,2,true]"), MCC_ERR_SYNTAX, "expected a number, found true", "a boolean theta");
+	expect_fail(T("[1,2,\"1\"]"), MCC_ERR_SYNTAX, "expected a number, found a string", "a string theta");
+	expect_fail("{\"width\":10,\"height\":10,\"minutiae\":[-1]}", MCC_ERR_SYNTAX,
+				"expected a minutia array or object, found a number", "a number for a minutia");
 	expect_fail(T("[1,2,1,\"ridge\"]"), MCC_ERR_VALUE, "unknown minutia type \"ridge\"", "an unknown type");
 	expect_fail(T("[1,2,1,\"Ending\"]"), MCC_ERR_VALUE, "unknown minutia type", "type names are case-sensitive");
 	expect_fail(T("{\"x\":1,\"y\":2}"), MCC_ERR_SYNTAX, "lacks \"theta\"", "an object without theta");
