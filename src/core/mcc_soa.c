@@ -227,7 +227,7 @@ always(void)
 
 /* Best first: the automatic choice is the first usable one. */
 static const kernel kernels[] = {
-	{"avx512", mcc_scan_avx512, mcc_cpu_has_avx512},
+	{"avx512", mcc_scan_avx512, mcc_avx512_ok},
 	{"popcnt", mcc_scan_popcnt, mcc_cpu_has_popcnt},
 	{"generic", mcc_scan_generic, always},
 };

@@ -2,6 +2,7 @@
  * test_soa.c: the structure-of-arrays gallery and its scan: every kernel
  * this CPU can run gives, for every template, exactly mcc_lss_score().
  */
+#include <fenv.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,10 @@ main(void)
 				   tiny.cap_tpl, tiny.cap_cyl);
 		check_scans(p, &big, &g, &probes, "gallery", 1);
 		check_scans(p, &tiny, &g, &probes, "grown gallery", 1);
+		/* another rounding mode: a kernel relying on round-to-nearest must step aside */
+		fesetround(FE_UPWARD);
+		check_scans(p, &big, &g, &probes, "gallery rounding upward", 1);
+		fesetround(FE_TONEAREST);
 
 		/* clear keeps capacity; a template of another profile is refused */
 		mcc_soa_clear(&tiny);
