@@ -1,0 +1,36 @@
+/*
+ * mcc_pg.h: what the PostgreSQL layer's files share.
+ *
+ * Templates are varlenas whose bytes are exactly the src/core blob of
+ * mcc_template.h (its first 4 bytes are the varlena header).
+ */
+#ifndef MCC_PG_H
+#define MCC_PG_H
+
+#include "postgres.h"
+#include "fmgr.h"
+
+#include "mcc_error.h"
+#include "mcc_minutiae.h"
+#include "mcc_profile.h"
+#include "mcc_template.h"
+
+/* Detoasted template argument n (never a short-header or toasted pointer). */
+#define MCC_GETARG_TEMPLATE(n) ((struct varlena *) PG_DETOAST_DATUM(PG_GETARG_DATUM(n)))
+
+/* Raise err as an ERROR with the SQLSTATE of its status (src/pg_error.c). */
+extern void mcc_pg_raise(const mcc_error *err) pg_attribute_noreturn();
+
+/* SQLSTATE for a core status. */
+extern int	mcc_pg_sqlstate(mcc_status status);
+
+/* Open a stored template; a corrupt value raises ERROR (data_corrupted). */
+extern void mcc_pg_open(const struct varlena *t, mcc_template_view *v);
+
+/* Build a palloc'd template from minutiae with profile p; raises on bad input. */
+extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p);
+
+/* Profile by SQL name; raises 22023 naming the known profiles if unknown. */
+extern const mcc_profile *mcc_pg_profile(const char *name);
+
+#endif							/* MCC_PG_H */

@@ -1,0 +1,87 @@
+/*
+ * pg_error.c: the bridge between src/core's mcc_error and ereport, and the
+ * template helpers every SQL function uses.
+ */
+#include "mcc_pg.h"
+
+#include "utils/builtins.h"
+
+/* SQLSTATE for a core status (table in docs/architecture.md). */
+int
+mcc_pg_sqlstate(mcc_status status)
+{
+	switch (status)
+	{
+		case MCC_ERR_SYNTAX:
+			return ERRCODE_INVALID_TEXT_REPRESENTATION;
+		case MCC_ERR_VALUE:
+			return ERRCODE_INVALID_PARAMETER_VALUE;
+		case MCC_ERR_RANGE:
+			return ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
+		case MCC_ERR_LIMIT:
+			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		case MCC_ERR_TRUNCATED:
+		case MCC_ERR_VERSION:
+			return ERRCODE_INVALID_BINARY_REPRESENTATION;
+		case MCC_ERR_MEMORY:
+			return ERRCODE_OUT_OF_MEMORY;
+		case MCC_OK:
+		case MCC_ERR_INTERNAL:
+			break;
+	}
+	return ERRCODE_INTERNAL_ERROR;
+}
+
+/* Raise a core error. */
+void
+mcc_pg_raise(const mcc_error *err)
+{
+	ereport(ERROR,
+			(errcode(mcc_pg_sqlstate(err->status)),
+			 errmsg("%s", err->message),
+			 err->detail[0] ? errdetail("%s", err->detail) : 0));
+	pg_unreachable();
+}
+
+/* Open a stored template or report it as corrupt. */
+void
+mcc_pg_open(const struct varlena *t, mcc_template_view *v)
+{
+	mcc_error	err;
+
+	if (mcc_template_open((const uint8_t *) t, VARSIZE(t), v, &err) != MCC_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("corrupt mcc_template value: %s", err.message)));
+}
+
+/* Build a template into palloc'd memory. */
+struct varlena *
+mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p)
+{
+	mcc_error	err;
+	size_t		size = 0;
+	struct varlena *t;
+
+	if (mcc_template_build(ms, p, NULL, &size, &err) != MCC_OK)
+		mcc_pg_raise(&err);
+	t = (struct varlena *) palloc0(size);
+	if (mcc_template_build(ms, p, (uint8_t *) t, &size, &err) != MCC_OK)
+		mcc_pg_raise(&err);
+	SET_VARSIZE(t, size);
+	return t;
+}
+
+/* Profile by name or a clear error. */
+const mcc_profile *
+mcc_pg_profile(const char *name)
+{
+	const mcc_profile *p = mcc_profile_by_name(name, (int) strlen(name));
+
+	if (p == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown MCC profile \"%s\"", name),
+				 errhint("Known profiles are \"gpu2015\" and \"tpami2010\".")));
+	return p;
+}
