@@ -76,6 +76,29 @@ lowest_sum(const uint8_t *d, int nv, int np)
 	return (uint32_t) _mm512_reduce_add_epi64(acc) + ((uint32_t) np - below) * (uint32_t) lo;
 }
 
+/*
+ * Votes of gallery cylinder j when den may be 0 for some pairs (j and some
+ * probe cylinders have no bits): the generic loop checks each pair. Rare,
+ * and kept out of line so the hot loop keeps its registers. Returns the
+ * number of votes written to d.
+ */
+__attribute__((noinline))
+static int
+votes_den0(const mcc_probe *q, const mcc_soa *g, uint32_t j, uint8_t *d)
+{
+	uint64_t	gw[4];
+	uint32_t	h[MCC_HIST_LEN] = {0};
+	int			nv = 0;
+
+	for (int w = 0; w < 4; w++)
+		gw[w] = g->bits[(size_t) w * g->cap_cyl + j];
+	MCC_VOTES_GENERIC(q, gw, g->pc[j], g->angle[j], h, mcc_popcount64_swar);
+	for (int b = 0; b < MCC_W; b++)
+		for (uint32_t i = 0; i < h[b]; i++)
+			d[nv++] = (uint8_t) b;
+	return nv;
+}
+
 /* Score template k: the SIMD path for mask-less profiles of up to 4 words. */
 __attribute__((target(AVX512_TARGET)))
 static float
@@ -112,14 +135,7 @@ score_template(const mcc_probe *q, const mcc_soa *g, uint32_t k, uint8_t *dall)
 			continue;
 		if (pcg == 0 && q->zero_pc)
 		{
-			/* den may be 0 for some pairs: the generic loop checks each */
-			uint64_t	gw[4] = {b0[j], b1[j], b2[j], b3[j]};
-			uint32_t	h[MCC_HIST_LEN] = {0};
-
-			MCC_VOTES_GENERIC(q, gw, pcg, a, h, __builtin_popcountll);
-			for (int b = 0; b < MCC_W; b++)
-				for (uint32_t i = 0; i < h[b]; i++)
-					dall[nv++] = (uint8_t) b;
+			nv += votes_den0(q, g, j, dall + nv);
 			continue;
 		}
 		g0 = _mm512_broadcastq_epi64(_mm_loadl_epi64((const __m128i *) (b0 + j)));

@@ -2,17 +2,20 @@
  * mccbench: matches per second of the CPU gallery scan (mcc_soa_scan), one
  * thread, for each scan kernel this CPU can run.
  *
- *   mccbench [-n templates] [-p probes] [-u unique] [-m min,max] [-s seed]
- *            [-k kernel,...] [-r repeats]
+ *   mccbench [-n templates] [-p probes] [-u unique] [-g synth|random]
+ *            [-m min,max] [-s seed] [-k kernel,...] [-r repeats]
  *
  * The gallery holds n templates (default 250,000, paper 000's benchmark
  * size). Building cylinders costs ~0.25 ms per template, so by default only
  * u = 20,000 distinct templates are built and the gallery cycles through
  * them (every copy is stored separately, so memory traffic is that of n
- * templates); -u 0 builds all n. Minutiae sets are the plausible random sets
- * of test/unit/testgen.h (min..max minutiae, default 22..42, which gives
- * ~32 cylinders per template as in paper 000); probes are noisy impressions
- * of gallery fingers. Reports, per kernel, the best of r rounds (each round
+ * templates); -u 0 builds all n. Minutiae come from the synthetic generator
+ * (mcc_synth.h, defaults: FVC2002 DB1-like 388x374 impressions of masters
+ * with min..max minutiae): gallery template i is impression 0 of finger i,
+ * probes are impression 1 of gallery fingers (mated). -g random uses the
+ * plausible random sets of test/unit/testgen.h instead (probes are noisy
+ * copies of gallery sets). Masters have 30..60 minutiae by default (-m),
+ * random sets 22..42: both give about 32 cylinders per template. Reports, per kernel, the best of r rounds (each round
  * scans the whole gallery once per probe), timed in thread CPU seconds so
  * that other processes on a shared machine do not count (wall time too): matches/s (template comparisons), local similarities
  * per second and ns per local similarity, and the matches/s the same LS
@@ -26,6 +29,7 @@
 #include "../unit/testgen.h"
 #include "mcc_lss.h"
 #include "mcc_soa.h"
+#include "mcc_synth.h"
 
 #define PAPER_LS_PER_MATCH (32.23 * 16.0)
 
@@ -70,8 +74,8 @@ build(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: mccbench [-n templates] [-p probes] [-u unique] [-m min,max] "
-			"[-s seed] [-k kernel,...] [-r repeats]\n");
+	fprintf(stderr, "usage: mccbench [-n templates] [-p probes] [-u unique] [-g synth|random] "
+			"[-m min,max] [-s seed] [-k kernel,...] [-r repeats]\n");
 	exit(2);
 }
 
@@ -81,14 +85,17 @@ main(int argc, char **argv)
 	long		n = 250000;
 	int			np = 20;
 	long		unique = 20000;
-	int			min_m = 22;
-	int			max_m = 42;
+	int			min_m = 0;
+	int			max_m = 0;
+	int			synth = 1;
+	mcc_synth_params sp;
 	int			repeats = 3;
 	uint64_t	seed = 1;
 	const char *kernels = "avx512,popcnt,generic";
 	const mcc_profile *p = mcc_profile_by_id(MCC_PROFILE_GPU2015);
 	tg_rng		r;
 	mcc_minutiae *masters;
+	uint64_t   *fingers_of;
 	uint8_t   **blobs;
 	size_t	   *sizes;
 	mcc_template_view v;
@@ -118,6 +125,16 @@ main(int argc, char **argv)
 			if (sscanf(argv[++i], "%d,%d", &min_m, &max_m) != 2)
 				usage();
 		}
+		else if (strcmp(argv[i], "-g") == 0)
+		{
+			i++;
+			if (strcmp(argv[i], "synth") == 0)
+				synth = 1;
+			else if (strcmp(argv[i], "random") == 0)
+				synth = 0;
+			else
+				usage();
+		}
 		else if (strcmp(argv[i], "-s") == 0)
 			seed = strtoull(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "-k") == 0)
@@ -127,24 +144,52 @@ main(int argc, char **argv)
 		else
 			usage();
 	}
+	if (min_m == 0 && max_m == 0)
+	{
+		/* ~32 cylinders per template either way, as in paper 000 */
+		min_m = synth ? 30 : 22;
+		max_m = synth ? 60 : 42;
+	}
 	if (n < 1 || np < 1 || repeats < 1 || min_m < 1 || max_m < min_m || max_m > MCC_MAX_MINUTIAE)
 		usage();
 	if (unique <= 0 || unique > n)
 		unique = n;
 	r.s = seed;
 	mcc_lss_init();
+	mcc_synth_defaults(&sp);
+	sp.seed = seed;
+	sp.min_minutiae = min_m;
+	sp.max_minutiae = max_m;
 
 	/* the distinct gallery templates */
 	t0 = now();
 	masters = malloc(sizeof(mcc_minutiae) * unique);
+	fingers_of = malloc(sizeof(uint64_t) * unique);
 	blobs = malloc(sizeof(uint8_t *) * unique);
 	sizes = malloc(sizeof(size_t) * unique);
 	for (long i = 0; i < unique; i++)
+	{
+		uint64_t	finger = (uint64_t) i;
+
 		do
 		{
-			tg_minutiae(&r, &masters[i], min_m, max_m, 8.0);
-			blobs[i] = build(&masters[i], p, &sizes[i]);
+			if (synth)
+			{
+				mcc_minutiae imp;
+
+				mcc_synth_master(&sp, finger, &masters[i]);
+				mcc_synth_impression(&sp, &masters[i], finger, 0, &imp);
+				blobs[i] = build(&imp, p, &sizes[i]);
+			}
+			else
+			{
+				tg_minutiae(&r, &masters[i], min_m, max_m, 8.0);
+				blobs[i] = build(&masters[i], p, &sizes[i]);
+			}
+			finger += (uint64_t) unique;	/* an unusable finger: take another */
 		} while (blobs[i] == NULL);
+		fingers_of[i] = finger - (uint64_t) unique;
+	}
 	printf("# built %ld distinct templates in %.1f s (%.3f ms each)\n", unique,
 		   now() - t0, (now() - t0) * 1e3 / unique);
 
@@ -171,8 +216,12 @@ main(int argc, char **argv)
 		do
 		{
 			mcc_minutiae imp;
+			long		m = (long) (tg_next(&r) % (uint64_t) unique);
 
-			tg_impression(&r, &masters[tg_next(&r) % unique], &imp, 0.85, 3, 0.15, 4);
+			if (synth)
+				mcc_synth_impression(&sp, &masters[m], fingers_of[m], 1, &imp);
+			else
+				tg_impression(&r, &masters[m], &imp, 0.85, 3, 0.15, 4);
 			pblobs[i] = build(&imp, p, &psizes[i]);
 		} while (pblobs[i] == NULL);
 
@@ -199,8 +248,13 @@ main(int argc, char **argv)
 		   np, pcyl, gate);
 	printf("# local similarities per match: %.1f (paper 000: %.1f)\n",
 		   gate * g.n_cyl / n, PAPER_LS_PER_MATCH);
-	printf("# minutiae: plausible random sets, %d..%d per master (test/unit/testgen.h), seed %llu\n",
-		   min_m, max_m, (unsigned long long) seed);
+	if (synth)
+		printf("# minutiae: mcc_synth defaults (%dx%d at %d dpi), masters of %d..%d minutiae, "
+			   "gallery impression 0, probes impression 1, seed %llu\n",
+			   sp.width, sp.height, sp.dpi, min_m, max_m, (unsigned long long) seed);
+	else
+		printf("# minutiae: plausible random sets, %d..%d per template (test/unit/testgen.h), seed %llu\n",
+			   min_m, max_m, (unsigned long long) seed);
 
 	q = malloc(mcc_probe_size());
 	scores = malloc(sizeof(float) * n);
