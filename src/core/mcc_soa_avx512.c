@@ -27,7 +27,7 @@
 
 #include "mcc_soa_int.h"
 
-#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vpopcntdq,popcnt"
+#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512vpopcntdq,popcnt"
 
 /*
  * The LSS sum of the n_p smallest of the nv votes in d[] (bytes, 64 = no
@@ -222,6 +222,7 @@ sqrt_exact(void)
 	return ok;
 }
 
+/* Whether the AVX-512 kernel may run: CPU support and exact square roots. */
 int
 mcc_avx512_ok(void)
 {

@@ -71,6 +71,7 @@ build(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
 	return b;
 }
 
+/* Print the usage line and exit. */
 static void
 usage(void)
 {
@@ -79,6 +80,7 @@ usage(void)
 	exit(2);
 }
 
+/* Build the gallery and probes, then time each kernel. */
 int
 main(int argc, char **argv)
 {

@@ -97,6 +97,7 @@ make_gallery(tg_rng *r, const mcc_profile *p, const mcc_minutiae *fingers, int n
 	}
 }
 
+/* Free a test gallery. */
 static void
 free_gallery(gallery *g)
 {
@@ -184,6 +185,7 @@ check_scans(const mcc_profile *p, const mcc_soa *s, const gallery *g, const gall
 	free(ref);
 }
 
+/* Gallery layout and scans, both profiles, then a 256-cylinder probe. */
 int
 main(void)
 {
