@@ -82,9 +82,13 @@ mcc_popcount64_swar(uint64_t x)
 				const uint64_t *v_ = q_->bits[s_ + l_]; \
 				int			x_ = 0; \
 				uint32_t	d_; \
+				uint32_t	r_; \
 				for (int w_ = 0; w_ < q_->vwords; w_++) \
 					x_ += POPCOUNT(v_[w_] ^ (g)[w_]); \
-				d_ = mcc_lss_dist(mcc_lss_sqrt_tab[x_], rr_[l_]); \
+				/* no rcp rows for vectors of more than 255 bits: divide */ \
+				r_ = q_->rcp_stride ? rr_[l_] : \
+					mcc_lss_rcp(q_->eta[s_ + l_] + mcc_lss_sqrt_tab[(pc_g)]); \
+				d_ = mcc_lss_dist(mcc_lss_sqrt_tab[x_], r_); \
 				if (drop0_ && q_->pc[s_ + l_] == 0) \
 					continue;	/* den = 0: no vote */ \
 				(hist)[d_ < MCC_W ? d_ : MCC_W]++; \
