@@ -44,9 +44,14 @@ struct mcc_probe
 	uint16_t	pc[MCC_PROBE_DBL];	/* popcount of cylinder l mod n */
 	uint32_t	eta[MCC_PROBE_DBL];	/* LUT_sqrt[pc] */
 	uint8_t		angle[MCC_MAX_CYL];
-	uint64_t	bits[MCC_PROBE_DBL][2 * MCC_MAX_WORDS] __attribute__((aligned(64)));
-	uint64_t	soa[4][MCC_PROBE_DBL] __attribute__((aligned(64)));
-	uint32_t	rcp[MCC_PROBE_RCP_ROWS * MCC_PROBE_DBL] __attribute__((aligned(64)));
+	/*
+	 * No alignment attributes: callers may hand in 8-byte aligned memory
+	 * (palloc), and kernels load with unaligned loads (64-byte aligned
+	 * memory is still the fastest).
+	 */
+	uint64_t	bits[MCC_PROBE_DBL][2 * MCC_MAX_WORDS];
+	uint64_t	soa[4][MCC_PROBE_DBL];
+	uint32_t	rcp[MCC_PROBE_RCP_ROWS * MCC_PROBE_DBL];
 };
 
 /* LUT_sqrt, shared so that kernels index it directly. */

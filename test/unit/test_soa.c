@@ -142,7 +142,9 @@ static void
 check_scans(const mcc_profile *p, const mcc_soa *s, const gallery *g, const gallery *probes,
 			const char *what, int need_high)
 {
-	mcc_probe  *q = malloc(mcc_probe_size());
+	/* only 8-byte aligned, as palloc would give: nothing may assume more */
+	char	   *raw = malloc(mcc_probe_size() + 64);
+	mcc_probe  *q = (mcc_probe *) (raw + 64 - ((uintptr_t) raw % 64) + 8);
 	float	   *sc = malloc(sizeof(float) * (g->n + 1));
 	float	   *ref = malloc(sizeof(float) * g->n);
 
@@ -180,7 +182,7 @@ check_scans(const mcc_profile *p, const mcc_soa *s, const gallery *g, const gall
 				   p->name, what, kernel_names[kn], checked, diff, high);
 	}
 	mcc_soa_set_kernel(NULL);
-	free(q);
+	free(raw);
 	free(sc);
 	free(ref);
 }
