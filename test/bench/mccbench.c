@@ -258,7 +258,7 @@ main(int argc, char **argv)
 		printf("# minutiae: plausible random sets, %d..%d per template (test/unit/testgen.h), seed %llu\n",
 			   min_m, max_m, (unsigned long long) seed);
 
-	q = malloc(mcc_probe_size());
+	q = aligned_alloc(64, (mcc_probe_size() + 63) / 64 * 64);	/* as the PostgreSQL layer aligns it */
 	scores = malloc(sizeof(float) * n);
 	snprintf(kbuf, sizeof(kbuf), "%s", kernels);
 	for (char *k = strtok(kbuf, ","); k != NULL; k = strtok(NULL, ","))
