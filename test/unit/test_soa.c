@@ -143,8 +143,8 @@ check_scans(const mcc_profile *p, const mcc_soa *s, const gallery *g, const gall
 			const char *what, int need_high)
 {
 	/* only 8-byte aligned, as palloc would give: nothing may assume more */
-	char	   *raw = malloc(mcc_probe_size() + 64);
-	mcc_probe  *q = (mcc_probe *) (raw + 64 - ((uintptr_t) raw % 64) + 8);
+	char	   *raw = malloc(mcc_probe_size() + 128);
+	mcc_probe  *q = (mcc_probe *) (raw + (64 - (uintptr_t) raw % 64) % 64 + 8);
 	float	   *sc = malloc(sizeof(float) * (g->n + 1));
 	float	   *ref = malloc(sizeof(float) * g->n);
 
