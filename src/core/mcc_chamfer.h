@@ -68,6 +68,9 @@ typedef struct mcc_chamfer_opts
 	int			init_type;		/* -1 (default): start at the centroid alignment;
 								 * else the mcc_xform of init[], <= transform */
 	double		init[16];		/* initial transform, (dim+1)^2 homogeneous, row-major */
+	int			graduated;		/* truncation schedule (max_distance finite): 0 (default)
+								 * graduated without init, straight with one; 1 always
+								 * graduated; -1 never (see mcc_chamfer_lm.c) */
 	size_t		max_cells;		/* distance transform limit; 0 = MCC_EDT_DEFAULT_MAX_CELLS */
 	volatile int *cancel;		/* optional cancel flag (see above) */
 	int			(*poll) (void *arg);	/* optional cancel poll (see above) */

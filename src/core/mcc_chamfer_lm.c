@@ -328,7 +328,8 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 
 /*
  * Graduated truncation for one stage, used when max_distance is finite and
- * no initial transform was given: the start may be far off, and points
+ * no initial transform was given (or opts->graduated > 0): the start may be
+ * far off, and points
  * that are beyond max_distance there would never pull the fit into the
  * right basin. tau starts at twice the untruncated RMS residual of the
  * start and halves, one LM pass per value, down to tau_n (normalized).
@@ -516,7 +517,7 @@ mcc_chamfer_solve(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs,
 	c.res = res;
 	if ((rc = initial_state(ref, obs, opts, &st, err)) != MCC_OK)
 		return rc;
-	graduated = !isinf(tau) && opts->init_type < 0;
+	graduated = !isinf(tau) && (opts->graduated > 0 || (opts->graduated == 0 && opts->init_type < 0));
 	if (!isinf(tau))
 		c.tau2 = (tau / ref->scale) * (tau / ref->scale);	/* a given start is trusted */
 	for (int type = st.type; type <= opts->transform; type++)
