@@ -204,6 +204,42 @@ COMMENT ON OPERATOR <=> (mcc_template, mcc_template) IS
 	'distance 1 - mcc_score(a, b), for ORDER BY ... LIMIT';
 
 -- ===========================================================================
+-- Alignment (src/align_sql.c): parametric chamfer alignment of point sets
+-- (paper 004) and of a probe's minutiae onto a candidate's
+-- ===========================================================================
+
+-- IMMUTABLE: the result depends on the arguments only (mcc.align_threads
+-- does not change it; mcc.align_max_cells only decides whether it may run).
+-- Not STRICT, so that initial may be NULL; NULL in another argument gives NULL.
+CREATE FUNCTION mcc_chamfer_align(observed float8[], reference float8[],
+								  transform text DEFAULT 'similarity',
+								  resolution float8 DEFAULT 0,
+								  max_distance float8 DEFAULT 'Infinity',
+								  initial float8[] DEFAULT NULL,
+								  OUT params float8[], OUT residual float8,
+								  OUT iterations integer, OUT converged boolean)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'mcc_chamfer_align_sql'
+	LANGUAGE C IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_chamfer_align(float8[], float8[], text, float8, float8, float8[]) IS
+	'Transform (euclidean, similarity, affine, projective) that maps the observed points (n x 2 or n x 3) onto the nearest reference points, by Levenberg-Marquardt on a distance transform (parametric chamfer alignment)';
+
+CREATE FUNCTION mcc_align(probe mcc_template, candidate mcc_template,
+						  transform text DEFAULT 'euclidean',
+						  use_directions boolean DEFAULT true,
+						  max_distance float8 DEFAULT 15,
+						  OUT params float8[], OUT residual float8,
+						  OUT iterations integer, OUT converged boolean,
+						  OUT mapped float8[], OUT paired integer)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'mcc_align_sql'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
+
+COMMENT ON FUNCTION mcc_align(mcc_template, mcc_template, text, boolean, float8) IS
+	'Alignment of the probe''s minutiae onto the candidate''s (pixels): transform parameters, RMS residual truncated at max_distance, the probe minutiae mapped (x, y, theta rows) and how many land within max_distance of a candidate minutia';
+
+-- ===========================================================================
 -- identify() and synthetic data (src/identify.c, src/gallery.c,
 -- src/synthetic.c): this section is maintained on the pgident branch.
 -- Everything above must not depend on it; keep new type-level objects above.

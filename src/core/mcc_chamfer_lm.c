@@ -15,11 +15,13 @@
 #define LAMBDA_MAX		1e12
 
 /*
- * An accepted step that lowers f by less than this fraction ends a stage:
- * near a minimum f falls with the square of the distance to it, so the
- * points are then within about 1e-3 of the RMS residual of their optimum
- * (docs/alignment.md). It also ends the creep of tiny steps that the
- * piecewise-constant nearest-point lookup causes.
+ * A stage ends when the undamped Gauss-Newton step predicts a decrease of
+ * f below this fraction: near a minimum f falls with the square of the
+ * distance to it, so the points are then within about 1e-3 of the RMS
+ * residual of their optimum (docs/alignment.md). It also ends the creep of
+ * tiny damped steps that the piecewise-constant nearest-point lookup
+ * causes, while a heavily damped step far from the minimum does not stop
+ * the stage (its own gain may be tiny; the model's is not).
  */
 #define FTOL			1e-6
 
@@ -243,8 +245,8 @@ lm_eval(const lm_ctx *c, const lm_state *st, int gh, double *S, mcc_error *err)
 }
 
 /*
- * One stage: LM on st's type from st, until |delta| <= tol, an accepted
- * step gains less than FTOL, lambda stalls, f = 0, or max_iter candidates. S holds the sums (with g and H) at st on
+ * One stage: LM on st's type from st, until |delta| <= tol, the undamped
+ * step predicts less than FTOL, lambda stalls, f = 0, or max_iter candidates. S holds the sums (with g and H) at st on
  * return; *converged says why it stopped.
  */
 static mcc_status
@@ -272,7 +274,6 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 		lm_state	cand;
 		double		step = 0.0;
 		int			accepted = 0;
-		int			small_gain = 0;
 
 		if (e == 0.0)
 		{
@@ -282,6 +283,19 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 		if (S[1] == 0.0)
 			break;				/* every point beyond max_distance: nothing to fit */
 		mcc_chamfer_expand(st->type, st->dim, st->s, S, H, b);
+		if (mcc_cm_damped_solve(L, H, b, LAMBDA_MIN, delta))
+		{
+			/* the linear model's best decrease: |r - J d|^2 = f - d.b at H d = b */
+			double		pred = 0.0;
+
+			for (int i = 0; i < L; i++)
+				pred += delta[i] * b[i];
+			if (pred <= FTOL * e)
+			{
+				*converged = 1;
+				break;
+			}
+		}
 		if (!mcc_cm_damped_solve(L, H, b, lambda, delta))
 		{
 			lambda *= 10.0;
@@ -305,8 +319,6 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 		}
 		if (accepted)
 		{
-			/* a decrease below FTOL of f: what is left to gain is noise */
-			small_gain = e - Sc[0] <= FTOL * e;
 			*st = cand;
 			e = Sc[0];
 			if (c->opts->pipelined)
@@ -317,7 +329,7 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 		}
 		else
 			lambda *= 10.0;
-		if (step <= c->tol || small_gain || lambda > LAMBDA_MAX)
+		if (step <= c->tol || lambda > LAMBDA_MAX)
 		{
 			*converged = 1;
 			break;
