@@ -41,6 +41,7 @@ include $(PGXS)
 # the matcher service's code path, never with -lcuda (see docs/architecture.md).
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 CU_SRCS = $(sort $(wildcard kernels/*.cu))
+include kernels/chamfer.mk
 
 # ---------------------------------------------------------------------------
 # src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.

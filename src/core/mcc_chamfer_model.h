@@ -328,7 +328,7 @@ mcc_chamfer_point(const mcc_chamfer_xf *xf, int dim, int type, int gh,
 			pt[0] = (m[0] * x + m[1] * y + m[2]) / w;
 			pt[1] = (m[3] * x + m[4] * y + m[5]) / w;
 		}
-		q = ref + 2 * (size_t) site[mcc_edt_cell(g, pt)];
+		q = ref + 2 * (size_t) site[mcc_edt_cell_n(g, pt, 2)];
 		r[0] = q[0] - pt[0];
 		r[1] = q[1] - pt[1];
 		d2 = r[0] * r[0] + r[1] * r[1];
@@ -368,7 +368,7 @@ mcc_chamfer_point(const mcc_chamfer_xf *xf, int dim, int type, int gh,
 			for (int c = 0; c < 3; c++)
 				pt[c] = (m[4 * c] * p[0] + m[4 * c + 1] * p[1] + m[4 * c + 2] * p[2] + m[4 * c + 3]) / w;
 		}
-		q = ref + 3 * (size_t) site[mcc_edt_cell(g, pt)];
+		q = ref + 3 * (size_t) site[mcc_edt_cell_n(g, pt, 3)];
 		r[0] = q[0] - pt[0];
 		r[1] = q[1] - pt[1];
 		r[2] = q[2] - pt[2];

@@ -94,15 +94,17 @@ void		mcc_edt_free(mcc_edt *e);
 /*
  * Index of the grid node nearest to x: per axis, round half up of
  * (x - origin) * inv_h, clamped to the grid (NaN goes to node 0). The build
- * snaps reference points with this same function.
+ * snaps reference points with this same function. The _n form takes the
+ * dimension as an argument, so that callers with a constant dimension get
+ * straight-line code (and no local memory on a GPU).
  */
 MCC_HD size_t
-mcc_edt_cell(const mcc_edt_geom *g, const double *x)
+mcc_edt_cell_n(const mcc_edt_geom *g, const double *x, int dim)
 {
 	size_t		idx = 0;
 	size_t		stride = 1;
 
-	for (int k = 0; k < g->dim; k++)
+	for (int k = 0; k < dim; k++)
 	{
 		double		v = (x[k] - g->origin[k]) * g->inv_h;
 		int			i;
@@ -117,6 +119,13 @@ mcc_edt_cell(const mcc_edt_geom *g, const double *x)
 		stride *= (size_t) g->n[k];
 	}
 	return idx;
+}
+
+/* mcc_edt_cell_n with the grid's own dimension. */
+MCC_HD size_t
+mcc_edt_cell(const mcc_edt_geom *g, const double *x)
+{
+	return mcc_edt_cell_n(g, x, g->dim);
 }
 
 /* Index of the reference point stored for the node nearest to x. */
