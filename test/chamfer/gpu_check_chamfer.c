@@ -267,6 +267,7 @@ check_errors(mcc_chamfer_gpu *g)
 			   "evaluating without uploaded sets is refused: %s", err.message);
 }
 
+/* --no-device mode, or every comparison on device 0; TAP on stdout. */
 int
 main(int argc, char **argv)
 {

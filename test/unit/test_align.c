@@ -200,6 +200,7 @@ read_fvc(const char *data, int db, int f, int i, mcc_minutiae *ms)
 	return ok;
 }
 
+/* Ascending order of doubles, for qsort. */
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -330,6 +331,7 @@ test_errors(void)
 			   err.message);
 }
 
+/* Every group of checks; TAP on stdout. */
 int
 main(void)
 {

@@ -289,6 +289,7 @@ make_ref(int dim, size_t n)
 /* Order of two lattice points, for qsort. */
 static int	cmp_dim;
 
+/* Lexicographic order of two points of cmp_dim coordinates. */
 static int
 cmp_point(const void *a, const void *b)
 {
@@ -719,6 +720,7 @@ test_cancel(void)
 	free(ref);
 }
 
+/* Every group of checks; TAP on stdout. */
 int
 main(void)
 {

@@ -318,6 +318,7 @@ test_cancel(void)
 	free(p);
 }
 
+/* Every group of checks; TAP on stdout. */
 int
 main(void)
 {
