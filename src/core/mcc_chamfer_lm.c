@@ -246,8 +246,9 @@ lm_eval(const lm_ctx *c, const lm_state *st, int gh, double *S, mcc_error *err)
 
 /*
  * One stage: LM on st's type from st, until |delta| <= tol, the undamped
- * step predicts less than FTOL, lambda stalls, f = 0, or max_iter candidates. S holds the sums (with g and H) at st on
- * return; *converged says why it stopped.
+ * step predicts less than FTOL, lambda stalls, f = 0, or max_iter
+ * candidates. S holds the sums (with g and H) at st on return; *converged
+ * says why it stopped.
  */
 static mcc_status
 lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *err)
@@ -260,6 +261,7 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 	double		lambda = LAMBDA_START;
 	double		e;
 	int			it = 0;
+	int			fresh = 1;		/* S changed since the last undamped check */
 	mcc_status	rc;
 
 	*converged = 0;
@@ -283,7 +285,7 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 		if (S[1] == 0.0)
 			break;				/* every point beyond max_distance: nothing to fit */
 		mcc_chamfer_expand(st->type, st->dim, st->s, S, H, b);
-		if (mcc_cm_damped_solve(L, H, b, LAMBDA_MIN, delta))
+		if (fresh && mcc_cm_damped_solve(L, H, b, LAMBDA_MIN, delta))
 		{
 			/* the linear model's best decrease: |r - J d|^2 = f - d.b at H d = b */
 			double		pred = 0.0;
@@ -296,6 +298,7 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 				break;
 			}
 		}
+		fresh = 0;
 		if (!mcc_cm_damped_solve(L, H, b, lambda, delta))
 		{
 			lambda *= 10.0;
@@ -326,6 +329,7 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 			else if ((rc = lm_eval(c, st, 1, S, err)) != MCC_OK)
 				return rc;
 			lambda = fmax(lambda / 10.0, LAMBDA_MIN);
+			fresh = 1;
 		}
 		else
 			lambda *= 10.0;
