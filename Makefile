@@ -92,7 +92,7 @@ uninstall-engine:
 UNIT_SRCS = $(sort $(wildcard test/unit/test_*.c))
 UNIT_BINS = $(patsubst test/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
-$(BUILD)/unit/%: test/unit/%.c test/unit/unit.h $(BUILD)/libmcccore.a
+$(BUILD)/unit/%: test/unit/%.c $(wildcard test/unit/*.h) $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE -Itest/unit $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
