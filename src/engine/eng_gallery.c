@@ -532,6 +532,7 @@ start_batch(eng_server *s, eng_gallery *g, eng_request *ready)
 	g->running_reqs = ready;
 	g->running_cache = g->cache;
 	g->cache->pins++;
+	g->passes++;
 	s->jobs++;
 	eng_pool_submit(s->pool, &b->job);
 }
@@ -634,22 +635,26 @@ eng_gallery_advance(eng_server *s, eng_gallery *g)
 		start_batch(s, g, ready);
 }
 
+/*
+ * Queue a search. Nothing starts here: eng_server_step runs after every
+ * client's input was read, so that the searches that arrived together form
+ * one pass.
+ */
 void
 eng_gallery_submit(eng_server *s, eng_gallery *g, eng_request *r)
 {
 	r->next = NULL;
 	*g->waiting_tail = r;
 	g->waiting_tail = &r->next;
-	eng_gallery_advance(s, g);
 }
 
+/* Queue a SETTLE; applied by the next eng_gallery_advance with no reader. */
 void
 eng_gallery_settle(eng_server *s, eng_gallery *g, eng_settle *st)
 {
 	st->next = NULL;
 	*g->settles_tail = st;
 	g->settles_tail = &st->next;
-	eng_gallery_advance(s, g);
 }
 
 void

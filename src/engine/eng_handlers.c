@@ -240,7 +240,6 @@ h_delta(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	}
 	else
 		eng_genq_add_part(&g->q, gen, part, (h->flags & MCC_FRAME_MORE) != 0, c->id);
-	eng_gallery_advance(s, g);
 	return true;
 }
 
@@ -260,7 +259,6 @@ h_reload(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	if (g == NULL)
 		return true;
 	eng_genq_add_reload(&g->q, gen);
-	eng_gallery_advance(s, g);
 	return true;
 }
 

@@ -50,7 +50,7 @@ void		eng_hits_free(eng_hits *t);
 static inline bool
 eng_hits_may_enter(const eng_hits *t, float score)
 {
-	return t->n < t->k || score >= t->h[0].score;
+	return t->n < t->k || (t->k > 0 && score >= t->h[0].score);
 }
 
 /* Offer a hit; keeps it if it is among the k best so far. */

@@ -106,7 +106,8 @@ typedef struct eng_gallery
 	eng_load   *loads;
 	eng_settle *settles;		/* FIFO of deferred SETTLEs */
 	eng_settle **settles_tail;
-	uint64_t	searches;
+	uint64_t	searches;		/* requests answered */
+	uint64_t	passes;			/* batches started */
 	int64_t		loaded_at;		/* realtime usec */
 	double		load_seconds;
 	int64_t		last_used;		/* monotonic usec */
