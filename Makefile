@@ -138,6 +138,13 @@ $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-Isrc/core $< $(CORE_SRCS) -lm -lpthread -o $@
 
+# the engine's harnesses also build its sources (all but main)
+ENGINE_LIB_SRCS = $(filter-out src/engine/eng_main.c,$(ENGINE_SRCS))
+$(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(wildcard src/core/*.h src/engine/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) -lm -lpthread -o $@
+
 fuzz: $(FUZZ_BINS)
 	@status=0; for f in $(FUZZ_BINS); do \
 		n=$$(basename $$f); mkdir -p $(BUILD)/fuzz/corpus-$$n; \

@@ -90,10 +90,11 @@ process_frames(eng_server *s, eng_conn *c)
 	{
 		size_t		avail = c->in.len - c->in_pos;
 		mcc_frame_hdr h;
-		const uint8_t *p = c->in.data + c->in_pos;
+		const uint8_t *p;
 
 		if (avail < ENG_FRAME_HDRSZ)
 			break;
+		p = c->in.data + c->in_pos;
 		eng_frame_decode(p, &h);
 		if (h.length > MCC_PROTO_MAX_FRAME)
 		{
