@@ -121,9 +121,10 @@ $(BUILD)/bench/%: test/bench/%.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
-$(BUILD)/bench/engine_%: test/bench/engine_%.c $(wildcard test/unit/engine_*.h) $(BUILD)/libmcccore.a $(BUILD)/mcc_engine
+$(BUILD)/bench/engine_%: test/bench/engine_%.c $(wildcard test/unit/engine_*.h) $(BUILD)/libmccengine.a \
+		$(BUILD)/libmcccore.a $(BUILD)/mcc_engine
 	@mkdir -p $(dir $@)
-	$(CORE_CC) $(ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+	$(CORE_CC) $(ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine.a $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
 tools: $(TOOL_BINS)
 

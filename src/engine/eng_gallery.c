@@ -841,8 +841,11 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 		load_fail(l, MCC_PERR_DATA, &err);
 		return l;
 	}
-	/* size for the hint, unless the hint does not fit: then grow as rows come */
-	if (expected_rows > 0 && expected_rows < (UINT64_C(1) << 28))
+	/*
+	 * Size for the hint (36 cylinders per template, a little above what real
+	 * prints give), unless that does not fit: then grow as rows come.
+	 */
+	if (expected_rows > 0 && expected_rows <= (UINT32_MAX - 1) / 36)
 		l->build = eng_cache_new(p, &s->budget, (uint32_t) expected_rows,
 								 (uint32_t) (expected_rows * 36), &err);
 	if (l->build == NULL)
