@@ -372,6 +372,27 @@ result_bytes(const eng_request *r, const eng_cache *c)
 	return 16 + (uint64_t) r->n_probes * (8 + n * 20);
 }
 
+/*
+ * Have the generations up to `need` all arrived (so that only a pass or a
+ * compaction still reading the cache delays them)? The delta timeout is for
+ * deltas that do not come, not for those waiting to be applied.
+ */
+static bool
+queue_covers(const eng_gallery *g, const eng_cache *c, uint64_t need)
+{
+	uint64_t	next = c->applied_gen + 1;
+
+	for (const eng_gen *r = g->q.head; r && next <= need; r = r->next)
+	{
+		if (r->gen < next)
+			continue;
+		if (r->gen > next || !r->complete)
+			return false;
+		next++;
+	}
+	return next > need;
+}
+
 /* Do all probes of a request have the cache's profile? */
 static bool
 probes_match(const eng_request *r, const eng_cache *c)
@@ -465,6 +486,8 @@ collect_ready(eng_server *s, eng_gallery *g)
 				continue;
 			}
 		}
+		else if (r->deadline != INT64_MAX && queue_covers(g, c, r->need_gen))
+			r->deadline = INT64_MAX;	/* all arrived: waits for the pass only */
 		else if (now >= r->deadline)
 		{
 			code = MCC_PERR_GENERATION;
