@@ -158,7 +158,7 @@ fuzz: $(FUZZ_BINS)
 
 # TAP tests in test/t/*.pl; each starts its own cluster(s) with PostgreSQL::Test::Cluster.
 PG_BINDIR = $(shell $(PG_CONFIG) --bindir)
-PGXS_DIR = $(dir $(PGXS))..
+PGXS_DIR = $(dir $(PGXS))../..
 PROVE ?= prove
 prove-installcheck: tools
 	PATH="$(PG_BINDIR):$$PATH" PG_REGRESS="$(PGXS_DIR)/src/test/regress/pg_regress" \
