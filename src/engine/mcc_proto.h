@@ -69,6 +69,17 @@
  * A template is the exact stored blob of mcc_template.h (first 4 bytes: the
  * varlena header, ignored by the engine). Its hash is mcc_template_hash().
  * xids are PostgreSQL FullTransactionIds (64-bit, no wraparound).
+ *
+ * Engine behaviour the client relies on (docs/matcher-engine.md):
+ * - a malformed frame gets ERROR MCC_PERR_PROTOCOL, then the engine closes
+ *   that connection; ERROR's message is "message" or "message: detail";
+ * - SEARCH of a gallery without a cache gets MCC_PERR_NOT_LOADED at once,
+ *   even while another connection loads it;
+ * - a load's errors come at LOAD_END; LOAD_BEGIN on a connection whose load
+ *   is unfinished abandons that load, and so does CANCEL of its request_id;
+ *   a load older than what the cache already applied is dropped and LOADED
+ *   reports the cache that stays;
+ * - on shutdown, pending requests get MCC_PERR_CANCELLED.
  */
 #ifndef MCC_PROTO_H
 #define MCC_PROTO_H
