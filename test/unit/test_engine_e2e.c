@@ -162,7 +162,14 @@ main(void)
 	tl_search(&b, 50, &G, 99, 5, 0.0f, 1, pt);
 	ok = tc_send(&c, &b) && tc_recv(&c, &f, 200) == 0;
 	kill(e.pid, SIGKILL);
-	UNIT_CHECK(ok && tc_recv(&c, &f, 5000) == -1, "engine killed mid-request: the client gets EOF");
+	{
+		int			r;
+
+		/* (on a slow machine the delta timeout may answer first: skip that) */
+		while ((r = tc_recv(&c, &f, 5000)) == 1)
+			;
+		UNIT_CHECK(ok && r == -1, "engine killed mid-request: the client gets EOF");
+	}
 	status = tc_engine_wait(&e, 5000);
 	UNIT_CHECK(status != -1 && WIFSIGNALED(status), "the engine died of SIGKILL");
 	tc_close(&c);
