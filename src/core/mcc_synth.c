@@ -36,12 +36,12 @@ mcc_synth_defaults(mcc_synth_params *sp)
 	sp->min_minutiae = 30;
 	sp->max_minutiae = 60;
 	sp->max_rotation = 25.0;
-	sp->max_translation = 30.0;
+	sp->max_translation = 40.0;
 	sp->distortion = 1.0;
-	sp->p_missing = 0.15;
-	sp->max_spurious = 0.15;
-	sp->pos_noise = 2.5;
-	sp->angle_noise = 6.0;
+	sp->p_missing = 0.10;
+	sp->max_spurious = 0.10;
+	sp->pos_noise = 2.0;
+	sp->angle_noise = 5.0;
 	sp->min_spacing = 12.0;
 	sp->contact_loss = 0.15;
 	sp->border = 8;
