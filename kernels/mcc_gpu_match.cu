@@ -1,0 +1,302 @@
+/*
+ * mcc_gpu_match.cu: the match kernel, paper 000's ComputeLMC + Step-1 +
+ * Step-2 fused for Hopper.
+ *
+ * Work item = (tile of 32 templates, probe). One warp takes an item, keeps
+ * the tile's 32 x 65 bucket histograms in its own shared memory (no global
+ * B[N][w], no atomics outside the SM, perf-notes §2.2) and walks the tile's
+ * cylinders 32 at a time, one per lane, in angle order. The lanes of a
+ * group have nearby angles, so they share one contiguous range of probe
+ * cylinders (LUT_theta as a range of a probe sorted by angle and stored
+ * three times over, so that no index wraps): the warp walks the union of
+ * the lanes' ranges, every probe cylinder is a shared-memory broadcast, and
+ * each lane masks the entries outside its own gate. Step-2 then runs with
+ * one lane per template of the tile and the histogram rows are cleared for
+ * the next item. Scores go to global memory together with a coarse score
+ * histogram that the top-k selection uses.
+ *
+ * Per local similarity: 8 XOR, a popcount (8 POPC, or fewer with carry-save
+ * adders), LUT_sqrt, rcp(den), d = umulhi(sqrt_fx, rcp) and one shared
+ * atomic. rcp(den) = floor(2^38 / den) is either read from a per-probe
+ * table in shared memory or computed exactly with FP64 Newton steps (the
+ * FP64 pipe is idle otherwise, while MUFU shares POPC's pipe).
+ */
+#include "mcc_gpu_int.h"
+
+#define FULL 0xffffffffu
+
+/*
+ * Exact floor(2^38 / den) for 1 <= den <= 2^17: a seed from the exponent
+ * bits, four Newton steps (error < 1e-15), then floor(2^38 g + 2^-20) by a
+ * round-down add. The 2^-20 lifts the exact quotients of powers of two above
+ * the integer; every other quotient is at least 1/den > 7.6e-6 away from an
+ * integer. Checked against integer division for every den up to 2^17
+ * (test/gpu/gpu_check.c, rcp test).
+ */
+__device__ __forceinline__ uint32_t
+rcp_fp64(double den)
+{
+	double		g = __hiloint2double(0x7FDE6238 - __double2hiint(den), 0);
+
+#pragma unroll
+	for (int k = 0; k < 4; k++)
+	{
+		double		r = fma(-den, g, 1.0);
+
+		g = fma(g, r, g);
+	}
+	return (uint32_t) __double2loint(__dadd_rd(fma(0x1p38, g, 0x1p-20), 0x1p52));
+}
+
+/* Carry-save adder: a + b + c = s + 2 c'. */
+__device__ __forceinline__ void
+csa(uint32_t a, uint32_t b, uint32_t c, uint32_t &s, uint32_t &cy)
+{
+	s = a ^ b ^ c;
+	cy = (a & b) | (c & (a ^ b));
+}
+
+/* popcount of (x,y) xor (p0,p1): 256 bits in 8 words. */
+template <int CSA>
+__device__ __forceinline__ uint32_t
+popc_xor(const uint4 &x, const uint4 &y, const uint4 &p0, const uint4 &p1)
+{
+	uint32_t	w0 = x.x ^ p0.x, w1 = x.y ^ p0.y, w2 = x.z ^ p0.z, w3 = x.w ^ p0.w;
+	uint32_t	w4 = y.x ^ p1.x, w5 = y.y ^ p1.y, w6 = y.z ^ p1.z, w7 = y.w ^ p1.w;
+
+	if (CSA == 0)
+		return __popc(w0) + __popc(w1) + __popc(w2) + __popc(w3) +
+			__popc(w4) + __popc(w5) + __popc(w6) + __popc(w7);
+	else if (CSA == 2)
+	{
+		uint32_t	s1, c1, s2, c2;
+
+		csa(w0, w1, w2, s1, c1);
+		csa(w3, w4, w5, s2, c2);
+		return __popc(s1) + __popc(s2) + __popc(w6) + __popc(w7) +
+			2 * (__popc(c1) + __popc(c2));
+	}
+	else
+	{
+		uint32_t	s1, c1, s2, c2, s3, c3, t, f;
+
+		csa(w0, w1, w2, s1, c1);
+		csa(w3, w4, w5, s2, c2);
+		csa(s1, s2, w6, s3, c3);
+		csa(c1, c2, c3, t, f);
+		return __popc(s3) + __popc(w7) + 2 * __popc(t) + 4 * __popc(f);
+	}
+}
+
+/*
+ * The kernel. RCP: MCC_RCP_FP64 or MCC_RCP_TABLE; CSA: 0, 2, 4 carry-save
+ * adders; ZS: exclude pairs of two empty cylinders (den = 0), needed only
+ * when both the probe and the partition have one.
+ */
+template <int RCP, int CSA, int ZS>
+__global__ void __launch_bounds__(MCC_GPU_WARPS * 32)
+mcc_match(mcc_match_args a)
+{
+	extern __shared__ uint4 smem[];
+	const int	lane = threadIdx.x & 31;
+	const int	warp = threadIdx.x >> 5;
+	const uint8_t *sb = (const uint8_t *) smem;
+	const uint32_t *s_sqrt = (const uint32_t *) (sb + MCC_BLOB_SQRT);
+	const double *s_E = (const double *) (sb + MCC_BLOB_E);
+	const uint8_t *s_lutp = sb + MCC_BLOB_LUTP;
+	const mcc_pdesc *s_pd = (const mcc_pdesc *) (sb + MCC_BLOB_PDESC);
+	const uint32_t *s_words = (const uint32_t *) sb;
+	uint32_t   *hist;
+	uint32_t	window = 2 * a.delta + 1;
+
+	for (uint32_t i = threadIdx.x; i < a.blob_words; i += blockDim.x)
+		smem[i] = a.blob[i];
+	hist = (uint32_t *) (smem + a.blob_words) + warp * (MCC_GPU_TILE * MCC_GPU_HROW);
+	for (int i = lane; i < MCC_GPU_TILE * MCC_GPU_HROW; i += 32)
+		hist[i] = 0;
+	__syncthreads();
+	if (a.fault && blockIdx.x == 0 && threadIdx.x == 0)
+		*(volatile int *) (uintptr_t) 8 = 1;
+
+	for (;;)
+	{
+		uint32_t	item = 0;
+		uint32_t	t, q, off, ncyl, ntpl, n, lt;
+		uint2		ti;
+		mcc_pdesc	pd;
+		const uint16_t *cnt;
+		const uint4 *elo, *ehi;
+		const double *eE;
+		const uint32_t *erow;
+		float		sc = -1.0f;
+		bool		has;
+		uint32_t	bin, mask;
+
+		if (lane == 0)
+			item = atomicAdd(a.counter, 1u);
+		item = __shfl_sync(FULL, item, 0);
+		if (item >= a.n_items)
+			break;
+		t = item / a.nq;
+		q = item - t * a.nq;
+		ti = a.tiles[t];
+		off = ti.x;
+		ncyl = ti.y & 0xffff;
+		ntpl = ti.y >> 16;
+		pd = s_pd[q];
+		n = pd.n;
+		cnt = (const uint16_t *) (sb + pd.cnt_off);
+		elo = (const uint4 *) (sb + pd.lo_off);
+		ehi = (const uint4 *) (sb + pd.hi_off);
+		eE = (const double *) (sb + pd.e_off);
+		erow = (const uint32_t *) (sb + pd.row_off);
+
+		/* Step-1: every group of 32 cylinders of the tile */
+		for (uint32_t g = 0; n > 0 && g < ncyl; g += 32)
+		{
+			uint32_t	j = off + g + lane;
+			uint4		x = __ldg(a.lo + j);
+			uint4		y = __ldg(a.hi + j);
+			uint32_t	m = __ldg(a.meta + j);
+			bool		valid = (m >> 31) != 0;
+			uint32_t	ang = m & 255;
+			uint32_t	pcj = (m >> 16) & 511;
+			uint32_t	hb = ((m >> 8) & 31) * MCC_GPU_HROW;
+			uint32_t	a0 = __shfl_sync(FULL, ang, 0);
+			uint32_t	L, L2, s, e, S, E, span;
+			double		Ej = s_E[pcj];
+			bool		zj = pcj == 0;
+
+			if (!valid)
+				ang = a0;
+			/* the lane's gate window [L, L + window) in unwrapped angles */
+			L = ((a0 - a.delta) & 255) + (ang - a0);
+			L2 = L + window;
+			s = n * (L >> 8) + cnt[L & 255];
+			e = n * (L2 >> 8) + cnt[L2 & 255];
+			if (!valid)
+				e = s;
+			span = e - s;
+			S = __shfl_sync(FULL, s, 0);
+			E = __reduce_max_sync(FULL, e);
+
+#pragma unroll 2
+			for (uint32_t u = S; u < E; u++)
+			{
+				uint4		p0 = elo[u];
+				uint4		p1 = ehi[u];
+				bool		act = (u - s) < span;
+				uint32_t	pop = popc_xor<CSA>(x, y, p0, p1);
+				uint32_t	sf = s_sqrt[pop];
+				uint32_t	R, d;
+
+				if (RCP == MCC_RCP_FP64)
+				{
+					double		den = eE[u] + Ej;
+
+					R = rcp_fp64(den);
+					if (ZS)
+						act = act && den != 0.0;
+				}
+				else
+				{
+					uint32_t	row = erow[u];
+
+					R = s_words[(row & 0x7fffffff) + pcj];
+					if (ZS)
+						act = act && !((row >> 31) && zj);
+				}
+				d = __umulhi(sf, R);
+				if (act && d < 64)
+					atomicAdd(&hist[hb + d], 1u);
+			}
+		}
+		__syncwarp();
+
+		/* Step-2: one lane per template of the tile (paper 000 Fig. 9) */
+		lt = t * MCC_GPU_TILE + lane;
+		if (lane < ntpl)
+		{
+			uint32_t   *row = hist + lane * MCC_GPU_HROW;
+			uint32_t	nc = a.tncyl[lt];
+			uint32_t	mn = min(nc, n);
+
+			if (a.alive[lt])
+			{
+				int			np = mn ? s_lutp[mn] : 0;
+
+				if (np == 0)
+					sc = 0.0f;
+				else
+				{
+					int			left = np, sum = 0;
+
+					for (int i = 0; i < 64 && left > 0; i++)
+					{
+						int			c = min((int) row[i], left);
+
+						sum += c * i;
+						left -= c;
+					}
+					sum += left * 64;
+					sc = (float) (np * 64 - sum) / (float) (np * 64);
+				}
+			}
+			a.scores[(size_t) q * a.score_stride + lt] = sc;
+			for (int i = 0; i < 64; i++)
+				row[i] = 0;
+		}
+		__syncwarp();
+
+		/* coarse score histogram, one atomic per distinct bin of the warp */
+		has = lane < ntpl && sc >= 0.0f;
+		bin = has ? (__float_as_uint(sc) >> MCC_GPU_SC_SHIFT) : 0xffffffffu;
+		mask = __match_any_sync(FULL, bin);
+		if (has && lane == __ffs(mask) - 1)
+			atomicAdd(&a.schist[(size_t) q * MCC_GPU_SC_BINS + bin], __popc(mask));
+	}
+}
+
+/* Variant -> rcp mode. */
+int
+mcc_gpu_variant_rcp(int variant)
+{
+	return variant >= MCC_GPU_VARIANT_TABLE ? MCC_RCP_TABLE : MCC_RCP_FP64;
+}
+
+/* Variant -> number of carry-save adders. */
+int
+mcc_gpu_variant_csa(int variant)
+{
+	switch (variant)
+	{
+		case MCC_GPU_VARIANT_FP64_CSA2:
+		case MCC_GPU_VARIANT_TABLE_CSA2:
+			return 2;
+		case MCC_GPU_VARIANT_FP64_CSA4:
+		case MCC_GPU_VARIANT_TABLE_CSA4:
+			return 4;
+		default:
+			return 0;
+	}
+}
+
+/* Kernel function pointer of a variant. */
+const void *
+mcc_gpu_match_kernel(int rcp, int csa, int zs)
+{
+	static const void *const k[2][3][2] = {
+		{
+			{(const void *) mcc_match<0, 0, 0>, (const void *) mcc_match<0, 0, 1>},
+			{(const void *) mcc_match<0, 2, 0>, (const void *) mcc_match<0, 2, 1>},
+			{(const void *) mcc_match<0, 4, 0>, (const void *) mcc_match<0, 4, 1>},
+		},
+		{
+			{(const void *) mcc_match<1, 0, 0>, (const void *) mcc_match<1, 0, 1>},
+			{(const void *) mcc_match<1, 2, 0>, (const void *) mcc_match<1, 2, 1>},
+			{(const void *) mcc_match<1, 4, 0>, (const void *) mcc_match<1, 4, 1>},
+		},
+	};
+
+	return k[rcp ? 1 : 0][csa == 4 ? 2 : csa == 2 ? 1 : 0][zs ? 1 : 0];
+}
