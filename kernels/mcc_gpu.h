@@ -74,17 +74,24 @@ typedef struct mcc_gpu_devinfo
 	size_t		mem_free;
 } mcc_gpu_devinfo;
 
-/* Kernel variants (tests and benchmarks pick one; 0 = the default). */
+/*
+ * Kernel variants (tests and benchmarks pick one; 0 = the fastest measured).
+ * rcp(den) by exact FP64 Newton steps or from a per-probe table in shared
+ * memory; popcount with 8 POPC or 6 (two carry-save adders); one or two
+ * gallery cylinders per lane ("x2": each probe cylinder read serves two).
+ */
 typedef enum mcc_gpu_variant
 {
 	MCC_GPU_VARIANT_DEFAULT = 0,
-	MCC_GPU_VARIANT_FP64 = 1,	/* rcp by exact FP64 Newton, plain popcount */
-	MCC_GPU_VARIANT_FP64_CSA2 = 2,	/* same, 6 POPC per pair (2 carry-save adders) */
-	MCC_GPU_VARIANT_FP64_CSA4 = 3,	/* same, 4 POPC per pair (4 carry-save adders) */
-	MCC_GPU_VARIANT_TABLE = 4,	/* rcp from a per-probe shared-memory table */
-	MCC_GPU_VARIANT_TABLE_CSA2 = 5,
-	MCC_GPU_VARIANT_TABLE_CSA4 = 6,
-	MCC_GPU_VARIANT_COUNT = 7
+	MCC_GPU_VARIANT_FP64 = 1,
+	MCC_GPU_VARIANT_FP64_CSA2 = 2,
+	MCC_GPU_VARIANT_TABLE = 3,
+	MCC_GPU_VARIANT_TABLE_CSA2 = 4,
+	MCC_GPU_VARIANT_FP64_X2 = 5,
+	MCC_GPU_VARIANT_FP64_CSA2_X2 = 6,
+	MCC_GPU_VARIANT_TABLE_X2 = 7,
+	MCC_GPU_VARIANT_TABLE_CSA2_X2 = 8,
+	MCC_GPU_VARIANT_COUNT = 9
 } mcc_gpu_variant;
 
 /* Options of mcc_gpu_open(); zero-fill for the defaults. */
@@ -125,7 +132,10 @@ typedef struct mcc_gpu_timing
 	double		d2h_ms;			/* candidates back */
 	double		merge_ms;		/* host: merge of devices and ties */
 	double		total_ms;		/* wall clock of the call */
+	double		sort_ms;		/* part of select_ms: candidate sort */
 	double		pairs;			/* local similarities computed (gate passed) */
+	int			blocks_per_sm;	/* match kernel occupancy (last pass) */
+	int			passes;			/* device passes (probe chunks) */
 } mcc_gpu_timing;
 
 /*

@@ -162,12 +162,17 @@ struct mcc_gpu
 int			mcc_gpu_variant_rcp(int variant);
 int			mcc_gpu_variant_csa(int variant);
 
-/* The match kernel for (rcp mode, popcount mode, zero-safe). */
-const void *mcc_gpu_match_kernel(int rcp, int csa, int zs);
+int			mcc_gpu_variant_cpl(int variant);
 
-/* Launch the top-k selection of one partition (stream p->st). */
+/* The match kernel for (rcp mode, carry-save adders, zero-safe, cylinders per lane). */
+const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl);
+
+/*
+ * Launch the top-k selection of one partition (stream p->st), at most ccap
+ * candidates per probe; ev (or NULL) is recorded before the sort.
+ */
 cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
-								  uint32_t n_tpl, uint32_t cap);
+								  uint32_t n_tpl, uint32_t ccap, cudaEvent_t ev);
 
 /* CUB temporary bytes needed for nq segments of cap keys. */
 cudaError_t mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes);

@@ -89,11 +89,23 @@ popc_xor(const uint4 &x, const uint4 &y, const uint4 &p0, const uint4 &p1)
 }
 
 /*
- * The kernel. RCP: MCC_RCP_FP64 or MCC_RCP_TABLE; CSA: 0, 2, 4 carry-save
- * adders; ZS: exclude pairs of two empty cylinders (den = 0), needed only
- * when both the probe and the partition have one.
+ * One vote: red.shared under a predicate, so that the loop has no branch
+ * and the compiler can overlap consecutive probe cylinders.
  */
-template <int RCP, int CSA, int ZS>
+__device__ __forceinline__ void
+vote(uint32_t addr, bool p)
+{
+	asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %1, 0;\n\t@q red.shared.add.u32 [%0], 1;\n\t}"
+				 :: "r"(addr), "r"((int) p));
+}
+
+/*
+ * The kernel. RCP: MCC_RCP_FP64 or MCC_RCP_TABLE; CSA: 0 or 2 carry-save
+ * adders; ZS: exclude pairs of two empty cylinders (den = 0), needed only
+ * when both the probe and the partition have one; CPL: gallery cylinders
+ * per lane (1, or 2 from consecutive groups, sharing each probe read).
+ */
+template <int RCP, int CSA, int ZS, int CPL>
 __global__ void __launch_bounds__(MCC_GPU_WARPS * 32)
 mcc_match(mcc_match_args a)
 {
@@ -107,11 +119,13 @@ mcc_match(mcc_match_args a)
 	const mcc_pdesc *s_pd = (const mcc_pdesc *) (sb + MCC_BLOB_PDESC);
 	const uint32_t *s_words = (const uint32_t *) sb;
 	uint32_t   *hist;
+	uint32_t	hist_sa;		/* shared-space address of hist */
 	uint32_t	window = 2 * a.delta + 1;
 
 	for (uint32_t i = threadIdx.x; i < a.blob_words; i += blockDim.x)
 		smem[i] = a.blob[i];
 	hist = (uint32_t *) (smem + a.blob_words) + warp * (MCC_GPU_TILE * MCC_GPU_HROW);
+	hist_sa = (uint32_t) __cvta_generic_to_shared(hist);
 	for (int i = lane; i < MCC_GPU_TILE * MCC_GPU_HROW; i += 32)
 		hist[i] = 0;
 	__syncthreads();
@@ -151,66 +165,95 @@ mcc_match(mcc_match_args a)
 		eE = (const double *) (sb + pd.e_off);
 		erow = (const uint32_t *) (sb + pd.row_off);
 
-		/* Step-1: every group of 32 cylinders of the tile */
-		for (uint32_t g = 0; n > 0 && g < ncyl; g += 32)
+		/* Step-1: the tile's cylinders, 32 * CPL at a time */
+		for (uint32_t g = 0; n > 0 && g < ncyl; g += 32 * CPL)
 		{
-			uint32_t	j = off + g + lane;
-			uint4		x = __ldg(a.lo + j);
-			uint4		y = __ldg(a.hi + j);
-			uint32_t	m = __ldg(a.meta + j);
-			bool		valid = (m >> 31) != 0;
-			uint32_t	ang = m & 255;
-			uint32_t	pcj = (m >> 16) & 511;
-			uint32_t	hb = ((m >> 8) & 31) * MCC_GPU_HROW;
-			uint32_t	a0 = __shfl_sync(FULL, ang, 0);
-			uint32_t	L, L2, s, e, S, E, span;
-			double		Ej = s_E[pcj];
-			bool		zj = pcj == 0;
+			uint4		x[CPL], y[CPL];
+			uint32_t	s[CPL], span[CPL], hb[CPL], pcj[CPL];
+			double		Ej[CPL];
+			bool		zj[CPL];
+			uint32_t	a0 = 0, S = 0, E = 0;
 
-			if (!valid)
-				ang = a0;
-			/* the lane's gate window [L, L + window) in unwrapped angles */
-			L = ((a0 - a.delta) & 255) + (ang - a0);
-			L2 = L + window;
-			s = n * (L >> 8) + cnt[L & 255];
-			e = n * (L2 >> 8) + cnt[L2 & 255];
-			if (!valid)
-				e = s;
-			span = e - s;
-			S = __shfl_sync(FULL, s, 0);
-			E = __reduce_max_sync(FULL, e);
+#pragma unroll
+			for (int c = 0; c < CPL; c++)
+			{
+				uint32_t	pos = g + 32 * c + lane;
+				bool		valid = pos < ncyl;
+				uint32_t	j = off + (valid ? pos : lane);
+				uint32_t	m = __ldg(a.meta + j);
+				uint32_t	ang = m & 255;
+				uint32_t	L, L2, e;
+
+				x[c] = __ldg(a.lo + j);
+				y[c] = __ldg(a.hi + j);
+				valid = valid && (m >> 31) != 0;
+				pcj[c] = (m >> 16) & 511;
+				hb[c] = hist_sa + 4 * ((m >> 8) & 31) * MCC_GPU_HROW;
+				if (c == 0)
+					a0 = __shfl_sync(FULL, ang, 0);
+				if (!valid)
+					ang = a0;
+				/* the lane's gate window [L, L + window) in unwrapped angles */
+				L = ((a0 - a.delta) & 255) + (ang - a0);
+				L2 = L + window;
+				s[c] = n * (L >> 8) + cnt[L & 255];
+				e = n * (L2 >> 8) + cnt[L2 & 255];
+				if (!valid)
+					e = s[c];
+				span[c] = e - s[c];
+				if (c == 0)
+					S = __shfl_sync(FULL, s[0], 0);
+				E = max(E, __reduce_max_sync(FULL, e));
+				Ej[c] = s_E[pcj[c]];
+				zj[c] = pcj[c] == 0;
+			}
+
+			{
+				uint4		p0 = elo[S], p1 = ehi[S];
+				double		Ei = RCP == MCC_RCP_FP64 ? eE[S] : 0.0;
+				uint32_t	row = RCP == MCC_RCP_TABLE ? erow[S] : 0;
 
 #pragma unroll 2
-			for (uint32_t u = S; u < E; u++)
-			{
-				uint4		p0 = elo[u];
-				uint4		p1 = ehi[u];
-				bool		act = (u - s) < span;
-				uint32_t	pop = popc_xor<CSA>(x, y, p0, p1);
-				uint32_t	sf = s_sqrt[pop];
-				uint32_t	R, d;
-
-				if (RCP == MCC_RCP_FP64)
+				for (uint32_t u = S; u < E; u++)
 				{
-					double		den = eE[u] + Ej;
+					/* the next probe entry, read ahead (entry 3n exists in the image) */
+					uint4		n0 = elo[u + 1], n1 = ehi[u + 1];
+					double		nE = RCP == MCC_RCP_FP64 ? eE[u + 1] : 0.0;
+					uint32_t	nrow = RCP == MCC_RCP_TABLE ? erow[u + 1] : 0;
 
-					R = rcp_fp64(den);
-					if (ZS)
-						act = act && den != 0.0;
-				}
-				else
-				{
-					uint32_t	row = erow[u];
+#pragma unroll
+					for (int c = 0; c < CPL; c++)
+					{
+						bool		act = (u - s[c]) < span[c];
+						uint32_t	pop = popc_xor<CSA>(x[c], y[c], p0, p1);
+						uint32_t	sf = s_sqrt[pop];
+						uint32_t	R, d;
 
-					R = s_words[(row & 0x7fffffff) + pcj];
-					if (ZS)
-						act = act && !((row >> 31) && zj);
+						if (RCP == MCC_RCP_FP64)
+						{
+							double		den = Ei + Ej[c];
+
+							R = rcp_fp64(den);
+							if (ZS)
+								act = act && den != 0.0;
+						}
+						else
+						{
+							R = s_words[(row & 0x7fffffff) + pcj[c]];
+							if (ZS)
+								act = act && !((row >> 31) && zj[c]);
+						}
+						d = __umulhi(sf, R);
+						vote(hb[c] + 4 * d, act && d < 64);
+					}
+					p0 = n0;
+					p1 = n1;
+					Ei = nE;
+					row = nrow;
 				}
-				d = __umulhi(sf, R);
-				if (act && d < 64)
-					atomicAdd(&hist[hb + d], 1u);
 			}
 		}
+		asm volatile("" ::: "memory");
 		__syncwarp();
 
 		/* Step-2: one lane per template of the tile (paper 000 Fig. 9) */
@@ -261,7 +304,16 @@ mcc_match(mcc_match_args a)
 int
 mcc_gpu_variant_rcp(int variant)
 {
-	return variant >= MCC_GPU_VARIANT_TABLE ? MCC_RCP_TABLE : MCC_RCP_FP64;
+	switch (variant)
+	{
+		case MCC_GPU_VARIANT_TABLE:
+		case MCC_GPU_VARIANT_TABLE_CSA2:
+		case MCC_GPU_VARIANT_TABLE_X2:
+		case MCC_GPU_VARIANT_TABLE_CSA2_X2:
+			return MCC_RCP_TABLE;
+		default:
+			return MCC_RCP_FP64;
+	}
 }
 
 /* Variant -> number of carry-save adders. */
@@ -272,31 +324,31 @@ mcc_gpu_variant_csa(int variant)
 	{
 		case MCC_GPU_VARIANT_FP64_CSA2:
 		case MCC_GPU_VARIANT_TABLE_CSA2:
+		case MCC_GPU_VARIANT_FP64_CSA2_X2:
+		case MCC_GPU_VARIANT_TABLE_CSA2_X2:
 			return 2;
-		case MCC_GPU_VARIANT_FP64_CSA4:
-		case MCC_GPU_VARIANT_TABLE_CSA4:
-			return 4;
 		default:
 			return 0;
 	}
 }
 
+/* Variant -> gallery cylinders per lane. */
+int
+mcc_gpu_variant_cpl(int variant)
+{
+	return variant >= MCC_GPU_VARIANT_FP64_X2 ? 2 : 1;
+}
+
+#define KV(r, c, z) {(const void *) mcc_match<r, c, z, 1>, (const void *) mcc_match<r, c, z, 2>}
+
 /* Kernel function pointer of a variant. */
 const void *
-mcc_gpu_match_kernel(int rcp, int csa, int zs)
+mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl)
 {
-	static const void *const k[2][3][2] = {
-		{
-			{(const void *) mcc_match<0, 0, 0>, (const void *) mcc_match<0, 0, 1>},
-			{(const void *) mcc_match<0, 2, 0>, (const void *) mcc_match<0, 2, 1>},
-			{(const void *) mcc_match<0, 4, 0>, (const void *) mcc_match<0, 4, 1>},
-		},
-		{
-			{(const void *) mcc_match<1, 0, 0>, (const void *) mcc_match<1, 0, 1>},
-			{(const void *) mcc_match<1, 2, 0>, (const void *) mcc_match<1, 2, 1>},
-			{(const void *) mcc_match<1, 4, 0>, (const void *) mcc_match<1, 4, 1>},
-		},
+	static const void *const k[2][2][2][2] = {
+		{{KV(0, 0, 0), KV(0, 0, 1)}, {KV(0, 2, 0), KV(0, 2, 1)}},
+		{{KV(1, 0, 0), KV(1, 0, 1)}, {KV(1, 2, 0), KV(1, 2, 1)}},
 	};
 
-	return k[rcp ? 1 : 0][csa == 4 ? 2 : csa == 2 ? 1 : 0][zs ? 1 : 0];
+	return k[rcp ? 1 : 0][csa ? 1 : 0][zs ? 1 : 0][cpl == 2 ? 1 : 0];
 }

@@ -179,8 +179,8 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 			tpl = p->sc_tpl;
 		if ((e = mcc_gpu_select_tmp_bytes(q, tpl, &cub)) != cudaSuccess)
 			return mcc_gpu_fail(g, e, "selection setup", p->dev, err);
-		need = (size_t) q * tpl * (4 + 8 + 8) + (size_t) q * MCC_GPU_SC_BINS * 4 +
-			(16 + 6 * (size_t) q) * 4 + cub;
+		need = (size_t) q * tpl * (4 + 8 + 8) + (size_t) q * MCC_GPU_SC_BINS * 8 +
+			(16 + 10 * (size_t) q) * 4 + cub;
 		cudaFree(p->scores);
 		cudaFree(p->cand);
 		cudaFree(p->sorted);
@@ -203,10 +203,10 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 		if ((e = cudaMalloc(&p->scores, (size_t) q * tpl * 4)) != cudaSuccess ||
 			(e = cudaMalloc(&p->cand, (size_t) q * tpl * 8)) != cudaSuccess ||
 			(e = cudaMalloc(&p->sorted, (size_t) q * tpl * 8)) != cudaSuccess ||
-			(e = cudaMalloc(&p->schist, (size_t) q * MCC_GPU_SC_BINS * 4)) != cudaSuccess ||
-			(e = cudaMalloc(&p->small, (16 + 6 * (size_t) q) * 4)) != cudaSuccess ||
+			(e = cudaMalloc(&p->schist, (size_t) q * MCC_GPU_SC_BINS * 8)) != cudaSuccess ||
+			(e = cudaMalloc(&p->small, (16 + 10 * (size_t) q) * 4)) != cudaSuccess ||
 			(e = cudaMalloc(&p->cub_tmp, cub ? cub : 16)) != cudaSuccess ||
-			(e = cudaMallocHost(&p->h_small, (16 + 6 * (size_t) q) * 4)) != cudaSuccess)
+			(e = cudaMallocHost(&p->h_small, (16 + 10 * (size_t) q) * 4)) != cudaSuccess)
 			return mcc_gpu_fail(g, e, "search buffer allocation", p->dev, err);
 		p->cub_bytes = cub;
 		p->sc_q = q;
@@ -257,6 +257,36 @@ drain(mcc_gpu *g)
 	(void) cudaGetLastError();
 }
 
+/* Candidates per probe kept by the selection on the fast path. */
+static uint32_t
+cand_cap(const mcc_gpu_part *p, int k)
+{
+	uint64_t	c = (uint64_t) k + 4096;
+
+	return c < p->sc_tpl ? (uint32_t) c : p->sc_tpl;
+}
+
+/* Queue the selection of partition p and the copy of its results. */
+static cudaError_t
+queue_select(mcc_gpu_part *p, int nq, int k, uint32_t ccap, bool timed)
+{
+	cudaError_t e;
+	uint32_t	width = (uint32_t) k + MCC_GPU_MARGIN;
+
+	if (width > ccap)
+		width = ccap;
+	if ((e = mcc_gpu_select_launch(p, nq, k, p->n_tpl, ccap, timed ? p->ev[5] : NULL)) != cudaSuccess)
+		return e;
+	if (timed && (e = cudaEventRecord(p->ev[3], p->st)) != cudaSuccess)
+		return e;
+	if ((e = cudaMemcpy2DAsync(p->h_keys, (size_t) width * 8, p->sorted, (size_t) ccap * 8,
+							   (size_t) width * 8, nq, cudaMemcpyDeviceToHost, p->st)) != cudaSuccess)
+		return e;
+	/* outlen[] and ovf[] */
+	return cudaMemcpyAsync(p->h_small, p->small + 1 + 4 * nq, 8 * (size_t) nq,
+						   cudaMemcpyDeviceToHost, p->st);
+}
+
 /*
  * One pass of probes[0..nq) over every partition: match (and select when
  * k > 0), results into hits (k > 0) or scores (k == 0).
@@ -270,20 +300,23 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	double		gate[256];
 	int			zero;
 	int			csa = mcc_gpu_variant_csa(g->opt.variant);
+	int			cpl = mcc_gpu_variant_cpl(g->opt.variant);
 	size_t		blob;
 	cudaError_t e;
 	mcc_gpu_hit *acc = NULL;
 	size_t		nacc = 0, capacc = 0;
-	uint32_t	width = 0;
+	uint32_t	ccap[MCC_GPU_MAX_DEVICES];
 
 	memset(gate, 0, sizeof(gate));
 	blob = build_image(g, probes, nq, rcp, g->h_blob, &zero, gate);
 	g->timing.prep_ms += mcc_gpu_now_ms() - t0;
+	g->timing.passes++;
 
+#define CK(call, what) \
+	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto fail; } } while (0)
 	for (int i = 0; i < g->nparts; i++)
 	{
 		mcc_gpu_part *p = &g->part[i];
-		uint32_t	cap;
 		const void *fn;
 		int			nb = 0;
 		size_t		smem = blob + (size_t) MCC_GPU_WARPS * MCC_GPU_HIST_BYTES;
@@ -292,15 +325,12 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 
 		if ((rc = ensure_scratch(g, p, nq, k, blob, err)) != MCC_GPU_OK)
 			goto fail;
-		cap = p->sc_tpl;
 		for (int ang = 0; ang < 256; ang++)
 			g->timing.pairs += p->angle_count[ang] * gate[ang];
-		fn = mcc_gpu_match_kernel(rcp, csa, zero && p->has_zero);
-#define CK(call, what) \
-	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto fail; } } while (0)
+		fn = mcc_gpu_match_kernel(rcp, csa, zero && p->has_zero, cpl);
 		CK(cudaEventRecord(p->ev[0], p->st), "event");
 		CK(cudaMemcpyAsync(p->blob, g->h_blob, blob, cudaMemcpyHostToDevice, p->st), "probe upload");
-		CK(cudaMemsetAsync(p->small, 0, (16 + 6 * (size_t) nq) * 4, p->st), "buffer reset");
+		CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
 		CK(cudaMemsetAsync(p->schist, 0, (size_t) nq * MCC_GPU_SC_BINS * 4, p->st), "buffer reset");
 		CK(cudaEventRecord(p->ev[1], p->st), "event");
 		if (p->n_tiles > 0)
@@ -311,6 +341,8 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 				rc = mcc_gpu_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
 				goto fail;
 			}
+			if (i == 0)
+				g->timing.blocks_per_sm = nb;
 			memset(&a, 0, sizeof(a));
 			a.lo = p->lo;
 			a.hi = p->hi;
@@ -324,7 +356,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			a.n_items = p->n_tiles * nq;
 			a.delta = g->profile->delta_theta;
 			a.scores = p->scores;
-			a.score_stride = cap;
+			a.score_stride = p->sc_tpl;
 			a.schist = p->schist;
 			a.counter = p->small;
 			a.fault = i == 0 && g->fault_next;
@@ -333,20 +365,12 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			   "match kernel launch");
 		}
 		CK(cudaEventRecord(p->ev[2], p->st), "event");
+		ccap[i] = cand_cap(p, k);
 		if (k > 0)
-		{
-			CK(mcc_gpu_select_launch(p, nq, k, p->n_tpl, cap), "top-k selection");
-			CK(cudaEventRecord(p->ev[3], p->st), "event");
-			width = (uint32_t) k + MCC_GPU_MARGIN;
-			if (width > cap)
-				width = cap;
-			CK(cudaMemcpy2DAsync(p->h_keys, (size_t) width * 8, p->sorted, (size_t) cap * 8,
-								 (size_t) width * 8, nq, cudaMemcpyDeviceToHost, p->st), "result copy");
-			CK(cudaMemcpyAsync(p->h_small, p->small + 1 + 2 * nq, 4 * (size_t) nq,
-							   cudaMemcpyDeviceToHost, p->st), "result copy");
-		}
+			CK(queue_select(p, nq, k, ccap[i], true), "top-k selection");
 		else
 		{
+			CK(cudaEventRecord(p->ev[5], p->st), "event");
 			CK(cudaEventRecord(p->ev[3], p->st), "event");
 		}
 		CK(cudaEventRecord(p->ev[4], p->st), "event");
@@ -368,6 +392,8 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			g->timing.match_ms += ms;
 			CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
 			g->timing.select_ms += ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[5], p->ev[3]), "timing");
+			g->timing.sort_ms += ms;
 			CK(cudaEventElapsedTime(&ms, p->ev[3], p->ev[4]), "timing");
 			g->timing.d2h_ms += ms;
 		}
@@ -392,7 +418,17 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 				for (uint32_t lt = 0; lt < p->n_tpl; lt++)
 					scores[(size_t) q * g->n_tpl + p->gidx[lt]] = tmp[(size_t) q * p->n_tpl + lt];
 			free(tmp);
+			continue;
 		}
+		/* a probe with more exact ties than the fast path holds: again, with room for all */
+		for (int q = 0; q < nq; q++)
+			if (p->h_small[nq + q] && ccap[i] < p->sc_tpl)
+			{
+				ccap[i] = p->sc_tpl;
+				CK(queue_select(p, nq, k, ccap[i], false), "top-k selection");
+				CK(cudaStreamSynchronize(p->st), "search");
+				break;
+			}
 	}
 	if (k == 0)
 		goto done;
@@ -407,11 +443,11 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			mcc_gpu_part *p = &g->part[i];
 			uint32_t	len = p->h_small[q];
 			uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
-			uint64_t   *keys = p->h_keys + (size_t) q * (w > p->sc_tpl ? p->sc_tpl : w);
-			uint64_t   *more = NULL;
+			uint64_t   *keys, *more = NULL;
 
-			if (w > p->sc_tpl)
-				w = p->sc_tpl;
+			if (w > ccap[i])
+				w = ccap[i];
+			keys = p->h_keys + (size_t) q * w;
 			if (len > w)
 			{
 				more = (uint64_t *) malloc(8 * (size_t) len);
@@ -421,7 +457,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 					goto fail;
 				}
 				CK(cudaSetDevice(p->dev), "device selection");
-				CK(cudaMemcpy(more, p->sorted + (size_t) q * p->sc_tpl, 8 * (size_t) len,
+				CK(cudaMemcpy(more, p->sorted + (size_t) q * ccap[i], 8 * (size_t) len,
 							  cudaMemcpyDeviceToHost), "result copy");
 				keys = more;
 			}

@@ -143,10 +143,11 @@ line(const char *what, int variant, uint32_t n, int nq, double up_ms, const resu
 	double		lss = r->t.pairs / (r->match_ms / 1e3);
 	double		omega = r->t.pairs / ((double) nq * n * cyl_per_tpl);
 
-	say("%-8s %-11s N=%-8u Q=%-3d match %9.4f ms  total %9.4f ms  LSS %8.1f M/s  e2e %8.1f M/s  "
-		"LS %7.1f G/s  omega %5.2f  paper-shape %7.1f M/s  upload %8.1f ms\n",
+	say("%-8s %-13s N=%-8u Q=%-3d match %9.4f ms  total %9.4f ms  LSS %8.1f M/s  e2e %8.1f M/s  "
+		"LS %7.1f G/s  omega %5.2f  paper-shape %7.1f M/s  upload %8.1f ms  blk/SM %d  passes %d  sel %.3f (sort %.3f) ms\n",
 		what, mcc_gpu_variant_name(variant), n, nq, r->match_ms, r->total_ms, mps / 1e6, e2e / 1e6,
-		lss / 1e9, omega, lss / PAPER_LS / 1e6, up_ms);
+		lss / 1e9, omega, lss / PAPER_LS / 1e6, up_ms, r->t.blocks_per_sm, r->t.passes,
+		r->t.select_ms, r->t.sort_ms);
 }
 
 int

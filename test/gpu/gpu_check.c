@@ -449,6 +449,33 @@ main(int argc, char **argv)
 		mcc_gpu_close(c);
 	}
 
+	/* more exact ties than the fast selection path holds (4116 for k = 20) */
+	{
+		mcc_soa		g3;
+		float	   *r3;
+		gd_probe	p3[2];
+		gd_rng		rr = {11};
+
+		if (gd_gallery(&g3, 4300, &gp, 44) == 0)
+		{
+			for (int i = 0; i < 4300; i++)
+				dup_template(&g3, 0);
+			gd_probe_mated(&p3[0], &g3, 0, &gp, &rr);
+			gd_probe_random(&p3[1], 30, &gp, &rr);
+			r3 = ref_scores(p3, 2, &g3, NULL);
+			if ((c = open_up(&dev0, 1, 0, 0, 0, &g3)) != NULL)
+			{
+				free(check_all(c, p3, 2, r3, g3.n_tpl, "4301 ties"));
+				check_search(c, p3, 2, r3, &g3, "4301 ties");
+				mcc_gpu_close(c);
+			}
+			free(r3);
+			gd_gallery_free(&g3);
+		}
+		else
+			UNIT_CHECK(0, "tie gallery");
+	}
+
 	/* errors: unsupported profile, bad arguments, out of memory */
 	rc = mcc_gpu_open(&dev0, 1, mcc_profile_by_id(MCC_PROFILE_TPAMI2010), NULL, &c, &err);
 	UNIT_CHECK(rc == MCC_GPU_UNSUPPORTED && c == NULL, "profile tpami2010 is refused: %s", err.message);
