@@ -77,20 +77,20 @@ typedef struct mcc_gpu_devinfo
 /*
  * Kernel variants (tests and benchmarks pick one; 0 = the fastest measured).
  * rcp(den) by exact FP64 Newton steps or from a per-probe table in shared
- * memory; popcount with 8 POPC or 6 (two carry-save adders); one or two
- * gallery cylinders per lane ("x2": each probe cylinder read serves two).
+ * memory; popcount with 6 POPC (two carry-save adders) or 4 (four); one or
+ * two gallery cylinders per lane ("x2": each probe cylinder read serves two).
  */
 typedef enum mcc_gpu_variant
 {
 	MCC_GPU_VARIANT_DEFAULT = 0,
-	MCC_GPU_VARIANT_FP64 = 1,
-	MCC_GPU_VARIANT_FP64_CSA2 = 2,
-	MCC_GPU_VARIANT_TABLE = 3,
-	MCC_GPU_VARIANT_TABLE_CSA2 = 4,
-	MCC_GPU_VARIANT_FP64_X2 = 5,
-	MCC_GPU_VARIANT_FP64_CSA2_X2 = 6,
-	MCC_GPU_VARIANT_TABLE_X2 = 7,
-	MCC_GPU_VARIANT_TABLE_CSA2_X2 = 8,
+	MCC_GPU_VARIANT_FP64_CSA2 = 1,
+	MCC_GPU_VARIANT_FP64_CSA4 = 2,
+	MCC_GPU_VARIANT_TABLE_CSA2 = 3,
+	MCC_GPU_VARIANT_TABLE_CSA4 = 4,
+	MCC_GPU_VARIANT_FP64_CSA2_X2 = 5,
+	MCC_GPU_VARIANT_FP64_CSA4_X2 = 6,
+	MCC_GPU_VARIANT_TABLE_CSA2_X2 = 7,
+	MCC_GPU_VARIANT_TABLE_CSA4_X2 = 8,
 	MCC_GPU_VARIANT_COUNT = 9
 } mcc_gpu_variant;
 

@@ -168,7 +168,7 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 	if (g->opt.max_batch <= 0)
 		g->opt.max_batch = 32;
 	if (g->opt.variant == MCC_GPU_VARIANT_DEFAULT)
-		g->opt.variant = MCC_GPU_VARIANT_FP64_X2;
+		g->opt.variant = MCC_GPU_VARIANT_TABLE_CSA2_X2;
 
 	mcc_lss_init();
 	for (int i = 0; i < MCC_GPU_LUT; i++)
@@ -218,7 +218,7 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 				return rc;
 			}
 		for (int r = 0; r < 2; r++)
-			for (int c = 0; c <= 2; c += 2)
+			for (int c = 2; c <= 4; c += 2)
 				for (int z = 0; z < 4; z++)
 					if ((e = cudaFuncSetAttribute(mcc_gpu_match_kernel(r, c, z & 1, 1 + (z >> 1)),
 												  cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -379,8 +379,8 @@ const char *
 mcc_gpu_variant_name(int variant)
 {
 	static const char *const names[] = {
-		"default", "fp64", "fp64-csa2", "table", "table-csa2",
-		"fp64-x2", "fp64-csa2-x2", "table-x2", "table-csa2-x2"
+		"default", "fp64-csa2", "fp64-csa4", "table-csa2", "table-csa4",
+		"fp64-csa2-x2", "fp64-csa4-x2", "table-csa2-x2", "table-csa4-x2"
 	};
 
 	return variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? names[variant] : "unknown";

@@ -89,17 +89,6 @@ popc_xor(const uint4 &x, const uint4 &y, const uint4 &p0, const uint4 &p1)
 }
 
 /*
- * One vote: red.shared under a predicate, so that the loop has no branch
- * and the compiler can overlap consecutive probe cylinders.
- */
-__device__ __forceinline__ void
-vote(uint32_t addr, bool p)
-{
-	asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %1, 0;\n\t@q red.shared.add.u32 [%0], 1;\n\t}"
-				 :: "r"(addr), "r"((int) p));
-}
-
-/*
  * The kernel. RCP: MCC_RCP_FP64 or MCC_RCP_TABLE; CSA: 0 or 2 carry-save
  * adders; ZS: exclude pairs of two empty cylinders (den = 0), needed only
  * when both the probe and the partition have one; CPL: gallery cylinders
@@ -119,13 +108,11 @@ mcc_match(mcc_match_args a)
 	const mcc_pdesc *s_pd = (const mcc_pdesc *) (sb + MCC_BLOB_PDESC);
 	const uint32_t *s_words = (const uint32_t *) sb;
 	uint32_t   *hist;
-	uint32_t	hist_sa;		/* shared-space address of hist */
 	uint32_t	window = 2 * a.delta + 1;
 
 	for (uint32_t i = threadIdx.x; i < a.blob_words; i += blockDim.x)
 		smem[i] = a.blob[i];
 	hist = (uint32_t *) (smem + a.blob_words) + warp * (MCC_GPU_TILE * MCC_GPU_HROW);
-	hist_sa = (uint32_t) __cvta_generic_to_shared(hist);
 	for (int i = lane; i < MCC_GPU_TILE * MCC_GPU_HROW; i += 32)
 		hist[i] = 0;
 	__syncthreads();
@@ -188,7 +175,7 @@ mcc_match(mcc_match_args a)
 				y[c] = __ldg(a.hi + j);
 				valid = valid && (m >> 31) != 0;
 				pcj[c] = (m >> 16) & 511;
-				hb[c] = hist_sa + 4 * ((m >> 8) & 31) * MCC_GPU_HROW;
+				hb[c] = ((m >> 8) & 31) * MCC_GPU_HROW;
 				if (c == 0)
 					a0 = __shfl_sync(FULL, ang, 0);
 				if (!valid)
@@ -213,7 +200,7 @@ mcc_match(mcc_match_args a)
 				double		Ei = RCP == MCC_RCP_FP64 ? eE[S] : 0.0;
 				uint32_t	row = RCP == MCC_RCP_TABLE ? erow[S] : 0;
 
-#pragma unroll 2
+#pragma unroll 4
 				for (uint32_t u = S; u < E; u++)
 				{
 					/* the next probe entry, read ahead (entry 3n exists in the image) */
@@ -244,7 +231,14 @@ mcc_match(mcc_match_args a)
 								act = act && !((row >> 31) && zj[c]);
 						}
 						d = __umulhi(sf, R);
-						vote(hb[c] + 4 * d, act && d < 64);
+						/*
+						 * No branch: a lane outside its gate, or with d >= w,
+						 * votes into the padding word 64 of its row, which
+						 * Step-2 never reads; so the loop is straight code
+						 * that the compiler can overlap across entries.
+						 */
+						d = act ? min(d, 64u) : 64u;
+						atomicAdd(hist + hb[c] + d, 1u);
 					}
 					p0 = n0;
 					p1 = n1;
@@ -253,7 +247,6 @@ mcc_match(mcc_match_args a)
 				}
 			}
 		}
-		asm volatile("" ::: "memory");
 		__syncwarp();
 
 		/* Step-2: one lane per template of the tile (paper 000 Fig. 9) */
@@ -306,10 +299,10 @@ mcc_gpu_variant_rcp(int variant)
 {
 	switch (variant)
 	{
-		case MCC_GPU_VARIANT_TABLE:
 		case MCC_GPU_VARIANT_TABLE_CSA2:
-		case MCC_GPU_VARIANT_TABLE_X2:
+		case MCC_GPU_VARIANT_TABLE_CSA4:
 		case MCC_GPU_VARIANT_TABLE_CSA2_X2:
+		case MCC_GPU_VARIANT_TABLE_CSA4_X2:
 			return MCC_RCP_TABLE;
 		default:
 			return MCC_RCP_FP64;
@@ -322,13 +315,13 @@ mcc_gpu_variant_csa(int variant)
 {
 	switch (variant)
 	{
-		case MCC_GPU_VARIANT_FP64_CSA2:
-		case MCC_GPU_VARIANT_TABLE_CSA2:
-		case MCC_GPU_VARIANT_FP64_CSA2_X2:
-		case MCC_GPU_VARIANT_TABLE_CSA2_X2:
-			return 2;
+		case MCC_GPU_VARIANT_FP64_CSA4:
+		case MCC_GPU_VARIANT_TABLE_CSA4:
+		case MCC_GPU_VARIANT_FP64_CSA4_X2:
+		case MCC_GPU_VARIANT_TABLE_CSA4_X2:
+			return 4;
 		default:
-			return 0;
+			return 2;
 	}
 }
 
@@ -336,7 +329,7 @@ mcc_gpu_variant_csa(int variant)
 int
 mcc_gpu_variant_cpl(int variant)
 {
-	return variant >= MCC_GPU_VARIANT_FP64_X2 ? 2 : 1;
+	return variant >= MCC_GPU_VARIANT_FP64_CSA2_X2 ? 2 : 1;
 }
 
 #define KV(r, c, z) {(const void *) mcc_match<r, c, z, 1>, (const void *) mcc_match<r, c, z, 2>}
@@ -346,9 +339,9 @@ const void *
 mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl)
 {
 	static const void *const k[2][2][2][2] = {
-		{{KV(0, 0, 0), KV(0, 0, 1)}, {KV(0, 2, 0), KV(0, 2, 1)}},
-		{{KV(1, 0, 0), KV(1, 0, 1)}, {KV(1, 2, 0), KV(1, 2, 1)}},
+		{{KV(0, 2, 0), KV(0, 2, 1)}, {KV(0, 4, 0), KV(0, 4, 1)}},
+		{{KV(1, 2, 0), KV(1, 2, 1)}, {KV(1, 4, 0), KV(1, 4, 1)}},
 	};
 
-	return k[rcp ? 1 : 0][csa ? 1 : 0][zs ? 1 : 0][cpl == 2 ? 1 : 0];
+	return k[rcp ? 1 : 0][csa == 4 ? 1 : 0][zs ? 1 : 0][cpl == 2 ? 1 : 0];
 }
