@@ -77,8 +77,10 @@ typedef struct mcc_gpu_devinfo
 /*
  * Kernel variants (tests and benchmarks pick one; 0 = the fastest measured).
  * rcp(den) by exact FP64 Newton steps or from a per-probe table in shared
- * memory; popcount with 6 POPC (two carry-save adders) or 4 (four); one or
- * two gallery cylinders per lane ("x2": each probe cylinder read serves two).
+ * memory; popcount with 6 POPC (two carry-save adders) or 4 (four); one
+ * histogram set per warp ("warp tile") or per block ("blk": the warps of a
+ * block share a tile, so more warps fit an SM); one or two gallery
+ * cylinders per lane ("x2": each probe cylinder read serves two).
  */
 typedef enum mcc_gpu_variant
 {
@@ -87,11 +89,15 @@ typedef enum mcc_gpu_variant
 	MCC_GPU_VARIANT_FP64_CSA4 = 2,
 	MCC_GPU_VARIANT_TABLE_CSA2 = 3,
 	MCC_GPU_VARIANT_TABLE_CSA4 = 4,
-	MCC_GPU_VARIANT_FP64_CSA2_X2 = 5,
-	MCC_GPU_VARIANT_FP64_CSA4_X2 = 6,
-	MCC_GPU_VARIANT_TABLE_CSA2_X2 = 7,
-	MCC_GPU_VARIANT_TABLE_CSA4_X2 = 8,
-	MCC_GPU_VARIANT_COUNT = 9
+	MCC_GPU_VARIANT_BLK_FP64_CSA2 = 5,
+	MCC_GPU_VARIANT_BLK_FP64_CSA4 = 6,
+	MCC_GPU_VARIANT_BLK_TABLE_CSA2 = 7,
+	MCC_GPU_VARIANT_BLK_TABLE_CSA4 = 8,
+	MCC_GPU_VARIANT_BLK_FP64_CSA2_X2 = 9,
+	MCC_GPU_VARIANT_BLK_FP64_CSA4_X2 = 10,
+	MCC_GPU_VARIANT_BLK_TABLE_CSA2_X2 = 11,
+	MCC_GPU_VARIANT_BLK_TABLE_CSA4_X2 = 12,
+	MCC_GPU_VARIANT_COUNT = 13
 } mcc_gpu_variant;
 
 /* Options of mcc_gpu_open(); zero-fill for the defaults. */

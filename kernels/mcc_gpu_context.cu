@@ -167,8 +167,6 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 		g->opt = *opt;
 	if (g->opt.max_batch <= 0)
 		g->opt.max_batch = 32;
-	if (g->opt.variant == MCC_GPU_VARIANT_DEFAULT)
-		g->opt.variant = MCC_GPU_VARIANT_TABLE_CSA2_X2;
 
 	mcc_lss_init();
 	for (int i = 0; i < MCC_GPU_LUT; i++)
@@ -217,17 +215,21 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 				mcc_gpu_close(g);
 				return rc;
 			}
-		for (int r = 0; r < 2; r++)
-			for (int c = 2; c <= 4; c += 2)
-				for (int z = 0; z < 4; z++)
-					if ((e = cudaFuncSetAttribute(mcc_gpu_match_kernel(r, c, z & 1, 1 + (z >> 1)),
-												  cudaFuncAttributeMaxDynamicSharedMemorySize,
-												  (int) p->smem_optin)) != cudaSuccess)
-					{
-						rc = mcc_gpu_fail(g, e, "kernel setup", p->dev, err);
-						mcc_gpu_close(g);
-						return rc;
-					}
+		for (int v = 1; v < MCC_GPU_VARIANT_COUNT; v++)
+			for (int z = 0; z < 2; z++)
+			{
+				int			r, c, l, b;
+
+				mcc_gpu_variant_params(v, &r, &c, &l, &b);
+				if ((e = cudaFuncSetAttribute(mcc_gpu_match_kernel(r, c, z, l, b),
+											  cudaFuncAttributeMaxDynamicSharedMemorySize,
+											  (int) p->smem_optin)) != cudaSuccess)
+				{
+					rc = mcc_gpu_fail(g, e, "kernel setup", p->dev, err);
+					mcc_gpu_close(g);
+					return rc;
+				}
+			}
 	}
 	*out = g;
 	return MCC_GPU_OK;
@@ -380,7 +382,8 @@ mcc_gpu_variant_name(int variant)
 {
 	static const char *const names[] = {
 		"default", "fp64-csa2", "fp64-csa4", "table-csa2", "table-csa4",
-		"fp64-csa2-x2", "fp64-csa4-x2", "table-csa2-x2", "table-csa4-x2"
+		"blk-fp64-csa2", "blk-fp64-csa4", "blk-table-csa2", "blk-table-csa4",
+		"blk-fp64-csa2-x2", "blk-fp64-csa4-x2", "blk-table-csa2-x2", "blk-table-csa4-x2"
 	};
 
 	return variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? names[variant] : "unknown";

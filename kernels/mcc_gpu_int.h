@@ -33,7 +33,7 @@
 #define MCC_GPU_LUT			264	/* LUT entries: popcounts 0..256, padded */
 #define MCC_GPU_TROW		260	/* rcp table row: gallery pc 0..256, padded */
 #define MCC_GPU_MARGIN		32	/* keys copied beyond k to catch ties */
-#define MCC_GPU_BLOB_SMALL	(46 * 1024)	/* probe image for 2 blocks per SM */
+#define MCC_GPU_BLOB_SMALL	(46 * 1024)	/* probe image: 2 blocks per SM (warp tiles), 4 (block tiles) */
 
 /* Offsets of the common part of the probe image (shared memory). */
 #define MCC_BLOB_SQRT		0
@@ -158,14 +158,11 @@ struct mcc_gpu
 	int			fault_next;
 };
 
-/* Kernel variant parts. */
-int			mcc_gpu_variant_rcp(int variant);
-int			mcc_gpu_variant_csa(int variant);
+/* Kernel parameters of a variant: rcp mode, carry-save adders, cylinders per lane, block tile. */
+void		mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt);
 
-int			mcc_gpu_variant_cpl(int variant);
-
-/* The match kernel for (rcp mode, carry-save adders, zero-safe, cylinders per lane). */
-const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl);
+/* The match kernel of (rcp, csa, zero-safe, cpl, block tile); NULL if not built. */
+const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt);
 
 /*
  * Launch the top-k selection of one partition (stream p->st), at most ccap

@@ -89,12 +89,15 @@ popc_xor(const uint4 &x, const uint4 &y, const uint4 &p0, const uint4 &p1)
 }
 
 /*
- * The kernel. RCP: MCC_RCP_FP64 or MCC_RCP_TABLE; CSA: 0 or 2 carry-save
+ * The kernel. RCP: MCC_RCP_FP64 or MCC_RCP_TABLE; CSA: 2 or 4 carry-save
  * adders; ZS: exclude pairs of two empty cylinders (den = 0), needed only
  * when both the probe and the partition have one; CPL: gallery cylinders
- * per lane (1, or 2 from consecutive groups, sharing each probe read).
+ * per lane (1, or 2 from consecutive groups, sharing each probe read);
+ * BT: the block shares one item (tile, probe) and one histogram, its warps
+ * splitting the tile's groups (more warps fit an SM), instead of one item
+ * and one histogram per warp.
  */
-template <int RCP, int CSA, int ZS, int CPL>
+template <int RCP, int CSA, int ZS, int CPL, int BT>
 __global__ void __launch_bounds__(MCC_GPU_WARPS * 32)
 mcc_match(mcc_match_args a)
 {
@@ -109,11 +112,12 @@ mcc_match(mcc_match_args a)
 	const uint32_t *s_words = (const uint32_t *) sb;
 	uint32_t   *hist;
 	uint32_t	window = 2 * a.delta + 1;
+	__shared__ uint32_t s_item;
 
 	for (uint32_t i = threadIdx.x; i < a.blob_words; i += blockDim.x)
 		smem[i] = a.blob[i];
-	hist = (uint32_t *) (smem + a.blob_words) + warp * (MCC_GPU_TILE * MCC_GPU_HROW);
-	for (int i = lane; i < MCC_GPU_TILE * MCC_GPU_HROW; i += 32)
+	hist = (uint32_t *) (smem + a.blob_words) + (BT ? 0 : warp * (MCC_GPU_TILE * MCC_GPU_HROW));
+	for (int i = BT ? threadIdx.x : lane; i < MCC_GPU_TILE * MCC_GPU_HROW; i += BT ? blockDim.x : 32)
 		hist[i] = 0;
 	__syncthreads();
 	if (a.fault && blockIdx.x == 0 && threadIdx.x == 0)
@@ -133,9 +137,19 @@ mcc_match(mcc_match_args a)
 		bool		has;
 		uint32_t	bin, mask;
 
-		if (lane == 0)
-			item = atomicAdd(a.counter, 1u);
-		item = __shfl_sync(FULL, item, 0);
+		if (BT)
+		{
+			if (threadIdx.x == 0)
+				s_item = atomicAdd(a.counter, 1u);
+			__syncthreads();
+			item = s_item;
+		}
+		else
+		{
+			if (lane == 0)
+				item = atomicAdd(a.counter, 1u);
+			item = __shfl_sync(FULL, item, 0);
+		}
 		if (item >= a.n_items)
 			break;
 		t = item / a.nq;
@@ -152,8 +166,9 @@ mcc_match(mcc_match_args a)
 		eE = (const double *) (sb + pd.e_off);
 		erow = (const uint32_t *) (sb + pd.row_off);
 
-		/* Step-1: the tile's cylinders, 32 * CPL at a time */
-		for (uint32_t g = 0; n > 0 && g < ncyl; g += 32 * CPL)
+		/* Step-1: the tile's cylinders, 32 * CPL at a time (per warp) */
+		for (uint32_t g = BT ? warp * 32 * CPL : 0; n > 0 && g < ncyl;
+			 g += (BT ? MCC_GPU_WARPS : 1) * 32 * CPL)
 		{
 			uint4		x[CPL], y[CPL];
 			uint32_t	s[CPL], span[CPL], hb[CPL], pcj[CPL];
@@ -247,10 +262,18 @@ mcc_match(mcc_match_args a)
 				}
 			}
 		}
-		__syncwarp();
+		if (BT)
+			__syncthreads();
+		else
+			__syncwarp();
 
 		/* Step-2: one lane per template of the tile (paper 000 Fig. 9) */
 		lt = t * MCC_GPU_TILE + lane;
+		if (BT && warp != 0)
+		{
+			__syncthreads();
+			continue;
+		}
 		if (lane < ntpl)
 		{
 			uint32_t   *row = hist + lane * MCC_GPU_HROW;
@@ -290,58 +313,43 @@ mcc_match(mcc_match_args a)
 		mask = __match_any_sync(FULL, bin);
 		if (has && lane == __ffs(mask) - 1)
 			atomicAdd(&a.schist[(size_t) q * MCC_GPU_SC_BINS + bin], __popc(mask));
+		if (BT)
+			__syncthreads();
 	}
 }
 
-/* Variant -> rcp mode. */
-int
-mcc_gpu_variant_rcp(int variant)
+/* Kernel parameters of a variant. */
+void
+mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt)
 {
-	switch (variant)
-	{
-		case MCC_GPU_VARIANT_TABLE_CSA2:
-		case MCC_GPU_VARIANT_TABLE_CSA4:
-		case MCC_GPU_VARIANT_TABLE_CSA2_X2:
-		case MCC_GPU_VARIANT_TABLE_CSA4_X2:
-			return MCC_RCP_TABLE;
-		default:
-			return MCC_RCP_FP64;
-	}
-}
-
-/* Variant -> number of carry-save adders. */
-int
-mcc_gpu_variant_csa(int variant)
-{
-	switch (variant)
-	{
-		case MCC_GPU_VARIANT_FP64_CSA4:
-		case MCC_GPU_VARIANT_TABLE_CSA4:
-		case MCC_GPU_VARIANT_FP64_CSA4_X2:
-		case MCC_GPU_VARIANT_TABLE_CSA4_X2:
-			return 4;
-		default:
-			return 2;
-	}
-}
-
-/* Variant -> gallery cylinders per lane. */
-int
-mcc_gpu_variant_cpl(int variant)
-{
-	return variant >= MCC_GPU_VARIANT_FP64_CSA2_X2 ? 2 : 1;
-}
-
-#define KV(r, c, z) {(const void *) mcc_match<r, c, z, 1>, (const void *) mcc_match<r, c, z, 2>}
-
-/* Kernel function pointer of a variant. */
-const void *
-mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl)
-{
-	static const void *const k[2][2][2][2] = {
-		{{KV(0, 2, 0), KV(0, 2, 1)}, {KV(0, 4, 0), KV(0, 4, 1)}},
-		{{KV(1, 2, 0), KV(1, 2, 1)}, {KV(1, 4, 0), KV(1, 4, 1)}},
+	static const int8_t v[MCC_GPU_VARIANT_COUNT][4] = {
+		{1, 4, 1, 1},			/* default: the fastest measured */
+		{0, 2, 1, 0}, {0, 4, 1, 0}, {1, 2, 1, 0}, {1, 4, 1, 0},
+		{0, 2, 1, 1}, {0, 4, 1, 1}, {1, 2, 1, 1}, {1, 4, 1, 1},
+		{0, 2, 2, 1}, {0, 4, 2, 1}, {1, 2, 2, 1}, {1, 4, 2, 1},
 	};
+	int			i = variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? variant : 0;
 
-	return k[rcp ? 1 : 0][csa == 4 ? 1 : 0][zs ? 1 : 0][cpl == 2 ? 1 : 0];
+	*rcp = v[i][0];
+	*csa = v[i][1];
+	*cpl = v[i][2];
+	*bt = v[i][3];
+}
+
+#define K2(r, c, p, b) {(const void *) mcc_match<r, c, 0, p, b>, (const void *) mcc_match<r, c, 1, p, b>}
+
+/* Kernel function pointer of (rcp, csa, zero-safe, cpl, block tile). */
+const void *
+mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt)
+{
+	static const void *const k[12][2] = {
+		K2(0, 2, 1, 0), K2(0, 4, 1, 0), K2(1, 2, 1, 0), K2(1, 4, 1, 0),
+		K2(0, 2, 1, 1), K2(0, 4, 1, 1), K2(1, 2, 1, 1), K2(1, 4, 1, 1),
+		K2(0, 2, 2, 1), K2(0, 4, 2, 1), K2(1, 2, 2, 1), K2(1, 4, 2, 1),
+	};
+	int			i = (cpl == 2 ? 8 : bt ? 4 : 0) + (rcp ? 2 : 0) + (csa == 4 ? 1 : 0);
+
+	if (cpl == 2 && !bt)
+		return NULL;
+	return k[i][zs ? 1 : 0];
 }

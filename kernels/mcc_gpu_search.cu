@@ -299,14 +299,14 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	double		t0 = mcc_gpu_now_ms();
 	double		gate[256];
 	int			zero;
-	int			csa = mcc_gpu_variant_csa(g->opt.variant);
-	int			cpl = mcc_gpu_variant_cpl(g->opt.variant);
+	int			vr, csa, cpl, bt;
 	size_t		blob;
 	cudaError_t e;
 	mcc_gpu_hit *acc = NULL;
 	size_t		nacc = 0, capacc = 0;
 	uint32_t	ccap[MCC_GPU_MAX_DEVICES];
 
+	mcc_gpu_variant_params(g->opt.variant, &vr, &csa, &cpl, &bt);
 	memset(gate, 0, sizeof(gate));
 	blob = build_image(g, probes, nq, rcp, g->h_blob, &zero, gate);
 	g->timing.prep_ms += mcc_gpu_now_ms() - t0;
@@ -319,7 +319,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		mcc_gpu_part *p = &g->part[i];
 		const void *fn;
 		int			nb = 0;
-		size_t		smem = blob + (size_t) MCC_GPU_WARPS * MCC_GPU_HIST_BYTES;
+		size_t		smem = blob + (size_t) (bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
 		mcc_match_args a;
 		void	   *args[1] = {&a};
 
@@ -327,7 +327,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			goto fail;
 		for (int ang = 0; ang < 256; ang++)
 			g->timing.pairs += p->angle_count[ang] * gate[ang];
-		fn = mcc_gpu_match_kernel(rcp, csa, zero && p->has_zero, cpl);
+		fn = mcc_gpu_match_kernel(rcp, csa, zero && p->has_zero, cpl, bt);
 		CK(cudaEventRecord(p->ev[0], p->st), "event");
 		CK(cudaMemcpyAsync(p->blob, g->h_blob, blob, cudaMemcpyHostToDevice, p->st), "probe upload");
 		CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
@@ -510,10 +510,11 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 {
 	mcc_gpu_code rc;
 	double		t0 = mcc_gpu_now_ms();
-	int			rcp = mcc_gpu_variant_rcp(g->opt.variant);
+	int			rcp, csa, cpl, bt;
 	size_t		big = (size_t) -1;
 	int			q0 = 0;
 
+	mcc_gpu_variant_params(g->opt.variant, &rcp, &csa, &cpl, &bt);
 	memset(&g->timing, 0, sizeof(g->timing));
 	if (g->broken)
 		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
@@ -524,7 +525,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			return rc;
 	for (int i = 0; i < g->nparts; i++)
 	{
-		size_t		lim = g->part[i].smem_optin - (size_t) MCC_GPU_WARPS * MCC_GPU_HIST_BYTES;
+		size_t		lim = g->part[i].smem_optin - (size_t) (bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
 
 		if (lim < big)
 			big = lim;
