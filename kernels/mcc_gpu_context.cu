@@ -219,11 +219,15 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 			for (int z = 0; z < 2; z++)
 			{
 				int			r, c, l, b;
+				const void *fn;
+				cudaFuncAttributes fa;
 
 				mcc_gpu_variant_params(v, &r, &c, &l, &b);
-				if ((e = cudaFuncSetAttribute(mcc_gpu_match_kernel(r, c, z, l, b),
-											  cudaFuncAttributeMaxDynamicSharedMemorySize,
-											  (int) p->smem_optin)) != cudaSuccess)
+				fn = mcc_gpu_match_kernel(r, c, z, l, b);
+				/* static shared memory counts against the opt-in limit */
+				if ((e = cudaFuncGetAttributes(&fa, fn)) != cudaSuccess ||
+					(e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+											  (int) (p->smem_optin - fa.sharedSizeBytes))) != cudaSuccess)
 				{
 					rc = mcc_gpu_fail(g, e, "kernel setup", p->dev, err);
 					mcc_gpu_close(g);

@@ -525,7 +525,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			return rc;
 	for (int i = 0; i < g->nparts; i++)
 	{
-		size_t		lim = g->part[i].smem_optin - (size_t) (bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
+		size_t		lim = g->part[i].smem_optin - 64 - (size_t) (bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
 
 		if (lim < big)
 			big = lim;
