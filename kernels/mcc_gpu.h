@@ -106,6 +106,9 @@ typedef struct mcc_gpu_options
 	size_t		mem_limit;		/* per device, bytes the context may take; 0 = free memory */
 	int			variant;		/* mcc_gpu_variant */
 	int			max_batch;		/* probes per device pass; 0 = 32 */
+	int			pc_window;		/* tiles: popcount order inside windows of this
+								 * many cylinders of the angle order (fewer
+								 * bank conflicts on rcp); 0 = angle order */
 } mcc_gpu_options;
 
 /* Device memory of one partition. */

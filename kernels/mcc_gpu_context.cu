@@ -178,6 +178,16 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 		g->lutp[i] = (uint8_t) (np < 0 ? 0 : np > 255 ? 255 : np);
 	}
 
+	g->rcp_tab = (uint32_t *) malloc(sizeof(uint32_t) * 257 * MCC_GPU_TROW);
+	if (!g->rcp_tab)
+	{
+		mcc_gpu_close(g);
+		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+	}
+	for (int a = 0; a <= 256; a++)
+		for (int b = 0; b < MCC_GPU_TROW; b++)
+			g->rcp_tab[a * MCC_GPU_TROW + b] = b <= 256 ? mcc_lss_rcp(g->sqrt_fx[a] + g->sqrt_fx[b]) : 0;
+
 	g->nparts = ndev;
 	for (int i = 0; i < ndev; i++)
 	{
@@ -315,6 +325,7 @@ mcc_gpu_close(mcc_gpu *g)
 	free(g->where);
 	free(g->local);
 	free(g->removed);
+	free(g->rcp_tab);
 	free(g);
 }
 

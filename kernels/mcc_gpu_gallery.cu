@@ -121,6 +121,9 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	uint2	   *htile = NULL;
 	uint16_t   *hnc = NULL;
 	uint8_t    *hal = NULL;
+	uint32_t   *ord = NULL, *ord2 = NULL;
+	uint8_t    *otl = NULL, *otl2 = NULL;
+	uint32_t	win = g->opt.pc_window;
 	size_t		need;
 	uint32_t	c;
 
@@ -187,7 +190,11 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	htile = (uint2 *) malloc(8 * (n_tiles - t0));
 	hnc = (uint16_t *) malloc(2 * (size_t) cnt);
 	hal = (uint8_t *) malloc(cnt);
-	if (!hlo || !hhi || !hmeta || !htile || !hnc || !hal)
+	ord = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	ord2 = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	otl = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	otl2 = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	if (!hlo || !hhi || !hmeta || !htile || !hnc || !hal || !ord || !ord2 || !otl || !otl2)
 	{
 		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
 		goto fail;
@@ -220,26 +227,55 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 
 			for (uint32_t j = s->first[gi]; j < s->first[gi + 1]; j++)
 			{
-				uint32_t	d = c + pos[s->angle[j]]++;
-				uint64_t	w0 = s->bits[0 * (size_t) s->cap_cyl + j];
-				uint64_t	w1 = s->bits[1 * (size_t) s->cap_cyl + j];
-				uint64_t	w2 = s->bits[2 * (size_t) s->cap_cyl + j];
-				uint64_t	w3 = s->bits[3 * (size_t) s->cap_cyl + j];
-				uint32_t	pc = s->pc[j];
+				uint32_t	d = pos[s->angle[j]]++;
 
-				if (pc > 256)
+				ord[d] = j;
+				otl[d] = (uint8_t) (k - k0);
+				if (s->pc[j] > 256)
 				{
-					rc = mcc_gpu_err(err, MCC_GPU_INVALID, "cylinder popcount %u out of range", pc);
+					rc = mcc_gpu_err(err, MCC_GPU_INVALID, "cylinder popcount %u out of range", s->pc[j]);
 					goto fail;
 				}
-				hlo[d] = make_uint4((uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, (uint32_t) (w1 >> 32));
-				hhi[d] = make_uint4((uint32_t) w2, (uint32_t) (w2 >> 32), (uint32_t) w3, (uint32_t) (w3 >> 32));
-				hmeta[d] = s->angle[j] | (k - k0) << 8 | pc << 16 | 1u << 31;
-				if (pc == 0)
-					p->has_zero = 1;
-				if (k >= p->n_tpl)
-					p->angle_count[s->angle[j]] += 1;
 			}
+		}
+		/* optionally, popcount order inside windows of the angle order */
+		for (uint32_t w0 = 0; win > 32 && w0 < nc; w0 += win)
+		{
+			uint32_t	w1 = nc < w0 + win ? nc : w0 + win;
+			uint32_t	pcs[258];
+
+			memset(pcs, 0, sizeof(pcs));
+			for (uint32_t i = w0; i < w1; i++)
+				pcs[s->pc[ord[i]] + 1]++;
+			for (int v = 0; v < 257; v++)
+				pcs[v + 1] += pcs[v];
+			for (uint32_t i = w0; i < w1; i++)
+			{
+				uint32_t	d = w0 + pcs[s->pc[ord[i]]]++;
+
+				ord2[d] = ord[i];
+				otl2[d] = otl[i];
+			}
+			memcpy(ord + w0, ord2 + w0, 4 * (size_t) (w1 - w0));
+			memcpy(otl + w0, otl2 + w0, w1 - w0);
+		}
+		for (uint32_t i = 0; i < nc; i++)
+		{
+			uint32_t	j = ord[i];
+			uint32_t	d = c + i;
+			uint64_t	w0 = s->bits[0 * (size_t) s->cap_cyl + j];
+			uint64_t	w1 = s->bits[1 * (size_t) s->cap_cyl + j];
+			uint64_t	w2 = s->bits[2 * (size_t) s->cap_cyl + j];
+			uint64_t	w3 = s->bits[3 * (size_t) s->cap_cyl + j];
+			uint32_t	pc = s->pc[j];
+
+			hlo[d] = make_uint4((uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, (uint32_t) (w1 >> 32));
+			hhi[d] = make_uint4((uint32_t) w2, (uint32_t) (w2 >> 32), (uint32_t) w3, (uint32_t) (w3 >> 32));
+			hmeta[d] = s->angle[j] | (uint32_t) otl[i] << 8 | pc << 16 | 1u << 31;
+			if (pc == 0)
+				p->has_zero = 1;
+			if (k0 + otl[i] >= p->n_tpl)
+				p->angle_count[s->angle[j]] += 1;
 		}
 		htile[t - t0] = make_uint2(c0 + c, nc | (k1 - k0) << 16);
 		p->tile_off[t] = c0 + c;
@@ -271,6 +307,10 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	p->tile_off[n_tiles] = p->n_cyl;
 
 fail:
+	free(ord);
+	free(ord2);
+	free(otl);
+	free(otl2);
 	free(hlo);
 	free(hhi);
 	free(hmeta);

@@ -149,6 +149,7 @@ struct mcc_gpu
 	/* tables of the profile */
 	uint32_t	sqrt_fx[MCC_GPU_LUT];
 	uint8_t		lutp[MCC_GPU_LUT];
+	uint32_t   *rcp_tab;		/* [257][MCC_GPU_TROW]: rcp(eta[a] + eta[b]) */
 
 	/* pinned probe image */
 	uint8_t    *h_blob;

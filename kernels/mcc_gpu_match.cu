@@ -176,35 +176,48 @@ mcc_match(mcc_match_args a)
 			bool		zj[CPL];
 			uint32_t	a0 = 0, S = 0, E = 0;
 
+			uint32_t	m[CPL], ang[CPL];
+			bool		valid[CPL];
+
 #pragma unroll
 			for (int c = 0; c < CPL; c++)
 			{
 				uint32_t	pos = g + 32 * c + lane;
-				bool		valid = pos < ncyl;
-				uint32_t	j = off + (valid ? pos : lane);
-				uint32_t	m = __ldg(a.meta + j);
-				uint32_t	ang = m & 255;
-				uint32_t	L, L2, e;
+				uint32_t	j;
 
+				valid[c] = pos < ncyl;
+				j = off + (valid[c] ? pos : lane);
+				m[c] = __ldg(a.meta + j);
 				x[c] = __ldg(a.lo + j);
 				y[c] = __ldg(a.hi + j);
-				valid = valid && (m >> 31) != 0;
-				pcj[c] = (m >> 16) & 511;
-				hb[c] = ((m >> 8) & 31) * MCC_GPU_HROW;
-				if (c == 0)
-					a0 = __shfl_sync(FULL, ang, 0);
-				if (!valid)
-					ang = a0;
-				/* the lane's gate window [L, L + window) in unwrapped angles */
-				L = ((a0 - a.delta) & 255) + (ang - a0);
+				valid[c] = valid[c] && (m[c] >> 31) != 0;
+				ang[c] = m[c] & 255;
+				a0 = min(c ? a0 : 255u, __reduce_min_sync(FULL, valid[c] ? ang[c] : 255u));
+			}
+			S = 0xffffffffu;
+#pragma unroll
+			for (int c = 0; c < CPL; c++)
+			{
+				uint32_t	L, L2, e;
+
+				pcj[c] = (m[c] >> 16) & 511;
+				hb[c] = ((m[c] >> 8) & 31) * MCC_GPU_HROW;
+				/*
+				 * The lane's gate window [L, L + window) in unwrapped angles,
+				 * from the group's smallest angle a0 (the group is in angle
+				 * order, or in popcount order inside a narrow angle range).
+				 */
+				L = ((a0 - a.delta) & 255) + ((valid[c] ? ang[c] : a0) - a0);
 				L2 = L + window;
 				s[c] = n * (L >> 8) + cnt[L & 255];
 				e = n * (L2 >> 8) + cnt[L2 & 255];
-				if (!valid)
-					e = s[c];
-				span[c] = e - s[c];
-				if (c == 0)
-					S = __shfl_sync(FULL, s[0], 0);
+				if (!valid[c])
+				{
+					s[c] = 0xffffffffu;
+					e = 0;
+				}
+				span[c] = valid[c] ? e - s[c] : 0;
+				S = min(S, __reduce_min_sync(FULL, s[c]));
 				E = max(E, __reduce_max_sync(FULL, e));
 				Ej[c] = s_E[pcj[c]];
 				zj[c] = pcj[c] == 0;

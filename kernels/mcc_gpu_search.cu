@@ -129,9 +129,8 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp,
 				*zero = 1;
 			if (tab)
 			{
-				for (int col = 0; col < MCC_GPU_TROW; col++)
-					tab[(size_t) i * MCC_GPU_TROW + col] = col <= 256 ?
-						mcc_lss_rcp(g->sqrt_fx[pc] + g->sqrt_fx[col]) : 0;
+				memcpy(tab + (size_t) i * MCC_GPU_TROW, g->rcp_tab + (size_t) pc * MCC_GPU_TROW,
+					   4 * MCC_GPU_TROW);
 				r = (uint32_t) (((uint8_t *) (tab + (size_t) i * MCC_GPU_TROW) - out) / 4);
 			}
 			else

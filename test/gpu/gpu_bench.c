@@ -105,6 +105,8 @@ measure(mcc_gpu *c, gd_probe *pr, int npr, int nq, int reps, result *res)
 }
 
 /* Open a context with a variant; upload time in *up_ms. */
+static int	pc_window = 0;
+
 static mcc_gpu *
 open_variant(int variant, const mcc_soa *g, double *up_ms)
 {
@@ -116,6 +118,7 @@ open_variant(int variant, const mcc_soa *g, double *up_ms)
 
 	memset(&o, 0, sizeof(o));
 	o.variant = variant;
+	o.pc_window = pc_window;
 	if (mcc_gpu_open(&dev, 1, g->profile, &o, &c, &err) != MCC_GPU_OK)
 	{
 		say("# open failed: %s\n", err.message);
@@ -240,6 +243,37 @@ main(int argc, char **argv)
 		mcc_gpu_close(c);
 	}
 	say("# best variant at Q=1: %s\n", mcc_gpu_variant_name(best));
+
+	/* 1b. tiles in popcount order inside angle windows */
+	{
+		int			bestw = 0;
+
+		for (int w = 64; w <= 256; w *= 2)
+		{
+			mcc_soa		s = g;
+
+			s.n_tpl = nbase;
+			s.n_cyl = g.first[nbase];
+			pc_window = w;
+			if (!(c = open_variant(best, &s, &up)))
+				continue;
+			if (measure(c, pr, 64, 1, reps, &res) == 0)
+			{
+				double		mps = (double) nbase / (res.match_ms / 1e3);
+
+				say("# popcount window %d:\n", w);
+				line("window", best, nbase, 1, up, &res, (double) s.n_cyl / s.n_tpl);
+				if (mps > best_mps)
+				{
+					best_mps = mps;
+					bestw = w;
+				}
+			}
+			mcc_gpu_close(c);
+		}
+		pc_window = bestw;
+		say("# best popcount window: %d\n", bestw);
+	}
 
 	/* 2. sizes */
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && sizes[i] <= maxn; i++)

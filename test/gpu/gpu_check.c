@@ -160,6 +160,8 @@ same_hits(const mcc_gpu_hit *h, const int *nh, const float *ref, const mcc_soa *
 }
 
 /* Open a context, upload g; NULL (and a failed check) on error. */
+static int	pc_window = 0;
+
 static mcc_gpu *
 open_up(const int *dev, int ndev, int variant, size_t limit, int batch, const mcc_soa *g)
 {
@@ -172,6 +174,7 @@ open_up(const int *dev, int ndev, int variant, size_t limit, int batch, const mc
 	o.variant = variant;
 	o.mem_limit = limit;
 	o.max_batch = batch;
+	o.pc_window = pc_window;
 	rc = mcc_gpu_open(dev, ndev, prof, &o, &c, &err);
 	if (rc != MCC_GPU_OK)
 	{
@@ -340,6 +343,28 @@ main(int argc, char **argv)
 			mcc_gpu_close(c);
 		}
 	}
+
+	/* tiles in popcount order inside angle windows (groups not angle sorted) */
+	for (int w = 64; w <= 256; w *= 2)
+	{
+		int			v = w == 128 ? MCC_GPU_VARIANT_BLK_TABLE_CSA2_X2 : w == 64 ? MCC_GPU_VARIANT_BLK_FP64_CSA4 : 0;
+		char		what[64];
+
+		pc_window = w;
+		snprintf(what, sizeof(what), "%s, popcount window %d", mcc_gpu_variant_name(v), w);
+		if ((c = open_up(&dev0, 1, v, 0, 0, &g1)) != NULL)
+		{
+			free(check_all(c, pr, NQ, r1, g1.n_tpl, what));
+			check_search(c, pr, NQ, r1, &g1, what);
+			mcc_gpu_close(c);
+		}
+		if ((c = open_up(&dev0, 1, v, 0, 0, &g2)) != NULL)
+		{
+			free(check_all(c, pz, NQ, r2, g2.n_tpl, what));
+			mcc_gpu_close(c);
+		}
+	}
+	pc_window = 0;
 
 	/* a batch equals single queries */
 	if ((c = open_up(&dev0, 1, 0, 0, 0, &g1)) != NULL)
