@@ -97,7 +97,9 @@ typedef enum mcc_gpu_variant
 	MCC_GPU_VARIANT_BLK_FP64_CSA4_X2 = 10,
 	MCC_GPU_VARIANT_BLK_TABLE_CSA2_X2 = 11,
 	MCC_GPU_VARIANT_BLK_TABLE_CSA4_X2 = 12,
-	MCC_GPU_VARIANT_COUNT = 13
+	MCC_GPU_VARIANT_TC_TABLE = 13,	/* popcounts by binary tensor-core MMA */
+	MCC_GPU_VARIANT_TC_FP64 = 14,
+	MCC_GPU_VARIANT_COUNT = 15
 } mcc_gpu_variant;
 
 /* Options of mcc_gpu_open(); zero-fill for the defaults. */

@@ -145,7 +145,7 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 	mcc_gpu_code rc;
 
 	*out = NULL;
-	if (!prof || prof->masks || prof->words != 4 || prof->nbits > 256)
+	if (!prof || prof->masks || prof->words != 4 || prof->nbits > 255)
 		return mcc_gpu_err(err, MCC_GPU_UNSUPPORTED,
 						   "profile \"%s\" is not supported on the GPU",
 						   prof ? prof->name : "(null)");
@@ -398,7 +398,8 @@ mcc_gpu_variant_name(int variant)
 	static const char *const names[] = {
 		"default", "fp64-csa2", "fp64-csa4", "table-csa2", "table-csa4",
 		"blk-fp64-csa2", "blk-fp64-csa4", "blk-table-csa2", "blk-table-csa4",
-		"blk-fp64-csa2-x2", "blk-fp64-csa4-x2", "blk-table-csa2-x2", "blk-table-csa4-x2"
+		"blk-fp64-csa2-x2", "blk-fp64-csa4-x2", "blk-table-csa2-x2", "blk-table-csa4-x2",
+		"tc-table", "tc-fp64"
 	};
 
 	return variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? names[variant] : "unknown";

@@ -231,9 +231,19 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 
 				ord[d] = j;
 				otl[d] = (uint8_t) (k - k0);
-				if (s->pc[j] > 256)
+				/*
+				 * 255-bit cylinders: bit 255 and popcount 256 cannot occur,
+				 * and the stored popcount is that of the bits (the tensor-core
+				 * kernel derives the xor popcount from it).
+				 */
+				if (s->pc[j] > 255 || (s->bits[3 * (size_t) s->cap_cyl + j] >> 63) ||
+					s->pc[j] != __builtin_popcountll(s->bits[j]) +
+					__builtin_popcountll(s->bits[(size_t) s->cap_cyl + j]) +
+					__builtin_popcountll(s->bits[2 * (size_t) s->cap_cyl + j]) +
+					__builtin_popcountll(s->bits[3 * (size_t) s->cap_cyl + j]))
 				{
-					rc = mcc_gpu_err(err, MCC_GPU_INVALID, "cylinder popcount %u out of range", s->pc[j]);
+					rc = mcc_gpu_err(err, MCC_GPU_INVALID,
+									 "gallery cylinder %u has bits beyond the profile's 255 or a wrong popcount", j);
 					goto fail;
 				}
 			}

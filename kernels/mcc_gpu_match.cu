@@ -105,7 +105,7 @@ mcc_match(mcc_match_args a)
 	const int	lane = threadIdx.x & 31;
 	const int	warp = threadIdx.x >> 5;
 	const uint8_t *sb = (const uint8_t *) smem;
-	const uint32_t *s_sqrt = (const uint32_t *) (sb + MCC_BLOB_SQRT);
+	const uint16_t *s_sqrt = (const uint16_t *) (sb + MCC_BLOB_SQRT);	/* 16 bits: half the bank conflicts */
 	const double *s_E = (const double *) (sb + MCC_BLOB_E);
 	const uint8_t *s_lutp = sb + MCC_BLOB_LUTP;
 	const mcc_pdesc *s_pd = (const mcc_pdesc *) (sb + MCC_BLOB_PDESC);
@@ -254,7 +254,7 @@ mcc_match(mcc_match_args a)
 						}
 						else
 						{
-							R = s_words[(row & 0x7fffffff) + pcj[c]];
+							R = s_words[(row & 0xffff) + pcj[c]];
 							if (ZS)
 								act = act && !((row >> 31) && zj[c]);
 						}
@@ -331,15 +331,247 @@ mcc_match(mcc_match_args a)
 	}
 }
 
+/* D = A * B + 0 over 256-bit rows: popc(a_row & b_col) for 16 x 8 pairs. */
+__device__ __forceinline__ void
+bmma_and(const uint32_t a[4], uint32_t b0, uint32_t b1, int c[4])
+{
+	asm volatile("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc "
+				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\n"
+				 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+}
+
+/*
+ * The tensor-core kernel: the same items, histograms and Step-2 as the
+ * block-tile kernel, but the popcounts come from binary MMA (AND + POPC,
+ * the only b1 operation of sm_90): popc(a xor b) = pc(a) + pc(b) -
+ * 2 popc(a and b). A warp takes 16 gallery cylinders (the A rows, in angle
+ * order) and walks the union of their gate ranges over the probe entries 8
+ * at a time (the B columns); each lane then finishes 4 of the 128 pairs
+ * with the same integer steps as the other kernels.
+ *
+ * Fragments of m16n8k256 (g = lane / 4, t = lane % 4): A registers hold
+ * 32-bit word t (then t + 4) of rows g and g + 8; B registers word t (then
+ * t + 4) of column g; C holds (g, 2t), (g, 2t + 1), (g + 8, 2t),
+ * (g + 8, 2t + 1).
+ */
+template <int RCP, int ZS>
+__global__ void __launch_bounds__(MCC_GPU_WARPS * 32)
+mcc_match_tc(mcc_match_args a)
+{
+	extern __shared__ uint4 smem[];
+	const int	lane = threadIdx.x & 31;
+	const int	warp = threadIdx.x >> 5;
+	const int	g = lane >> 2;
+	const int	tq = lane & 3;
+	const uint8_t *sb = (const uint8_t *) smem;
+	const uint16_t *s_sqrt = (const uint16_t *) (sb + MCC_BLOB_SQRT);
+	const double *s_E = (const double *) (sb + MCC_BLOB_E);
+	const uint8_t *s_lutp = sb + MCC_BLOB_LUTP;
+	const mcc_pdesc *s_pd = (const mcc_pdesc *) (sb + MCC_BLOB_PDESC);
+	const uint32_t *s_words = (const uint32_t *) sb;
+	uint32_t   *hist;
+	uint32_t	window = 2 * a.delta + 1;
+	__shared__ uint32_t s_item;
+
+	for (uint32_t i = threadIdx.x; i < a.blob_words; i += blockDim.x)
+		smem[i] = a.blob[i];
+	hist = (uint32_t *) (smem + a.blob_words);
+	for (int i = threadIdx.x; i < MCC_GPU_TILE * MCC_GPU_HROW; i += blockDim.x)
+		hist[i] = 0;
+	__syncthreads();
+	if (a.fault && blockIdx.x == 0 && threadIdx.x == 0)
+		*(volatile int *) (uintptr_t) 8 = 1;
+
+	for (;;)
+	{
+		uint32_t	item, t, q, off, ncyl, ntpl, n, lt;
+		uint2		ti;
+		mcc_pdesc	pd;
+		const uint16_t *cnt;
+		const uint32_t *wlo, *whi, *erow;
+		const double *eE;
+		float		sc = -1.0f;
+		bool		has;
+		uint32_t	bin, mask;
+
+		if (threadIdx.x == 0)
+			s_item = atomicAdd(a.counter, 1u);
+		__syncthreads();
+		item = s_item;
+		if (item >= a.n_items)
+			break;
+		t = item / a.nq;
+		q = item - t * a.nq;
+		ti = a.tiles[t];
+		off = ti.x;
+		ncyl = ti.y & 0xffff;
+		ntpl = ti.y >> 16;
+		pd = s_pd[q];
+		n = pd.n;
+		cnt = (const uint16_t *) (sb + pd.cnt_off);
+		wlo = (const uint32_t *) (sb + pd.lo_off);
+		whi = (const uint32_t *) (sb + pd.hi_off);
+		eE = (const double *) (sb + pd.e_off);
+		erow = (const uint32_t *) (sb + pd.row_off);
+
+		/* Step-1: 16 gallery cylinders per warp at a time */
+		for (uint32_t r0 = warp * 16; n > 0 && r0 < ncyl; r0 += MCC_GPU_WARPS * 16)
+		{
+			uint32_t	aw[4];
+			uint32_t	m[2], s[2], span[2], pcr[2], hb[2];
+			double		Er[2];
+			bool		valid[2];
+			uint32_t	a0 = 255, S = 0xffffffffu, E = 0;
+
+#pragma unroll
+			for (int h = 0; h < 2; h++)
+			{
+				uint32_t	pos = r0 + g + 8 * h;
+				uint32_t	j;
+
+				valid[h] = pos < ncyl;
+				j = off + (valid[h] ? pos : 0);
+				m[h] = __ldg(a.meta + j);
+				aw[h] = __ldg((const uint32_t *) (a.lo + j) + tq);
+				aw[h + 2] = __ldg((const uint32_t *) (a.hi + j) + tq);
+				valid[h] = valid[h] && (m[h] >> 31) != 0;
+				a0 = min(a0, valid[h] ? (m[h] & 255) : 255u);
+			}
+			a0 = __reduce_min_sync(FULL, a0);
+#pragma unroll
+			for (int h = 0; h < 2; h++)
+			{
+				uint32_t	L = ((a0 - a.delta) & 255) + ((valid[h] ? (m[h] & 255) : a0) - a0);
+				uint32_t	L2 = L + window;
+				uint32_t	e = n * (L2 >> 8) + cnt[L2 & 255];
+
+				s[h] = n * (L >> 8) + cnt[L & 255];
+				if (!valid[h])
+				{
+					s[h] = 0xffffffffu;
+					e = 0;
+				}
+				span[h] = valid[h] ? e - s[h] : 0;
+				S = min(S, s[h]);
+				E = max(E, e);
+				pcr[h] = (m[h] >> 16) & 511;
+				hb[h] = ((m[h] >> 8) & 31) * MCC_GPU_HROW;
+				Er[h] = s_E[pcr[h]];
+			}
+			S = __reduce_min_sync(FULL, S);
+			E = __reduce_max_sync(FULL, E);
+
+#pragma unroll 2
+			for (uint32_t u0 = S; u0 < E; u0 += 8)
+			{
+				int			c[4];
+
+				/*
+				 * B: column g = probe entry u0 + g. Columns at or past E
+				 * read entry E - 1 and are masked below (no lane's window
+				 * reaches E).
+				 */
+				uint32_t	ub = min(u0 + g, E - 1);
+
+				bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], c);
+#pragma unroll
+				for (int k = 0; k < 2; k++)
+				{
+					uint32_t	u = u0 + 2 * tq + k;
+					uint32_t	uc = min(u, E - 1);
+					uint32_t	cm = erow[uc];
+					uint32_t	pcc = (cm >> 16) & 511;
+					double		Ec = RCP == MCC_RCP_FP64 ? eE[uc] : 0.0;
+
+#pragma unroll
+					for (int h = 0; h < 2; h++)
+					{
+						bool		act = (u - s[h]) < span[h];
+						uint32_t	pop = pcr[h] + pcc - 2 * (uint32_t) c[2 * h + k];
+						uint32_t	sf = s_sqrt[pop & 255];
+						uint32_t	R, d;
+
+						if (RCP == MCC_RCP_FP64)
+						{
+							double		den = Ec + Er[h];
+
+							R = rcp_fp64(den);
+							if (ZS)
+								act = act && den != 0.0;
+						}
+						else
+						{
+							R = s_words[(cm & 0xffff) + pcr[h]];
+							if (ZS)
+								act = act && !((cm >> 31) && pcr[h] == 0);
+						}
+						d = __umulhi(sf, R);
+						d = act ? min(d, 64u) : 64u;
+						atomicAdd(hist + hb[h] + d, 1u);
+					}
+				}
+			}
+		}
+		__syncthreads();
+
+		/* Step-2: warp 0, one lane per template of the tile */
+		lt = t * MCC_GPU_TILE + lane;
+		if (warp != 0)
+		{
+			__syncthreads();
+			continue;
+		}
+		if (lane < ntpl)
+		{
+			uint32_t   *row = hist + lane * MCC_GPU_HROW;
+			uint32_t	mn = min((uint32_t) a.tncyl[lt], n);
+
+			if (a.alive[lt])
+			{
+				int			np = mn ? s_lutp[mn] : 0;
+
+				if (np == 0)
+					sc = 0.0f;
+				else
+				{
+					int			left = np, sum = 0;
+
+					for (int i = 0; i < 64 && left > 0; i++)
+					{
+						int			cc = min((int) row[i], left);
+
+						sum += cc * i;
+						left -= cc;
+					}
+					sum += left * 64;
+					sc = (float) (np * 64 - sum) / (float) (np * 64);
+				}
+			}
+			a.scores[(size_t) q * a.score_stride + lt] = sc;
+			for (int i = 0; i < 64; i++)
+				row[i] = 0;
+		}
+		__syncwarp();
+		has = lane < ntpl && sc >= 0.0f;
+		bin = has ? (__float_as_uint(sc) >> MCC_GPU_SC_SHIFT) : 0xffffffffu;
+		mask = __match_any_sync(FULL, bin);
+		if (has && lane == __ffs(mask) - 1)
+			atomicAdd(&a.schist[(size_t) q * MCC_GPU_SC_BINS + bin], __popc(mask));
+		__syncthreads();
+	}
+}
+
 /* Kernel parameters of a variant. */
 void
 mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt)
 {
 	static const int8_t v[MCC_GPU_VARIANT_COUNT][4] = {
-		{1, 4, 1, 1},			/* default: the fastest measured */
+		{1, 2, 1, 1},			/* default = blk-table-csa2, the fastest measured (docs/gpu-notes.md) */
 		{0, 2, 1, 0}, {0, 4, 1, 0}, {1, 2, 1, 0}, {1, 4, 1, 0},
 		{0, 2, 1, 1}, {0, 4, 1, 1}, {1, 2, 1, 1}, {1, 4, 1, 1},
 		{0, 2, 2, 1}, {0, 4, 2, 1}, {1, 2, 2, 1}, {1, 4, 2, 1},
+		{1, 0, 1, 1}, {0, 0, 1, 1},	/* tensor cores (csa 0): table, fp64 */
 	};
 	int			i = variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? variant : 0;
 
@@ -360,8 +592,14 @@ mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt)
 		K2(0, 2, 1, 1), K2(0, 4, 1, 1), K2(1, 2, 1, 1), K2(1, 4, 1, 1),
 		K2(0, 2, 2, 1), K2(0, 4, 2, 1), K2(1, 2, 2, 1), K2(1, 4, 2, 1),
 	};
+	static const void *const ktc[2][2] = {
+		{(const void *) mcc_match_tc<0, 0>, (const void *) mcc_match_tc<0, 1>},
+		{(const void *) mcc_match_tc<1, 0>, (const void *) mcc_match_tc<1, 1>},
+	};
 	int			i = (cpl == 2 ? 8 : bt ? 4 : 0) + (rcp ? 2 : 0) + (csa == 4 ? 1 : 0);
 
+	if (csa == 0)
+		return bt && cpl == 1 ? ktc[rcp ? 1 : 0][zs ? 1 : 0] : NULL;
 	if (cpl == 2 && !bt)
 		return NULL;
 	return k[i][zs ? 1 : 0];

@@ -40,10 +40,22 @@ check_probe(mcc_gpu *g, const mcc_template_view *v, int q, mcc_error *err)
 	for (int c = 0; c < v->n_cyl; c++)
 	{
 		uint16_t	pc;
+		uint64_t	w3;
+
+		uint64_t	w[4];
+		int			bits = 0;
 
 		memcpy(&pc, v->meta + 4 * c, 2);
-		if (pc > 256)
-			return mcc_gpu_err(err, MCC_GPU_INVALID, "probe %d: cylinder popcount %u out of range", q, pc);
+		memcpy(w, v->bits + (size_t) c * 32, 32);
+		w3 = w[3];
+		if (pc > 255 || (w3 >> 63))
+			return mcc_gpu_err(err, MCC_GPU_INVALID,
+							   "probe %d: cylinder %d has bits beyond the profile's 255", q, c);
+		for (int i = 0; i < 4; i++)
+			bits += __builtin_popcountll(w[i]);
+		if (bits != pc)
+			return mcc_gpu_err(err, MCC_GPU_INVALID,
+							   "probe %d: cylinder %d popcount %u does not match its bits", q, c, pc);
 	}
 	return MCC_GPU_OK;
 }
@@ -58,14 +70,14 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp,
 			uint8_t *out, int *zero, double *gate)
 {
 	size_t		off = A16(MCC_BLOB_PDESC + sizeof(mcc_pdesc) * nq);
-	uint32_t   *sq = (uint32_t *) (out + MCC_BLOB_SQRT);
+	uint16_t   *sq = (uint16_t *) (out + MCC_BLOB_SQRT);
 	double	   *E = (double *) (out + MCC_BLOB_E);
 	int			dt = g->profile->delta_theta;
 
 	*zero = 0;
 	for (int i = 0; i < MCC_GPU_LUT; i++)
 	{
-		sq[i] = g->sqrt_fx[i];
+		sq[i] = (uint16_t) g->sqrt_fx[i];	/* <= 65408 for popcounts <= 255 */
 		E[i] = (double) g->sqrt_fx[i];
 		out[MCC_BLOB_LUTP + i] = g->lutp[i];
 	}
@@ -135,7 +147,8 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp,
 			}
 			else
 				r = 0;
-			r |= (uint32_t) (pc == 0) << 31;
+			/* rcp row (words, < 2^16: the image fits shared memory), popcount, empty flag */
+			r |= (uint32_t) pc << 16 | (uint32_t) (pc == 0) << 31;
 			for (int m = 0; m < 3; m++)
 			{
 				int			en = i + m * n;

@@ -527,6 +527,19 @@ main(int argc, char **argv)
 		UNIT_CHECK(mcc_gpu_append(c, &g1, 11, 20, &err) == MCC_GPU_INVALID, "append with a gap is refused: %s", err.message);
 		UNIT_CHECK(mcc_gpu_remove(c, 10, &err) == MCC_GPU_INVALID, "removal out of range is refused: %s", err.message);
 		UNIT_CHECK(mcc_gpu_search(c, &v, 1, 0, h, nh, &err) == MCC_GPU_INVALID, "k = 0 is refused: %s", err.message);
+		{
+			gd_probe	bad = pr[5];
+
+			gd_probe_fix(&bad);
+			bad.bits[4 * 1 + 3] |= 1ull << 63;
+			UNIT_CHECK(mcc_gpu_search(c, &bad.v, 1, K, h, nh, &err) == MCC_GPU_INVALID,
+					   "a probe cylinder with bit 255 set is refused: %s", err.message);
+			bad = pr[5];
+			gd_probe_fix(&bad);
+			bad.meta[4 * 1] ^= 1;	/* stored popcount off by one */
+			UNIT_CHECK(mcc_gpu_search(c, &bad.v, 1, K, h, nh, &err) == MCC_GPU_INVALID,
+					   "a probe cylinder whose popcount differs from its bits is refused: %s", err.message);
+		}
 
 		/* last: a fault corrupts the context; every call then says so */
 		UNIT_CHECK(mcc_gpu_debug_fault(c, &err) == MCC_GPU_OK, "fault armed");
