@@ -99,7 +99,10 @@ typedef enum mcc_gpu_variant
 	MCC_GPU_VARIANT_BLK_TABLE_CSA4_X2 = 12,
 	MCC_GPU_VARIANT_TC_TABLE = 13,	/* popcounts by binary tensor-core MMA */
 	MCC_GPU_VARIANT_TC_FP64 = 14,
-	MCC_GPU_VARIANT_COUNT = 15
+	MCC_GPU_VARIANT_TC_TABLE_PRED = 15,	/* skip the atomic of lanes without a vote */
+	MCC_GPU_VARIANT_TC_HYBRID = 16,	/* rcp: half table, half FP64 */
+	MCC_GPU_VARIANT_TC_HYBRID_PRED = 17,
+	MCC_GPU_VARIANT_COUNT = 18
 } mcc_gpu_variant;
 
 /* Options of mcc_gpu_open(); zero-fill for the defaults. */

@@ -44,6 +44,7 @@
 /* Rcp modes and popcount modes of the match kernel. */
 #define MCC_RCP_FP64		0
 #define MCC_RCP_TABLE		1
+#define MCC_RCP_HYBRID		2		/* tensor-core kernel only */
 
 /* One probe in the image: byte offsets from the image start. */
 typedef struct mcc_pdesc

@@ -354,8 +354,13 @@ bmma_and(const uint32_t a[4], uint32_t b0, uint32_t b1, int c[4])
  * 32-bit word t (then t + 4) of rows g and g + 8; B registers word t (then
  * t + 4) of column g; C holds (g, 2t), (g, 2t + 1), (g + 8, 2t),
  * (g + 8, 2t + 1).
+ *
+ * RCP: MCC_RCP_FP64, MCC_RCP_TABLE, or MCC_RCP_HYBRID (row g from the
+ * table, row g + 8 by FP64: shared-memory traffic, the limit here, traded
+ * for FP64 work). PRED: lanes without a vote skip the atomic (a branch)
+ * instead of voting into the padding bucket.
  */
-template <int RCP, int ZS>
+template <int RCP, int ZS, int PRED>
 __global__ void __launch_bounds__(MCC_GPU_WARPS * 32)
 mcc_match_tc(mcc_match_args a)
 {
@@ -482,7 +487,7 @@ mcc_match_tc(mcc_match_args a)
 					uint32_t	uc = min(u, E - 1);
 					uint32_t	cm = erow[uc];
 					uint32_t	pcc = (cm >> 16) & 511;
-					double		Ec = RCP == MCC_RCP_FP64 ? eE[uc] : 0.0;
+					double		Ec = RCP != MCC_RCP_TABLE ? eE[uc] : 0.0;
 
 #pragma unroll
 					for (int h = 0; h < 2; h++)
@@ -492,7 +497,7 @@ mcc_match_tc(mcc_match_args a)
 						uint32_t	sf = s_sqrt[pop & 255];
 						uint32_t	R, d;
 
-						if (RCP == MCC_RCP_FP64)
+						if (RCP == MCC_RCP_FP64 || (RCP == MCC_RCP_HYBRID && h == 1))
 						{
 							double		den = Ec + Er[h];
 
@@ -507,8 +512,16 @@ mcc_match_tc(mcc_match_args a)
 								act = act && !((cm >> 31) && pcr[h] == 0);
 						}
 						d = __umulhi(sf, R);
-						d = act ? min(d, 64u) : 64u;
-						atomicAdd(hist + hb[h] + d, 1u);
+						if (PRED)
+						{
+							if (act && d < 64)
+								atomicAdd(hist + hb[h] + d, 1u);
+						}
+						else
+						{
+							d = act ? min(d, 64u) : 64u;
+							atomicAdd(hist + hb[h] + d, 1u);
+						}
 					}
 				}
 			}
@@ -571,7 +584,8 @@ mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt)
 		{0, 2, 1, 0}, {0, 4, 1, 0}, {1, 2, 1, 0}, {1, 4, 1, 0},
 		{0, 2, 1, 1}, {0, 4, 1, 1}, {1, 2, 1, 1}, {1, 4, 1, 1},
 		{0, 2, 2, 1}, {0, 4, 2, 1}, {1, 2, 2, 1}, {1, 4, 2, 1},
-		{1, 0, 1, 1}, {0, 0, 1, 1},	/* tensor cores (csa 0): table, fp64 */
+		{1, 0, 1, 1}, {0, 0, 1, 1},	/* tensor cores (csa 0, padding-bucket votes): table, fp64 */
+		{1, 1, 1, 1}, {2, 0, 1, 1}, {2, 1, 1, 1},	/* csa 1: predicated votes; rcp 2: hybrid */
 	};
 	int			i = variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? variant : 0;
 
@@ -592,14 +606,14 @@ mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt)
 		K2(0, 2, 1, 1), K2(0, 4, 1, 1), K2(1, 2, 1, 1), K2(1, 4, 1, 1),
 		K2(0, 2, 2, 1), K2(0, 4, 2, 1), K2(1, 2, 2, 1), K2(1, 4, 2, 1),
 	};
-	static const void *const ktc[2][2] = {
-		{(const void *) mcc_match_tc<0, 0>, (const void *) mcc_match_tc<0, 1>},
-		{(const void *) mcc_match_tc<1, 0>, (const void *) mcc_match_tc<1, 1>},
+#define KT(r, p) {(const void *) mcc_match_tc<r, 0, p>, (const void *) mcc_match_tc<r, 1, p>}
+	static const void *const ktc[3][2][2] = {
+		{KT(0, 0), KT(0, 1)}, {KT(1, 0), KT(1, 1)}, {KT(2, 0), KT(2, 1)},
 	};
 	int			i = (cpl == 2 ? 8 : bt ? 4 : 0) + (rcp ? 2 : 0) + (csa == 4 ? 1 : 0);
 
-	if (csa == 0)
-		return bt && cpl == 1 ? ktc[rcp ? 1 : 0][zs ? 1 : 0] : NULL;
+	if (csa < 2)
+		return bt && cpl == 1 && rcp >= 0 && rcp <= 2 ? ktc[rcp][csa][zs ? 1 : 0] : NULL;
 	if (cpl == 2 && !bt)
 		return NULL;
 	return k[i][zs ? 1 : 0];

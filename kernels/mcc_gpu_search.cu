@@ -24,7 +24,7 @@ probe_bytes(int n, int rcp)
 	size_t		b = sizeof(mcc_pdesc) + A16(2 * 257) + 2 * 48 * (size_t) n +
 		A16(24 * (size_t) n) + A16(12 * (size_t) n);
 
-	if (rcp == MCC_RCP_TABLE)
+	if (rcp != MCC_RCP_FP64)
 		b += 4 * (size_t) MCC_GPU_TROW * n;
 	return b;
 }
@@ -111,7 +111,7 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp,
 		pd->row_off = (uint32_t) off;
 		row = (uint32_t *) (out + off);
 		off += A16(12 * (size_t) n);
-		if (rcp == MCC_RCP_TABLE)
+		if (rcp != MCC_RCP_FP64)
 		{
 			tab = (uint32_t *) (out + off);
 			off += 4 * (size_t) MCC_GPU_TROW * n;
@@ -558,7 +558,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			sz += add;
 			q1++;
 		}
-		if (sz > big && crcp == MCC_RCP_TABLE)
+		if (sz > big && crcp != MCC_RCP_FP64)
 		{
 			/* a probe too large for its rcp table in shared memory */
 			crcp = MCC_RCP_FP64;
