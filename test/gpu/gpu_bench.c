@@ -178,6 +178,7 @@ main(int argc, char **argv)
 	char		path[512];
 	double		summary[16][4];
 	int			nsum = 0;
+	int			only = -1;		/* --only V: one variant at --max, Q = 1 (for profilers) */
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -189,6 +190,8 @@ main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out = argv[++i];
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = atoi(argv[++i]);
 	}
 	if (out)
 	{
@@ -217,6 +220,17 @@ main(int argc, char **argv)
 	say("# gallery: %u templates, %u cylinders (%.2f per template)\n", g.n_tpl, g.n_cyl,
 		(double) g.n_cyl / g.n_tpl);
 	nbase = maxn < 250000 ? maxn : 250000;
+	if (only >= 0)
+	{
+		if ((c = open_variant(only, &g, &up)) != NULL)
+		{
+			if (measure(c, pr, 64, 1, reps, &res) == 0)
+				line("only", only, g.n_tpl, 1, up, &res, (double) g.n_cyl / g.n_tpl);
+			mcc_gpu_close(c);
+		}
+		gd_gallery_free(&g);
+		return 0;
+	}
 
 	/* 1. variants */
 	for (int v = 1; v < MCC_GPU_VARIANT_COUNT; v++)
