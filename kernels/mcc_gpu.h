@@ -99,9 +99,9 @@ typedef enum mcc_gpu_variant
 	MCC_GPU_VARIANT_BLK_TABLE_CSA4_X2 = 12,
 	MCC_GPU_VARIANT_TC_TABLE = 13,	/* popcounts by binary tensor-core MMA */
 	MCC_GPU_VARIANT_TC_FP64 = 14,
-	MCC_GPU_VARIANT_TC_TABLE_PRED = 15,	/* skip the atomic of lanes without a vote */
-	MCC_GPU_VARIANT_TC_HYBRID = 16,	/* rcp: half table, half FP64 */
-	MCC_GPU_VARIANT_TC_HYBRID_PRED = 17,
+	MCC_GPU_VARIANT_TC_TABLE_SP = 15,	/* next MMA issued before the epilogue */
+	MCC_GPU_VARIANT_TC_TABLE_W10 = 16,	/* 10 warps per block (more warps per SM) */
+	MCC_GPU_VARIANT_TC_TABLE_W10_SP = 17,
 	MCC_GPU_VARIANT_COUNT = 18
 } mcc_gpu_variant;
 

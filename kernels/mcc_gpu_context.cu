@@ -225,15 +225,18 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 				mcc_gpu_close(g);
 				return rc;
 			}
-		for (int v = 1; v < MCC_GPU_VARIANT_COUNT; v++)
+		/* every variant, and its FP64 twin (the fallback for large probes) */
+		for (int v = 1; v < 2 * MCC_GPU_VARIANT_COUNT; v++)
 			for (int z = 0; z < 2; z++)
 			{
-				int			r, c, l, b;
+				int			r, c, l, b, tc;
 				const void *fn;
 				cudaFuncAttributes fa;
 
-				mcc_gpu_variant_params(v, &r, &c, &l, &b);
-				fn = mcc_gpu_match_kernel(r, c, z, l, b);
+				mcc_gpu_variant_params(v % MCC_GPU_VARIANT_COUNT, &r, &c, &l, &b, &tc);
+				fn = mcc_gpu_match_kernel(v >= MCC_GPU_VARIANT_COUNT ? MCC_RCP_FP64 : r, c, z, l, b, tc);
+				if (!fn)
+					continue;
 				/* static shared memory counts against the opt-in limit */
 				if ((e = cudaFuncGetAttributes(&fa, fn)) != cudaSuccess ||
 					(e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -399,7 +402,7 @@ mcc_gpu_variant_name(int variant)
 		"default", "fp64-csa2", "fp64-csa4", "table-csa2", "table-csa4",
 		"blk-fp64-csa2", "blk-fp64-csa4", "blk-table-csa2", "blk-table-csa4",
 		"blk-fp64-csa2-x2", "blk-fp64-csa4-x2", "blk-table-csa2-x2", "blk-table-csa4-x2",
-		"tc-table", "tc-fp64", "tc-table-pred", "tc-hybrid", "tc-hybrid-pred"
+		"tc-table", "tc-fp64", "tc-table-sp", "tc-table-w10", "tc-table-w10-sp"
 	};
 
 	return variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? names[variant] : "unknown";

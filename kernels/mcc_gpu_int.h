@@ -44,7 +44,6 @@
 /* Rcp modes and popcount modes of the match kernel. */
 #define MCC_RCP_FP64		0
 #define MCC_RCP_TABLE		1
-#define MCC_RCP_HYBRID		2		/* tensor-core kernel only */
 
 /* One probe in the image: byte offsets from the image start. */
 typedef struct mcc_pdesc
@@ -160,11 +159,17 @@ struct mcc_gpu
 	int			fault_next;
 };
 
-/* Kernel parameters of a variant: rcp mode, carry-save adders, cylinders per lane, block tile. */
-void		mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt);
+/*
+ * Kernel parameters of a variant: rcp mode, carry-save adders, cylinders per
+ * lane, block tile, tensor-core configuration (0 = none).
+ */
+void		mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *tc);
 
-/* The match kernel of (rcp, csa, zero-safe, cpl, block tile); NULL if not built. */
-const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt);
+/* Threads per block of the match kernel for a tensor-core configuration. */
+int			mcc_gpu_block_threads(int tc);
+
+/* The match kernel of (rcp, csa, zero-safe, cpl, block tile, tc); NULL if not built. */
+const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int tc);
 
 /*
  * Launch the top-k selection of one partition (stream p->st), at most ccap

@@ -355,13 +355,12 @@ bmma_and(const uint32_t a[4], uint32_t b0, uint32_t b1, int c[4])
  * t + 4) of column g; C holds (g, 2t), (g, 2t + 1), (g + 8, 2t),
  * (g + 8, 2t + 1).
  *
- * RCP: MCC_RCP_FP64, MCC_RCP_TABLE, or MCC_RCP_HYBRID (row g from the
- * table, row g + 8 by FP64: shared-memory traffic, the limit here, traded
- * for FP64 work). PRED: lanes without a vote skip the atomic (a branch)
- * instead of voting into the padding bucket.
+ * RCP: MCC_RCP_FP64 or MCC_RCP_TABLE. NW: warps per block. SP: software
+ * pipelining, the MMA of the next 8 entries issued before the epilogue of
+ * the current ones (one spare MMA per 16 rows).
  */
-template <int RCP, int ZS, int PRED>
-__global__ void __launch_bounds__(MCC_GPU_WARPS * 32)
+template <int RCP, int ZS, int NW, int SP>
+__global__ void __launch_bounds__(NW * 32)
 mcc_match_tc(mcc_match_args a)
 {
 	extern __shared__ uint4 smem[];
@@ -421,7 +420,7 @@ mcc_match_tc(mcc_match_args a)
 		erow = (const uint32_t *) (sb + pd.row_off);
 
 		/* Step-1: 16 gallery cylinders per warp at a time */
-		for (uint32_t r0 = warp * 16; n > 0 && r0 < ncyl; r0 += MCC_GPU_WARPS * 16)
+		for (uint32_t r0 = warp * 16; n > 0 && r0 < ncyl; r0 += NW * 16)
 		{
 			uint32_t	aw[4];
 			uint32_t	m[2], s[2], span[2], pcr[2], hb[2];
@@ -467,19 +466,38 @@ mcc_match_tc(mcc_match_args a)
 			S = __reduce_min_sync(FULL, S);
 			E = __reduce_max_sync(FULL, E);
 
+			int			cn[4];
+
+			/*
+			 * B: column g = probe entry u0 + g. Columns at or past E read
+			 * entry E - 1 and are masked below (no lane's window reaches E).
+			 */
+			if (SP)
+			{
+				uint32_t	ub = min(S + g, E - 1);
+
+				bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], cn);
+			}
 #pragma unroll 2
 			for (uint32_t u0 = S; u0 < E; u0 += 8)
 			{
 				int			c[4];
 
-				/*
-				 * B: column g = probe entry u0 + g. Columns at or past E
-				 * read entry E - 1 and are masked below (no lane's window
-				 * reaches E).
-				 */
-				uint32_t	ub = min(u0 + g, E - 1);
+				if (SP)
+				{
+					uint32_t	ub = min(u0 + 8 + g, E - 1);
 
-				bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], c);
+#pragma unroll
+					for (int i = 0; i < 4; i++)
+						c[i] = cn[i];
+					bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], cn);
+				}
+				else
+				{
+					uint32_t	ub = min(u0 + g, E - 1);
+
+					bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], c);
+				}
 #pragma unroll
 				for (int k = 0; k < 2; k++)
 				{
@@ -487,7 +505,7 @@ mcc_match_tc(mcc_match_args a)
 					uint32_t	uc = min(u, E - 1);
 					uint32_t	cm = erow[uc];
 					uint32_t	pcc = (cm >> 16) & 511;
-					double		Ec = RCP != MCC_RCP_TABLE ? eE[uc] : 0.0;
+					double		Ec = RCP == MCC_RCP_FP64 ? eE[uc] : 0.0;
 
 #pragma unroll
 					for (int h = 0; h < 2; h++)
@@ -497,7 +515,7 @@ mcc_match_tc(mcc_match_args a)
 						uint32_t	sf = s_sqrt[pop & 255];
 						uint32_t	R, d;
 
-						if (RCP == MCC_RCP_FP64 || (RCP == MCC_RCP_HYBRID && h == 1))
+						if (RCP == MCC_RCP_FP64)
 						{
 							double		den = Ec + Er[h];
 
@@ -512,16 +530,8 @@ mcc_match_tc(mcc_match_args a)
 								act = act && !((cm >> 31) && pcr[h] == 0);
 						}
 						d = __umulhi(sf, R);
-						if (PRED)
-						{
-							if (act && d < 64)
-								atomicAdd(hist + hb[h] + d, 1u);
-						}
-						else
-						{
-							d = act ? min(d, 64u) : 64u;
-							atomicAdd(hist + hb[h] + d, 1u);
-						}
+						d = act ? min(d, 64u) : 64u;
+						atomicAdd(hist + hb[h] + d, 1u);
 					}
 				}
 			}
@@ -577,15 +587,15 @@ mcc_match_tc(mcc_match_args a)
 
 /* Kernel parameters of a variant. */
 void
-mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt)
+mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *tc)
 {
-	static const int8_t v[MCC_GPU_VARIANT_COUNT][4] = {
-		{1, 2, 1, 1},			/* default = blk-table-csa2, the fastest measured (docs/gpu-notes.md) */
-		{0, 2, 1, 0}, {0, 4, 1, 0}, {1, 2, 1, 0}, {1, 4, 1, 0},
-		{0, 2, 1, 1}, {0, 4, 1, 1}, {1, 2, 1, 1}, {1, 4, 1, 1},
-		{0, 2, 2, 1}, {0, 4, 2, 1}, {1, 2, 2, 1}, {1, 4, 2, 1},
-		{1, 0, 1, 1}, {0, 0, 1, 1},	/* tensor cores (csa 0, padding-bucket votes): table, fp64 */
-		{1, 1, 1, 1}, {2, 0, 1, 1}, {2, 1, 1, 1},	/* csa 1: predicated votes; rcp 2: hybrid */
+	/* rcp, csa, cpl, bt, tc (tensor cores: 1 = 8 warps, 2 = 8 + pipelined, 3 = 10, 4 = 10 + pipelined) */
+	static const int8_t v[MCC_GPU_VARIANT_COUNT][5] = {
+		{1, 0, 1, 1, 2},		/* default = tc-table-sp, the fastest measured (docs/gpu-notes.md) */
+		{0, 2, 1, 0, 0}, {0, 4, 1, 0, 0}, {1, 2, 1, 0, 0}, {1, 4, 1, 0, 0},
+		{0, 2, 1, 1, 0}, {0, 4, 1, 1, 0}, {1, 2, 1, 1, 0}, {1, 4, 1, 1, 0},
+		{0, 2, 2, 1, 0}, {0, 4, 2, 1, 0}, {1, 2, 2, 1, 0}, {1, 4, 2, 1, 0},
+		{1, 0, 1, 1, 1}, {0, 0, 1, 1, 1}, {1, 0, 1, 1, 2}, {1, 0, 1, 1, 3}, {1, 0, 1, 1, 4},
 	};
 	int			i = variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? variant : 0;
 
@@ -593,27 +603,36 @@ mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt)
 	*csa = v[i][1];
 	*cpl = v[i][2];
 	*bt = v[i][3];
+	*tc = v[i][4];
+}
+
+/* Threads per block of a kernel configuration. */
+int
+mcc_gpu_block_threads(int tc)
+{
+	return (tc >= 3 ? 10 : MCC_GPU_WARPS) * 32;
 }
 
 #define K2(r, c, p, b) {(const void *) mcc_match<r, c, 0, p, b>, (const void *) mcc_match<r, c, 1, p, b>}
 
-/* Kernel function pointer of (rcp, csa, zero-safe, cpl, block tile). */
+/* Kernel function pointer of (rcp, csa, zero-safe, cpl, block tile, tensor cores). */
 const void *
-mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt)
+mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int tc)
 {
 	static const void *const k[12][2] = {
 		K2(0, 2, 1, 0), K2(0, 4, 1, 0), K2(1, 2, 1, 0), K2(1, 4, 1, 0),
 		K2(0, 2, 1, 1), K2(0, 4, 1, 1), K2(1, 2, 1, 1), K2(1, 4, 1, 1),
 		K2(0, 2, 2, 1), K2(0, 4, 2, 1), K2(1, 2, 2, 1), K2(1, 4, 2, 1),
 	};
-#define KT(r, p) {(const void *) mcc_match_tc<r, 0, p>, (const void *) mcc_match_tc<r, 1, p>}
-	static const void *const ktc[3][2][2] = {
-		{KT(0, 0), KT(0, 1)}, {KT(1, 0), KT(1, 1)}, {KT(2, 0), KT(2, 1)},
+#define KT(r, w, p) {(const void *) mcc_match_tc<r, 0, w, p>, (const void *) mcc_match_tc<r, 1, w, p>}
+	static const void *const ktc[2][4][2] = {
+		{KT(0, 8, 0), KT(0, 8, 1), KT(0, 10, 0), KT(0, 10, 1)},
+		{KT(1, 8, 0), KT(1, 8, 1), KT(1, 10, 0), KT(1, 10, 1)},
 	};
 	int			i = (cpl == 2 ? 8 : bt ? 4 : 0) + (rcp ? 2 : 0) + (csa == 4 ? 1 : 0);
 
-	if (csa < 2)
-		return bt && cpl == 1 && rcp >= 0 && rcp <= 2 ? ktc[rcp][csa][zs ? 1 : 0] : NULL;
+	if (tc >= 1 && tc <= 4)
+		return ktc[rcp ? 1 : 0][tc - 1][zs ? 1 : 0];
 	if (cpl == 2 && !bt)
 		return NULL;
 	return k[i][zs ? 1 : 0];

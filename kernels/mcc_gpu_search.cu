@@ -311,14 +311,14 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	double		t0 = mcc_gpu_now_ms();
 	double		gate[256];
 	int			zero;
-	int			vr, csa, cpl, bt;
+	int			vr, csa, cpl, bt, tc;
 	size_t		blob;
 	cudaError_t e;
 	mcc_gpu_hit *acc = NULL;
 	size_t		nacc = 0, capacc = 0;
 	uint32_t	ccap[MCC_GPU_MAX_DEVICES];
 
-	mcc_gpu_variant_params(g->opt.variant, &vr, &csa, &cpl, &bt);
+	mcc_gpu_variant_params(g->opt.variant, &vr, &csa, &cpl, &bt, &tc);
 	memset(gate, 0, sizeof(gate));
 	blob = build_image(g, probes, nq, rcp, g->h_blob, &zero, gate);
 	g->timing.prep_ms += mcc_gpu_now_ms() - t0;
@@ -339,7 +339,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			goto fail;
 		for (int ang = 0; ang < 256; ang++)
 			g->timing.pairs += p->angle_count[ang] * gate[ang];
-		fn = mcc_gpu_match_kernel(rcp, csa, zero && p->has_zero, cpl, bt);
+		fn = mcc_gpu_match_kernel(rcp, csa, zero && p->has_zero, cpl, bt, tc);
 		CK(cudaEventRecord(p->ev[0], p->st), "event");
 		CK(cudaMemcpyAsync(p->blob, g->h_blob, blob, cudaMemcpyHostToDevice, p->st), "probe upload");
 		CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
@@ -347,7 +347,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		CK(cudaEventRecord(p->ev[1], p->st), "event");
 		if (p->n_tiles > 0)
 		{
-			CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, MCC_GPU_WARPS * 32, smem), "occupancy");
+			CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(tc), smem), "occupancy");
 			if (nb < 1)
 			{
 				rc = mcc_gpu_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
@@ -373,7 +373,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			a.counter = p->small;
 			a.fault = i == 0 && g->fault_next;
 			g->fault_next = 0;
-			CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(MCC_GPU_WARPS * 32), args, smem, p->st),
+			CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(tc)), args, smem, p->st),
 			   "match kernel launch");
 		}
 		CK(cudaEventRecord(p->ev[2], p->st), "event");
@@ -522,11 +522,11 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 {
 	mcc_gpu_code rc;
 	double		t0 = mcc_gpu_now_ms();
-	int			rcp, csa, cpl, bt;
+	int			rcp, csa, cpl, bt, tc;
 	size_t		big = (size_t) -1;
 	int			q0 = 0;
 
-	mcc_gpu_variant_params(g->opt.variant, &rcp, &csa, &cpl, &bt);
+	mcc_gpu_variant_params(g->opt.variant, &rcp, &csa, &cpl, &bt, &tc);
 	memset(&g->timing, 0, sizeof(g->timing));
 	if (g->broken)
 		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
