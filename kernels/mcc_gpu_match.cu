@@ -591,7 +591,7 @@ mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *
 {
 	/* rcp, csa, cpl, bt, tc (tensor cores: 1 = 8 warps, 2 = 8 + pipelined, 3 = 10, 4 = 10 + pipelined) */
 	static const int8_t v[MCC_GPU_VARIANT_COUNT][5] = {
-		{1, 0, 1, 1, 2},		/* default = tc-table-sp, the fastest measured (docs/gpu-notes.md) */
+		{1, 0, 1, 1, 4},		/* default = tc-table-w10-sp, the fastest measured (docs/gpu-notes.md) */
 		{0, 2, 1, 0, 0}, {0, 4, 1, 0, 0}, {1, 2, 1, 0, 0}, {1, 4, 1, 0, 0},
 		{0, 2, 1, 1, 0}, {0, 4, 1, 1, 0}, {1, 2, 1, 1, 0}, {1, 4, 1, 1, 0},
 		{0, 2, 2, 1, 0}, {0, 4, 2, 1, 0}, {1, 2, 2, 1, 0}, {1, 4, 2, 1, 0},

@@ -21,7 +21,7 @@ if command -v cuobjdump >/dev/null; then
 	cuobjdump -sass build/kernels/mcc_gpu_match.o >"$out/sass-match.txt" 2>&1
 fi
 build/gpu/gpu_bench --out "$out" "$@" >"$out/bench-stdout.log" 2>&1 || status=1
-grep -E "^variant|^# best|^# breakdown|^batch|^window" "$out/bench-gpu.log"
+grep -E "^variant|^# best|^# breakdown|^batch|^window|^multi|^# [0-9]+ GPUs" "$out/bench-gpu.log"
 sed -n '/# summary/,$p' "$out/bench-gpu.log"
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv 2>&1 | tail -1
 exit $status

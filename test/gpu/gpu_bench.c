@@ -107,19 +107,23 @@ measure(mcc_gpu *c, gd_probe *pr, int npr, int nq, int reps, result *res)
 /* Open a context with a variant; upload time in *up_ms. */
 static int	pc_window = 0;
 
+static int	ndevs = 1;
+
 static mcc_gpu *
 open_variant(int variant, const mcc_soa *g, double *up_ms)
 {
 	mcc_gpu_options o;
 	mcc_gpu    *c = NULL;
 	mcc_error	err;
-	int			dev = 0;
+	int			dev[MCC_GPU_MAX_DEVICES];
 	struct timespec a, b;
 
+	for (int i = 0; i < MCC_GPU_MAX_DEVICES; i++)
+		dev[i] = i;
 	memset(&o, 0, sizeof(o));
 	o.variant = variant;
 	o.pc_window = pc_window;
-	if (mcc_gpu_open(&dev, 1, g->profile, &o, &c, &err) != MCC_GPU_OK)
+	if (mcc_gpu_open(dev, ndevs, g->profile, &o, &c, &err) != MCC_GPU_OK)
 	{
 		say("# open failed: %s\n", err.message);
 		return NULL;
@@ -340,6 +344,25 @@ main(int argc, char **argv)
 						res.t.merge_ms, res.t.total_ms);
 			}
 		mcc_gpu_close(c);
+	}
+
+	/* 5. every device: the gallery partitioned, results merged */
+	if (count > 1)
+	{
+		mcc_soa		s = g;
+
+		ndevs = count;
+		if ((c = open_variant(best, &s, &up)) != NULL)
+		{
+			for (int qi = 0; qi < 2; qi++)
+				if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
+				{
+					say("# %d GPUs (match = device 0's kernel time; e2e = the whole call):\n", count);
+					line("multi", best, maxn, qi ? 8 : 1, up, &res, (double) s.n_cyl / s.n_tpl);
+				}
+			mcc_gpu_close(c);
+		}
+		ndevs = 1;
 	}
 
 	say("\n# summary (%s): N, Q, LSS M matches/s, end-to-end M matches/s\n", mcc_gpu_variant_name(best));
