@@ -1,25 +1,24 @@
 /*
- * mcc_gpu_match.cu: the match kernel, paper 000's ComputeLMC + Step-1 +
- * Step-2 fused for Hopper.
+ * mcc_gpu_match.cu: the match kernels, paper 000's ComputeLMC + Step-1 +
+ * Step-2 fused for Hopper (measurements: docs/gpu-notes.md).
  *
- * Work item = (tile of 32 templates, probe). One warp takes an item, keeps
- * the tile's 32 x 65 bucket histograms in its own shared memory (no global
- * B[N][w], no atomics outside the SM, perf-notes §2.2) and walks the tile's
- * cylinders 32 at a time, one per lane, in angle order. The lanes of a
- * group have nearby angles, so they share one contiguous range of probe
- * cylinders (LUT_theta as a range of a probe sorted by angle and stored
- * three times over, so that no index wraps): the warp walks the union of
- * the lanes' ranges, every probe cylinder is a shared-memory broadcast, and
- * each lane masks the entries outside its own gate. Step-2 then runs with
- * one lane per template of the tile and the histogram rows are cleared for
- * the next item. Scores go to global memory together with a coarse score
- * histogram that the top-k selection uses.
+ * Work item = (tile of 32 templates, probe), handed out by an atomic
+ * counter to persistent warps ("warp tile") or blocks ("block tile"). The
+ * tile's 32 x 65 bucket histograms stay in shared memory (no global
+ * B[N][w]; perf-notes §2.2). The tile's cylinders are in angle order, so a
+ * group of them shares one contiguous range of probe cylinders: LUT_theta
+ * is the probe sorted by angle and stored three times over, so that the
+ * range never wraps, and every probe read is a shared-memory broadcast;
+ * each cylinder masks the entries outside its own gate. Step-2 runs in the
+ * same kernel, one lane per template of the tile, and adds each score to a
+ * coarse histogram for the top-k selection.
  *
- * Per local similarity: 8 XOR, a popcount (8 POPC, or fewer with carry-save
- * adders), LUT_sqrt, rcp(den), d = umulhi(sqrt_fx, rcp) and one shared
- * atomic. rcp(den) = floor(2^38 / den) is either read from a per-probe
- * table in shared memory or computed exactly with FP64 Newton steps (the
- * FP64 pipe is idle otherwise, while MUFU shares POPC's pipe).
+ * Per local similarity: the popcount of the XOR (8 POPC, fewer with
+ * carry-save adders, or from binary tensor-core MMA: popc(a xor b) =
+ * pc(a) + pc(b) - 2 popc(a and b)), LUT_sqrt, rcp(den), d = umulhi(sqrt_fx,
+ * rcp), one shared atomic. rcp(den) = floor(2^38 / den) is read from a
+ * per-probe table in shared memory or computed exactly with FP64 Newton
+ * steps (the FP64 pipe is otherwise idle, while MUFU shares POPC's pipe).
  */
 #include "mcc_gpu_int.h"
 
