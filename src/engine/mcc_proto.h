@@ -1,0 +1,124 @@
+/*
+ * mcc_proto.h: the wire protocol between backends and the matcher engine.
+ *
+ * Plain C (no PostgreSQL headers): included by the engine (src/engine/) and
+ * by the PostgreSQL layer (src/service_*.c). Both ends run on the same
+ * machine, so integers travel in host byte order. See docs/matcher-service.md.
+ *
+ * A connection is a UNIX stream socket. Every message is a frame: a 16-byte
+ * header followed by `length` payload bytes. Requests carry a client-chosen
+ * request_id that the reply repeats. Payload layouts below list fields in
+ * order, packed (no padding); "bytes" fields are preceded by a uint32 length.
+ *
+ * Client -> engine
+ *   HELLO        uint32 proto_version, uint32 client_pid
+ *                -> HELLO_OK uint64 incarnation, uint32 threads, uint32 flags
+ *   SEARCH       gallery, uint64 need_generation, uint32 k, float min_score,
+ *                uint32 n_probes, n_probes x bytes(template)
+ *                -> RESULT uint64 applied_generation, uint32 n_unsettled,
+ *                   uint32 n_probes, then per probe: uint32 more (1 if the
+ *                   engine holds more candidates at or above min_score),
+ *                   uint32 n, n x hit
+ *                -> ERROR (MCC_PERR_NOT_LOADED: load first;
+ *                   MCC_PERR_GENERATION: a needed delta never came: reload)
+ *   LOAD_BEGIN   gallery, uint64 generation, uint32 profile_id,
+ *                uint64 expected_rows (hint, may be 0)
+ *   LOAD_ROWS    uint32 n, n x load_row          (any number of frames)
+ *   LOAD_END     (empty)
+ *                -> LOADED uint64 entries, uint64 bytes   or ERROR
+ *                (LOAD_BEGIN/ROWS carry the request_id of LOAD_END's reply;
+ *                 deltas of generation > `generation` that arrive during the
+ *                 load are applied after it)
+ *   DELTA        gallery, uint64 generation, uint64 xid, uint32 n_ins,
+ *                uint32 n_del, n_ins x (int64 key, bytes template),
+ *                n_del x (int64 key, uint64 hash)          (no reply)
+ *   RELOAD       gallery, uint64 generation     (no reply: the cache must be
+ *                reloaded before serving generation >= this)
+ *   XIDS         gallery -> XID_LIST uint32 n, n x uint64 xid (the distinct
+ *                unsettled inserting and deleting xids of the cache)
+ *   SETTLE       gallery, uint64 horizon, uint32 n, n x (uint64 xid,
+ *                uint32 state) with state one of MCC_XID_*   -> OK
+ *   CANCEL       uint64 request_id_to_cancel              (no reply)
+ *   STATUS       (empty) -> STATUS_REPLY uint32 n, n x gallery_status
+ *   EVICT        gallery (rel 0: every gallery of db; db 0: all) -> OK
+ *
+ * gallery       = uint32 db_oid, uint32 rel_oid, uint64 signature
+ * hit           = float score, int64 key, uint64 hash
+ * load_row      = int64 key, uint64 insert_xid, uint64 delete_xid (0: none),
+ *                 bytes template
+ * gallery_status= gallery, uint32 profile_id, uint64 generation, uint64
+ *                 entries, uint64 searchable, uint64 cylinders, uint64
+ *                 host_bytes, uint64 device_bytes, int64 loaded_at_usec,
+ *                 double load_seconds, uint64 searches, char device[32]
+ *
+ * A template is the exact stored blob of mcc_template.h (first 4 bytes: the
+ * varlena header, ignored by the engine). Its hash is mcc_template_hash().
+ * xids are PostgreSQL FullTransactionIds (64-bit, no wraparound).
+ */
+#ifndef MCC_PROTO_H
+#define MCC_PROTO_H
+
+#include <stdint.h>
+
+#define MCC_PROTO_VERSION	1
+#define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
+
+typedef enum mcc_msg_type
+{
+	MCC_MSG_HELLO = 1,
+	MCC_MSG_HELLO_OK,
+	MCC_MSG_SEARCH,
+	MCC_MSG_RESULT,
+	MCC_MSG_LOAD_BEGIN,
+	MCC_MSG_LOAD_ROWS,
+	MCC_MSG_LOAD_END,
+	MCC_MSG_LOADED,
+	MCC_MSG_DELTA,
+	MCC_MSG_RELOAD,
+	MCC_MSG_XIDS,
+	MCC_MSG_XID_LIST,
+	MCC_MSG_SETTLE,
+	MCC_MSG_OK,
+	MCC_MSG_CANCEL,
+	MCC_MSG_STATUS,
+	MCC_MSG_STATUS_REPLY,
+	MCC_MSG_EVICT,
+	MCC_MSG_ERROR				/* uint32 code, uint32 status, bytes message */
+} mcc_msg_type;
+
+/* ERROR codes (the `status` field carries an mcc_status for data errors) */
+typedef enum mcc_proto_error
+{
+	MCC_PERR_DATA = 1,			/* bad template etc.: see status */
+	MCC_PERR_PROTOCOL,			/* malformed frame */
+	MCC_PERR_NOT_LOADED,		/* gallery absent or reload needed */
+	MCC_PERR_GENERATION,		/* a needed delta did not arrive in time */
+	MCC_PERR_MEMORY,			/* cache memory limit exceeded */
+	MCC_PERR_CANCELLED,
+	MCC_PERR_INTERNAL
+} mcc_proto_error;
+
+/* states in SETTLE */
+typedef enum mcc_xid_state
+{
+	MCC_XID_COMMITTED = 1,		/* inserts settle; deletes purge if xid < horizon */
+	MCC_XID_ABORTED,			/* inserts purge; deletes are undone */
+	MCC_XID_IN_PROGRESS			/* leave as is */
+} mcc_xid_state;
+
+typedef struct mcc_frame_hdr
+{
+	uint32_t	length;			/* payload bytes after the header */
+	uint16_t	type;			/* mcc_msg_type */
+	uint16_t	flags;			/* 0 */
+	uint64_t	request_id;
+} mcc_frame_hdr;
+
+typedef struct mcc_gallery_id
+{
+	uint32_t	db_oid;
+	uint32_t	rel_oid;
+	uint64_t	signature;		/* relfilenode, key and template columns */
+} mcc_gallery_id;
+
+#endif							/* MCC_PROTO_H */
