@@ -23,5 +23,10 @@ fi
 build/gpu/gpu_bench --out "$out" "$@" >"$out/bench-stdout.log" 2>&1 || status=1
 grep -E "^variant|^# best|^# breakdown|^batch|^window|^multi|^# [0-9]+ GPUs" "$out/bench-gpu.log"
 sed -n '/# summary/,$p' "$out/bench-gpu.log"
+# realistic templates (src/core's synthetic fingers), default variant
+for n in 250000 1000000; do
+	build/gpu/gpu_bench --synth 20000 --only 0 --max $n --reps 9 >"$out/bench-synth-$n.log" 2>&1 || status=1
+	grep -E "^# data|^# gallery|^# probes|^only" "$out/bench-synth-$n.log"
+done
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv 2>&1 | tail -1
 exit $status

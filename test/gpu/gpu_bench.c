@@ -182,7 +182,8 @@ main(int argc, char **argv)
 	char		path[512];
 	double		summary[16][4];
 	int			nsum = 0;
-	int			only = -1;		/* --only V: one variant at --max, Q = 1 (for profilers) */
+	int			only = -1;		/* --only V: one variant at --max, Q = 1 and 8 */
+	uint32_t	synth = 0;		/* --synth U: src/core's synthetic fingers, U distinct */
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -196,6 +197,8 @@ main(int argc, char **argv)
 			out = argv[++i];
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
 			only = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--synth") && i + 1 < argc)
+			synth = (uint32_t) atol(argv[++i]);
 	}
 	if (out)
 	{
@@ -211,16 +214,36 @@ main(int argc, char **argv)
 	say("# device: %s, cc %d.%d, %d SMs, %.1f GiB\n", info[0].name, info[0].cc_major, info[0].cc_minor,
 		info[0].sm_count, info[0].mem_total / 1073741824.0);
 	gp.oriented = oriented;
-	say("# data: random cylinders (255 bits, density 1/8..1/2), %d..%d per template, angles %s;"
-		" probes: 64 random templates of 32 cylinders\n", gp.min_cyl, gp.max_cyl,
-		oriented ? "oriented (two clusters 128 apart, sd 16)" : "uniform");
-	if (gd_gallery(&g, maxn, &gp, 1234) != 0)
+	if (synth)
 	{
-		say("# cannot build the gallery\n");
-		return 1;
+		say("# data: src/core's synthetic fingers (mcc_synth defaults, mcc_template_build), %u distinct"
+			" templates repeated; probes: 64 second impressions of gallery fingers\n", synth);
+		if (gd_gallery_synth(&g, maxn, synth < maxn ? synth : maxn, 1234, pr, 64) != 0)
+		{
+			say("# cannot build the gallery\n");
+			return 1;
+		}
 	}
-	for (int i = 0; i < 64; i++)
-		gd_probe_random(&pr[i], 32, &gp, &r);
+	else
+	{
+		say("# data: random cylinders (255 bits, density 1/8..1/2), %d..%d per template, angles %s;"
+			" probes: 64 random templates of 32 cylinders\n", gp.min_cyl, gp.max_cyl,
+			oriented ? "oriented (two clusters 128 apart, sd 16)" : "uniform");
+		if (gd_gallery(&g, maxn, &gp, 1234) != 0)
+		{
+			say("# cannot build the gallery\n");
+			return 1;
+		}
+		for (int i = 0; i < 64; i++)
+			gd_probe_random(&pr[i], 32, &gp, &r);
+	}
+	{
+		double		pc = 0;
+
+		for (int i = 0; i < 64; i++)
+			pc += pr[i].v.n_cyl;
+		say("# probes: %.1f cylinders on average\n", pc / 64);
+	}
 	say("# gallery: %u templates, %u cylinders (%.2f per template)\n", g.n_tpl, g.n_cyl,
 		(double) g.n_cyl / g.n_tpl);
 	nbase = maxn < 250000 ? maxn : 250000;
@@ -228,11 +251,17 @@ main(int argc, char **argv)
 	{
 		if ((c = open_variant(only, &g, &up)) != NULL)
 		{
-			if (measure(c, pr, 64, 1, reps, &res) == 0)
-				line("only", only, g.n_tpl, 1, up, &res, (double) g.n_cyl / g.n_tpl);
+			for (int qi = 0; qi < 2; qi++)
+				if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
+					line("only", only, g.n_tpl, qi ? 8 : 1, up, &res, (double) g.n_cyl / g.n_tpl);
 			mcc_gpu_close(c);
 		}
-		gd_gallery_free(&g);
+		if (synth)
+			mcc_soa_free(&g);
+		else
+			gd_gallery_free(&g);
+		if (logf)
+			fclose(logf);
 		return 0;
 	}
 
@@ -369,7 +398,10 @@ main(int argc, char **argv)
 	for (int i = 0; i < nsum; i++)
 		say("%10.0f %3.0f %10.1f %10.1f\n", summary[i][0], summary[i][1], summary[i][2] / 1e6,
 			summary[i][3] / 1e6);
-	gd_gallery_free(&g);
+	if (synth)
+		mcc_soa_free(&g);
+	else
+		gd_gallery_free(&g);
 	if (logf)
 		fclose(logf);
 	return 0;

@@ -322,6 +322,49 @@ main(int argc, char **argv)
 	r2 = ref_scores(pz, NQ, &g2, NULL);
 	printf("# gallery 1: %u templates, %u cylinders; gallery 2 (empty cylinders): %u, %u\n",
 		   g1.n_tpl, g1.n_cyl, g2.n_tpl, g2.n_cyl);
+	{
+		float	   *c1 = gd_core_scores(pr, NQ, &g1, NULL);
+		float	   *c2 = gd_core_scores(pz, NQ, &g2, NULL);
+
+		UNIT_CHECK(c1 && diff_scores("reference vs src/core", r1, c1, NQ, g1.n_tpl) == 0,
+				   "the test reference equals src/core's mcc_soa_scan (%s kernel), gallery 1",
+				   mcc_soa_kernel_name());
+		UNIT_CHECK(c2 && diff_scores("reference vs src/core", r2, c2, NQ, g2.n_tpl) == 0,
+				   "the test reference equals src/core's mcc_soa_scan, empty cylinders");
+		free(c1);
+		free(c2);
+	}
+
+	/* synthetic fingers through src/core (mcc_synth + mcc_template_build) vs src/core's scan */
+	{
+		mcc_soa		gs;
+		static gd_probe ps[8];
+		float	   *cs;
+		static const int vs[] = {0, MCC_GPU_VARIANT_FP64_CSA2, MCC_GPU_VARIANT_BLK_TABLE_CSA2,
+		MCC_GPU_VARIANT_TC_FP64, MCC_GPU_VARIANT_TC_TABLE_W10_SP};
+
+		if (gd_gallery_synth(&gs, 3000, 1500, 77, ps, 8) == 0 && (cs = gd_core_scores(ps, 8, &gs, NULL)))
+		{
+			printf("# synthetic gallery: %u templates, %u cylinders (%.1f per template)\n",
+				   gs.n_tpl, gs.n_cyl, (double) gs.n_cyl / gs.n_tpl);
+			for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
+			{
+				char		what[64];
+
+				snprintf(what, sizeof(what), "%s, synthetic fingers vs src/core", mcc_gpu_variant_name(vs[i]));
+				if ((c = open_up(&dev0, 1, vs[i], 0, 0, &gs)) != NULL)
+				{
+					free(check_all(c, ps, 8, cs, gs.n_tpl, what));
+					check_search(c, ps, 8, cs, &gs, what);
+					mcc_gpu_close(c);
+				}
+			}
+			free(cs);
+			mcc_soa_free(&gs);
+		}
+		else
+			UNIT_CHECK(0, "synthetic gallery through src/core");
+	}
 
 	/* every variant: exact scores and top-k, on both galleries */
 	for (int v = 0; v < MCC_GPU_VARIANT_COUNT; v++)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_synth.h"
+
 /* splitmix64 */
 uint64_t
 gd_next(gd_rng *r)
@@ -397,4 +399,138 @@ gd_check_rcp_fp64(void)
 			bad++;
 	}
 	return bad;
+}
+
+/* A template blob of ms, or NULL if it has no cylinder to build. */
+static uint8_t *
+build_blob(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
+{
+	mcc_error	err;
+	uint8_t    *b;
+
+	if (mcc_template_build(ms, p, NULL, size, &err) != MCC_OK)
+		return NULL;
+	b = malloc(*size);
+	if (b && mcc_template_build(ms, p, b, size, &err) != MCC_OK)
+	{
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* Copy a template view into probe storage. */
+static void
+probe_from_view(gd_probe *p, const mcc_template_view *v)
+{
+	memset(&p->v, 0, sizeof(p->v));
+	p->v.profile = v->profile;
+	p->v.n_cyl = v->n_cyl;
+	p->v.words = v->words;
+	memcpy(p->bits, v->bits, 32 * (size_t) v->n_cyl);
+	memcpy(p->meta, v->meta, 4 * (size_t) v->n_cyl);
+	gd_probe_fix(p);
+}
+
+/* Synthetic fingers through src/core: gallery of n from `unique` distinct, and probes. */
+int
+gd_gallery_synth(mcc_soa *g, uint32_t n, uint32_t unique, uint64_t seed,
+				 gd_probe *probes, int nprobes)
+{
+	const mcc_profile *p = mcc_profile_by_id(MCC_PROFILE_GPU2015);
+	mcc_synth_params sp;
+	mcc_minutiae *masters = malloc(sizeof(mcc_minutiae) * unique);
+	uint64_t   *finger_of = malloc(sizeof(uint64_t) * unique);
+	uint8_t   **blobs = calloc(unique, sizeof(uint8_t *));
+	size_t	   *sizes = malloc(sizeof(size_t) * unique);
+	mcc_error	err;
+	gd_rng		r = {seed ^ 0x5eed};
+	int			rc = -1;
+
+	if (!masters || !finger_of || !blobs || !sizes)
+		goto done;
+	mcc_synth_defaults(&sp);
+	sp.seed = seed;
+	for (uint32_t i = 0; i < unique; i++)
+	{
+		uint64_t	finger = i;
+
+		blobs[i] = NULL;
+		while (!blobs[i])
+		{
+			mcc_minutiae imp;
+
+			mcc_synth_master(&sp, finger, &masters[i]);
+			mcc_synth_impression(&sp, &masters[i], finger, 0, &imp);
+			blobs[i] = build_blob(&imp, p, &sizes[i]);
+			finger_of[i] = finger;
+			finger += unique;
+		}
+	}
+	if (mcc_soa_init(g, p, n, n * 40u + 1024, &err) != MCC_OK)
+		goto done;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		mcc_template_view v;
+
+		if (mcc_template_open(blobs[i % unique], sizes[i % unique], &v, &err) != MCC_OK ||
+			mcc_soa_append(g, &v, (int64_t) i * 7 + 3, &err) != MCC_OK)
+			goto done;
+	}
+	for (int i = 0; i < nprobes; i++)
+	{
+		uint8_t    *b = NULL;
+		size_t		sz = 0;
+		mcc_template_view v;
+
+		while (!b)
+		{
+			mcc_minutiae imp;
+			uint32_t	m = gd_below(&r, unique);
+
+			mcc_synth_impression(&sp, &masters[m], finger_of[m], 1 + (uint64_t) i, &imp);
+			b = build_blob(&imp, p, &sz);
+		}
+		if (mcc_template_open(b, sz, &v, &err) != MCC_OK)
+		{
+			free(b);
+			goto done;
+		}
+		probe_from_view(&probes[i], &v);
+		free(b);
+	}
+	rc = 0;
+done:
+	for (uint32_t i = 0; blobs && i < unique; i++)
+		free(blobs[i]);
+	free(masters);
+	free(finger_of);
+	free(blobs);
+	free(sizes);
+	return rc;
+}
+
+/* src/core's scan of every probe over g. */
+float *
+gd_core_scores(const gd_probe *pr, int nq, const mcc_soa *g, const uint8_t *removed)
+{
+	float	   *r = malloc(sizeof(float) * ((size_t) nq * g->n_tpl + 1));
+	mcc_probe  *q = malloc(mcc_probe_size());
+
+	if (!r || !q)
+	{
+		free(r);
+		free(q);
+		return NULL;
+	}
+	for (int i = 0; i < nq; i++)
+	{
+		mcc_probe_init(q, &pr[i].v);
+		mcc_soa_scan(q, g, 0, g->n_tpl, r + (size_t) i * g->n_tpl);
+		for (uint32_t k = 0; removed && k < g->n_tpl; k++)
+			if (removed[k])
+				r[(size_t) i * g->n_tpl + k] = -1.0f;
+	}
+	free(q);
+	return r;
 }

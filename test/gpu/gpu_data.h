@@ -71,6 +71,18 @@ float		gd_ref_score(const mcc_template_view *v, const mcc_soa *g, uint32_t k);
 /* Local similarities computed by the reference (gated pairs) for v vs g. */
 double		gd_ref_pairs(const mcc_template_view *v, const mcc_soa *g);
 
+/*
+ * A realistic gallery: `unique` templates built by src/core from synthetic
+ * fingers (mcc_synth.h, impression 0), repeated in turn up to n templates
+ * (g is mcc_soa_init'ed: free it with mcc_soa_free), and nprobes probes
+ * from impression 1 of random gallery fingers. Returns 0, or -1.
+ */
+int			gd_gallery_synth(mcc_soa *g, uint32_t n, uint32_t unique, uint64_t seed,
+							 gd_probe *probes, int nprobes);
+
+/* Scores of src/core's CPU scan (mcc_soa_scan) for probes vs g; removed -> -1. */
+float	   *gd_core_scores(const gd_probe *pr, int nq, const mcc_soa *g, const uint8_t *removed);
+
 /* The FP64 rcp of the kernels, in C; returns how many den in [1, 2^17] differ. */
 long		gd_check_rcp_fp64(void);
 
