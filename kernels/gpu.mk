@@ -27,9 +27,7 @@ GPU_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lcudart_static -ldl -lrt -lp
 
 GPU_OBJS = $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
 GPU_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/gpu/core/%.o,$(sort $(wildcard src/core/*.c)))
-# LUT functions from src/core when they exist there, else the test shim
-GPU_SHIM = $(if $(shell grep -l '^mcc_lss_sqrt_fx' src/core/*.c 2>/dev/null),,$(BUILD)/gpu/lss_shim.o)
-GPU_TEST_OBJS = $(BUILD)/gpu/gpu_data.o $(GPU_SHIM)
+GPU_TEST_OBJS = $(BUILD)/gpu/gpu_data.o
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(wildcard kernels/*.h) $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)

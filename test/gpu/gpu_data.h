@@ -2,13 +2,12 @@
  * gpu_data.h: synthetic galleries and probes for the GPU tests and the GPU
  * benchmark, and the reference LSS written from mcc_lss.h.
  *
- * Until src/core's cylinder builder and mcc_synth.h land, templates are
- * random cylinders: 255 bits of which a random share ("coverage", the valid
- * cells) is set with probability 1/2, so popcounts spread over about
- * 30..128 like real MCC cylinders, and byte angles either uniform or
- * "oriented" (two clusters 128 apart, the ridge-flow ambiguity of upright
- * prints), the latter giving about the paper's 16 gated probe cylinders
- * per gallery cylinder.
+ * Two kinds of data: random cylinders (gd_gallery: 255 bits of which a
+ * random share, the "coverage", is set with probability 1/2, so popcounts
+ * spread like real MCC cylinders; byte angles uniform or "oriented", two
+ * clusters 128 apart, the ridge-flow ambiguity of upright prints, giving
+ * about 19 gated probe cylinders per gallery cylinder, the paper's 16), and
+ * synthetic fingers through src/core (gd_gallery_synth).
  */
 #ifndef MCC_GPU_DATA_H
 #define MCC_GPU_DATA_H
