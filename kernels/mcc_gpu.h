@@ -75,12 +75,15 @@ typedef struct mcc_gpu_devinfo
 } mcc_gpu_devinfo;
 
 /*
- * Kernel variants (tests and benchmarks pick one; 0 = the fastest measured).
+ * Kernel variants (tests and benchmarks pick one; 0 = the fastest measured,
+ * now tc-table-w10-sp; docs/gpu-notes.md).
  * rcp(den) by exact FP64 Newton steps or from a per-probe table in shared
  * memory; popcount with 6 POPC (two carry-save adders) or 4 (four); one
  * histogram set per warp ("warp tile") or per block ("blk": the warps of a
  * block share a tile, so more warps fit an SM); one or two gallery
- * cylinders per lane ("x2": each probe cylinder read serves two).
+ * cylinders per lane ("x2": each probe cylinder read serves two); "tc":
+ * popcounts by binary tensor-core MMA (AND + POPC) with the same exact
+ * epilogue ("sp": software pipelined, "w10": 10 warps per block).
  */
 typedef enum mcc_gpu_variant
 {
