@@ -173,3 +173,9 @@ test-all:
 
 demo:
 	scripts/demo.sh
+
+# ---------------------------------------------------------------------------
+# The CUDA engine (kernels/gpu.mk): build/libmccgpu.a, make gpu-check,
+# make bench-gpu. Without nvcc those targets say so and succeed; nothing of
+# it is part of mcc.so yet (the matcher service links it: docs/gpu-notes.md).
+include kernels/gpu.mk
