@@ -26,6 +26,14 @@
 #define FTOL			1e-6
 
 /*
+ * A stage also ends when STALL_WINDOW candidates in a row lowered f by less
+ * than FTOL together: the creep of tiny damped steps at a kink of the
+ * piecewise-constant lookup, where the undamped step still predicts a gain
+ * that crossing a cell boundary takes back.
+ */
+#define STALL_WINDOW	10
+
+/*
  * The current transform of a stage, in the normalized frames. m is always
  * the full homogeneous matrix; euclidean and similarity also keep their
  * parameters (theta or R, s) so that updates act on them exactly.
@@ -246,8 +254,8 @@ lm_eval(const lm_ctx *c, const lm_state *st, int gh, double *S, mcc_error *err)
 
 /*
  * One stage: LM on st's type from st, until |delta| <= tol, the undamped
- * step predicts less than FTOL, lambda stalls, f = 0, or max_iter
- * candidates. S holds the sums (with g and H) at st on return; *converged
+ * step predicts less than FTOL, the last STALL_WINDOW candidates gained
+ * less than FTOL, lambda stalls, f = 0, or max_iter candidates. S holds the sums (with g and H) at st on return; *converged
  * says why it stopped.
  */
 static mcc_status
@@ -262,6 +270,7 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 	double		e;
 	int			it = 0;
 	int			fresh = 1;		/* S changed since the last undamped check */
+	double		hist[STALL_WINDOW];	/* f after each of the last candidates */
 	mcc_status	rc;
 
 	*converged = 0;
@@ -338,6 +347,13 @@ lm_stage(const lm_ctx *c, lm_state *st, double *S, int *converged, mcc_error *er
 			*converged = 1;
 			break;
 		}
+		/* it >= 1 here; hist[it % W] held f after candidate it - W */
+		if (it > STALL_WINDOW && hist[it % STALL_WINDOW] - e <= FTOL * hist[it % STALL_WINDOW])
+		{
+			*converged = 1;
+			break;
+		}
+		hist[it % STALL_WINDOW] = e;
 	}
 	return MCC_OK;
 }

@@ -277,9 +277,10 @@ main(int argc, char **argv)
 #endif
 	printf("# bench_chamfer: %ld online CPUs, all-threads runs use %d; GPU %s; median of %d\n",
 		   ncpu, threads, gpu_name, reps);
-	printf("| dim | transform | N | iterations | CPU(1) ms | CPU(1) thread CPU ms | CPU(%d) ms | "
-		   "GPU PGPU ms | GPU TGPU ms | DT upload ms | CPU(1)/PGPU | CPU(%d)/PGPU |\n", threads, threads);
-	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| dim | transform | N | iterations | passes CPU / PGPU | CPU(1) ms | CPU(1) thread CPU ms | "
+		   "CPU(%d) ms | GPU PGPU ms | GPU TGPU ms | DT upload ms | CPU(1)/PGPU | CPU(%d)/PGPU |\n",
+		   threads, threads);
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	fflush(stdout);
 	for (int di = 0; di < n_dims; di++)
 	{
@@ -340,7 +341,12 @@ main(int argc, char **argv)
 					tg = time_gpu(g, &rf, obs, n, type, 0, reps, &u2);
 				}
 #endif
-				printf("| %dD | %s | %zu | %d | ", dim, mcc_xform_name(type), n, cn.iterations);
+				printf("| %dD | %s | %zu | %d | %d / ", dim, mcc_xform_name(type), n, cn.iterations,
+					   cn.evaluations);
+				if (pg.ok)
+					printf("%d | ", pg.evaluations);
+				else
+					printf("- | ");
 				if (c1.ok)
 					printf("%.2f | %.2f | ", c1.ms, c1.cpu_ms);
 				else
