@@ -32,7 +32,10 @@
 #ifndef MCC_CHAMFER_GPU_H
 #define MCC_CHAMFER_GPU_H
 
+/* system headers outside the C-linkage block: C++ declares overloads in them */
+#include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C"

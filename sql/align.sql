@@ -156,6 +156,14 @@ SET mcc.align_max_cells = 1024;
 SELECT state, message FROM try($$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{100,100}}', resolution => 1)$$);
 RESET mcc.align_max_cells;
 
+-- statement_timeout interrupts an alignment (here in its 16-million-cell
+-- distance transform); the session goes on.
+SET statement_timeout = '50ms';
+SELECT mcc_chamfer_align('{{0,0},{1,1},{2,0}}', '{{0,0},{3400,3400},{0,3400}}', resolution => 1);
+RESET statement_timeout;
+SELECT r4(a.params) AS still_works
+FROM mcc_chamfer_align('{{0,0},{10,0},{0,10}}', '{{1,1},{11,1},{1,11}}', 'euclidean', 0.5) a;
+
 -- Minutiae: a finger-like set of 40 minutiae (as in score.sql), a copy
 -- rotated by 90 degrees counter-clockwise on screen and shifted, a partial
 -- impression, and another finger.

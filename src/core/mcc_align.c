@@ -435,6 +435,7 @@ mcc_status
 mcc_align_minutiae(const mcc_minutiae *probe, const mcc_minutiae *cand,
 				   const mcc_align_opts *opts, mcc_align_result *res, mcc_error *err)
 {
+	volatile int local_cancel = 0;
 	mcc_align_opts o;
 	mcc_chamfer_ref ref;
 	mcc_status	st;
@@ -443,12 +444,15 @@ mcc_align_minutiae(const mcc_minutiae *probe, const mcc_minutiae *cand,
 		mcc_align_opts_init(&o);
 	else
 		o = *opts;
+	/* a flag of our own, so that a poll's cancel is told from a failure */
+	if (o.cancel == NULL)
+		o.cancel = &local_cancel;
 	memset(res, 0, sizeof(*res));
 	if (probe->count == 0)
 		return mcc_error_set(err, MCC_ERR_VALUE, "the probe has no minutiae");
 	if ((st = mcc_align_prepare(cand, &o, &ref, err)) != MCC_OK)
 	{
-		res->fit.canceled = o.cancel != NULL && *o.cancel;
+		res->fit.canceled = *o.cancel != 0;
 		return st;
 	}
 	st = mcc_align_minutiae_ref(probe, cand, &ref, &o, res, err);

@@ -298,6 +298,44 @@ test_fvc(void)
 	}
 }
 
+static int	polls;
+static int	poll_limit;
+
+/* A poll that asks to stop after poll_limit calls. */
+static int
+stop_after(void *arg)
+{
+	return ++polls > poll_limit;
+}
+
+/* A poll stops an alignment in its distance transform and in its fits, and says so. */
+static void
+test_cancel(void)
+{
+	mcc_minutiae a;
+	mcc_minutiae b;
+	int			kept[MCC_MAX_MINUTIAE];
+	mcc_align_opts o;
+	mcc_align_result res;
+	mcc_error	err;
+
+	random_minutiae(300, 45, &a);
+	impression(&a, 301, 0.3, 1.0, 10, 5, &b, kept);
+	mcc_align_opts_init(&o);
+	o.poll = stop_after;
+	for (int k = 0; k < 2; k++)
+	{
+		mcc_status	st;
+
+		polls = 0;
+		poll_limit = k == 0 ? 0 : 8;
+		st = mcc_align_minutiae(&b, &a, &o, &res, &err);
+		UNIT_CHECK(st == MCC_ERR_INTERNAL && res.fit.canceled && strstr(err.message, "canceled"),
+				   "a poll cancels the %s: \"%s\", canceled = %d", k == 0 ? "distance transform" : "fits",
+				   err.message, res.fit.canceled);
+	}
+}
+
 /* Bad input. */
 static void
 test_errors(void)
@@ -337,6 +375,7 @@ main(void)
 {
 	test_synthetic();
 	test_errors();
+	test_cancel();
 	test_fvc();
 	return unit_done();
 }
