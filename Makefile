@@ -76,8 +76,18 @@ $(BUILD)/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard src/co
 $(BUILD)/libmccengine.a: $(ENGINE_LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
+# With nvcc the engine gets the GPU path (src/engine/eng_gpu.c built with
+# MCC_ENGINE_GPU, kernels/ as build/libmccgpu.a, cudart_static: no -lcuda,
+# the driver is opened at run time); without it, exactly the CPU engine.
+# Only this program touches CUDA: mcc.so never links any of it.
+ifneq ($(strip $(NVCC)),)
+$(BUILD)/mcc_engine: $(BUILD)/engine/eng_main.o $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
+		$(BUILD)/libmcccore.a
+	$(CORE_CC) $(ENGINE_CFLAGS) $^ $(GPU_LINK) -o $@
+else
 $(BUILD)/mcc_engine: $(BUILD)/engine/eng_main.o $(BUILD)/libmccengine.a $(BUILD)/libmcccore.a
 	$(CORE_CC) $(ENGINE_CFLAGS) $^ $(CORE_LIBS) -o $@
+endif
 
 .PHONY: engine install-engine uninstall-engine
 engine: $(BUILD)/mcc_engine
@@ -175,7 +185,8 @@ demo:
 	scripts/demo.sh
 
 # ---------------------------------------------------------------------------
-# The CUDA engine (kernels/gpu.mk): build/libmccgpu.a, make gpu-check,
+# The CUDA engine (kernels/gpu.mk): build/libmccgpu.a, the matcher engine's
+# GPU path (build/libmccengine-gpu.a), make gpu-check (the whole GPU suite),
 # make bench-gpu. Without nvcc those targets say so and succeed; nothing of
-# it is part of mcc.so yet (the matcher service links it: docs/gpu-notes.md).
+# it is ever part of mcc.so (only build/mcc_engine links it).
 include kernels/gpu.mk
