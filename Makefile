@@ -179,3 +179,6 @@ demo:
 # make bench-gpu. Without nvcc those targets say so and succeed; nothing of
 # it is part of mcc.so yet (the matcher service links it: docs/gpu-notes.md).
 include kernels/gpu.mk
+
+# Elastic matching on the GPU (paper 003): make gpu-check-dp2d, make bench-dp2d.
+include kernels/dp2d.mk
