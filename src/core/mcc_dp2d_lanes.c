@@ -1,23 +1,23 @@
 /*
- * mcc_dp2d_lanes.c: the portable lane kernel (16 lanes, 16-bit or 32-bit
- * elements) in plain C, for CPUs without AVX2 and as a second
- * implementation the SIMD kernels are tested against.
+ * mcc_dp2d_lanes.c: the portable lane kernel (8 lanes of 16-bit or 4 of
+ * 32-bit elements: one 128-bit vector) in C with GCC/Clang vector extensions, for CPUs without AVX2
+ * (and other architectures) and as a second implementation the SIMD
+ * kernels are tested against.
  */
 #include <string.h>
 
 #include "mcc_dp2d_int.h"
 
-#define GL 16
+#define GL16 8					/* 128-bit vectors: SSE2, NEON */
+#define GL32 4
 
-typedef struct g16
-{
-	uint16_t	v[GL];
-} g16;
-
-typedef struct g32
-{
-	uint32_t	v[GL];
-} g32;
+/*
+ * GCC/Clang vector extensions: plain C that the compiler lowers to the
+ * vectors of whatever the baseline target has (SSE2 on x86-64, NEON on
+ * AArch64). Comparisons give all-ones lanes, used as masks.
+ */
+typedef uint16_t g16 __attribute__((vector_size(2 * GL16)));
+typedef uint32_t g32 __attribute__((vector_size(4 * GL32)));
 
 /* 16-bit lanes, sums saturating at 0xFFFF */
 static inline g16
@@ -25,67 +25,56 @@ g16_load(const uint16_t *p)
 {
 	g16			r;
 
-	memcpy(r.v, p, sizeof(r.v));
+	memcpy(&r, p, sizeof(r));
 	return r;
 }
 
 static inline void
 g16_store(uint16_t *p, g16 a)
 {
-	memcpy(p, a.v, sizeof(a.v));
+	memcpy(p, &a, sizeof(a));
 }
 
 static inline g16
 g16_set1(uint32_t x)
 {
-	g16			r;
+	return (g16) {0} + (uint16_t) x;
+}
 
-	for (int l = 0; l < GL; l++)
-		r.v[l] = (uint16_t) x;
-	return r;
+static inline g16
+g16_sel(g16 mask, g16 a, g16 b)
+{
+	return (a & mask) | (b & ~mask);
 }
 
 static inline g16
 g16_absdiff(g16 a, g16 b)
 {
-	g16			r;
-
-	for (int l = 0; l < GL; l++)
-		r.v[l] = a.v[l] > b.v[l] ? a.v[l] - b.v[l] : b.v[l] - a.v[l];
-	return r;
+	return g16_sel((g16) (a > b), a - b, b - a);
 }
 
 static inline g16
 g16_adds(g16 a, g16 b)
 {
-	g16			r;
+	g16			s = a + b;
 
-	for (int l = 0; l < GL; l++)
-	{
-		uint32_t	s = (uint32_t) a.v[l] + b.v[l];
-
-		r.v[l] = (uint16_t) (s > 0xFFFFu ? 0xFFFFu : s);
-	}
-	return r;
+	return s | (g16) (s < a);	/* wrapped: all ones */
 }
 
 static inline g16
 g16_min(g16 a, g16 b)
 {
-	g16			r;
-
-	for (int l = 0; l < GL; l++)
-		r.v[l] = a.v[l] < b.v[l] ? a.v[l] : b.v[l];
-	return r;
+	return g16_sel((g16) (a < b), a, b);
 }
 
 static inline uint32_t
 g16_le(g16 a, g16 b)
 {
+	g16			m = (g16) (a <= b);
 	uint32_t	r = 0;
 
-	for (int l = 0; l < GL; l++)
-		r |= (uint32_t) (a.v[l] <= b.v[l]) << l;
+	for (int l = 0; l < GL16; l++)
+		r |= (uint32_t) (m[l] & 1u) << l;
 	return r;
 }
 
@@ -95,63 +84,54 @@ g32_load(const uint32_t *p)
 {
 	g32			r;
 
-	memcpy(r.v, p, sizeof(r.v));
+	memcpy(&r, p, sizeof(r));
 	return r;
 }
 
 static inline void
 g32_store(uint32_t *p, g32 a)
 {
-	memcpy(p, a.v, sizeof(a.v));
+	memcpy(p, &a, sizeof(a));
 }
 
 static inline g32
 g32_set1(uint32_t x)
 {
-	g32			r;
+	return (g32) {0} + x;
+}
 
-	for (int l = 0; l < GL; l++)
-		r.v[l] = x;
-	return r;
+static inline g32
+g32_sel(g32 mask, g32 a, g32 b)
+{
+	return (a & mask) | (b & ~mask);
 }
 
 static inline g32
 g32_absdiff(g32 a, g32 b)
 {
-	g32			r;
-
-	for (int l = 0; l < GL; l++)
-		r.v[l] = a.v[l] > b.v[l] ? a.v[l] - b.v[l] : b.v[l] - a.v[l];
-	return r;
+	return g32_sel((g32) (a > b), a - b, b - a);
 }
 
 static inline g32
 g32_add(g32 a, g32 b)
 {
-	g32			r;
-
-	for (int l = 0; l < GL; l++)
-		r.v[l] = a.v[l] + b.v[l];
-	return r;
+	return a + b;
 }
 
 static inline g32
 g32_min(g32 a, g32 b)
 {
-	g32			r;
-
-	for (int l = 0; l < GL; l++)
-		r.v[l] = a.v[l] < b.v[l] ? a.v[l] : b.v[l];
-	return r;
+	return g32_sel((g32) (a < b), a, b);
 }
 
 static inline uint32_t
 g32_le(g32 a, g32 b)
 {
+	g32			m = (g32) (a <= b);
 	uint32_t	r = 0;
 
-	for (int l = 0; l < GL; l++)
-		r |= (uint32_t) (a.v[l] <= b.v[l]) << l;
+	for (int l = 0; l < GL32; l++)
+		r |= (m[l] & 1u) << l;
 	return r;
 }
 
@@ -162,7 +142,7 @@ g32_le(g32 a, g32 b)
 #define LANES_R		4
 #define VEC			g16
 #define ELEM		uint16_t
-#define NL			GL
+#define NL			GL16
 #define VINF		MCC_DP2D_INF16
 #define VLOAD(p)	g16_load(p)
 #define VSTORE(p, v) g16_store((p), (v))
@@ -180,7 +160,7 @@ g32_le(g32 a, g32 b)
 #define LANES_R		4
 #define VEC			g32
 #define ELEM		uint32_t
-#define NL			GL
+#define NL			GL32
 #define VINF		MCC_DP2D_INF32
 #define VLOAD(p)	g32_load(p)
 #define VSTORE(p, v) g32_store((p), (v))
@@ -199,5 +179,5 @@ generic_usable(void)
 }
 
 const mcc_dp2d_kern mcc_dp2d_kern_generic = {
-	MCC_DP2D_GENERIC, "generic", GL, GL, lanes_generic16, lanes_generic32, generic_usable
+	MCC_DP2D_GENERIC, "generic", GL16, GL32, lanes_generic16, lanes_generic32, generic_usable
 };
