@@ -41,7 +41,7 @@
 #include "mcc_error.h"
 #include "mcc_image.h"
 
-#define MCC_DP2D_PREP_MAX_SIDE	4096	/* raw prints: each side at most */
+#define MCC_DP2D_PREP_MAX_SIDE	2048	/* raw prints: each side at most (~50 B/pixel) */
 #define MCC_DP2D_PREP_MIN_SIDE	16		/* raw prints: each side at least */
 #define MCC_DP2D_MIN_STD		6.0		/* grey levels: flatter tiles are background */
 
