@@ -24,7 +24,7 @@ REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src -MMD -MP
 PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off
-SHLIB_LINK = -lm -lpthread
+SHLIB_LINK = -lpng -lm -lpthread
 
 EXTRA_CLEAN = build $(OBJS:.o=.d) results regression.diffs regression.out tmp_check log
 
@@ -49,7 +49,7 @@ CU_SRCS = $(sort $(wildcard kernels/*.cu))
 # src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.
 CORE_CC ?= gcc
 CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core
-CORE_LIBS = -lm -lpthread
+CORE_LIBS = -lpng -lm -lpthread
 BUILD = build
 CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
 
@@ -150,14 +150,14 @@ FUZZ_BINS = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Isrc/core $< $(CORE_SRCS) -lm -lpthread -o $@
+		-Isrc/core $< $(CORE_SRCS) $(CORE_LIBS) -o $@
 
 # the engine's harnesses also build its sources (all but main)
 ENGINE_LIB_SRCS = $(filter-out src/engine/eng_main.c,$(ENGINE_SRCS))
 $(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(wildcard src/core/*.h src/engine/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) -lm -lpthread -o $@
+		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_LIBS) -o $@
 
 fuzz: $(FUZZ_BINS)
 	@status=0; for f in $(FUZZ_BINS); do \
@@ -190,3 +190,6 @@ demo:
 # make bench-gpu. Without nvcc those targets say so and succeed; nothing of
 # it is ever part of mcc.so (only build/mcc_engine links it).
 include kernels/gpu.mk
+
+# Elastic matching on the GPU (paper 003): make gpu-check-dp2d, make bench-dp2d.
+include kernels/dp2d.mk

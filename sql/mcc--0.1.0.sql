@@ -204,6 +204,42 @@ COMMENT ON OPERATOR <=> (mcc_template, mcc_template) IS
 	'distance 1 - mcc_score(a, b), for ORDER BY ... LIMIT';
 
 -- ===========================================================================
+-- Elastic image matching (paper 003; src/dp2d_sql.c): images are bytea
+-- holding an 8-bit grayscale PGM (P5) or PNG. Results depend only on the
+-- arguments (mcc.dp2d_threads changes the speed, never a result): IMMUTABLE.
+-- ===========================================================================
+
+CREATE FUNCTION mcc_dp2d_distance(a bytea, b bytea) RETURNS float8
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_dp2d_distance(bytea, bytea) IS
+	'Elastic distance of two grayscale images (0..255): approximate 2D dynamic programming, a DP over rows whose local cost is a DP between two rows (paper 003, Eq. 8)';
+
+CREATE FUNCTION mcc_dp2d_warp(a bytea, b bytea) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_dp2d_warp(bytea, bytea) IS
+	'Image b warped onto image a along the optimal paths of mcc_dp2d_distance(a, b): a PGM of the size of a';
+
+CREATE FUNCTION mcc_dp2d_enhance(image bytea) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'mcc_dp2d_enhance_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
+
+COMMENT ON FUNCTION mcc_dp2d_enhance(bytea) IS
+	'A raw fingerprint image Gabor-enhanced, cropped around the print, resampled to 128x128 and binarized (ridges 0, valleys and background 255), as a PGM: what mcc_dp2d_verify compares';
+
+CREATE FUNCTION mcc_dp2d_differences(reference bytea, probe bytea) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_dp2d_differences(bytea, bytea) IS
+	'Fingerprint verification by elastic matching (paper 003, Sec. 8): pixels where the enhanced reference and the enhanced probe warped onto it differ (0..16384)';
+
+CREATE FUNCTION mcc_dp2d_verify(reference bytea, probe bytea, threshold bigint) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'mcc_dp2d_verify_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_dp2d_verify(bytea, bytea, bigint) IS
+	'mcc_dp2d_differences(reference, probe) <= threshold: the probe is verified as the reference''s finger (paper 003, Sec. 8)';
+
+-- ===========================================================================
 -- identify() and synthetic data (src/identify.c, src/gallery.c,
 -- src/synthetic.c): this section is maintained on the pgident branch.
 -- Everything above must not depend on it; keep new type-level objects above.

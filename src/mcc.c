@@ -46,5 +46,6 @@ _PG_init(void)
 {
 	mcc_lss_init();
 	mcc_define_gucs();
+	mcc_dp2d_sql_init();
 	MarkGUCPrefixReserved("mcc");
 }

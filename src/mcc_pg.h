@@ -21,6 +21,9 @@ extern double mcc_match_threshold;
 /* Detoasted template argument n (never a short-header or toasted pointer). */
 #define MCC_GETARG_TEMPLATE(n) ((struct varlena *) PG_DETOAST_DATUM(PG_GETARG_DATUM(n)))
 
+/* Define the GUCs of elastic image matching (src/dp2d_sql.c). */
+extern void mcc_dp2d_sql_init(void);
+
 /* Raise err as an ERROR with the SQLSTATE of its status (src/pg_error.c). */
 extern void mcc_pg_raise(const mcc_error *err) pg_attribute_noreturn();
 
