@@ -321,7 +321,8 @@ png_run(const uint8_t *data, size_t len, mcc_image_info *info, mcc_image *img,
 		png_read_end(png, NULL);
 		if (src.pos != len)
 		{
-			st = mcc_error_set(err, MCC_ERR_SYNTAX, "PNG image has %zu trailing bytes", len - src.pos),
+			st = mcc_error_set(err, MCC_ERR_SYNTAX, "PNG image has %zu trailing byte%s", len - src.pos,
+							   len - src.pos == 1 ? "" : "s"),
 				mcc_error_detail(err, "The data goes on after the IEND chunk.");
 			goto done;
 		}
