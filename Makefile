@@ -170,3 +170,8 @@ test-all:
 
 demo:
 	scripts/demo.sh
+
+# ---------------------------------------------------------------------------
+# The GPU SAD search (kernels/sad.mk): make gpu-check-sad, make bench-sad.
+# Without nvcc or a GPU they say so and succeed.
+include kernels/sad.mk

@@ -21,8 +21,80 @@
 
 #include "mcc_sad.h"
 
+static double median(double *v, int n);
+
 #ifdef MCC_WITH_GPU_SAD
 #include "mcc_sad_gpu.h"
+
+static mcc_sad_gpu *gpu_ctx;
+static int	gpu_state;			/* 0 not tried, 1 open, -1 none */
+
+/*
+ * The GPU rows of one test: every variant, median of repeat calls after a
+ * warm-up, end to end (the call: upload, padding table, kernel, selection,
+ * the hit back) and the SAD kernel alone.
+ */
+static void
+sad_gpu_bench_test(int id, const mcc_image *t, const mcc_image *p, uint32_t px, uint32_t py,
+				   int repeat, double paper_s)
+{
+	mcc_error	err;
+	char		sizes[32];
+
+	if (gpu_state == 0)
+	{
+		gpu_state = mcc_sad_gpu_open(0, &gpu_ctx, &err) == MCC_SAD_GPU_OK ? 1 : -1;
+		if (gpu_state > 0)
+			printf("# GPU: %s\n", mcc_sad_gpu_describe(gpu_ctx));
+		else
+			printf("# no GPU: %s %s\n", err.message, err.detail);
+	}
+	if (gpu_state < 0)
+		return;
+	snprintf(sizes, sizeof(sizes), "%u/%u", t->width, p->width);
+	for (int v = 0; v < MCC_SAD_GPU_VARIANTS; v++)
+	{
+		double		tot[16],
+					ker[16],
+					other[16];
+		mcc_sad_gpu_timing tm;
+		mcc_sad_hit hit;
+		uint32_t	n;
+		int			r,
+					ran = 0;
+		char		name[48];
+
+		for (r = -1; r < repeat && r < 16; r++)
+		{
+			if (mcc_sad_gpu_search(gpu_ctx, t, p, 1, &hit, &n, NULL, v, NULL, &tm, &err) != MCC_SAD_GPU_OK)
+			{
+				printf("# GPU variant %s: %s\n", mcc_sad_gpu_variant_name(v), err.message);
+				break;
+			}
+			if (n != 1 || hit.sad != 0 || hit.x != px || hit.y != py)
+			{
+				printf("# GPU variant %s: wrong answer (%u, %u) %llu\n", mcc_sad_gpu_variant_name(v),
+					   hit.x, hit.y, (unsigned long long) hit.sad);
+				break;
+			}
+			if (r < 0)
+				continue;		/* warm-up */
+			tot[r] = tm.total_ms;
+			ker[r] = tm.sad_ms;
+			other[r] = tm.upload_ms + tm.corr_ms + tm.select_ms + tm.download_ms;
+			ran++;
+		}
+		if (ran == 0)
+			continue;
+		snprintf(name, sizeof(name), "gpu:%s%s", v == 0 ? "auto=" : "",
+				 mcc_sad_gpu_variant_name(v == 0 ? tm.variant : v));
+		printf("Test%d  %-11s %-10s %8s %12.4f %12.2f %12s   kernel %.3f ms, rest %.3f ms, %.0f G abs-diff/s\n",
+			   id, sizes, name, "-", median(tot, ran) / 1e3, paper_s, "-", median(ker, ran), median(other, ran),
+			   (double) (t->width - p->width + 1) * (t->height - p->height + 1) * p->width * p->height /
+			   (median(ker, ran) * 1e6));
+		fflush(stdout);
+	}
+}
 #endif
 
 /* Paper 002, Table 1: sequential, OpenMP (8 threads), CUDA seconds. */
@@ -84,14 +156,29 @@ make_images(uint32_t side, uint32_t pside, mcc_image *t, mcc_image *p, uint32_t 
 	p->pixels = t->pixels + (size_t) *py * side + *px;
 }
 
-/* One CPU search; seconds, or -1 if the answer is wrong. */
+/* CPU seconds of the whole process (every thread). */
 static double
-cpu_run(const mcc_image *t, const mcc_image *p, int kernel, int threads, uint32_t px, uint32_t py)
+cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * One CPU search; wall seconds (and CPU seconds of all threads into *cpu),
+ * or -1 if the answer is wrong.
+ */
+static double
+cpu_run(const mcc_image *t, const mcc_image *p, int kernel, int threads, uint32_t px, uint32_t py,
+		double *cpu)
 {
 	mcc_sad_request req = {t, p, NULL, 1, threads, kernel};
 	mcc_sad_hit hit;
 	uint32_t	n;
 	mcc_error	err;
+	double		c0 = cpu_now();
 	double		t0 = now();
 
 	if (mcc_sad_run(&req, &hit, &n, &err) != MCC_OK)
@@ -100,6 +187,7 @@ cpu_run(const mcc_image *t, const mcc_image *p, int kernel, int threads, uint32_
 		exit(1);
 	}
 	t0 = now() - t0;
+	*cpu = cpu_now() - c0;
 	if (n != 1 || hit.sad != 0 || hit.x != px || hit.y != py)
 	{
 		fprintf(stderr, "sadbench: wrong answer (%u, %u) sad %llu\n", hit.x, hit.y,
@@ -178,7 +266,8 @@ main(int argc, char **argv)
 	}
 	printf("# sadbench: %ld CPUs online, kernel %s, median of %d\n", ncpu,
 		   mcc_sad_kernel_name(kernel == MCC_SAD_AUTO ? mcc_sad_kernel_auto() : kernel), repeat);
-	printf("%-6s %-11s %-10s %8s %12s %12s\n", "test", "sizes", "engine", "threads", "seconds", "paper (s)");
+	printf("%-6s %-11s %-10s %8s %12s %12s %12s\n", "test", "sizes", "engine", "threads", "seconds",
+		   "paper (s)", "CPU-seconds");
 	for (int ti = 0; ti < ntests; ti++)
 	{
 		int			id = tests[ti];
@@ -194,21 +283,25 @@ main(int argc, char **argv)
 		snprintf(sizes, sizeof(sizes), "%u/%u", paper[id - 1].side, paper[id - 1].pside);
 		if (cpu && reference)
 		{
-			double		s = cpu_run(&t, &p, MCC_SAD_REFERENCE, 1, px, py);
+			double		c;
+			double		s = cpu_run(&t, &p, MCC_SAD_REFERENCE, 1, px, py, &c);
 
-			printf("Test%d  %-11s %-10s %8d %12.3f %12.2f\n", id, sizes, "reference", 1, s, paper[id - 1].seq);
+			printf("Test%d  %-11s %-10s %8d %12.3f %12.2f %12.3f\n", id, sizes, "reference", 1, s,
+				   paper[id - 1].seq, c);
 			fflush(stdout);
 		}
 		for (int k = 0; cpu && k < nthreads; k++)
 		{
-			double		v[16];
+			double		v[16],
+						c[16];
 
 			for (int r = 0; r < repeat && r < 16; r++)
-				v[r] = cpu_run(&t, &p, kernel, threads[k], px, py);
-			printf("Test%d  %-11s %-10s %8d %12.4f %12.2f\n", id, sizes,
+				v[r] = cpu_run(&t, &p, kernel, threads[k], px, py, &c[r]);
+			printf("Test%d  %-11s %-10s %8d %12.4f %12.2f %12.4f\n", id, sizes,
 				   mcc_sad_kernel_name(kernel == MCC_SAD_AUTO ? mcc_sad_kernel_auto() : kernel),
 				   threads[k], median(v, repeat < 16 ? repeat : 16),
-				   threads[k] == 1 ? paper[id - 1].seq : paper[id - 1].omp);
+				   threads[k] == 1 ? paper[id - 1].seq : paper[id - 1].omp,
+				   median(c, repeat < 16 ? repeat : 16));
 			fflush(stdout);
 		}
 #ifdef MCC_WITH_GPU_SAD
