@@ -57,6 +57,17 @@ vsad4(uint32_t a, uint32_t b, uint32_t c)
 #endif
 }
 
+/* the same sum as per-byte |a - b| (vabsdiff4 without accumulate) and a 4-way dot product with ones */
+__host__ __device__ static inline uint32_t
+vsad4_dp4a(uint32_t a, uint32_t b, uint32_t c)
+{
+#ifdef __CUDA_ARCH__
+	return __dp4a(__vabsdiffu4(a, b), 0x01010101u, c);
+#else
+	return vsad4(a, b, c);
+#endif
+}
+
 #define SAD_HD __host__ __device__
 #define SAD_UNROLL _Pragma("unroll")
 #define SAD_VSAD(a, b, acc) vsad4((a), (b), (acc))
@@ -117,6 +128,21 @@ vsad4(uint32_t a, uint32_t b, uint32_t c)
 #undef SAD_COLUMN_FN
 #undef SAD_THREAD_FN
 
+/* the DP4A variant: the packed SAD as two instructions that are surely native */
+#undef SAD_VSAD
+#define SAD_VSAD(a, b, acc) vsad4_dp4a((a), (b), (acc))
+#define SAD_J 2
+#define SAD_Y 8
+#define SAD_COLUMN_FN sad_column_j2y8_dp4a
+#define SAD_THREAD_FN sad_thread_j2y8_dp4a
+#include "mcc_sad_body.h"
+#undef SAD_J
+#undef SAD_Y
+#undef SAD_COLUMN_FN
+#undef SAD_THREAD_FN
+#undef SAD_VSAD
+#define SAD_VSAD(a, b, acc) vsad4((a), (b), (acc))
+
 /* the SMEM variant reads its pattern words from shared memory */
 #undef SAD_LDP
 #define SAD_LDP(p, a, b, c, d) \
@@ -151,6 +177,7 @@ SAD_KERNEL(sad_kernel_j2y8, sad_thread_j2y8, 2, 8)
 SAD_KERNEL(sad_kernel_j2y4, sad_thread_j2y4, 2, 4)
 SAD_KERNEL(sad_kernel_j1y4, sad_thread_j1y4, 1, 4)
 SAD_KERNEL(sad_kernel_j4y4, sad_thread_j4y4, 4, 4)
+SAD_KERNEL(sad_kernel_j2y8_dp4a, sad_thread_j2y8_dp4a, 2, 8)
 
 /*
  * The SMEM variant: as sad_thread_j2y8, but the block first copies each
@@ -222,6 +249,7 @@ static const sad_variant variants[MCC_SAD_GPU_VARIANTS] = {
 	{"j1y4", sad_kernel_j1y4, 1, 4, 0},
 	{"j4y4", sad_kernel_j4y4, 4, 4, 0},
 	{"j2y8-smem", sad_kernel_j2y8_smem, 2, 8, 1},
+	{"j2y8-dp4a", sad_kernel_j2y8_dp4a, 2, 8, 0},
 };
 
 /* Correction table, pass 1 (sad_corr_seg): one thread per (column, segment). */

@@ -58,6 +58,7 @@ typedef enum mcc_sad_gpu_variant
 	MCC_SAD_GPU_J1_Y4,
 	MCC_SAD_GPU_J4_Y4,
 	MCC_SAD_GPU_J2_Y8_SMEM,		/* pattern column staged in shared memory */
+	MCC_SAD_GPU_J2_Y8_DP4A,		/* per-byte vabsdiff4 + dp4a instead of vabsdiff4.add */
 	MCC_SAD_GPU_VARIANTS
 } mcc_sad_gpu_variant;
 
