@@ -22,11 +22,11 @@ DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql
 REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
-PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src -MMD -MP
 PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off
 SHLIB_LINK = -lpng -lm -lpthread
 
-EXTRA_CLEAN = build results regression.diffs regression.out tmp_check log
+EXTRA_CLEAN = build $(OBJS:.o=.d) results regression.diffs regression.out tmp_check log
 
 # Debian's PGXS would build LLVM bitcode of every object with clang; the
 # extension gains nothing from JIT inlining and clang may be absent.
@@ -35,6 +35,9 @@ override with_llvm = no
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# header dependencies of the module's objects (PGXS tracks none by default)
+-include $(OBJS:.o=.d)
 
 # ---------------------------------------------------------------------------
 # CUDA kernels (kernels/*.cu) when nvcc is present. They are linked only into
@@ -170,6 +173,12 @@ test-all:
 
 demo:
 	scripts/demo.sh
+
+# ---------------------------------------------------------------------------
+# The CUDA engine (kernels/gpu.mk): build/libmccgpu.a, make gpu-check,
+# make bench-gpu. Without nvcc those targets say so and succeed; nothing of
+# it is part of mcc.so yet (the matcher service links it: docs/gpu-notes.md).
+include kernels/gpu.mk
 
 # ---------------------------------------------------------------------------
 # The GPU SAD search (kernels/sad.mk): make gpu-check-sad, make bench-sad.

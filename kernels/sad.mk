@@ -18,11 +18,11 @@
 BUILD ?= build
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 SAD_CC ?= gcc
-SAD_HASH := \#
-SAD_PNG := $(shell echo '$(SAD_HASH)include <png.h>' | $(SAD_CC) -E -x c - >/dev/null 2>&1 && echo yes)
+# src/core uses libpng where png.h exists (mcc_image_png.c checks it too)
+MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 SAD_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(if $(SAD_PNG),,-DMCC_NO_PNG)
-SAD_LIBS = $(if $(SAD_PNG),-lpng) -lm -lpthread
+	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG)
+SAD_LIBS = $(MCC_PNG_LIB) -lm -lpthread
 SAD_CORE_SRCS = $(sort $(wildcard src/core/*.c))
 SAD_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/sad/core/%.o,$(SAD_CORE_SRCS))
 BENCH_SAD_ARGS ?=

@@ -22,9 +22,16 @@ mcc_png_is_png(const uint8_t *data, size_t len)
 	return len >= MCC_PNG_SIGNATURE_LEN && memcmp(data, sig, MCC_PNG_SIGNATURE_LEN) == 0;
 }
 
+/* a machine without libpng's header builds the core without PNG input */
+#if !defined(MCC_NO_PNG) && defined(__has_include)
+#if !__has_include(<png.h>)
+#define MCC_NO_PNG 1
+#endif
+#endif
+
 #ifdef MCC_NO_PNG
 /*
- * Built without libpng (kernels/sad.mk on a machine without png.h): PNG
+ * Built without libpng (a machine without png.h): PNG
  * data is recognized and refused.
  */
 static mcc_status
