@@ -193,3 +193,7 @@ include kernels/gpu.mk
 
 # Elastic matching on the GPU (paper 003): make gpu-check-dp2d, make bench-dp2d.
 include kernels/dp2d.mk
+# ---------------------------------------------------------------------------
+# The GPU SAD search (kernels/sad.mk): make gpu-check-sad, make bench-sad.
+# Without nvcc or a GPU they say so and succeed.
+include kernels/sad.mk

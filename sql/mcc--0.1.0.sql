@@ -207,8 +207,7 @@ COMMENT ON OPERATOR <=> (mcc_template, mcc_template) IS
 -- Elastic image matching (paper 003; src/dp2d_sql.c): images are bytea
 -- holding an 8-bit grayscale PGM (P5) or PNG. Results depend only on the
 -- arguments (mcc.dp2d_threads changes the speed, never a result): IMMUTABLE.
--- ===========================================================================
-
+-- ====================================================================
 CREATE FUNCTION mcc_dp2d_distance(a bytea, b bytea) RETURNS float8
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
 
@@ -238,6 +237,91 @@ CREATE FUNCTION mcc_dp2d_verify(reference bytea, probe bytea, threshold bigint) 
 
 COMMENT ON FUNCTION mcc_dp2d_verify(bytea, bytea, bigint) IS
 	'mcc_dp2d_differences(reference, probe) <= threshold: the probe is verified as the reference''s finger (paper 003, Sec. 8)';
+
+-- ===========================================================================
+-- Images and SAD search (paper 002; src/image_io.c, src/sad_sql.c)
+-- ===========================================================================
+
+-- An image is a bytea holding a binary PGM (P5) or a PNG of 8-bit grayscale
+-- (docs/images.md), or a smallint[rows][columns] of values 0..255. All pure
+-- functions of their arguments: IMMUTABLE STRICT PARALLEL SAFE. The searches
+-- run on mcc.image_threads threads inside the calling backend; their COST
+-- tells the planner they are expensive.
+
+CREATE FUNCTION mcc_image_info(image bytea, OUT width integer, OUT height integer,
+							   OUT format text)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'mcc_image_info_sql'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION mcc_image_info(bytea) IS
+	'Width, height and format (''pgm'' or ''png'') of a valid 8-bit grayscale image; the whole image is checked';
+
+CREATE FUNCTION mcc_image_to_array(image bytea) RETURNS smallint[]
+	AS 'MODULE_PATHNAME', 'mcc_image_to_array_sql'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION mcc_image_to_array(bytea) IS
+	'The pixels of a PGM or PNG image as smallint[height][width], 0 (black) .. 255 (white)';
+
+CREATE FUNCTION mcc_image_from_array(pixels smallint[]) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'mcc_image_from_array_sql'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION mcc_image_from_array(smallint[]) IS
+	'Binary PGM (P5, maxval 255) of a smallint[rows][columns] of values 0..255';
+
+CREATE FUNCTION mcc_image_crop(image bytea, x integer, y integer, width integer,
+							   height integer) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'mcc_image_crop_sql'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION mcc_image_crop(bytea, integer, integer, integer, integer) IS
+	'The width x height rectangle of an image whose top-left pixel is (x, y), as a binary PGM';
+
+CREATE FUNCTION mcc_sad_locate(target bytea, pattern bytea, k integer DEFAULT 1)
+	RETURNS TABLE (x integer, y integer, sad bigint)
+	AS 'MODULE_PATHNAME', 'mcc_sad_locate_bytea'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000 ROWS 1;
+
+COMMENT ON FUNCTION mcc_sad_locate(bytea, bytea, integer) IS
+	'The k shifts (x, y) of pattern in target with the smallest Sum of Absolute Differences, best first, ties by y then x';
+
+CREATE FUNCTION mcc_sad_locate(target smallint[], pattern smallint[], k integer DEFAULT 1)
+	RETURNS TABLE (x integer, y integer, sad bigint)
+	AS 'MODULE_PATHNAME', 'mcc_sad_locate_array'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000 ROWS 1;
+
+COMMENT ON FUNCTION mcc_sad_locate(smallint[], smallint[], integer) IS
+	'The k shifts (x, y) of pattern in target with the smallest Sum of Absolute Differences, best first, ties by y then x';
+
+CREATE FUNCTION mcc_sad_map(target bytea, pattern bytea) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'mcc_sad_map_bytea'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_sad_map(bytea, bytea) IS
+	'The SAD of every shift as a PGM for viewing: black = smallest SAD, white = largest, linear';
+
+CREATE FUNCTION mcc_sad_map(target smallint[], pattern smallint[]) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'mcc_sad_map_array_pgm'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_sad_map(smallint[], smallint[]) IS
+	'The SAD of every shift as a PGM for viewing: black = smallest SAD, white = largest, linear';
+
+CREATE FUNCTION mcc_sad_map_array(target bytea, pattern bytea) RETURNS bigint[]
+	AS 'MODULE_PATHNAME', 'mcc_sad_map_bytea_array'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_sad_map_array(bytea, bytea) IS
+	'The SAD of every shift as bigint[H - h + 1][W - w + 1]: element [y + 1][x + 1] is the SAD of shift (x, y)';
+
+CREATE FUNCTION mcc_sad_map_array(target smallint[], pattern smallint[]) RETURNS bigint[]
+	AS 'MODULE_PATHNAME', 'mcc_sad_map_array_array'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_sad_map_array(smallint[], smallint[]) IS
+	'The SAD of every shift as bigint[H - h + 1][W - w + 1]: element [y + 1][x + 1] is the SAD of shift (x, y)';
 
 -- ===========================================================================
 -- identify() and synthetic data (src/identify.c, src/gallery.c,

@@ -45,6 +45,7 @@ void
 _PG_init(void)
 {
 	mcc_lss_init();
+	mcc_image_init();			/* image search settings: src/image_io.c */
 	mcc_define_gucs();
 	mcc_dp2d_sql_init();
 	MarkGUCPrefixReserved("mcc");

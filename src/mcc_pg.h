@@ -45,4 +45,7 @@ extern struct varlena *mcc_pg_template_from_json(const char *text, size_t len);
 /* The canonical JSON text form of a stored template, palloc'd (src/template_io.c). */
 extern char *mcc_pg_template_to_json(const struct varlena *t);
 
+/* Define the image settings (mcc.image_threads); once, from _PG_init (src/image_io.c). */
+extern void mcc_image_init(void);
+
 #endif							/* MCC_PG_H */

@@ -226,8 +226,8 @@ pgm_decode(const uint8_t *d, size_t len, mcc_image *img, mcc_error *err)
 			mcc_error_detail(err, "The header announces %u x %u pixels (%zu bytes), but only %zu bytes follow it.",
 							 h.width, h.height, need, h.raster > len ? (size_t) 0 : len - h.raster);
 	if (len - h.raster > need)
-		return mcc_error_set(err, MCC_ERR_SYNTAX, "PGM image has %zu trailing bytes",
-							 len - h.raster - need),
+		return mcc_error_set(err, MCC_ERR_SYNTAX, "PGM image has %zu trailing byte%s",
+							 len - h.raster - need, len - h.raster - need == 1 ? "" : "s"),
 			mcc_error_detail(err, "The header announces %u x %u pixels (%zu bytes), but %zu bytes follow it.",
 							 h.width, h.height, need, len - h.raster);
 	if (img->stride < h.width)

@@ -7,13 +7,56 @@
  * which frees everything and returns an mcc_status. No longjmp crosses the
  * src/core API, and nothing is printed (warnings are dropped).
  */
-#include <png.h>
-#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcc_image_int.h"
+
+/* Whether the data starts with the PNG signature. */
+int
+mcc_png_is_png(const uint8_t *data, size_t len)
+{
+	static const uint8_t sig[MCC_PNG_SIGNATURE_LEN] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+
+	return len >= MCC_PNG_SIGNATURE_LEN && memcmp(data, sig, MCC_PNG_SIGNATURE_LEN) == 0;
+}
+
+/* a machine without libpng's header builds the core without PNG input */
+#if !defined(MCC_NO_PNG) && defined(__has_include)
+#if !__has_include(<png.h>)
+#define MCC_NO_PNG 1
+#endif
+#endif
+
+#ifdef MCC_NO_PNG
+/*
+ * Built without libpng (a machine without png.h): PNG
+ * data is recognized and refused.
+ */
+static mcc_status
+no_png(mcc_error *err)
+{
+	return mcc_error_set(err, MCC_ERR_VALUE, "PNG images are not supported by this build"),
+		mcc_error_detail(err, "It was built without libpng.");
+}
+
+/* PNG header: refused. */
+mcc_status
+mcc_png_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err)
+{
+	return no_png(err);
+}
+
+/* PNG decoding: refused. */
+mcc_status
+mcc_png_decode(const uint8_t *data, size_t len, mcc_image *img, mcc_error *err)
+{
+	return no_png(err);
+}
+#else
+#include <png.h>
+#include <setjmp.h>
 
 /* Largest ancillary chunk libpng may allocate (zTXt, iCCP, ...). */
 #define PNG_CHUNK_MALLOC_MAX	(8u * 1024u * 1024u)
@@ -30,15 +73,6 @@ typedef struct png_src
 	int			npal;			/* palette entries (palette images) */
 	uint8_t		lut[256];		/* palette index -> gray */
 } png_src;
-
-/* Whether the data starts with the PNG signature. */
-int
-mcc_png_is_png(const uint8_t *data, size_t len)
-{
-	static const uint8_t sig[MCC_PNG_SIGNATURE_LEN] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-
-	return len >= MCC_PNG_SIGNATURE_LEN && memcmp(data, sig, MCC_PNG_SIGNATURE_LEN) == 0;
-}
 
 /* libpng's read function: copy from memory, or fail as truncated. */
 static void
@@ -321,7 +355,8 @@ png_run(const uint8_t *data, size_t len, mcc_image_info *info, mcc_image *img,
 		png_read_end(png, NULL);
 		if (src.pos != len)
 		{
-			st = mcc_error_set(err, MCC_ERR_SYNTAX, "PNG image has %zu trailing bytes", len - src.pos),
+			st = mcc_error_set(err, MCC_ERR_SYNTAX, "PNG image has %zu trailing byte%s", len - src.pos,
+							   len - src.pos == 1 ? "" : "s"),
 				mcc_error_detail(err, "The data goes on after the IEND chunk.");
 			goto done;
 		}
@@ -351,3 +386,4 @@ mcc_png_decode(const uint8_t *data, size_t len, mcc_image *img, mcc_error *err)
 
 	return png_run(data, len, &info, img, err);
 }
+#endif							/* MCC_NO_PNG */
