@@ -60,7 +60,7 @@ $(BUILD)/libmcccore.a: $(CORE_OBJS)
 UNIT_SRCS = $(sort $(wildcard test/unit/test_*.c))
 UNIT_BINS = $(patsubst test/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
-$(BUILD)/unit/%: test/unit/%.c test/unit/unit.h $(BUILD)/libmcccore.a
+$(BUILD)/unit/%: test/unit/%.c $(wildcard test/unit/*.h) $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE -Itest/unit $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
@@ -107,7 +107,7 @@ fuzz: $(FUZZ_BINS)
 
 # TAP tests in test/t/*.pl; each starts its own cluster(s) with PostgreSQL::Test::Cluster.
 PG_BINDIR = $(shell $(PG_CONFIG) --bindir)
-PGXS_DIR = $(dir $(PGXS))..
+PGXS_DIR = $(dir $(PGXS))../..
 PROVE ?= prove
 prove-installcheck: tools
 	PATH="$(PG_BINDIR):$$PATH" PG_REGRESS="$(PGXS_DIR)/src/test/regress/pg_regress" \

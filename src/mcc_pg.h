@@ -15,6 +15,9 @@
 #include "mcc_profile.h"
 #include "mcc_template.h"
 
+/* mcc.match_threshold, the threshold of the % operator (src/mcc.c). */
+extern double mcc_match_threshold;
+
 /* Detoasted template argument n (never a short-header or toasted pointer). */
 #define MCC_GETARG_TEMPLATE(n) ((struct varlena *) PG_DETOAST_DATUM(PG_GETARG_DATUM(n)))
 
@@ -32,5 +35,11 @@ extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p
 
 /* Profile by SQL name; raises 22023 naming the known profiles if unknown. */
 extern const mcc_profile *mcc_pg_profile(const char *name);
+
+/* Template from the JSON text form (src/template_io.c); raises on bad input. */
+extern struct varlena *mcc_pg_template_from_json(const char *text, size_t len);
+
+/* The canonical JSON text form of a stored template, palloc'd (src/template_io.c). */
+extern char *mcc_pg_template_to_json(const struct varlena *t);
 
 #endif							/* MCC_PG_H */

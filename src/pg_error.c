@@ -55,17 +55,19 @@ mcc_pg_open(const struct varlena *t, mcc_template_view *v)
 				 errmsg("corrupt mcc_template value: %s", err.message)));
 }
 
-/* Build a template into palloc'd memory. */
+/*
+ * Build a template into palloc'd memory. The buffer has room for a cylinder
+ * per minutia, the most there can be, so that the cylinders are created
+ * once rather than once to learn the size and again to store them.
+ */
 struct varlena *
 mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p)
 {
 	mcc_error	err;
-	size_t		size = 0;
-	struct varlena *t;
+	int			max_cyl = Min((int) ms->count, MCC_MAX_CYL);
+	size_t		size = mcc_template_size(p, ms->count, max_cyl);
+	struct varlena *t = (struct varlena *) palloc(size);
 
-	if (mcc_template_build(ms, p, NULL, &size, &err) != MCC_OK)
-		mcc_pg_raise(&err);
-	t = (struct varlena *) palloc0(size);
 	if (mcc_template_build(ms, p, (uint8_t *) t, &size, &err) != MCC_OK)
 		mcc_pg_raise(&err);
 	SET_VARSIZE(t, size);

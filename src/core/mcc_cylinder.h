@@ -30,4 +30,24 @@ typedef struct mcc_cylinder
 mcc_status	mcc_cylinders_create(const mcc_minutiae *ms, const mcc_profile *p,
 								 mcc_cylinder *out, int *n, mcc_error *err);
 
+/*
+ * The kept disc cells of profile p in bit order ((i, j) order, i outer), as
+ * offsets (a, b) from the minutia in units of Delta_S, a along the minutia's
+ * direction; a and b hold MCC_MAX_BITS. Returns their number (p->ndisc).
+ */
+int			mcc_cylinder_cells(const mcc_profile *p, double *a, double *b);
+
+/* G_D(alpha) of profile p: the directional contribution (mcc-spec §3.2). */
+double		mcc_cylinder_gd(const mcc_profile *p, double alpha);
+
+/*
+ * The real values of minutia mi's cylinder before thresholding (tests, and
+ * later P-MCC): values[k * p->ndisc + c] for section k and kept disc cell c
+ * (0 for invalid cells), valid[c] = 1 for cells inside the dilated hull;
+ * p->nbits and p->ndisc entries. Returns whether the cylinder is valid; when
+ * it is not, the arrays may be incomplete. ms must be validated.
+ */
+bool		mcc_cylinder_values(const mcc_minutiae *ms, const mcc_profile *p,
+								int mi, double *values, uint8_t *valid);
+
 #endif							/* MCC_CYLINDER_H */

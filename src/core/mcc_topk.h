@@ -43,7 +43,10 @@ void		mcc_topk_rebind(mcc_topk *t, mcc_hit *storage, int64_t cap);
 /* Offer a hit; keeps it if it is among the k best so far. */
 void		mcc_topk_push(mcc_topk *t, float score, int64_t id);
 
-/* The worst score held if the heap holds k hits, else -infinity. */
+/*
+ * The worst score held if the heap holds k hits, else -infinity. A hit equal
+ * to the floor may still enter (smaller id), so prune with score < floor.
+ */
 float		mcc_topk_floor(const mcc_topk *t);
 
 /* Sort the held hits best first (ends the heap: push no more). */

@@ -1,0 +1,298 @@
+/*
+ * mcc_soa.c: the structure-of-arrays gallery (layout in mcc_soa.h), its
+ * growth, and the run-time choice of the CPU scan kernel.
+ */
+#include "mcc_soa.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcc_soa_int.h"
+
+/* ------------------------------------------------------------------ */
+/* storage                                                             */
+
+mcc_status
+mcc_soa_init(mcc_soa *g, const mcc_profile *p, uint32_t cap_tpl,
+			 uint32_t cap_cyl, mcc_error *err)
+{
+	memset(g, 0, sizeof(*g));
+	g->profile = p;
+	g->words = mcc_profile_cyl_words(p);
+	g->cap_tpl = cap_tpl > 0 ? cap_tpl : 16;
+	g->cap_cyl = cap_cyl > 0 ? cap_cyl : 256;
+	g->bits = malloc(sizeof(uint64_t) * g->words * (size_t) g->cap_cyl);
+	g->angle = malloc(sizeof(uint8_t) * (size_t) g->cap_cyl);
+	g->pc = malloc(sizeof(uint16_t) * (size_t) g->cap_cyl);
+	g->tpl = malloc(sizeof(uint32_t) * (size_t) g->cap_cyl);
+	g->first = malloc(sizeof(uint32_t) * ((size_t) g->cap_tpl + 1));
+	g->ncyl = malloc(sizeof(uint16_t) * (size_t) g->cap_tpl);
+	g->id = malloc(sizeof(int64_t) * (size_t) g->cap_tpl);
+	if (!g->bits || !g->angle || !g->pc || !g->tpl || !g->first || !g->ncyl || !g->id)
+	{
+		mcc_soa_free(g);
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory"),
+			mcc_error_detail(err, "Failed to allocate a gallery for %u templates and %u cylinders.",
+							 cap_tpl, cap_cyl);
+	}
+	g->first[0] = 0;
+	return MCC_OK;
+}
+
+void
+mcc_soa_free(mcc_soa *g)
+{
+	free(g->bits);
+	free(g->angle);
+	free(g->pc);
+	free(g->tpl);
+	free(g->first);
+	free(g->ncyl);
+	free(g->id);
+	g->bits = NULL;
+	g->angle = NULL;
+	g->pc = NULL;
+	g->tpl = NULL;
+	g->first = NULL;
+	g->ncyl = NULL;
+	g->id = NULL;
+	g->n_tpl = g->n_cyl = g->cap_tpl = g->cap_cyl = 0;
+}
+
+void
+mcc_soa_clear(mcc_soa *g)
+{
+	g->n_tpl = 0;
+	g->n_cyl = 0;
+	if (g->first)
+		g->first[0] = 0;
+}
+
+/* The next capacity for at least need entries: doubling, capped at 2^32 - 1. */
+static uint32_t
+grown(uint32_t cap, uint64_t need)
+{
+	uint64_t	c = cap ? cap : 16;
+
+	while (c < need)
+		c *= 2;
+	return c > UINT32_MAX ? UINT32_MAX : (uint32_t) c;
+}
+
+/* realloc that leaves *ptr alone on failure; 0 on failure. */
+static int
+resize(void **ptr, uint64_t n, size_t elem)
+{
+	void	   *p;
+
+	if (n > SIZE_MAX / elem)
+		return 0;
+	p = realloc(*ptr, (size_t) n * elem);
+	if (p == NULL)
+		return 0;
+	*ptr = p;
+	return 1;
+}
+
+/*
+ * Grow the cylinder arrays to hold need cylinders. On failure the gallery
+ * is unchanged (arrays that did grow keep their old contents and capacity).
+ */
+static mcc_status
+grow_cyl(mcc_soa *g, uint64_t need, mcc_error *err)
+{
+	uint32_t	cap = grown(g->cap_cyl, need);
+
+	if (!resize((void **) &g->bits, (uint64_t) cap * g->words, sizeof(uint64_t)) ||
+		!resize((void **) &g->angle, cap, sizeof(uint8_t)) ||
+		!resize((void **) &g->pc, cap, sizeof(uint16_t)) ||
+		!resize((void **) &g->tpl, cap, sizeof(uint32_t)))
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory"),
+			mcc_error_detail(err, "Failed to grow the gallery to %u cylinders.", cap);
+	/* one array per word: move words 1.. to their new offsets, last first */
+	for (int w = g->words - 1; w > 0; w--)
+		memmove(g->bits + (size_t) w * cap, g->bits + (size_t) w * g->cap_cyl,
+				sizeof(uint64_t) * g->n_cyl);
+	g->cap_cyl = cap;
+	return MCC_OK;
+}
+
+/* Grow the template arrays to hold need templates; unchanged on failure. */
+static mcc_status
+grow_tpl(mcc_soa *g, uint64_t need, mcc_error *err)
+{
+	uint32_t	cap = grown(g->cap_tpl, need);
+
+	if (cap == UINT32_MAX)
+		cap--;					/* first[] has cap + 1 entries */
+	if (!resize((void **) &g->first, (uint64_t) cap + 1, sizeof(uint32_t)) ||
+		!resize((void **) &g->ncyl, cap, sizeof(uint16_t)) ||
+		!resize((void **) &g->id, cap, sizeof(int64_t)))
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory"),
+			mcc_error_detail(err, "Failed to grow the gallery to %u templates.", cap);
+	g->cap_tpl = cap;
+	return MCC_OK;
+}
+
+mcc_status
+mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *err)
+{
+	uint32_t	nc = (uint32_t) t->n_cyl;
+	uint32_t	base = g->n_cyl;
+	mcc_status	st;
+
+	if (t->profile->id != g->profile->id)
+		return mcc_error_set(err, MCC_ERR_VALUE,
+							 "template profile \"%s\" does not match the gallery's \"%s\"",
+							 t->profile->name, g->profile->name);
+	if ((uint64_t) g->n_cyl + nc > UINT32_MAX || (uint64_t) g->n_tpl + 1 >= UINT32_MAX)
+		return mcc_error_set(err, MCC_ERR_LIMIT, "gallery is too large"),
+			mcc_error_detail(err, "A gallery holds fewer than 2^32 templates and cylinders.");
+	if (g->n_cyl + nc > g->cap_cyl &&
+		(st = grow_cyl(g, (uint64_t) g->n_cyl + nc, err)) != MCC_OK)
+		return st;
+	if (g->n_tpl + 1 > g->cap_tpl &&
+		(st = grow_tpl(g, (uint64_t) g->n_tpl + 1, err)) != MCC_OK)
+		return st;
+	for (uint32_t c = 0; c < nc; c++)
+	{
+		uint64_t	w[2 * MCC_MAX_WORDS];
+
+		mcc_template_cyl_bits(t, (int) c, w);
+		for (int k = 0; k < g->words; k++)
+			g->bits[(size_t) k * g->cap_cyl + base + c] = w[k];
+		g->angle[base + c] = (uint8_t) mcc_template_cyl_angle(t, (int) c);
+		g->pc[base + c] = (uint16_t) mcc_template_cyl_popcount(t, (int) c);
+		g->tpl[base + c] = g->n_tpl;
+	}
+	g->ncyl[g->n_tpl] = (uint16_t) nc;
+	g->id[g->n_tpl] = id;
+	g->n_cyl += nc;
+	g->n_tpl++;
+	g->first[g->n_tpl] = g->n_cyl;
+	return MCC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* kernels                                                             */
+
+void
+mcc_scan_generic(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
+				 float *scores)
+{
+	for (uint32_t k = t0; k < t1; k++)
+		MCC_SCORE_TEMPLATE_GENERIC(q, g, k, mcc_popcount64_swar, scores[k - t0]);
+}
+
+__attribute__((target("popcnt")))
+void
+mcc_scan_popcnt(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
+				float *scores)
+{
+	for (uint32_t k = t0; k < t1; k++)
+		MCC_SCORE_TEMPLATE_GENERIC(q, g, k, __builtin_popcountll, scores[k - t0]);
+}
+
+int
+mcc_cpu_has_popcnt(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("popcnt");
+}
+
+int
+mcc_cpu_has_avx512(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("popcnt") &&
+		__builtin_cpu_supports("avx512f") &&
+		__builtin_cpu_supports("avx512bw") &&
+		__builtin_cpu_supports("avx512vl") &&
+		__builtin_cpu_supports("avx512vpopcntdq");
+}
+
+typedef struct kernel
+{
+	const char *name;
+	mcc_scan_fn fn;
+	int			(*usable) (void);
+} kernel;
+
+/* Always available. */
+static int
+always(void)
+{
+	return 1;
+}
+
+/* Best first: the automatic choice is the first usable one. */
+static const kernel kernels[] = {
+	{"avx512", mcc_scan_avx512, mcc_cpu_has_avx512},
+	{"popcnt", mcc_scan_popcnt, mcc_cpu_has_popcnt},
+	{"generic", mcc_scan_generic, always},
+};
+
+#define NKERNELS ((int) (sizeof(kernels) / sizeof(kernels[0])))
+
+/* Index of the kernel in use, -1 until chosen. */
+static int	kernel_index = -1;
+
+/* The kernel in use, chosen on first call. */
+static const kernel *
+current_kernel(void)
+{
+	int			k = __atomic_load_n(&kernel_index, __ATOMIC_ACQUIRE);
+
+	if (k < 0)
+	{
+		for (k = 0; k < NKERNELS; k++)
+			if (kernels[k].usable())
+				break;
+		__atomic_store_n(&kernel_index, k, __ATOMIC_RELEASE);
+	}
+	return &kernels[k];
+}
+
+int
+mcc_soa_set_kernel(const char *name)
+{
+	if (name == NULL)
+	{
+		__atomic_store_n(&kernel_index, -1, __ATOMIC_RELEASE);
+		return 0;
+	}
+	for (int k = 0; k < NKERNELS; k++)
+		if (strcmp(kernels[k].name, name) == 0)
+		{
+			if (!kernels[k].usable())
+				return -1;
+			__atomic_store_n(&kernel_index, k, __ATOMIC_RELEASE);
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+mcc_soa_kernel_name(void)
+{
+	return current_kernel()->name;
+}
+
+void
+mcc_soa_scan(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
+			 float *scores)
+{
+	const kernel *k = current_kernel();
+
+	if (t1 > g->n_tpl)
+		t1 = g->n_tpl;
+	if (t0 >= t1)
+		return;
+	if (q->profile->id != g->profile->id)
+	{
+		for (uint32_t i = t0; i < t1; i++)
+			scores[i - t0] = 0.0f;
+		return;
+	}
+	k->fn(q, g, t0, t1, scores);
+}

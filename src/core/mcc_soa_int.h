@@ -1,0 +1,57 @@
+/*
+ * mcc_soa_int.h: the CPU scan kernels behind mcc_soa_scan(). Private to
+ * src/core. Every kernel computes the arithmetic of mcc_lss.h exactly; they
+ * differ only in how they count bits and how many lanes they use.
+ */
+#ifndef MCC_SOA_INT_H
+#define MCC_SOA_INT_H
+
+#include "mcc_probe_int.h"
+#include "mcc_soa.h"
+
+typedef void (*mcc_scan_fn) (const mcc_probe *q, const mcc_soa *g, uint32_t t0,
+							 uint32_t t1, float *scores);
+
+/* Portable C, software popcount; every profile. */
+void		mcc_scan_generic(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
+							 uint32_t t1, float *scores);
+
+/* The same loop compiled for the POPCNT instruction; every profile. */
+void		mcc_scan_popcnt(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
+							uint32_t t1, float *scores);
+
+/* AVX-512 VPOPCNTDQ, 8 probe cylinders per instruction; mask-less profiles of <= 4 words. */
+void		mcc_scan_avx512(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
+							uint32_t t1, float *scores);
+
+/* Whether this CPU (and OS) can run the POPCNT / AVX-512 kernels. */
+int			mcc_cpu_has_popcnt(void);
+int			mcc_cpu_has_avx512(void);
+
+/*
+ * Score template k of g with the generic vote loop and popcount POPCOUNT:
+ * the body of the generic and popcnt kernels, and the fallback of the SIMD
+ * ones for cases they do not vectorize.
+ */
+#define MCC_SCORE_TEMPLATE_GENERIC(q, g, k, POPCOUNT, out) \
+	do { \
+		uint32_t	hist_[MCC_HIST_LEN] = {0}; \
+		uint32_t	j0_ = (g)->first[(k)]; \
+		uint32_t	j1_ = (g)->first[(k) + 1]; \
+		size_t		cap_ = (g)->cap_cyl; \
+		if ((q)->n == 0 || j0_ == j1_) \
+		{ \
+			(out) = 0.0f; \
+			break; \
+		} \
+		for (uint32_t j_ = j0_; j_ < j1_; j_++) \
+		{ \
+			uint64_t	gw_[2 * MCC_MAX_WORDS]; \
+			for (int w_ = 0; w_ < (g)->words; w_++) \
+				gw_[w_] = (g)->bits[w_ * cap_ + j_]; \
+			MCC_VOTES_GENERIC((q), gw_, (g)->pc[j_], (g)->angle[j_], hist_, POPCOUNT); \
+		} \
+		(out) = mcc_lss_finish(hist_, (q)->np[j1_ - j0_]); \
+	} while (0)
+
+#endif							/* MCC_SOA_INT_H */

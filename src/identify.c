@@ -1,0 +1,319 @@
+/*
+ * identify.c: 1:N identification inside the calling backend (CPU).
+ *
+ * identify(gallery, probe, k, min_score, id_column, template_column) returns
+ * the k gallery rows with the best LSS scores against the probe, best first,
+ * ties broken by the smaller key, among rows scoring at least min_score.
+ *
+ * The gallery is read through SPI with a read-only cursor, so the query runs
+ * with the calling statement's snapshot and as the current user: it sees
+ * exactly the rows a SELECT in the same statement would see, and privileges
+ * and row-level security apply as they would to that SELECT. Rows arrive in
+ * batches of IDENTIFY_FETCH; each batch is copied into one reused
+ * structure-of-arrays gallery (src/core/mcc_soa.h), scanned in chunks of
+ * IDENTIFY_CHUNK templates with CHECK_FOR_INTERRUPTS() between chunks, and
+ * offered to a top-k heap whose storage doubles only when it fills (k may be
+ * far larger than the table). Everything a batch allocates is released
+ * before the next one, so memory is bounded by the batch size and k, never
+ * by the table size.
+ *
+ * The SoA arrays are malloc'ed by src/core, outside any memory context: a
+ * PG_FINALLY frees them on every exit, including an ERROR raised by SPI, by
+ * a corrupt template or by an interrupt.
+ */
+#include "mcc_pg.h"
+#include "gallery.h"
+
+#include <math.h>
+
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+
+#include "mcc_lss.h"
+#include "mcc_soa.h"
+#include "mcc_topk.h"
+
+#define IDENTIFY_FETCH		1000	/* gallery rows per cursor fetch */
+#define IDENTIFY_CHUNK		256		/* templates scanned between interrupt checks */
+#define IDENTIFY_AVG_CYL	48		/* initial SoA cylinder capacity per template */
+#define IDENTIFY_TOPK_MIN	64		/* first top-k storage, in hits */
+#define PROBE_ALIGN			64
+
+PG_FUNCTION_INFO_V1(mcc_identify);
+
+/* What one identify() call works with. */
+typedef struct identify_state
+{
+	mcc_probe  *probe;
+	const mcc_profile *profile;
+	int32		k;
+	float4		min_score;
+	const mcc_gallery *gallery;
+	mcc_soa    *soa;			/* malloc'ed arrays: freed by PG_FINALLY */
+	int64		row_key;		/* key of the row being read, for errors */
+	bool		have_key;		/* row_key belongs to the row being read */
+	mcc_topk	topk;
+	MemoryContext call_cxt;		/* top-k storage */
+	MemoryContext batch_cxt;	/* reset after every batch */
+} identify_state;
+
+/* Raise 22004 for a NULL argument. */
+static void
+null_argument(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("%s of identify() must not be null", name)));
+}
+
+/* Check k and min_score. */
+static void
+check_limits(int32 k, float4 min_score)
+{
+	if (k <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be greater than zero"),
+				 errdetail("k is %d.", k)));
+	if (isnan(min_score) || min_score < 0.0f || min_score > 1.0f)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_score must be between 0 and 1"),
+				 errdetail("LSS scores lie in [0, 1]; min_score is %g.", min_score)));
+}
+
+/* Optional name argument n as a C string, or NULL. */
+static char *
+name_arg(FunctionCallInfo fcinfo, int n)
+{
+	return PG_ARGISNULL(n) ? NULL : pstrdup(NameStr(*PG_GETARG_NAME(n)));
+}
+
+/* The probe prepared for matching, in 64-byte aligned palloc'ed memory. */
+static mcc_probe *
+prepare_probe(const struct varlena *tpl)
+{
+	mcc_template_view v;
+	char	   *raw = palloc(mcc_probe_size() + PROBE_ALIGN);
+	mcc_probe  *q = (mcc_probe *) TYPEALIGN(PROBE_ALIGN, raw);
+
+	mcc_pg_open(tpl, &v);
+	mcc_probe_init(q, &v);
+	return q;
+}
+
+/* Error context: which gallery row was being read. */
+static void
+row_context(void *arg)
+{
+	identify_state *st = (identify_state *) arg;
+
+	if (st->have_key)
+		errcontext("gallery \"%s\", row with key " INT64_FORMAT,
+				   st->gallery->relname, st->row_key);
+}
+
+/* Give the top-k larger storage when it is full but holds fewer than k. */
+static void
+topk_grow(identify_state *st)
+{
+	mcc_topk   *t = &st->topk;
+	int64		cap = Min((int64) st->k, Max(2 * t->cap, (int64) IDENTIFY_TOPK_MIN));
+	mcc_hit    *h = MemoryContextAllocHuge(st->call_cxt, cap * sizeof(mcc_hit));
+
+	memcpy(h, t->h, t->n * sizeof(mcc_hit));
+	pfree(t->h);
+	mcc_topk_rebind(t, h, cap);
+}
+
+/* Append one fetched row to the SoA batch (NULL templates are filtered by the query). */
+static void
+add_row(identify_state *st, HeapTuple tuple, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		key = SPI_getbinval(tuple, desc, 1, &isnull);
+	Datum		tpl;
+	mcc_template_view v;
+	mcc_error	err;
+
+	st->have_key = !isnull;
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("gallery \"%s\" has a row with a null key in column \"%s\"",
+						st->gallery->relname, st->gallery->key_name),
+				 errhint("Rows with a template need a key.")));
+	st->row_key = DatumGetInt64(key);
+	tpl = SPI_getbinval(tuple, desc, 2, &isnull);
+	Assert(!isnull);
+	mcc_pg_open((struct varlena *) PG_DETOAST_DATUM(tpl), &v);
+	if (v.profile->id != st->profile->id)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gallery row with key " INT64_FORMAT " has a template of profile \"%s\", but the probe's profile is \"%s\"",
+						st->row_key, v.profile->name, st->profile->name),
+				 errhint("Templates of different profiles cannot be compared.")));
+	if (mcc_soa_append(st->soa, &v, st->row_key, &err) != MCC_OK)
+		mcc_pg_raise(&err);
+}
+
+/* Score the batch in chunks, checking for interrupts, and offer the hits. */
+static void
+scan_batch(identify_state *st)
+{
+	float		scores[IDENTIFY_CHUNK];
+	uint32_t	t0;
+	uint32_t	t1;
+	uint32_t	i;
+
+	for (t0 = 0; t0 < st->soa->n_tpl; t0 = t1)
+	{
+		CHECK_FOR_INTERRUPTS();
+		t1 = Min(st->soa->n_tpl, t0 + IDENTIFY_CHUNK);
+		mcc_soa_scan(st->probe, st->soa, t0, t1, scores);
+		for (i = 0; i < t1 - t0; i++)
+		{
+			if (scores[i] < st->min_score)
+				continue;
+			if (mcc_topk_needs_room(&st->topk))
+				topk_grow(st);
+			mcc_topk_push(&st->topk, scores[i], st->soa->id[t0 + i]);
+		}
+	}
+}
+
+/* One fetched batch: copy into the SoA, scan, release. */
+static void
+process_batch(identify_state *st, SPITupleTable *tt, uint64 nrows)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->batch_cxt);
+	ErrorContextCallback ctx;
+	uint64		r;
+
+	ctx.callback = row_context;
+	ctx.arg = st;
+	ctx.previous = error_context_stack;
+	error_context_stack = &ctx;
+	mcc_soa_clear(st->soa);
+	for (r = 0; r < nrows; r++)
+		add_row(st, tt->vals[r], tt->tupdesc);
+	error_context_stack = ctx.previous;
+
+	scan_batch(st);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(st->batch_cxt);
+}
+
+/* Read the whole gallery through a read-only SPI cursor. */
+static void
+scan_gallery(identify_state *st, const char *query)
+{
+	SPIPlanPtr	plan;
+	Portal		portal;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare(query, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", query,
+			 SPI_result_code_string(SPI_result));
+	/* read_only: run with the calling statement's snapshot */
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, IDENTIFY_FETCH);
+		if (SPI_processed == 0)
+			break;
+		process_batch(st, SPI_tuptable, SPI_processed);
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+}
+
+/* Scan with the SoA arrays freed on every way out. */
+static void
+scan_guarded(identify_state *st, const char *query)
+{
+	mcc_error	err;
+
+	st->soa = palloc0(sizeof(mcc_soa));
+	PG_TRY();
+	{
+		if (mcc_soa_init(st->soa, st->profile, IDENTIFY_FETCH,
+						 IDENTIFY_FETCH * IDENTIFY_AVG_CYL, &err) != MCC_OK)
+			mcc_pg_raise(&err);
+		scan_gallery(st, query);
+	}
+	PG_FINALLY();
+	{
+		mcc_soa_free(st->soa);
+	}
+	PG_END_TRY();
+}
+
+/* Return the sorted hits as the function's result set. */
+static void
+return_hits(FunctionCallInfo fcinfo, mcc_topk *t)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	int64		i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	mcc_topk_sort(t);
+	for (i = 0; i < t->n; i++)
+	{
+		values[0] = Int64GetDatum(t->h[i].id);
+		values[1] = Float4GetDatum(t->h[i].score);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
+ * identify(gallery regclass, probe mcc_template, k int, min_score real,
+ *          id_column name, template_column name) RETURNS TABLE(id, score)
+ */
+Datum
+mcc_identify(PG_FUNCTION_ARGS)
+{
+	identify_state st;
+	mcc_gallery gallery;
+	int64		cap;
+
+	if (PG_ARGISNULL(0))
+		null_argument("gallery");
+	if (PG_ARGISNULL(1))
+		null_argument("probe");
+	if (PG_ARGISNULL(2))
+		null_argument("k");
+	if (PG_ARGISNULL(3))
+		null_argument("min_score");
+	memset(&st, 0, sizeof(st));
+	st.k = PG_GETARG_INT32(2);
+	st.min_score = PG_GETARG_FLOAT4(3);
+	check_limits(st.k, st.min_score);
+
+	mcc_lss_init();
+	st.probe = prepare_probe(MCC_GETARG_TEMPLATE(1));
+	st.profile = mcc_probe_profile(st.probe);
+	mcc_gallery_resolve(PG_GETARG_OID(0), name_arg(fcinfo, 4), name_arg(fcinfo, 5), &gallery);
+	st.gallery = &gallery;
+
+	st.call_cxt = CurrentMemoryContext;
+	st.batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "identify batch",
+										 ALLOCSET_DEFAULT_SIZES);
+	cap = Min((int64) st.k, (int64) IDENTIFY_TOPK_MIN);
+	mcc_topk_init(&st.topk, st.k, palloc(cap * sizeof(mcc_hit)), cap);
+
+	scan_guarded(&st, mcc_gallery_query(&gallery));
+
+	MemoryContextDelete(st.batch_cxt);
+	return_hits(fcinfo, &st.topk);
+	return (Datum) 0;
+}

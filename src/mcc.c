@@ -1,0 +1,50 @@
+/*
+ * mcc.c: module entry point and configuration parameters.
+ *
+ * _PG_init runs in every process that loads the library, the postmaster
+ * included when mcc is in shared_preload_libraries. It therefore does only
+ * what is safe and cheap everywhere: fill the scoring tables and define the
+ * GUCs. It never touches CUDA (docs/architecture.md).
+ */
+#include "mcc_pg.h"
+
+#include "utils/guc.h"
+
+#include "mcc_lss.h"
+
+PG_MODULE_MAGIC;
+
+/*
+ * mcc.match_threshold: the score at or above which `a % b` is true.
+ * 0.53 was calibrated on FVC2002 set B (FMR below 0.1%): see
+ * docs/sql-reference.md, "Choosing the threshold".
+ */
+#define MCC_MATCH_THRESHOLD_DEFAULT 0.53
+
+double		mcc_match_threshold = MCC_MATCH_THRESHOLD_DEFAULT;
+
+void		_PG_init(void);
+
+/* Define the user-settable parameters of the mcc.* namespace. */
+static void
+mcc_define_gucs(void)
+{
+	DefineCustomRealVariable("mcc.match_threshold",
+							 "Score at or above which the % operator reports a match.",
+							 "mcc_score(a, b) >= mcc.match_threshold makes a % b true.",
+							 &mcc_match_threshold,
+							 MCC_MATCH_THRESHOLD_DEFAULT,
+							 0.0, 1.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/* Module load: scoring tables, then GUCs; nothing that needs shared memory. */
+void
+_PG_init(void)
+{
+	mcc_lss_init();
+	mcc_define_gucs();
+	MarkGUCPrefixReserved("mcc");
+}
