@@ -7,6 +7,7 @@
  * GUCs. It never touches CUDA (docs/architecture.md).
  */
 #include "mcc_pg.h"
+#include "service.h"
 
 #include "utils/guc.h"
 
@@ -46,5 +47,6 @@ _PG_init(void)
 {
 	mcc_lss_init();
 	mcc_define_gucs();
+	mcc_service_init();			/* matcher service: src/service_guc.c */
 	MarkGUCPrefixReserved("mcc");
 }

@@ -49,6 +49,7 @@ typedef struct load_state
 	uint64		request_id;
 	uint64		gen;			/* generation the load claims */
 	bool		begun;			/* LOAD_BEGIN sent */
+	MemoryContext cxt;			/* for the frames (rows use a context reset per row) */
 	TransactionId horizon;
 	StringInfoData frame;		/* LOAD_ROWS being filled */
 	uint32		n_rows;			/* rows in frame */
@@ -132,7 +133,10 @@ send_begin(load_state *st)
 static void
 rows_frame_begin(load_state *st)
 {
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+
 	mcc_frame_begin(&st->frame);
+	MemoryContextSwitchTo(old);
 	mcc_put_u32(&st->frame, 0);	/* row count, patched when sent */
 	st->n_rows = 0;
 }
@@ -407,6 +411,7 @@ load_locked(mcc_gallery_ref *g, int profile_id, uint64 *entries, char **why)
 	st.g = g;
 	st.profile_id = profile_id;
 	st.request_id = mcc_conn_next_id();
+	st.cxt = CurrentMemoryContext;
 	/* horizon first, then the generation: see the file comment */
 	rel = relation_open(g->relid, NoLock);
 	st.horizon = GetOldestNonRemovableTransactionId(rel);

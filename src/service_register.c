@@ -20,6 +20,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -174,7 +175,7 @@ check_unique_key(const mcc_gallery *g)
 				 errhint("Make it the primary key, or create a unique index on it alone.")));
 }
 
-/* Drop our triggers from one relation. */
+/* Drop those of our triggers that exist on one relation. */
 static void
 drop_triggers(Oid relid)
 {
@@ -182,7 +183,8 @@ drop_triggers(Oid relid)
 	int			i;
 
 	for (i = 0; i < lengthof(trigger_defs); i++)
-		spi_exec(psprintf("DROP TRIGGER IF EXISTS %s ON %s", trigger_defs[i][0], rel));
+		if (OidIsValid(get_trigger_oid(relid, trigger_defs[i][0], true)))
+			spi_exec(psprintf("DROP TRIGGER %s ON %s", trigger_defs[i][0], rel));
 }
 
 /* (Re)create our triggers on one relation, firing in every replication role. */

@@ -112,12 +112,12 @@ log_lines(StringInfo buf, bool flush)
 	{
 		*nl = '\0';
 		if (nl > start)
-			ereport(LOG, (errmsg("mcc_engine: %s", start)));
+			ereport(LOG, (errmsg("%s", start)));
 		start = nl + 1;
 	}
 	if (flush && start < buf->data + buf->len)
 	{
-		ereport(LOG, (errmsg("mcc_engine: %s", start)));
+		ereport(LOG, (errmsg("%s", start)));
 		start = buf->data + buf->len;
 	}
 	memmove(buf->data, start, buf->len - (start - buf->data));
@@ -210,7 +210,7 @@ exec_engine(char **argv, int ready_w, int parent_r, int log_w)
 	int			r;
 	int			p;
 	int			l;
-	static const char msg[] = "could not execute the matcher engine\n";
+	static const char msg[] = "mcc_engine: could not be executed\n";
 
 	/* move the pipe ends above 4 first so the dup2 calls cannot clobber them */
 	r = fcntl(ready_w, F_DUPFD, 10);

@@ -105,9 +105,9 @@ my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
 my $writers = IPC::Run::start(
 	[
 		'pgbench', @conn, '-c', '2', '-j', '2', '-T', $seconds + 2,
-		'-f', "$dir/insert_delete.sql\@6", '-f', "$dir/update.sql\@2",
-		'-f', "$dir/savepoint.sql\@2", '-f', "$dir/bulk.sql\@1",
-		'-f', "$dir/abort.sql\@1"
+		'-f', "$dir/insert_delete.sql\@20", '-f', "$dir/update.sql\@8",
+		'-f', "$dir/savepoint.sql\@6", '-f', "$dir/bulk.sql\@1",
+		'-f', "$dir/abort.sql\@5"
 	],
 	'>', \$wout, '2>', \$werr);
 sleep 1;
@@ -131,10 +131,14 @@ ok($total >= 100, "answers were checked ($total)");
 is($bad, 0, 'every answer equals the brute-force top-k of its snapshot')
   or diag($node->safe_psql('postgres', 'SELECT what FROM checks WHERE NOT ok LIMIT 3'));
 
-my ($searches, $state) = split /\|/, $node->safe_psql('postgres',
-	"SELECT searches, state FROM mcc_gallery_status WHERE gallery = 'g'::regclass");
-ok($searches >= $total, "the answers came from the matcher engine ($searches searches)");
-is($state, 'cached', 'the gallery is cached and current');
+# mcc.fallback = error: an answer that did not come from the engine would
+# have been an error above
+my ($searches, $generation) = split /\|/, $node->safe_psql('postgres',
+	"SELECT searches, generation FROM mcc_gallery_status WHERE gallery = 'g'::regclass");
+ok($searches > 0, "the matcher engine searched ($searches searches in the current cache)");
+ok($generation > $wtx / 2, "writers advanced the gallery's generation ($generation)");
+my $loads = () = slurp_file($node->logfile) =~ /loaded: \d+ entries/g;
+note "cache loads during the test: $loads";
 
 # after the writers: a last pass over every probe, several k
 $node->safe_psql('postgres', 'TRUNCATE checks');
@@ -143,6 +147,8 @@ is(check_all_probes($node, 'g', 1), 0, 'quiet gallery: every probe exact (k = 1)
 is($node->safe_psql('postgres', q{
 	SELECT check_batch('g', array_agg(tpl ORDER BY pid), 7) FROM probes}), 't',
 	'identify_batch of every probe equals brute force');
+is($node->safe_psql('postgres', "SELECT state FROM mcc_gallery_status WHERE gallery = 'g'::regclass"),
+	'cached', 'the gallery is cached and current');
 
 $node->stop;
 done_testing();

@@ -75,6 +75,7 @@ ok($node->log_contains('matcher engine \(pid ' . $engine . '\) was terminated by
 is(check_all_probes($node, 'big', 5), 0, 'exact answers after the restart (new sessions)');
 for my $s (@victims, $idle)
 {
+	$s->{stderr} = '';			# the error seen above
 	my $ok = $s->query_safe(q{
 		SELECT bool_and(check_identify('big', tpl, 3, 0)) FROM probes WHERE pid <= 3});
 	is($ok, 't', 'an old session reconnects and gets exact answers');
