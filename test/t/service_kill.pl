@@ -37,6 +37,8 @@ my @victims;
 for my $i (1 .. 3)
 {
 	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	# connect to the engine first, so that the wait below is the request's
+	$s->query_safe("SELECT count(*) FROM identify('big', (SELECT tpl FROM probes WHERE pid = 2))");
 	$s->query_safe("SET application_name = 'victim'");
 	$s->query_until(qr/started/, qq{\\echo started
 SELECT count(*) FROM identify_batch('big', (SELECT array_agg(tpl) FROM long_probes), 5);
