@@ -40,10 +40,13 @@ for my $i (1 .. 3)
 	# connect to the engine first, so that the wait below is the request's
 	$s->query_safe("SELECT count(*) FROM identify('big', (SELECT tpl FROM probes WHERE pid = 2))");
 	$s->query_safe("SET application_name = 'victim'");
+	push @victims, $s;
+}
+for my $s (@victims)
+{
 	$s->query_until(qr/started/, qq{\\echo started
 SELECT count(*) FROM identify_batch('big', (SELECT array_agg(tpl) FROM long_probes), 5);
 });
-	push @victims, $s;
 }
 ok($node->poll_query_until('postgres', q{
 	SELECT count(*) = 3 FROM pg_stat_activity
