@@ -12,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use MccServiceTest;
 
-my $node = service_node('ddl');
+my $node = service_node('ddl', 'max_prepared_transactions' => 4);
 create_gallery($node, 'g', 500, 31);
 create_probes($node, 31, 10, 2);
 install_checks($node);
@@ -64,6 +64,24 @@ is($node->safe_psql('postgres', q{
 	COMMIT;
 	SELECT count(*) FROM g WHERE id >= 200000}), '2', 'savepoints: two rows kept');
 exact_via_service('g', 'after savepoints');
+
+# two-phase commit: the changes reach the engine at PREPARE and become
+# visible at COMMIT PREPARED, without another generation
+$node->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO g SELECT 500000 + pid, '2pc', tpl FROM probes WHERE pid <= 3;
+	DELETE FROM g WHERE id IN (SELECT id FROM g WHERE id < 100000 ORDER BY id LIMIT 3);
+	PREPARE TRANSACTION 'p1'});
+exact_via_service('g', 'while a prepared transaction is pending');
+$node->safe_psql('postgres', "COMMIT PREPARED 'p1'");
+exact_via_service('g', 'after COMMIT PREPARED');
+$node->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO g SELECT 600000 + pid, '2pc', tpl FROM probes WHERE pid <= 3;
+	DELETE FROM g WHERE id IN (SELECT id FROM g WHERE id < 100000 ORDER BY id LIMIT 3);
+	PREPARE TRANSACTION 'p2'});
+$node->safe_psql('postgres', "ROLLBACK PREPARED 'p2'");
+exact_via_service('g', 'after ROLLBACK PREPARED');
 
 # renamed column: the registration no longer matches
 $node->safe_psql('postgres', 'ALTER TABLE g RENAME COLUMN tpl TO template');
