@@ -15,6 +15,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_subscription_rel.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -245,7 +246,32 @@ trigger_bit(const Trigger *t, Oid func)
 	return 0;
 }
 
-/* NULL if every relation has our four triggers enabled ALWAYS, else why not. */
+/*
+ * Is relid the target of a logical replication subscription? Its apply
+ * worker fires no statement-level triggers but TRUNCATE's, so the cache
+ * would miss the changes it applies.
+ */
+static bool
+subscribed(Oid relid)
+{
+	Relation	rel = table_open(SubscriptionRelRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
+
+	ScanKeyInit(&key, Anum_pg_subscription_rel_srrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, SubscriptionRelSrrelidSrsubidIndexId, true, NULL, 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * NULL if every relation has our four triggers enabled ALWAYS and no
+ * change can bypass them; otherwise why not.
+ */
 char *
 mcc_gallery_triggers_missing(List *relids)
 {
@@ -254,6 +280,12 @@ mcc_gallery_triggers_missing(List *relids)
 
 	if (!OidIsValid(func))
 		return pstrdup("function mcc_gallery_trigger() does not exist");
+	foreach(lc, relids)
+	{
+		if (subscribed(lfirst_oid(lc)))
+			return psprintf("relation \"%s\" is written by logical replication, which fires no statement triggers",
+							get_rel_name(lfirst_oid(lc)));
+	}
 	foreach(lc, relids)
 	{
 		Relation	rel = relation_open(lfirst_oid(lc), NoLock);

@@ -143,5 +143,28 @@ is($node->safe_psql('postgres', q{
 	'0', 'unregister removes the change triggers of the gallery and its partitions');
 is(check_all_probes($node, 'pg', 6), 0, 'an unregistered gallery still answers exactly (backend scan)');
 
+# a gallery written by logical replication: the apply worker fires no
+# statement triggers, so the service must not be trusted with it
+my $pub = service_node('publisher', preload => 0, wal_level => 'logical');
+$pub->safe_psql('postgres', q{
+	CREATE TABLE rg (id bigint PRIMARY KEY, tpl mcc_template);
+	INSERT INTO rg SELECT finger, template FROM mcc_synthetic(100, 1, 33);
+	CREATE PUBLICATION rgpub FOR TABLE rg});
+$node->safe_psql('postgres', q{
+	CREATE TABLE rg (id bigint PRIMARY KEY, tpl mcc_template);
+	SELECT mcc_gallery_register('rg')});
+$node->safe_psql('postgres', "CREATE SUBSCRIPTION rgsub CONNECTION '" . $pub->connstr('postgres') . "' PUBLICATION rgpub");
+$node->poll_query_until('postgres', 'SELECT count(*) = 100 FROM rg') or die 'initial sync';
+$pub->safe_psql('postgres', q{
+	DELETE FROM rg WHERE id < 30;
+	INSERT INTO rg SELECT 1000 + pid, tpl FROM probes WHERE pid <= 4});
+$node->poll_query_until('postgres', 'SELECT count(*) = 75 FROM rg') or die 'replication';
+($ret, $out, $err) = $node->psql('postgres', q{
+	SET mcc.fallback = notice; SELECT count(*) FROM identify('rg', (SELECT tpl FROM probes WHERE pid = 1))});
+like($err, qr/"rg" is written by logical replication/, 'a subscribed gallery is scanned in the backend, saying why');
+is(check_all_probes($node, 'rg', 6), 0, 'and its answers include the replicated changes');
+$node->safe_psql('postgres', 'DROP SUBSCRIPTION rgsub');
+$pub->stop;
+
 $node->stop;
 done_testing();
