@@ -54,43 +54,6 @@
  * A template is the exact stored blob of mcc_template.h (first 4 bytes: the
  * varlena header, ignored by the engine). Its hash is mcc_template_hash().
  * xids are PostgreSQL FullTransactionIds (64-bit, no wraparound).
- *
- * Semantics the PostgreSQL side (src/service_*.c) relies on:
- *   - A cache is keyed by (db_oid, rel_oid). A SEARCH, DELTA or RELOAD whose
- *     signature differs from the cache's finds no cache (NOT_LOADED);
- *     LOAD_BEGIN replaces any cache of the same (db_oid, rel_oid). EVICT
- *     ignores the signature.
- *   - Generations of one gallery are consecutive: every DELTA and RELOAD
- *     takes the next one. Deltas may arrive (on other connections) before
- *     the LOAD_BEGIN whose generation covers them, or ahead of a gap; the
- *     engine keeps them until it knows: at LOAD_BEGIN(L) those <= L are
- *     dropped, the rest applied in order after the load.
- *   - SEARCH waits (briefly) for missing deltas up to need_generation and
- *     answers MCC_PERR_GENERATION if they do not come.
- *   - A load is abandoned when its connection closes before LOAD_END.
- *   - load_row insert_xid 0: committed and visible to every snapshot (no
- *     settling needed). A DELTA's xid is the (sub)transaction that wrote the
- *     rows, as a heap scan would report in xmin/xmax.
- *   - A DELTA delete marks the entries with that key and hash whose
- *     delete_xid is 0 (or belongs to an aborted xid); a DELTA never deletes
- *     rows it inserts itself (the sender nets them out). A DELTA insert the
- *     cache cannot take (other profile, corrupt template) makes the cache
- *     reload-needed (NOT_LOADED).
- *   - CANCEL: the cancelled request may still be answered; a client skips
- *     replies to requests it no longer waits for. A closed connection
- *     cancels all of its requests.
- *   - gallery_status.loaded_at_usec: microseconds since the Unix epoch.
- *
- * Process interface (src/service_supervisor.c starts the engine):
- *   mcc_engine --socket PATH --ready-fd 3 --parent-fd 4 --threads N
- *              --memory-limit BYTES
- *   PATH may be relative to the working directory (the data directory).
- *   Once it listens on PATH the engine writes "ready <incarnation>\n" to the
- *   ready fd (incarnation: nonzero decimal, the one HELLO_OK repeats) and
- *   closes it. It exits on SIGTERM and when the parent fd reaches end of
- *   file (the supervisor died). --threads 0: one per CPU; --memory-limit 0:
- *   no limit. Log lines go to stderr, which the supervisor forwards to the
- *   server log.
  */
 #ifndef MCC_PROTO_H
 #define MCC_PROTO_H
