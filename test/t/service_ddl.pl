@@ -153,7 +153,7 @@ $pub->safe_psql('postgres', q{
 $node->safe_psql('postgres', q{
 	CREATE TABLE rg (id bigint PRIMARY KEY, tpl mcc_template);
 	SELECT mcc_gallery_register('rg')});
-$node->safe_psql('postgres', "CREATE SUBSCRIPTION rgsub CONNECTION '" . $pub->connstr('postgres') . "' PUBLICATION rgpub");
+$node->safe_psql('postgres', "CREATE SUBSCRIPTION rgsub CONNECTION '" . $pub->connstr . " dbname=postgres' PUBLICATION rgpub");
 $node->poll_query_until('postgres', 'SELECT count(*) = 100 FROM rg') or die 'initial sync';
 $pub->safe_psql('postgres', q{
 	DELETE FROM rg WHERE id < 30;
