@@ -145,7 +145,8 @@ is(check_all_probes($node, 'pg', 6), 0, 'an unregistered gallery still answers e
 
 # a gallery written by logical replication: the apply worker fires no
 # statement triggers, so the service must not be trusted with it
-my $pub = service_node('publisher', preload => 0, wal_level => 'logical');
+my $pub = service_node('publisher', preload => 0, wal_level => 'logical',
+	max_wal_senders => 4, max_replication_slots => 4);
 $pub->safe_psql('postgres', q{
 	CREATE TABLE rg (id bigint PRIMARY KEY, tpl mcc_template);
 	INSERT INTO rg SELECT finger, template FROM mcc_synthetic(100, 1, 33);
