@@ -158,7 +158,7 @@ $node->safe_psql('postgres', "CREATE SUBSCRIPTION rgsub CONNECTION '" . $pub->co
 $node->poll_query_until('postgres', 'SELECT count(*) = 100 FROM rg') or die 'initial sync';
 $pub->safe_psql('postgres', q{
 	DELETE FROM rg WHERE id < 30;
-	INSERT INTO rg SELECT 1000 + pid, tpl FROM probes WHERE pid <= 4});
+	INSERT INTO rg SELECT 1000 + finger, template FROM mcc_synthetic(4, 2, 31) WHERE impression = 1});
 $node->poll_query_until('postgres', 'SELECT count(*) = 75 FROM rg') or die 'replication';
 ($ret, $out, $err) = $node->psql('postgres', q{
 	SET mcc.fallback = notice; SELECT count(*) FROM identify('rg', (SELECT tpl FROM probes WHERE pid = 1))});
