@@ -27,7 +27,8 @@
 #include "utils/memutils.h"
 
 #define HDR_SIZE		((int) sizeof(mcc_frame_hdr))
-#define HELLO_TIMEOUT_MS 5000
+#define HELLO_TIMEOUT_MS 2000
+#define UNRESPONSIVE_MS	5000		/* after a HELLO timeout, do not retry for this long */
 
 static int	conn_fd = -1;
 static uint64 conn_launch = 0;	/* supervisor's launch number at connect */
@@ -37,6 +38,8 @@ static WaitEventSet *conn_wait = NULL;
 static int	conn_wait_pos = -1;	/* position of the socket event */
 static StringInfoData rbuf;		/* received bytes not yet consumed */
 static int	rbuf_start = 0;		/* first unconsumed byte of rbuf */
+static uint64 unresponsive_launch = 0;	/* engine launch that did not answer HELLO */
+static TimestampTz unresponsive_until = 0;
 
 /* Close the connection and forget everything received on it. */
 void
@@ -433,7 +436,11 @@ hello(void)
 	mcc_conn_send(&f, MCC_MSG_HELLO, id);
 	pfree(f.data);
 	if (!wait_reply_until(id, &reply, reply_deadline(HELLO_TIMEOUT_MS)))
+	{
+		/* a hung engine must not stall every commit of this backend */
+		unresponsive_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), UNRESPONSIVE_MS);
 		return pstrdup("the matcher engine did not answer HELLO in time");
+	}
 	if (reply.type == MCC_MSG_ERROR)
 		return psprintf("the matcher engine refused HELLO: %s", reply.err_message);
 	if (reply.type != MCC_MSG_HELLO_OK)
@@ -494,6 +501,13 @@ mcc_conn_ensure(char **why)
 	}
 	if (conn_fd >= 0 && conn_launch == launch)
 		return MCC_CONN_OK;
+	if (unresponsive_launch == launch && GetCurrentTimestamp() < unresponsive_until)
+	{
+		*why = pstrdup("the matcher engine did not answer HELLO a moment ago");
+		return MCC_CONN_FAILED;
+	}
+	unresponsive_launch = launch;
+	unresponsive_until = 0;
 	mcc_conn_close();
 	fail = open_socket(mcc_svc->socket_path);
 	if (fail == NULL)
