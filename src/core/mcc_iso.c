@@ -64,6 +64,7 @@ typedef struct rec_parse
 	uint32_t	reclen;			/* record length field */
 	size_t		end;			/* end of the last finger view */
 	int			n_views;
+	size_t		views_at;		/* offset of the view count */
 	/* image of the view being parsed */
 	uint16_t	width;
 	uint16_t	height;
@@ -90,6 +91,7 @@ static const char *const format_names[] = {
 	"ANSI/INCITS 378-2009/AM1"
 };
 
+/* Human name of a record format, "unknown" for anything else. */
 const char *
 mcc_record_format_name(mcc_record_format f)
 {
@@ -113,7 +115,7 @@ get32(const uint8_t *buf, size_t off)
 		((uint32_t) buf[off + 2] << 8) | (uint32_t) buf[off + 3];
 }
 
-/* Store big-endian 16/32-bit values. */
+/* Store a big-endian 16-bit value. */
 static void
 put16(uint8_t *p, unsigned v)
 {
@@ -121,6 +123,7 @@ put16(uint8_t *p, unsigned v)
 	p[1] = (uint8_t) v;
 }
 
+/* Store a big-endian 32-bit value. */
 static void
 put32(uint8_t *p, uint32_t v)
 {
@@ -533,6 +536,7 @@ read_header_2004(rec_parse *ps)
 						get16(p, 4), get16(p, 6))) != MCC_OK)
 		return st;
 	ps->n_views = p[8];
+	ps->views_at = at + 8;
 	ps->pos += 10;
 	return MCC_OK;
 }
@@ -550,6 +554,7 @@ read_header_2009(rec_parse *ps)
 	if (!need(ps, header - 12, "record header"))
 		return ps->status;
 	ps->n_views = ps->buf[header - 2];
+	ps->views_at = header - 2;
 	ps->pos = header;
 	return MCC_OK;
 }
@@ -567,6 +572,7 @@ read_header_2011(rec_parse *ps, bool *certified)
 	if (!need(ps, 3, "representation count and certification flag"))
 		return ps->status;
 	ps->n_views = get16(ps->buf, 12);
+	ps->views_at = 12;
 	cert = ps->buf[14];
 	if (cert > 1)
 		return fail(ps, MCC_ERR_SYNTAX,
@@ -766,6 +772,7 @@ try_layout(const uint8_t *buf, size_t len, mcc_record_format fmt, rec_try *t)
 	t->end = ps.end;
 }
 
+/* Read finger view `view` of a record (mcc_iso.h). */
 mcc_status
 mcc_iso_read(const uint8_t *buf, size_t len, int view,
 			 mcc_minutiae *out, mcc_record_info *info, mcc_error *err)
@@ -823,8 +830,8 @@ mcc_iso_read(const uint8_t *buf, size_t len, int view,
 	{
 		mcc_error_set(err, MCC_ERR_VALUE, "%s record has no finger view %d",
 					  mcc_record_format_name(ps.fmt), view);
-		return mcc_error_detail(err, "The record holds %d finger view%s, counted from 1.",
-								ps.n_views, ps.n_views == 1 ? "" : "s");
+		return mcc_error_detail(err, "The view count at offset %zu says %d finger view%s, counted from 1.",
+								ps.views_at, ps.n_views, ps.n_views == 1 ? "" : "s");
 	}
 	if (info)
 	{
@@ -896,6 +903,7 @@ write_record(const mcc_minutiae *ms, mcc_record_format fmt, uint8_t *out,
 	put16(p, 0);				/* no extended data */
 }
 
+/* Write a one-view ISO 2005 or ANSI 2004 record (mcc_iso.h). */
 mcc_status
 mcc_iso_write(const mcc_minutiae *ms, mcc_record_format fmt,
 			  uint8_t *out, size_t *len, mcc_error *err)

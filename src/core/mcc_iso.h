@@ -9,6 +9,8 @@
  * apart by which layout's length fields are consistent with the data.
  * Trailing bytes after the record length (zero padding of SDK buffers) are
  * ignored; a record shorter than its length field is MCC_ERR_TRUNCATED.
+ * Two record-length mismatches of published records are tolerated
+ * (docs/formats.md §2.5).
  * Extended data blocks are skipped after their lengths are checked.
  *
  * Coordinates and angles are converted to the conventions of

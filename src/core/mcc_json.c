@@ -19,7 +19,7 @@
 #include <string.h>
 
 #define JSON_NAME_MAX	32		/* longest key or name we need to recognise */
-#define JSON_NUMBER_MAX 400		/* longest number token we convert */
+#define JSON_NUMBER_MAX 64		/* number tokens longer than this go to the heap */
 #define JSON_INT_DIGITS 9		/* integers beyond this overflow our fields */
 
 typedef struct json_parse
@@ -110,9 +110,23 @@ describe_here(json_parse *jp, char *buf, size_t cap)
 {
 	unsigned char c;
 
+	static const char *const literals[] = {"true", "false", "null"};
+
 	if (jp->pos >= jp->len)
 		return "the end of the text";
 	c = (unsigned char) jp->s[jp->pos];
+	/* name the kind of value rather than its first character */
+	if (c == '"')
+		return "a string";
+	if (c == '-' || (c >= '0' && c <= '9'))
+		return "a number";
+	for (int i = 0; i < 3; i++)
+	{
+		size_t		n = strlen(literals[i]);
+
+		if (jp->len - jp->pos >= n && memcmp(jp->s + jp->pos, literals[i], n) == 0)
+			return literals[i];
+	}
 	if (c >= 0x20 && c < 0x7f)
 		snprintf(buf, cap, "\"%c\"", c);
 	else
@@ -436,18 +450,31 @@ parse_int(json_parse *jp, long lo, long hi, const char *name, long *v)
 
 /*
  * Convert the decimal text (JSON grammar, '.' as decimal point) to the
- * nearest float with strtof, whatever LC_NUMERIC says.
+ * nearest float with strtof, whatever LC_NUMERIC says. Returns false if
+ * memory for a long token cannot be had or strtof disagrees with the
+ * grammar (*oom tells which).
  */
 static bool
-text_to_float(const char *text, size_t n, float *out, bool *overflow)
+text_to_float(const char *text, size_t n, float *out, bool *overflow, bool *oom)
 {
-	char		buf[JSON_NUMBER_MAX * 2 + 8];
+	char		local[JSON_NUMBER_MAX + 8];
 	const char *dp = localeconv()->decimal_point;
 	size_t		dpl = strlen(dp),
 				k = 0;
-	char	   *end;
-	float		f;
+	char	   *buf = local,
+			   *end;
+	bool		ok;
 
+	*oom = false;
+	if (n + dpl + 1 > sizeof(local))
+	{
+		/* a valid number may be long: "0.000...1" */
+		if ((buf = malloc(n + dpl + 1)) == NULL)
+		{
+			*oom = true;
+			return false;
+		}
+	}
 	for (size_t i = 0; i < n; i++)
 	{
 		if (text[i] == '.')
@@ -460,12 +487,12 @@ text_to_float(const char *text, size_t n, float *out, bool *overflow)
 	}
 	buf[k] = '\0';
 	errno = 0;
-	f = strtof(buf, &end);
-	if (end != buf + k)
-		return false;
-	*overflow = isinf(f);
-	*out = f;
-	return true;
+	*out = strtof(buf, &end);
+	ok = end == buf + k;
+	*overflow = isinf(*out);
+	if (buf != local)
+		free(buf);
+	return ok;
 }
 
 /* Parse theta: a JSON number that is a float in [0, 2pi). */
@@ -474,35 +501,56 @@ parse_theta(json_parse *jp, float *theta)
 {
 	json_number num;
 	mcc_status	st;
-	bool		overflow = false;
+	bool		overflow = false,
+				oom;
 	float		f;
-	int			n;
+	size_t		n;
 
 	if ((st = scan_number(jp, &num, "a number")) != MCC_OK)
 		return st;
-	n = (int) (num.end - num.start);
-	if (n > JSON_NUMBER_MAX)
-		return jfail(jp, MCC_ERR_RANGE, num.start,
-					 "theta has %d characters, more than %d", n, JSON_NUMBER_MAX);
-	if (!text_to_float(jp->s + num.start, (size_t) n, &f, &overflow))
-		return jfail(jp, MCC_ERR_INTERNAL, num.start, "number conversion failed");
+	n = num.end - num.start;
+	if (!text_to_float(jp->s + num.start, n, &f, &overflow, &oom))
+		return jfail(jp, oom ? MCC_ERR_MEMORY : MCC_ERR_INTERNAL, num.start,
+					 oom ? "out of memory for a %zu-character number" :
+					 "strtof disagrees with the JSON grammar on a %zu-character number", n);
 	if (overflow)
 		return jfail(jp, MCC_ERR_RANGE, num.start, "theta %.*s overflows",
-					 n > 32 ? 32 : n, jp->s + num.start);
+					 (int) (n > 32 ? 32 : n), jp->s + num.start);
 	if (f == 0.0f)
 		f = 0.0f;				/* -0 reads as 0 */
 	if (!(f >= 0.0f && f < (float) MCC_TWO_PI))
 		return jfail(jp, MCC_ERR_RANGE, num.start,
-					 "theta %.*s is outside [0, 2pi)", n > 32 ? 32 : n, jp->s + num.start);
+					 "theta %.*s is outside [0, 2pi)", (int) (n > 32 ? 32 : n), jp->s + num.start);
 	*theta = f;
 	return MCC_OK;
+}
+
+/*
+ * A decoded name for an error message: at most its first 24 bytes, with
+ * anything but printable ASCII shown as '?' (a cut could split a UTF-8
+ * character, and control characters have no place in a message).
+ */
+static const char *
+shown_name(const char *name, size_t n, size_t cap, char *out)
+{
+	size_t		k = n < cap ? n : cap;
+
+	if (k > 24)
+		k = 24;
+	for (size_t i = 0; i < k; i++)
+		out[i] = (name[i] >= 0x20 && name[i] < 0x7f && name[i] != '"') ? name[i] : '?';
+	out[k] = '\0';
+	if (n > k)
+		strcpy(out + k, "...");
+	return out;
 }
 
 /* Parse a minutia type name. */
 static mcc_status
 parse_type(json_parse *jp, uint8_t *type)
 {
-	char		name[JSON_NAME_MAX];
+	char		name[JSON_NAME_MAX],
+				shown[32];
 	size_t		n;
 	size_t		at;
 	mcc_status	st;
@@ -515,8 +563,8 @@ parse_type(json_parse *jp, uint8_t *type)
 	t = n <= sizeof(name) ? mcc_minutia_type_parse(name, (int) n) : -1;
 	if (t < 0)
 		return jfail(jp, MCC_ERR_VALUE, at,
-					 "unknown minutia type \"%.*s\" (ending, bifurcation or other)",
-					 (int) (n < sizeof(name) ? n : sizeof(name)), name);
+					 "unknown minutia type \"%s\" (ending, bifurcation or other)",
+					 shown_name(name, n, sizeof(name), shown));
 	*type = (uint8_t) t;
 	return MCC_OK;
 }
@@ -572,7 +620,8 @@ static mcc_status
 parse_key(json_parse *jp, const char *const *keys, int n, bool *seen,
 		  const char *where, int *k)
 {
-	char		name[JSON_NAME_MAX];
+	char		name[JSON_NAME_MAX],
+				shown[32];
 	size_t		len,
 				at;
 	mcc_status	st;
@@ -583,8 +632,8 @@ parse_key(json_parse *jp, const char *const *keys, int n, bool *seen,
 		return st;
 	*k = len <= sizeof(name) ? find_key(name, len, keys, n) : -1;
 	if (*k < 0)
-		return jfail(jp, MCC_ERR_SYNTAX, at, "unknown key \"%.*s\" in %s",
-					 (int) (len < sizeof(name) ? len : sizeof(name)), name, where);
+		return jfail(jp, MCC_ERR_SYNTAX, at, "unknown key \"%s\" in %s",
+					 shown_name(name, len, sizeof(name), shown), where);
 	if (seen[*k])
 		return jfail(jp, MCC_ERR_SYNTAX, at, "duplicate key \"%s\" in %s", keys[*k], where);
 	seen[*k] = true;
@@ -719,7 +768,8 @@ static mcc_status
 parse_template_value(json_parse *jp, int k, mcc_minutiae *out, size_t *where,
 					 const mcc_profile **profile)
 {
-	char		name[JSON_NAME_MAX];
+	char		name[JSON_NAME_MAX],
+				shown[32];
 	size_t		n,
 				at;
 	long		v;
@@ -734,8 +784,8 @@ parse_template_value(json_parse *jp, int k, mcc_minutiae *out, size_t *where,
 				return st;
 			*profile = n <= sizeof(name) ? mcc_profile_by_name(name, (int) n) : NULL;
 			if (*profile == NULL)
-				return jfail(jp, MCC_ERR_VERSION, at, "unknown profile \"%.*s\"",
-							 (int) (n < sizeof(name) ? n : sizeof(name)), name);
+				return jfail(jp, MCC_ERR_VERSION, at, "unknown profile \"%s\"",
+							 shown_name(name, n, sizeof(name), shown));
 			return MCC_OK;
 		case KEY_WIDTH:
 		case KEY_HEIGHT:
@@ -772,6 +822,7 @@ check_minutiae(json_parse *jp, const mcc_minutiae *out, const size_t *where)
 	return MCC_OK;
 }
 
+/* Parse a JSON template text (mcc_json.h). */
 mcc_status
 mcc_json_read(const char *text, size_t len, mcc_minutiae *out,
 			  const mcc_profile **profile, mcc_error *err)
@@ -842,7 +893,8 @@ float_text(float f, char *out, size_t cap)
 	{
 		char		tmp[48];
 		size_t		k = 0;
-		bool		overflow;
+		bool		overflow,
+					oom;
 		float		back;
 
 		snprintf(tmp, sizeof(tmp), "%.*g", prec, (double) f);
@@ -858,7 +910,7 @@ float_text(float f, char *out, size_t cap)
 				out[k++] = tmp[i++];
 		}
 		out[k] = '\0';
-		if (text_to_float(out, k, &back, &overflow) && back == f)
+		if (text_to_float(out, k, &back, &overflow, &oom) && back == f)
 			return;
 	}
 }
@@ -878,6 +930,7 @@ jappend(char *out, size_t cap, size_t *used, const char *s)
 	*used += n;
 }
 
+/* Write the canonical JSON text, snprintf-style (mcc_json.h). */
 size_t
 mcc_json_write(const mcc_minutiae *ms, const mcc_profile *p,
 			   char *out, size_t cap)
@@ -891,7 +944,7 @@ mcc_json_write(const mcc_minutiae *ms, const mcc_profile *p,
 			 "{\"profile\":\"%s\",\"width\":%u,\"height\":%u,\"dpi\":%u,\"minutiae\":[",
 			 p->name, ms->width, ms->height, ms->dpi);
 	jappend(out, cap, &used, buf);
-	for (int i = 0; i < ms->count; i++)
+	for (int i = 0; i < ms->count && i < MCC_MAX_MINUTIAE; i++)
 	{
 		const mcc_minutia *m = &ms->m[i];
 		char		theta[48];

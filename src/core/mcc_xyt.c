@@ -210,6 +210,7 @@ convert(const xyt_line *lines, int n, int width, int height, int dpi,
 	return MCC_OK;
 }
 
+/* Read NBIS xyt text into our frame (mcc_xyt.h). */
 mcc_status
 mcc_xyt_read(const char *text, size_t len, int width, int height,
 			 int dpi, mcc_minutiae *out, mcc_error *err)
@@ -281,12 +282,13 @@ append(char *out, size_t cap, size_t *used, const char *s, size_t n)
 	*used += n;
 }
 
+/* Write xyt text in NBIS's frame, snprintf-style (mcc_xyt.h). */
 size_t
 mcc_xyt_write(const mcc_minutiae *ms, char *out, size_t cap)
 {
 	size_t		used = 0;
 
-	for (int i = 0; i < ms->count; i++)
+	for (int i = 0; i < ms->count && i < MCC_MAX_MINUTIAE; i++)
 	{
 		const mcc_minutia *m = &ms->m[i];
 		char		line[64];

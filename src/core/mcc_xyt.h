@@ -6,9 +6,10 @@
  * ending. Converted to mcc_minutiae.h conventions by row = H - y and
  * theta' = theta + 180 degrees (shared/data README; mindtct -m1). When the
  * image height is not given (0), H is the largest y in the file, which
- * translates the template, and leaves its cylinders unchanged; width then
- * becomes the largest x + 1. Blank lines are skipped; anything else that is
- * not 3 or 4 integers is an error naming the line.
+ * translates the template, and leaves its cylinders unchanged; height then
+ * becomes the largest row + 1; width 0 becomes the largest x + 1. Blank
+ * lines are skipped; anything else that is not 3 or 4 integers is an error
+ * naming the line; text without minutiae is an error. dpi 0 means 500.
  */
 #ifndef MCC_XYT_H
 #define MCC_XYT_H

@@ -24,12 +24,14 @@ typedef struct bytes
 	size_t		n;
 } bytes;
 
+/* Append one byte. */
 static void
 put8(bytes *bb, unsigned v)
 {
 	bb->b[bb->n++] = (uint8_t) v;
 }
 
+/* Append a big-endian 16-bit value. */
 static void
 put16(bytes *bb, unsigned v)
 {
@@ -37,6 +39,7 @@ put16(bytes *bb, unsigned v)
 	put8(bb, v);
 }
 
+/* Append a big-endian 32-bit value. */
 static void
 put32(bytes *bb, uint32_t v)
 {
@@ -44,6 +47,7 @@ put32(bytes *bb, uint32_t v)
 	put16(bb, v & 0xffff);
 }
 
+/* Big-endian 32-bit value at `at`. */
 static uint32_t
 get32(const bytes *bb, size_t at)
 {
@@ -51,6 +55,7 @@ get32(const bytes *bb, size_t at)
 		((uint32_t) bb->b[at + 2] << 8) | bb->b[at + 3];
 }
 
+/* Overwrite a big-endian 16-bit value at `at`. */
 static void
 set16(bytes *bb, size_t at, unsigned v)
 {
@@ -58,6 +63,7 @@ set16(bytes *bb, size_t at, unsigned v)
 	bb->b[at + 1] = (uint8_t) v;
 }
 
+/* Overwrite a big-endian 32-bit value at `at`. */
 static void
 set32(bytes *bb, size_t at, uint32_t v)
 {
@@ -509,8 +515,8 @@ test_truncation(void)
 					first_bad = len;
 			}
 		}
-		UNIT_CHECK(bad == 0, "%s cut at each of %zu lengths is TRUNCATED (first failure at %zu)",
-				   names[f], bb.n, first_bad);
+		UNIT_CHECK(bad == 0, "%s cut at each of %zu lengths is TRUNCATED (%d not, first at %zu)",
+				   names[f], bb.n, bad, first_bad);
 	}
 }
 
@@ -581,7 +587,7 @@ test_lengths(void)
 			   "view count one too few hides view 2: %s", err.message);
 	bb.b[22] = 2;
 	st = read_view(&bb, n, 3, &ms, NULL, &err);
-	UNIT_CHECK(st == MCC_ERR_VALUE && strstr(err.detail, "2 finger views"),
+	UNIT_CHECK(st == MCC_ERR_VALUE && strstr(err.detail, "offset 22 says 2 finger views"),
 			   "asking for view 3 of 2: %s (%s)", err.message, err.detail);
 	st = read_view(&bb, n, 0, &ms, NULL, &err);
 	UNIT_CHECK(st == MCC_ERR_VALUE, "asking for view 0: %s", err.message);
@@ -887,6 +893,33 @@ test_samples(const char *data)
 			   strstr(err.message, "outside 0..179"),
 			   "ANSI 2004 sample (angles up to %d) is refused: %s", maxangle, err.message);
 
+	/*
+	 * ...and only the angles: halved into 0..127, the same bytes read, "020"
+	 * and the record length 340 of 342 bytes notwithstanding (tolerance 1)
+	 */
+	{
+		size_t		len;
+		unsigned char *buf = load(data, "format-samples/fingerprintio/ansi378v2004-sample.dat", &len);
+		bool		ok = false;
+
+		mcc_error_clear(&err);
+		if (buf && len == 342 && buf[194 + 3] == views[1].count)
+		{
+			for (int i = 0; i < views[1].count; i++)
+			{
+				buf[198 + 6 * i + 4] /= 2;
+				views[1].m[i].angle /= 2;
+			}
+			ok = mcc_iso_read(buf, len, 2, &a, &info, &err) == MCC_OK &&
+				info.format == MCC_REC_ANSI2004 &&
+				same_view(&a, views[1].m, views[1].count, 180, true) &&
+				mcc_iso_read(buf, len, 1, &b, &info, &err) == MCC_OK &&
+				same_view(&b, views[0].m, views[0].count, 180, true);
+		}
+		free(buf);
+		UNIT_CHECK(ok, "ANSI 2004 sample with its view 2 angles halved imports (%s)", err.message);
+	}
+
 	/* the same two fingers in every format */
 	for (int v = 1; v <= 2; v++)
 	{
@@ -984,6 +1017,60 @@ test_samples(const char *data)
 		}
 		UNIT_CHECK(good == 9, "FingerJetFX samples: %d of 9 import", good);
 	}
+}
+
+/*
+ * Every importable sample cut short at every length is TRUNCATED: the cuts
+ * run through real headers, views and extension blocks.
+ */
+static void
+test_sample_cuts(const char *data)
+{
+	static const char *const files[] = {
+		"fingerprintio/iso19794p2v2005-sample.dat", "fingerprintio/iso19794p2v2011-sample.dat",
+		"fingerprintio/ansi378v2009-sample.dat", "fingerprintio/ansi378v2009am1-sample.dat",
+		"libbiomeval/fmr.ansi2004", "libbiomeval/fmr.ansi2007", "sourceafis/iso-probe.dat",
+		"fingerjetfx/a001_05p.ist"
+	};
+	int			cuts = 0,
+				bad = 0;
+
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
+	{
+		char		rel[256];
+		size_t		len,
+					reclen;
+		unsigned char *buf;
+
+		snprintf(rel, sizeof(rel), "format-samples/%s", files[f]);
+		if ((buf = load(data, rel, &len)) == NULL || len < 12)
+		{
+			bad++;
+			free(buf);
+			continue;
+		}
+		/* all of these have a 4-byte length at 8, or ANSI's 2-byte one */
+		reclen = buf[8] == 0 && buf[9] == 0 ?
+			((size_t) buf[10] << 8 | buf[11]) : ((size_t) buf[8] << 8 | buf[9]);
+		for (size_t cut = 0; cut < len && cut < reclen; cut++)
+		{
+			mcc_minutiae ms;
+			mcc_error	err;
+			mcc_status	st;
+
+			mcc_error_clear(&err);
+			st = mcc_iso_read(buf, cut, 1, &ms, NULL, &err);
+			cuts++;
+			if (st != MCC_ERR_TRUNCATED)
+			{
+				if (bad++ < 3)
+					printf("# %s cut to %zu: %s\n", files[f], cut, err.message);
+			}
+		}
+		free(buf);
+	}
+	UNIT_CHECK(cuts > 2000 && bad == 0, "published samples cut at %d lengths: all TRUNCATED (%d not)",
+			   cuts, bad);
 }
 
 /* Every FVC2002 record of the three binary encodings imports. */
@@ -1126,6 +1213,7 @@ test_minex_vs_xyt(const char *data)
 			   matched, total, records);
 }
 
+/* Synthetic records always; shared samples and FVC2002 when present. */
 int
 main(void)
 {
@@ -1142,6 +1230,7 @@ main(void)
 	else
 	{
 		test_samples(data);
+		test_sample_cuts(data);
 		test_fvc_records(data);
 		test_minex_vs_xyt(data);
 	}

@@ -76,6 +76,18 @@ round_trip(const mcc_minutiae *ms, const mcc_profile *p)
 	return same_set(ms, &back) && p2 == (p ? p : mcc_profile_by_id(MCC_PROFILE_DEFAULT));
 }
 
+/* Names in messages are cut and shown as printable ASCII. */
+static void
+expect_fail_shown(void)
+{
+	mcc_minutiae ms;
+	mcc_error	err;
+
+	parse("{\"a\\nb\\u00e9cdefghijklmnopqrstuvwxyz0123456789\":1}", &ms, NULL, &err);
+	UNIT_CHECK(strstr(err.message, "unknown key \"a?b??cdefghijklmnopqrstu...\"") != NULL,
+			   "an unknown key is shown cut, non-ASCII as '?': %s", err.message);
+}
+
 /* The accepted forms. */
 static void
 test_parse(void)
@@ -114,6 +126,22 @@ test_parse(void)
 	UNIT_CHECK(st == MCC_OK && ms.m[0].theta == 1.0f && ms.m[1].theta < (float) TWO_PI &&
 			   ms.m[2].theta == 0.0f,
 			   "exponents; 6.283185 is below 2pi; 1e-400 underflows to 0 (%s)", err.message);
+
+	/* a valid number may be long: 1.000...0001 (600 digits) is 1 as a float */
+	{
+		static char text[1024];
+		size_t		n = (size_t) snprintf(text, sizeof(text),
+										  "{\"width\":3,\"height\":4,\"minutiae\":[[0,0,1.");
+
+		for (int i = 0; i < 600; i++)
+			text[n++] = i == 599 ? '1' : '0';
+		n += (size_t) snprintf(text + n, sizeof(text) - n, "]]}");
+		mcc_error_clear(&err);
+		st = mcc_json_read(text, n, &ms, &p, &err);
+		UNIT_CHECK(st == MCC_OK && ms.m[0].theta == 1.0f,
+				   "a 602-character theta reads (%s)", err.message);
+	}
+	expect_fail_shown();
 
 	/* canonical text: key order, compact, shortest floats (checked by hand) */
 	memset(&ms, 0, sizeof(ms));
@@ -175,7 +203,11 @@ test_errors(void)
 	expect_fail(T("[1,2,1,]"), MCC_ERR_SYNTAX, "expected a minutia type", "a trailing comma");
 	expect_fail(T("[1,2,1],"), MCC_ERR_SYNTAX, "expected a minutia array or object", "a trailing comma in the list");
 	expect_fail(T("[1,2,1,2]"), MCC_ERR_SYNTAX, "minutia type string", "a numeric type");
-	expect_fail(T("[1,2,1,null]"), MCC_ERR_SYNTAX, "minutia type string", "a null type");
+	expect_fail(T("[1,2,1,null]"), MCC_ERR_SYNTAX, "found null", "a null type");
+	expect_fail(T("[1,2,true]"), MCC_ERR_SYNTAX, "expected a number, found true", "a boolean theta");
+	expect_fail(T("[1,2,\"1\"]"), MCC_ERR_SYNTAX, "expected a number, found a string", "a string theta");
+	expect_fail("{\"width\":10,\"height\":10,\"minutiae\":[-1]}", MCC_ERR_SYNTAX,
+				"expected a minutia array or object, found a number", "a number for a minutia");
 	expect_fail(T("[1,2,1,\"ridge\"]"), MCC_ERR_VALUE, "unknown minutia type \"ridge\"", "an unknown type");
 	expect_fail(T("[1,2,1,\"Ending\"]"), MCC_ERR_VALUE, "unknown minutia type", "type names are case-sensitive");
 	expect_fail(T("{\"x\":1,\"y\":2}"), MCC_ERR_SYNTAX, "lacks \"theta\"", "an object without theta");
@@ -319,7 +351,8 @@ test_round_trip(void)
 		setlocale(LC_NUMERIC, "C");
 	}
 	else
-		UNIT_SKIP("no decimal-comma locale installed (de_DE.UTF-8, fr_FR.UTF-8)");
+		UNIT_SKIP("no decimal-comma locale installed (de_DE.UTF-8, fr_FR.UTF-8; "
+				  "localedef -i de_DE -f UTF-8 DIR/de_DE.UTF-8 and LOCPATH=DIR provide one)");
 }
 
 /* FVC2002 minutiae from xyt and ISO records survive JSON. */
@@ -361,6 +394,7 @@ test_fvc(const char *data)
 			   "FVC2002 FingerJetFX and mindtct minutiae survive JSON: %d of %d", good, files);
 }
 
+/* Synthetic text always; FVC2002 minutiae when present. */
 int
 main(void)
 {

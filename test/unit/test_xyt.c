@@ -301,6 +301,7 @@ test_fvc(const char *data)
 			   agree, compared);
 }
 
+/* Synthetic text always; FVC2002 files when present. */
 int
 main(void)
 {
