@@ -177,11 +177,12 @@ extern void mcc_frame_begin(StringInfo buf);
 extern void mcc_conn_send(StringInfo frame, uint16 type, uint64 request_id);
 
 /*
- * Send without waiting on interrupts (under an LWLock); false after closing
- * the connection if the engine did not take it within timeout_ms.
+ * Send with frame flags, without waiting on interrupts (under an LWLock);
+ * false after closing the connection if the engine did not take it within
+ * timeout_ms.
  */
-extern bool mcc_conn_send_nowait(StringInfo frame, uint16 type, uint64 request_id,
-								 int timeout_ms);
+extern bool mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags,
+								 uint64 request_id, int timeout_ms);
 
 /*
  * Wait for the reply to request_id. Interrupts (cancel, statement_timeout)

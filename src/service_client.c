@@ -134,7 +134,7 @@ mcc_frame_begin(StringInfo buf)
 
 /* Fill in the header of a frame begun with mcc_frame_begin. */
 static void
-frame_finish(StringInfo frame, uint16 type, uint64 request_id)
+frame_finish(StringInfo frame, uint16 type, uint64 request_id, uint16 flags)
 {
 	mcc_frame_hdr hdr;
 
@@ -146,7 +146,7 @@ frame_finish(StringInfo frame, uint16 type, uint64 request_id)
 						   frame->len - HDR_SIZE, MCC_PROTO_MAX_FRAME)));
 	hdr.length = (uint32) (frame->len - HDR_SIZE);
 	hdr.type = type;
-	hdr.flags = 0;
+	hdr.flags = flags;
 	hdr.request_id = request_id;
 	memcpy(frame->data, &hdr, HDR_SIZE);
 }
@@ -188,20 +188,21 @@ mcc_conn_send(StringInfo frame, uint16 type, uint64 request_id)
 {
 	if (conn_fd < 0)
 		engine_terminated("before a request could be sent");
-	frame_finish(frame, type, request_id);
+	frame_finish(frame, type, request_id, 0);
 	write_all(frame->data, frame->len);
 }
 
 /* Send with poll() only (no interrupts, as under an LWLock). */
 bool
-mcc_conn_send_nowait(StringInfo frame, uint16 type, uint64 request_id, int timeout_ms)
+mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags, uint64 request_id,
+					 int timeout_ms)
 {
 	size_t		done = 0;
 	TimestampTz deadline = reply_deadline(timeout_ms);
 
 	if (conn_fd < 0)
 		return false;
-	frame_finish(frame, type, request_id);
+	frame_finish(frame, type, request_id, flags);
 	while (done < (size_t) frame->len)
 	{
 		ssize_t		n = send(conn_fd, frame->data + done, frame->len - done, MSG_NOSIGNAL);

@@ -468,12 +468,13 @@ claim_settle(const mcc_gallery_ref *ref)
 }
 
 /*
- * Settle: ask the engine which xids its entries still carry, and tell it
- * which committed and which aborted, with the horizon below which committed
- * deletions are invisible to every snapshot (those entries are purged).
+ * One settle round: ask the engine which xids its entries still carry, and
+ * tell it which committed and which aborted, with the horizon below which
+ * committed deletions are invisible to every snapshot (those entries are
+ * purged). Returns the number of xids the engine listed.
  */
-static void
-settle(serve_req *r)
+static uint32
+settle_round(serve_req *r)
 {
 	StringInfoData f;
 	StringInfoData states;
@@ -486,13 +487,11 @@ settle(serve_req *r)
 	uint64		horizon;
 	Relation	rel;
 
-	if (r->n_unsettled == 0 || !claim_settle(&r->ref))
-		return;
 	mcc_frame_begin(&f);
 	mcc_put_gallery(&f, &r->ref.id);
 	mcc_conn_send(&f, MCC_MSG_XIDS, id);
 	if (!mcc_conn_wait_reply(id, &reply) || reply.type != MCC_MSG_XID_LIST)
-		return;
+		return 0;
 	/* the horizon before the states: a purge needs both to hold */
 	rel = relation_open(r->ref.relid, NoLock);
 	horizon = mcc_full_xid(GetOldestNonRemovableTransactionId(rel));
@@ -515,6 +514,20 @@ settle(serve_req *r)
 	appendBinaryStringInfo(&f, states.data, states.len);
 	mcc_conn_send(&f, MCC_MSG_SETTLE, id);
 	(void) mcc_conn_wait_reply(id, &reply);
+	return n_states > 0 ? n : 0;
+}
+
+/* Settle the gallery's entries if due (a full XID_LIST asks for another round). */
+static void
+settle(serve_req *r)
+{
+	int			round;
+
+	if (r->n_unsettled == 0 || !claim_settle(&r->ref))
+		return;
+	for (round = 0; round < 4; round++)
+		if (settle_round(r) < MCC_PROTO_MAX_XIDS)
+			break;
 }
 
 /* SEARCH with growing k' until every probe has k visible hits or no more. */

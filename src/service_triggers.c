@@ -14,8 +14,9 @@
  * At XACT_EVENT_PRE_COMMIT (and PRE_PREPARE), before the commit can become
  * visible to any snapshot, the changes of each gallery are netted (a row
  * inserted and deleted again in the transaction cancels, an UPDATE that keeps
- * key and template sends nothing) and, under the gallery's slot lock, each
- * delta frame takes the next generation and is written to the engine. So a
+ * key and template sends nothing) and, under the gallery's slot lock, the
+ * commit takes the gallery's next generation and writes its delta frames
+ * (one per (sub)transaction id) to the engine. So a
  * backend that reads the generation after taking its snapshot knows a
  * generation that covers every commit its snapshot sees. A TRUNCATE, more
  * than mcc.max_delta_rows changed rows, a row that cannot be represented, or
@@ -546,30 +547,29 @@ reload_frame(const mcc_gallery_id *id)
 }
 
 /*
- * Under the slot lock: give each frame the next generation and send it.
- * A frame that cannot be sent marks the gallery for reload at its
- * generation, and the rest is not sent.
+ * Under the slot lock: the commit takes the gallery's next generation and
+ * sends its frames back to back, all but the last flagged MCC_FRAME_MORE.
+ * If a frame cannot be sent, the connection is closed (the engine turns the
+ * unfinished generation into a reload) and the slot marks the gallery for
+ * reload at that generation.
  */
 static void
 send_frames(mcc_svc_gallery *s, List *frames, bool reload, bool conn_ok)
 {
+	uint64		gen = ++s->generation;
 	ListCell   *lc;
 
+	if (reload || frames == NIL || !conn_ok)
+		s->reload_gen = gen;
 	if (frames == NIL || !conn_ok)
-	{
-		s->generation++;
-		s->reload_gen = s->generation;
 		return;
-	}
 	foreach(lc, frames)
 	{
 		StringInfo	f = lfirst(lc);
-		uint64		gen = ++s->generation;
+		uint16		flags = lnext(frames, lc) != NULL ? MCC_FRAME_MORE : 0;
 
 		memcpy(f->data + GEN_OFFSET, &gen, sizeof(gen));
-		if (reload)
-			s->reload_gen = gen;
-		if (!mcc_conn_send_nowait(f, reload ? MCC_MSG_RELOAD : MCC_MSG_DELTA,
+		if (!mcc_conn_send_nowait(f, reload ? MCC_MSG_RELOAD : MCC_MSG_DELTA, flags,
 								  mcc_conn_next_id(), SEND_TIMEOUT_MS))
 		{
 			s->reload_gen = gen;
