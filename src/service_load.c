@@ -30,12 +30,14 @@
 #include "access/relation.h"
 #include "access/tableam.h"
 #include "access/detoast.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
 #define LOAD_FRAME_BYTES	(1024 * 1024)	/* LOAD_ROWS frames of about this size */
@@ -56,6 +58,8 @@ typedef struct load_state
 	uint64		rows_sent;
 	mcc_load_result result;		/* set with why when the load cannot proceed */
 	char	   *why;
+	TransactionId pin_xmin;		/* our snapshot's xmin: what no vacuum can remove */
+	uint64		vanished;		/* versions whose TOAST vacuum removed meanwhile */
 } load_state;
 
 static uint64 expected_rows(List *relids);
@@ -157,16 +161,24 @@ rows_flush(load_state *st)
 /*
  * The xids a load row carries for a tuple, from HeapTupleSatisfiesVacuum;
  * false for a tuple no snapshot can see. The buffer is share-locked.
+ *
+ * *risky says that VACUUM may remove the tuple's TOAST data before we read
+ * it: a version deleted before our own snapshot's xmin (only older
+ * snapshots of other backends keep it, and they may end), or one inserted
+ * by another transaction still running (it may abort). Our snapshot pins
+ * every other version we keep.
  */
 static bool
-tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon,
-		   uint64 *ins, uint64 *del)
+tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon, TransactionId pin_xmin,
+		   uint64 *ins, uint64 *del, bool *risky)
 {
 	HeapTupleHeader h = tuple->t_data;
 	TransactionId xmin = HeapTupleHeaderGetXmin(h);
+	TransactionId xmax;
 
 	*ins = 0;
 	*del = 0;
+	*risky = false;
 	switch (HeapTupleSatisfiesVacuum(tuple, horizon, buf))
 	{
 		case HEAPTUPLE_DEAD:
@@ -174,11 +186,16 @@ tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon,
 		case HEAPTUPLE_LIVE:
 			break;
 		case HEAPTUPLE_RECENTLY_DEAD:
+			xmax = HeapTupleHeaderGetUpdateXid(h);
+			*del = mcc_full_xid(xmax);
+			*risky = !TransactionIdIsValid(pin_xmin) || TransactionIdPrecedes(xmax, pin_xmin);
+			break;
 		case HEAPTUPLE_DELETE_IN_PROGRESS:
 			*del = mcc_full_xid(HeapTupleHeaderGetUpdateXid(h));
 			break;
 		case HEAPTUPLE_INSERT_IN_PROGRESS:
 			*ins = mcc_full_xid(xmin);
+			*risky = !TransactionIdIsCurrentTransactionId(xmin);
 			if (!(h->t_infomask & HEAP_XMAX_INVALID) &&
 				!HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
 				*del = mcc_full_xid(HeapTupleHeaderGetUpdateXid(h));
@@ -190,10 +207,50 @@ tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon,
 	return true;
 }
 
+/*
+ * Detoast a value whose TOAST rows VACUUM may remove meanwhile, in a
+ * subtransaction: NULL if they are gone ("missing chunk", data_corrupted),
+ * which means that no snapshot can see the version any more. Other errors
+ * propagate.
+ */
+static struct varlena *
+guarded_detoast(struct varlena *v)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	struct varlena *volatile t = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		t = detoast_attr(v);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (e->sqlerrcode != ERRCODE_DATA_CORRUPTED)
+			ReThrowError(e);
+		t = NULL;
+	}
+	PG_END_TRY();
+	return t;
+}
+
 /* Append one row to the LOAD_ROWS frame; false (with st->why) if unloadable. */
 static bool
 add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
-		AttrNumber tpl_att, uint64 ins, uint64 del)
+		AttrNumber tpl_att, uint64 ins, uint64 del, bool risky)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	bool		isnull;
@@ -211,7 +268,17 @@ add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 						   RelationGetRelationName(rel));
 		return false;
 	}
-	t = detoast_attr((struct varlena *) DatumGetPointer(tpl));
+	if (risky && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(tpl)))
+	{
+		t = guarded_detoast((struct varlena *) DatumGetPointer(tpl));
+		if (t == NULL)
+		{
+			st->vanished++;
+			return true;		/* dead to every snapshot by now */
+		}
+	}
+	else
+		t = detoast_attr((struct varlena *) DatumGetPointer(tpl));
 	if (st->profile_id == 0 && VARSIZE(t) >= MCC_TEMPLATE_HDRSZ)
 		st->profile_id = ((uint8 *) t)[5];
 	if (VARSIZE(t) < MCC_TEMPLATE_HDRSZ || ((uint8 *) t)[5] != st->profile_id)
@@ -270,17 +337,18 @@ load_relation(load_state *st, Oid relid)
 		uint64		ins;
 		uint64		del;
 		bool		keep;
+		bool		risky;
 		MemoryContext old;
 
 		CHECK_FOR_INTERRUPTS();
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		keep = tuple_xids(tuple, buf, st->horizon, &ins, &del);
+		keep = tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
 		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 		if (!keep)
 			continue;
 		/* the pin keeps the tuple's data in place without the lock */
 		old = MemoryContextSwitchTo(row_cxt);
-		ok = add_row(st, rel, tuple, key_att, tpl_att, ins, del);
+		ok = add_row(st, rel, tuple, key_att, tpl_att, ins, del, risky);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(row_cxt);
 	}
@@ -412,6 +480,7 @@ load_locked(mcc_gallery_ref *g, int profile_id, uint64 *entries, char **why)
 	st.profile_id = profile_id;
 	st.request_id = mcc_conn_next_id();
 	st.cxt = CurrentMemoryContext;
+	st.pin_xmin = ActiveSnapshotSet() ? GetActiveSnapshot()->xmin : InvalidTransactionId;
 	/* horizon first, then the generation: see the file comment */
 	rel = relation_open(g->relid, NoLock);
 	st.horizon = GetOldestNonRemovableTransactionId(rel);
