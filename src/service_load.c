@@ -59,6 +59,7 @@ typedef struct load_state
 	mcc_load_result result;		/* set with why when the load cannot proceed */
 	char	   *why;
 	TransactionId pin_xmin;		/* our snapshot's xmin: what no vacuum can remove */
+	uint64		guarded;		/* versions read in a subtransaction */
 	uint64		vanished;		/* versions whose TOAST vacuum removed meanwhile */
 } load_state;
 
@@ -271,6 +272,7 @@ add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 	if (risky && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(tpl)))
 	{
 		t = guarded_detoast((struct varlena *) DatumGetPointer(tpl));
+		st->guarded++;
 		if (t == NULL)
 		{
 			st->vanished++;
@@ -507,6 +509,9 @@ load_locked(mcc_gallery_ref *g, int profile_id, uint64 *entries, char **why)
 		mcc_raise_engine_error(&reply);
 	*entries = mcc_get_u64(&reply.body);
 	slot_loaded(g, st.gen, st.profile_id);
+	elog(DEBUG1, "mcc: loaded gallery %u at generation " UINT64_FORMAT ": " UINT64_FORMAT
+		 " rows sent, " UINT64_FORMAT " read in a subtransaction, " UINT64_FORMAT " vanished",
+		 g->relid, st.gen, st.rows_sent, st.guarded, st.vanished);
 	return MCC_LOAD_OK;
 }
 
