@@ -312,7 +312,7 @@ recheck_plan_for(const mcc_gallery *g)
 	return plan;
 }
 
-/* Distinct candidate keys of all probes as an int8[] datum. */
+/* The candidate keys of all probes (repeats allowed) as an int8[] datum. */
 static Datum
 candidate_keys(serve_req *r, int *n_keys)
 {
