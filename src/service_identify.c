@@ -284,7 +284,7 @@ static List *recheck_plans = NIL;
 static SPIPlanPtr
 recheck_plan_for(const mcc_gallery *g)
 {
-	char	   *sql = psprintf("SELECT %s::pg_catalog.int8, %s FROM %s WHERE %s = ANY($1)",
+	char	   *sql = psprintf("SELECT %s::pg_catalog.int8, %s FROM %s WHERE %s OPERATOR(pg_catalog.=) ANY ($1)",
 							   quote_identifier(g->key_name), quote_identifier(g->tpl_name),
 							   g->qualname, quote_identifier(g->key_name));
 	Oid			argtype = INT8ARRAYOID;
