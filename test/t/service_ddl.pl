@@ -100,7 +100,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM mcc_gallery_status'), '0',
 
 # partitioned gallery
 $node->safe_psql('postgres', q{
-	CREATE TABLE pg (id bigint PRIMARY KEY, person text, tpl mcc_template) PARTITION BY RANGE (id);
+	CREATE TABLE pg (id integer PRIMARY KEY, person text, tpl mcc_template) PARTITION BY RANGE (id);
 	CREATE TABLE pg_a PARTITION OF pg FOR VALUES FROM (0) TO (200);
 	CREATE TABLE pg_b PARTITION OF pg FOR VALUES FROM (200) TO (1000);
 	INSERT INTO pg SELECT finger, 'p', template FROM mcc_synthetic(400, 1, 31);
@@ -115,7 +115,7 @@ $node->safe_psql('postgres', q{
 	INSERT INTO pg SELECT 900 + pid, 'root', tpl FROM probes WHERE pid <= 3});
 exact_via_service('pg', 'rows written through partitions and the root, and moved between partitions');
 $node->safe_psql('postgres', q{
-	CREATE TABLE pg_c (id bigint NOT NULL, person text, tpl mcc_template);
+	CREATE TABLE pg_c (id integer NOT NULL, person text, tpl mcc_template);
 	INSERT INTO pg_c SELECT 1000 + finger, 'c', template FROM mcc_synthetic(50, 1, 32);
 	ALTER TABLE pg ATTACH PARTITION pg_c FOR VALUES FROM (1000) TO (2000)});
 ($ret, $out, $err) = $node->psql('postgres', q{
