@@ -295,6 +295,9 @@ capture(TriggerData *td, const mcc_registration *reg)
 	}
 	if (mcc_slot_find(reg->relid, false, &epoch) < 0)
 		return;					/* no cache: a later load sees these rows */
+	if ((td->tg_oldtable == NULL || tuplestore_tuple_count(td->tg_oldtable) == 0) &&
+		(td->tg_newtable == NULL || tuplestore_tuple_count(td->tg_newtable) == 0))
+		return;					/* the statement changed no row */
 	cols.key = mcc_column_attnum(RelationGetRelid(rel), reg->id_column);
 	cols.tpl = mcc_column_attnum(RelationGetRelid(rel), reg->template_column);
 	xid = U64FromFullTransactionId(GetCurrentFullTransactionIdIfAny());
