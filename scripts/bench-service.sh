@@ -72,6 +72,14 @@ for run in first second; do
 done
 psql_ -c "SELECT entries, cylinders, pg_size_pretty(host_bytes) AS host, round(load_seconds::numeric, 3) AS engine_seconds, round(load_rate) AS engine_rate FROM mcc_gallery_status"
 
+# CPU seconds the engine has used so far (user + system, from /proc): a
+# figure that other load on the machine does not inflate
+engine_cpu() {
+	local pid
+	pid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$pid/stat"
+}
+
 # percentiles of column 3 (latency, microseconds) of pgbench -l logs
 percentiles() {
 	cat "$@" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {
@@ -87,25 +95,38 @@ EOF
 echo "== identify(gallery, probe, k => 10) through the service, ${secs} s per run (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 for c in 1 4 16; do
 	rm -rf "$dir/log$c" && mkdir "$dir/log$c"
+	cpu0=$(engine_cpu)
 	out=$(cd "$dir/log$c" && pgbench -n -h "$dir" -p "$port" -U postgres -c "$c" -j "$((c < 4 ? c : 4))" \
 		-T "$secs" -l -f "$dir/identify.sql" postgres 2>&1)
+	cpu1=$(engine_cpu)
 	tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
-	echo "   $c client(s): $tps identifications/s, $(percentiles "$dir"/log$c/pgbench_log.*)"
+	reqs=$(cat "$dir"/log$c/pgbench_log.* | wc -l)
+	echo "   $c client(s): $tps identifications/s, $(percentiles "$dir"/log$c/pgbench_log.*)," \
+		"engine CPU $(calc "($cpu1 - $cpu0) * 1000 / $reqs" 1) ms per identification"
 done
 
-echo "== batching: $nb probes"
-t0=$(date +%s.%N)
-psql_ -c "SELECT count(*) FROM probes, identify('gallery', tpl, 10) WHERE pid <= $nb" >/dev/null
-t1=$(date +%s.%N)
-seq_rate=$(calc "$nb / ($t1 - $t0)" 3)
-printf "   one identify() call per probe, 1 session: %.2f probes/s\n" "$seq_rate"
-for b in 4 16 $nb; do
+# one batching measurement: $1 = label, $2 = SQL over probes 1..$nb
+batch_run() {
+	local cpu0 cpu1 t0 t1
+	cpu0=$(engine_cpu)
 	t0=$(date +%s.%N)
-	psql_ -c "SELECT count(*) FROM (SELECT (pid - 1) / $b AS grp, array_agg(tpl) AS ps FROM probes
-		WHERE pid <= $nb GROUP BY 1) g, identify_batch('gallery', g.ps, 10)" >/dev/null
+	psql_ -c "$2" >/dev/null
 	t1=$(date +%s.%N)
-	printf "   identify_batch() of %d probes, 1 session: %.2f probes/s (%.2fx)\n" "$b" \
-		"$(calc "$nb / ($t1 - $t0)" 3)" "$(calc "$nb / ($t1 - $t0) / $seq_rate" 3)"
+	cpu1=$(engine_cpu)
+	rate=$(calc "$nb / ($t1 - $t0)" 3)
+	printf "   %s: %.2f probes/s, engine CPU %.1f ms per probe" "$1" "$rate" "$(calc "($cpu1 - $cpu0) * 1000 / $nb" 1)"
+}
+
+echo "== batching: $nb probes, 1 session"
+batch_run "one identify() call per probe" \
+	"SELECT count(*) FROM probes, identify('gallery', tpl, 10) WHERE pid <= $nb"
+seq_rate=$rate
+echo
+for b in 4 16 $nb; do
+	batch_run "identify_batch() of $b probes" \
+		"SELECT count(*) FROM (SELECT (pid - 1) / $b AS grp, array_agg(tpl) AS ps FROM probes
+		 WHERE pid <= $nb GROUP BY 1) g, identify_batch('gallery', g.ps, 10)"
+	echo " ($(calc "$rate / $seq_rate" 2)x)"
 done
 
 echo "== backend scan without the service (mcc.service = off), 1 session, 3 probes"
