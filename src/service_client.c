@@ -525,24 +525,28 @@ mcc_conn_ensure(char **why)
 
 /* ---- payload writers ---- */
 
+/* Append a uint32. */
 void
 mcc_put_u32(StringInfo s, uint32 v)
 {
 	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
 }
 
+/* Append a uint64. */
 void
 mcc_put_u64(StringInfo s, uint64 v)
 {
 	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
 }
 
+/* Append an int64. */
 void
 mcc_put_i64(StringInfo s, int64 v)
 {
 	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
 }
 
+/* Append a float. */
 void
 mcc_put_f32(StringInfo s, float v)
 {
@@ -557,6 +561,7 @@ mcc_put_bytes(StringInfo s, const void *p, uint32 len)
 	appendBinaryStringInfo(s, (const char *) p, len);
 }
 
+/* Append a gallery id. */
 void
 mcc_put_gallery(StringInfo s, const mcc_gallery_id *g)
 {
@@ -582,6 +587,7 @@ mcc_get_raw(mcc_reader *r, size_t n)
 	return p;
 }
 
+/* Read a uint32. */
 uint32
 mcc_get_u32(mcc_reader *r)
 {
@@ -591,6 +597,7 @@ mcc_get_u32(mcc_reader *r)
 	return v;
 }
 
+/* Read a uint64. */
 uint64
 mcc_get_u64(mcc_reader *r)
 {
@@ -600,6 +607,7 @@ mcc_get_u64(mcc_reader *r)
 	return v;
 }
 
+/* Read an int64. */
 int64
 mcc_get_i64(mcc_reader *r)
 {
@@ -609,6 +617,7 @@ mcc_get_i64(mcc_reader *r)
 	return v;
 }
 
+/* Read a float. */
 float
 mcc_get_f32(mcc_reader *r)
 {
@@ -618,6 +627,7 @@ mcc_get_f32(mcc_reader *r)
 	return v;
 }
 
+/* Read a double. */
 double
 mcc_get_f64(mcc_reader *r)
 {
@@ -627,6 +637,7 @@ mcc_get_f64(mcc_reader *r)
 	return v;
 }
 
+/* Read a gallery id. */
 void
 mcc_get_gallery(mcc_reader *r, mcc_gallery_id *g)
 {
