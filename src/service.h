@@ -191,6 +191,9 @@ extern bool mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags,
  */
 extern bool mcc_conn_wait_reply(uint64 request_id, mcc_reply *reply);
 
+/* The same for a request of `units` units of work (mcc.request_timeout each). */
+extern bool mcc_conn_wait_reply_units(uint64 request_id, mcc_reply *reply, int units);
+
 /* Payload writers (host byte order, packed). */
 extern void mcc_put_u32(StringInfo s, uint32 v);
 extern void mcc_put_u64(StringInfo s, uint64 v);

@@ -386,6 +386,18 @@ mcc_conn_wait_reply(uint64 request_id, mcc_reply *reply)
 	return wait_reply_until(request_id, reply, reply_deadline(mcc_request_timeout));
 }
 
+/*
+ * The same for a request of `units` units of work (the probes of a batch):
+ * mcc.request_timeout applies to each.
+ */
+bool
+mcc_conn_wait_reply_units(uint64 request_id, mcc_reply *reply, int units)
+{
+	int64		ms = (int64) mcc_request_timeout * Max(units, 1);
+
+	return wait_reply_until(request_id, reply, reply_deadline((int) Min(ms, INT_MAX)));
+}
+
 /* Open the socket; returns errno-style failure text or NULL. */
 static char *
 open_socket(const char *path)

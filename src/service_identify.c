@@ -226,7 +226,7 @@ send_search(serve_req *r, uint64 gen, uint32 kprime, mcc_reply *reply)
 		mcc_put_bytes(&f, r->probes[i], VARSIZE(r->probes[i]));
 	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
 	pfree(f.data);
-	return mcc_conn_wait_reply(id, reply);
+	return mcc_conn_wait_reply_units(id, reply, r->n_probes);
 }
 
 /* Parse a RESULT into r->ans. */
