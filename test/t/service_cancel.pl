@@ -77,11 +77,28 @@ is($s->query_safe(q{SELECT bool_and(check_identify('big', tpl, 5, 0)) FROM probe
 $s->quit;
 is(check_all_probes($node, 'big', 5), 0, 'other sessions get exact answers');
 
-# mcc.request_timeout with mcc.fallback = error
+# mcc.request_timeout: a request queued behind a long batch gets no answer
+# in 300 ms; under mcc.fallback = error that is an ERROR
+my $busy = $node->background_psql('postgres', on_error_stop => 0);
+$busy->query_safe("SELECT count(*) FROM identify('big', (SELECT tpl FROM probes WHERE pid = 1))");
+$busy->query_safe("SET application_name = 'busy'");
+$busy->query_until(qr/started/, "\\echo started\nSELECT long_request();\n");
+$node->poll_query_until('postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity
+	WHERE application_name = 'busy' AND state = 'active' AND wait_event_type = 'Extension'})
+  or die 'the long request did not reach the engine';
 my ($ret, $out, $err) = $node->psql('postgres', q{
 	SET mcc.request_timeout = 300; SET mcc.fallback = error;
-	SELECT count(*) FROM identify_batch('big', (SELECT array_agg(tpl) FROM long_probes), 5)});
+	SELECT count(*) FROM identify('big', (SELECT tpl FROM probes WHERE pid = 2))});
 like($err, qr/did not answer within mcc\.request_timeout/, 'mcc.request_timeout raises under fallback = error');
+($ret, $out, $err) = $node->psql('postgres', q{
+	SET mcc.request_timeout = 300; SET mcc.fallback = notice;
+	SELECT bool_and(check_identify('big', tpl, 5, 0)) FROM probes WHERE pid <= 2});
+is($out, 't', 'under fallback = notice the backend scan answers exactly');
+like($err, qr/scans the gallery in the backend: the matcher engine did not answer within mcc\.request_timeout/,
+	'... saying why');
+$node->safe_psql('postgres', "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'busy'");
+$busy->quit;
 
 $node->stop;
 done_testing();
