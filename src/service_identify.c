@@ -53,6 +53,8 @@
 #define MAX_ATTEMPTS		3		/* loads per call before giving up */
 #define SETTLE_INTERVAL_MS	250		/* between settle exchanges of a gallery */
 #define KPRIME_GROWTH		4
+#define BATCH_MAX_PROBES	256		/* probes per SEARCH of identify_batch() */
+#define BATCH_MAX_BYTES		(16 * 1024 * 1024)	/* ... and their bytes */
 
 bool		mcc_service_bypass = false;
 
@@ -767,11 +769,13 @@ put_hits(ReturnSetInfo *rsinfo, int probe_no, const candidate *hits, int n)
 }
 
 /*
- * The batch without the service: identify() per probe through SPI, with the
- * service bypassed (mcc.fallback has already spoken for the batch).
+ * Probes without the service: identify() per probe through SPI, with the
+ * service bypassed (mcc.fallback has already spoken for them); first_no is
+ * the probe number of probes[0].
  */
 static void
-batch_in_backend(FunctionCallInfo fcinfo, Oid tpltype, struct varlena **probes, int n)
+batch_in_backend(FunctionCallInfo fcinfo, Oid tpltype, struct varlena **probes, int n,
+				 int first_no)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			types[6] = {REGCLASSOID, tpltype, INT4OID, FLOAT4OID, NAMEOID, NAMEOID};
@@ -810,7 +814,7 @@ batch_in_backend(FunctionCallInfo fcinfo, Oid tpltype, struct varlena **probes, 
 
 				c.key = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
 				c.score = DatumGetFloat4(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-				put_hits(rsinfo, i + 1, &c, 1);
+				put_hits(rsinfo, first_no + i, &c, 1);
 			}
 			SPI_freetuptable(SPI_tuptable);
 		}
@@ -858,13 +862,30 @@ batch_probes(ArrayType *arr, int *n)
 	return probes;
 }
 
+/* End of the chunk of probes that starts at first: one SEARCH's worth. */
+static int
+chunk_end(struct varlena **probes, int first, int n)
+{
+	size_t		bytes = 0;
+	int			i;
+
+	for (i = first; i < n && i - first < BATCH_MAX_PROBES; i++)
+	{
+		bytes += VARSIZE(probes[i]);
+		if (i > first && bytes > BATCH_MAX_BYTES)
+			break;
+	}
+	return i;
+}
+
 /*
  * identify_batch(gallery regclass, probes mcc_template[], k int, min_score
  * real, id_column name, template_column name)
  * RETURNS TABLE(probe_no int, id bigint, score real)
  *
- * The probes go to the engine as one batch: one pass over the gallery
- * serves them all. probe_no is the 1-based position in the array.
+ * The probes go to the engine in batches of up to BATCH_MAX_PROBES: one
+ * pass over the gallery serves a batch. probe_no is the 1-based position
+ * in the array.
  */
 Datum
 mcc_identify_batch(PG_FUNCTION_ARGS)
@@ -873,6 +894,8 @@ mcc_identify_batch(PG_FUNCTION_ARGS)
 	serve_req	r;
 	mcc_gallery gallery;
 	ArrayType  *arr;
+	int			first;
+	int			end;
 	int			i;
 
 	if (PG_ARGISNULL(0))
@@ -905,14 +928,20 @@ mcc_identify_batch(PG_FUNCTION_ARGS)
 	r.g = &gallery;
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (r.n_probes == 0)
-		return (Datum) 0;
-	if (!serve(&r))
+	for (first = 0; first < r.n_probes; first = end)
 	{
-		batch_in_backend(fcinfo, ARR_ELEMTYPE(arr), r.probes, r.n_probes);
-		return (Datum) 0;
+		serve_req	c = r;
+
+		end = chunk_end(r.probes, first, r.n_probes);
+		c.probes = r.probes + first;
+		c.n_probes = end - first;
+		if (!serve(&c))
+		{
+			batch_in_backend(fcinfo, ARR_ELEMTYPE(arr), c.probes, c.n_probes, first + 1);
+			continue;
+		}
+		for (i = 0; i < c.n_probes; i++)
+			put_hits(rsinfo, first + i + 1, c.ans[i].hits, c.ans[i].n_hits);
 	}
-	for (i = 0; i < r.n_probes; i++)
-		put_hits(rsinfo, i + 1, r.ans[i].hits, r.ans[i].n_hits);
 	return (Datum) 0;
 }

@@ -28,6 +28,10 @@ sub exact_via_service
 }
 
 exact_via_service('g', 'initial gallery');
+is($node->safe_psql('postgres', q{
+	SET mcc.fallback = error;
+	SELECT check_batch('g', ARRAY(SELECT template FROM mcc_synthetic(300, 1, 35) ORDER BY finger), 3)}),
+	't', 'identify_batch of 300 probes (two engine requests) equals brute force');
 
 $node->safe_psql('postgres', 'TRUNCATE g');
 exact_via_service('g', 'after TRUNCATE');
