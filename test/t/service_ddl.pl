@@ -33,6 +33,15 @@ is($node->safe_psql('postgres', q{
 	SELECT check_batch('g', ARRAY(SELECT template FROM mcc_synthetic(300, 1, 35) ORDER BY finger), 3)}),
 	't', 'identify_batch of 300 probes (two engine requests) equals brute force');
 
+# evict and preload
+is($node->safe_psql('postgres', "SELECT mcc_gallery_evict('g')"), 't', 'evict a cached gallery');
+is($node->safe_psql('postgres', "SELECT state FROM mcc_gallery_status WHERE gallery = 'g'::regclass"),
+	'not cached', 'it is no longer cached');
+exact_via_service('g', 'after eviction (reloaded on use)');
+is($node->safe_psql('postgres', "SELECT mcc_gallery_preload('g')"), '500', 'preload returns the cached rows');
+is($node->safe_psql('postgres', "SELECT state || ' ' || entries FROM mcc_gallery_status WHERE gallery = 'g'::regclass"),
+	'cached 500', 'and the status shows them');
+
 $node->safe_psql('postgres', 'TRUNCATE g');
 exact_via_service('g', 'after TRUNCATE');
 $node->safe_psql('postgres', q{
