@@ -218,11 +218,14 @@ mcc_gallery_signature(List *relids, AttrNumber key_att, AttrNumber tpl_att)
 		Oid			pair[2];
 		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(lfirst_oid(lc)));
 
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for relation %u", lfirst_oid(lc));
+		/* a relation dropped by the committing transaction: no storage */
 		pair[0] = lfirst_oid(lc);
-		pair[1] = ((Form_pg_class) GETSTRUCT(tup))->relfilenode;
-		ReleaseSysCache(tup);
+		pair[1] = InvalidOid;
+		if (HeapTupleIsValid(tup))
+		{
+			pair[1] = ((Form_pg_class) GETSTRUCT(tup))->relfilenode;
+			ReleaseSysCache(tup);
+		}
 		h = hash_bytes_extended((const unsigned char *) pair, sizeof(pair), h);
 	}
 	return h == 0 ? 1 : h;
