@@ -9,6 +9,8 @@
 
 #include "postgres.h"
 #include "fmgr.h"
+#include "access/htup.h"
+#include "access/tupdesc.h"
 
 #include "mcc_error.h"
 #include "mcc_minutiae.h"
@@ -35,6 +37,14 @@ extern void mcc_pg_open(const struct varlena *t, mcc_template_view *v);
 
 /* Build a palloc'd template from minutiae with profile p; raises on bad input. */
 extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p);
+
+/*
+ * Attribute attnum of a heap tuple. heap_getattr() is avoided on purpose:
+ * since 15.20 that header inline calls heap_datum_check(), which 15.18 and
+ * older servers do not export, so a module using it fails to load there.
+ */
+extern Datum mcc_pg_tuple_attr(HeapTuple tup, TupleDesc desc, AttrNumber attnum,
+							   bool *isnull);
 
 /* Profile by SQL name; raises 22023 naming the known profiles if unknown. */
 extern const mcc_profile *mcc_pg_profile(const char *name);

@@ -135,10 +135,8 @@ mcc_registration_get(Oid relid, mcc_registration *reg)
 		bool		isnull;
 
 		reg->relid = relid;
-		reg->id_column = pstrdup(NameStr(*DatumGetName(heap_getattr(tup, Anum_id_column,
-																	   desc, &isnull))));
-		reg->template_column = pstrdup(NameStr(*DatumGetName(heap_getattr(tup, Anum_template_column,
-																			 desc, &isnull))));
+		reg->id_column = pstrdup(NameStr(*DatumGetName(mcc_pg_tuple_attr(tup, desc, Anum_id_column, &isnull))));
+		reg->template_column = pstrdup(NameStr(*DatumGetName(mcc_pg_tuple_attr(tup, desc, Anum_template_column, &isnull))));
 		found = true;
 	}
 	systable_endscan(scan);

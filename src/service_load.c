@@ -256,12 +256,12 @@ add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 	TupleDesc	desc = RelationGetDescr(rel);
 	bool		isnull;
 	Datum		key;
-	Datum		tpl = heap_getattr(tuple, tpl_att, desc, &isnull);
+	Datum		tpl = mcc_pg_tuple_attr(tuple, desc, tpl_att, &isnull);
 	struct varlena *t;
 
 	if (isnull)
 		return true;			/* no template, not part of the gallery */
-	key = heap_getattr(tuple, key_att, desc, &isnull);
+	key = mcc_pg_tuple_attr(tuple, desc, key_att, &isnull);
 	if (isnull)
 	{
 		st->result = MCC_LOAD_MIXED;
