@@ -10,8 +10,8 @@
 #                            thread, all threads, GPU when built and present;
 #                            BENCH_CHAMFER_ARGS, e.g. --sizes 1000,1000000 --reps 5
 #
-# Builds into build/chamfer/ with its own copy of src/core, so that it needs
-# nothing else of the tree. No fused multiply-add on either side (the CPU
+# Builds into build/chamfer/ with its own objects of the src/core files it
+# needs, so that it needs nothing else of the tree. No fused multiply-add on either side (the CPU
 # gets -ffp-contract=off, nvcc --fmad=false): per-point terms are the same bits.
 
 BUILD ?= build
@@ -20,7 +20,11 @@ CH_CC ?= gcc
 CH_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit
 CH_DIR = $(BUILD)/chamfer
-CH_CORE_OBJS = $(patsubst src/core/%.c,$(CH_DIR)/core/%.o,$(sort $(wildcard src/core/*.c)))
+# only the parts of src/core that alignment uses (others may need libraries
+# such as libpng that a GPU machine lacks)
+CH_CORE_SRCS = $(addprefix src/core/,mcc_edt.c mcc_chamfer.c mcc_chamfer_cpu.c mcc_chamfer_lm.c \
+	mcc_chamfer_math.c mcc_error.c mcc_rng.c mcc_detmath.c)
+CH_CORE_OBJS = $(patsubst src/core/%.c,$(CH_DIR)/core/%.o,$(CH_CORE_SRCS))
 CH_TEST_DEPS = test/unit/unit.h test/unit/chamfer_synth.h $(wildcard src/core/*.h)
 BENCH_CHAMFER_ARGS ?=
 
