@@ -255,16 +255,25 @@ check_errors(mcc_chamfer_gpu *g)
 	mcc_chamfer_gpu_code c;
 	mcc_chamfer_xf xf;
 	double		sums[MCC_CHAMFER_MAX_SUMS];
+	mcc_chamfer_gpu *fresh;
 
 	c = mcc_chamfer_gpu_align(g, bad, 4, sq, 4, 2, NULL, &res, &err);
 	UNIT_CHECK(c == MCC_CHAMFER_GPU_INVALID && err.status == MCC_ERR_VALUE,
 			   "a NaN observed point is INVALID with the core's error: %s", err.message);
 	c = mcc_chamfer_gpu_align(g, sq, 4, sq, 4, 4, NULL, &res, &err);
 	UNIT_CHECK(c == MCC_CHAMFER_GPU_INVALID, "dimension 4 is INVALID: %s", err.message);
+	/* earlier checks left sets uploaded in g: a fresh context has none */
+	if (mcc_chamfer_gpu_open(0, &fresh, &err) != MCC_CHAMFER_GPU_OK)
+	{
+		UNIT_CHECK(0, "a second context opens: %s", err.message);
+		return;
+	}
 	memset(&xf, 0, sizeof(xf));
 	xf.dim = 2;
-	UNIT_CHECK(mcc_chamfer_gpu_eval(g, &xf, 1, sums, &err) != MCC_OK,
+	mcc_error_clear(&err);
+	UNIT_CHECK(mcc_chamfer_gpu_eval(fresh, &xf, 1, sums, &err) != MCC_OK,
 			   "evaluating without uploaded sets is refused: %s", err.message);
+	mcc_chamfer_gpu_close(fresh);
 }
 
 /* --no-device mode, or every comparison on device 0; TAP on stdout. */
