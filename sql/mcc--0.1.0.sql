@@ -204,6 +204,18 @@ COMMENT ON OPERATOR <=> (mcc_template, mcc_template) IS
 	'distance 1 - mcc_score(a, b), for ORDER BY ... LIMIT';
 
 -- ===========================================================================
+-- 1:1 comparison with a matching method (src/score.c, src/core/mcc_match.h;
+-- docs/accuracy.md compares the methods)
+-- ===========================================================================
+
+CREATE FUNCTION mcc_score(a mcc_template, b mcc_template, method text) RETURNS real
+	AS 'MODULE_PATHNAME', 'mcc_score_method'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION mcc_score(mcc_template, mcc_template, text) IS
+	'Similarity of two templates in [0, 1] by a method: lss, lss-r, lss-dtr, lsa, lsa-r, lsa-dtr, lgs, lgs-r, lgs-dtr, consolidation (a is the probe)';
+
+-- ===========================================================================
 -- identify() and synthetic data (src/identify.c, src/gallery.c,
 -- src/synthetic.c): this section is maintained on the pgident branch.
 -- Everything above must not depend on it; keep new type-level objects above.
