@@ -22,11 +22,11 @@ DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql
 REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
-PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src -MMD -MP
 PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off
 SHLIB_LINK = -lm -lpthread
 
-EXTRA_CLEAN = build results regression.diffs regression.out tmp_check log
+EXTRA_CLEAN = build $(OBJS:.o=.d) results regression.diffs regression.out tmp_check log
 
 # Debian's PGXS would build LLVM bitcode of every object with clang; the
 # extension gains nothing from JIT inlining and clang may be absent.
@@ -35,6 +35,9 @@ override with_llvm = no
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# header dependencies of the module's objects (PGXS tracks none by default)
+-include $(OBJS:.o=.d)
 
 # ---------------------------------------------------------------------------
 # CUDA kernels (kernels/*.cu) when nvcc is present. They are linked only into
@@ -57,12 +60,51 @@ $(BUILD)/core/%.o: src/core/%.c $(wildcard src/core/*.h)
 $(BUILD)/libmcccore.a: $(CORE_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
+# ---------------------------------------------------------------------------
+# The matcher engine (src/engine/, docs/matcher-service.md): a program of its
+# own, plain C with no PostgreSQL headers, installed next to the module as
+# $(pkglibdir)/mcc_engine and started by the supervisor background worker.
+ENGINE_SRCS = $(sort $(wildcard src/engine/*.c))
+ENGINE_OBJS = $(patsubst src/engine/%.c,$(BUILD)/engine/%.o,$(ENGINE_SRCS))
+ENGINE_LIB_OBJS = $(filter-out $(BUILD)/engine/eng_main.o,$(ENGINE_OBJS))
+ENGINE_CFLAGS = $(CORE_CFLAGS) -D_GNU_SOURCE -Isrc/engine
+
+$(BUILD)/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(ENGINE_CFLAGS) -c $< -o $@
+
+$(BUILD)/libmccengine.a: $(ENGINE_LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/mcc_engine: $(BUILD)/engine/eng_main.o $(BUILD)/libmccengine.a $(BUILD)/libmcccore.a
+	$(CORE_CC) $(ENGINE_CFLAGS) $^ $(CORE_LIBS) -o $@
+
+.PHONY: engine install-engine uninstall-engine
+engine: $(BUILD)/mcc_engine
+all: $(BUILD)/mcc_engine
+install: install-engine
+uninstall: uninstall-engine
+
+install-engine: $(BUILD)/mcc_engine
+	$(MKDIR_P) '$(DESTDIR)$(pkglibdir)'
+	$(INSTALL_PROGRAM) $(BUILD)/mcc_engine '$(DESTDIR)$(pkglibdir)/mcc_engine'
+
+uninstall-engine:
+	rm -f '$(DESTDIR)$(pkglibdir)/mcc_engine'
+
 UNIT_SRCS = $(sort $(wildcard test/unit/test_*.c))
 UNIT_BINS = $(patsubst test/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 $(BUILD)/unit/%: test/unit/%.c $(wildcard test/unit/*.h) $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE -Itest/unit $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+
+# Engine tests link the engine's objects (all but main); the end-to-end one
+# also runs build/mcc_engine.
+$(BUILD)/unit/test_engine_%: test/unit/test_engine_%.c test/unit/unit.h $(wildcard test/unit/engine_*.h) \
+		$(BUILD)/libmccengine.a $(BUILD)/libmcccore.a $(BUILD)/mcc_engine
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine.a $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
 .PHONY: unit unit-build tools fuzz prove-installcheck test-all demo
 unit-build: $(UNIT_BINS)
@@ -82,6 +124,11 @@ $(BUILD)/bench/%: test/bench/%.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
+$(BUILD)/bench/engine_%: test/bench/engine_%.c $(wildcard test/unit/engine_*.h) $(BUILD)/libmccengine.a \
+		$(BUILD)/libmcccore.a $(BUILD)/mcc_engine
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine.a $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+
 tools: $(TOOL_BINS)
 
 # libFuzzer harnesses: test/fuzz/fuzz_<parser>.c, run FUZZ_SECONDS each.
@@ -94,6 +141,13 @@ $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-Isrc/core $< $(CORE_SRCS) -lm -lpthread -o $@
+
+# the engine's harnesses also build its sources (all but main)
+ENGINE_LIB_SRCS = $(filter-out src/engine/eng_main.c,$(ENGINE_SRCS))
+$(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(wildcard src/core/*.h src/engine/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) -lm -lpthread -o $@
 
 fuzz: $(FUZZ_BINS)
 	@status=0; for f in $(FUZZ_BINS); do \
@@ -119,3 +173,9 @@ test-all:
 
 demo:
 	scripts/demo.sh
+
+# ---------------------------------------------------------------------------
+# The CUDA engine (kernels/gpu.mk): build/libmccgpu.a, make gpu-check,
+# make bench-gpu. Without nvcc those targets say so and succeed; nothing of
+# it is part of mcc.so yet (the matcher service links it: docs/gpu-notes.md).
+include kernels/gpu.mk

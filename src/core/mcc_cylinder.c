@@ -260,12 +260,14 @@ cmp_cylinder(const void *pa, const void *pb)
 	return (a->minutia > b->minutia) - (a->minutia < b->minutia);
 }
 
+/* G_D of the profile, for tests (see mcc_cylinder.h). */
 double
 mcc_cylinder_gd(const mcc_profile *p, double alpha)
 {
 	return g_dir(alpha, p->sigma_d, 2.0 * PI / p->nd);
 }
 
+/* The kept disc cells in bit order (see mcc_cylinder.h). */
 int
 mcc_cylinder_cells(const mcc_profile *p, double *a, double *b)
 {
@@ -411,6 +413,7 @@ check_shape(const mcc_profile *p, disc_cell *cells, int *ncells, mcc_error *err)
 	return MCC_OK;
 }
 
+/* Real values of one cylinder, with its own hull (see mcc_cylinder.h). */
 bool
 mcc_cylinder_values(const mcc_minutiae *ms, const mcc_profile *p, int mi,
 					double *values, uint8_t *valid)
@@ -426,6 +429,7 @@ mcc_cylinder_values(const mcc_minutiae *ms, const mcc_profile *p, int mi,
 	return cylinder_values(ms, p, &h, cells, ncells, mi, values, valid);
 }
 
+/* All valid cylinders of a set, sorted by angle then minutia. */
 mcc_status
 mcc_cylinders_create(const mcc_minutiae *ms, const mcc_profile *p,
 					 mcc_cylinder *out, int *n, mcc_error *err)

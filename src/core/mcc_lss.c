@@ -16,7 +16,7 @@ uint32_t	mcc_lss_sqrt_tab[MCC_MAX_BITS + 1];
 /* LUT_p per profile id (ids are small), for min(n_A, n_B) = 0..MaxC. */
 #define MAX_PROFILE_ID 8
 static uint8_t np_tab[MAX_PROFILE_ID][MCC_MAX_CYL + 1];
-static volatile int lss_ready = 0;
+static int	lss_ready = 0;		/* set with release once the tables are full */
 
 /* n_p of paper 000 eq. 2, in double precision, for the tables. */
 static int
@@ -27,10 +27,11 @@ np_formula(const mcc_profile *p, int v)
 	return p->min_np + (int) lround((p->max_np - p->min_np) * z);
 }
 
+/* Fill LUT_sqrt and LUT_p; idempotent, call once before threads start. */
 void
 mcc_lss_init(void)
 {
-	if (lss_ready)
+	if (__atomic_load_n(&lss_ready, __ATOMIC_ACQUIRE))
 		return;
 	/* sqrt(p) is irrational or an integer, so rounding never meets a tie */
 	for (int i = 0; i <= MCC_MAX_BITS; i++)
@@ -42,9 +43,10 @@ mcc_lss_init(void)
 		for (int v = 0; p != NULL && v <= MCC_MAX_CYL; v++)
 			np_tab[id][v] = (uint8_t) np_formula(p, v);
 	}
-	lss_ready = 1;
+	__atomic_store_n(&lss_ready, 1, __ATOMIC_RELEASE);
 }
 
+/* LUT_sqrt[popcount], 0 outside 0..MCC_MAX_BITS. */
 uint32_t
 mcc_lss_sqrt_fx(int popcount)
 {
@@ -53,6 +55,7 @@ mcc_lss_sqrt_fx(int popcount)
 	return mcc_lss_sqrt_tab[popcount];
 }
 
+/* LUT_p[min(n_A, n_B)] of profile p, the count clamped to 0..MaxC. */
 int
 mcc_lss_np(const mcc_profile *p, int min_cyl)
 {
@@ -65,6 +68,7 @@ mcc_lss_np(const mcc_profile *p, int min_cyl)
 	return np_tab[p->id][min_cyl];
 }
 
+/* Paper 000 Fig. 3 lines 11-18: the score from w buckets and n_p. */
 float
 mcc_lss_finish(const uint32_t *buckets, int np)
 {
@@ -87,6 +91,7 @@ mcc_lss_finish(const uint32_t *buckets, int np)
 /* ------------------------------------------------------------------ */
 /* the prepared probe                                                  */
 
+/* Bytes to allocate for a prepared probe (fixed, about 730 kB). */
 size_t
 mcc_probe_size(void)
 {
@@ -142,6 +147,7 @@ probe_order(const mcc_template_view *t, int *order)
 	}
 }
 
+/* Prepare probe q from an opened template (tables described in mcc_probe_int.h). */
 void
 mcc_probe_init(mcc_probe *q, const mcc_template_view *t)
 {
@@ -193,23 +199,28 @@ mcc_probe_init(mcc_probe *q, const mcc_template_view *t)
 	{
 		uint32_t   *row = q->rcp + (size_t) pc * q->rcp_stride;
 
-		for (int l = 0; l < q->rcp_stride; l++)
-			row[l] = l < 2 * n ? mcc_lss_rcp(q->eta[l] + mcc_lss_sqrt_tab[pc]) : 0;
+		for (int l = 0; l < n; l++)
+			row[l] = mcc_lss_rcp(q->eta[l] + mcc_lss_sqrt_tab[pc]);
+		memcpy(row + n, row, sizeof(uint32_t) * n);		/* the doubled order */
+		memset(row + 2 * n, 0, sizeof(uint32_t) * (q->rcp_stride - 2 * n));
 	}
 }
 
+/* The profile of a prepared probe. */
 const mcc_profile *
 mcc_probe_profile(const mcc_probe *q)
 {
 	return q->profile;
 }
 
+/* The number of cylinders of a prepared probe. */
 int
 mcc_probe_cylinders(const mcc_probe *q)
 {
 	return q->n;
 }
 
+/* LSS of a prepared probe against one template, by the generic vote loop. */
 float
 mcc_lss_score(const mcc_probe *q, const mcc_template_view *t)
 {
@@ -279,6 +290,7 @@ pair_vote(const mcc_profile *p, const uint64_t *a, const uint64_t *b)
 	return d < MCC_W ? (int) d : -1;
 }
 
+/* 1:1 LSS straight from two views, no prepared probe. */
 mcc_status
 mcc_lss_pair(const mcc_template_view *a, const mcc_template_view *b,
 			 float *score, mcc_error *err)
@@ -326,6 +338,7 @@ mcc_lss_pair(const mcc_template_view *a, const mcc_template_view *b,
 /* ------------------------------------------------------------------ */
 /* floating-point reference                                            */
 
+/* qsort order of doubles, descending. */
 static int
 cmp_desc(const void *pa, const void *pb)
 {
@@ -366,6 +379,7 @@ float_similarity(const mcc_profile *p, const uint64_t *a, const uint64_t *b)
 	return 1.0 - sqrt((double) px) / den;
 }
 
+/* Paper 000 Fig. 2 in double precision: the test reference. */
 double
 mcc_lss_float(const mcc_template_view *a, const mcc_template_view *b)
 {

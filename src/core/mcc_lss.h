@@ -75,7 +75,8 @@ float		mcc_lss_finish(const uint32_t *buckets, int np);
 /*
  * A probe prepared for matching: its cylinders copied to aligned storage, its
  * LUT_theta (for every byte angle, the probe cylinders that pass the gate)
- * and per-cylinder tables. Opaque; allocate mcc_probe_size() bytes.
+ * and per-cylinder tables. Opaque; allocate mcc_probe_size() bytes (about
+ * 730 kB; any malloc or palloc alignment works, 64-byte alignment is best).
  */
 typedef struct mcc_probe mcc_probe;
 

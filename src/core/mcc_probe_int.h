@@ -44,9 +44,14 @@ struct mcc_probe
 	uint16_t	pc[MCC_PROBE_DBL];	/* popcount of cylinder l mod n */
 	uint32_t	eta[MCC_PROBE_DBL];	/* LUT_sqrt[pc] */
 	uint8_t		angle[MCC_MAX_CYL];
-	uint64_t	bits[MCC_PROBE_DBL][2 * MCC_MAX_WORDS] __attribute__((aligned(64)));
-	uint64_t	soa[4][MCC_PROBE_DBL] __attribute__((aligned(64)));
-	uint32_t	rcp[MCC_PROBE_RCP_ROWS * MCC_PROBE_DBL] __attribute__((aligned(64)));
+	/*
+	 * No alignment attributes: callers may hand in 8-byte aligned memory
+	 * (palloc), and kernels load with unaligned loads (64-byte aligned
+	 * memory is still the fastest).
+	 */
+	uint64_t	bits[MCC_PROBE_DBL][2 * MCC_MAX_WORDS];
+	uint64_t	soa[4][MCC_PROBE_DBL];
+	uint32_t	rcp[MCC_PROBE_RCP_ROWS * MCC_PROBE_DBL];
 };
 
 /* LUT_sqrt, shared so that kernels index it directly. */
@@ -82,9 +87,13 @@ mcc_popcount64_swar(uint64_t x)
 				const uint64_t *v_ = q_->bits[s_ + l_]; \
 				int			x_ = 0; \
 				uint32_t	d_; \
+				uint32_t	r_; \
 				for (int w_ = 0; w_ < q_->vwords; w_++) \
 					x_ += POPCOUNT(v_[w_] ^ (g)[w_]); \
-				d_ = mcc_lss_dist(mcc_lss_sqrt_tab[x_], rr_[l_]); \
+				/* no rcp rows for vectors of more than 255 bits: divide */ \
+				r_ = q_->rcp_stride ? rr_[l_] : \
+					mcc_lss_rcp(q_->eta[s_ + l_] + mcc_lss_sqrt_tab[(pc_g)]); \
+				d_ = mcc_lss_dist(mcc_lss_sqrt_tab[x_], r_); \
 				if (drop0_ && q_->pc[s_ + l_] == 0) \
 					continue;	/* den = 0: no vote */ \
 				(hist)[d_ < MCC_W ? d_ : MCC_W]++; \

@@ -12,6 +12,7 @@
 /* ------------------------------------------------------------------ */
 /* storage                                                             */
 
+/* Allocate an empty gallery with the given capacities (0: small defaults). */
 mcc_status
 mcc_soa_init(mcc_soa *g, const mcc_profile *p, uint32_t cap_tpl,
 			 uint32_t cap_cyl, mcc_error *err)
@@ -39,6 +40,7 @@ mcc_soa_init(mcc_soa *g, const mcc_profile *p, uint32_t cap_tpl,
 	return MCC_OK;
 }
 
+/* Free the arrays; the gallery is empty and unusable until init. */
 void
 mcc_soa_free(mcc_soa *g)
 {
@@ -59,6 +61,7 @@ mcc_soa_free(mcc_soa *g)
 	g->n_tpl = g->n_cyl = g->cap_tpl = g->cap_cyl = 0;
 }
 
+/* Forget all templates, keep the arrays. */
 void
 mcc_soa_clear(mcc_soa *g)
 {
@@ -134,6 +137,7 @@ grow_tpl(mcc_soa *g, uint64_t need, mcc_error *err)
 	return MCC_OK;
 }
 
+/* Append one template's cylinders, growing the arrays as needed. */
 mcc_status
 mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *err)
 {
@@ -176,6 +180,7 @@ mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *er
 /* ------------------------------------------------------------------ */
 /* kernels                                                             */
 
+/* Portable scan: the generic vote loop with a software popcount. */
 void
 mcc_scan_generic(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 				 float *scores)
@@ -184,6 +189,7 @@ mcc_scan_generic(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 		MCC_SCORE_TEMPLATE_GENERIC(q, g, k, mcc_popcount64_swar, scores[k - t0]);
 }
 
+/* The generic loop compiled for the POPCNT instruction. */
 __attribute__((target("popcnt")))
 void
 mcc_scan_popcnt(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
@@ -193,6 +199,7 @@ mcc_scan_popcnt(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 		MCC_SCORE_TEMPLATE_GENERIC(q, g, k, __builtin_popcountll, scores[k - t0]);
 }
 
+/* Whether the CPU has POPCNT. */
 int
 mcc_cpu_has_popcnt(void)
 {
@@ -200,6 +207,7 @@ mcc_cpu_has_popcnt(void)
 	return __builtin_cpu_supports("popcnt");
 }
 
+/* Whether the CPU and OS support AVX-512 F/BW/VL/VPOPCNTDQ. */
 int
 mcc_cpu_has_avx512(void)
 {
@@ -227,7 +235,7 @@ always(void)
 
 /* Best first: the automatic choice is the first usable one. */
 static const kernel kernels[] = {
-	{"avx512", mcc_scan_avx512, mcc_cpu_has_avx512},
+	{"avx512", mcc_scan_avx512, mcc_avx512_ok},
 	{"popcnt", mcc_scan_popcnt, mcc_cpu_has_popcnt},
 	{"generic", mcc_scan_generic, always},
 };
@@ -253,6 +261,7 @@ current_kernel(void)
 	return &kernels[k];
 }
 
+/* Force a scan kernel by name, or NULL for the automatic choice. */
 int
 mcc_soa_set_kernel(const char *name)
 {
@@ -272,12 +281,14 @@ mcc_soa_set_kernel(const char *name)
 	return -1;
 }
 
+/* Name of the kernel scans use now. */
 const char *
 mcc_soa_kernel_name(void)
 {
 	return current_kernel()->name;
 }
 
+/* Scores of probe q against templates [t0, t1) with the current kernel. */
 void
 mcc_soa_scan(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 			 float *scores)

@@ -24,9 +24,12 @@ void		mcc_scan_popcnt(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 void		mcc_scan_avx512(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 							uint32_t t1, float *scores);
 
-/* Whether this CPU (and OS) can run the POPCNT / AVX-512 kernels. */
+/* Whether this CPU (and OS) can run the POPCNT / AVX-512 instructions. */
 int			mcc_cpu_has_popcnt(void);
 int			mcc_cpu_has_avx512(void);
+
+/* Whether the AVX-512 kernel can run here and computes LUT_sqrt exactly. */
+int			mcc_avx512_ok(void);
 
 /*
  * Score template k of g with the generic vote loop and popcount POPCOUNT:

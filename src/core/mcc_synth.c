@@ -36,18 +36,19 @@ mcc_synth_defaults(mcc_synth_params *sp)
 	sp->min_minutiae = 30;
 	sp->max_minutiae = 60;
 	sp->max_rotation = 25.0;
-	sp->max_translation = 30.0;
+	sp->max_translation = 40.0;
 	sp->distortion = 1.0;
-	sp->p_missing = 0.15;
-	sp->max_spurious = 0.15;
-	sp->pos_noise = 2.5;
-	sp->angle_noise = 6.0;
+	sp->p_missing = 0.08;
+	sp->max_spurious = 0.08;
+	sp->pos_noise = 2.0;
+	sp->angle_noise = 5.0;
 	sp->min_spacing = 12.0;
 	sp->contact_loss = 0.15;
 	sp->border = 8;
 	sp->p_type_flip = 0.10;
 	sp->p_dir_flip = 0.02;
 	sp->quality_noise = 8.0;
+	sp->variability = 0.5;
 }
 
 /* A non-negative finite value no larger than hi (NaN becomes 0). */
@@ -89,6 +90,7 @@ mcc_synth_sanitize(const mcc_synth_params *in, mcc_synth_params *out)
 	out->p_type_flip = clampd(in->p_type_flip, 1.0);
 	out->p_dir_flip = clampd(in->p_dir_flip, 1.0);
 	out->quality_noise = clampd(in->quality_noise, 100.0);
+	out->variability = clampd(in->variability, 1.0);
 }
 
 double
@@ -136,6 +138,7 @@ mcc_synth_check(const mcc_synth_params *sp, mcc_error *err)
 		{"p_type_flip", sp->p_type_flip, 0, 1},
 		{"p_dir_flip", sp->p_dir_flip, 0, 1},
 		{"quality_noise", sp->quality_noise, 0, 100},
+		{"variability", sp->variability, 0, 1},
 	};
 
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
@@ -401,7 +404,7 @@ in_ellipse(double x, double y, double ex, double ey, double ea, double eb)
 static void
 draw_impression(mcc_rng *r, const mcc_synth_params *sp, const mcc_synth_finger *f,
 				placement *pl, distortion *d, double *ex, double *ey,
-				double *ea, double *eb, double *q_shift)
+				double *ea, double *eb, double *q_shift, double *condition)
 {
 	double		s = mcc_synth_scale(sp);
 	double		D = sp->distortion;
@@ -443,7 +446,10 @@ draw_impression(mcc_rng *r, const mcc_synth_params *sp, const mcc_synth_finger *
 	d->ty = tau * ty;
 	d->on = D > 0.0;
 
-	*q_shift = mcc_rng_normal(r) * sp->quality_noise * 0.5;
+	/* how good this impression is (dry, wet, pressed): 1 is average, more is worse */
+	*condition = 1.0 + mcc_rng_range(r, -1.0, 1.0) * sp->variability;
+	/* the extractor's qualities follow, 20 points per unit of condition */
+	*q_shift = mcc_rng_normal(r) * sp->quality_noise * 0.5 - (*condition - 1.0) * 20.0;
 }
 
 /* Window position (rounded) if inside the detectable part of the window. */
@@ -475,7 +481,8 @@ mcc_synth_impression_trace(const mcc_synth_params *sp_in,
 				ey,
 				ea,
 				eb,
-				q_shift;
+				q_shift,
+				condition;
 	int			detected;
 	long		n_spurious;
 
@@ -483,7 +490,11 @@ mcc_synth_impression_trace(const mcc_synth_params *sp_in,
 	mcc_synth_shape(&sp, finger, &f);
 	mcc_rng_seed(&r, mcc_rng_key(sp.seed, finger, impression,
 								 MCC_SYNTH_STREAM_IMPRESSION));
-	draw_impression(&r, &sp, &f, &pl, &d, &ex, &ey, &ea, &eb, &q_shift);
+	draw_impression(&r, &sp, &f, &pl, &d, &ex, &ey, &ea, &eb, &q_shift, &condition);
+	sp.pos_noise *= condition;
+	sp.angle_noise *= condition;
+	sp.p_missing *= condition;
+	sp.max_spurious *= condition;
 
 	memset(out, 0, sizeof(*out));
 	out->width = (uint16_t) sp.width;

@@ -46,6 +46,7 @@ typedef struct mcc_synth_params
 	double		p_type_flip;	/* impression: ending <-> bifurcation, angle kept */
 	double		p_dir_flip;		/* impression: direction reversed by 180 degrees */
 	double		quality_noise;	/* impression: minutia quality, standard deviation */
+	double		variability;	/* impression: noise, missing and spurious scale by 1 +- this */
 } mcc_synth_params;
 
 /* Pattern classes of master fingers. */

@@ -33,6 +33,7 @@ align8(size_t n)
 	return (n + 7) & ~(size_t) 7;
 }
 
+/* Read a host-order uint16 at any alignment. */
 static uint16_t
 rd16(const uint8_t *p)
 {
@@ -42,6 +43,7 @@ rd16(const uint8_t *p)
 	return v;
 }
 
+/* Read a host-order uint32 at any alignment. */
 static uint32_t
 rd32(const uint8_t *p)
 {
@@ -51,6 +53,7 @@ rd32(const uint8_t *p)
 	return v;
 }
 
+/* Write a host-order uint16 at any alignment. */
 static void
 wr16(uint8_t *p, uint16_t v)
 {
@@ -64,6 +67,7 @@ bits_offset(int n_min)
 	return align8(MCC_TEMPLATE_HDRSZ + (size_t) MCC_MINUTIA_RECSZ * n_min);
 }
 
+/* Bytes of a template with n_min minutiae and n_cyl cylinders (layout in the header). */
 size_t
 mcc_template_size(const mcc_profile *p, int n_min, int n_cyl)
 {
@@ -95,6 +99,7 @@ get_minutia(const uint8_t *rec, mcc_minutia *m)
 	m->quality = rec[9];
 }
 
+/* Validate, create cylinders, serialize (two-call protocol in the header). */
 mcc_status
 mcc_template_build(const mcc_minutiae *ms, const mcc_profile *p,
 				   uint8_t *out, size_t *size, mcc_error *err)
@@ -288,6 +293,7 @@ open_cylinders(const mcc_template_view *v, mcc_error *err)
 	return MCC_OK;
 }
 
+/* Check a blob completely and fill a view of it. */
 mcc_status
 mcc_template_open(const uint8_t *base, size_t size, mcc_template_view *v,
 				  mcc_error *err)
@@ -302,12 +308,14 @@ mcc_template_open(const uint8_t *base, size_t size, mcc_template_view *v,
 	return st;
 }
 
+/* Decode minutia i of an opened template. */
 void
 mcc_template_minutia(const mcc_template_view *v, int i, mcc_minutia *m)
 {
 	get_minutia(v->minutiae + (size_t) i * MCC_MINUTIA_RECSZ, m);
 }
 
+/* Decode the whole minutiae set of an opened template. */
 void
 mcc_template_minutiae(const mcc_template_view *v, mcc_minutiae *ms)
 {
@@ -319,24 +327,28 @@ mcc_template_minutiae(const mcc_template_view *v, mcc_minutiae *ms)
 		mcc_template_minutia(v, i, &ms->m[i]);
 }
 
+/* Copy cylinder c's words (values, then masks) to aligned storage. */
 void
 mcc_template_cyl_bits(const mcc_template_view *v, int c, uint64_t *out)
 {
 	memcpy(out, v->bits + (size_t) c * v->words * 8, (size_t) v->words * 8);
 }
 
+/* Popcount of cylinder c's value bits, from its metadata. */
 int
 mcc_template_cyl_popcount(const mcc_template_view *v, int c)
 {
 	return rd16(v->meta + (size_t) c * MCC_CYLMETA_RECSZ);
 }
 
+/* Byte angle of cylinder c, from its metadata. */
 int
 mcc_template_cyl_angle(const mcc_template_view *v, int c)
 {
 	return v->meta[(size_t) c * MCC_CYLMETA_RECSZ + 2];
 }
 
+/* Minutia index of cylinder c, from its metadata. */
 int
 mcc_template_cyl_minutia(const mcc_template_view *v, int c)
 {

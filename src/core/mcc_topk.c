@@ -53,6 +53,7 @@ sift_up(mcc_hit *h, int64_t i)
 	h[i] = x;
 }
 
+/* Start an empty top-k over caller storage of cap hits. */
 void
 mcc_topk_init(mcc_topk *t, int64_t k, mcc_hit *storage, int64_t cap)
 {
@@ -64,12 +65,14 @@ mcc_topk_init(mcc_topk *t, int64_t k, mcc_hit *storage, int64_t cap)
 	t->h = storage;
 }
 
+/* Whether the caller must grow the storage before the next push. */
 bool
 mcc_topk_needs_room(const mcc_topk *t)
 {
 	return t->n == t->cap && t->cap < t->k;
 }
 
+/* Move to larger storage that already holds the n hits. */
 void
 mcc_topk_rebind(mcc_topk *t, mcc_hit *storage, int64_t cap)
 {
@@ -106,6 +109,7 @@ mcc_topk_push(mcc_topk *t, float score, int64_t id)
 	sift_down(t->h, t->n, 0);
 }
 
+/* The score a hit must reach to enter a full top-k. */
 float
 mcc_topk_floor(const mcc_topk *t)
 {

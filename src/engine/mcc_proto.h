@@ -20,7 +20,10 @@
  *                   engine holds more candidates at or above min_score),
  *                   uint32 n, n x hit
  *                -> ERROR (MCC_PERR_NOT_LOADED: load first;
- *                   MCC_PERR_GENERATION: a needed delta never came: reload)
+ *                   MCC_PERR_GENERATION: a needed delta never came: reload;
+ *                   MCC_PERR_DATA: a bad probe, a probe of another profile
+ *                   than the gallery's, or a RESULT over MCC_PROTO_MAX_FRAME)
+ *                (n_probes 0: just waits until need_generation is applied)
  *   LOAD_BEGIN   gallery, uint64 generation, uint32 profile_id,
  *                uint64 expected_rows (hint, may be 0)
  *   LOAD_ROWS    uint32 n, n x load_row          (any number of frames)
@@ -32,20 +35,32 @@
  *   DELTA        gallery, uint64 generation, uint64 xid, uint32 n_ins,
  *                uint32 n_del, n_ins x (int64 key, bytes template),
  *                n_del x (int64 key, uint64 hash)          (no reply)
+ *                (rows of different (sub)transaction ids go in separate
+ *                 DELTA frames of the same generation, sent back to back on
+ *                 one connection, every one but the last with flag
+ *                 MCC_FRAME_MORE; the engine applies a frame's inserts before
+ *                 its deletes; a connection that closes in the middle of a
+ *                 generation's frames turns that generation into a RELOAD)
  *   RELOAD       gallery, uint64 generation     (no reply: the cache must be
  *                reloaded before serving generation >= this)
  *   XIDS         gallery -> XID_LIST uint32 n, n x uint64 xid (the distinct
- *                unsettled inserting and deleting xids of the cache)
+ *                unsettled inserting and deleting xids of the cache,
+ *                ascending, at most MCC_PROTO_MAX_XIDS: settle them and ask
+ *                again if the list was full)
  *   SETTLE       gallery, uint64 horizon, uint32 n, n x (uint64 xid,
  *                uint32 state) with state one of MCC_XID_*   -> OK
  *   CANCEL       uint64 request_id_to_cancel              (no reply)
  *   STATUS       (empty) -> STATUS_REPLY uint32 n, n x gallery_status
- *   EVICT        gallery (rel 0: every gallery of db; db 0: all) -> OK
+ *   EVICT        gallery (rel 0: every gallery of db; db 0: all;
+ *                signature 0: every signature of db/rel) -> OK
  *
  * gallery       = uint32 db_oid, uint32 rel_oid, uint64 signature
  * hit           = float score, int64 key, uint64 hash
  * load_row      = int64 key, uint64 insert_xid, uint64 delete_xid (0: none),
  *                 bytes template
+ *                 (insert_xid: the raw xmin; delete_xid: the raw xmax whenever
+ *                 a deleter exists that has not aborted, in progress included,
+ *                 else 0; xids below 3 count as committed)
  * gallery_status= gallery, uint32 profile_id, uint64 generation, uint64
  *                 entries, uint64 searchable, uint64 cylinders, uint64
  *                 host_bytes, uint64 device_bytes, int64 loaded_at_usec,
@@ -54,6 +69,17 @@
  * A template is the exact stored blob of mcc_template.h (first 4 bytes: the
  * varlena header, ignored by the engine). Its hash is mcc_template_hash().
  * xids are PostgreSQL FullTransactionIds (64-bit, no wraparound).
+ *
+ * Engine behaviour the client relies on (docs/matcher-engine.md):
+ * - a malformed frame gets ERROR MCC_PERR_PROTOCOL, then the engine closes
+ *   that connection; ERROR's message is "message" or "message: detail";
+ * - SEARCH of a gallery without a cache gets MCC_PERR_NOT_LOADED at once,
+ *   even while another connection loads it;
+ * - a load's errors come at LOAD_END; LOAD_BEGIN on a connection whose load
+ *   is unfinished abandons that load, and so does CANCEL of its request_id;
+ *   a load older than what the cache already applied is dropped and LOADED
+ *   reports the cache that stays;
+ * - on shutdown, pending requests get MCC_PERR_CANCELLED.
  */
 #ifndef MCC_PROTO_H
 #define MCC_PROTO_H
@@ -62,6 +88,10 @@
 
 #define MCC_PROTO_VERSION	1
 #define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
+#define MCC_PROTO_MAX_XIDS	(1u << 20)	/* xids per XID_LIST */
+
+/* frame flags */
+#define MCC_FRAME_MORE		0x0001	/* DELTA: more frames of this generation follow */
 
 typedef enum mcc_msg_type
 {
@@ -110,7 +140,7 @@ typedef struct mcc_frame_hdr
 {
 	uint32_t	length;			/* payload bytes after the header */
 	uint16_t	type;			/* mcc_msg_type */
-	uint16_t	flags;			/* 0 */
+	uint16_t	flags;			/* MCC_FRAME_* (0 but on DELTA) */
 	uint64_t	request_id;
 } mcc_frame_hdr;
 

@@ -48,6 +48,7 @@ ref_gd(double alpha, double sigma_d, double w)
 				  erf((alpha - w / 2) / (sigma_d * M_SQRT2)));
 }
 
+/* qsort order of doubles, ascending. */
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -233,6 +234,7 @@ rot90(const mcc_minutiae *in, mcc_minutiae *out, int tx, int ty)
 	}
 }
 
+/* Set bits in n words. */
 static int
 popcount_words(const uint64_t *w, int n)
 {
@@ -593,6 +595,7 @@ test_any_angle(void)
 			   "arbitrary rotation keeps most set bits (%.1f%%)", 100.0 * kept / total);
 }
 
+/* Run every cylinder test. */
 int
 main(void)
 {

@@ -369,6 +369,7 @@ test_profile_mismatch(void)
 	free(b);
 }
 
+/* Run every LSS test. */
 int
 main(void)
 {

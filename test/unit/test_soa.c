@@ -2,6 +2,7 @@
  * test_soa.c: the structure-of-arrays gallery and its scan: every kernel
  * this CPU can run gives, for every template, exactly mcc_lss_score().
  */
+#include <fenv.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,7 @@ make_gallery(tg_rng *r, const mcc_profile *p, const mcc_minutiae *fingers, int n
 	}
 }
 
+/* Free a test gallery. */
 static void
 free_gallery(gallery *g)
 {
@@ -140,7 +142,9 @@ static void
 check_scans(const mcc_profile *p, const mcc_soa *s, const gallery *g, const gallery *probes,
 			const char *what, int need_high)
 {
-	mcc_probe  *q = malloc(mcc_probe_size());
+	/* only 8-byte aligned, as palloc would give: nothing may assume more */
+	char	   *raw = malloc(mcc_probe_size() + 128);
+	mcc_probe  *q = (mcc_probe *) (raw + (64 - (uintptr_t) raw % 64) % 64 + 8);
 	float	   *sc = malloc(sizeof(float) * (g->n + 1));
 	float	   *ref = malloc(sizeof(float) * g->n);
 
@@ -178,11 +182,12 @@ check_scans(const mcc_profile *p, const mcc_soa *s, const gallery *g, const gall
 				   p->name, what, kernel_names[kn], checked, diff, high);
 	}
 	mcc_soa_set_kernel(NULL);
-	free(q);
+	free(raw);
 	free(sc);
 	free(ref);
 }
 
+/* Gallery layout and scans, both profiles, then a 256-cylinder probe. */
 int
 main(void)
 {
@@ -224,6 +229,10 @@ main(void)
 				   tiny.cap_tpl, tiny.cap_cyl);
 		check_scans(p, &big, &g, &probes, "gallery", 1);
 		check_scans(p, &tiny, &g, &probes, "grown gallery", 1);
+		/* another rounding mode: a kernel relying on round-to-nearest must step aside */
+		fesetround(FE_UPWARD);
+		check_scans(p, &big, &g, &probes, "gallery rounding upward", 1);
+		fesetround(FE_TONEAREST);
 
 		/* clear keeps capacity; a template of another profile is refused */
 		mcc_soa_clear(&tiny);

@@ -51,6 +51,7 @@ no_perturbation(mcc_synth_params *sp)
 	sp->p_type_flip = 0;
 	sp->p_dir_flip = 0;
 	sp->quality_noise = 0;
+	sp->variability = 0;
 }
 
 /* Floor of v / 2 for any sign, computed independently of the generator. */
@@ -533,6 +534,44 @@ test_perturbations(void)
 	/* uniform on +-30: sd 17.3 */
 	UNIT_CHECK(ts.bad == 0 && ts.max_disp <= 30 * sqrt(2.0) + 1 && v > 12 && v < 22 &&
 			   ts.sum_da2 == 0, "translation sd %.2f px, max %.2f px", v, ts.max_disp);
+
+	/* variability: each impression scales the noise by its own factor in [0.5, 1.5] */
+	sp = base;
+	sp.pos_noise = 2.0;
+	sp.variability = 0.5;
+	{
+		double		lo = 1e9,
+					hi = 0;
+		int			bad_sd = 0;
+
+		for (int fi = 0; fi < 100; fi++)
+		{
+			mcc_synth_master(&sp, 7000 + fi, &master);
+			for (int ii = 1; ii <= 2; ii++)
+			{
+				int			dx = half_floor(sp.width - master.width);
+				int			dy = half_floor(sp.height - master.height);
+				double		s2 = 0,
+							est;
+
+				mcc_synth_impression_trace(&sp, &master, 7000 + fi, ii, &imp, origin);
+				for (int i = 0; i < imp.count; i++)
+				{
+					double		ex = imp.m[i].x - (master.m[origin[i]].x + dx);
+					double		ey = imp.m[i].y - (master.m[origin[i]].y + dy);
+
+					s2 += ex * ex + ey * ey;
+				}
+				est = sqrt(s2 / (2.0 * imp.count));
+				lo = fmin(lo, est);
+				hi = fmax(hi, est);
+				/* never beyond 1.5 x 2 px, allowing for the estimate's own error */
+				bad_sd += est > 3.0 * 1.3 + 0.1;
+			}
+		}
+		UNIT_CHECK(lo < 1.4 && hi > 2.6 && bad_sd == 0,
+				   "variability spreads the per-impression noise (sd %.2f .. %.2f px)", lo, hi);
+	}
 
 	sp = base;
 	sp.contact_loss = 0.3;

@@ -47,6 +47,7 @@ open_copy(const uint8_t *blob, size_t size, mcc_error *err)
 	return st;
 }
 
+/* Read a uint16 at any alignment. */
 static uint16_t
 get16(const uint8_t *b, size_t off)
 {
@@ -56,6 +57,7 @@ get16(const uint8_t *b, size_t off)
 	return v;
 }
 
+/* Write a uint16 at any alignment. */
 static void
 put16(uint8_t *b, size_t off, uint16_t v)
 {
@@ -431,6 +433,7 @@ test_mutations(void)
 	UNIT_CHECK(accepted > 0 && accepted < tries, "mutation loop both accepts and refuses");
 }
 
+/* Run every template test. */
 int
 main(void)
 {

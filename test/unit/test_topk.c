@@ -74,6 +74,7 @@ one_run(tg_rng *r, int n, int64_t k, int64_t cap0, int levels, int *grew)
 	return ok;
 }
 
+/* Random runs against a full sort, then the corner cases. */
 int
 main(void)
 {

@@ -1,0 +1,419 @@
+/*
+ * mcc_gpu_context.cu: device discovery, contexts, errors, memory.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mcc_gpu_int.h"
+#include "mcc_lss.h"
+
+/* Set err to a non-CUDA failure. */
+mcc_gpu_code
+mcc_gpu_err(mcc_error *err, mcc_gpu_code code, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err)
+	{
+		err->status = code == MCC_GPU_OOM ? MCC_ERR_MEMORY :
+			code == MCC_GPU_INVALID ? MCC_ERR_VALUE :
+			code == MCC_GPU_UNSUPPORTED ? MCC_ERR_VALUE : MCC_ERR_INTERNAL;
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		va_end(ap);
+		err->detail[0] = 0;
+	}
+	return code;
+}
+
+/* Errors after which the CUDA context of the process is unusable. */
+static bool
+is_sticky(cudaError_t e)
+{
+	switch (e)
+	{
+		case cudaErrorIllegalAddress:
+		case cudaErrorLaunchFailure:
+		case cudaErrorHardwareStackError:
+		case cudaErrorIllegalInstruction:
+		case cudaErrorMisalignedAddress:
+		case cudaErrorInvalidAddressSpace:
+		case cudaErrorInvalidPc:
+		case cudaErrorAssert:
+		case cudaErrorECCUncorrectable:
+		case cudaErrorLaunchTimeout:
+		case cudaErrorContextIsDestroyed:
+		case cudaErrorUnknown:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* Record a CUDA failure; a sticky one marks the context broken. */
+mcc_gpu_code
+mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *err)
+{
+	mcc_gpu_code code;
+
+	(void) cudaGetLastError();	/* clear a non-sticky error */
+	if (e == cudaErrorMemoryAllocation)
+		code = MCC_GPU_OOM;
+	else if (is_sticky(e))
+		code = MCC_GPU_STICKY;
+	else if (e == cudaErrorInsufficientDriver)
+		code = MCC_GPU_NO_DRIVER;
+	else if (e == cudaErrorNoDevice)
+		code = MCC_GPU_NO_DEVICE;
+	else
+		code = MCC_GPU_CUDA;
+	if (dev >= 0)
+		mcc_gpu_err(err, code, "%s%s on GPU %d failed: %s (%s)",
+					code == MCC_GPU_STICKY ? "unrecoverable GPU error: " : "",
+					what, dev, cudaGetErrorString(e), cudaGetErrorName(e));
+	else
+		mcc_gpu_err(err, code, "%s%s failed: %s (%s)",
+					code == MCC_GPU_STICKY ? "unrecoverable GPU error: " : "",
+					what, cudaGetErrorString(e), cudaGetErrorName(e));
+	if (err && code == MCC_GPU_STICKY)
+		snprintf(err->detail, sizeof(err->detail),
+				 "The CUDA context of this process is lost; use the CPU path.");
+	if (err && code == MCC_GPU_OOM)
+		snprintf(err->detail, sizeof(err->detail),
+				 "The GPU has too little free memory; the context is still usable.");
+	if (g && code == MCC_GPU_STICKY)
+	{
+		g->broken = 1;
+		snprintf(g->broken_msg, sizeof(g->broken_msg), "%s", err ? err->message : what);
+	}
+	return code;
+}
+
+/* Wall clock in milliseconds. */
+double
+mcc_gpu_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Count devices; never crashes without a driver. */
+mcc_gpu_code
+mcc_gpu_probe(int *count, mcc_gpu_devinfo *info, int max, mcc_error *err)
+{
+	int			n = 0;
+	cudaError_t e;
+
+	*count = 0;
+	e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess)
+		return mcc_gpu_fail(NULL, e, "CUDA device probe", -1, err);
+	if (n == 0)
+		return mcc_gpu_err(err, MCC_GPU_NO_DEVICE, "no CUDA device found");
+	for (int i = 0; info && i < n && i < max; i++)
+	{
+		cudaDeviceProp pr;
+
+		if ((e = cudaGetDeviceProperties(&pr, i)) != cudaSuccess)
+			return mcc_gpu_fail(NULL, e, "device properties", i, err);
+		memset(&info[i], 0, sizeof(info[i]));
+		info[i].ordinal = i;
+		snprintf(info[i].name, sizeof(info[i].name), "%s", pr.name);
+		info[i].cc_major = pr.major;
+		info[i].cc_minor = pr.minor;
+		info[i].sm_count = pr.multiProcessorCount;
+		if ((e = cudaSetDevice(i)) != cudaSuccess ||
+			(e = cudaMemGetInfo(&info[i].mem_free, &info[i].mem_total)) != cudaSuccess)
+			return mcc_gpu_fail(NULL, e, "memory query", i, err);
+	}
+	*count = n;
+	return MCC_GPU_OK;
+}
+
+/* Open a context on a list of devices. */
+mcc_gpu_code
+mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
+			 const mcc_gpu_options *opt, mcc_gpu **out, mcc_error *err)
+{
+	mcc_gpu    *g;
+	int			count = 0;
+	mcc_gpu_code rc;
+
+	*out = NULL;
+	if (!prof || prof->masks || prof->words != 4 || prof->nbits > 255)
+		return mcc_gpu_err(err, MCC_GPU_UNSUPPORTED,
+						   "profile \"%s\" is not supported on the GPU",
+						   prof ? prof->name : "(null)");
+	if (ndev < 1 || ndev > MCC_GPU_MAX_DEVICES)
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "number of GPU partitions %d is out of range", ndev);
+	if (opt && (opt->variant < 0 || opt->variant >= MCC_GPU_VARIANT_COUNT))
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "unknown GPU kernel variant %d", opt->variant);
+	if ((rc = mcc_gpu_probe(&count, NULL, 0, err)) != MCC_GPU_OK)
+		return rc;
+	for (int i = 0; i < ndev; i++)
+		if (devices[i] < 0 || devices[i] >= count)
+			return mcc_gpu_err(err, MCC_GPU_INVALID, "GPU %d does not exist (%d found)",
+							   devices[i], count);
+	g = (mcc_gpu *) calloc(1, sizeof(mcc_gpu));
+	if (!g)
+		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+	g->profile = prof;
+	if (opt)
+		g->opt = *opt;
+	if (g->opt.max_batch <= 0)
+		g->opt.max_batch = 32;
+
+	mcc_lss_init();
+	for (int i = 0; i < MCC_GPU_LUT; i++)
+		g->sqrt_fx[i] = i <= 256 ? mcc_lss_sqrt_fx(i) : 0;
+	for (int i = 0; i < MCC_GPU_LUT; i++)
+	{
+		int			np = i <= MCC_MAX_CYL ? mcc_lss_np(prof, i) : 0;
+
+		g->lutp[i] = (uint8_t) (np < 0 ? 0 : np > 255 ? 255 : np);
+	}
+
+	g->rcp_tab = (uint32_t *) malloc(sizeof(uint32_t) * 257 * MCC_GPU_TROW);
+	if (!g->rcp_tab)
+	{
+		mcc_gpu_close(g);
+		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+	}
+	for (int a = 0; a <= 256; a++)
+		for (int b = 0; b < MCC_GPU_TROW; b++)
+			g->rcp_tab[a * MCC_GPU_TROW + b] = b <= 256 ? mcc_lss_rcp(g->sqrt_fx[a] + g->sqrt_fx[b]) : 0;
+
+	g->nparts = ndev;
+	for (int i = 0; i < ndev; i++)
+	{
+		mcc_gpu_part *p = &g->part[i];
+		cudaDeviceProp pr;
+		cudaError_t e;
+
+		p->dev = devices[i];
+		if ((e = cudaSetDevice(p->dev)) != cudaSuccess ||
+			(e = cudaGetDeviceProperties(&pr, p->dev)) != cudaSuccess)
+		{
+			rc = mcc_gpu_fail(g, e, "device setup", p->dev, err);
+			mcc_gpu_close(g);
+			return rc;
+		}
+		if (pr.major < 8)
+		{
+			mcc_gpu_close(g);
+			return mcc_gpu_err(err, MCC_GPU_UNSUPPORTED,
+							   "GPU %d (%s, compute capability %d.%d) is too old",
+							   devices[i], pr.name, pr.major, pr.minor);
+		}
+		p->sm_count = pr.multiProcessorCount;
+		p->smem_optin = pr.sharedMemPerBlockOptin;
+		if ((e = cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking)) != cudaSuccess)
+		{
+			rc = mcc_gpu_fail(g, e, "stream creation", p->dev, err);
+			mcc_gpu_close(g);
+			return rc;
+		}
+		for (int k = 0; k < 6; k++)
+			if ((e = cudaEventCreate(&p->ev[k])) != cudaSuccess)
+			{
+				rc = mcc_gpu_fail(g, e, "event creation", p->dev, err);
+				mcc_gpu_close(g);
+				return rc;
+			}
+		/* every variant, and its FP64 twin (the fallback for large probes) */
+		for (int v = 1; v < 2 * MCC_GPU_VARIANT_COUNT; v++)
+			for (int z = 0; z < 2; z++)
+			{
+				int			r, c, l, b, tc;
+				const void *fn;
+				cudaFuncAttributes fa;
+
+				mcc_gpu_variant_params(v % MCC_GPU_VARIANT_COUNT, &r, &c, &l, &b, &tc);
+				fn = mcc_gpu_match_kernel(v >= MCC_GPU_VARIANT_COUNT ? MCC_RCP_FP64 : r, c, z, l, b, tc);
+				if (!fn)
+					continue;
+				/* static shared memory counts against the opt-in limit */
+				if ((e = cudaFuncGetAttributes(&fa, fn)) != cudaSuccess ||
+					(e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+											  (int) (p->smem_optin - fa.sharedSizeBytes))) != cudaSuccess)
+				{
+					rc = mcc_gpu_fail(g, e, "kernel setup", p->dev, err);
+					mcc_gpu_close(g);
+					return rc;
+				}
+			}
+	}
+	*out = g;
+	return MCC_GPU_OK;
+}
+
+/* Release the gallery arrays of a partition. */
+void
+mcc_gpu_part_free_gallery(mcc_gpu_part *p)
+{
+	cudaFree(p->lo);
+	cudaFree(p->hi);
+	cudaFree(p->meta);
+	cudaFree(p->tiles);
+	cudaFree(p->tncyl);
+	cudaFree(p->alive);
+	p->lo = p->hi = NULL;
+	p->meta = NULL;
+	p->tiles = NULL;
+	p->tncyl = NULL;
+	p->alive = NULL;
+	p->cap_cyl = p->cap_tiles = p->cap_tpl = 0;
+	p->n_cyl = p->n_tiles = p->n_tpl = 0;
+	p->gallery_bytes = 0;
+	free(p->gidx);
+	free(p->tile_off);
+	p->gidx = NULL;
+	p->tile_off = NULL;
+}
+
+/* Release the search scratch of a partition. */
+void
+mcc_gpu_part_free_scratch(mcc_gpu_part *p)
+{
+	cudaFree(p->blob);
+	cudaFree(p->scores);
+	cudaFree(p->cand);
+	cudaFree(p->sorted);
+	cudaFree(p->schist);
+	cudaFree(p->small);
+	cudaFree(p->cub_tmp);
+	cudaFreeHost(p->h_keys);
+	cudaFreeHost(p->h_small);
+	p->blob = NULL;
+	p->scores = NULL;
+	p->cand = p->sorted = NULL;
+	p->schist = p->small = NULL;
+	p->cub_tmp = NULL;
+	p->h_keys = NULL;
+	p->h_small = NULL;
+	p->blob_cap = p->cub_bytes = p->h_keys_cap = 0;
+	p->sc_tpl = 0;
+	p->sc_q = 0;
+	p->scratch_bytes = 0;
+}
+
+/* Release everything. */
+void
+mcc_gpu_close(mcc_gpu *g)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < g->nparts; i++)
+	{
+		mcc_gpu_part *p = &g->part[i];
+
+		if (cudaSetDevice(p->dev) != cudaSuccess)
+			continue;
+		mcc_gpu_part_free_gallery(p);
+		mcc_gpu_part_free_scratch(p);
+		for (int k = 0; k < 6; k++)
+			if (p->ev[k])
+				cudaEventDestroy(p->ev[k]);
+		if (p->st)
+			cudaStreamDestroy(p->st);
+	}
+	(void) cudaGetLastError();
+	cudaFreeHost(g->h_blob);
+	free(g->ids);
+	free(g->where);
+	free(g->local);
+	free(g->removed);
+	free(g->rcp_tab);
+	free(g);
+}
+
+/* Bytes the context may still take on p's device. */
+size_t
+mcc_gpu_room(mcc_gpu *g, mcc_gpu_part *p)
+{
+	size_t		fr = 0, tot = 0, used = 0;
+
+	cudaSetDevice(p->dev);
+	if (cudaMemGetInfo(&fr, &tot) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return 0;
+	}
+	if (g->opt.mem_limit == 0)
+		return fr;
+	for (int i = 0; i < g->nparts; i++)
+		if (g->part[i].dev == p->dev)
+			used += g->part[i].gallery_bytes + g->part[i].scratch_bytes;
+	if (used >= g->opt.mem_limit)
+		return 0;
+	return g->opt.mem_limit - used < fr ? g->opt.mem_limit - used : fr;
+}
+
+/* Templates given so far. */
+uint32_t
+mcc_gpu_size(const mcc_gpu *g)
+{
+	return g ? g->n_tpl : 0;
+}
+
+/* Memory per partition. */
+mcc_gpu_code
+mcc_gpu_memory(mcc_gpu *g, mcc_gpu_meminfo *info, int max, int *n, mcc_error *err)
+{
+	*n = 0;
+	if (g->broken)
+		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	for (int i = 0; i < g->nparts && i < max; i++)
+	{
+		mcc_gpu_part *p = &g->part[i];
+		cudaError_t e;
+
+		memset(&info[i], 0, sizeof(info[i]));
+		info[i].ordinal = p->dev;
+		info[i].n_tpl = p->n_tpl;
+		info[i].n_cyl = p->n_cyl;
+		info[i].gallery_bytes = p->gallery_bytes;
+		info[i].scratch_bytes = p->scratch_bytes;
+		if ((e = cudaSetDevice(p->dev)) != cudaSuccess ||
+			(e = cudaMemGetInfo(&info[i].dev_free, &info[i].dev_total)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "memory query", p->dev, err);
+		*n = i + 1;
+	}
+	return MCC_GPU_OK;
+}
+
+/* Stage times of the last search. */
+void
+mcc_gpu_last_timing(const mcc_gpu *g, mcc_gpu_timing *t)
+{
+	*t = g->timing;
+}
+
+/* Name of a variant. */
+const char *
+mcc_gpu_variant_name(int variant)
+{
+	static const char *const names[] = {
+		"default", "fp64-csa2", "fp64-csa4", "table-csa2", "table-csa4",
+		"blk-fp64-csa2", "blk-fp64-csa4", "blk-table-csa2", "blk-table-csa4",
+		"blk-fp64-csa2-x2", "blk-fp64-csa4-x2", "blk-table-csa2-x2", "blk-table-csa4-x2",
+		"tc-table", "tc-fp64", "tc-table-sp", "tc-table-w10", "tc-table-w10-sp"
+	};
+
+	return variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? names[variant] : "unknown";
+}
+
+/* Test hook: the next match kernel of partition 0 faults. */
+mcc_gpu_code
+mcc_gpu_debug_fault(mcc_gpu *g, mcc_error *err)
+{
+	if (g->broken)
+		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	g->fault_next = 1;
+	return MCC_GPU_OK;
+}

@@ -1,0 +1,204 @@
+/*
+ * mcc_gpu_int.h: what the CUDA files of kernels/ share (never included by C
+ * code; mcc_gpu.h is the only public header).
+ *
+ * Device layout of one partition (one device's share of the gallery):
+ *
+ *   tiles[t] = {off, ncyl | ntpl << 16}: templates [32 t, 32 t + ntpl) of the
+ *       partition (local indices), their cylinders at [off, off + ncyl),
+ *       sorted by angle across the whole tile and padded with invalid
+ *       cylinders to a multiple of 32 (one warp group).
+ *   lo[j], hi[j]: cylinder bits, words 0-1 and 2-3 (16 bytes each, so that a
+ *       warp reads 512 contiguous bytes per load: the SoA of Fig. 10).
+ *   meta[j] = angle | tloc << 8 | pc << 16 | valid << 31, tloc = the local
+ *       template of the cylinder within its tile (0..31).
+ *   tncyl[lt], alive[lt]: LUT_C and the tombstone flag per local template.
+ *
+ * That is 36 bytes per cylinder, as in paper 000 Table II.
+ */
+#ifndef MCC_GPU_INT_H
+#define MCC_GPU_INT_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "mcc_gpu.h"
+
+#define MCC_GPU_TILE		32	/* templates per tile = lanes of Step-2 */
+#define MCC_GPU_WARPS		8	/* warps per block of the match kernel */
+#define MCC_GPU_HROW		65	/* padded histogram row (w = 64 buckets) */
+#define MCC_GPU_HIST_BYTES	(MCC_GPU_TILE * MCC_GPU_HROW * 4)
+#define MCC_GPU_SC_BINS		2048	/* score histogram for the top-k threshold */
+#define MCC_GPU_SC_SHIFT	19	/* bin = float bits >> 19 (scores in [0, 1]) */
+#define MCC_GPU_LUT			264	/* LUT entries: popcounts 0..256, padded */
+#define MCC_GPU_TROW		260	/* rcp table row: gallery pc 0..256, padded */
+#define MCC_GPU_MARGIN		32	/* keys copied beyond k to catch ties */
+#define MCC_GPU_BLOB_SMALL	(46 * 1024)	/* probe image: 2 blocks per SM (warp tiles), 4 (block tiles) */
+
+/* Offsets of the common part of the probe image (shared memory). */
+#define MCC_BLOB_SQRT		0
+#define MCC_BLOB_E			(MCC_BLOB_SQRT + 4 * MCC_GPU_LUT)
+#define MCC_BLOB_LUTP		(MCC_BLOB_E + 8 * MCC_GPU_LUT)
+#define MCC_BLOB_PDESC		(MCC_BLOB_LUTP + 272)	/* 16-aligned */
+
+/* Rcp modes and popcount modes of the match kernel. */
+#define MCC_RCP_FP64		0
+#define MCC_RCP_TABLE		1
+
+/* One probe in the image: byte offsets from the image start. */
+typedef struct mcc_pdesc
+{
+	uint32_t	n;				/* cylinders */
+	uint32_t	cnt_off;		/* uint16 cnt[257]: cylinders with angle < a */
+	uint32_t	lo_off;			/* uint4[3n]: words 0-1 of entry e = cyl e % n */
+	uint32_t	hi_off;			/* uint4[3n]: words 2-3 */
+	uint32_t	e_off;			/* double[3n]: eta = LUT_sqrt[pc] */
+	uint32_t	row_off;		/* uint32[3n]: rcp row (words) | pc << 16 | pc==0 << 31 */
+	uint32_t	pad0;
+	uint32_t	pad1;
+} mcc_pdesc;
+
+/* Arguments of the match kernel. */
+typedef struct mcc_match_args
+{
+	const uint4 *lo;
+	const uint4 *hi;
+	const uint32_t *meta;
+	const uint2 *tiles;
+	const uint16_t *tncyl;
+	const uint8_t *alive;
+	const uint4 *blob;			/* probe image, copied to shared memory */
+	uint32_t	blob_words;		/* 16-byte words */
+	uint32_t	nq;
+	uint32_t	n_items;		/* tiles * nq */
+	uint32_t	delta;			/* delta_theta, byte units */
+	float	   *scores;			/* [nq][score_stride] */
+	uint32_t	score_stride;
+	uint32_t   *schist;			/* [nq][MCC_GPU_SC_BINS] */
+	uint32_t   *counter;		/* work items handed out */
+	int			fault;			/* test hook: write through NULL */
+} mcc_match_args;
+
+/* One partition. */
+typedef struct mcc_gpu_part
+{
+	int			dev;
+	int			sm_count;
+	size_t		smem_optin;
+	cudaStream_t st;
+	cudaEvent_t ev[6];
+
+	/* gallery on the device */
+	uint4	   *lo;
+	uint4	   *hi;
+	uint32_t   *meta;
+	uint2	   *tiles;
+	uint16_t   *tncyl;
+	uint8_t    *alive;
+	uint32_t	cap_cyl;
+	uint32_t	cap_tiles;
+	uint32_t	cap_tpl;
+	uint32_t	n_cyl;
+	uint32_t	n_tiles;
+	uint32_t	n_tpl;
+	int			has_zero;		/* a cylinder with popcount 0 */
+	double		angle_count[256];	/* cylinders per angle, for pair counts */
+
+	/* host mirrors */
+	uint32_t   *gidx;			/* local -> gallery index */
+	uint32_t   *tile_off;		/* cylinder offset of each tile */
+
+	/* search scratch */
+	uint4	   *blob;
+	size_t		blob_cap;
+	float	   *scores;
+	uint64_t   *cand;
+	uint64_t   *sorted;
+	uint32_t   *schist;
+	uint32_t   *small;			/* counter, thr[], ccnt[], outlen[], segments */
+	void	   *cub_tmp;
+	size_t		cub_bytes;
+	uint32_t	sc_tpl;			/* scratch sized for this many templates */
+	int			sc_q;			/* and this many probes per pass */
+
+	uint64_t   *h_keys;			/* pinned: keys of candidates */
+	size_t		h_keys_cap;
+	uint32_t   *h_small;		/* pinned: outlen[] */
+
+	size_t		gallery_bytes;
+	size_t		scratch_bytes;
+} mcc_gpu_part;
+
+struct mcc_gpu
+{
+	const mcc_profile *profile;
+	mcc_gpu_options opt;
+	int			nparts;
+	mcc_gpu_part part[MCC_GPU_MAX_DEVICES];
+	int			broken;			/* a sticky error happened */
+	char		broken_msg[MCC_ERRMSG_LEN];
+
+	/* gallery index -> (partition, local index, id) */
+	uint32_t	n_tpl;
+	uint32_t	map_cap;
+	int64_t    *ids;
+	uint8_t    *where;
+	uint32_t   *local;
+	uint8_t    *removed;
+
+	/* tables of the profile */
+	uint32_t	sqrt_fx[MCC_GPU_LUT];
+	uint8_t		lutp[MCC_GPU_LUT];
+	uint32_t   *rcp_tab;		/* [257][MCC_GPU_TROW]: rcp(eta[a] + eta[b]) */
+
+	/* pinned probe image */
+	uint8_t    *h_blob;
+	size_t		h_blob_cap;
+
+	mcc_gpu_timing timing;
+	int			fault_next;
+};
+
+/*
+ * Kernel parameters of a variant: rcp mode, carry-save adders, cylinders per
+ * lane, block tile, tensor-core configuration (0 = none).
+ */
+void		mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *tc);
+
+/* Threads per block of the match kernel for a tensor-core configuration. */
+int			mcc_gpu_block_threads(int tc);
+
+/* The match kernel of (rcp, csa, zero-safe, cpl, block tile, tc); NULL if not built. */
+const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int tc);
+
+/*
+ * Launch the top-k selection of one partition (stream p->st), at most ccap
+ * candidates per probe; ev (or NULL) is recorded before the sort.
+ */
+cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
+								  uint32_t n_tpl, uint32_t ccap, cudaEvent_t ev);
+
+/* CUB temporary bytes needed for nq segments of cap keys. */
+cudaError_t mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes);
+
+/* Record a CUDA failure in err (and in g if sticky); returns the code. */
+mcc_gpu_code mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev,
+						  mcc_error *err);
+
+/* Set err to a non-CUDA failure; returns code. */
+mcc_gpu_code mcc_gpu_err(mcc_error *err, mcc_gpu_code code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/* Release the gallery arrays of a partition. */
+void		mcc_gpu_part_free_gallery(mcc_gpu_part *p);
+
+/* Release the search scratch of a partition. */
+void		mcc_gpu_part_free_scratch(mcc_gpu_part *p);
+
+/* Bytes the context may still take on partition p's device (limit aware). */
+size_t		mcc_gpu_room(mcc_gpu *g, mcc_gpu_part *p);
+
+/* Wall clock in milliseconds. */
+double		mcc_gpu_now_ms(void);
+
+#endif							/* MCC_GPU_INT_H */

@@ -1,0 +1,604 @@
+/*
+ * mcc_gpu_search.cu: probe images, device passes, results and their merge.
+ *
+ * A search builds, per chunk of probes, one image (mcc_gpu_int.h) that
+ * every block copies into shared memory: the LUTs, and for each probe its
+ * cylinders sorted by angle and stored three times over, the prefix counts
+ * cnt[a] that turn LUT_theta into index ranges, eta per entry and, for the
+ * table variants, rcp(eta_i + eta[pc]) for every gallery popcount. Each
+ * partition then runs the match kernel and the selection on its own stream;
+ * the host waits once per chunk and merges the partitions' candidates.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcc_gpu_int.h"
+#include "mcc_lss.h"
+
+#define A16(x) (((x) + 15) & ~(size_t) 15)
+
+/* Image bytes of one probe. */
+static size_t
+probe_bytes(int n, int rcp)
+{
+	size_t		b = sizeof(mcc_pdesc) + A16(2 * 257) + 2 * 48 * (size_t) n +
+		A16(24 * (size_t) n) + A16(12 * (size_t) n);
+
+	if (rcp != MCC_RCP_FP64)
+		b += 4 * (size_t) MCC_GPU_TROW * n;
+	return b;
+}
+
+/* Check a probe against the context. */
+static mcc_gpu_code
+check_probe(mcc_gpu *g, const mcc_template_view *v, int q, mcc_error *err)
+{
+	if (!v->profile || v->profile->id != g->profile->id)
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "probe %d has another profile than the gallery", q);
+	if (v->n_cyl < 0 || v->n_cyl > MCC_MAX_CYL || (v->n_cyl > 0 && v->words != 4))
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "probe %d has an invalid cylinder layout", q);
+	for (int c = 0; c < v->n_cyl; c++)
+	{
+		uint16_t	pc;
+		uint64_t	w3;
+
+		uint64_t	w[4];
+		int			bits = 0;
+
+		memcpy(&pc, v->meta + 4 * c, 2);
+		memcpy(w, v->bits + (size_t) c * 32, 32);
+		w3 = w[3];
+		if (pc > 255 || (w3 >> 63))
+			return mcc_gpu_err(err, MCC_GPU_INVALID,
+							   "probe %d: cylinder %d has bits beyond the profile's 255", q, c);
+		for (int i = 0; i < 4; i++)
+			bits += __builtin_popcountll(w[i]);
+		if (bits != pc)
+			return mcc_gpu_err(err, MCC_GPU_INVALID,
+							   "probe %d: cylinder %d popcount %u does not match its bits", q, c, pc);
+	}
+	return MCC_GPU_OK;
+}
+
+/*
+ * Write the image of probes[0..nq) into out (size from probe_bytes); sets
+ * *zero if a probe has an empty cylinder and adds the gated pairs per
+ * gallery angle to gate[256].
+ */
+static size_t
+build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp,
+			uint8_t *out, int *zero, double *gate)
+{
+	size_t		off = A16(MCC_BLOB_PDESC + sizeof(mcc_pdesc) * nq);
+	uint16_t   *sq = (uint16_t *) (out + MCC_BLOB_SQRT);
+	double	   *E = (double *) (out + MCC_BLOB_E);
+	int			dt = g->profile->delta_theta;
+
+	*zero = 0;
+	for (int i = 0; i < MCC_GPU_LUT; i++)
+	{
+		sq[i] = (uint16_t) g->sqrt_fx[i];	/* <= 65408 for popcounts <= 255 */
+		E[i] = (double) g->sqrt_fx[i];
+		out[MCC_BLOB_LUTP + i] = g->lutp[i];
+	}
+	for (int q = 0; q < nq; q++)
+	{
+		const mcc_template_view *v = &probes[q];
+		mcc_pdesc  *pd = (mcc_pdesc *) (out + MCC_BLOB_PDESC) + q;
+		int			n = v->n_cyl;
+		uint16_t   *cnt;
+		uint4	   *lo, *hi;
+		double	   *e;
+		uint32_t   *row;
+		uint32_t   *tab = NULL;
+		int			order[MCC_MAX_CYL];
+		int			hist[257];
+
+		memset(pd, 0, sizeof(*pd));
+		pd->n = n;
+		pd->cnt_off = (uint32_t) off;
+		cnt = (uint16_t *) (out + off);
+		off += A16(2 * 257);
+		pd->lo_off = (uint32_t) off;
+		lo = (uint4 *) (out + off);
+		off += 48 * (size_t) n;
+		pd->hi_off = (uint32_t) off;
+		hi = (uint4 *) (out + off);
+		off += 48 * (size_t) n;
+		pd->e_off = (uint32_t) off;
+		e = (double *) (out + off);
+		off += A16(24 * (size_t) n);
+		pd->row_off = (uint32_t) off;
+		row = (uint32_t *) (out + off);
+		off += A16(12 * (size_t) n);
+		if (rcp != MCC_RCP_FP64)
+		{
+			tab = (uint32_t *) (out + off);
+			off += 4 * (size_t) MCC_GPU_TROW * n;
+		}
+
+		/* sort by angle (stable), prefix counts */
+		memset(hist, 0, sizeof(hist));
+		for (int c = 0; c < n; c++)
+			hist[v->meta[4 * c + 2] + 1]++;
+		for (int a = 0; a < 256; a++)
+			hist[a + 1] += hist[a];
+		for (int a = 0; a <= 256; a++)
+			cnt[a] = (uint16_t) hist[a];
+		for (int c = 0; c < n; c++)
+			order[hist[v->meta[4 * c + 2]]++] = c;
+
+		for (int i = 0; i < n; i++)
+		{
+			int			c = order[i];
+			uint64_t	w[4];
+			uint16_t	pc;
+			uint32_t	r;
+
+			memcpy(w, v->bits + (size_t) c * 32, 32);
+			memcpy(&pc, v->meta + 4 * c, 2);
+			if (pc == 0)
+				*zero = 1;
+			if (tab)
+			{
+				memcpy(tab + (size_t) i * MCC_GPU_TROW, g->rcp_tab + (size_t) pc * MCC_GPU_TROW,
+					   4 * MCC_GPU_TROW);
+				r = (uint32_t) (((uint8_t *) (tab + (size_t) i * MCC_GPU_TROW) - out) / 4);
+			}
+			else
+				r = 0;
+			/* rcp row (words, < 2^16: the image fits shared memory), popcount, empty flag */
+			r |= (uint32_t) pc << 16 | (uint32_t) (pc == 0) << 31;
+			for (int m = 0; m < 3; m++)
+			{
+				int			en = i + m * n;
+
+				lo[en] = make_uint4((uint32_t) w[0], (uint32_t) (w[0] >> 32), (uint32_t) w[1], (uint32_t) (w[1] >> 32));
+				hi[en] = make_uint4((uint32_t) w[2], (uint32_t) (w[2] >> 32), (uint32_t) w[3], (uint32_t) (w[3] >> 32));
+				e[en] = (double) g->sqrt_fx[pc];
+				row[en] = r;
+			}
+			/* pairs that pass the gate, per gallery angle */
+			for (int a = 0; gate && a < 256; a++)
+				if (mcc_lss_gate(v->meta[4 * c + 2], a, dt))
+					gate[a] += 1;
+		}
+	}
+	return A16(off);
+}
+
+/* Make sure partition p can run nq probes over its templates. */
+static mcc_gpu_code
+ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_error *err)
+{
+	uint32_t	tpl = p->n_tiles * MCC_GPU_TILE;
+	int			q = nq > p->sc_q ? (nq > g->opt.max_batch ? nq : g->opt.max_batch) : p->sc_q;
+	size_t		keys = (size_t) q * (k + MCC_GPU_MARGIN);
+	cudaError_t e;
+
+	if (tpl < 1024)
+		tpl = 1024;
+	if (cudaSetDevice(p->dev) != cudaSuccess)
+		return mcc_gpu_fail(g, cudaGetLastError(), "device selection", p->dev, err);
+	if (tpl > p->sc_tpl || q > p->sc_q)
+	{
+		size_t		cub = 0;
+		size_t		need;
+
+		if (tpl > p->sc_tpl)
+			tpl += tpl / 4;
+		else
+			tpl = p->sc_tpl;
+		if ((e = mcc_gpu_select_tmp_bytes(q, tpl, &cub)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "selection setup", p->dev, err);
+		need = (size_t) q * tpl * (4 + 8 + 8) + (size_t) q * MCC_GPU_SC_BINS * 8 +
+			(16 + 10 * (size_t) q) * 4 + cub;
+		cudaFree(p->scores);
+		cudaFree(p->cand);
+		cudaFree(p->sorted);
+		cudaFree(p->schist);
+		cudaFree(p->small);
+		cudaFree(p->cub_tmp);
+		cudaFreeHost(p->h_small);
+		p->scores = NULL;
+		p->cand = p->sorted = NULL;
+		p->schist = p->small = NULL;
+		p->cub_tmp = NULL;
+		p->h_small = NULL;
+		p->scratch_bytes = p->blob_cap + p->h_keys_cap * 0;
+		p->sc_q = 0;
+		p->sc_tpl = 0;
+		if (need > mcc_gpu_room(g, p))
+			return mcc_gpu_err(err, MCC_GPU_OOM,
+							   "out of GPU memory: search buffers need %zu bytes on GPU %d, %zu are available",
+							   need, p->dev, mcc_gpu_room(g, p));
+		if ((e = cudaMalloc(&p->scores, (size_t) q * tpl * 4)) != cudaSuccess ||
+			(e = cudaMalloc(&p->cand, (size_t) q * tpl * 8)) != cudaSuccess ||
+			(e = cudaMalloc(&p->sorted, (size_t) q * tpl * 8)) != cudaSuccess ||
+			(e = cudaMalloc(&p->schist, (size_t) q * MCC_GPU_SC_BINS * 8)) != cudaSuccess ||
+			(e = cudaMalloc(&p->small, (16 + 10 * (size_t) q) * 4)) != cudaSuccess ||
+			(e = cudaMalloc(&p->cub_tmp, cub ? cub : 16)) != cudaSuccess ||
+			(e = cudaMallocHost(&p->h_small, (16 + 10 * (size_t) q) * 4)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "search buffer allocation", p->dev, err);
+		p->cub_bytes = cub;
+		p->sc_q = q;
+		p->sc_tpl = tpl;
+		p->scratch_bytes += need;
+	}
+	if (blob > p->blob_cap)
+	{
+		cudaFree(p->blob);
+		p->scratch_bytes -= p->blob_cap;
+		p->blob_cap = 0;
+		if ((e = cudaMalloc(&p->blob, A16(blob) * 2)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "probe buffer allocation", p->dev, err);
+		p->blob_cap = A16(blob) * 2;
+		p->scratch_bytes += p->blob_cap;
+	}
+	if (keys * 8 > p->h_keys_cap)
+	{
+		cudaFreeHost(p->h_keys);
+		p->h_keys = NULL;
+		p->h_keys_cap = 0;
+		if ((e = cudaMallocHost(&p->h_keys, keys * 8)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "pinned host allocation", p->dev, err);
+		p->h_keys_cap = keys * 8;
+	}
+	return MCC_GPU_OK;
+}
+
+/* Order of merged hits: score desc, id asc. */
+static int
+hit_cmp(const void *a, const void *b)
+{
+	const mcc_gpu_hit *x = (const mcc_gpu_hit *) a;
+	const mcc_gpu_hit *y = (const mcc_gpu_hit *) b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id ? 1 : 0;
+}
+
+/* Wait for every partition after a failure, so no work is left in flight. */
+static void
+drain(mcc_gpu *g)
+{
+	for (int i = 0; i < g->nparts; i++)
+		if (cudaSetDevice(g->part[i].dev) == cudaSuccess)
+			cudaStreamSynchronize(g->part[i].st);
+	(void) cudaGetLastError();
+}
+
+/* Candidates per probe kept by the selection on the fast path. */
+static uint32_t
+cand_cap(const mcc_gpu_part *p, int k)
+{
+	uint64_t	c = (uint64_t) k + 4096;
+
+	return c < p->sc_tpl ? (uint32_t) c : p->sc_tpl;
+}
+
+/* Queue the selection of partition p and the copy of its results. */
+static cudaError_t
+queue_select(mcc_gpu_part *p, int nq, int k, uint32_t ccap, bool timed)
+{
+	cudaError_t e;
+	uint32_t	width = (uint32_t) k + MCC_GPU_MARGIN;
+
+	if (width > ccap)
+		width = ccap;
+	if ((e = mcc_gpu_select_launch(p, nq, k, p->n_tpl, ccap, timed ? p->ev[5] : NULL)) != cudaSuccess)
+		return e;
+	if (timed && (e = cudaEventRecord(p->ev[3], p->st)) != cudaSuccess)
+		return e;
+	if ((e = cudaMemcpy2DAsync(p->h_keys, (size_t) width * 8, p->sorted, (size_t) ccap * 8,
+							   (size_t) width * 8, nq, cudaMemcpyDeviceToHost, p->st)) != cudaSuccess)
+		return e;
+	/* outlen[] and ovf[] */
+	return cudaMemcpyAsync(p->h_small, p->small + 1 + 4 * nq, 8 * (size_t) nq,
+						   cudaMemcpyDeviceToHost, p->st);
+}
+
+/*
+ * One pass of probes[0..nq) over every partition: match (and select when
+ * k > 0), results into hits (k > 0) or scores (k == 0).
+ */
+static mcc_gpu_code
+run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
+		  mcc_gpu_hit *hits, int *nhits, float *scores, int rcp, mcc_error *err)
+{
+	mcc_gpu_code rc = MCC_GPU_OK;
+	double		t0 = mcc_gpu_now_ms();
+	double		gate[256];
+	int			zero;
+	int			vr, csa, cpl, bt, tc;
+	size_t		blob;
+	cudaError_t e;
+	mcc_gpu_hit *acc = NULL;
+	size_t		nacc = 0, capacc = 0;
+	uint32_t	ccap[MCC_GPU_MAX_DEVICES];
+
+	mcc_gpu_variant_params(g->opt.variant, &vr, &csa, &cpl, &bt, &tc);
+	memset(gate, 0, sizeof(gate));
+	blob = build_image(g, probes, nq, rcp, g->h_blob, &zero, gate);
+	g->timing.prep_ms += mcc_gpu_now_ms() - t0;
+	g->timing.passes++;
+
+#define CK(call, what) \
+	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto fail; } } while (0)
+	for (int i = 0; i < g->nparts; i++)
+	{
+		mcc_gpu_part *p = &g->part[i];
+		const void *fn;
+		int			nb = 0;
+		size_t		smem = blob + (size_t) (bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
+		mcc_match_args a;
+		void	   *args[1] = {&a};
+
+		if ((rc = ensure_scratch(g, p, nq, k, blob, err)) != MCC_GPU_OK)
+			goto fail;
+		for (int ang = 0; ang < 256; ang++)
+			g->timing.pairs += p->angle_count[ang] * gate[ang];
+		fn = mcc_gpu_match_kernel(rcp, csa, zero && p->has_zero, cpl, bt, tc);
+		CK(cudaEventRecord(p->ev[0], p->st), "event");
+		CK(cudaMemcpyAsync(p->blob, g->h_blob, blob, cudaMemcpyHostToDevice, p->st), "probe upload");
+		CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
+		CK(cudaMemsetAsync(p->schist, 0, (size_t) nq * MCC_GPU_SC_BINS * 4, p->st), "buffer reset");
+		CK(cudaEventRecord(p->ev[1], p->st), "event");
+		if (p->n_tiles > 0)
+		{
+			CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(tc), smem), "occupancy");
+			if (nb < 1)
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
+				goto fail;
+			}
+			if (i == 0)
+				g->timing.blocks_per_sm = nb;
+			memset(&a, 0, sizeof(a));
+			a.lo = p->lo;
+			a.hi = p->hi;
+			a.meta = p->meta;
+			a.tiles = p->tiles;
+			a.tncyl = p->tncyl;
+			a.alive = p->alive;
+			a.blob = p->blob;
+			a.blob_words = (uint32_t) (blob / 16);
+			a.nq = nq;
+			a.n_items = p->n_tiles * nq;
+			a.delta = g->profile->delta_theta;
+			a.scores = p->scores;
+			a.score_stride = p->sc_tpl;
+			a.schist = p->schist;
+			a.counter = p->small;
+			a.fault = i == 0 && g->fault_next;
+			g->fault_next = 0;
+			CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(tc)), args, smem, p->st),
+			   "match kernel launch");
+		}
+		CK(cudaEventRecord(p->ev[2], p->st), "event");
+		ccap[i] = cand_cap(p, k);
+		if (k > 0)
+			CK(queue_select(p, nq, k, ccap[i], true), "top-k selection");
+		else
+		{
+			CK(cudaEventRecord(p->ev[5], p->st), "event");
+			CK(cudaEventRecord(p->ev[3], p->st), "event");
+		}
+		CK(cudaEventRecord(p->ev[4], p->st), "event");
+	}
+
+	/* wait, then collect */
+	for (int i = 0; i < g->nparts; i++)
+	{
+		mcc_gpu_part *p = &g->part[i];
+		float		ms;
+
+		CK(cudaSetDevice(p->dev), "device selection");
+		CK(cudaStreamSynchronize(p->st), "search");
+		if (i == 0)
+		{
+			CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
+			g->timing.h2d_ms += ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
+			g->timing.match_ms += ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
+			g->timing.select_ms += ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[5], p->ev[3]), "timing");
+			g->timing.sort_ms += ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[3], p->ev[4]), "timing");
+			g->timing.d2h_ms += ms;
+		}
+		if (k == 0)
+		{
+			float	   *tmp = (float *) malloc(sizeof(float) * ((size_t) nq * p->n_tpl + 1));
+
+			if (!tmp)
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+				goto fail;
+			}
+			e = p->n_tpl ? cudaMemcpy2D(tmp, (size_t) p->n_tpl * 4, p->scores, (size_t) p->sc_tpl * 4,
+										(size_t) p->n_tpl * 4, nq, cudaMemcpyDeviceToHost) : cudaSuccess;
+			if (e != cudaSuccess)
+			{
+				free(tmp);
+				rc = mcc_gpu_fail(g, e, "score copy", p->dev, err);
+				goto fail;
+			}
+			for (int q = 0; q < nq; q++)
+				for (uint32_t lt = 0; lt < p->n_tpl; lt++)
+					scores[(size_t) q * g->n_tpl + p->gidx[lt]] = tmp[(size_t) q * p->n_tpl + lt];
+			free(tmp);
+			continue;
+		}
+		/* a probe with more exact ties than the fast path holds: again, with room for all */
+		for (int q = 0; q < nq; q++)
+			if (p->h_small[nq + q] && ccap[i] < p->sc_tpl)
+			{
+				ccap[i] = p->sc_tpl;
+				CK(queue_select(p, nq, k, ccap[i], false), "top-k selection");
+				CK(cudaStreamSynchronize(p->st), "search");
+				break;
+			}
+	}
+	if (k == 0)
+		goto done;
+
+	/* merge the partitions' candidates per probe */
+	t0 = mcc_gpu_now_ms();
+	for (int q = 0; q < nq; q++)
+	{
+		nacc = 0;
+		for (int i = 0; i < g->nparts; i++)
+		{
+			mcc_gpu_part *p = &g->part[i];
+			uint32_t	len = p->h_small[q];
+			uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
+			uint64_t   *keys, *more = NULL;
+
+			if (w > ccap[i])
+				w = ccap[i];
+			keys = p->h_keys + (size_t) q * w;
+			if (len > w)
+			{
+				more = (uint64_t *) malloc(8 * (size_t) len);
+				if (!more)
+				{
+					rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+					goto fail;
+				}
+				CK(cudaSetDevice(p->dev), "device selection");
+				CK(cudaMemcpy(more, p->sorted + (size_t) q * ccap[i], 8 * (size_t) len,
+							  cudaMemcpyDeviceToHost), "result copy");
+				keys = more;
+			}
+			if (nacc + len > capacc)
+			{
+				size_t		nc = (nacc + len) * 2 + 16;
+				mcc_gpu_hit *na = (mcc_gpu_hit *) realloc(acc, nc * sizeof(mcc_gpu_hit));
+
+				if (!na)
+				{
+					free(more);
+					rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+					goto fail;
+				}
+				acc = na;
+				capacc = nc;
+			}
+			for (uint32_t j = 0; j < len; j++)
+			{
+				uint32_t	bits = ~(uint32_t) (keys[j] >> 32);
+				uint32_t	gi = p->gidx[(uint32_t) keys[j]];
+
+				memcpy(&acc[nacc].score, &bits, 4);
+				acc[nacc].index = gi;
+				acc[nacc].id = g->ids[gi];
+				nacc++;
+			}
+			free(more);
+		}
+		qsort(acc, nacc, sizeof(mcc_gpu_hit), hit_cmp);
+		nhits[q] = (int) (nacc < (size_t) k ? nacc : (size_t) k);
+		memcpy(hits + (size_t) q * k, acc, sizeof(mcc_gpu_hit) * nhits[q]);
+	}
+	g->timing.merge_ms += mcc_gpu_now_ms() - t0;
+done:
+	free(acc);
+	return MCC_GPU_OK;
+#undef CK
+fail:
+	free(acc);
+	if (rc != MCC_GPU_STICKY)
+		drain(g);
+	return rc;
+}
+
+/* Split probes into passes and run them. */
+static mcc_gpu_code
+run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
+	mcc_gpu_hit *hits, int *nhits, float *scores, mcc_error *err)
+{
+	mcc_gpu_code rc;
+	double		t0 = mcc_gpu_now_ms();
+	int			rcp, csa, cpl, bt, tc;
+	size_t		big = (size_t) -1;
+	int			q0 = 0;
+
+	mcc_gpu_variant_params(g->opt.variant, &rcp, &csa, &cpl, &bt, &tc);
+	memset(&g->timing, 0, sizeof(g->timing));
+	if (g->broken)
+		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (nq < 0 || (nq > 0 && !probes))
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "invalid probe list");
+	for (int q = 0; q < nq; q++)
+		if ((rc = check_probe(g, &probes[q], q, err)) != MCC_GPU_OK)
+			return rc;
+	for (int i = 0; i < g->nparts; i++)
+	{
+		size_t		lim = g->part[i].smem_optin - 64 - (size_t) (bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
+
+		if (lim < big)
+			big = lim;
+	}
+	while (q0 < nq)
+	{
+		size_t		sz = A16(MCC_BLOB_PDESC + sizeof(mcc_pdesc));
+		int			crcp = rcp;
+		int			q1 = q0;
+
+		/* grow the pass while the image keeps 2 blocks per SM */
+		while (q1 < nq && q1 - q0 < g->opt.max_batch)
+		{
+			size_t		add = probe_bytes(probes[q1].n_cyl, crcp) + sizeof(mcc_pdesc);
+
+			if (q1 > q0 && sz + add > MCC_GPU_BLOB_SMALL)
+				break;
+			sz += add;
+			q1++;
+		}
+		if (sz > big && crcp != MCC_RCP_FP64)
+		{
+			/* a probe too large for its rcp table in shared memory */
+			crcp = MCC_RCP_FP64;
+			sz = A16(MCC_BLOB_PDESC + sizeof(mcc_pdesc) * 2) + probe_bytes(probes[q0].n_cyl, crcp);
+			q1 = q0 + 1;
+		}
+		if (sz + 64 > g->h_blob_cap)
+		{
+			cudaFreeHost(g->h_blob);
+			g->h_blob = NULL;
+			g->h_blob_cap = 0;
+			if (cudaMallocHost(&g->h_blob, sz * 2 + 64) != cudaSuccess)
+				return mcc_gpu_fail(g, cudaGetLastError(), "pinned host allocation", -1, err);
+			g->h_blob_cap = sz * 2 + 64;
+		}
+		rc = run_chunk(g, probes + q0, q1 - q0, k, hits ? hits + (size_t) q0 * k : NULL,
+					   nhits ? nhits + q0 : NULL, scores ? scores + (size_t) q0 * g->n_tpl : NULL,
+					   crcp, err);
+		if (rc != MCC_GPU_OK)
+			return rc;
+		q0 = q1;
+	}
+	g->timing.total_ms = mcc_gpu_now_ms() - t0;
+	return MCC_GPU_OK;
+}
+
+/* Top-k search. */
+mcc_gpu_code
+mcc_gpu_search(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
+			   mcc_gpu_hit *hits, int *nhits, mcc_error *err)
+{
+	if (k < 1 || k > (1 << 20))
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "k = %d is out of range", k);
+	return run(g, probes, nq, k, hits, nhits, NULL, err);
+}
+
+/* Every score (test entry). */
+mcc_gpu_code
+mcc_gpu_score_all(mcc_gpu *g, const mcc_template_view *probes, int nq, float *scores,
+				  mcc_error *err)
+{
+	return run(g, probes, nq, 0, NULL, NULL, scores, err);
+}

@@ -1,0 +1,610 @@
+/*
+ * eng_cache.c: tuple versions of one gallery, their key index, memory
+ * accounting, delta rules, settling and compaction.
+ */
+#include "eng_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_soa.h"
+#include "mcc_hash.h"
+#include "mcc_proto.h"
+
+#define MIN_CAP			16
+#define FIRST_NORMAL_XID 3		/* PostgreSQL's xids below this are special */
+
+bool
+eng_budget_charge(eng_budget *b, uint64_t n)
+{
+	if (b == NULL)
+		return true;
+	if (b->limit != 0 && (n > b->limit || b->used > b->limit - n))
+		return false;
+	b->used += n;
+	return true;
+}
+
+void
+eng_budget_force(eng_budget *b, uint64_t n)
+{
+	if (b != NULL)
+		b->used += n;
+}
+
+void
+eng_budget_release(eng_budget *b, uint64_t n)
+{
+	if (b == NULL)
+		return;
+	b->used = n > b->used ? 0 : b->used - n;
+}
+
+/* Smallest power of two >= n (at least MIN_CAP). */
+static uint32_t
+pow2_at_least(uint64_t n)
+{
+	uint64_t	p = MIN_CAP;
+
+	while (p < n && p < (UINT64_C(1) << 31))
+		p *= 2;
+	return (uint32_t) p;
+}
+
+/* Index slot of a key (splitmix64 finalizer: keys are often sequential). */
+static inline uint32_t
+key_slot(const eng_cache *c, int64_t key)
+{
+	uint64_t	z = (uint64_t) key + UINT64_C(0x9e3779b97f4a7c15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	z ^= z >> 31;
+	return (uint32_t) z & (c->n_slots - 1);
+}
+
+/* Does entry e count as unsettled (live, with an xid still to check)? */
+static inline bool
+unsettled(const eng_entry *e)
+{
+	return !(e->flags & ENG_E_PURGED) &&
+		(!(e->flags & ENG_E_INS_SETTLED) || e->delete_xid != 0);
+}
+
+uint64_t
+eng_cache_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl)
+{
+	return sizeof(eng_cache) + eng_soa_bytes_for(p, cap_tpl, cap_cyl) +
+		(uint64_t) cap_tpl * sizeof(eng_entry) +
+		(uint64_t) pow2_at_least(cap_tpl) * sizeof(uint32_t);
+}
+
+/* Bytes a cache holds now, from its capacities. */
+static uint64_t
+cache_bytes(const eng_cache *c)
+{
+	return sizeof(eng_cache) + eng_soa_bytes(&c->soa) +
+		(uint64_t) c->cap_entries * sizeof(eng_entry) +
+		(uint64_t) c->n_slots * sizeof(uint32_t);
+}
+
+/* Fail with the memory-limit error, naming the sizes. */
+static mcc_status
+limit_error(const eng_budget *b, uint64_t need, mcc_error *err)
+{
+	mcc_error_set(err, MCC_ERR_MEMORY, "gallery cache memory limit exceeded");
+	mcc_error_detail(err, "The cache needs %llu more bytes; the limit is %llu bytes, "
+					 "of which %llu are in use.",
+					 (unsigned long long) need, (unsigned long long) b->limit,
+					 (unsigned long long) b->used);
+	return MCC_ERR_MEMORY;
+}
+
+eng_cache *
+eng_cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
+			  uint32_t cap_cyl, mcc_error *err)
+{
+	eng_cache  *c;
+	uint64_t	bytes;
+
+	if (cap_tpl < MIN_CAP)
+		cap_tpl = MIN_CAP;
+	if (cap_cyl < MIN_CAP)
+		cap_cyl = MIN_CAP;
+	bytes = eng_cache_bytes_for(p, cap_tpl, cap_cyl);
+	if (!eng_budget_charge(budget, bytes))
+	{
+		limit_error(budget, bytes, err);
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		goto oom;
+	c->profile = p;
+	if (mcc_soa_init(&c->soa, p, cap_tpl, cap_cyl, err) != MCC_OK)
+	{
+		free(c);
+		eng_budget_release(budget, bytes);
+		return NULL;
+	}
+	c->cap_entries = cap_tpl;
+	c->entries = malloc((size_t) cap_tpl * sizeof(eng_entry));
+	c->n_slots = pow2_at_least(cap_tpl);
+	c->slots = malloc((size_t) c->n_slots * sizeof(uint32_t));
+	if (c->entries == NULL || c->slots == NULL)
+	{
+		mcc_soa_free(&c->soa);
+		free(c->entries);
+		free(c->slots);
+		free(c);
+		goto oom;
+	}
+	memset(c->slots, 0xff, (size_t) c->n_slots * sizeof(uint32_t));
+	c->budget = budget;
+	c->bytes = bytes;
+	return c;
+
+oom:
+	eng_budget_release(budget, bytes);
+	mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	return NULL;
+}
+
+void
+eng_cache_free(eng_cache *c)
+{
+	if (c == NULL)
+		return;
+	eng_budget_release(c->budget, c->bytes);
+	mcc_soa_free(&c->soa);
+	free(c->entries);
+	free(c->slots);
+	free(c);
+}
+
+/* Rebuild the key index with n slots (a power of two). */
+static bool
+reindex(eng_cache *c, uint32_t n)
+{
+	uint32_t   *s = malloc((size_t) n * sizeof(uint32_t));
+
+	if (s == NULL)
+		return false;
+	free(c->slots);
+	c->slots = s;
+	c->n_slots = n;
+	memset(s, 0xff, (size_t) n * sizeof(uint32_t));
+	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
+	{
+		uint32_t	h = key_slot(c, c->entries[i].key);
+
+		c->entries[i].next = s[h];
+		s[h] = i;
+	}
+	return true;
+}
+
+/* Correct a charge of `charged` bytes to what the cache holds now. */
+static void
+settle_charge(eng_cache *c, uint64_t charged)
+{
+	uint64_t	actual = cache_bytes(c);
+
+	if (actual > charged)
+		eng_budget_force(c->budget, actual - charged);
+	else
+		eng_budget_release(c->budget, charged - actual);
+	c->bytes = actual;
+}
+
+/* Grow capacities to hold need_t templates, need_c cylinders, and the index. */
+static mcc_status
+grow(eng_cache *c, uint64_t need_t, uint64_t need_c, mcc_error *err)
+{
+	uint64_t	cap_t = c->soa.cap_tpl;
+	uint64_t	cap_c = c->soa.cap_cyl;
+	uint64_t	want_t = cap_t;
+	uint64_t	want_c = cap_c;
+	uint64_t	old = c->bytes;
+	uint64_t	now;
+	eng_entry  *e;
+
+	if (need_t > UINT32_MAX / 2 || need_c > UINT32_MAX - 1)
+		return mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
+	/* half again as much, else exactly what is needed if that is all that fits */
+	if (need_t > cap_t)
+		want_t = need_t > cap_t + cap_t / 2 ? need_t : cap_t + cap_t / 2;
+	if (need_c > cap_c)
+		want_c = need_c > cap_c + cap_c / 2 ? need_c : cap_c + cap_c / 2;
+	if (want_t > UINT32_MAX / 2)
+		want_t = UINT32_MAX / 2;
+	if (want_c > UINT32_MAX - 1)
+		want_c = UINT32_MAX - 1;
+	now = eng_cache_bytes_for(c->profile, (uint32_t) want_t, (uint32_t) want_c);
+	if (now > old && !eng_budget_charge(c->budget, now - old))
+	{
+		want_t = need_t > cap_t ? need_t : cap_t;
+		want_c = need_c > cap_c ? need_c : cap_c;
+		now = eng_cache_bytes_for(c->profile, (uint32_t) want_t, (uint32_t) want_c);
+		if (now > old && !eng_budget_charge(c->budget, now - old))
+			return limit_error(c->budget, now - old, err);
+	}
+	/* max(old, now) is charged; settle_charge corrects it to what is held */
+	if (now < old)
+		now = old;
+	if (want_t > c->cap_entries)
+	{
+		e = realloc(c->entries, (size_t) want_t * sizeof(eng_entry));
+		if (e == NULL)
+			goto oom;
+		c->entries = e;
+		c->cap_entries = (uint32_t) want_t;
+	}
+	if ((want_t > cap_t || want_c > cap_c) &&
+		eng_soa_regrow(&c->soa, (uint32_t) want_t, (uint32_t) want_c, err) != MCC_OK)
+		goto oom;
+	if (pow2_at_least(c->cap_entries) > c->n_slots &&
+		!reindex(c, pow2_at_least(c->cap_entries)))
+		goto oom;
+	settle_charge(c, now);
+	return MCC_OK;
+
+oom:
+	settle_charge(c, now);
+	return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+}
+
+mcc_status
+eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, mcc_error *err)
+{
+	uint64_t	need_t = (uint64_t) c->soa.n_tpl + n_tpl;
+	uint64_t	need_c = (uint64_t) c->soa.n_cyl + n_cyl;
+
+	if (need_t <= c->soa.cap_tpl && need_c <= c->soa.cap_cyl &&
+		need_t <= c->cap_entries)
+		return MCC_OK;
+	return grow(c, need_t, need_c, err);
+}
+
+mcc_status
+eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
+				 uint64_t delete_xid, uint32_t flags, const mcc_template_view *t,
+				 uint32_t *idx, mcc_error *err)
+{
+	mcc_status	st;
+	uint32_t	i;
+	uint32_t	h;
+	eng_entry  *e;
+
+	if (t->profile != c->profile)
+		return mcc_error_set(err, MCC_ERR_VALUE,
+							 "template profile \"%s\" differs from the gallery's \"%s\"",
+							 t->profile->name, c->profile->name);
+	st = eng_cache_reserve(c, 1, (uint64_t) t->n_cyl, err);
+	if (st != MCC_OK)
+		return st;
+	i = c->soa.n_tpl;
+	st = mcc_soa_append(&c->soa, t, key, err);
+	if (st != MCC_OK)
+		return st;
+	e = &c->entries[i];
+	e->key = key;
+	e->hash = hash;
+	e->insert_xid = insert_xid;
+	e->delete_xid = delete_xid;
+	e->flags = flags & (ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
+	if (delete_xid == 0)
+		e->flags &= ~ENG_E_LOAD_DEL;
+	if (insert_xid < FIRST_NORMAL_XID)
+		e->flags |= ENG_E_INS_SETTLED;
+	h = key_slot(c, key);
+	e->next = c->slots[h];
+	c->slots[h] = i;
+	if (unsettled(e))
+		c->n_unsettled++;
+	if (idx)
+		*idx = i;
+	return MCC_OK;
+}
+
+uint32_t
+eng_cache_find_key(const eng_cache *c, int64_t key)
+{
+	uint32_t	i = c->slots[key_slot(c, key)];
+
+	while (i != ENG_NONE &&
+		   (c->entries[i].key != key || (c->entries[i].flags & ENG_E_PURGED)))
+		i = c->entries[i].next;
+	return i;
+}
+
+uint32_t
+eng_cache_next_key(const eng_cache *c, uint32_t idx)
+{
+	int64_t		key = c->entries[idx].key;
+	uint32_t	i = c->entries[idx].next;
+
+	while (i != ENG_NONE &&
+		   (c->entries[i].key != key || (c->entries[i].flags & ENG_E_PURGED)))
+		i = c->entries[i].next;
+	return i;
+}
+
+mcc_status
+eng_cache_insert(eng_cache *c, int64_t key, uint64_t xid,
+				 const mcc_template_view *t, bool *added, mcc_error *err)
+{
+	uint64_t	hash = mcc_template_hash(t->base, t->size);
+
+	for (uint32_t i = eng_cache_find_key(c, key); i != ENG_NONE;
+		 i = eng_cache_next_key(c, i))
+	{
+		eng_entry  *e = &c->entries[i];
+
+		if ((e->flags & ENG_E_LOAD_INS) && e->hash == hash && e->insert_xid == xid)
+		{
+			/* the load saw this tuple version already */
+			e->flags &= ~ENG_E_LOAD_INS;
+			*added = false;
+			return MCC_OK;
+		}
+	}
+	*added = true;
+	return eng_cache_append(c, key, hash, xid, 0, 0, t, NULL, err);
+}
+
+/* Set or clear an entry's deleting xid, keeping the unsettled count. */
+static void
+set_delete(eng_cache *c, eng_entry *e, uint64_t xid)
+{
+	bool		before = unsettled(e);
+
+	e->delete_xid = xid;
+	e->flags &= ~(ENG_E_DEL_COMMITTED | ENG_E_LOAD_DEL);
+	c->n_unsettled += (int) unsettled(e) - (int) before;
+}
+
+/*
+ * Versions with equal key and hash are interchangeable in every search
+ * result, so any of them may take the delete; the order below only keeps
+ * the count of live versions right in the cases a transaction can produce:
+ * a delete the load already saw is absorbed; an update that keeps the
+ * template deletes the older version, not its own new one; a version the
+ * transaction inserted itself comes next; last a version whose earlier
+ * deleter must have aborted (the row lock let this one delete it).
+ */
+uint32_t
+eng_cache_delete(eng_cache *c, int64_t key, uint64_t hash, uint64_t xid)
+{
+	uint32_t	own = ENG_NONE;
+	uint32_t	other = ENG_NONE;
+	uint32_t	stale = ENG_NONE;
+
+	for (uint32_t i = eng_cache_find_key(c, key); i != ENG_NONE;
+		 i = eng_cache_next_key(c, i))
+	{
+		eng_entry  *e = &c->entries[i];
+
+		if (e->hash != hash)
+			continue;
+		if (e->delete_xid == xid && (e->flags & ENG_E_LOAD_DEL))
+		{
+			e->flags &= ~ENG_E_LOAD_DEL;
+			return i;
+		}
+		if (e->delete_xid == 0)
+		{
+			if (e->insert_xid != xid)
+				other = other == ENG_NONE ? i : other;
+			else
+				own = own == ENG_NONE ? i : own;
+		}
+		else if (e->delete_xid != xid && stale == ENG_NONE)
+			stale = i;
+	}
+	if (other == ENG_NONE)
+		other = own;
+	if (other == ENG_NONE)
+		other = stale;
+	if (other != ENG_NONE)
+		set_delete(c, &c->entries[other], xid);
+	return other;
+}
+
+void
+eng_cache_purge(eng_cache *c, uint32_t idx)
+{
+	eng_entry  *e = &c->entries[idx];
+
+	if (e->flags & ENG_E_PURGED)
+		return;
+	if (unsettled(e))
+		c->n_unsettled--;
+	e->flags |= ENG_E_PURGED;
+	c->n_purged++;
+}
+
+/* State of xid in a sorted list, or 0 if absent. */
+static uint32_t
+xid_state(uint64_t xid, const uint64_t *xids, const uint32_t *states, uint32_t n)
+{
+	uint32_t	lo = 0;
+	uint32_t	hi = n;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (xids[mid] < xid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && xids[lo] == xid ? states[lo] : 0;
+}
+
+uint32_t
+eng_cache_settle(eng_cache *c, uint64_t horizon, const uint64_t *xids,
+				 const uint32_t *states, uint32_t n)
+{
+	uint32_t	purged = 0;
+
+	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
+	{
+		eng_entry  *e = &c->entries[i];
+		bool		before;
+
+		if (e->flags & ENG_E_PURGED)
+			continue;
+		before = unsettled(e);
+		if (!(e->flags & ENG_E_INS_SETTLED))
+		{
+			uint32_t	st = xid_state(e->insert_xid, xids, states, n);
+
+			if (st == MCC_XID_ABORTED)
+			{
+				eng_cache_purge(c, i);
+				purged++;
+				continue;
+			}
+			if (st == MCC_XID_COMMITTED)
+				e->flags |= ENG_E_INS_SETTLED;
+		}
+		if (e->delete_xid != 0 && !(e->flags & ENG_E_DEL_COMMITTED))
+		{
+			uint32_t	st = xid_state(e->delete_xid, xids, states, n);
+
+			if (st == MCC_XID_ABORTED)
+			{
+				e->delete_xid = 0;
+				e->flags &= ~ENG_E_LOAD_DEL;
+			}
+			else if (st == MCC_XID_COMMITTED)
+				e->flags |= ENG_E_DEL_COMMITTED;
+		}
+		c->n_unsettled += (int) unsettled(e) - (int) before;
+		if ((e->flags & ENG_E_DEL_COMMITTED) && e->delete_xid < horizon)
+		{
+			eng_cache_purge(c, i);
+			purged++;
+		}
+	}
+	return purged;
+}
+
+/* qsort comparator for uint64_t */
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint32_t
+eng_cache_xids(const eng_cache *c, uint32_t max, uint64_t **out)
+{
+	uint64_t   *x;
+	uint32_t	n = 0;
+	uint32_t	u = 0;
+
+	*out = NULL;
+	if (c->n_unsettled == 0 || max == 0)
+		return 0;
+	x = malloc((size_t) 2 * c->n_unsettled * sizeof(uint64_t));
+	if (x == NULL)
+		return 0;
+	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
+	{
+		const eng_entry *e = &c->entries[i];
+
+		if (!unsettled(e))
+			continue;
+		if (!(e->flags & ENG_E_INS_SETTLED))
+			x[n++] = e->insert_xid;
+		if (e->delete_xid != 0)
+			x[n++] = e->delete_xid;
+	}
+	qsort(x, n, sizeof(uint64_t), cmp_u64);
+	for (uint32_t i = 0; i < n && u < max; i++)
+		if (u == 0 || x[u - 1] != x[i])
+			x[u++] = x[i];
+	*out = x;
+	return u;
+}
+
+bool
+eng_cache_wants_compaction(const eng_cache *c)
+{
+	return c->n_purged >= 64 && c->n_purged >= c->soa.n_tpl / 4;
+}
+
+/* Templates and cylinders of the live entries. */
+static void
+live_counts(const eng_cache *c, uint32_t *n_tpl, uint32_t *n_cyl)
+{
+	uint32_t	t = 0;
+	uint32_t	y = 0;
+
+	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
+		if (!(c->entries[i].flags & ENG_E_PURGED))
+		{
+			t++;
+			y += c->soa.ncyl[i];
+		}
+	*n_tpl = t;
+	*n_cyl = y;
+}
+
+uint64_t
+eng_cache_compacted_bytes(const eng_cache *c)
+{
+	uint32_t	t;
+	uint32_t	y;
+
+	live_counts(c, &t, &y);
+	return eng_cache_bytes_for(c->profile, t < MIN_CAP ? MIN_CAP : t,
+							   y < MIN_CAP ? MIN_CAP : y);
+}
+
+eng_cache *
+eng_cache_compacted(const eng_cache *c, mcc_error *err)
+{
+	eng_cache  *n;
+	uint32_t	t;
+	uint32_t	y;
+
+	live_counts(c, &t, &y);
+	n = eng_cache_new(c->profile, NULL, t, y, err);
+	if (n == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
+	{
+		const eng_entry *e = &c->entries[i];
+		uint32_t	j = n->soa.n_tpl;
+		uint32_t	h;
+
+		if (e->flags & ENG_E_PURGED)
+			continue;
+		eng_soa_copy_template(&n->soa, &c->soa, i);
+		n->entries[j] = *e;
+		h = key_slot(n, e->key);
+		n->entries[j].next = n->slots[h];
+		n->slots[h] = j;
+	}
+	n->n_unsettled = c->n_unsettled;
+	n->applied_gen = c->applied_gen;
+	n->reload_at = c->reload_at;
+	return n;
+}
+
+void
+eng_cache_adopt(eng_cache *c, eng_budget *budget, uint64_t charged)
+{
+	c->budget = budget;
+	if (c->bytes > charged)
+		eng_budget_force(budget, c->bytes - charged);
+	else
+		eng_budget_release(budget, charged - c->bytes);
+}

@@ -1,0 +1,155 @@
+/*
+ * eng_cache.h: one gallery's cache: the tuple versions it holds and their
+ * cylinders, with the rules that keep it equal to the table.
+ *
+ * Entry k is template k of the mcc_soa (paper 000's layout, scanned by
+ * mcc_soa_scan). An entry is a tuple version: (key, template hash, inserting
+ * xid, deleting xid). Deleted entries stay searchable until SETTLE says the
+ * deleter committed before the horizon; entries of aborted inserters are
+ * purged. Purged entries are tombstones: the scan still computes their
+ * scores but drops them, and compaction (a copy without them) removes them.
+ *
+ * A cache is changed only by the main thread and only while no thread reads
+ * it (pins == 0); the threads see it read-only.
+ */
+#ifndef ENG_CACHE_H
+#define ENG_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mcc_error.h"
+#include "mcc_soa.h"
+#include "mcc_template.h"
+
+#define ENG_NONE	UINT32_MAX
+
+/* Memory charged by every cache against --memory-limit (0: no limit). */
+typedef struct eng_budget
+{
+	uint64_t	limit;
+	uint64_t	used;
+} eng_budget;
+
+/* Charge n bytes; false (nothing charged) if that would pass the limit. */
+bool		eng_budget_charge(eng_budget *b, uint64_t n);
+
+/* Charge n bytes even over the limit (an estimate corrected afterwards). */
+void		eng_budget_force(eng_budget *b, uint64_t n);
+
+void		eng_budget_release(eng_budget *b, uint64_t n);
+
+/* entry flags */
+#define ENG_E_PURGED		0x01	/* tombstone: not searchable */
+#define ENG_E_INS_SETTLED	0x02	/* inserting xid known committed */
+#define ENG_E_DEL_COMMITTED	0x04	/* deleting xid known committed */
+#define ENG_E_LOAD_INS		0x08	/* from a load: may absorb one delta insert */
+#define ENG_E_LOAD_DEL		0x10	/* delete from a load: may absorb one delta delete */
+
+typedef struct eng_entry
+{
+	int64_t		key;
+	uint64_t	hash;			/* mcc_template_hash of the template */
+	uint64_t	insert_xid;
+	uint64_t	delete_xid;		/* 0: not deleted */
+	uint32_t	next;			/* next entry of the same index slot */
+	uint32_t	flags;
+} eng_entry;
+
+typedef struct eng_cache
+{
+	const mcc_profile *profile;
+	mcc_soa		soa;
+	eng_entry  *entries;		/* cap_entries >= soa.n_tpl */
+	uint32_t	cap_entries;
+	uint32_t   *slots;			/* key index: first entry of each slot */
+	uint32_t	n_slots;		/* a power of two */
+	uint32_t	n_purged;
+	uint32_t	n_unsettled;	/* live entries with an unsettled xid */
+	uint64_t	applied_gen;	/* every delta up to here is applied */
+	uint64_t	reload_at;		/* 0, or a generation that needs a reload */
+	uint64_t	bytes;			/* what this cache holds (charged if budget) */
+	eng_budget *budget;			/* NULL: not charged */
+	int			pins;			/* scans and compactions reading it */
+} eng_cache;
+
+/* Bytes of a cache with these capacities. */
+uint64_t	eng_cache_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl);
+
+/* An empty cache; charges its bytes to budget (if not NULL). */
+eng_cache  *eng_cache_new(const mcc_profile *p, eng_budget *budget,
+						  uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err);
+
+/* Free a cache and release its charge. */
+void		eng_cache_free(eng_cache *c);
+
+/* Entries that the scan returns (not purged). */
+static inline uint32_t
+eng_cache_searchable(const eng_cache *c)
+{
+	return c->soa.n_tpl - c->n_purged;
+}
+
+/* Make room for n_tpl more templates with n_cyl more cylinders. */
+mcc_status	eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl,
+							  mcc_error *err);
+
+/*
+ * Append a tuple version as is (a load row, or a delta insert that is new);
+ * *idx receives its entry number. The template must have the cache's profile.
+ */
+mcc_status	eng_cache_append(eng_cache *c, int64_t key, uint64_t hash,
+							 uint64_t insert_xid, uint64_t delete_xid,
+							 uint32_t flags, const mcc_template_view *t,
+							 uint32_t *idx, mcc_error *err);
+
+/*
+ * A delta's insert: absorbed by an entry a load already brought (same key,
+ * hash and inserting xid), else appended. *added tells which.
+ */
+mcc_status	eng_cache_insert(eng_cache *c, int64_t key, uint64_t xid,
+							 const mcc_template_view *t, bool *added,
+							 mcc_error *err);
+
+/*
+ * A delta's delete of (key, hash) by xid: marks one version. Returns the
+ * entry marked or absorbing it, or ENG_NONE if none matched.
+ */
+uint32_t	eng_cache_delete(eng_cache *c, int64_t key, uint64_t hash, uint64_t xid);
+
+/* Make entry idx a tombstone. */
+void		eng_cache_purge(eng_cache *c, uint32_t idx);
+
+/* First live entry with this key, or ENG_NONE; then eng_cache_next_key. */
+uint32_t	eng_cache_find_key(const eng_cache *c, int64_t key);
+uint32_t	eng_cache_next_key(const eng_cache *c, uint32_t idx);
+
+/*
+ * Apply transaction states: xids[] sorted ascending with states[] of
+ * mcc_xid_state. Returns the number of entries purged.
+ */
+uint32_t	eng_cache_settle(eng_cache *c, uint64_t horizon, const uint64_t *xids,
+							 const uint32_t *states, uint32_t n);
+
+/*
+ * The distinct unsettled xids, ascending, at most max: a malloc'ed array in
+ * *out (NULL if none or out of memory) and its length.
+ */
+uint32_t	eng_cache_xids(const eng_cache *c, uint32_t max, uint64_t **out);
+
+/* true if tombstones are a large enough share to compact. */
+bool		eng_cache_wants_compaction(const eng_cache *c);
+
+/* Bytes of the compacted copy of c. */
+uint64_t	eng_cache_compacted_bytes(const eng_cache *c);
+
+/*
+ * A copy of c without its tombstones (not charged: the caller charged
+ * eng_cache_compacted_bytes beforehand). Reads c only: safe in a thread.
+ */
+eng_cache  *eng_cache_compacted(const eng_cache *c, mcc_error *err);
+
+/* Take over a charge made for this cache beforehand (adjusting to its size). */
+void		eng_cache_adopt(eng_cache *c, eng_budget *budget, uint64_t charged);
+
+#endif							/* ENG_CACHE_H */

@@ -1,0 +1,249 @@
+/*
+ * eng_conn.c: client connections: non-blocking reads into an input buffer,
+ * frame splitting, and the output buffer that replies are queued in.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "eng_log.h"
+#include "eng_server.h"
+
+#define READ_CHUNK		(64 * 1024)
+#define READ_PER_CALL	((size_t) 4 << 20)	/* then let other clients in */
+
+eng_conn *
+eng_conn_add(eng_server *s, int fd)
+{
+	eng_conn   *c;
+
+	if (s->n_conns == s->cap_conns)
+	{
+		uint32_t	cap = s->cap_conns ? s->cap_conns * 2 : 16;
+		eng_conn  **p = realloc(s->conns, cap * sizeof(*p));
+
+		if (p == NULL)
+			return NULL;
+		s->conns = p;
+		s->cap_conns = cap;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	c->id = ++s->next_conn_id;
+	c->fd = fd;
+	eng_buf_init(&c->in);
+	eng_buf_init(&c->out);
+	s->conns[s->n_conns++] = c;
+	return c;
+}
+
+eng_conn *
+eng_conn_by_id(eng_server *s, uint64_t id)
+{
+	for (uint32_t i = 0; i < s->n_conns; i++)
+		if (s->conns[i]->id == id)
+			return s->conns[i]->dead ? NULL : s->conns[i];
+	return NULL;
+}
+
+void
+eng_conn_close(eng_server *s, eng_conn *c)
+{
+	for (uint32_t i = 0; i < s->n_conns; i++)
+		if (s->conns[i] == c)
+		{
+			s->conns[i] = s->conns[--s->n_conns];
+			break;
+		}
+	if (c->load)
+		eng_load_abort(s, c);
+	eng_gallery_conn_closed(s, c->id);
+	if (c->fd >= 0)
+		close(c->fd);
+	eng_log(ENG_LOG_DEBUG, "connection %llu closed (pid %u)",
+			(unsigned long long) c->id, c->pid);
+	eng_buf_free(&c->in);
+	eng_buf_free(&c->out);
+	free(c);
+}
+
+/* Stop reading from a connection that broke the protocol; say why first. */
+static void
+protocol_violation(eng_conn *c, uint64_t request_id, const char *what)
+{
+	eng_log(ENG_LOG_WARNING, "closing connection %llu (pid %u): %s",
+			(unsigned long long) c->id, c->pid, what);
+	eng_reply_error(c, request_id, MCC_PERR_PROTOCOL, 0, "%s", what);
+	c->closing = true;
+}
+
+/* Handle every complete frame in the input buffer. */
+static void
+process_frames(eng_server *s, eng_conn *c)
+{
+	while (!c->dead && !c->closing)
+	{
+		size_t		avail = c->in.len - c->in_pos;
+		mcc_frame_hdr h;
+		const uint8_t *p;
+
+		if (avail < ENG_FRAME_HDRSZ)
+			break;
+		p = c->in.data + c->in_pos;
+		eng_frame_decode(p, &h);
+		if (h.length > MCC_PROTO_MAX_FRAME)
+		{
+			protocol_violation(c, h.request_id, "frame too large");
+			break;
+		}
+		if (avail < ENG_FRAME_HDRSZ + (size_t) h.length)
+		{
+			/* make room for the whole frame at once */
+			eng_buf_reserve(&c->in, ENG_FRAME_HDRSZ + (size_t) h.length - avail);
+			break;
+		}
+		c->in_pos += ENG_FRAME_HDRSZ + (size_t) h.length;
+		if (!eng_handle_frame(s, c, &h, p + ENG_FRAME_HDRSZ))
+			protocol_violation(c, h.request_id, "malformed frame");
+	}
+	if (c->in_pos == c->in.len)
+		c->in.len = c->in_pos = 0;
+	else if (c->in_pos > 0)
+	{
+		eng_buf_consume(&c->in, c->in_pos);
+		c->in_pos = 0;
+	}
+	if (c->in.failed)
+	{
+		eng_log(ENG_LOG_WARNING, "closing connection %llu: out of memory for input",
+				(unsigned long long) c->id);
+		c->dead = true;
+	}
+	if (c->out.len - c->out_pos > ENG_OUT_MAX || c->out.failed)
+	{
+		eng_log(ENG_LOG_WARNING, "closing connection %llu: replies are not read",
+				(unsigned long long) c->id);
+		c->dead = true;
+	}
+}
+
+void
+eng_conn_input(eng_server *s, eng_conn *c, const void *data, size_t len)
+{
+	if (c->dead || c->closing)
+		return;
+	eng_buf_put(&c->in, data, len);
+	process_frames(s, c);
+}
+
+bool
+eng_conn_read(eng_server *s, eng_conn *c)
+{
+	size_t		total = 0;
+
+	while (!c->dead && !c->closing && total < READ_PER_CALL)
+	{
+		ssize_t		n;
+
+		if (!eng_buf_reserve(&c->in, READ_CHUNK))
+			return false;
+		n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+		if (n > 0)
+		{
+			c->in.len += (size_t) n;
+			total += (size_t) n;
+			process_frames(s, c);
+			continue;
+		}
+		if (n == 0)
+			return false;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		return false;
+	}
+	return true;
+}
+
+bool
+eng_conn_flush(eng_conn *c)
+{
+	if (c->fd < 0)
+		return true;
+	while (c->out_pos < c->out.len)
+	{
+		ssize_t		n = send(c->fd, c->out.data + c->out_pos, c->out.len - c->out_pos,
+							 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0)
+		{
+			c->out_pos += (size_t) n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		return false;
+	}
+	if (c->out_pos == c->out.len)
+		c->out.len = c->out_pos = 0;
+	else if (c->out_pos > ((size_t) 1 << 20))
+	{
+		eng_buf_consume(&c->out, c->out_pos);
+		c->out_pos = 0;
+	}
+	return true;
+}
+
+void
+eng_reply_error(eng_conn *c, uint64_t request_id, mcc_proto_error code,
+				int status, const char *fmt,...)
+{
+	char		msg[512];
+	va_list		ap;
+	size_t		f;
+	int			n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if (n >= (int) sizeof(msg))
+		n = (int) sizeof(msg) - 1;
+	f = eng_frame_begin(&c->out, MCC_MSG_ERROR, request_id);
+	eng_buf_u32(&c->out, (uint32_t) code);
+	eng_buf_u32(&c->out, (uint32_t) status);
+	eng_buf_bytes(&c->out, msg, (uint32_t) n);
+	eng_frame_end(&c->out, f);
+}
+
+void
+eng_reply_error_by_id(eng_server *s, uint64_t conn_id, uint64_t request_id,
+					  mcc_proto_error code, const mcc_error *err)
+{
+	eng_conn   *c = eng_conn_by_id(s, conn_id);
+
+	if (c == NULL)
+		return;
+	if (err->detail[0])
+		eng_reply_error(c, request_id, code, err->status, "%s: %s", err->message,
+						err->detail);
+	else
+		eng_reply_error(c, request_id, code, err->status, "%s", err->message);
+}
+
+void
+eng_reply_ok(eng_conn *c, uint64_t request_id)
+{
+	size_t		f = eng_frame_begin(&c->out, MCC_MSG_OK, request_id);
+
+	eng_frame_end(&c->out, f);
+}

@@ -1,0 +1,1032 @@
+/*
+ * eng_gallery.c: galleries: which cache serves each one, the deltas and
+ * settles it applies between passes, the searches waiting for it, the
+ * passes (batches) and compactions running on it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_log.h"
+#include "eng_server.h"
+#include "mcc_hash.h"
+
+#define JOB_BATCH		1
+#define JOB_COMPACTION	2
+
+static void gallery_fail_waiting(eng_server *s, eng_gallery *g, mcc_proto_error code,
+								 const char *msg);
+static void load_fail(eng_load *l, int perr, const mcc_error *err);
+
+/* Log-friendly name of a gallery. */
+static const char *
+gname(const eng_gallery *g)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), "%u/%u/%016llx", g->id.db_oid, g->id.rel_oid,
+			 (unsigned long long) g->id.signature);
+	return buf;
+}
+
+static bool
+same_id(const mcc_gallery_id *a, const mcc_gallery_id *b)
+{
+	return a->db_oid == b->db_oid && a->rel_oid == b->rel_oid &&
+		a->signature == b->signature;
+}
+
+/* A gallery that holds nothing but perhaps buffered deltas. */
+static bool
+is_shell(const eng_gallery *g)
+{
+	return g->cache == NULL && g->loads == NULL && g->waiting == NULL &&
+		g->running == NULL && g->compacting == NULL && g->settles == NULL;
+}
+
+/* Free a shell gallery (see is_shell). */
+static void
+gallery_free(eng_server *s, uint32_t i)
+{
+	eng_gallery *g = s->gal[i];
+
+	eng_genq_free(&g->q);
+	free(g);
+	s->gal[i] = s->gal[--s->n_gal];
+}
+
+/* Keep the number of shells bounded: free the least recently used one. */
+static void
+trim_shells(eng_server *s)
+{
+	uint32_t	shells = 0;
+	uint32_t	lru = UINT32_MAX;
+
+	for (uint32_t i = 0; i < s->n_gal; i++)
+		if (is_shell(s->gal[i]))
+		{
+			shells++;
+			if (lru == UINT32_MAX || s->gal[i]->last_used < s->gal[lru]->last_used)
+				lru = i;
+		}
+	if (shells >= ENG_MAX_SHELLS && lru != UINT32_MAX)
+		gallery_free(s, lru);
+}
+
+eng_gallery *
+eng_gallery_get(eng_server *s, const mcc_gallery_id *id, bool create)
+{
+	eng_gallery *g;
+
+	for (uint32_t i = 0; i < s->n_gal; i++)
+		if (same_id(&s->gal[i]->id, id))
+		{
+			s->gal[i]->last_used = eng_now_usec();
+			return s->gal[i];
+		}
+	if (!create)
+		return NULL;
+	trim_shells(s);
+	if (s->n_gal == s->cap_gal)
+	{
+		uint32_t	cap = s->cap_gal ? s->cap_gal * 2 : 16;
+		eng_gallery **p = realloc(s->gal, cap * sizeof(*p));
+
+		if (p == NULL)
+			return NULL;
+		s->gal = p;
+		s->cap_gal = cap;
+	}
+	g = calloc(1, sizeof(*g));
+	if (g == NULL)
+		return NULL;
+	g->id = *id;
+	g->waiting_tail = &g->waiting;
+	g->settles_tail = &g->settles;
+	g->last_used = eng_now_usec();
+	s->gal[s->n_gal++] = g;
+	return g;
+}
+
+void
+eng_request_free(eng_request *r)
+{
+	if (r == NULL)
+		return;
+	for (uint32_t i = 0; i < r->n_probes; i++)
+		free(r->probes[i]);
+	free(r->probes);
+	free(r);
+}
+
+void
+eng_settle_free(eng_settle *st)
+{
+	if (st == NULL)
+		return;
+	free(st->xids);
+	free(st->states);
+	free(st);
+}
+
+/* A reader is done with cache c; free it if it was replaced meanwhile. */
+static void
+unpin(eng_gallery *g, eng_cache *c)
+{
+	c->pins--;
+	if (c->pins == 0 && c != g->cache)
+		eng_cache_free(c);
+}
+
+/* Detach the current cache (freed now, or by its last reader). */
+static void
+detach_cache(eng_gallery *g)
+{
+	eng_cache  *c = g->cache;
+
+	g->cache = NULL;
+	if (c != NULL && c->pins == 0)
+		eng_cache_free(c);
+}
+
+void
+eng_gallery_drop_cache(eng_server *s, eng_gallery *g, const char *why)
+{
+	if (g->cache != NULL)
+		eng_log(ENG_LOG_INFO, "gallery %s: cache dropped: %s", gname(g), why);
+	detach_cache(g);
+	gallery_fail_waiting(s, g, MCC_PERR_NOT_LOADED, why);
+}
+
+/* Reply an error to every waiting request and forget them. */
+static void
+gallery_fail_waiting(eng_server *s, eng_gallery *g, mcc_proto_error code,
+					 const char *msg)
+{
+	while (g->waiting)
+	{
+		eng_request *r = g->waiting;
+		eng_conn   *c;
+
+		g->waiting = r->next;
+		c = atomic_load(&r->cancelled) ? NULL : eng_conn_by_id(s, r->conn_id);
+		if (c)
+			eng_reply_error(c, r->request_id, code, 0, "%s", msg);
+		eng_request_free(r);
+	}
+	g->waiting_tail = &g->waiting;
+}
+
+/* Apply one DELTA part: inserts first, then deletes (see eng_cache_delete). */
+static mcc_status
+apply_part(eng_cache *c, const eng_part *p, mcc_error *err)
+{
+	mcc_status	st = eng_cache_reserve(c, p->n_ins, p->n_cyl, err);
+
+	for (uint32_t i = 0; i < p->n_ins && st == MCC_OK; i++)
+	{
+		mcc_template_view v;
+		bool		added;
+
+		st = mcc_template_open(p->ins[i].tpl, p->ins[i].len, &v, err);
+		if (st == MCC_OK)
+			st = eng_cache_insert(c, p->ins[i].key, p->xid, &v, &added, err);
+	}
+	for (uint32_t i = 0; i < p->n_del && st == MCC_OK; i++)
+		eng_cache_delete(c, p->del[i].key, p->del[i].hash, p->xid);
+	return st;
+}
+
+/* Lowest generation a load in progress started from, or UINT64_MAX. */
+static uint64_t
+min_load_gen(const eng_gallery *g)
+{
+	uint64_t	m = UINT64_MAX;
+
+	for (const eng_load *l = g->loads; l; l = l->next)
+		if (l->gen < m)
+			m = l->gen;
+	return m;
+}
+
+/* Forget the records nobody needs any more and keep the rest bounded. */
+static void
+trim_queue(eng_gallery *g)
+{
+	uint64_t	keep_above = 0;
+	uint64_t	lm = min_load_gen(g);
+	uint64_t	dropped;
+
+	if (g->cache != NULL)
+		keep_above = g->cache->applied_gen;
+	if (lm < keep_above || (g->cache == NULL && lm != UINT64_MAX))
+		keep_above = lm;
+	eng_genq_trim(&g->q, keep_above);
+	dropped = eng_genq_bound(&g->q, ENG_GENQ_MAX_N, ENG_GENQ_MAX_BYTES);
+	if (dropped && g->cache != NULL && dropped > g->cache->applied_gen &&
+		(g->cache->reload_at == 0 || g->cache->reload_at > g->cache->applied_gen + 1))
+	{
+		eng_log(ENG_LOG_WARNING, "gallery %s: too many deltas pending; reload needed",
+				gname(g));
+		g->cache->reload_at = g->cache->applied_gen + 1;
+	}
+}
+
+/* Apply the queued generations that come next, in order (cache not pinned). */
+static void
+apply_pending(eng_server *s, eng_gallery *g)
+{
+	eng_cache  *c = g->cache;
+	mcc_error	err;
+
+	mcc_error_clear(&err);
+	while (c->reload_at == 0)
+	{
+		eng_gen    *r = eng_genq_find(&g->q, c->applied_gen + 1);
+
+		if (r == NULL || !r->complete)
+			break;
+		if (r->reload)
+		{
+			c->reload_at = r->gen;
+			eng_log(ENG_LOG_INFO, "gallery %s: reload needed at generation %llu",
+					gname(g), (unsigned long long) r->gen);
+			break;
+		}
+		for (eng_part *p = r->parts; p; p = p->next)
+			if (apply_part(c, p, &err) != MCC_OK)
+			{
+				char		why[400];
+
+				snprintf(why, sizeof(why), "delta of generation %llu not applied: %s",
+						 (unsigned long long) r->gen, err.message);
+				eng_log(ENG_LOG_WARNING, "gallery %s: %s", gname(g), why);
+				eng_gallery_drop_cache(s, g, why);
+				return;
+			}
+		c->applied_gen = r->gen;
+	}
+}
+
+/* Apply the deferred SETTLEs (cache not pinned, or absent) and reply OK. */
+static void
+apply_settles(eng_server *s, eng_gallery *g)
+{
+	while (g->settles)
+	{
+		eng_settle *st = g->settles;
+		eng_conn   *conn;
+
+		g->settles = st->next;
+		if (g->cache != NULL)
+		{
+			uint32_t	purged = eng_cache_settle(g->cache, st->horizon, st->xids,
+												  st->states, st->n);
+
+			if (purged)
+				eng_log(ENG_LOG_DEBUG, "gallery %s: %u entries purged", gname(g), purged);
+		}
+		conn = eng_conn_by_id(s, st->conn_id);
+		if (conn)
+			eng_reply_ok(conn, st->request_id);
+		eng_settle_free(st);
+	}
+	g->settles_tail = &g->settles;
+}
+
+/* Compact away the tombstones in a thread. */
+static void
+compaction_run(eng_job *job, uint32_t part, void *scratch)
+{
+	eng_compaction *cj = (eng_compaction *) job;
+
+	cj->result = eng_cache_compacted(cj->from, &cj->err);
+}
+
+/* Start a compaction if the cache has enough tombstones and nothing reads it. */
+static void
+maybe_compact(eng_server *s, eng_gallery *g)
+{
+	eng_cache  *c = g->cache;
+	eng_compaction *cj;
+	uint64_t	bytes;
+
+	if (c == NULL || c->pins != 0 || g->compacting || !eng_cache_wants_compaction(c))
+		return;
+	bytes = eng_cache_compacted_bytes(c);
+	if (!eng_budget_charge(&s->budget, bytes))
+		return;					/* retried after the next change */
+	cj = calloc(1, sizeof(*cj));
+	if (cj == NULL)
+	{
+		eng_budget_release(&s->budget, bytes);
+		return;
+	}
+	cj->job.run = compaction_run;
+	cj->job.tag = JOB_COMPACTION;
+	cj->job.n_parts = 1;
+	cj->gallery = g;
+	cj->from = c;
+	cj->charged = bytes;
+	c->pins++;
+	g->compacting = cj;
+	s->jobs++;
+	eng_log(ENG_LOG_DEBUG, "gallery %s: compacting %u tombstones of %u entries",
+			gname(g), c->n_purged, c->soa.n_tpl);
+	eng_pool_submit(s->pool, &cj->job);
+}
+
+/* A finished compaction: swap it in if the cache it copied is still current. */
+static void
+compaction_done(eng_server *s, eng_compaction *cj)
+{
+	eng_gallery *g = cj->gallery;
+	eng_cache  *from = cj->from;
+
+	g->compacting = NULL;
+	if (cj->result != NULL && g->cache == from)
+	{
+		eng_cache_adopt(cj->result, &s->budget, cj->charged);
+		eng_log(ENG_LOG_DEBUG, "gallery %s: compacted to %u entries", gname(g),
+				cj->result->soa.n_tpl);
+		g->cache = cj->result;
+	}
+	else
+	{
+		if (cj->result == NULL)
+			eng_log(ENG_LOG_WARNING, "gallery %s: compaction failed: %s", gname(g),
+					cj->err.message);
+		eng_cache_free(cj->result);
+		eng_budget_release(&s->budget, cj->charged);
+	}
+	unpin(g, from);
+	free(cj);
+}
+
+/* Bytes of the RESULT a request would get from cache c. */
+static uint64_t
+result_bytes(const eng_request *r, const eng_cache *c)
+{
+	uint64_t	n = r->k < eng_cache_searchable(c) ? r->k : eng_cache_searchable(c);
+
+	return 16 + (uint64_t) r->n_probes * (8 + n * 20);
+}
+
+/*
+ * Have the generations up to `need` all arrived (so that only a pass or a
+ * compaction still reading the cache delays them)? The delta timeout is for
+ * deltas that do not come, not for those waiting to be applied.
+ */
+static bool
+queue_covers(const eng_gallery *g, const eng_cache *c, uint64_t need)
+{
+	uint64_t	next = c->applied_gen + 1;
+
+	for (const eng_gen *r = g->q.head; r && next <= need; r = r->next)
+	{
+		if (r->gen < next)
+			continue;
+		if (r->gen > next || !r->complete)
+			return false;
+		next++;
+	}
+	return next > need;
+}
+
+/* Do all probes of a request have the cache's profile? */
+static bool
+probes_match(const eng_request *r, const eng_cache *c)
+{
+	for (uint32_t i = 0; i < r->n_probes; i++)
+		if (mcc_probe_profile(r->probes[i]) != c->profile)
+			return false;
+	return true;
+}
+
+/* Reply an empty RESULT (a SEARCH without probes only waits for its generation). */
+static void
+reply_empty(eng_server *s, const eng_request *r, const eng_cache *c)
+{
+	eng_conn   *conn = eng_conn_by_id(s, r->conn_id);
+	size_t		f;
+
+	if (conn == NULL)
+		return;
+	f = eng_frame_begin(&conn->out, MCC_MSG_RESULT, r->request_id);
+	eng_buf_u64(&conn->out, c->applied_gen);
+	eng_buf_u32(&conn->out, c->n_unsettled);
+	eng_buf_u32(&conn->out, 0);
+	eng_frame_end(&conn->out, f);
+}
+
+/*
+ * Sort the waiting requests: answer those that cannot be served, and return
+ * (unlinked, in arrival order) up to max_batch that are ready now.
+ */
+static eng_request *
+collect_ready(eng_server *s, eng_gallery *g)
+{
+	eng_request **pp = &g->waiting;
+	eng_request *ready = NULL;
+	eng_request **rt = &ready;
+	uint32_t	n_ready = 0;
+	int64_t		now = eng_now_usec();
+	eng_cache  *c = g->cache;
+
+	while (*pp)
+	{
+		eng_request *r = *pp;
+		eng_conn   *conn = eng_conn_by_id(s, r->conn_id);
+		int			code = 0;
+		const char *msg = NULL;
+		char		buf[160];
+
+		if (atomic_load(&r->cancelled) || conn == NULL)
+			code = -1;
+		else if (c == NULL)
+		{
+			code = MCC_PERR_NOT_LOADED;
+			msg = "gallery is not loaded";
+		}
+		else if (c->reload_at != 0 && r->need_gen >= c->reload_at)
+		{
+			code = MCC_PERR_NOT_LOADED;
+			snprintf(buf, sizeof(buf), "gallery needs a reload at generation %llu",
+					 (unsigned long long) c->reload_at);
+			msg = buf;
+		}
+		else if (c->applied_gen >= r->need_gen)
+		{
+			r->deadline = INT64_MAX;	/* ready: only waits for the pass */
+			if (!probes_match(r, c))
+			{
+				code = MCC_PERR_DATA;
+				snprintf(buf, sizeof(buf),
+						 "probe profile differs from the gallery's profile \"%s\"",
+						 c->profile->name);
+				msg = buf;
+			}
+			else if (result_bytes(r, c) > MCC_PROTO_MAX_FRAME)
+			{
+				code = MCC_PERR_DATA;
+				msg = "result too large: ask for fewer candidates or probes";
+			}
+			else if (r->n_probes == 0)
+			{
+				reply_empty(s, r, c);
+				code = -1;
+			}
+			else if (g->running == NULL && n_ready < s->cfg.max_batch)
+			{
+				*pp = r->next;
+				r->next = NULL;
+				*rt = r;
+				rt = &r->next;
+				n_ready++;
+				continue;
+			}
+		}
+		else if (r->deadline != INT64_MAX && queue_covers(g, c, r->need_gen))
+			r->deadline = INT64_MAX;	/* all arrived: waits for the pass only */
+		else if (now >= r->deadline)
+		{
+			code = MCC_PERR_GENERATION;
+			snprintf(buf, sizeof(buf),
+					 "generation %llu did not arrive in time (the cache has %llu)",
+					 (unsigned long long) r->need_gen,
+					 (unsigned long long) c->applied_gen);
+			msg = buf;
+		}
+		if (code == 0)
+		{
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		if (code > 0 && conn)
+		{
+			eng_reply_error(conn, r->request_id, code,
+							code == MCC_PERR_DATA ? MCC_ERR_VALUE : 0, "%s", msg);
+		}
+		eng_request_free(r);
+	}
+	/* the tail pointer may have moved with unlinking */
+	g->waiting_tail = &g->waiting;
+	while (*g->waiting_tail)
+		g->waiting_tail = &(*g->waiting_tail)->next;
+	return ready;
+}
+
+/* Start one pass over the cache for the ready requests. */
+static void
+start_batch(eng_server *s, eng_gallery *g, eng_request *ready)
+{
+	uint32_t	n_slots = 0;
+	uint32_t	slot = 0;
+	eng_batch  *b;
+
+	for (eng_request *r = ready; r; r = r->next)
+		n_slots += r->n_probes;
+	b = eng_batch_new(g->cache, n_slots, eng_pool_threads(s->pool));
+	if (b == NULL)
+	{
+		while (ready)
+		{
+			eng_request *r = ready;
+			eng_conn   *conn = eng_conn_by_id(s, r->conn_id);
+
+			ready = r->next;
+			if (conn)
+				eng_reply_error(conn, r->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY,
+								"out of memory");
+			eng_request_free(r);
+		}
+		return;
+	}
+	for (eng_request *r = ready; r; r = r->next)
+	{
+		r->first_slot = slot;
+		for (uint32_t i = 0; i < r->n_probes; i++)
+			eng_batch_set(b, slot++, r->probes[i], r->k, r->min_score, &r->cancelled);
+	}
+	b->job.tag = JOB_BATCH;
+	b->owner = g;
+	g->running = b;
+	g->running_reqs = ready;
+	g->running_cache = g->cache;
+	g->cache->pins++;
+	g->passes++;
+	s->jobs++;
+	eng_pool_submit(s->pool, &b->job);
+}
+
+/* Write the RESULT of a request whose pass has finished. */
+static void
+reply_result(eng_server *s, const eng_batch *b, const eng_request *r)
+{
+	eng_conn   *conn = eng_conn_by_id(s, r->conn_id);
+	eng_buf    *o;
+	size_t		f;
+
+	if (conn == NULL)
+		return;
+	for (uint32_t i = 0; i < r->n_probes; i++)
+		if (b->slots[r->first_slot + i].hits.failed)
+		{
+			eng_reply_error(conn, r->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY,
+							"out of memory");
+			return;
+		}
+	o = &conn->out;
+	f = eng_frame_begin(o, MCC_MSG_RESULT, r->request_id);
+	eng_buf_u64(o, b->cache->applied_gen);
+	eng_buf_u32(o, b->cache->n_unsettled);
+	eng_buf_u32(o, r->n_probes);
+	for (uint32_t i = 0; i < r->n_probes; i++)
+	{
+		const eng_slot *sl = &b->slots[r->first_slot + i];
+
+		eng_buf_u32(o, sl->n_ge > sl->hits.n ? 1 : 0);
+		eng_buf_u32(o, sl->hits.n);
+		for (uint32_t j = 0; j < sl->hits.n; j++)
+		{
+			eng_buf_f32(o, sl->hits.h[j].score);
+			eng_buf_i64(o, sl->hits.h[j].key);
+			eng_buf_u64(o, sl->hits.h[j].hash);
+		}
+	}
+	eng_frame_end(o, f);
+}
+
+/* A finished pass: reply to the requests still wanting it. */
+static void
+batch_done(eng_server *s, eng_batch *b)
+{
+	eng_gallery *g = b->owner;
+
+	eng_batch_finish(b);
+	while (g->running_reqs)
+	{
+		eng_request *r = g->running_reqs;
+
+		g->running_reqs = r->next;
+		if (!atomic_load(&r->cancelled))
+		{
+			reply_result(s, b, r);
+			g->searches++;
+		}
+		eng_request_free(r);
+	}
+	g->running = NULL;
+	unpin(g, g->running_cache);
+	g->running_cache = NULL;
+	eng_batch_free(b);
+}
+
+void
+eng_gallery_job_done(eng_server *s, eng_job *job)
+{
+	eng_gallery *g;
+
+	s->jobs--;
+	if (job->tag == JOB_BATCH)
+	{
+		g = ((eng_batch *) job)->owner;
+		batch_done(s, (eng_batch *) job);
+	}
+	else
+	{
+		g = ((eng_compaction *) job)->gallery;
+		compaction_done(s, (eng_compaction *) job);
+	}
+	eng_gallery_advance(s, g);
+}
+
+void
+eng_gallery_advance(eng_server *s, eng_gallery *g)
+{
+	eng_request *ready;
+
+	if (g->cache != NULL && g->cache->pins == 0)
+		apply_pending(s, g);
+	if (g->cache == NULL || g->cache->pins == 0)
+		apply_settles(s, g);
+	trim_queue(g);
+	maybe_compact(s, g);
+	ready = collect_ready(s, g);
+	if (ready)
+		start_batch(s, g, ready);
+}
+
+/*
+ * Queue a search. Nothing starts here: eng_server_step runs after every
+ * client's input was read, so that the searches that arrived together form
+ * one pass.
+ */
+void
+eng_gallery_submit(eng_server *s, eng_gallery *g, eng_request *r)
+{
+	r->next = NULL;
+	*g->waiting_tail = r;
+	g->waiting_tail = &r->next;
+}
+
+/* Queue a SETTLE; applied by the next eng_gallery_advance with no reader. */
+void
+eng_gallery_settle(eng_server *s, eng_gallery *g, eng_settle *st)
+{
+	st->next = NULL;
+	*g->settles_tail = st;
+	g->settles_tail = &st->next;
+}
+
+void
+eng_gallery_conn_closed(eng_server *s, uint64_t conn_id)
+{
+	for (uint32_t i = 0; i < s->n_gal; i++)
+	{
+		eng_gallery *g = s->gal[i];
+		bool		had_parts = false;
+
+		for (eng_request *r = g->waiting; r; r = r->next)
+			if (r->conn_id == conn_id)
+				atomic_store(&r->cancelled, 1);
+		for (eng_request *r = g->running_reqs; r; r = r->next)
+			if (r->conn_id == conn_id)
+				atomic_store(&r->cancelled, 1);
+		for (eng_settle *st = g->settles; st; st = st->next)
+			if (st->conn_id == conn_id)
+				st->conn_id = 0;
+		for (eng_gen *r = g->q.head; r; r = r->next)
+			if (!r->complete && r->conn_id == conn_id)
+				had_parts = true;
+		if (had_parts)
+		{
+			eng_log(ENG_LOG_WARNING, "gallery %s: a delta was cut off by its connection's end",
+					gname(g));
+			eng_genq_conn_closed(&g->q, conn_id);
+		}
+	}
+}
+
+bool
+eng_gallery_cancel(eng_server *s, uint64_t conn_id, uint64_t request_id)
+{
+	bool		found = false;
+
+	for (uint32_t i = 0; i < s->n_gal; i++)
+	{
+		eng_gallery *g = s->gal[i];
+
+		for (eng_request *r = g->waiting; r; r = r->next)
+			if (r->conn_id == conn_id && r->request_id == request_id)
+			{
+				atomic_store(&r->cancelled, 1);
+				found = true;
+			}
+		for (eng_request *r = g->running_reqs; r; r = r->next)
+			if (r->conn_id == conn_id && r->request_id == request_id)
+			{
+				atomic_store(&r->cancelled, 1);
+				found = true;
+			}
+	}
+	return found;
+}
+
+/* Does gallery id a match the EVICT pattern p (0 fields match any)? */
+static bool
+evict_match(const mcc_gallery_id *a, const mcc_gallery_id *p)
+{
+	if (p->db_oid == 0)
+		return true;
+	if (p->db_oid != a->db_oid)
+		return false;
+	if (p->rel_oid == 0)
+		return true;
+	if (p->rel_oid != a->rel_oid)
+		return false;
+	return p->signature == 0 || p->signature == a->signature;
+}
+
+void
+eng_gallery_evict(eng_server *s, const mcc_gallery_id *id)
+{
+	for (uint32_t i = 0; i < s->n_gal; i++)
+	{
+		eng_gallery *g = s->gal[i];
+
+		if (!evict_match(&g->id, id))
+			continue;
+		if (g->cache)
+			eng_log(ENG_LOG_INFO, "gallery %s evicted", gname(g));
+		eng_gallery_drop_cache(s, g, "gallery was evicted");
+		/* a load in progress would need the deltas dropped here */
+		for (eng_load *l = g->loads; l; l = l->next)
+		{
+			mcc_error	err;
+
+			mcc_error_set(&err, MCC_ERR_VALUE, "gallery was evicted during the load");
+			load_fail(l, MCC_PERR_NOT_LOADED, &err);
+		}
+		eng_genq_free(&g->q);
+		apply_settles(s, g);
+	}
+}
+
+int64_t
+eng_gallery_next_deadline(eng_server *s)
+{
+	int64_t		d = INT64_MAX;
+
+	for (uint32_t i = 0; i < s->n_gal; i++)
+		for (eng_request *r = s->gal[i]->waiting; r; r = r->next)
+			if (r->deadline < d)
+				d = r->deadline;
+	return d;
+}
+
+/* Free a load and unlink it from its gallery and connection. */
+static void
+load_free(eng_conn *c, eng_load *l)
+{
+	eng_gallery *g = l->gallery;
+
+	for (eng_load **pp = &g->loads; *pp; pp = &(*pp)->next)
+		if (*pp == l)
+		{
+			*pp = l->next;
+			break;
+		}
+	eng_cache_free(l->build);
+	if (c)
+		c->load = NULL;
+	free(l);
+}
+
+/* Record a load's first failure and free what it built. */
+static void
+load_fail(eng_load *l, int perr, const mcc_error *err)
+{
+	if (l->perr != 0)
+		return;
+	l->perr = perr;
+	l->err = *err;
+	eng_cache_free(l->build);
+	l->build = NULL;
+}
+
+eng_load *
+eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
+			   const mcc_gallery_id *id, uint64_t gen, uint32_t profile_id,
+			   uint64_t expected_rows)
+{
+	eng_gallery *g;
+	eng_load   *l;
+	const mcc_profile *p = profile_id <= 255 ? mcc_profile_by_id((int) profile_id) : NULL;
+	mcc_error	err;
+
+	if (c->load)
+	{
+		eng_log(ENG_LOG_DEBUG, "connection %llu: unfinished load abandoned",
+				(unsigned long long) c->id);
+		eng_load_abort(s, c);
+	}
+	/* a new signature of the same relation replaces the old caches */
+	for (uint32_t i = 0; i < s->n_gal; i++)
+	{
+		eng_gallery *o = s->gal[i];
+
+		if (o->id.db_oid == id->db_oid && o->id.rel_oid == id->rel_oid &&
+			o->id.signature != id->signature && o->cache != NULL)
+			eng_gallery_drop_cache(s, o, "the relation's signature changed");
+	}
+	g = eng_gallery_get(s, id, true);
+	l = calloc(1, sizeof(*l));
+	if (g == NULL || l == NULL)
+	{
+		free(l);
+		return NULL;
+	}
+	l->gallery = g;
+	l->conn_id = c->id;
+	l->request_id = request_id;
+	l->gen = gen;
+	l->profile = p;
+	l->t_start = eng_now_usec();
+	l->next = g->loads;
+	g->loads = l;
+	c->load = l;
+	mcc_error_clear(&err);
+	if (p == NULL)
+	{
+		mcc_error_set(&err, MCC_ERR_VERSION, "unknown template profile id %u", profile_id);
+		load_fail(l, MCC_PERR_DATA, &err);
+		return l;
+	}
+	/*
+	 * Size for the hint (36 cylinders per template, a little above what real
+	 * prints give), unless that does not fit: then grow as rows come.
+	 */
+	if (expected_rows > 0 && expected_rows <= (UINT32_MAX - 1) / 36)
+		l->build = eng_cache_new(p, &s->budget, (uint32_t) expected_rows,
+								 (uint32_t) (expected_rows * 36), &err);
+	if (l->build == NULL)
+		l->build = eng_cache_new(p, &s->budget, 1024, 1024 * 36, &err);
+	if (l->build == NULL)
+		load_fail(l, err.status == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_INTERNAL, &err);
+	return l;
+}
+
+void
+eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
+			 uint64_t delete_xid, const uint8_t *tpl, uint32_t len)
+{
+	mcc_template_view v;
+	mcc_error	err;
+	mcc_status	st;
+
+	if (l->build == NULL)
+		return;
+	mcc_error_clear(&err);
+	st = mcc_template_open(tpl, len, &v, &err);
+	if (st == MCC_OK)
+		st = eng_cache_append(l->build, key, mcc_template_hash(tpl, len), insert_xid,
+							  delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &v, NULL, &err);
+	if (st == MCC_OK)
+	{
+		l->rows++;
+		return;
+	}
+	if (st != MCC_ERR_MEMORY)
+		mcc_error_detail(&err, "The row with key %lld cannot be cached.", (long long) key);
+	load_fail(l, st == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_DATA, &err);
+}
+
+/* Reply LOADED with a cache's size. */
+static void
+reply_loaded(eng_conn *c, uint64_t request_id, const eng_cache *cache)
+{
+	size_t		f = eng_frame_begin(&c->out, MCC_MSG_LOADED, request_id);
+
+	eng_buf_u64(&c->out, cache->soa.n_tpl);
+	eng_buf_u64(&c->out, cache->bytes);
+	eng_frame_end(&c->out, f);
+}
+
+void
+eng_load_end(eng_server *s, eng_conn *c)
+{
+	eng_load   *l = c->load;
+	eng_gallery *g = l->gallery;
+	eng_cache  *old = g->cache;
+	double		secs = (double) (eng_now_usec() - l->t_start) / 1e6;
+	uint64_t	request_id;
+
+	if (l->perr != 0)
+	{
+		eng_log(ENG_LOG_WARNING, "gallery %s: load failed: %s%s%s", gname(g),
+				l->err.message, l->err.detail[0] ? ": " : "", l->err.detail);
+		eng_reply_error_by_id(s, c->id, l->request_id, l->perr, &l->err);
+		load_free(c, l);
+		eng_gallery_advance(s, g);
+		return;
+	}
+	if (old != NULL && old->applied_gen >= l->gen)
+	{
+		/* another load or the deltas got further meanwhile: keep what is there */
+		eng_log(ENG_LOG_DEBUG, "gallery %s: load of generation %llu superseded",
+				gname(g), (unsigned long long) l->gen);
+		reply_loaded(c, l->request_id, old);
+		load_free(c, l);
+		eng_gallery_advance(s, g);
+		return;
+	}
+	g->cache = l->build;
+	l->build = NULL;
+	g->cache->applied_gen = l->gen;
+	if (old != NULL && old->pins == 0)
+		eng_cache_free(old);
+	g->loaded_at = eng_wall_usec();
+	g->load_seconds = secs;
+	request_id = l->request_id;
+	load_free(c, l);
+	/* deltas that came during the load go on top of it */
+	apply_pending(s, g);
+	if (g->cache != NULL)
+	{
+		eng_log(ENG_LOG_INFO,
+				"gallery %s loaded: %u entries, %u cylinders, %.1f MB in %.2f s (generation %llu)",
+				gname(g), g->cache->soa.n_tpl, g->cache->soa.n_cyl,
+				(double) g->cache->bytes / 1048576.0, secs,
+				(unsigned long long) g->cache->applied_gen);
+		reply_loaded(c, request_id, g->cache);
+	}
+	else
+		eng_reply_error(c, request_id, MCC_PERR_NOT_LOADED, 0,
+						"deltas after the load could not be applied");
+	eng_gallery_advance(s, g);
+}
+
+void
+eng_load_abort(eng_server *s, eng_conn *c)
+{
+	eng_gallery *g = c->load->gallery;
+
+	load_free(c, c->load);
+	trim_queue(g);
+}
+
+void
+eng_gallery_free_all(eng_server *s)
+{
+	for (uint32_t i = 0; i < s->n_gal; i++)
+	{
+		eng_gallery *g = s->gal[i];
+
+		/* the pool is stopped: jobs that did not come back are freed here */
+		if (g->running)
+		{
+			while (g->running_reqs)
+			{
+				eng_request *r = g->running_reqs;
+
+				g->running_reqs = r->next;
+				eng_request_free(r);
+			}
+			eng_batch_free(g->running);
+			if (g->running_cache != g->cache)
+				eng_cache_free(g->running_cache);
+		}
+		if (g->compacting)
+		{
+			if (g->compacting->from != g->cache && g->compacting->from != g->running_cache)
+				eng_cache_free(g->compacting->from);
+			eng_cache_free(g->compacting->result);
+			free(g->compacting);
+		}
+		eng_cache_free(g->cache);
+		g->cache = NULL;
+		while (g->waiting)
+		{
+			eng_request *r = g->waiting;
+
+			g->waiting = r->next;
+			eng_request_free(r);
+		}
+		while (g->settles)
+		{
+			eng_settle *st = g->settles;
+
+			g->settles = st->next;
+			eng_settle_free(st);
+		}
+		while (g->loads)
+			load_free(NULL, g->loads);
+		eng_genq_free(&g->q);
+		free(g);
+	}
+	free(s->gal);
+	s->gal = NULL;
+	s->n_gal = s->cap_gal = 0;
+}

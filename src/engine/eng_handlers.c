@@ -1,0 +1,469 @@
+/*
+ * eng_handlers.c: one handler per client message of mcc_proto.h.
+ *
+ * A handler returns false only when the frame is malformed (the caller then
+ * closes the connection after an ERROR); requests that are well formed but
+ * cannot be served get an ERROR reply and the connection stays.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_log.h"
+#include "eng_server.h"
+
+/* HELLO: check the version, introduce the engine. */
+static bool
+h_hello(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	uint32_t	version = eng_rd_u32(r);
+	uint32_t	pid = eng_rd_u32(r);
+	size_t		f;
+
+	if (!eng_rd_done(r))
+		return false;
+	c->pid = pid;
+	if (version != MCC_PROTO_VERSION)
+	{
+		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
+						"protocol version %u is not supported (the engine speaks %u)",
+						version, MCC_PROTO_VERSION);
+		c->closing = true;
+		return true;
+	}
+	eng_log(ENG_LOG_DEBUG, "connection %llu: hello from pid %u",
+			(unsigned long long) c->id, pid);
+	f = eng_frame_begin(&c->out, MCC_MSG_HELLO_OK, h->request_id);
+	eng_buf_u64(&c->out, s->incarnation);
+	eng_buf_u32(&c->out, (uint32_t) eng_pool_threads(s->pool));
+	eng_buf_u32(&c->out, 0);
+	eng_frame_end(&c->out, f);
+	return true;
+}
+
+/* Prepare a probe from a template blob; NULL with err set on failure. */
+static mcc_probe *
+make_probe(const uint8_t *p, uint32_t len, mcc_error *err)
+{
+	mcc_template_view v;
+	size_t		size = (mcc_probe_size() + 63) & ~(size_t) 63;
+	mcc_probe  *q;
+
+	if (mcc_template_open(p, len, &v, err) != MCC_OK)
+		return NULL;
+	q = aligned_alloc(64, size);
+	if (q == NULL)
+	{
+		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+		return NULL;
+	}
+	mcc_probe_init(q, &v);
+	return q;
+}
+
+/* SEARCH: queue a request on its gallery (it waits for its generation). */
+static bool
+h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+	eng_request *req;
+	eng_gallery *g;
+	mcc_error	err;
+	size_t		probes_at;
+	uint32_t	n;
+
+	eng_rd_gallery(r, &id);
+	req = calloc(1, sizeof(*req));
+	if (req == NULL)
+	{
+		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
+		return true;
+	}
+	req->need_gen = eng_rd_u64(r);
+	req->k = eng_rd_u32(r);
+	req->min_score = eng_rd_f32(r);
+	n = eng_rd_u32(r);
+	if (r->bad || (uint64_t) n * 4 > eng_rd_left(r))
+	{
+		free(req);
+		return false;
+	}
+	/* check the framing of every probe before preparing any */
+	probes_at = r->pos;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	len;
+
+		(void) eng_rd_bytes(r, &len);
+	}
+	if (!eng_rd_done(r))
+	{
+		free(req);
+		return false;
+	}
+	r->pos = probes_at;
+	req->conn_id = c->id;
+	req->request_id = h->request_id;
+	req->probes = calloc(n ? n : 1, sizeof(mcc_probe *));
+	if (req->probes == NULL)
+	{
+		free(req);
+		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
+		return true;
+	}
+	mcc_error_clear(&err);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	len;
+		const uint8_t *p = eng_rd_bytes(r, &len);
+
+		req->probes[i] = make_probe(p, len, &err);
+		if (req->probes[i] == NULL)
+		{
+			eng_reply_error(c, h->request_id, MCC_PERR_DATA, err.status,
+							"probe %u: %s", i + 1, err.message);
+			eng_request_free(req);
+			return true;
+		}
+		req->n_probes++;
+	}
+	g = eng_gallery_get(s, &id, false);
+	if (g == NULL || g->cache == NULL)
+	{
+		eng_reply_error(c, h->request_id, MCC_PERR_NOT_LOADED, 0, "gallery is not loaded");
+		eng_request_free(req);
+		return true;
+	}
+	req->deadline = eng_now_usec() + (int64_t) s->cfg.delta_timeout_ms * 1000;
+	eng_gallery_submit(s, g, req);
+	return true;
+}
+
+/* LOAD_BEGIN: start building a cache aside. */
+static bool
+h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+	uint64_t	gen;
+	uint32_t	profile;
+	uint64_t	expected;
+
+	eng_rd_gallery(r, &id);
+	gen = eng_rd_u64(r);
+	profile = eng_rd_u32(r);
+	expected = eng_rd_u64(r);
+	if (!eng_rd_done(r))
+		return false;
+	if (eng_load_begin(s, c, h->request_id, &id, gen, profile, expected) == NULL)
+		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
+	return true;
+}
+
+/* LOAD_ROWS: add rows to the load of this request (others are ignored). */
+static bool
+h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	uint32_t	n = eng_rd_u32(r);
+	size_t		rows_at = r->pos;
+	eng_load   *l = c->load;
+
+	if (r->bad || (uint64_t) n * 28 > eng_rd_left(r))
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	len;
+
+		(void) eng_rd_i64(r);
+		(void) eng_rd_u64(r);
+		(void) eng_rd_u64(r);
+		(void) eng_rd_bytes(r, &len);
+	}
+	if (!eng_rd_done(r))
+		return false;
+	if (l == NULL || l->request_id != h->request_id)
+		return true;			/* a load cancelled or replaced meanwhile */
+	r->pos = rows_at;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		int64_t		key = eng_rd_i64(r);
+		uint64_t	ixid = eng_rd_u64(r);
+		uint64_t	dxid = eng_rd_u64(r);
+		uint32_t	len;
+		const uint8_t *p = eng_rd_bytes(r, &len);
+
+		eng_load_row(s, l, key, ixid, dxid, p, len);
+	}
+	return true;
+}
+
+/* LOAD_END: swap the new cache in (or report why not). */
+static bool
+h_load_end(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	if (!eng_rd_done(r))
+		return false;
+	if (c->load == NULL || c->load->request_id != h->request_id)
+	{
+		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
+						"no load in progress for this request");
+		return true;
+	}
+	eng_load_end(s, c);
+	return true;
+}
+
+/* DELTA: queue a generation's changes; applied in order. */
+static bool
+h_delta(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+	uint64_t	gen;
+	eng_part   *part;
+	eng_gallery *g;
+	mcc_error	err;
+	eng_parse_result pr;
+
+	mcc_error_clear(&err);
+	pr = eng_delta_parse(r->p, r->len, &id, &gen, &part, &err);
+	if (pr == ENG_PARSE_MALFORMED)
+		return false;
+	g = eng_gallery_get(s, &id, true);
+	if (g == NULL)
+	{
+		eng_part_free(part);
+		return true;
+	}
+	if (pr == ENG_PARSE_UNUSABLE)
+	{
+		eng_log(ENG_LOG_WARNING, "gallery %u/%u: delta of generation %llu unusable: %s",
+				id.db_oid, id.rel_oid, (unsigned long long) gen, err.message);
+		eng_genq_add_reload(&g->q, gen);
+	}
+	else
+		eng_genq_add_part(&g->q, gen, part, (h->flags & MCC_FRAME_MORE) != 0, c->id);
+	return true;
+}
+
+/* RELOAD: the generation's delta will not come; the cache must reload. */
+static bool
+h_reload(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+	uint64_t	gen;
+	eng_gallery *g;
+
+	eng_rd_gallery(r, &id);
+	gen = eng_rd_u64(r);
+	if (!eng_rd_done(r))
+		return false;
+	g = eng_gallery_get(s, &id, true);
+	if (g == NULL)
+		return true;
+	eng_genq_add_reload(&g->q, gen);
+	return true;
+}
+
+/* XIDS: the unsettled xids of the cache. */
+static bool
+h_xids(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+	eng_gallery *g;
+	uint64_t   *x = NULL;
+	uint32_t	n = 0;
+	size_t		f;
+
+	eng_rd_gallery(r, &id);
+	if (!eng_rd_done(r))
+		return false;
+	g = eng_gallery_get(s, &id, false);
+	if (g != NULL && g->cache != NULL)
+		n = eng_cache_xids(g->cache, ENG_MAX_XIDS, &x);
+	f = eng_frame_begin(&c->out, MCC_MSG_XID_LIST, h->request_id);
+	eng_buf_u32(&c->out, n);
+	eng_buf_put(&c->out, x, (size_t) n * sizeof(uint64_t));
+	eng_frame_end(&c->out, f);
+	free(x);
+	return true;
+}
+
+/* Order of (xid, state) pairs for sorting. */
+typedef struct xid_state
+{
+	uint64_t	xid;
+	uint32_t	state;
+} xid_state;
+
+static int
+cmp_xid_state(const void *a, const void *b)
+{
+	uint64_t	x = ((const xid_state *) a)->xid;
+	uint64_t	y = ((const xid_state *) b)->xid;
+
+	return x < y ? -1 : x > y;
+}
+
+/* SETTLE: transaction states from the commit log; applied between passes. */
+static bool
+h_settle(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+	eng_gallery *g;
+	eng_settle *st;
+	xid_state  *pairs;
+	uint64_t	horizon;
+	uint32_t	n;
+
+	eng_rd_gallery(r, &id);
+	horizon = eng_rd_u64(r);
+	n = eng_rd_u32(r);
+	if (r->bad || (uint64_t) n * 12 != eng_rd_left(r))
+		return false;
+	g = eng_gallery_get(s, &id, false);
+	if (g == NULL || (g->cache == NULL && g->settles == NULL))
+	{
+		eng_reply_ok(c, h->request_id);
+		return true;
+	}
+	st = calloc(1, sizeof(*st));
+	pairs = malloc(((size_t) n + 1) * sizeof(xid_state));
+	if (st != NULL)
+	{
+		st->xids = malloc(((size_t) n + 1) * sizeof(uint64_t));
+		st->states = malloc(((size_t) n + 1) * sizeof(uint32_t));
+	}
+	if (st == NULL || pairs == NULL || st->xids == NULL || st->states == NULL)
+	{
+		eng_settle_free(st);
+		free(pairs);
+		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
+		return true;
+	}
+	for (uint32_t i = 0; i < n; i++)
+	{
+		pairs[i].xid = eng_rd_u64(r);
+		pairs[i].state = eng_rd_u32(r);
+	}
+	qsort(pairs, n, sizeof(xid_state), cmp_xid_state);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		st->xids[i] = pairs[i].xid;
+		st->states[i] = pairs[i].state;
+	}
+	free(pairs);
+	st->n = n;
+	st->horizon = horizon;
+	st->conn_id = c->id;
+	st->request_id = h->request_id;
+	eng_gallery_settle(s, g, st);
+	return true;
+}
+
+/* CANCEL: drop a request of this connection (no reply). */
+static bool
+h_cancel(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	uint64_t	rid = eng_rd_u64(r);
+
+	if (!eng_rd_done(r))
+		return false;
+	if (c->load && c->load->request_id == rid)
+	{
+		eng_log(ENG_LOG_DEBUG, "connection %llu: load cancelled", (unsigned long long) c->id);
+		eng_load_abort(s, c);
+	}
+	eng_gallery_cancel(s, c->id, rid);
+	return true;
+}
+
+/* STATUS: one record per loaded gallery. */
+static bool
+h_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	eng_buf    *o = &c->out;
+	uint32_t	n = 0;
+	size_t		f;
+
+	if (!eng_rd_done(r))
+		return false;
+	for (uint32_t i = 0; i < s->n_gal; i++)
+		n += s->gal[i]->cache != NULL;
+	f = eng_frame_begin(o, MCC_MSG_STATUS_REPLY, h->request_id);
+	eng_buf_u32(o, n);
+	for (uint32_t i = 0; i < s->n_gal; i++)
+	{
+		const eng_gallery *g = s->gal[i];
+		const eng_cache *cc = g->cache;
+		char		device[32];
+
+		if (cc == NULL)
+			continue;
+		memset(device, 0, sizeof(device));
+		strcpy(device, "cpu");
+		eng_buf_gallery(o, &g->id);
+		eng_buf_u32(o, cc->profile->id);
+		eng_buf_u64(o, cc->applied_gen);
+		eng_buf_u64(o, cc->soa.n_tpl);
+		eng_buf_u64(o, eng_cache_searchable(cc));
+		eng_buf_u64(o, cc->soa.n_cyl);
+		eng_buf_u64(o, cc->bytes);
+		eng_buf_u64(o, 0);
+		eng_buf_i64(o, g->loaded_at);
+		eng_buf_f64(o, g->load_seconds);
+		eng_buf_u64(o, g->searches);
+		eng_buf_put(o, device, sizeof(device));
+	}
+	eng_frame_end(o, f);
+	return true;
+}
+
+/* EVICT: drop matching caches. */
+static bool
+h_evict(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+
+	eng_rd_gallery(r, &id);
+	if (!eng_rd_done(r))
+		return false;
+	eng_gallery_evict(s, &id);
+	eng_reply_ok(c, h->request_id);
+	return true;
+}
+
+bool
+eng_handle_frame(eng_server *s, eng_conn *c, const mcc_frame_hdr *h,
+				 const uint8_t *payload)
+{
+	eng_rd		r;
+
+	eng_rd_init(&r, payload, h->length);
+	switch (h->type)
+	{
+		case MCC_MSG_HELLO:
+			return h_hello(s, c, h, &r);
+		case MCC_MSG_SEARCH:
+			return h_search(s, c, h, &r);
+		case MCC_MSG_LOAD_BEGIN:
+			return h_load_begin(s, c, h, &r);
+		case MCC_MSG_LOAD_ROWS:
+			return h_load_rows(s, c, h, &r);
+		case MCC_MSG_LOAD_END:
+			return h_load_end(s, c, h, &r);
+		case MCC_MSG_DELTA:
+			return h_delta(s, c, h, &r);
+		case MCC_MSG_RELOAD:
+			return h_reload(s, c, h, &r);
+		case MCC_MSG_XIDS:
+			return h_xids(s, c, h, &r);
+		case MCC_MSG_SETTLE:
+			return h_settle(s, c, h, &r);
+		case MCC_MSG_CANCEL:
+			return h_cancel(s, c, h, &r);
+		case MCC_MSG_STATUS:
+			return h_status(s, c, h, &r);
+		case MCC_MSG_EVICT:
+			return h_evict(s, c, h, &r);
+		default:
+			return false;		/* unknown, or a reply type */
+	}
+}

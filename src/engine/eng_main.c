@@ -1,0 +1,278 @@
+/*
+ * eng_main.c: the mcc_engine program.
+ *
+ *   mcc_engine --socket PATH [--ready-fd N] [--parent-fd N] [--threads T]
+ *              [--memory-limit BYTES] [--log-level L] [--delta-timeout MS]
+ *              [--max-batch N]
+ *
+ * Listens on a UNIX socket (mode 0600; a stale socket file is replaced),
+ * writes "ready <incarnation>\n" to the ready fd, and serves until SIGTERM
+ * or SIGINT, or until the parent fd (the supervisor's pipe) reaches EOF.
+ * The supervisor forwards stderr, the log, to the PostgreSQL log.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "eng_log.h"
+#include "eng_server.h"
+
+static int	signal_pipe[2] = {-1, -1};
+
+/* SIGTERM/SIGINT: wake the poll loop through the self-pipe. */
+static void
+on_signal(int sig)
+{
+	int			save = errno;
+	char		b = (char) sig;
+	ssize_t		w = write(signal_pipe[1], &b, 1);
+
+	(void) w;
+	errno = save;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+			"usage: mcc_engine --socket PATH [--ready-fd N] [--parent-fd N] [--threads T]\n"
+			"                  [--memory-limit BYTES] [--log-level error|warning|info|debug]\n"
+			"                  [--delta-timeout MS] [--max-batch N]\n");
+}
+
+/* Parse a non-negative integer with an optional k/M/G (1024-based) suffix. */
+static bool
+parse_size(const char *s, uint64_t *out)
+{
+	char	   *end;
+	unsigned long long v;
+	uint64_t	mult = 1;
+
+	errno = 0;
+	if (*s == '-')
+		return false;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s)
+		return false;
+	if (*end == 'k' || *end == 'K')
+		mult = UINT64_C(1) << 10;
+	else if (*end == 'M')
+		mult = UINT64_C(1) << 20;
+	else if (*end == 'G')
+		mult = UINT64_C(1) << 30;
+	else if (*end != '\0')
+		return false;
+	if (mult != 1 && (end[1] != '\0' && strcmp(end + 1, "B") != 0))
+		return false;
+	if (v > UINT64_MAX / mult)
+		return false;
+	*out = (uint64_t) v * mult;
+	return true;
+}
+
+/* Parse a small integer in [lo, hi]. */
+static bool
+parse_int(const char *s, long lo, long hi, long *out)
+{
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+/*
+ * Bind and listen on path with mode 0600. A socket file nobody listens on is
+ * removed first; a live engine on the same path is an error.
+ */
+static int
+listen_on(const char *path)
+{
+	struct sockaddr_un addr;
+	struct stat st;
+	mode_t		old;
+	int			fd;
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+	{
+		eng_log(ENG_LOG_ERROR, "socket path \"%s\" is too long", path);
+		return -1;
+	}
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	strcpy(addr.sun_path, path);
+	if (lstat(path, &st) == 0)
+	{
+		if (!S_ISSOCK(st.st_mode))
+		{
+			eng_log(ENG_LOG_ERROR, "\"%s\" exists and is not a socket", path);
+			return -1;
+		}
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *) &addr, sizeof(addr)) == 0)
+		{
+			close(fd);
+			eng_log(ENG_LOG_ERROR, "another engine is listening on \"%s\"", path);
+			return -1;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (unlink(path) != 0)
+		{
+			eng_log(ENG_LOG_ERROR, "could not remove stale socket \"%s\": %s", path,
+					strerror(errno));
+			return -1;
+		}
+		eng_log(ENG_LOG_INFO, "removed stale socket \"%s\"", path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+	{
+		eng_log(ENG_LOG_ERROR, "could not create socket: %s", strerror(errno));
+		return -1;
+	}
+	old = umask(0077);
+	if (bind(fd, (struct sockaddr *) &addr, sizeof(addr)) != 0)
+	{
+		umask(old);
+		eng_log(ENG_LOG_ERROR, "could not bind \"%s\": %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (chmod(path, 0600) != 0 || listen(fd, 256) != 0)
+	{
+		eng_log(ENG_LOG_ERROR, "could not listen on \"%s\": %s", path, strerror(errno));
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	return fd;
+}
+
+/* Route SIGTERM and SIGINT to the self-pipe; ignore SIGPIPE. */
+static bool
+setup_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe(signal_pipe) != 0)
+		return false;
+	fcntl(signal_pipe[0], F_SETFD, FD_CLOEXEC);
+	fcntl(signal_pipe[1], F_SETFD, FD_CLOEXEC);
+	fcntl(signal_pipe[1], F_SETFL, O_NONBLOCK);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	return true;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *socket_path = NULL;
+	long		ready_fd = -1;
+	long		parent_fd = -1;
+	long		v;
+	eng_config	cfg = {.threads = 0, .memory_limit = 0, .delta_timeout_ms = 5000,
+	.max_batch = 64};
+	eng_server	s;
+	char		line[64];
+	int			rc;
+
+	for (int i = 1; i < argc; i++)
+	{
+		const char *a = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+		bool		ok = val != NULL;
+
+		if (ok && strcmp(a, "--socket") == 0)
+			socket_path = val;
+		else if (ok && strcmp(a, "--ready-fd") == 0)
+			ok = parse_int(val, 0, 1 << 20, &ready_fd);
+		else if (ok && strcmp(a, "--parent-fd") == 0)
+			ok = parse_int(val, 0, 1 << 20, &parent_fd);
+		else if (ok && strcmp(a, "--threads") == 0)
+			ok = parse_int(val, 0, 1024, &v) && ((cfg.threads = (int) v), true);
+		else if (ok && strcmp(a, "--memory-limit") == 0)
+			ok = parse_size(val, &cfg.memory_limit);
+		else if (ok && strcmp(a, "--log-level") == 0)
+			ok = (v = eng_log_parse_level(val)) >= 0 && (eng_log_set_level((eng_log_level) v), true);
+		else if (ok && strcmp(a, "--delta-timeout") == 0)
+			ok = parse_int(val, 0, 3600 * 1000, &v) && ((cfg.delta_timeout_ms = (int) v), true);
+		else if (ok && strcmp(a, "--max-batch") == 0)
+			ok = parse_int(val, 1, 1 << 20, &v) && ((cfg.max_batch = (uint32_t) v), true);
+		else
+			ok = false;
+		if (!ok)
+		{
+			fprintf(stderr, "mcc_engine: invalid argument \"%s\"\n", a);
+			usage();
+			return 2;
+		}
+		i++;
+	}
+	if (socket_path == NULL)
+	{
+		usage();
+		return 2;
+	}
+	if (cfg.threads == 0)
+	{
+		long		n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		cfg.threads = n > 0 ? (int) n : 1;
+	}
+	if (parent_fd >= 0)
+		fcntl((int) parent_fd, F_SETFL, fcntl((int) parent_fd, F_GETFL) | O_NONBLOCK);
+	if (!setup_signals())
+	{
+		eng_log(ENG_LOG_ERROR, "could not create the signal pipe: %s", strerror(errno));
+		return 1;
+	}
+	if (!eng_server_init(&s, &cfg))
+	{
+		eng_log(ENG_LOG_ERROR, "could not start %d threads", cfg.threads);
+		return 1;
+	}
+	s.listen_fd = listen_on(socket_path);
+	if (s.listen_fd < 0)
+	{
+		eng_server_destroy(&s);
+		return 1;
+	}
+	eng_log(ENG_LOG_INFO,
+			"listening on \"%s\": %d threads, memory limit %llu bytes, kernel %s, incarnation %llu",
+			socket_path, cfg.threads, (unsigned long long) cfg.memory_limit,
+			mcc_soa_kernel_name(), (unsigned long long) s.incarnation);
+	if (ready_fd >= 0)
+	{
+		int			n = snprintf(line, sizeof(line), "ready %llu\n",
+								 (unsigned long long) s.incarnation);
+
+		if (write((int) ready_fd, line, (size_t) n) != n)
+			eng_log(ENG_LOG_WARNING, "could not write the ready line: %s", strerror(errno));
+		close((int) ready_fd);
+	}
+	rc = eng_server_run(&s, (int) parent_fd, signal_pipe[0]);
+	eng_server_fail_all(&s, "matcher engine is shutting down");
+	unlink(socket_path);
+	eng_server_destroy(&s);
+	eng_log(ENG_LOG_INFO, "exited");
+	return rc;
+}

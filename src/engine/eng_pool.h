@@ -1,0 +1,58 @@
+/*
+ * eng_pool.h: the engine's worker threads.
+ *
+ * A job is split into parts (chunks of a gallery); every idle thread takes
+ * the next part of the oldest job, so one batch uses all threads. Threads
+ * only compute: they never touch sockets, caches' metadata or the log's
+ * callers' state. A finished job goes to a done list and a byte is written to
+ * a pipe that the main thread's poll() watches.
+ */
+#ifndef ENG_POOL_H
+#define ENG_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct eng_job eng_job;
+
+/* Work on one part of a job; scratch is the thread's own buffer. */
+typedef void (*eng_job_run) (eng_job *job, uint32_t part, void *scratch);
+
+/* true if the job's remaining parts can be skipped (all its requests gone). */
+typedef bool (*eng_job_dead) (eng_job *job);
+
+struct eng_job
+{
+	eng_job    *next;			/* queue or done list */
+	eng_job_run run;
+	eng_job_dead dead;			/* may be NULL */
+	int			tag;			/* the submitter's: what kind of job */
+	uint32_t	n_parts;
+	uint32_t	next_part;		/* pool-private */
+	uint32_t	done_parts;		/* pool-private */
+};
+
+typedef struct eng_pool eng_pool;
+
+/* Start n threads, each with scratch_bytes of private scratch; NULL on failure. */
+eng_pool   *eng_pool_start(int n, size_t scratch_bytes);
+
+/* Stop the threads after the parts they are running; queued jobs are left. */
+void		eng_pool_stop(eng_pool *p);
+
+int			eng_pool_threads(const eng_pool *p);
+
+/* Queue a job (the caller keeps ownership until it comes back done). */
+void		eng_pool_submit(eng_pool *p, eng_job *job);
+
+/* The read end of the completion pipe. */
+int			eng_pool_fd(const eng_pool *p);
+
+/* Drain the pipe and return the finished jobs (oldest first), or NULL. */
+eng_job    *eng_pool_take_done(eng_pool *p);
+
+/* Block up to timeout_ms (-1: forever) until a job is done; true if one is. */
+bool		eng_pool_wait(eng_pool *p, int timeout_ms);
+
+#endif							/* ENG_POOL_H */

@@ -1,0 +1,161 @@
+/*
+ * eng_scan.c: the chunked multi-probe scan that the pool's threads run.
+ */
+#include "eng_scan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_TARGET_BYTES	(256 * 1024)	/* a typical per-core L2 */
+#define CHUNK_MIN			32
+
+uint32_t
+eng_scan_chunk(const eng_cache *c, int threads)
+{
+	const mcc_soa *g = &c->soa;
+	uint64_t	per_cyl = 8u * (uint64_t) g->words + 7;
+	uint64_t	cyl = g->n_tpl ? (g->n_cyl + g->n_tpl - 1) / g->n_tpl : 1;
+	uint64_t	per_tpl = cyl * per_cyl + 14;
+	uint64_t	chunk = CHUNK_TARGET_BYTES / (per_tpl ? per_tpl : 1);
+	uint64_t	even;
+
+	/* small galleries: still give every thread a few parts */
+	even = ((uint64_t) g->n_tpl + 4u * (uint64_t) threads - 1) / (4u * (uint64_t) threads);
+	if (even < chunk)
+		chunk = even;
+	if (chunk < CHUNK_MIN)
+		chunk = CHUNK_MIN;
+	if (chunk > ENG_CHUNK_MAX)
+		chunk = ENG_CHUNK_MAX;
+	return (uint32_t) chunk;
+}
+
+/* Is every probe of the batch cancelled? */
+static bool
+batch_dead(eng_job *job)
+{
+	eng_batch  *b = (eng_batch *) job;
+
+	for (uint32_t i = 0; i < b->n_slots; i++)
+		if (b->slots[i].cancel == NULL || !atomic_load(b->slots[i].cancel))
+			return false;
+	return true;
+}
+
+/* Score every live probe against chunk `part`. */
+static void
+batch_run(eng_job *job, uint32_t part, void *scratch)
+{
+	eng_batch  *b = (eng_batch *) job;
+	const eng_cache *c = b->cache;
+	uint32_t	t0 = part * b->chunk;
+	uint32_t	t1 = t0 + b->chunk;
+	float	   *scores = scratch;
+	eng_hit    *cand = (eng_hit *) ((char *) scratch + ENG_CHUNK_MAX * sizeof(float));
+
+	if (t1 > c->soa.n_tpl)
+		t1 = c->soa.n_tpl;
+	for (uint32_t s = 0; s < b->n_slots; s++)
+	{
+		eng_slot   *slot = &b->slots[s];
+		uint32_t	n = 0;
+		uint64_t	ge = 0;
+
+		if (slot->cancel && atomic_load(slot->cancel))
+			continue;
+		mcc_soa_scan(slot->probe, &c->soa, t0, t1, scores);
+		for (uint32_t t = t0; t < t1; t++)
+		{
+			const eng_entry *e = &c->entries[t];
+			float		sc = scores[t - t0];
+
+			if ((e->flags & ENG_E_PURGED) || !(sc >= slot->min_score))
+				continue;
+			ge++;
+			cand[n].score = sc;
+			cand[n].key = e->key;
+			cand[n].hash = e->hash;
+			cand[n].entry = t;
+			n++;
+		}
+		pthread_mutex_lock(&slot->lock);
+		slot->n_ge += ge;
+		for (uint32_t i = 0; i < n; i++)
+			if (eng_hits_may_enter(&slot->hits, cand[i].score))
+				eng_hits_push(&slot->hits, &cand[i]);
+		pthread_mutex_unlock(&slot->lock);
+	}
+}
+
+eng_batch *
+eng_batch_new(const eng_cache *c, uint32_t n_slots, int threads)
+{
+	eng_batch  *b = calloc(1, sizeof(*b));
+
+	if (b == NULL)
+		return NULL;
+	b->slots = calloc(n_slots ? n_slots : 1, sizeof(eng_slot));
+	if (b->slots == NULL)
+	{
+		free(b);
+		return NULL;
+	}
+	b->cache = c;
+	b->n_slots = n_slots;
+	b->chunk = eng_scan_chunk(c, threads > 0 ? threads : 1);
+	b->job.run = batch_run;
+	b->job.dead = batch_dead;
+	b->job.n_parts = n_slots == 0 ? 0 :
+		(uint32_t) (((uint64_t) c->soa.n_tpl + b->chunk - 1) / b->chunk);
+	for (uint32_t i = 0; i < n_slots; i++)
+		pthread_mutex_init(&b->slots[i].lock, NULL);
+	return b;
+}
+
+void
+eng_batch_set(eng_batch *b, uint32_t i, const mcc_probe *probe, uint32_t k,
+			  float min_score, atomic_int *cancel)
+{
+	eng_slot   *s = &b->slots[i];
+	uint32_t	live = eng_cache_searchable(b->cache);
+
+	s->probe = probe;
+	s->min_score = min_score;
+	s->k = k < live ? k : live;
+	s->cancel = cancel;
+	eng_hits_init(&s->hits, s->k);
+}
+
+void
+eng_batch_finish(eng_batch *b)
+{
+	for (uint32_t i = 0; i < b->n_slots; i++)
+		eng_hits_sort(&b->slots[i].hits);
+}
+
+void
+eng_batch_free(eng_batch *b)
+{
+	if (b == NULL)
+		return;
+	for (uint32_t i = 0; i < b->n_slots; i++)
+	{
+		eng_hits_free(&b->slots[i].hits);
+		pthread_mutex_destroy(&b->slots[i].lock);
+	}
+	free(b->slots);
+	free(b);
+}
+
+void
+eng_batch_run_here(eng_batch *b)
+{
+	void	   *scratch = malloc(ENG_SCRATCH_BYTES);
+
+	if (scratch == NULL)
+		return;
+	for (uint32_t p = 0; p < b->job.n_parts; p++)
+		batch_run(&b->job, p, scratch);
+	free(scratch);
+	eng_batch_finish(b);
+}

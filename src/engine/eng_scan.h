@@ -1,0 +1,68 @@
+/*
+ * eng_scan.h: one pass over a cache for a batch of probes.
+ *
+ * The gallery is cut into chunks that fit in a core's cache; a thread takes
+ * a chunk and scores every probe of the batch against it (mcc_soa_scan, the
+ * one LSS arithmetic) before the next chunk, so a chunk is read from memory
+ * once per batch, not once per probe. Tombstones are scored but dropped.
+ * Each probe keeps its k best (eng_hits) and counts the entries at or above
+ * its min_score, which gives RESULT's `more`.
+ */
+#ifndef ENG_SCAN_H
+#define ENG_SCAN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "eng_cache.h"
+#include "eng_hits.h"
+#include "eng_pool.h"
+#include "mcc_lss.h"
+
+#define ENG_CHUNK_MAX	4096	/* templates per chunk, at most */
+#define ENG_SCRATCH_BYTES (ENG_CHUNK_MAX * (sizeof(float) + sizeof(eng_hit)))
+
+typedef struct eng_slot
+{
+	const mcc_probe *probe;
+	float		min_score;
+	uint32_t	k;
+	atomic_int *cancel;			/* the owner's flag: skip the probe when set */
+	pthread_mutex_t lock;		/* guards hits and n_ge */
+	eng_hits	hits;
+	uint64_t	n_ge;			/* searchable entries scoring >= min_score */
+} eng_slot;
+
+typedef struct eng_batch
+{
+	eng_job		job;			/* first: the pool hands this pointer back */
+	const eng_cache *cache;		/* pinned by the caller for the whole pass */
+	uint32_t	chunk;			/* templates per part */
+	uint32_t	n_slots;
+	eng_slot   *slots;
+	void	   *owner;			/* the caller's */
+} eng_batch;
+
+/* Templates per chunk for this cache and thread count. */
+uint32_t	eng_scan_chunk(const eng_cache *c, int threads);
+
+/* A batch over cache c with room for n_slots probes (NULL if no memory). */
+eng_batch  *eng_batch_new(const eng_cache *c, uint32_t n_slots, int threads);
+
+/* Set slot i; k is capped at the cache's searchable entries. */
+void		eng_batch_set(eng_batch *b, uint32_t i, const mcc_probe *probe,
+						  uint32_t k, float min_score, atomic_int *cancel);
+
+/* After the pass: sort every slot's hits best first. */
+void		eng_batch_finish(eng_batch *b);
+
+void		eng_batch_free(eng_batch *b);
+
+/*
+ * Run a batch to its end on the calling thread alone (tests, and the
+ * reference that batching must equal).
+ */
+void		eng_batch_run_here(eng_batch *b);
+
+#endif							/* ENG_SCAN_H */

@@ -1,0 +1,264 @@
+/*
+ * eng_server.c: the engine's state and its poll() loop over the listener,
+ * the clients, the supervisor's pipe, the signal pipe and the pool's
+ * completion pipe.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eng_log.h"
+#include "eng_server.h"
+
+int64_t
+eng_now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t
+eng_wall_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+bool
+eng_server_init(eng_server *s, const eng_config *cfg)
+{
+	memset(s, 0, sizeof(*s));
+	s->cfg = *cfg;
+	if (s->cfg.threads < 1)
+		s->cfg.threads = 1;
+	if (s->cfg.max_batch < 1)
+		s->cfg.max_batch = 1;
+	if (s->cfg.delta_timeout_ms < 0)
+		s->cfg.delta_timeout_ms = 0;
+	s->budget.limit = cfg->memory_limit;
+	s->listen_fd = -1;
+	s->incarnation = (uint64_t) eng_wall_usec();
+	mcc_lss_init();
+	s->pool = eng_pool_start(s->cfg.threads, ENG_SCRATCH_BYTES);
+	return s->pool != NULL;
+}
+
+void
+eng_server_destroy(eng_server *s)
+{
+	/* threads first: nothing may read a cache while it is freed */
+	eng_pool_stop(s->pool);
+	s->pool = NULL;
+	while (s->n_conns > 0)
+		eng_conn_close(s, s->conns[s->n_conns - 1]);
+	free(s->conns);
+	s->conns = NULL;
+	eng_gallery_free_all(s);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	s->listen_fd = -1;
+}
+
+void
+eng_server_step(eng_server *s)
+{
+	eng_job    *job = eng_pool_take_done(s->pool);
+
+	while (job)
+	{
+		eng_job    *next = job->next;
+
+		eng_gallery_job_done(s, job);
+		job = next;
+	}
+	/* deadlines, and anything that became possible */
+	for (uint32_t i = 0; i < s->n_gal; i++)
+		eng_gallery_advance(s, s->gal[i]);
+}
+
+void
+eng_server_pump(eng_server *s, int timeout_ms)
+{
+	if (s->jobs > 0)
+		eng_pool_wait(s->pool, timeout_ms);
+	eng_server_step(s);
+}
+
+void
+eng_server_fail_all(eng_server *s, const char *why)
+{
+	for (uint32_t i = 0; i < s->n_gal; i++)
+	{
+		eng_gallery *g = s->gal[i];
+		eng_request *lists[2] = {g->waiting, g->running_reqs};
+
+		for (int k = 0; k < 2; k++)
+			for (eng_request *r = lists[k]; r; r = r->next)
+			{
+				eng_conn   *c = eng_conn_by_id(s, r->conn_id);
+
+				if (c && !atomic_load(&r->cancelled))
+					eng_reply_error(c, r->request_id, MCC_PERR_CANCELLED, 0, "%s", why);
+				atomic_store(&r->cancelled, 1);
+			}
+	}
+	for (uint32_t i = 0; i < s->n_conns; i++)
+	{
+		eng_conn   *c = s->conns[i];
+
+		if (c->load)
+			eng_reply_error(c, c->load->request_id, MCC_PERR_CANCELLED, 0, "%s", why);
+		eng_conn_flush(c);
+	}
+}
+
+/* Accept every pending connection. */
+static void
+accept_all(eng_server *s)
+{
+	for (;;)
+	{
+		int			fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				eng_log(ENG_LOG_WARNING, "accept failed: %s", strerror(errno));
+			return;
+		}
+		if (eng_conn_add(s, fd) == NULL)
+		{
+			eng_log(ENG_LOG_WARNING, "out of memory for a connection");
+			close(fd);
+		}
+	}
+}
+
+/* Milliseconds until the nearest request deadline, or -1. */
+static int
+poll_timeout(eng_server *s)
+{
+	int64_t		d = eng_gallery_next_deadline(s);
+	int64_t		ms;
+
+	if (d == INT64_MAX)
+		return -1;
+	ms = (d - eng_now_usec() + 999) / 1000;
+	if (ms < 0)
+		return 0;
+	return ms > 60000 ? 60000 : (int) ms;
+}
+
+/* Is the supervisor's pipe closed (EOF or error)? */
+static bool
+parent_gone(int fd)
+{
+	char		buf[64];
+	ssize_t		n = read(fd, buf, sizeof(buf));
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR && errno != EWOULDBLOCK);
+}
+
+int
+eng_server_run(eng_server *s, int parent_fd, int signal_fd)
+{
+	struct pollfd *pfd = NULL;
+	uint64_t   *ids = NULL;
+	uint32_t	cap = 0;
+
+	for (;;)
+	{
+		uint32_t	n = 0;
+		uint32_t	base;
+		int			rc;
+
+		if (cap < s->n_conns + 4)
+		{
+			cap = (s->n_conns + 4) * 2;
+			pfd = realloc(pfd, cap * sizeof(*pfd));
+			ids = realloc(ids, cap * sizeof(*ids));
+			if (pfd == NULL || ids == NULL)
+			{
+				eng_log(ENG_LOG_ERROR, "out of memory in the event loop");
+				free(pfd);
+				free(ids);
+				return 1;
+			}
+		}
+		pfd[n++] = (struct pollfd) {.fd = s->listen_fd, .events = POLLIN};
+		pfd[n++] = (struct pollfd) {.fd = eng_pool_fd(s->pool), .events = POLLIN};
+		pfd[n++] = (struct pollfd) {.fd = signal_fd, .events = POLLIN};
+		pfd[n++] = (struct pollfd) {.fd = parent_fd, .events = POLLIN};
+		base = n;
+		for (uint32_t i = 0; i < s->n_conns; i++)
+		{
+			eng_conn   *c = s->conns[i];
+			short		ev = 0;
+
+			if (!c->closing && !c->dead)
+				ev |= POLLIN;
+			if (c->out_pos < c->out.len)
+				ev |= POLLOUT;
+			ids[n] = c->id;
+			pfd[n++] = (struct pollfd) {.fd = c->fd, .events = ev};
+		}
+		rc = poll(pfd, n, poll_timeout(s));
+		if (rc < 0 && errno != EINTR)
+		{
+			eng_log(ENG_LOG_ERROR, "poll failed: %s", strerror(errno));
+			break;
+		}
+		if (rc > 0 && (pfd[2].revents & POLLIN))
+		{
+			eng_log(ENG_LOG_INFO, "received a termination signal; exiting");
+			break;
+		}
+		if (rc > 0 && parent_fd >= 0 && pfd[3].revents && parent_gone(parent_fd))
+		{
+			eng_log(ENG_LOG_INFO, "the supervisor is gone; exiting");
+			break;
+		}
+		if (rc > 0 && (pfd[0].revents & POLLIN))
+			accept_all(s);
+		for (uint32_t i = base; rc > 0 && i < n; i++)
+		{
+			eng_conn   *c;
+
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			c = eng_conn_by_id(s, ids[i]);
+			if (c == NULL || c->closing)
+				continue;
+			if (!eng_conn_read(s, c))
+				c->dead = true;
+		}
+		eng_server_step(s);
+		for (uint32_t i = 0; i < s->n_conns; i++)
+		{
+			eng_conn   *c = s->conns[i];
+
+			if (!c->dead && !eng_conn_flush(c))
+				c->dead = true;
+			if (c->closing && c->out_pos == c->out.len)
+				c->dead = true;
+		}
+		for (uint32_t i = 0; i < s->n_conns;)
+			if (s->conns[i]->dead)
+				eng_conn_close(s, s->conns[i]);
+			else
+				i++;
+	}
+	free(pfd);
+	free(ids);
+	return 0;
+}

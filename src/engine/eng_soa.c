@@ -1,0 +1,75 @@
+/*
+ * eng_soa.c: reserving capacity in, and moving templates between, mcc_soa
+ * galleries without going through their template blobs.
+ */
+#include "eng_soa.h"
+
+#include <string.h>
+
+uint64_t
+eng_soa_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl)
+{
+	uint64_t	per_cyl = 8u * (uint64_t) mcc_profile_cyl_words(p) +
+		sizeof(uint8_t) + sizeof(uint16_t) + sizeof(uint32_t);
+	uint64_t	per_tpl = sizeof(uint32_t) + sizeof(uint16_t) + sizeof(int64_t);
+
+	return per_cyl * cap_cyl + per_tpl * cap_tpl + sizeof(uint32_t);
+}
+
+uint64_t
+eng_soa_bytes(const mcc_soa *g)
+{
+	return eng_soa_bytes_for(g->profile, g->cap_tpl, g->cap_cyl);
+}
+
+mcc_status
+eng_soa_regrow(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err)
+{
+	mcc_soa		n;
+	mcc_status	st;
+
+	if (cap_tpl < g->n_tpl || cap_cyl < g->n_cyl)
+		return mcc_error_set(err, MCC_ERR_INTERNAL,
+							 "gallery capacity below its contents");
+	st = mcc_soa_init(&n, g->profile, cap_tpl, cap_cyl, err);
+	if (st != MCC_OK)
+		return st;
+	for (int w = 0; w < g->words; w++)
+		memcpy(n.bits + (size_t) w * n.cap_cyl, g->bits + (size_t) w * g->cap_cyl,
+			   (size_t) g->n_cyl * sizeof(uint64_t));
+	memcpy(n.angle, g->angle, (size_t) g->n_cyl * sizeof(*g->angle));
+	memcpy(n.pc, g->pc, (size_t) g->n_cyl * sizeof(*g->pc));
+	memcpy(n.tpl, g->tpl, (size_t) g->n_cyl * sizeof(*g->tpl));
+	memcpy(n.first, g->first, ((size_t) g->n_tpl + 1) * sizeof(*g->first));
+	memcpy(n.ncyl, g->ncyl, (size_t) g->n_tpl * sizeof(*g->ncyl));
+	memcpy(n.id, g->id, (size_t) g->n_tpl * sizeof(*g->id));
+	n.n_tpl = g->n_tpl;
+	n.n_cyl = g->n_cyl;
+	mcc_soa_free(g);
+	*g = n;
+	return MCC_OK;
+}
+
+void
+eng_soa_copy_template(mcc_soa *dst, const mcc_soa *src, uint32_t k)
+{
+	uint32_t	c0 = src->first[k];
+	uint32_t	nc = src->ncyl[k];
+	uint32_t	d0 = dst->n_cyl;
+	uint32_t	t = dst->n_tpl;
+
+	for (int w = 0; w < src->words; w++)
+		memcpy(dst->bits + (size_t) w * dst->cap_cyl + d0,
+			   src->bits + (size_t) w * src->cap_cyl + c0,
+			   (size_t) nc * sizeof(uint64_t));
+	memcpy(dst->angle + d0, src->angle + c0, nc * sizeof(*src->angle));
+	memcpy(dst->pc + d0, src->pc + c0, nc * sizeof(*src->pc));
+	for (uint32_t j = 0; j < nc; j++)
+		dst->tpl[d0 + j] = t;
+	dst->first[t] = d0;
+	dst->ncyl[t] = (uint16_t) nc;
+	dst->id[t] = src->id[k];
+	dst->n_tpl = t + 1;
+	dst->n_cyl = d0 + nc;
+	dst->first[t + 1] = dst->n_cyl;
+}

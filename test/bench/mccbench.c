@@ -1,0 +1,313 @@
+/*
+ * mccbench: matches per second of the CPU gallery scan (mcc_soa_scan), one
+ * thread, for each scan kernel this CPU can run.
+ *
+ *   mccbench [-n templates] [-p probes] [-u unique] [-g synth|random]
+ *            [-m min,max] [-s seed] [-k kernel,...] [-r repeats]
+ *
+ * The gallery holds n templates (default 250,000, paper 000's benchmark
+ * size). Building cylinders costs ~0.25 ms per template, so by default only
+ * u = 20,000 distinct templates are built and the gallery cycles through
+ * them (every copy is stored separately, so memory traffic is that of n
+ * templates); -u 0 builds all n. Minutiae come from the synthetic generator
+ * (mcc_synth.h, defaults: FVC2002 DB1-like 388x374 impressions of masters
+ * with min..max minutiae): gallery template i is impression 0 of finger i,
+ * probes are impression 1 of gallery fingers (mated). -g random uses the
+ * plausible random sets of test/unit/testgen.h instead (probes are noisy
+ * copies of gallery sets). Masters have 30..60 minutiae by default (-m),
+ * random sets 22..42: both give about 32 cylinders per template. Reports, per kernel, the best of r rounds (each round
+ * scans the whole gallery once per probe), timed in thread CPU seconds so
+ * that other processes on a shared machine do not count (wall time too): matches/s (template comparisons), local similarities
+ * per second and ns per local similarity, and the matches/s the same LS
+ * rate gives on paper 000's shape (32.23 x 16 = 515.6 LS per match).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../unit/testgen.h"
+#include "mcc_lss.h"
+#include "mcc_soa.h"
+#include "mcc_synth.h"
+
+#define PAPER_LS_PER_MATCH (32.23 * 16.0)
+
+/* Seconds of a monotonic clock. */
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU seconds of this thread: a shared, loaded machine does not inflate them. */
+static double
+cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Build a template blob of ms; NULL if it cannot be built. */
+static uint8_t *
+build(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
+{
+	mcc_error	err;
+	uint8_t    *b;
+
+	if (mcc_template_build(ms, p, NULL, size, &err) != MCC_OK)
+		return NULL;
+	b = malloc(*size);
+	if (b && mcc_template_build(ms, p, b, size, &err) != MCC_OK)
+	{
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* Print the usage line and exit. */
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: mccbench [-n templates] [-p probes] [-u unique] [-g synth|random] "
+			"[-m min,max] [-s seed] [-k kernel,...] [-r repeats]\n");
+	exit(2);
+}
+
+/* Build the gallery and probes, then time each kernel. */
+int
+main(int argc, char **argv)
+{
+	long		n = 250000;
+	int			np = 20;
+	long		unique = 20000;
+	int			min_m = 0;
+	int			max_m = 0;
+	int			synth = 1;
+	mcc_synth_params sp;
+	int			repeats = 3;
+	uint64_t	seed = 1;
+	const char *kernels = "avx512,popcnt,generic";
+	const mcc_profile *p = mcc_profile_by_id(MCC_PROFILE_GPU2015);
+	tg_rng		r;
+	mcc_minutiae *masters;
+	uint64_t   *fingers_of;
+	uint8_t   **blobs;
+	size_t	   *sizes;
+	mcc_template_view v;
+	mcc_soa		g;
+	mcc_error	err;
+	mcc_probe  *q;
+	float	   *scores;
+	uint8_t   **pblobs;
+	size_t	   *psizes;
+	double		pcyl = 0;
+	double		gate = 0;
+	char		kbuf[256];
+	double		t0;
+
+	for (int i = 1; i < argc; i++)
+	{
+		if (i + 1 >= argc)
+			usage();
+		if (strcmp(argv[i], "-n") == 0)
+			n = atol(argv[++i]);
+		else if (strcmp(argv[i], "-p") == 0)
+			np = atoi(argv[++i]);
+		else if (strcmp(argv[i], "-u") == 0)
+			unique = atol(argv[++i]);
+		else if (strcmp(argv[i], "-m") == 0)
+		{
+			if (sscanf(argv[++i], "%d,%d", &min_m, &max_m) != 2)
+				usage();
+		}
+		else if (strcmp(argv[i], "-g") == 0)
+		{
+			i++;
+			if (strcmp(argv[i], "synth") == 0)
+				synth = 1;
+			else if (strcmp(argv[i], "random") == 0)
+				synth = 0;
+			else
+				usage();
+		}
+		else if (strcmp(argv[i], "-s") == 0)
+			seed = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "-k") == 0)
+			kernels = argv[++i];
+		else if (strcmp(argv[i], "-r") == 0)
+			repeats = atoi(argv[++i]);
+		else
+			usage();
+	}
+	if (min_m == 0 && max_m == 0)
+	{
+		/* ~32 cylinders per template either way, as in paper 000 */
+		min_m = synth ? 30 : 22;
+		max_m = synth ? 60 : 42;
+	}
+	if (n < 1 || np < 1 || repeats < 1 || min_m < 1 || max_m < min_m || max_m > MCC_MAX_MINUTIAE)
+		usage();
+	if (unique <= 0 || unique > n)
+		unique = n;
+	r.s = seed;
+	mcc_lss_init();
+	mcc_synth_defaults(&sp);
+	sp.seed = seed;
+	sp.min_minutiae = min_m;
+	sp.max_minutiae = max_m;
+
+	/* the distinct gallery templates */
+	t0 = now();
+	masters = malloc(sizeof(mcc_minutiae) * unique);
+	fingers_of = malloc(sizeof(uint64_t) * unique);
+	blobs = malloc(sizeof(uint8_t *) * unique);
+	sizes = malloc(sizeof(size_t) * unique);
+	for (long i = 0; i < unique; i++)
+	{
+		uint64_t	finger = (uint64_t) i;
+
+		do
+		{
+			if (synth)
+			{
+				mcc_minutiae imp;
+
+				mcc_synth_master(&sp, finger, &masters[i]);
+				mcc_synth_impression(&sp, &masters[i], finger, 0, &imp);
+				blobs[i] = build(&imp, p, &sizes[i]);
+			}
+			else
+			{
+				tg_minutiae(&r, &masters[i], min_m, max_m, 8.0);
+				blobs[i] = build(&masters[i], p, &sizes[i]);
+			}
+			finger += (uint64_t) unique;	/* an unusable finger: take another */
+		} while (blobs[i] == NULL);
+		fingers_of[i] = finger - (uint64_t) unique;
+	}
+	printf("# built %ld distinct templates in %.1f s (%.3f ms each)\n", unique,
+		   now() - t0, (now() - t0) * 1e3 / unique);
+
+	/* the gallery: n templates cycling through the distinct ones */
+	if (mcc_soa_init(&g, p, (uint32_t) n, (uint32_t) (n * 34), &err) != MCC_OK)
+	{
+		fprintf(stderr, "mccbench: %s\n", err.message);
+		return 1;
+	}
+	for (long i = 0; i < n; i++)
+	{
+		mcc_template_open(blobs[i % unique], sizes[i % unique], &v, &err);
+		if (mcc_soa_append(&g, &v, i, &err) != MCC_OK)
+		{
+			fprintf(stderr, "mccbench: %s\n", err.message);
+			return 1;
+		}
+	}
+
+	/* probes: impressions of gallery fingers */
+	pblobs = malloc(sizeof(uint8_t *) * np);
+	psizes = malloc(sizeof(size_t) * np);
+	for (int i = 0; i < np; i++)
+		do
+		{
+			mcc_minutiae imp;
+			long		m = (long) (tg_next(&r) % (uint64_t) unique);
+
+			if (synth)
+				mcc_synth_impression(&sp, &masters[m], fingers_of[m], 1, &imp);
+			else
+				tg_impression(&r, &masters[m], &imp, 0.85, 3, 0.15, 4);
+			pblobs[i] = build(&imp, p, &psizes[i]);
+		} while (pblobs[i] == NULL);
+
+	/* workload shape: probe cylinders, and those that pass the gate per gallery cylinder */
+	for (int i = 0; i < np; i++)
+	{
+		long		per_angle[MCC_Z] = {0};
+		double		sum = 0;
+
+		mcc_template_open(pblobs[i], psizes[i], &v, &err);
+		pcyl += v.n_cyl;
+		for (int a = 0; a < MCC_Z; a++)
+			for (int c = 0; c < v.n_cyl; c++)
+				per_angle[a] += mcc_lss_gate(mcc_template_cyl_angle(&v, c), a, p->delta_theta);
+		for (uint32_t j = 0; j < g.n_cyl; j++)
+			sum += per_angle[g.angle[j]];
+		gate += sum / g.n_cyl;
+	}
+	pcyl /= np;
+	gate /= np;
+	printf("# profile %s; gallery %ld templates (%ld distinct), %u cylinders, %.2f per template\n",
+		   p->name, n, unique, g.n_cyl, (double) g.n_cyl / n);
+	printf("# %d probes, %.2f cylinders each; %.2f probe cylinders pass the gate per gallery cylinder\n",
+		   np, pcyl, gate);
+	printf("# local similarities per match: %.1f (paper 000: %.1f)\n",
+		   gate * g.n_cyl / n, PAPER_LS_PER_MATCH);
+	if (synth)
+		printf("# minutiae: mcc_synth defaults (%dx%d at %d dpi), masters of %d..%d minutiae, "
+			   "gallery impression 0, probes impression 1, seed %llu\n",
+			   sp.width, sp.height, sp.dpi, min_m, max_m, (unsigned long long) seed);
+	else
+		printf("# minutiae: plausible random sets, %d..%d per template (test/unit/testgen.h), seed %llu\n",
+			   min_m, max_m, (unsigned long long) seed);
+
+	q = aligned_alloc(64, (mcc_probe_size() + 63) / 64 * 64);	/* as the PostgreSQL layer aligns it */
+	scores = malloc(sizeof(float) * n);
+	snprintf(kbuf, sizeof(kbuf), "%s", kernels);
+	for (char *k = strtok(kbuf, ","); k != NULL; k = strtok(NULL, ","))
+	{
+		double		best = 1e30;
+		double		best_wall = 1e30;
+		double		checksum = 0;
+
+		if (mcc_soa_set_kernel(k) != 0)
+		{
+			printf("%-8s not available on this CPU\n", k);
+			continue;
+		}
+		for (int rep = 0; rep < repeats; rep++)
+		{
+			double		t = 0;
+			double		w = 0;
+
+			checksum = 0;
+			for (int i = 0; i < np; i++)
+			{
+				double		s;
+				double		sw;
+
+				mcc_template_open(pblobs[i], psizes[i], &v, &err);
+				mcc_probe_init(q, &v);
+				s = cpu_now();
+				sw = now();
+				mcc_soa_scan(q, &g, 0, (uint32_t) n, scores);
+				t += cpu_now() - s;
+				w += now() - sw;
+				for (long j = 0; j < n; j += 997)
+					checksum += scores[j];
+			}
+			if (t < best)
+				best = t;
+			if (w < best_wall)
+				best_wall = w;
+		}
+		{
+			double		matches = (double) n * np / best;
+			double		ls = matches * gate * g.n_cyl / n;
+
+			printf("%-8s %7.3f s CPU (%7.3f s wall) for %d x %ld matches: %6.3f M matches/s/core, "
+				   "%6.3f G LS/s, %5.2f ns/LS; at paper 000's shape %6.3f M matches/s/core (checksum %.4f)\n",
+				   k, best, best_wall, np, n, matches / 1e6, ls / 1e9, 1e9 / ls,
+				   ls / PAPER_LS_PER_MATCH / 1e6, checksum);
+		}
+	}
+	mcc_soa_set_kernel(NULL);
+	return 0;
+}

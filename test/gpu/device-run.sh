@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# device-run.sh: one call on a GPU machine: build, gpu-check, bench-gpu.
+# Run from a tree holding kernels/, src/core/, test/gpu/ and test/unit/unit.h
+# (the repository root or a copy of those). Logs go to $OUT (default build/).
+#   test/gpu/device-run.sh [bench args...]
+set -u
+out=${OUT:-build/device-out}
+mkdir -p "$out"
+{
+	date -u
+	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,memory.total --format=csv 2>&1
+	nvcc --version 2>&1 | tail -1
+} | tee "$out/device.txt"
+make -s -f kernels/gpu.mk -j"$(nproc)" build/gpu/gpu_check build/gpu/gpu_bench >"$out/build.log" 2>&1 \
+	|| { tail -40 "$out/build.log"; echo "build failed"; exit 1; }
+status=0
+make -s -f kernels/gpu.mk gpu-check >"$out/gpu-check.log" 2>&1 || status=1
+grep -E "^not ok|^#   " "$out/gpu-check.log" | head -40
+echo "gpu-check: $(grep -c '^ok' "$out/gpu-check.log") ok, $(grep -c '^not ok' "$out/gpu-check.log") not ok (exit $status)"
+if command -v cuobjdump >/dev/null; then
+	cuobjdump -sass build/kernels/mcc_gpu_match.o >"$out/sass-match.txt" 2>&1
+fi
+build/gpu/gpu_bench --out "$out" "$@" >"$out/bench-stdout.log" 2>&1 || status=1
+grep -E "^variant|^# best|^# breakdown|^batch|^window|^multi|^# [0-9]+ GPUs" "$out/bench-gpu.log"
+sed -n '/# summary/,$p' "$out/bench-gpu.log"
+# realistic templates (src/core's synthetic fingers), default variant
+for n in 250000 1000000; do
+	build/gpu/gpu_bench --synth 20000 --only 0 --max $n --reps 9 >"$out/bench-synth-$n.log" 2>&1 || status=1
+	grep -E "^# data|^# gallery|^# probes|^only" "$out/bench-synth-$n.log"
+done
+nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv 2>&1 | tail -1
+exit $status

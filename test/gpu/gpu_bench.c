@@ -1,0 +1,408 @@
+/*
+ * gpu_bench.c: throughput of the GPU engine (make bench-gpu).
+ *
+ *   gpu_bench [--max N] [--angles oriented|uniform] [--reps R] [--out DIR]
+ *
+ * 1. every kernel variant at N = 250,000 (or --max), Q = 1 and 8;
+ * 2. the best variant over gallery sizes 10 .. --max (paper 000 Fig. 12),
+ *    Q = 1 and Q = 8, with upload times;
+ * 3. batches Q = 1 .. 32 at 250,000 and at --max;
+ * 4. the stage breakdown of one search (paper 000 Table VI).
+ *
+ * "LSS matches/s" counts (probes x templates) per second of the match
+ * kernel (ComputeLMC + Step-1 + Step-2, fused); "e2e" per second of the
+ * whole mcc_gpu_search() call (top-k and copies included). LS/s counts the
+ * local similarities that passed the angle gate; "paper" = LS/s / 515.6,
+ * the matches/s at paper 000's shape (32.23 x 16 LS per match).
+ * Times are medians over --reps calls, after two warm-up calls.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu_data.h"
+#include "mcc_gpu.h"
+
+#define MAXQ 32
+#define PAPER_LS 515.6
+
+static FILE *logf;
+
+/* printf to stdout and the log. */
+static void
+say(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+static void
+say(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (logf)
+	{
+		va_start(ap, fmt);
+		vfprintf(logf, fmt, ap);
+		va_end(ap);
+		fflush(logf);
+	}
+	fflush(stdout);
+}
+
+static int
+cmp_d(const void *a, const void *b)
+{
+	double		x = *(const double *) a, y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+typedef struct result
+{
+	double		match_ms;		/* medians */
+	double		total_ms;
+	mcc_gpu_timing t;			/* of the median call */
+} result;
+
+/* Median timing of reps searches of nq probes (rotating the probe set). */
+static int
+measure(mcc_gpu *c, gd_probe *pr, int npr, int nq, int reps, result *res)
+{
+	mcc_template_view v[MAXQ];
+	static mcc_gpu_hit h[MAXQ * 10];
+	int			nh[MAXQ];
+	double		m[64], t[64];
+	mcc_gpu_timing tm[64];
+	mcc_error	err;
+
+	if (reps > 64)
+		reps = 64;
+	for (int r = -2; r < reps; r++)
+	{
+		for (int q = 0; q < nq; q++)
+			v[q] = pr[(q + (r + 2) * nq) % npr].v;
+		if (mcc_gpu_search(c, v, nq, 10, h, nh, &err) != MCC_GPU_OK)
+		{
+			say("# search failed: %s\n", err.message);
+			return -1;
+		}
+		if (r >= 0)
+		{
+			mcc_gpu_last_timing(c, &tm[r]);
+			m[r] = tm[r].match_ms;
+			t[r] = tm[r].total_ms;
+		}
+	}
+	res->t = tm[reps / 2];
+	qsort(m, reps, sizeof(double), cmp_d);
+	qsort(t, reps, sizeof(double), cmp_d);
+	res->match_ms = m[reps / 2];
+	res->total_ms = t[reps / 2];
+	return 0;
+}
+
+/* Open a context with a variant; upload time in *up_ms. */
+static int	pc_window = 0;
+
+static int	ndevs = 1;
+
+static mcc_gpu *
+open_variant(int variant, const mcc_soa *g, double *up_ms)
+{
+	mcc_gpu_options o;
+	mcc_gpu    *c = NULL;
+	mcc_error	err;
+	int			dev[MCC_GPU_MAX_DEVICES];
+	struct timespec a, b;
+
+	for (int i = 0; i < MCC_GPU_MAX_DEVICES; i++)
+		dev[i] = i;
+	memset(&o, 0, sizeof(o));
+	o.variant = variant;
+	o.pc_window = pc_window;
+	if (mcc_gpu_open(dev, ndevs, g->profile, &o, &c, &err) != MCC_GPU_OK)
+	{
+		say("# open failed: %s\n", err.message);
+		return NULL;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	if (mcc_gpu_upload(c, g, &err) != MCC_GPU_OK)
+	{
+		say("# upload failed: %s\n", err.message);
+		mcc_gpu_close(c);
+		return NULL;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	*up_ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+	return c;
+}
+
+/* One line of results. */
+static void
+line(const char *what, int variant, uint32_t n, int nq, double up_ms, const result *r,
+	 double cyl_per_tpl)
+{
+	double		mps = (double) nq * n / (r->match_ms / 1e3);
+	double		e2e = (double) nq * n / (r->total_ms / 1e3);
+	double		lss = r->t.pairs / (r->match_ms / 1e3);
+	double		omega = r->t.pairs / ((double) nq * n * cyl_per_tpl);
+
+	say("%-8s %-13s N=%-8u Q=%-3d match %9.4f ms  total %9.4f ms  LSS %8.1f M/s  e2e %8.1f M/s  "
+		"LS %7.1f G/s  omega %5.2f  paper-shape %7.1f M/s  upload %8.1f ms  blk/SM %d  passes %d  sel %.3f (sort %.3f) ms\n",
+		what, mcc_gpu_variant_name(variant), n, nq, r->match_ms, r->total_ms, mps / 1e6, e2e / 1e6,
+		lss / 1e9, omega, lss / PAPER_LS / 1e6, up_ms, r->t.blocks_per_sm, r->t.passes,
+		r->t.select_ms, r->t.sort_ms);
+}
+
+int
+main(int argc, char **argv)
+{
+	uint32_t	maxn = 1000000;
+	int			oriented = 1;
+	int			reps = 15;
+	const char *out = NULL;
+	mcc_soa		g;
+	gd_params	gp = {24, 40, 1, 0, 0};
+	static gd_probe pr[64];
+	gd_rng		r = {99};
+	int			count = 0;
+	mcc_error	err;
+	mcc_gpu_devinfo info[MCC_GPU_MAX_DEVICES];
+	uint32_t	nbase;
+	int			best = 1;
+	double		best_mps = 0;
+	static const uint32_t sizes[] = {10, 100, 1000, 10000, 100000, 250000, 1000000, 2000000, 5000000};
+	static const int qs[] = {1, 2, 4, 8, 16, 32};
+	result		res;
+	double		up;
+	mcc_gpu    *c;
+	char		path[512];
+	double		summary[16][4];
+	int			nsum = 0;
+	int			only = -1;		/* --only V: one variant at --max, Q = 1 and 8 */
+	uint32_t	synth = 0;		/* --synth U: src/core's synthetic fingers, U distinct */
+
+	for (int i = 1; i < argc; i++)
+	{
+		if (!strcmp(argv[i], "--max") && i + 1 < argc)
+			maxn = (uint32_t) atol(argv[++i]);
+		else if (!strcmp(argv[i], "--angles") && i + 1 < argc)
+			oriented = strcmp(argv[++i], "uniform") != 0;
+		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+			out = argv[++i];
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--synth") && i + 1 < argc)
+			synth = (uint32_t) atol(argv[++i]);
+	}
+	if (out)
+	{
+		snprintf(path, sizeof(path), "%s/bench-gpu.log", out);
+		logf = fopen(path, "w");
+	}
+	mcc_lss_init();
+	if (mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err) != MCC_GPU_OK)
+	{
+		say("# GPU benchmark skipped: %s\n", err.message);
+		return 0;
+	}
+	say("# device: %s, cc %d.%d, %d SMs, %.1f GiB\n", info[0].name, info[0].cc_major, info[0].cc_minor,
+		info[0].sm_count, info[0].mem_total / 1073741824.0);
+	gp.oriented = oriented;
+	if (synth)
+	{
+		say("# data: src/core's synthetic fingers (mcc_synth defaults, mcc_template_build), %u distinct"
+			" templates repeated; probes: 64 second impressions of gallery fingers\n", synth);
+		if (gd_gallery_synth(&g, maxn, synth < maxn ? synth : maxn, 1234, pr, 64) != 0)
+		{
+			say("# cannot build the gallery\n");
+			return 1;
+		}
+	}
+	else
+	{
+		say("# data: random cylinders (255 bits, density 1/8..1/2), %d..%d per template, angles %s;"
+			" probes: 64 random templates of 32 cylinders\n", gp.min_cyl, gp.max_cyl,
+			oriented ? "oriented (two clusters 128 apart, sd 16)" : "uniform");
+		if (gd_gallery(&g, maxn, &gp, 1234) != 0)
+		{
+			say("# cannot build the gallery\n");
+			return 1;
+		}
+		for (int i = 0; i < 64; i++)
+			gd_probe_random(&pr[i], 32, &gp, &r);
+	}
+	{
+		double		pc = 0;
+
+		for (int i = 0; i < 64; i++)
+			pc += pr[i].v.n_cyl;
+		say("# probes: %.1f cylinders on average\n", pc / 64);
+	}
+	say("# gallery: %u templates, %u cylinders (%.2f per template)\n", g.n_tpl, g.n_cyl,
+		(double) g.n_cyl / g.n_tpl);
+	nbase = maxn < 250000 ? maxn : 250000;
+	if (only >= 0)
+	{
+		if ((c = open_variant(only, &g, &up)) != NULL)
+		{
+			for (int qi = 0; qi < 2; qi++)
+				if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
+					line("only", only, g.n_tpl, qi ? 8 : 1, up, &res, (double) g.n_cyl / g.n_tpl);
+			mcc_gpu_close(c);
+		}
+		if (synth)
+			mcc_soa_free(&g);
+		else
+			gd_gallery_free(&g);
+		if (logf)
+			fclose(logf);
+		return 0;
+	}
+
+	/* 1. variants */
+	for (int v = 1; v < MCC_GPU_VARIANT_COUNT; v++)
+	{
+		mcc_soa		s = g;
+
+		s.n_tpl = nbase;
+		s.n_cyl = g.first[nbase];
+		if (!(c = open_variant(v, &s, &up)))
+			continue;
+		if (measure(c, pr, 64, 1, reps, &res) == 0)
+		{
+			double		mps = (double) nbase / (res.match_ms / 1e3);
+
+			line("variant", v, nbase, 1, up, &res, (double) s.n_cyl / s.n_tpl);
+			if (mps > best_mps)
+			{
+				best_mps = mps;
+				best = v;
+			}
+		}
+		if (measure(c, pr, 64, 8, reps, &res) == 0)
+			line("variant", v, nbase, 8, up, &res, (double) s.n_cyl / s.n_tpl);
+		mcc_gpu_close(c);
+	}
+	say("# best variant at Q=1: %s\n", mcc_gpu_variant_name(best));
+
+	/* 1b. tiles in popcount order inside angle windows */
+	{
+		int			bestw = 0;
+
+		for (int w = 64; w <= 256; w *= 2)
+		{
+			mcc_soa		s = g;
+
+			s.n_tpl = nbase;
+			s.n_cyl = g.first[nbase];
+			pc_window = w;
+			if (!(c = open_variant(best, &s, &up)))
+				continue;
+			if (measure(c, pr, 64, 1, reps, &res) == 0)
+			{
+				double		mps = (double) nbase / (res.match_ms / 1e3);
+
+				say("# popcount window %d:\n", w);
+				line("window", best, nbase, 1, up, &res, (double) s.n_cyl / s.n_tpl);
+				if (mps > best_mps)
+				{
+					best_mps = mps;
+					bestw = w;
+				}
+			}
+			mcc_gpu_close(c);
+		}
+		pc_window = bestw;
+		say("# best popcount window: %d\n", bestw);
+	}
+
+	/* 2. sizes */
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && sizes[i] <= maxn; i++)
+	{
+		mcc_soa		s = g;
+
+		s.n_tpl = sizes[i];
+		s.n_cyl = g.first[sizes[i]];
+		if (!(c = open_variant(best, &s, &up)))
+			continue;
+		for (int qi = 0; qi < 2; qi++)
+			if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
+			{
+				line("size", best, sizes[i], qi ? 8 : 1, up, &res, (double) s.n_cyl / s.n_tpl);
+				if (nsum < 16)
+				{
+					summary[nsum][0] = sizes[i];
+					summary[nsum][1] = qi ? 8 : 1;
+					summary[nsum][2] = (qi ? 8.0 : 1.0) * sizes[i] / (res.match_ms / 1e3);
+					summary[nsum][3] = (qi ? 8.0 : 1.0) * sizes[i] / (res.total_ms / 1e3);
+					nsum++;
+				}
+			}
+		mcc_gpu_close(c);
+	}
+
+	/* 3. batches, 4. breakdown */
+	for (int pass = 0; pass < 2; pass++)
+	{
+		mcc_soa		s = g;
+		uint32_t	n = pass ? maxn : nbase;
+
+		if (pass && maxn == nbase)
+			break;
+		s.n_tpl = n;
+		s.n_cyl = g.first[n];
+		if (!(c = open_variant(best, &s, &up)))
+			continue;
+		for (size_t qi = 0; qi < sizeof(qs) / sizeof(qs[0]); qi++)
+			if (measure(c, pr, 64, qs[qi], reps, &res) == 0)
+			{
+				line("batch", best, n, qs[qi], up, &res, (double) s.n_cyl / s.n_tpl);
+				if (qs[qi] == 1 && pass == 0)
+					say("# breakdown N=%u Q=1 (ms): prep %.4f  h2d %.4f  match %.4f  select %.4f  d2h %.4f  merge %.4f  total %.4f\n",
+						n, res.t.prep_ms, res.t.h2d_ms, res.t.match_ms, res.t.select_ms, res.t.d2h_ms,
+						res.t.merge_ms, res.t.total_ms);
+				if (qs[qi] == 16)
+					say("# breakdown N=%u Q=16 (ms): prep %.4f  h2d %.4f  match %.4f  select %.4f  d2h %.4f  merge %.4f  total %.4f\n",
+						n, res.t.prep_ms, res.t.h2d_ms, res.t.match_ms, res.t.select_ms, res.t.d2h_ms,
+						res.t.merge_ms, res.t.total_ms);
+			}
+		mcc_gpu_close(c);
+	}
+
+	/* 5. every device: the gallery partitioned, results merged */
+	if (count > 1)
+	{
+		mcc_soa		s = g;
+
+		ndevs = count;
+		if ((c = open_variant(best, &s, &up)) != NULL)
+		{
+			for (int qi = 0; qi < 2; qi++)
+				if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
+				{
+					say("# %d GPUs (match = device 0's kernel time; e2e = the whole call):\n", count);
+					line("multi", best, maxn, qi ? 8 : 1, up, &res, (double) s.n_cyl / s.n_tpl);
+				}
+			mcc_gpu_close(c);
+		}
+		ndevs = 1;
+	}
+
+	say("\n# summary (%s): N, Q, LSS M matches/s, end-to-end M matches/s\n", mcc_gpu_variant_name(best));
+	for (int i = 0; i < nsum; i++)
+		say("%10.0f %3.0f %10.1f %10.1f\n", summary[i][0], summary[i][1], summary[i][2] / 1e6,
+			summary[i][3] / 1e6);
+	if (synth)
+		mcc_soa_free(&g);
+	else
+		gd_gallery_free(&g);
+	if (logf)
+		fclose(logf);
+	return 0;
+}

@@ -1,0 +1,320 @@
+/*
+ * test_engine_cache.c: the matcher engine's cache of tuple versions:
+ * growth and memory accounting, the dedupe of load and delta rows, the
+ * delete rules, settling and purging, and compaction.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "engine_testlib.h"
+#include "eng_cache.h"
+#include "eng_soa.h"
+
+static const mcc_profile *prof;
+
+/* Open a test template (they were built valid). */
+static mcc_template_view
+view_of(const tl_tpl *t)
+{
+	mcc_template_view v;
+	mcc_error	err;
+
+	mcc_template_open(t->b, t->n, &v, &err);
+	return v;
+}
+
+static uint64_t
+hash_of(const tl_tpl *t)
+{
+	return mcc_template_hash(t->b, t->n);
+}
+
+/* Append t as a plain entry; returns the status. */
+static mcc_status
+add(eng_cache *c, int64_t key, uint64_t ixid, uint64_t dxid, uint32_t flags,
+	const tl_tpl *t)
+{
+	mcc_template_view v = view_of(t);
+	mcc_error	err;
+
+	return eng_cache_append(c, key, hash_of(t), ixid, dxid, flags, &v, NULL, &err);
+}
+
+/* Entries with this key that are live (not purged). */
+static int
+count_key(const eng_cache *c, int64_t key)
+{
+	int			n = 0;
+
+	for (uint32_t i = eng_cache_find_key(c, key); i != ENG_NONE; i = eng_cache_next_key(c, i))
+		n++;
+	return n;
+}
+
+/* Live entries of key that are not marked deleted. */
+static int
+count_undeleted(const eng_cache *c, int64_t key)
+{
+	int			n = 0;
+
+	for (uint32_t i = eng_cache_find_key(c, key); i != ENG_NONE; i = eng_cache_next_key(c, i))
+		n += c->entries[i].delete_xid == 0;
+	return n;
+}
+
+/* Does every live template's scan score equal mcc_lss_score? */
+static bool
+scan_matches(const eng_cache *c, const tl_tpl *probe, const tl_tpl *by_key, int n_keys)
+{
+	mcc_template_view pv = view_of(probe);
+	mcc_probe  *q = aligned_alloc(64, (mcc_probe_size() + 63) & ~(size_t) 63);
+	float	   *s = malloc(sizeof(float) * (c->soa.n_tpl + 1));
+	bool		ok = true;
+
+	mcc_probe_init(q, &pv);
+	mcc_soa_scan(q, &c->soa, 0, c->soa.n_tpl, s);
+	for (uint32_t i = 0; i < c->soa.n_tpl && ok; i++)
+	{
+		int64_t		key = c->entries[i].key;
+		mcc_template_view gv;
+
+		if (key < 0 || key >= n_keys)
+			return false;
+		gv = view_of(&by_key[key]);
+		ok = s[i] == mcc_lss_score(q, &gv) && c->soa.id[i] == key &&
+			c->entries[i].hash == hash_of(&by_key[key]);
+	}
+	free(s);
+	free(q);
+	return ok;
+}
+
+/* Growth through regrow keeps every cylinder; accounting follows capacity. */
+static void
+test_growth_and_accounting(const tl_tpl *t, int n)
+{
+	eng_budget	b = {0, 0};
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(prof, &b, 4, 8, &err);
+	bool		ok = true;
+
+	UNIT_CHECK(c != NULL && b.used == c->bytes, "new cache charges its bytes");
+	for (int i = 0; i < n && ok; i++)
+		ok = add(c, i, 100 + i, 0, 0, &t[i]) == MCC_OK;
+	UNIT_CHECK(ok && c->soa.n_tpl == (uint32_t) n, "%d appends through several regrows", n);
+	UNIT_CHECK(c->bytes == eng_cache_bytes_for(prof, c->soa.cap_tpl, c->soa.cap_cyl) &&
+			   b.used == c->bytes, "charge equals the capacities' bytes (%llu)",
+			   (unsigned long long) c->bytes);
+	UNIT_CHECK(c->soa.first[c->soa.n_tpl] == c->soa.n_cyl, "first[n_tpl] == n_cyl after regrows");
+	UNIT_CHECK(scan_matches(c, &t[0], t, n), "scan after regrows equals mcc_lss_score");
+	UNIT_CHECK(count_key(c, 7) == 1 && eng_cache_find_key(c, n + 5) == ENG_NONE,
+			   "key index finds keys");
+	eng_cache_free(c);
+	UNIT_CHECK(b.used == 0, "free releases the charge");
+}
+
+/* A limit refuses growth with MCC_ERR_MEMORY and leaves the cache as it was. */
+static void
+test_memory_limit(const tl_tpl *t, int n)
+{
+	eng_budget	b = {0, 0};
+	mcc_error	err;
+	eng_cache  *c;
+	uint32_t	before;
+	uint64_t	used;
+	mcc_status	st = MCC_OK;
+	int			i;
+
+	b.limit = eng_cache_bytes_for(prof, 40, 40 * 40);
+	c = eng_cache_new(prof, &b, 16, 16, &err);
+	for (i = 0; i < n && st == MCC_OK; i++)
+		st = add(c, i, 5, 0, 0, &t[i]);
+	UNIT_CHECK(st == MCC_ERR_MEMORY, "append over the limit fails with MCC_ERR_MEMORY after %d", i - 1);
+	before = c->soa.n_tpl;
+	used = b.used;
+	UNIT_CHECK(b.used <= b.limit, "usage stays within the limit (%llu <= %llu)",
+			   (unsigned long long) b.used, (unsigned long long) b.limit);
+	UNIT_CHECK(add(c, 9999, 5, 0, 0, &t[n - 1]) == MCC_ERR_MEMORY && c->soa.n_tpl == before &&
+			   b.used == used && eng_cache_find_key(c, 9999) == ENG_NONE,
+			   "a refused append changes nothing");
+	UNIT_CHECK(scan_matches(c, &t[1], t, n), "cache still scans correctly after refusals");
+	eng_cache_free(c);
+	UNIT_CHECK(eng_cache_new(prof, &b, 1000000, 1000, &err) == NULL &&
+			   err.status == MCC_ERR_MEMORY && b.used == 0, "a new cache over the limit is refused");
+}
+
+/* Delta inserts: absorbed by the load's identical version only. */
+static void
+test_dedupe(const tl_tpl *t)
+{
+	eng_budget	b = {0, 0};
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
+	mcc_template_view v0 = view_of(&t[0]);
+	mcc_template_view v1 = view_of(&t[1]);
+	bool		added;
+
+	add(c, 1, 50, 0, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &t[0]);	/* load saw (1, h0, 50) */
+	add(c, 2, 60, 0, 0, &t[1]);	/* not from a load */
+	UNIT_CHECK(eng_cache_insert(c, 1, 50, &v0, &added, &err) == MCC_OK && !added &&
+			   count_key(c, 1) == 1, "delta insert seen by the load is held once");
+	UNIT_CHECK(eng_cache_insert(c, 1, 50, &v0, &added, &err) == MCC_OK && added &&
+			   count_key(c, 1) == 2, "a second identical insert is a second version");
+	UNIT_CHECK(eng_cache_insert(c, 1, 51, &v0, &added, &err) == MCC_OK && added &&
+			   count_key(c, 1) == 3, "another xid is another version");
+	UNIT_CHECK(eng_cache_insert(c, 1, 50, &v1, &added, &err) == MCC_OK && added &&
+			   count_key(c, 1) == 4, "another template is another version");
+	UNIT_CHECK(eng_cache_insert(c, 2, 60, &v1, &added, &err) == MCC_OK && added &&
+			   count_key(c, 2) == 2, "entries not from a load never absorb");
+	eng_cache_free(c);
+}
+
+/* The delete rules for the cases a transaction can produce. */
+static void
+test_deletes(const tl_tpl *t)
+{
+	eng_budget	b = {0, 0};
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
+	mcc_template_view v0 = view_of(&t[0]);
+	uint64_t	h0 = hash_of(&t[0]);
+	bool		added;
+	uint32_t	i;
+
+	/* update keeping the template: old version (key 1, xid 10), new by 20 */
+	add(c, 1, 10, 0, 0, &t[0]);
+	eng_cache_insert(c, 1, 20, &v0, &added, &err);
+	i = eng_cache_delete(c, 1, h0, 20);
+	UNIT_CHECK(i != ENG_NONE && c->entries[i].insert_xid == 10 && c->entries[i].delete_xid == 20,
+			   "update: the delete marks the older version, not the new one");
+	UNIT_CHECK(count_undeleted(c, 1) == 1 && count_key(c, 1) == 2,
+			   "deleted versions stay searchable");
+
+	/* insert then delete in one transaction */
+	eng_cache_insert(c, 2, 30, &v0, &added, &err);
+	i = eng_cache_delete(c, 2, h0, 30);
+	UNIT_CHECK(i != ENG_NONE && c->entries[i].insert_xid == 30 && count_undeleted(c, 2) == 0,
+			   "insert and delete in one transaction: its own version is marked");
+
+	/* update then delete of the new version in one transaction: both go */
+	add(c, 3, 10, 0, 0, &t[0]);
+	eng_cache_insert(c, 3, 40, &v0, &added, &err);
+	eng_cache_delete(c, 3, h0, 40);
+	eng_cache_delete(c, 3, h0, 40);
+	UNIT_CHECK(count_undeleted(c, 3) == 0, "update then delete: both versions marked");
+
+	/* a delete the load already saw is absorbed, not applied twice */
+	add(c, 4, 10, 40, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &t[0]);
+	add(c, 4, 40, 0, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &t[0]);
+	eng_cache_insert(c, 4, 40, &v0, &added, &err);
+	i = eng_cache_delete(c, 4, h0, 40);
+	UNIT_CHECK(!added && i != ENG_NONE && c->entries[i].insert_xid == 10 &&
+			   count_undeleted(c, 4) == 1,
+			   "load saw update by 40: its delta is absorbed and the new version stays live");
+
+	/* a version whose earlier deleter aborted can be deleted again */
+	add(c, 5, 10, 77, 0, &t[0]);
+	i = eng_cache_delete(c, 5, h0, 80);
+	UNIT_CHECK(i != ENG_NONE && c->entries[i].delete_xid == 80,
+			   "delete over an (aborted) earlier deleter takes the version");
+	UNIT_CHECK(eng_cache_delete(c, 6, h0, 80) == ENG_NONE &&
+			   eng_cache_delete(c, 1, h0 ^ 1, 80) == ENG_NONE,
+			   "deletes of unknown keys or hashes mark nothing");
+	eng_cache_free(c);
+}
+
+/* SETTLE: commit and abort of inserts and deletes, the horizon, XIDS. */
+static void
+test_settle(const tl_tpl *t)
+{
+	eng_budget	b = {0, 0};
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
+	uint64_t   *x;
+	uint32_t	n;
+	uint64_t	xids[4] = {10, 11, 12, 13};
+	uint32_t	st[4] = {MCC_XID_COMMITTED, MCC_XID_ABORTED, MCC_XID_COMMITTED, MCC_XID_IN_PROGRESS};
+
+	add(c, 1, 10, 0, 0, &t[0]);	/* committed insert */
+	add(c, 2, 11, 0, 0, &t[1]);	/* aborted insert */
+	add(c, 3, 10, 12, 0, &t[2]);	/* committed delete by 12 */
+	add(c, 4, 2, 11, 0, &t[3]);	/* frozen insert, aborted delete */
+	add(c, 5, 13, 0, 0, &t[4]);	/* in progress */
+	UNIT_CHECK(c->n_unsettled == 5, "five unsettled entries (%u)", c->n_unsettled);
+	n = eng_cache_xids(c, 100, &x);
+	UNIT_CHECK(n == 4 && x[0] == 10 && x[1] == 11 && x[2] == 12 && x[3] == 13,
+			   "XIDS lists the distinct xids ascending (%u)", n);
+	free(x);
+	n = eng_cache_xids(c, 2, &x);
+	UNIT_CHECK(n == 2 && x[1] == 11, "XIDS is capped at its maximum");
+	free(x);
+	/* horizon 12: the delete by 12 is committed but not yet older than all */
+	UNIT_CHECK(eng_cache_settle(c, 12, xids, st, 4) == 1, "one purge (the aborted insert)");
+	UNIT_CHECK(count_key(c, 2) == 0 && count_key(c, 3) == 1 && count_key(c, 1) == 1,
+			   "aborted insert purged, recent delete kept searchable");
+	UNIT_CHECK(count_undeleted(c, 4) == 1, "aborted delete undone");
+	UNIT_CHECK(c->n_unsettled == 2, "unsettled: the kept delete and the in-progress insert (%u)",
+			   c->n_unsettled);
+	UNIT_CHECK(eng_cache_settle(c, 13, NULL, NULL, 0) == 1 && count_key(c, 3) == 0,
+			   "a later horizon purges the committed delete");
+	UNIT_CHECK(c->n_unsettled == 1 && eng_cache_searchable(c) == 3,
+			   "one unsettled left, three searchable");
+	eng_cache_free(c);
+}
+
+/* Compaction drops tombstones and keeps scores, keys and the index. */
+static void
+test_compaction(const tl_tpl *t, int n)
+{
+	eng_budget	b = {0, 0};
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
+	eng_cache  *d;
+	uint64_t	pred;
+	bool		ok = true;
+	uint32_t	live = 0;
+
+	for (int i = 0; i < n; i++)
+		add(c, i, 100, i % 3 == 0 ? 200 : 0, 0, &t[i]);
+	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
+		if (i % 3 == 0)
+			eng_cache_purge(c, i);
+	UNIT_CHECK(eng_cache_wants_compaction(c), "a third tombstones asks for compaction");
+	pred = eng_cache_compacted_bytes(c);
+	d = eng_cache_compacted(c, &err);
+	UNIT_CHECK(d != NULL && d->bytes == pred, "compacted copy has the predicted size");
+	eng_budget_force(&b, pred);
+	eng_cache_adopt(d, &b, pred);
+	for (int i = 0; i < n; i++)
+		live += i % 3 != 0;
+	UNIT_CHECK(d->soa.n_tpl == live && d->n_purged == 0 && d->n_unsettled == c->n_unsettled,
+			   "compacted: %u live entries, no tombstones", live);
+	for (int i = 0; i < n && ok; i++)
+		ok = count_key(d, i) == (i % 3 != 0);
+	UNIT_CHECK(ok, "index of the copy finds exactly the live keys");
+	UNIT_CHECK(scan_matches(d, &t[2], t, n), "scan of the copy equals mcc_lss_score");
+	UNIT_CHECK(!eng_cache_wants_compaction(d), "the copy wants no compaction");
+	eng_cache_free(c);
+	eng_cache_free(d);
+	UNIT_CHECK(b.used == 0, "all charges released");
+}
+
+int
+main(void)
+{
+	int			n = 210;
+	tl_tpl	   *t;
+
+	mcc_lss_init();
+	prof = mcc_profile_by_id(MCC_PROFILE_DEFAULT);
+	t = tl_templates(11, n, 10);
+	test_growth_and_accounting(t, n);
+	test_memory_limit(t, n);
+	test_dedupe(t);
+	test_deletes(t);
+	test_settle(t);
+	test_compaction(t, n);
+	tl_templates_free(t, n);
+	return unit_done();
+}
