@@ -86,8 +86,9 @@ mcc_consolidate(mcc_match_work *w, const mcc_cons_params *cp)
 	double		ts2 = cp->t_s * cp->t_s;
 	double		cos_t = mcc_dm_cos(cp->t_theta);
 	int			max_count = -1;
-	int			ref = -1;
-	double		max_sim = 0.0;
+	int			ref = -1;		/* the reference with the largest count */
+	int			ref_sim = -1;	/* the one with the largest similarity sum */
+	double		max_sim = -1.0;
 	double		score;
 
 	na = mcc_select_by_popcount(a->n, a->pc, n_sel, sel_a);
@@ -146,7 +147,10 @@ mcc_consolidate(mcc_match_work *w, const mcc_cons_params *cp)
 			ref = ti;
 		}
 		if (sim > max_sim)
+		{
 			max_sim = sim;
+			ref_sim = ti;
+		}
 	}
 	if (ref < 0)
 		return 0.0;
@@ -155,6 +159,7 @@ mcc_consolidate(mcc_match_work *w, const mcc_cons_params *cp)
 	{
 		case MCC_CONS_SIM:
 			score = max_sim / n_sel;
+			ref = ref_sim;
 			break;
 		case MCC_CONS_COUNT_LSS:
 			score = (max_count + mcc_match_lss(w)) / n_sel;

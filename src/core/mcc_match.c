@@ -38,6 +38,16 @@ mcc_method_parse(const char *name, int len)
 	return -1;
 }
 
+int
+mcc_refine_parse(const char *name, int len)
+{
+	if (len == 4 && memcmp(name, "none", 4) == 0)
+		return MCC_LSS;
+	if (len == 3 && memcmp(name, "dtr", 3) == 0)
+		return MCC_LSS_DTR;
+	return mcc_method_parse(name, len);
+}
+
 const char *
 mcc_method_list(void)
 {

@@ -39,10 +39,12 @@
  *   consolidation  paper 001, Algorithm 3: the 32 cylinders with the
  *            most set bits on each side; for each selected cylinder t of
  *            B (the gallery side) its best cylinder of A (the probe side);
- *            the most other pairs consistent with (t, best(t)) under the
- *            rigid alignment of paper 001 Sec. 5.2 (t_s = 12 px,
- *            t_theta = pi/6); the score formula is a parameter
- *            (mcc_cons_score)
+ *            the pairs consistent with (t, best(t)) under the rigid
+ *            alignment of paper 001 Sec. 5.2 (t_s = 12 px, t_theta =
+ *            pi/6); the score is a parameter (mcc_cons_score): by default
+ *            the largest sum over t of the similarities of (t, best(t))
+ *            and its consistent pairs, / 32; Algorithm 3's own formula,
+ *            the largest count / 32, measured worse (docs/accuracy.md)
  *
  * Order and ties: pairs are ranked by Gamma, ties by smaller r then c;
  * efficiencies ties by rank. Everything is deterministic: only IEEE
@@ -94,6 +96,13 @@ int			mcc_method_parse(const char *name, int len);
 
 /* The method names joined by ", " (for error hints). */
 const char *mcc_method_list(void);
+
+/*
+ * A refinement by name, for identify(..., refine => ...): "none" (keep the
+ * LSS scores: MCC_LSS), "dtr" (paper 000's refinement: MCC_LSS_DTR) or any
+ * method name; -1 if unknown.
+ */
+int			mcc_refine_parse(const char *name, int len);
 
 /* How the relative distance term of DTR is normalised. */
 typedef enum mcc_d1_norm

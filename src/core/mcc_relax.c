@@ -127,7 +127,7 @@ mcc_match_params_default(mcc_match_params *mp)
 	mp->cons.n_sel = 32;
 	mp->cons.t_s = 12.0;
 	mp->cons.t_theta = PI / 6.0;
-	mp->cons.score = MCC_CONS_COUNT;
+	mp->cons.score = MCC_CONS_SIM;	/* docs/accuracy.md: better than the count */
 	mcc_match_params_prepare(mp);
 }
 

@@ -48,6 +48,7 @@
  *   --baseline FILE      also report a matcher's scores, lines
  *                        "score probe gallery" with FVC file names
  *                        (NBIS bozorth3 output)
+ *   --baseline-name NAME  its name in tables and plots (default baseline)
  *   --det PREFIX         DET curves: PREFIX.dat and PREFIX.gp (gnuplot
  *                        script that writes PREFIX.png)
  *   --title TEXT         plot title
@@ -116,6 +117,7 @@ typedef struct options
 	int			threads;
 	mcc_match_params mp;
 	const char *baseline;
+	const char *baseline_name;
 	const char *det;
 	const char *title;
 	const char *tsv;
@@ -397,7 +399,8 @@ typedef struct metrics
  * mean); this is the rule behind the bozorth3 EERs of shared/data/README.md
  * (it reproduces all eight of the mindtct ones). FMR100, FMR1000 and
  * FMRzero: the lowest FNMR with FMR <= 1 %, 0.1 %, 0 (FVC 2000, Maio et
- * al., IEEE TPAMI 24(3), 2002).
+ * al., IEEE TPAMI 24(3), 2002). A score of -infinity is never accepted (a
+ * mated search whose first candidate is not the mate).
  */
 static void
 compute_metrics(labelled *l, int n, metrics *m)
@@ -436,6 +439,9 @@ compute_metrics(labelled *l, int n, metrics *m)
 		{
 			/* lower the threshold to l[i-1].s: accept every score equal to it */
 			double		t = l[i - 1].s;
+
+			if (t == -INFINITY)
+				break;			/* a search that failed at every threshold */
 
 			while (k < n && l[k].s >= t)
 			{
@@ -477,7 +483,38 @@ static FILE *tsv_file;
 static const char *
 method_label(int m)
 {
-	return m < MCC_NMETHODS ? mcc_method_name(m) : "baseline";
+	return m < MCC_NMETHODS ? mcc_method_name(m) : opt.baseline_name;
+}
+
+/*
+ * Line style of a curve: the colour says the stage (grey plain, blue the
+ * TPAMI relaxation, red DTR, green consolidation, black a baseline), the
+ * dashes the pairing (solid LSS, dashed LSA, dotted LGS).
+ */
+static const char *
+curve_style(const char *name)
+{
+	static char buf[96];
+	const char *colour = "#000000";
+	int			dash = 1;
+	double		width = 2.0;
+
+	if (strncmp(name, "lsa", 3) == 0)
+		dash = 2;
+	else if (strncmp(name, "lgs", 3) == 0)
+		dash = 3;
+	if (strstr(name, "-dtr"))
+		colour = "#d62728";
+	else if (strstr(name, "-r"))
+		colour = "#1f77b4";
+	else if (strcmp(name, "consolidation") == 0)
+		colour = "#2ca02c";
+	else if (strncmp(name, "ls", 2) == 0 || strncmp(name, "lg", 2) == 0)
+		colour = "#8c8c8c";
+	else
+		width = 2.5;			/* a baseline */
+	snprintf(buf, sizeof(buf), "lw %.1f dt %d lc rgb '%s'", width, dash, colour);
+	return buf;
 }
 
 /* Write DET data blocks and a gnuplot script for curves[0..n). */
@@ -505,17 +542,17 @@ write_det(const char *prefix, const char *title, const char *xlabel,
 	if ((f = fopen(path, "w")) == NULL)
 		die("cannot write %s", path);
 	fprintf(f, "# DET curves written by mcceval; run: gnuplot %s.gp\n", base);
-	fprintf(f, "set terminal pngcairo size 720,560 font \",11\"\n");
+	fprintf(f, "set terminal pngcairo size 820,560 font \",11\"\n");
 	fprintf(f, "set output '%s.png'\n", base);
 	fprintf(f, "set title \"%s\" noenhanced\n", title ? title : base);
 	fprintf(f, "set logscale xy\nset xrange [1e-4:1]\nset yrange [1e-3:1]\n");
 	fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset grid\n", xlabel, ylabel);
-	fprintf(f, "set key top right noenhanced\n");
+	fprintf(f, "set key outside right top noenhanced\n");
 	fprintf(f, "f(x) = x < 1e-4 ? 1e-4 : x\ng(y) = y < 1e-3 ? 1e-3 : y\n");
 	fprintf(f, "plot \\\n");
 	for (int c = 0; c < n; c++)
-		fprintf(f, "  '%s.dat' index %d using (f($1)):(g($2)) with steps lw 2 title '%s'%s\n",
-				base, c, names[c], c + 1 < n ? ", \\" : "");
+		fprintf(f, "  '%s.dat' index %d using (f($1)):(g($2)) with steps %s title '%s'%s\n",
+				base, c, curve_style(names[c]), names[c], c + 1 < n ? ", \\" : "");
 	fclose(f);
 }
 
@@ -1086,6 +1123,7 @@ synth_set(const char *kv)
 	FIELD(p_type_flip, v);
 	FIELD(p_dir_flip, v);
 	FIELD(quality_noise, v);
+	FIELD(variability, v);
 #undef FIELD
 	die("--set: unknown generator parameter \"%.*s\"", (int) n, kv);
 }
@@ -1099,11 +1137,12 @@ print_synth(void)
 	printf("generator: seed=%llu width=%d height=%d dpi=%d min_minutiae=%d max_minutiae=%d "
 		   "max_rotation=%g max_translation=%g distortion=%g p_missing=%g max_spurious=%g "
 		   "pos_noise=%g angle_noise=%g min_spacing=%g contact_loss=%g border=%d "
-		   "p_type_flip=%g p_dir_flip=%g quality_noise=%g\n",
+		   "p_type_flip=%g p_dir_flip=%g quality_noise=%g variability=%g\n",
 		   (unsigned long long) s->seed, s->width, s->height, s->dpi, s->min_minutiae,
 		   s->max_minutiae, s->max_rotation, s->max_translation, s->distortion,
 		   s->p_missing, s->max_spurious, s->pos_noise, s->angle_noise, s->min_spacing,
-		   s->contact_loss, s->border, s->p_type_flip, s->p_dir_flip, s->quality_noise);
+		   s->contact_loss, s->border, s->p_type_flip, s->p_dir_flip, s->quality_noise,
+		   s->variability);
 }
 
 /* Parse --methods. */
@@ -1137,6 +1176,7 @@ parse_args(int argc, char **argv)
 	opt.impressions = 8;
 	opt.gallery = 20000;
 	opt.probes = 10000;
+	opt.baseline_name = "baseline";
 	opt.refine_fraction = 0.001;
 	opt.refine_min = 100;
 	opt.threads = (int) sysconf(_SC_NPROCESSORS_ONLN);
@@ -1219,6 +1259,8 @@ parse_args(int argc, char **argv)
 			opt.mp.relax.max_nr = opt.mp.dtr.max_nr = atoi(v);
 		else if (ARG("--baseline"))
 			opt.baseline = v;
+		else if (ARG("--baseline-name"))
+			opt.baseline_name = v;
 		else if (ARG("--det"))
 			opt.det = v;
 		else if (ARG("--title"))

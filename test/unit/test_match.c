@@ -95,6 +95,11 @@ test_names(void)
 			   mcc_method_parse("consolidation", 13) == MCC_CONSOLIDATION &&
 			   mcc_method_parse("lss-dtrx", 7) == MCC_LSS_DTR,
 			   "names are matched on the given length");
+	UNIT_CHECK(mcc_refine_parse("none", 4) == MCC_LSS && mcc_refine_parse("dtr", 3) == MCC_LSS_DTR &&
+			   mcc_refine_parse("consolidation", 13) == MCC_CONSOLIDATION &&
+			   mcc_refine_parse("lgs-r", 5) == MCC_LGS_R && mcc_refine_parse("nonE", 4) == -1 &&
+			   mcc_refine_parse("dt", 2) == -1,
+			   "refine names: none, dtr, and every method");
 }
 
 /* The refinement shortlist: ceil(f n), at least min and k, at most n. */
@@ -440,14 +445,25 @@ test_hand_relax(void)
 	}
 }
 
+/* Consolidation with Algorithm 3's own score, the count / 32. */
+static double
+cons_count(void)
+{
+	mcc_match_params p = mp;
+
+	p.cons.score = MCC_CONS_COUNT;
+	return mcc_match_rescore(w, MCC_CONSOLIDATION, &p);
+}
+
 /*
  * Consolidation (paper 001, Algorithm 3) on five pairs. B is A translated
  * by (30, 20); Gamma is 0.8, 0.7, 0.6, 0.5, 0.9 on the diagonal and 0.1
  * elsewhere, so maxIndex[t] = t. Case by case:
  *  (a) B's minutia 4 is 40 px off: references 0..3 each agree with the
  *      three others, reference 4 with none: count 3, score 3/32; the
- *      similarity variant sums 0.8 + 0.7 + 0.6 + 0.5 = 2.6, 2.6/32; the
- *      count-lss variant adds LSS (n_P = 4: (0.9+0.8+0.7+0.6)/4 = 0.75).
+ *      similarity variant (the default) sums 0.8 + 0.7 + 0.6 + 0.5 = 2.6,
+ *      2.6/32; the count-lss variant adds LSS (n_P = 4:
+ *      (0.9+0.8+0.7+0.6)/4 = 0.75).
  *  (b) also minutia 2 of B turned by 40 degrees (> 30): it agrees with no
  *      reference and its own reference rotates the rest by 40 degrees:
  *      count 2, 2/32.
@@ -485,12 +501,11 @@ test_hand_consolidation(void)
 
 	/* (a) */
 	load(5, a, NULL, 5, b, NULL, g, 4);
-	UNIT_CHECK(fabs(score_of(MCC_CONSOLIDATION) - 3.0 / 32) < 1e-7,
-			   "(a) count 3: 3/32 (got %.7f)", score_of(MCC_CONSOLIDATION));
-	p3.cons.score = MCC_CONS_SIM;
-	s = mcc_match_rescore(w, MCC_CONSOLIDATION, &p3);
+	UNIT_CHECK(fabs(cons_count() - 3.0 / 32) < 1e-7,
+			   "(a) count 3: 3/32 (got %.7f)", cons_count());
+	s = score_of(MCC_CONSOLIDATION);
 	UNIT_CHECK(fabs(s - ((double) 0.8f + 0.7f + 0.6f + 0.5f) / 32) < 1e-6,
-			   "(a) similarity variant: 2.6/32 (got %.7f)", s);
+			   "(a) similarity variant (the default): 2.6/32 (got %.7f)", s);
 	p3.cons.score = MCC_CONS_COUNT_LSS;
 	s = mcc_match_rescore(w, MCC_CONSOLIDATION, &p3);
 	UNIT_CHECK(fabs(s - (3 + ((double) 0.9f + 0.8f + 0.7f + 0.6f) / 4) / 32) < 1e-6,
@@ -508,31 +523,30 @@ test_hand_consolidation(void)
 	/* (b) */
 	b[2].theta = mcc_angle_normalize(b[2].theta + 40 * PI / 180);
 	load(5, a, NULL, 5, b, NULL, g, 4);
-	UNIT_CHECK(fabs(score_of(MCC_CONSOLIDATION) - 2.0 / 32) < 1e-7,
-			   "(b) a direction 40 degrees off: 2/32 (got %.7f)", score_of(MCC_CONSOLIDATION));
+	UNIT_CHECK(fabs(cons_count() - 2.0 / 32) < 1e-7,
+			   "(b) a direction 40 degrees off: 2/32 (got %.7f)", cons_count());
 	b[2].theta = a[2].theta;
 
 	/* (c) */
 	g[3 * 5 + 0] = 0.8f;
 	load(5, a, NULL, 5, b, NULL, g, 4);
-	UNIT_CHECK(fabs(score_of(MCC_CONSOLIDATION) - 2.0 / 32) < 1e-7,
-			   "(c) a tie goes to the later query minutia: 2/32 (got %.7f)",
-			   score_of(MCC_CONSOLIDATION));
+	UNIT_CHECK(fabs(cons_count() - 2.0 / 32) < 1e-7,
+			   "(c) a tie goes to the later query minutia: 2/32 (got %.7f)", cons_count());
 	g[3 * 5 + 0] = 0.1f;
 
 	/* (d) */
 	load(5, a, pc, 5, b, pc, g, 4);
 	p3 = mp;
 	p3.cons.n_sel = 3;
+	p3.cons.score = MCC_CONS_COUNT;
 	s = mcc_match_rescore(w, MCC_CONSOLIDATION, &p3);
 	UNIT_CHECK(fabs(s - 2.0 / 3) < 1e-7, "(d) 3 cylinders kept by popcount: 2/3 (got %.7f)", s);
 
 	/* (e) */
 	a[1].theta = mcc_angle_normalize(a[1].theta + PI);
 	load(5, a, NULL, 5, b, NULL, g, 4);
-	UNIT_CHECK(fabs(score_of(MCC_CONSOLIDATION) - 2.0 / 32) < 1e-7,
-			   "(e) a query minutia beyond the angular gate: 2/32 (got %.7f)",
-			   score_of(MCC_CONSOLIDATION));
+	UNIT_CHECK(fabs(cons_count() - 2.0 / 32) < 1e-7,
+			   "(e) a query minutia beyond the angular gate: 2/32 (got %.7f)", cons_count());
 }
 
 /* ------------------------------------------------------------------ */
@@ -645,7 +659,8 @@ test_templates_lss(void)
  * A template against itself: the diagonal of Gamma is 1; if nothing else
  * is 1, every pairing takes the diagonal and the geometry agrees exactly,
  * so LSS = LSA = LGS = 1, every relaxation gives (w + (1 - w) c)^n_rel
- * (n >= n_P), and the consolidation counts min(n, 32) - 1 agreeing pairs.
+ * (n >= n_P), and the consolidation finds min(n, 32) agreeing pairs of
+ * similarity 1: min(n, 32) / 32 (Algorithm 3's count: min(n, 32) - 1).
  * A copy turned by 90 degrees and moved gives the same scores.
  */
 static void
@@ -716,7 +731,8 @@ test_templates_self(void)
 				continue;
 			ok_relax &= fabs(self[m] - pow(rp->w_r + (1 - rp->w_r) * c_same(rp), rp->n_rel)) < 1e-6;
 		}
-		ok_cons &= fabs(self[MCC_CONSOLIDATION] - ((n < 32 ? n : 32) - 1) / 32.0) < 1e-7;
+		ok_cons &= fabs(self[MCC_CONSOLIDATION] - (n < 32 ? n : 32) / 32.0) < 1e-7 &&
+			fabs(cons_count() - ((n < 32 ? n : 32) - 1) / 32.0) < 1e-7;
 		/* the turned copy */
 		for (int m = 0; m < MCC_NMETHODS; m++)
 		{
@@ -732,7 +748,7 @@ test_templates_self(void)
 	UNIT_CHECK(tested >= 20, "%d of 30 self-comparisons have a unique diagonal of ones", tested);
 	UNIT_CHECK(ok_plain, "self: LSS = LSA = LGS = 1");
 	UNIT_CHECK(ok_relax, "self: every relaxation gives (w + (1-w) c)^n_rel");
-	UNIT_CHECK(ok_cons, "self: consolidation (min(n, 32) - 1) / 32");
+	UNIT_CHECK(ok_cons, "self: consolidation min(n, 32) / 32, count (min(n, 32) - 1) / 32");
 	UNIT_CHECK(ok_turn, "a copy turned 90 degrees and moved scores as itself, every method (worst %.2g)",
 			   worst_turn);
 }
