@@ -65,8 +65,8 @@ call_workspace(FunctionCallInfo fcinfo)
 {
 	if (fcinfo->flinfo->fn_extra == NULL)
 	{
-		mcc_match_work *w = MemoryContextAllocHuge(fcinfo->flinfo->fn_mcxt,
-												   mcc_match_work_size());
+		mcc_match_work *w = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt,
+											   mcc_match_work_size());
 
 		mcc_match_work_init(w);
 		fcinfo->flinfo->fn_extra = w;
