@@ -206,6 +206,7 @@ COMMENT ON OPERATOR <=> (mcc_template, mcc_template) IS
 -- ===========================================================================
 -- Alignment (src/align_sql.c): parametric chamfer alignment of point sets
 -- (paper 004) and of a probe's minutiae onto a candidate's
+-- ====================================================================
 -- ===========================================================================
 
 -- IMMUTABLE: the result depends on the arguments only (mcc.align_threads
@@ -238,6 +239,17 @@ CREATE FUNCTION mcc_align(probe mcc_template, candidate mcc_template,
 
 COMMENT ON FUNCTION mcc_align(mcc_template, mcc_template, text, boolean, float8) IS
 	'Alignment of the probe''s minutiae onto the candidate''s (pixels): transform parameters, RMS residual truncated at max_distance, the probe minutiae mapped (x, y, theta rows) and how many land within max_distance of a candidate minutia';
+=======
+-- 1:1 comparison with a matching method (src/score.c, src/core/mcc_match.h;
+-- docs/accuracy.md compares the methods)
+-- ===========================================================================
+
+CREATE FUNCTION mcc_score(a mcc_template, b mcc_template, method text) RETURNS real
+	AS 'MODULE_PATHNAME', 'mcc_score_method'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION mcc_score(mcc_template, mcc_template, text) IS
+	'Similarity of two templates in [0, 1] by a method: lss, lss-r, lss-dtr, lsa, lsa-r, lsa-dtr, lgs, lgs-r, lgs-dtr, consolidation (a is the probe)';
 
 -- ===========================================================================
 -- Elastic image matching (paper 003; src/dp2d_sql.c): images are bytea
