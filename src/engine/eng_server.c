@@ -52,6 +52,8 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 		return false;
 	/* the only place CUDA is initialized; no GPU means the CPU threads */
 	s->gpu = eng_gpu_start(s->cfg.gpu, s->cfg.gpu_memory_limit, s->cfg.gpu_partitions);
+	/* image jobs use the same devices, with contexts of their own */
+	s->img_gpu = eng_img_gpu_start(s->gpu);
 	return true;
 }
 
@@ -66,6 +68,9 @@ eng_server_destroy(eng_server *s)
 	free(s->conns);
 	s->conns = NULL;
 	eng_gallery_free_all(s);
+	eng_image_free_all(s);
+	eng_img_gpu_stop(s->img_gpu);
+	s->img_gpu = NULL;
 	/* after the caches: each closed its GPU context */
 	eng_gpu_stop(s->gpu);
 	s->gpu = NULL;
@@ -83,7 +88,10 @@ eng_server_step(eng_server *s)
 	{
 		eng_job    *next = job->next;
 
-		eng_gallery_job_done(s, job);
+		if (job->tag == ENG_JOB_IMAGE)
+			eng_image_job_done(s, job);
+		else
+			eng_gallery_job_done(s, job);
 		job = next;
 	}
 	/* deadlines, and anything that became possible */
@@ -117,6 +125,7 @@ eng_server_fail_all(eng_server *s, const char *why)
 				atomic_store(&r->cancelled, 1);
 			}
 	}
+	eng_image_fail_all(s, why);
 	for (uint32_t i = 0; i < s->n_conns; i++)
 	{
 		eng_conn   *c = s->conns[i];
