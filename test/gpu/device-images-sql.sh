@@ -26,7 +26,12 @@
 #
 # Exit status 1 if a check failed. The server log and psql output are in
 # $OUT/logs.tgz; $OUT/summary.txt holds the checks and the timing table.
+#
+# Off the device (a dry run of the checks): KIT=none uses the server that
+# PGHOST/PGPORT name (mcc installed and preloaded, run as its superuser),
+# and DEVICE=engine compares the engine's CPU threads instead of its GPU.
 set -u
+device=${DEVICE:-gpu}
 reps=${1:-3}
 out=${OUT:-build/device-images}
 mkdir -p "$out"
@@ -62,41 +67,46 @@ if [ -z "$kit" ]; then
 	step "SKIP: no device kit (run ../shared/device/make-kit.sh and carry .device-kit)"
 	exit 1
 fi
-# shellcheck source=/dev/null
-source "$kit/on-device.sh" || exit 1
-pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
-make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
-	{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
-native="$PGKIT_HOME/package/native"
-say "   mcc.so links CUDA: $(ldd "$native/lib/postgresql/mcc.so" | grep -ci cuda) libraries," \
-	"$(nm -D "$native/lib/postgresql/mcc.so" | grep -ci cuda) symbols (both must be 0);" \
-	"mcc_engine: $(nm "$native/lib/postgresql/mcc_engine" 2>/dev/null | grep -c 'mcc_sad_gpu_search\|mcc_dp2d_gpu_run\|mcc_chamfer_gpu_align_ref') of 3 GPU entry points"
-cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
-shared_preload_libraries = 'mcc'
-max_connections = 40
-fsync = off
-mcc.worker_threads = 0
-EOF
-pgkit_down >/dev/null 2>&1
-preload=
-if nm -D "$native/lib/postgresql/mcc.so" | grep -q " U heap_datum_check" &&
-	! nm -D "$native/bin/postgres" | grep -q " T heap_datum_check"; then
-	# the kit's 15.18 server lacks a symbol its 15.20 headers inline (device-e2e.sh)
-	printf 'void heap_datum_check(void *t, void *d) { (void) t; (void) d; }\n' >/tmp/pgkit-shim.c
-	gcc -shared -fPIC -o /tmp/pgkit-shim.so /tmp/pgkit-shim.c && chmod 755 /tmp/pgkit-shim.so &&
-		preload=LD_PRELOAD=/tmp/pgkit-shim.so
-fi
-runuser -u pgkit -- env $preload "$native/bin/pg_ctl" -D "$PGKIT_DATA" \
-	-o "-p 55432 -k /tmp -c listen_addresses=''" -l /tmp/pgkit.log -w start >/dev/null ||
-	{ tail -30 /tmp/pgkit.log; exit 1; }
 psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@" postgres; }
+if [ "$kit" = none ]; then
+	say "   the running server at ${PGHOST:-}:${PGPORT:-} (KIT=none), mcc.image_device = $device"
+	pgkit_down() { :; }
+else
+	# shellcheck source=/dev/null
+	source "$kit/on-device.sh" || exit 1
+	pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
+	make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
+		{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
+	native="$PGKIT_HOME/package/native"
+	say "   mcc.so links CUDA: $(ldd "$native/lib/postgresql/mcc.so" | grep -ci cuda) libraries," \
+		"$(nm -D "$native/lib/postgresql/mcc.so" | grep -ci cuda) symbols (both must be 0);" \
+		"mcc_engine: $(nm "$native/lib/postgresql/mcc_engine" 2>/dev/null | grep -c 'mcc_sad_gpu_search\|mcc_dp2d_gpu_run\|mcc_chamfer_gpu_align_ref') of 3 GPU entry points"
+	cat >>"$PGKIT_DATA/postgresql.conf" <<-EOF
+	shared_preload_libraries = 'mcc'
+	max_connections = 40
+	fsync = off
+	mcc.worker_threads = 0
+	EOF
+	pgkit_down >/dev/null 2>&1
+	preload=
+	if nm -D "$native/lib/postgresql/mcc.so" | grep -q " U heap_datum_check" &&
+		! nm -D "$native/bin/postgres" | grep -q " T heap_datum_check"; then
+		# the kit's 15.18 server lacks a symbol its 15.20 headers inline (device-e2e.sh)
+		printf 'void heap_datum_check(void *t, void *d) { (void) t; (void) d; }\n' >/tmp/pgkit-shim.c
+		gcc -shared -fPIC -o /tmp/pgkit-shim.so /tmp/pgkit-shim.c && chmod 755 /tmp/pgkit-shim.so &&
+			preload=LD_PRELOAD=/tmp/pgkit-shim.so
+	fi
+	runuser -u pgkit -- env $preload "$native/bin/pg_ctl" -D "$PGKIT_DATA" \
+		-o "-p 55432 -k /tmp -c listen_addresses=''" -l /tmp/pgkit.log -w start >/dev/null ||
+		{ tail -30 /tmp/pgkit.log; exit 1; }
+fi
 psql_ -c "CREATE EXTENSION IF NOT EXISTS mcc" || { tail -30 /tmp/pgkit.log; exit 1; }
 for i in $(seq 1 120); do
 	psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready && break
 	sleep 0.5
 done
 say "   service: $(psql_ -tAc "SELECT state || ', engine pid ' || engine_pid FROM mcc_service_status()")"
-grep -E "mcc_engine.*(GPU|listening)" /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
+grep -E "mcc_engine.*(GPU|listening)" /tmp/pgkit.log 2>/dev/null | sed 's/^/   /' | tee -a "$out/summary.txt"
 
 # --- data ------------------------------------------------------------------------
 step "data"
@@ -167,15 +177,17 @@ step "GPU == CPU"
 # Run $2 as CREATE TABLE $1_<device> for both devices; the GPU run must say a GPU ran it.
 both() {
 	local name=$1 q=$2 dev log
-	for dev in gpu cpu; do
+	for dev in "$device" cpu; do
 		log="$out/q-$name-$dev.log"
+		[ "$dev" = cpu ] && tab=${name}_cpu || tab=${name}_gpu
 		psql_ -c "SET mcc.image_device = $dev; SET client_min_messages = debug1;
 			SET mcc.image_threads = $jobs; SET mcc.dp2d_threads = $jobs; SET mcc.align_threads = $jobs;
-			CREATE TABLE ${name}_$dev AS $q" >"$log" 2>&1 || { say "   $name on $dev failed: $(grep ERROR "$log" | head -1)"; status=1; return 1; }
+			CREATE TABLE $tab AS $q" >"$log" 2>&1 || { say "   $name on $dev failed: $(grep ERROR "$log" | head -1)"; status=1; return 1; }
 	done
-	if ! grep -q "ran in the matcher engine on" "$out/q-$name-gpu.log" ||
-		grep "ran in the matcher engine on" "$out/q-$name-gpu.log" | grep -q " on cpu$"; then
-		say "   $name: the GPU did not run it: $(grep -E 'DEBUG|ERROR' "$out/q-$name-gpu.log" | head -2)"
+	log="$out/q-$name-$device.log"
+	if ! grep -q "ran in the matcher engine on" "$log" ||
+		{ [ "$device" = gpu ] && grep "ran in the matcher engine on" "$log" | grep -q " on cpu$"; }; then
+		say "   $name: the engine's $device did not run it: $(grep -E 'DEBUG|ERROR' "$log" | head -2)"
 		status=1
 		return 1
 	fi
@@ -239,14 +251,14 @@ table="| statement | GPU (engine) ms | CPU (backend, $jobs threads) ms | CPU / G
 median() { sort -n | awk '{a[NR]=$1} END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 timing() {
 	local what=$1 q=$2 dev ms g c
-	for dev in gpu cpu; do
+	for dev in "$device" cpu; do
 		ms=$(psql_ -tA <<EOF 2>>"$out/timing.log" | tail -n +2 | median
 SET mcc.image_device = $dev; SET mcc.image_threads = $jobs; SET mcc.dp2d_threads = $jobs;
 SET mcc.align_threads = $jobs;
 SELECT timed(\$q\$$q\$q\$) FROM generate_series(0, $reps);
 EOF
 )
-		[ "$dev" = gpu ] && g=$ms || c=$ms
+		[ "$dev" = cpu ] && c=$ms || g=$ms
 	done
 	table="$table\n| $what | $g | $c | $(awk "BEGIN { if ($g > 0) printf \"%.1fx\", $c / $g }") |"
 	echo "   $what: GPU $g ms, CPU $c ms" >>"$out/timing.log"
@@ -261,8 +273,8 @@ timing "mcc_align, 20 mated pairs" \
 	"SELECT a.* FROM tpl p JOIN tpl c USING (finger), LATERAL mcc_align(p.template, c.template) a
 	 WHERE p.impression = 1 AND c.impression = 0"
 echo -e "$table" | sed 's/^/   /' | tee -a "$out/summary.txt"
-say "   (Test 3 checked: $(psql_ -tAc "SET mcc.image_device = gpu; SELECT x || ',' || y || ',' || sad FROM t3, mcc_sad_locate(t, p)" | tail -1), expected 1234,987,0)"
-grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log | head -5 | tee -a "$out/summary.txt"
+say "   (Test 3 checked: $(psql_ -tAc "SET mcc.image_device = $device; SELECT x || ',' || y || ',' || sad FROM t3, mcc_sad_locate(t, p)" | tail -1), expected 1234,987,0)"
+grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log 2>/dev/null | head -5 | tee -a "$out/summary.txt"
 pgkit_down >/dev/null 2>&1
 say "exit $status"
 exit $status
