@@ -26,7 +26,7 @@ REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src -MMD -MP
 PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off
-SHLIB_LINK = -lm -lpthread
+SHLIB_LINK = -lpng -lm -lpthread
 
 EXTRA_CLEAN = build $(OBJS:.o=.d) results regression.diffs regression.out tmp_check log
 
@@ -46,12 +46,13 @@ include $(PGXS)
 # the matcher service's code path, never with -lcuda (see docs/architecture.md).
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 CU_SRCS = $(sort $(wildcard kernels/*.cu))
+include kernels/chamfer.mk
 
 # ---------------------------------------------------------------------------
 # src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.
 CORE_CC ?= gcc
 CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core
-CORE_LIBS = -lm -lpthread
+CORE_LIBS = -lpng -lm -lpthread
 BUILD = build
 CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
 
@@ -78,8 +79,18 @@ $(BUILD)/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard src/co
 $(BUILD)/libmccengine.a: $(ENGINE_LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
+# With nvcc the engine gets the GPU path (src/engine/eng_gpu.c built with
+# MCC_ENGINE_GPU, kernels/ as build/libmccgpu.a, cudart_static: no -lcuda,
+# the driver is opened at run time); without it, exactly the CPU engine.
+# Only this program touches CUDA: mcc.so never links any of it.
+ifneq ($(strip $(NVCC)),)
+$(BUILD)/mcc_engine: $(BUILD)/engine/eng_main.o $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
+		$(BUILD)/libmcccore.a
+	$(CORE_CC) $(ENGINE_CFLAGS) $^ $(GPU_LINK) -o $@
+else
 $(BUILD)/mcc_engine: $(BUILD)/engine/eng_main.o $(BUILD)/libmccengine.a $(BUILD)/libmcccore.a
 	$(CORE_CC) $(ENGINE_CFLAGS) $^ $(CORE_LIBS) -o $@
+endif
 
 .PHONY: engine install-engine uninstall-engine
 engine: $(BUILD)/mcc_engine
@@ -142,14 +153,14 @@ FUZZ_BINS = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Isrc/core $< $(CORE_SRCS) -lm -lpthread -o $@
+		-Isrc/core $< $(CORE_SRCS) $(CORE_LIBS) -o $@
 
 # the engine's harnesses also build its sources (all but main)
 ENGINE_LIB_SRCS = $(filter-out src/engine/eng_main.c,$(ENGINE_SRCS))
 $(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(wildcard src/core/*.h src/engine/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) -lm -lpthread -o $@
+		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_LIBS) -o $@
 
 fuzz: $(FUZZ_BINS)
 	@status=0; for f in $(FUZZ_BINS); do \
@@ -177,7 +188,15 @@ demo:
 	scripts/demo.sh
 
 # ---------------------------------------------------------------------------
-# The CUDA engine (kernels/gpu.mk): build/libmccgpu.a, make gpu-check,
+# The CUDA engine (kernels/gpu.mk): build/libmccgpu.a, the matcher engine's
+# GPU path (build/libmccengine-gpu.a), make gpu-check (the whole GPU suite),
 # make bench-gpu. Without nvcc those targets say so and succeed; nothing of
-# it is part of mcc.so yet (the matcher service links it: docs/gpu-notes.md).
+# it is ever part of mcc.so (only build/mcc_engine links it).
 include kernels/gpu.mk
+
+# Elastic matching on the GPU (paper 003): make gpu-check-dp2d, make bench-dp2d.
+include kernels/dp2d.mk
+# ---------------------------------------------------------------------------
+# The GPU SAD search (kernels/sad.mk): make gpu-check-sad, make bench-sad.
+# Without nvcc or a GPU they say so and succeed.
+include kernels/sad.mk

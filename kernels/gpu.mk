@@ -5,7 +5,11 @@
 #
 #   build/libmccgpu.a    kernels/*.cu, position independent, no -lcuda: link
 #                        it with $(GPU_LINK) (cudart_static)
-#   make gpu-check       CPU reference == GPU, every score (skips without GPU)
+#   build/libmccengine-gpu.a   the matcher engine (src/engine/, all but main)
+#                        with its GPU path (MCC_ENGINE_GPU); build/gpu/mcc_engine
+#   make gpu-check       the whole GPU suite: CPU reference == GPU, every score,
+#                        then the engine's tests on the GPU path (each skips,
+#                        saying so, without a GPU)
 #   make bench-gpu       throughput; BENCH_GPU_ARGS, e.g. --max 250000 --out DIR
 #
 # Without nvcc both targets say so and succeed.
@@ -17,13 +21,15 @@ GPU_CC ?= gcc
 GPU_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -D_DEFAULT_SOURCE -Isrc/core -Ikernels
 BENCH_GPU_ARGS ?=
+# src/core reads PNG with libpng where png.h exists (src/core/mcc_image_png.c)
+MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 
 ifneq ($(strip $(NVCC)),)
 CUDA_HOME ?= $(abspath $(dir $(realpath $(NVCC)))..)
 # sm_90 machine code plus PTX for later GPUs; no fast math: scores are exact
 NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC -lineinfo -Isrc/core -Ikernels
-GPU_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
+GPU_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm $(MCC_PNG_LIB)
 
 GPU_OBJS = $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
 GPU_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/gpu/core/%.o,$(sort $(wildcard src/core/*.c)))
@@ -48,15 +54,59 @@ $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_bench: $(BUILD)/gpu/%: $(BUILD)/gpu/%.o 
 		$(BUILD)/libmccgpu.a $(GPU_CORE_OBJS)
 	$(GPU_CC) -o $@ $^ $(GPU_LINK)
 
+# The matcher engine with its GPU path, and its tests linked against it.
+GPU_ENGINE_CFLAGS = $(GPU_CFLAGS) -D_GNU_SOURCE -Isrc/engine -DMCC_ENGINE_GPU
+GPU_ENGINE_SRCS = $(filter-out src/engine/eng_main.c,$(sort $(wildcard src/engine/*.c)))
+GPU_ENGINE_OBJS = $(patsubst src/engine/%.c,$(BUILD)/gpu/engine/%.o,$(GPU_ENGINE_SRCS))
+GPU_ENGINE_TESTS = $(BUILD)/gpu/test_engine_gpu $(BUILD)/gpu/test_engine_server $(BUILD)/gpu/test_engine_e2e
+
+$(BUILD)/gpu/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard kernels/*.h) $(wildcard src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -c $< -o $@
+
+$(BUILD)/libmccengine-gpu.a: $(GPU_ENGINE_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/gpu/mcc_engine: $(BUILD)/gpu/engine/eng_main.o $(BUILD)/libmccengine-gpu.a \
+		$(BUILD)/libmccgpu.a $(GPU_CORE_OBJS)
+	$(GPU_CC) -o $@ $^ $(GPU_LINK)
+
+# test/bench/engine_bench.c (its --gpu picks the path; MCC_ENGINE=build/gpu/mcc_engine)
+$(BUILD)/gpu/engine_bench: test/bench/engine_bench.c $(wildcard test/unit/engine_*.h) \
+		$(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS) $(BUILD)/gpu/mcc_engine
+	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
+		$(GPU_CORE_OBJS) $(GPU_LINK) -o $@
+
+$(BUILD)/gpu/test_engine_%: test/unit/test_engine_%.c test/unit/unit.h $(wildcard test/unit/engine_*.h) \
+		$(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS) $(BUILD)/gpu/mcc_engine
+	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
+		$(GPU_CORE_OBJS) $(GPU_LINK) -o $@
+
 .PHONY: gpu-lib gpu-check bench-gpu gpu-sass
 gpu-lib: $(BUILD)/libmccgpu.a
 
-# A second run hides every device: the probe must fail cleanly.
-gpu-check: $(BUILD)/gpu/gpu_check
-	@echo "# gpu-check: no visible device"
-	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/gpu_check --no-device
-	@echo "# gpu-check: devices"
-	$(BUILD)/gpu/gpu_check
+# The library's checks, then the engine's: first with every device hidden
+# (the probe fails cleanly, the engine serves on the CPU), then on the GPU:
+# GPU-specific engine checks (every score, incremental == reload, ties,
+# fallbacks; the sticky error last), the whole in-process engine suite with
+# each pass on the GPU (one partition, then three), and the engine program.
+# Every step runs even if one before it failed; the target fails if any did.
+gpu-check: $(BUILD)/gpu/gpu_check $(GPU_ENGINE_TESTS)
+	@status=0; \
+	echo "# gpu-check: no visible device"; \
+	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/gpu_check --no-device || status=1; \
+	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/test_engine_gpu --no-device || status=1; \
+	echo "# gpu-check: devices"; \
+	$(BUILD)/gpu/gpu_check || status=1; \
+	echo "# gpu-check: engine, GPU path"; \
+	$(BUILD)/gpu/test_engine_gpu || status=1; \
+	echo "# gpu-check: engine suite, every pass on the GPU"; \
+	$(BUILD)/gpu/test_engine_server --gpu 0 || status=1; \
+	echo "# gpu-check: engine suite, every pass on the GPU, 3 partitions"; \
+	$(BUILD)/gpu/test_engine_server --gpu 3 || status=1; \
+	echo "# gpu-check: engine program with --gpu on"; \
+	MCC_ENGINE=$(BUILD)/gpu/mcc_engine $(BUILD)/gpu/test_engine_e2e --gpu || status=1; \
+	exit $$status
 
 bench-gpu: $(BUILD)/gpu/gpu_bench
 	$(BUILD)/gpu/gpu_bench $(BENCH_GPU_ARGS)

@@ -20,7 +20,15 @@ missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# The server must be at least as new as the headers the module is built
+# with: minor releases may add functions that header inlines call (15.20's
+# heap_getattr calls heap_datum_check, absent from 15.18 servers).
+version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null; }
+if [ ${#missing[@]} -eq 0 ] && [ "$(version postgresql-15)" = "$(version postgresql-server-dev-15)" ] \
+	&& [ "$(version postgresql-client-15)" = "$(version postgresql-server-dev-15)" ]; then
+	exit 0
+fi
+missing+=(postgresql-15 postgresql-client-15 postgresql-server-dev-15)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "install-deps: missing packages: ${missing[*]} (run as root to install them)" >&2

@@ -49,14 +49,16 @@ if [ "$(id -u)" = 0 ] && [ -z "${MCC_AS_USER:-}" ]; then
 		# stay the one under test until the run ends
 		flock 9
 		if needs_server; then
-			make -s -C "$here" >/dev/null && make -s -C "$here" install >/dev/null || {
+			make -s -C "$here" >/dev/null 9>&- && make -s -C "$here" install >/dev/null 9>&- || {
 				echo "run-tests: build or install failed"; make -C "$here" 2>&1 | tail -30
 				echo "0 passed, 1 failed"; exit 1; }
 		fi
+		# fd 9 (the lock) is not inherited: a server a test leaves behind
+		# must not keep every later run waiting
 		runuser -u mcctest -- env MCC_AS_USER=1 PATH="$PATH" \
 			MCC_SHARED_DATA="${MCC_SHARED_DATA:-}" FUZZ_SECONDS="${FUZZ_SECONDS:-20}" \
 			MCC_TEST_LOGS="$work/build/test-logs" \
-			bash "$work/scripts/run-tests.sh" "${stages[@]}"
+			bash "$work/scripts/run-tests.sh" "${stages[@]}" 9>&-
 	) 9>/tmp/mcc-install.lock
 	rc=$?
 	mkdir -p "$log_dir" && cp -r "$work/build/test-logs/." "$log_dir/" 2>/dev/null

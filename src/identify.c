@@ -23,6 +23,7 @@
  */
 #include "mcc_pg.h"
 #include "gallery.h"
+#include "service.h"
 
 #include <math.h>
 
@@ -304,6 +305,8 @@ mcc_identify(PG_FUNCTION_ARGS)
 	st.profile = mcc_probe_profile(st.probe);
 	mcc_gallery_resolve(PG_GETARG_OID(0), name_arg(fcinfo, 4), name_arg(fcinfo, 5), &gallery);
 	st.gallery = &gallery;
+	if (mcc_service_identify(fcinfo, &gallery, MCC_GETARG_TEMPLATE(1), st.k, st.min_score))
+		return (Datum) 0;		/* answered by the matcher service (src/service_identify.c) */
 
 	st.call_cxt = CurrentMemoryContext;
 	st.batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "identify batch",

@@ -7,6 +7,7 @@
  * GUCs. It never touches CUDA (docs/architecture.md).
  */
 #include "mcc_pg.h"
+#include "service.h"
 
 #include "utils/guc.h"
 
@@ -45,6 +46,10 @@ void
 _PG_init(void)
 {
 	mcc_lss_init();
+	mcc_image_init();			/* image search settings: src/image_io.c */
 	mcc_define_gucs();
+	mcc_align_define_gucs();
+	mcc_dp2d_sql_init();
+	mcc_service_init();			/* matcher service: src/service_guc.c */
 	MarkGUCPrefixReserved("mcc");
 }

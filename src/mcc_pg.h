@@ -9,6 +9,8 @@
 
 #include "postgres.h"
 #include "fmgr.h"
+#include "access/htup.h"
+#include "access/tupdesc.h"
 
 #include "mcc_error.h"
 #include "mcc_minutiae.h"
@@ -20,6 +22,9 @@ extern double mcc_match_threshold;
 
 /* Detoasted template argument n (never a short-header or toasted pointer). */
 #define MCC_GETARG_TEMPLATE(n) ((struct varlena *) PG_DETOAST_DATUM(PG_GETARG_DATUM(n)))
+
+/* Define the GUCs of elastic image matching (src/dp2d_sql.c). */
+extern void mcc_dp2d_sql_init(void);
 
 /* Raise err as an ERROR with the SQLSTATE of its status (src/pg_error.c). */
 extern void mcc_pg_raise(const mcc_error *err) pg_attribute_noreturn();
@@ -33,6 +38,14 @@ extern void mcc_pg_open(const struct varlena *t, mcc_template_view *v);
 /* Build a palloc'd template from minutiae with profile p; raises on bad input. */
 extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p);
 
+/*
+ * Attribute attnum of a heap tuple. heap_getattr() is avoided on purpose:
+ * since 15.20 that header inline calls heap_datum_check(), which 15.18 and
+ * older servers do not export, so a module using it fails to load there.
+ */
+extern Datum mcc_pg_tuple_attr(HeapTuple tup, TupleDesc desc, AttrNumber attnum,
+							   bool *isnull);
+
 /* Profile by SQL name; raises 22023 naming the known profiles if unknown. */
 extern const mcc_profile *mcc_pg_profile(const char *name);
 
@@ -41,5 +54,11 @@ extern struct varlena *mcc_pg_template_from_json(const char *text, size_t len);
 
 /* The canonical JSON text form of a stored template, palloc'd (src/template_io.c). */
 extern char *mcc_pg_template_to_json(const struct varlena *t);
+
+/* Define the alignment GUCs mcc.align_* (src/align_sql.c); called from _PG_init. */
+extern void mcc_align_define_gucs(void);
+
+/* Define the image settings (mcc.image_threads); once, from _PG_init (src/image_io.c). */
+extern void mcc_image_init(void);
 
 #endif							/* MCC_PG_H */

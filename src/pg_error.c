@@ -4,6 +4,7 @@
  */
 #include "mcc_pg.h"
 
+#include "access/htup_details.h"
 #include "utils/builtins.h"
 
 /* SQLSTATE for a core status (table in docs/architecture.md). */
@@ -86,4 +87,31 @@ mcc_pg_profile(const char *name)
 				 errmsg("unknown MCC profile \"%s\"", name),
 				 errhint("Known profiles are \"gpu2015\" and \"tpami2010\".")));
 	return p;
+}
+
+/* One attribute of a heap tuple, by deforming the tuple (see mcc_pg.h). */
+Datum
+mcc_pg_tuple_attr(HeapTuple tup, TupleDesc desc, AttrNumber attnum, bool *isnull)
+{
+	Datum		stack_values[32];
+	bool		stack_nulls[32];
+	Datum	   *values = stack_values;
+	bool	   *nulls = stack_nulls;
+	Datum		result;
+
+	Assert(attnum > 0 && attnum <= desc->natts);
+	if (desc->natts > lengthof(stack_values))
+	{
+		values = palloc(desc->natts * sizeof(Datum));
+		nulls = palloc(desc->natts * sizeof(bool));
+	}
+	heap_deform_tuple(tup, desc, values, nulls);
+	result = values[attnum - 1];
+	*isnull = nulls[attnum - 1];
+	if (values != stack_values)
+	{
+		pfree(values);
+		pfree(nulls);
+	}
+	return result;
 }

@@ -1,12 +1,17 @@
 /*
  * score.c: 1:1 comparison of two templates: mcc_score() (LSS, paper 000),
- * the threshold operator % and the distance operator <=>.
+ * mcc_score(a, b, method) (every method of mcc_match.h), the threshold
+ * operator % and the distance operator <=>.
  */
 #include "mcc_pg.h"
 
+#include "utils/builtins.h"
+
 #include "mcc_lss.h"
+#include "mcc_match.h"
 
 PG_FUNCTION_INFO_V1(mcc_score);
+PG_FUNCTION_INFO_V1(mcc_score_method);
 PG_FUNCTION_INFO_V1(mcc_matches);
 PG_FUNCTION_INFO_V1(mcc_distance);
 
@@ -48,4 +53,52 @@ Datum
 mcc_distance(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_FLOAT4(1.0f - score_args(fcinfo));
+}
+
+/*
+ * The matching workspace of a call site: about 2 MB, allocated once in the
+ * function's memory context and kept in fn_extra, so that a query scoring
+ * many rows does not allocate per row.
+ */
+static mcc_match_work *
+call_workspace(FunctionCallInfo fcinfo)
+{
+	if (fcinfo->flinfo->fn_extra == NULL)
+	{
+		mcc_match_work *w = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt,
+											   mcc_match_work_size());
+
+		mcc_match_work_init(w);
+		fcinfo->flinfo->fn_extra = w;
+	}
+	return (mcc_match_work *) fcinfo->flinfo->fn_extra;
+}
+
+/*
+ * mcc_score(a, b, method): the score of a method of mcc_match.h in [0, 1];
+ * 'lss' is mcc_score(a, b). a is the probe (it matters for
+ * 'consolidation', the one asymmetric method). An unknown method raises
+ * 22023 with the list of known ones.
+ */
+Datum
+mcc_score_method(PG_FUNCTION_ARGS)
+{
+	text	   *name = PG_GETARG_TEXT_PP(2);
+	int			method = mcc_method_parse(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+	mcc_template_view a;
+	mcc_template_view b;
+	mcc_error	err;
+	float		score;
+
+	if (method < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown matching method \"%s\"", text_to_cstring(name)),
+				 errhint("Known methods are %s.", mcc_method_list())));
+	mcc_pg_open(MCC_GETARG_TEMPLATE(0), &a);
+	mcc_pg_open(MCC_GETARG_TEMPLATE(1), &b);
+	if (mcc_match_pair(call_workspace(fcinfo), &a, &b, (mcc_method) method, NULL,
+					   &score, &err) != MCC_OK)
+		mcc_pg_raise(&err);
+	PG_RETURN_FLOAT4(score);
 }

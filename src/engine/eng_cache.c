@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_gpu.h"
 #include "eng_soa.h"
 #include "mcc_hash.h"
 #include "mcc_proto.h"
@@ -156,9 +157,11 @@ eng_cache_free(eng_cache *c)
 	if (c == NULL)
 		return;
 	eng_budget_release(c->budget, c->bytes);
+	eng_gpu_mirror_free(c->gpu);
 	mcc_soa_free(&c->soa);
 	free(c->entries);
 	free(c->slots);
+	free(c->purge_log);
 	free(c);
 }
 
@@ -411,6 +414,28 @@ eng_cache_delete(eng_cache *c, int64_t key, uint64_t hash, uint64_t xid)
 	return other;
 }
 
+/* Remember a purge for the GPU mirror (at most one per entry: bounded). */
+static void
+log_purge(eng_cache *c, uint32_t idx)
+{
+	if (c->purge_log_lost)
+		return;
+	if (c->n_purge_log == c->cap_purge_log)
+	{
+		uint32_t	cap = c->cap_purge_log ? c->cap_purge_log * 2 : 64;
+		uint32_t   *p = realloc(c->purge_log, (size_t) cap * sizeof(uint32_t));
+
+		if (p == NULL)
+		{
+			c->purge_log_lost = true;
+			return;
+		}
+		c->purge_log = p;
+		c->cap_purge_log = cap;
+	}
+	c->purge_log[c->n_purge_log++] = idx;
+}
+
 void
 eng_cache_purge(eng_cache *c, uint32_t idx)
 {
@@ -422,6 +447,7 @@ eng_cache_purge(eng_cache *c, uint32_t idx)
 		c->n_unsettled--;
 	e->flags |= ENG_E_PURGED;
 	c->n_purged++;
+	log_purge(c, idx);
 }
 
 /* State of xid in a sorted list, or 0 if absent. */

@@ -24,6 +24,8 @@
 
 #define ENG_NONE	UINT32_MAX
 
+struct eng_gpu_mirror;
+
 /* Memory charged by every cache against --memory-limit (0: no limit). */
 typedef struct eng_budget
 {
@@ -71,6 +73,16 @@ typedef struct eng_cache
 	uint64_t	bytes;			/* what this cache holds (charged if budget) */
 	eng_budget *budget;			/* NULL: not charged */
 	int			pins;			/* scans and compactions reading it */
+
+	/*
+	 * Entries purged, in order (the GPU mirror sends them as tombstones);
+	 * purge_log_lost: a purge could not be logged, the mirror must reload.
+	 */
+	uint32_t   *purge_log;
+	uint32_t	n_purge_log;
+	uint32_t	cap_purge_log;
+	bool		purge_log_lost;
+	struct eng_gpu_mirror *gpu; /* its copy on the GPU, or NULL (eng_gpu.h) */
 } eng_cache;
 
 /* Bytes of a cache with these capacities. */
@@ -117,7 +129,7 @@ mcc_status	eng_cache_insert(eng_cache *c, int64_t key, uint64_t xid,
  */
 uint32_t	eng_cache_delete(eng_cache *c, int64_t key, uint64_t hash, uint64_t xid);
 
-/* Make entry idx a tombstone. */
+/* Make entry idx a tombstone (and log it for the GPU mirror). */
 void		eng_cache_purge(eng_cache *c, uint32_t idx);
 
 /* First live entry with this key, or ENG_NONE; then eng_cache_next_key. */

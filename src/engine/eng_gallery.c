@@ -114,8 +114,14 @@ eng_request_free(eng_request *r)
 	if (r == NULL)
 		return;
 	for (uint32_t i = 0; i < r->n_probes; i++)
+	{
 		free(r->probes[i]);
+		if (r->tpls)
+			free(r->tpls[i]);
+	}
 	free(r->probes);
+	free(r->tpls);
+	free(r->tpl_lens);
 	free(r);
 }
 
@@ -517,6 +523,33 @@ collect_ready(eng_server *s, eng_gallery *g)
 	return ready;
 }
 
+/* Send the pass to the GPU if its cache has a mirror there (or may get one). */
+static void
+maybe_gpu(eng_server *s, eng_cache *c, eng_batch *b)
+{
+	if (!eng_gpu_wants(s->gpu, c))
+		return;
+	for (uint32_t i = 0; i < b->n_slots; i++)
+		if (b->slots[i].tpl == NULL || b->slots[i].k > ENG_GPU_MAX_K)
+			return;
+	if (eng_gpu_attach(s->gpu, c))
+		eng_batch_use_gpu(b, s->gpu);
+}
+
+/* Pin the cache and hand pass b (for the requests `ready`) to the pool. */
+static void
+run_pass(eng_server *s, eng_gallery *g, eng_batch *b, eng_request *ready)
+{
+	b->job.tag = JOB_BATCH;
+	b->owner = g;
+	g->running = b;
+	g->running_reqs = ready;
+	g->running_cache = g->cache;
+	g->cache->pins++;
+	s->jobs++;
+	eng_pool_submit(s->pool, &b->job);
+}
+
 /* Start one pass over the cache for the ready requests. */
 static void
 start_batch(eng_server *s, eng_gallery *g, eng_request *ready)
@@ -547,17 +580,33 @@ start_batch(eng_server *s, eng_gallery *g, eng_request *ready)
 	{
 		r->first_slot = slot;
 		for (uint32_t i = 0; i < r->n_probes; i++)
+		{
+			if (r->tpls)
+				eng_batch_set_template(b, slot, r->tpls[i], r->tpl_lens[i]);
 			eng_batch_set(b, slot++, r->probes[i], r->k, r->min_score, &r->cancelled);
+		}
 	}
-	b->job.tag = JOB_BATCH;
-	b->owner = g;
-	g->running = b;
-	g->running_reqs = ready;
-	g->running_cache = g->cache;
-	g->cache->pins++;
+	maybe_gpu(s, g->cache, b);
 	g->passes++;
-	s->jobs++;
-	eng_pool_submit(s->pool, &b->job);
+	run_pass(s, g, b, ready);
+}
+
+/* Start a pass that only brings the cache's GPU mirror up to date. */
+static void
+start_gpu_sync(eng_server *s, eng_gallery *g)
+{
+	eng_batch  *b = eng_batch_new(g->cache, 0, eng_pool_threads(s->pool));
+
+	if (b == NULL)
+		return;
+	maybe_gpu(s, g->cache, b);
+	if (b->gpu == NULL)
+	{
+		eng_batch_free(b);
+		return;
+	}
+	g->gpu_syncs++;
+	run_pass(s, g, b, NULL);
 }
 
 /* Write the RESULT of a request whose pass has finished. */
@@ -598,12 +647,66 @@ reply_result(eng_server *s, const eng_batch *b, const eng_request *r)
 	eng_frame_end(o, f);
 }
 
+/*
+ * A GPU pass that did not answer: say why, stop using the GPU as far as the
+ * failure requires, and make the batch a CPU pass. true: it was resubmitted.
+ */
+static bool
+gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
+{
+	eng_cache  *c = g->running_cache;
+	const char *why = b->gpu_err.message[0] ? b->gpu_err.message : "unknown error";
+	bool		live = false;
+
+	switch (b->gpu_outcome)
+	{
+		case ENG_GPU_RETRY_CPU:
+			/* a CUDA error is the GPU's; a probe the kernels refuse is the client's */
+			eng_log(b->gpu_err.status == MCC_ERR_INTERNAL ? ENG_LOG_WARNING : ENG_LOG_INFO,
+					"gallery %s: GPU search failed, this search runs on the CPU: %s",
+					gname(g), why);
+			break;
+		case ENG_GPU_CACHE_CPU:
+			eng_log(ENG_LOG_WARNING,
+					"gallery %s: GPU not used for this cache, searching on the CPU: %s%s%s",
+					gname(g), why, b->gpu_err.detail[0] ? ": " : "", b->gpu_err.detail);
+			eng_gpu_disable_cache(s->gpu, c);
+			break;
+		case ENG_GPU_PROCESS_CPU:
+			if (eng_gpu_disable_all(s->gpu))
+				eng_log(ENG_LOG_WARNING,
+						"GPU disabled for the rest of the process, searching on the CPU: %s", why);
+			/* every context closes now; a pass in flight elsewhere waits for it */
+			for (uint32_t i = 0; i < s->n_gal; i++)
+			{
+				if (s->gal[i]->cache)
+					eng_gpu_disable_cache(s->gpu, s->gal[i]->cache);
+				if (s->gal[i]->running_cache)
+					eng_gpu_disable_cache(s->gpu, s->gal[i]->running_cache);
+			}
+			break;
+		case ENG_GPU_DONE:
+			return false;
+	}
+	eng_batch_to_cpu(b);
+	for (uint32_t i = 0; i < b->n_slots; i++)
+		if (b->slots[i].cancel == NULL || !atomic_load(b->slots[i].cancel))
+			live = true;
+	if (!live)
+		return false;
+	s->jobs++;
+	eng_pool_submit(s->pool, &b->job);
+	return true;
+}
+
 /* A finished pass: reply to the requests still wanting it. */
 static void
 batch_done(eng_server *s, eng_batch *b)
 {
 	eng_gallery *g = b->owner;
 
+	if (b->gpu != NULL && b->gpu_outcome != ENG_GPU_DONE && gpu_fallback(s, g, b))
+		return;
 	eng_batch_finish(b);
 	while (g->running_reqs)
 	{
@@ -656,6 +759,9 @@ eng_gallery_advance(eng_server *s, eng_gallery *g)
 	ready = collect_ready(s, g);
 	if (ready)
 		start_batch(s, g, ready);
+	else if (g->running == NULL && g->compacting == NULL && g->cache != NULL &&
+			 eng_gpu_stale(s->gpu, g->cache))
+		start_gpu_sync(s, g);	/* upload after a load, appends after deltas */
 }
 
 /*

@@ -104,9 +104,11 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	req->conn_id = c->id;
 	req->request_id = h->request_id;
 	req->probes = calloc(n ? n : 1, sizeof(mcc_probe *));
-	if (req->probes == NULL)
+	req->tpls = calloc(n ? n : 1, sizeof(uint8_t *));
+	req->tpl_lens = calloc(n ? n : 1, sizeof(uint32_t));
+	if (req->probes == NULL || req->tpls == NULL || req->tpl_lens == NULL)
 	{
-		free(req);
+		eng_request_free(req);
 		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
 		return true;
 	}
@@ -117,12 +119,25 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		const uint8_t *p = eng_rd_bytes(r, &len);
 
 		req->probes[i] = make_probe(p, len, &err);
+		/* the GPU path reads the blob itself */
+		if (req->probes[i] != NULL && s->gpu != NULL &&
+			(req->tpls[i] = malloc(len ? len : 1)) == NULL)
+		{
+			free(req->probes[i]);
+			req->probes[i] = NULL;
+			mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
+		}
 		if (req->probes[i] == NULL)
 		{
 			eng_reply_error(c, h->request_id, MCC_PERR_DATA, err.status,
 							"probe %u: %s", i + 1, err.message);
 			eng_request_free(req);
 			return true;
+		}
+		if (req->tpls[i] != NULL)
+		{
+			memcpy(req->tpls[i], p, len);
+			req->tpl_lens[i] = len;
 		}
 		req->n_probes++;
 	}
@@ -394,11 +409,12 @@ h_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		const eng_gallery *g = s->gal[i];
 		const eng_cache *cc = g->cache;
 		char		device[32];
+		uint64_t	device_bytes = 0;
 
 		if (cc == NULL)
 			continue;
 		memset(device, 0, sizeof(device));
-		strcpy(device, "cpu");
+		eng_gpu_describe(s->gpu, cc, device, sizeof(device), &device_bytes);
 		eng_buf_gallery(o, &g->id);
 		eng_buf_u32(o, cc->profile->id);
 		eng_buf_u64(o, cc->applied_gen);
@@ -406,7 +422,7 @@ h_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		eng_buf_u64(o, eng_cache_searchable(cc));
 		eng_buf_u64(o, cc->soa.n_cyl);
 		eng_buf_u64(o, cc->bytes);
-		eng_buf_u64(o, 0);
+		eng_buf_u64(o, device_bytes);
 		eng_buf_i64(o, g->loaded_at);
 		eng_buf_f64(o, g->load_seconds);
 		eng_buf_u64(o, g->searches);

@@ -3,12 +3,15 @@
  *
  *   mcc_engine --socket PATH [--ready-fd N] [--parent-fd N] [--threads T]
  *              [--memory-limit BYTES] [--log-level L] [--delta-timeout MS]
- *              [--max-batch N]
+ *              [--max-batch N] [--gpu auto|off|on] [--gpu-memory-limit BYTES]
+ *              [--gpu-partitions N]
  *
  * Listens on a UNIX socket (mode 0600; a stale socket file is replaced),
  * writes "ready <incarnation>\n" to the ready fd, and serves until SIGTERM
  * or SIGINT, or until the parent fd (the supervisor's pipe) reaches EOF.
- * The supervisor forwards stderr, the log, to the PostgreSQL log.
+ * The supervisor forwards stderr, the log, to the PostgreSQL log. Built with
+ * nvcc, searches of gpu2015 galleries run on every visible GPU (eng_gpu.h)
+ * unless --gpu off; this process is the only one of mcc that touches CUDA.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +47,8 @@ usage(void)
 	fprintf(stderr,
 			"usage: mcc_engine --socket PATH [--ready-fd N] [--parent-fd N] [--threads T]\n"
 			"                  [--memory-limit BYTES] [--log-level error|warning|info|debug]\n"
-			"                  [--delta-timeout MS] [--max-batch N]\n");
+			"                  [--delta-timeout MS] [--max-batch N] [--gpu auto|off|on]\n"
+			"                  [--gpu-memory-limit BYTES] [--gpu-partitions N]\n");
 }
 
 /* Parse a non-negative integer with an optional k/M/G (1024-based) suffix. */
@@ -74,6 +78,21 @@ parse_size(const char *s, uint64_t *out)
 	if (v > UINT64_MAX / mult)
 		return false;
 	*out = (uint64_t) v * mult;
+	return true;
+}
+
+/* Parse --gpu's value. */
+static bool
+parse_gpu_mode(const char *s, eng_gpu_mode *out)
+{
+	if (strcmp(s, "auto") == 0)
+		*out = ENG_GPU_AUTO;
+	else if (strcmp(s, "off") == 0)
+		*out = ENG_GPU_OFF;
+	else if (strcmp(s, "on") == 0)
+		*out = ENG_GPU_ON;
+	else
+		return false;
 	return true;
 }
 
@@ -190,7 +209,7 @@ main(int argc, char **argv)
 	long		parent_fd = -1;
 	long		v;
 	eng_config	cfg = {.threads = 0, .memory_limit = 0, .delta_timeout_ms = 5000,
-	.max_batch = 64};
+	.max_batch = 64, .gpu = ENG_GPU_AUTO};
 	eng_server	s;
 	char		line[64];
 	int			rc;
@@ -217,6 +236,12 @@ main(int argc, char **argv)
 			ok = parse_int(val, 0, 3600 * 1000, &v) && ((cfg.delta_timeout_ms = (int) v), true);
 		else if (ok && strcmp(a, "--max-batch") == 0)
 			ok = parse_int(val, 1, 1 << 20, &v) && ((cfg.max_batch = (uint32_t) v), true);
+		else if (ok && strcmp(a, "--gpu") == 0)
+			ok = parse_gpu_mode(val, &cfg.gpu);
+		else if (ok && strcmp(a, "--gpu-memory-limit") == 0)
+			ok = parse_size(val, &cfg.gpu_memory_limit);
+		else if (ok && strcmp(a, "--gpu-partitions") == 0)
+			ok = parse_int(val, 0, 16, &v) && ((cfg.gpu_partitions = (int) v), true);
 		else
 			ok = false;
 		if (!ok)
@@ -257,9 +282,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 	eng_log(ENG_LOG_INFO,
-			"listening on \"%s\": %d threads, memory limit %llu bytes, kernel %s, incarnation %llu",
+			"listening on \"%s\": %d threads, memory limit %llu bytes, kernel %s, %s, incarnation %llu",
 			socket_path, cfg.threads, (unsigned long long) cfg.memory_limit,
-			mcc_soa_kernel_name(), (unsigned long long) s.incarnation);
+			mcc_soa_kernel_name(), s.gpu ? "GPU path on" : "CPU only",
+			(unsigned long long) s.incarnation);
 	if (ready_fd >= 0)
 	{
 		int			n = snprintf(line, sizeof(line), "ready %llu\n",

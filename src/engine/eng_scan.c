@@ -87,6 +87,28 @@ batch_run(eng_job *job, uint32_t part, void *scratch)
 	}
 }
 
+/* Make b a chunked CPU pass over its cache. */
+static void
+cpu_parts(eng_batch *b)
+{
+	b->chunk = eng_scan_chunk(b->cache, b->threads);
+	b->job.run = batch_run;
+	b->job.dead = batch_dead;
+	b->job.n_parts = b->n_slots == 0 ? 0 :
+		(uint32_t) (((uint64_t) b->cache->soa.n_tpl + b->chunk - 1) / b->chunk);
+	b->gpu = NULL;
+}
+
+/* The whole pass on the GPU, in one part (eng_gpu.h). */
+static void
+gpu_run(eng_job *job, uint32_t part, void *scratch)
+{
+	eng_batch  *b = (eng_batch *) job;
+
+	mcc_error_clear(&b->gpu_err);
+	b->gpu_outcome = eng_gpu_pass(b->gpu, b, &b->gpu_err);
+}
+
 eng_batch *
 eng_batch_new(const eng_cache *c, uint32_t n_slots, int threads)
 {
@@ -102,11 +124,8 @@ eng_batch_new(const eng_cache *c, uint32_t n_slots, int threads)
 	}
 	b->cache = c;
 	b->n_slots = n_slots;
-	b->chunk = eng_scan_chunk(c, threads > 0 ? threads : 1);
-	b->job.run = batch_run;
-	b->job.dead = batch_dead;
-	b->job.n_parts = n_slots == 0 ? 0 :
-		(uint32_t) (((uint64_t) c->soa.n_tpl + b->chunk - 1) / b->chunk);
+	b->threads = threads > 0 ? threads : 1;
+	cpu_parts(b);
 	for (uint32_t i = 0; i < n_slots; i++)
 		pthread_mutex_init(&b->slots[i].lock, NULL);
 	return b;
@@ -124,6 +143,37 @@ eng_batch_set(eng_batch *b, uint32_t i, const mcc_probe *probe, uint32_t k,
 	s->k = k < live ? k : live;
 	s->cancel = cancel;
 	eng_hits_init(&s->hits, s->k);
+}
+
+void
+eng_batch_set_template(eng_batch *b, uint32_t i, const uint8_t *tpl, uint32_t len)
+{
+	b->slots[i].tpl = tpl;
+	b->slots[i].tpl_len = len;
+}
+
+void
+eng_batch_use_gpu(eng_batch *b, eng_gpu *gpu)
+{
+	b->gpu = gpu;
+	b->gpu_outcome = ENG_GPU_DONE;
+	b->job.run = gpu_run;
+	b->job.dead = NULL;			/* one part: nothing to skip */
+	b->job.n_parts = 1;
+}
+
+void
+eng_batch_to_cpu(eng_batch *b)
+{
+	for (uint32_t i = 0; i < b->n_slots; i++)
+	{
+		eng_slot   *s = &b->slots[i];
+
+		eng_hits_free(&s->hits);
+		eng_hits_init(&s->hits, s->k);
+		s->n_ge = 0;
+	}
+	cpu_parts(b);
 }
 
 void

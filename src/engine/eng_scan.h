@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "eng_cache.h"
+#include "eng_gpu.h"
 #include "eng_hits.h"
 #include "eng_pool.h"
 #include "mcc_lss.h"
@@ -26,6 +27,8 @@
 typedef struct eng_slot
 {
 	const mcc_probe *probe;
+	const uint8_t *tpl;			/* the probe's template blob (GPU path) */
+	uint32_t	tpl_len;
 	float		min_score;
 	uint32_t	k;
 	atomic_int *cancel;			/* the owner's flag: skip the probe when set */
@@ -42,6 +45,10 @@ typedef struct eng_batch
 	uint32_t	n_slots;
 	eng_slot   *slots;
 	void	   *owner;			/* the caller's */
+	int			threads;		/* of the pool (CPU chunking) */
+	eng_gpu    *gpu;			/* non-NULL: the pass runs on the GPU */
+	eng_gpu_outcome gpu_outcome;	/* how the GPU pass ended */
+	mcc_error	gpu_err;		/* why it did not answer */
 } eng_batch;
 
 /* Templates per chunk for this cache and thread count. */
@@ -53,6 +60,19 @@ eng_batch  *eng_batch_new(const eng_cache *c, uint32_t n_slots, int threads);
 /* Set slot i; k is capped at the cache's searchable entries. */
 void		eng_batch_set(eng_batch *b, uint32_t i, const mcc_probe *probe,
 						  uint32_t k, float min_score, atomic_int *cancel);
+
+/* Give slot i its probe's template blob (needed by the GPU path). */
+void		eng_batch_set_template(eng_batch *b, uint32_t i, const uint8_t *tpl,
+								   uint32_t len);
+
+/* Run the pass as one job on the GPU (eng_gpu_pass) instead of in chunks. */
+void		eng_batch_use_gpu(eng_batch *b, eng_gpu *gpu);
+
+/*
+ * After a GPU pass that did not answer: empty every slot and make the batch
+ * a CPU pass again (to be submitted anew).
+ */
+void		eng_batch_to_cpu(eng_batch *b);
 
 /* After the pass: sort every slot's hits best first. */
 void		eng_batch_finish(eng_batch *b);

@@ -48,7 +48,11 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 	s->incarnation = (uint64_t) eng_wall_usec();
 	mcc_lss_init();
 	s->pool = eng_pool_start(s->cfg.threads, ENG_SCRATCH_BYTES);
-	return s->pool != NULL;
+	if (s->pool == NULL)
+		return false;
+	/* the only place CUDA is initialized; no GPU means the CPU threads */
+	s->gpu = eng_gpu_start(s->cfg.gpu, s->cfg.gpu_memory_limit, s->cfg.gpu_partitions);
+	return true;
 }
 
 void
@@ -62,6 +66,9 @@ eng_server_destroy(eng_server *s)
 	free(s->conns);
 	s->conns = NULL;
 	eng_gallery_free_all(s);
+	/* after the caches: each closed its GPU context */
+	eng_gpu_stop(s->gpu);
+	s->gpu = NULL;
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	s->listen_fd = -1;

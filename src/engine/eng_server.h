@@ -20,6 +20,7 @@
 
 #include "eng_cache.h"
 #include "eng_delta.h"
+#include "eng_gpu.h"
 #include "eng_pool.h"
 #include "eng_scan.h"
 #include "eng_wire.h"
@@ -32,6 +33,9 @@ typedef struct eng_config
 	uint64_t	memory_limit;	/* bytes, 0: none */
 	int			delta_timeout_ms;	/* how long a SEARCH waits for deltas */
 	uint32_t	max_batch;		/* requests per pass; 1: no batching */
+	eng_gpu_mode gpu;			/* zero: off (eng_main's default is auto) */
+	uint64_t	gpu_memory_limit;	/* device bytes per device, 0: what is free */
+	int			gpu_partitions; /* 0: one per device (tests: more) */
 } eng_config;
 
 struct eng_gallery;
@@ -48,6 +52,8 @@ typedef struct eng_request
 	float		min_score;
 	uint32_t	n_probes;
 	mcc_probe **probes;
+	uint8_t   **tpls;			/* the probes' template blobs (GPU path) */
+	uint32_t   *tpl_lens;
 	int64_t		deadline;		/* monotonic usec: give up waiting for deltas */
 	atomic_int	cancelled;		/* CANCEL or the connection closed */
 	uint32_t	first_slot;		/* in its batch */
@@ -108,6 +114,7 @@ typedef struct eng_gallery
 	eng_settle **settles_tail;
 	uint64_t	searches;		/* requests answered */
 	uint64_t	passes;			/* batches started */
+	uint64_t	gpu_syncs;		/* passes that only brought the GPU mirror up to date */
 	int64_t		loaded_at;		/* realtime usec */
 	double		load_seconds;
 	int64_t		last_used;		/* monotonic usec */
@@ -132,6 +139,7 @@ typedef struct eng_server
 	eng_config	cfg;
 	eng_budget	budget;
 	eng_pool   *pool;
+	eng_gpu    *gpu;			/* NULL: CPU threads only */
 	uint64_t	incarnation;
 	eng_gallery **gal;
 	uint32_t	n_gal;

@@ -80,6 +80,19 @@
  *   a load older than what the cache already applied is dropped and LOADED
  *   reports the cache that stays;
  * - on shutdown, pending requests get MCC_PERR_CANCELLED.
+ *
+ * Client behaviour the engine may rely on (src/service_*.c,
+ * docs/matcher-service.md):
+ * - a commit sends its DELTA frames, or one RELOAD, under the gallery's lock
+ *   in shared memory, taking the gallery's next generation, before the
+ *   commit can become visible; it nets its rows first, so a DELTA never
+ *   deletes a row it inserts and never holds the same (key, hash) twice;
+ * - a DELTA's xid is the (sub)transaction that wrote its rows, the xmin or
+ *   xmax a heap scan reports; load_row insert_xid 0 means committed before
+ *   every snapshot;
+ * - a backend keeps one connection and has at most one request waiting on
+ *   it; after CANCEL it skips replies to the request it gave up; it closes
+ *   the connection when a frame or a load was left unfinished.
  */
 #ifndef MCC_PROTO_H
 #define MCC_PROTO_H

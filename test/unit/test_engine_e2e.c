@@ -5,12 +5,18 @@
  * deltas seen by other connections, cancel, kill -9 seen by a waiting client
  * as EOF, restart over the stale socket, exit on the parent pipe's EOF and on
  * SIGTERM, and refusal to start over a live engine.
+ *
+ *   test_engine_e2e --gpu   the same with the engine's --gpu on (make
+ *                           gpu-check, MCC_ENGINE=build/gpu/mcc_engine);
+ *                           with a GPU, STATUS must show the gallery on it
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "unit.h"
 #include "engine_client.h"
+#include "eng_gpu.h"
+#include "eng_log.h"
 
 #define N 300
 #define NP 8
@@ -67,10 +73,12 @@ same_as_reference(const tl_frame *f, int np, const tl_tpl *p, uint32_t k, float 
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	bool		gpu = argc > 1 && strcmp(argv[1], "--gpu") == 0;
+	bool		have_gpu = false;
 	const char *const args[] = {"--threads", "2", "--delta-timeout", "500",
-	"--log-level", "debug", NULL};
+		"--log-level", "debug", "--gpu", gpu ? "on" : "auto", NULL};
 	tc_engine	e;
 	tc_engine	e2;
 	tc_conn		c;
@@ -103,6 +111,17 @@ main(void)
 	{
 		UNIT_SKIP("%s not built", tc_engine_path());
 		return unit_done();
+	}
+	if (gpu)
+	{
+		eng_gpu    *probe;
+
+		eng_log_set_level(ENG_LOG_ERROR);
+		probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0);
+		have_gpu = probe != NULL;
+		eng_gpu_stop(probe);
+		printf("# engine with --gpu on; %s\n", have_gpu ? "a GPU is present" :
+			   "no usable GPU here: the engine must serve on the CPU");
 	}
 	ok = tc_engine_start(&e, args);
 	UNIT_CHECK(ok, "engine started, ready line with incarnation %llu",
@@ -157,6 +176,21 @@ main(void)
 	UNIT_CHECK(tc_send(&c, &b) && tc_await(&c, 40, &f, 5000) == 1 &&
 			   f.h.type == MCC_MSG_STATUS_REPLY && f.h.length == 4 + 124,
 			   "STATUS lists the gallery");
+	if (gpu && f.h.type == MCC_MSG_STATUS_REPLY && f.h.length == 4 + 124)
+	{
+		char		dev[33] = {0};
+		uint64_t	dbytes;
+
+		memcpy(&dbytes, f.p + 4 + 60, 8);
+		memcpy(dev, f.p + 4 + 92, 32);
+		if (have_gpu)
+			UNIT_CHECK(strcmp(dev, "cpu") != 0 && dbytes > 0,
+					   "STATUS: the gallery is on the GPU (%s, %llu device bytes)", dev,
+					   (unsigned long long) dbytes);
+		else
+			UNIT_CHECK(strcmp(dev, "cpu") == 0 && dbytes == 0,
+					   "STATUS: no GPU, the gallery is on the CPU");
+	}
 
 	/* kill -9 while a search waits: the client sees EOF, not a hang */
 	tl_search(&b, 50, &G, 99, 5, 0.0f, 1, pt);

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "engine_testlib.h"
+#include "engine_inproc.h"
 #include "eng_log.h"
 #include "eng_server.h"
 
@@ -37,99 +37,12 @@ ref_add(int64_t key, const tl_tpl *t)
 	n_ref++;
 }
 
-/* Feed a buffer of frames to a connection and empty it. */
-static void
-feed(eng_server *s, eng_conn *c, eng_buf *b)
-{
-	eng_conn_input(s, c, b->data, b->len);
-	b->len = 0;
-}
-
-/* Step until no pass or compaction is running. */
-static void
-pump_all(eng_server *s)
-{
-	eng_server_step(s);
-	while (s->jobs > 0)
-		eng_server_pump(s, 1000);
-}
-
-/* Copy of the reply to request rid in c's output (the first), and how many there are. */
-static int
-reply(eng_conn *c, uint64_t rid, tl_frame *f, uint8_t **copy)
-{
-	size_t		pos = c->out_pos;
-	tl_frame	x;
-	int			n = 0;
-
-	if (copy)
-		*copy = NULL;
-	while (tl_next(c->out.data, c->out.len, &pos, &x))
-		if (x.h.request_id == rid && x.h.type != MCC_MSG_OK + 1000)
-		{
-			if (n++ == 0 && f)
-			{
-				*f = x;
-				if (copy)
-				{
-					*copy = malloc(x.h.length + 1);
-					memcpy(*copy, x.p, x.h.length);
-					f->p = *copy;
-				}
-			}
-		}
-	return n;
-}
-
-/* Drop everything in c's output. */
-static void
-clear_out(eng_conn *c)
-{
-	c->out.len = c->out_pos = 0;
-}
-
-/* Do the hits of RESULT rid equal the reference for these probes? */
+/* ip_result_ok (engine_inproc.h) on this file's reference. */
 static bool
 result_ok(eng_conn *c, uint64_t rid, int np, const tl_tpl *probes, uint32_t k,
 		  float min_score, uint64_t *applied)
 {
-	tl_frame	f;
-	uint8_t    *cp;
-	tl_result	r;
-	tl_probe_result *want = malloc(sizeof(tl_probe_result));
-	bool		ok;
-
-	if (reply(c, rid, &f, &cp) != 1)
-	{
-		free(want);
-		return false;
-	}
-	ok = tl_parse_result(&f, &r) && r.n == (uint32_t) np;
-	for (int i = 0; ok && i < np; i++)
-	{
-		tl_reference(&probes[i], ref, n_ref, k, min_score, want);
-		ok = tl_same(&r.p[i], want);
-		if (!ok)
-			printf("# probe %d: got %u hits (more %u), want %u (more %u)\n", i,
-				   r.p[i].n, r.p[i].more, want->n, want->more);
-	}
-	if (applied)
-		*applied = r.applied;
-	tl_result_free(&r);
-	free(cp);
-	free(want);
-	return ok;
-}
-
-/* The error code replied to rid (0: none or not an error). */
-static uint32_t
-error_of(eng_conn *c, uint64_t rid)
-{
-	tl_frame	f;
-
-	if (reply(c, rid, &f, NULL) != 1)
-		return 0;
-	return tl_error_code(&f);
+	return ip_result_ok(c, rid, np, probes, k, min_score, applied, ref, n_ref);
 }
 
 /* Stream the reference's live rows as a load of generation gen. */
@@ -155,16 +68,21 @@ load_ref(eng_server *s, eng_conn *c, uint64_t rid, uint64_t gen, const uint64_t 
 	for (int i = 0; i < n; i += 100)
 		tl_load_rows(&b, rid, n - i < 100 ? n - i : 100, keys + i, xid + i, NULL, t + i);
 	tl_load_end(&b, rid);
-	feed(s, c, &b);
+	ip_feed(s, c, &b);
 	eng_buf_free(&b);
 }
+
+/* --gpu P: every pass on the GPU path, P partitions (0: one per device). */
+static eng_gpu_mode gpu_mode = ENG_GPU_OFF;
+static int	gpu_parts = 0;
 
 /* A server with the given limits. */
 static void
 server(eng_server *s, uint64_t limit, int timeout_ms)
 {
 	eng_config	cfg = {.threads = 2, .memory_limit = limit,
-	.delta_timeout_ms = timeout_ms, .max_batch = 64};
+		.delta_timeout_ms = timeout_ms, .max_batch = 64, .gpu = gpu_mode,
+	.gpu_partitions = gpu_parts};
 
 	eng_server_init(s, &cfg);
 }
@@ -179,13 +97,13 @@ test_hello_and_not_loaded(eng_server *s, eng_conn *c)
 	eng_buf_init(&b);
 	tl_hello(&b, 1);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 1, pt);
-	feed(s, c, &b);
-	pump_all(s);
-	UNIT_CHECK(reply(c, 1, &f, NULL) == 1 && f.h.type == MCC_MSG_HELLO_OK &&
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(ip_reply(c, 1, &f, NULL) == 1 && f.h.type == MCC_MSG_HELLO_OK &&
 			   f.h.length == 16 && (memcpy(&inc, f.p, 8), inc == s->incarnation),
 			   "HELLO answered with the incarnation");
-	UNIT_CHECK(error_of(c, 2) == MCC_PERR_NOT_LOADED, "SEARCH of an unknown gallery: NOT_LOADED");
-	clear_out(c);
+	UNIT_CHECK(ip_error_of(c, 2) == MCC_PERR_NOT_LOADED, "SEARCH of an unknown gallery: NOT_LOADED");
+	ip_clear_out(c);
 	eng_buf_free(&b);
 }
 
@@ -200,19 +118,19 @@ test_load_and_search(eng_server *s, eng_conn *c)
 	for (int i = 0; i < NT; i++)
 		ref_add(i, &gt[i]);
 	load_ref(s, c, 10, 10, NULL);
-	pump_all(s);
-	UNIT_CHECK(reply(c, 10, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED &&
+	ip_pump_all(s);
+	UNIT_CHECK(ip_reply(c, 10, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED &&
 			   (memcpy(&entries, f.p, 8), entries == NT), "LOADED with %d entries", NT);
 	eng_buf_init(&b);
 	tl_search(&b, 11, &G, 10, 10, 0.0f, 3, pt);
 	tl_search(&b, 12, &G, 3, 400, 0.15f, 1, pt + 3);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	UNIT_CHECK(result_ok(c, 11, 3, pt, 10, 0.0f, &applied) && applied == 10,
 			   "SEARCH of 3 probes equals brute force, generation 10");
 	UNIT_CHECK(result_ok(c, 12, 1, pt + 3, 400, 0.15f, NULL),
 			   "SEARCH with a large k and min_score equals brute force");
-	clear_out(c);
+	ip_clear_out(c);
 	eng_buf_free(&b);
 }
 
@@ -227,25 +145,25 @@ test_batching(eng_server *s, eng_conn *c)
 	eng_buf_init(&b);
 	for (int i = 0; i < 8; i++)
 		tl_search(&b, 100 + i, &G, 10, 5, 0.0f, 1, pt + i);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	for (int i = 0; i < 8; i++)
 		ok = ok && result_ok(c, 100 + i, 1, pt + i, 5, 0.0f, NULL);
 	UNIT_CHECK(ok && g->passes == passes + 1, "8 searches arriving together: one pass (%llu), "
 			   "each equal to brute force", (unsigned long long) (g->passes - passes));
-	clear_out(c);
+	ip_clear_out(c);
 	s->cfg.max_batch = 1;
 	passes = g->passes;
 	for (int i = 0; i < 8; i++)
 		tl_search(&b, 100 + i, &G, 10, 5, 0.0f, 1, pt + i);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	ok = true;
 	for (int i = 0; i < 8; i++)
 		ok = ok && result_ok(c, 100 + i, 1, pt + i, 5, 0.0f, NULL);
 	UNIT_CHECK(ok && g->passes == passes + 8, "batching off: 8 passes, same results");
 	s->cfg.max_batch = 64;
-	clear_out(c);
+	ip_clear_out(c);
 	eng_buf_free(&b);
 }
 
@@ -266,47 +184,47 @@ test_deltas(eng_server *s, eng_conn *c)
 	/* in order: insert 1000 (a copy of probe 0), delete key 3 (still searchable) */
 	tl_delta(&b, &G, 11, 500, 1, &k1000, &xt[0], 1, &k3, &h3, false);
 	tl_search(&b, 20, &G, 11, 10, 0.0f, 2, pt);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	ref_add(1000, &xt[0]);
 	UNIT_CHECK(result_ok(c, 20, 2, pt, 10, 0.0f, &applied) && applied == 11,
 			   "delta 11 applied before the search that needs it");
 	tl_search(&b, 21, &G, 11, 3, 0.0f, 1, &gt[3]);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	UNIT_CHECK(result_ok(c, 21, 1, &gt[3], 3, 0.0f, NULL),
 			   "a deleted version is still searched until settled");
-	clear_out(c);
+	ip_clear_out(c);
 
 	/* out of order: 13 before 12; the search for 13 waits for both */
 	tl_delta(&b, &G, 13, 502, 1, &k1001, &xt[1], 0, NULL, NULL, false);
 	tl_search(&b, 22, &G, 13, 10, 0.0f, 2, pt);
-	feed(s, c, &b);
-	pump_all(s);
-	UNIT_CHECK(reply(c, 22, NULL, NULL) == 0, "search for 13 waits while 12 is missing");
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(ip_reply(c, 22, NULL, NULL) == 0, "search for 13 waits while 12 is missing");
 	tl_delta(&b, &G, 12, 501, 1, &k1002, &xt[2], 0, NULL, NULL, false);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	ref_add(1001, &xt[1]);
 	ref_add(1002, &xt[2]);
 	UNIT_CHECK(result_ok(c, 22, 2, pt, 10, 0.0f, &applied) && applied == 13,
 			   "12 arrives: 12 and 13 applied in order, the search answered");
-	clear_out(c);
+	ip_clear_out(c);
 
 	/* a generation in two parts (two subtransaction ids) */
 	tl_delta(&b, &G, 14, 600, 1, &k1003, &xt[3], 0, NULL, NULL, true);
 	tl_search(&b, 23, &G, 14, 10, 0.0f, 1, &xt[4]);
-	feed(s, c, &b);
-	pump_all(s);
-	UNIT_CHECK(reply(c, 23, NULL, NULL) == 0, "first part of generation 14 does not complete it");
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(ip_reply(c, 23, NULL, NULL) == 0, "first part of generation 14 does not complete it");
 	tl_delta(&b, &G, 14, 601, 1, &k1004, &xt[4], 0, NULL, NULL, false);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	ref_add(1003, &xt[3]);
 	ref_add(1004, &xt[4]);
 	UNIT_CHECK(result_ok(c, 23, 1, &xt[4], 10, 0.0f, &applied) && applied == 14,
 			   "last part completes generation 14");
-	clear_out(c);
+	ip_clear_out(c);
 
 	/*
 	 * a delta that arrived but waits for a reader of the cache (a long pass)
@@ -319,30 +237,30 @@ test_deltas(eng_server *s, eng_conn *c)
 		g->cache->pins++;		/* as a pass that runs long would */
 		tl_delta(&b, &G, 15, 602, 1, &k1008, &xt[8], 0, NULL, NULL, false);
 		tl_search(&b, 25, &G, 15, 10, 0.0f, 1, &xt[8]);
-		feed(s, c, &b);
-		pump_all(s);
+		ip_feed(s, c, &b);
+		ip_pump_all(s);
 		usleep(400000);
-		pump_all(s);
-		UNIT_CHECK(reply(c, 25, NULL, NULL) == 0 && g->cache->applied_gen == 14,
+		ip_pump_all(s);
+		UNIT_CHECK(ip_reply(c, 25, NULL, NULL) == 0 && g->cache->applied_gen == 14,
 				   "delta 15 arrived while the cache is read: the search waits past the timeout");
 		g->cache->pins--;
-		pump_all(s);
+		ip_pump_all(s);
 		ref_add(1008, &xt[8]);
 		UNIT_CHECK(result_ok(c, 25, 1, &xt[8], 10, 0.0f, &applied) && applied == 15,
 				   "once the reader is done, 15 is applied and the search answered");
-		clear_out(c);
+		ip_clear_out(c);
 	}
 
 	/* a delta that never comes: MCC_PERR_GENERATION after the timeout */
 	tl_search(&b, 24, &G, 30, 10, 0.0f, 1, pt);
-	feed(s, c, &b);
-	for (int i = 0; i < 100 && reply(c, 24, NULL, NULL) == 0; i++)
+	ip_feed(s, c, &b);
+	for (int i = 0; i < 100 && ip_reply(c, 24, NULL, NULL) == 0; i++)
 	{
 		usleep(20000);
-		pump_all(s);
+		ip_pump_all(s);
 	}
-	UNIT_CHECK(error_of(c, 24) == MCC_PERR_GENERATION, "missing generation: GENERATION error");
-	clear_out(c);
+	UNIT_CHECK(ip_error_of(c, 24) == MCC_PERR_GENERATION, "missing generation: GENERATION error");
+	ip_clear_out(c);
 	eng_buf_free(&b);
 }
 
@@ -362,18 +280,18 @@ test_reload_and_load_races(eng_server *s, eng_conn *c)
 	tl_reload(&b, &G, 16);
 	tl_search(&b, 30, &G, 16, 10, 0.0f, 1, pt);
 	tl_search(&b, 31, &G, 15, 10, 0.0f, 1, pt);
-	feed(s, c, &b);
-	pump_all(s);
-	UNIT_CHECK(error_of(c, 30) == MCC_PERR_NOT_LOADED, "RELOAD 16: a search for 16 needs a load");
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(ip_error_of(c, 30) == MCC_PERR_NOT_LOADED, "RELOAD 16: a search for 16 needs a load");
 	UNIT_CHECK(result_ok(c, 31, 1, pt, 10, 0.0f, NULL), "RELOAD 16: a search for 15 is served");
-	clear_out(c);
+	ip_clear_out(c);
 
 	/* a reload at 16 while delta 17 arrives; the load's scan saw 17's row too */
 	tl_load_begin(&b, 33, &G, 16, 0);
-	feed(s, c, &b);
+	ip_feed(s, c, &b);
 	tl_delta(&b, &G, 17, 700, 1, &k1005, &xt[5], 0, NULL, NULL, false);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	{
 		int64_t		rk[NT + NX + 16];
 		uint64_t	rx[NT + NX + 16];
@@ -391,39 +309,39 @@ test_reload_and_load_races(eng_server *s, eng_conn *c)
 		tl_load_rows(&b, 33, n, rk, rx, NULL, rt);
 		tl_load_rows(&b, 33, 1, keys, ix, NULL, &xt[5]);
 		tl_load_end(&b, 33);
-		feed(s, c, &b);
-		pump_all(s);
+		ip_feed(s, c, &b);
+		ip_pump_all(s);
 		ref_add(1005, &xt[5]);
-		UNIT_CHECK(reply(c, 33, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED &&
+		UNIT_CHECK(ip_reply(c, 33, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED &&
 				   (memcpy(&entries, f.p, 8), entries == (uint64_t) n + 1),
 				   "load of 16 with delta 17 during it: %d entries, the row held once", n + 1);
 	}
 	tl_search(&b, 34, &G, 17, 100, 0.0f, 1, &xt[5]);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	UNIT_CHECK(result_ok(c, 34, 1, &xt[5], 100, 0.0f, &applied) && applied == 17,
 			   "after the load: generation 17, equal to brute force");
-	clear_out(c);
+	ip_clear_out(c);
 
 	/* evict; delta 19 reaches the engine before the LOAD_BEGIN of 18 */
 	tl_gallery_msg(&b, MCC_MSG_EVICT, 35, &G);
 	tl_search(&b, 36, &G, 17, 10, 0.0f, 1, pt);
-	feed(s, c, &b);
-	pump_all(s);
-	UNIT_CHECK(reply(c, 35, &f, NULL) == 1 && f.h.type == MCC_MSG_OK &&
-			   error_of(c, 36) == MCC_PERR_NOT_LOADED, "EVICT: then NOT_LOADED");
-	clear_out(c);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(ip_reply(c, 35, &f, NULL) == 1 && f.h.type == MCC_MSG_OK &&
+			   ip_error_of(c, 36) == MCC_PERR_NOT_LOADED, "EVICT: then NOT_LOADED");
+	ip_clear_out(c);
 	tl_delta(&b, &G, 19, 800, 1, &k1006, &xt[6], 0, NULL, NULL, false);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	load_ref(s, c, 37, 18, NULL);	/* the reference does not hold 1006 yet */
 	ref_add(1006, &xt[6]);
 	tl_search(&b, 38, &G, 19, 10, 0.0f, 1, &xt[6]);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	UNIT_CHECK(result_ok(c, 38, 1, &xt[6], 10, 0.0f, &applied) && applied == 19,
 			   "a delta that came before the load's LOAD_BEGIN is applied after it");
-	clear_out(c);
+	ip_clear_out(c);
 	eng_buf_free(&b);
 }
 
@@ -448,22 +366,22 @@ test_settle_and_compaction(eng_server *s, eng_conn *c)
 	load_ref(s, c, 40, 20, ix);
 	eng_buf_init(&b);
 	tl_gallery_msg(&b, MCC_MSG_XIDS, 41, &G);
-	feed(s, c, &b);
-	pump_all(s);
-	UNIT_CHECK(reply(c, 41, &f, &cp) == 1 && f.h.type == MCC_MSG_XID_LIST &&
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(ip_reply(c, 41, &f, &cp) == 1 && f.h.type == MCC_MSG_XID_LIST &&
 			   (memcpy(&n, f.p, 4), n == 2), "XIDS: the two inserting xids");
 	free(cp);
 	tl_settle(&b, 42, &G, 11, 2, xids, st);
 	tl_search(&b, 43, &G, 20, 1000, 0.0f, 2, pt);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	for (int i = 0; i < n_ref; i++)
 		if (i % 4 == 1)
 			ref[i].live = false;
-	UNIT_CHECK(reply(c, 42, &f, NULL) == 1 && f.h.type == MCC_MSG_OK, "SETTLE: OK");
+	UNIT_CHECK(ip_reply(c, 42, &f, NULL) == 1 && f.h.type == MCC_MSG_OK, "SETTLE: OK");
 	UNIT_CHECK(result_ok(c, 43, 2, pt, 1000, 0.0f, NULL),
 			   "rows of the aborted xid are gone from the results");
-	clear_out(c);
+	ip_clear_out(c);
 
 	/* delete a third of the rows by xid 11, commit it below the horizon */
 	for (int i = 0; i < n_ref; i++)
@@ -477,20 +395,20 @@ test_settle_and_compaction(eng_server *s, eng_conn *c)
 	xids[0] = 11;
 	st[0] = MCC_XID_COMMITTED;
 	tl_settle(&b, 44, &G, 12, 1, xids, st);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	for (int i = 0; i < n_ref; i++)
 		if (ref[i].live && i % 3 == 0)
 			ref[i].live = false;
 	g = eng_gallery_get(s, &G, false);
-	UNIT_CHECK(reply(c, 44, NULL, NULL) == 1 && g->cache->n_purged == 0 &&
+	UNIT_CHECK(ip_reply(c, 44, NULL, NULL) == 1 && g->cache->n_purged == 0 &&
 			   g->cache->soa.n_tpl == (uint32_t) eng_cache_searchable(g->cache),
 			   "deletes purged and compacted away (%u entries left)", g->cache->soa.n_tpl);
 	tl_search(&b, 45, &G, 21, 1000, 0.0f, 3, pt);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	UNIT_CHECK(result_ok(c, 45, 3, pt, 1000, 0.0f, NULL), "after compaction: equal to brute force");
-	clear_out(c);
+	ip_clear_out(c);
 	eng_buf_free(&b);
 }
 
@@ -505,19 +423,19 @@ test_cancel_and_close(eng_server *s, eng_conn *c)
 	tl_search(&b, 50, &G, 22, 10, 0.0f, 1, pt);
 	tl_cancel(&b, 50);
 	tl_search(&b, 51, &G, 22, 10, 0.0f, 1, pt);
-	feed(s, c, &b);
+	ip_feed(s, c, &b);
 	tl_search(&b, 52, &G, 22, 10, 0.0f, 1, pt);
-	feed(s, c2, &b);
-	pump_all(s);
+	ip_feed(s, c2, &b);
+	ip_pump_all(s);
 	eng_conn_close(s, c2);		/* its waiting search is dropped */
 	tl_delta(&b, &G, 22, 900, 1, &k, &xt[7], 0, NULL, NULL, false);
-	feed(s, c, &b);
-	pump_all(s);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
 	ref_add(1007, &xt[7]);
-	UNIT_CHECK(reply(c, 50, NULL, NULL) == 0, "a cancelled search gets no reply");
+	UNIT_CHECK(ip_reply(c, 50, NULL, NULL) == 0, "a cancelled search gets no reply");
 	UNIT_CHECK(result_ok(c, 51, 1, pt, 10, 0.0f, NULL),
 			   "the other search is answered, after a closed connection's was dropped");
-	clear_out(c);
+	ip_clear_out(c);
 	eng_buf_free(&b);
 }
 
@@ -533,19 +451,20 @@ test_status(eng_server *s, eng_conn *c)
 
 	eng_buf_init(&b);
 	tl_empty(&b, MCC_MSG_STATUS, 60);
-	feed(s, c, &b);
-	pump_all(s);
-	if (reply(c, 60, &f, &cp) == 1 && f.h.length == 4 + 124)
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	if (ip_reply(c, 60, &f, &cp) == 1 && f.h.length == 4 + 124)
 	{
 		memcpy(&n, f.p, 4);
 		memcpy(&entries, f.p + 4 + 28, 8);
 		memcpy(dev, f.p + 4 + 92, 32);
 	}
 	UNIT_CHECK(n == 1 && entries == eng_gallery_get(s, &G, false)->cache->soa.n_tpl &&
-			   strcmp(dev, "cpu") == 0, "STATUS: one gallery, %llu entries, device %s",
+			   (gpu_mode == ENG_GPU_OFF) == (strcmp(dev, "cpu") == 0),
+			   "STATUS: one gallery, %llu entries, device %s",
 			   (unsigned long long) entries, dev);
 	free(cp);
-	clear_out(c);
+	ip_clear_out(c);
 	eng_buf_free(&b);
 }
 
@@ -562,11 +481,11 @@ test_malformed(eng_server *s, eng_conn *c)
 
 	eng_buf_init(&b);
 	tl_search(&b, 70, &G, 1, 10, 0.0f, 1, &bad);
-	feed(s, c, &b);
-	pump_all(s);
-	UNIT_CHECK(error_of(c, 70) == MCC_PERR_DATA && !c->closing,
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(ip_error_of(c, 70) == MCC_PERR_DATA && !c->closing,
 			   "a bad probe template: DATA error, connection kept");
-	clear_out(c);
+	ip_clear_out(c);
 	for (int i = 0; i < trials; i++)
 	{
 		eng_conn   *x = eng_conn_add(s, -1);
@@ -617,20 +536,20 @@ test_malformed(eng_server *s, eng_conn *c)
 			for (int j = tg_int(&r, 0, 64); j > 0; j--)
 				eng_buf_put(&b, &(uint8_t) {(uint8_t) tg_next(&r)}, 1);
 		}
-		feed(s, x, &b);
+		ip_feed(s, x, &b);
 		closed += x->closing || x->dead;
 		eng_server_step(s);
 		eng_conn_close(s, x);
 	}
-	pump_all(s);
+	ip_pump_all(s);
 	printf("# %d of %d damaged inputs closed their connection\n", closed, trials);
 	UNIT_CHECK(closed > trials / 10, "malformed frames close their connections");
 	tl_search(&b, 71, &G, 1, 10, 0.0f, 1, pt);
-	feed(s, c, &b);
-	pump_all(s);
-	alive = reply(c, 71, NULL, NULL) == 1;
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	alive = ip_reply(c, 71, NULL, NULL) == 1;
 	UNIT_CHECK(alive && !c->closing, "after %d damaged inputs the engine still answers", trials);
-	clear_out(c);
+	ip_clear_out(c);
 	/* a frame announcing more than the limit */
 	{
 		eng_conn   *x = eng_conn_add(s, -1);
@@ -640,7 +559,7 @@ test_malformed(eng_server *s, eng_conn *c)
 		memcpy(h, &len, 4);
 		h[4] = MCC_MSG_SEARCH;
 		eng_conn_input(s, x, h, 16);
-		UNIT_CHECK(x->closing && error_of(x, 0) == MCC_PERR_PROTOCOL,
+		UNIT_CHECK(x->closing && ip_error_of(x, 0) == MCC_PERR_PROTOCOL,
 				   "a frame over MCC_PROTO_MAX_FRAME: PROTOCOL error, connection closing");
 		eng_conn_close(s, x);
 	}
@@ -667,34 +586,71 @@ test_memory_limit(void)
 	server(&s, 0, 2000);
 	c = eng_conn_add(&s, -1);
 	load_ref(&s, c, 80, 1, NULL);
-	pump_all(&s);
-	UNIT_CHECK(reply(c, 80, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED, "load within the limit");
+	ip_pump_all(&s);
+	UNIT_CHECK(ip_reply(c, 80, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED, "load within the limit");
 	g = eng_gallery_get(&s, &G, false);
 	bytes = g->cache->bytes;
 	s.budget.limit = bytes + bytes / 2;
 	load_ref(&s, c, 81, 2, NULL);
-	pump_all(&s);
-	UNIT_CHECK(error_of(c, 81) == MCC_PERR_MEMORY && g->cache != NULL &&
+	ip_pump_all(&s);
+	UNIT_CHECK(ip_error_of(c, 81) == MCC_PERR_MEMORY && g->cache != NULL &&
 			   g->cache->applied_gen == 1, "a second copy over the limit: MEMORY, cache unchanged");
 	UNIT_CHECK(s.budget.used == g->cache->bytes, "the failed load released its memory");
 	eng_buf_init(&b);
 	tl_search(&b, 82, &G, 1, 10, 0.0f, 1, pt);
-	feed(&s, c, &b);
-	pump_all(&s);
+	ip_feed(&s, c, &b);
+	ip_pump_all(&s);
 	UNIT_CHECK(result_ok(c, 82, 1, pt, 10, 0.0f, NULL), "the old cache still serves");
 	eng_buf_free(&b);
 	eng_server_destroy(&s);
 	n_ref = keep;
 }
 
+/* After the suite on the GPU path: did the GPU answer, and is it still in use? */
+static void
+check_gpu_served(eng_server *s)
+{
+	eng_gpu_stats st;
+	char		dev[32];
+	uint64_t	bytes;
+	eng_gallery *g = eng_gallery_get(s, &G, false);
+
+	eng_gpu_get_stats(s->gpu, &st);
+	eng_gpu_describe(s->gpu, g->cache, dev, sizeof(dev), &bytes);
+	printf("# GPU: %llu passes, %llu handed to the CPU (bad probes), %llu uploads, "
+		   "%llu appends, %llu tombstones; device %s, %llu bytes\n",
+		   (unsigned long long) st.passes, (unsigned long long) st.fallbacks,
+		   (unsigned long long) st.uploads, (unsigned long long) st.appends,
+		   (unsigned long long) st.removes, dev, (unsigned long long) bytes);
+	UNIT_CHECK(eng_gpu_usable(s->gpu) && st.passes >= 15 && st.uploads >= 3 &&
+			   st.appends >= 1 && st.removes >= 1,
+			   "the GPU answered the suite's searches (uploads, appends and tombstones seen)");
+	UNIT_CHECK(strcmp(dev, "cpu") != 0 && bytes > 0, "the gallery is still on the GPU");
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	eng_server	s;
 	eng_conn   *c;
 
 	mcc_lss_init();
 	eng_log_set_level(ENG_LOG_ERROR);
+	if (argc == 3 && strcmp(argv[1], "--gpu") == 0)
+	{
+		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0);
+
+		if (probe == NULL)
+		{
+			UNIT_SKIP("no usable GPU%s: the engine suite on the GPU path is skipped",
+					  eng_gpu_built() ? "" : " (built without GPU support)");
+			return unit_done();
+		}
+		eng_gpu_stop(probe);
+		gpu_mode = ENG_GPU_ON;
+		gpu_parts = atoi(argv[2]);
+		printf("# every pass on the GPU path, %d partition(s) (0: one per device)\n", gpu_parts);
+	}
 	gt = tl_templates(31, NT, 15);
 	xt = tl_templates(32, NX, 15);
 	pt = tl_templates(33, 10, 15);
@@ -714,6 +670,8 @@ main(void)
 	test_settle_and_compaction(&s, c);
 	test_cancel_and_close(&s, c);
 	test_status(&s, c);
+	if (gpu_mode != ENG_GPU_OFF)
+		check_gpu_served(&s);	/* (damaged frames below may evict the gallery) */
 	test_malformed(&s, c);
 	eng_server_destroy(&s);
 	UNIT_CHECK(s.budget.used == 0, "destroying the server releases every cache's memory");

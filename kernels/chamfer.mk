@@ -1,0 +1,68 @@
+# kernels/chamfer.mk: GPU parametric chamfer alignment (kernels/mcc_chamfer.cu),
+# its check against the CPU and the benchmark.
+#
+# Included by the top Makefile; also usable alone where PostgreSQL is absent
+# (the GPU machine): make -f kernels/chamfer.mk gpu-check-chamfer bench-chamfer
+#
+#   make gpu-check-chamfer   GPU == CPU within the stated tolerances (TAP);
+#                            prints SKIP and succeeds without nvcc or a GPU
+#   make bench-chamfer       time per alignment, 10^3..10^6 points: CPU one
+#                            thread, all threads, GPU when built and present;
+#                            BENCH_CHAMFER_ARGS, e.g. --sizes 1000,1000000 --reps 5
+#
+# Builds into build/chamfer/ with its own objects of the src/core files it
+# needs, so that it needs nothing else of the tree. No fused multiply-add on either side (the CPU
+# gets -ffp-contract=off, nvcc --fmad=false): per-point terms are the same bits.
+
+BUILD ?= build
+CH_NVCC := $(or $(NVCC),$(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; }))
+CH_CC ?= gcc
+CH_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
+	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit
+CH_DIR = $(BUILD)/chamfer
+# only the parts of src/core that alignment uses (others may need libraries
+# such as libpng that a GPU machine lacks)
+CH_CORE_SRCS = $(addprefix src/core/,mcc_edt.c mcc_chamfer.c mcc_chamfer_cpu.c mcc_chamfer_lm.c \
+	mcc_chamfer_math.c mcc_error.c mcc_rng.c mcc_detmath.c)
+CH_CORE_OBJS = $(patsubst src/core/%.c,$(CH_DIR)/core/%.o,$(CH_CORE_SRCS))
+CH_TEST_DEPS = test/unit/unit.h test/unit/chamfer_synth.h $(wildcard src/core/*.h)
+BENCH_CHAMFER_ARGS ?=
+
+$(CH_DIR)/core/%.o: src/core/%.c $(wildcard src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(CH_CC) $(CH_CFLAGS) -c $< -o $@
+
+.PHONY: gpu-check-chamfer bench-chamfer
+
+ifneq ($(strip $(CH_NVCC)),)
+CH_CUDA_HOME = $(abspath $(dir $(realpath $(CH_NVCC)))..)
+# sm_90 machine code plus compute_90 PTX for later GPUs
+CH_NVCCFLAGS = -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90,code=compute_90 --fmad=false -Xcompiler -fPIC -lineinfo \
+	-Isrc/core -Ikernels
+CH_GPU_LINK = -L$(CH_CUDA_HOME)/lib64 -L$(CH_CUDA_HOME)/lib -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
+
+$(CH_DIR)/mcc_chamfer_cu.o: kernels/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h $(wildcard src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(CH_NVCC) $(CH_NVCCFLAGS) -c $< -o $@
+
+$(CH_DIR)/gpu_check_chamfer: test/chamfer/gpu_check_chamfer.c $(CH_DIR)/mcc_chamfer_cu.o $(CH_CORE_OBJS) $(CH_TEST_DEPS)
+	$(CH_CC) $(CH_CFLAGS) -DMCC_CHAMFER_GPU $(filter %.c %.o,$^) $(CH_GPU_LINK) -o $@
+
+$(CH_DIR)/bench_chamfer: test/chamfer/bench_chamfer.c $(CH_DIR)/mcc_chamfer_cu.o $(CH_CORE_OBJS) $(CH_TEST_DEPS)
+	$(CH_CC) $(CH_CFLAGS) -DMCC_CHAMFER_GPU $(filter %.c %.o,$^) $(CH_GPU_LINK) -o $@
+
+# First with every device hidden: the interface must fail cleanly.
+gpu-check-chamfer: $(CH_DIR)/gpu_check_chamfer
+	CUDA_VISIBLE_DEVICES= $(CH_DIR)/gpu_check_chamfer --no-device
+	$(CH_DIR)/gpu_check_chamfer
+else
+$(CH_DIR)/bench_chamfer: test/chamfer/bench_chamfer.c $(CH_CORE_OBJS) $(CH_TEST_DEPS)
+	$(CH_CC) $(CH_CFLAGS) $(filter %.c %.o,$^) -lm -lpthread -o $@
+
+gpu-check-chamfer:
+	@echo "SKIP gpu-check-chamfer: nvcc not found"
+endif
+
+bench-chamfer: $(CH_DIR)/bench_chamfer
+	$(CH_DIR)/bench_chamfer $(BENCH_CHAMFER_ARGS)

@@ -1,0 +1,114 @@
+-- score_methods: mcc_score(a, b, method) for every matching method
+
+-- run a statement; its SQLSTATE ('00000' if it succeeds), message, detail and hint
+CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT hint text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE stmt;
+	state := '00000';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
+		hint = PG_EXCEPTION_HINT;
+END
+$$;
+
+-- The templates of the score test: a finger-like set A of 40 minutiae, A
+-- turned by 90 degrees and moved, A turned by 180 degrees (beyond the
+-- angular gate), the first 30 minutiae of A, another finger B, a template
+-- without cylinders, and A with the tpami2010 profile.
+CREATE TABLE mnt AS
+SELECT i, 110 + (i * 67) % 280 AS x, 110 + (i * 139) % 280 AS y, (i * 53) % 256 AS q,
+	   (ARRAY['other', 'ending', 'bifurcation'])[i % 3 + 1] AS type
+FROM generate_series(0, 39) i;
+CREATE FUNCTION theta(q int) RETURNS float8 LANGUAGE sql IMMUTABLE
+	AS $$ SELECT (q % 256) * 2 * pi() / 256 $$;
+CREATE TABLE tpl (name text PRIMARY KEY, t mcc_template);
+INSERT INTO tpl SELECT 'A', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
+	jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt;
+INSERT INTO tpl SELECT 'A rotated 90', jsonb_build_object('width', 560, 'height', 560, 'minutiae',
+	jsonb_agg(jsonb_build_array(y + 37, 499 - x + 21, theta(q + 64), type, 50) ORDER BY i)) FROM mnt;
+INSERT INTO tpl SELECT 'A rotated 180', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
+	jsonb_agg(jsonb_build_array(499 - x, 499 - y, theta(q + 128), type, 50) ORDER BY i)) FROM mnt;
+INSERT INTO tpl SELECT 'A partial', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
+	jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt WHERE i < 30;
+INSERT INTO tpl SELECT 'B', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
+	jsonb_agg(jsonb_build_array(110 + (i * 101) % 280, 110 + (i * 43) % 280, theta(i * 97), 'ending', 50) ORDER BY i))
+FROM generate_series(0, 39) i;
+INSERT INTO tpl VALUES ('lonely', '{"width":500,"height":500,"minutiae":[[250,250,1]]}');
+INSERT INTO tpl SELECT 'A tpami2010', jsonb_build_object('profile', 'tpami2010', 'width', 500, 'height', 500,
+	'minutiae', jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt;
+
+CREATE TABLE methods (ord int, m text);
+INSERT INTO methods VALUES (1, 'lss'), (2, 'lss-r'), (3, 'lss-dtr'), (4, 'lsa'), (5, 'lsa-r'),
+	(6, 'lsa-dtr'), (7, 'lgs'), (8, 'lgs-r'), (9, 'lgs-dtr'), (10, 'consolidation');
+
+-- Z(v; mu, tau) of the relaxations, to state expected values
+CREATE FUNCTION z(v float8, mu float8, tau float8) RETURNS float8 LANGUAGE sql IMMUTABLE
+	AS $$ SELECT 1 / (1 + exp(-tau * (v - mu))) $$;
+
+-- A against itself. A's 39 cylinders (one minutia has too few
+-- neighbours) are all different, so the largest
+-- entries of the local similarity matrix are its diagonal of ones, and
+-- every pairing takes it: lss, lsa and lgs score exactly 1. Along the
+-- diagonal the geometry agrees exactly, so every compatibility is
+-- c = Z(0; mu1, tau1) Z(0; mu2, tau2) Z(0; mu3, tau3) and each relaxation
+-- step multiplies every pair by w + (1 - w) c: the -r methods (TPAMI:
+-- w = 1/2, 5 steps, mu = 5, pi/12, pi/12, tau = -8/5, -30, -30) give
+-- (1/2 + c/2)^5 = 0.997225, the -dtr methods ([11]: w = 0.3, 3 steps,
+-- mu = 1/30, pi/4, pi/18, tau = -150, -15, -40) give (0.3 + 0.7 c)^3 =
+-- 0.984078. Consolidation keeps 32 of the 39 cylinders; with any of them
+-- as the reference, the 31 others agree, and the score sums the 32
+-- similarities (all 1) over 32: 1.
+SELECT name, mcc_cylinder_count(t) FROM tpl WHERE name IN ('A', 'A tpami2010') ORDER BY name;
+-- The tpami2010 profile gives the same values: they do not depend on the
+-- cylinders once the diagonal is the unique maximum.
+SELECT name, m.m, round(mcc_score(t, t, m.m)::numeric, 5) AS score, abs(mcc_score(t, t, m.m) - CASE
+		   WHEN m.m IN ('lss', 'lsa', 'lgs') THEN 1
+		   WHEN m.m LIKE '%-r' THEN power(0.5 + 0.5 * z(0, 5, -1.6) * z(0, pi() / 12, -30) ^ 2, 5)
+		   WHEN m.m LIKE '%-dtr' THEN power(0.3 + 0.7 * z(0, 1.0 / 30, -150) * z(0, pi() / 4, -15) *
+											z(0, pi() / 18, -40), 3)
+		   ELSE 1 END) < 1e-6 AS as_expected
+FROM tpl, methods m WHERE name IN ('A', 'A tpami2010') ORDER BY name, m.ord;
+
+-- Turned by 90 degrees and moved: the same cylinders, the same geometry up
+-- to the motion, so every method scores as A against itself.
+SELECT m.m, mcc_score(a.t, b.t, m.m) = mcc_score(a.t, a.t, m.m) AS same_as_self
+FROM tpl a, tpl b, methods m WHERE a.name = 'A' AND b.name = 'A rotated 90' ORDER BY m.ord;
+
+-- Turned by 180 degrees: corresponding cylinders fail the angular gate, so
+-- every method scores below self; a partial impression scores below self
+-- and above the other finger B with every method.
+SELECT m.m,
+	   mcc_score(a.t, r.t, m.m) < mcc_score(a.t, a.t, m.m) AS rotated_below_self,
+	   mcc_score(a.t, p.t, m.m) < mcc_score(a.t, a.t, m.m) AS partial_below_self,
+	   mcc_score(a.t, p.t, m.m) > mcc_score(a.t, b.t, m.m) AS partial_above_b
+FROM tpl a, tpl r, tpl p, tpl b, methods m
+WHERE a.name = 'A' AND r.name = 'A rotated 180' AND p.name = 'A partial' AND b.name = 'B'
+ORDER BY m.ord;
+
+-- 'lss' is the two-argument mcc_score; every score is in [0, 1]; no
+-- cylinders, score 0
+SELECT count(*) AS pairs,
+	   count(*) FILTER (WHERE mcc_score(a.t, b.t, 'lss') = mcc_score(a.t, b.t)) AS lss_same,
+	   count(*) FILTER (WHERE mcc_score(a.t, b.t, m.m) BETWEEN 0 AND 1) AS in_range,
+	   count(*) FILTER (WHERE (a.name = 'lonely' OR b.name = 'lonely') AND mcc_score(a.t, b.t, m.m) = 0) AS lonely_zero
+FROM tpl a, tpl b, methods m
+WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu2015';
+
+-- errors: an unknown method or different profiles (22023); NULL in, NULL out
+SELECT v.ord, t.* FROM (VALUES
+	(1, $q$SELECT mcc_score(t, t, 'dtr') FROM tpl WHERE name = 'A'$q$),
+	(2, $q$SELECT mcc_score(t, t, 'LSS') FROM tpl WHERE name = 'A'$q$),
+	(3, $q$SELECT mcc_score(t, t, '') FROM tpl WHERE name = 'A'$q$),
+	(4, $q$SELECT mcc_score(a.t, b.t, 'lss-dtr') FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010'$q$)
+) AS v(ord, stmt), LATERAL try(v.stmt) t ORDER BY v.ord;
+SELECT mcc_score(t, t, NULL) IS NULL AS null_method, mcc_score(t, NULL, 'lsa') IS NULL AS null_template
+FROM tpl WHERE name = 'A';
+
+-- catalog
+SELECT p.oid::regprocedure, p.provolatile, p.proisstrict, p.proparallel
+FROM pg_proc p WHERE p.proname = 'mcc_score' ORDER BY 1::text;
+SELECT obj_description('mcc_score(mcc_template, mcc_template, text)'::regprocedure, 'pg_proc') IS NOT NULL AS commented;
+
+DROP TABLE tpl, mnt, methods;
+DROP FUNCTION theta(int), try(text), z(float8, float8, float8);

@@ -1,0 +1,461 @@
+/*
+ * mcc_align.c: minutiae alignment by chamfer fits from Hough (or rotation)
+ * starts; mcc_align.h says how and why.
+ */
+#include "mcc_align.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Suppression radius between two starts, in Hough bins. */
+#define PEAK_SEPARATION		2
+/* Translation bin offset that makes packed keys non-negative. */
+#define KEY_OFFSET			(1 << 20)
+
+/* Defaults. */
+void
+mcc_align_opts_init(mcc_align_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->transform = MCC_XFORM_EUCLIDEAN;
+	opts->use_directions = 1;
+	opts->max_distance = MCC_ALIGN_DEFAULT_MAX_DISTANCE;
+	opts->resolution = MCC_ALIGN_DEFAULT_RESOLUTION;
+	opts->starts = MCC_ALIGN_DEFAULT_STARTS;
+	opts->threads = 1;
+}
+
+/* Positions of a minutiae set as doubles (x0 y0 x1 y1 ...). */
+static void
+positions(const mcc_minutiae *ms, double *p)
+{
+	for (int i = 0; i < ms->count; i++)
+	{
+		p[2 * i] = ms->m[i].x;
+		p[2 * i + 1] = ms->m[i].y;
+	}
+}
+
+/* Chamfer options from alignment options. */
+static void
+chamfer_opts(const mcc_align_opts *opts, mcc_chamfer_opts *co)
+{
+	mcc_chamfer_opts_init(co);
+	co->transform = opts->transform;
+	co->resolution = opts->resolution;
+	co->max_distance = opts->max_distance;
+	co->threads = opts->threads;
+	co->max_cells = opts->max_cells;
+	co->cancel = opts->cancel;
+	co->poll = opts->poll;
+	co->poll_arg = opts->poll_arg;
+}
+
+/* Prepare a candidate's distance transform. */
+mcc_status
+mcc_align_prepare(const mcc_minutiae *cand, const mcc_align_opts *opts, mcc_chamfer_ref *ref,
+				  mcc_error *err)
+{
+	double		q[2 * MCC_MAX_MINUTIAE];
+	mcc_chamfer_opts co;
+
+	memset(ref, 0, sizeof(*ref));
+	if (cand->count == 0)
+		return mcc_error_set(err, MCC_ERR_VALUE, "the candidate has no minutiae");
+	chamfer_opts(opts, &co);
+	positions(cand, q);
+	return mcc_chamfer_ref_build(q, cand->count, 2, &co, ref, err);
+}
+
+/* A start: a euclidean pose (rotation a, then translation t). */
+typedef struct align_start
+{
+	double		a;
+	double		t[2];
+} align_start;
+
+/* One Hough cell with its votes and its neighbourhood sum. */
+typedef struct hough_cell
+{
+	uint64_t	key;
+	int			count;
+	int			score;
+} hough_cell;
+
+/* Pack a cell (angle bin, translation bins) into a key. */
+static uint64_t
+cell_key(int a, int bx, int by)
+{
+	return (uint64_t) a | ((uint64_t) (bx + KEY_OFFSET) << 5) | ((uint64_t) (by + KEY_OFFSET) << 27);
+}
+
+/* Unpack a key. */
+static void
+cell_unkey(uint64_t k, int *a, int *bx, int *by)
+{
+	*a = (int) (k & 31);
+	*bx = (int) ((k >> 5) & ((1 << 22) - 1)) - KEY_OFFSET;
+	*by = (int) (k >> 27) - KEY_OFFSET;
+}
+
+/* Open-addressing table of cells; cap is a power of two. */
+typedef struct hough_table
+{
+	hough_cell *cells;
+	size_t		cap;
+} hough_table;
+
+/* Slot of key: its cell or the empty slot where it would go (key + 1 is stored, 0 = empty). */
+static size_t
+table_slot(const hough_table *t, uint64_t key)
+{
+	size_t		i = (size_t) ((key + 1) * 0x9E3779B97F4A7C15ULL >> 20) & (t->cap - 1);
+
+	while (t->cells[i].key != 0 && t->cells[i].key != key + 1)
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+/* Votes in the cell of key (0 if none). */
+static int
+table_count(const hough_table *t, uint64_t key)
+{
+	size_t		i = table_slot(t, key);
+
+	return t->cells[i].key == key + 1 ? t->cells[i].count : 0;
+}
+
+/* Circular bin distance of two angle bins. */
+static int
+angle_bin_dist(int a, int b)
+{
+	int			d = abs(a - b) % MCC_ALIGN_HOUGH_ANGLES;
+
+	return d < MCC_ALIGN_HOUGH_ANGLES - d ? d : MCC_ALIGN_HOUGH_ANGLES - d;
+}
+
+/* Best cell first; ties by key, so that the order is deterministic. */
+static int
+cmp_cells(const void *x, const void *y)
+{
+	const hough_cell *a = x;
+	const hough_cell *b = y;
+
+	if (a->score != b->score)
+		return a->score > b->score ? -1 : 1;
+	return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/*
+ * Hough starts from minutia directions (mcc_align.h). Returns the number of
+ * starts written (<= max), or -1 if out of memory.
+ */
+static int
+hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, int max, align_start *out)
+{
+	int			np = probe->count;
+	int			nc = cand->count;
+	size_t		nv = (size_t) np * nc;
+	double		cp[2] = {0, 0};
+	double		cq[2] = {0, 0};
+	double		bin = MCC_TWO_PI / MCC_ALIGN_HOUGH_ANGLES;
+	double	   *va = malloc(nv * 3 * sizeof(double));
+	uint64_t   *vk = malloc(nv * sizeof(uint64_t));
+	hough_table t;
+	hough_cell *list;
+	size_t		n_list = 0;
+	int			n_out = 0;
+
+	t.cap = 1024;
+	while (t.cap < 2 * nv)
+		t.cap *= 2;
+	t.cells = calloc(t.cap, sizeof(hough_cell));
+	list = malloc(nv * sizeof(hough_cell));
+	if (!va || !vk || !t.cells || !list)
+	{
+		free(va);
+		free(vk);
+		free(t.cells);
+		free(list);
+		return -1;
+	}
+	for (int i = 0; i < np; i++)
+	{
+		cp[0] += probe->m[i].x / (double) np;
+		cp[1] += probe->m[i].y / (double) np;
+	}
+	for (int j = 0; j < nc; j++)
+	{
+		cq[0] += cand->m[j].x / (double) nc;
+		cq[1] += cand->m[j].y / (double) nc;
+	}
+	/* votes: rotation theta_i - theta_j (mcc_align.h), centroid-relative translation */
+	for (int i = 0; i < np; i++)
+		for (int j = 0; j < nc; j++)
+		{
+			size_t		v = (size_t) i * nc + j;
+			double		a = fmod((double) probe->m[i].theta - (double) cand->m[j].theta + MCC_TWO_PI,
+								 MCC_TWO_PI);
+			double		c = cos(a);
+			double		s = sin(a);
+			double		px = probe->m[i].x - cp[0];
+			double		py = probe->m[i].y - cp[1];
+			double		tx = (cand->m[j].x - cq[0]) - (c * px - s * py);
+			double		ty = (cand->m[j].y - cq[1]) - (s * px + c * py);
+			int			ab = (int) (a / bin + 0.5) % MCC_ALIGN_HOUGH_ANGLES;
+			size_t		slot;
+
+			va[3 * v] = a;
+			va[3 * v + 1] = tx;
+			va[3 * v + 2] = ty;
+			vk[v] = cell_key(ab, (int) floor(tx / MCC_ALIGN_HOUGH_CELL),
+							 (int) floor(ty / MCC_ALIGN_HOUGH_CELL));
+			slot = table_slot(&t, vk[v]);
+			if (t.cells[slot].key == 0)
+			{
+				t.cells[slot].key = vk[v] + 1;
+				list[n_list++].key = vk[v];
+			}
+			t.cells[slot].count++;
+		}
+	/* neighbourhood sums */
+	for (size_t k = 0; k < n_list; k++)
+	{
+		int			a;
+		int			bx;
+		int			by;
+		int			score = 0;
+
+		cell_unkey(list[k].key, &a, &bx, &by);
+		for (int da = -1; da <= 1; da++)
+			for (int dx = -1; dx <= 1; dx++)
+				for (int dy = -1; dy <= 1; dy++)
+					score += table_count(&t, cell_key((a + da + MCC_ALIGN_HOUGH_ANGLES) % MCC_ALIGN_HOUGH_ANGLES,
+													  bx + dx, by + dy));
+		list[k].score = score;
+	}
+	qsort(list, n_list, sizeof(hough_cell), cmp_cells);
+	/* the strongest separated peaks, each as the mean pose of its neighbourhood's votes */
+	for (size_t k = 0; k < n_list && n_out < max; k++)
+	{
+		int			a;
+		int			bx;
+		int			by;
+		int			separate = 1;
+		double		sc = 0;
+		double		ss = 0;
+		double		sx = 0;
+		double		sy = 0;
+		double		w = 0;
+
+		cell_unkey(list[k].key, &a, &bx, &by);
+		for (int o = 0; o < n_out && separate; o++)
+		{
+			int			a2;
+			int			bx2;
+			int			by2;
+
+			cell_unkey(list[o].key, &a2, &bx2, &by2);
+			if (angle_bin_dist(a, a2) <= PEAK_SEPARATION && abs(bx - bx2) <= PEAK_SEPARATION &&
+				abs(by - by2) <= PEAK_SEPARATION)
+				separate = 0;
+		}
+		if (!separate)
+			continue;
+		for (size_t v = 0; v < nv; v++)
+		{
+			int			a2;
+			int			bx2;
+			int			by2;
+
+			cell_unkey(vk[v], &a2, &bx2, &by2);
+			if (angle_bin_dist(a, a2) <= 1 && abs(bx - bx2) <= 1 && abs(by - by2) <= 1)
+			{
+				sc += cos(va[3 * v]);
+				ss += sin(va[3 * v]);
+				sx += va[3 * v + 1];
+				sy += va[3 * v + 2];
+				w += 1;
+			}
+		}
+		/* keep the peak's key at position n_out for the separation test */
+		list[n_out].key = list[k].key;
+		out[n_out].a = atan2(ss, sc);
+		/* x' = R (x - cp) + cq + t = R x + (cq + t - R cp) */
+		out[n_out].t[0] = cq[0] + sx / w - (cos(out[n_out].a) * cp[0] - sin(out[n_out].a) * cp[1]);
+		out[n_out].t[1] = cq[1] + sy / w - (sin(out[n_out].a) * cp[0] + cos(out[n_out].a) * cp[1]);
+		n_out++;
+	}
+	free(va);
+	free(vk);
+	free(t.cells);
+	free(list);
+	return n_out;
+}
+
+/* Rotation starts without directions: 30 degrees apart, about the centroids. */
+static int
+rotation_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, align_start *out)
+{
+	double		cp[2] = {0, 0};
+	double		cq[2] = {0, 0};
+
+	for (int i = 0; i < probe->count; i++)
+	{
+		cp[0] += probe->m[i].x / (double) probe->count;
+		cp[1] += probe->m[i].y / (double) probe->count;
+	}
+	for (int j = 0; j < cand->count; j++)
+	{
+		cq[0] += cand->m[j].x / (double) cand->count;
+		cq[1] += cand->m[j].y / (double) cand->count;
+	}
+	for (int k = 0; k < MCC_ALIGN_ROTATION_STARTS; k++)
+	{
+		double		a = MCC_TWO_PI * k / MCC_ALIGN_ROTATION_STARTS;
+
+		out[k].a = a;
+		out[k].t[0] = cq[0] - (cos(a) * cp[0] - sin(a) * cp[1]);
+		out[k].t[1] = cq[1] - (sin(a) * cp[0] + cos(a) * cp[1]);
+	}
+	return MCC_ALIGN_ROTATION_STARTS;
+}
+
+/* Probe minutiae mapped into the candidate's frame, and how many land near a candidate minutia. */
+static void
+map_minutiae(const mcc_minutiae *probe, const mcc_minutiae *cand, double tau, mcc_align_result *res)
+{
+	const double *m = res->fit.matrix;
+
+	res->n_probe = probe->count;
+	res->paired = 0;
+	for (int i = 0; i < probe->count; i++)
+	{
+		double		p[2] = {probe->m[i].x, probe->m[i].y};
+		double		y[2];
+		double	   *out = res->mapped[i];
+
+		if (!mcc_chamfer_map(2, m, p, y))
+		{
+			out[0] = out[1] = out[2] = NAN;
+			continue;
+		}
+		{
+			/* direction vector (cos, -sin) through the Jacobian of x -> (M x)/w */
+			double		w = m[6] * p[0] + m[7] * p[1] + m[8];
+			double		dx = cos(probe->m[i].theta);
+			double		dy = -sin(probe->m[i].theta);
+			double		ex = ((m[0] - y[0] * m[6]) * dx + (m[1] - y[0] * m[7]) * dy) / w;
+			double		ey = ((m[3] - y[1] * m[6]) * dx + (m[4] - y[1] * m[7]) * dy) / w;
+			double		th = atan2(-ey, ex);
+
+			out[0] = y[0];
+			out[1] = y[1];
+			out[2] = th < 0 ? th + MCC_TWO_PI : th;
+		}
+		for (int j = 0; j < cand->count; j++)
+		{
+			double		ddx = y[0] - cand->m[j].x;
+			double		ddy = y[1] - cand->m[j].y;
+
+			if (ddx * ddx + ddy * ddy <= tau * tau)
+			{
+				res->paired++;
+				break;
+			}
+		}
+	}
+}
+
+/* Align probe onto a prepared candidate. */
+mcc_status
+mcc_align_minutiae_ref(const mcc_minutiae *probe, const mcc_minutiae *cand,
+					   const mcc_chamfer_ref *ref, const mcc_align_opts *opts,
+					   mcc_align_result *res, mcc_error *err)
+{
+	double		p[2 * MCC_MAX_MINUTIAE];
+	align_start starts[MCC_ALIGN_MAX_STARTS];
+	int			n_starts;
+	int			max_starts = opts->starts > 0 ? opts->starts : MCC_ALIGN_DEFAULT_STARTS;
+	mcc_chamfer_opts co;
+	int			best = -1;
+
+	memset(res, 0, sizeof(*res));
+	if (probe->count == 0)
+		return mcc_error_set(err, MCC_ERR_VALUE, "the probe has no minutiae");
+	if (cand->count == 0)
+		return mcc_error_set(err, MCC_ERR_VALUE, "the candidate has no minutiae");
+	if (max_starts > MCC_ALIGN_MAX_STARTS)
+		max_starts = MCC_ALIGN_MAX_STARTS;
+	if (isnan(opts->max_distance) || !(opts->max_distance > 0) || isinf(opts->max_distance))
+		return mcc_error_set(err, MCC_ERR_VALUE, "max_distance must be a positive number of pixels");
+	positions(probe, p);
+	if (opts->use_directions)
+		n_starts = hough_starts(probe, cand, max_starts, starts);
+	else
+		n_starts = rotation_starts(probe, cand, starts);
+	if (n_starts < 0)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the alignment votes");
+	chamfer_opts(opts, &co);
+	co.init_type = MCC_XFORM_EUCLIDEAN;
+	/* a rotation start's translation (the centroids) may be far off: no trust */
+	co.graduated = opts->use_directions ? 0 : 1;
+	for (int k = 0; k < n_starts; k++)
+	{
+		mcc_chamfer_result r;
+		mcc_status	st;
+		double		c = cos(starts[k].a);
+		double		s = sin(starts[k].a);
+		const double init[9] = {c, -s, starts[k].t[0], s, c, starts[k].t[1], 0, 0, 1};
+
+		memcpy(co.init, init, sizeof(init));
+		st = mcc_chamfer_align_ref(ref, p, probe->count, &co, &r, err);
+		res->starts_tried++;
+		res->iterations += r.iterations;
+		if (st != MCC_OK)
+		{
+			res->fit.canceled = r.canceled;
+			return st;
+		}
+		if (best < 0 || r.sum_sq < res->fit.sum_sq)
+		{
+			best = k;
+			res->fit = r;
+		}
+	}
+	res->start = best;
+	map_minutiae(probe, cand, opts->max_distance, res);
+	return MCC_OK;
+}
+
+/* Align probe onto cand. */
+mcc_status
+mcc_align_minutiae(const mcc_minutiae *probe, const mcc_minutiae *cand,
+				   const mcc_align_opts *opts, mcc_align_result *res, mcc_error *err)
+{
+	volatile int local_cancel = 0;
+	mcc_align_opts o;
+	mcc_chamfer_ref ref;
+	mcc_status	st;
+
+	if (opts == NULL)
+		mcc_align_opts_init(&o);
+	else
+		o = *opts;
+	/* a flag of our own, so that a poll's cancel is told from a failure */
+	if (o.cancel == NULL)
+		o.cancel = &local_cancel;
+	memset(res, 0, sizeof(*res));
+	if (probe->count == 0)
+		return mcc_error_set(err, MCC_ERR_VALUE, "the probe has no minutiae");
+	if ((st = mcc_align_prepare(cand, &o, &ref, err)) != MCC_OK)
+	{
+		res->fit.canceled = *o.cancel != 0;
+		return st;
+	}
+	st = mcc_align_minutiae_ref(probe, cand, &ref, &o, res, err);
+	mcc_chamfer_ref_free(&ref);
+	return st;
+}

@@ -1,0 +1,703 @@
+/*
+ * mcc_match.c: the local similarity matrix of two templates, the one-to-one
+ * pairings (LSA, LGS) and the choice of pairs for the relaxations, and the
+ * method dispatch of mcc_match.h. The relaxations are in mcc_relax.c, the
+ * consolidation in mcc_consolidate.c, the assignment in mcc_assign.c.
+ */
+#include "mcc_match.h"
+
+#include <string.h>
+
+#include "mcc_detmath.h"
+#include "mcc_match_int.h"
+#include "mcc_probe_int.h"
+#include "mcc_soa_int.h"
+
+static const char *const method_names[MCC_NMETHODS] = {
+	"lss", "lss-r", "lss-dtr",
+	"lsa", "lsa-r", "lsa-dtr",
+	"lgs", "lgs-r", "lgs-dtr",
+	"consolidation"
+};
+
+const char *
+mcc_method_name(int method)
+{
+	if (method < 0 || method >= MCC_NMETHODS)
+		return NULL;
+	return method_names[method];
+}
+
+int
+mcc_method_parse(const char *name, int len)
+{
+	for (int m = 0; m < MCC_NMETHODS; m++)
+		if ((int) strlen(method_names[m]) == len &&
+			memcmp(method_names[m], name, (size_t) len) == 0)
+			return m;
+	return -1;
+}
+
+int
+mcc_refine_parse(const char *name, int len)
+{
+	if (len == 4 && memcmp(name, "none", 4) == 0)
+		return MCC_LSS;
+	if (len == 3 && memcmp(name, "dtr", 3) == 0)
+		return MCC_LSS_DTR;
+	return mcc_method_parse(name, len);
+}
+
+const char *
+mcc_method_list(void)
+{
+	return "lss, lss-r, lss-dtr, lsa, lsa-r, lsa-dtr, lgs, lgs-r, lgs-dtr, consolidation";
+}
+
+/* ------------------------------------------------------------------ */
+/* workspace and sides                                                 */
+
+size_t
+mcc_match_work_size(void)
+{
+	return sizeof(mcc_match_work);
+}
+
+void
+mcc_match_work_init(mcc_match_work *w)
+{
+	w->magic = MCC_MATCH_MAGIC;
+	w->profile = NULL;
+	w->have_probe = 0;
+	w->have_matrix = 0;
+	w->have_votes = 0;
+	w->np = 0;
+	w->a.n = 0;
+	w->b.n = 0;
+	w->npairs = 0;
+	w->n_last = 0;
+}
+
+/* Position and direction of a minutia in the counter-clockwise frame. */
+static void
+side_geometry(match_side *s, int i, const mcc_minutia *m)
+{
+	s->px[i] = (double) m->x;
+	s->py[i] = -(double) m->y;
+	mcc_dm_sincos((double) m->theta, &s->uy[i], &s->ux[i]);
+}
+
+/*
+ * Copy a template's cylinders and their minutiae's geometry into a side, in
+ * the order of their minutiae.
+ */
+static void
+side_load(match_side *s, const mcc_template_view *t)
+{
+	int16_t		at[MCC_MAX_MINUTIAE];	/* cylinder of each minutia, -1 */
+	int			k = 0;
+
+	for (int i = 0; i < t->n_min && i < MCC_MAX_MINUTIAE; i++)
+		at[i] = -1;
+	for (int c = 0; c < t->n_cyl; c++)
+		at[mcc_template_cyl_minutia(t, c)] = (int16_t) c;
+	for (int i = 0; i < t->n_min && i < MCC_MAX_MINUTIAE; i++)
+	{
+		int			c = at[i];
+		mcc_minutia m;
+
+		if (c < 0)
+			continue;
+		s->mi[k] = (uint8_t) i;
+		s->pc[k] = (uint16_t) mcc_template_cyl_popcount(t, c);
+		s->angle[k] = (uint8_t) mcc_template_cyl_angle(t, c);
+		mcc_template_cyl_bits(t, c, s->bits[k]);
+		mcc_template_minutia(t, i, &m);
+		side_geometry(s, k, &m);
+		k++;
+	}
+	s->n = k;
+}
+
+void
+mcc_match_set_probe(mcc_match_work *w, const mcc_template_view *probe)
+{
+	if (w->magic != MCC_MATCH_MAGIC)
+		mcc_match_work_init(w);
+	mcc_lss_init();
+	w->profile = probe->profile;
+	side_load(&w->a, probe);
+	w->have_probe = 1;
+	w->have_matrix = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the local similarity matrix                                         */
+
+/*
+ * Gamma and the LSS votes of sides a and b with popcount POPCOUNT: the
+ * body of the generic and POPCNT versions below. The gate, den and vote are
+ * those of mcc_lss.c (pair_vote), so the votes give mcc_lss_pair's score.
+ */
+#define MATRIX_BODY(w, POPCOUNT) \
+	do { \
+		const mcc_profile *p_ = (w)->profile; \
+		const match_side *a_ = &(w)->a; \
+		const match_side *b_ = &(w)->b; \
+		int			vw_ = p_->words; \
+		for (int r_ = 0; r_ < a_->n; r_++) \
+		{ \
+			const uint64_t *va_ = a_->bits[r_]; \
+			float	   *row_ = (w)->gamma + (size_t) r_ * b_->n; \
+			for (int c_ = 0; c_ < b_->n; c_++) \
+			{ \
+				const uint64_t *vb_ = b_->bits[c_]; \
+				int			x_ = 0; \
+				uint32_t	den_; \
+				uint32_t	d_; \
+				row_[c_] = 0.0f; \
+				if (!mcc_lss_gate(a_->angle[r_], b_->angle[c_], p_->delta_theta)) \
+					continue; \
+				if (!p_->masks) \
+				{ \
+					for (int k_ = 0; k_ < vw_; k_++) \
+						x_ += POPCOUNT(va_[k_] ^ vb_[k_]); \
+					den_ = mcc_lss_sqrt_tab[a_->pc[r_]] + mcc_lss_sqrt_tab[b_->pc[c_]]; \
+				} \
+				else \
+				{ \
+					int			pw_ = 0, pa_ = 0, pb_ = 0; \
+					for (int k_ = 0; k_ < vw_; k_++) \
+					{ \
+						uint64_t	m_ = va_[vw_ + k_] & vb_[vw_ + k_]; \
+						pw_ += POPCOUNT(m_); \
+						pa_ += POPCOUNT(va_[k_] & m_); \
+						pb_ += POPCOUNT(vb_[k_] & m_); \
+						x_ += POPCOUNT((va_[k_] ^ vb_[k_]) & m_); \
+					} \
+					if (pw_ < p_->min_me_cells) \
+						continue; \
+					den_ = mcc_lss_sqrt_tab[pa_] + mcc_lss_sqrt_tab[pb_]; \
+				} \
+				if (den_ == 0) \
+					continue; \
+				row_[c_] = 1.0f - (float) mcc_lss_sqrt_tab[x_] / (float) den_; \
+				d_ = mcc_lss_dist(mcc_lss_sqrt_tab[x_], mcc_lss_rcp(den_)); \
+				if (d_ < MCC_W) \
+					(w)->hist[d_]++; \
+			} \
+		} \
+	} while (0)
+
+/* The matrix with the portable popcount. */
+static void
+matrix_generic(mcc_match_work *w)
+{
+	MATRIX_BODY(w, mcc_popcount64_swar);
+}
+
+/* The matrix with the POPCNT instruction. */
+__attribute__((target("popcnt")))
+static void
+matrix_popcnt(mcc_match_work *w)
+{
+	MATRIX_BODY(w, __builtin_popcountll);
+}
+
+/* Fill Gamma and the votes of the current sides. */
+static void
+compute_matrix(mcc_match_work *w)
+{
+	static int	use_popcnt = -1;
+	int			pop = __atomic_load_n(&use_popcnt, __ATOMIC_RELAXED);
+
+	if (pop < 0)
+	{
+		pop = mcc_cpu_has_popcnt();
+		__atomic_store_n(&use_popcnt, pop, __ATOMIC_RELAXED);
+	}
+	memset(w->hist, 0, sizeof(w->hist));
+	if (pop)
+		matrix_popcnt(w);
+	else
+		matrix_generic(w);
+	w->np = mcc_lss_np(w->profile, w->a.n < w->b.n ? w->a.n : w->b.n);
+	w->have_matrix = 1;
+	w->have_votes = 1;
+}
+
+float
+mcc_match_gamma(const mcc_match_work *w, int r, int c)
+{
+	if (!w->have_matrix || r < 0 || r >= w->a.n || c < 0 || c >= w->b.n)
+		return 0.0f;
+	return w->gamma[(size_t) r * w->b.n + c];
+}
+
+void
+mcc_match_dims(const mcc_match_work *w, int *n_a, int *n_b, int *np)
+{
+	*n_a = w->have_matrix ? w->a.n : 0;
+	*n_b = w->have_matrix ? w->b.n : 0;
+	*np = w->have_matrix ? w->np : 0;
+}
+
+mcc_status
+mcc_match_load(mcc_match_work *w, const mcc_profile *p,
+			   int n_a, const mcc_minutia *ma, const uint16_t *pc_a,
+			   int n_b, const mcc_minutia *mb, const uint16_t *pc_b,
+			   const float *gamma, int np, mcc_error *err)
+{
+	if (w->magic != MCC_MATCH_MAGIC)
+		mcc_match_work_init(w);
+	mcc_lss_init();
+	if (n_a < 0 || n_a > MCC_MAX_CYL || n_b < 0 || n_b > MCC_MAX_CYL)
+		return mcc_error_set(err, MCC_ERR_LIMIT, "too many cylinders in a comparison"),
+			mcc_error_detail(err, "The sides have %d and %d; the limit is %d.",
+							 n_a, n_b, MCC_MAX_CYL);
+	for (int i = 0; i < n_a * n_b; i++)
+		if (!(gamma[i] >= 0.0f && gamma[i] <= 1.0f))
+			return mcc_error_set(err, MCC_ERR_RANGE,
+								 "local similarity %d is outside [0, 1]", i);
+	w->profile = p;
+	w->a.n = n_a;
+	w->b.n = n_b;
+	for (int i = 0; i < n_a; i++)
+	{
+		side_geometry(&w->a, i, &ma[i]);
+		w->a.mi[i] = (uint8_t) i;
+		w->a.pc[i] = pc_a ? pc_a[i] : 1;
+		w->a.angle[i] = mcc_angle_to_byte(ma[i].theta);
+	}
+	for (int i = 0; i < n_b; i++)
+	{
+		side_geometry(&w->b, i, &mb[i]);
+		w->b.mi[i] = (uint8_t) i;
+		w->b.pc[i] = pc_b ? pc_b[i] : 1;
+		w->b.angle[i] = mcc_angle_to_byte(mb[i].theta);
+	}
+	memcpy(w->gamma, gamma, sizeof(float) * (size_t) n_a * n_b);
+	w->np = np > 0 ? np : mcc_lss_np(p, n_a < n_b ? n_a : n_b);
+	w->have_probe = 1;
+	w->have_matrix = 1;
+	w->have_votes = 0;
+	return MCC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* ranking the entries of Gamma                                        */
+
+/*
+ * Sort key of entry (r, c): Gamma's bits (non-negative floats order as
+ * their bit patterns), then smaller r, then smaller c; unique per entry.
+ */
+static inline uint64_t
+entry_key(float g, int r, int c)
+{
+	uint32_t	bits;
+
+	memcpy(&bits, &g, sizeof(bits));
+	return ((uint64_t) bits << 16) | (uint64_t) (0xFFFF - ((r << 8) | c));
+}
+
+/* Row and column of a key. */
+static inline void
+key_entry(uint64_t key, int *r, int *c)
+{
+	int			rc = 0xFFFF - (int) (key & 0xFFFF);
+
+	*r = rc >> 8;
+	*c = rc & 0xFF;
+}
+
+/* Gamma of a key. */
+static inline float
+key_gamma(uint64_t key)
+{
+	uint32_t	bits = (uint32_t) (key >> 16);
+	float		g;
+
+	memcpy(&g, &bits, sizeof(g));
+	return g;
+}
+
+/* Restore the max-heap property below position i of heap h[0..n). */
+static void
+heap_down(uint64_t *h, int n, int i)
+{
+	uint64_t	v = h[i];
+
+	for (;;)
+	{
+		int			c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && h[c + 1] > h[c])
+			c++;
+		if (h[c] <= v)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = v;
+}
+
+/* Remove and return the largest key of a non-empty heap. */
+static uint64_t
+heap_pop(uint64_t *h, int *n)
+{
+	uint64_t	top = h[0];
+
+	h[0] = h[--*n];
+	if (*n > 0)
+		heap_down(h, *n, 0);
+	return top;
+}
+
+/* The positive entries of Gamma as a max-heap of keys; returns their number. */
+static int
+entries_heap(mcc_match_work *w)
+{
+	int			n = 0;
+
+	for (int r = 0; r < w->a.n; r++)
+		for (int c = 0; c < w->b.n; c++)
+		{
+			float		g = w->gamma[(size_t) r * w->b.n + c];
+
+			if (g > 0.0f)
+				w->keys[n++] = entry_key(g, r, c);
+		}
+	for (int i = n / 2 - 1; i >= 0; i--)
+		heap_down(w->keys, n, i);
+	return n;
+}
+
+/* n_R of the relaxations: min(n_A, n_B), capped by max_nr. */
+static int
+relax_nr(const mcc_match_work *w, const mcc_relax_params *rp)
+{
+	int			nr = w->a.n < w->b.n ? w->a.n : w->b.n;
+
+	if (rp != NULL && rp->max_nr > 0 && nr > rp->max_nr)
+		nr = rp->max_nr;
+	return nr;
+}
+
+/* Append pair (r, c) to the pair list. */
+static void
+add_pair(mcc_match_work *w, int r, int c)
+{
+	match_pair *p = &w->pairs[w->npairs++];
+
+	p->r = (uint8_t) r;
+	p->c = (uint8_t) c;
+	p->lambda0 = w->gamma[(size_t) r * w->b.n + c];
+}
+
+/* LSS-R pairs: the n_R largest entries of Gamma, not one-to-one. */
+static void
+pairs_lss(mcc_match_work *w, int nr)
+{
+	int			n = entries_heap(w);
+
+	w->npairs = 0;
+	while (w->npairs < nr && n > 0)
+	{
+		int			r;
+		int			c;
+
+		key_entry(heap_pop(w->keys, &n), &r, &c);
+		add_pair(w, r, c);
+	}
+}
+
+/*
+ * The positive entries of Gamma as keys sorted in descending order into
+ * w->sorted (LSD radix sort on the 48 key bits, bytes where every key
+ * agrees skipped); returns their number.
+ */
+static int
+entries_sorted(mcc_match_work *w)
+{
+	uint64_t   *src = w->keys;
+	uint64_t   *dst = w->sorted;
+	int			n = 0;
+
+	for (int r = 0; r < w->a.n; r++)
+		for (int c = 0; c < w->b.n; c++)
+		{
+			float		g = w->gamma[(size_t) r * w->b.n + c];
+
+			if (g > 0.0f)
+				src[n++] = entry_key(g, r, c);
+		}
+	for (int shift = 0; shift < 48; shift += 8)
+	{
+		uint32_t	count[256] = {0};
+		uint32_t	pos = 0;
+		uint64_t   *tmp;
+
+		for (int i = 0; i < n; i++)
+			count[255 - ((src[i] >> shift) & 0xFF)]++;
+		if (n == 0 || count[255 - ((src[0] >> shift) & 0xFF)] == (uint32_t) n)
+			continue;			/* one value in this byte: already in order */
+		for (int d = 0; d < 256; d++)
+		{
+			uint32_t	c = count[d];
+
+			count[d] = pos;
+			pos += c;
+		}
+		for (int i = 0; i < n; i++)
+			dst[count[255 - ((src[i] >> shift) & 0xFF)]++] = src[i];
+		tmp = src;
+		src = dst;
+		dst = tmp;
+	}
+	if (src != w->sorted)
+		memcpy(w->sorted, src, sizeof(uint64_t) * (size_t) n);
+	return n;
+}
+
+/* LGS pairs: greedy one-to-one in descending Gamma, at most nr. */
+static void
+pairs_lgs(mcc_match_work *w, int nr)
+{
+	uint8_t		used_r[MCC_MAX_CYL] = {0};
+	uint8_t		used_c[MCC_MAX_CYL] = {0};
+	int			n = entries_sorted(w);
+
+	w->npairs = 0;
+	for (int i = 0; i < n && w->npairs < nr; i++)
+	{
+		int			r;
+		int			c;
+
+		key_entry(w->sorted[i], &r, &c);
+		if (used_r[r] || used_c[c])
+			continue;
+		used_r[r] = used_c[c] = 1;
+		add_pair(w, r, c);
+	}
+}
+
+/*
+ * LSA pairs: the maximum-weight assignment on Gamma scaled to integers
+ * (Gamma * 2^24, exact for Gamma >= 1/2 and rounded to the nearest integer
+ * below), keeping pairs with Gamma > 0, in descending Gamma (ties by r),
+ * at most nr.
+ */
+static void
+pairs_lsa(mcc_match_work *w, int nr)
+{
+	int			na = w->a.n;
+	int			nb = w->b.n;
+	int			n = 0;
+
+	for (size_t i = 0; i < (size_t) na * nb; i++)
+		w->weight[i] = (int64_t) ((double) w->gamma[i] * 16777216.0 + 0.5);
+	mcc_assign_max(na, nb, w->weight, w->col_of_row, w->assign_work);
+	/* weight is free again: reuse keys (they share storage) for ordering */
+	for (int r = 0; r < na; r++)
+	{
+		int			c = w->col_of_row[r];
+
+		if (c >= 0 && w->gamma[(size_t) r * nb + c] > 0.0f)
+			w->keys[n++] = entry_key(w->gamma[(size_t) r * nb + c], r, c);
+	}
+	for (int i = n / 2 - 1; i >= 0; i--)
+		heap_down(w->keys, n, i);
+	w->npairs = 0;
+	while (w->npairs < nr && n > 0)
+	{
+		int			r;
+		int			c;
+
+		key_entry(heap_pop(w->keys, &n), &r, &c);
+		add_pair(w, r, c);
+	}
+}
+
+void
+mcc_match_note(mcc_match_work *w, int i, int r, int c, double v)
+{
+	w->last_r[i] = w->a.mi[r];
+	w->last_c[i] = w->b.mi[c];
+	w->last_v[i] = v;
+	w->n_last = i + 1;
+}
+
+/* Mean over n_P of the first n_P pairs' Gamma (LSA, LGS). */
+static double
+pairs_mean(mcc_match_work *w)
+{
+	double		sum = 0.0;
+	int			k = w->npairs < w->np ? w->npairs : w->np;
+
+	for (int i = 0; i < k; i++)
+	{
+		sum += w->pairs[i].lambda0;
+		mcc_match_note(w, i, w->pairs[i].r, w->pairs[i].c, w->pairs[i].lambda0);
+	}
+	return w->np > 0 ? sum / w->np : 0.0;
+}
+
+double
+mcc_match_lss(mcc_match_work *w)
+{
+	double		sum = 0.0;
+	int			n;
+
+	if (w->have_votes)
+		return mcc_lss_finish(w->hist, w->np);
+	/* hand-made matrix: the n_P largest entries in double precision */
+	n = entries_heap(w);
+	for (int i = 0; i < w->np && n > 0; i++)
+	{
+		uint64_t	key = heap_pop(w->keys, &n);
+		int			r;
+		int			c;
+
+		key_entry(key, &r, &c);
+		sum += key_gamma(key);
+		mcc_match_note(w, i, r, c, key_gamma(key));
+	}
+	return w->np > 0 ? sum / w->np : 0.0;
+}
+
+/* ------------------------------------------------------------------ */
+/* dispatch                                                            */
+
+float
+mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *mp)
+{
+	const mcc_relax_params *rp = NULL;
+	const mcc_sigmoid_tab *tab = NULL;
+	double		s;
+
+	if (!w->have_matrix)
+		return 0.0f;
+	if (mp == NULL)
+		mp = mcc_match_params_std();
+	w->n_last = 0;
+	if (w->a.n == 0 || w->b.n == 0)
+		return 0.0f;
+	switch (method)
+	{
+		case MCC_LSS_R:
+		case MCC_LSA_R:
+		case MCC_LGS_R:
+			rp = &mp->relax;
+			tab = mp->tab[0];
+			break;
+		case MCC_LSS_DTR:
+		case MCC_LSA_DTR:
+		case MCC_LGS_DTR:
+			rp = &mp->dtr;
+			tab = mp->tab[1];
+			break;
+		default:
+			break;
+	}
+	switch (method)
+	{
+		case MCC_LSS:
+			s = mcc_match_lss(w);
+			break;
+		case MCC_LSS_R:
+		case MCC_LSS_DTR:
+			pairs_lss(w, relax_nr(w, rp));
+			s = mcc_relax_score(w, rp, tab);
+			break;
+		case MCC_LSA:
+			pairs_lsa(w, relax_nr(w, NULL));
+			s = pairs_mean(w);
+			break;
+		case MCC_LSA_R:
+		case MCC_LSA_DTR:
+			pairs_lsa(w, relax_nr(w, rp));
+			s = mcc_relax_score(w, rp, tab);
+			break;
+		case MCC_LGS:
+			pairs_lgs(w, w->np);
+			s = pairs_mean(w);
+			break;
+		case MCC_LGS_R:
+		case MCC_LGS_DTR:
+			pairs_lgs(w, relax_nr(w, rp));
+			s = mcc_relax_score(w, rp, tab);
+			break;
+		case MCC_CONSOLIDATION:
+			s = mcc_consolidate(w, &mp->cons);
+			break;
+		default:
+			s = 0.0;
+			break;
+	}
+	return (float) s;
+}
+
+mcc_status
+mcc_match_candidate(mcc_match_work *w, const mcc_template_view *cand,
+					mcc_method method, const mcc_match_params *mp,
+					float *score, mcc_error *err)
+{
+	*score = 0.0f;
+	if (w->magic != MCC_MATCH_MAGIC || !w->have_probe)
+		return mcc_error_set(err, MCC_ERR_INTERNAL, "no probe set for matching");
+	if ((int) method < 0 || (int) method >= MCC_NMETHODS)
+		return mcc_error_set(err, MCC_ERR_VALUE, "unknown matching method %d", (int) method);
+	if (mp != NULL && !mp->prepared)
+		return mcc_error_set(err, MCC_ERR_INTERNAL, "matching parameters are not prepared");
+	if (cand->profile != w->profile)
+		return mcc_error_set(err, MCC_ERR_VALUE,
+							 "cannot compare templates of different profiles"),
+			mcc_error_detail(err, "The templates use profiles \"%s\" and \"%s\".",
+							 w->profile->name, cand->profile->name);
+	side_load(&w->b, cand);
+	compute_matrix(w);
+	*score = mcc_match_rescore(w, method, mp);
+	return MCC_OK;
+}
+
+mcc_status
+mcc_match_pair(mcc_match_work *w, const mcc_template_view *a,
+			   const mcc_template_view *b, mcc_method method,
+			   const mcc_match_params *mp, float *score, mcc_error *err)
+{
+	mcc_match_set_probe(w, a);
+	return mcc_match_candidate(w, b, method, mp, score, err);
+}
+
+int
+mcc_match_last_pairs(const mcc_match_work *w, int *r, int *c, double *value, int max)
+{
+	int			n = w->n_last < max ? w->n_last : max;
+
+	for (int i = 0; i < n; i++)
+	{
+		r[i] = w->last_r[i];
+		c[i] = w->last_c[i];
+		value[i] = w->last_v[i];
+	}
+	return w->n_last;
+}
+
+int64_t
+mcc_refine_count(int64_t n, double fraction, int64_t min_count, int64_t k)
+{
+	double		f = fraction > 0.0 ? fraction * (double) n : 0.0;
+	int64_t		m = f >= (double) n ? n : (int64_t) f;
+
+	if ((double) m < f)
+		m++;					/* ceil */
+	if (m < min_count)
+		m = min_count;
+	if (m < k)
+		m = k;
+	if (m > n)
+		m = n;
+	return m < 0 ? 0 : m;
+}

@@ -1,0 +1,311 @@
+/*
+ * mcc_relax.c: the relaxation of TPAMI 2010 (mcc-spec §5.5) and its
+ * distortion-tolerant variant of [11] (§5.6), the sigmoid tables, and the
+ * matching parameters.
+ *
+ * For candidate pairs t = (a_t, b_t) and k, the compatibility is
+ * rho(t, k) = Z(d1) Z(d2) Z(d3) with
+ *   d1 = |dA - dB|, or divided by the sum or the mean of dA and dB (DTR),
+ *        dA = |a_k - a_t|, dB = |b_k - b_t|;
+ *   d2 = |dphi(dphi(theta_a_t, theta_a_k), dphi(theta_b_t, theta_b_k))|;
+ *   d3 = |dphi(d_R(a_t, a_k), d_R(b_t, b_k))|, d_R(m1, m2) the angle from
+ *        m1's direction to the segment m1 -> m2 (0 for a segment of length
+ *        0, as atan2(0, 0) = 0).
+ * Both angle terms are rotations, so they are computed as complex products
+ * of unit vectors, without atan2: with phi_t = u(a_t) conj(u(b_t)),
+ *   d2 = |arg(phi_t conj(phi_k))|,
+ *   d3 = |arg(phi_t conj(a_k - a_t) (b_k - b_t))|,
+ * and the sigmoid of an angle d is tabulated against sin(d / 2) =
+ * sqrt((1 - cos d) / 2), which needs only the real part (linear
+ * interpolation; the tables are accurate to about 1e-5). Then, synchronously,
+ *   lambda_i(t) = w_R lambda_{i-1}(t)
+ *                 + (1 - w_R) / (n_R - 1) sum_{k != t} rho(t, k) lambda_{i-1}(k)
+ * for n_rel iterations; the n_P pairs of largest efficiency
+ * lambda_final / lambda_0 (ties by pair order) give the score, the mean of
+ * their lambda_final over n_P.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "mcc_match_int.h"
+
+#define PI 3.14159265358979323846
+
+double
+mcc_sigmoid(double v, double mu, double tau)
+{
+	return 1.0 / (1.0 + exp(-tau * (v - mu)));
+}
+
+/* Tabulate Z(f(x); mu, tau) for x in [0, hi], f = identity or 2 asin. */
+static void
+tab_build(mcc_sigmoid_tab *t, double hi, double mu, double tau, int angular)
+{
+	t->hi = hi;
+	t->scale = MCC_SIG_SEGS / hi;
+	for (int i = 0; i <= MCC_SIG_SEGS + 1; i++)
+	{
+		double		x = (i > MCC_SIG_SEGS ? MCC_SIG_SEGS : i) * (hi / MCC_SIG_SEGS);
+		double		v = angular ? 2.0 * asin(x > 1.0 ? 1.0 : x) : x;
+
+		t->z[i] = (float) mcc_sigmoid(v, mu, tau);
+	}
+}
+
+/* Linear interpolation in a table; x >= 0. */
+static inline double
+tab_get(const mcc_sigmoid_tab *t, double x)
+{
+	double		s;
+	int			i;
+
+	if (!(x < t->hi))
+		return t->z[MCC_SIG_SEGS];
+	s = x * t->scale;
+	i = (int) s;
+	return t->z[i] + (s - i) * ((double) t->z[i + 1] - (double) t->z[i]);
+}
+
+/* Table range of the distance term. */
+static double
+d1_range(const mcc_relax_params *rp)
+{
+	double		at = fabs(rp->tau[0]);
+
+	if (rp->d1 == MCC_D1_SUM)
+		return 1.0;
+	if (rp->d1 == MCC_D1_MEAN)
+		return 2.0;
+	/* pixels: up to where the sigmoid has settled to e^-40 of its limit */
+	return (rp->mu[0] > 0.0 ? rp->mu[0] : 0.0) + 40.0 / (at > 1e-6 ? at : 1e-6);
+}
+
+void
+mcc_match_params_prepare(mcc_match_params *mp)
+{
+	const mcc_relax_params *sets[2] = {&mp->relax, &mp->dtr};
+
+	for (int s = 0; s < 2; s++)
+	{
+		const mcc_relax_params *rp = sets[s];
+
+		tab_build(&mp->tab[s][0], d1_range(rp), rp->mu[0], rp->tau[0], 0);
+		tab_build(&mp->tab[s][1], 1.0, rp->mu[1], rp->tau[1], 1);
+		tab_build(&mp->tab[s][2], 1.0, rp->mu[2], rp->tau[2], 1);
+	}
+	mp->prepared = 1;
+}
+
+void
+mcc_match_params_default(mcc_match_params *mp)
+{
+	memset(mp, 0, sizeof(*mp));
+	/* TPAMI 2010 (mcc-spec §2, first column) */
+	mp->relax.w_r = 0.5;
+	mp->relax.n_rel = 5;
+	mp->relax.mu[0] = 5.0;
+	mp->relax.tau[0] = -8.0 / 5.0;
+	mp->relax.mu[1] = PI / 12.0;
+	mp->relax.tau[1] = -30.0;
+	mp->relax.mu[2] = PI / 12.0;
+	mp->relax.tau[2] = -30.0;
+	mp->relax.d1 = MCC_D1_ABS;
+	mp->relax.max_nr = -1;
+	/* [11], the ICARCV 2010 / FVC-onGoing set (mcc-spec §5.6) */
+	mp->dtr.w_r = 0.3;
+	mp->dtr.n_rel = 3;
+	mp->dtr.mu[0] = 1.0 / 30.0;
+	mp->dtr.tau[0] = -150.0;
+	mp->dtr.mu[1] = PI / 4.0;
+	mp->dtr.tau[1] = -15.0;
+	mp->dtr.mu[2] = PI / 18.0;
+	mp->dtr.tau[2] = -40.0;
+	mp->dtr.d1 = MCC_D1_SUM;
+	mp->dtr.max_nr = -1;
+	/* paper 001, Sec. 5.1.1 and 6 */
+	mp->cons.n_sel = 32;
+	mp->cons.t_s = 12.0;
+	mp->cons.t_theta = PI / 6.0;
+	mp->cons.score = MCC_CONS_SIM;	/* docs/accuracy.md: better than the count */
+	mcc_match_params_prepare(mp);
+}
+
+static mcc_match_params std_params;
+static pthread_once_t std_once = PTHREAD_ONCE_INIT;
+
+/* Build the shared default parameters. */
+static void
+std_build(void)
+{
+	mcc_match_params_default(&std_params);
+}
+
+const mcc_match_params *
+mcc_match_params_std(void)
+{
+	pthread_once(&std_once, std_build);
+	return &std_params;
+}
+
+/* The angle term of a cosine: the table is indexed by sin(d / 2). */
+static inline double
+angle_term(const mcc_sigmoid_tab *t, double cosd)
+{
+	double		h = 0.5 * (1.0 - cosd);
+
+	if (h < 0.0)
+		h = 0.0;
+	return tab_get(t, sqrt(h));
+}
+
+/* The distance term of rho. */
+static inline double
+dist_term(const mcc_sigmoid_tab *t, mcc_d1_norm norm, double da, double db)
+{
+	double		diff = fabs(da - db);
+	double		sum = da + db;
+
+	switch (norm)
+	{
+		case MCC_D1_SUM:
+			return tab_get(t, sum > 0.0 ? diff / sum : 0.0);
+		case MCC_D1_MEAN:
+			return tab_get(t, sum > 0.0 ? diff / (0.5 * sum) : 0.0);
+		default:
+			return tab_get(t, diff);
+	}
+}
+
+double
+mcc_relax_term(const mcc_match_params *mp, int set, int term, double v)
+{
+	const mcc_sigmoid_tab *t = &mp->tab[set ? 1 : 0][term];
+
+	if (term == 0)
+		return tab_get(t, v < 0.0 ? 0.0 : v);
+	return tab_get(t, fabs(sin(0.5 * v)));
+}
+
+double
+mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
+				const mcc_sigmoid_tab *tab)
+{
+	int			n = w->npairs;
+	int			np = w->np;
+	double		ax[MCC_MAX_CYL];
+	double		ay[MCC_MAX_CYL];
+	double		bx[MCC_MAX_CYL];
+	double		by[MCC_MAX_CYL];
+	double		fx[MCC_MAX_CYL];	/* phi_t = u(a_t) conj(u(b_t)) */
+	double		fy[MCC_MAX_CYL];
+	double	   *lam = w->lam[0];
+	double	   *nxt = w->lam[1];
+	double		eff[MCC_MAX_CYL];
+	int			best[MCC_MAX_CYL];
+	int			nbest = 0;
+	double		sum = 0.0;
+
+	if (n == 0 || np <= 0)
+		return 0.0;
+	for (int t = 0; t < n; t++)
+	{
+		int			r = w->pairs[t].r;
+		int			c = w->pairs[t].c;
+
+		ax[t] = w->a.px[r];
+		ay[t] = w->a.py[r];
+		bx[t] = w->b.px[c];
+		by[t] = w->b.py[c];
+		fx[t] = w->a.ux[r] * w->b.ux[c] + w->a.uy[r] * w->b.uy[c];
+		fy[t] = w->a.uy[r] * w->b.ux[c] - w->a.ux[r] * w->b.uy[c];
+		lam[t] = w->pairs[t].lambda0;
+	}
+	if (n > 1)
+	{
+		double		coef = (1.0 - rp->w_r) / (double) (n - 1);
+
+		for (int t = 0; t < n; t++)
+		{
+			double	   *row = w->rho + (size_t) t * n;
+
+			for (int k = 0; k < n; k++)
+			{
+				double		sax = ax[k] - ax[t];
+				double		say = ay[k] - ay[t];
+				double		sbx = bx[k] - bx[t];
+				double		sby = by[k] - by[t];
+				double		da = sqrt(sax * sax + say * say);
+				double		db = sqrt(sbx * sbx + sby * sby);
+				double		c2;
+				double		re;
+				double		im;
+				double		c3;
+
+				if (k == t)
+				{
+					row[k] = 0.0;
+					continue;
+				}
+				/* d2: cos of the angle of phi_t conj(phi_k) */
+				c2 = fx[t] * fx[k] + fy[t] * fy[k];
+				/* d3: conj(s_a) s_b with zero-length segments read as (1, 0) */
+				if (da == 0.0)
+				{
+					sax = 1.0;
+					say = 0.0;
+				}
+				if (db == 0.0)
+				{
+					sbx = 1.0;
+					sby = 0.0;
+				}
+				re = sax * sbx + say * sby;
+				im = sax * sby - say * sbx;
+				c3 = (fx[t] * re - fy[t] * im) /
+					((da > 0.0 ? da : 1.0) * (db > 0.0 ? db : 1.0));
+				row[k] = dist_term(&tab[0], rp->d1, da, db) *
+					angle_term(&tab[1], c2) * angle_term(&tab[2], c3);
+			}
+		}
+		for (int it = 0; it < rp->n_rel; it++)
+		{
+			double	   *tmp;
+
+			for (int t = 0; t < n; t++)
+			{
+				const double *row = w->rho + (size_t) t * n;
+				double		acc = 0.0;
+
+				for (int k = 0; k < n; k++)
+					acc += row[k] * lam[k];
+				nxt[t] = rp->w_r * lam[t] + coef * acc;
+			}
+			tmp = lam;
+			lam = nxt;
+			nxt = tmp;
+		}
+	}
+
+	/* the n_P pairs of largest efficiency, ties by pair order */
+	for (int t = 0; t < n; t++)
+	{
+		int			pos = nbest;
+
+		eff[t] = lam[t] / w->pairs[t].lambda0;
+		while (pos > 0 && eff[best[pos - 1]] < eff[t])
+			pos--;
+		if (pos >= np)
+			continue;
+		if (nbest < np)
+			nbest++;
+		memmove(best + pos + 1, best + pos, sizeof(int) * (size_t) (nbest - 1 - pos));
+		best[pos] = t;
+	}
+	for (int i = 0; i < nbest; i++)
+	{
+		sum += lam[best[i]];
+		mcc_match_note(w, i, w->pairs[best[i]].r, w->pairs[best[i]].c, lam[best[i]]);
+	}
+	return sum / np;
+}

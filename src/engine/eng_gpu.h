@@ -1,0 +1,159 @@
+/*
+ * eng_gpu.h: the engine's GPU path (kernels/mcc_gpu.h) behind a small
+ * interface that exists in every build.
+ *
+ * Built with MCC_ENGINE_GPU (nvcc present: the top Makefile links
+ * build/libmccgpu.a and cudart_static into build/mcc_engine), eng_gpu.c
+ * drives the GPU library; without it the same functions report "built
+ * without GPU support" and the engine searches on its CPU threads only.
+ *
+ * One eng_gpu per process holds the devices and a lock: every call into the
+ * GPU library is made under it (a library context is used by one thread at
+ * a time, and a sticky error must stop every context at once). Each cache of
+ * profile gpu2015 gets a mirror: a library context over all devices (the
+ * gallery partitioned across them) holding the cache's templates. The
+ * mirror follows the cache lazily, inside GPU passes run by the pool's
+ * threads while the cache is pinned: a full upload the first time (and for
+ * every new cache: after a load or a compaction), then appends of the
+ * templates added since, then tombstones for the entries purged since (the
+ * cache's purge log).
+ *
+ * A GPU pass searches every live probe of a batch with the engine's
+ * semantics (eng_scan.h): k best by (score desc, key asc, hash asc), `more`,
+ * min_score. The library returns the k' best by (score desc, id asc) with id
+ * = key; asking for k' = k + 1 decides `more`, and when the (k+1)-th result
+ * ties the k-th on (score, key) (versions of one key with equal scores) the
+ * probe is asked again with a larger k' until the tie group is complete, so
+ * results are identical to the CPU path's.
+ *
+ * Failures never reach a client: the pass reports what to do and the
+ * caller (eng_gallery.c) runs the same batch on the CPU threads.
+ */
+#ifndef ENG_GPU_H
+#define ENG_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcc_error.h"
+
+struct eng_cache;
+struct eng_batch;
+
+typedef enum eng_gpu_mode
+{
+	ENG_GPU_OFF = 0,			/* never touch CUDA */
+	ENG_GPU_AUTO,				/* every visible GPU if the probe succeeds */
+	ENG_GPU_ON					/* the same, but no GPU is an error-level line */
+} eng_gpu_mode;
+
+/* What the caller does after a GPU pass. */
+typedef enum eng_gpu_outcome
+{
+	ENG_GPU_DONE = 0,			/* the slots hold the results */
+	ENG_GPU_RETRY_CPU,			/* this batch on the CPU (a CUDA error, a bad probe) */
+	ENG_GPU_CACHE_CPU,			/* this cache on the CPU from now on (memory, bad data) */
+	ENG_GPU_PROCESS_CPU			/* the GPU is gone for the process (sticky error) */
+} eng_gpu_outcome;
+
+typedef struct eng_gpu eng_gpu;
+typedef struct eng_gpu_mirror eng_gpu_mirror;
+
+/* Largest k a GPU pass serves (the library's k' = k + 1 is at most 2^20). */
+#define ENG_GPU_MAX_K	((1u << 20) - 1)
+
+/* Counters for the log, STATUS and tests. */
+typedef struct eng_gpu_stats
+{
+	uint64_t	passes;			/* GPU passes that answered their batch */
+	uint64_t	fallbacks;		/* passes handed back to the CPU */
+	uint64_t	uploads;		/* full uploads */
+	uint64_t	appends;		/* incremental appends */
+	uint64_t	removes;		/* tombstones sent */
+	uint64_t	requeries;		/* probes asked again for a tie at the cut */
+} eng_gpu_stats;
+
+/* Does this binary contain the GPU path? */
+bool		eng_gpu_built(void);
+
+/*
+ * Probe the devices and set up the process's GPU state. NULL (with a log
+ * line saying why) when mode is off, nothing usable is found, or the binary
+ * has no GPU path. partitions > 0 splits every gallery into that many
+ * partitions over the devices round-robin (tests: several on one GPU);
+ * 0 gives one per device. mem_limit: device bytes all mirrors together may
+ * take per device (0: what is free).
+ */
+eng_gpu    *eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions);
+
+/* Close every context (the pool is stopped: nothing runs a pass). */
+void		eng_gpu_stop(eng_gpu *g);
+
+/* Is the GPU still usable (no sticky error)? */
+bool		eng_gpu_usable(const eng_gpu *g);
+
+/* Would a pass over cache c go to the GPU (profile, state of its mirror)? */
+bool		eng_gpu_wants(const eng_gpu *g, const struct eng_cache *c);
+
+/*
+ * Does c's mirror lag behind c (a pass would upload, append or remove)?
+ * false after a failed pass: the next search retries, not an idle sync.
+ */
+bool		eng_gpu_stale(const eng_gpu *g, const struct eng_cache *c);
+
+/* Give c a mirror (no device work yet; main thread). false: no memory. */
+bool		eng_gpu_attach(eng_gpu *g, struct eng_cache *c);
+
+/*
+ * Run batch b (over its pinned cache) on the GPU: bring the mirror up to
+ * date, then search every probe not cancelled. Called by a pool thread.
+ * On anything but ENG_GPU_DONE, err says why and the slots are to be reset.
+ */
+eng_gpu_outcome eng_gpu_pass(eng_gpu *g, struct eng_batch *b, mcc_error *err);
+
+/*
+ * After a pass that did not answer (main thread): close c's context and
+ * keep c on the CPU (ENG_GPU_CACHE_CPU, and for every cache after
+ * ENG_GPU_PROCESS_CPU). Waits for a pass in flight on another cache.
+ */
+void		eng_gpu_disable_cache(eng_gpu *g, struct eng_cache *c);
+
+/* Stop using the GPU in this process; true the first time (log it once). */
+bool		eng_gpu_disable_all(eng_gpu *g);
+
+/* Release a cache's mirror (eng_cache_free). */
+void		eng_gpu_mirror_free(eng_gpu_mirror *m);
+
+/* Device name ("cpu" without a mirror) and device bytes of c, for STATUS. */
+void		eng_gpu_describe(const eng_gpu *g, const struct eng_cache *c,
+							 char *device, size_t len, uint64_t *bytes);
+
+/* Process-wide counters. */
+void		eng_gpu_get_stats(const eng_gpu *g, eng_gpu_stats *st);
+
+/* --- test entries -------------------------------------------------------- */
+
+/*
+ * Every score of probe blob tpl against c's mirror (brought up to date
+ * first): scores[i] for entry i, -1 for tombstones. fresh: a new context
+ * with a full upload of c instead (the reload that the mirror must equal).
+ */
+bool		eng_gpu_test_scores(eng_gpu *g, struct eng_cache *c, const uint8_t *tpl,
+								uint32_t len, bool fresh, float *scores, mcc_error *err);
+
+/* Make the next match kernel on c's mirror fault (a sticky error). */
+bool		eng_gpu_test_fault(eng_gpu *g, struct eng_cache *c);
+
+/* Failures a test can make the next pass report. */
+typedef enum eng_gpu_fault
+{
+	ENG_GPU_FAULT_CUDA = 1,		/* a CUDA error (the context stays usable) */
+	ENG_GPU_FAULT_PROBE,		/* a probe the kernels refuse */
+	ENG_GPU_FAULT_OOM			/* out of device memory */
+} eng_gpu_fault;
+
+/* Make the next pass fail as the library would with that failure. */
+void		eng_gpu_test_inject(eng_gpu *g, eng_gpu_fault fault);
+
+#endif							/* ENG_GPU_H */

@@ -1,0 +1,245 @@
+/*
+ * sad_sql.c: mcc_sad_locate, mcc_sad_map and mcc_sad_map_array, the SQL
+ * face of src/core's SAD search (paper 002).
+ *
+ * The search runs on mcc.image_threads worker threads of src/core (they
+ * never call PostgreSQL; signals are blocked in them). The backend waits
+ * for them in steps of a few milliseconds with CHECK_FOR_INTERRUPTS()
+ * between steps; a cancel or statement_timeout raises its error, and the
+ * PG_CATCH block stops and joins the threads before the error goes on, so
+ * no thread outlives the memory it writes to.
+ */
+#include "image_pg.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/tuplestore.h"
+
+#include "mcc_sad.h"
+
+/* How long the backend waits on the threads between interrupt checks. */
+#define SAD_POLL_MS 5
+
+PG_FUNCTION_INFO_V1(mcc_sad_locate_bytea);
+PG_FUNCTION_INFO_V1(mcc_sad_locate_array);
+PG_FUNCTION_INFO_V1(mcc_sad_map_bytea);
+PG_FUNCTION_INFO_V1(mcc_sad_map_array_pgm);
+PG_FUNCTION_INFO_V1(mcc_sad_map_bytea_array);
+PG_FUNCTION_INFO_V1(mcc_sad_map_array_array);
+
+/* Target and pattern from arguments 0 and 1, bytea or smallint[][]. */
+static void
+get_images(FunctionCallInfo fcinfo, bool arrays, mcc_image *t, mcc_image *p)
+{
+	if (arrays)
+	{
+		mcc_pg_image_from_array(PG_GETARG_ARRAYTYPE_P(0), "target image", t);
+		mcc_pg_image_from_array(PG_GETARG_ARRAYTYPE_P(1), "pattern image", p);
+	}
+	else
+	{
+		mcc_pg_image_from_bytea(PG_GETARG_BYTEA_PP(0), t, NULL);
+		mcc_pg_image_from_bytea(PG_GETARG_BYTEA_PP(1), p, NULL);
+	}
+}
+
+/* The map's size, or the error of a pattern that does not fit. */
+static void
+map_size(const mcc_image *t, const mcc_image *p, uint32 *nx, uint32 *ny)
+{
+	mcc_error	err;
+
+	if (mcc_sad_positions(t, p, nx, ny, &err) != MCC_OK)
+		mcc_pg_raise(&err);
+}
+
+/*
+ * Run a search on worker threads while this backend keeps answering
+ * interrupts; the map (may be NULL) and up to k hits come back.
+ */
+static uint32
+run_search(const mcc_image *t, const mcc_image *p, uint64 *map, uint32 k, mcc_sad_hit *hits)
+{
+	mcc_sad_request req = {t, p, map, k, mcc_image_threads, MCC_SAD_AUTO};
+	mcc_sad_job *job;
+	mcc_error	err;
+	uint32		n = 0;
+
+	if (mcc_sad_start(&req, &job, &err) != MCC_OK)
+		mcc_pg_raise(&err);
+	PG_TRY();
+	{
+		while (!mcc_sad_wait(job, SAD_POLL_MS))
+			CHECK_FOR_INTERRUPTS();
+	}
+	PG_CATCH();
+	{
+		mcc_sad_abort(job);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (mcc_sad_finish(job, hits, &n, &err) != MCC_OK)
+		mcc_pg_raise(&err);
+	return n;
+}
+
+/* mcc_sad_locate: the k best shifts as rows (x, y, sad). */
+static Datum
+sad_locate(FunctionCallInfo fcinfo, bool arrays)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32		k = PG_GETARG_INT32(2);
+	mcc_image	t,
+				p;
+	uint32		nx,
+				ny,
+				want,
+				n;
+	mcc_sad_hit *hits;
+
+	if (k < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be at least 1")));
+	if (k > MCC_SAD_MAX_K)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("k is too large: %d", k),
+				 errdetail("At most %d shifts are returned; mcc_sad_map_array() gives every one.",
+						   MCC_SAD_MAX_K)));
+	InitMaterializedSRF(fcinfo, 0);
+	get_images(fcinfo, arrays, &t, &p);
+	map_size(&t, &p, &nx, &ny);
+	want = (uint64) nx * ny < (uint64) k ? nx * ny : (uint32) k;
+	hits = palloc(sizeof(mcc_sad_hit) * want);
+	n = run_search(&t, &p, NULL, want, hits);
+	for (uint32 i = 0; i < n; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = Int32GetDatum((int32) hits[i].x);
+		values[1] = Int32GetDatum((int32) hits[i].y);
+		values[2] = Int64GetDatum((int64) hits[i].sad);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* The whole map, palloc'd, row y first. */
+static uint64 *
+full_map(FunctionCallInfo fcinfo, bool arrays, uint32 *nx, uint32 *ny)
+{
+	mcc_image	t,
+				p;
+	uint64	   *map;
+
+	get_images(fcinfo, arrays, &t, &p);
+	map_size(&t, &p, nx, ny);
+	map = palloc(sizeof(uint64) * (Size) *nx * *ny);
+	run_search(&t, &p, map, 0, NULL);
+	return map;
+}
+
+/*
+ * The map as a PGM for viewing: linear from the smallest SAD (black, the
+ * best match) to the largest (white); all black when every SAD is equal.
+ */
+static Datum
+sad_map_pgm(FunctionCallInfo fcinfo, bool arrays)
+{
+	uint32		nx,
+				ny;
+	uint64	   *map = full_map(fcinfo, arrays, &nx, &ny);
+	size_t		n = (size_t) nx * ny;
+	uint64		lo = map[0],
+				hi = map[0];
+	mcc_image	view;
+
+	for (size_t i = 1; i < n; i++)
+	{
+		lo = map[i] < lo ? map[i] : lo;
+		hi = map[i] > hi ? map[i] : hi;
+	}
+	view.width = nx;
+	view.height = ny;
+	view.stride = nx;
+	view.pixels = palloc(n);
+	for (size_t i = 0; i < n; i++)
+		view.pixels[i] = hi == lo ? 0 : (uint8) (((map[i] - lo) * 255 + (hi - lo) / 2) / (hi - lo));
+	PG_RETURN_BYTEA_P(mcc_pg_image_to_pgm(&view));
+}
+
+/* The map as bigint[ny][nx]: element [y + 1][x + 1] is the SAD of (x, y). */
+static Datum
+sad_map_array(FunctionCallInfo fcinfo, bool arrays)
+{
+	uint32		nx,
+				ny;
+	uint64	   *map = full_map(fcinfo, arrays, &nx, &ny);
+	size_t		n = (size_t) nx * ny;
+	Size		bytes = ARR_OVERHEAD_NONULLS(2) + n * sizeof(int64);
+	ArrayType  *a;
+
+	if (!AllocSizeIsValid(bytes))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("SAD map of %u x %u shifts is too large for an array", nx, ny),
+				 errhint("Use mcc_sad_locate() for the best shifts.")));
+	a = (ArrayType *) palloc0(bytes);
+	SET_VARSIZE(a, bytes);
+	a->ndim = 2;
+	a->dataoffset = 0;
+	a->elemtype = INT8OID;
+	ARR_DIMS(a)[0] = (int) ny;
+	ARR_DIMS(a)[1] = (int) nx;
+	ARR_LBOUND(a)[0] = 1;
+	ARR_LBOUND(a)[1] = 1;
+	memcpy(ARR_DATA_PTR(a), map, n * sizeof(int64));
+	pfree(map);
+	PG_RETURN_ARRAYTYPE_P(a);
+}
+
+/* mcc_sad_locate(bytea, bytea, int) */
+Datum
+mcc_sad_locate_bytea(PG_FUNCTION_ARGS)
+{
+	return sad_locate(fcinfo, false);
+}
+
+/* mcc_sad_locate(smallint[], smallint[], int) */
+Datum
+mcc_sad_locate_array(PG_FUNCTION_ARGS)
+{
+	return sad_locate(fcinfo, true);
+}
+
+/* mcc_sad_map(bytea, bytea) */
+Datum
+mcc_sad_map_bytea(PG_FUNCTION_ARGS)
+{
+	return sad_map_pgm(fcinfo, false);
+}
+
+/* mcc_sad_map(smallint[], smallint[]) */
+Datum
+mcc_sad_map_array_pgm(PG_FUNCTION_ARGS)
+{
+	return sad_map_pgm(fcinfo, true);
+}
+
+/* mcc_sad_map_array(bytea, bytea) */
+Datum
+mcc_sad_map_bytea_array(PG_FUNCTION_ARGS)
+{
+	return sad_map_array(fcinfo, false);
+}
+
+/* mcc_sad_map_array(smallint[], smallint[]) */
+Datum
+mcc_sad_map_array_array(PG_FUNCTION_ARGS)
+{
+	return sad_map_array(fcinfo, true);
+}

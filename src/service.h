@@ -1,0 +1,343 @@
+/*
+ * service.h: what the matcher service's PostgreSQL-side files share
+ * (src/service_*.c). docs/matcher-service.md explains the design; the wire
+ * protocol is src/engine/mcc_proto.h.
+ */
+#ifndef MCC_SERVICE_H
+#define MCC_SERVICE_H
+
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "lib/stringinfo.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "engine/mcc_proto.h"
+
+/* ---------------------------------------------------------------------
+ * Configuration (src/service_guc.c)
+ */
+typedef enum mcc_fallback_mode
+{
+	MCC_FALLBACK_CPU,			/* backend scan, silently */
+	MCC_FALLBACK_NOTICE,		/* backend scan with a NOTICE saying why */
+	MCC_FALLBACK_ERROR			/* ERROR saying why */
+} mcc_fallback_mode;
+
+extern bool mcc_service_enabled;	/* mcc.service */
+extern int	mcc_fallback;		/* mcc.fallback */
+extern int	mcc_cache_memory_limit; /* mcc.cache_memory_limit, MB, 0 = none */
+extern int	mcc_request_timeout;	/* mcc.request_timeout, ms, 0 = none */
+extern int	mcc_worker_threads; /* mcc.worker_threads, 0 = one per CPU */
+extern int	mcc_max_delta_rows; /* mcc.max_delta_rows */
+extern int	mcc_max_galleries;	/* mcc.max_galleries */
+
+/* Called once from _PG_init (src/mcc.c). */
+extern void mcc_service_init(void);
+
+/*
+ * Set while identify_batch() runs its per-probe backend scans through
+ * identify(): those calls go straight to the backend scan.
+ */
+extern bool mcc_service_bypass;
+
+/* ---------------------------------------------------------------------
+ * Shared memory (src/service_shmem.c)
+ */
+typedef enum mcc_service_state
+{
+	MCC_SVC_ABSENT = 0,			/* no supervisor has run yet */
+	MCC_SVC_STARTING,			/* engine launched, not ready yet */
+	MCC_SVC_READY,				/* engine accepts connections */
+	MCC_SVC_BACKOFF				/* engine exited; restart pending */
+} mcc_service_state;
+
+/*
+ * One gallery the service has been asked about. Generations of a gallery
+ * are consecutive (every DELTA and RELOAD takes the next one); a slot that is
+ * (re)created starts above every generation handed out before, with a reload
+ * due, so that an old cache in the engine can never pass for current.
+ */
+typedef struct mcc_svc_gallery
+{
+	/* identity: changed only with the table lock and this slot's lock held */
+	Oid			db_oid;			/* InvalidOid: free */
+	Oid			rel_oid;
+	uint32		epoch;			/* bumped when the slot is reused */
+	/* the rest: this slot's lock */
+	uint64		generation;		/* last generation handed out */
+	uint64		reload_gen;		/* a cache must be loaded at >= this */
+	uint64		loaded_gen;		/* generation of the last completed load */
+	uint64		loaded_incarnation; /* engine that holds that load */
+	uint64		loaded_signature;
+	int			profile_id;		/* profile of the loaded cache */
+	TimestampTz retry_load_after;	/* after a failed load (memory limit) */
+	TimestampTz last_settle;	/* last settle exchange started */
+	TimestampTz last_used;
+} mcc_svc_gallery;
+
+typedef struct mcc_svc_shared
+{
+	slock_t		mutex;			/* protects the fields up to slots */
+	pg_atomic_uint32 state;		/* mcc_service_state */
+	uint64		launch;			/* engine launches so far (connections check it) */
+	uint64		incarnation;	/* the engine's own, from its ready line */
+	pid_t		supervisor_pid;
+	pid_t		engine_pid;
+	int			restarts;		/* engine starts after the first */
+	TimestampTz ready_since;
+	char		socket_path[MAXPGPATH];
+	uint64		gen_high;		/* highest generation ever handed out (table lock) */
+	int			n_slots;
+	LWLockPadded *locks;		/* [0]: slot table; [1 + i]: slot i */
+	mcc_svc_gallery slots[FLEXIBLE_ARRAY_MEMBER];
+} mcc_svc_shared;
+
+/* NULL unless mcc is in shared_preload_libraries. */
+extern mcc_svc_shared *mcc_svc;
+
+extern void mcc_shmem_install_hooks(void);
+
+/* The slot table's lock and slot i's lock. */
+#define MCC_TABLE_LOCK()	(&mcc_svc->locks[0].lock)
+#define MCC_SLOT_LOCK(i)	(&mcc_svc->locks[1 + (i)].lock)
+
+/* Current state and the number of the engine's launch. */
+extern mcc_service_state mcc_service_state_now(uint64 *launch);
+
+/*
+ * Slot of (MyDatabaseId, relid), -1 if none. With create, makes one (a new
+ * slot needs a load); -1 then means the table is full. *epoch receives the
+ * slot's epoch for mcc_slot_lock().
+ */
+extern int	mcc_slot_find(Oid relid, bool create, uint32 *epoch);
+
+/*
+ * Lock slot i in mode if it still belongs to (MyDatabaseId, relid) with the
+ * given epoch; false (nothing locked) if it was reused meanwhile.
+ */
+extern bool mcc_slot_lock(int i, Oid relid, uint32 epoch, LWLockMode mode);
+
+/* Free the slot of relid in database db (eviction, drop). */
+extern void mcc_slot_free(Oid db, Oid relid);
+
+/* ---------------------------------------------------------------------
+ * The connection to the engine (src/service_client.c)
+ */
+
+/* A cursor over a received payload; reads past the end raise ERROR. */
+typedef struct mcc_reader
+{
+	const char *p;
+	const char *end;
+} mcc_reader;
+
+/* A reply frame. */
+typedef struct mcc_reply
+{
+	uint16		type;
+	mcc_reader	body;
+	/* for MCC_MSG_ERROR */
+	uint32		err_code;
+	uint32		err_status;
+	char	   *err_message;
+} mcc_reply;
+
+/* Outcome of connecting. */
+typedef enum mcc_conn_result
+{
+	MCC_CONN_OK,
+	MCC_CONN_NOT_READY,			/* not preloaded, or engine not ready */
+	MCC_CONN_FAILED				/* ready but not reachable */
+} mcc_conn_result;
+
+/* Connect (and HELLO) unless connected; never raises on engine trouble. */
+extern mcc_conn_result mcc_conn_ensure(char **why);
+
+/* Incarnation of the connected engine (0 if not connected). */
+extern uint64 mcc_conn_incarnation(void);
+
+/* Close the connection (an exchange was left half done, or the engine went). */
+extern void mcc_conn_close(void);
+
+/* A fresh request id. */
+extern uint64 mcc_conn_next_id(void);
+
+/* Start a frame in buf (the header is filled in by mcc_conn_send). */
+extern void mcc_frame_begin(StringInfo buf);
+
+/*
+ * Send a frame built with mcc_frame_begin; waits interruptibly. An ERROR
+ * (interrupt, engine gone) closes the connection first.
+ */
+extern void mcc_conn_send(StringInfo frame, uint16 type, uint64 request_id);
+
+/*
+ * Send with frame flags, without waiting on interrupts (under an LWLock);
+ * false after closing the connection if the engine did not take it within
+ * timeout_ms.
+ */
+extern bool mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags,
+								 uint64 request_id, int timeout_ms);
+
+/*
+ * Wait for the reply to request_id. Interrupts (cancel, statement_timeout)
+ * send CANCEL and propagate. Returns false on mcc.request_timeout (after
+ * sending CANCEL); raises ERROR if the engine terminates.
+ */
+extern bool mcc_conn_wait_reply(uint64 request_id, mcc_reply *reply);
+
+/* The same for a request of `units` units of work (mcc.request_timeout each). */
+extern bool mcc_conn_wait_reply_units(uint64 request_id, mcc_reply *reply, int units);
+
+/* Payload writers (host byte order, packed). */
+extern void mcc_put_u32(StringInfo s, uint32 v);
+extern void mcc_put_u64(StringInfo s, uint64 v);
+extern void mcc_put_i64(StringInfo s, int64 v);
+extern void mcc_put_f32(StringInfo s, float v);
+extern void mcc_put_bytes(StringInfo s, const void *p, uint32 len);
+extern void mcc_put_gallery(StringInfo s, const mcc_gallery_id *g);
+
+/* Payload readers. */
+extern uint32 mcc_get_u32(mcc_reader *r);
+extern uint64 mcc_get_u64(mcc_reader *r);
+extern int64 mcc_get_i64(mcc_reader *r);
+extern float mcc_get_f32(mcc_reader *r);
+extern double mcc_get_f64(mcc_reader *r);
+extern const char *mcc_get_raw(mcc_reader *r, size_t n);
+extern void mcc_get_gallery(mcc_reader *r, mcc_gallery_id *g);
+
+/* Raise the engine's ERROR reply as an ERROR. */
+extern void mcc_raise_engine_error(const mcc_reply *reply) pg_attribute_noreturn();
+
+/* ---------------------------------------------------------------------
+ * Registrations and gallery facts (src/service_catalog.c)
+ */
+
+/* A registered gallery as mcc_galleries records it. */
+typedef struct mcc_registration
+{
+	Oid			relid;
+	char	   *id_column;
+	char	   *template_column;
+} mcc_registration;
+
+/* OID of table mcc_galleries (InvalidOid if the extension is absent). */
+extern Oid	mcc_galleries_relid(void);
+
+/* The registration of relid, or false. */
+extern bool mcc_registration_get(Oid relid, mcc_registration *reg);
+
+/* Registered galleries that relid is or descends from (list of palloc'd mcc_registration). */
+extern List *mcc_registrations_covering(Oid relid);
+
+/* OID of function name() in the extension's schema, InvalidOid if absent. */
+extern Oid	mcc_extension_function(const char *name);
+
+/*
+ * The relations of a gallery: the gallery itself and every partition or
+ * inheritance child, locked with AccessShareLock.
+ */
+extern List *mcc_gallery_relations(Oid relid);
+
+/*
+ * The signature of a gallery: its relations' relfilenodes and the key and
+ * template columns. A change of any means that a cache is stale.
+ */
+extern uint64 mcc_gallery_signature(List *relids, AttrNumber key_att,
+									AttrNumber tpl_att);
+
+/*
+ * NULL if every relation of the gallery has the four change triggers
+ * enabled ALWAYS; otherwise why not.
+ */
+extern char *mcc_gallery_triggers_missing(List *relids);
+
+/* Raise unless the current user owns relid. */
+extern void mcc_check_owner(Oid relid);
+
+/* Attribute number of column name in relation relid (InvalidAttrNumber if none). */
+extern AttrNumber mcc_column_attnum(Oid relid, const char *name);
+
+/* A key column's value as int64 (smallint, integer, bigint or a domain). */
+extern int64 mcc_key_int64(Datum d, Oid typid);
+
+/* Full 64-bit xid of a recent 32-bit one (0 for frozen, bootstrap, invalid). */
+extern uint64 mcc_full_xid(TransactionId xid);
+
+/* Drop the engine's cache of relid and free its slot (src/service_register.c). */
+extern void mcc_service_evict(Oid relid);
+
+/* ---------------------------------------------------------------------
+ * Change capture (src/service_triggers.c)
+ */
+extern void mcc_triggers_init(void);
+
+/* True if the current transaction changed the gallery (its triggers fired). */
+extern bool mcc_xact_changed_gallery(Oid relid);
+
+/* ---------------------------------------------------------------------
+ * Loading (src/service_load.c)
+ */
+struct mcc_gallery;
+typedef enum mcc_load_result
+{
+	MCC_LOAD_OK,
+	MCC_LOAD_SKIPPED,			/* someone else loaded it meanwhile */
+	MCC_LOAD_MIXED,				/* rows of another profile, or NULL keys */
+	MCC_LOAD_MEMORY,			/* the engine's memory limit */
+	MCC_LOAD_UNAVAILABLE		/* the engine could not be reached */
+} mcc_load_result;
+
+/* What a load needs to know about the gallery. */
+typedef struct mcc_gallery_ref
+{
+	Oid			relid;
+	List	   *relids;			/* the gallery and its descendants */
+	char	   *key_name;
+	char	   *tpl_name;
+	AttrNumber	key_att;		/* in the gallery itself */
+	AttrNumber	tpl_att;
+	mcc_gallery_id id;			/* db, rel, signature */
+	int			slot;
+	uint32		epoch;
+} mcc_gallery_ref;
+
+/*
+ * Bring the engine's cache of the gallery to a full load with profile
+ * profile_id (0: the profile of the gallery's first template), unless force
+ * is false and a current one exists. *entries gets the engine's entry
+ * count; *why the reason of a failure.
+ */
+extern mcc_load_result mcc_gallery_load(mcc_gallery_ref *g, int profile_id,
+										bool force, uint64 *entries, char **why);
+
+/* Fill ref for gallery g: its relations (locked), columns and signature. */
+extern void mcc_gallery_ref_init(mcc_gallery_ref *ref, const struct mcc_gallery *g);
+
+/* Find or create ref's slot; false if none is free. */
+extern bool mcc_gallery_ref_slot(mcc_gallery_ref *ref);
+
+/* Does the slot say that a load is needed for this signature and profile? */
+extern bool mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id);
+
+/* Note in the slot that the cache must be reloaded (engine said so). */
+extern void mcc_slot_mark_reload(const mcc_gallery_ref *g);
+
+/* ---------------------------------------------------------------------
+ * Service-side identification (src/service_identify.c)
+ */
+
+/*
+ * identify() through the service. Returns true with the result set
+ * materialized in fcinfo, false to let the caller scan in the backend (after
+ * a NOTICE or instead of an ERROR, per mcc.fallback).
+ */
+extern bool mcc_service_identify(FunctionCallInfo fcinfo, const struct mcc_gallery *g,
+								 const struct varlena *probe, int32 k, float4 min_score);
+
+#endif							/* MCC_SERVICE_H */

@@ -1,0 +1,118 @@
+/*
+ * service_guc.c: the matcher service's configuration parameters and its one
+ * entry point from _PG_init.
+ *
+ * Parameters a session may change are defined in every process that loads
+ * the module. Those that size shared memory or configure the engine
+ * (PGC_POSTMASTER) exist only when mcc is in shared_preload_libraries:
+ * PostgreSQL refuses to create them later, and without preload there is no
+ * service for them to configure.
+ */
+#include "mcc_pg.h"
+#include "service.h"
+
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "utils/guc.h"
+
+bool		mcc_service_enabled = true;
+int			mcc_fallback = MCC_FALLBACK_CPU;
+int			mcc_cache_memory_limit = 4096;
+int			mcc_request_timeout = 30000;
+int			mcc_worker_threads = 0;
+int			mcc_max_delta_rows = 10000;
+int			mcc_max_galleries = 64;
+
+static const struct config_enum_entry fallback_options[] = {
+	{"cpu", MCC_FALLBACK_CPU, false},
+	{"notice", MCC_FALLBACK_NOTICE, false},
+	{"error", MCC_FALLBACK_ERROR, false},
+	{NULL, 0, false}
+};
+
+/* Parameters any session may set. */
+static void
+define_session_gucs(void)
+{
+	DefineCustomBoolVariable("mcc.service",
+							 "Lets identify() use the matcher service.",
+							 "When off, identify() scans the gallery in the backend. "
+							 "Writers keep the service's caches current either way.",
+							 &mcc_service_enabled, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("mcc.fallback",
+							 "What identify() does when the matcher service cannot serve it.",
+							 "cpu: scan in the backend; notice: the same with a NOTICE "
+							 "saying why; error: raise an ERROR saying why.",
+							 &mcc_fallback, MCC_FALLBACK_CPU, fallback_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.request_timeout",
+							"How long a backend waits for one reply of the matcher engine.",
+							"0 waits without limit (statement_timeout still applies). "
+							"On expiry mcc.fallback decides.",
+							&mcc_request_timeout, 30000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.max_delta_rows",
+							"Most changed rows of one gallery a transaction sends to the "
+							"matcher engine as a delta.",
+							"A transaction that changes more rows marks the cache for a "
+							"full reload instead.",
+							&mcc_max_delta_rows, 10000, 0, INT_MAX / 2,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
+/* Parameters fixed at server start. */
+static void
+define_server_gucs(void)
+{
+	DefineCustomIntVariable("mcc.cache_memory_limit",
+							"Memory the matcher engine may use for gallery caches.",
+							"0 means no limit. A load beyond the limit fails and "
+							"mcc.fallback decides.",
+							&mcc_cache_memory_limit, 4096, 0, INT_MAX,
+							PGC_POSTMASTER, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.worker_threads",
+							"Scan threads of the matcher engine.",
+							"0 starts one per CPU.",
+							&mcc_worker_threads, 0, 0, 1024,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.max_galleries",
+							"Galleries the matcher service tracks at once.",
+							NULL,
+							&mcc_max_galleries, 64, 1, 100000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+}
+
+/* Register the supervisor background worker. */
+static void
+register_supervisor(void)
+{
+	BackgroundWorker bgw;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 2;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mcc");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mcc_supervisor_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "mcc supervisor");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "mcc supervisor");
+	RegisterBackgroundWorker(&bgw);
+}
+
+/*
+ * The matcher service's part of _PG_init: session parameters and change
+ * capture always; server parameters, shared memory and the supervisor only
+ * while shared_preload_libraries is being processed.
+ */
+void
+mcc_service_init(void)
+{
+	define_session_gucs();
+	mcc_triggers_init();
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	define_server_gucs();
+	mcc_shmem_install_hooks();
+	register_supervisor();
+}

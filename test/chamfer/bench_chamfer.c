@@ -1,0 +1,379 @@
+/*
+ * bench_chamfer.c: time per chamfer alignment vs number of observed points
+ * (make bench-chamfer), on one CPU thread, on every CPU thread, and on the
+ * GPU (PGPU: pipelined; TGPU: traditional) when built with it and a device
+ * is present. The workload follows paper 004's semi-synthetic experiments
+ * (Sec. 5.1-5.2): a fixed reference set (2D: 200,000 points along roads;
+ * 3D: 200,000 points on buildings), observed sets of N points drawn from it
+ * with Gaussian noise (0.05% of the extent), mapped by a random transform
+ * of the type; plain chamfer objective, hierarchical LM from the centroids.
+ *
+ * Times exclude the distance transform (the paper's "execution time",
+ * Fig. 2), which is built once per reference and reported on its own; GPU
+ * times include uploading the distance transform and the points. Each cell
+ * is the median of --reps runs (CPU at 10^6 points: one run).
+ *
+ *   bench_chamfer [--sizes 1000,10000,100000,1000000] [--dims 2,3]
+ *                 [--types euclidean,similarity,affine,projective]
+ *                 [--threads N] [--reps R] [--no-gpu] [--no-cpu1]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chamfer_synth.h"
+#include "mcc_chamfer.h"
+#ifdef MCC_CHAMFER_GPU
+#include "mcc_chamfer_gpu.h"
+#endif
+
+#define N_REF	200000
+
+/* Wall-clock milliseconds. */
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* CPU time of the calling thread, milliseconds (what other load does not inflate). */
+static double
+thread_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* Ascending order of doubles, for qsort. */
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of v[n] (sorts v). */
+static double
+median(double *v, int n)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Parse a comma-separated list of numbers; returns the count. */
+static int
+parse_list(const char *s, double *out, int max)
+{
+	int			n = 0;
+
+	while (*s && n < max)
+	{
+		char	   *end;
+
+		out[n++] = strtod(s, &end);
+		s = *end == ',' ? end + 1 : end;
+		if (end == s && *s)
+			break;
+	}
+	return n;
+}
+
+/*
+ * N observed points: reference points drawn uniformly (seeded), noise of
+ * sigma per coordinate, mapped by the inverse of m. malloc'd.
+ */
+static double *
+observed(const double *ref, int dim, size_t n, const double *m, double sigma, uint64_t seed)
+{
+	double	   *p = malloc(n * dim * sizeof(double));
+	double		inv[16];
+	mcc_rng		r;
+
+	cs_invert(dim + 1, m, inv);
+	mcc_rng_seed(&r, mcc_rng_key(seed, 31, dim, n));
+	for (size_t i = 0; i < n; i++)
+	{
+		double		q[3];
+		size_t		k = mcc_rng_below(&r, N_REF);
+
+		for (int c = 0; c < dim; c++)
+			q[c] = ref[k * dim + c] + sigma * cs_normal(&r);
+		mcc_chamfer_map(dim, inv, q, p + i * dim);
+	}
+	return p;
+}
+
+/* One row of results. */
+typedef struct row
+{
+	double		ms;
+	double		cpu_ms;			/* calling thread's CPU time (one-thread runs: all the work) */
+	int			iterations;
+	int			evaluations;
+	double		residual;
+	int			ok;
+} row;
+
+/* Time reps CPU alignments with a prepared reference. */
+static row
+time_cpu(const mcc_chamfer_ref *rf, const double *obs, size_t n, int type, int threads, int reps)
+{
+	double		t[64];
+	double		c[64];
+	row			r = {0};
+	mcc_chamfer_opts o;
+
+	mcc_chamfer_opts_init(&o);
+	o.transform = type;
+	o.threads = threads;
+	for (int k = 0; k < reps; k++)
+	{
+		mcc_chamfer_result res;
+		mcc_error	err;
+		double		t0 = now_ms();
+		double		c0 = thread_ms();
+
+		r.ok = mcc_chamfer_align_ref(rf, obs, n, &o, &res, &err) == MCC_OK;
+		t[k] = now_ms() - t0;
+		c[k] = thread_ms() - c0;
+		if (!r.ok)
+		{
+			fprintf(stderr, "CPU alignment failed: %s\n", err.message);
+			return r;
+		}
+		r.iterations = res.iterations;
+		r.evaluations = res.evaluations;
+		r.residual = res.residual;
+	}
+	r.ms = median(t, reps);
+	r.cpu_ms = median(c, reps);
+	return r;
+}
+
+#ifdef MCC_CHAMFER_GPU
+/* Time reps GPU alignments: upload of the reference, then prepare, upload, solve. */
+static row
+time_gpu(mcc_chamfer_gpu *g, const mcc_chamfer_ref *rf, const double *obs, size_t n, int type,
+		 int pipelined, int reps, double *upload_ms)
+{
+	double		t[64];
+	double		u[64];
+	row			r = {0};
+	mcc_chamfer_opts o;
+
+	mcc_chamfer_opts_init(&o);
+	o.transform = type;
+	o.pipelined = pipelined;
+	for (int k = 0; k < reps; k++)
+	{
+		mcc_chamfer_result res;
+		mcc_error	err;
+		double		t0 = now_ms();
+		mcc_chamfer_gpu_code c = mcc_chamfer_gpu_set_reference(g, rf, &err);
+		double		t1 = now_ms();
+
+		if (c == MCC_CHAMFER_GPU_OK)
+			c = mcc_chamfer_gpu_align_ref(g, rf, obs, n, &o, &res, &err);
+		t[k] = now_ms() - t0;
+		u[k] = t1 - t0;
+		if (c != MCC_CHAMFER_GPU_OK)
+		{
+			fprintf(stderr, "GPU alignment failed (%d): %s\n", c, err.message);
+			return r;
+		}
+		r.ok = 1;
+		r.iterations = res.iterations;
+		r.evaluations = res.evaluations;
+		r.residual = res.residual;
+	}
+	r.ms = median(t, reps);
+	*upload_ms = median(u, reps);
+	return r;
+}
+#endif
+
+/* Options, then one table row per (dim, transform, N). */
+int
+main(int argc, char **argv)
+{
+	double		sizes[16] = {1000, 10000, 100000, 1000000};
+	int			n_sizes = 4;
+	double		dims[2] = {2, 3};
+	int			n_dims = 2;
+	int			types[4] = {0, 1, 2, 3};
+	int			n_types = 4;
+	int			reps = 3;
+	int			use_gpu = 1;
+	int			cpu1 = 1;
+	long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int			threads = ncpu > 0 ? (int) ncpu : 1;
+	char		gpu_name[128] = "none";
+#ifdef MCC_CHAMFER_GPU
+	mcc_chamfer_gpu *g = NULL;
+#endif
+
+	for (int i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
+			n_sizes = parse_list(argv[++i], sizes, 16);
+		else if (strcmp(argv[i], "--dims") == 0 && i + 1 < argc)
+			n_dims = parse_list(argv[++i], dims, 2);
+		else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc)
+		{
+			char	   *s = argv[++i];
+
+			n_types = 0;
+			for (char *tok = strtok(s, ","); tok && n_types < 4; tok = strtok(NULL, ","))
+			{
+				int			t = mcc_xform_parse(tok, strlen(tok));
+
+				if (t >= 0)
+					types[n_types++] = t;
+			}
+		}
+		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--no-gpu") == 0)
+			use_gpu = 0;
+		else if (strcmp(argv[i], "--no-cpu1") == 0)
+			cpu1 = 0;
+		else
+		{
+			fprintf(stderr, "usage: %s [--sizes LIST] [--dims 2,3] [--types LIST] [--threads N] "
+					"[--reps R] [--no-gpu] [--no-cpu1]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (reps < 1 || reps > 64)
+		reps = 3;
+#ifdef MCC_CHAMFER_GPU
+	if (use_gpu)
+	{
+		mcc_error	err;
+		mcc_chamfer_gpu_code c = mcc_chamfer_gpu_open(0, &g, &err);
+
+		if (c != MCC_CHAMFER_GPU_OK)
+		{
+			printf("# GPU: skipped (%s)\n", err.message);
+			g = NULL;
+		}
+		else
+			snprintf(gpu_name, sizeof(gpu_name), "%s", mcc_chamfer_gpu_device_name(g));
+	}
+#else
+	printf("# GPU: not built (no nvcc)\n");
+#endif
+	printf("# bench_chamfer: %ld online CPUs, all-threads runs use %d; GPU %s; median of %d\n",
+		   ncpu, threads, gpu_name, reps);
+	printf("| dim | transform | N | iterations | passes CPU / PGPU | CPU(1) ms | CPU(1) thread CPU ms | "
+		   "CPU(%d) ms | GPU PGPU ms | GPU TGPU ms | DT upload ms | CPU(1)/PGPU | CPU(%d)/PGPU |\n",
+		   threads, threads);
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fflush(stdout);
+	for (int di = 0; di < n_dims; di++)
+	{
+		int			dim = (int) dims[di];
+		double	   *ref = dim == 2 ? cs_roads_2d(7, N_REF) : cs_buildings_3d(7, N_REF);
+		double		E = dim == 2 ? CS_EXTENT_2D : CS_EXTENT_3D;
+		mcc_chamfer_opts o;
+		mcc_chamfer_ref rf;
+		mcc_error	err;
+		double		t0 = now_ms();
+
+		mcc_chamfer_opts_init(&o);
+		if (mcc_chamfer_ref_build(ref, N_REF, dim, &o, &rf, &err) != MCC_OK)
+		{
+			fprintf(stderr, "reference: %s\n", err.message);
+			return 1;
+		}
+		{
+			double		t_dt = now_ms() - t0;
+			char		shape[64];
+
+			if (dim == 2)
+				snprintf(shape, sizeof(shape), "%d x %d", rf.edt.geom.n[0], rf.edt.geom.n[1]);
+			else
+				snprintf(shape, sizeof(shape), "%d x %d x %d", rf.edt.geom.n[0], rf.edt.geom.n[1],
+						 rf.edt.geom.n[2]);
+			printf("# %dD reference: %d points, distance transform %s (%zu cells, spacing %.3g), "
+				   "built in %.1f ms on one thread (with the normalization)\n", dim, N_REF, shape,
+				   rf.edt.cells, rf.edt.geom.h * rf.scale, t_dt);
+		}
+		for (int ti = 0; ti < n_types; ti++)
+			for (int si = 0; si < n_sizes; si++)
+			{
+				int			type = types[ti];
+				size_t		n = (size_t) sizes[si];
+				double		params[16];
+				double		m[16];
+				double	   *obs;
+				row			c1 = {0};
+				row			cn;
+				row			pg = {0};
+				row			tg = {0};
+				double		upload = 0;
+				int			r = n >= 1000000 ? 1 : reps;	/* CPU runs at 1e6 take seconds */
+
+				cs_random_params(1000 + si, type, dim, params);
+				mcc_chamfer_params_to_matrix(type, dim, params, m, &err);
+				obs = observed(ref, dim, n, m, 0.0005 * E, 77 + si);
+				if (cpu1)
+					c1 = time_cpu(&rf, obs, n, type, 1, r);
+				cn = time_cpu(&rf, obs, n, type, threads, r);
+#ifdef MCC_CHAMFER_GPU
+				if (g != NULL)
+				{
+					double		u2;
+
+					pg = time_gpu(g, &rf, obs, n, type, 1, reps, &upload);
+					tg = time_gpu(g, &rf, obs, n, type, 0, reps, &u2);
+				}
+#endif
+				printf("| %dD | %s | %zu | %d | %d / ", dim, mcc_xform_name(type), n, cn.iterations,
+					   cn.evaluations);
+				if (pg.ok)
+					printf("%d | ", pg.evaluations);
+				else
+					printf("- | ");
+				if (c1.ok)
+					printf("%.2f | %.2f | ", c1.ms, c1.cpu_ms);
+				else
+					printf("- | - | ");
+				printf("%.2f | ", cn.ms);
+				if (pg.ok)
+					printf("%.3f | %.3f | %.3f | ", pg.ms, tg.ok ? tg.ms : NAN, upload);
+				else
+					printf("- | - | - | ");
+				if (pg.ok && c1.ok)
+					printf("%.1f | ", c1.ms / pg.ms);
+				else
+					printf("- | ");
+				if (pg.ok)
+					printf("%.1f |\n", cn.ms / pg.ms);
+				else
+					printf("- |\n");
+				if (pg.ok && (pg.iterations != cn.iterations))
+					printf("#   note: GPU took %d iterations, CPU %d\n", pg.iterations, cn.iterations);
+				fflush(stdout);
+				free(obs);
+			}
+		mcc_chamfer_ref_free(&rf);
+		free(ref);
+	}
+#ifdef MCC_CHAMFER_GPU
+	mcc_chamfer_gpu_close(g);
+#endif
+	return 0;
+}

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# device-e2e.sh: the whole GPU measurement in one call on a GPU machine
+# (docs/benchmarks.md, "GPU"). Run from the repository root (or a copy of
+# it); logs and tables go to $OUT (default build/device-out).
+#
+#   test/gpu/device-e2e.sh [gallery size, default 1000000] [seconds per run, default 20]
+#
+#   1. the device, nvcc, the driver;
+#   2. build the GPU library, the engine with its GPU path and the tests;
+#      make gpu-check (the whole GPU suite);
+#   3. the engine alone over its socket (build/gpu/engine_bench): a gallery
+#      of N templates, one-probe searches from 1 and 16 connections, GPU
+#      path and CPU threads (--gpu off), batching on and off;
+#   4. identify() through SQL: PostgreSQL from the device kit (KIT, default
+#      .device-kit or ../.device-kit; see ../shared/device/make-kit.sh) with
+#      shared_preload_libraries = mcc; a gallery of N synthetic templates
+#      (mcc_synthetic, 8 sessions: the enrolment time), registered and
+#      preloaded (the cache and GPU load time), then pgbench -c 1 and -c 16
+#      with a custom identify() script: throughput, p50 and p99 latency.
+#      Skipped, saying so, when this tree has no matcher service yet.
+#
+# STAGES (default "check engine sql") picks stages 2, 3 and 4; stage 4 runs
+# as root here (the kit's server runs as the user "pgkit").
+set -u
+n=${1:-1000000}
+secs=${2:-20}
+stages=${STAGES:-check engine sql}
+has() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
+out=${OUT:-build/device-out}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+root=$(pwd)
+jobs=$(nproc)
+status=0
+calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
+step() { echo "== $*" | tee -a "$out/summary.txt"; }
+say() { echo "$*" | tee -a "$out/summary.txt"; }
+: >"$out/summary.txt"
+# At most 8 files come back from a device call: summary.txt, gpu-check.log
+# and logs.tgz holding the rest.
+pack() {
+	local tgz
+	tgz=$(mktemp /tmp/device-e2e-logs.XXXXXX)
+	( cd "$out" && tar czf "$tgz" --exclude=./summary.txt --exclude=./gpu-check.log . ) &&
+		find "$out" -mindepth 1 -maxdepth 1 ! -name summary.txt ! -name gpu-check.log \
+			-exec rm -rf {} + && mv "$tgz" "$out/logs.tgz"
+}
+trap pack EXIT
+
+# --- 1. the machine -----------------------------------------------------------
+step "device"
+{
+	date -u
+	nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader 2>&1
+	nvcc --version 2>&1 | tail -1
+	echo "$jobs CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+} | tee -a "$out/summary.txt"
+
+# --- 2. build, make gpu-check --------------------------------------------------
+step "build and make gpu-check"
+GPU_BINS="build/gpu/gpu_check build/gpu/test_engine_gpu build/gpu/test_engine_server
+	build/gpu/test_engine_e2e build/gpu/engine_bench build/gpu/mcc_engine"
+if ! make -s -f kernels/gpu.mk -j"$jobs" $GPU_BINS >"$out/build.log" 2>&1; then
+	tail -40 "$out/build.log"
+	say "build failed"
+	exit 1
+fi
+if has check; then
+	make -f kernels/gpu.mk gpu-check >"$out/gpu-check.log" 2>&1 || status=1
+	grep -E "^not ok|^#   failed|^# GPU|SKIP" "$out/gpu-check.log" | head -40
+	say "gpu-check: $(grep -c '^ok' "$out/gpu-check.log") ok, $(grep -c '^not ok' "$out/gpu-check.log") not ok," \
+		"$(grep -c 'SKIP' "$out/gpu-check.log") skipped (exit $status)"
+fi
+
+# --- 3. the engine alone --------------------------------------------------------
+if has engine; then
+	step "engine over its socket: $n templates, k = 10, one probe per search, $((secs / 2)) s per run"
+	for mode in on off; do
+		MCC_ENGINE=build/gpu/mcc_engine build/gpu/engine_bench --templates "$n" --distinct 20000 \
+			--clients 1,16 --seconds "$((secs / 2))" --gpu "$mode" >"$out/engine-gpu-$mode.log" 2>&1 || status=1
+		sed 's/^/   /' "$out/engine-gpu-$mode.log" | grep -vE "^   # (GPU [0-9]|listening)" | tee -a "$out/summary.txt"
+	done
+fi
+
+# --- 4. identify() through SQL ------------------------------------------------
+has sql || exit $status
+if ! grep -q "mcc_gallery_preload" sql/mcc--*.sql 2>/dev/null; then
+	step "identify() through SQL: SKIP (this tree has no matcher service: no mcc_gallery_preload)"
+	exit $status
+fi
+kit=${KIT:-}
+for k in .device-kit ../.device-kit; do
+	[ -z "$kit" ] && [ -f "$k/on-device.sh" ] && kit=$k
+done
+if [ -z "$kit" ]; then
+	step "identify() through SQL: SKIP (no device kit: run ../shared/device/make-kit.sh and carry it)"
+	exit 1
+fi
+step "identify() through SQL: $n templates, PostgreSQL from $kit"
+# shellcheck source=/dev/null
+source "$kit/on-device.sh" || exit 1
+pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
+make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
+	{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
+say "   installed: $(ls "$PGKIT_HOME"/package/native/lib/postgresql/mcc* 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
+say "   mcc.so links CUDA: $(ldd "$PGKIT_HOME/package/native/lib/postgresql/mcc.so" | grep -ci cuda) libraries," \
+	"$(nm -D "$PGKIT_HOME/package/native/lib/postgresql/mcc.so" | grep -ci cuda) symbols (both must be 0)"
+cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
+shared_preload_libraries = 'mcc'
+shared_buffers = '4GB'
+max_connections = 60
+fsync = off
+synchronous_commit = off
+mcc.worker_threads = 0
+mcc.cache_memory_limit = '16GB'
+EOF
+pgkit_down >/dev/null 2>&1
+native="$PGKIT_HOME/package/native"
+preload=
+if nm -D "$native/lib/postgresql/mcc.so" | grep -q " U heap_datum_check" &&
+	! nm -D "$native/bin/postgres" | grep -q " T heap_datum_check"; then
+	# The kit's headers (Debian 15.20) inline a call that its 15.18 server
+	# lacks; 15.18 makes no tuples that reach it, so a no-op resolves it.
+	printf 'void heap_datum_check(void *t, void *d) { (void) t; (void) d; }\n' >/tmp/pgkit-shim.c
+	gcc -shared -fPIC -o /tmp/pgkit-shim.so /tmp/pgkit-shim.c && chmod 755 /tmp/pgkit-shim.so &&
+		preload=LD_PRELOAD=/tmp/pgkit-shim.so
+	say "   kit: server 15.18 under 15.20 headers: heap_datum_check resolved by $preload"
+fi
+runuser -u pgkit -- env $preload "$native/bin/pg_ctl" -D "$PGKIT_DATA" \
+	-o "-p 55432 -k /tmp -c listen_addresses=''" -l /tmp/pgkit.log -w start >/dev/null ||
+	{ tail -30 /tmp/pgkit.log; exit 1; }
+psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@" postgres; }
+psql_ -c "CREATE EXTENSION IF NOT EXISTS mcc" || { tail -30 /tmp/pgkit.log; exit 1; }
+for i in $(seq 1 120); do
+	psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready && break
+	sleep 0.5
+done
+say "   service: $(psql_ -tAc "SELECT state || ', engine pid ' || engine_pid FROM mcc_service_status()")"
+
+# enrolment: 8 sessions of mcc_synthetic
+psql_ -c "CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL)"
+t0=$(date +%s.%N)
+per=$(((n + 7) / 8))
+for s in 0 1 2 3 4 5 6 7; do
+	first=$((s * per))
+	cnt=$((n - first < per ? n - first : per))
+	[ "$cnt" -gt 0 ] && psql_ -c "INSERT INTO gallery SELECT finger, template FROM mcc_synthetic($cnt, 1, 1, $first)" &
+done
+wait
+t1=$(date +%s.%N)
+enrol=$(calc "$t1 - $t0" 1)
+psql_ -c "VACUUM ANALYZE gallery"
+psql_ -c "CREATE TABLE probes AS
+	SELECT row_number() OVER ()::int AS pid, template AS tpl FROM (
+		SELECT template FROM mcc_synthetic(100, 2, 1) WHERE impression = 1
+		UNION ALL SELECT template FROM mcc_synthetic(100, 1, 2)) p;
+	SELECT mcc_gallery_register('gallery');" >/dev/null
+t0=$(date +%s.%N)
+psql_ -tAc "SELECT mcc_gallery_preload('gallery')" >/dev/null || status=1
+t1=$(date +%s.%N)
+preload=$(calc "$t1 - $t0" 2)
+# the first identify() waits for the GPU upload that follows the load
+t0=$(date +%s.%N)
+psql_ -tAc "SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = 1), 10)" >/dev/null || status=1
+t1=$(date +%s.%N)
+first=$(calc "$t1 - $t0" 2)
+psql_ -c "SELECT entries, cylinders, pg_size_pretty(host_bytes) AS host, pg_size_pretty(device_bytes) AS device_mem,
+	device, round(load_seconds::numeric, 2) AS engine_load_s FROM mcc_gallery_status" | tee -a "$out/summary.txt"
+say "   enrolment $enrol s (8 sessions); mcc_gallery_preload $preload s; first identify() after it $first s"
+grep -E "mcc_engine.*(GPU|upload)" /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
+
+cat >"$out/identify.sql" <<'EOF'
+\set p random(1, 200)
+SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = :p), 10);
+EOF
+chmod 644 "$out/identify.sql"
+percentiles() {
+	cat "$@" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {
+		if (NR == 0) { print "- - 0"; exit }
+		p50 = a[int(NR * 0.50) > 0 ? int(NR * 0.50) : 1]; p99 = a[int(NR * 0.99) > 0 ? int(NR * 0.99) : 1];
+		printf "%.2f %.2f %d", p50 / 1000, p99 / 1000, NR }'
+}
+table="| clients | identify()/s | p50 ms | p99 ms | requests |\n|---|---|---|---|---|"
+for c in 1 16; do
+	rm -rf "$out/pgbench-$c" && mkdir -p "$out/pgbench-$c"
+	res=$(cd "$out/pgbench-$c" && pgbench -n -c "$c" -j "$((c < 8 ? c : 8))" -T "$secs" -l \
+		-f "$out/identify.sql" postgres 2>&1)
+	echo "$res" >"$out/pgbench-$c.txt"
+	tps=$(echo "$res" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
+	read -r p50 p99 reqs <<<"$(percentiles "$out"/pgbench-$c/pgbench_log.*)"
+	table="$table\n| $c | $tps | $p50 | $p99 | $reqs |"
+	# one log per run comes back: the transaction logs merged
+	cat "$out"/pgbench-$c/pgbench_log.* >"$out/pgbench-$c.log" && rm -rf "$out/pgbench-$c"
+done
+say "   identify(gallery, probe, k => 10) through SQL, pgbench -T $secs:"
+echo -e "$table" | sed 's/^/   /' | tee -a "$out/summary.txt"
+psql_ -c "SELECT device, searches FROM mcc_gallery_status" | tee -a "$out/summary.txt"
+grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log | head -5 | tee -a "$out/summary.txt"
+cp /tmp/pgkit.log "$out/server.log"
+pgkit_down >/dev/null 2>&1
+exit $status

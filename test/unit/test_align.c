@@ -1,0 +1,381 @@
+/*
+ * test_align.c: aligning minutiae (mcc_align.h).
+ *
+ * - Synthetic: a random minutiae set and a second "impression" of it
+ *   (rotated, shifted, 25% missed, spurious minutiae, position and angle
+ *   noise); aligning the impression back recovers the transform within
+ *   3 pixels RMS and maps directions consistently, with and without
+ *   directions, for euclidean and similarity fits.
+ * - Real data: FVC2002 set B, NBIS mindtct minutiae, all four databases
+ *   (read in place from ../shared/data, skipped when absent): the residual
+ *   of aligning two impressions of the same finger is lower than that of
+ *   different fingers. The distributions are printed as diagnostics.
+ * - Bad input.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "mcc_align.h"
+#include "mcc_rng.h"
+#include "mcc_xyt.h"
+
+/* n minutiae at least 14 px apart in [60, 340)^2 of a 400 x 400 image. */
+static void
+random_minutiae(uint64_t seed, int n, mcc_minutiae *ms)
+{
+	mcc_rng		r;
+
+	memset(ms, 0, sizeof(*ms));
+	ms->width = 400;
+	ms->height = 400;
+	ms->dpi = 500;
+	mcc_rng_seed(&r, mcc_rng_key(seed, 21, 0, 0));
+	while (ms->count < n)
+	{
+		int			x = 60 + (int) mcc_rng_below(&r, 280);
+		int			y = 60 + (int) mcc_rng_below(&r, 280);
+		int			ok = 1;
+
+		for (int i = 0; i < ms->count && ok; i++)
+			if ((x - ms->m[i].x) * (x - ms->m[i].x) + (y - ms->m[i].y) * (y - ms->m[i].y) < 14 * 14)
+				ok = 0;
+		if (!ok)
+			continue;
+		ms->m[ms->count].x = (int16_t) x;
+		ms->m[ms->count].y = (int16_t) y;
+		ms->m[ms->count].theta = mcc_angle_normalize(mcc_rng_range(&r, 0, 2 * M_PI));
+		ms->m[ms->count].type = MCC_TYPE_ENDING;
+		ms->count++;
+	}
+}
+
+/*
+ * A second impression: minutia i (kept with chance 3/4) goes to
+ * s R(a) (p - c) + c + t with noise, theta - a with noise; 8 spurious
+ * minutiae. kept[i] is its index in the impression or -1.
+ */
+static void
+impression(const mcc_minutiae *a, uint64_t seed, double ang, double s, double tx, double ty,
+		   mcc_minutiae *b, int *kept)
+{
+	mcc_rng		r;
+	double		c = cos(ang);
+	double		sn = sin(ang);
+
+	memset(b, 0, sizeof(*b));
+	b->width = 400;
+	b->height = 400;
+	b->dpi = 500;
+	mcc_rng_seed(&r, mcc_rng_key(seed, 22, 0, 0));
+	for (int i = 0; i < a->count; i++)
+	{
+		double		x = a->m[i].x - 200.0;
+		double		y = a->m[i].y - 200.0;
+		double		nx = s * (c * x - sn * y) + 200 + tx + mcc_rng_range(&r, -2, 2);
+		double		ny = s * (sn * x + c * y) + 200 + ty + mcc_rng_range(&r, -2, 2);
+
+		kept[i] = -1;
+		if (mcc_rng_below(&r, 4) == 0 || nx < 0 || ny < 0 || nx > 399 || ny > 399)
+			continue;
+		kept[i] = b->count;
+		b->m[b->count].x = (int16_t) lround(nx);
+		b->m[b->count].y = (int16_t) lround(ny);
+		b->m[b->count].theta = mcc_angle_normalize(a->m[i].theta - ang + mcc_rng_range(&r, -0.08, 0.08));
+		b->count++;
+	}
+	for (int k = 0; k < 8; k++)
+	{
+		b->m[b->count].x = (int16_t) (40 + mcc_rng_below(&r, 320));
+		b->m[b->count].y = (int16_t) (40 + mcc_rng_below(&r, 320));
+		b->m[b->count].theta = mcc_angle_normalize(mcc_rng_range(&r, 0, 2 * M_PI));
+		b->count++;
+	}
+}
+
+/* Wrapped angle difference in (-pi, pi]. */
+static double
+angle_diff(double a, double b)
+{
+	double		d = fmod(a - b, 2 * M_PI);
+
+	if (d > M_PI)
+		d -= 2 * M_PI;
+	if (d <= -M_PI)
+		d += 2 * M_PI;
+	return d;
+}
+
+/* Synthetic impressions aligned back onto their master. */
+static void
+test_synthetic(void)
+{
+	struct
+	{
+		double		deg;
+		double		scale;
+		double		tx;
+		double		ty;
+		int			transform;
+		int			dirs;
+	}			cases[] = {
+		{25, 1.0, 30, -20, MCC_XFORM_EUCLIDEAN, 1},
+		{-140, 1.0, -15, 40, MCC_XFORM_EUCLIDEAN, 1},
+		{170, 1.0, 5, 5, MCC_XFORM_EUCLIDEAN, 1},
+		{25, 1.0, 30, -20, MCC_XFORM_EUCLIDEAN, 0},
+		{-60, 1.0, 10, 25, MCC_XFORM_EUCLIDEAN, 0},
+		{12, 1.06, -20, 10, MCC_XFORM_SIMILARITY, 1},
+		{-8, 0.95, 12, 18, MCC_XFORM_AFFINE, 1},
+	};
+
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++)
+	{
+		mcc_minutiae a;
+		mcc_minutiae b;
+		int			kept[MCC_MAX_MINUTIAE];
+		mcc_align_opts o;
+		mcc_align_result res;
+		mcc_error	err;
+		mcc_status	st;
+		double		ss = 0;
+		double		worst_dir = 0;
+		int			n = 0;
+
+		random_minutiae(100 + t, 45, &a);
+		impression(&a, 200 + t, cases[t].deg * M_PI / 180, cases[t].scale, cases[t].tx, cases[t].ty, &b, kept);
+		mcc_align_opts_init(&o);
+		o.transform = cases[t].transform;
+		o.use_directions = cases[t].dirs;
+		/* the impression is the probe: the fit maps it back onto the master */
+		st = mcc_align_minutiae(&b, &a, &o, &res, &err);
+		for (int i = 0; i < a.count && st == MCC_OK; i++)
+		{
+			const double *m;
+
+			if (kept[i] < 0)
+				continue;
+			m = res.mapped[kept[i]];
+			ss += (m[0] - a.m[i].x) * (m[0] - a.m[i].x) + (m[1] - a.m[i].y) * (m[1] - a.m[i].y);
+			worst_dir = fmax(worst_dir, fabs(angle_diff(m[2], a.m[i].theta)));
+			n++;
+		}
+		UNIT_CHECK(st == MCC_OK && n > 0 && sqrt(ss / n) <= 3.0 && worst_dir <= 0.2 &&
+				   res.paired >= n && res.n_probe == b.count,
+				   "%s, %s, rotation %g deg, scale %g: mapped minutiae %.2f px RMS from their "
+				   "mates (<= 3), directions within %.1f deg (<= 11.5), %d of %d paired (%d mates), "
+				   "start %d of %d%s%s", mcc_xform_name(cases[t].transform),
+				   cases[t].dirs ? "Hough starts" : "rotation starts", cases[t].deg, cases[t].scale,
+				   n ? sqrt(ss / n) : -1.0, worst_dir * 180 / M_PI, res.paired, b.count, n,
+				   res.start, res.starts_tried, st ? ": " : "", st ? err.message : "");
+	}
+}
+
+/* FVC2002 image sizes, README of the shared data. */
+static const struct
+{
+	const char *db;
+	int			w;
+	int			h;
+}			fvc_dbs[] = {{"DB1_B", 388, 374}, {"DB2_B", 296, 560}, {"DB3_B", 300, 300}, {"DB4_B", 288, 384}};
+
+/* Read finger f (0..9), impression i (0..7) of a database; 1 on success. */
+static int
+read_fvc(const char *data, int db, int f, int i, mcc_minutiae *ms)
+{
+	char		path[1024];
+	size_t		len;
+	unsigned char *text;
+	mcc_error	err;
+	int			ok;
+
+	snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data,
+			 fvc_dbs[db].db, 101 + f, i + 1);
+	text = unit_read_file(path, &len);
+	if (text == NULL)
+		return 0;
+	ok = mcc_xyt_read((const char *) text, len, fvc_dbs[db].w, fvc_dbs[db].h, 500, ms, &err) == MCC_OK;
+	free(text);
+	return ok;
+}
+
+/* Ascending order of doubles, for qsort. */
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Same finger vs different fingers on real minutiae: every genuine pair
+ * (280 per database: a later impression aligned onto an earlier one) and
+ * 90 impostor pairs (impression 2 of each finger onto impression 1 of each
+ * other finger), default options (euclidean, 15 px).
+ */
+static void
+test_fvc(void)
+{
+	const char *data = unit_shared_data();
+	static mcc_minutiae ms[80];
+
+	if (data == NULL)
+	{
+		UNIT_SKIP("../shared/data is absent: FVC2002 alignment not run");
+		return;
+	}
+	for (int db = 0; db < 4; db++)
+	{
+		double		gen[280];
+		double		imp[90];
+		int			ng = 0;
+		int			ni = 0;
+		int			read = 1;
+		long		ordered = 0;
+		mcc_align_opts o;
+		mcc_error	err;
+		int			failed = 0;
+
+		for (int k = 0; k < 80 && read; k++)
+			read = read_fvc(data, db, k / 8, k % 8, &ms[k]);
+		if (!read)
+		{
+			UNIT_SKIP("FVC2002 %s mindtct minutiae not found", fvc_dbs[db].db);
+			continue;
+		}
+		mcc_align_opts_init(&o);
+		for (int c = 0; c < 80; c++)
+		{
+			mcc_chamfer_ref ref;
+
+			if (mcc_align_prepare(&ms[c], &o, &ref, &err) != MCC_OK)
+			{
+				failed++;
+				continue;
+			}
+			for (int p = 0; p < 80; p++)
+			{
+				int			genuine = p / 8 == c / 8 && p % 8 > c % 8;
+				int			impostor = p / 8 != c / 8 && p % 8 == 1 && c % 8 == 0;
+				mcc_align_result r;
+
+				if (!genuine && !impostor)
+					continue;
+				if (mcc_align_minutiae_ref(&ms[p], &ms[c], &ref, &o, &r, &err) != MCC_OK)
+				{
+					failed++;
+					continue;
+				}
+				if (genuine)
+					gen[ng++] = r.fit.residual;
+				else
+					imp[ni++] = r.fit.residual;
+			}
+			mcc_chamfer_ref_free(&ref);
+		}
+		UNIT_CHECK(failed == 0 && ng == 280 && ni == 90, "%s: %d genuine and %d impostor alignments, %d failed",
+				   fvc_dbs[db].db, ng, ni, failed);
+		if (ng == 0 || ni == 0)
+			continue;
+		qsort(gen, ng, sizeof(double), cmp_double);
+		qsort(imp, ni, sizeof(double), cmp_double);
+		for (int i = 0; i < ng; i++)
+			for (int j = 0; j < ni; j++)
+				ordered += gen[i] < imp[j];
+		printf("# %s residual (px RMS, truncated at 15): same finger q10 %.2f q25 %.2f median %.2f "
+			   "q75 %.2f q90 %.2f; different fingers q10 %.2f q25 %.2f median %.2f q75 %.2f q90 %.2f\n",
+			   fvc_dbs[db].db, gen[ng / 10], gen[ng / 4], gen[ng / 2], gen[3 * ng / 4], gen[9 * ng / 10],
+			   imp[ni / 10], imp[ni / 4], imp[ni / 2], imp[3 * ni / 4], imp[9 * ni / 10]);
+		UNIT_CHECK(gen[ng / 2] < imp[ni / 2],
+				   "%s: the median same-finger residual %.2f is below the median different-finger %.2f",
+				   fvc_dbs[db].db, gen[ng / 2], imp[ni / 2]);
+		UNIT_CHECK((double) ordered / ((double) ng * ni) >= 0.75,
+				   "%s: a same-finger pair has the lower residual in %.1f%% of (same, different) "
+				   "pairs (floor 75%%)", fvc_dbs[db].db, 100.0 * ordered / ((double) ng * ni));
+	}
+}
+
+static int	polls;
+static int	poll_limit;
+
+/* A poll that asks to stop after poll_limit calls. */
+static int
+stop_after(void *arg)
+{
+	return ++polls > poll_limit;
+}
+
+/* A poll stops an alignment in its distance transform and in its fits, and says so. */
+static void
+test_cancel(void)
+{
+	mcc_minutiae a;
+	mcc_minutiae b;
+	int			kept[MCC_MAX_MINUTIAE];
+	mcc_align_opts o;
+	mcc_align_result res;
+	mcc_error	err;
+
+	random_minutiae(300, 45, &a);
+	impression(&a, 301, 0.3, 1.0, 10, 5, &b, kept);
+	mcc_align_opts_init(&o);
+	o.poll = stop_after;
+	for (int k = 0; k < 2; k++)
+	{
+		mcc_status	st;
+
+		polls = 0;
+		poll_limit = k == 0 ? 0 : 8;
+		st = mcc_align_minutiae(&b, &a, &o, &res, &err);
+		UNIT_CHECK(st == MCC_ERR_INTERNAL && res.fit.canceled && strstr(err.message, "canceled"),
+				   "a poll cancels the %s: \"%s\", canceled = %d", k == 0 ? "distance transform" : "fits",
+				   err.message, res.fit.canceled);
+	}
+}
+
+/* Bad input. */
+static void
+test_errors(void)
+{
+	mcc_minutiae a;
+	mcc_minutiae empty;
+	mcc_minutiae one;
+	mcc_align_opts o;
+	mcc_align_result res;
+	mcc_error	err;
+
+	random_minutiae(5, 20, &a);
+	memset(&empty, 0, sizeof(empty));
+	one = a;
+	one.count = 1;
+	mcc_align_opts_init(&o);
+	UNIT_CHECK(mcc_align_minutiae(&empty, &a, &o, &res, &err) == MCC_ERR_VALUE &&
+			   strstr(err.message, "probe"), "an empty probe: %s", err.message);
+	UNIT_CHECK(mcc_align_minutiae(&a, &empty, &o, &res, &err) == MCC_ERR_VALUE &&
+			   strstr(err.message, "candidate"), "an empty candidate: %s", err.message);
+	UNIT_CHECK(mcc_align_minutiae(&one, &a, &o, &res, &err) == MCC_ERR_VALUE &&
+			   strstr(err.message, "too few"), "a one-minutia probe: %s", err.message);
+	UNIT_CHECK(mcc_align_minutiae(&a, &one, &o, &res, &err) == MCC_ERR_VALUE &&
+			   strstr(err.message, "coincide"), "a one-minutia candidate: %s", err.message);
+	o.max_distance = -1;
+	UNIT_CHECK(mcc_align_minutiae(&a, &a, &o, &res, &err) == MCC_ERR_VALUE, "a negative max_distance: %s",
+			   err.message);
+	o.max_distance = 15;
+	o.resolution = 1e-4;
+	UNIT_CHECK(mcc_align_minutiae(&a, &a, &o, &res, &err) == MCC_ERR_LIMIT, "a grid over the limit: %s",
+			   err.message);
+}
+
+/* Every group of checks; TAP on stdout. */
+int
+main(void)
+{
+	test_synthetic();
+	test_errors();
+	test_cancel();
+	test_fvc();
+	return unit_done();
+}
