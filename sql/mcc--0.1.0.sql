@@ -206,7 +206,6 @@ COMMENT ON OPERATOR <=> (mcc_template, mcc_template) IS
 -- ===========================================================================
 -- Alignment (src/align_sql.c): parametric chamfer alignment of point sets
 -- (paper 004) and of a probe's minutiae onto a candidate's
--- ====================================================================
 -- ===========================================================================
 
 -- IMMUTABLE: the result depends on the arguments only (mcc.align_threads
@@ -239,7 +238,7 @@ CREATE FUNCTION mcc_align(probe mcc_template, candidate mcc_template,
 
 COMMENT ON FUNCTION mcc_align(mcc_template, mcc_template, text, boolean, float8) IS
 	'Alignment of the probe''s minutiae onto the candidate''s (pixels): transform parameters, RMS residual truncated at max_distance, the probe minutiae mapped (x, y, theta rows) and how many land within max_distance of a candidate minutia';
-=======
+-- ===========================================================================
 -- 1:1 comparison with a matching method (src/score.c, src/core/mcc_match.h;
 -- docs/accuracy.md compares the methods)
 -- ===========================================================================
