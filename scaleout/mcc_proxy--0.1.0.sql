@@ -259,6 +259,14 @@ CREATE FUNCTION mcc_proxy._drop_gallery_at(connstr text, gallery text) RETURNS S
 	SELECT mcc_shard.drop_gallery(gallery) AS _drop_gallery_at;
 $$;
 
+CREATE FUNCTION mcc_proxy._grant_gallery_at(connstr text, gallery text, role name, enroll boolean)
+	RETURNS SETOF text
+	LANGUAGE plproxy
+	AS $$
+	CONNECT connstr;
+	SELECT mcc_shard.grant_gallery(gallery, role, enroll) AS _grant_gallery_at;
+$$;
+
 CREATE FUNCTION mcc_proxy._pull_partition_at(connstr text, gallery text, part integer, source text,
 											 OUT nrows bigint, OUT checksum text)
 	LANGUAGE plproxy
@@ -735,6 +743,29 @@ END $$;
 
 COMMENT ON FUNCTION mcc_proxy.drop_gallery(regclass) IS
 	'drop a sharded gallery on every shard and its view here';
+
+-- Let role search sharded gallery gallery through the coordinator and, with
+-- enroll, enroll into it: SELECT (and INSERT) on the view here, and on every
+-- shard the privileges mcc_shard.grant_gallery gives. The role must exist
+-- on every node (the shards check privileges as the connecting user).
+CREATE FUNCTION mcc_proxy.grant_gallery(gallery regclass, role name, enroll boolean DEFAULT false)
+	RETURNS void
+	LANGUAGE plpgsql SET search_path FROM CURRENT
+	AS $$
+#variable_conflict use_variable
+DECLARE
+	remote text := mcc_proxy._sharded(gallery);
+	s record;
+BEGIN
+	FOR s IN SELECT * FROM mcc_proxy.shards sh ORDER BY sh.name LOOP
+		PERFORM mcc_proxy._grant_gallery_at(s.connstr, remote, role, coalesce(enroll, false));
+	END LOOP;
+	EXECUTE pg_catalog.format('GRANT SELECT%s ON %s TO %I',
+							  CASE WHEN enroll THEN ', INSERT' ELSE '' END, gallery, role);
+END $$;
+
+COMMENT ON FUNCTION mcc_proxy.grant_gallery(regclass, name, boolean) IS
+	'let a role search (and with enroll, enroll into) a sharded gallery: grants here and on every shard';
 
 -- ===========================================================================
 -- Enrolment
@@ -1308,6 +1339,7 @@ REVOKE ALL ON FUNCTION mcc_proxy.add_shard(text, text), mcc_proxy.alter_shard(te
 	mcc_proxy.remove_shard(text),
 	mcc_proxy.create_partitions(integer), mcc_proxy.set_option(text, text),
 	mcc_proxy.create_gallery(text), mcc_proxy.drop_gallery(regclass),
+	mcc_proxy.grant_gallery(regclass, name, boolean),
 	mcc_proxy.gallery_placement(regclass) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE mcc_proxy.move_partition(integer, text, interval),
 	mcc_proxy.cleanup(interval), mcc_proxy.rebalance(text[], interval) FROM PUBLIC;

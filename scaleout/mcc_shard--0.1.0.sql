@@ -244,6 +244,27 @@ END $$;
 COMMENT ON FUNCTION drop_gallery(text) IS
 	'drop sharded gallery schema.table and its partitions; called by mcc_proxy.drop_gallery';
 
+-- Let role search gallery (SELECT on the table and on every partition table:
+-- identify() reads the partition tables) and, with enroll, write it
+-- (INSERT, UPDATE, DELETE on the table). Returns the node.
+CREATE FUNCTION grant_gallery(gallery text, role name, enroll boolean) RETURNS SETOF text
+	LANGUAGE plpgsql SET search_path FROM CURRENT
+	AS $$
+DECLARE
+	g regclass := mcc_shard._gallery(gallery);
+	p record;
+BEGIN
+	EXECUTE pg_catalog.format('GRANT SELECT%s ON %s TO %I',
+							  CASE WHEN enroll THEN ', INSERT, UPDATE, DELETE' ELSE '' END, g, role);
+	FOR p IN SELECT q.rel FROM mcc_shard.partitions q WHERE q.gallery = g LOOP
+		EXECUTE pg_catalog.format('GRANT SELECT ON %s TO %I', p.rel, role);
+	END LOOP;
+	RETURN QUERY SELECT mcc_shard.node();
+END $$;
+
+COMMENT ON FUNCTION grant_gallery(text, name, boolean) IS
+	'grant a role SELECT on a sharded gallery and its partitions (and with enroll, INSERT, UPDATE, DELETE); called by mcc_proxy.grant_gallery';
+
 -- ===========================================================================
 -- Enrolment
 -- ===========================================================================
@@ -479,5 +500,5 @@ END $$;
 COMMENT ON FUNCTION nonempty_partitions(text) IS
 	'the partitions of a sharded gallery holding rows on this shard, with their row counts';
 
-REVOKE ALL ON FUNCTION create_gallery(text, integer), drop_gallery(text),
+REVOKE ALL ON FUNCTION create_gallery(text, integer), drop_gallery(text), grant_gallery(text, name, boolean),
 	pull_partition(text, integer, text), truncate_partitions(text, integer[]) FROM PUBLIC;

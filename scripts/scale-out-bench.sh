@@ -13,7 +13,8 @@
 #   proxy: SELECT ... FROM mcc_proxy.identify('g', probe, 10)    (the shards)
 #   local: SELECT ... FROM identify('g_all', probe, 10)          (one server)
 # Run as an ordinary user with mcc, mcc_shard, mcc_proxy and PL/Proxy
-# installed. Prints one line per run: layout, query, clients, tps, latency.
+# installed. Prints one line per run: layout, query, clients, tps, latency,
+# and the 1-minute load average after the run (other work on the machine).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,7 +47,7 @@ cat >"$work/local.sql" <<-'EOF'
 EOF
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $fingers fingers, ${seconds}s per run"
-printf '%-8s %-6s %7s %9s %12s\n' layout query clients tps latency_ms
+printf '%-8s %-6s %7s %9s %12s %6s\n' layout query clients tps latency_ms load1
 for shards in 1 3; do
 	"$here/scale-out-setup.sh" destroy -d "$dir" >/dev/null 2>&1 || true
 	t0=$(date +%s)
@@ -63,7 +64,8 @@ for shards in 1 3; do
 			out=$(pgbench -n -h "$dir" -p "$port" -U postgres -f "$work/$q.sql" -c "$c" -j "$c" -T "$seconds" postgres 2>&1)
 			tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
 			lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
-			printf '%-8s %-6s %7s %9s %12s\n' "${shards}shard" "$q" "$c" "$tps" "$lat"
+			printf '%-8s %-6s %7s %9.1f %12.1f %6s\n' "${shards}shard" "$q" "$c" "$tps" "$lat" \
+				"$(cut -d' ' -f1 /proc/loadavg)"
 		done
 	done
 	"$here/scale-out-setup.sh" destroy -d "$dir" >/dev/null

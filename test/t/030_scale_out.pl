@@ -195,6 +195,29 @@ foreach my $bad ("NULL, 10", "(SELECT tpl FROM probes WHERE pid = 1), 0",
 	is($err_proxy, $err_local, "the coordinator rejects it alike: $err_local");
 }
 
+# --- an ordinary user --------------------------------------------------------------
+# PL/Proxy connects to the shards as the calling user: the shards check
+# privileges as one server does, and grant_gallery() grants them everywhere.
+foreach my $n (values %node)
+{
+	$n->safe_psql('postgres', 'CREATE ROLE reader LOGIN');
+}
+$coord->safe_psql('postgres', 'GRANT SELECT ON probes TO reader');
+my $reader_sql = "SELECT string_agg(id || '=' || score::text, ' ')
+				  FROM mcc_proxy.identify('g', (SELECT tpl FROM probes WHERE pid = 5), 10)";
+my (undef, $r_out, $r_err) = $coord->psql('postgres', "\\set VERBOSITY verbose\n$reader_sql",
+	extra_params => [ '-U', 'reader' ]);
+like($r_err, qr/ERROR:  42501: permission denied for table g_p\d+/,
+	'a user without privileges on the shards\' tables is refused (42501)');
+$coord->safe_psql('postgres', "SELECT mcc_proxy.grant_gallery('g', 'reader')");
+(undef, $r_out, $r_err) = $coord->psql('postgres', $reader_sql, extra_params => [ '-U', 'reader' ]);
+is($r_out, $coord->safe_psql('postgres', $reader_sql), 'after grant_gallery(), it searches as a superuser does')
+  or diag($r_err);
+(undef, undef, $r_err) = $coord->psql('postgres',
+	"SELECT mcc_proxy.enroll('g', 7000000, (SELECT tpl FROM probes WHERE pid = 5))",
+	extra_params => [ '-U', 'reader' ]);
+like($r_err, qr/permission denied for table g/, 'but may not enroll');
+
 # --- binary transport ------------------------------------------------------------
 # A relay in front of s1 records what the coordinator sends. Templates cross
 # in their versioned binary form, the bytea of mcc_template_send(), which
@@ -322,6 +345,12 @@ sub binds_of
 	return @binds;
 }
 
+my (undef, undef, $alter_err) = $coord->psql('postgres',
+	"SELECT mcc_proxy.alter_shard('s1', '" . shard_connstr('s2') . "')");
+like($alter_err, qr/the new connection string of shard "s1" reaches another database/,
+	'alter_shard refuses a connection string that reaches another shard');
+my (undef, undef, $remove_err) = $coord->psql('postgres', "SELECT mcc_proxy.remove_shard('s2')");
+like($remove_err, qr/shard "s2" still holds partitions/, 'remove_shard refuses a shard that holds partitions');
 my $relay_connstr = shard_connstr('s1', $relay_port) . ' sslmode=disable gssencmode=disable';
 like($coord->safe_psql('postgres', "SELECT mcc_proxy.alter_shard('s1', '$relay_connstr')"),
 	qr{/postgres$}, 's1 reached through the relay (same node)');
@@ -362,20 +391,18 @@ is($equal, $n, "with disable_binary = 1 (text I/O), $n calls equal one server");
 $coord->safe_psql('postgres', "SELECT mcc_proxy.set_option('disable_binary', NULL)");
 
 # --- identify_batch ----------------------------------------------------------------
-SKIP:
+# all 70 probes in one call: one remote call per shard
+my $batch = q{
+	SELECT string_agg(probe_no || ':' || id || '=' || score::text, ' ' ORDER BY ord)
+	FROM %s('%s', (SELECT array_agg(tpl ORDER BY pid) FROM probes), %d, %s%s) WITH ORDINALITY
+		AS t(probe_no, id, score, ord)};
+foreach my $case ([ 1, 0 ], [ 10, 0 ], [ 25, 0.3 ])
 {
-	skip 'mcc has no identify_batch() yet', 2
-	  unless $coord->safe_psql('postgres', "SELECT to_regproc('public.identify_batch') IS NOT NULL") eq 't';
-	my $batch = q{
-		SELECT string_agg(probe_no || ':' || id || '=' || score::text, ' ' ORDER BY ord)
-		FROM %s('%s', (SELECT array_agg(tpl ORDER BY pid) FROM probes), %d) WITH ORDINALITY
-			AS t(probe_no, id, score, ord)};
-	foreach my $k (1, 10)
-	{
-		is( $coord->safe_psql('postgres', sprintf($batch, 'mcc_proxy.identify_batch', 'g', $k)),
-			$coord->safe_psql('postgres', sprintf($batch, 'public.identify_batch', 'g_all', $k)),
-			"identify_batch, k = $k: the coordinator equals one server");
-	}
+	my ($k, $min) = @$case;
+	my $want = $coord->safe_psql('postgres', sprintf($batch, 'public.identify_batch', 'g_all', $k, $min, ''));
+	isnt($want, '', "identify_batch, k = $k, min_score = $min: one server finds rows");
+	is($coord->safe_psql('postgres', sprintf($batch, 'mcc_proxy.identify_batch', 'g', $k, $min, '')),
+		$want, "identify_batch, k = $k, min_score = $min: the coordinator equals one server");
 }
 
 # --- enrolment rules -------------------------------------------------------------
@@ -433,6 +460,12 @@ ok($pn > 0 && $peq == $pn, "partial => true: $peq of $pn answers are the exact t
 like($err, qr/WARNING:  01000: identify: partial result: partitions \Q$s2_parts\E did not answer/,
 	'with a warning naming the missing partitions');
 like($err, qr/DETAIL:  shard "s2"/, 'and the shard');
+like( (run_sql(sprintf($batch, 'mcc_proxy.identify_batch', 'g', 10, 0, '')))[1],
+	qr/ERROR:  08006: identify_batch: shard "s2" did not answer/, 'identify_batch: the same error');
+($out, $err) = run_sql(sprintf($batch, 'mcc_proxy.identify_batch', 'g', 10, 0, ', partial => true'));
+is($out, $coord->safe_psql('postgres', sprintf($batch, 'public.identify_batch', 'g_live', 10, 0, ", id_column => 'id'")),
+	'identify_batch, partial => true: per probe the exact top-k of the live shards');
+like($err, qr/identify_batch: partial result: partitions \Q$s2_parts\E did not answer/, 'with its warning');
 like((run_sql("SELECT count(*) FROM g"))[1], qr/gallery_rows: shard "s2" did not answer/,
 	'reading the coordinator view is an error too');
 like( (run_sql(qq{SELECT mcc_proxy.enroll('g', i, (SELECT tpl FROM probes WHERE pid = 1))
