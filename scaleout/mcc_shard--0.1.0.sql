@@ -212,7 +212,6 @@ BEGIN
 		 PARTITION BY LIST (part)',
 		name[1], name[2], 'mcc_template'::regtype, nparts);
 	rel := pg_catalog.to_regclass(gallery);
-	EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN tpl SET STORAGE EXTERNAL', rel);
 	INSERT INTO mcc_shard.galleries VALUES (rel, nparts);
 	FOR p IN 0 .. nparts - 1 LOOP
 		child := name[2] || '_p' || p;

@@ -541,7 +541,7 @@ my $bg = IPC::Run::start(
 			before_switch int := 0;
 			w record;
 		BEGIN
-			FOR i IN 1 .. 8 LOOP
+			FOR i IN 1 .. 12 LOOP
 				FOR w IN SELECT * FROM want LOOP
 					runs := runs + 1;
 					IF (SELECT shard FROM mcc_proxy.partitions WHERE part = 0) = 's1' THEN
