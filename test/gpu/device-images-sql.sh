@@ -80,7 +80,7 @@ else
 	native="$PGKIT_HOME/package/native"
 	say "   mcc.so links CUDA: $(ldd "$native/lib/postgresql/mcc.so" | grep -ci cuda) libraries," \
 		"$(nm -D "$native/lib/postgresql/mcc.so" | grep -ci cuda) symbols (both must be 0);" \
-		"mcc_engine: $(nm "$native/lib/postgresql/mcc_engine" 2>/dev/null | grep -c 'mcc_sad_gpu_search\|mcc_dp2d_gpu_run\|mcc_chamfer_gpu_align_ref') of 3 GPU entry points"
+		"mcc_engine: $(nm "$native/lib/postgresql/mcc_engine" 2>/dev/null | grep -o 'mcc_sad_gpu_search\|mcc_dp2d_gpu_run\|mcc_chamfer_gpu_align_ref' | sort -u | wc -l) of 3 GPU entry points"
 	cat >>"$PGKIT_DATA/postgresql.conf" <<-EOF
 	shared_preload_libraries = 'mcc'
 	max_connections = 40
