@@ -127,6 +127,20 @@ $node->safe_psql('postgres', q{
 	INSERT INTO g SELECT 100000 + finger, 'new', template FROM mcc_synthetic(150, 1, 98);
 });
 my $now = $node->safe_psql('postgres', 'SELECT count(*) FROM g');
+
+# A fresh snapshot in the old session: all paths agree for every probe and
+# the count is the $now rows of the gallery.
+sub new_snapshot_agrees
+{
+	my ($refine, $k, $what) = @_;
+	q_debug($old, 'BEGIN ISOLATION LEVEL REPEATABLE READ');
+	my ($ok, $debug) = all_paths($old, $refine, $k, 0);
+	is($ok, $n_probes, "a new snapshot ($now rows), $refine: all agree");
+	my ($seen) = $debug =~ /sees (\d+) rows of the matcher engine/;
+	is($seen, $now, $what);
+	q_debug($old, 'COMMIT');
+	is(failures(), 0, '... no mismatch');
+}
 my ($ok, $debug) = all_paths($old, 'dtr', 5, 0);
 is($ok, $n_probes, "old snapshot (1500 rows), the engine holding the newer versions: all agree");
 my ($seen, $held) = $debug =~ /sees (\d+) rows of the matcher engine's (\d+) entries/;
@@ -135,13 +149,7 @@ ok(defined $seen && $seen == 1500 && $held > 1500,
 # (the checks are the old transaction's rows: read them after its commit)
 q_debug($old, 'COMMIT');
 is(failures(), 0, '... no mismatch');
-q_debug($old, 'BEGIN ISOLATION LEVEL REPEATABLE READ');
-($ok, $debug) = all_paths($old, 'lgs-dtr', 8, 0);
-is($ok, $n_probes, "a new snapshot ($now rows): all agree");
-($seen) = $debug =~ /sees (\d+) rows of the matcher engine/;
-is($seen, $now, "... and it counts $now rows");
-q_debug($old, 'COMMIT');
-is(failures(), 0, '... no mismatch');
+new_snapshot_agrees('lgs-dtr', 8, "... and it counts $now rows");
 
 # Prepared transactions reach the engine at PREPARE: not counted before
 # COMMIT PREPARED, counted after it; a rolled back one never
@@ -168,13 +176,7 @@ $node->safe_psql('postgres', "COMMIT PREPARED 'p1'; ROLLBACK PREPARED 'p2'");
 is($ok, $n_probes, '... the same snapshot after COMMIT and ROLLBACK PREPARED');
 q_debug($old, 'COMMIT');
 $now = $node->safe_psql('postgres', 'SELECT count(*) FROM g');
-q_debug($old, 'BEGIN ISOLATION LEVEL REPEATABLE READ');
-($ok, $debug) = all_paths($old, 'dtr', 4, 0);
-is($ok, $n_probes, "a new snapshot ($now rows): all agree");
-($seen) = $debug =~ /sees (\d+) rows of the matcher engine/;
-is($seen, $now, "... counting the committed prepared rows, not the rolled back ones ($now)");
-q_debug($old, 'COMMIT');
-is(failures(), 0, '... no mismatch');
+new_snapshot_agrees('dtr', 4, "... counting the committed prepared rows, not the rolled back ones ($now)");
 
 # identify_batch(): one SEARCH and one REFINE for the probes, as identify()
 q_debug($old, 'SET client_min_messages = notice');

@@ -82,6 +82,17 @@ tl_templates_free(tl_tpl *t, int n)
 	free(t);
 }
 
+/* Open a test template (they were built valid). */
+static inline mcc_template_view
+tl_view(const tl_tpl *t)
+{
+	mcc_template_view v;
+	mcc_error	err;
+
+	mcc_template_open(t->b, t->n, &v, &err);
+	return v;
+}
+
 /* ---- frames ------------------------------------------------------------ */
 
 static inline void

@@ -31,21 +31,11 @@ static tl_tpl *gt;
 static tl_tpl *pt;
 static const mcc_gallery_id G = {5, 16400, 91};
 
-static mcc_template_view
-view_of(const tl_tpl *t)
-{
-	mcc_template_view v;
-	mcc_error	err;
-
-	mcc_template_open(t->b, t->n, &v, &err);
-	return v;
-}
-
 /* Append t to c with these xids (load flags: as a load row would). */
 static void
 add(eng_cache *c, int64_t key, uint64_t ixid, uint64_t dxid, const tl_tpl *t)
 {
-	mcc_template_view v = view_of(t);
+	mcc_template_view v = tl_view(t);
 	mcc_error	err;
 
 	eng_cache_append(c, key, mcc_template_hash(t->b, t->n), ixid, dxid,
@@ -255,12 +245,12 @@ refined_ok(eng_conn *c, uint64_t rid, int method, int n_items, const tl_tpl *pro
 	ok = eng_rd_u32(&rd) == (uint32_t) n_items;
 	for (int i = 0; ok && i < n_items; i++)
 	{
-		mcc_template_view pv = view_of(&probes[i]);
+		mcc_template_view pv = tl_view(&probes[i]);
 
 		ok = eng_rd_u32(&rd) == (uint32_t) n[i];
 		for (int j = 0; ok && j < n[i]; j++)
 		{
-			mcc_template_view cv = view_of(&cand[i][j]);
+			mcc_template_view cv = tl_view(&cand[i][j]);
 			float		want;
 			float		got = eng_rd_f32(&rd);
 			mcc_error	err;
@@ -343,7 +333,7 @@ test_refine_errors(eng_server *s, eng_conn *c)
 	bad.b[bad.n / 2] ^= 0x5a;
 	bad.b[10] ^= 0xff;
 	{
-		mcc_template_view v = view_of(&gt[4]);
+		mcc_template_view v = tl_view(&gt[4]);
 
 		mcc_template_minutiae(&v, &ms);
 	}
