@@ -54,6 +54,13 @@ $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_bench: $(BUILD)/gpu/%: $(BUILD)/gpu/%.o 
 		$(BUILD)/libmccgpu.a $(GPU_CORE_OBJS)
 	$(GPU_CC) -o $@ $^ $(GPU_LINK)
 
+# The accuracy tool with its LSS stage on the GPU (mcceval ident --gpu)
+$(BUILD)/gpu/mcceval: test/tools/mcceval.c $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS) \
+		$(wildcard kernels/*.h) $(wildcard src/core/*.h)
+	@mkdir -p $(dir $@)
+	$(GPU_CC) $(GPU_CFLAGS) -DMCC_EVAL_GPU -o $@ test/tools/mcceval.c $(BUILD)/libmccgpu.a \
+		$(GPU_CORE_OBJS) $(GPU_LINK)
+
 # The matcher engine with its GPU path, and its tests linked against it.
 GPU_ENGINE_CFLAGS = $(GPU_CFLAGS) -D_GNU_SOURCE -Isrc/engine -DMCC_ENGINE_GPU
 GPU_ENGINE_SRCS = $(filter-out src/engine/eng_main.c,$(sort $(wildcard src/engine/*.c)))

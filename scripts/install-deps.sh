@@ -13,6 +13,7 @@ pkgs=(
 	libipc-run-perl                   # TAP tests
 	clang libclang-rt-14-dev          # libFuzzer harnesses (make fuzz)
 	libpng-dev                        # image input (PNG)
+	postgresql-15-plproxy             # scale-out: PL/Proxy for extension mcc_proxy (docs/scale-out.md)
 )
 
 missing=()

@@ -184,6 +184,7 @@ main(int argc, char **argv)
 	int			nsum = 0;
 	int			only = -1;		/* --only V: one variant at --max, Q = 1 and 8 */
 	uint32_t	synth = 0;		/* --synth U: src/core's synthetic fingers, U distinct */
+	int			scale = 0;		/* --scale: 1..all devices at --max, Q = 1 and 8 */
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -199,6 +200,8 @@ main(int argc, char **argv)
 			only = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--synth") && i + 1 < argc)
 			synth = (uint32_t) atol(argv[++i]);
+		else if (!strcmp(argv[i], "--scale"))
+			scale = 1;
 	}
 	if (out)
 	{
@@ -247,6 +250,39 @@ main(int argc, char **argv)
 	say("# gallery: %u templates, %u cylinders (%.2f per template)\n", g.n_tpl, g.n_cyl,
 		(double) g.n_cyl / g.n_tpl);
 	nbase = maxn < 250000 ? maxn : 250000;
+	if (scale)
+	{
+		/* multi-GPU scaling (issue 10): the whole gallery on 1, 2, .. devices */
+		double		base[2] = {0, 0};
+
+		for (int d = 1; d <= count; d++)
+		{
+			ndevs = d;
+			if ((c = open_variant(0, &g, &up)) == NULL)
+				continue;
+			for (int qi = 0; qi < 2; qi++)
+				if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
+				{
+					double		mps = (qi ? 8.0 : 1.0) * g.n_tpl / (res.total_ms / 1e3);
+
+					if (d == 1)
+						base[qi] = mps;
+					say("# %d GPU(s), Q = %d: whole-call %.1f M matches/s, scaling efficiency %.1f%%"
+						" (upload %.2f s)\n", d, qi ? 8 : 1, mps / 1e6,
+						base[qi] > 0 ? 100.0 * mps / (d * base[qi]) : 0.0, up / 1e3);
+					line("scale", 0, g.n_tpl, qi ? 8 : 1, up, &res, (double) g.n_cyl / g.n_tpl);
+				}
+			mcc_gpu_close(c);
+		}
+		ndevs = 1;
+		if (synth)
+			mcc_soa_free(&g);
+		else
+			gd_gallery_free(&g);
+		if (logf)
+			fclose(logf);
+		return 0;
+	}
 	if (only >= 0)
 	{
 		if ((c = open_variant(only, &g, &up)) != NULL)

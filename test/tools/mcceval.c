@@ -42,6 +42,9 @@
  *   --methods a,b,...   (default: every method)
  *   --refine-fraction F --refine-min K   (default 0.001 and 100)
  *   --threads T          (default: the number of CPUs)
+ *   --gpu                ident: the LSS stage on every visible GPU (the
+ *                        binary built by kernels/gpu.mk, build/gpu/mcceval);
+ *                        the refinement stays on the CPU threads
  *   --dtr-norm sum|mean  --cons-score count|sim|count-lss
  *   --cons-nsel N --cons-ts PX --cons-ttheta DEG   consolidation constants
  *   --relax-nr N         cap n_R of every relaxation
@@ -76,6 +79,9 @@
 #include "mcc_match.h"
 #include "mcc_soa.h"
 #include "mcc_synth.h"
+#ifdef MCC_EVAL_GPU
+#include "mcc_gpu.h"
+#endif
 #include "mcc_template.h"
 #include "mcc_topk.h"
 #include "mcc_xyt.h"
@@ -115,6 +121,7 @@ typedef struct options
 	double		refine_fraction;
 	int			refine_min;
 	int			threads;
+	bool		gpu;
 	mcc_match_params mp;
 	const char *baseline;
 	const char *baseline_name;
@@ -820,7 +827,46 @@ typedef struct ident_job
 	double		t_matrix;
 	double		t_method[MCC_NMETHODS];
 	long		n_refined;
+#ifdef MCC_EVAL_GPU
+	struct mcc_gpu *gpu;		/* the LSS stage on the GPU(s), or NULL */
+	pthread_mutex_t gpu_lock;	/* one search at a time */
+#endif
 } ident_job;
+
+/* The shortlist of probe i: LSS over the gallery, the best n_refine. */
+static void
+ident_shortlist(ident_job *job, int i, mcc_probe *q, float *scores, mcc_hit *hits,
+				mcc_topk *tk)
+{
+#ifdef MCC_EVAL_GPU
+	if (job->gpu)
+	{
+		mcc_gpu_hit *gh = xmalloc(sizeof(mcc_gpu_hit) * job->n_refine);
+		int			nh = 0;
+		mcc_error	err;
+
+		pthread_mutex_lock(&job->gpu_lock);
+		if (mcc_gpu_search(job->gpu, &job->prb[i].v, 1, job->n_refine, gh, &nh, &err) != MCC_GPU_OK)
+			die("GPU search: %s", err.message);
+		pthread_mutex_unlock(&job->gpu_lock);
+		mcc_topk_init(tk, job->n_refine, hits, job->n_refine);
+		for (int c = 0; c < nh; c++)
+		{
+			hits[c].score = gh[c].score;
+			hits[c].id = (int64_t) gh[c].index;
+		}
+		tk->n = nh;				/* already in identify's order */
+		free(gh);
+		return;
+	}
+#endif
+	mcc_probe_init(q, &job->prb[i].v);
+	mcc_soa_scan(q, &job->soa, 0, job->n_gal, scores);
+	mcc_topk_init(tk, job->n_refine, hits, job->n_refine);
+	for (int g = 0; g < job->n_gal; g++)
+		mcc_topk_push(tk, scores[g], g);
+	mcc_topk_sort(tk);
+}
 
 /* Thread body: search probes until none is left. */
 static void *
@@ -854,12 +900,7 @@ ident_worker(void *arg)
 		if (i >= job->n_prb)
 			break;
 		t0 = now();
-		mcc_probe_init(q, &job->prb[i].v);
-		mcc_soa_scan(q, &job->soa, 0, job->n_gal, scores);
-		mcc_topk_init(&tk, job->n_refine, hits, job->n_refine);
-		for (int g = 0; g < job->n_gal; g++)
-			mcc_topk_push(&tk, scores[g], g);
-		mcc_topk_sort(&tk);
+		ident_shortlist(job, i, q, scores, hits, &tk);
 		t_scan += now() - t0;
 		if (job->mate[i] >= 0)
 		{
@@ -1009,6 +1050,33 @@ ident_metrics_of(const ident_job *job, int m, ident_metrics *im)
 	free(l);
 }
 
+/* Put the gallery on every visible GPU (--gpu), or die saying why not. */
+static void
+ident_open_gpu(ident_job *job)
+{
+#ifdef MCC_EVAL_GPU
+	int			count = 0;
+	int			dev[MCC_GPU_MAX_DEVICES];
+	mcc_gpu_devinfo info[MCC_GPU_MAX_DEVICES];
+	mcc_gpu_options o = {0};
+	mcc_error	err;
+	double		t0 = now();
+
+	if (mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err) != MCC_GPU_OK)
+		die("--gpu: %s", err.message);
+	for (int d = 0; d < count; d++)
+		dev[d] = info[d].ordinal;
+	if (mcc_gpu_open(dev, count, opt.profile, &o, &job->gpu, &err) != MCC_GPU_OK ||
+		mcc_gpu_upload(job->gpu, &job->soa, &err) != MCC_GPU_OK)
+		die("--gpu: %s", err.message);
+	pthread_mutex_init(&job->gpu_lock, NULL);
+	fprintf(stderr, "ident: LSS stage on %d GPU(s) (%s), gallery uploaded in %.1f s\n",
+			count, info[0].name, now() - t0);
+#else
+	die("--gpu: this mcceval was built without the GPU library (make -f kernels/gpu.mk build/gpu/mcceval)");
+#endif
+}
+
 /* Identification on gallery g[0..ng) and probes p[0..np) with mates. */
 static void
 run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
@@ -1035,6 +1103,8 @@ run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
 		if (mcc_soa_append(&job.soa, &g[i].v, i, &err) != MCC_OK)
 			die("%s", err.message);
 	pthread_mutex_init(&job.lock, NULL);
+	if (opt.gpu)
+		ident_open_gpu(&job);
 	t0 = now();
 	for (int t = 0; t < opt.threads; t++)
 		pthread_create(&th[t], NULL, ident_worker, &job);
@@ -1229,6 +1299,8 @@ parse_args(int argc, char **argv)
 			opt.refine_min = atoi(v);
 		else if (ARG("--threads"))
 			opt.threads = atoi(v);
+		else if (strcmp(argv[i], "--gpu") == 0)
+			opt.gpu = true;
 		else if (ARG("--dtr-norm"))
 		{
 			if (strcmp(v, "sum") == 0)
