@@ -14,6 +14,9 @@
 # needs, so that it needs nothing else of the tree. No fused multiply-add on either side (the CPU
 # gets -ffp-contract=off, nvcc --fmad=false): per-point terms are the same bits.
 
+ifndef MCC_CHAMFER_MK
+MCC_CHAMFER_MK := 1
+
 BUILD ?= build
 CH_NVCC := $(or $(NVCC),$(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; }))
 CH_CC ?= gcc
@@ -66,3 +69,5 @@ endif
 
 bench-chamfer: $(CH_DIR)/bench_chamfer
 	$(CH_DIR)/bench_chamfer $(BENCH_CHAMFER_ARGS)
+
+endif # MCC_CHAMFER_MK

@@ -12,6 +12,9 @@
 #   make -f kernels/dp2d.mk gpu-check-dp2d bench-dp2d
 # Needs no libpng: src/core/mcc_image_png.c is left out of these programs.
 
+ifndef MCC_DP2D_MK
+MCC_DP2D_MK := 1
+
 ifndef GPU_CFLAGS
 include kernels/gpu.mk
 endif
@@ -63,3 +66,5 @@ gpu-check-dp2d:
 bench-dp2d: $(BUILD)/dp2d/dp2dbench-cpu
 	$(BUILD)/dp2d/dp2dbench-cpu $(BENCH_DP2D_ARGS)
 endif
+
+endif # MCC_DP2D_MK

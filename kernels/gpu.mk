@@ -39,6 +39,11 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(wildcard kernels/*.h) $(wildcard src/core/*
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
+# chamfer alignment sums the CPU's per-point terms: no fused multiply-add
+# (kernels/chamfer.mk builds its own checks the same way)
+$(BUILD)/kernels/mcc_chamfer.o: NVCCFLAGS += --fmad=false
+$(BUILD)/kernels/mcc_chamfer.o: kernels/gpu.mk
+
 $(BUILD)/libmccgpu.a: $(GPU_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
@@ -65,7 +70,10 @@ $(BUILD)/gpu/mcceval: test/tools/mcceval.c $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS)
 GPU_ENGINE_CFLAGS = $(GPU_CFLAGS) -D_GNU_SOURCE -Isrc/engine -DMCC_ENGINE_GPU
 GPU_ENGINE_SRCS = $(filter-out src/engine/eng_main.c,$(sort $(wildcard src/engine/*.c)))
 GPU_ENGINE_OBJS = $(patsubst src/engine/%.c,$(BUILD)/gpu/engine/%.o,$(GPU_ENGINE_SRCS))
-GPU_ENGINE_TESTS = $(BUILD)/gpu/test_engine_gpu $(BUILD)/gpu/test_engine_server $(BUILD)/gpu/test_engine_e2e
+GPU_ENGINE_TESTS = $(BUILD)/gpu/test_engine_gpu $(BUILD)/gpu/test_engine_server $(BUILD)/gpu/test_engine_e2e \
+	$(BUILD)/gpu/test_engine_image
+# the image libraries' own checks (kernels/sad.mk, dp2d.mk, chamfer.mk)
+GPU_LIB_CHECKS = $(BUILD)/sad/sad_gpu_check $(BUILD)/dp2d/dp2d_check $(BUILD)/chamfer/gpu_check_chamfer
 
 $(BUILD)/gpu/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard kernels/*.h) $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
@@ -92,17 +100,23 @@ $(BUILD)/gpu/test_engine_%: test/unit/test_engine_%.c test/unit/unit.h $(wildcar
 .PHONY: gpu-lib gpu-check bench-gpu gpu-sass
 gpu-lib: $(BUILD)/libmccgpu.a
 
-# The library's checks, then the engine's: first with every device hidden
-# (the probe fails cleanly, the engine serves on the CPU), then on the GPU:
-# GPU-specific engine checks (every score, incremental == reload, ties,
-# fallbacks; the sticky error last), the whole in-process engine suite with
-# each pass on the GPU (one partition, then three), and the engine program.
-# Every step runs even if one before it failed; the target fails if any did.
-gpu-check: $(BUILD)/gpu/gpu_check $(GPU_ENGINE_TESTS)
+# The whole GPU suite. The search library's checks, then the engine's:
+# first with every device hidden (the probe fails cleanly, the engine serves
+# on the CPU), then on the GPU: GPU-specific engine checks (every score,
+# incremental == reload, ties, fallbacks; the sticky error last), the whole
+# in-process engine suite with each pass on the GPU (one partition, then
+# three), the engine program, the engine's image jobs (SAD, DP2D, CHAMFER,
+# ALIGN on the GPU == the CPU, fallbacks), then the image libraries' own
+# checks (SAD, elastic matching, chamfer alignment). Every step runs even if
+# one before it failed; the target fails if any did.
+gpu-check: $(BUILD)/gpu/gpu_check $(GPU_ENGINE_TESTS) $(GPU_LIB_CHECKS)
 	@status=0; \
 	echo "# gpu-check: no visible device"; \
 	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/gpu_check --no-device || status=1; \
 	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/test_engine_gpu --no-device || status=1; \
+	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/test_engine_image --no-device || status=1; \
+	CUDA_VISIBLE_DEVICES= $(BUILD)/dp2d/dp2d_check --no-device || status=1; \
+	CUDA_VISIBLE_DEVICES= $(BUILD)/chamfer/gpu_check_chamfer --no-device || status=1; \
 	echo "# gpu-check: devices"; \
 	$(BUILD)/gpu/gpu_check || status=1; \
 	echo "# gpu-check: engine, GPU path"; \
@@ -113,6 +127,14 @@ gpu-check: $(BUILD)/gpu/gpu_check $(GPU_ENGINE_TESTS)
 	$(BUILD)/gpu/test_engine_server --gpu 3 || status=1; \
 	echo "# gpu-check: engine program with --gpu on"; \
 	MCC_ENGINE=$(BUILD)/gpu/mcc_engine $(BUILD)/gpu/test_engine_e2e --gpu || status=1; \
+	echo "# gpu-check: image jobs in the engine, GPU path"; \
+	$(BUILD)/gpu/test_engine_image || status=1; \
+	echo "# gpu-check: SAD library (kernels/mcc_sad.cu)"; \
+	$(BUILD)/sad/sad_gpu_check || status=1; \
+	echo "# gpu-check: elastic matching library (kernels/mcc_dp2d.cu)"; \
+	$(BUILD)/dp2d/dp2d_check || status=1; \
+	echo "# gpu-check: chamfer alignment library (kernels/mcc_chamfer.cu)"; \
+	$(BUILD)/chamfer/gpu_check_chamfer || status=1; \
 	exit $$status
 
 bench-gpu: $(BUILD)/gpu/gpu_bench
@@ -127,7 +149,13 @@ else
 gpu-lib:
 	@echo "# nvcc not found: no GPU library"
 gpu-check:
-	@echo "# nvcc not found: GPU checks skipped"
+	@echo "# nvcc not found: GPU checks skipped (search, engine, image jobs, SAD, DP2D, chamfer)"
 bench-gpu:
 	@echo "# nvcc not found: GPU benchmark skipped"
 endif
+
+# The image libraries' rules (their checks are part of gpu-check); the top
+# Makefile includes them too, each file once.
+include kernels/sad.mk
+include kernels/dp2d.mk
+include kernels/chamfer.mk

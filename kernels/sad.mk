@@ -15,6 +15,9 @@
 # libpng is optional here: without png.h the core is built without PNG input
 # (real-image checks then skip).
 
+ifndef MCC_SAD_MK
+MCC_SAD_MK := 1
+
 BUILD ?= build
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 SAD_CC ?= gcc
@@ -84,3 +87,5 @@ bench-sad: $(BUILD)/sad/sadbench
 sass-sad:
 	@echo "# nvcc not found"
 endif
+
+endif # MCC_SAD_MK

@@ -253,7 +253,8 @@ COMMENT ON FUNCTION mcc_score(mcc_template, mcc_template, text) IS
 -- ===========================================================================
 -- Elastic image matching (paper 003; src/dp2d_sql.c): images are bytea
 -- holding an 8-bit grayscale PGM (P5) or PNG. Results depend only on the
--- arguments (mcc.dp2d_threads changes the speed, never a result): IMMUTABLE.
+-- arguments (mcc.dp2d_threads and mcc.image_device change the speed, never
+-- a result): IMMUTABLE.
 -- ====================================================================
 CREATE FUNCTION mcc_dp2d_distance(a bytea, b bytea) RETURNS float8
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
@@ -284,6 +285,16 @@ CREATE FUNCTION mcc_dp2d_verify(reference bytea, probe bytea, threshold bigint) 
 
 COMMENT ON FUNCTION mcc_dp2d_verify(bytea, bytea, bigint) IS
 	'mcc_dp2d_differences(reference, probe) <= threshold: the probe is verified as the reference''s finger (paper 003, Sec. 8)';
+
+-- 1:N verification: one row per element of probes, in array order (probe =
+-- its position from 1; NULL elements give NULL). In the matcher engine
+-- (mcc.image_device) all probes go in one request and one GPU batch.
+CREATE FUNCTION mcc_dp2d_verify_many(reference bytea, probes bytea[], threshold bigint)
+	RETURNS TABLE (probe integer, differences bigint, verified boolean)
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 100000 ROWS 10;
+
+COMMENT ON FUNCTION mcc_dp2d_verify_many(bytea, bytea[], bigint) IS
+	'mcc_dp2d_differences and mcc_dp2d_verify of every probe against one reference, in one batch: (probe position, differences, differences <= threshold)';
 
 -- ===========================================================================
 -- Images and SAD search (paper 002; src/image_io.c, src/sad_sql.c)

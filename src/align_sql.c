@@ -11,8 +11,14 @@
  * returning after a harmless interrupt, in which case the alignment starts
  * again: it is deterministic). No ERROR is ever raised while the core holds
  * memory or threads.
+ *
+ * Where mcc.image_device sends them (src/image_engine.c), alignments run
+ * in the matcher engine instead, on its GPU when it has one (the GPU
+ * evaluator of kernels/mcc_chamfer_gpu.h: the same fit up to the rounding
+ * of its sums) or on its CPU threads (the same bits as here); the backend
+ * waits for the answer with interrupts served.
  */
-#include "mcc_pg.h"
+#include "image_pg.h"
 
 #include <math.h>
 
@@ -25,6 +31,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
+#include "engine/mcc_proto.h"
 #include "mcc_align.h"
 #include "mcc_chamfer.h"
 
@@ -214,6 +221,59 @@ chamfer_once(void *arg, int *canceled, mcc_error *err)
 	return st;
 }
 
+/* A fit of an engine's answer into res (n_params, params, residual, iterations, converged). */
+static void
+get_fit(mcc_image_result *r, mcc_chamfer_result *res, int *iterations)
+{
+	uint32		n = mcc_image_get_u32(r);
+
+	if (n > MCC_CHAMFER_MAX_PARAMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed reply from the matcher engine"),
+				 errdetail("An alignment result has %u parameters.", n)));
+	res->n_params = (int) n;
+	for (uint32 i = 0; i < n; i++)
+		res->params[i] = mcc_image_get_f64(r);
+	res->residual = mcc_image_get_f64(r);
+	*iterations = (int32) mcc_image_get_u32(r);
+	res->converged = mcc_image_get_u32(r) != 0;
+}
+
+/* Run a chamfer alignment in the matcher engine; false: here instead. */
+static bool
+chamfer_engine(chamfer_call *c)
+{
+	const char *fn = "mcc_chamfer_align";
+	uint64		request = 180 + ((uint64) c->n_obs + c->n_ref) * c->dim * 8;
+	uint32		device;
+	StringInfoData f;
+	mcc_image_result r;
+
+	if (!mcc_image_use_engine(fn, request, 256, &device))
+		return false;
+	mcc_image_request_begin(&f, device);
+	mcc_image_put_u32(&f, (uint32) c->dim);
+	mcc_image_put_u32(&f, (uint32) c->opts.transform);
+	mcc_image_put_f64(&f, c->opts.resolution);
+	mcc_image_put_f64(&f, c->opts.max_distance);
+	mcc_image_put_u32(&f, (uint32) c->opts.init_type);
+	for (int i = 0; i < 16; i++)
+		mcc_image_put_f64(&f, c->opts.init[i]);
+	mcc_image_put_u64(&f, (uint64) c->opts.max_cells);
+	mcc_image_put_u32(&f, (uint32) c->n_obs);
+	for (size_t i = 0; i < c->n_obs * c->dim; i++)
+		mcc_image_put_f64(&f, c->obs[i]);
+	mcc_image_put_u32(&f, (uint32) c->n_ref);
+	for (size_t i = 0; i < c->n_ref * c->dim; i++)
+		mcc_image_put_f64(&f, c->ref[i]);
+	mcc_image_engine_run(&f, MCC_MSG_CHAMFER, fn, &r);
+	if (r.err.status != MCC_OK)
+		mcc_pg_raise(&r.err);
+	get_fit(&r, &c->res, &c->res.iterations);
+	return true;
+}
+
 /*
  * mcc_chamfer_align(observed, reference, transform, resolution,
  * max_distance, initial): (params, residual, iterations, converged).
@@ -249,8 +309,11 @@ mcc_chamfer_align_sql(PG_FUNCTION_ARGS)
 	c.opts.threads = align_threads;
 	c.opts.max_cells = (size_t) align_max_cells;
 	c.opts.poll = align_poll;
-	if (run_interruptible(chamfer_once, &c, &err) != MCC_OK)
-		mcc_pg_raise(&err);
+	if (c.n_obs > UINT32_MAX || c.n_ref > UINT32_MAX || !chamfer_engine(&c))
+	{
+		if (run_interruptible(chamfer_once, &c, &err) != MCC_OK)
+			mcc_pg_raise(&err);
+	}
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -282,6 +345,48 @@ align_once(void *arg, int *canceled, mcc_error *err)
 	return st;
 }
 
+/* Run a minutiae alignment of two stored templates in the matcher engine; false: here. */
+static bool
+align_engine(const struct varlena *probe, const struct varlena *cand, align_call *c)
+{
+	const char *fn = "mcc_align";
+	uint64		request = 64 + VARSIZE(probe) + VARSIZE(cand);
+	uint64		answer = 256 + (uint64) MCC_MAX_MINUTIAE * 24;
+	uint32		device;
+	StringInfoData f;
+	mcc_image_result r;
+	uint32		n;
+
+	if (!mcc_image_use_engine(fn, request, answer, &device))
+		return false;
+	mcc_image_request_begin(&f, device);
+	mcc_image_put_u32(&f, (uint32) c->opts.transform);
+	mcc_image_put_u32(&f, c->opts.use_directions ? 1 : 0);
+	mcc_image_put_f64(&f, c->opts.max_distance);
+	mcc_image_put_u64(&f, (uint64) c->opts.max_cells);
+	mcc_image_put_u32(&f, VARSIZE(probe));
+	appendBinaryStringInfo(&f, (const char *) probe, VARSIZE(probe));
+	mcc_image_put_u32(&f, VARSIZE(cand));
+	appendBinaryStringInfo(&f, (const char *) cand, VARSIZE(cand));
+	mcc_image_engine_run(&f, MCC_MSG_ALIGN, fn, &r);
+	if (r.err.status != MCC_OK)
+		mcc_pg_raise(&r.err);
+	memset(c->res, 0, sizeof(mcc_align_result));
+	get_fit(&r, &c->res->fit, &c->res->iterations);
+	n = mcc_image_get_u32(&r);
+	if (n > MCC_MAX_MINUTIAE)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed reply from the matcher engine"),
+				 errdetail("An alignment result maps %u minutiae.", n)));
+	c->res->n_probe = (int) n;
+	for (uint32 i = 0; i < n; i++)
+		for (int k = 0; k < 3; k++)
+			c->res->mapped[i][k] = mcc_image_get_f64(&r);
+	c->res->paired = (int) mcc_image_get_u32(&r);
+	return true;
+}
+
 /*
  * mcc_align(probe, candidate, transform, use_directions, max_distance):
  * (params, residual, iterations, converged, mapped, paired).
@@ -289,6 +394,8 @@ align_once(void *arg, int *canceled, mcc_error *err)
 Datum
 mcc_align_sql(PG_FUNCTION_ARGS)
 {
+	struct varlena *pt = MCC_GETARG_TEMPLATE(0);
+	struct varlena *ct = MCC_GETARG_TEMPLATE(1);
 	mcc_template_view pv;
 	mcc_template_view cv;
 	align_call	c;
@@ -302,8 +409,8 @@ mcc_align_sql(PG_FUNCTION_ARGS)
 	int			lbs[2] = {1, 1};
 	int			n;
 
-	mcc_pg_open(MCC_GETARG_TEMPLATE(0), &pv);
-	mcc_pg_open(MCC_GETARG_TEMPLATE(1), &cv);
+	mcc_pg_open(pt, &pv);
+	mcc_pg_open(ct, &cv);
 	memset(&c, 0, sizeof(c));
 	c.probe = palloc(sizeof(mcc_minutiae));
 	c.cand = palloc(sizeof(mcc_minutiae));
@@ -321,8 +428,11 @@ mcc_align_sql(PG_FUNCTION_ARGS)
 	c.opts.threads = align_threads;
 	c.opts.max_cells = (size_t) align_max_cells;
 	c.opts.poll = align_poll;
-	if (run_interruptible(align_once, &c, &err) != MCC_OK)
-		mcc_pg_raise(&err);
+	if (!align_engine(pt, ct, &c))
+	{
+		if (run_interruptible(align_once, &c, &err) != MCC_OK)
+			mcc_pg_raise(&err);
+	}
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

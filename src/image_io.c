@@ -40,11 +40,27 @@ mcc_image_init(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+	mcc_image_engine_init();
 }
 
-/* Decode a PGM or PNG bytea into palloc'd pixels. */
+/* Raise a decoder's error, naming the argument when what is not NULL. */
+static void
+raise_image_error(const char *what, const mcc_error *err)
+{
+	if (what == NULL)
+		mcc_pg_raise(err);
+	ereport(ERROR,
+			(errcode(mcc_pg_sqlstate(err->status)),
+			 errmsg("invalid %s image: %s", what, err->message),
+			 err->detail[0] ? errdetail("%s", err->detail) : 0));
+}
+
+/*
+ * Decode a PGM or PNG bytea into palloc'd pixels: the one image input of
+ * every image feature (SAD search, elastic matching, the utilities).
+ */
 void
-mcc_pg_image_from_bytea(const bytea *b, mcc_image *img, mcc_image_info *info_out)
+mcc_pg_image_arg(const bytea *b, const char *what, mcc_image *img, mcc_image_info *info_out)
 {
 	const uint8_t *d = (const uint8_t *) VARDATA_ANY(b);
 	size_t		len = VARSIZE_ANY_EXHDR(b);
@@ -52,13 +68,20 @@ mcc_pg_image_from_bytea(const bytea *b, mcc_image *img, mcc_image_info *info_out
 	mcc_error	err;
 
 	if (mcc_image_probe(d, len, &info, &err) != MCC_OK)
-		mcc_pg_raise(&err);
+		raise_image_error(what, &err);
 	img->stride = info.width;
 	img->pixels = palloc((size_t) info.width * info.height);
 	if (mcc_image_decode(d, len, img, &err) != MCC_OK)
-		mcc_pg_raise(&err);
+		raise_image_error(what, &err);
 	if (info_out)
 		*info_out = info;
+}
+
+/* Decode a PGM or PNG bytea into palloc'd pixels; errors as the decoder says. */
+void
+mcc_pg_image_from_bytea(const bytea *b, mcc_image *img, mcc_image_info *info_out)
+{
+	mcc_pg_image_arg(b, NULL, img, info_out);
 }
 
 /* A smallint[][] (rows of pixels) as an image. */

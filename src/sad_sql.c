@@ -17,6 +17,7 @@
 #include "utils/array.h"
 #include "utils/tuplestore.h"
 
+#include "engine/mcc_proto.h"
 #include "mcc_sad.h"
 
 /* How long the backend waits on the threads between interrupt checks. */
@@ -56,17 +57,74 @@ map_size(const mcc_image *t, const mcc_image *p, uint32 *nx, uint32 *ny)
 }
 
 /*
- * Run a search on worker threads while this backend keeps answering
- * interrupts; the map (may be NULL) and up to k hits come back.
+ * Run a search in the matcher engine if mcc.image_device sends it there
+ * (image_engine.c); false: this backend runs it. The answer is the one
+ * the backend would give: the same hits, the same map.
+ */
+static bool
+engine_search(const char *fn, const mcc_image *t, const mcc_image *p, uint32 nx, uint32 ny,
+			  uint64 *map, uint32 k, mcc_sad_hit *hits, uint32 *n_hits)
+{
+	uint64		request = 12 + mcc_image_field_bytes(t) + mcc_image_field_bytes(p);
+	uint64		answer = 16 + (uint64) k * 16 + (map ? (uint64) nx * ny * 8 : 0);
+	uint32		device;
+	StringInfoData f;
+	mcc_image_result res;
+	uint32		n;
+
+	if (!mcc_image_use_engine(fn, request, answer, &device))
+		return false;
+	mcc_image_request_begin(&f, device);
+	mcc_image_put_u32(&f, k);
+	mcc_image_put_u32(&f, map != NULL);
+	mcc_image_put_image(&f, t);
+	mcc_image_put_image(&f, p);
+	mcc_image_engine_run(&f, MCC_MSG_SAD, fn, &res);
+	if (res.err.status != MCC_OK)
+		mcc_pg_raise(&res.err);
+	if (mcc_image_get_u32(&res) != nx || mcc_image_get_u32(&res) != ny ||
+		(n = mcc_image_get_u32(&res)) > k)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed reply from the matcher engine"),
+				 errdetail("A SAD result does not fit its request.")));
+	for (uint32 i = 0; i < n; i++)
+	{
+		hits[i].sad = mcc_image_get_u64(&res);
+		hits[i].x = mcc_image_get_u32(&res);
+		hits[i].y = mcc_image_get_u32(&res);
+	}
+	if (mcc_image_get_u32(&res) != (map != NULL ? 1 : 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed reply from the matcher engine"),
+				 errdetail("A SAD result does not fit its request.")));
+	if (map != NULL)
+		memcpy(map, mcc_image_get_raw(&res, (size_t) nx * ny * sizeof(uint64)),
+			   (size_t) nx * ny * sizeof(uint64));
+	*n_hits = n;
+	return true;
+}
+
+/*
+ * Run a search in the matcher engine or on worker threads of this
+ * backend, which keeps answering interrupts; the map (may be NULL) and up
+ * to k hits come back.
  */
 static uint32
-run_search(const mcc_image *t, const mcc_image *p, uint64 *map, uint32 k, mcc_sad_hit *hits)
+run_search(const char *fn, const mcc_image *t, const mcc_image *p, uint64 *map, uint32 k,
+		   mcc_sad_hit *hits)
 {
 	mcc_sad_request req = {t, p, map, k, mcc_image_threads, MCC_SAD_AUTO};
 	mcc_sad_job *job;
 	mcc_error	err;
 	uint32		n = 0;
+	uint32		nx,
+				ny;
 
+	map_size(t, p, &nx, &ny);
+	if (engine_search(fn, t, p, nx, ny, map, k, hits, &n))
+		return n;
 	if (mcc_sad_start(&req, &job, &err) != MCC_OK)
 		mcc_pg_raise(&err);
 	PG_TRY();
@@ -114,7 +172,7 @@ sad_locate(FunctionCallInfo fcinfo, bool arrays)
 	map_size(&t, &p, &nx, &ny);
 	want = (uint64) nx * ny < (uint64) k ? nx * ny : (uint32) k;
 	hits = palloc(sizeof(mcc_sad_hit) * want);
-	n = run_search(&t, &p, NULL, want, hits);
+	n = run_search("mcc_sad_locate", &t, &p, NULL, want, hits);
 	for (uint32 i = 0; i < n; i++)
 	{
 		Datum		values[3];
@@ -130,7 +188,7 @@ sad_locate(FunctionCallInfo fcinfo, bool arrays)
 
 /* The whole map, palloc'd, row y first. */
 static uint64 *
-full_map(FunctionCallInfo fcinfo, bool arrays, uint32 *nx, uint32 *ny)
+full_map(FunctionCallInfo fcinfo, const char *fn, bool arrays, uint32 *nx, uint32 *ny)
 {
 	mcc_image	t,
 				p;
@@ -139,7 +197,7 @@ full_map(FunctionCallInfo fcinfo, bool arrays, uint32 *nx, uint32 *ny)
 	get_images(fcinfo, arrays, &t, &p);
 	map_size(&t, &p, nx, ny);
 	map = palloc(sizeof(uint64) * (Size) *nx * *ny);
-	run_search(&t, &p, map, 0, NULL);
+	run_search(fn, &t, &p, map, 0, NULL);
 	return map;
 }
 
@@ -152,7 +210,7 @@ sad_map_pgm(FunctionCallInfo fcinfo, bool arrays)
 {
 	uint32		nx,
 				ny;
-	uint64	   *map = full_map(fcinfo, arrays, &nx, &ny);
+	uint64	   *map = full_map(fcinfo, "mcc_sad_map", arrays, &nx, &ny);
 	size_t		n = (size_t) nx * ny;
 	uint64		lo = map[0],
 				hi = map[0];
@@ -178,7 +236,7 @@ sad_map_array(FunctionCallInfo fcinfo, bool arrays)
 {
 	uint32		nx,
 				ny;
-	uint64	   *map = full_map(fcinfo, arrays, &nx, &ny);
+	uint64	   *map = full_map(fcinfo, "mcc_sad_map_array", arrays, &nx, &ny);
 	size_t		n = (size_t) nx * ny;
 	Size		bytes = ARR_OVERHEAD_NONULLS(2) + n * sizeof(int64);
 	ArrayType  *a;

@@ -163,6 +163,9 @@ extern mcc_conn_result mcc_conn_ensure(char **why);
 /* Incarnation of the connected engine (0 if not connected). */
 extern uint64 mcc_conn_incarnation(void);
 
+/* HELLO_OK's MCC_HELLO_* flags of the connected engine (0 if not connected). */
+extern uint32 mcc_conn_engine_flags(void);
+
 /* Close the connection (an exchange was left half done, or the engine went). */
 extern void mcc_conn_close(void);
 
@@ -195,6 +198,12 @@ extern bool mcc_conn_wait_reply(uint64 request_id, mcc_reply *reply);
 
 /* The same for a request of `units` units of work (mcc.request_timeout each). */
 extern bool mcc_conn_wait_reply_units(uint64 request_id, mcc_reply *reply, int units);
+
+/*
+ * The same without mcc.request_timeout (image jobs compute, they do not
+ * wait for data): only interrupts end the wait, statement_timeout among them.
+ */
+extern void mcc_conn_wait_reply_unbounded(uint64 request_id, mcc_reply *reply);
 
 /* Payload writers (host byte order, packed). */
 extern void mcc_put_u32(StringInfo s, uint32 v);

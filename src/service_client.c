@@ -29,10 +29,12 @@
 #define HDR_SIZE		((int) sizeof(mcc_frame_hdr))
 #define HELLO_TIMEOUT_MS 2000
 #define UNRESPONSIVE_MS	5000		/* after a HELLO timeout, do not retry for this long */
+#define RBUF_KEEP		(4 << 20)	/* a receive buffer above this is freed once empty */
 
 static int	conn_fd = -1;
 static uint64 conn_launch = 0;	/* supervisor's launch number at connect */
 static uint64 conn_incarnation = 0; /* engine's own, from HELLO_OK */
+static uint32 conn_flags = 0;	/* MCC_HELLO_*, from HELLO_OK */
 static uint64 next_request_id = 1;
 static WaitEventSet *conn_wait = NULL;
 static int	conn_wait_pos = -1;	/* position of the socket event */
@@ -54,6 +56,7 @@ mcc_conn_close(void)
 		close(conn_fd);
 	conn_fd = -1;
 	conn_incarnation = 0;
+	conn_flags = 0;
 	if (rbuf.data != NULL)
 		resetStringInfo(&rbuf);
 	rbuf_start = 0;
@@ -64,6 +67,13 @@ uint64
 mcc_conn_incarnation(void)
 {
 	return conn_fd >= 0 ? conn_incarnation : 0;
+}
+
+/* HELLO_OK's flags of the connected engine (0 if not connected). */
+uint32
+mcc_conn_engine_flags(void)
+{
+	return conn_fd >= 0 ? conn_flags : 0;
 }
 
 /* A fresh request id. */
@@ -311,6 +321,17 @@ take_frame(uint64 request_id, mcc_reply *reply, bool *took_any)
 static void
 rbuf_compact(void)
 {
+	/* a large reply (an image job's map) must not keep its buffer for good */
+	if (rbuf_start == rbuf.len && rbuf.maxlen > RBUF_KEEP)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		pfree(rbuf.data);
+		initStringInfo(&rbuf);
+		MemoryContextSwitchTo(old);
+		rbuf_start = 0;
+		return;
+	}
 	if (rbuf_start == 0)
 		return;
 	memmove(rbuf.data, rbuf.data + rbuf_start, rbuf.len - rbuf_start);
@@ -377,6 +398,13 @@ wait_reply_until(uint64 request_id, mcc_reply *reply, TimestampTz deadline)
 	if (!got)
 		send_cancel(request_id);
 	return got;
+}
+
+/* Wait for the reply to request_id, bounded by interrupts only (image jobs). */
+void
+mcc_conn_wait_reply_unbounded(uint64 request_id, mcc_reply *reply)
+{
+	(void) wait_reply_until(request_id, reply, 0);
 }
 
 /* Wait for the reply to request_id under mcc.request_timeout. */
@@ -459,6 +487,8 @@ hello(void)
 	if (reply.type != MCC_MSG_HELLO_OK)
 		return psprintf("the matcher engine answered HELLO with message type %u", reply.type);
 	conn_incarnation = mcc_get_u64(&reply.body);
+	(void) mcc_get_u32(&reply.body);	/* the engine's threads */
+	conn_flags = mcc_get_u32(&reply.body);
 	return NULL;
 }
 
@@ -672,6 +702,8 @@ engine_sqlstate(const mcc_reply *reply)
 			return ERRCODE_OUT_OF_MEMORY;
 		case MCC_PERR_CANCELLED:
 			return ERRCODE_QUERY_CANCELED;
+		case MCC_PERR_NO_GPU:
+			return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
 		case MCC_PERR_NOT_LOADED:
 		case MCC_PERR_GENERATION:
 		case MCC_PERR_INTERNAL:

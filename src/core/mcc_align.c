@@ -411,7 +411,10 @@ mcc_align_minutiae_ref(const mcc_minutiae *probe, const mcc_minutiae *cand,
 		const double init[9] = {c, -s, starts[k].t[0], s, c, starts[k].t[1], 0, 0, 1};
 
 		memcpy(co.init, init, sizeof(init));
-		st = mcc_chamfer_align_ref(ref, p, probe->count, &co, &r, err);
+		if (opts->fit != NULL)
+			st = opts->fit(opts->fit_arg, ref, p, probe->count, &co, &r, err);
+		else
+			st = mcc_chamfer_align_ref(ref, p, probe->count, &co, &r, err);
 		res->starts_tried++;
 		res->iterations += r.iterations;
 		if (st != MCC_OK)

@@ -56,6 +56,16 @@ typedef struct mcc_align_opts
 	volatile int *cancel;
 	int			(*poll) (void *arg);
 	void	   *poll_arg;
+
+	/*
+	 * The chamfer fit of one start (NULL, the default: mcc_chamfer_align_ref
+	 * on the CPU). The matcher engine passes one that fits on a GPU
+	 * (kernels/mcc_chamfer_gpu.h); it must answer as mcc_chamfer_align_ref.
+	 */
+	mcc_status	(*fit) (void *arg, const mcc_chamfer_ref *ref, const double *obs, size_t n,
+						const mcc_chamfer_opts *opts, mcc_chamfer_result *res,
+						mcc_error *err);
+	void	   *fit_arg;
 } mcc_align_opts;
 
 /* The chosen alignment. */

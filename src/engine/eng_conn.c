@@ -64,6 +64,7 @@ eng_conn_close(eng_server *s, eng_conn *c)
 		eng_load_abort(s, c);
 	eng_gallery_conn_closed(s, c->id);
 	eng_refine_conn_closed(s, c->id);
+	eng_image_conn_closed(s, c->id);
 	if (c->fd >= 0)
 		close(c->fd);
 	eng_log(ENG_LOG_DEBUG, "connection %llu closed (pid %u)",

@@ -633,6 +633,19 @@ eng_gpu_get_stats(const eng_gpu *g, eng_gpu_stats *st)
 	pthread_mutex_unlock(&((eng_gpu *) g)->lock);
 }
 
+void
+eng_gpu_devices(const eng_gpu *g, int max, int *n, int *ordinals, char (*names)[64])
+{
+	*n = 0;
+	if (g == NULL)
+		return;
+	for (int i = 0; i < g->ndev && *n < max; i++, (*n)++)
+	{
+		ordinals[i] = g->dev[i].ordinal;
+		snprintf(names[i], 64, "%s", g->dev[i].name);
+	}
+}
+
 bool
 eng_gpu_test_scores(eng_gpu *g, eng_cache *c, const uint8_t *tpl, uint32_t len,
 					bool fresh, float *scores, mcc_error *err)
@@ -782,6 +795,12 @@ void
 eng_gpu_get_stats(const eng_gpu *g, eng_gpu_stats *st)
 {
 	memset(st, 0, sizeof(*st));
+}
+
+void
+eng_gpu_devices(const eng_gpu *g, int max, int *n, int *ordinals, char (*names)[64])
+{
+	*n = 0;
 }
 
 bool

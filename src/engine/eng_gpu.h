@@ -132,6 +132,13 @@ void		eng_gpu_describe(const eng_gpu *g, const struct eng_cache *c,
 /* Process-wide counters. */
 void		eng_gpu_get_stats(const eng_gpu *g, eng_gpu_stats *st);
 
+/*
+ * The devices in use: *n of them (at most max), their CUDA ordinals and
+ * names (image jobs open their own contexts on them: eng_image.h).
+ */
+void		eng_gpu_devices(const eng_gpu *g, int max, int *n, int *ordinals,
+							char (*names)[64]);
+
 /* --- test entries -------------------------------------------------------- */
 
 /*

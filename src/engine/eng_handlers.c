@@ -35,7 +35,7 @@ h_hello(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	f = eng_frame_begin(&c->out, MCC_MSG_HELLO_OK, h->request_id);
 	eng_buf_u64(&c->out, s->incarnation);
 	eng_buf_u32(&c->out, (uint32_t) eng_pool_threads(s->pool));
-	eng_buf_u32(&c->out, 0);
+	eng_buf_u32(&c->out, MCC_HELLO_IMAGES | (eng_image_has_gpu(s) ? MCC_HELLO_GPU : 0));
 	eng_frame_end(&c->out, f);
 	return true;
 }
@@ -389,8 +389,8 @@ h_cancel(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		eng_log(ENG_LOG_DEBUG, "connection %llu: load cancelled", (unsigned long long) c->id);
 		eng_load_abort(s, c);
 	}
-	eng_gallery_cancel(s, c->id, rid);
-	eng_refine_cancel(s, c->id, rid);
+	if (!eng_gallery_cancel(s, c->id, rid) && !eng_refine_cancel(s, c->id, rid))
+		eng_image_cancel(s, c->id, rid);
 	return true;
 }
 
@@ -505,6 +505,11 @@ eng_handle_frame(eng_server *s, eng_conn *c, const mcc_frame_hdr *h,
 			return h_evict(s, c, h, &r);
 		case MCC_MSG_REFINE:
 			return h_refine(s, c, h, &r);
+		case MCC_MSG_SAD:
+		case MCC_MSG_DP2D:
+		case MCC_MSG_CHAMFER:
+		case MCC_MSG_ALIGN:
+			return eng_image_request(s, c, h, &r);
 		default:
 			return false;		/* unknown, or a reply type */
 	}

@@ -56,6 +56,8 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 		return false;
 	/* the only place CUDA is initialized; no GPU means the CPU threads */
 	s->gpu = eng_gpu_start(s->cfg.gpu, s->cfg.gpu_memory_limit, s->cfg.gpu_partitions);
+	/* image jobs use the same devices, with contexts of their own */
+	s->img_gpu = eng_img_gpu_start(s->gpu);
 	return true;
 }
 
@@ -71,6 +73,9 @@ eng_server_destroy(eng_server *s)
 	s->conns = NULL;
 	eng_gallery_free_all(s);
 	eng_refine_free_all(s);
+	eng_image_free_all(s);
+	eng_img_gpu_stop(s->img_gpu);
+	s->img_gpu = NULL;
 	/* after the caches: each closed its GPU context */
 	eng_gpu_stop(s->gpu);
 	s->gpu = NULL;
@@ -90,6 +95,8 @@ eng_server_step(eng_server *s)
 
 		if (job->tag == ENG_JOB_REFINE)
 			eng_refine_done(s, job);
+		else if (job->tag == ENG_JOB_IMAGE)
+			eng_image_job_done(s, job);
 		else
 			eng_gallery_job_done(s, job);
 		job = next;
@@ -126,6 +133,7 @@ eng_server_fail_all(eng_server *s, const char *why)
 			}
 	}
 	eng_refine_fail_all(s, why);
+	eng_image_fail_all(s, why);
 	for (uint32_t i = 0; i < s->n_conns; i++)
 	{
 		eng_conn   *c = s->conns[i];

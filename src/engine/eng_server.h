@@ -21,6 +21,7 @@
 #include "eng_cache.h"
 #include "eng_delta.h"
 #include "eng_gpu.h"
+#include "eng_image.h"
 #include "eng_pool.h"
 #include "eng_refine.h"
 #include "eng_scan.h"
@@ -152,9 +153,12 @@ typedef struct eng_server
 	uint32_t	n_conns;
 	uint32_t	cap_conns;
 	uint64_t	next_conn_id;
-	uint32_t	jobs;			/* batches, compactions, refinements in the pool */
+	uint32_t	jobs;			/* batches, compactions, refinements and image stages in the pool */
 	eng_refine *refines;		/* refinements in the pool */
 	int			listen_fd;
+	eng_image_job *images;		/* image and point jobs not yet replied (eng_image.h) */
+	struct eng_img_gpu *img_gpu;	/* their GPU contexts; NULL: the CPU only */
+	eng_image_stats img_stats;
 } eng_server;
 
 /* limits on data kept for generations the cache cannot apply yet */

@@ -13,6 +13,7 @@
  * Client -> engine
  *   HELLO        uint32 proto_version, uint32 client_pid
  *                -> HELLO_OK uint64 incarnation, uint32 threads, uint32 flags
+ *                   (MCC_HELLO_*)
  *   SEARCH       gallery, uint64 need_generation, uint32 k, float min_score,
  *                uint64 count_xmin, uint64 count_above,
  *                uint32 n_probes, n_probes x bytes(template)
@@ -70,6 +71,43 @@
  *   EVICT        gallery (rel 0: every gallery of db; db 0: all;
  *                signature 0: every signature of db/rel) -> OK
  *
+ *
+ * Image and point jobs (docs/matcher-engine.md, "Image jobs"): one request,
+ * one reply; run on a GPU of the engine when it has one and `device`
+ * allows it, else on the engine's CPU threads (also when the GPU fails:
+ * out of memory, a CUDA error, a lost context), with the same results as
+ * the backend's own functions. CANCEL or a closed connection stops them.
+ *   SAD          uint32 device, uint32 k, uint32 want_map, image target,
+ *                image pattern
+ *                -> SAD_RESULT job_status, then if it succeeded: uint32 nx,
+ *                   uint32 ny, uint32 n, n x (uint64 sad, uint32 x,
+ *                   uint32 y) best first, uint32 has_map, has_map x
+ *                   (nx * ny x uint64, row y first)
+ *   DP2D         uint32 device, uint32 flags (MCC_IMG_*), uint32 na,
+ *                na x image, uint32 nb, nb x image, uint32 npairs,
+ *                npairs x (uint32 a, uint32 b): image b[b] warped onto
+ *                a[a] (1:N: one a and N b, or N a and one b). Without
+ *                MCC_IMG_ENHANCE every a has one size and every b one size.
+ *                -> DP2D_RESULT job_status, uint32 side, uint32 index (a
+ *                   failed enhancement: side 1 for a, 2 for b, index from 0;
+ *                   side 0 otherwise), then if it succeeded: uint32 npairs,
+ *                   npairs x (uint64 cost, double distance, uint64
+ *                   differences), and with MCC_IMG_WARPED npairs x (the
+ *                   warped image: the a image's width * height bytes)
+ *   CHAMFER      uint32 device, uint32 dim, uint32 transform, double
+ *                resolution, double max_distance, int32 init_type,
+ *                16 x double init, uint64 max_cells, uint32 n_obs,
+ *                n_obs * dim x double, uint32 n_ref, n_ref * dim x double
+ *                (mcc_chamfer.h's options, max_cells at most 2^31 - 1 as
+ *                mcc.align_max_cells; the others keep their defaults)
+ *                -> CHAMFER_RESULT job_status, then if it succeeded: fit
+ *   ALIGN        uint32 device, uint32 transform, uint32 use_directions,
+ *                double max_distance, uint64 max_cells, bytes probe
+ *                template, bytes candidate template (mcc_align.h)
+ *                -> ALIGN_RESULT job_status, then if it succeeded: fit,
+ *                   uint32 n, n x (double x, double y, double theta) (the
+ *                   probe's minutiae mapped), int32 paired
+ *
  * gallery       = uint32 db_oid, uint32 rel_oid, uint64 signature
  * hit           = float score, int64 key, uint64 hash
  * count         = uint32 state (MCC_COUNT_*), uint64 n_certain, uint32
@@ -90,6 +128,17 @@
  *                 entries, uint64 searchable, uint64 cylinders, uint64
  *                 host_bytes, uint64 device_bytes, int64 loaded_at_usec,
  *                 double load_seconds, uint64 searches, char device[32]
+ *
+ * image         = uint32 width, uint32 height, width * height bytes (8-bit
+ *                 gray, rows top to bottom; mcc_image.h's size limits)
+ * job_status    = uint32 status (an mcc_status: 0 done, else the error the
+ *                 backend's function would raise), bytes message, bytes
+ *                 detail, bytes device (where the job ran: "cpu" or the
+ *                 GPU's name)
+ * fit           = uint32 n_params, n_params x double, double residual,
+ *                 int32 iterations, uint32 converged
+ * device        = MCC_IMG_ANY, MCC_IMG_GPU (a GPU or MCC_PERR_NO_GPU) or
+ *                 MCC_IMG_CPU (the engine's CPU threads)
  *
  * A template is the exact stored blob of mcc_template.h (first 4 bytes: the
  * varlena header, ignored by the engine). Its hash is mcc_template_hash().
@@ -154,7 +203,17 @@ typedef enum mcc_msg_type
 	MCC_MSG_EVICT,
 	MCC_MSG_ERROR,				/* uint32 code, uint32 status, bytes message */
 	MCC_MSG_REFINE,
-	MCC_MSG_REFINED
+	MCC_MSG_REFINED,
+
+	/* image and point jobs: numbered apart, so other additions cannot shift them */
+	MCC_MSG_SAD = 64,
+	MCC_MSG_SAD_RESULT,
+	MCC_MSG_DP2D,
+	MCC_MSG_DP2D_RESULT,
+	MCC_MSG_CHAMFER,
+	MCC_MSG_CHAMFER_RESULT,
+	MCC_MSG_ALIGN,
+	MCC_MSG_ALIGN_RESULT
 } mcc_msg_type;
 
 /* RESULT: the state of the visibility count */
@@ -169,6 +228,23 @@ typedef enum mcc_count_state
 #define MCC_COUNT_F_INS_COMMITTED	0x01	/* the inserting xid is known committed */
 #define MCC_COUNT_F_DEL_COMMITTED	0x02	/* the deleting xid is known committed */
 
+/* HELLO_OK flags */
+#define MCC_HELLO_IMAGES	0x0001	/* the engine takes image and point jobs */
+#define MCC_HELLO_GPU		0x0002	/* ... and has a GPU for them */
+
+/* where an image or point job may run */
+typedef enum mcc_img_device
+{
+	MCC_IMG_ANY = 0,			/* a GPU if the engine has one, else its CPU threads */
+	MCC_IMG_GPU = 1,			/* a GPU or the error MCC_PERR_NO_GPU */
+	MCC_IMG_CPU = 2				/* the engine's CPU threads */
+} mcc_img_device;
+
+/* DP2D flags */
+#define MCC_IMG_WARP		0x0001	/* back-trace: differences (mcc_dp2d.h's MCC_DP2D_WARP) */
+#define MCC_IMG_ENHANCE		0x0002	/* enhance and binarize every image first (verification) */
+#define MCC_IMG_WARPED		0x0004	/* reply with the warped images (needs MCC_IMG_WARP) */
+
 /* ERROR codes (the `status` field carries an mcc_status for data errors) */
 typedef enum mcc_proto_error
 {
@@ -178,7 +254,8 @@ typedef enum mcc_proto_error
 	MCC_PERR_GENERATION,		/* a needed delta did not arrive in time */
 	MCC_PERR_MEMORY,			/* cache memory limit exceeded */
 	MCC_PERR_CANCELLED,
-	MCC_PERR_INTERNAL
+	MCC_PERR_INTERNAL,
+	MCC_PERR_NO_GPU = 32		/* an image job asked for a GPU that cannot run it */
 } mcc_proto_error;
 
 /* states in SETTLE */
