@@ -387,20 +387,24 @@ COMMENT ON FUNCTION mcc_sad_map_array(smallint[], smallint[]) IS
 -- Everything above must not depend on it; keep new type-level objects above.
 -- ===========================================================================
 
--- Exact top-k of a gallery by LSS score, read with the statement's snapshot
--- through SPI: STABLE (it reads tables), PARALLEL UNSAFE (it runs its own
--- query through an SPI cursor, which may read temporary tables: backend-local
--- state a parallel worker cannot share), not STRICT (NULL arguments get clear
--- errors; the two column names may be NULL).
+-- Exact top-k of a gallery, read with the statement's snapshot through SPI:
+-- the best rows by LSS ('none', the default); with another refine method,
+-- the best mcc.refine_fraction of them by LSS (at least mcc.refine_min and
+-- k) rescored with it ('dtr' = 'lss-dtr': paper 000's complete system).
+-- refine comes last so that positional calls of the six arguments before it
+-- keep their meaning. STABLE (it reads tables), PARALLEL UNSAFE (it runs its
+-- own query through an SPI cursor, which may read temporary tables:
+-- backend-local state a parallel worker cannot share), not STRICT (NULL
+-- arguments get clear errors; the two column names may be NULL).
 CREATE FUNCTION identify(gallery regclass, probe mcc_template, k int DEFAULT 10,
 						 min_score real DEFAULT 0, id_column name DEFAULT NULL,
-						 template_column name DEFAULT NULL)
+						 template_column name DEFAULT NULL, refine text DEFAULT 'none')
 RETURNS TABLE(id bigint, score real)
 AS 'MODULE_PATHNAME', 'mcc_identify'
 LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 10 COST 10000;
 
-COMMENT ON FUNCTION identify(regclass, mcc_template, int, real, name, name) IS
-'1:N identification: the k gallery rows with the best LSS scores against the probe (at least min_score), best first, ties by smaller id; sees exactly the rows the calling statement can see';
+COMMENT ON FUNCTION identify(regclass, mcc_template, int, real, name, name, text) IS
+'1:N identification: the k gallery rows with the best scores against the probe (at least min_score), best first, ties by smaller id: LSS over every row (refine ''none''), or the best mcc.refine_fraction by LSS rescored with the refine method (''dtr'': paper 000''s complete system); sees exactly the rows the calling statement can see';
 
 -- Synthetic fingerprints: a pure function of its arguments, hence IMMUTABLE
 -- (PostgreSQL never folds a set-returning function at plan time).
@@ -506,13 +510,13 @@ COMMENT ON FUNCTION mcc_service_status() IS
 -- Like identify(): STABLE, reads with the statement's snapshot, PARALLEL UNSAFE.
 CREATE FUNCTION identify_batch(gallery regclass, probes mcc_template[], k int DEFAULT 10,
 							   min_score real DEFAULT 0, id_column name DEFAULT NULL,
-							   template_column name DEFAULT NULL)
+							   template_column name DEFAULT NULL, refine text DEFAULT 'none')
 RETURNS TABLE(probe_no int, id bigint, score real)
 AS 'MODULE_PATHNAME', 'mcc_identify_batch'
 LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 100 COST 10000;
 
-COMMENT ON FUNCTION identify_batch(regclass, mcc_template[], int, real, name, name) IS
-'1:N identification of several probes in one pass over the gallery: per probe (probe_no = position in the array) the k best rows as identify() returns them';
+COMMENT ON FUNCTION identify_batch(regclass, mcc_template[], int, real, name, name, text) IS
+'1:N identification of several probes in one pass over the gallery: per probe (probe_no = position in the array) the k best rows as identify() returns them, refined alike';
 
 -- Forget registrations of dropped galleries (it writes mcc_galleries as the
 -- table's owner, whoever drops the gallery).

@@ -1,9 +1,12 @@
 /*
  * identify.c: 1:N identification inside the calling backend (CPU).
  *
- * identify(gallery, probe, k, min_score, id_column, template_column) returns
- * the k gallery rows with the best LSS scores against the probe, best first,
- * ties broken by the smaller key, among rows scoring at least min_score.
+ * identify(gallery, probe, k, min_score, id_column, template_column, refine)
+ * returns the k gallery rows with the best scores against the probe, best
+ * first, ties broken by the smaller key, among rows scoring at least
+ * min_score. With refine 'none' the score is LSS; otherwise the best n' rows
+ * by LSS (src/refine.h) are rescored with the refine method in the backend
+ * (src/identify_refine.c) and the score is the method's.
  *
  * The gallery is read through SPI with a read-only cursor, so the query runs
  * with the calling statement's snapshot and as the current user: it sees
@@ -20,9 +23,15 @@
  * The SoA arrays are malloc'ed by src/core, outside any memory context: a
  * PG_FINALLY frees them on every exit, including an ERROR raised by SPI, by
  * a corrupt template or by an interrupt.
+ *
+ * When refining, the scan keeps an LSS shortlist instead of the top k (no
+ * min_score: it applies to the refined score), sized from the planner's row
+ * estimate; the rows it counted then give n', and if n' is larger than the
+ * shortlist the gallery is scanned again with the exact size.
  */
 #include "mcc_pg.h"
 #include "gallery.h"
+#include "identify_refine.h"
 #include "service.h"
 
 #include <math.h>
@@ -30,7 +39,9 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/plannodes.h"
 #include "utils/builtins.h"
+#include "utils/plancache.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
@@ -58,8 +69,13 @@ typedef struct identify_state
 	int64		row_key;		/* key of the row being read, for errors */
 	bool		have_key;		/* row_key belongs to the row being read */
 	mcc_topk	topk;
-	MemoryContext call_cxt;		/* top-k storage */
+	MemoryContext call_cxt;		/* top-k storage, or the shortlist's */
 	MemoryContext batch_cxt;	/* reset after every batch */
+	/* refinement (method MCC_LSS: none) */
+	mcc_method	method;
+	mcc_shortlist shortlist;	/* instead of topk */
+	int64		n_rows;			/* rows scanned: n of src/refine.h */
+	struct varlena *batch_tpl[IDENTIFY_FETCH];	/* the batch's templates */
 } identify_state;
 
 /* Raise 22004 for a NULL argument. */
@@ -75,6 +91,7 @@ null_argument(const char *name)
 static void
 check_limits(int32 k, float4 min_score)
 {
+	/* every method's score lies in [0, 1], LSS's as the refined ones */
 	if (k <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -84,7 +101,7 @@ check_limits(int32 k, float4 min_score)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("min_score must be between 0 and 1"),
-				 errdetail("LSS scores lie in [0, 1]; min_score is %g.", min_score)));
+				 errdetail("Scores lie in [0, 1]; min_score is %g.", min_score)));
 }
 
 /* Optional name argument n as a C string, or NULL. */
@@ -151,7 +168,8 @@ add_row(identify_state *st, HeapTuple tuple, TupleDesc desc)
 	st->row_key = DatumGetInt64(key);
 	tpl = SPI_getbinval(tuple, desc, 2, &isnull);
 	Assert(!isnull);
-	mcc_pg_open((struct varlena *) PG_DETOAST_DATUM(tpl), &v);
+	st->batch_tpl[st->soa->n_tpl] = (struct varlena *) PG_DETOAST_DATUM(tpl);
+	mcc_pg_open(st->batch_tpl[st->soa->n_tpl], &v);
 	if (v.profile->id != st->profile->id)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -176,7 +194,10 @@ scan_batch(identify_state *st)
 		CHECK_FOR_INTERRUPTS();
 		t1 = Min(st->soa->n_tpl, t0 + IDENTIFY_CHUNK);
 		mcc_soa_scan(st->probe, st->soa, t0, t1, scores);
-		for (i = 0; i < t1 - t0; i++)
+		for (i = 0; i < t1 - t0 && st->method != MCC_LSS; i++)
+			mcc_shortlist_push(&st->shortlist, scores[i], st->soa->id[t0 + i],
+							   st->batch_tpl[t0 + i]);
+		for (i = 0; i < t1 - t0 && st->method == MCC_LSS; i++)
 		{
 			if (scores[i] < st->min_score)
 				continue;
@@ -203,10 +224,40 @@ process_batch(identify_state *st, SPITupleTable *tt, uint64 nrows)
 	for (r = 0; r < nrows; r++)
 		add_row(st, tt->vals[r], tt->tupdesc);
 	error_context_stack = ctx.previous;
+	st->n_rows += nrows;
 
 	scan_batch(st);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(st->batch_cxt);
+}
+
+/* The planner's estimate of the rows a prepared query returns. */
+static double
+plan_rows(SPIPlanPtr plan)
+{
+	CachedPlan *cp = SPI_plan_get_cached_plan(plan);
+	double		rows = 0;
+
+	if (cp == NULL)
+		return 0;
+	if (list_length(cp->stmt_list) == 1)
+		rows = linitial_node(PlannedStmt, cp->stmt_list)->planTree->plan_rows;
+	/* an unsaved plan is not tracked by a resource owner */
+	ReleaseCachedPlan(cp, NULL);
+	return rows;
+}
+
+/*
+ * Rows the shortlist keeps: n' for half again the planner's estimate and a
+ * thousand rows more, so that only a gallery much larger than estimated is
+ * scanned twice.
+ */
+static int64
+shortlist_cap(int32 k, double est_rows)
+{
+	double		est = est_rows * 1.5 + 1000.0;
+
+	return mcc_refine_shortlist(est < 1e15 ? (int64) est : (int64) 1e15, k);
 }
 
 /* Read the whole gallery through a read-only SPI cursor. */
@@ -222,6 +273,9 @@ scan_gallery(identify_state *st, const char *query)
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s", query,
 			 SPI_result_code_string(SPI_result));
+	if (st->method != MCC_LSS && st->shortlist.h == NULL)
+		mcc_shortlist_init(&st->shortlist, shortlist_cap(st->k, plan_rows(plan)),
+						   st->call_cxt);
 	/* read_only: run with the calling statement's snapshot */
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
 	for (;;)
@@ -276,15 +330,71 @@ return_hits(FunctionCallInfo fcinfo, mcc_topk *t)
 	}
 }
 
+/* Return refined hits (already ranked) as the function's result set. */
+static void
+return_refined(FunctionCallInfo fcinfo, const mcc_refined *r, int64 n)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	int64		i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (i = 0; i < n; i++)
+	{
+		values[0] = Int64GetDatum(r[i].key);
+		values[1] = Float4GetDatum(r[i].score);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
+ * The refining scan: the LSS shortlist (scanned again if n' turns out larger
+ * than it), its first n' rows rescored, ranked and returned.
+ */
+static void
+identify_refined(FunctionCallInfo fcinfo, identify_state *st, const char *query,
+				 const struct varlena *probe)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "identify shortlist",
+											  ALLOCSET_DEFAULT_SIZES);
+	int64		n1;
+	mcc_refined *out;
+
+	st->call_cxt = cxt;
+	scan_guarded(st, query);
+	n1 = mcc_refine_shortlist(st->n_rows, st->k);
+	if (n1 > st->shortlist.cap)
+	{
+		/* more rows than the planner expected: again, with the exact size */
+		ereport(DEBUG1,
+				(errmsg_internal("identify(): %lld rows need a shortlist of %lld, more than the planner's estimate gave: scanning again",
+								 (long long) st->n_rows, (long long) n1)));
+		MemoryContextReset(cxt);
+		mcc_shortlist_init(&st->shortlist, n1, cxt);
+		st->n_rows = 0;
+		scan_guarded(st, query);
+		n1 = Min(n1, mcc_refine_shortlist(st->n_rows, st->k));
+	}
+	mcc_shortlist_sort(&st->shortlist);
+	n1 = Min(n1, st->shortlist.n);
+	out = palloc(Max(n1, 1) * sizeof(mcc_refined));
+	mcc_shortlist_refine(&st->shortlist, n1, probe, st->method, out);
+	MemoryContextDelete(cxt);
+	return_refined(fcinfo, out, mcc_refine_rank(out, n1, st->k, st->min_score));
+}
+
 /*
  * identify(gallery regclass, probe mcc_template, k int, min_score real,
- *          id_column name, template_column name) RETURNS TABLE(id, score)
+ *          id_column name, template_column name, refine text)
+ * RETURNS TABLE(id, score)
  */
 Datum
 mcc_identify(PG_FUNCTION_ARGS)
 {
 	identify_state st;
 	mcc_gallery gallery;
+	struct varlena *probe;
 	int64		cap;
 
 	if (PG_ARGISNULL(0))
@@ -299,18 +409,26 @@ mcc_identify(PG_FUNCTION_ARGS)
 	st.k = PG_GETARG_INT32(2);
 	st.min_score = PG_GETARG_FLOAT4(3);
 	check_limits(st.k, st.min_score);
+	st.method = mcc_refine_arg(PG_GETARG_DATUM(6), PG_ARGISNULL(6), "identify()");
 
 	mcc_lss_init();
-	st.probe = prepare_probe(MCC_GETARG_TEMPLATE(1));
+	probe = MCC_GETARG_TEMPLATE(1);
+	st.probe = prepare_probe(probe);
 	st.profile = mcc_probe_profile(st.probe);
 	mcc_gallery_resolve(PG_GETARG_OID(0), name_arg(fcinfo, 4), name_arg(fcinfo, 5), &gallery);
 	st.gallery = &gallery;
-	if (mcc_service_identify(fcinfo, &gallery, MCC_GETARG_TEMPLATE(1), st.k, st.min_score))
+	if (mcc_service_identify(fcinfo, &gallery, probe, st.k, st.min_score, st.method))
 		return (Datum) 0;		/* answered by the matcher service (src/service_identify.c) */
 
-	st.call_cxt = CurrentMemoryContext;
 	st.batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "identify batch",
 										 ALLOCSET_DEFAULT_SIZES);
+	if (st.method != MCC_LSS)
+	{
+		identify_refined(fcinfo, &st, mcc_gallery_query(&gallery), probe);
+		MemoryContextDelete(st.batch_cxt);
+		return (Datum) 0;
+	}
+	st.call_cxt = CurrentMemoryContext;
 	cap = Min((int64) st.k, (int64) IDENTIFY_TOPK_MIN);
 	mcc_topk_init(&st.topk, st.k, palloc(cap * sizeof(mcc_hit)), cap);
 

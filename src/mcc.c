@@ -7,6 +7,7 @@
  * GUCs. It never touches CUDA (docs/architecture.md).
  */
 #include "mcc_pg.h"
+#include "refine.h"
 #include "service.h"
 
 #include "utils/guc.h"
@@ -48,6 +49,7 @@ _PG_init(void)
 	mcc_lss_init();
 	mcc_image_init();			/* image search settings: src/image_io.c */
 	mcc_define_gucs();
+	mcc_refine_define_gucs();	/* identify()'s refinement: src/refine.c */
 	mcc_align_define_gucs();
 	mcc_dp2d_sql_init();
 	mcc_service_init();			/* matcher service: src/service_guc.c */

@@ -14,6 +14,7 @@
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 #include "utils/rel.h"
+#include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
 #include "engine/mcc_proto.h"
@@ -78,6 +79,7 @@ typedef struct mcc_svc_gallery
 	TimestampTz retry_load_after;	/* after a failed load (memory limit) */
 	TimestampTz last_settle;	/* last settle exchange started */
 	TimestampTz last_used;
+	uint64		searchable;		/* the engine's entries at the last search (an estimate) */
 } mcc_svc_gallery;
 
 typedef struct mcc_svc_shared
@@ -347,6 +349,46 @@ extern void mcc_slot_mark_reload(const mcc_gallery_ref *g);
  * a NOTICE or instead of an ERROR, per mcc.fallback).
  */
 extern bool mcc_service_identify(FunctionCallInfo fcinfo, const struct mcc_gallery *g,
-								 const struct varlena *probe, int32 k, float4 min_score);
+								 const struct varlena *probe, int32 k, float4 min_score,
+								 int method);
+
+/* ---------------------------------------------------------------------
+ * Refinement through the service (src/service_refine.c)
+ */
+
+/* A group of RESULT's visibility count (mcc_proto.h). */
+typedef struct mcc_count_group
+{
+	uint64		insert_xid;
+	uint64		delete_xid;
+	uint32		flags;			/* MCC_COUNT_F_* */
+	uint32		entries;
+} mcc_count_group;
+
+/*
+ * The engine's searchable entries that snapshot sees: the certain ones and
+ * those of every group whose xids make a row version visible to it.
+ */
+extern uint64 mcc_count_visible(uint64 certain, const mcc_count_group *groups,
+								uint32 n_groups, Snapshot snapshot);
+
+/* Rows of the gallery with a template that the statement sees (count(*)). */
+extern int64 mcc_count_rows(const struct mcc_gallery *g);
+
+/* One probe's shortlist for REFINE: n templates, n scores back. */
+typedef struct mcc_refine_job
+{
+	const struct varlena *probe;
+	int			n;
+	struct varlena **tpl;
+	float	   *score;			/* filled by mcc_service_refine */
+} mcc_refine_job;
+
+/*
+ * Have the engine rescore every job's templates against its probe with
+ * method, in frames of bounded size. False (why set) if the engine did not
+ * answer within mcc.request_timeout; its errors raise.
+ */
+extern bool mcc_service_refine(mcc_refine_job *jobs, int n_jobs, int method, char **why);
 
 #endif							/* MCC_SERVICE_H */

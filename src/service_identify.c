@@ -15,6 +15,12 @@
  * below all of them. If fewer than k survive and the engine holds more, the
  * search is repeated with a larger k'.
  *
+ * With a refinement the same search (min_score 0: it applies to the refined
+ * score) keeps n' visible candidates instead of k, n' from the count of rows
+ * the statement sees (src/service_refine.c), and the engine rescores them
+ * (REFINE) from the templates the re-check read; the top k by the refined
+ * score are the answer, as on the backend path.
+ *
  * Whenever the service cannot answer, mcc.fallback decides between a silent
  * backend scan, one with a NOTICE, and an ERROR. Two cases always fall back
  * silently because the backend scan is what defines the answer there: the
@@ -49,12 +55,14 @@
 #include <math.h>
 
 #include "mcc_hash.h"
+#include "refine.h"
 
 #define MAX_ATTEMPTS		3		/* loads per call before giving up */
 #define SETTLE_INTERVAL_MS	250		/* between settle exchanges of a gallery */
 #define KPRIME_GROWTH		4
 #define BATCH_MAX_PROBES	256		/* probes per SEARCH of identify_batch() */
 #define BATCH_MAX_BYTES		(16 * 1024 * 1024)	/* ... and their bytes */
+#define BATCH_MAX_CANDIDATES 16384	/* ... and their first k' (refining) */
 
 bool		mcc_service_bypass = false;
 
@@ -74,7 +82,8 @@ typedef struct probe_answer
 	candidate  *cand;
 	int			n_cand;
 	bool		more;
-	candidate  *hits;			/* visible, best first, at most k */
+	candidate  *hits;			/* visible, best first, at most k (or n') */
+	struct varlena **hit_tpl;	/* refining: the hits' templates */
 	int			n_hits;
 } probe_answer;
 
@@ -87,9 +96,17 @@ typedef struct serve_req
 	int			profile_id;
 	int32		k;
 	float4		min_score;
+	mcc_method	method;			/* MCC_LSS: no refinement */
+	int64		want;			/* visible candidates to keep: k, or n' */
 	mcc_gallery_ref ref;
 	probe_answer *ans;
 	uint32		n_unsettled;
+	uint64		searchable;		/* the engine's, from the last RESULT */
+	uint32		count_state;	/* MCC_COUNT_* of the last RESULT */
+	uint64		count_certain;
+	mcc_count_group *count_groups;
+	uint32		count_n_groups;
+	MemoryContext cxt;			/* what serving allocates; the caller deletes it */
 } serve_req;
 
 typedef enum search_outcome
@@ -197,22 +214,43 @@ predicate_lock_gallery(List *relids)
 	}
 }
 
-/* The slot's current generation (0 if the slot went away). */
+/*
+ * The slot's current generation (0 if the slot went away), and the engine's
+ * searchable entries as the last search saw them (0 if unknown).
+ */
 static uint64
-current_generation(const mcc_gallery_ref *ref)
+current_generation(const mcc_gallery_ref *ref, uint64 *searchable)
 {
 	uint64		gen;
 
 	if (!mcc_slot_lock(ref->slot, ref->relid, ref->epoch, LW_SHARED))
 		return 0;
 	gen = mcc_svc->slots[ref->slot].generation;
+	*searchable = mcc_svc->slots[ref->slot].searchable;
 	LWLockRelease(MCC_SLOT_LOCK(ref->slot));
 	return gen;
 }
 
-/* Send SEARCH and wait; false on mcc.request_timeout. */
+/* Keep the slot's estimate of the searchable entries (when it moved by 1/8). */
+static void
+note_searchable(const mcc_gallery_ref *ref, uint64 known, uint64 now)
+{
+	uint64		diff = known > now ? known - now : now - known;
+
+	if (diff <= now / 8 || !mcc_slot_lock(ref->slot, ref->relid, ref->epoch, LW_EXCLUSIVE))
+		return;
+	mcc_svc->slots[ref->slot].searchable = now;
+	LWLockRelease(MCC_SLOT_LOCK(ref->slot));
+}
+
+/*
+ * Send SEARCH and wait; false on mcc.request_timeout. count_xmin: 0, or ask
+ * for the visibility count at this snapshot xmin when more than count_above
+ * entries are searchable.
+ */
 static bool
-send_search(serve_req *r, uint64 gen, uint32 kprime, mcc_reply *reply)
+send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
+			uint64 count_above, mcc_reply *reply)
 {
 	StringInfoData f;
 	uint64		id = mcc_conn_next_id();
@@ -222,13 +260,39 @@ send_search(serve_req *r, uint64 gen, uint32 kprime, mcc_reply *reply)
 	mcc_put_gallery(&f, &r->ref.id);
 	mcc_put_u64(&f, gen);
 	mcc_put_u32(&f, kprime);
-	mcc_put_f32(&f, r->min_score);
+	/* refining: every LSS score may refine to one above min_score */
+	mcc_put_f32(&f, r->method == MCC_LSS ? r->min_score : 0.0f);
+	mcc_put_u64(&f, count_xmin);
+	mcc_put_u64(&f, count_above);
 	mcc_put_u32(&f, (uint32) r->n_probes);
 	for (i = 0; i < r->n_probes; i++)
 		mcc_put_bytes(&f, r->probes[i], VARSIZE(r->probes[i]));
 	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
 	pfree(f.data);
 	return mcc_conn_wait_reply_units(id, reply, r->n_probes);
+}
+
+/* Parse RESULT's visibility count into r. */
+static void
+parse_count(serve_req *r, mcc_reader *b)
+{
+	uint32		n;
+	uint32		i;
+
+	r->count_state = mcc_get_u32(b);
+	r->count_certain = mcc_get_u64(b);
+	n = mcc_get_u32(b);
+	if ((size_t) (b->end - b->p) / 24 < n)
+		(void) mcc_get_raw(b, (size_t) n * 24);	/* raises: too short */
+	r->count_groups = palloc(Max(n, 1) * sizeof(mcc_count_group));
+	r->count_n_groups = n;
+	for (i = 0; i < n; i++)
+	{
+		r->count_groups[i].insert_xid = mcc_get_u64(b);
+		r->count_groups[i].delete_xid = mcc_get_u64(b);
+		r->count_groups[i].flags = mcc_get_u32(b);
+		r->count_groups[i].entries = mcc_get_u32(b);
+	}
 }
 
 /* Parse a RESULT into r->ans. */
@@ -240,6 +304,8 @@ parse_result(serve_req *r, mcc_reply *reply)
 
 	(void) mcc_get_u64(b);		/* applied generation */
 	r->n_unsettled = mcc_get_u32(b);
+	r->searchable = mcc_get_u64(b);
+	parse_count(r, b);
 	if (mcc_get_u32(b) != (uint32) r->n_probes)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -271,6 +337,7 @@ typedef struct visible_row
 {
 	int64		key;
 	uint64		hash;
+	struct varlena *tpl;		/* refining: the row's template */
 } visible_row;
 
 /* Prepared re-check statements, by query text (kept for the session). */
@@ -348,6 +415,7 @@ recheck(serve_req *r, HTAB *visible)
 	bool		unique = true;
 	uint64		row;
 	int			rc;
+	MemoryContext outer = CurrentMemoryContext;
 
 	if (n_keys == 0)
 		return true;
@@ -373,12 +441,19 @@ recheck(serve_req *r, HTAB *visible)
 		if (found)
 			unique = false;
 		v->hash = mcc_template_hash((const uint8_t *) t, VARSIZE(t));
+		v->tpl = NULL;
+		if (r->method != MCC_LSS)
+		{
+			/* kept for REFINE, outside SPI's memory */
+			v->tpl = MemoryContextAlloc(outer, VARSIZE(t));
+			memcpy(v->tpl, t, VARSIZE(t));
+		}
 	}
 	SPI_finish();
 	return unique;
 }
 
-/* Keep each probe's first k visible candidates; true if some probe needs more. */
+/* Keep each probe's first `want` visible candidates; true if some probe needs more. */
 static bool
 filter_visible(serve_req *r, HTAB *visible)
 {
@@ -398,9 +473,10 @@ filter_visible(serve_req *r, HTAB *visible)
 		ctl.hcxt = CurrentMemoryContext;
 		emitted = hash_create("mcc emitted keys", Max(a->n_cand, 16), &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		a->hits = palloc(Max(Min(a->n_cand, r->k), 1) * sizeof(candidate));
+		a->hits = palloc(Max(Min(a->n_cand, r->want), 1) * sizeof(candidate));
+		a->hit_tpl = palloc(Max(Min(a->n_cand, r->want), 1) * sizeof(struct varlena *));
 		a->n_hits = 0;
-		for (j = 0; j < a->n_cand && a->n_hits < r->k; j++)
+		for (j = 0; j < a->n_cand && a->n_hits < r->want; j++)
 		{
 			candidate  *c = &a->cand[j];
 			visible_row *v = hash_search(visible, &c->key, HASH_FIND, NULL);
@@ -410,10 +486,13 @@ filter_visible(serve_req *r, HTAB *visible)
 				continue;		/* a version the caller cannot see */
 			hash_search(emitted, &c->key, HASH_ENTER, &dup);
 			if (!dup)
+			{
+				a->hit_tpl[a->n_hits] = v->tpl;
 				a->hits[a->n_hits++] = *c;
+			}
 		}
 		hash_destroy(emitted);
-		if (a->n_hits < r->k && a->more)
+		if (a->n_hits < r->want && a->more)
 			need_more = true;
 	}
 	return need_more;
@@ -532,15 +611,64 @@ settle(serve_req *r)
 			break;
 }
 
-/* SEARCH with growing k' until every probe has k visible hits or no more. */
+/*
+ * Refining: n' from the first RESULT. Its count is absent when the engine
+ * holds no more than mcc_refine_flat_limit() entries: every statement then
+ * sees at most that many rows, so n' is min(n, max(mcc.refine_min, k)), and
+ * keeping that many visible candidates (all, if fewer) is exactly n'.
+ */
+static void
+set_shortlist_size(serve_req *r)
+{
+	int64		n;
+
+	switch (r->count_state)
+	{
+		case MCC_COUNT_DONE:
+			n = (int64) mcc_count_visible(r->count_certain, r->count_groups,
+										  r->count_n_groups, GetActiveSnapshot());
+			break;
+		case MCC_COUNT_OVERFLOW:
+			n = mcc_count_rows(r->g);	/* too many recent versions to judge */
+			break;
+		default:
+			r->want = Max((int64) mcc_refine_min, (int64) r->k);
+			return;
+	}
+	r->want = mcc_refine_shortlist(n, r->k);
+	ereport(DEBUG1,
+			(errmsg_internal("identify(): the statement sees %lld rows of the matcher engine's %llu entries; refining %lld",
+							 (long long) n, (unsigned long long) r->searchable,
+							 (long long) r->want)));
+}
+
+/* SEARCH with growing k' until every probe has `want` visible hits or no more. */
 static search_outcome
 search_visible(serve_req *r, char **why)
 {
-	uint64		gen = current_generation(&r->ref);
-	uint64		kprime = (uint64) r->k * 2 + 8;
+	uint64		known = 0;
+	uint64		gen = current_generation(&r->ref, &known);
+	uint64		kprime;
+	uint64		count_xmin = 0;
+	uint64		count_above = 0;
 
 	if (gen == 0)
 		return SEARCH_RELOAD;
+	r->want = r->k;
+	if (r->method != MCC_LSS)
+	{
+		int64		flat = Max((int64) mcc_refine_min, (int64) r->k);
+		int64		limit = mcc_refine_flat_limit(r->k);
+
+		/* n' as the last search's entries suggest, until the count says (none: flat) */
+		r->want = mcc_refine_shortlist(Max((int64) Min(known, (uint64) PG_INT64_MAX), flat), r->k);
+		if (limit < PG_INT64_MAX)
+		{
+			count_xmin = mcc_full_xid(GetActiveSnapshot()->xmin);
+			count_above = (uint64) limit;
+		}
+	}
+	kprime = (uint64) r->want * 2 + 8;
 	for (;;)
 	{
 		mcc_reply	reply;
@@ -548,7 +676,8 @@ search_visible(serve_req *r, char **why)
 		HTAB	   *visible;
 		bool		need_more;
 
-		if (!send_search(r, gen, (uint32) Min(kprime, PG_UINT32_MAX), &reply))
+		if (!send_search(r, gen, (uint32) Min(kprime, PG_UINT32_MAX), count_xmin,
+						 count_above, &reply))
 		{
 			*why = pstrdup("the matcher engine did not answer within mcc.request_timeout");
 			return SEARCH_FALLBACK;
@@ -567,6 +696,11 @@ search_visible(serve_req *r, char **why)
 		if (reply.type != MCC_MSG_RESULT)
 			mcc_raise_engine_error(&reply);
 		parse_result(r, &reply);
+		if (count_xmin != 0)
+		{
+			set_shortlist_size(r);
+			count_xmin = 0;		/* the count holds for the statement */
+		}
 
 		memset(&ctl, 0, sizeof(ctl));
 		ctl.keysize = sizeof(int64);
@@ -580,10 +714,53 @@ search_visible(serve_req *r, char **why)
 		hash_destroy(visible);
 		if (!need_more || kprime >= PG_UINT32_MAX)
 			break;
-		kprime *= KPRIME_GROWTH;
+		kprime = Max(kprime * KPRIME_GROWTH, (uint64) r->want * 2 + 8);
 	}
+	note_searchable(&r->ref, known, r->searchable);
 	settle(r);
 	return SEARCH_DONE;
+}
+
+/*
+ * Refining: the engine rescores each probe's n' visible candidates from the
+ * templates the re-check read; each probe's hits become the top k by the
+ * refined score among those at or above min_score. False (why set) if the
+ * engine did not answer in time.
+ */
+static bool
+refine_hits(serve_req *r, char **why)
+{
+	mcc_refine_job *jobs = palloc(r->n_probes * sizeof(mcc_refine_job));
+	int			i;
+	int			j;
+
+	for (i = 0; i < r->n_probes; i++)
+	{
+		jobs[i].probe = r->probes[i];
+		jobs[i].n = r->ans[i].n_hits;
+		jobs[i].tpl = r->ans[i].hit_tpl;
+		jobs[i].score = palloc(Max(jobs[i].n, 1) * sizeof(float));
+	}
+	if (!mcc_service_refine(jobs, r->n_probes, r->method, why))
+		return false;
+	for (i = 0; i < r->n_probes; i++)
+	{
+		probe_answer *a = &r->ans[i];
+		mcc_refined *ranked = palloc(Max(a->n_hits, 1) * sizeof(mcc_refined));
+
+		for (j = 0; j < a->n_hits; j++)
+		{
+			ranked[j].score = jobs[i].score[j];
+			ranked[j].key = a->hits[j].key;
+		}
+		a->n_hits = (int) mcc_refine_rank(ranked, a->n_hits, r->k, r->min_score);
+		for (j = 0; j < a->n_hits; j++)
+		{
+			a->hits[j].score = ranked[j].score;
+			a->hits[j].key = ranked[j].key;
+		}
+	}
+	return true;
 }
 
 /* Load the cache if the slot says so; false (see silent and why) if it cannot be. */
@@ -662,12 +839,9 @@ probes_profile(struct varlena **probes, int n)
 	return profile;
 }
 
-/*
- * Serve r through the service. True with r->ans filled; false to scan in
- * the backend (mcc.fallback has had its say).
- */
+/* serve(), in r->cxt. */
 static bool
-serve(serve_req *r)
+serve_in(serve_req *r)
 {
 	char	   *why;
 	bool		silent;
@@ -697,6 +871,8 @@ serve(serve_req *r)
 		switch (search_visible(r, &why))
 		{
 			case SEARCH_DONE:
+				if (r->method != MCC_LSS && !refine_hits(r, &why))
+					return fallback(why);
 				return true;
 			case SEARCH_SILENT:
 				return false;
@@ -708,6 +884,25 @@ serve(serve_req *r)
 		}
 	}
 	return fallback("the matcher engine asked for reloads repeatedly");
+}
+
+/*
+ * Serve r through the service. True with r->ans filled; false to scan in
+ * the backend (mcc.fallback has had its say). What it allocates is in
+ * r->cxt, which the caller deletes when done with r->ans.
+ */
+static bool
+serve(serve_req *r)
+{
+	MemoryContext old;
+	bool		ok;
+
+	r->cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc service request",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(r->cxt);
+	ok = serve_in(r);
+	MemoryContextSwitchTo(old);
+	return ok;
 }
 
 /* Detoasted probe, validated. */
@@ -724,7 +919,8 @@ checked_probe(Datum d)
 /* identify() through the service (called from src/identify.c). */
 bool
 mcc_service_identify(FunctionCallInfo fcinfo, const mcc_gallery *g,
-					 const struct varlena *probe, int32 k, float4 min_score)
+					 const struct varlena *probe, int32 k, float4 min_score,
+					 int method)
 {
 	serve_req	r;
 	struct varlena *p = (struct varlena *) probe;
@@ -739,8 +935,12 @@ mcc_service_identify(FunctionCallInfo fcinfo, const mcc_gallery *g,
 	r.n_probes = 1;
 	r.k = k;
 	r.min_score = min_score;
+	r.method = (mcc_method) method;
 	if (!serve(&r))
+	{
+		MemoryContextDelete(r.cxt);
 		return false;
+	}
 	InitMaterializedSRF(fcinfo, 0);
 	for (i = 0; i < r.ans[0].n_hits; i++)
 	{
@@ -748,6 +948,7 @@ mcc_service_identify(FunctionCallInfo fcinfo, const mcc_gallery *g,
 		values[1] = Float4GetDatum(r.ans[0].hits[i].score);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	MemoryContextDelete(r.cxt);
 	return true;
 }
 
@@ -778,18 +979,19 @@ batch_in_backend(FunctionCallInfo fcinfo, Oid tpltype, struct varlena **probes, 
 				 int first_no)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			types[6] = {REGCLASSOID, tpltype, INT4OID, FLOAT4OID, NAMEOID, NAMEOID};
-	Datum		args[6];
-	char		nulls[7] = "      ";
+	Oid			types[7] = {REGCLASSOID, tpltype, INT4OID, FLOAT4OID, NAMEOID, NAMEOID, TEXTOID};
+	Datum		args[7];
+	char		nulls[8] = "       ";
 	char	   *sql;
 	int			i;
 
-	sql = psprintf("SELECT id, score FROM %s.identify($1, $2, $3, $4, $5, $6)",
+	/* identify()'s arguments are identify_batch()'s, in the same order */
+	sql = psprintf("SELECT id, score FROM %s.identify($1, $2, $3, $4, $5, $6, $7)",
 				   quote_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid))));
 	args[0] = PG_GETARG_DATUM(0);
 	args[2] = PG_GETARG_DATUM(2);
 	args[3] = PG_GETARG_DATUM(3);
-	for (i = 4; i < 6; i++)
+	for (i = 4; i < 7; i++)
 	{
 		args[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
 		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
@@ -804,7 +1006,7 @@ batch_in_backend(FunctionCallInfo fcinfo, Oid tpltype, struct varlena **probes, 
 			uint64		row;
 
 			args[1] = PointerGetDatum(probes[i]);
-			if (SPI_execute_with_args(sql, 6, types, args, nulls, true, 0) != SPI_OK_SELECT)
+			if (SPI_execute_with_args(sql, 7, types, args, nulls, true, 0) != SPI_OK_SELECT)
 				elog(ERROR, "identify() failed for probe %d", i + 1);
 			for (row = 0; row < SPI_processed; row++)
 			{
@@ -862,14 +1064,17 @@ batch_probes(ArrayType *arr, int *n)
 	return probes;
 }
 
-/* End of the chunk of probes that starts at first: one SEARCH's worth. */
+/*
+ * End of the chunk of probes that starts at first: one SEARCH's worth, with
+ * at most max_probes probes.
+ */
 static int
-chunk_end(struct varlena **probes, int first, int n)
+chunk_end(struct varlena **probes, int first, int n, int max_probes)
 {
 	size_t		bytes = 0;
 	int			i;
 
-	for (i = first; i < n && i - first < BATCH_MAX_PROBES; i++)
+	for (i = first; i < n && i - first < max_probes; i++)
 	{
 		bytes += VARSIZE(probes[i]);
 		if (i > first && bytes > BATCH_MAX_BYTES)
@@ -880,12 +1085,13 @@ chunk_end(struct varlena **probes, int first, int n)
 
 /*
  * identify_batch(gallery regclass, probes mcc_template[], k int, min_score
- * real, id_column name, template_column name)
+ * real, id_column name, template_column name, refine text)
  * RETURNS TABLE(probe_no int, id bigint, score real)
  *
  * The probes go to the engine in batches of up to BATCH_MAX_PROBES: one
- * pass over the gallery serves a batch. probe_no is the 1-based position
- * in the array.
+ * pass over the gallery serves a batch. When refining, a batch is smaller,
+ * so that the templates its re-check keeps for REFINE stay near
+ * BATCH_MAX_CANDIDATES. probe_no is the 1-based position in the array.
  */
 Datum
 mcc_identify_batch(PG_FUNCTION_ARGS)
@@ -896,6 +1102,7 @@ mcc_identify_batch(PG_FUNCTION_ARGS)
 	ArrayType  *arr;
 	int			first;
 	int			end;
+	int			max_probes = BATCH_MAX_PROBES;
 	int			i;
 
 	if (PG_ARGISNULL(0))
@@ -918,7 +1125,11 @@ mcc_identify_batch(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("min_score must be between 0 and 1"),
-				 errdetail("LSS scores lie in [0, 1]; min_score is %g.", r.min_score)));
+				 errdetail("Scores lie in [0, 1]; min_score is %g.", r.min_score)));
+	r.method = mcc_refine_arg(PG_GETARG_DATUM(6), PG_ARGISNULL(6), "identify_batch()");
+	if (r.method != MCC_LSS)
+		max_probes = (int) Max(1, Min((int64) BATCH_MAX_PROBES, BATCH_MAX_CANDIDATES /
+									  (2 * Max((int64) mcc_refine_min, (int64) r.k) + 8)));
 	arr = PG_GETARG_ARRAYTYPE_P(1);
 	r.probes = batch_probes(arr, &r.n_probes);
 	mcc_gallery_resolve(PG_GETARG_OID(0),
@@ -932,16 +1143,18 @@ mcc_identify_batch(PG_FUNCTION_ARGS)
 	{
 		serve_req	c = r;
 
-		end = chunk_end(r.probes, first, r.n_probes);
+		end = chunk_end(r.probes, first, r.n_probes, max_probes);
 		c.probes = r.probes + first;
 		c.n_probes = end - first;
 		if (!serve(&c))
 		{
+			MemoryContextDelete(c.cxt);
 			batch_in_backend(fcinfo, ARR_ELEMTYPE(arr), c.probes, c.n_probes, first + 1);
 			continue;
 		}
 		for (i = 0; i < c.n_probes; i++)
 			put_hits(rsinfo, first + i + 1, c.ans[i].hits, c.ans[i].n_hits);
+		MemoryContextDelete(c.cxt);
 	}
 	return (Datum) 0;
 }

@@ -161,6 +161,29 @@ uint64_t	eng_cache_compacted_bytes(const eng_cache *c);
  */
 eng_cache  *eng_cache_compacted(const eng_cache *c, mcc_error *err);
 
+/* A group of the visibility count: entries with equal xids and flags. */
+typedef struct eng_count_group
+{
+	uint64_t	insert_xid;
+	uint64_t	delete_xid;		/* 0: not deleted */
+	uint32_t	flags;			/* MCC_COUNT_F_* of mcc_proto.h */
+	uint32_t	entries;
+} eng_count_group;
+
+/*
+ * The visibility count of RESULT (mcc_proto.h): *certain gets the
+ * searchable entries that every snapshot with this xmin sees (inserted by an
+ * xid known committed and below xmin, not deleted); entries whose deletion is
+ * known committed below xmin are left out (no such snapshot sees them); every
+ * other searchable entry goes into a group of equal (insert xid, delete xid, flags), returned
+ * as a malloc'ed array sorted by those three (*groups NULL if none). False,
+ * with nothing returned, if there are more than max_groups groups or no
+ * memory. Reads c only: safe in a thread while c is pinned.
+ */
+bool		eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
+							uint64_t *certain, eng_count_group **groups,
+							uint32_t *n_groups);
+
 /* Take over a charge made for this cache beforehand (adjusting to its size). */
 void		eng_cache_adopt(eng_cache *c, eng_budget *budget, uint64_t charged);
 

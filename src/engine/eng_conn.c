@@ -63,6 +63,7 @@ eng_conn_close(eng_server *s, eng_conn *c)
 	if (c->load)
 		eng_load_abort(s, c);
 	eng_gallery_conn_closed(s, c->id);
+	eng_refine_conn_closed(s, c->id);
 	eng_image_conn_closed(s, c->id);
 	if (c->fd >= 0)
 		close(c->fd);

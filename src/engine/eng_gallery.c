@@ -369,13 +369,15 @@ compaction_done(eng_server *s, eng_compaction *cj)
 	free(cj);
 }
 
-/* Bytes of the RESULT a request would get from cache c. */
+/* Bytes of the RESULT a request would get from cache c, at most. */
 static uint64_t
 result_bytes(const eng_request *r, const eng_cache *c)
 {
 	uint64_t	n = r->k < eng_cache_searchable(c) ? r->k : eng_cache_searchable(c);
+	/* a visibility count may add up to MCC_PROTO_MAX_GROUPS groups of 24 bytes */
+	uint64_t	count = r->count_xmin != 0 ? (uint64_t) MCC_PROTO_MAX_GROUPS * 24 : 0;
 
-	return 16 + (uint64_t) r->n_probes * (8 + n * 20);
+	return 44 + count + (uint64_t) r->n_probes * (8 + n * 20);
 }
 
 /*
@@ -421,6 +423,10 @@ reply_empty(eng_server *s, const eng_request *r, const eng_cache *c)
 	f = eng_frame_begin(&conn->out, MCC_MSG_RESULT, r->request_id);
 	eng_buf_u64(&conn->out, c->applied_gen);
 	eng_buf_u32(&conn->out, c->n_unsettled);
+	eng_buf_u64(&conn->out, eng_cache_searchable(c));
+	eng_buf_u32(&conn->out, MCC_COUNT_NONE);
+	eng_buf_u64(&conn->out, 0);
+	eng_buf_u32(&conn->out, 0);
 	eng_buf_u32(&conn->out, 0);
 	eng_frame_end(&conn->out, f);
 }
@@ -585,6 +591,9 @@ start_batch(eng_server *s, eng_gallery *g, eng_request *ready)
 				eng_batch_set_template(b, slot, r->tpls[i], r->tpl_lens[i]);
 			eng_batch_set(b, slot++, r->probes[i], r->k, r->min_score, &r->cancelled);
 		}
+		r->count_index = -1;
+		if (r->count_xmin != 0 && eng_cache_searchable(g->cache) > r->count_above)
+			r->count_index = eng_batch_add_count(b, r->count_xmin);
 	}
 	maybe_gpu(s, g->cache, b);
 	g->passes++;
@@ -609,6 +618,35 @@ start_gpu_sync(eng_server *s, eng_gallery *g)
 	run_pass(s, g, b, NULL);
 }
 
+/* RESULT's count for request r (mcc_proto.h). */
+static void
+put_count(eng_buf *o, const eng_batch *b, const eng_request *r)
+{
+	bool		asked = r->count_xmin != 0 &&
+		eng_cache_searchable(b->cache) > r->count_above;
+	const eng_count *ct;
+
+	if (!asked || r->count_index < 0 || b->counts[r->count_index].state != MCC_COUNT_DONE)
+	{
+		/* not asked for; or more groups than allowed, or no memory for them */
+		eng_buf_u32(o, asked ? MCC_COUNT_OVERFLOW : MCC_COUNT_NONE);
+		eng_buf_u64(o, 0);
+		eng_buf_u32(o, 0);
+		return;
+	}
+	ct = &b->counts[r->count_index];
+	eng_buf_u32(o, MCC_COUNT_DONE);
+	eng_buf_u64(o, ct->certain);
+	eng_buf_u32(o, ct->n_groups);
+	for (uint32_t i = 0; i < ct->n_groups; i++)
+	{
+		eng_buf_u64(o, ct->groups[i].insert_xid);
+		eng_buf_u64(o, ct->groups[i].delete_xid);
+		eng_buf_u32(o, ct->groups[i].flags);
+		eng_buf_u32(o, ct->groups[i].entries);
+	}
+}
+
 /* Write the RESULT of a request whose pass has finished. */
 static void
 reply_result(eng_server *s, const eng_batch *b, const eng_request *r)
@@ -630,6 +668,8 @@ reply_result(eng_server *s, const eng_batch *b, const eng_request *r)
 	f = eng_frame_begin(o, MCC_MSG_RESULT, r->request_id);
 	eng_buf_u64(o, b->cache->applied_gen);
 	eng_buf_u32(o, b->cache->n_unsettled);
+	eng_buf_u64(o, eng_cache_searchable(b->cache));
+	put_count(o, b, r);
 	eng_buf_u32(o, r->n_probes);
 	for (uint32_t i = 0; i < r->n_probes; i++)
 	{

@@ -81,6 +81,9 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	req->need_gen = eng_rd_u64(r);
 	req->k = eng_rd_u32(r);
 	req->min_score = eng_rd_f32(r);
+	req->count_xmin = eng_rd_u64(r);
+	req->count_above = eng_rd_u64(r);
+	req->count_index = -1;
 	n = eng_rd_u32(r);
 	if (r->bad || (uint64_t) n * 4 > eng_rd_left(r))
 	{
@@ -386,8 +389,28 @@ h_cancel(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		eng_log(ENG_LOG_DEBUG, "connection %llu: load cancelled", (unsigned long long) c->id);
 		eng_load_abort(s, c);
 	}
-	if (!eng_gallery_cancel(s, c->id, rid))
+	if (!eng_gallery_cancel(s, c->id, rid) && !eng_refine_cancel(s, c->id, rid))
 		eng_image_cancel(s, c->id, rid);
+	return true;
+}
+
+/* REFINE: score shortlisted templates against their probes on the threads. */
+static bool
+h_refine(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_error	err;
+	int			perr;
+	eng_refine *job = eng_refine_parse(r->p, r->len, &perr, &err);
+
+	if (job == NULL)
+	{
+		if (perr == MCC_PERR_PROTOCOL)
+			return false;
+		eng_reply_error(c, h->request_id, perr, err.status, "%s%s%s", err.message,
+						err.detail[0] ? ": " : "", err.detail);
+		return true;
+	}
+	eng_refine_submit(s, c, h->request_id, job);
 	return true;
 }
 
@@ -480,6 +503,8 @@ eng_handle_frame(eng_server *s, eng_conn *c, const mcc_frame_hdr *h,
 			return h_status(s, c, h, &r);
 		case MCC_MSG_EVICT:
 			return h_evict(s, c, h, &r);
+		case MCC_MSG_REFINE:
+			return h_refine(s, c, h, &r);
 		case MCC_MSG_SAD:
 		case MCC_MSG_DP2D:
 		case MCC_MSG_CHAMFER:

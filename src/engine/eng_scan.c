@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_proto.h"
+
 #define CHUNK_TARGET_BYTES	(256 * 1024)	/* a typical per-core L2 */
 #define CHUNK_MIN			32
 
@@ -42,7 +44,18 @@ batch_dead(eng_job *job)
 	return true;
 }
 
-/* Score every live probe against chunk `part`. */
+/* Part n_scan_parts + i: count i of the batch (eng_cache_count). */
+static void
+count_run(eng_batch *b, uint32_t i)
+{
+	eng_count  *ct = &b->counts[i];
+
+	ct->state = eng_cache_count(b->cache, ct->xmin, MCC_PROTO_MAX_GROUPS, &ct->certain,
+								&ct->groups, &ct->n_groups) ?
+		MCC_COUNT_DONE : MCC_COUNT_OVERFLOW;
+}
+
+/* Score every live probe against chunk `part` (or run a count part). */
 static void
 batch_run(eng_job *job, uint32_t part, void *scratch)
 {
@@ -53,6 +66,11 @@ batch_run(eng_job *job, uint32_t part, void *scratch)
 	float	   *scores = scratch;
 	eng_hit    *cand = (eng_hit *) ((char *) scratch + ENG_CHUNK_MAX * sizeof(float));
 
+	if (part >= b->n_scan_parts)
+	{
+		count_run(b, part - b->n_scan_parts);
+		return;
+	}
 	if (t1 > c->soa.n_tpl)
 		t1 = c->soa.n_tpl;
 	for (uint32_t s = 0; s < b->n_slots; s++)
@@ -94,17 +112,23 @@ cpu_parts(eng_batch *b)
 	b->chunk = eng_scan_chunk(b->cache, b->threads);
 	b->job.run = batch_run;
 	b->job.dead = batch_dead;
-	b->job.n_parts = b->n_slots == 0 ? 0 :
+	b->n_scan_parts = b->n_slots == 0 ? 0 :
 		(uint32_t) (((uint64_t) b->cache->soa.n_tpl + b->chunk - 1) / b->chunk);
+	b->job.n_parts = b->n_scan_parts + b->n_counts;
 	b->gpu = NULL;
 }
 
-/* The whole pass on the GPU, in one part (eng_gpu.h). */
+/* The whole pass on the GPU, in one part (eng_gpu.h); counts in the others. */
 static void
 gpu_run(eng_job *job, uint32_t part, void *scratch)
 {
 	eng_batch  *b = (eng_batch *) job;
 
+	if (part >= b->n_scan_parts)
+	{
+		count_run(b, part - b->n_scan_parts);
+		return;
+	}
 	mcc_error_clear(&b->gpu_err);
 	b->gpu_outcome = eng_gpu_pass(b->gpu, b, &b->gpu_err);
 }
@@ -145,6 +169,35 @@ eng_batch_set(eng_batch *b, uint32_t i, const mcc_probe *probe, uint32_t k,
 	eng_hits_init(&s->hits, s->k);
 }
 
+int
+eng_batch_add_count(eng_batch *b, uint64_t xmin)
+{
+	eng_count  *c = realloc(b->counts, ((size_t) b->n_counts + 1) * sizeof(eng_count));
+
+	if (c == NULL)
+		return -1;
+	b->counts = c;
+	memset(&c[b->n_counts], 0, sizeof(eng_count));
+	c[b->n_counts].xmin = xmin;
+	b->n_counts++;
+	b->job.n_parts = b->n_scan_parts + b->n_counts;
+	return (int) b->n_counts - 1;
+}
+
+/* Forget the counts' results (they are computed again). */
+static void
+counts_reset(eng_batch *b)
+{
+	for (uint32_t i = 0; i < b->n_counts; i++)
+	{
+		free(b->counts[i].groups);
+		b->counts[i].groups = NULL;
+		b->counts[i].n_groups = 0;
+		b->counts[i].certain = 0;
+		b->counts[i].state = MCC_COUNT_NONE;
+	}
+}
+
 void
 eng_batch_set_template(eng_batch *b, uint32_t i, const uint8_t *tpl, uint32_t len)
 {
@@ -158,8 +211,9 @@ eng_batch_use_gpu(eng_batch *b, eng_gpu *gpu)
 	b->gpu = gpu;
 	b->gpu_outcome = ENG_GPU_DONE;
 	b->job.run = gpu_run;
-	b->job.dead = NULL;			/* one part: nothing to skip */
-	b->job.n_parts = 1;
+	b->job.dead = NULL;			/* one scan part: nothing to skip */
+	b->n_scan_parts = 1;
+	b->job.n_parts = 1 + b->n_counts;
 }
 
 void
@@ -173,6 +227,7 @@ eng_batch_to_cpu(eng_batch *b)
 		eng_hits_init(&s->hits, s->k);
 		s->n_ge = 0;
 	}
+	counts_reset(b);
 	cpu_parts(b);
 }
 
@@ -193,6 +248,8 @@ eng_batch_free(eng_batch *b)
 		eng_hits_free(&b->slots[i].hits);
 		pthread_mutex_destroy(&b->slots[i].lock);
 	}
+	counts_reset(b);
+	free(b->counts);
 	free(b->slots);
 	free(b);
 }

@@ -37,13 +37,29 @@ typedef struct eng_slot
 	uint64_t	n_ge;			/* searchable entries scoring >= min_score */
 } eng_slot;
 
+/*
+ * A visibility count a request of the batch asked for (RESULT's `count`):
+ * one more part of the pass, run by any thread, over the pinned cache.
+ */
+typedef struct eng_count
+{
+	uint64_t	xmin;
+	uint32_t	state;			/* mcc_count_state */
+	uint64_t	certain;
+	eng_count_group *groups;	/* malloc'ed */
+	uint32_t	n_groups;
+} eng_count;
+
 typedef struct eng_batch
 {
 	eng_job		job;			/* first: the pool hands this pointer back */
 	const eng_cache *cache;		/* pinned by the caller for the whole pass */
 	uint32_t	chunk;			/* templates per part */
+	uint32_t	n_scan_parts;	/* the parts that scan; then one per count */
 	uint32_t	n_slots;
 	eng_slot   *slots;
+	uint32_t	n_counts;
+	eng_count  *counts;
 	void	   *owner;			/* the caller's */
 	int			threads;		/* of the pool (CPU chunking) */
 	eng_gpu    *gpu;			/* non-NULL: the pass runs on the GPU */
@@ -60,6 +76,13 @@ eng_batch  *eng_batch_new(const eng_cache *c, uint32_t n_slots, int threads);
 /* Set slot i; k is capped at the cache's searchable entries. */
 void		eng_batch_set(eng_batch *b, uint32_t i, const mcc_probe *probe,
 						  uint32_t k, float min_score, atomic_int *cancel);
+
+/*
+ * Ask the pass for a visibility count at this snapshot xmin (a part of its
+ * own after the scan's parts); returns its index in b->counts, or -1 if
+ * there is no memory (the count is then reported MCC_COUNT_OVERFLOW).
+ */
+int			eng_batch_add_count(eng_batch *b, uint64_t xmin);
 
 /* Give slot i its probe's template blob (needed by the GPU path). */
 void		eng_batch_set_template(eng_batch *b, uint32_t i, const uint8_t *tpl,

@@ -47,7 +47,11 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 	s->listen_fd = -1;
 	s->incarnation = (uint64_t) eng_wall_usec();
 	mcc_lss_init();
-	s->pool = eng_pool_start(s->cfg.threads, ENG_SCRATCH_BYTES);
+	/* refinements need the default parameters' tables: build them now */
+	(void) mcc_match_params_std();
+	s->pool = eng_pool_start(s->cfg.threads,
+							 eng_refine_scratch_bytes() > ENG_SCRATCH_BYTES ?
+							 eng_refine_scratch_bytes() : ENG_SCRATCH_BYTES);
 	if (s->pool == NULL)
 		return false;
 	/* the only place CUDA is initialized; no GPU means the CPU threads */
@@ -68,6 +72,7 @@ eng_server_destroy(eng_server *s)
 	free(s->conns);
 	s->conns = NULL;
 	eng_gallery_free_all(s);
+	eng_refine_free_all(s);
 	eng_image_free_all(s);
 	eng_img_gpu_stop(s->img_gpu);
 	s->img_gpu = NULL;
@@ -88,7 +93,9 @@ eng_server_step(eng_server *s)
 	{
 		eng_job    *next = job->next;
 
-		if (job->tag == ENG_JOB_IMAGE)
+		if (job->tag == ENG_JOB_REFINE)
+			eng_refine_done(s, job);
+		else if (job->tag == ENG_JOB_IMAGE)
 			eng_image_job_done(s, job);
 		else
 			eng_gallery_job_done(s, job);
@@ -125,6 +132,7 @@ eng_server_fail_all(eng_server *s, const char *why)
 				atomic_store(&r->cancelled, 1);
 			}
 	}
+	eng_refine_fail_all(s, why);
 	eng_image_fail_all(s, why);
 	for (uint32_t i = 0; i < s->n_conns; i++)
 	{

@@ -23,6 +23,7 @@
 #include "eng_gpu.h"
 #include "eng_image.h"
 #include "eng_pool.h"
+#include "eng_refine.h"
 #include "eng_scan.h"
 #include "eng_wire.h"
 #include "mcc_lss.h"
@@ -51,6 +52,9 @@ typedef struct eng_request
 	uint64_t	need_gen;
 	uint32_t	k;
 	float		min_score;
+	uint64_t	count_xmin;		/* 0, or a visibility count at this xmin ... */
+	uint64_t	count_above;	/* ... if more entries are searchable than this */
+	int			count_index;	/* in its batch's counts, or -1 */
 	uint32_t	n_probes;
 	mcc_probe **probes;
 	uint8_t   **tpls;			/* the probes' template blobs (GPU path) */
@@ -149,7 +153,8 @@ typedef struct eng_server
 	uint32_t	n_conns;
 	uint32_t	cap_conns;
 	uint64_t	next_conn_id;
-	uint32_t	jobs;			/* batches, compactions and image stages in the pool */
+	uint32_t	jobs;			/* batches, compactions, refinements and image stages in the pool */
+	eng_refine *refines;		/* refinements in the pool */
 	int			listen_fd;
 	eng_image_job *images;		/* image and point jobs not yet replied (eng_image.h) */
 	struct eng_img_gpu *img_gpu;	/* their GPU contexts; NULL: the CPU only */
@@ -206,6 +211,20 @@ void		eng_reply_ok(eng_conn *c, uint64_t request_id);
 /* Handle one frame; false: malformed (the connection is closed). */
 bool		eng_handle_frame(eng_server *s, eng_conn *c, const mcc_frame_hdr *h,
 							 const uint8_t *payload);
+
+/* --- eng_refine.c --- */
+/* Queue a parsed REFINE for connection c (replies at once if it is empty). */
+void		eng_refine_submit(eng_server *s, eng_conn *c, uint64_t request_id,
+							  eng_refine *r);
+
+/* A finished REFINE job: reply unless cancelled, free it. */
+void		eng_refine_done(eng_server *s, eng_job *job);
+bool		eng_refine_cancel(eng_server *s, uint64_t conn_id, uint64_t request_id);
+void		eng_refine_conn_closed(eng_server *s, uint64_t conn_id);
+void		eng_refine_fail_all(eng_server *s, const char *why);
+
+/* Free the refinements the stopped pool did not hand back. */
+void		eng_refine_free_all(eng_server *s);
 
 /* --- eng_gallery.c --- */
 eng_gallery *eng_gallery_get(eng_server *s, const mcc_gallery_id *id, bool create);

@@ -15,11 +15,18 @@
  *                -> HELLO_OK uint64 incarnation, uint32 threads, uint32 flags
  *                   (MCC_HELLO_*)
  *   SEARCH       gallery, uint64 need_generation, uint32 k, float min_score,
+ *                uint64 count_xmin, uint64 count_above,
  *                uint32 n_probes, n_probes x bytes(template)
  *                -> RESULT uint64 applied_generation, uint32 n_unsettled,
+ *                   uint64 searchable (entries the pass scored, tombstones
+ *                   not counted), count,
  *                   uint32 n_probes, then per probe: uint32 more (1 if the
  *                   engine holds more candidates at or above min_score),
  *                   uint32 n, n x hit
+ *                (count_xmin != 0 and searchable > count_above: the engine
+ *                 also sorts its searchable entries for a count of the
+ *                 versions visible to a snapshot whose xmin is count_xmin:
+ *                 see `count` below; otherwise count says MCC_COUNT_NONE)
  *                -> ERROR (MCC_PERR_NOT_LOADED: load first;
  *                   MCC_PERR_GENERATION: a needed delta never came: reload;
  *                   MCC_PERR_DATA: a bad probe, a probe of another profile
@@ -50,6 +57,15 @@
  *                again if the list was full)
  *   SETTLE       gallery, uint64 horizon, uint32 n, n x (uint64 xid,
  *                uint32 state) with state one of MCC_XID_*   -> OK
+ *   REFINE       uint32 method (mcc_match.h's mcc_method), uint32 n_items,
+ *                n_items x (bytes(probe), uint32 n, n x bytes(template))
+ *                -> REFINED uint32 n_items, per item: uint32 n, n x float
+ *                   (the score of each template against the item's probe
+ *                   with the method, mcc_match_candidate's, in the order sent)
+ *                -> ERROR (MCC_PERR_DATA: a bad template, or one of another
+ *                   profile than its probe)
+ *                (stateless: the client sends the templates it re-checked;
+ *                 the engine's CPU threads score them)
  *   CANCEL       uint64 request_id_to_cancel              (no reply)
  *   STATUS       (empty) -> STATUS_REPLY uint32 n, n x gallery_status
  *   EVICT        gallery (rel 0: every gallery of db; db 0: all;
@@ -94,6 +110,15 @@
  *
  * gallery       = uint32 db_oid, uint32 rel_oid, uint64 signature
  * hit           = float score, int64 key, uint64 hash
+ * count         = uint32 state (MCC_COUNT_*), uint64 n_certain, uint32
+ *                 n_groups, n_groups x (uint64 insert_xid, uint64 delete_xid
+ *                 (0: none), uint32 flags (MCC_COUNT_F_*), uint32 entries)
+ *                 (MCC_COUNT_DONE: n_certain searchable entries are visible
+ *                 to every snapshot with that xmin: inserted by a committed
+ *                 xid below it, not deleted; every other searchable entry is
+ *                 in one group of equal xids and flags, for the client to
+ *                 judge against its snapshot; at most MCC_PROTO_MAX_GROUPS,
+ *                 else MCC_COUNT_OVERFLOW with n_certain and n_groups 0)
  * load_row      = int64 key, uint64 insert_xid, uint64 delete_xid (0: none),
  *                 bytes template
  *                 (insert_xid: the raw xmin; delete_xid: the raw xmax whenever
@@ -148,9 +173,10 @@
 
 #include <stdint.h>
 
-#define MCC_PROTO_VERSION	1
+#define MCC_PROTO_VERSION	2
 #define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
 #define MCC_PROTO_MAX_XIDS	(1u << 20)	/* xids per XID_LIST */
+#define MCC_PROTO_MAX_GROUPS (1u << 16)	/* groups of a RESULT's count */
 
 /* frame flags */
 #define MCC_FRAME_MORE		0x0001	/* DELTA: more frames of this generation follow */
@@ -176,6 +202,8 @@ typedef enum mcc_msg_type
 	MCC_MSG_STATUS_REPLY,
 	MCC_MSG_EVICT,
 	MCC_MSG_ERROR,				/* uint32 code, uint32 status, bytes message */
+	MCC_MSG_REFINE,
+	MCC_MSG_REFINED,
 
 	/* image and point jobs: numbered apart, so other additions cannot shift them */
 	MCC_MSG_SAD = 64,
@@ -187,6 +215,18 @@ typedef enum mcc_msg_type
 	MCC_MSG_ALIGN,
 	MCC_MSG_ALIGN_RESULT
 } mcc_msg_type;
+
+/* RESULT: the state of the visibility count */
+typedef enum mcc_count_state
+{
+	MCC_COUNT_NONE = 0,			/* not asked for, or searchable <= count_above */
+	MCC_COUNT_DONE,				/* n_certain and the groups */
+	MCC_COUNT_OVERFLOW			/* more groups than MCC_PROTO_MAX_GROUPS */
+} mcc_count_state;
+
+/* flags of a count group */
+#define MCC_COUNT_F_INS_COMMITTED	0x01	/* the inserting xid is known committed */
+#define MCC_COUNT_F_DEL_COMMITTED	0x02	/* the deleting xid is known committed */
 
 /* HELLO_OK flags */
 #define MCC_HELLO_IMAGES	0x0001	/* the engine takes image and point jobs */

@@ -11,7 +11,8 @@
  * Two record types stand for frames the fuzzer could hardly build because
  * they carry templates: 30, a DELTA inserting one of the harness's valid
  * templates and deleting another; 31, a SEARCH with up to 3 of them (one
- * byte of each possibly changed).
+ * byte of each possibly changed); 29, a REFINE of up to 2 probes with up to
+ * 3 candidates each, built the same way.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -148,6 +149,8 @@ synth_search(eng_buf *b, const uint8_t *p, size_t n, uint64_t rid)
 	eng_buf_u64(b, at(p, n, 0));
 	eng_buf_u32(b, at(p, n, 1));
 	eng_buf_f32(b, (float) at(p, n, 3) / 200.0f);
+	eng_buf_u64(b, at(p, n, 1) % 3 == 0 ? at(p, n, 0) : 0);	/* count_xmin */
+	eng_buf_u64(b, at(p, n, 3) % 4);	/* count_above */
 	eng_buf_u32(b, (uint32_t) np);
 	for (int i = 0; i < np; i++)
 	{
@@ -158,6 +161,37 @@ synth_search(eng_buf *b, const uint8_t *p, size_t n, uint64_t rid)
 		eng_buf_bytes(b, tpl[t], (uint32_t) tpl_size[t]);
 		if (!b->failed && at(p, n, 6 + 3 * i) != 0 && pos < tpl_size[t])
 			b->data[start + pos] ^= at(p, n, 6 + 3 * i);
+	}
+	eng_frame_end(b, f);
+}
+
+/* Record 29: a REFINE of up to 2 items of up to 3 valid (or changed) templates. */
+static void
+synth_refine(eng_buf *b, const uint8_t *p, size_t n, uint64_t rid)
+{
+	int			ni = at(p, n, 1) % 3;
+	size_t		f = eng_frame_begin(b, MCC_MSG_REFINE, rid);
+	size_t		k = 2;
+
+	eng_buf_u32(b, at(p, n, 0) % 12);	/* methods 0..9, and two unknown */
+	eng_buf_u32(b, (uint32_t) ni);
+	for (int i = 0; i < ni; i++)
+	{
+		int			nc = at(p, n, k++) % 4;
+
+		for (int j = -1; j < nc; j++)
+		{
+			int			t = at(p, n, k++) % NTPL;
+			size_t		start = b->len + 4;
+			uint16_t	pos = (uint16_t) (at(p, n, k++) * 8);
+			uint8_t		x = at(p, n, k++);
+
+			eng_buf_bytes(b, tpl[t], (uint32_t) tpl_size[t]);
+			if (!b->failed && x != 0 && pos < tpl_size[t])
+				b->data[start + pos] ^= x;
+			if (j == -1)
+				eng_buf_u32(b, (uint32_t) nc);
+		}
 	}
 	eng_frame_end(b, f);
 }
@@ -202,6 +236,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				synth_delta(&b, data + i, len, (type & 0x80) != 0);
 			else if ((type & 0x1f) == 31)
 				synth_search(&b, data + i, len, (uint64_t) (type >> 5));
+			else if ((type & 0x1f) == 29)
+				synth_refine(&b, data + i, len, (uint64_t) (type >> 5));
 			else
 			{
 				f = eng_frame_begin(&b, type & 0x1f, (uint64_t) (type >> 5));

@@ -82,7 +82,13 @@ sub create_probes
 }
 
 # SQL helpers: via_identify(), brute_force(), check_identify() (records
-# every comparison in table checks) and check_batch().
+# every comparison in table checks) and check_batch(). Each takes a refine
+# argument, 'none' (plain LSS) by default; brute_force() refines as the
+# definition says (docs/sql-reference.md, identify()): n rows with a
+# template, n' = ceil(mcc.refine_fraction * n) but at least mcc.refine_min
+# and k and at most n, the n' best by mcc_score(probe, tpl) ties by key,
+# rescored with mcc_score(probe, tpl, method), the k best at or above
+# min_score, ties by key.
 sub install_checks
 {
 	my ($node) = @_;
@@ -90,64 +96,87 @@ sub install_checks
 		CREATE TABLE checks (ok boolean NOT NULL, what text);
 
 		-- identify()'s answer as text, in its order
-		CREATE FUNCTION via_identify(g regclass, probe mcc_template, k int, min_score real)
+		CREATE FUNCTION via_identify(g regclass, probe mcc_template, k int, min_score real,
+									 refine text DEFAULT 'none')
 		RETURNS text LANGUAGE sql STABLE AS $$
 			SELECT coalesce(string_agg(id || ':' || score, ',' ORDER BY ord), '')
-			FROM identify(g, probe, k, min_score) WITH ORDINALITY AS t(id, score, ord)
+			FROM identify(g, probe, k, min_score, refine => refine) WITH ORDINALITY AS t(id, score, ord)
 		$$;
 
 		-- the top-k by mcc_score over every row the snapshot sees
-		CREATE FUNCTION brute_force(g regclass, probe mcc_template, k int, min_score real)
+		CREATE FUNCTION brute_force(g regclass, probe mcc_template, k int, min_score real,
+									refine text DEFAULT 'none')
 		RETURNS text LANGUAGE plpgsql STABLE AS $$
-		DECLARE r text;
+		DECLARE
+			r text;
+			n bigint;
+			np bigint;
+			method text := CASE refine WHEN 'dtr' THEN 'lss-dtr' ELSE refine END;
 		BEGIN
+			IF refine = 'none' THEN
+				EXECUTE format($q$
+					SELECT coalesce(string_agg(id || ':' || score, ',' ORDER BY score DESC, id), '')
+					FROM (SELECT id, score
+						  FROM (SELECT id, mcc_score($1, tpl) AS score FROM %s WHERE tpl IS NOT NULL) s
+						  WHERE score >= $2 ORDER BY score DESC, id LIMIT $3) t $q$, g)
+				INTO r USING probe, min_score, k;
+				RETURN r;
+			END IF;
+			EXECUTE format('SELECT count(*) FROM %s WHERE tpl IS NOT NULL', g) INTO n;
+			np := least(n, greatest(ceil(current_setting('mcc.refine_fraction')::float8 * n)::bigint,
+									current_setting('mcc.refine_min')::bigint, k::bigint));
 			EXECUTE format($q$
 				SELECT coalesce(string_agg(id || ':' || score, ',' ORDER BY score DESC, id), '')
 				FROM (SELECT id, score
-					  FROM (SELECT id, mcc_score($1, tpl) AS score FROM %s WHERE tpl IS NOT NULL) s
+					  FROM (SELECT id, mcc_score($1, tpl, $5) AS score
+							FROM (SELECT id, tpl FROM %s WHERE tpl IS NOT NULL
+								  ORDER BY mcc_score($1, tpl) DESC, id LIMIT $4) shortlist) s
 					  WHERE score >= $2 ORDER BY score DESC, id LIMIT $3) t $q$, g)
-			INTO r USING probe, min_score, k;
+			INTO r USING probe, min_score, k, np, method;
 			RETURN r;
 		END $$;
 
-		CREATE FUNCTION check_identify(g regclass, probe mcc_template, k int, min_score real)
+		CREATE FUNCTION check_identify(g regclass, probe mcc_template, k int, min_score real,
+									   refine text DEFAULT 'none')
 		RETURNS boolean LANGUAGE plpgsql AS $$
 		DECLARE
-			a text := via_identify(g, probe, k, min_score);
-			b text := brute_force(g, probe, k, min_score);
+			a text := via_identify(g, probe, k, min_score, refine);
+			b text := brute_force(g, probe, k, min_score, refine);
 		BEGIN
 			INSERT INTO checks VALUES (a = b, CASE WHEN a <> b THEN
-				format('k=%s min_score=%s identify=[%s] brute=[%s]', k, min_score, a, b) END);
+				format('k=%s min_score=%s refine=%s identify=[%s] brute=[%s]', k, min_score,
+					   refine, a, b) END);
 			RETURN a = b;
 		END $$;
 
 		-- identify_batch() against brute force per probe
-		CREATE FUNCTION check_batch(g regclass, ps mcc_template[], k int)
+		CREATE FUNCTION check_batch(g regclass, ps mcc_template[], k int, refine text DEFAULT 'none')
 		RETURNS boolean LANGUAGE plpgsql AS $$
 		DECLARE a text; b text;
 		BEGIN
 			SELECT string_agg(i || '|' || coalesce(hits, ''), ';' ORDER BY i) INTO a
 			FROM generate_series(1, cardinality(ps)) i
 			LEFT JOIN (SELECT probe_no, string_agg(id || ':' || score, ',' ORDER BY ord) AS hits
-					   FROM identify_batch(g, ps, k) WITH ORDINALITY AS t(probe_no, id, score, ord)
+					   FROM identify_batch(g, ps, k, 0, refine => refine) WITH ORDINALITY AS t(probe_no, id, score, ord)
 					   GROUP BY probe_no) r ON r.probe_no = i;
-			SELECT string_agg(i || '|' || brute_force(g, ps[i], k, 0), ';' ORDER BY i) INTO b
+			SELECT string_agg(i || '|' || brute_force(g, ps[i], k, 0, refine), ';' ORDER BY i) INTO b
 			FROM generate_series(1, cardinality(ps)) i;
 			INSERT INTO checks VALUES (a = b, CASE WHEN a <> b THEN
-				format('batch k=%s identify_batch=[%s] brute=[%s]', k, a, b) END);
+				format('batch k=%s refine=%s identify_batch=[%s] brute=[%s]', k, refine, a, b) END);
 			RETURN a = b;
 		END $$;
 	});
 }
 
 # Compare identify() with brute force for every probe (one REPEATABLE READ
-# transaction each, after the statements in $setup); returns the number of
-# mismatches. Dies if a query fails.
+# transaction each, after the statements in $setup; refine 'none' unless
+# given); returns the number of mismatches. Dies if a query fails.
 sub check_all_probes
 {
-	my ($node, $gallery, $k, $min_score, $setup) = @_;
+	my ($node, $gallery, $k, $min_score, $setup, $refine) = @_;
 	$min_score //= 0;
 	$setup //= '';
+	$refine //= 'none';
 	my $bad = 0;
 	my $n = $node->safe_psql('postgres', 'SELECT count(*) FROM probes');
 	for my $pid (1 .. $n)
@@ -155,7 +184,7 @@ sub check_all_probes
 		my $ok = $node->safe_psql('postgres', qq{
 			$setup
 			BEGIN ISOLATION LEVEL REPEATABLE READ;
-			SELECT check_identify('$gallery', tpl, $k, $min_score) FROM probes WHERE pid = $pid;
+			SELECT check_identify('$gallery', tpl, $k, $min_score, '$refine') FROM probes WHERE pid = $pid;
 			COMMIT;
 		});
 		$bad++ unless $ok eq 't';

@@ -82,6 +82,17 @@ tl_templates_free(tl_tpl *t, int n)
 	free(t);
 }
 
+/* Open a test template (they were built valid). */
+static inline mcc_template_view
+tl_view(const tl_tpl *t)
+{
+	mcc_template_view v;
+	mcc_error	err;
+
+	mcc_template_open(t->b, t->n, &v, &err);
+	return v;
+}
+
 /* ---- frames ------------------------------------------------------------ */
 
 static inline void
@@ -94,9 +105,11 @@ tl_hello(eng_buf *b, uint64_t rid)
 	eng_frame_end(b, f);
 }
 
+/* SEARCH with a visibility count at xmin when more than `above` are searchable. */
 static inline void
-tl_search(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t need,
-		  uint32_t k, float min_score, int n, const tl_tpl *probes)
+tl_search_count(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t need,
+				uint32_t k, float min_score, uint64_t xmin, uint64_t above,
+				int n, const tl_tpl *probes)
 {
 	size_t		f = eng_frame_begin(b, MCC_MSG_SEARCH, rid);
 
@@ -104,9 +117,38 @@ tl_search(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t need,
 	eng_buf_u64(b, need);
 	eng_buf_u32(b, k);
 	eng_buf_f32(b, min_score);
+	eng_buf_u64(b, xmin);
+	eng_buf_u64(b, above);
 	eng_buf_u32(b, (uint32_t) n);
 	for (int i = 0; i < n; i++)
 		eng_buf_bytes(b, probes[i].b, (uint32_t) probes[i].n);
+	eng_frame_end(b, f);
+}
+
+/* SEARCH without a count. */
+static inline void
+tl_search(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t need,
+		  uint32_t k, float min_score, int n, const tl_tpl *probes)
+{
+	tl_search_count(b, rid, g, need, k, min_score, 0, 0, n, probes);
+}
+
+/* REFINE of one item: probe and its n candidates, with a method. */
+static inline void
+tl_refine(eng_buf *b, uint64_t rid, uint32_t method, int n_items,
+		  const tl_tpl *probes, const int *n, const tl_tpl *const *cand)
+{
+	size_t		f = eng_frame_begin(b, MCC_MSG_REFINE, rid);
+
+	eng_buf_u32(b, method);
+	eng_buf_u32(b, (uint32_t) n_items);
+	for (int i = 0; i < n_items; i++)
+	{
+		eng_buf_bytes(b, probes[i].b, (uint32_t) probes[i].n);
+		eng_buf_u32(b, (uint32_t) n[i]);
+		for (int j = 0; j < n[i]; j++)
+			eng_buf_bytes(b, cand[i][j].b, (uint32_t) cand[i][j].n);
+	}
 	eng_frame_end(b, f);
 }
 
@@ -267,10 +309,23 @@ typedef struct tl_probe_result
 	uint64_t	hash[TL_MAX_HITS];
 } tl_probe_result;
 
+typedef struct tl_group
+{
+	uint64_t	ixid;
+	uint64_t	dxid;
+	uint32_t	flags;
+	uint32_t	entries;
+} tl_group;
+
 typedef struct tl_result
 {
 	uint64_t	applied;
 	uint32_t	unsettled;
+	uint64_t	searchable;
+	uint32_t	count_state;
+	uint64_t	certain;
+	uint32_t	n_groups;
+	tl_group   *groups;			/* n_groups, malloc'ed */
 	uint32_t	n;
 	tl_probe_result *p;			/* n, malloc'ed */
 } tl_result;
@@ -287,6 +342,20 @@ tl_parse_result(const tl_frame *f, tl_result *r)
 	eng_rd_init(&rd, f->p, f->h.length);
 	r->applied = eng_rd_u64(&rd);
 	r->unsettled = eng_rd_u32(&rd);
+	r->searchable = eng_rd_u64(&rd);
+	r->count_state = eng_rd_u32(&rd);
+	r->certain = eng_rd_u64(&rd);
+	r->n_groups = eng_rd_u32(&rd);
+	if (rd.bad || r->n_groups > MCC_PROTO_MAX_GROUPS)
+		return false;
+	r->groups = calloc(r->n_groups ? r->n_groups : 1, sizeof(tl_group));
+	for (uint32_t i = 0; i < r->n_groups; i++)
+	{
+		r->groups[i].ixid = eng_rd_u64(&rd);
+		r->groups[i].dxid = eng_rd_u64(&rd);
+		r->groups[i].flags = eng_rd_u32(&rd);
+		r->groups[i].entries = eng_rd_u32(&rd);
+	}
 	r->n = eng_rd_u32(&rd);
 	if (rd.bad || r->n > 4096)
 		return false;
@@ -312,6 +381,8 @@ tl_result_free(tl_result *r)
 {
 	free(r->p);
 	r->p = NULL;
+	free(r->groups);
+	r->groups = NULL;
 }
 
 /* The code of an ERROR frame (0 if not an error). */

@@ -13,17 +13,6 @@
 
 static const mcc_profile *prof;
 
-/* Open a test template (they were built valid). */
-static mcc_template_view
-view_of(const tl_tpl *t)
-{
-	mcc_template_view v;
-	mcc_error	err;
-
-	mcc_template_open(t->b, t->n, &v, &err);
-	return v;
-}
-
 static uint64_t
 hash_of(const tl_tpl *t)
 {
@@ -35,7 +24,7 @@ static mcc_status
 add(eng_cache *c, int64_t key, uint64_t ixid, uint64_t dxid, uint32_t flags,
 	const tl_tpl *t)
 {
-	mcc_template_view v = view_of(t);
+	mcc_template_view v = tl_view(t);
 	mcc_error	err;
 
 	return eng_cache_append(c, key, hash_of(t), ixid, dxid, flags, &v, NULL, &err);
@@ -67,7 +56,7 @@ count_undeleted(const eng_cache *c, int64_t key)
 static bool
 scan_matches(const eng_cache *c, const tl_tpl *probe, const tl_tpl *by_key, int n_keys)
 {
-	mcc_template_view pv = view_of(probe);
+	mcc_template_view pv = tl_view(probe);
 	mcc_probe  *q = aligned_alloc(64, (mcc_probe_size() + 63) & ~(size_t) 63);
 	float	   *s = malloc(sizeof(float) * (c->soa.n_tpl + 1));
 	bool		ok = true;
@@ -81,7 +70,7 @@ scan_matches(const eng_cache *c, const tl_tpl *probe, const tl_tpl *by_key, int 
 
 		if (key < 0 || key >= n_keys)
 			return false;
-		gv = view_of(&by_key[key]);
+		gv = tl_view(&by_key[key]);
 		ok = s[i] == mcc_lss_score(q, &gv) && c->soa.id[i] == key &&
 			c->entries[i].hash == hash_of(&by_key[key]);
 	}
@@ -151,8 +140,8 @@ test_dedupe(const tl_tpl *t)
 	eng_budget	b = {0, 0};
 	mcc_error	err;
 	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
-	mcc_template_view v0 = view_of(&t[0]);
-	mcc_template_view v1 = view_of(&t[1]);
+	mcc_template_view v0 = tl_view(&t[0]);
+	mcc_template_view v1 = tl_view(&t[1]);
 	bool		added;
 
 	add(c, 1, 50, 0, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &t[0]);	/* load saw (1, h0, 50) */
@@ -177,7 +166,7 @@ test_deletes(const tl_tpl *t)
 	eng_budget	b = {0, 0};
 	mcc_error	err;
 	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
-	mcc_template_view v0 = view_of(&t[0]);
+	mcc_template_view v0 = tl_view(&t[0]);
 	uint64_t	h0 = hash_of(&t[0]);
 	bool		added;
 	uint32_t	i;

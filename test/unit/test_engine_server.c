@@ -131,6 +131,24 @@ test_load_and_search(eng_server *s, eng_conn *c)
 	UNIT_CHECK(result_ok(c, 12, 1, pt + 3, 400, 0.15f, NULL),
 			   "SEARCH with a large k and min_score equals brute force");
 	ip_clear_out(c);
+	/* a visibility count is one more part of the pass (on the GPU path too) */
+	tl_search_count(&b, 13, &G, 10, 10, 0.0f, 6, 0, 3, pt);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	{
+		uint8_t    *cp;
+		tl_result	r = {0};
+		bool		ok = ip_reply(c, 13, &f, &cp) == 1 && tl_parse_result(&f, &r);
+
+		/* every row was loaded with inserting xid 5, unsettled: one group */
+		UNIT_CHECK(ok && r.count_state == MCC_COUNT_DONE && r.certain == 0 &&
+				   r.n_groups == 1 && r.groups[0].ixid == 5 && r.groups[0].entries == NT &&
+				   r.searchable == NT, "SEARCH with a count: one group of %d entries", NT);
+		tl_result_free(&r);
+		free(cp);
+	}
+	UNIT_CHECK(result_ok(c, 13, 3, pt, 10, 0.0f, NULL), "... and the same hits as brute force");
+	ip_clear_out(c);
 	eng_buf_free(&b);
 }
 
