@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "mcc_chamfer_gpu.h"
+#include "mcc_cuda_util.h"
 
 /* Threads per block. Paper 004 found 128 best on Kepler; 256 suits Hopper's schedulers as well. */
 #define CH_BLOCK		256
@@ -69,25 +70,14 @@ now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* Whether a CUDA error leaves the context unusable. */
+/*
+ * Whether a CUDA error leaves the context unusable: the kernel faults and an
+ * unknown error (a narrower list than mcc_cuda_is_sticky).
+ */
 static int
 is_sticky(cudaError_t e)
 {
-	switch (e)
-	{
-		case cudaErrorIllegalAddress:
-		case cudaErrorLaunchFailure:
-		case cudaErrorHardwareStackError:
-		case cudaErrorIllegalInstruction:
-		case cudaErrorMisalignedAddress:
-		case cudaErrorInvalidAddressSpace:
-		case cudaErrorInvalidPc:
-		case cudaErrorAssert:
-		case cudaErrorUnknown:
-			return 1;
-		default:
-			return 0;
-	}
+	return mcc_cuda_kernel_fault(e) || e == cudaErrorUnknown;
 }
 
 /* Map a CUDA error to a code and an error message (what says which call). */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mcc_cuda_util.h"
 #include "mcc_gpu_int.h"
 #include "mcc_lss.h"
 
@@ -29,30 +30,6 @@ mcc_gpu_err(mcc_error *err, mcc_gpu_code code, const char *fmt,...)
 	return code;
 }
 
-/* Errors after which the CUDA context of the process is unusable. */
-static bool
-is_sticky(cudaError_t e)
-{
-	switch (e)
-	{
-		case cudaErrorIllegalAddress:
-		case cudaErrorLaunchFailure:
-		case cudaErrorHardwareStackError:
-		case cudaErrorIllegalInstruction:
-		case cudaErrorMisalignedAddress:
-		case cudaErrorInvalidAddressSpace:
-		case cudaErrorInvalidPc:
-		case cudaErrorAssert:
-		case cudaErrorECCUncorrectable:
-		case cudaErrorLaunchTimeout:
-		case cudaErrorContextIsDestroyed:
-		case cudaErrorUnknown:
-			return true;
-		default:
-			return false;
-	}
-}
-
 /* Record a CUDA failure; a sticky one marks the context broken. */
 mcc_gpu_code
 mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *err)
@@ -62,7 +39,7 @@ mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *er
 	(void) cudaGetLastError();	/* clear a non-sticky error */
 	if (e == cudaErrorMemoryAllocation)
 		code = MCC_GPU_OOM;
-	else if (is_sticky(e))
+	else if (mcc_cuda_is_sticky(e))
 		code = MCC_GPU_STICKY;
 	else if (e == cudaErrorInsufficientDriver)
 		code = MCC_GPU_NO_DRIVER;

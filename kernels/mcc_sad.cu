@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mcc_cuda_util.h"
 #include "mcc_sad_gpu.h"
 
 /* packed byte SAD with accumulate: vabsdiff4 on the device, a loop on the host */
@@ -325,26 +326,15 @@ mcc_sad_gpu_variant_name(int variant)
 	return variant >= 0 && variant < MCC_SAD_GPU_VARIANTS ? variants[variant].name : NULL;
 }
 
-/* Whether a CUDA error leaves the context unusable. */
+/*
+ * Whether a CUDA error leaves the context unusable: the kernel faults, an
+ * uncorrectable ECC error and a launch timeout (a narrower list than
+ * mcc_cuda_is_sticky: neither a destroyed context nor an unknown error).
+ */
 static int
 is_sticky(cudaError_t e)
 {
-	switch (e)
-	{
-		case cudaErrorIllegalAddress:
-		case cudaErrorLaunchFailure:
-		case cudaErrorHardwareStackError:
-		case cudaErrorIllegalInstruction:
-		case cudaErrorMisalignedAddress:
-		case cudaErrorInvalidAddressSpace:
-		case cudaErrorInvalidPc:
-		case cudaErrorAssert:
-		case cudaErrorECCUncorrectable:
-		case cudaErrorLaunchTimeout:
-			return 1;
-		default:
-			return 0;
-	}
+	return mcc_cuda_kernel_fault(e) || e == cudaErrorECCUncorrectable || e == cudaErrorLaunchTimeout;
 }
 
 /* Turn a CUDA failure into a code and a message. */
