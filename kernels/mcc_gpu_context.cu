@@ -253,29 +253,36 @@ mcc_gpu_part_free_gallery(mcc_gpu_part *p)
 	p->tile_off = NULL;
 }
 
-/* Release the search scratch of a partition. */
+/* Release the selection buffers of a partition, sized by sc_q and sc_tpl. */
 void
-mcc_gpu_part_free_scratch(mcc_gpu_part *p)
+mcc_gpu_part_free_select(mcc_gpu_part *p)
 {
-	cudaFree(p->blob);
 	cudaFree(p->scores);
 	cudaFree(p->cand);
 	cudaFree(p->sorted);
 	cudaFree(p->schist);
 	cudaFree(p->small);
 	cudaFree(p->cub_tmp);
-	cudaFreeHost(p->h_keys);
 	cudaFreeHost(p->h_small);
-	p->blob = NULL;
 	p->scores = NULL;
 	p->cand = p->sorted = NULL;
 	p->schist = p->small = NULL;
 	p->cub_tmp = NULL;
-	p->h_keys = NULL;
 	p->h_small = NULL;
-	p->blob_cap = p->cub_bytes = p->h_keys_cap = 0;
-	p->sc_tpl = 0;
 	p->sc_q = 0;
+	p->sc_tpl = 0;
+}
+
+/* Release the search scratch of a partition. */
+void
+mcc_gpu_part_free_scratch(mcc_gpu_part *p)
+{
+	cudaFree(p->blob);
+	mcc_gpu_part_free_select(p);
+	cudaFreeHost(p->h_keys);
+	p->blob = NULL;
+	p->h_keys = NULL;
+	p->blob_cap = p->cub_bytes = p->h_keys_cap = 0;
 	p->scratch_bytes = 0;
 }
 

@@ -192,6 +192,9 @@ mcc_gpu_code mcc_gpu_err(mcc_error *err, mcc_gpu_code code, const char *fmt,...)
 /* Release the gallery arrays of a partition. */
 void		mcc_gpu_part_free_gallery(mcc_gpu_part *p);
 
+/* Release the selection buffers of a partition (scores to CUB storage). */
+void		mcc_gpu_part_free_select(mcc_gpu_part *p);
+
 /* Release the search scratch of a partition. */
 void		mcc_gpu_part_free_scratch(mcc_gpu_part *p);
 

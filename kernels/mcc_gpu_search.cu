@@ -193,21 +193,8 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 			return mcc_gpu_fail(g, e, "selection setup", p->dev, err);
 		need = (size_t) q * tpl * (4 + 8 + 8) + (size_t) q * MCC_GPU_SC_BINS * 8 +
 			(16 + 10 * (size_t) q) * 4 + cub;
-		cudaFree(p->scores);
-		cudaFree(p->cand);
-		cudaFree(p->sorted);
-		cudaFree(p->schist);
-		cudaFree(p->small);
-		cudaFree(p->cub_tmp);
-		cudaFreeHost(p->h_small);
-		p->scores = NULL;
-		p->cand = p->sorted = NULL;
-		p->schist = p->small = NULL;
-		p->cub_tmp = NULL;
-		p->h_small = NULL;
+		mcc_gpu_part_free_select(p);
 		p->scratch_bytes = p->blob_cap + p->h_keys_cap * 0;
-		p->sc_q = 0;
-		p->sc_tpl = 0;
 		if (need > mcc_gpu_room(g, p))
 			return mcc_gpu_err(err, MCC_GPU_OOM,
 							   "out of GPU memory: search buffers need %zu bytes on GPU %d, %zu are available",
