@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mcc_chamfer_gpu.h"
 #include "mcc_cuda_util.h"
@@ -59,16 +58,6 @@ struct mcc_chamfer_gpu
 	mcc_chamfer_gpu_code last;	/* code of the last failure inside the evaluator */
 	mcc_chamfer_gpu_times times;
 };
-
-/* Wall-clock milliseconds. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 /*
  * Whether a CUDA error leaves the context unusable: the kernel faults and an
@@ -526,11 +515,11 @@ mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const 
 		mcc_error_set(err, MCC_ERR_INTERNAL, "the reference was not uploaded to this context");
 		return MCC_CHAMFER_GPU_INVALID;
 	}
-	t0 = now_ms();
+	t0 = mcc_cuda_now_ms();
 	if (mcc_chamfer_obs_prepare(ref, obs, n, o.transform, &ob, err) != MCC_OK)
 		return MCC_CHAMFER_GPU_INVALID;
 	code = mcc_chamfer_gpu_set_observed(g, &ob, err);
-	t1 = now_ms();
+	t1 = mcc_cuda_now_ms();
 	g->times.observed_ms = t1 - t0;
 	if (code != MCC_CHAMFER_GPU_OK)
 	{
@@ -541,7 +530,7 @@ mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const 
 	ev.eval = mcc_chamfer_gpu_eval;
 	ev.ctx = g;
 	st = mcc_chamfer_solve(ref, &ob, &o, &ev, res, err);
-	g->times.solve_ms = now_ms() - t1;
+	g->times.solve_ms = mcc_cuda_now_ms() - t1;
 	mcc_chamfer_obs_free(&ob);
 	if (st == MCC_OK)
 		return MCC_CHAMFER_GPU_OK;
@@ -571,9 +560,9 @@ mcc_chamfer_gpu_align(mcc_chamfer_gpu *g, const double *obs, size_t n_obs, const
 		o = *opts;
 	if (mcc_chamfer_ref_build(ref, n_ref, dim, &o, &rf, err) != MCC_OK)
 		return (o.cancel && *o.cancel) ? MCC_CHAMFER_GPU_CANCELED : MCC_CHAMFER_GPU_INVALID;
-	t0 = now_ms();
+	t0 = mcc_cuda_now_ms();
 	code = mcc_chamfer_gpu_set_reference(g, &rf, err);
-	g->times.reference_ms = now_ms() - t0;
+	g->times.reference_ms = mcc_cuda_now_ms() - t0;
 	if (code == MCC_CHAMFER_GPU_OK)
 		code = mcc_chamfer_gpu_align_ref(g, &rf, obs, n_obs, &o, res, err);
 	g->ref = NULL;				/* rf dies here */

@@ -9,6 +9,7 @@
 #define MCC_CUDA_UTIL_H
 
 #include <cuda_runtime.h>
+#include <time.h>
 
 /*
  * Faults of a kernel (bad address, bad instruction, trap, assert): after
@@ -48,6 +49,16 @@ mcc_cuda_is_sticky(cudaError_t e)
 		e == cudaErrorLaunchTimeout ||
 		e == cudaErrorContextIsDestroyed ||
 		e == cudaErrorUnknown;
+}
+
+/* Wall-clock milliseconds (monotonic), for the libraries' timings. */
+static inline double
+mcc_cuda_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 #endif							/* MCC_CUDA_UTIL_H */

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mcc_cuda_util.h"
 #include "mcc_gpu_int.h"
@@ -67,16 +66,6 @@ mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *er
 		snprintf(g->broken_msg, sizeof(g->broken_msg), "%s", err ? err->message : what);
 	}
 	return code;
-}
-
-/* Wall clock in milliseconds. */
-double
-mcc_gpu_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* Count devices; never crashes without a driver. */

@@ -201,7 +201,4 @@ void		mcc_gpu_part_free_scratch(mcc_gpu_part *p);
 /* Bytes the context may still take on partition p's device (limit aware). */
 size_t		mcc_gpu_room(mcc_gpu *g, mcc_gpu_part *p);
 
-/* Wall clock in milliseconds. */
-double		mcc_gpu_now_ms(void);
-
 #endif							/* MCC_GPU_INT_H */

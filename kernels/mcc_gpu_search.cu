@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cuda_util.h"
 #include "mcc_gpu_int.h"
 #include "mcc_lss.h"
 
@@ -295,7 +296,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		  mcc_gpu_hit *hits, int *nhits, float *scores, int rcp, mcc_error *err)
 {
 	mcc_gpu_code rc = MCC_GPU_OK;
-	double		t0 = mcc_gpu_now_ms();
+	double		t0 = mcc_cuda_now_ms();
 	double		gate[256];
 	int			zero;
 	int			vr, csa, cpl, bt, tc;
@@ -308,7 +309,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	mcc_gpu_variant_params(g->opt.variant, &vr, &csa, &cpl, &bt, &tc);
 	memset(gate, 0, sizeof(gate));
 	blob = build_image(g, probes, nq, rcp, g->h_blob, &zero, gate);
-	g->timing.prep_ms += mcc_gpu_now_ms() - t0;
+	g->timing.prep_ms += mcc_cuda_now_ms() - t0;
 	g->timing.passes++;
 
 #define CK(call, what) \
@@ -433,7 +434,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		goto done;
 
 	/* merge the partitions' candidates per probe */
-	t0 = mcc_gpu_now_ms();
+	t0 = mcc_cuda_now_ms();
 	for (int q = 0; q < nq; q++)
 	{
 		nacc = 0;
@@ -490,7 +491,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		nhits[q] = (int) (nacc < (size_t) k ? nacc : (size_t) k);
 		memcpy(hits + (size_t) q * k, acc, sizeof(mcc_gpu_hit) * nhits[q]);
 	}
-	g->timing.merge_ms += mcc_gpu_now_ms() - t0;
+	g->timing.merge_ms += mcc_cuda_now_ms() - t0;
 done:
 	free(acc);
 	return MCC_GPU_OK;
@@ -508,7 +509,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	mcc_gpu_hit *hits, int *nhits, float *scores, mcc_error *err)
 {
 	mcc_gpu_code rc;
-	double		t0 = mcc_gpu_now_ms();
+	double		t0 = mcc_cuda_now_ms();
 	int			rcp, csa, cpl, bt, tc;
 	size_t		big = (size_t) -1;
 	int			q0 = 0;
@@ -568,7 +569,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			return rc;
 		q0 = q1;
 	}
-	g->timing.total_ms = mcc_gpu_now_ms() - t0;
+	g->timing.total_ms = mcc_cuda_now_ms() - t0;
 	return MCC_GPU_OK;
 }
 

@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mcc_cuda_util.h"
 #include "mcc_sad_gpu.h"
@@ -480,16 +479,6 @@ mcc_sad_gpu_describe(const mcc_sad_gpu *ctx)
 	return ctx->desc;
 }
 
-/* Wall-clock milliseconds. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 /* The variant for a map: the largest tiles that still give every SM 8 warps. */
 static int
 auto_variant(const mcc_sad_gpu *ctx, uint32_t W, uint32_t H, uint32_t w, uint32_t h)
@@ -513,7 +502,7 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 				   uint32_t k, mcc_sad_hit *hits, uint32_t *n_hits, uint64_t *map, int variant,
 				   const volatile int *cancel, mcc_sad_gpu_timing *timing, mcc_error *err)
 {
-	const double t_start = now_ms();
+	const double t_start = mcc_cuda_now_ms();
 	const uint32_t W = target->width,
 				H = target->height,
 				w = pattern->width,
@@ -722,7 +711,7 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 		timing->select_ms = ms;
 		cudaEventElapsedTime(&ms, ctx->ev[4], ctx->ev[5]);
 		timing->download_ms = ms;
-		timing->total_ms = now_ms() - t_start;
+		timing->total_ms = mcc_cuda_now_ms() - t_start;
 		timing->variant = variant;
 		timing->launches = launches;
 	}
