@@ -59,16 +59,6 @@ struct mcc_chamfer_gpu
 	mcc_chamfer_gpu_times times;
 };
 
-/*
- * Whether a CUDA error leaves the context unusable: the kernel faults and an
- * unknown error (a narrower list than mcc_cuda_is_sticky).
- */
-static int
-is_sticky(cudaError_t e)
-{
-	return mcc_cuda_kernel_fault(e) || e == cudaErrorUnknown;
-}
-
 /* Map a CUDA error to a code and an error message (what says which call). */
 static mcc_chamfer_gpu_code
 cuda_fail(mcc_chamfer_gpu *g, cudaError_t e, const char *what, mcc_error *err)
@@ -92,7 +82,7 @@ cuda_fail(mcc_chamfer_gpu *g, cudaError_t e, const char *what, mcc_error *err)
 			code = MCC_CHAMFER_GPU_OOM;
 			break;
 		default:
-			code = is_sticky(e) ? MCC_CHAMFER_GPU_STICKY : MCC_CHAMFER_GPU_CUDA;
+			code = mcc_cuda_is_sticky(e) ? MCC_CHAMFER_GPU_STICKY : MCC_CHAMFER_GPU_CUDA;
 	}
 	if (g != NULL && code == MCC_CHAMFER_GPU_STICKY)
 		g->sticky = 1;

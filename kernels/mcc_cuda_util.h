@@ -12,12 +12,15 @@
 #include <time.h>
 
 /*
- * Faults of a kernel (bad address, bad instruction, trap, assert): after
- * any of them the CUDA context of the process is unusable. Every library
- * counts them as sticky; each adds its own further errors.
+ * Errors after which the CUDA context of the process is unusable (every
+ * later call fails the same way): the faults of a kernel (bad address, bad
+ * instruction, trap, assert), an uncorrectable ECC error, a launch timeout,
+ * a destroyed context and an unknown error. Every library of kernels/ marks
+ * its context for good on these, so that the engine stops using that GPU
+ * whichever job met the error.
  */
 static inline bool
-mcc_cuda_kernel_fault(cudaError_t e)
+mcc_cuda_is_sticky(cudaError_t e)
 {
 	switch (e)
 	{
@@ -29,26 +32,14 @@ mcc_cuda_kernel_fault(cudaError_t e)
 		case cudaErrorInvalidAddressSpace:
 		case cudaErrorInvalidPc:
 		case cudaErrorAssert:
+		case cudaErrorECCUncorrectable:
+		case cudaErrorLaunchTimeout:
+		case cudaErrorContextIsDestroyed:
+		case cudaErrorUnknown:
 			return true;
 		default:
 			return false;
 	}
-}
-
-/*
- * Errors after which the CUDA context of the process is unusable, as the
- * search engine and elastic matching count them: the kernel faults, an
- * uncorrectable ECC error, a launch timeout, a destroyed context and an
- * unknown error.
- */
-static inline bool
-mcc_cuda_is_sticky(cudaError_t e)
-{
-	return mcc_cuda_kernel_fault(e) ||
-		e == cudaErrorECCUncorrectable ||
-		e == cudaErrorLaunchTimeout ||
-		e == cudaErrorContextIsDestroyed ||
-		e == cudaErrorUnknown;
 }
 
 /* Wall-clock milliseconds (monotonic), for the libraries' timings. */

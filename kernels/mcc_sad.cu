@@ -325,17 +325,6 @@ mcc_sad_gpu_variant_name(int variant)
 	return variant >= 0 && variant < MCC_SAD_GPU_VARIANTS ? variants[variant].name : NULL;
 }
 
-/*
- * Whether a CUDA error leaves the context unusable: the kernel faults, an
- * uncorrectable ECC error and a launch timeout (a narrower list than
- * mcc_cuda_is_sticky: neither a destroyed context nor an unknown error).
- */
-static int
-is_sticky(cudaError_t e)
-{
-	return mcc_cuda_kernel_fault(e) || e == cudaErrorECCUncorrectable || e == cudaErrorLaunchTimeout;
-}
-
 /* Turn a CUDA failure into a code and a message. */
 static mcc_sad_gpu_code
 fail(mcc_sad_gpu *ctx, cudaError_t e, const char *what, mcc_error *err)
@@ -349,7 +338,7 @@ fail(mcc_sad_gpu *ctx, cudaError_t e, const char *what, mcc_error *err)
 	}
 	mcc_error_set(err, MCC_ERR_INTERNAL, "CUDA error in a SAD search: %s", cudaGetErrorString(e));
 	mcc_error_detail(err, "%s failed (error %d).", what, (int) e);
-	if (is_sticky(e))
+	if (mcc_cuda_is_sticky(e))
 	{
 		if (ctx)
 			ctx->sticky = 1;
