@@ -45,7 +45,7 @@ CH_NVCCFLAGS = -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 \
 	-Isrc/core -Ikernels
 CH_GPU_LINK = -L$(CH_CUDA_HOME)/lib64 -L$(CH_CUDA_HOME)/lib -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
 
-$(CH_DIR)/mcc_chamfer_cu.o: kernels/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h $(wildcard src/core/*.h)
+$(CH_DIR)/mcc_chamfer_cu.o: kernels/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h kernels/mcc_cuda_util.h $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(CH_NVCC) $(CH_NVCCFLAGS) -c $< -o $@
 

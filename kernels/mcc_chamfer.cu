@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mcc_chamfer_gpu.h"
+#include "mcc_cuda_util.h"
 
 /* Threads per block. Paper 004 found 128 best on Kepler; 256 suits Hopper's schedulers as well. */
 #define CH_BLOCK		256
@@ -59,37 +59,6 @@ struct mcc_chamfer_gpu
 	mcc_chamfer_gpu_times times;
 };
 
-/* Wall-clock milliseconds. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-/* Whether a CUDA error leaves the context unusable. */
-static int
-is_sticky(cudaError_t e)
-{
-	switch (e)
-	{
-		case cudaErrorIllegalAddress:
-		case cudaErrorLaunchFailure:
-		case cudaErrorHardwareStackError:
-		case cudaErrorIllegalInstruction:
-		case cudaErrorMisalignedAddress:
-		case cudaErrorInvalidAddressSpace:
-		case cudaErrorInvalidPc:
-		case cudaErrorAssert:
-		case cudaErrorUnknown:
-			return 1;
-		default:
-			return 0;
-	}
-}
-
 /* Map a CUDA error to a code and an error message (what says which call). */
 static mcc_chamfer_gpu_code
 cuda_fail(mcc_chamfer_gpu *g, cudaError_t e, const char *what, mcc_error *err)
@@ -113,7 +82,7 @@ cuda_fail(mcc_chamfer_gpu *g, cudaError_t e, const char *what, mcc_error *err)
 			code = MCC_CHAMFER_GPU_OOM;
 			break;
 		default:
-			code = is_sticky(e) ? MCC_CHAMFER_GPU_STICKY : MCC_CHAMFER_GPU_CUDA;
+			code = mcc_cuda_is_sticky(e) ? MCC_CHAMFER_GPU_STICKY : MCC_CHAMFER_GPU_CUDA;
 	}
 	if (g != NULL && code == MCC_CHAMFER_GPU_STICKY)
 		g->sticky = 1;
@@ -536,11 +505,11 @@ mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const 
 		mcc_error_set(err, MCC_ERR_INTERNAL, "the reference was not uploaded to this context");
 		return MCC_CHAMFER_GPU_INVALID;
 	}
-	t0 = now_ms();
+	t0 = mcc_cuda_now_ms();
 	if (mcc_chamfer_obs_prepare(ref, obs, n, o.transform, &ob, err) != MCC_OK)
 		return MCC_CHAMFER_GPU_INVALID;
 	code = mcc_chamfer_gpu_set_observed(g, &ob, err);
-	t1 = now_ms();
+	t1 = mcc_cuda_now_ms();
 	g->times.observed_ms = t1 - t0;
 	if (code != MCC_CHAMFER_GPU_OK)
 	{
@@ -551,7 +520,7 @@ mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const 
 	ev.eval = mcc_chamfer_gpu_eval;
 	ev.ctx = g;
 	st = mcc_chamfer_solve(ref, &ob, &o, &ev, res, err);
-	g->times.solve_ms = now_ms() - t1;
+	g->times.solve_ms = mcc_cuda_now_ms() - t1;
 	mcc_chamfer_obs_free(&ob);
 	if (st == MCC_OK)
 		return MCC_CHAMFER_GPU_OK;
@@ -581,9 +550,9 @@ mcc_chamfer_gpu_align(mcc_chamfer_gpu *g, const double *obs, size_t n_obs, const
 		o = *opts;
 	if (mcc_chamfer_ref_build(ref, n_ref, dim, &o, &rf, err) != MCC_OK)
 		return (o.cancel && *o.cancel) ? MCC_CHAMFER_GPU_CANCELED : MCC_CHAMFER_GPU_INVALID;
-	t0 = now_ms();
+	t0 = mcc_cuda_now_ms();
 	code = mcc_chamfer_gpu_set_reference(g, &rf, err);
-	g->times.reference_ms = now_ms() - t0;
+	g->times.reference_ms = mcc_cuda_now_ms() - t0;
 	if (code == MCC_CHAMFER_GPU_OK)
 		code = mcc_chamfer_gpu_align_ref(g, &rf, obs, n_obs, &o, res, err);
 	g->ref = NULL;				/* rf dies here */

@@ -27,6 +27,7 @@
 
 #include <cuda_runtime.h>
 
+#include "mcc_cuda_util.h"
 #include "mcc_dp2d_gpu.h"
 #include "mcc_dp2d_wave.h"
 
@@ -314,30 +315,6 @@ gpu_err(mcc_error *err, mcc_dp2d_gpu_code code, const char *fmt, ...)
 	return code;
 }
 
-/* Errors after which the process's CUDA context is unusable. */
-static bool
-is_sticky(cudaError_t e)
-{
-	switch (e)
-	{
-		case cudaErrorIllegalAddress:
-		case cudaErrorLaunchFailure:
-		case cudaErrorHardwareStackError:
-		case cudaErrorIllegalInstruction:
-		case cudaErrorMisalignedAddress:
-		case cudaErrorInvalidAddressSpace:
-		case cudaErrorInvalidPc:
-		case cudaErrorAssert:
-		case cudaErrorECCUncorrectable:
-		case cudaErrorLaunchTimeout:
-		case cudaErrorContextIsDestroyed:
-		case cudaErrorUnknown:
-			return true;
-		default:
-			return false;
-	}
-}
-
 /* A CUDA failure as a code and a message. */
 static mcc_dp2d_gpu_code
 gpu_fail(mcc_dp2d_gpu *g, cudaError_t e, const char *what, mcc_error *err)
@@ -366,7 +343,7 @@ gpu_fail(mcc_dp2d_gpu *g, cudaError_t e, const char *what, mcc_error *err)
 			code = MCC_DP2D_GPU_UNSUPPORTED;
 			break;
 		default:
-			code = is_sticky(e) ? MCC_DP2D_GPU_STICKY : MCC_DP2D_GPU_CUDA;
+			code = mcc_cuda_is_sticky(e) ? MCC_DP2D_GPU_STICKY : MCC_DP2D_GPU_CUDA;
 			break;
 	}
 	gpu_err(err, code, "%s%s failed: %s (%s)", code == MCC_DP2D_GPU_STICKY ?

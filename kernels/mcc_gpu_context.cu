@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "mcc_cuda_util.h"
 #include "mcc_gpu_int.h"
 #include "mcc_lss.h"
 
@@ -29,30 +29,6 @@ mcc_gpu_err(mcc_error *err, mcc_gpu_code code, const char *fmt,...)
 	return code;
 }
 
-/* Errors after which the CUDA context of the process is unusable. */
-static bool
-is_sticky(cudaError_t e)
-{
-	switch (e)
-	{
-		case cudaErrorIllegalAddress:
-		case cudaErrorLaunchFailure:
-		case cudaErrorHardwareStackError:
-		case cudaErrorIllegalInstruction:
-		case cudaErrorMisalignedAddress:
-		case cudaErrorInvalidAddressSpace:
-		case cudaErrorInvalidPc:
-		case cudaErrorAssert:
-		case cudaErrorECCUncorrectable:
-		case cudaErrorLaunchTimeout:
-		case cudaErrorContextIsDestroyed:
-		case cudaErrorUnknown:
-			return true;
-		default:
-			return false;
-	}
-}
-
 /* Record a CUDA failure; a sticky one marks the context broken. */
 mcc_gpu_code
 mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *err)
@@ -62,7 +38,7 @@ mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *er
 	(void) cudaGetLastError();	/* clear a non-sticky error */
 	if (e == cudaErrorMemoryAllocation)
 		code = MCC_GPU_OOM;
-	else if (is_sticky(e))
+	else if (mcc_cuda_is_sticky(e))
 		code = MCC_GPU_STICKY;
 	else if (e == cudaErrorInsufficientDriver)
 		code = MCC_GPU_NO_DRIVER;
@@ -90,16 +66,6 @@ mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *er
 		snprintf(g->broken_msg, sizeof(g->broken_msg), "%s", err ? err->message : what);
 	}
 	return code;
-}
-
-/* Wall clock in milliseconds. */
-double
-mcc_gpu_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* Count devices; never crashes without a driver. */
@@ -276,29 +242,36 @@ mcc_gpu_part_free_gallery(mcc_gpu_part *p)
 	p->tile_off = NULL;
 }
 
-/* Release the search scratch of a partition. */
+/* Release the selection buffers of a partition, sized by sc_q and sc_tpl. */
 void
-mcc_gpu_part_free_scratch(mcc_gpu_part *p)
+mcc_gpu_part_free_select(mcc_gpu_part *p)
 {
-	cudaFree(p->blob);
 	cudaFree(p->scores);
 	cudaFree(p->cand);
 	cudaFree(p->sorted);
 	cudaFree(p->schist);
 	cudaFree(p->small);
 	cudaFree(p->cub_tmp);
-	cudaFreeHost(p->h_keys);
 	cudaFreeHost(p->h_small);
-	p->blob = NULL;
 	p->scores = NULL;
 	p->cand = p->sorted = NULL;
 	p->schist = p->small = NULL;
 	p->cub_tmp = NULL;
-	p->h_keys = NULL;
 	p->h_small = NULL;
-	p->blob_cap = p->cub_bytes = p->h_keys_cap = 0;
-	p->sc_tpl = 0;
 	p->sc_q = 0;
+	p->sc_tpl = 0;
+}
+
+/* Release the search scratch of a partition. */
+void
+mcc_gpu_part_free_scratch(mcc_gpu_part *p)
+{
+	cudaFree(p->blob);
+	mcc_gpu_part_free_select(p);
+	cudaFreeHost(p->h_keys);
+	p->blob = NULL;
+	p->h_keys = NULL;
+	p->blob_cap = p->cub_bytes = p->h_keys_cap = 0;
 	p->scratch_bytes = 0;
 }
 

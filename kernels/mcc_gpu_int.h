@@ -192,13 +192,13 @@ mcc_gpu_code mcc_gpu_err(mcc_error *err, mcc_gpu_code code, const char *fmt,...)
 /* Release the gallery arrays of a partition. */
 void		mcc_gpu_part_free_gallery(mcc_gpu_part *p);
 
+/* Release the selection buffers of a partition (scores to CUB storage). */
+void		mcc_gpu_part_free_select(mcc_gpu_part *p);
+
 /* Release the search scratch of a partition. */
 void		mcc_gpu_part_free_scratch(mcc_gpu_part *p);
 
 /* Bytes the context may still take on partition p's device (limit aware). */
 size_t		mcc_gpu_room(mcc_gpu *g, mcc_gpu_part *p);
-
-/* Wall clock in milliseconds. */
-double		mcc_gpu_now_ms(void);
 
 #endif							/* MCC_GPU_INT_H */

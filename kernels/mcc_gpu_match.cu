@@ -88,6 +88,64 @@ popc_xor(const uint4 &x, const uint4 &y, const uint4 &p0, const uint4 &p1)
 }
 
 /*
+ * Step-2 for one lane's template lt of the tile (paper 000 Fig. 9): its
+ * score from its distance histogram row, stored for probe q, and the row
+ * cleared for the next item. A dead template stores sc unchanged (-1).
+ * Both kernels' Step-2; inlined, so each compiles as if written in place.
+ */
+__device__ __forceinline__ float
+step2_score(const mcc_match_args &a, const uint8_t *s_lutp, uint32_t *row, uint32_t q,
+			uint32_t lt, uint32_t n, float sc)
+{
+	uint32_t	nc = a.tncyl[lt];
+	uint32_t	mn = min(nc, n);
+
+	if (a.alive[lt])
+	{
+		int			np = mn ? s_lutp[mn] : 0;
+
+		if (np == 0)
+			sc = 0.0f;
+		else
+		{
+			int			left = np, sum = 0;
+
+			for (int i = 0; i < 64 && left > 0; i++)
+			{
+				int			c = min((int) row[i], left);
+
+				sum += c * i;
+				left -= c;
+			}
+			sum += left * 64;
+			sc = (float) (np * 64 - sum) / (float) (np * 64);
+		}
+	}
+	a.scores[(size_t) q * a.score_stride + lt] = sc;
+	for (int i = 0; i < 64; i++)
+		row[i] = 0;
+	return sc;
+}
+
+/*
+ * Add the warp's scores (lanes below ntpl, dead templates left out) to the
+ * coarse score histogram of probe q: one atomic per distinct bin. The lane
+ * is read here rather than passed: so the kernels compile to the very same
+ * code as with these lines written in place.
+ */
+__device__ __forceinline__ void
+coarse_hist(const mcc_match_args &a, uint32_t q, uint32_t ntpl, float sc)
+{
+	int			lane = threadIdx.x & 31;
+	bool		has = lane < ntpl && sc >= 0.0f;
+	uint32_t	bin = has ? (__float_as_uint(sc) >> MCC_GPU_SC_SHIFT) : 0xffffffffu;
+	uint32_t	mask = __match_any_sync(FULL, bin);
+
+	if (has && lane == __ffs(mask) - 1)
+		atomicAdd(&a.schist[(size_t) q * MCC_GPU_SC_BINS + bin], __popc(mask));
+}
+
+/*
  * The kernel. RCP: MCC_RCP_FP64 or MCC_RCP_TABLE; CSA: 2 or 4 carry-save
  * adders; ZS: exclude pairs of two empty cylinders (den = 0), needed only
  * when both the probe and the partition have one; CPL: gallery cylinders
@@ -133,8 +191,6 @@ mcc_match(mcc_match_args a)
 		const double *eE;
 		const uint32_t *erow;
 		float		sc = -1.0f;
-		bool		has;
-		uint32_t	bin, mask;
 
 		if (BT)
 		{
@@ -287,44 +343,11 @@ mcc_match(mcc_match_args a)
 			continue;
 		}
 		if (lane < ntpl)
-		{
-			uint32_t   *row = hist + lane * MCC_GPU_HROW;
-			uint32_t	nc = a.tncyl[lt];
-			uint32_t	mn = min(nc, n);
-
-			if (a.alive[lt])
-			{
-				int			np = mn ? s_lutp[mn] : 0;
-
-				if (np == 0)
-					sc = 0.0f;
-				else
-				{
-					int			left = np, sum = 0;
-
-					for (int i = 0; i < 64 && left > 0; i++)
-					{
-						int			c = min((int) row[i], left);
-
-						sum += c * i;
-						left -= c;
-					}
-					sum += left * 64;
-					sc = (float) (np * 64 - sum) / (float) (np * 64);
-				}
-			}
-			a.scores[(size_t) q * a.score_stride + lt] = sc;
-			for (int i = 0; i < 64; i++)
-				row[i] = 0;
-		}
+			sc = step2_score(a, s_lutp, hist + lane * MCC_GPU_HROW, q, lt, n, sc);
 		__syncwarp();
 
 		/* coarse score histogram, one atomic per distinct bin of the warp */
-		has = lane < ntpl && sc >= 0.0f;
-		bin = has ? (__float_as_uint(sc) >> MCC_GPU_SC_SHIFT) : 0xffffffffu;
-		mask = __match_any_sync(FULL, bin);
-		if (has && lane == __ffs(mask) - 1)
-			atomicAdd(&a.schist[(size_t) q * MCC_GPU_SC_BINS + bin], __popc(mask));
+		coarse_hist(a, q, ntpl, sc);
 		if (BT)
 			__syncthreads();
 	}
@@ -395,8 +418,6 @@ mcc_match_tc(mcc_match_args a)
 		const uint32_t *wlo, *whi, *erow;
 		const double *eE;
 		float		sc = -1.0f;
-		bool		has;
-		uint32_t	bin, mask;
 
 		if (threadIdx.x == 0)
 			s_item = atomicAdd(a.counter, 1u);
@@ -545,41 +566,9 @@ mcc_match_tc(mcc_match_args a)
 			continue;
 		}
 		if (lane < ntpl)
-		{
-			uint32_t   *row = hist + lane * MCC_GPU_HROW;
-			uint32_t	mn = min((uint32_t) a.tncyl[lt], n);
-
-			if (a.alive[lt])
-			{
-				int			np = mn ? s_lutp[mn] : 0;
-
-				if (np == 0)
-					sc = 0.0f;
-				else
-				{
-					int			left = np, sum = 0;
-
-					for (int i = 0; i < 64 && left > 0; i++)
-					{
-						int			cc = min((int) row[i], left);
-
-						sum += cc * i;
-						left -= cc;
-					}
-					sum += left * 64;
-					sc = (float) (np * 64 - sum) / (float) (np * 64);
-				}
-			}
-			a.scores[(size_t) q * a.score_stride + lt] = sc;
-			for (int i = 0; i < 64; i++)
-				row[i] = 0;
-		}
+			sc = step2_score(a, s_lutp, hist + lane * MCC_GPU_HROW, q, lt, n, sc);
 		__syncwarp();
-		has = lane < ntpl && sc >= 0.0f;
-		bin = has ? (__float_as_uint(sc) >> MCC_GPU_SC_SHIFT) : 0xffffffffu;
-		mask = __match_any_sync(FULL, bin);
-		if (has && lane == __ffs(mask) - 1)
-			atomicAdd(&a.schist[(size_t) q * MCC_GPU_SC_BINS + bin], __popc(mask));
+		coarse_hist(a, q, ntpl, sc);
 		__syncthreads();
 	}
 }

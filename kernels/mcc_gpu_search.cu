@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cuda_util.h"
 #include "mcc_gpu_int.h"
 #include "mcc_lss.h"
 
@@ -193,21 +194,8 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 			return mcc_gpu_fail(g, e, "selection setup", p->dev, err);
 		need = (size_t) q * tpl * (4 + 8 + 8) + (size_t) q * MCC_GPU_SC_BINS * 8 +
 			(16 + 10 * (size_t) q) * 4 + cub;
-		cudaFree(p->scores);
-		cudaFree(p->cand);
-		cudaFree(p->sorted);
-		cudaFree(p->schist);
-		cudaFree(p->small);
-		cudaFree(p->cub_tmp);
-		cudaFreeHost(p->h_small);
-		p->scores = NULL;
-		p->cand = p->sorted = NULL;
-		p->schist = p->small = NULL;
-		p->cub_tmp = NULL;
-		p->h_small = NULL;
+		mcc_gpu_part_free_select(p);
 		p->scratch_bytes = p->blob_cap + p->h_keys_cap * 0;
-		p->sc_q = 0;
-		p->sc_tpl = 0;
 		if (need > mcc_gpu_room(g, p))
 			return mcc_gpu_err(err, MCC_GPU_OOM,
 							   "out of GPU memory: search buffers need %zu bytes on GPU %d, %zu are available",
@@ -308,7 +296,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		  mcc_gpu_hit *hits, int *nhits, float *scores, int rcp, mcc_error *err)
 {
 	mcc_gpu_code rc = MCC_GPU_OK;
-	double		t0 = mcc_gpu_now_ms();
+	double		t0 = mcc_cuda_now_ms();
 	double		gate[256];
 	int			zero;
 	int			vr, csa, cpl, bt, tc;
@@ -321,7 +309,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	mcc_gpu_variant_params(g->opt.variant, &vr, &csa, &cpl, &bt, &tc);
 	memset(gate, 0, sizeof(gate));
 	blob = build_image(g, probes, nq, rcp, g->h_blob, &zero, gate);
-	g->timing.prep_ms += mcc_gpu_now_ms() - t0;
+	g->timing.prep_ms += mcc_cuda_now_ms() - t0;
 	g->timing.passes++;
 
 #define CK(call, what) \
@@ -446,7 +434,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		goto done;
 
 	/* merge the partitions' candidates per probe */
-	t0 = mcc_gpu_now_ms();
+	t0 = mcc_cuda_now_ms();
 	for (int q = 0; q < nq; q++)
 	{
 		nacc = 0;
@@ -503,7 +491,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		nhits[q] = (int) (nacc < (size_t) k ? nacc : (size_t) k);
 		memcpy(hits + (size_t) q * k, acc, sizeof(mcc_gpu_hit) * nhits[q]);
 	}
-	g->timing.merge_ms += mcc_gpu_now_ms() - t0;
+	g->timing.merge_ms += mcc_cuda_now_ms() - t0;
 done:
 	free(acc);
 	return MCC_GPU_OK;
@@ -521,7 +509,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	mcc_gpu_hit *hits, int *nhits, float *scores, mcc_error *err)
 {
 	mcc_gpu_code rc;
-	double		t0 = mcc_gpu_now_ms();
+	double		t0 = mcc_cuda_now_ms();
 	int			rcp, csa, cpl, bt, tc;
 	size_t		big = (size_t) -1;
 	int			q0 = 0;
@@ -581,7 +569,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			return rc;
 		q0 = q1;
 	}
-	g->timing.total_ms = mcc_gpu_now_ms() - t0;
+	g->timing.total_ms = mcc_cuda_now_ms() - t0;
 	return MCC_GPU_OK;
 }
 

@@ -33,8 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "mcc_cuda_util.h"
 #include "mcc_sad_gpu.h"
 
 /* packed byte SAD with accumulate: vabsdiff4 on the device, a loop on the host */
@@ -325,28 +325,6 @@ mcc_sad_gpu_variant_name(int variant)
 	return variant >= 0 && variant < MCC_SAD_GPU_VARIANTS ? variants[variant].name : NULL;
 }
 
-/* Whether a CUDA error leaves the context unusable. */
-static int
-is_sticky(cudaError_t e)
-{
-	switch (e)
-	{
-		case cudaErrorIllegalAddress:
-		case cudaErrorLaunchFailure:
-		case cudaErrorHardwareStackError:
-		case cudaErrorIllegalInstruction:
-		case cudaErrorMisalignedAddress:
-		case cudaErrorInvalidAddressSpace:
-		case cudaErrorInvalidPc:
-		case cudaErrorAssert:
-		case cudaErrorECCUncorrectable:
-		case cudaErrorLaunchTimeout:
-			return 1;
-		default:
-			return 0;
-	}
-}
-
 /* Turn a CUDA failure into a code and a message. */
 static mcc_sad_gpu_code
 fail(mcc_sad_gpu *ctx, cudaError_t e, const char *what, mcc_error *err)
@@ -360,7 +338,7 @@ fail(mcc_sad_gpu *ctx, cudaError_t e, const char *what, mcc_error *err)
 	}
 	mcc_error_set(err, MCC_ERR_INTERNAL, "CUDA error in a SAD search: %s", cudaGetErrorString(e));
 	mcc_error_detail(err, "%s failed (error %d).", what, (int) e);
-	if (is_sticky(e))
+	if (mcc_cuda_is_sticky(e))
 	{
 		if (ctx)
 			ctx->sticky = 1;
@@ -490,16 +468,6 @@ mcc_sad_gpu_describe(const mcc_sad_gpu *ctx)
 	return ctx->desc;
 }
 
-/* Wall-clock milliseconds. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 /* The variant for a map: the largest tiles that still give every SM 8 warps. */
 static int
 auto_variant(const mcc_sad_gpu *ctx, uint32_t W, uint32_t H, uint32_t w, uint32_t h)
@@ -523,7 +491,7 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 				   uint32_t k, mcc_sad_hit *hits, uint32_t *n_hits, uint64_t *map, int variant,
 				   const volatile int *cancel, mcc_sad_gpu_timing *timing, mcc_error *err)
 {
-	const double t_start = now_ms();
+	const double t_start = mcc_cuda_now_ms();
 	const uint32_t W = target->width,
 				H = target->height,
 				w = pattern->width,
@@ -732,7 +700,7 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 		timing->select_ms = ms;
 		cudaEventElapsedTime(&ms, ctx->ev[4], ctx->ev[5]);
 		timing->download_ms = ms;
-		timing->total_ms = now_ms() - t_start;
+		timing->total_ms = mcc_cuda_now_ms() - t_start;
 		timing->variant = variant;
 		timing->launches = launches;
 	}

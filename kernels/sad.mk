@@ -46,7 +46,8 @@ SAD_NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,co
 SAD_NVCCFLAGS ?= -O3 -std=c++17 $(SAD_NVCC_ARCH) -Xcompiler -fPIC -lineinfo -Isrc/core -Ikernels
 SAD_GPU_LINK = -L$(SAD_CUDA_HOME)/lib64 -L$(SAD_CUDA_HOME)/lib -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
 
-$(BUILD)/sad/mcc_sad_cu.o: kernels/mcc_sad.cu kernels/mcc_sad_body.h kernels/mcc_sad_gpu.h $(wildcard src/core/*.h)
+$(BUILD)/sad/mcc_sad_cu.o: kernels/mcc_sad.cu kernels/mcc_sad_body.h kernels/mcc_sad_gpu.h kernels/mcc_cuda_util.h \
+		$(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(SAD_NVCCFLAGS) -c $< -o $@
 
