@@ -150,7 +150,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.c))
 FUZZ_BINS = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h test/fuzz/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-Isrc/core $< $(CORE_SRCS) $(CORE_LIBS) -o $@

@@ -14,13 +14,9 @@
 #include "mcc_pg.h"
 #include "gallery.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/table.h"
-#include "catalog/indexing.h"
 #include "catalog/objectaddress.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -29,39 +25,16 @@
 #include "nodes/bitmapset.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/syscache.h"
 
-/* The schema an extension lives in (PostgreSQL 15 does not export this). */
-static Oid
-extension_schema(Oid extoid)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	Oid			nsp = InvalidOid;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(extoid));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return nsp;
-}
-
 /* OID of mcc_template in the extension's schema. */
 Oid
 mcc_template_type_oid(void)
 {
-	Oid			nsp = extension_schema(get_extension_oid("mcc", false));
+	Oid			nsp = mcc_pg_extension_schema(get_extension_oid("mcc", false));
 	Oid			typoid;
 
 	typoid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,

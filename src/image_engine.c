@@ -215,14 +215,10 @@ mcc_image_engine_run(StringInfo frame, uint16 type, const char *fn, mcc_image_re
 const char *
 mcc_image_get_raw(mcc_image_result *res, size_t n)
 {
-	const char *p = res->p;
+	mcc_reader	r = {res->p, res->end};
+	const char *p = mcc_reader_take(&r, n, "An image job's result ended early.");
 
-	if ((size_t) (res->end - res->p) < n)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("An image job's result ended early.")));
-	res->p += n;
+	res->p = r.p;
 	return p;
 }
 

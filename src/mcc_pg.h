@@ -46,6 +46,9 @@ extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p
 extern Datum mcc_pg_tuple_attr(HeapTuple tup, TupleDesc desc, AttrNumber attnum,
 							   bool *isnull);
 
+/* Schema of extension extoid (InvalidOid if there is none). */
+extern Oid	mcc_pg_extension_schema(Oid extoid);
+
 /* Profile by SQL name; raises 22023 naming the known profiles if unknown. */
 extern const mcc_profile *mcc_pg_profile(const char *name);
 

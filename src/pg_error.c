@@ -1,11 +1,16 @@
 /*
- * pg_error.c: the bridge between src/core's mcc_error and ereport, and the
- * template helpers every SQL function uses.
+ * pg_error.c: the bridge between src/core's mcc_error and ereport, the
+ * template helpers every SQL function uses, and small catalog helpers.
  */
 #include "mcc_pg.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 
 /* SQLSTATE for a core status (table in docs/architecture.md). */
 int
@@ -114,4 +119,26 @@ mcc_pg_tuple_attr(HeapTuple tup, TupleDesc desc, AttrNumber attnum, bool *isnull
 		pfree(nulls);
 	}
 	return result;
+}
+
+/* The schema an extension lives in (PostgreSQL 15 does not export this). */
+Oid
+mcc_pg_extension_schema(Oid extoid)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			nsp = InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
 }

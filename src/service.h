@@ -222,6 +222,9 @@ extern double mcc_get_f64(mcc_reader *r);
 extern const char *mcc_get_raw(mcc_reader *r, size_t n);
 extern void mcc_get_gallery(mcc_reader *r, mcc_gallery_id *g);
 
+/* n raw bytes of a payload; a shorter one raises a protocol violation with detail. */
+extern const char *mcc_reader_take(mcc_reader *r, size_t n, const char *detail);
+
 /* Raise the engine's ERROR reply as an ERROR. */
 extern void mcc_raise_engine_error(const mcc_reply *reply) pg_attribute_noreturn();
 

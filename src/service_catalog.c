@@ -13,7 +13,6 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_subscription_rel.h"
 #include "catalog/pg_trigger.h"
@@ -40,28 +39,6 @@ static Oid	cached_ext_oid = InvalidOid;
 static Oid	cached_ext_nsp = InvalidOid;
 static Oid	cached_galleries = InvalidOid;
 
-/* Schema of extension extoid. */
-static Oid
-extension_namespace(Oid extoid)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	Oid			nsp = InvalidOid;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(extoid));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return nsp;
-}
-
 /* Schema of extension mcc (InvalidOid if not created in this database). */
 static Oid
 mcc_namespace(void)
@@ -72,7 +49,7 @@ mcc_namespace(void)
 		return InvalidOid;
 	if (ext != cached_ext_oid)
 	{
-		cached_ext_nsp = extension_namespace(ext);
+		cached_ext_nsp = mcc_pg_extension_schema(ext);
 		cached_ext_oid = ext;
 		cached_galleries = InvalidOid;
 	}

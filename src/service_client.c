@@ -614,9 +614,9 @@ mcc_put_gallery(StringInfo s, const mcc_gallery_id *g)
 
 /* ---- payload readers ---- */
 
-/* n raw bytes of a payload; raises if the payload is shorter. */
+/* n raw bytes of a payload; a shorter one raises, detail saying what ended. */
 const char *
-mcc_get_raw(mcc_reader *r, size_t n)
+mcc_reader_take(mcc_reader *r, size_t n, const char *detail)
 {
 	const char *p = r->p;
 
@@ -624,9 +624,16 @@ mcc_get_raw(mcc_reader *r, size_t n)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("The reply ended early.")));
+				 errdetail_internal("%s", detail)));
 	r->p += n;
 	return p;
+}
+
+/* n raw bytes of a payload; raises if the payload is shorter. */
+const char *
+mcc_get_raw(mcc_reader *r, size_t n)
+{
+	return mcc_reader_take(r, n, "The reply ended early.");
 }
 
 /* Read a uint32. */

@@ -16,15 +16,12 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mcc_dp2d_int.h"
+#include "mcc_job.h"
 
 typedef struct dp2d_worker
 {
@@ -47,34 +44,12 @@ struct mcc_dp2d_job
 	mcc_dp2d_pairbuf *pairs;	/* rows mode: one per pair */
 	atomic_uint *pair_rows;		/* rows mode: rows done per pair */
 	int			nworkers;
-	int			nthreads;
-	pthread_t  *tids;
 	dp2d_worker *workers;
 	void	   *mem;			/* every buffer, one allocation */
 	atomic_ullong next;			/* next task: a pair, or a row of the batch */
 	atomic_ullong rows_done;
-	atomic_int	cancel;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int			running;		/* threads not yet finished (under mu) */
-	int			sync_ok;
-	mcc_status	status;			/* first failure (under mu) */
-	mcc_error	error;
+	mcc_job_runner run;			/* threads, cancel flag, first failure */
 };
-
-/* Record the first failure and stop the others. */
-static void
-job_fail(mcc_dp2d_job *job, const mcc_error *err)
-{
-	pthread_mutex_lock(&job->mu);
-	if (job->status == MCC_OK)
-	{
-		job->status = err->status;
-		job->error = *err;
-	}
-	pthread_mutex_unlock(&job->mu);
-	atomic_store(&job->cancel, 1);
-}
 
 /* Pairs mode: whole pairs until none is left. */
 static void
@@ -83,7 +58,7 @@ run_pairs(dp2d_worker *w)
 	mcc_dp2d_job *job = w->job;
 	mcc_error	err;
 
-	while (!atomic_load_explicit(&job->cancel, memory_order_relaxed))
+	while (!mcc_job_cancelled(&job->run))
 	{
 		unsigned long long p = atomic_fetch_add(&job->next, 1);
 		const mcc_image *a,
@@ -106,7 +81,7 @@ run_pairs(dp2d_worker *w)
 			mcc_dp2d_pair_prepare(job->kern, &g, b, &w->pair);
 			for (uint32_t i = 0; i < g.ha; i++)
 			{
-				if (atomic_load_explicit(&job->cancel, memory_order_relaxed))
+				if (mcc_job_cancelled(&job->run))
 					return;
 				mcc_dp2d_pair_row(job->kern, &g, a, i, &w->pair, &w->scratch);
 				atomic_fetch_add(&job->rows_done, 1);
@@ -116,7 +91,7 @@ run_pairs(dp2d_worker *w)
 		}
 		if (st != MCC_OK)
 		{
-			job_fail(job, &err);
+			mcc_job_fail(&job->run, &err);
 			return;
 		}
 	}
@@ -130,7 +105,7 @@ run_rows(dp2d_worker *w)
 	uint32_t	p = 0;
 	mcc_error	err;
 
-	while (!atomic_load_explicit(&job->cancel, memory_order_relaxed))
+	while (!mcc_job_cancelled(&job->run))
 	{
 		unsigned long long t = atomic_fetch_add(&job->next, 1);
 		const mcc_image *a,
@@ -151,7 +126,7 @@ run_rows(dp2d_worker *w)
 			mcc_dp2d_pair_finish(job->kern, &g, a, b, job->flags, &job->pairs[p], &w->scratch,
 								 &job->out[p], &err) != MCC_OK)
 		{
-			job_fail(job, &err);
+			mcc_job_fail(&job->run, &err);
 			return;
 		}
 	}
@@ -168,10 +143,7 @@ worker_main(void *arg)
 		run_rows(w);
 	else
 		run_pairs(w);
-	pthread_mutex_lock(&job->mu);
-	job->running--;
-	pthread_cond_broadcast(&job->cv);
-	pthread_mutex_unlock(&job->mu);
+	mcc_job_thread_exit(&job->run);
 	return NULL;
 }
 
@@ -181,15 +153,10 @@ job_free(mcc_dp2d_job *job)
 {
 	free(job->mem);
 	free(job->workers);
-	free(job->tids);
 	free(job->row_start);
 	free(job->pairs);
 	free(job->pair_rows);
-	if (job->sync_ok)
-	{
-		pthread_mutex_destroy(&job->mu);
-		pthread_cond_destroy(&job->cv);
-	}
+	mcc_job_runner_free(&job->run);
 	free(job);
 }
 
@@ -262,8 +229,6 @@ job_create(const mcc_dp2d_request *req, int n, mcc_dp2d_job **out, mcc_error *er
 	job->nworkers = n;
 	atomic_init(&job->next, 0);
 	atomic_init(&job->rows_done, 0);
-	atomic_init(&job->cancel, 0);
-	job->status = MCC_OK;
 	for (uint32_t q = 0; q < req->npairs; q++)
 		job->total_rows += req->a[q]->height;
 
@@ -273,8 +238,7 @@ job_create(const mcc_dp2d_request *req, int n, mcc_dp2d_job **out, mcc_error *er
 	npb = job->by_rows ? (int) req->npairs : n;
 	total = (size_t) npb * pbsize + (size_t) n * ssize;
 	job->workers = calloc((size_t) n, sizeof(dp2d_worker));
-	job->tids = calloc((size_t) n, sizeof(pthread_t));
-	if (job->workers == NULL || job->tids == NULL ||
+	if (!mcc_job_runner_init(&job->run, n) || job->workers == NULL ||
 		(total > 0 && (job->mem = aligned_alloc(64, total)) == NULL))
 		goto oom;
 	p = job->mem;
@@ -319,54 +283,23 @@ oom:
 	return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for elastic matching");
 }
 
-/* Start the workers of a job. */
+/* Start the workers of a job; fewer threads than asked still take every task. */
 mcc_status
 mcc_dp2d_start(const mcc_dp2d_request *req, mcc_dp2d_job **out, mcc_error *err)
 {
 	mcc_dp2d_job *job;
 	mcc_status	st;
-	sigset_t	all,
-				old;
-	int			n = req->threads;
 
 	*out = NULL;
-	if ((st = job_create(req, n, &job, err)) != MCC_OK)
+	if ((st = job_create(req, req->threads, &job, err)) != MCC_OK)
 		return st;
-	if (pthread_mutex_init(&job->mu, NULL) != 0)
+	if ((st = mcc_job_runner_start(&job->run, req->threads, worker_main, job->workers,
+								   sizeof(dp2d_worker), "elastic matching threads",
+								   err)) != MCC_OK)
 	{
 		job_free(job);
-		return mcc_error_set(err, MCC_ERR_INTERNAL, "could not initialize a mutex");
+		return st;
 	}
-	if (pthread_cond_init(&job->cv, NULL) != 0)
-	{
-		pthread_mutex_destroy(&job->mu);
-		job_free(job);
-		return mcc_error_set(err, MCC_ERR_INTERNAL, "could not initialize a condition variable");
-	}
-	job->sync_ok = 1;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (int i = 0; i < n; i++)
-	{
-		pthread_mutex_lock(&job->mu);
-		job->running++;
-		pthread_mutex_unlock(&job->mu);
-		if (pthread_create(&job->tids[i], NULL, worker_main, &job->workers[i]) != 0)
-		{
-			pthread_mutex_lock(&job->mu);
-			job->running--;
-			pthread_mutex_unlock(&job->mu);
-			break;
-		}
-		job->nthreads = i + 1;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (job->nthreads == 0)
-	{
-		job_free(job);
-		return mcc_error_set(err, MCC_ERR_MEMORY, "could not start elastic matching threads");
-	}
-	/* fewer threads than asked still take every task */
 	*out = job;
 	return MCC_OK;
 }
@@ -375,31 +308,7 @@ mcc_dp2d_start(const mcc_dp2d_request *req, mcc_dp2d_job **out, mcc_error *err)
 int
 mcc_dp2d_wait(mcc_dp2d_job *job, int timeout_ms)
 {
-	struct timespec until;
-	int			done;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	if (timeout_ms >= 0)
-	{
-		until.tv_sec += timeout_ms / 1000;
-		until.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L)
-		{
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-	}
-	pthread_mutex_lock(&job->mu);
-	while (job->running > 0)
-	{
-		if (timeout_ms < 0)
-			pthread_cond_wait(&job->cv, &job->mu);
-		else if (pthread_cond_timedwait(&job->cv, &job->mu, &until) == ETIMEDOUT)
-			break;
-	}
-	done = job->running == 0;
-	pthread_mutex_unlock(&job->mu);
-	return done;
+	return mcc_job_wait(&job->run, timeout_ms);
 }
 
 /* Fraction of rows done. */
@@ -409,25 +318,15 @@ mcc_dp2d_progress(const mcc_dp2d_job *job)
 	return job->total_rows ? (double) atomic_load(&job->rows_done) / (double) job->total_rows : 1.0;
 }
 
-/* Join every started thread. */
-static void
-join_all(mcc_dp2d_job *job)
-{
-	for (int i = 0; i < job->nthreads; i++)
-		pthread_join(job->tids[i], NULL);
-}
-
 /* Wait, join, report the first failure, free. */
 mcc_status
 mcc_dp2d_finish(mcc_dp2d_job *job, mcc_error *err)
 {
 	mcc_status	st;
 
-	mcc_dp2d_wait(job, -1);
-	join_all(job);
-	st = job->status;
-	if (st != MCC_OK)
-		*err = job->error;
+	mcc_job_wait(&job->run, -1);
+	mcc_job_join(&job->run);
+	st = mcc_job_status(&job->run, err);
 	job_free(job);
 	return st;
 }
@@ -438,8 +337,7 @@ mcc_dp2d_abort(mcc_dp2d_job *job)
 {
 	if (job == NULL)
 		return;
-	atomic_store(&job->cancel, 1);
-	join_all(job);
+	mcc_job_cancel_join(&job->run);
 	job_free(job);
 }
 
@@ -458,23 +356,14 @@ mcc_dp2d_run(const mcc_dp2d_request *req, mcc_error *err)
 	}
 	if ((st = job_create(req, 1, &job, err)) != MCC_OK)
 		return st;
-	/* one worker in this thread: no threads, so job_fail's mutex is set up too */
-	if (pthread_mutex_init(&job->mu, NULL) != 0)
+	/* one worker in this thread: no threads, but mcc_job_fail's mutex is set up too */
+	if ((st = mcc_job_sync_init(&job->run, err)) != MCC_OK)
 	{
 		job_free(job);
-		return mcc_error_set(err, MCC_ERR_INTERNAL, "could not initialize a mutex");
+		return st;
 	}
-	if (pthread_cond_init(&job->cv, NULL) != 0)
-	{
-		pthread_mutex_destroy(&job->mu);
-		job_free(job);
-		return mcc_error_set(err, MCC_ERR_INTERNAL, "could not initialize a condition variable");
-	}
-	job->sync_ok = 1;
 	run_pairs(&job->workers[0]);
-	st = job->status;
-	if (st != MCC_OK)
-		*err = job->error;
+	st = mcc_job_status(&job->run, err);
 	job_free(job);
 	return st;
 }

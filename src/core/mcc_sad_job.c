@@ -10,14 +10,11 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "mcc_job.h"
 #include "mcc_sad.h"
 
 typedef struct sad_worker
@@ -34,16 +31,10 @@ struct mcc_sad_job
 	uint32_t	k;				/* hits wanted, at most the positions */
 	uint32_t	bands;
 	int			nworkers;		/* worker slots allocated */
-	int			nthreads;		/* threads started */
-	pthread_t  *tids;
 	sad_worker *workers;
 	atomic_uint next;			/* next band to take */
 	atomic_uint done;			/* bands finished */
-	atomic_int	cancel;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int			running;		/* threads not yet finished (under mu) */
-	int			sync_ok;		/* mu and cv initialized */
+	mcc_job_runner run;			/* threads, cancel flag */
 };
 
 /* Thread body: bands until none is left or the job is cancelled. */
@@ -53,7 +44,7 @@ worker_main(void *arg)
 	sad_worker *w = arg;
 	mcc_sad_job *job = w->job;
 
-	while (!atomic_load_explicit(&job->cancel, memory_order_relaxed))
+	while (!mcc_job_cancelled(&job->run))
 	{
 		unsigned	b = atomic_fetch_add(&job->next, 1);
 
@@ -62,10 +53,7 @@ worker_main(void *arg)
 		mcc_sad_plan_band(job->plan, b, w->scratch, job->map, job->k ? &w->topk : NULL);
 		atomic_fetch_add(&job->done, 1);
 	}
-	pthread_mutex_lock(&job->mu);
-	job->running--;
-	pthread_cond_broadcast(&job->cv);
-	pthread_mutex_unlock(&job->mu);
+	mcc_job_thread_exit(&job->run);
 	return NULL;
 }
 
@@ -80,12 +68,7 @@ job_free(mcc_sad_job *job)
 			free(job->workers[i].topk.hits);
 		}
 	free(job->workers);
-	free(job->tids);
-	if (job->sync_ok)
-	{
-		pthread_mutex_destroy(&job->mu);
-		pthread_cond_destroy(&job->cv);
-	}
+	mcc_job_runner_free(&job->run);
 	mcc_sad_plan_free(job->plan);
 	free(job);
 }
@@ -134,11 +117,9 @@ job_create(const mcc_sad_request *req, int n, mcc_sad_job **out, mcc_error *err)
 	job->bands = mcc_sad_plan_bands(job->plan);
 	atomic_init(&job->next, 0);
 	atomic_init(&job->done, 0);
-	atomic_init(&job->cancel, 0);
 	scratch = mcc_sad_plan_scratch(job->plan);
 	job->workers = calloc((size_t) n, sizeof(sad_worker));
-	job->tids = calloc((size_t) n, sizeof(pthread_t));
-	if (job->workers == NULL || job->tids == NULL)
+	if (!mcc_job_runner_init(&job->run, n) || job->workers == NULL)
 		goto oom;
 	job->nworkers = n;
 	for (int i = 0; i < n; i++)
@@ -159,54 +140,22 @@ oom:
 	return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for a SAD search");
 }
 
-/* Start the workers of a job. */
+/* Start the workers of a job; fewer threads than asked still take every band. */
 mcc_status
 mcc_sad_start(const mcc_sad_request *req, mcc_sad_job **out, mcc_error *err)
 {
 	mcc_sad_job *job;
 	mcc_status	st;
-	sigset_t	all,
-				old;
-	int			n = req->threads;
 
 	*out = NULL;
-	if ((st = job_create(req, n, &job, err)) != MCC_OK)
+	if ((st = job_create(req, req->threads, &job, err)) != MCC_OK)
 		return st;
-	if (pthread_mutex_init(&job->mu, NULL) != 0)
+	if ((st = mcc_job_runner_start(&job->run, req->threads, worker_main, job->workers,
+								   sizeof(sad_worker), "SAD worker threads", err)) != MCC_OK)
 	{
 		job_free(job);
-		return mcc_error_set(err, MCC_ERR_INTERNAL, "could not initialize a mutex");
+		return st;
 	}
-	if (pthread_cond_init(&job->cv, NULL) != 0)
-	{
-		pthread_mutex_destroy(&job->mu);
-		job_free(job);
-		return mcc_error_set(err, MCC_ERR_INTERNAL, "could not initialize a condition variable");
-	}
-	job->sync_ok = 1;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (int i = 0; i < n; i++)
-	{
-		pthread_mutex_lock(&job->mu);
-		job->running++;
-		pthread_mutex_unlock(&job->mu);
-		if (pthread_create(&job->tids[i], NULL, worker_main, &job->workers[i]) != 0)
-		{
-			pthread_mutex_lock(&job->mu);
-			job->running--;
-			pthread_mutex_unlock(&job->mu);
-			break;
-		}
-		job->nthreads = i + 1;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (job->nthreads == 0)
-	{
-		job_free(job);
-		return mcc_error_set(err, MCC_ERR_MEMORY, "could not start SAD worker threads");
-	}
-	/* fewer threads than asked still take every band */
 	*out = job;
 	return MCC_OK;
 }
@@ -215,31 +164,7 @@ mcc_sad_start(const mcc_sad_request *req, mcc_sad_job **out, mcc_error *err)
 int
 mcc_sad_wait(mcc_sad_job *job, int timeout_ms)
 {
-	struct timespec until;
-	int			done;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	if (timeout_ms >= 0)
-	{
-		until.tv_sec += timeout_ms / 1000;
-		until.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L)
-		{
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-	}
-	pthread_mutex_lock(&job->mu);
-	while (job->running > 0)
-	{
-		if (timeout_ms < 0)
-			pthread_cond_wait(&job->cv, &job->mu);
-		else if (pthread_cond_timedwait(&job->cv, &job->mu, &until) == ETIMEDOUT)
-			break;
-	}
-	done = job->running == 0;
-	pthread_mutex_unlock(&job->mu);
-	return done;
+	return mcc_job_wait(&job->run, timeout_ms);
 }
 
 /* Fraction of bands done. */
@@ -247,14 +172,6 @@ double
 mcc_sad_progress(const mcc_sad_job *job)
 {
 	return job->bands ? (double) atomic_load(&job->done) / job->bands : 1.0;
-}
-
-/* Join every started thread. */
-static void
-join_all(mcc_sad_job *job)
-{
-	for (int i = 0; i < job->nthreads; i++)
-		pthread_join(job->tids[i], NULL);
 }
 
 /* Merge the workers' top-k sets into the first one, sort, copy out. */
@@ -281,9 +198,9 @@ merge_hits(mcc_sad_job *job, int nworkers, mcc_sad_hit *hits, uint32_t *n_hits)
 mcc_status
 mcc_sad_finish(mcc_sad_job *job, mcc_sad_hit *hits, uint32_t *n_hits, mcc_error *err)
 {
-	mcc_sad_wait(job, -1);
-	join_all(job);
-	merge_hits(job, job->nthreads, hits, n_hits);
+	mcc_job_wait(&job->run, -1);
+	mcc_job_join(&job->run);
+	merge_hits(job, job->run.nthreads, hits, n_hits);
 	job_free(job);
 	return MCC_OK;
 }
@@ -294,8 +211,7 @@ mcc_sad_abort(mcc_sad_job *job)
 {
 	if (job == NULL)
 		return;
-	atomic_store(&job->cancel, 1);
-	join_all(job);
+	mcc_job_cancel_join(&job->run);
 	job_free(job);
 }
 

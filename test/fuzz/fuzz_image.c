@@ -8,21 +8,12 @@
  * and searched for (images up to 64 x 64) must be found with SAD 0, by
  * the reference and by the fastest kernel alike.
  */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#define FUZZ_NAME "fuzz_image"
+
+#include "fuzz_common.h"
 
 #include "mcc_image.h"
 #include "mcc_sad.h"
-
-/* Abort with a note: libFuzzer records the input. */
-static void
-die(const char *what, const mcc_error *err)
-{
-	fprintf(stderr, "fuzz_image: %s: %s\n", what, err ? err->message : "");
-	abort();
-}
 
 /* Search a cut-out quarter of img with kernel; abort unless found with SAD 0. */
 static void

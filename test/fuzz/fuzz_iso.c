@@ -7,35 +7,11 @@
  * family (ISO 2005 for ISO records, ANSI 2004 for ANSI ones, so that angles
  * keep their unit) and reading that must give the same set exactly.
  */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#define FUZZ_NAME "fuzz_iso"
+
+#include "fuzz_common.h"
 
 #include "mcc_iso.h"
-
-/* Abort with a note: libFuzzer records the input. */
-static void
-die(const char *what, const mcc_error *err)
-{
-	fprintf(stderr, "fuzz_iso: %s: %s\n", what, err ? err->message : "");
-	abort();
-}
-
-/* Same set, field by field, floats bit for bit. */
-static int
-same_set(const mcc_minutiae *a, const mcc_minutiae *b)
-{
-	if (a->width != b->width || a->height != b->height || a->dpi != b->dpi ||
-		a->count != b->count)
-		return 0;
-	for (int i = 0; i < a->count; i++)
-		if (a->m[i].x != b->m[i].x || a->m[i].y != b->m[i].y ||
-			memcmp(&a->m[i].theta, &b->m[i].theta, sizeof(float)) != 0 ||
-			a->m[i].type != b->m[i].type || a->m[i].quality != b->m[i].quality)
-			return 0;
-	return 1;
-}
 
 /* Read view `view`; on success check the set and its round trip. */
 static void
@@ -54,8 +30,7 @@ one_view(const uint8_t *data, size_t size, int view)
 	st = mcc_iso_read(data, size, view, &ms, &info, &err);
 	if (st != MCC_OK)
 	{
-		if (err.message[0] == '\0' || err.status != st)
-			die("failure without a message", &err);
+		check_failure(st, &err);
 		return;
 	}
 	if (mcc_minutiae_validate(&ms, &err) != MCC_OK)

@@ -5,38 +5,14 @@
  * that reads must give a valid set; its canonical text must read back to
  * the same set and profile, bit for bit, and print the same text again.
  */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#define FUZZ_NAME "fuzz_json"
+
+#include "fuzz_common.h"
 
 #include "mcc_json.h"
 
 static char text[1 << 16],
 			text2[1 << 16];
-
-/* Abort with a note: libFuzzer records the input. */
-static void
-die(const char *what, const mcc_error *err)
-{
-	fprintf(stderr, "fuzz_json: %s: %s\n", what, err ? err->message : "");
-	abort();
-}
-
-/* Same set, field by field, floats bit for bit. */
-static int
-same_set(const mcc_minutiae *a, const mcc_minutiae *b)
-{
-	if (a->width != b->width || a->height != b->height || a->dpi != b->dpi ||
-		a->count != b->count)
-		return 0;
-	for (int i = 0; i < a->count; i++)
-		if (a->m[i].x != b->m[i].x || a->m[i].y != b->m[i].y ||
-			memcmp(&a->m[i].theta, &b->m[i].theta, sizeof(float)) != 0 ||
-			a->m[i].type != b->m[i].type || a->m[i].quality != b->m[i].quality)
-			return 0;
-	return 1;
-}
 
 /* libFuzzer entry point: one input. */
 int
@@ -55,8 +31,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	st = mcc_json_read((const char *) data, size, &ms, &p, &err);
 	if (st != MCC_OK)
 	{
-		if (err.message[0] == '\0' || err.status != st)
-			die("failure without a message", &err);
+		check_failure(st, &err);
 		return 0;
 	}
 	if (p == NULL || mcc_minutiae_validate(&ms, &err) != MCC_OK)

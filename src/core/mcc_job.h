@@ -1,0 +1,78 @@
+/*
+ * mcc_job.h: the thread runner shared by the jobs of src/core that run a
+ * piece of work on worker threads (mcc_sad_job.c, mcc_dp2d_job.c).
+ *
+ * A runner holds the threads, the count of those still running (under a
+ * mutex, with a condition variable to wait on), the cancel flag the
+ * workers poll, and the first failure a worker reports. The job that owns
+ * it allocates its own per-thread data; the runner starts one thread per
+ * element of that array. Threads are created with every signal blocked,
+ * so signal handlers (PostgreSQL's among them) run in the caller's thread
+ * only. Internal to src/core.
+ */
+#ifndef MCC_JOB_H
+#define MCC_JOB_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "mcc_error.h"
+
+typedef struct mcc_job_runner
+{
+	int			nthreads;		/* threads started */
+	pthread_t  *tids;
+	atomic_int	cancel;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int			running;		/* threads not yet finished (under mu) */
+	int			sync_ok;		/* mu and cv initialized */
+	mcc_status	status;			/* first failure (under mu) */
+	mcc_error	error;
+} mcc_job_runner;
+
+/* Set up a zeroed runner for n threads (not started); 0 when out of memory. */
+int			mcc_job_runner_init(mcc_job_runner *r, int n);
+
+/* Free what a runner holds, once its threads are joined (or never started). */
+void		mcc_job_runner_free(mcc_job_runner *r);
+
+/* Initialize the mutex and condition variable. */
+mcc_status	mcc_job_sync_init(mcc_job_runner *r, mcc_error *err);
+
+/*
+ * Initialize the mutex and start n threads running fn, the i-th on
+ * (char *) args + i * stride. Fewer threads than asked is success; none
+ * is an error "could not start <what>".
+ */
+mcc_status	mcc_job_runner_start(mcc_job_runner *r, int n, void *(*fn) (void *),
+								 void *args, size_t stride, const char *what,
+								 mcc_error *err);
+
+/* Called by each worker thread as its last act. */
+void		mcc_job_thread_exit(mcc_job_runner *r);
+
+/* Wait for the threads to finish, at most timeout_ms (< 0: no limit); 1 when all did. */
+int			mcc_job_wait(mcc_job_runner *r, int timeout_ms);
+
+/* Join every started thread. */
+void		mcc_job_join(mcc_job_runner *r);
+
+/* Raise the cancel flag and join every started thread. */
+void		mcc_job_cancel_join(mcc_job_runner *r);
+
+/* Record the first failure and raise the cancel flag to stop the others. */
+void		mcc_job_fail(mcc_job_runner *r, const mcc_error *err);
+
+/* The first failure recorded (copied to err), or MCC_OK. */
+mcc_status	mcc_job_status(const mcc_job_runner *r, mcc_error *err);
+
+/* Whether the cancel flag is up; workers poll it between pieces of work. */
+static inline int
+mcc_job_cancelled(mcc_job_runner *r)
+{
+	return atomic_load_explicit(&r->cancel, memory_order_relaxed);
+}
+
+#endif							/* MCC_JOB_H */
