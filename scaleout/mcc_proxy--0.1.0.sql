@@ -187,6 +187,38 @@ CREATE FUNCTION mcc_proxy._search_batch(gallery text, parts integer[], probes by
 	TARGET mcc_shard.search_batch;
 $$;
 
+CREATE FUNCTION mcc_proxy._count_rows(gallery text, parts integer[]) RETURNS SETOF bigint
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'mcc';
+	SPLIT parts;
+	RUN ON parts;
+	TARGET mcc_shard.count_rows;
+$$;
+
+CREATE FUNCTION mcc_proxy._refine_search(gallery text, parts integer[], probe bytea, shortlist integer,
+										 method text, id_column name, template_column name)
+	RETURNS TABLE(id bigint, lss real, score real)
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'mcc';
+	SPLIT parts;
+	RUN ON parts;
+	TARGET mcc_shard.refine_search;
+$$;
+
+CREATE FUNCTION mcc_proxy._refine_search_batch(gallery text, parts integer[], probes bytea[],
+											   shortlist integer, method text, id_column name,
+											   template_column name)
+	RETURNS TABLE(probe_no integer, id bigint, lss real, score real)
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'mcc';
+	SPLIT parts;
+	RUN ON parts;
+	TARGET mcc_shard.refine_search_batch;
+$$;
+
 CREATE FUNCTION mcc_proxy._rows(gallery text, parts integer[]) RETURNS TABLE(id bigint, wire bytea)
 	LANGUAGE plproxy
 	AS $$
@@ -519,6 +551,34 @@ BEGIN
 	RAISE WARNING '%: partial result: partitions % did not answer', what, missing
 		USING DETAIL = pg_catalog.array_to_string(reasons, E'\n');
 END $$;
+
+-- An empty gallery: mcc's identify() and identify_batch() on it check their
+-- arguments (probe, k, min_score, refine) with the errors of one server,
+-- before a refinement asks anything of the shards.
+CREATE TABLE mcc_proxy._no_rows (
+	id bigint PRIMARY KEY,
+	tpl mcc_template
+);
+GRANT SELECT ON mcc_proxy._no_rows TO PUBLIC;
+
+-- The mcc_score() method of refinement refine ('dtr' is 'lss-dtr'), after
+-- mcc's identify() accepted it.
+CREATE FUNCTION mcc_proxy._refine_method(refine text) RETURNS text
+	LANGUAGE sql IMMUTABLE STRICT
+	AS $$ SELECT CASE WHEN refine = 'dtr' THEN 'lss-dtr' ELSE refine END $$;
+
+-- The shortlist size n' of a refinement of a gallery of n rows with a
+-- template, as mcc's identify() computes it (src/core/mcc_match.c,
+-- mcc_refine_count): min(n, max(ceil(mcc.refine_fraction * n),
+-- mcc.refine_min, k)), with this session's settings. The fraction is read as
+-- SHOW prints it (%g: six significant digits).
+CREATE FUNCTION mcc_proxy._shortlist(n bigint, k integer) RETURNS bigint
+	LANGUAGE sql STABLE
+	AS $$
+	SELECT LEAST(n, GREATEST(pg_catalog.ceil(pg_catalog.current_setting('mcc.refine_fraction')::float8
+											 * n::float8)::bigint,
+							 pg_catalog.current_setting('mcc.refine_min')::bigint, k::bigint))
+$$;
 
 -- Raise 22004 as mcc's identify() does for a NULL argument.
 CREATE FUNCTION mcc_proxy._null_argument(what text, arg text) RETURNS void
@@ -880,12 +940,22 @@ COMMENT ON FUNCTION mcc_proxy.unenroll(regclass, bigint) IS 'remove one id from 
 -- relation, mcc's own identify(). With mcc_proxy ahead of mcc's schema in
 -- search_path, a plain identify(...) call is this one.
 --
+-- With refine (not 'none'), the answer of one server holding every row, in
+-- two round trips: the shards count their rows (n), which gives the
+-- shortlist size n' as mcc computes it; then every shard returns its best
+-- n' rows by LSS (ties by the smaller id) with their LSS and refined
+-- scores. The global best n' by LSS are among them (a shard's best n' hold
+-- every row of the global best n' it has): the coordinator keeps those, and
+-- of them the k best by refined score, at least min_score.
+--
 -- A shard that is down or times out is an error naming it. With partial =>
 -- true, the result is the exact top-k of the shards that answered, with a
--- WARNING naming the missing partitions and shards.
+-- WARNING naming the missing partitions and shards (with refine: of a
+-- gallery made of the rows of those shards).
 CREATE FUNCTION mcc_proxy.identify(gallery regclass, probe mcc_template, k integer DEFAULT 10,
 								   min_score real DEFAULT 0, id_column name DEFAULT NULL,
-								   template_column name DEFAULT NULL, partial boolean DEFAULT false)
+								   template_column name DEFAULT NULL, refine text DEFAULT 'none',
+								   partial boolean DEFAULT false)
 	RETURNS TABLE(id bigint, score real)
 	LANGUAGE plpgsql VOLATILE ROWS 10 COST 10000 SET search_path FROM CURRENT
 	AS $$
@@ -894,6 +964,9 @@ DECLARE
 	remote text;
 	parts integer[];
 	reasons text[] := '{}';
+	method text;
+	n bigint;
+	shortlist bigint;
 	st text; msg text; det text; hnt text;
 	r record;
 BEGIN
@@ -902,18 +975,40 @@ BEGIN
 	END IF;
 	remote := mcc_proxy._remote_name(gallery);
 	IF remote IS NULL THEN
-		RETURN QUERY SELECT * FROM identify(gallery, probe, k, min_score, id_column, template_column);
+		RETURN QUERY SELECT * FROM identify(gallery, probe, k, min_score, id_column, template_column, refine);
 		RETURN;
+	END IF;
+	IF refine IS DISTINCT FROM 'none' THEN
+		PERFORM FROM identify('mcc_proxy._no_rows'::regclass, probe, k, min_score, NULL, NULL, refine);
+		method := mcc_proxy._refine_method(refine);
 	END IF;
 	parts := mcc_proxy._all_parts();
 	LOOP
 		BEGIN
-			RETURN QUERY
-				SELECT x.id, x.score
-				FROM mcc_proxy._search(remote, parts, mcc_template_send(probe), k, min_score, id_column,
-									   template_column) x
-				ORDER BY x.score DESC, x.id
-				LIMIT greatest(k, 1);	-- the shards reject k < 1 as mcc's identify() does
+			IF method IS NULL THEN
+				RETURN QUERY
+					SELECT x.id, x.score
+					FROM mcc_proxy._search(remote, parts, mcc_template_send(probe), k, min_score, id_column,
+										   template_column) x
+					ORDER BY x.score DESC, x.id
+					LIMIT greatest(k, 1);	-- the shards reject k < 1 as mcc's identify() does
+			ELSE
+				SELECT pg_catalog.sum(x) INTO n FROM mcc_proxy._count_rows(remote, parts) x;
+				shortlist := mcc_proxy._shortlist(n, k);
+				-- with n = 0 the shards have nothing; asking them for 1 row
+				-- still has identify() check the column names there
+				RETURN QUERY
+					SELECT y.id, y.score
+					FROM (SELECT x.id, x.score
+						  FROM mcc_proxy._refine_search(remote, parts, mcc_template_send(probe),
+														greatest(shortlist, 1)::integer, method, id_column,
+														template_column) x
+						  ORDER BY x.lss DESC, x.id
+						  LIMIT greatest(shortlist, 1)) y
+					WHERE y.score >= min_score
+					ORDER BY y.score DESC, y.id
+					LIMIT k;
+			END IF;
 			EXIT;
 		EXCEPTION WHEN query_canceled OR others THEN
 			GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
@@ -933,14 +1028,16 @@ BEGIN
 	END IF;
 END $$;
 
-COMMENT ON FUNCTION mcc_proxy.identify(regclass, mcc_template, integer, real, name, name, boolean) IS
-	'identify() over a sharded gallery: every shard in parallel through PL/Proxy, the exact global top-k (ties by smaller id); mcc''s identify() for other relations';
+COMMENT ON FUNCTION mcc_proxy.identify(regclass, mcc_template, integer, real, name, name, text, boolean) IS
+	'identify() over a sharded gallery: every shard in parallel through PL/Proxy, the exact global top-k (ties by smaller id), refined as one server refines it; mcc''s identify() for other relations';
 
 -- identify_batch() with mcc's signature (plus partial), as identify() above:
--- per probe (probe_no = position in probes), the exact global top-k.
+-- per probe (probe_no = position in probes), the exact global top-k; with
+-- refine, one shortlist size n' for every probe, as in mcc.
 CREATE FUNCTION mcc_proxy.identify_batch(gallery regclass, probes mcc_template[], k integer DEFAULT 10,
 										 min_score real DEFAULT 0, id_column name DEFAULT NULL,
-										 template_column name DEFAULT NULL, partial boolean DEFAULT false)
+										 template_column name DEFAULT NULL, refine text DEFAULT 'none',
+										 partial boolean DEFAULT false)
 	RETURNS TABLE(probe_no integer, id bigint, score real)
 	LANGUAGE plpgsql VOLATILE ROWS 100 COST 10000 SET search_path FROM CURRENT
 	AS $$
@@ -949,6 +1046,9 @@ DECLARE
 	remote text;
 	parts integer[];
 	reasons text[] := '{}';
+	method text;
+	n bigint;
+	shortlist bigint;
 	st text; msg text; det text; hnt text;
 	r record;
 BEGIN
@@ -957,21 +1057,47 @@ BEGIN
 	END IF;
 	remote := mcc_proxy._remote_name(gallery);
 	IF remote IS NULL THEN
-		RETURN QUERY SELECT * FROM identify_batch(gallery, probes, k, min_score, id_column, template_column);
+		RETURN QUERY SELECT * FROM identify_batch(gallery, probes, k, min_score, id_column, template_column,
+												  refine);
 		RETURN;
+	END IF;
+	IF refine IS DISTINCT FROM 'none' THEN
+		PERFORM FROM identify_batch('mcc_proxy._no_rows'::regclass, probes, k, min_score, NULL, NULL, refine);
+		method := mcc_proxy._refine_method(refine);
 	END IF;
 	parts := mcc_proxy._all_parts();
 	LOOP
 		BEGIN
-			RETURN QUERY
-				SELECT s.probe_no, s.id, s.score
-				FROM (SELECT x.probe_no, x.id, x.score,
-							 pg_catalog.row_number() OVER (PARTITION BY x.probe_no
-														   ORDER BY x.score DESC, x.id) AS rank
-					  FROM mcc_proxy._search_batch(remote, parts, mcc_proxy._wire(probes), k, min_score,
-												   id_column, template_column) x) s
-				WHERE s.rank <= k
-				ORDER BY s.probe_no, s.score DESC, s.id;
+			IF method IS NULL THEN
+				RETURN QUERY
+					SELECT s.probe_no, s.id, s.score
+					FROM (SELECT x.probe_no, x.id, x.score,
+								 pg_catalog.row_number() OVER (PARTITION BY x.probe_no
+															   ORDER BY x.score DESC, x.id) AS rank
+						  FROM mcc_proxy._search_batch(remote, parts, mcc_proxy._wire(probes), k, min_score,
+													   id_column, template_column) x) s
+					WHERE s.rank <= k
+					ORDER BY s.probe_no, s.score DESC, s.id;
+			ELSE
+				SELECT pg_catalog.sum(x) INTO n FROM mcc_proxy._count_rows(remote, parts) x;
+				shortlist := mcc_proxy._shortlist(n, k);
+				-- per probe: the best n' by LSS of every shard's, then the
+				-- best k of them by refined score, at least min_score
+				RETURN QUERY
+					SELECT s.probe_no, s.id, s.score
+					FROM (SELECT y.probe_no, y.id, y.score,
+								 pg_catalog.row_number() OVER (PARTITION BY y.probe_no
+															   ORDER BY y.score DESC, y.id) AS rank
+						  FROM (SELECT x.probe_no, x.id, x.score,
+									   pg_catalog.row_number() OVER (PARTITION BY x.probe_no
+																	 ORDER BY x.lss DESC, x.id) AS lss_rank
+								FROM mcc_proxy._refine_search_batch(remote, parts, mcc_proxy._wire(probes),
+																	greatest(shortlist, 1)::integer, method,
+																	id_column, template_column) x) y
+						  WHERE y.lss_rank <= shortlist AND y.score >= min_score) s
+					WHERE s.rank <= k
+					ORDER BY s.probe_no, s.score DESC, s.id;
+			END IF;
 			EXIT;
 		EXCEPTION WHEN query_canceled OR others THEN
 			GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
@@ -991,8 +1117,8 @@ BEGIN
 	END IF;
 END $$;
 
-COMMENT ON FUNCTION mcc_proxy.identify_batch(regclass, mcc_template[], integer, real, name, name, boolean) IS
-	'identify_batch() over a sharded gallery: per probe the exact global top-k, every shard in parallel';
+COMMENT ON FUNCTION mcc_proxy.identify_batch(regclass, mcc_template[], integer, real, name, name, text, boolean) IS
+	'identify_batch() over a sharded gallery: per probe the exact global top-k, every shard in parallel, refined as one server refines it';
 
 -- ===========================================================================
 -- Monitoring

@@ -390,6 +390,120 @@ END $$;
 COMMENT ON FUNCTION search_batch(text, integer[], bytea[], integer, real, name, name) IS
 	'identify_batch() over some partitions of a sharded gallery; called by mcc_proxy.identify_batch';
 
+-- The number of rows with a template in partitions parts of gallery: the n
+-- of a refinement's shortlist size n' (mcc_proxy.identify with refine).
+CREATE FUNCTION count_rows(gallery text, parts integer[]) RETURNS SETOF bigint
+	LANGUAGE plpgsql STABLE SET search_path FROM CURRENT
+	AS $$
+DECLARE
+	rel regclass;
+	n bigint;
+	st text; msg text; det text; hnt text;
+BEGIN
+	rel := mcc_shard._gallery(gallery);
+	PERFORM mcc_shard._partition_rels(gallery, parts);
+	EXECUTE pg_catalog.format('SELECT count(*) FROM %s g WHERE g.part = ANY ($1) AND g.tpl IS NOT NULL', rel)
+		INTO n USING parts;
+	RETURN NEXT n;
+EXCEPTION WHEN query_canceled OR others THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
+		hnt = PG_EXCEPTION_HINT;
+	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
+END $$;
+
+COMMENT ON FUNCTION count_rows(text, integer[]) IS
+	'the number of rows with a template in some partitions of a sharded gallery; called by mcc_proxy.identify with refine';
+
+-- The refinement candidates of partitions parts of gallery (probe in wire
+-- form): their best shortlist rows by LSS (ties by the smaller id; each
+-- partition's exact top-shortlist by mcc's identify(), merged), each with
+-- its LSS and its score by method (mcc_score(probe, template, method), as
+-- mcc's identify() rescores a shortlist). The coordinator keeps the global
+-- best shortlist rows by LSS among every shard's: each shard's list holds
+-- every one of them it has.
+CREATE FUNCTION refine_search(gallery text, parts integer[], probe bytea, shortlist integer,
+							  method text, id_column name, template_column name)
+	RETURNS TABLE(id bigint, lss real, score real)
+	LANGUAGE plpgsql STABLE SET search_path FROM CURRENT ROWS 100
+	AS $$
+DECLARE
+	g regclass;
+	rels regclass[];
+	nums integer[];
+	tpl mcc_template;
+	st text; msg text; det text; hnt text;
+BEGIN
+	g := mcc_shard._gallery(gallery);
+	PERFORM mcc_shard._partition_rels(gallery, parts);
+	SELECT pg_catalog.array_agg(p.rel ORDER BY p.part), pg_catalog.array_agg(p.part ORDER BY p.part)
+	INTO rels, nums
+	FROM mcc_shard.partitions p WHERE p.gallery = g AND p.part = ANY (parts);
+	tpl := mcc_shard.template_from_wire(probe);
+	-- identify() checks the column names as on one server; the templates
+	-- are then read back by (part, id), the primary key of every partition
+	RETURN QUERY EXECUTE pg_catalog.format(
+		'SELECT s.id, s.lss, mcc_score($1, t.tpl, $2)
+		 FROM (SELECT r.part, c.id, c.score AS lss
+			   FROM unnest($3, $4) AS r(rel, part),
+					LATERAL identify(r.rel, $1, $5, 0, $6, $7) c
+			   ORDER BY c.score DESC, c.id
+			   LIMIT $5) s
+		 JOIN %s t ON t.part = s.part AND t.id = s.id',
+		g)
+		USING tpl, method, rels, nums, shortlist, coalesce(id_column, 'id'), template_column;
+EXCEPTION WHEN query_canceled OR others THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
+		hnt = PG_EXCEPTION_HINT;
+	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
+END $$;
+
+COMMENT ON FUNCTION refine_search(text, integer[], bytea, integer, text, name, name) IS
+	'refinement candidates of some partitions of a sharded gallery: their best shortlist rows by LSS, with LSS and the score by method; called by mcc_proxy.identify with refine';
+
+-- refine_search() for several probes: per probe (probe_no = position in
+-- probes), the best shortlist rows by LSS of partitions parts (mcc's
+-- identify_batch() per partition, merged), with LSS and the score by method.
+CREATE FUNCTION refine_search_batch(gallery text, parts integer[], probes bytea[], shortlist integer,
+									method text, id_column name, template_column name)
+	RETURNS TABLE(probe_no integer, id bigint, lss real, score real)
+	LANGUAGE plpgsql STABLE SET search_path FROM CURRENT ROWS 1000
+	AS $$
+DECLARE
+	g regclass;
+	rels regclass[];
+	nums integer[];
+	tpls mcc_template[];
+	st text; msg text; det text; hnt text;
+BEGIN
+	g := mcc_shard._gallery(gallery);
+	PERFORM mcc_shard._partition_rels(gallery, parts);
+	SELECT pg_catalog.array_agg(p.rel ORDER BY p.part), pg_catalog.array_agg(p.part ORDER BY p.part)
+	INTO rels, nums
+	FROM mcc_shard.partitions p WHERE p.gallery = g AND p.part = ANY (parts);
+	IF probes IS NOT NULL THEN
+		tpls := ARRAY(SELECT mcc_shard.template_from_wire(u.wire)
+					  FROM pg_catalog.unnest(probes) WITH ORDINALITY AS u(wire, ord) ORDER BY u.ord);
+	END IF;
+	RETURN QUERY EXECUTE pg_catalog.format(
+		'SELECT s.probe_no, s.id, s.lss, mcc_score($1[s.probe_no], t.tpl, $2)
+		 FROM (SELECT w.probe_no, w.part, w.id, w.lss
+			   FROM (SELECT c.probe_no, r.part, c.id, c.score AS lss,
+							row_number() OVER (PARTITION BY c.probe_no ORDER BY c.score DESC, c.id) AS rank
+					 FROM unnest($3, $4) AS r(rel, part),
+						  LATERAL identify_batch(r.rel, $1, $5, 0, $6, $7) c) w
+			   WHERE w.rank <= $5) s
+		 JOIN %s t ON t.part = s.part AND t.id = s.id',
+		g)
+		USING tpls, method, rels, nums, shortlist, coalesce(id_column, 'id'), template_column;
+EXCEPTION WHEN query_canceled OR others THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
+		hnt = PG_EXCEPTION_HINT;
+	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
+END $$;
+
+COMMENT ON FUNCTION refine_search_batch(text, integer[], bytea[], integer, text, name, name) IS
+	'refine_search() for several probes; called by mcc_proxy.identify_batch with refine';
+
 -- The rows of partitions parts of gallery, templates in wire form (the
 -- coordinator's view of it, and the source of a partition move).
 CREATE FUNCTION rows(gallery text, parts integer[]) RETURNS TABLE(id bigint, wire bytea)
