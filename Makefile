@@ -162,8 +162,16 @@ $(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_LIBS) -o $@
 
+# ASan keeps freed blocks in a quarantine to catch use after free; the
+# image harness frees up to a few MB per input (images up to 1 Mpixel), and
+# a run once went past libFuzzer's 2 GB RSS limit with 24 MB live and the
+# rest quarantined. A smaller quarantine keeps the most recent frees checked
+# and the RSS bounded (ASAN_OPTIONS from the environment wins).
+FUZZ_ASAN_OPTIONS ?= quarantine_size_mb=64
+
 fuzz: $(FUZZ_BINS)
-	@status=0; for f in $(FUZZ_BINS); do \
+	@status=0; export ASAN_OPTIONS="$${ASAN_OPTIONS:-$(FUZZ_ASAN_OPTIONS)}"; \
+	for f in $(FUZZ_BINS); do \
 		n=$$(basename $$f); mkdir -p $(BUILD)/fuzz/corpus-$$n; \
 		echo "# fuzzing $$n for $(FUZZ_SECONDS)s"; \
 		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=0 \
