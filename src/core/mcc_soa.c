@@ -180,6 +180,23 @@ mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *er
 /* ------------------------------------------------------------------ */
 /* kernels                                                             */
 
+/* Votes of cylinder j as bucket bytes, by the generic loop (den may be 0). */
+int
+mcc_soa_votes_den0(const mcc_probe *q, const mcc_soa *g, uint32_t j, uint8_t *d)
+{
+	uint64_t	gw[2 * MCC_MAX_WORDS];
+	uint32_t	h[MCC_HIST_LEN] = {0};
+	int			nv = 0;
+
+	for (int w = 0; w < g->words; w++)
+		gw[w] = g->bits[(size_t) w * g->cap_cyl + j];
+	MCC_VOTES_GENERIC(q, gw, g->pc[j], g->angle[j], h, mcc_popcount64_swar);
+	for (int b = 0; b < MCC_W; b++)
+		for (uint32_t i = 0; i < h[b]; i++)
+			d[nv++] = (uint8_t) b;
+	return nv;
+}
+
 /* Portable scan: the generic vote loop with a software popcount. */
 void
 mcc_scan_generic(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
@@ -205,6 +222,14 @@ mcc_cpu_has_popcnt(void)
 {
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("popcnt");
+}
+
+/* Whether the CPU and OS support AVX2 (and POPCNT). */
+int
+mcc_cpu_has_avx2(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2");
 }
 
 /* Whether the CPU and OS support AVX-512 F/BW/VL/VPOPCNTDQ. */
@@ -236,6 +261,7 @@ always(void)
 /* Best first: the automatic choice is the first usable one. */
 static const kernel kernels[] = {
 	{"avx512", mcc_scan_avx512, mcc_avx512_ok},
+	{"avx2", mcc_scan_avx2, mcc_avx2_ok},
 	{"popcnt", mcc_scan_popcnt, mcc_cpu_has_popcnt},
 	{"generic", mcc_scan_generic, always},
 };

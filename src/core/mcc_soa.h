@@ -60,12 +60,12 @@ mcc_status	mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id,
 void		mcc_soa_scan(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 						 uint32_t t1, float *scores);
 
-/* Name of the CPU kernel chosen at run time ("avx512", "popcnt", "generic"). */
+/* Name of the CPU kernel chosen at run time ("avx512", "avx2", "popcnt", "generic"). */
 const char *mcc_soa_kernel_name(void);
 
 /*
  * Test and benchmark hook: force the scan kernel by name ("avx512",
- * "popcnt", "generic"), or NULL to go back to the automatic choice. Returns
+ * "avx2", "popcnt", "generic"), or NULL to go back to the automatic choice. Returns
  * 0, or -1 if the name is unknown or this CPU cannot run that kernel. It
  * switches every later scan of the process; not for production code.
  * Every kernel computes the same scores; profiles with validity masks run

@@ -6,12 +6,11 @@
  * (mcc_probe_int.h). The kernel broadcasts j's four words and takes that run
  * 8 probe cylinders at a time, one 64-bit lane each:
  *   - 4 XOR + 4 VPOPCNTQ + 3 ADD give the 8 popcounts x of v_i xor v_j;
- *   - LUT_sqrt[x] without a table: for x <= 255, round(sqrtf(x) * 4096) in
- *     IEEE single precision equals round(sqrt(x) * 4096) (the closest
- *     sqrt(x) * 4096 comes to a tie is 0.00196, more than the 0.00195 of
- *     float error; mcc_avx512_ok() checks all 256 values at start-up, and the
- *     scan falls back if the rounding mode is not round-to-nearest). A
- *     gather from the table costs about 40% more on Sapphire Rapids;
+ *   - LUT_sqrt[x] without a table, by float square roots
+ *     (mcc_simd_sqrt_exact() says why they are exact and checks all 256
+ *     values at start-up; the scan falls back if the rounding mode is not
+ *     round-to-nearest). A gather from the table costs about 40% more on
+ *     Sapphire Rapids;
  *   - one 32x32->64 multiply by the probe's rcp row for j's popcount and a
  *     shift give the 8 distances d of mcc_lss.h, stored as bytes.
  * Lanes past the run compute from padding or from real pairs and are
@@ -76,29 +75,6 @@ lowest_sum(const uint8_t *d, int nv, int np)
 	return (uint32_t) _mm512_reduce_add_epi64(acc) + ((uint32_t) np - below) * (uint32_t) lo;
 }
 
-/*
- * Votes of gallery cylinder j when den may be 0 for some pairs (j and some
- * probe cylinders have no bits): the generic loop checks each pair. Rare,
- * and kept out of line so the hot loop keeps its registers. Returns the
- * number of votes written to d.
- */
-__attribute__((noinline))
-static int
-votes_den0(const mcc_probe *q, const mcc_soa *g, uint32_t j, uint8_t *d)
-{
-	uint64_t	gw[4];
-	uint32_t	h[MCC_HIST_LEN] = {0};
-	int			nv = 0;
-
-	for (int w = 0; w < 4; w++)
-		gw[w] = g->bits[(size_t) w * g->cap_cyl + j];
-	MCC_VOTES_GENERIC(q, gw, g->pc[j], g->angle[j], h, mcc_popcount64_swar);
-	for (int b = 0; b < MCC_W; b++)
-		for (uint32_t i = 0; i < h[b]; i++)
-			d[nv++] = (uint8_t) b;
-	return nv;
-}
-
 /* Score template k: the SIMD path for mask-less profiles of up to 4 words. */
 __attribute__((target(AVX512_TARGET)))
 static float
@@ -135,7 +111,7 @@ score_template(const mcc_probe *q, const mcc_soa *g, uint32_t k, uint8_t *dall)
 			continue;
 		if (pcg == 0 && q->zero_pc)
 		{
-			nv += votes_den0(q, g, j, dall + nv);
+			nv += mcc_soa_votes_den0(q, g, j, dall + nv);
 			continue;
 		}
 		g0 = _mm512_broadcastq_epi64(_mm_loadl_epi64((const __m128i *) (b0 + j)));
@@ -168,7 +144,7 @@ score_template(const mcc_probe *q, const mcc_soa *g, uint32_t k, uint8_t *dall)
 	_mm512_storeu_si512(dall + nv, _mm512_set1_epi8(MCC_W));
 	np = q->np[j1 - j0];
 	sum = lowest_sum(dall, nv, np);
-	return (float) ((uint32_t) np * MCC_W - sum) / (float) ((uint32_t) np * MCC_W);
+	return mcc_lss_from_sum(np, sum);
 }
 
 /*
@@ -193,38 +169,9 @@ mcc_scan_avx512(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 		scores[k - t0] = score_template(q, g, k, dall);
 }
 
-/*
- * LUT_sqrt by float square roots for x = 0..255, as the scan computes it in
- * round-to-nearest mode (whatever the mode of the caller now).
- */
-__attribute__((target(AVX512_TARGET)))
-static int
-sqrt_exact(void)
-{
-	const __m256 k4096 = _mm256_set1_ps(4096.0f);
-	unsigned int csr = _mm_getcsr();
-	int			ok = 1;
-
-	mcc_lss_init();
-	_mm_setcsr((csr & ~_MM_ROUND_MASK) | _MM_ROUND_NEAREST);
-	for (int x = 0; x < 256; x += 8)
-	{
-		uint32_t	out[8];
-		__m512i		xv = _mm512_set_epi64(x + 7, x + 6, x + 5, x + 4, x + 3, x + 2, x + 1, x);
-
-		_mm256_storeu_si256((__m256i *) out,
-							_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sqrt_ps(
-										_mm256_cvtepi32_ps(_mm512_cvtepi64_epi32(xv))), k4096)));
-		for (int i = 0; i < 8; i++)
-			ok &= out[i] == mcc_lss_sqrt_fx(x + i);
-	}
-	_mm_setcsr(csr);
-	return ok;
-}
-
 /* Whether the AVX-512 kernel may run: CPU support and exact square roots. */
 int
 mcc_avx512_ok(void)
 {
-	return mcc_cpu_has_avx512() && sqrt_exact();
+	return mcc_cpu_has_avx512() && mcc_simd_sqrt_exact();
 }

@@ -24,12 +24,47 @@ void		mcc_scan_popcnt(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 void		mcc_scan_avx512(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 							uint32_t t1, float *scores);
 
-/* Whether this CPU (and OS) can run the POPCNT / AVX-512 instructions. */
+/* AVX2 (nibble-table popcount), 4 probe cylinders per vector; the same profiles. */
+void		mcc_scan_avx2(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
+						  uint32_t t1, float *scores);
+
+/* Whether this CPU (and OS) can run the POPCNT / AVX2 / AVX-512 instructions. */
 int			mcc_cpu_has_popcnt(void);
+int			mcc_cpu_has_avx2(void);
 int			mcc_cpu_has_avx512(void);
 
-/* Whether the AVX-512 kernel can run here and computes LUT_sqrt exactly. */
+/* Whether the AVX2 / AVX-512 kernel can run here and computes LUT_sqrt exactly. */
+int			mcc_avx2_ok(void);
 int			mcc_avx512_ok(void);
+
+/*
+ * Whether the SIMD kernels' float square roots give LUT_sqrt exactly here
+ * (every x <= 255, in round-to-nearest mode, whatever the caller's mode):
+ * for x <= 255, round(sqrtf(x) * 4096) in IEEE single precision equals
+ * round(sqrt(x) * 4096) (the closest sqrt(x) * 4096 comes to a tie is
+ * 0.00196, more than the 0.00195 of float error). SSE square roots are
+ * correctly rounded, so one SSE check covers the AVX2 and AVX-512 kernels.
+ */
+int			mcc_simd_sqrt_exact(void);
+
+/*
+ * The votes of gallery cylinder j as bytes (bucket numbers) at d, when den
+ * may be 0 for some pairs (j and some probe cylinders have no bits): the
+ * generic loop checks each pair. Rare; the SIMD kernels call it out of line
+ * so their hot loops keep their registers. Returns the number of votes.
+ */
+int			mcc_soa_votes_den0(const mcc_probe *q, const mcc_soa *g, uint32_t j,
+							   uint8_t *d);
+
+/*
+ * The LSS score from the sum of a template's n_p lowest votes (missing votes
+ * counted as w), as mcc_lss_finish() computes it from the buckets.
+ */
+static inline float
+mcc_lss_from_sum(int np, uint32_t sum)
+{
+	return (float) ((uint32_t) np * MCC_W - sum) / (float) ((uint32_t) np * MCC_W);
+}
 
 /*
  * Score template k of g with the generic vote loop and popcount POPCOUNT:

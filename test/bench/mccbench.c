@@ -93,7 +93,7 @@ main(int argc, char **argv)
 	mcc_synth_params sp;
 	int			repeats = 3;
 	uint64_t	seed = 1;
-	const char *kernels = "avx512,popcnt,generic";
+	const char *kernels = "avx512,avx2,popcnt,generic";
 	const mcc_profile *p = mcc_profile_by_id(MCC_PROFILE_GPU2015);
 	tg_rng		r;
 	mcc_minutiae *masters;

@@ -20,7 +20,7 @@
 #define IMPRESSIONS 8
 #define N_TPL (FINGERS * IMPRESSIONS)
 
-static const char *const kernel_names[] = {"avx512", "popcnt", "generic"};
+static const char *const kernel_names[] = {"avx512", "avx2", "popcnt", "generic"};
 
 /* Read impression i of finger f (101..110, 1..8) into ms; 1 on success. */
 static int

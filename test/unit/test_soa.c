@@ -12,7 +12,7 @@
 #include "mcc_lss.h"
 #include "mcc_soa.h"
 
-static const char *const kernel_names[] = {"avx512", "popcnt", "generic"};
+static const char *const kernel_names[] = {"avx512", "avx2", "popcnt", "generic"};
 
 typedef struct gallery
 {
