@@ -11,8 +11,9 @@
 /*
  * Hash of a template blob (mcc_template.h) over bytes [4, size): the varlena
  * header is skipped because the same value may be stored with a 1-byte or a
- * 4-byte header. FNV-1a 64-bit: simple, portable, not cryptographic (the
- * hash only tells versions of the same key apart).
+ * 4-byte header. Four 64-bit lanes over 32-byte steps (mcc_hash.c), in
+ * host byte order; not cryptographic (the hash only tells versions of the
+ * same key apart) and never stored: backend and engine must only agree.
  */
 uint64_t	mcc_template_hash(const uint8_t *blob, size_t size);
 

@@ -173,7 +173,11 @@
 
 #include <stdint.h>
 
-#define MCC_PROTO_VERSION	2
+/*
+ * 3: templates hashed by mcc_hash.c's four-lane hash (2: FNV-1a); both
+ * ends must hash alike, so the version keeps them from mixing.
+ */
+#define MCC_PROTO_VERSION	3
 #define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
 #define MCC_PROTO_MAX_XIDS	(1u << 20)	/* xids per XID_LIST */
 #define MCC_PROTO_MAX_GROUPS (1u << 16)	/* groups of a RESULT's count */
