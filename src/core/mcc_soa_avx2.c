@@ -3,16 +3,14 @@
  * AVX-512 VPOPCNTDQ (AMD before Zen 4, Intel before Ice Lake, many cloud
  * instances).
  *
- * The same plan as mcc_soa_avx512.c (the gate run of each gallery cylinder
- * taken 8 probe cylinders at a time, float square roots for LUT_sqrt, the
- * probe's rcp rows, the n_p lowest votes selected from a byte array), with
- * what AVX2 has instead of VPOPCNTQ: each byte's popcount from a 16-entry
+ * The loop of mcc_soa_kernel.h, as for AVX-512 (float square roots for
+ * LUT_sqrt, the probe's rcp rows, the n_p lowest votes selected from a byte
+ * array), with what AVX2 has instead of VPOPCNTQ: each byte's popcount from a 16-entry
  * nibble table by VPSHUFB, the four words' byte counts added (at most 32 per
  * byte), then VPSADBW sums a cylinder's 8 bytes. Two 4-lane halves are
  * joined into one 8-lane vector for the square roots and the multiply.
  */
 #include <immintrin.h>
-#include <string.h>
 
 #include "mcc_lss.h"
 
@@ -59,7 +57,7 @@ xor_popcount4(const uint64_t *p, __m256i g0, __m256i g1, __m256i g2, __m256i g3)
  */
 __attribute__((target(AVX2_TARGET)))
 static inline void
-votes8(__m256i xa, __m256i xb, const uint32_t *rr, uint8_t *out)
+votes_from_counts(__m256i xa, __m256i xb, const uint32_t *rr, uint8_t *out)
 {
 	const __m256i order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
 	const __m256i hi32 = _mm256_set1_epi64x((long long) 0xffffffff00000000ULL);
@@ -136,78 +134,24 @@ lowest_sum(const uint8_t *d, int nv, int np)
 	return (uint32_t) (lanes[0] + lanes[1] + lanes[2] + lanes[3]) + ((uint32_t) np - below) * (uint32_t) lo;
 }
 
-/* Score template k: the SIMD path for mask-less profiles of up to 4 words. */
+/* The 8 votes of probe cylinders p[0..7] against gallery words g0..g3, as bytes. */
 __attribute__((target(AVX2_TARGET)))
-static float
-score_template(const mcc_probe *q, const mcc_soa *g, uint32_t k, uint8_t *dall)
+static inline void
+votes8(const uint64_t *p, __m256i g0, __m256i g1, __m256i g2, __m256i g3,
+	   const uint32_t *rr, uint8_t *out)
 {
-	uint32_t	j0 = g->first[k];
-	uint32_t	j1 = g->first[k + 1];
-	size_t		cap = g->cap_cyl;
-	int			nv = 0;
-	int			np;
-
-	if (q->n == 0 || j0 == j1)
-		return 0.0f;
-	for (uint32_t j = j0; j < j1; j++)
-	{
-		int			a = g->angle[j];
-		int			c = q->lt_count[a];
-		int			s = q->lt_start[a];
-		int			pcg = g->pc[j];
-		const uint32_t *rr;
-		__m256i		g0;
-		__m256i		g1;
-		__m256i		g2;
-		__m256i		g3;
-
-		if (c == 0)
-			continue;
-		if (pcg == 0 && q->zero_pc)
-		{
-			nv += mcc_soa_votes_den0(q, g, j, dall + nv);
-			continue;
-		}
-		g0 = _mm256_set1_epi64x((long long) g->bits[j]);
-		g1 = _mm256_set1_epi64x((long long) g->bits[cap + j]);
-		g2 = _mm256_set1_epi64x((long long) g->bits[2 * cap + j]);
-		g3 = _mm256_set1_epi64x((long long) g->bits[3 * cap + j]);
-		rr = q->rcp + (size_t) pcg * q->rcp_stride + s;
-		for (int l = 0; l < c; l += 8)
-		{
-			const uint64_t *p = &q->soa[0][s + l];
-
-			votes8(xor_popcount4(p, g0, g1, g2, g3), xor_popcount4(p + 4, g0, g1, g2, g3),
-				   rr + l, dall + nv + l);
-		}
-		nv += c;				/* lanes past the run are overwritten or padded */
-	}
-	_mm256_storeu_si256((__m256i *) (dall + nv), _mm256_set1_epi8(MCC_W));
-	np = q->np[j1 - j0];
-	return mcc_lss_from_sum(np, lowest_sum(dall, nv, np));
+	votes_from_counts(xor_popcount4(p, g0, g1, g2, g3), xor_popcount4(p + 4, g0, g1, g2, g3),
+					  rr, out);
 }
 
-/*
- * The SIMD path needs a mask-less profile of at most 4 words (the probe then
- * has rcp rows) and round-to-nearest for its float square roots; anything
- * else takes the POPCNT kernel, with the same scores.
- */
-__attribute__((target(AVX2_TARGET)))
-void
-mcc_scan_avx2(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
-			  float *scores)
-{
-	uint8_t		dall[MCC_MAX_CYL * MCC_MAX_CYL + 128] __attribute__((aligned(32)));
-
-	if (q->rcp_stride == 0 || g->words != 4 ||
-		(_mm_getcsr() & _MM_ROUND_MASK) != _MM_ROUND_NEAREST)
-	{
-		mcc_scan_popcnt(q, g, t0, t1, scores);
-		return;
-	}
-	for (uint32_t k = t0; k < t1; k++)
-		scores[k - t0] = score_template(q, g, k, dall);
-}
+#define SCAN_FN		mcc_scan_avx2
+#define SCAN_ATTR	__attribute__((target(AVX2_TARGET)))
+#define GVEC		__m256i
+#define GBROADCAST(w) _mm256_set1_epi64x((long long) (w))
+#define VOTES8		votes8
+#define PAD_VOTES(out) _mm256_storeu_si256((__m256i *) (out), _mm256_set1_epi8(MCC_W))
+#define LOWEST_SUM	lowest_sum
+#include "mcc_soa_kernel.h"
 
 /* LUT_sqrt by SSE float square roots for x = 0..255, in round-to-nearest. */
 int
