@@ -52,3 +52,13 @@ FROM probes p
 LEFT JOIN LATERAL identify('prints', p.tpl, k => 10,
                            min_score => current_setting('mcc.match_threshold')::real) i ON true
 GROUP BY 1, 2 ORDER BY 1;
+
+\echo '-- 8. Paper 000''s complete system: the LSS shortlist (mcc.refine_fraction of the gallery,'
+\echo '--    at least mcc.refine_min rows) rescored by LSS-DTR; the top 2 for every probe.'
+\timing on
+SELECT p.finger AS probe, p.mated, i.id AS candidate, g.person, i.score,
+       i.id = p.finger AS correct
+FROM probes p, LATERAL identify('prints', p.tpl, k => 2, refine => 'dtr') i
+JOIN prints g ON g.id = i.id
+ORDER BY p.finger, i.score DESC, i.id;
+\timing off
