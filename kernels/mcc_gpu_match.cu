@@ -118,7 +118,7 @@ step2_score(const mcc_match_args &a, const uint8_t *s_lutp, uint32_t *row, uint3
 				left -= c;
 			}
 			sum += left * 64;
-			sc = (float) (np * 64 - sum) / (float) (np * 64);
+			sc = mcc_lss_from_sum(np, (uint32_t) sum);
 		}
 	}
 	a.scores[(size_t) q * a.score_stride + lt] = sc;

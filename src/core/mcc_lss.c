@@ -85,7 +85,7 @@ mcc_lss_finish(const uint32_t *buckets, int np)
 		t -= take;
 	}
 	sum += t * MCC_W;
-	return (float) ((uint32_t) np * MCC_W - sum) / (float) ((uint32_t) np * MCC_W);
+	return mcc_lss_from_sum(np, sum);
 }
 
 /* ------------------------------------------------------------------ */

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "mcc_error.h"
+#include "mcc_hd.h"
 #include "mcc_profile.h"
 #include "mcc_template.h"
 
@@ -71,6 +72,17 @@ mcc_lss_gate(int qa, int qb, int delta_theta)
 
 /* Score from w buckets of votes and n_p. */
 float		mcc_lss_finish(const uint32_t *buckets, int np);
+
+/*
+ * The score from the sum of the n_p lowest votes (missing votes counted as
+ * w): the last step of mcc_lss_finish(), of the SIMD scan kernels and of the
+ * GPU's Step-2, which must round alike. np > 0.
+ */
+MCC_HD float
+mcc_lss_from_sum(int np, uint32_t sum)
+{
+	return (float) ((uint32_t) np * MCC_W - sum) / (float) ((uint32_t) np * MCC_W);
+}
 
 /*
  * A probe prepared for matching: its cylinders copied to aligned storage, its

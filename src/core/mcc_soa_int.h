@@ -57,16 +57,6 @@ int			mcc_soa_votes_den0(const mcc_probe *q, const mcc_soa *g, uint32_t j,
 							   uint8_t *d);
 
 /*
- * The LSS score from the sum of a template's n_p lowest votes (missing votes
- * counted as w), as mcc_lss_finish() computes it from the buckets.
- */
-static inline float
-mcc_lss_from_sum(int np, uint32_t sum)
-{
-	return (float) ((uint32_t) np * MCC_W - sum) / (float) ((uint32_t) np * MCC_W);
-}
-
-/*
  * Score template k of g with the generic vote loop and popcount POPCOUNT:
  * the body of the generic and popcnt kernels, and the fallback of the SIMD
  * ones for cases they do not vectorize.
