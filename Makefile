@@ -11,14 +11,17 @@
 # No -march=native: SIMD paths are chosen at run time (src/core/mcc_soa*.c).
 
 EXTENSION = mcc
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
+# The first version's script; later versions are reached by the update
+# scripts sql/mcc--A--B.sql (CREATE EXTENSION runs the chain: docs/upgrades.md).
+EXTBASE = 0.1.0
 
 MODULE_big = mcc
 CORE_SRCS = $(sort $(wildcard src/core/*.c))
 PG_SRCS = $(sort $(wildcard src/*.c))
 OBJS = $(CORE_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 
-DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
+DATA = sql/$(EXTENSION)--$(EXTBASE).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 # scale-out (docs/scale-out.md): extensions mcc_shard and mcc_proxy, optional
 DATA += $(wildcard scaleout/*.control scaleout/*--*.sql)
 REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
