@@ -17,7 +17,7 @@ static const char *const method_names[MCC_NMETHODS] = {
 	"lss", "lss-r", "lss-dtr",
 	"lsa", "lsa-r", "lsa-dtr",
 	"lgs", "lgs-r", "lgs-dtr",
-	"consolidation"
+	"consolidation", "fused"
 };
 
 const char *
@@ -51,7 +51,7 @@ mcc_refine_parse(const char *name, int len)
 const char *
 mcc_method_list(void)
 {
-	return "lss, lss-r, lss-dtr, lsa, lsa-r, lsa-dtr, lgs, lgs-r, lgs-dtr, consolidation";
+	return "fused, lss, lss-r, lss-dtr, lsa, lsa-r, lsa-dtr, lgs, lgs-r, lgs-dtr, consolidation";
 }
 
 /* ------------------------------------------------------------------ */
@@ -570,6 +570,29 @@ mcc_match_lss(mcc_match_work *w)
 /* ------------------------------------------------------------------ */
 /* dispatch                                                            */
 
+/*
+ * The fused score: LSS-R and LGS-DTR on the same matrix, each over its own
+ * paper's n_P, averaged. The two pick their pairs differently (LSS's best
+ * entries, not one-to-one; LGS's greedy one-to-one pairs) and weigh
+ * geometry differently (TPAMI's absolute tolerances; [11]'s relative
+ * distance and wider angles), and their errors overlap little: the mean
+ * is more accurate than either (docs/accuracy.md, section 2). The last
+ * pairs reported are LGS-DTR's.
+ */
+static double
+fused_score(mcc_match_work *w, const mcc_match_params *mp)
+{
+	int			m = w->a.n < w->b.n ? w->a.n : w->b.n;
+	double		r;
+	double		dtr;
+
+	pairs_lss(w, relax_nr(w, &mp->relax));
+	r = mcc_relax_score(w, &mp->relax, mp->tab[0], mp->fused_np_tab[0][m]);
+	pairs_lgs(w, relax_nr(w, &mp->dtr));
+	dtr = mcc_relax_score(w, &mp->dtr, mp->tab[1], mp->fused_np_tab[1][m]);
+	return 0.5 * (r + dtr);
+}
+
 float
 mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *mp)
 {
@@ -609,7 +632,7 @@ mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *
 		case MCC_LSS_R:
 		case MCC_LSS_DTR:
 			pairs_lss(w, relax_nr(w, rp));
-			s = mcc_relax_score(w, rp, tab);
+			s = mcc_relax_score(w, rp, tab, w->np);
 			break;
 		case MCC_LSA:
 			pairs_lsa(w, relax_nr(w, NULL));
@@ -618,7 +641,7 @@ mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *
 		case MCC_LSA_R:
 		case MCC_LSA_DTR:
 			pairs_lsa(w, relax_nr(w, rp));
-			s = mcc_relax_score(w, rp, tab);
+			s = mcc_relax_score(w, rp, tab, w->np);
 			break;
 		case MCC_LGS:
 			pairs_lgs(w, w->np);
@@ -627,10 +650,13 @@ mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *
 		case MCC_LGS_R:
 		case MCC_LGS_DTR:
 			pairs_lgs(w, relax_nr(w, rp));
-			s = mcc_relax_score(w, rp, tab);
+			s = mcc_relax_score(w, rp, tab, w->np);
 			break;
 		case MCC_CONSOLIDATION:
 			s = mcc_consolidate(w, &mp->cons);
+			break;
+		case MCC_FUSED:
+			s = fused_score(w, mp);
 			break;
 		default:
 			s = 0.0;

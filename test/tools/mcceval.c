@@ -48,6 +48,9 @@
  *   --dtr-norm sum|mean  --cons-score count|sim|count-lss
  *   --cons-nsel N --cons-ts PX --cons-ttheta DEG   consolidation constants
  *   --relax-nr N         cap n_R of every relaxation
+ *   --relax-params W,NREL,MU1,TAU1,MU2,TAU2,MU3,TAU3   the -r constants
+ *   --dtr-params ...     the -dtr constants (angles in radians)
+ *   --fused-np MIN,MAX,MU,TAU,MIN,MAX,MU,TAU   n_P of fused's LSS-R, LGS-DTR
  *   --baseline FILE      also report a matcher's scores, lines
  *                        "score probe gallery" with FVC file names
  *                        (NBIS bozorth3 output)
@@ -626,6 +629,58 @@ pair_worker(void *arg)
 	pthread_mutex_unlock(&job->lock);
 	free(w);
 	return NULL;
+}
+
+/* Up to max comma-separated numbers of an option; returns how many. */
+static int
+parse_numbers(const char *v, double *x, int max, const char *what)
+{
+	int			n = 0;
+	char	   *end;
+
+	while (n < max)
+	{
+		x[n++] = strtod(v, &end);
+		if (end == v)
+			die("bad %s \"%s\"", what, v);
+		if (*end != ',')
+			break;
+		v = end + 1;
+	}
+	return n;
+}
+
+/*
+ * --relax-params / --dtr-params "wr,nrel,mu1,tau1,mu2,tau2,mu3,tau3": the
+ * constants of a relaxation (angles in radians).
+ */
+static void
+parse_relax(mcc_relax_params *rp, const char *v)
+{
+	double		x[8];
+
+	if (parse_numbers(v, x, 8, "relaxation constants") != 8)
+		die("relaxation constants: 8 numbers");
+	rp->w_r = x[0];
+	rp->n_rel = (int) x[1];
+	for (int i = 0; i < 3; i++)
+	{
+		rp->mu[i] = x[2 + 2 * i];
+		rp->tau[i] = x[3 + 2 * i];
+	}
+}
+
+/* --fused-np "min,max,mu,tau,min,max,mu,tau": n_P of fused's LSS-R, then LGS-DTR. */
+static void
+parse_fused_np(mcc_match_params *mp, const char *v)
+{
+	double		x[8];
+
+	if (parse_numbers(v, x, 8, "n_P constants") != 8)
+		die("--fused-np: 8 numbers");
+	for (int i = 0; i < 2; i++)
+		mp->fused_np[i] = (mcc_np_params) {(int) x[4 * i], (int) x[4 * i + 1],
+			x[4 * i + 2], x[4 * i + 3]};
 }
 
 /* Baseline scores by "probe gallery" names; NaN where absent. */
@@ -1327,6 +1382,12 @@ parse_args(int argc, char **argv)
 			opt.mp.cons.t_s = atof(v);
 		else if (ARG("--cons-ttheta"))
 			opt.mp.cons.t_theta = atof(v) * M_PI / 180.0;
+		else if (ARG("--fused-np"))
+			parse_fused_np(&opt.mp, v);
+		else if (ARG("--relax-params"))
+			parse_relax(&opt.mp.relax, v);
+		else if (ARG("--dtr-params"))
+			parse_relax(&opt.mp.dtr, v);
 		else if (ARG("--relax-nr"))
 			opt.mp.relax.max_nr = opt.mp.dtr.max_nr = atoi(v);
 		else if (ARG("--baseline"))
