@@ -571,13 +571,13 @@ mcc_match_lss(mcc_match_work *w)
 /* dispatch                                                            */
 
 /*
- * The fused score: LSS-R and LGS-DTR on the same matrix, each over its own
- * paper's n_P, averaged. The two pick their pairs differently (LSS's best
- * entries, not one-to-one; LGS's greedy one-to-one pairs) and weigh
- * geometry differently (TPAMI's absolute tolerances; [11]'s relative
- * distance and wider angles), and their errors overlap little: the mean
- * is more accurate than either (docs/accuracy.md, section 2). The last
- * pairs reported are LGS-DTR's.
+ * The fused score: LSS-R (exactly method lss-r) and LGS-DTR as [11] defines
+ * it (over its own n_P) on the same matrix, averaged. The two pick their
+ * pairs differently (LSS's best entries, not one-to-one; LGS's greedy
+ * one-to-one pairs) and weigh geometry differently (TPAMI's absolute
+ * tolerances; [11]'s relative distance and wider angles), and their errors
+ * overlap little: the mean is more accurate than either
+ * (docs/accuracy.md, section 2). The last pairs reported are LGS-DTR's.
  */
 static double
 fused_score(mcc_match_work *w, const mcc_match_params *mp)
@@ -587,9 +587,9 @@ fused_score(mcc_match_work *w, const mcc_match_params *mp)
 	double		dtr;
 
 	pairs_lss(w, relax_nr(w, &mp->relax));
-	r = mcc_relax_score(w, &mp->relax, mp->tab[0], mp->fused_np_tab[0][m]);
+	r = mcc_relax_score(w, &mp->relax, mp->tab[0], w->np);
 	pairs_lgs(w, relax_nr(w, &mp->dtr));
-	dtr = mcc_relax_score(w, &mp->dtr, mp->tab[1], mp->fused_np_tab[1][m]);
+	dtr = mcc_relax_score(w, &mp->dtr, mp->tab[1], mp->fused_dtr_np_tab[m]);
 	return 0.5 * (r + dtr);
 }
 

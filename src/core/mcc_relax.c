@@ -94,14 +94,13 @@ mcc_match_params_prepare(mcc_match_params *mp)
 		tab_build(&mp->tab[s][1], 1.0, rp->mu[1], rp->tau[1], 1);
 		tab_build(&mp->tab[s][2], 1.0, rp->mu[2], rp->tau[2], 1);
 	}
-	for (int s = 0; s < 2; s++)
+	for (int v = 0; v <= MCC_MAX_CYL; v++)
 	{
-		const mcc_np_params *q = &mp->fused_np[s];
+		const mcc_np_params *q = &mp->fused_dtr_np;
 
-		for (int v = 0; v <= MCC_MAX_CYL; v++)
-			mp->fused_np_tab[s][v] = (uint8_t) (q->min_np +
-												lround((q->max_np - q->min_np) *
-													   mcc_sigmoid(v, q->mu_p, q->tau_p)));
+		mp->fused_dtr_np_tab[v] = (uint8_t) (q->min_np +
+											 lround((q->max_np - q->min_np) *
+													mcc_sigmoid(v, q->mu_p, q->tau_p)));
 	}
 	mp->prepared = 1;
 }
@@ -132,9 +131,8 @@ mcc_match_params_default(mcc_match_params *mp)
 	mp->dtr.tau[2] = -40.0;
 	mp->dtr.d1 = MCC_D1_SUM;
 	mp->dtr.max_nr = -1;
-	/* the fused method's n_P: TPAMI 2010's for LSS-R, [11]'s for LGS-DTR (mcc-spec §2) */
-	mp->fused_np[0] = (mcc_np_params) {4, 12, 20.0, 0.4};
-	mp->fused_np[1] = (mcc_np_params) {3, 10, 30.0, 0.4};
+	/* the fused method's LGS-DTR averages over [11]'s n_P (mcc-spec §2) */
+	mp->fused_dtr_np = (mcc_np_params) {3, 10, 30.0, 0.4};
 	/* paper 001, Sec. 5.1.1 and 6 */
 	mp->cons.n_sel = 32;
 	mp->cons.t_s = 12.0;

@@ -50,7 +50,7 @@
  *   --relax-nr N         cap n_R of every relaxation
  *   --relax-params W,NREL,MU1,TAU1,MU2,TAU2,MU3,TAU3   the -r constants
  *   --dtr-params ...     the -dtr constants (angles in radians)
- *   --fused-np MIN,MAX,MU,TAU,MIN,MAX,MU,TAU   n_P of fused's LSS-R, LGS-DTR
+ *   --fused-np MIN,MAX,MU,TAU   n_P of fused's LGS-DTR
  *   --baseline FILE      also report a matcher's scores, lines
  *                        "score probe gallery" with FVC file names
  *                        (NBIS bozorth3 output)
@@ -60,7 +60,9 @@
  *   --title TEXT         plot title
  *   --tsv FILE           append one line per method and protocol
  *   --label TEXT         first column of the tsv lines
- *   --scores FILE        every score (fvc: probe gallery method score)
+ *   --scores FILE        every score (fvc: probe gallery method score; ident:
+ *                        probe mate candidate, then each method's score, per
+ *                        shortlisted candidate)
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -670,17 +672,15 @@ parse_relax(mcc_relax_params *rp, const char *v)
 	}
 }
 
-/* --fused-np "min,max,mu,tau,min,max,mu,tau": n_P of fused's LSS-R, then LGS-DTR. */
+/* --fused-np "min,max,mu,tau": n_P of fused's LGS-DTR. */
 static void
 parse_fused_np(mcc_match_params *mp, const char *v)
 {
-	double		x[8];
+	double		x[4];
 
-	if (parse_numbers(v, x, 8, "n_P constants") != 8)
-		die("--fused-np: 8 numbers");
-	for (int i = 0; i < 2; i++)
-		mp->fused_np[i] = (mcc_np_params) {(int) x[4 * i], (int) x[4 * i + 1],
-			x[4 * i + 2], x[4 * i + 3]};
+	if (parse_numbers(v, x, 4, "n_P constants") != 4)
+		die("--fused-np: 4 numbers");
+	mp->fused_dtr_np = (mcc_np_params) {(int) x[0], (int) x[1], x[2], x[3]};
 }
 
 /* Baseline scores by "probe gallery" names; NaN where absent. */
@@ -877,6 +877,8 @@ typedef struct ident_job
 	int			next;
 	int			lss_mismatch;
 	int			mate_missed;	/* mated probes whose mate LSS did not shortlist */
+	int		   *mate_rank;		/* per mated probe: 1 + entries ranked above its mate by LSS (CPU scan) */
+	FILE	   *scores;			/* --scores: every shortlisted candidate's scores */
 	pthread_mutex_t lock;
 	double		t_scan;
 	double		t_matrix;
@@ -923,6 +925,29 @@ ident_shortlist(ident_job *job, int i, mcc_probe *q, float *scores, mcc_hit *hit
 	mcc_topk_sort(tk);
 }
 
+/* 1 + the entries that identify's order (score desc, index asc) puts above the mate. */
+static int
+mate_rank_of(const float *scores, int n, int mate)
+{
+	int			r = 1;
+
+	for (int g = 0; g < n; g++)
+		r += mcc_hit_better(scores[g], g, scores[mate], mate);
+	return r;
+}
+
+/* --scores in ident: "probe mate candidate score-of-each-method" per shortlisted candidate. */
+static void
+ident_write_scores(ident_job *job, int i, int g, const float *s)
+{
+	pthread_mutex_lock(&job->lock);
+	fprintf(job->scores, "%d %lld %d", i, (long long) job->mate[i], g);
+	for (int k = 0; k < opt.n_methods; k++)
+		fprintf(job->scores, " %.9g", s[k]);
+	fputc('\n', job->scores);
+	pthread_mutex_unlock(&job->lock);
+}
+
 /* Thread body: search probes until none is left. */
 static void *
 ident_worker(void *arg)
@@ -935,6 +960,7 @@ ident_worker(void *arg)
 	double		t_scan = 0;
 	double		t_matrix = 0;
 	double		t_method[MCC_NMETHODS] = {0};
+	float		cand_s[MCC_NMETHODS];
 	long		n_refined = 0;
 	int			mismatch = 0;
 	int			missed = 0;
@@ -957,6 +983,12 @@ ident_worker(void *arg)
 		t0 = now();
 		ident_shortlist(job, i, q, scores, hits, &tk);
 		t_scan += now() - t0;
+#ifdef MCC_EVAL_GPU
+		if (job->mate[i] >= 0 && job->gpu == NULL)
+#else
+		if (job->mate[i] >= 0)
+#endif
+			job->mate_rank[i] = mate_rank_of(scores, job->n_gal, (int) job->mate[i]);
 		if (job->mate[i] >= 0)
 		{
 			bool		in = false;
@@ -991,6 +1023,7 @@ ident_worker(void *arg)
 				t0 = now();
 				s = m == MCC_LSS ? hits[c].score : mcc_match_rescore(w, m, &opt.mp);
 				t_method[m] += now() - t0;
+				cand_s[k] = s;
 				if (job->top[at] < 0 ||
 					mcc_hit_better(s, g, job->top_score[at], job->top[at]))
 				{
@@ -998,6 +1031,8 @@ ident_worker(void *arg)
 					job->top_score[at] = s;
 				}
 			}
+			if (job->scores)
+				ident_write_scores(job, i, g, cand_s);
 		}
 		if (i % 1000 == 0)
 			fprintf(stderr, "ident: probe %d of %d\n", i, job->n_prb);
@@ -1132,6 +1167,43 @@ ident_open_gpu(ident_job *job)
 #endif
 }
 
+/*
+ * The first stage's recall: the share of mated probes whose mate LSS ranks
+ * within the best r, for shortlists of several sizes (CPU scan only).
+ */
+static void
+print_mate_recall(const ident_job *job)
+{
+	static const double fr[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05};
+	static const int abs_r[] = {100, 250, 500, 1000, 2000, 5000};
+	int			n = 0;
+
+	for (int i = 0; i < job->n_prb; i++)
+		n += job->mate_rank[i] > 0;
+	if (n == 0)
+		return;
+	printf("first-stage recall (mate within the LSS top r), %d mated probes:\n ", n);
+	for (size_t f = 0; f < sizeof(fr) / sizeof(fr[0]); f++)
+	{
+		int			r = (int) ceil(fr[f] * job->n_gal);
+		int			in = 0;
+
+		for (int i = 0; i < job->n_prb; i++)
+			in += job->mate_rank[i] > 0 && job->mate_rank[i] <= r;
+		printf(" %.2g%% (%d): %.2f%%", 100 * fr[f], r, 100.0 * in / n);
+	}
+	printf("\n ");
+	for (size_t f = 0; f < sizeof(abs_r) / sizeof(abs_r[0]); f++)
+	{
+		int			in = 0;
+
+		for (int i = 0; i < job->n_prb; i++)
+			in += job->mate_rank[i] > 0 && job->mate_rank[i] <= abs_r[f];
+		printf(" top %d: %.2f%%", abs_r[f], 100.0 * in / n);
+	}
+	printf("\n");
+}
+
 /* Identification on gallery g[0..ng) and probes p[0..np) with mates. */
 static void
 run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
@@ -1152,6 +1224,19 @@ run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
 	job.n_refine = (int) mcc_refine_count(ng, opt.refine_fraction, opt.refine_min, 1);
 	job.top = xmalloc(sizeof(int) * (size_t) np * MCC_NMETHODS);
 	job.top_score = xmalloc(sizeof(float) * (size_t) np * MCC_NMETHODS);
+	job.mate_rank = xmalloc(sizeof(int) * (size_t) np);
+	for (int i = 0; i < np; i++)
+		job.mate_rank[i] = 0;
+	if (opt.scores)
+	{
+		job.scores = fopen(opt.scores, "w");
+		if (job.scores == NULL)
+			die("cannot write %s", opt.scores);
+		fprintf(job.scores, "# probe mate candidate");
+		for (int k = 0; k < opt.n_methods; k++)
+			fprintf(job.scores, " %s", mcc_method_name(opt.methods[k]));
+		fputc('\n', job.scores);
+	}
 	if (mcc_soa_init(&job.soa, opt.profile, ng, ng * 40, &err) != MCC_OK)
 		die("%s", err.message);
 	for (int i = 0; i < ng; i++)
@@ -1178,6 +1263,9 @@ run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
 	fprintf(stderr, "\nident: matrix LSS != scan LSS for %d of %ld candidates; "
 			"%d mated probes had no mate in the shortlist\n",
 			job.lss_mismatch, job.n_refined, job.mate_missed);
+	if (job.scores)
+		fclose(job.scores);
+	print_mate_recall(&job);
 
 	{
 		int			n_mated = 0;
