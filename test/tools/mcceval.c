@@ -51,6 +51,9 @@
  *   --relax-params W,NREL,MU1,TAU1,MU2,TAU2,MU3,TAU3   the -r constants
  *   --dtr-params ...     the -dtr constants (angles in radians)
  *   --fused-np MIN,MAX,MU,TAU   n_P of fused's LGS-DTR
+ *   --recall-depth D     ident --gpu: search the D best by LSS (at least the
+ *                        shortlist) to report the first stage's recall up to
+ *                        D (the CPU scan ranks every entry anyway)
  *   --baseline FILE      also report a matcher's scores, lines
  *                        "score probe gallery" with FVC file names
  *                        (NBIS bozorth3 output)
@@ -135,6 +138,7 @@ typedef struct options
 	const char *tsv;
 	const char *label;
 	const char *scores;
+	int			recall_depth;	/* --recall-depth: GPU search depth for the recall table */
 } options;
 
 static options opt;
@@ -898,21 +902,33 @@ ident_shortlist(ident_job *job, int i, mcc_probe *q, float *scores, mcc_hit *hit
 #ifdef MCC_EVAL_GPU
 	if (job->gpu)
 	{
-		mcc_gpu_hit *gh = xmalloc(sizeof(mcc_gpu_hit) * job->n_refine);
+		int			depth = opt.recall_depth > job->n_refine ? opt.recall_depth : job->n_refine;
+		mcc_gpu_hit *gh = xmalloc(sizeof(mcc_gpu_hit) * depth);
 		int			nh = 0;
 		mcc_error	err;
 
 		pthread_mutex_lock(&job->gpu_lock);
-		if (mcc_gpu_search(job->gpu, &job->prb[i].v, 1, job->n_refine, gh, &nh, &err) != MCC_GPU_OK)
+		if (mcc_gpu_search(job->gpu, &job->prb[i].v, 1, depth, gh, &nh, &err) != MCC_GPU_OK)
 			die("GPU search: %s", err.message);
 		pthread_mutex_unlock(&job->gpu_lock);
+		/* the mate's rank within the depth searched (beyond it: depth + 1) */
+		if (job->mate[i] >= 0)
+		{
+			job->mate_rank[i] = depth + 1;
+			for (int c = 0; c < nh; c++)
+				if ((int64_t) gh[c].index == job->mate[i])
+				{
+					job->mate_rank[i] = c + 1;
+					break;
+				}
+		}
 		mcc_topk_init(tk, job->n_refine, hits, job->n_refine);
-		for (int c = 0; c < nh; c++)
+		for (int c = 0; c < nh && c < job->n_refine; c++)
 		{
 			hits[c].score = gh[c].score;
 			hits[c].id = (int64_t) gh[c].index;
 		}
-		tk->n = nh;				/* already in identify's order */
+		tk->n = nh < job->n_refine ? nh : job->n_refine;	/* already in identify's order */
 		free(gh);
 		return;
 	}
@@ -988,7 +1004,7 @@ ident_worker(void *arg)
 #else
 		if (job->mate[i] >= 0)
 #endif
-			job->mate_rank[i] = mate_rank_of(scores, job->n_gal, (int) job->mate[i]);
+			job->mate_rank[i] = mate_rank_of(scores, job->n_gal, (int) job->mate[i]);	/* GPU: set by the search */
 		if (job->mate[i] >= 0)
 		{
 			bool		in = false;
@@ -1470,6 +1486,8 @@ parse_args(int argc, char **argv)
 			opt.mp.cons.t_s = atof(v);
 		else if (ARG("--cons-ttheta"))
 			opt.mp.cons.t_theta = atof(v) * M_PI / 180.0;
+		else if (ARG("--recall-depth"))
+			opt.recall_depth = atoi(v);
 		else if (ARG("--fused-np"))
 			parse_fused_np(&opt.mp, v);
 		else if (ARG("--relax-params"))
