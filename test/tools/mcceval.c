@@ -504,8 +504,9 @@ method_label(int m)
 
 /*
  * Line style of a curve: the colour says the stage (grey plain, blue the
- * TPAMI relaxation, red DTR, green consolidation, black a baseline), the
- * dashes the pairing (solid LSS, dashed LSA, dotted LGS).
+ * TPAMI relaxation, red DTR, green consolidation, purple and thick the
+ * default, fused; black a baseline), the dashes the pairing (solid LSS,
+ * dashed LSA, dotted LGS).
  */
 static const char *
 curve_style(const char *name)
@@ -525,6 +526,11 @@ curve_style(const char *name)
 		colour = "#1f77b4";
 	else if (strcmp(name, "consolidation") == 0)
 		colour = "#2ca02c";
+	else if (strcmp(name, "fused") == 0)
+	{
+		colour = "#9467bd";
+		width = 3.0;
+	}
 	else if (strncmp(name, "ls", 2) == 0 || strncmp(name, "lg", 2) == 0)
 		colour = "#8c8c8c";
 	else
