@@ -23,6 +23,8 @@ SELECT mcc_threshold(0.001) = mcc_threshold(0.001, 'fused') AS default_fused,
 	   mcc_threshold(0.001, 'dtr') = mcc_threshold(0.001, 'lss-dtr') AS dtr,
 	   mcc_threshold(0.001, 'none') = mcc_threshold(0.001, 'lss') AS none;
 -- mcc.match_threshold defaults to the threshold of a 0.1 % false match rate
+-- (the setting exists once the library is loaded)
+LOAD 'mcc';
 SELECT current_setting('mcc.match_threshold')::real = mcc_threshold(0.001) AS match_threshold_is_fmr_0_1;
 
 -- errors: an unknown method (22023), a rate outside the measured range (22003)
