@@ -86,7 +86,7 @@ sub create_probes
 # argument, 'none' (plain LSS) by default; brute_force() refines as the
 # definition says (docs/sql-reference.md, identify()): n rows with a
 # template, n' = ceil(mcc.refine_fraction * n) but at least mcc.refine_min
-# and k and at most n, the n' best by mcc_score(probe, tpl) ties by key,
+# and k and at most n, the n' best by mcc_score(probe, tpl, 'lss') ties by key,
 # rescored with mcc_score(probe, tpl, method), the k best at or above
 # min_score, ties by key.
 sub install_checks
@@ -117,7 +117,7 @@ sub install_checks
 				EXECUTE format($q$
 					SELECT coalesce(string_agg(id || ':' || score, ',' ORDER BY score DESC, id), '')
 					FROM (SELECT id, score
-						  FROM (SELECT id, mcc_score($1, tpl) AS score FROM %s WHERE tpl IS NOT NULL) s
+						  FROM (SELECT id, mcc_score($1, tpl, 'lss') AS score FROM %s WHERE tpl IS NOT NULL) s
 						  WHERE score >= $2 ORDER BY score DESC, id LIMIT $3) t $q$, g)
 				INTO r USING probe, min_score, k;
 				RETURN r;
@@ -130,7 +130,7 @@ sub install_checks
 				FROM (SELECT id, score
 					  FROM (SELECT id, mcc_score($1, tpl, $5) AS score
 							FROM (SELECT id, tpl FROM %s WHERE tpl IS NOT NULL
-								  ORDER BY mcc_score($1, tpl) DESC, id LIMIT $4) shortlist) s
+								  ORDER BY mcc_score($1, tpl, 'lss') DESC, id LIMIT $4) shortlist) s
 					  WHERE score >= $2 ORDER BY score DESC, id LIMIT $3) t $q$, g)
 			INTO r USING probe, min_score, k, np, method;
 			RETURN r;

@@ -65,7 +65,7 @@ foreach my $db (sort keys %frame)
 	}
 }
 
-# Mean LSS of genuine pairs (same finger) vs impostor pairs (different
+# Mean mcc_score (the default score, fused) of genuine pairs (same finger) vs impostor pairs (different
 # fingers), per database and encoding.
 my $rows = $node->safe_psql(
 	'postgres', q{
