@@ -187,10 +187,16 @@ fuzz: $(FUZZ_BINS)
 PG_BINDIR = $(shell $(PG_CONFIG) --bindir)
 PGXS_DIR = $(dir $(PGXS))../..
 PROVE ?= prove
+PROVE_SCRIPTS = $(or $(PROVE_TESTS),$(wildcard test/t/*.pl))
+# A failed test keeps its clusters' data directories (tmp_check/t_<test>_<node>_data)
+# for inspection, and PostgreSQL::Test::Cluster refuses to create them again:
+# the ones of the tests about to run are removed first, so a rerun starts
+# clean (the logs in tmp_check/log are rewritten by the run).
 prove-installcheck: tools
+	rm -rf $(foreach t,$(PROVE_SCRIPTS),tmp_check/t_$(basename $(notdir $(t)))_*_data)
 	PATH="$(PG_BINDIR):$$PATH" PG_REGRESS="$(PGXS_DIR)/src/test/regress/pg_regress" \
 	MCC_SRCDIR="$(CURDIR)" MCC_TOOLS="$(CURDIR)/$(BUILD)" \
-	$(PROVE) -I $(PGXS_DIR)/src/test/perl -I test/perl $(PROVE_FLAGS) $(or $(PROVE_TESTS),test/t/*.pl)
+	$(PROVE) -I $(PGXS_DIR)/src/test/perl -I test/perl $(PROVE_FLAGS) $(PROVE_SCRIPTS)
 
 test-all:
 	scripts/run-tests.sh
