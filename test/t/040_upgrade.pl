@@ -46,7 +46,8 @@ is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extna
 wait_ready($node, 0);
 
 # --- enrol, register, record -------------------------------------------------
-# prints: the gallery (synthetic, gpu2015); enrolled: templates made every
+# prints: the gallery (synthetic, gpu2015; probe pid p is finger p - 1's
+# second impression for p <= 8); enrolled: templates made every
 # other way (ISO 2005, ANSI 2004, xyt, JSON, the tpami2010 profile).
 create_gallery($node, 'prints', 400, 21);
 create_probes($node, 21, 8, 3);
@@ -113,9 +114,10 @@ my $record = q{
 $node->safe_psql('postgres', "SET mcc.fallback = error;\n" . sprintf($record, 'before'));
 my ($n_tpl, $n_scores) = split /\|/, $node->safe_psql('postgres',
 	'SELECT (SELECT count(*) FROM before_tpl), (SELECT count(*) FROM before_scores)');
-is($node->safe_psql('postgres', q{
-	SELECT count(*) FROM before_identify WHERE hits LIKE pid || ':%'}), '8',
-	"before: each of the 8 mated probes finds its finger first ($n_tpl templates, $n_scores scores recorded)");
+is(check_all_probes($node, 'prints', 10, 0, 'SET mcc.fallback = error;'), 0,
+	"before: the service's identify() equals brute force ($n_tpl templates, $n_scores scores recorded)");
+note($node->safe_psql('postgres', q{
+	SELECT count(*) FROM before_identify WHERE hits LIKE (pid - 1) || ':%'}) . ' of 8 mated probes find their finger first');
 is($node->safe_psql('postgres', q{SELECT state FROM mcc_gallery_status WHERE gallery = 'prints'::regclass}),
 	'cached', 'before: the service holds the gallery');
 my $engine = service_pid($node, 'engine');
@@ -174,17 +176,17 @@ my $catalog = q{
 	)
 	SELECT obj || ' | comment: ' || coalesce((SELECT description FROM pg_description
 			WHERE classoid = m.classid AND objoid = m.objid AND objsubid = 0), '-')
-		|| ' | init privileges: ' || coalesce((SELECT string_agg(privtype || ' ' || initprivs::text, ' ' ORDER BY objsubid)
+		|| ' | init privileges: ' || coalesce((SELECT string_agg(privtype::text || ' ' || initprivs::text, ' ' ORDER BY objsubid)
 			FROM pg_init_privs WHERE classoid = m.classid AND objoid = m.objid), '-')
 		|| ' | ' || coalesce(CASE m.classid
 		WHEN 'pg_proc'::regclass THEN (
 			SELECT CASE WHEN p.prokind IN ('f', 'p') THEN pg_get_functiondef(p.oid)
-					ELSE p.prokind || ' ' || pg_get_function_arguments(p.oid) || ' ' ||
+					ELSE p.prokind::text || ' ' || pg_get_function_arguments(p.oid) || ' ' ||
 						 coalesce((SELECT a::text FROM pg_aggregate a WHERE a.aggfnoid = p.oid), '') END
 				|| ' acl ' || coalesce(p.proacl::text, 'default')
 			FROM pg_proc p WHERE p.oid = m.objid)
 		WHEN 'pg_class'::regclass THEN (
-			SELECT c.relkind || ' acl ' || coalesce(c.relacl::text, 'default')
+			SELECT c.relkind::text || ' acl ' || coalesce(c.relacl::text, 'default')
 				|| ' rls ' || c.relrowsecurity || '/' || c.relforcerowsecurity
 				|| ' options ' || coalesce(c.reloptions::text, '-')
 				|| ' columns ' || coalesce((SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
@@ -256,6 +258,16 @@ $node->safe_psql('postgres', 'CREATE DATABASE chain');
 $node->safe_psql('chain', "CREATE EXTENSION mcc VERSION '$base'; ALTER EXTENSION mcc UPDATE");
 is($node->safe_psql('chain', $catalog), join("\n", @fresh),
 	'an empty database updated from 0.1.0 has the same catalog too');
+
+# the comparison sees a changed comment, privilege or definition
+$node->safe_psql('chain', q{
+	COMMENT ON FUNCTION mcc_score(mcc_template, mcc_template) IS 'changed';
+	REVOKE EXECUTE ON FUNCTION mcc_distance(mcc_template, mcc_template) FROM PUBLIC;
+	ALTER FUNCTION mcc_matches(mcc_template, mcc_template) COST 7;
+});
+my %chain = map { $_ => 1 } split /\n/, $node->safe_psql('chain', $catalog);
+is(join(',', sort map { /^function (\w+)/ ? $1 : $_ } grep { !$chain{$_} } @fresh),
+	'mcc_distance,mcc_matches,mcc_score', '... which notices a changed comment, privilege or definition');
 
 $node->stop;
 done_testing();
