@@ -40,6 +40,15 @@ is($node->safe_psql('postgres', qq{
 					  WHERE p.source = v.version AND p.target = '$default' AND p.path IS NOT NULL)}),
 	'', "every earlier version has an update path to $default");
 
+# released scripts are never edited (their checksums are in sql/released.sha256)
+SKIP:
+{
+	my $src = $ENV{MCC_SRCDIR};
+	skip 'MCC_SRCDIR is not set: released scripts not checked', 1 unless $src;
+	my $out = `cd '$src' && sha256sum --strict -c sql/released.sha256 2>&1`;
+	is($?, 0, 'the scripts of released versions are unchanged') or diag($out);
+}
+
 $node->safe_psql('postgres', "CREATE EXTENSION mcc VERSION '$base'");
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'mcc'"),
 	$base, "CREATE EXTENSION mcc VERSION '$base' installs $base");
@@ -258,6 +267,11 @@ $node->safe_psql('postgres', 'CREATE DATABASE chain');
 $node->safe_psql('chain', "CREATE EXTENSION mcc VERSION '$base'; ALTER EXTENSION mcc UPDATE");
 is($node->safe_psql('chain', $catalog), join("\n", @fresh),
 	'an empty database updated from 0.1.0 has the same catalog too');
+
+# no way down: there are no downgrade scripts
+my ($rc, $out, $err) = $node->psql('chain', "ALTER EXTENSION mcc UPDATE TO '$base'");
+like($err, qr/no update path from version "\Q$default\E" to version "\Q$base\E"/,
+	"ALTER EXTENSION mcc UPDATE TO '$base' is refused: no downgrade");
 
 # the comparison sees a changed comment, privilege or definition
 $node->safe_psql('chain', q{
