@@ -292,6 +292,17 @@ def demo(reg, records, args):
     return tap.done()
 
 
+# subcommands and their positional arguments
+COMMANDS = {
+    'init': (),
+    'enrol': ('name', 'position', 'file'),
+    'identify': ('file',),
+    'verify': ('name', 'position', 'file'),
+    'export': ('name', 'position', 'format', 'out'),
+    'demo': (),
+}
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--dsn', default='', help="libpq connection string (default: PG* environment)")
@@ -302,26 +313,16 @@ def main(argv):
     ap.add_argument('--height', type=int, default=0, help='xyt input: image height (0: derive)')
     ap.add_argument('--dpi', type=int, default=500, help='xyt input: resolution (default 500)')
     sub = ap.add_subparsers(dest='cmd', required=True)
-    sub.add_parser('init')
-    p = sub.add_parser('enrol')
-    p.add_argument('name')
-    p.add_argument('position', type=int)
-    p.add_argument('file')
-    p = sub.add_parser('identify')
-    p.add_argument('file')
-    p.add_argument('-k', type=int, default=5)
-    p = sub.add_parser('verify')
-    p.add_argument('name')
-    p.add_argument('position', type=int)
-    p.add_argument('file')
-    p = sub.add_parser('export')
-    p.add_argument('name')
-    p.add_argument('position', type=int)
-    p.add_argument('format')
-    p.add_argument('out')
-    p = sub.add_parser('demo')
-    p.add_argument('records', nargs='?', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'records'))
-    p.add_argument('--tmp', default='/tmp', help='folder for the files the demo writes')
+    for cmd, positional in COMMANDS.items():
+        p = sub.add_parser(cmd)
+        for name in positional:
+            p.add_argument(name, type=int if name == 'position' else str)
+        if cmd == 'identify':
+            p.add_argument('-k', type=int, default=5, help='candidates (default 5)')
+        if cmd == 'demo':
+            p.add_argument('records', nargs='?', help='sample records (default: records/ next to idm.py)',
+                           default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'records'))
+            p.add_argument('--tmp', default='/tmp', help='folder for the files the demo writes')
     args = ap.parse_args(argv)
 
     try:
