@@ -98,6 +98,16 @@ if [ "$(id -u)" = 0 ] && [ -z "${MCC_AS_USER:-}" ]; then
 		export MCC_SHARED_DATA=$(cd "$here/../shared/data" && pwd)
 	fi
 	id mcctest >/dev/null 2>&1 || useradd -m -s /bin/bash mcctest || exit 1
+	user_stages=()
+	for s in "${stages[@]}"; do [ "$s" = deb ] || user_stages+=("$s"); done
+	deb_log=$here/build/deb-build.log
+	if wants deb; then
+		# built before the lock and the copy below: building installs nothing
+		echo "== deb: building the package (make deb WITH_CUDA=no)"
+		mkdir -p "$here/build"
+		DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" make -C "$here" deb WITH_CUDA=no >"$deb_log" 2>&1
+		deb_built=$?
+	fi
 	work=$(mktemp -d /tmp/mcc-test.XXXXXX)
 	# copy the working tree (not .git, not build outputs) for mcctest
 	tar -C "$here" --exclude=./.git --exclude=./build --exclude=./results \
@@ -105,8 +115,7 @@ if [ "$(id -u)" = 0 ] && [ -z "${MCC_AS_USER:-}" ]; then
 	chown -R mcctest "$work"
 	chmod 755 "$work"
 	mkdir -p "$work/build/test-logs" && chown mcctest "$work/build" "$work/build/test-logs"
-	user_stages=()
-	for s in "${stages[@]}"; do [ "$s" = deb ] || user_stages+=("$s"); done
+	[ -f "$deb_log" ] && cp "$deb_log" "$work/build/test-logs/deb.log"
 	# the stages as mcctest; fd 9 (the lock) is not inherited: a server a
 	# test leaves behind must not keep every later run waiting
 	as_mcctest() {
@@ -117,12 +126,6 @@ if [ "$(id -u)" = 0 ] && [ -z "${MCC_AS_USER:-}" ]; then
 			bash "$work/scripts/run-tests.sh" "$@" 9>&-
 	}
 	deb_log=$work/build/test-logs/deb.log
-	if wants deb; then
-		# built before the lock: building installs nothing
-		echo "== deb: building the package (make deb WITH_CUDA=no)"
-		DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" make -C "$here" deb WITH_CUDA=no >"$deb_log" 2>&1
-		deb_built=$?
-	fi
 	(
 		# one install at a time on this machine: the installed module must
 		# stay the one under test until the run ends
@@ -145,8 +148,9 @@ if [ "$(id -u)" = 0 ] && [ -z "${MCC_AS_USER:-}" ]; then
 		else
 			p=0; f=0
 		fi
-		echo "$((p + deb_passed)) passed, $((f + deb_failed)) failed"
-		[ "$rc" -eq 0 ] && [ "$deb_failed" -eq 0 ]
+		f=$((f + deb_failed))
+		echo "$((p + deb_passed)) passed, $f failed"
+		[ "$rc" -eq 0 ] && [ "$f" -eq 0 ]
 	) 9>/tmp/mcc-install.lock
 	rc=$?
 	mkdir -p "$log_dir" && cp -r "$work/build/test-logs/." "$log_dir/" 2>/dev/null
