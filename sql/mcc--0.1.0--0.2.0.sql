@@ -4,7 +4,7 @@
 -- defined here, once; sections follow the subsystem that owns them.
 \echo Use "ALTER EXTENSION mcc UPDATE TO '0.2.0'" to load this file. \quit
 
--- ===========================================================================
+-- ====================================================================
 -- Right answers by default (issue 16; docs/accuracy.md, section 2): the
 -- 1:1 score and identify()'s refinement are the fused relaxation (the mean
 -- of LSS-R and LGS-DTR) unless a method is asked for.
@@ -189,3 +189,9 @@ $$;
 
 COMMENT ON FUNCTION mcc_threshold(float8, text) IS
 	'Score threshold of a method (default fused, the method of mcc_score(a, b)) for a target false match rate, from the impostor distributions shipped in mcc_thresholds';
+-- ---------------------------------------------------------------------------
+-- Formats (issue 18): mcc_template_to_iso also writes ISO/IEC 19794-2:2011
+-- and ANSI/INCITS 378-2009. The function and its signature are 0.1.0's;
+-- only the C code behind it (mcc.so) and this comment change.
+COMMENT ON FUNCTION mcc_template_to_iso(mcc_template, text) IS
+	'One-view ISO/IEC 19794-2:2005 (''iso2005'') or :2011 (''iso2011''), or ANSI/INCITS 378-2004 (''ansi2004'') or -2009 (''ansi2009'') record of the minutiae';

@@ -55,7 +55,8 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 	if (s->pool == NULL)
 		return false;
 	/* the only place CUDA is initialized; no GPU means the CPU threads */
-	s->gpu = eng_gpu_start(s->cfg.gpu, s->cfg.gpu_memory_limit, s->cfg.gpu_partitions);
+	s->gpu = eng_gpu_start(s->cfg.gpu, s->cfg.gpu_memory_limit, s->cfg.gpu_partitions,
+						   s->cfg.threads);
 	/* image jobs use the same devices, with contexts of their own */
 	s->img_gpu = eng_img_gpu_start(s->gpu);
 	return true;
