@@ -14,7 +14,8 @@ what went wrong, leaving the database as it was.
   idm.py ... export NAME POSITION FORMAT OUT   (FORMAT: iso2005 iso2011 ansi2004 ansi2009 xyt)
   idm.py ... demo [RECORDS]                    the tour CI runs; TAP output
 
-Common options: --threshold T (decision on the refined score, default 0.03),
+Common options: --fmr F (the false match rate decisions accept, default
+0.0001: the threshold is mcc_threshold(F)),
 --width/--height/--dpi (image of xyt input: xyt carries none).
 The DSN defaults to libpq's environment (PGHOST, PGPORT, PGDATABASE, ...).
 """
@@ -27,12 +28,11 @@ import sys
 import psycopg
 from psycopg import sql
 
-# Refined scores ('lss-dtr', paper 000's refinement) separate mates from
-# non-mates far better than plain LSS: on the synthetic samples mates score
-# 0.05..0.27 and non-mates at most 0.013 (examples/README.md). Calibrate on
-# your own data (docs/accuracy.md) before trusting any threshold.
-DEFAULT_THRESHOLD = 0.03
-METHOD = 'lss-dtr'
+# Decisions use mcc's defaults: mcc_score(a, b) and identify()'s refined
+# score are the 'fused' method, and the threshold is the one mcc ships for a
+# chosen false match rate (mcc_threshold(fmr); docs/sql-reference.md,
+# "Choosing the threshold"). Calibrate on your own data before trusting it.
+DEFAULT_FMR = 0.0001
 # the sensor of the sample records (mccgen's defaults): xyt needs it
 SAMPLE_WIDTH, SAMPLE_HEIGHT = 388, 374
 
@@ -87,12 +87,20 @@ class Probe:
 class Registry:
     """The application's tables in one schema, over one connection."""
 
-    def __init__(self, conn, schema, threshold):
+    def __init__(self, conn, schema, fmr):
         self.conn = conn
         self.schema = schema
-        self.threshold = threshold
+        self.fmr = fmr
+        self._threshold = None
         # the schema first, then public (where mcc is installed)
         conn.execute(sql.SQL('SET search_path = {}, public').format(sql.Identifier(schema)))
+
+    @property
+    def threshold(self):
+        """mcc's shipped threshold for the false match rate (once mcc exists)."""
+        if self._threshold is None:
+            self._threshold = self.conn.execute('SELECT mcc_threshold(%s)', (self.fmr,)).fetchone()[0]
+        return self._threshold
 
     def init(self, fresh=False):
         with self.conn.transaction():
@@ -139,7 +147,7 @@ class Registry:
         try:
             cur = self.conn.execute(sql.SQL("""
                 SELECT p.name, f.position, i.score, i.score >= %s
-                FROM identify('finger', {}, k => %s, refine => 'dtr') AS i
+                FROM identify('finger', {}, k => %s) AS i
                 JOIN finger f ON f.id = i.id JOIN person p ON p.id = f.person_id
                 ORDER BY i.score DESC, i.id""").format(probe.expr), (self.threshold, k))
             return cur.fetchall()
@@ -150,10 +158,10 @@ class Registry:
         """(score, match) of the probe against the claimed finger."""
         try:
             cur = self.conn.execute(sql.SQL("""
-                SELECT mcc_score(f.tpl, {}, %s)
+                SELECT mcc_score(f.tpl, {})
                 FROM finger f JOIN person p ON p.id = f.person_id
                 WHERE p.name = %s AND f.position = %s""").format(probe.expr),
-                (METHOD, name, position))
+                (name, position))
             row = cur.fetchone()
         except psycopg.Error as e:
             raise AppError(f'cannot verify {probe.path}: {explain(e)}') from None
@@ -307,8 +315,8 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--dsn', default='', help="libpq connection string (default: PG* environment)")
     ap.add_argument('--schema', default='idm', help='schema of the tables (default idm)')
-    ap.add_argument('--threshold', type=float, default=DEFAULT_THRESHOLD,
-                    help=f"decision threshold on the refined score (default {DEFAULT_THRESHOLD})")
+    ap.add_argument('--fmr', type=float, default=DEFAULT_FMR,
+                    help=f"false match rate decisions accept (default {DEFAULT_FMR}): threshold mcc_threshold(FMR)")
     ap.add_argument('--width', type=int, default=0, help='xyt input: image width (0: derive)')
     ap.add_argument('--height', type=int, default=0, help='xyt input: image height (0: derive)')
     ap.add_argument('--dpi', type=int, default=500, help='xyt input: resolution (default 500)')
@@ -327,7 +335,7 @@ def main(argv):
 
     try:
         with psycopg.connect(args.dsn, autocommit=True) as conn:
-            reg = Registry(conn, args.schema if args.cmd != 'demo' else args.schema + '_demo', args.threshold)
+            reg = Registry(conn, args.schema if args.cmd != 'demo' else args.schema + '_demo', args.fmr)
             if args.cmd == 'demo':
                 return demo(reg, args.records, args)
             if args.cmd == 'init':
@@ -345,7 +353,8 @@ def main(argv):
             elif args.cmd == 'verify':
                 score, match = reg.verify(args.name, args.position,
                                           Probe(args.file, args.width, args.height, args.dpi))
-                print(f"{'accepted' if match else 'rejected'} ({METHOD} score {score:.4f}, threshold {args.threshold})")
+                print(f"{'accepted' if match else 'rejected'} (score {score:.4f}, threshold {reg.threshold:.4f} "
+                      f"for a false match rate of {args.fmr})")
                 return 0 if match else 2
             elif args.cmd == 'export':
                 data = reg.export(args.name, args.position, args.format)
