@@ -162,7 +162,7 @@ typedef struct mcc_gpu_refine_timing
 	double		total_ms;		/* wall clock of the call */
 	size_t		pairs;			/* pairs scored on the devices */
 	int			launches;		/* kernel launches (size classes x partitions) */
-	int			blocks_per_sm;	/* occupancy of the smallest class (last launch of it) */
+	int			blocks_per_sm;	/* occupancy of the first class launched on partition 0 */
 } mcc_gpu_refine_timing;
 
 void		mcc_gpu_refine_last_timing(const struct mcc_gpu *g, mcc_gpu_refine_timing *t);
@@ -175,6 +175,15 @@ void		mcc_gpu_refine_last_timing(const struct mcc_gpu *g, mcc_gpu_refine_timing 
  * rho in global memory, ranking in rounds).
  */
 mcc_gpu_code mcc_gpu_refine_tune(struct mcc_gpu *g, int threads, int kcap, mcc_error *err);
+
+/*
+ * Test hook: every later mcc_gpu_refine() also writes, for pair i, the
+ * unrounded (double) score of the method's last pair set into last[i]
+ * (fused: LGS-DTR's; lss: the float score), so that a check can compare
+ * doubles where the float rounding would hide a last-bit difference. NULL
+ * turns it off.
+ */
+void		mcc_gpu_refine_debug(struct mcc_gpu *g, double *last);
 
 #ifdef __cplusplus
 }

@@ -167,6 +167,7 @@ typedef struct rb_args
 	double	   *rscr;			/* per block: rho, rstride doubles (or NULL) */
 	uint64_t	rstride;
 	float	   *out;
+	double	   *dbg;			/* test hook: the last set's unrounded score, or NULL */
 	int			fault;			/* test hook: fault on purpose */
 } rb_args;
 
@@ -878,6 +879,8 @@ rb_final(const rb_ws *ws, const rb_args *a, const rb_job *j)
 		0.5 * (rb_get_score(ws, 0) + rb_get_score(ws, 1)) : rb_get_score(ws, 0);
 
 	a->out[j->d.out] = (float) s;
+	if (a->dbg)
+		a->dbg[j->d.out] = rb_get_score(ws, a->plan.nsets - 1);
 }
 
 /* Smallest power of two >= m (m >= 1). */
@@ -1026,7 +1029,12 @@ rb_pair(const rb_ws *ws, const rb_args *a, uint32_t pi, uint32_t slot, int nt)
 	RB_PHASE(rb_ph_matrix(ws, a, &j, tid, nt));
 	if (a->plan.votes)
 	{
-		RB_PHASE(if (tid == 0) a->out[j.d.out] = rb_votes_score(ws, j.d.np[0]));
+		RB_PHASE(if (tid == 0)
+				 {
+					 a->out[j.d.out] = rb_votes_score(ws, j.d.np[0]);
+					 if (a->dbg)
+						 a->dbg[j.d.out] = a->out[j.d.out];
+				 });
 		return;
 	}
 	e = ws->sc[RB_SC_E];

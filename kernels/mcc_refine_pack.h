@@ -398,17 +398,28 @@ rp_np(uint8_t np[2], int method, const mcc_match_params *mp, const mcc_profile *
 	}
 }
 
-/* Size class of a pair: the largest side (cylinders) and its launch shape. */
-#define RP_NCLASS 3
-static const uint32_t rp_class_nmax[RP_NCLASS] = {64, 128, 256};
-static const uint32_t rp_class_kcap[RP_NCLASS] = {4096, 8192, 8192};
+/*
+ * Size classes of pairs by their larger side: up to lim cylinders, a block
+ * holds nmax per side and kcap keys. Below 64 every key and rho fit the
+ * shared buffer (lim^2 <= kcap), and the blocks are small enough for many
+ * per SM (about 16, 21, 46 KB: typical templates of 30 to 45 cylinders
+ * fall in the first two); above, Gamma and rho go to global memory when
+ * they do not fit.
+ */
+#define RP_NCLASS 5
+static const uint32_t rp_class_lim[RP_NCLASS] = {32, 45, 64, 128, 256};
+static const uint32_t rp_class_nmax[RP_NCLASS] = {32, 48, 64, 128, 256};
+static const uint32_t rp_class_kcap[RP_NCLASS] = {1024, 2048, 4096, 8192, 8192};
 
 static inline int
 rp_class(uint32_t na, uint32_t nb)
 {
 	uint32_t	m = na > nb ? na : nb;
+	int			c = 0;
 
-	return m <= rp_class_nmax[0] ? 0 : m <= rp_class_nmax[1] ? 1 : 2;
+	while (c < RP_NCLASS - 1 && m > rp_class_lim[c])
+		c++;
+	return c;
 }
 
 #endif							/* MCC_REFINE_PACK_H */

@@ -7,8 +7,9 @@
  * A set holds templates (blobs and views) and pairs of indices:
  *   rt_add_synth     impressions of synthetic fingers (mcc_synth.h);
  *   rt_add_sizes     templates of 0, 1, 2 and 3 cylinders (subsets of a
- *                    real template), around the kernel's size classes (64,
- *                    65, 128, 129 cylinders) and 200+ (up to 256);
+ *                    real template), at the limits of the kernel's size
+ *                    classes (32/33, 45/46, 64/65, 128/129 cylinders) and
+ *                    200+ (up to 256);
  *   rt_add_fvc       FVC2002 records from ../shared/data (mindtct xyt and
  *                    FingerJetFX ISO; nothing when absent).
  */
@@ -203,10 +204,10 @@ rt_add_synth(rt_set *s, int nf, int others, uint64_t seed)
 
 /*
  * Templates of every size that matters to the kernel: 0..3 cylinders, the
- * class limits 64/65 and 128/129, 200+ and 256 (dense random minutiae and
+ * class limits (32/33, 45/46, 64/65, 128/129), 200+ and 256 (dense random minutiae and
  * a noisy impression of each). full: every one against every other; else
- * every pair of templates below 200 cylinders, and each big one against
- * its impression, the next big one and a few small ones (the CPU
+ * a third of the pairs of templates below 200 cylinders, and each big one
+ * against its impression, the next big one and a few small ones (the CPU
  * reference of a 256-cylinder relaxation costs milliseconds).
  */
 static inline void
@@ -216,7 +217,7 @@ rt_add_sizes(rt_set *s, uint64_t seed, int full)
 	mcc_minutiae *ms = (mcc_minutiae *) malloc(sizeof(mcc_minutiae));
 	mcc_minutiae *im = (mcc_minutiae *) malloc(sizeof(mcc_minutiae));
 	int			t0 = s->n;
-	static const int want[] = {64, 65, 128, 129};
+	static const int want[] = {32, 33, 45, 46, 64, 65, 128, 129};
 	int			big = -1;
 
 	/* dense sets: 200..256 minutiae and their impressions */
@@ -257,8 +258,8 @@ rt_add_sizes(rt_set *s, uint64_t seed, int full)
 			int			ba = s->v[a].n_cyl >= 200;
 			int			bb = s->v[b].n_cyl >= 200;
 
-			if (full || (!ba && !bb) || (ba && bb && (b == a + 1 || b == a + 2)) ||
-				(ba != bb && (a + b) % 7 == 0))
+			if (full || (!ba && !bb && (a + 2 * b) % 3 == 0) || (ba && bb && (b == a + 1 || b == a + 2)) ||
+				(ba != bb && (a + b) % 9 == 0))
 				rt_pair(s, a, b);
 		}
 	free(ms);

@@ -487,7 +487,7 @@ main(void)
 	rt_set		s;
 	emu			e;
 	const char *data = unit_shared_data();
-	static const cfg small[] = {{128, 0, 256}, {64, 64, 129}, {32, 256, 129}, {256, 1024, 256}};
+	static const cfg small[] = {{128, 0, 256}, {64, 64, 129}, {256, 1024, 129}, {32, 256, 129}};
 
 	mcc_lss_init();
 	test_keys();
@@ -496,9 +496,9 @@ main(void)
 	test_methods();
 
 	memset(&s, 0, sizeof(s));
-	rt_add_synth(&s, 48, 8, 2024);
+	rt_add_synth(&s, 32, 8, 2024);
 	UNIT_CHECK(emu_build(&e, &s, 1) == 0, "synthetic fingers: %d templates, %d pairs", s.n, s.npairs);
-	check_set("synthetic fingers", &s, &e, small, 4);
+	check_set("synthetic fingers", &s, &e, small, 3);
 	emu_free(&e);
 	rt_free(&s);
 
@@ -515,8 +515,8 @@ main(void)
 		UNIT_SKIP("FVC2002: ../shared/data is absent");
 	else
 	{
-		int			n1 = rt_add_fvc(&s, data, 1, "xyt", 4);
-		int			n2 = rt_add_fvc(&s, data, 3, "ist", 4);
+		int			n1 = rt_add_fvc(&s, data, 1, "xyt", 8);
+		int			n2 = rt_add_fvc(&s, data, 3, "ist", 8);
 
 		if (n1 + n2 == 0)
 			UNIT_SKIP("FVC2002 records not found under %s", data);
