@@ -28,7 +28,10 @@
  *             later ones selected below the last round's smallest key by a
  *             radix select on the global Gamma), each round sorted by a
  *             bitonic network: the LSS pairs are the first n_R keys, the
- *             LGS pairs the greedy one-to-one walk in key order;
+ *             LGS pairs the greedy one-to-one walk in key order, 32 keys
+ *             at a time (the lowest key whose row and column are free is
+ *             taken, the keys it conflicts with dropped: the sequential
+ *             greedy's order);
  *   relax     per pair set: phi_t, rho (n x n doubles, in the key buffer
  *             when it fits, else in global memory), n_rel synchronous
  *             iterations with each sum over k in pair order, efficiencies,
@@ -67,6 +70,8 @@ extern "C"
 #define RB_SC_DIG		2		/* radix select: digit */
 #define RB_SC_WANT		3		/* radix select: rank still wanted */
 #define RB_SC_NG0		4		/* LGS pairs found, set 0 and 1 */
+#define RB_SC_MASK		6		/* LGS walk: free keys of the chunk (bit per lane) */
+#define RB_SC_WIN		7		/* LGS walk: lane accepted, 32 = none */
 /* 64-bit scalars */
 #define RB_SC64_HI		0		/* smallest key of the last round */
 #define RB_SC64_S0		1		/* score of set 0 and 1 (double bits) */
@@ -222,10 +227,16 @@ typedef struct rb_job
 
 #ifdef __CUDA_ARCH__
 #define RB_ATOMIC_INC(p) atomicAdd((p), 1u)
+#define RB_ATOMIC_OR(p, v) atomicOr((p), (v))
+#define RB_ATOMIC_AND(p, v) atomicAnd((p), (v))
 #define RB_POPC64(x) __popcll(x)
+#define RB_FFS(x) __ffs(x)
 #else
 #define RB_ATOMIC_INC(p) ((*(p))++)
+#define RB_ATOMIC_OR(p, v) (*(p) |= (v))
+#define RB_ATOMIC_AND(p, v) (*(p) &= (v))
 #define RB_POPC64(x) __builtin_popcountll(x)
+#define RB_FFS(x) __builtin_ffs(x)
 #endif
 
 /* Shared memory layout for nmax cylinders per side and kcap keys; returns the bytes. */
@@ -507,6 +518,7 @@ rb_ph_load(const rb_ws *ws, const rb_args *a, const rb_job *j, int tid, int nt)
 		ws->sc[RB_SC_CNT] = 0;
 		ws->sc[RB_SC_NG0] = 0;
 		ws->sc[RB_SC_NG0 + 1] = 0;
+		ws->sc[RB_SC_MASK] = 0;
 	}
 }
 
@@ -694,8 +706,8 @@ rb_ph_bitonic(const rb_ws *ws, uint32_t p, uint32_t k, uint32_t jj, int tid, int
 
 /*
  * A sorted round of m keys: the LSS sets take the next keys (got[s] so
- * far), the LGS sets walk them greedily (thread 0, as pairs_lgs); thread 0
- * also keeps the round's smallest key and resets the collect counter.
+ * far); thread 0 keeps the round's smallest key and resets the collect
+ * counter. (The LGS sets walk the round next: rb_lgs_walk.)
  */
 MCC_HD void
 rb_ph_consume(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t m,
@@ -716,32 +728,81 @@ rb_ph_consume(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t m,
 				ws->pl0[s][got[s] + i] = (double) rb_key_gamma(key);
 			}
 		}
-		else if (a->plan.kind[s] == RB_PAIRS_LGS && got[s] < j->nr[s] && tid == 0)
-		{
-			uint32_t	n = got[s];
-
-			for (uint32_t i = 0; i < m && n < j->nr[s]; i++)
-			{
-				uint64_t	key = ws->keys[i];
-				uint32_t	r = rb_key_r(key);
-				uint32_t	c = rb_key_c(key);
-
-				if (ws->used_r[r] || ws->used_c[c])
-					continue;
-				ws->used_r[r] = ws->used_c[c] = 1;
-				ws->pr[s][n] = (uint8_t) r;
-				ws->pcc[s][n] = (uint8_t) c;
-				ws->pl0[s][n] = (double) rb_key_gamma(key);
-				n++;
-			}
-			ws->sc[RB_SC_NG0 + s] = n;
-		}
 	}
 	if (tid == 0)
 	{
 		ws->sc64[RB_SC64_HI] = ws->keys[m - 1];
 		ws->sc[RB_SC_CNT] = 0;
 	}
+}
+
+/*
+ * The LGS walk (pairs_lgs: greedy one-to-one in key order), 32 keys at a
+ * time. Lanes: bit l of the mask for key base + l if its row and column
+ * are free.
+ */
+MCC_HD void
+rb_ph_lgs_lanes(const rb_ws *ws, uint32_t base, uint32_t m, int tid, int nt)
+{
+	for (int l = tid; l < 32; l += nt)
+		if (base + l < m)
+		{
+			uint64_t	key = ws->keys[base + l];
+
+			if (!ws->used_r[rb_key_r(key)] && !ws->used_c[rb_key_c(key)])
+				RB_ATOMIC_OR(&ws->sc[RB_SC_MASK], 1u << l);
+		}
+}
+
+/*
+ * The LGS walk (thread 0): the lowest free lane's key is the next greedy
+ * pair (every lower key has a used row or column); none when the mask is
+ * empty or the set is full (the mask is then left 0 for the next chunk).
+ */
+MCC_HD void
+rb_lgs_take(const rb_ws *ws, const rb_job *j, int s, uint32_t base)
+{
+	uint32_t	mask = ws->sc[RB_SC_MASK];
+	uint32_t	n = ws->sc[RB_SC_NG0 + s];
+	uint32_t	w;
+	uint64_t	key;
+	uint32_t	r;
+	uint32_t	c;
+
+	if (mask == 0 || n >= j->nr[s])
+	{
+		ws->sc[RB_SC_WIN] = 32;
+		ws->sc[RB_SC_MASK] = 0;
+		return;
+	}
+	w = (uint32_t) RB_FFS(mask) - 1;
+	key = ws->keys[base + w];
+	r = rb_key_r(key);
+	c = rb_key_c(key);
+	ws->used_r[r] = ws->used_c[c] = 1;
+	ws->pr[s][n] = (uint8_t) r;
+	ws->pcc[s][n] = (uint8_t) c;
+	ws->pl0[s][n] = (double) rb_key_gamma(key);
+	ws->sc[RB_SC_NG0 + s] = n + 1;
+	ws->sc[RB_SC_WIN] = w;
+}
+
+/* The LGS walk. Lanes: drop the keys that share a row or column with the accepted one. */
+MCC_HD void
+rb_ph_lgs_clear(const rb_ws *ws, uint32_t base, uint32_t m, uint32_t win, int tid, int nt)
+{
+	uint64_t	wk = ws->keys[base + win];
+	uint32_t	wr = rb_key_r(wk);
+	uint32_t	wc = rb_key_c(wk);
+
+	for (int l = tid; l < 32; l += nt)
+		if (base + l < m && ((ws->sc[RB_SC_MASK] >> l) & 1))
+		{
+			uint64_t	key = ws->keys[base + l];
+
+			if (rb_key_r(key) == wr || rb_key_c(key) == wc)
+				RB_ATOMIC_AND(&ws->sc[RB_SC_MASK], ~(1u << l));
+		}
 }
 
 /* Relaxation, set s: positions and phi_t of the pairs, lambda_0. */
@@ -948,6 +1009,33 @@ rb_relax_set(const rb_ws *ws, const rb_args *a, const rb_job *j, int s, uint32_t
 }
 
 /*
+ * The LGS walk of set s over the sorted round keys[0 .. m): chunks of 32
+ * keys; in each, the lowest free key is accepted and the keys sharing its
+ * row or column are dropped, until none is free or the set is full. The
+ * order of acceptance is the sequential greedy's.
+ */
+RB_DRIVER void
+rb_lgs_walk(const rb_ws *ws, const rb_job *j, int s, uint32_t m, int nt)
+{
+	for (uint32_t base = 0; base < m; base += 32)
+	{
+		RB_PHASE(rb_ph_lgs_lanes(ws, base, m, tid, nt));
+		for (;;)
+		{
+			uint32_t	win;
+
+			RB_PHASE(if (tid == 0) rb_lgs_take(ws, j, s, base));
+			win = ws->sc[RB_SC_WIN];
+			if (win >= 32)
+				break;
+			RB_PHASE(rb_ph_lgs_clear(ws, base, m, win, tid, nt));
+		}
+		if (ws->sc[RB_SC_NG0 + s] >= j->nr[s])
+			break;
+	}
+}
+
+/*
  * The keys of Gamma in descending order, in rounds, handed to the pair
  * sets until each has its pairs or the keys run out; got[] receives the
  * pairs of each set.
@@ -1008,8 +1096,11 @@ rb_rank_pairs(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t e,
 		{
 			if (a->plan.kind[s] == RB_PAIRS_LSS)
 				got[s] += j->nr[s] - got[s] < m ? j->nr[s] - got[s] : m;
-			else
+			else if (got[s] < j->nr[s])
+			{
+				rb_lgs_walk(ws, j, s, m, nt);
 				got[s] = ws->sc[RB_SC_NG0 + s];
+			}
 		}
 		hi = ws->sc64[RB_SC64_HI];
 		left -= m;
