@@ -69,7 +69,7 @@ $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_bench: $(BUILD)/gpu/%: $(BUILD)/gpu/%.o 
 # Refinement on the GPU: every score against mcc_match_candidate, and its benchmark
 $(BUILD)/gpu/gpu_check_refine.o $(BUILD)/gpu/gpu_bench_refine.o: test/unit/refine_testdata.h test/unit/testgen.h \
 		test/unit/unit.h
-$(BUILD)/gpu/gpu_check_refine $(BUILD)/gpu/gpu_bench_refine: $(BUILD)/gpu/%: $(BUILD)/gpu/%.o \
+$(BUILD)/gpu/gpu_check_refine $(BUILD)/gpu/gpu_bench_refine: $(BUILD)/gpu/%: $(BUILD)/gpu/%.o $(GPU_TEST_OBJS) \
 		$(BUILD)/libmccgpu.a $(GPU_CORE_OBJS)
 	$(GPU_CC) -o $@ $^ $(GPU_LINK)
 

@@ -229,6 +229,9 @@ cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
 /* CUB temporary bytes needed for nq segments of cap keys. */
 cudaError_t mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes);
 
+/* Wait for every partition's stream after a failure (errors cleared). */
+void		mcc_gpu_drain(mcc_gpu *g);
+
 /* Record a CUDA failure in err (and in g if sticky); returns the code. */
 mcc_gpu_code mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev,
 						  mcc_error *err);

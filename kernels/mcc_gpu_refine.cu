@@ -179,16 +179,6 @@ ensure_tabs(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
 	return MCC_GPU_OK;
 }
 
-/* Wait for every partition after a failure, so no work is left in flight. */
-static void
-drain(mcc_gpu *g)
-{
-	for (int i = 0; i < g->nparts; i++)
-		if (cudaSetDevice(g->part[i].dev) == cudaSuccess)
-			cudaStreamSynchronize(g->part[i].st);
-	(void) cudaGetLastError();
-}
-
 mcc_gpu_code
 mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 			   const mcc_template_view *cands, uint32_t ncand,
@@ -637,7 +627,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 	goto out;
 fail:
 	if (rc != MCC_GPU_STICKY)
-		drain(g);
+		mcc_gpu_drain(g);
 out:
 	free(ppart);
 	free(used);

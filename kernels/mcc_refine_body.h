@@ -14,7 +14,9 @@
  * thread runs the driver, RB_PHASE = call, then __syncthreads) and as C
  * (one driver, RB_PHASE = loop over tid).
  *
- * The steps mirror src/core/mcc_match.c and mcc_relax.c line by line:
+ * The steps mirror src/core/mcc_match.c and mcc_relax.c line by line, and
+ * share their arithmetic (keys, sigmoid tables, rho) through
+ * src/core/mcc_relax_hd.h:
  *   load      side A (the probe) and side B (the candidate) in minutia
  *             order into shared memory: bits, popcount, byte angle,
  *             position, unit vector;
@@ -57,6 +59,7 @@ extern "C"
 }
 #endif
 #include "mcc_hd.h"
+#include "mcc_relax_hd.h"
 
 /* Values of the kernel's arithmetic */
 #define RB_LUT			264		/* LUT_sqrt entries copied to shared memory (popcounts 0..255) */
@@ -294,118 +297,25 @@ rb_gate(int qa, int qb, int delta_theta)
 	return (d < 0 ? -d : d) <= delta_theta;
 }
 
-/* entry_key of mcc_match.c: Gamma's bits, then smaller r, then smaller c. */
-MCC_HD uint64_t
-rb_key(float g, uint32_t r, uint32_t c)
-{
-	uint32_t	bits;
-
-	memcpy(&bits, &g, sizeof(bits));
-	return ((uint64_t) bits << 16) | (uint64_t) (0xFFFFu - ((r << 8) | c));
-}
-
-MCC_HD float
-rb_key_gamma(uint64_t key)
-{
-	uint32_t	bits = (uint32_t) (key >> 16);
-	float		g;
-
-	memcpy(&g, &bits, sizeof(g));
-	return g;
-}
-
+/* Row and column of a key (mcc_key_entry). */
 MCC_HD uint32_t
 rb_key_r(uint64_t key)
 {
-	return ((0xFFFFu - (uint32_t) (key & 0xFFFF)) >> 8) & 0xFF;
+	int			r;
+	int			c;
+
+	mcc_key_entry(key, &r, &c);
+	return (uint32_t) r;
 }
 
 MCC_HD uint32_t
 rb_key_c(uint64_t key)
 {
-	return (0xFFFFu - (uint32_t) (key & 0xFFFF)) & 0xFF;
-}
+	int			r;
+	int			c;
 
-/* tab_get of mcc_relax.c: linear interpolation in a sigmoid table; x >= 0. */
-MCC_HD double
-rb_tab_get(const mcc_sigmoid_tab *t, double x)
-{
-	double		s;
-	int			i;
-
-	if (!(x < t->hi))
-		return t->z[MCC_SIG_SEGS];
-	s = x * t->scale;
-	i = (int) s;
-	return t->z[i] + (s - i) * ((double) t->z[i + 1] - (double) t->z[i]);
-}
-
-/* angle_term of mcc_relax.c. */
-MCC_HD double
-rb_angle_term(const mcc_sigmoid_tab *t, double cosd)
-{
-	double		h = 0.5 * (1.0 - cosd);
-
-	if (h < 0.0)
-		h = 0.0;
-	return rb_tab_get(t, sqrt(h));
-}
-
-/* dist_term of mcc_relax.c. */
-MCC_HD double
-rb_dist_term(const mcc_sigmoid_tab *t, int norm, double da, double db)
-{
-	double		diff = fabs(da - db);
-	double		sum = da + db;
-
-	switch (norm)
-	{
-		case MCC_D1_SUM:
-			return rb_tab_get(t, sum > 0.0 ? diff / sum : 0.0);
-		case MCC_D1_MEAN:
-			return rb_tab_get(t, sum > 0.0 ? diff / (0.5 * sum) : 0.0);
-		default:
-			return rb_tab_get(t, diff);
-	}
-}
-
-/*
- * rho(t, k) of mcc_relax_score for k != t: positions (ax, ay), (bx, by) and
- * phi = (fx, fy) of pairs t and k.
- */
-MCC_HD double
-rb_rho(const mcc_sigmoid_tab *tab, int d1,
-	   double axt, double ayt, double bxt, double byt, double fxt, double fyt,
-	   double axk, double ayk, double bxk, double byk, double fxk, double fyk)
-{
-	double		sax = axk - axt;
-	double		say = ayk - ayt;
-	double		sbx = bxk - bxt;
-	double		sby = byk - byt;
-	double		da = sqrt(sax * sax + say * say);
-	double		db = sqrt(sbx * sbx + sby * sby);
-	double		c2;
-	double		re;
-	double		im;
-	double		c3;
-
-	c2 = fxt * fxk + fyt * fyk;
-	if (da == 0.0)
-	{
-		sax = 1.0;
-		say = 0.0;
-	}
-	if (db == 0.0)
-	{
-		sbx = 1.0;
-		sby = 0.0;
-	}
-	re = sax * sbx + say * sby;
-	im = sax * sby - say * sbx;
-	c3 = (fxt * re - fyt * im) /
-		((da > 0.0 ? da : 1.0) * (db > 0.0 ? db : 1.0));
-	return rb_dist_term(&tab[0], d1, da, db) *
-		rb_angle_term(&tab[1], c2) * rb_angle_term(&tab[2], c3);
+	mcc_key_entry(key, &r, &c);
+	return (uint32_t) c;
 }
 
 /* ------------------------------------------------------------------ */
@@ -570,7 +480,7 @@ rb_ph_matrix(const rb_ws *ws, const rb_args *a, const rb_job *j, int tid, int nt
 			uint32_t	i = RB_ATOMIC_INC(&ws->sc[RB_SC_E]);
 
 			if (i < a->kcap)
-				ws->keys[i] = rb_key(g, r, c);
+				ws->keys[i] = mcc_entry_key(g, (int) r, (int) c);
 		}
 	}
 }
@@ -622,7 +532,7 @@ rb_ph_hcount(const rb_ws *ws, const rb_job *j, uint64_t hi, uint64_t prefix, int
 		if (g > 0.0f)
 		{
 			uint32_t	r = e / nb;
-			uint64_t	key = rb_key(g, r, e - r * nb);
+			uint64_t	key = mcc_entry_key(g, (int) r, (int) (e - r * nb));
 
 			if (key < hi && (key & above) == (prefix & above))
 				RB_ATOMIC_INC(&ws->hist[(key >> shift) & 0xFF]);
@@ -663,7 +573,7 @@ rb_ph_collect(const rb_ws *ws, const rb_args *a, const rb_job *j, uint64_t lo, u
 		if (g > 0.0f)
 		{
 			uint32_t	r = e / nb;
-			uint64_t	key = rb_key(g, r, e - r * nb);
+			uint64_t	key = mcc_entry_key(g, (int) r, (int) (e - r * nb));
 
 			if (key >= lo && key < hi)
 			{
@@ -725,7 +635,7 @@ rb_ph_consume(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t m,
 
 				ws->pr[s][got[s] + i] = (uint8_t) rb_key_r(key);
 				ws->pcc[s][got[s] + i] = (uint8_t) rb_key_c(key);
-				ws->pl0[s][got[s] + i] = (double) rb_key_gamma(key);
+				ws->pl0[s][got[s] + i] = (double) mcc_key_gamma(key);
 			}
 		}
 	}
@@ -782,7 +692,7 @@ rb_lgs_take(const rb_ws *ws, const rb_job *j, int s, uint32_t base)
 	ws->used_r[r] = ws->used_c[c] = 1;
 	ws->pr[s][n] = (uint8_t) r;
 	ws->pcc[s][n] = (uint8_t) c;
-	ws->pl0[s][n] = (double) rb_key_gamma(key);
+	ws->pl0[s][n] = (double) mcc_key_gamma(key);
 	ws->sc[RB_SC_NG0 + s] = n + 1;
 	ws->sc[RB_SC_WIN] = w;
 }
@@ -842,7 +752,7 @@ rb_ph_rho(const rb_ws *ws, const rb_args *a, int s, uint32_t n, double *rho, int
 			rho[e] = 0.0;
 			continue;
 		}
-		rho[e] = rb_rho(tab, rx->d1,
+		rho[e] = mcc_rho(tab, (mcc_d1_norm) rx->d1,
 						(double) ws->ax[rt], -(double) ws->ay[rt],
 						(double) ws->bx[ct], -(double) ws->by[ct], ws->fx[t], ws->fy[t],
 						(double) ws->ax[rk], -(double) ws->ay[rk],

@@ -384,18 +384,15 @@ rp_plan(rb_plan *pl, int method, const mcc_match_params *mp)
 	}
 }
 
-/* n_P of the pair's scores for min(n_A, n_B) = m (mcc_match.c: LUT_p, or the fused tables). */
+/* n_P of the pair's scores for min(n_A, n_B) = m, as src/core defines them. */
 static inline void
 rp_np(uint8_t np[2], int method, const mcc_match_params *mp, const mcc_profile *p, int m)
 {
-	int			lut = mcc_lss_np(p, m);
+	int			v[2];
 
-	np[0] = np[1] = (uint8_t) (lut < 0 ? 0 : lut > 255 ? 255 : lut);
-	if (method == MCC_FUSED)
-	{
-		np[0] = mp->fused_np_tab[0][m];
-		np[1] = mp->fused_np_tab[1][m];
-	}
+	mcc_match_set_np(mp, method, p, m, v);
+	for (int i = 0; i < 2; i++)
+		np[i] = (uint8_t) (v[i] < 0 ? 0 : v[i] > 255 ? 255 : v[i]);
 }
 
 /*

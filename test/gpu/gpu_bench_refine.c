@@ -16,41 +16,18 @@
  * templates, and for block sizes 64, 128 and 256. Last, the CPU's
  * mcc_match_candidate on one thread for the same pairs, for scale.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "../unit/refine_testdata.h"
+#include "gpu_data.h"
 #include "mcc_gpu.h"
 #include "mcc_gpu_refine.h"
 #include "mcc_soa.h"
 
 #define MAXQ 64
-
-static FILE *logfp;
-
-static void
-say(const char *fmt,...) __attribute__((format(printf, 1, 2)));
-
-static void
-say(const char *fmt,...)
-{
-	va_list		ap;
-
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	if (logfp)
-	{
-		va_start(ap, fmt);
-		vfprintf(logfp, fmt, ap);
-		va_end(ap);
-		fflush(logfp);
-	}
-	fflush(stdout);
-}
 
 static double
 now_ms(void)
@@ -163,7 +140,7 @@ time_call(mcc_gpu *g, const bdata *d, const mcc_gpu_pair *pairs, size_t np, int 
 		if (mcc_gpu_refine(g, d->prb.v, nq, d->gal.v, (uint32_t) d->gal.n, pairs, np, method, NULL, sc, &err) !=
 			MCC_GPU_OK)
 		{
-			say("# refine failed: %s\n", err.message);
+			gd_say("# refine failed: %s\n", err.message);
 			return -1;
 		}
 		if (i >= 0)
@@ -191,7 +168,7 @@ row(const char *what, int method, int q, int ncand, double ms, const mcc_gpu_ref
 {
 	double		pairs = (double) q * ncand;
 
-	say("%-28s %-8s Q=%-3d pairs=%-6.0f call %8.3f ms  per 1000 cand %7.3f ms  %8.2f M cand/s  "
+	gd_say("%-28s %-8s Q=%-3d pairs=%-6.0f call %8.3f ms  per 1000 cand %7.3f ms  %8.2f M cand/s  "
 		"kernel %8.3f ms  prep %6.3f  h2d %6.3f  d2h %6.3f  launches %d  blocks/SM %d\n",
 		what, mcc_method_name(method), q, pairs, ms, ms * 1000.0 / pairs, pairs / ms / 1e3,
 		tm->kernel_ms, tm->prep_ms, tm->h2d_ms, tm->d2h_ms, tm->launches, tm->blocks_per_sm);
@@ -242,22 +219,22 @@ main(int argc, char **argv)
 		char		path[1024];
 
 		snprintf(path, sizeof(path), "%s/bench-refine.log", out);
-		logfp = fopen(path, "w");
+		gd_logf = fopen(path, "w");
 	}
 	mcc_lss_init();
 	if (mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err) != MCC_GPU_OK)
 	{
-		say("# no GPU: %s\n", err.message);
+		gd_say("# no GPU: %s\n", err.message);
 		return 0;
 	}
-	say("# GPU 0: %s, %d SMs\n", info[0].name, info[0].sm_count);
+	gd_say("# GPU 0: %s, %d SMs\n", info[0].name, info[0].sm_count);
 	t0 = now_ms();
 	if (bdata_build(&d, n, unique, MAXQ, 99) != 0)
 	{
-		say("# data build failed\n");
+		gd_say("# data build failed\n");
 		return 1;
 	}
-	say("# data: gallery %u templates (%d distinct synthetic fingers, %.1f cylinders per template), %d probes, "
+	gd_say("# data: gallery %u templates (%d distinct synthetic fingers, %.1f cylinders per template), %d probes, "
 		"%d candidates per probe; built in %.0f ms\n",
 		n, unique, (double) d.soa.n_cyl / n, MAXQ, ncand, now_ms() - t0);
 	{
@@ -265,38 +242,38 @@ main(int argc, char **argv)
 
 		for (int q = 0; q < MAXQ; q++)
 			c += d.prb.v[q].n_cyl;
-		say("# probes: %.1f cylinders on average\n", (double) c / MAXQ);
+		gd_say("# probes: %.1f cylinders on average\n", (double) c / MAXQ);
 	}
 	if (mcc_gpu_open(&dev0, 1, mcc_profile_by_id(MCC_PROFILE_GPU2015), NULL, &g, &err) != MCC_GPU_OK)
 	{
-		say("# open failed: %s\n", err.message);
+		gd_say("# open failed: %s\n", err.message);
 		return 1;
 	}
 	t0 = now_ms();
 	if (mcc_gpu_upload(g, &d.soa, &err) != MCC_GPU_OK)
 	{
-		say("# upload failed: %s\n", err.message);
+		gd_say("# upload failed: %s\n", err.message);
 		return 1;
 	}
-	say("# gallery upload: %.0f ms\n", now_ms() - t0);
+	gd_say("# gallery upload: %.0f ms\n", now_ms() - t0);
 	t0 = now_ms();
 	if (mcc_gpu_refine_attach(g, &d.soa, &d.geo, 0, n, &err) != MCC_GPU_OK)
 	{
-		say("# attach failed: %s\n", err.message);
+		gd_say("# attach failed: %s\n", err.message);
 		return 1;
 	}
-	say("# refinement data attach: %.0f ms\n", now_ms() - t0);
+	gd_say("# refinement data attach: %.0f ms\n", now_ms() - t0);
 	{
 		mcc_gpu_meminfo mi;
 		int			nm = 0;
 
 		if (mcc_gpu_memory(g, &mi, 1, &nm, &err) == MCC_GPU_OK)
-			say("# device memory: gallery with refinement data %.1f MB (%.1f B per cylinder)\n",
+			gd_say("# device memory: gallery with refinement data %.1f MB (%.1f B per cylinder)\n",
 				mi.gallery_bytes / 1e6, (double) mi.gallery_bytes / d.soa.n_cyl);
 	}
 	sc = malloc(sizeof(float) * (size_t) MAXQ * ncand);
 
-	say("# batches, gallery candidates, 128 threads per block\n");
+	gd_say("# batches, gallery candidates, 128 threads per block\n");
 	for (int mi = 0; mi < 2; mi++)
 		for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++)
 		{
@@ -307,7 +284,7 @@ main(int argc, char **argv)
 				row("gallery", meth[mi], qs[k], ncand, ms, &tm);
 			free(p);
 		}
-	say("# every GPU method, Q = 1 and 16, gallery candidates\n");
+	gd_say("# every GPU method, Q = 1 and 16, gallery candidates\n");
 	for (int mi = 0; mi < 7; mi++)
 		for (int q = 1; q <= 16; q += 15)
 		{
@@ -318,7 +295,7 @@ main(int argc, char **argv)
 				row("gallery", meth[mi], q, ncand, ms, &tm);
 			free(p);
 		}
-	say("# candidates given as templates (sides prepared on the host each call)\n");
+	gd_say("# candidates given as templates (sides prepared on the host each call)\n");
 	for (int q = 1; q <= 16; q += 15)
 	{
 		mcc_gpu_pair *p = shortlist(&d, q, ncand, MCC_GPU_FROM_VIEW, 7);
@@ -328,7 +305,7 @@ main(int argc, char **argv)
 			row("templates", MCC_FUSED, q, ncand, ms, &tm);
 		free(p);
 	}
-	say("# block sizes (fused, gallery)\n");
+	gd_say("# block sizes (fused, gallery)\n");
 	for (int th = 64; th <= 256; th *= 2)
 	{
 		char		what[64];
@@ -361,13 +338,13 @@ main(int argc, char **argv)
 			t0 = now_ms();
 			for (int c = 0; c < ncand; c++)
 				mcc_match_candidate(w, &d.gal.v[p[c].cand], meth[mi], NULL, &s, &err);
-			say("cpu, 1 thread                %-8s Q=1   pairs=%-6d call %8.3f ms  per 1000 cand %7.3f ms\n",
+			gd_say("cpu, 1 thread                %-8s Q=1   pairs=%-6d call %8.3f ms  per 1000 cand %7.3f ms\n",
 				mcc_method_name(meth[mi]), ncand, now_ms() - t0, (now_ms() - t0) * 1000.0 / ncand);
 		}
 		free(p);
 		free(w);
 	}
-	say("# summary: see the rows above (median of %d calls after 2 warm-ups)\n", reps);
+	gd_say("# summary: see the rows above (median of %d calls after 2 warm-ups)\n", reps);
 	mcc_gpu_close(g);
 	free(sc);
 	return 0;

@@ -27,6 +27,7 @@
 
 #include "../unit/refine_testdata.h"
 #include "../unit/unit.h"
+#include "gpu_data.h"
 #include "mcc_gpu.h"
 #include "mcc_gpu_refine.h"
 #include "mcc_soa.h"
@@ -53,13 +54,15 @@ last_double(mcc_match_work *w, int method, int m)
 	static __thread int r[MCC_MAX_CYL];
 	static __thread int c[MCC_MAX_CYL];
 	static __thread double v[MCC_MAX_CYL];
-	const mcc_match_params *mp = mcc_match_params_std();
 	int			n = mcc_match_last_pairs(w, r, c, v, MCC_MAX_CYL);
-	int			np = method == MCC_FUSED ? mp->fused_np_tab[1][m] : mcc_lss_np(prof, m);
+	int			nps[2];
+	int			np;
 	double		sum = 0.0;
 
 	if (method == MCC_LSS)
 		return 0.0 / 0.0;
+	mcc_match_set_np(mcc_match_params_std(), method, prof, m, nps);
+	np = method == MCC_FUSED ? nps[1] : nps[0];	/* fused reports LGS-DTR's pairs */
 	for (int i = 0; i < n; i++)
 		sum += v[i];
 	return np > 0 && n > 0 ? sum / np : 0.0;
@@ -155,17 +158,6 @@ gal_build(gal *G, const rt_set *s)
 	return 0;
 }
 
-/* A prefix view of an soa. */
-static mcc_soa
-prefix(const mcc_soa *g, uint32_t n)
-{
-	mcc_soa		s = *g;
-
-	s.n_tpl = n;
-	s.n_cyl = g->first[n];
-	return s;
-}
-
 /* Open a context on ndev partitions of the given devices, upload + appends + attaches. */
 static mcc_gpu *
 open_gallery(const int *dev, int ndev, const gal *G, int pieces, mcc_error *err)
@@ -180,7 +172,7 @@ open_gallery(const int *dev, int ndev, const gal *G, int pieces, mcc_error *err)
 	{
 		/* uneven pieces, so that tiles are rebuilt by the appends */
 		uint32_t	t1 = k == pieces ? n : (uint32_t) ((uint64_t) n * (2 * k - 1) / (2 * pieces)) + 5u * k;
-		mcc_soa		p = prefix(&G->soa, t1 < n ? t1 : n);
+		mcc_soa		p = gd_prefix(&G->soa, t1 < n ? t1 : n);
 		mcc_gpu_code rc;
 
 		if (t1 > n)
@@ -325,7 +317,7 @@ check_errors(const int *dev, const gal *G, const rt_set *s)
 	mcc_gpu_pair p = {0, 1, MCC_GPU_FROM_GALLERY};
 	mcc_gpu_pair pv = {0, 1, MCC_GPU_FROM_VIEW};
 	float		sc = 0;
-	mcc_soa		half = prefix(&G->soa, 10);
+	mcc_soa		half = gd_prefix(&G->soa, 10);
 	mcc_gpu_code rc;
 
 	UNIT_CHECK(!mcc_gpu_refine_supported(MCC_LSA) && !mcc_gpu_refine_supported(MCC_LSA_DTR) &&

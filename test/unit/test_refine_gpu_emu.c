@@ -414,12 +414,12 @@ test_keys(void)
 		for (uint32_t r = 0; r < 256; r += 51)
 			for (uint32_t c = 0; c < 256; c += 17)
 			{
-				uint64_t	k = rb_key(g[i], r, c);
+				uint64_t	k = mcc_entry_key(g[i], (int) r, (int) c);
 
-				ok &= rb_key_gamma(k) == g[i] && rb_key_r(k) == r && rb_key_c(k) == c;
-				ok &= k > rb_key(g[i], r, c + 1) || c == 255;
-				ok &= k > rb_key(g[i], r + 1, c) || r == 255;
-				ok &= i == 0 || k < rb_key(1.0f, 255, 255);
+				ok &= mcc_key_gamma(k) == g[i] && rb_key_r(k) == r && rb_key_c(k) == c;
+				ok &= k > mcc_entry_key(g[i], (int) r, (int) c + 1) || c == 255;
+				ok &= k > mcc_entry_key(g[i], (int) r + 1, (int) c) || r == 255;
+				ok &= i == 0 || k < mcc_entry_key(1.0f, 255, 255);
 			}
 	UNIT_CHECK(ok, "keys: Gamma, then smaller r, then smaller c, and back");
 }
