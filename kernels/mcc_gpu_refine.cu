@@ -125,7 +125,8 @@ ensure_buf(mcc_gpu *g, mcc_gpu_part *p, size_t bytes, mcc_error *err)
 	p->rf_bytes -= p->rf_cap;
 	p->rf_buf = NULL;
 	p->rf_cap = 0;
-	bytes += bytes / 2;
+	if (bytes + bytes / 2 <= mcc_gpu_room(g, p))
+		bytes += bytes / 2;		/* room to grow without reallocating */
 	if (bytes > mcc_gpu_room(g, p))
 		return mcc_gpu_err(err, MCC_GPU_OOM,
 						   "out of GPU memory: refinement needs %zu bytes on GPU %d, %zu are available",
