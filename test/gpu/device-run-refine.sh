@@ -8,7 +8,13 @@
 #   OUT=$OUT bash test/gpu/device-run-refine.sh [gpu_bench_refine args...]
 # SKIP_BUILD=1 runs binaries built beforehand (build/gpu/gpu_check_refine,
 # gpu_bench_refine, gpu_check: static cudart, they need only the driver).
+# FVC2002 checks need $MCC_SHARED_DATA or shared/data/fvc2002/minutiae in the
+# tree; without them the check says so and runs on synthetic data only.
 set -u
+# real data for the check: $MCC_SHARED_DATA, or shared/data in this tree (carried), else skipped
+if [ -z "${MCC_SHARED_DATA:-}" ] && [ -d shared/data/fvc2002 ]; then
+	export MCC_SHARED_DATA=$PWD/shared/data
+fi
 out=${OUT:-build/device-out}
 mkdir -p "$out"
 {

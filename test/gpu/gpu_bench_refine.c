@@ -14,7 +14,8 @@
  * per second, and the kernel's share; for methods fused and lss-dtr (every
  * GPU method at Q = 16), for gallery candidates and candidates given as
  * templates, and for block sizes 64, 128 and 256. Last, the CPU's
- * mcc_match_candidate on one thread for the same pairs, for scale.
+ * mcc_match_candidate on one thread for the same pairs, for scale (alone
+ * with --cpu-only, or when there is no GPU).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,34 @@ time_call(mcc_gpu *g, const bdata *d, const mcc_gpu_pair *pairs, size_t np, int 
 	}
 }
 
+/* The CPU for scale: mcc_match_candidate on one thread, the same candidates of probe 0. */
+static void
+cpu_rows(const bdata *d, int ncand)
+{
+	static const int meth[] = {MCC_FUSED, MCC_LSS_DTR, MCC_LSS};
+	mcc_match_work *w = malloc(mcc_match_work_size());
+	mcc_gpu_pair *p = shortlist(d, 1, ncand, MCC_GPU_FROM_VIEW, 5);
+	mcc_error	err;
+	float		s;
+
+	mcc_match_work_init(w);
+	for (int mi = 0; mi < 3; mi++)
+	{
+		double		t0;
+		double		ms;
+
+		mcc_match_set_probe(w, &d->prb.v[0]);
+		t0 = now_ms();
+		for (int c = 0; c < ncand; c++)
+			mcc_match_candidate(w, &d->gal.v[p[c].cand], meth[mi], NULL, &s, &err);
+		ms = now_ms() - t0;
+		gd_say("cpu, 1 thread                %-8s Q=1   pairs=%-6d call %8.3f ms  per 1000 cand %7.3f ms\n",
+			   mcc_method_name(meth[mi]), ncand, ms, ms * 1000.0 / ncand);
+	}
+	free(p);
+	free(w);
+}
+
 static void
 row(const char *what, int method, int q, int ncand, double ms, const mcc_gpu_refine_timing *tm)
 {
@@ -193,6 +222,7 @@ main(int argc, char **argv)
 	static const int qs[] = {1, 2, 4, 8, 16, 32, 64};
 	static const int meth[] = {MCC_FUSED, MCC_LSS_DTR, MCC_LSS_R, MCC_LGS, MCC_LGS_R, MCC_LGS_DTR, MCC_LSS};
 	double		t0;
+	int			cpu_only = 0;
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -206,9 +236,11 @@ main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
 			out = argv[++i];
+		else if (strcmp(argv[i], "--cpu-only") == 0)
+			cpu_only = 1;
 		else
 		{
-			fprintf(stderr, "usage: gpu_bench_refine [--gallery N] [--unique U] [--cands C] [--reps R] [--out DIR]\n");
+			fprintf(stderr, "usage: gpu_bench_refine [--gallery N] [--unique U] [--cands C] [--reps R] [--out DIR] [--cpu-only]\n");
 			return 2;
 		}
 	}
@@ -222,12 +254,6 @@ main(int argc, char **argv)
 		gd_logf = fopen(path, "w");
 	}
 	mcc_lss_init();
-	if (mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err) != MCC_GPU_OK)
-	{
-		gd_say("# no GPU: %s\n", err.message);
-		return 0;
-	}
-	gd_say("# GPU 0: %s, %d SMs\n", info[0].name, info[0].sm_count);
 	t0 = now_ms();
 	if (bdata_build(&d, n, unique, MAXQ, 99) != 0)
 	{
@@ -244,6 +270,14 @@ main(int argc, char **argv)
 			c += d.prb.v[q].n_cyl;
 		gd_say("# probes: %.1f cylinders on average\n", (double) c / MAXQ);
 	}
+	if (cpu_only || mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err) != MCC_GPU_OK)
+	{
+		if (!cpu_only)
+			gd_say("# no GPU: %s\n", err.message);
+		cpu_rows(&d, ncand);
+		return 0;
+	}
+	gd_say("# GPU 0: %s, %d SMs\n", info[0].name, info[0].sm_count);
 	if (mcc_gpu_open(&dev0, 1, mcc_profile_by_id(MCC_PROFILE_GPU2015), NULL, &g, &err) != MCC_GPU_OK)
 	{
 		gd_say("# open failed: %s\n", err.message);
@@ -325,25 +359,7 @@ main(int argc, char **argv)
 	}
 	mcc_gpu_refine_tune(g, 0, 0, &err);
 
-	/* the CPU for scale: one thread, the same 1,000 candidates of probe 0 */
-	{
-		mcc_match_work *w = malloc(mcc_match_work_size());
-		mcc_gpu_pair *p = shortlist(&d, 1, ncand, MCC_GPU_FROM_VIEW, 5);
-		float		s;
-
-		mcc_match_work_init(w);
-		for (int mi = 0; mi < 2; mi++)
-		{
-			mcc_match_set_probe(w, &d.prb.v[0]);
-			t0 = now_ms();
-			for (int c = 0; c < ncand; c++)
-				mcc_match_candidate(w, &d.gal.v[p[c].cand], meth[mi], NULL, &s, &err);
-			gd_say("cpu, 1 thread                %-8s Q=1   pairs=%-6d call %8.3f ms  per 1000 cand %7.3f ms\n",
-				mcc_method_name(meth[mi]), ncand, now_ms() - t0, (now_ms() - t0) * 1000.0 / ncand);
-		}
-		free(p);
-		free(w);
-	}
+	cpu_rows(&d, ncand);
 	gd_say("# summary: see the rows above (median of %d calls after 2 warm-ups)\n", reps);
 	mcc_gpu_close(g);
 	free(sc);
