@@ -307,6 +307,15 @@ int			mcc_select_by_popcount(int n, const uint16_t *popcount, int n_sel,
 								   int *sel);
 
 /*
+ * n_P of the pair sets of a method for min(n_A, n_B) = m: np[0] for its
+ * (first) set, np[1] for the second set of fused (LGS-DTR); the other
+ * methods average over LUT_p of profile p (both entries). The GPU port
+ * (kernels/mcc_gpu_refine.h) takes them from here.
+ */
+void		mcc_match_set_np(const mcc_match_params *mp, int method, const mcc_profile *p,
+							 int m, int np[2]);
+
+/*
  * Identification refinement (paper 000 Sec. 5.4): how many of the best LSS
  * candidates of a gallery of n templates to rescore: ceil(fraction * n),
  * at least min_count and k, at most n.
