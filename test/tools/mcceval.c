@@ -51,6 +51,10 @@
  *   --relax-params W,NREL,MU1,TAU1,MU2,TAU2,MU3,TAU3   the -r constants
  *   --dtr-params ...     the -dtr constants (angles in radians)
  *   --fused-np MIN,MAX,MU,TAU   n_P of fused's LGS-DTR
+ *   --gpu-refine         ident: --gpu, and the shortlists rescored on the GPU
+ *                        too (mcc_gpu_refine.h) for the methods it runs;
+ *                        every --check-every N-th probe (default 100) is also
+ *                        rescored on the CPU and the scores compared
  *   --recall-depth D     ident --gpu: search the D best by LSS (at least the
  *                        shortlist) to report the first stage's recall up to
  *                        D (the CPU scan ranks every entry anyway)
@@ -89,6 +93,7 @@
 #include "mcc_synth.h"
 #ifdef MCC_EVAL_GPU
 #include "mcc_gpu.h"
+#include "mcc_gpu_refine.h"
 #endif
 #include "mcc_template.h"
 #include "mcc_topk.h"
@@ -139,6 +144,8 @@ typedef struct options
 	const char *label;
 	const char *scores;
 	int			recall_depth;	/* --recall-depth: GPU search depth for the recall table */
+	bool		gpu_refine;		/* --gpu-refine: rescore the shortlists on the GPU */
+	int			check_every;	/* --check-every N: with --gpu-refine, probe i % N == 0 also on the CPU */
 } options;
 
 static options opt;
@@ -889,6 +896,8 @@ typedef struct ident_job
 	int			mate_missed;	/* mated probes whose mate LSS did not shortlist */
 	int		   *mate_rank;		/* per mated probe: 1 + entries ranked above its mate by LSS (CPU scan) */
 	FILE	   *scores;			/* --scores: every shortlisted candidate's scores */
+	long		gpu_checked;	/* --gpu-refine: refined scores compared with the CPU's */
+	long		gpu_differ;		/* of which differed */
 	pthread_mutex_t lock;
 	double		t_scan;
 	double		t_matrix;
@@ -896,6 +905,8 @@ typedef struct ident_job
 	long		n_refined;
 #ifdef MCC_EVAL_GPU
 	struct mcc_gpu *gpu;		/* the LSS stage on the GPU(s), or NULL */
+	mcc_gpu_geom geo;			/* --gpu-refine: the gallery's minutiae */
+	double		t_gpu_refine;	/* seconds in mcc_gpu_refine */
 	pthread_mutex_t gpu_lock;	/* one search at a time */
 #endif
 } ident_job;
@@ -958,6 +969,51 @@ mate_rank_of(const float *scores, int n, int mate)
 	return r;
 }
 
+/*
+ * --gpu-refine: the shortlist of probe i rescored on the GPU with every
+ * method it runs, into out[k * n + c] (method k, candidate c). Returns true
+ * when the CPU must score this probe: without --gpu-refine, for a method
+ * the GPU does not run, or for every check_every-th probe, whose GPU scores
+ * (out[0] >= -1.5) are then compared with the CPU's; out[0] = -2 when the
+ * GPU scored nothing.
+ */
+static bool
+ident_gpu_rescore(ident_job *job, int i, const mcc_hit *hits, int n, float *out)
+{
+	out[0] = -2.0f;
+#ifdef MCC_EVAL_GPU
+	if (job->gpu == NULL || !opt.gpu_refine || n == 0)
+		return true;
+	for (int k = 0; k < opt.n_methods; k++)
+		if (opt.methods[k] != MCC_LSS && !mcc_gpu_refine_supported(opt.methods[k]))
+			return true;
+	{
+		mcc_gpu_pair *pairs = xmalloc(sizeof(mcc_gpu_pair) * n);
+		mcc_error	err;
+		double		t0 = now();
+
+		for (int c = 0; c < n; c++)
+			pairs[c] = (mcc_gpu_pair) {0, (uint32_t) hits[c].id, MCC_GPU_FROM_GALLERY};
+		pthread_mutex_lock(&job->gpu_lock);
+		for (int k = 0; k < opt.n_methods; k++)
+			if (opt.methods[k] != MCC_LSS &&
+				mcc_gpu_refine(job->gpu, &job->prb[i].v, 1, NULL, 0, pairs, (size_t) n,
+							   opt.methods[k], &opt.mp, out + (size_t) k * n, &err) != MCC_GPU_OK)
+				die("--gpu-refine: %s", err.message);
+		job->t_gpu_refine += now() - t0;
+		pthread_mutex_unlock(&job->gpu_lock);
+		free(pairs);
+	}
+	return opt.check_every > 0 && i % opt.check_every == 0;
+#else
+	(void) job;
+	(void) i;
+	(void) hits;
+	(void) n;
+	return true;
+#endif
+}
+
 /* --scores in ident: "probe mate candidate score-of-each-method" per shortlisted candidate. */
 static void
 ident_write_scores(ident_job *job, int i, int g, const float *s)
@@ -979,6 +1035,7 @@ ident_worker(void *arg)
 	mcc_match_work *w = xmalloc(mcc_match_work_size());
 	float	   *scores = xmalloc(sizeof(float) * job->n_gal);
 	mcc_hit    *hits = xmalloc(sizeof(mcc_hit) * job->n_refine);
+	float	   *gpu_s = xmalloc(sizeof(float) * (size_t) job->n_refine * MCC_NMETHODS + 4);
 	double		t_scan = 0;
 	double		t_matrix = 0;
 	double		t_method[MCC_NMETHODS] = {0};
@@ -1026,16 +1083,21 @@ ident_worker(void *arg)
 			job->top[(size_t) i * MCC_NMETHODS + opt.methods[k]] = -1;
 			job->top_score[(size_t) i * MCC_NMETHODS + opt.methods[k]] = -1.0f;
 		}
+		bool		on_cpu = ident_gpu_rescore(job, i, hits, tk.n, gpu_s);
+
 		for (int c = 0; c < tk.n; c++)
 		{
 			int			g = (int) hits[c].id;
 			float		s;
 
-			t0 = now();
-			if (mcc_match_candidate(w, &job->gal[g].v, MCC_LSS, &opt.mp, &s, &err) != MCC_OK)
-				die("%s", err.message);
-			t_matrix += now() - t0;
-			mismatch += s != hits[c].score;
+			if (on_cpu)
+			{
+				t0 = now();
+				if (mcc_match_candidate(w, &job->gal[g].v, MCC_LSS, &opt.mp, &s, &err) != MCC_OK)
+					die("%s", err.message);
+				t_matrix += now() - t0;
+				mismatch += s != hits[c].score;
+			}
 			n_refined++;
 			for (int k = 0; k < opt.n_methods; k++)
 			{
@@ -1043,7 +1105,18 @@ ident_worker(void *arg)
 				size_t		at = (size_t) i * MCC_NMETHODS + m;
 
 				t0 = now();
-				s = m == MCC_LSS ? hits[c].score : mcc_match_rescore(w, m, &opt.mp);
+				if (m == MCC_LSS)
+					s = hits[c].score;
+				else if (!on_cpu)
+					s = gpu_s[(size_t) k * tk.n + c];
+				else
+				{
+					s = mcc_match_rescore(w, m, &opt.mp);
+					if (gpu_s[0] >= -1.5f && s != gpu_s[(size_t) k * tk.n + c])
+						__atomic_add_fetch(&job->gpu_differ, 1, __ATOMIC_RELAXED);
+					if (gpu_s[0] >= -1.5f)
+						__atomic_add_fetch(&job->gpu_checked, 1, __ATOMIC_RELAXED);
+				}
 				t_method[m] += now() - t0;
 				cand_s[k] = s;
 				if (job->top[at] < 0 ||
@@ -1072,6 +1145,7 @@ ident_worker(void *arg)
 	free(w);
 	free(scores);
 	free(hits);
+	free(gpu_s);
 	return NULL;
 }
 
@@ -1181,6 +1255,17 @@ ident_open_gpu(ident_job *job)
 	if (mcc_gpu_open(dev, count, opt.profile, &o, &job->gpu, &err) != MCC_GPU_OK ||
 		mcc_gpu_upload(job->gpu, &job->soa, &err) != MCC_GPU_OK)
 		die("--gpu: %s", err.message);
+	if (opt.gpu_refine)
+	{
+		if (mcc_gpu_geom_init(&job->geo, (uint32_t) job->n_gal, job->soa.n_cyl, &err) != MCC_OK)
+			die("--gpu-refine: %s", err.message);
+		for (int i = 0; i < job->n_gal; i++)
+			if (mcc_gpu_geom_append(&job->geo, &job->gal[i].v, &err) != MCC_OK)
+				die("--gpu-refine: %s", err.message);
+		if (mcc_gpu_refine_attach(job->gpu, &job->soa, &job->geo, 0, (uint32_t) job->n_gal,
+								  &err) != MCC_GPU_OK)
+			die("--gpu-refine: %s", err.message);
+	}
 	pthread_mutex_init(&job->gpu_lock, NULL);
 	fprintf(stderr, "ident: LSS stage on %d GPU(s) (%s), gallery uploaded in %.1f s\n",
 			count, info[0].name, now() - t0);
@@ -1287,6 +1372,11 @@ run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
 			job.lss_mismatch, job.n_refined, job.mate_missed);
 	if (job.scores)
 		fclose(job.scores);
+#ifdef MCC_EVAL_GPU
+	if (opt.gpu_refine)
+		fprintf(stderr, "ident: shortlists rescored on the GPU in %.1f s; %ld scores checked "
+				"against the CPU, %ld differed\n", job.t_gpu_refine, job.gpu_checked, job.gpu_differ);
+#endif
 	print_mate_recall(&job);
 
 	{
@@ -1406,6 +1496,7 @@ parse_args(int argc, char **argv)
 {
 	mcc_synth_defaults(&opt.sp);
 	mcc_match_params_default(&opt.mp);
+	opt.check_every = 100;
 	opt.profile = mcc_profile_by_id(MCC_PROFILE_DEFAULT);
 	opt.fingers = 100;
 	opt.impressions = 8;
@@ -1492,6 +1583,10 @@ parse_args(int argc, char **argv)
 			opt.mp.cons.t_s = atof(v);
 		else if (ARG("--cons-ttheta"))
 			opt.mp.cons.t_theta = atof(v) * M_PI / 180.0;
+		else if (strcmp(argv[i], "--gpu-refine") == 0)
+			opt.gpu = opt.gpu_refine = true;
+		else if (ARG("--check-every"))
+			opt.check_every = atoi(v);
 		else if (ARG("--recall-depth"))
 			opt.recall_depth = atoi(v);
 		else if (ARG("--fused-np"))
