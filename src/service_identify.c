@@ -657,6 +657,23 @@ settle(serve_req *r)
 }
 
 /*
+ * What a SEARCH's ERROR reply means: reload, or fall back (why set); other
+ * errors raise.
+ */
+static search_outcome
+search_error(const mcc_reply *reply, char **why)
+{
+	if (reply->err_code == MCC_PERR_NOT_LOADED || reply->err_code == MCC_PERR_GENERATION)
+		return SEARCH_RELOAD;
+	if (reply->err_code == MCC_PERR_MEMORY)
+	{
+		*why = psprintf("the matcher engine is out of cache memory: %s", reply->err_message);
+		return SEARCH_FALLBACK;
+	}
+	mcc_raise_engine_error(reply);
+}
+
+/*
  * Refining: n' from the first RESULT. Its count is absent when the engine
  * holds no more than mcc_refine_flat_limit() entries: every statement then
  * sees at most that many rows, so n' is min(n, max(mcc.refine_min, k)), and
@@ -730,16 +747,7 @@ search_visible(serve_req *r, char **why)
 			return SEARCH_FALLBACK;
 		}
 		if (reply.type == MCC_MSG_ERROR)
-		{
-			if (reply.err_code == MCC_PERR_NOT_LOADED || reply.err_code == MCC_PERR_GENERATION)
-				return SEARCH_RELOAD;
-			if (reply.err_code == MCC_PERR_MEMORY)
-			{
-				*why = psprintf("the matcher engine is out of cache memory: %s", reply.err_message);
-				return SEARCH_FALLBACK;
-			}
-			mcc_raise_engine_error(&reply);
-		}
+			return search_error(&reply, why);
 		if (reply.type != MCC_MSG_RESULT)
 			mcc_raise_engine_error(&reply);
 		parse_result(r, &reply, false);
@@ -933,24 +941,15 @@ search_refined(serve_req *r, char **why)
 			*why = pstrdup("the matcher engine did not answer within mcc.request_timeout");
 			return SEARCH_FALLBACK;
 		}
-		if (reply.type == MCC_MSG_ERROR)
+		if (reply.type == MCC_MSG_ERROR && reply.err_code == MCC_PERR_TOO_LARGE)
 		{
-			if (reply.err_code == MCC_PERR_NOT_LOADED || reply.err_code == MCC_PERR_GENERATION)
-				return SEARCH_RELOAD;
-			if (reply.err_code == MCC_PERR_MEMORY)
-			{
-				*why = psprintf("the matcher engine is out of cache memory: %s", reply.err_message);
-				return SEARCH_FALLBACK;
-			}
-			if (reply.err_code == MCC_PERR_TOO_LARGE)
-			{
-				ereport(DEBUG1,
-						(errmsg_internal("identify(): the shortlists of %d probes do not fit one reply of the matcher engine; refining the re-checked shortlists",
-										 r->n_probes)));
-				return SEARCH_RECHECKED;
-			}
-			mcc_raise_engine_error(&reply);
+			ereport(DEBUG1,
+					(errmsg_internal("identify(): the shortlists of %d probes do not fit one reply of the matcher engine; refining the re-checked shortlists",
+									 r->n_probes)));
+			return SEARCH_RECHECKED;
 		}
+		if (reply.type == MCC_MSG_ERROR)
+			return search_error(&reply, why);
 		if (reply.type != MCC_MSG_RESULT)
 			mcc_raise_engine_error(&reply);
 		parse_result(r, &reply, true);

@@ -607,9 +607,9 @@ start_batch(eng_server *s, eng_gallery *g, eng_request *ready)
 	}
 	for (eng_request *r = ready; r; r = r->next)
 	{
-		r->first_slot = slot;
 		uint64_t	keep = keep_per_probe(r, g->cache, &r->shortlist);
 
+		r->first_slot = slot;
 		for (uint32_t i = 0; i < r->n_probes; i++)
 		{
 			if (r->tpls)

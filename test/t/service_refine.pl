@@ -29,20 +29,6 @@ install_checks($node);
 $node->safe_psql('postgres', q{
 	SELECT mcc_gallery_register('g');
 	SELECT mcc_gallery_preload('g');
-	-- the service's answer and the backend's, under one snapshot
-	CREATE FUNCTION check_paths(g regclass, probe mcc_template, k int, min_score real, refine text)
-	RETURNS boolean LANGUAGE plpgsql AS $$
-	DECLARE a text; b text;
-	BEGIN
-		a := via_identify(g, probe, k, min_score, refine);
-		PERFORM set_config('mcc.service', 'off', true);
-		b := via_identify(g, probe, k, min_score, refine);
-		PERFORM set_config('mcc.service', 'on', true);
-		INSERT INTO checks VALUES (a = b, CASE WHEN a <> b THEN
-			format('paths k=%s min_score=%s refine=%s service=[%s] backend=[%s]',
-				   k, min_score, refine, a, b) END);
-		RETURN a = b;
-	END $$;
 	CREATE TABLE methods (refine text);
 	INSERT INTO methods VALUES ('none'), ('dtr'), ('lss'), ('lss-r'), ('lss-dtr'), ('lsa'),
 		('lsa-r'), ('lsa-dtr'), ('lgs'), ('lgs-r'), ('lgs-dtr'), ('consolidation');

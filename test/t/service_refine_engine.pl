@@ -33,20 +33,6 @@ install_checks($node);
 $node->safe_psql('postgres', q{
 	SELECT mcc_gallery_register('g');
 	SELECT mcc_gallery_preload('g');
-	-- the service's answer and the backend's, under one snapshot
-	CREATE FUNCTION check_paths(g regclass, probe mcc_template, k int, min_score real, refine text)
-	RETURNS boolean LANGUAGE plpgsql AS $$
-	DECLARE a text; b text;
-	BEGIN
-		a := via_identify(g, probe, k, min_score, refine);
-		PERFORM set_config('mcc.service', 'off', true);
-		b := via_identify(g, probe, k, min_score, refine);
-		PERFORM set_config('mcc.service', 'on', true);
-		INSERT INTO checks VALUES (a = b, CASE WHEN a <> b THEN
-			format('paths k=%s min_score=%s refine=%s service=[%s] backend=[%s]',
-				   k, min_score, refine, a, b) END);
-		RETURN a = b;
-	END $$;
 	-- rows that score 1 against a probe (its own template): any error in
 	-- judging their versions changes the answer
 	CREATE FUNCTION probe_copies(first bigint, label text)

@@ -18,6 +18,10 @@
  * - CANCEL during the rescoring: never answered, the job and the cache's
  *   pin released; a connection closed during it: the same, the engine
  *   serves on.
+ *
+ * --gpu P (make gpu-check): every pass on the GPU path with P partitions,
+ * so that the shortlists come from the GPU's hits (the rescoring runs on the
+ * CPU threads until the GPU refinement is plugged in).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +38,8 @@
 #define NP 4					/* probes */
 #define XMIN 6000				/* the snapshot xmin of the searches */
 
+static eng_gpu_mode gpu_mode = ENG_GPU_OFF;
+static int	gpu_parts;
 static tl_tpl *gt;				/* NT + NI templates, by key */
 static tl_tpl probes[NP];
 static const mcc_gallery_id G = {5, 16500, 77};
@@ -283,7 +289,8 @@ static eng_server *
 server_new(int threads, eng_conn **c)
 {
 	eng_server *s = calloc(1, sizeof(*s));
-	eng_config	cfg = {.threads = threads, .delta_timeout_ms = 1000, .max_batch = 64};
+	eng_config	cfg = {.threads = threads, .delta_timeout_ms = 1000, .max_batch = 64,
+	.gpu = gpu_mode, .gpu_partitions = gpu_parts};
 
 	eng_server_init(s, &cfg);
 	*c = eng_conn_add(s, -1);
@@ -512,12 +519,27 @@ test_cancel(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	tl_tpl	   *other;
 
 	eng_log_set_level(ENG_LOG_ERROR);
 	mcc_lss_init();
+	if (argc == 3 && strcmp(argv[1], "--gpu") == 0)
+	{
+		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0);
+
+		if (probe == NULL)
+		{
+			UNIT_SKIP("no usable GPU%s: refining searches on the GPU path are skipped",
+					  eng_gpu_built() ? "" : " (built without GPU support)");
+			return unit_done();
+		}
+		eng_gpu_stop(probe);
+		gpu_mode = ENG_GPU_ON;
+		gpu_parts = atoi(argv[2]);
+		printf("# every pass on the GPU path, %d partition(s)\n", gpu_parts);
+	}
 	gt = tl_templates(51, NT + NI, 30);
 	other = tl_templates(52, 2, 0);
 	/* two probes that are gallery templates, two that are not */
