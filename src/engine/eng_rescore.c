@@ -97,6 +97,9 @@ const eng_rescore_pair *
 eng_rescore_pairs(const eng_rescore *rs, uint32_t i, uint32_t *n)
 {
 	*n = rs->probes[i].n;
+	/* no pairs yet: pairs may be NULL, and NULL + 0 is undefined in C */
+	if (*n == 0)
+		return NULL;
 	return rs->pairs + rs->probes[i].first;
 }
 

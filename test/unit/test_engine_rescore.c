@@ -527,7 +527,7 @@ main(int argc, char **argv)
 	mcc_lss_init();
 	if (argc == 3 && strcmp(argv[1], "--gpu") == 0)
 	{
-		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0);
+		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1);
 
 		if (probe == NULL)
 		{
