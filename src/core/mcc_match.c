@@ -89,7 +89,7 @@ side_geometry(match_side *s, int i, const mcc_minutia *m)
 
 /*
  * Copy a template's cylinders and their minutiae's geometry into a side, in
- * the order of their minutiae.
+ * the order of their minutiae; the bits word-major.
  */
 static void
 side_load(match_side *s, const mcc_template_view *t)
@@ -104,19 +104,28 @@ side_load(match_side *s, const mcc_template_view *t)
 	for (int i = 0; i < t->n_min && i < MCC_MAX_MINUTIAE; i++)
 	{
 		int			c = at[i];
+		uint64_t	words[2 * MCC_MAX_WORDS];
 		mcc_minutia m;
 
 		if (c < 0)
 			continue;
 		s->mi[k] = (uint8_t) i;
 		s->pc[k] = (uint16_t) mcc_template_cyl_popcount(t, c);
+		s->eta[k] = mcc_lss_sqrt_tab[s->pc[k]];
 		s->angle[k] = (uint8_t) mcc_template_cyl_angle(t, c);
-		mcc_template_cyl_bits(t, c, s->bits[k]);
+		mcc_template_cyl_bits(t, c, words);
+		for (int j = 0; j < t->words; j++)
+			s->bits[j][k] = words[j];
 		mcc_template_minutia(t, i, &m);
 		side_geometry(s, k, &m);
 		k++;
 	}
 	s->n = k;
+	/* the lanes a SIMD kernel reads past the last cylinder */
+	for (int j = 0; j < t->words; j++)
+		memset(&s->bits[j][k], 0, sizeof(uint64_t) * MCC_MATCH_PAD);
+	memset(&s->angle[k], 0, MCC_MATCH_PAD);
+	memset(&s->eta[k], 0, sizeof(uint32_t) * MCC_MATCH_PAD);
 }
 
 void
@@ -136,7 +145,7 @@ mcc_match_set_probe(mcc_match_work *w, const mcc_template_view *probe)
 
 /*
  * Gamma and the LSS votes of sides a and b with popcount POPCOUNT: the
- * body of the generic and POPCNT versions below. The gate, den and vote are
+ * body of the generic and POPCNT kernels below. The gate, den and vote are
  * those of mcc_lss.c (pair_vote), so the votes give mcc_lss_pair's score.
  */
 #define MATRIX_BODY(w, POPCOUNT) \
@@ -147,33 +156,35 @@ mcc_match_set_probe(mcc_match_work *w, const mcc_template_view *probe)
 		int			vw_ = p_->words; \
 		for (int r_ = 0; r_ < a_->n; r_++) \
 		{ \
-			const uint64_t *va_ = a_->bits[r_]; \
 			float	   *row_ = (w)->gamma + (size_t) r_ * b_->n; \
+			uint8_t    *vrow_ = (w)->vote + (size_t) r_ * b_->n; \
 			for (int c_ = 0; c_ < b_->n; c_++) \
 			{ \
-				const uint64_t *vb_ = b_->bits[c_]; \
 				int			x_ = 0; \
 				uint32_t	den_; \
 				uint32_t	d_; \
 				row_[c_] = 0.0f; \
+				vrow_[c_] = MCC_W; \
 				if (!mcc_lss_gate(a_->angle[r_], b_->angle[c_], p_->delta_theta)) \
 					continue; \
 				if (!p_->masks) \
 				{ \
 					for (int k_ = 0; k_ < vw_; k_++) \
-						x_ += POPCOUNT(va_[k_] ^ vb_[k_]); \
-					den_ = mcc_lss_sqrt_tab[a_->pc[r_]] + mcc_lss_sqrt_tab[b_->pc[c_]]; \
+						x_ += POPCOUNT(a_->bits[k_][r_] ^ b_->bits[k_][c_]); \
+					den_ = a_->eta[r_] + b_->eta[c_]; \
 				} \
 				else \
 				{ \
 					int			pw_ = 0, pa_ = 0, pb_ = 0; \
 					for (int k_ = 0; k_ < vw_; k_++) \
 					{ \
-						uint64_t	m_ = va_[vw_ + k_] & vb_[vw_ + k_]; \
+						uint64_t	va_ = a_->bits[k_][r_]; \
+						uint64_t	vb_ = b_->bits[k_][c_]; \
+						uint64_t	m_ = a_->bits[vw_ + k_][r_] & b_->bits[vw_ + k_][c_]; \
 						pw_ += POPCOUNT(m_); \
-						pa_ += POPCOUNT(va_[k_] & m_); \
-						pb_ += POPCOUNT(vb_[k_] & m_); \
-						x_ += POPCOUNT((va_[k_] ^ vb_[k_]) & m_); \
+						pa_ += POPCOUNT(va_ & m_); \
+						pb_ += POPCOUNT(vb_ & m_); \
+						x_ += POPCOUNT((va_ ^ vb_) & m_); \
 					} \
 					if (pw_ < p_->min_me_cells) \
 						continue; \
@@ -184,22 +195,22 @@ mcc_match_set_probe(mcc_match_work *w, const mcc_template_view *probe)
 				row_[c_] = 1.0f - (float) mcc_lss_sqrt_tab[x_] / (float) den_; \
 				d_ = mcc_lss_dist(mcc_lss_sqrt_tab[x_], mcc_lss_rcp(den_)); \
 				if (d_ < MCC_W) \
-					(w)->hist[d_]++; \
+					vrow_[c_] = (uint8_t) d_; \
 			} \
 		} \
 	} while (0)
 
 /* The matrix with the portable popcount. */
-static void
-matrix_generic(mcc_match_work *w)
+void
+mcc_matrix_generic(mcc_match_work *w)
 {
 	MATRIX_BODY(w, mcc_popcount64_swar);
 }
 
 /* The matrix with the POPCNT instruction. */
 __attribute__((target("popcnt")))
-static void
-matrix_popcnt(mcc_match_work *w)
+void
+mcc_matrix_popcnt(mcc_match_work *w)
 {
 	MATRIX_BODY(w, __builtin_popcountll);
 }
@@ -208,19 +219,7 @@ matrix_popcnt(mcc_match_work *w)
 static void
 compute_matrix(mcc_match_work *w)
 {
-	static int	use_popcnt = -1;
-	int			pop = __atomic_load_n(&use_popcnt, __ATOMIC_RELAXED);
-
-	if (pop < 0)
-	{
-		pop = mcc_cpu_has_popcnt();
-		__atomic_store_n(&use_popcnt, pop, __ATOMIC_RELAXED);
-	}
-	memset(w->hist, 0, sizeof(w->hist));
-	if (pop)
-		matrix_popcnt(w);
-	else
-		matrix_generic(w);
+	mcc_match_kernel()->matrix(w);
 	w->np = mcc_lss_np(w->profile, w->a.n < w->b.n ? w->a.n : w->b.n);
 	w->have_matrix = 1;
 	w->have_votes = 1;
@@ -321,7 +320,7 @@ key_gamma(uint64_t key)
 	return g;
 }
 
-/* Restore the max-heap property below position i of heap h[0..n). */
+/* Restore the min-heap property below position i of heap h[0..n). */
 static void
 heap_down(uint64_t *h, int n, int i)
 {
@@ -333,9 +332,9 @@ heap_down(uint64_t *h, int n, int i)
 
 		if (c >= n)
 			break;
-		if (c + 1 < n && h[c + 1] > h[c])
+		if (c + 1 < n && h[c + 1] < h[c])
 			c++;
-		if (h[c] <= v)
+		if (h[c] >= v)
 			break;
 		h[i] = h[c];
 		i = c;
@@ -343,35 +342,69 @@ heap_down(uint64_t *h, int n, int i)
 	h[i] = v;
 }
 
-/* Remove and return the largest key of a non-empty heap. */
-static uint64_t
-heap_pop(uint64_t *h, int *n)
+/*
+ * Offer a key to h, a min-heap of the (at most k) largest keys offered so
+ * far, holding m; returns the new m.
+ */
+static inline int
+heap_offer(uint64_t *h, int m, int k, uint64_t key)
 {
-	uint64_t	top = h[0];
+	int			i = m;
 
-	h[0] = h[--*n];
-	if (*n > 0)
-		heap_down(h, *n, 0);
-	return top;
+	if (m == k)
+	{
+		if (key > h[0])
+		{
+			h[0] = key;
+			heap_down(h, k, 0);
+		}
+		return m;
+	}
+	while (i > 0 && h[(i - 1) / 2] > key)
+	{
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = key;
+	return m + 1;
 }
 
-/* The positive entries of Gamma as a max-heap of keys; returns their number. */
+/* Sort a min-heap of m keys in place into descending order; returns m. */
 static int
-entries_heap(mcc_match_work *w)
+heap_sort_desc(uint64_t *h, int m)
 {
-	int			n = 0;
+	for (int j = m - 1; j > 0; j--)
+	{
+		uint64_t	top = h[0];
 
+		h[0] = h[j];
+		h[j] = top;
+		heap_down(h, j, 0);
+	}
+	return m;
+}
+
+/*
+ * The keys of the k largest positive entries of Gamma, in descending order,
+ * into out[0..k); returns how many (fewer if fewer are positive). Keys are
+ * unique, so this is the start of the full descending order of the keys.
+ */
+static int
+entries_top(const mcc_match_work *w, int k, uint64_t *out)
+{
+	int			m = 0;
+
+	if (k <= 0)
+		return 0;
 	for (int r = 0; r < w->a.n; r++)
-		for (int c = 0; c < w->b.n; c++)
-		{
-			float		g = w->gamma[(size_t) r * w->b.n + c];
+	{
+		const float *row = w->gamma + (size_t) r * w->b.n;
 
-			if (g > 0.0f)
-				w->keys[n++] = entry_key(g, r, c);
-		}
-	for (int i = n / 2 - 1; i >= 0; i--)
-		heap_down(w->keys, n, i);
-	return n;
+		for (int c = 0; c < w->b.n; c++)
+			if (row[c] > 0.0f)
+				m = heap_offer(out, m, k, entry_key(row[c], r, c));
+	}
+	return heap_sort_desc(out, m);
 }
 
 /* n_R of the relaxations: min(n_A, n_B), capped by max_nr. */
@@ -400,86 +433,85 @@ add_pair(mcc_match_work *w, int r, int c)
 static void
 pairs_lss(mcc_match_work *w, int nr)
 {
-	int			n = entries_heap(w);
+	uint64_t	top[MCC_MAX_CYL];
+	int			n = entries_top(w, nr, top);
 
 	w->npairs = 0;
-	while (w->npairs < nr && n > 0)
+	for (int i = 0; i < n; i++)
 	{
 		int			r;
 		int			c;
 
-		key_entry(heap_pop(w->keys, &n), &r, &c);
+		key_entry(top[i], &r, &c);
 		add_pair(w, r, c);
 	}
 }
 
 /*
- * The positive entries of Gamma as keys sorted in descending order into
- * w->sorted (LSD radix sort on the 48 key bits, bytes where every key
- * agrees skipped); returns their number.
+ * The best entry of row r among the columns not used (used_c[c] = 0) with
+ * Gamma > 0, ties by smaller c: its column, or -1 if none, and its Gamma's
+ * bits in *g.
  */
 static int
-entries_sorted(mcc_match_work *w)
+row_best(const mcc_match_work *w, int r, const uint8_t *used_c, uint32_t *g)
 {
-	uint64_t   *src = w->keys;
-	uint64_t   *dst = w->sorted;
-	int			n = 0;
+	const float *row = w->gamma + (size_t) r * w->b.n;
+	int			best = -1;
+	uint32_t	bg = 0;
 
-	for (int r = 0; r < w->a.n; r++)
-		for (int c = 0; c < w->b.n; c++)
-		{
-			float		g = w->gamma[(size_t) r * w->b.n + c];
-
-			if (g > 0.0f)
-				src[n++] = entry_key(g, r, c);
-		}
-	for (int shift = 0; shift < 48; shift += 8)
+	for (int c = 0; c < w->b.n; c++)
 	{
-		uint32_t	count[256] = {0};
-		uint32_t	pos = 0;
-		uint64_t   *tmp;
+		uint32_t	bits;
 
-		for (int i = 0; i < n; i++)
-			count[255 - ((src[i] >> shift) & 0xFF)]++;
-		if (n == 0 || count[255 - ((src[0] >> shift) & 0xFF)] == (uint32_t) n)
-			continue;			/* one value in this byte: already in order */
-		for (int d = 0; d < 256; d++)
+		if (used_c[c] || !(row[c] > 0.0f))
+			continue;
+		memcpy(&bits, &row[c], sizeof(bits));
+		if (best < 0 || bits > bg)
 		{
-			uint32_t	c = count[d];
-
-			count[d] = pos;
-			pos += c;
+			best = c;
+			bg = bits;
 		}
-		for (int i = 0; i < n; i++)
-			dst[count[255 - ((src[i] >> shift) & 0xFF)]++] = src[i];
-		tmp = src;
-		src = dst;
-		dst = tmp;
 	}
-	if (src != w->sorted)
-		memcpy(w->sorted, src, sizeof(uint64_t) * (size_t) n);
-	return n;
+	*g = bg;
+	return best;
 }
 
-/* LGS pairs: greedy one-to-one in descending Gamma, at most nr. */
+/*
+ * LGS pairs: greedy one-to-one in descending Gamma (ties by smaller r, then
+ * c: the order of the entry keys), at most nr. Going down the sorted
+ * entries and taking each whose row and column are both free is the same as
+ * taking, again and again, the largest entry whose row and column are free;
+ * that entry is the largest of the rows' best free entries, so each row
+ * keeps its best free column, recomputed only when a pair takes that column.
+ */
 static void
 pairs_lgs(mcc_match_work *w, int nr)
 {
-	uint8_t		used_r[MCC_MAX_CYL] = {0};
 	uint8_t		used_c[MCC_MAX_CYL] = {0};
-	int			n = entries_sorted(w);
+	int			best_c[MCC_MAX_CYL];	/* -1: row used or empty */
+	uint32_t	best_g[MCC_MAX_CYL];
+	int			na = w->a.n;
 
+	for (int r = 0; r < na; r++)
+		best_c[r] = row_best(w, r, used_c, &best_g[r]);
 	w->npairs = 0;
-	for (int i = 0; i < n && w->npairs < nr; i++)
+	while (w->npairs < nr)
 	{
-		int			r;
+		int			rs = -1;
 		int			c;
 
-		key_entry(w->sorted[i], &r, &c);
-		if (used_r[r] || used_c[c])
-			continue;
-		used_r[r] = used_c[c] = 1;
-		add_pair(w, r, c);
+		for (int r = 0; r < na; r++)
+			if (best_c[r] >= 0 && (rs < 0 || best_g[r] > best_g[rs]))
+				rs = r;
+		if (rs < 0)
+			break;
+		c = best_c[rs];
+		add_pair(w, rs, c);
+		used_c[c] = 1;
+		best_c[rs] = -1;
+		for (int r = 0; r < na; r++)
+			if (best_c[r] == c)
+				best_c[r] = row_best(w, r, used_c, &best_g[r]);
 	}
 }
 
@@ -494,28 +526,27 @@ pairs_lsa(mcc_match_work *w, int nr)
 {
 	int			na = w->a.n;
 	int			nb = w->b.n;
-	int			n = 0;
+	uint64_t	top[MCC_MAX_CYL];
+	int			m = 0;
 
 	for (size_t i = 0; i < (size_t) na * nb; i++)
 		w->weight[i] = (int64_t) ((double) w->gamma[i] * 16777216.0 + 0.5);
 	mcc_assign_max(na, nb, w->weight, w->col_of_row, w->assign_work);
-	/* weight is free again: reuse keys (they share storage) for ordering */
 	for (int r = 0; r < na; r++)
 	{
 		int			c = w->col_of_row[r];
 
 		if (c >= 0 && w->gamma[(size_t) r * nb + c] > 0.0f)
-			w->keys[n++] = entry_key(w->gamma[(size_t) r * nb + c], r, c);
+			m = heap_offer(top, m, nr, entry_key(w->gamma[(size_t) r * nb + c], r, c));
 	}
-	for (int i = n / 2 - 1; i >= 0; i--)
-		heap_down(w->keys, n, i);
+	m = heap_sort_desc(top, m);
 	w->npairs = 0;
-	while (w->npairs < nr && n > 0)
+	for (int i = 0; i < m; i++)
 	{
 		int			r;
 		int			c;
 
-		key_entry(heap_pop(w->keys, &n), &r, &c);
+		key_entry(top[i], &r, &c);
 		add_pair(w, r, c);
 	}
 }
@@ -548,21 +579,27 @@ double
 mcc_match_lss(mcc_match_work *w)
 {
 	double		sum = 0.0;
+	uint64_t   *top = w->keys;
 	int			n;
 
 	if (w->have_votes)
-		return mcc_lss_finish(w->hist, w->np);
-	/* hand-made matrix: the n_P largest entries in double precision */
-	n = entries_heap(w);
-	for (int i = 0; i < w->np && n > 0; i++)
 	{
-		uint64_t	key = heap_pop(w->keys, &n);
+		uint32_t	hist[MCC_W + 1] = {0};
+
+		for (size_t i = 0; i < (size_t) w->a.n * w->b.n; i++)
+			hist[w->vote[i]]++;
+		return mcc_lss_finish(hist, w->np);
+	}
+	/* hand-made matrix: the n_P largest entries in double precision */
+	n = entries_top(w, w->np, top);
+	for (int i = 0; i < n; i++)
+	{
 		int			r;
 		int			c;
 
-		key_entry(key, &r, &c);
-		sum += key_gamma(key);
-		mcc_match_note(w, i, r, c, key_gamma(key));
+		key_entry(top[i], &r, &c);
+		sum += key_gamma(top[i]);
+		mcc_match_note(w, i, r, c, key_gamma(top[i]));
 	}
 	return w->np > 0 ? sum / w->np : 0.0;
 }

@@ -199,19 +199,95 @@ mcc_relax_term(const mcc_match_params *mp, int set, int term, double v)
 	return tab_get(t, fabs(sin(0.5 * v)));
 }
 
+/*
+ * The scalar kernel: rho row by row into w->rho (rho[t][k]), then the
+ * iterations; every SIMD kernel reproduces these operations lane by lane.
+ */
+double *
+mcc_relax_generic(mcc_match_work *w, const relax_pairs *rx,
+				  const mcc_relax_params *rp, const mcc_sigmoid_tab *tab)
+{
+	int			n = rx->n;
+	const double *ax = rx->ax;
+	const double *ay = rx->ay;
+	const double *bx = rx->bx;
+	const double *by = rx->by;
+	const double *fx = rx->fx;
+	const double *fy = rx->fy;
+	double	   *lam = w->lam[0];
+	double	   *nxt = w->lam[1];
+	double		coef = (1.0 - rp->w_r) / (double) (n - 1);
+
+	for (int t = 0; t < n; t++)
+	{
+		double	   *row = w->rho + (size_t) t * n;
+
+		for (int k = 0; k < n; k++)
+		{
+			double		sax = ax[k] - ax[t];
+			double		say = ay[k] - ay[t];
+			double		sbx = bx[k] - bx[t];
+			double		sby = by[k] - by[t];
+			double		da = sqrt(sax * sax + say * say);
+			double		db = sqrt(sbx * sbx + sby * sby);
+			double		c2;
+			double		re;
+			double		im;
+			double		c3;
+
+			if (k == t)
+			{
+				row[k] = 0.0;
+				continue;
+			}
+			/* d2: cos of the angle of phi_t conj(phi_k) */
+			c2 = fx[t] * fx[k] + fy[t] * fy[k];
+			/* d3: conj(s_a) s_b with zero-length segments read as (1, 0) */
+			if (da == 0.0)
+			{
+				sax = 1.0;
+				say = 0.0;
+			}
+			if (db == 0.0)
+			{
+				sbx = 1.0;
+				sby = 0.0;
+			}
+			re = sax * sbx + say * sby;
+			im = sax * sby - say * sbx;
+			c3 = (fx[t] * re - fy[t] * im) /
+				((da > 0.0 ? da : 1.0) * (db > 0.0 ? db : 1.0));
+			row[k] = dist_term(&tab[0], rp->d1, da, db) *
+				angle_term(&tab[1], c2) * angle_term(&tab[2], c3);
+		}
+	}
+	for (int it = 0; it < rp->n_rel; it++)
+	{
+		double	   *tmp;
+
+		for (int t = 0; t < n; t++)
+		{
+			const double *row = w->rho + (size_t) t * n;
+			double		acc = 0.0;
+
+			for (int k = 0; k < n; k++)
+				acc += row[k] * lam[k];
+			nxt[t] = rp->w_r * lam[t] + coef * acc;
+		}
+		tmp = lam;
+		lam = nxt;
+		nxt = tmp;
+	}
+	return lam;
+}
+
 double
 mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
 				const mcc_sigmoid_tab *tab, int np)
 {
 	int			n = w->npairs;
-	double		ax[MCC_MAX_CYL];
-	double		ay[MCC_MAX_CYL];
-	double		bx[MCC_MAX_CYL];
-	double		by[MCC_MAX_CYL];
-	double		fx[MCC_MAX_CYL];	/* phi_t = u(a_t) conj(u(b_t)) */
-	double		fy[MCC_MAX_CYL];
+	relax_pairs rx;
 	double	   *lam = w->lam[0];
-	double	   *nxt = w->lam[1];
 	double		eff[MCC_MAX_CYL];
 	int			best[MCC_MAX_CYL];
 	int			nbest = 0;
@@ -219,84 +295,28 @@ mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
 
 	if (n == 0 || np <= 0)
 		return 0.0;
+	rx.n = n;
 	for (int t = 0; t < n; t++)
 	{
 		int			r = w->pairs[t].r;
 		int			c = w->pairs[t].c;
 
-		ax[t] = w->a.px[r];
-		ay[t] = w->a.py[r];
-		bx[t] = w->b.px[c];
-		by[t] = w->b.py[c];
-		fx[t] = w->a.ux[r] * w->b.ux[c] + w->a.uy[r] * w->b.uy[c];
-		fy[t] = w->a.uy[r] * w->b.ux[c] - w->a.ux[r] * w->b.uy[c];
+		rx.ax[t] = w->a.px[r];
+		rx.ay[t] = w->a.py[r];
+		rx.bx[t] = w->b.px[c];
+		rx.by[t] = w->b.py[c];
+		rx.fx[t] = w->a.ux[r] * w->b.ux[c] + w->a.uy[r] * w->b.uy[c];
+		rx.fy[t] = w->a.uy[r] * w->b.ux[c] - w->a.ux[r] * w->b.uy[c];
 		lam[t] = w->pairs[t].lambda0;
 	}
-	if (n > 1)
+	for (int t = n; t < n + MCC_MATCH_PAD; t++)
 	{
-		double		coef = (1.0 - rp->w_r) / (double) (n - 1);
-
-		for (int t = 0; t < n; t++)
-		{
-			double	   *row = w->rho + (size_t) t * n;
-
-			for (int k = 0; k < n; k++)
-			{
-				double		sax = ax[k] - ax[t];
-				double		say = ay[k] - ay[t];
-				double		sbx = bx[k] - bx[t];
-				double		sby = by[k] - by[t];
-				double		da = sqrt(sax * sax + say * say);
-				double		db = sqrt(sbx * sbx + sby * sby);
-				double		c2;
-				double		re;
-				double		im;
-				double		c3;
-
-				if (k == t)
-				{
-					row[k] = 0.0;
-					continue;
-				}
-				/* d2: cos of the angle of phi_t conj(phi_k) */
-				c2 = fx[t] * fx[k] + fy[t] * fy[k];
-				/* d3: conj(s_a) s_b with zero-length segments read as (1, 0) */
-				if (da == 0.0)
-				{
-					sax = 1.0;
-					say = 0.0;
-				}
-				if (db == 0.0)
-				{
-					sbx = 1.0;
-					sby = 0.0;
-				}
-				re = sax * sbx + say * sby;
-				im = sax * sby - say * sbx;
-				c3 = (fx[t] * re - fy[t] * im) /
-					((da > 0.0 ? da : 1.0) * (db > 0.0 ? db : 1.0));
-				row[k] = dist_term(&tab[0], rp->d1, da, db) *
-					angle_term(&tab[1], c2) * angle_term(&tab[2], c3);
-			}
-		}
-		for (int it = 0; it < rp->n_rel; it++)
-		{
-			double	   *tmp;
-
-			for (int t = 0; t < n; t++)
-			{
-				const double *row = w->rho + (size_t) t * n;
-				double		acc = 0.0;
-
-				for (int k = 0; k < n; k++)
-					acc += row[k] * lam[k];
-				nxt[t] = rp->w_r * lam[t] + coef * acc;
-			}
-			tmp = lam;
-			lam = nxt;
-			nxt = tmp;
-		}
+		rx.ax[t] = rx.ay[t] = rx.bx[t] = rx.by[t] = rx.fx[t] = rx.fy[t] = 0.0;
+		if (t < MCC_MAX_CYL)
+			lam[t] = 0.0;
 	}
+	if (n > 1)
+		lam = mcc_match_kernel()->relax(w, &rx, rp, tab);
 
 	/* the n_P pairs of largest efficiency, ties by pair order */
 	for (int t = 0; t < n; t++)

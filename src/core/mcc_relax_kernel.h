@@ -1,0 +1,151 @@
+/*
+ * mcc_relax_kernel.h: the body of the SIMD relaxation kernels, included by
+ * mcc_match_avx2.c and mcc_match_avx512.c after they define
+ *
+ *   RELAX_FN         the kernel's name (mcc_match_int.h declares it)
+ *   ATTR             its target attribute
+ *   L                doubles per vector
+ *   VD, VM, VI       a vector of L doubles, a mask of L lanes, L int32
+ *   vd_load(p) vd_store(p, v) vd_set1(x)   unaligned memory, broadcast
+ *   vd_add vd_sub vd_mul vd_div vd_sqrt vd_abs
+ *                    the IEEE operations, correctly rounded per lane
+ *   vm_lt vm_gt vm_eq (ordered, quiet) and vd_sel(m, a, b) (m ? a : b)
+ *   vd_iota(t0)      lanes t0, t0 + 1, ... as doubles
+ *   vi_trunc(v)      (int) of each lane, truncating; vd_from_vi(i) back
+ *   gather_pair(z, i, &lo, &hi)
+ *                    the floats z[i] and z[i + 1] of each lane, as doubles
+ *
+ * The arithmetic is mcc_relax_generic()'s, operation for operation (each
+ * lane computes one entry as the scalar code does, the conditionals as
+ * blends of both sides, every sum in the scalar order), so the results are
+ * the same bits. Two things differ, neither in the value of anything:
+ *   - lanes run over t: the kernel fills rho(t, k) for 8 (or 4) pairs t and
+ *     one k, and stores the matrix transposed, rho^T[k][t] = rho(t, k), with
+ *     rows of nv = n rounded up to L;
+ *   - an iteration then adds, for L pairs t at once, rho(t, k) lambda(k) in
+ *     the order k = 0, 1, ..., n - 1 (one lane per t: each lane's sum is
+ *     the scalar sum of that t, term for term).
+ * Lanes past n compute from the zero padding of relax_pairs and are never
+ * read.
+ */
+
+/* tab_get() of mcc_relax.c; x >= 0 or NaN. */
+ATTR static inline VD
+vtab_get(const mcc_sigmoid_tab *t, VD x)
+{
+	VM			in = vm_lt(x, vd_set1(t->hi));
+	/* past the table: index MCC_SIG_SEGS (read, then replaced by the blend below) */
+	VD			s = vd_sel(in, vd_mul(x, vd_set1(t->scale)), vd_set1((double) MCC_SIG_SEGS));
+	VI			i = vi_trunc(s);
+	VD			lo;
+	VD			hi;
+	VD			v;
+
+	gather_pair(t->z, i, &lo, &hi);
+	v = vd_add(lo, vd_mul(vd_sub(s, vd_from_vi(i)), vd_sub(hi, lo)));
+	return vd_sel(in, v, vd_set1((double) t->z[MCC_SIG_SEGS]));
+}
+
+/* angle_term() of mcc_relax.c. */
+ATTR static inline VD
+vangle_term(const mcc_sigmoid_tab *t, VD cosd)
+{
+	VD			zero = vd_set1(0.0);
+	VD			h = vd_mul(vd_set1(0.5), vd_sub(vd_set1(1.0), cosd));
+
+	h = vd_sel(vm_lt(h, zero), zero, h);
+	return vtab_get(t, vd_sqrt(h));
+}
+
+/* dist_term() of mcc_relax.c. */
+ATTR static inline VD
+vdist_term(const mcc_sigmoid_tab *t, mcc_d1_norm norm, VD da, VD db)
+{
+	VD			zero = vd_set1(0.0);
+	VD			diff = vd_abs(vd_sub(da, db));
+	VD			sum = vd_add(da, db);
+
+	switch (norm)
+	{
+		case MCC_D1_SUM:
+			return vtab_get(t, vd_sel(vm_gt(sum, zero), vd_div(diff, sum), zero));
+		case MCC_D1_MEAN:
+			return vtab_get(t, vd_sel(vm_gt(sum, zero),
+									  vd_div(diff, vd_mul(vd_set1(0.5), sum)), zero));
+		default:
+			return vtab_get(t, diff);
+	}
+}
+
+/* rho(t, k) for the L pairs t = t0.. and one pair k. */
+ATTR static inline VD
+vrho(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_tab *tab,
+	 int t0, int k)
+{
+	VD			zero = vd_set1(0.0);
+	VD			one = vd_set1(1.0);
+	VD			fxt = vd_load(rx->fx + t0);
+	VD			fyt = vd_load(rx->fy + t0);
+	VD			sax = vd_sub(vd_set1(rx->ax[k]), vd_load(rx->ax + t0));
+	VD			say = vd_sub(vd_set1(rx->ay[k]), vd_load(rx->ay + t0));
+	VD			sbx = vd_sub(vd_set1(rx->bx[k]), vd_load(rx->bx + t0));
+	VD			sby = vd_sub(vd_set1(rx->by[k]), vd_load(rx->by + t0));
+	VD			da = vd_sqrt(vd_add(vd_mul(sax, sax), vd_mul(say, say)));
+	VD			db = vd_sqrt(vd_add(vd_mul(sbx, sbx), vd_mul(sby, sby)));
+	VD			c2;
+	VD			re;
+	VD			im;
+	VD			c3;
+	VD			r;
+	VM			za = vm_eq(da, zero);
+	VM			zb = vm_eq(db, zero);
+
+	/* d2: cos of the angle of phi_t conj(phi_k) */
+	c2 = vd_add(vd_mul(fxt, vd_set1(rx->fx[k])), vd_mul(fyt, vd_set1(rx->fy[k])));
+	/* d3: conj(s_a) s_b with zero-length segments read as (1, 0) */
+	sax = vd_sel(za, one, sax);
+	say = vd_sel(za, zero, say);
+	sbx = vd_sel(zb, one, sbx);
+	sby = vd_sel(zb, zero, sby);
+	re = vd_add(vd_mul(sax, sbx), vd_mul(say, sby));
+	im = vd_sub(vd_mul(sax, sby), vd_mul(say, sbx));
+	c3 = vd_div(vd_sub(vd_mul(fxt, re), vd_mul(fyt, im)),
+				vd_mul(vd_sel(vm_gt(da, zero), da, one), vd_sel(vm_gt(db, zero), db, one)));
+	r = vd_mul(vd_mul(vdist_term(&tab[0], rp->d1, da, db), vangle_term(&tab[1], c2)),
+			   vangle_term(&tab[2], c3));
+	/* rho(t, t) = 0 */
+	return vd_sel(vm_eq(vd_iota(t0), vd_set1((double) k)), zero, r);
+}
+
+ATTR double *
+RELAX_FN(mcc_match_work *w, const relax_pairs *rx, const mcc_relax_params *rp,
+		 const mcc_sigmoid_tab *tab)
+{
+	int			n = rx->n;
+	int			nv = (n + L - 1) / L * L;
+	double	   *lam = w->lam[0];
+	double	   *nxt = w->lam[1];
+	double		coef = (1.0 - rp->w_r) / (double) (n - 1);
+
+	for (int k = 0; k < n; k++)
+		for (int t0 = 0; t0 < n; t0 += L)
+			vd_store(w->rho + (size_t) k * nv + t0, vrho(rx, rp, tab, t0, k));
+	for (int it = 0; it < rp->n_rel; it++)
+	{
+		double	   *tmp;
+
+		for (int t0 = 0; t0 < n; t0 += L)
+		{
+			VD			acc = vd_set1(0.0);
+
+			for (int k = 0; k < n; k++)
+				acc = vd_add(acc, vd_mul(vd_load(w->rho + (size_t) k * nv + t0), vd_set1(lam[k])));
+			vd_store(nxt + t0, vd_add(vd_mul(vd_set1(rp->w_r), vd_load(lam + t0)),
+									  vd_mul(vd_set1(coef), acc)));
+		}
+		tmp = lam;
+		lam = nxt;
+		nxt = tmp;
+	}
+	return lam;
+}
