@@ -384,14 +384,77 @@ heap_sort_desc(uint64_t *h, int m)
 	return m;
 }
 
+/* Bits of a float as an int32. */
+static inline int32_t
+float_bits(float v)
+{
+	int32_t		bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	return bits;
+}
+
+uint32_t
+mcc_max_in_generic(const float *v, int n, const uint64_t *set)
+{
+	int32_t		m = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int32_t		b = float_bits(v[i]);
+
+		if ((set[i / 64] >> (i % 64)) & 1)
+			m = b > m ? b : m;
+	}
+	return (uint32_t) m;
+}
+
+uint64_t
+mcc_ge64_generic(const float *v, int n, int32_t thr)
+{
+	uint64_t	m = 0;
+
+	for (int i = 0; i < n && i < 64; i++)
+		m |= (uint64_t) (float_bits(v[i]) >= thr) << i;
+	return m;
+}
+
+/*
+ * The first i < n with bit i of set and v[i]'s bits >= thr, or -1: with thr
+ * the largest over set (max_in), the first entry holding the maximum.
+ */
+static int
+first_ge(const match_kernel *kn, const float *v, int n, int32_t thr, const uint64_t *set)
+{
+	for (int j = 0; 64 * j < n; j++)
+	{
+		uint64_t	m = kn->ge64(v + 64 * j, n - 64 * j, thr) & set[j];
+
+		if (m)
+			return 64 * j + __builtin_ctzll(m);
+	}
+	return -1;
+}
+
+/* A set of the first n indices (n <= MCC_MAX_CYL). */
+static void
+set_first(uint64_t *set, int n)
+{
+	for (int j = 0; j < MCC_MAX_CYL / 64; j++)
+		set[j] = n >= 64 * (j + 1) ? ~UINT64_C(0) : n > 64 * j ? (UINT64_C(1) << (n - 64 * j)) - 1 : 0;
+}
+
 /*
  * The keys of the k largest positive entries of Gamma, in descending order,
  * into out[0..k); returns how many (fewer if fewer are positive). Keys are
  * unique, so this is the start of the full descending order of the keys.
+ * Once k keys are held, only entries whose Gamma reaches the smallest held
+ * one's can enter: a kernel picks them 64 at a time.
  */
 static int
 entries_top(const mcc_match_work *w, int k, uint64_t *out)
 {
+	const match_kernel *kn = mcc_match_kernel();
 	int			m = 0;
 
 	if (k <= 0)
@@ -400,9 +463,18 @@ entries_top(const mcc_match_work *w, int k, uint64_t *out)
 	{
 		const float *row = w->gamma + (size_t) r * w->b.n;
 
-		for (int c = 0; c < w->b.n; c++)
-			if (row[c] > 0.0f)
+		for (int c0 = 0; c0 < w->b.n; c0 += 64)
+		{
+			uint64_t	pick = kn->ge64(row + c0, w->b.n - c0, m == k ? (int32_t) (out[0] >> 16) : 1);
+
+			while (pick)
+			{
+				int			c = c0 + __builtin_ctzll(pick);
+
+				pick &= pick - 1;
 				m = heap_offer(out, m, k, entry_key(row[c], r, c));
+			}
+		}
 	}
 	return heap_sort_desc(out, m);
 }
@@ -448,70 +520,55 @@ pairs_lss(mcc_match_work *w, int nr)
 }
 
 /*
- * The best entry of row r among the columns not used (used_c[c] = 0) with
- * Gamma > 0, ties by smaller c: its column, or -1 if none, and its Gamma's
- * bits in *g.
- */
-static int
-row_best(const mcc_match_work *w, int r, const uint8_t *used_c, uint32_t *g)
-{
-	const float *row = w->gamma + (size_t) r * w->b.n;
-	int			best = -1;
-	uint32_t	bg = 0;
-
-	for (int c = 0; c < w->b.n; c++)
-	{
-		uint32_t	bits;
-
-		if (used_c[c] || !(row[c] > 0.0f))
-			continue;
-		memcpy(&bits, &row[c], sizeof(bits));
-		if (best < 0 || bits > bg)
-		{
-			best = c;
-			bg = bits;
-		}
-	}
-	*g = bg;
-	return best;
-}
-
-/*
  * LGS pairs: greedy one-to-one in descending Gamma (ties by smaller r, then
  * c: the order of the entry keys), at most nr. Going down the sorted
  * entries and taking each whose row and column are both free is the same as
- * taking, again and again, the largest entry whose row and column are free;
- * that entry is the largest of the rows' best free entries, so each row
- * keeps its best free column, recomputed only when a pair takes that column.
+ * taking, again and again, the largest entry whose row and column are free
+ * (the first row, then the first column, holding it): the largest of the
+ * rows' best free entries. A row's best is recomputed only when a pair
+ * takes a column holding it.
  */
 static void
 pairs_lgs(mcc_match_work *w, int nr)
 {
-	uint8_t		used_c[MCC_MAX_CYL] = {0};
-	int			best_c[MCC_MAX_CYL];	/* -1: row used or empty */
-	uint32_t	best_g[MCC_MAX_CYL];
+	const match_kernel *kn = mcc_match_kernel();
 	int			na = w->a.n;
+	int			nb = w->b.n;
+	uint64_t	free_r[MCC_MAX_CYL / 64];
+	uint64_t	free_c[MCC_MAX_CYL / 64];
+	float		best[MCC_MAX_CYL];	/* each free row's best free entry */
 
+	set_first(free_r, na);
+	set_first(free_c, nb);
 	for (int r = 0; r < na; r++)
-		best_c[r] = row_best(w, r, used_c, &best_g[r]);
+	{
+		int32_t		g = (int32_t) kn->max_in(w->gamma + (size_t) r * nb, nb, free_c);
+
+		memcpy(&best[r], &g, sizeof(g));
+	}
 	w->npairs = 0;
 	while (w->npairs < nr)
 	{
-		int			rs = -1;
+		int32_t		g = (int32_t) kn->max_in(best, na, free_r);
+		int			r;
 		int			c;
 
-		for (int r = 0; r < na; r++)
-			if (best_c[r] >= 0 && (rs < 0 || best_g[r] > best_g[rs]))
-				rs = r;
-		if (rs < 0)
+		if (g == 0)
 			break;
-		c = best_c[rs];
-		add_pair(w, rs, c);
-		used_c[c] = 1;
-		best_c[rs] = -1;
-		for (int r = 0; r < na; r++)
-			if (best_c[r] == c)
-				best_c[r] = row_best(w, r, used_c, &best_g[r]);
+		r = first_ge(kn, best, na, g, free_r);
+		c = first_ge(kn, w->gamma + (size_t) r * nb, nb, g, free_c);
+		add_pair(w, r, c);
+		free_r[r / 64] &= ~(UINT64_C(1) << (r % 64));
+		free_c[c / 64] &= ~(UINT64_C(1) << (c % 64));
+		for (int i = 0; i < na; i++)
+			if (float_bits(best[i]) > 0 &&
+				float_bits(w->gamma[(size_t) i * nb + c]) == float_bits(best[i]) &&
+				((free_r[i / 64] >> (i % 64)) & 1))
+			{
+				int32_t		b = (int32_t) kn->max_in(w->gamma + (size_t) i * nb, nb, free_c);
+
+				memcpy(&best[i], &b, sizeof(b));
+			}
 	}
 }
 

@@ -137,6 +137,61 @@ mcc_matrix_avx2(mcc_match_work *w)
 }
 
 /* ------------------------------------------------------------------ */
+/* ranking                                                             */
+
+/* Lanes i0..i0+7 below n, as all-ones lanes. */
+ATTR static inline __m256i
+below8(int i0, int n)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - i0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Bits 0..7 of b as all-ones lanes. */
+ATTR static inline __m256i
+bits8(unsigned b)
+{
+	const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+
+	return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int) b), bit), bit);
+}
+
+uint32_t
+ATTR
+mcc_max_in_avx2(const float *v, int n, const uint64_t *set)
+{
+	__m256i		m = _mm256_setzero_si256();
+	__m128i		h;
+
+	for (int i0 = 0; i0 < n; i0 += 8)
+	{
+		__m256i		k = _mm256_and_si256(below8(i0, n), bits8((unsigned) (set[i0 / 64] >> (i0 % 64)) & 0xFF));
+
+		m = _mm256_max_epi32(m, _mm256_maskload_epi32((const int *) v + i0, k));
+	}
+	h = _mm_max_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+	h = _mm_max_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+	h = _mm_max_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+	return (uint32_t) _mm_cvtsi128_si32(h);
+}
+
+uint64_t
+ATTR
+mcc_ge64_avx2(const float *v, int n, int32_t thr)
+{
+	__m256i		t = _mm256_set1_epi32(thr - 1);
+	uint64_t	m = 0;
+
+	for (int i0 = 0; i0 < 64 && i0 < n; i0 += 8)
+	{
+		__m256i		k = below8(i0, n);
+		__m256i		ge = _mm256_and_si256(k, _mm256_cmpgt_epi32(_mm256_maskload_epi32((const int *) v + i0, k), t));
+
+		m |= (uint64_t) (uint32_t) _mm256_movemask_ps(_mm256_castsi256_ps(ge)) << i0;
+	}
+	return m;
+}
+
+/* ------------------------------------------------------------------ */
 /* the relaxation                                                      */
 
 #define L			4

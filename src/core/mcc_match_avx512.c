@@ -124,6 +124,49 @@ mcc_matrix_avx512(mcc_match_work *w)
 }
 
 /* ------------------------------------------------------------------ */
+/* ranking                                                             */
+
+/* Lanes i0..i0+15 below n, as a mask. */
+ATTR static inline __mmask16
+below16(int i0, int n)
+{
+	int			k = n - i0;
+
+	return k >= 16 ? (__mmask16) 0xFFFF : k <= 0 ? (__mmask16) 0 : (__mmask16) ((1u << k) - 1);
+}
+
+uint32_t
+ATTR
+mcc_max_in_avx512(const float *v, int n, const uint64_t *set)
+{
+	__m512i		m = _mm512_setzero_si512();
+
+	for (int i0 = 0; i0 < n; i0 += 16)
+	{
+		__mmask16	k = below16(i0, n) & (__mmask16) (set[i0 / 64] >> (i0 % 64));
+
+		m = _mm512_max_epi32(m, _mm512_maskz_loadu_epi32(k, v + i0));
+	}
+	return (uint32_t) _mm512_reduce_max_epi32(m);
+}
+
+uint64_t
+ATTR
+mcc_ge64_avx512(const float *v, int n, int32_t thr)
+{
+	__m512i		t = _mm512_set1_epi32(thr);
+	uint64_t	m = 0;
+
+	for (int i0 = 0; i0 < 64 && i0 < n; i0 += 16)
+	{
+		__mmask16	k = below16(i0, n);
+
+		m |= (uint64_t) _mm512_mask_cmpge_epi32_mask(k, _mm512_maskz_loadu_epi32(k, v + i0), t) << i0;
+	}
+	return m;
+}
+
+/* ------------------------------------------------------------------ */
 /* the relaxation                                                      */
 
 #define L			8

@@ -18,10 +18,12 @@
  * The arithmetic is mcc_relax_generic()'s, operation for operation (each
  * lane computes one entry as the scalar code does, the conditionals as
  * blends of both sides, every sum in the scalar order), so the results are
- * the same bits. Two things differ, neither in the value of anything:
+ * the same bits. Three things differ, none in the value of anything:
  *   - lanes run over t: the kernel fills rho(t, k) for 8 (or 4) pairs t and
  *     one k, and stores the matrix transposed, rho^T[k][t] = rho(t, k), with
  *     rows of nv = n rounded up to L;
+ *   - rho(t, k) and rho(k, t) come from one pass, sharing the terms that
+ *     are the same bits both ways (vrho2);
  *   - an iteration then adds, for L pairs t at once, rho(t, k) lambda(k) in
  *     the order k = 0, 1, ..., n - 1 (one lane per t: each lane's sum is
  *     the scalar sum of that t, term for term).
@@ -77,44 +79,68 @@ vdist_term(const mcc_sigmoid_tab *t, mcc_d1_norm norm, VD da, VD db)
 	}
 }
 
-/* rho(t, k) for the L pairs t = t0.. and one pair k. */
-ATTR static inline VD
-vrho(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_tab *tab,
-	 int t0, int k)
+/*
+ * rho(t, k) and rho(k, t) for the L pairs t = t0.. and one pair k (*tk and
+ * *kt). The terms the two share are computed once: dA, dB and the distance
+ * term are the same bits both ways (the segments are negated, their squares
+ * are equal), and so is the d2 term (its cosine adds the same two
+ * products); only the d3 terms differ.
+ */
+ATTR static inline void
+vrho2(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_tab *tab,
+	  int t0, int k, VD *tk, VD *kt)
 {
 	VD			zero = vd_set1(0.0);
 	VD			one = vd_set1(1.0);
 	VD			fxt = vd_load(rx->fx + t0);
 	VD			fyt = vd_load(rx->fy + t0);
-	VD			sax = vd_sub(vd_set1(rx->ax[k]), vd_load(rx->ax + t0));
-	VD			say = vd_sub(vd_set1(rx->ay[k]), vd_load(rx->ay + t0));
-	VD			sbx = vd_sub(vd_set1(rx->bx[k]), vd_load(rx->bx + t0));
-	VD			sby = vd_sub(vd_set1(rx->by[k]), vd_load(rx->by + t0));
+	VD			fxk = vd_set1(rx->fx[k]);
+	VD			fyk = vd_set1(rx->fy[k]);
+	VD			axt = vd_load(rx->ax + t0);
+	VD			ayt = vd_load(rx->ay + t0);
+	VD			bxt = vd_load(rx->bx + t0);
+	VD			byt = vd_load(rx->by + t0);
+	VD			axk = vd_set1(rx->ax[k]);
+	VD			ayk = vd_set1(rx->ay[k]);
+	VD			bxk = vd_set1(rx->bx[k]);
+	VD			byk = vd_set1(rx->by[k]);
+	/* the segments of (t, k): from t to k */
+	VD			sax = vd_sub(axk, axt);
+	VD			say = vd_sub(ayk, ayt);
+	VD			sbx = vd_sub(bxk, bxt);
+	VD			sby = vd_sub(byk, byt);
 	VD			da = vd_sqrt(vd_add(vd_mul(sax, sax), vd_mul(say, say)));
 	VD			db = vd_sqrt(vd_add(vd_mul(sbx, sbx), vd_mul(sby, sby)));
-	VD			c2;
+	VM			za = vm_eq(da, zero);
+	VM			zb = vm_eq(db, zero);
+	VD			dd = vd_mul(vd_sel(vm_gt(da, zero), da, one), vd_sel(vm_gt(db, zero), db, one));
+	VM			diag = vm_eq(vd_iota(t0), vd_set1((double) k));
+	VD			shared;
 	VD			re;
 	VD			im;
 	VD			c3;
-	VD			r;
-	VM			za = vm_eq(da, zero);
-	VM			zb = vm_eq(db, zero);
 
-	/* d2: cos of the angle of phi_t conj(phi_k) */
-	c2 = vd_add(vd_mul(fxt, vd_set1(rx->fx[k])), vd_mul(fyt, vd_set1(rx->fy[k])));
-	/* d3: conj(s_a) s_b with zero-length segments read as (1, 0) */
+	/* d1 and d2 (cos of the angle of phi_t conj(phi_k)) */
+	shared = vd_mul(vdist_term(&tab[0], rp->d1, da, db),
+					vangle_term(&tab[1], vd_add(vd_mul(fxt, fxk), vd_mul(fyt, fyk))));
+	/* d3 of (t, k): conj(s_a) s_b with zero-length segments read as (1, 0) */
 	sax = vd_sel(za, one, sax);
 	say = vd_sel(za, zero, say);
 	sbx = vd_sel(zb, one, sbx);
 	sby = vd_sel(zb, zero, sby);
 	re = vd_add(vd_mul(sax, sbx), vd_mul(say, sby));
 	im = vd_sub(vd_mul(sax, sby), vd_mul(say, sbx));
-	c3 = vd_div(vd_sub(vd_mul(fxt, re), vd_mul(fyt, im)),
-				vd_mul(vd_sel(vm_gt(da, zero), da, one), vd_sel(vm_gt(db, zero), db, one)));
-	r = vd_mul(vd_mul(vdist_term(&tab[0], rp->d1, da, db), vangle_term(&tab[1], c2)),
-			   vangle_term(&tab[2], c3));
-	/* rho(t, t) = 0 */
-	return vd_sel(vm_eq(vd_iota(t0), vd_set1((double) k)), zero, r);
+	c3 = vd_div(vd_sub(vd_mul(fxt, re), vd_mul(fyt, im)), dd);
+	*tk = vd_sel(diag, zero, vd_mul(shared, vangle_term(&tab[2], c3)));
+	/* d3 of (k, t): the segments from k to t */
+	sax = vd_sel(za, one, vd_sub(axt, axk));
+	say = vd_sel(za, zero, vd_sub(ayt, ayk));
+	sbx = vd_sel(zb, one, vd_sub(bxt, bxk));
+	sby = vd_sel(zb, zero, vd_sub(byt, byk));
+	re = vd_add(vd_mul(sax, sbx), vd_mul(say, sby));
+	im = vd_sub(vd_mul(sax, sby), vd_mul(say, sbx));
+	c3 = vd_div(vd_sub(vd_mul(fxk, re), vd_mul(fyk, im)), dd);
+	*kt = vd_sel(diag, zero, vd_mul(shared, vangle_term(&tab[2], c3)));
 }
 
 ATTR double *
@@ -127,9 +153,24 @@ RELAX_FN(mcc_match_work *w, const relax_pairs *rx, const mcc_relax_params *rp,
 	double	   *nxt = w->lam[1];
 	double		coef = (1.0 - rp->w_r) / (double) (n - 1);
 
+	/*
+	 * Row k of rho^T for the blocks of t up to k's, and the same entries of
+	 * the other triangle, rho(k, t), into column k: every entry is written
+	 * (those of k's own block twice, with the same bits).
+	 */
 	for (int k = 0; k < n; k++)
-		for (int t0 = 0; t0 < n; t0 += L)
-			vd_store(w->rho + (size_t) k * nv + t0, vrho(rx, rp, tab, t0, k));
+		for (int t0 = 0; t0 <= k; t0 += L)
+		{
+			double		kt[L];
+			VD			tk;
+			VD			ktv;
+
+			vrho2(rx, rp, tab, t0, k, &tk, &ktv);
+			vd_store(w->rho + (size_t) k * nv + t0, tk);
+			vd_store(kt, ktv);
+			for (int i = 0; i < L; i++)
+				w->rho[(size_t) (t0 + i) * nv + k] = kt[i];
+		}
 	for (int it = 0; it < rp->n_rel; it++)
 	{
 		double	   *tmp;
