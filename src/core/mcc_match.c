@@ -96,7 +96,14 @@ side_load(match_side *s, const mcc_template_view *t)
 {
 	int16_t		at[MCC_MAX_MINUTIAE];	/* cylinder of each minutia, -1 */
 	int			k = 0;
+	size_t		nbits = (size_t) t->n_cyl * t->words * 8;
 
+	/*
+	 * A gallery candidate is seldom in the cache: ask for all of its bits
+	 * at once rather than one miss after another in the loop below.
+	 */
+	for (size_t o = 0; o < nbits; o += 64)
+		__builtin_prefetch(t->bits + o);
 	for (int i = 0; i < t->n_min && i < MCC_MAX_MINUTIAE; i++)
 		at[i] = -1;
 	for (int c = 0; c < t->n_cyl; c++)
@@ -104,7 +111,7 @@ side_load(match_side *s, const mcc_template_view *t)
 	for (int i = 0; i < t->n_min && i < MCC_MAX_MINUTIAE; i++)
 	{
 		int			c = at[i];
-		uint64_t	words[2 * MCC_MAX_WORDS];
+		const uint8_t *words = t->bits + (size_t) c * t->words * 8;
 		mcc_minutia m;
 
 		if (c < 0)
@@ -113,9 +120,9 @@ side_load(match_side *s, const mcc_template_view *t)
 		s->pc[k] = (uint16_t) mcc_template_cyl_popcount(t, c);
 		s->eta[k] = mcc_lss_sqrt_tab[s->pc[k]];
 		s->angle[k] = (uint8_t) mcc_template_cyl_angle(t, c);
-		mcc_template_cyl_bits(t, c, words);
+		/* mcc_template_cyl_bits' words, read in place (one load each) */
 		for (int j = 0; j < t->words; j++)
-			s->bits[j][k] = words[j];
+			memcpy(&s->bits[j][k], words + 8 * j, 8);
 		mcc_template_minutia(t, i, &m);
 		side_geometry(s, k, &m);
 		k++;
@@ -330,13 +337,23 @@ heap_down(uint64_t *h, int n, int i)
 	{
 		int			c = 2 * i + 1;
 
+		uint64_t	hc;
+
 		if (c >= n)
 			break;
-		if (c + 1 < n && h[c + 1] < h[c])
-			c++;
-		if (h[c] >= v)
+		hc = h[c];
+		if (c + 1 < n)
+		{
+			/* the smaller child without a branch: the choice is a coin toss */
+			uint64_t	h1 = h[c + 1];
+			int			right = h1 < hc;
+
+			c += right;
+			hc = right ? h1 : hc;
+		}
+		if (hc >= v)
 			break;
-		h[i] = h[c];
+		h[i] = hc;
 		i = c;
 	}
 	h[i] = v;
@@ -369,10 +386,29 @@ heap_offer(uint64_t *h, int m, int k, uint64_t key)
 	return m + 1;
 }
 
-/* Sort a min-heap of m keys in place into descending order; returns m. */
+/*
+ * Sort a min-heap of m distinct keys in place into descending order;
+ * returns m. Up to 64 keys, each goes to its rank (the number of larger
+ * keys): more comparisons than a heap sort, but no branch to mispredict.
+ */
 static int
 heap_sort_desc(uint64_t *h, int m)
 {
+	if (m <= 64)
+	{
+		uint64_t	in[64];
+
+		memcpy(in, h, sizeof(uint64_t) * (size_t) m);
+		for (int i = 0; i < m; i++)
+		{
+			int			rank = 0;
+
+			for (int j = 0; j < m; j++)
+				rank += in[j] > in[i];
+			h[rank] = in[i];
+		}
+		return m;
+	}
 	for (int j = m - 1; j > 0; j--)
 	{
 		uint64_t	top = h[0];
@@ -394,19 +430,24 @@ float_bits(float v)
 	return bits;
 }
 
-uint32_t
-mcc_max_in_generic(const float *v, int n, const uint64_t *set)
+int
+mcc_argmax_generic(const float *v, int n, const uint64_t *set, int32_t *max)
 {
 	int32_t		m = 0;
+	int			at = -1;
 
 	for (int i = 0; i < n; i++)
 	{
 		int32_t		b = float_bits(v[i]);
 
-		if ((set[i / 64] >> (i % 64)) & 1)
-			m = b > m ? b : m;
+		if (((set[i / 64] >> (i % 64)) & 1) && b > m)
+		{
+			m = b;
+			at = i;
+		}
 	}
-	return (uint32_t) m;
+	*max = m;
+	return at;
 }
 
 uint64_t
@@ -417,23 +458,6 @@ mcc_ge64_generic(const float *v, int n, int32_t thr)
 	for (int i = 0; i < n && i < 64; i++)
 		m |= (uint64_t) (float_bits(v[i]) >= thr) << i;
 	return m;
-}
-
-/*
- * The first i < n with bit i of set and v[i]'s bits >= thr, or -1: with thr
- * the largest over set (max_in), the first entry holding the maximum.
- */
-static int
-first_ge(const match_kernel *kn, const float *v, int n, int32_t thr, const uint64_t *set)
-{
-	for (int j = 0; 64 * j < n; j++)
-	{
-		uint64_t	m = kn->ge64(v + 64 * j, n - 64 * j, thr) & set[j];
-
-		if (m)
-			return 64 * j + __builtin_ctzll(m);
-	}
-	return -1;
 }
 
 /* A set of the first n indices (n <= MCC_MAX_CYL). */
@@ -519,14 +543,28 @@ pairs_lss(mcc_match_work *w, int nr)
 	}
 }
 
+/* Add or remove index i of a set. */
+static inline void
+set_add(uint64_t *set, int i)
+{
+	set[i / 64] |= UINT64_C(1) << (i % 64);
+}
+
+static inline void
+set_del(uint64_t *set, int i)
+{
+	set[i / 64] &= ~(UINT64_C(1) << (i % 64));
+}
+
 /*
  * LGS pairs: greedy one-to-one in descending Gamma (ties by smaller r, then
  * c: the order of the entry keys), at most nr. Going down the sorted
  * entries and taking each whose row and column are both free is the same as
  * taking, again and again, the largest entry whose row and column are free
  * (the first row, then the first column, holding it): the largest of the
- * rows' best free entries. A row's best is recomputed only when a pair
- * takes a column holding it.
+ * rows' best free entries. Each free row keeps its best free entry (the
+ * first column holding its largest value); each column the set of rows
+ * whose best it is, the rows to look at again when a pair takes it.
  */
 static void
 pairs_lgs(mcc_match_work *w, int nr)
@@ -536,39 +574,50 @@ pairs_lgs(mcc_match_work *w, int nr)
 	int			nb = w->b.n;
 	uint64_t	free_r[MCC_MAX_CYL / 64];
 	uint64_t	free_c[MCC_MAX_CYL / 64];
+	uint64_t	owners[MCC_MAX_CYL][MCC_MAX_CYL / 64];
 	float		best[MCC_MAX_CYL];	/* each free row's best free entry */
+	int			best_c[MCC_MAX_CYL];	/* and its column, -1 for none */
 
 	set_first(free_r, na);
 	set_first(free_c, nb);
+	memset(owners, 0, sizeof(owners[0]) * (size_t) nb);
 	for (int r = 0; r < na; r++)
 	{
-		int32_t		g = (int32_t) kn->max_in(w->gamma + (size_t) r * nb, nb, free_c);
+		int32_t		g;
 
+		best_c[r] = kn->argmax(w->gamma + (size_t) r * nb, nb, free_c, &g);
 		memcpy(&best[r], &g, sizeof(g));
+		if (best_c[r] >= 0)
+			set_add(owners[best_c[r]], r);
 	}
 	w->npairs = 0;
 	while (w->npairs < nr)
 	{
-		int32_t		g = (int32_t) kn->max_in(best, na, free_r);
-		int			r;
+		int32_t		g;
+		int			r = kn->argmax(best, na, free_r, &g);
 		int			c;
 
-		if (g == 0)
+		if (r < 0)
 			break;
-		r = first_ge(kn, best, na, g, free_r);
-		c = first_ge(kn, w->gamma + (size_t) r * nb, nb, g, free_c);
+		c = best_c[r];
 		add_pair(w, r, c);
-		free_r[r / 64] &= ~(UINT64_C(1) << (r % 64));
-		free_c[c / 64] &= ~(UINT64_C(1) << (c % 64));
-		for (int i = 0; i < na; i++)
-			if (float_bits(best[i]) > 0 &&
-				float_bits(w->gamma[(size_t) i * nb + c]) == float_bits(best[i]) &&
-				((free_r[i / 64] >> (i % 64)) & 1))
-			{
-				int32_t		b = (int32_t) kn->max_in(w->gamma + (size_t) i * nb, nb, free_c);
+		set_del(free_r, r);
+		set_del(free_c, c);
+		for (int j = 0; j < MCC_MAX_CYL / 64; j++)
+		{
+			uint64_t	again = owners[c][j] & free_r[j];
 
-				memcpy(&best[i], &b, sizeof(b));
+			while (again)
+			{
+				int			i = 64 * j + __builtin_ctzll(again);
+
+				again &= again - 1;
+				best_c[i] = kn->argmax(w->gamma + (size_t) i * nb, nb, free_c, &g);
+				memcpy(&best[i], &g, sizeof(g));
+				if (best_c[i] >= 0)
+					set_add(owners[best_c[i]], i);
 			}
+		}
 	}
 }
 

@@ -155,23 +155,45 @@ bits8(unsigned b)
 	return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int) b), bit), bit);
 }
 
-uint32_t
+/* The lanes of set bits i0..i0+7 below n, as all-ones lanes. */
+ATTR static inline __m256i
+lanes8(int i0, int n, const uint64_t *set)
+{
+	return _mm256_and_si256(below8(i0, n), bits8((unsigned) (set[i0 / 64] >> (i0 % 64)) & 0xFF));
+}
+
+int
 ATTR
-mcc_max_in_avx2(const float *v, int n, const uint64_t *set)
+mcc_argmax_avx2(const float *v, int n, const uint64_t *set, int32_t *max)
 {
 	__m256i		m = _mm256_setzero_si256();
+	__m256i		mv;
 	__m128i		h;
+	int32_t		g;
 
 	for (int i0 = 0; i0 < n; i0 += 8)
 	{
-		__m256i		k = _mm256_and_si256(below8(i0, n), bits8((unsigned) (set[i0 / 64] >> (i0 % 64)) & 0xFF));
+		__m256i		k = lanes8(i0, n, set);
 
 		m = _mm256_max_epi32(m, _mm256_maskload_epi32((const int *) v + i0, k));
 	}
 	h = _mm_max_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
 	h = _mm_max_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
 	h = _mm_max_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
-	return (uint32_t) _mm_cvtsi128_si32(h);
+	g = _mm_cvtsi128_si32(h);
+	*max = g;
+	if (g <= 0)
+		return -1;
+	mv = _mm256_set1_epi32(g);
+	for (int i0 = 0;; i0 += 8)
+	{
+		__m256i		k = lanes8(i0, n, set);
+		int			e = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(k,
+													_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *) v + i0, k), mv))));
+
+		if (e)
+			return i0 + __builtin_ctz((unsigned) e);
+	}
 }
 
 uint64_t

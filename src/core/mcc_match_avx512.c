@@ -19,6 +19,7 @@
  * is exact too, and scaling by 2^-32 and truncating is the shift.
  */
 #include <immintrin.h>
+#include <string.h>
 
 #include "mcc_match_int.h"
 #include "mcc_probe_int.h"
@@ -135,11 +136,13 @@ below16(int i0, int n)
 	return k >= 16 ? (__mmask16) 0xFFFF : k <= 0 ? (__mmask16) 0 : (__mmask16) ((1u << k) - 1);
 }
 
-uint32_t
+int
 ATTR
-mcc_max_in_avx512(const float *v, int n, const uint64_t *set)
+mcc_argmax_avx512(const float *v, int n, const uint64_t *set, int32_t *max)
 {
 	__m512i		m = _mm512_setzero_si512();
+	__m512i		mv;
+	int32_t		g;
 
 	for (int i0 = 0; i0 < n; i0 += 16)
 	{
@@ -147,7 +150,19 @@ mcc_max_in_avx512(const float *v, int n, const uint64_t *set)
 
 		m = _mm512_max_epi32(m, _mm512_maskz_loadu_epi32(k, v + i0));
 	}
-	return (uint32_t) _mm512_reduce_max_epi32(m);
+	g = _mm512_reduce_max_epi32(m);
+	*max = g;
+	if (g <= 0)
+		return -1;
+	mv = _mm512_set1_epi32(g);
+	for (int i0 = 0;; i0 += 16)
+	{
+		__mmask16	k = below16(i0, n) & (__mmask16) (set[i0 / 64] >> (i0 % 64));
+		__mmask16	e = _mm512_mask_cmpeq_epi32_mask(k, _mm512_maskz_loadu_epi32(k, v + i0), mv);
+
+		if (e)
+			return i0 + __builtin_ctz(e);
+	}
 }
 
 uint64_t
@@ -192,11 +207,30 @@ mcc_ge64_avx512(const float *v, int n, int32_t thr)
 #define vi_trunc	_mm512_cvttpd_epi32
 #define vd_from_vi	_mm512_cvtepi32_pd
 
-/* z[i] and z[i + 1] of 8 lanes: one 64-bit gather of the two floats. */
+/*
+ * z[i] and z[i + 1] of 8 lanes: one 64-bit load of the two floats per lane.
+ * Eight loads and inserts run faster than VPGATHERDQ on Zen 4 (3.5 against
+ * 4.9 ns in a loop of them) and as fast on Intel.
+ */
 ATTR static inline void
 gather_pair(const float *z, __m256i i, __m512d *lo, __m512d *hi)
 {
-	__m512i		v = _mm512_i32gather_epi64(i, (const void *) z, 4);
+	int32_t		ix[8];
+	__m128i		q[4];
+	__m512i		v;
+
+	_mm256_storeu_si256((__m256i *) ix, i);
+	for (int j = 0; j < 4; j++)
+	{
+		long long	a;
+		long long	b;
+
+		memcpy(&a, z + ix[2 * j], 8);
+		memcpy(&b, z + ix[2 * j + 1], 8);
+		q[j] = _mm_set_epi64x(b, a);
+	}
+	v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(q[0]), q[1], 1)),
+						   _mm256_inserti128_si256(_mm256_castsi128_si256(q[2]), q[3], 1), 1);
 
 	*lo = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_cvtepi64_epi32(v)));
 	*hi = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_srli_epi64(v, 32))));

@@ -18,12 +18,12 @@ always(void)
 
 /* Best first: the automatic choice is the first usable one. */
 static const match_kernel kernels[] = {
-	{"avx512", mcc_matrix_avx512, mcc_relax_avx512, mcc_max_in_avx512, mcc_ge64_avx512,
+	{"avx512", mcc_matrix_avx512, mcc_relax_avx512, mcc_argmax_avx512, mcc_ge64_avx512,
 	mcc_cpu_has_avx512},
-	{"avx2", mcc_matrix_avx2, mcc_relax_avx2, mcc_max_in_avx2, mcc_ge64_avx2, mcc_cpu_has_avx2},
-	{"popcnt", mcc_matrix_popcnt, mcc_relax_generic, mcc_max_in_generic, mcc_ge64_generic,
+	{"avx2", mcc_matrix_avx2, mcc_relax_avx2, mcc_argmax_avx2, mcc_ge64_avx2, mcc_cpu_has_avx2},
+	{"popcnt", mcc_matrix_popcnt, mcc_relax_generic, mcc_argmax_generic, mcc_ge64_generic,
 	mcc_cpu_has_popcnt},
-	{"generic", mcc_matrix_generic, mcc_relax_generic, mcc_max_in_generic, mcc_ge64_generic,
+	{"generic", mcc_matrix_generic, mcc_relax_generic, mcc_argmax_generic, mcc_ge64_generic,
 	always},
 };
 

@@ -119,13 +119,14 @@ typedef struct match_kernel
 						  const mcc_relax_params *rp, const mcc_sigmoid_tab *tab);
 
 	/*
-	 * Ranking helpers on float bits read as int32 (positive floats order as
-	 * their bits; 0, negative values and NaN never rank). max_in: the
-	 * largest positive v[i] over i < n with bit i of set[] (0 if none);
-	 * ge64: bit i set when i < n (n <= 64 is not required) and v[i]'s bits
-	 * >= thr > 0, for i < 64. Neither reads v[i] for i >= n.
+	 * Ranking helpers on values of Gamma (never NaN) by their bits read as
+	 * int32: positive floats order as their bits, 0 and negative values
+	 * never rank. argmax: the first i < n with bit i of set[] holding the
+	 * largest positive v[i], its bits in *max; -1 (and 0) if none. ge64:
+	 * bit i set when i < n and v[i]'s bits >= thr > 0, for i < 64. Neither
+	 * reads v[i] for i >= n.
 	 */
-	uint32_t	(*max_in) (const float *v, int n, const uint64_t *set);
+	int			(*argmax) (const float *v, int n, const uint64_t *set, int32_t *max);
 	uint64_t	(*ge64) (const float *v, int n, int32_t thr);
 	int			(*usable) (void);
 } match_kernel;
@@ -138,19 +139,19 @@ void		mcc_matrix_generic(mcc_match_work *w);
 void		mcc_matrix_popcnt(mcc_match_work *w);
 double	   *mcc_relax_generic(mcc_match_work *w, const relax_pairs *rx,
 							  const mcc_relax_params *rp, const mcc_sigmoid_tab *tab);
-uint32_t	mcc_max_in_generic(const float *v, int n, const uint64_t *set);
+int			mcc_argmax_generic(const float *v, int n, const uint64_t *set, int32_t *max);
 uint64_t	mcc_ge64_generic(const float *v, int n, int32_t thr);
 
 /* AVX2 (4 lanes) and AVX-512 (8 lanes), mcc_match_avx2.c and mcc_match_avx512.c. */
 void		mcc_matrix_avx2(mcc_match_work *w);
 double	   *mcc_relax_avx2(mcc_match_work *w, const relax_pairs *rx,
 						   const mcc_relax_params *rp, const mcc_sigmoid_tab *tab);
-uint32_t	mcc_max_in_avx2(const float *v, int n, const uint64_t *set);
+int			mcc_argmax_avx2(const float *v, int n, const uint64_t *set, int32_t *max);
 uint64_t	mcc_ge64_avx2(const float *v, int n, int32_t thr);
 void		mcc_matrix_avx512(mcc_match_work *w);
 double	   *mcc_relax_avx512(mcc_match_work *w, const relax_pairs *rx,
 							 const mcc_relax_params *rp, const mcc_sigmoid_tab *tab);
-uint32_t	mcc_max_in_avx512(const float *v, int n, const uint64_t *set);
+int			mcc_argmax_avx512(const float *v, int n, const uint64_t *set, int32_t *max);
 uint64_t	mcc_ge64_avx512(const float *v, int n, int32_t thr);
 
 /*

@@ -330,7 +330,8 @@ mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
 			continue;
 		if (nbest < np)
 			nbest++;
-		memmove(best + pos + 1, best + pos, sizeof(int) * (size_t) (nbest - 1 - pos));
+		for (int i = nbest - 1; i > pos; i--)
+			best[i] = best[i - 1];
 		best[pos] = t;
 	}
 	for (int i = 0; i < nbest; i++)

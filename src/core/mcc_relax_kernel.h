@@ -175,7 +175,28 @@ RELAX_FN(mcc_match_work *w, const relax_pairs *rx, const mcc_relax_params *rp,
 	{
 		double	   *tmp;
 
-		for (int t0 = 0; t0 < n; t0 += L)
+		int			t0 = 0;
+
+		/* two blocks of t at a time: two independent chains of additions */
+		for (; t0 + L < n; t0 += 2 * L)
+		{
+			VD			acc0 = vd_set1(0.0);
+			VD			acc1 = vd_set1(0.0);
+
+			for (int k = 0; k < n; k++)
+			{
+				const double *row = w->rho + (size_t) k * nv + t0;
+				VD			lk = vd_set1(lam[k]);
+
+				acc0 = vd_add(acc0, vd_mul(vd_load(row), lk));
+				acc1 = vd_add(acc1, vd_mul(vd_load(row + L), lk));
+			}
+			vd_store(nxt + t0, vd_add(vd_mul(vd_set1(rp->w_r), vd_load(lam + t0)),
+									  vd_mul(vd_set1(coef), acc0)));
+			vd_store(nxt + t0 + L, vd_add(vd_mul(vd_set1(rp->w_r), vd_load(lam + t0 + L)),
+										  vd_mul(vd_set1(coef), acc1)));
+		}
+		if (t0 < n)
 		{
 			VD			acc = vd_set1(0.0);
 
