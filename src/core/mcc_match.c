@@ -11,7 +11,6 @@
 #include "mcc_detmath.h"
 #include "mcc_match_int.h"
 #include "mcc_probe_int.h"
-#include "mcc_soa_int.h"
 
 static const char *const method_names[MCC_NMETHODS] = {
 	"lss", "lss-r", "lss-dtr",
@@ -336,7 +335,6 @@ heap_down(uint64_t *h, int n, int i)
 	for (;;)
 	{
 		int			c = 2 * i + 1;
-
 		uint64_t	hc;
 
 		if (c >= n)

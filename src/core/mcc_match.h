@@ -64,7 +64,7 @@
  * consolidation is not symmetric (A is the query, B the gallery template).
  *
  * Memory: nothing here allocates. The caller owns an mcc_match_work of
- * mcc_match_work_size() bytes (about 1.5 MB; one per thread), keeps it for
+ * mcc_match_work_size() bytes (about 1.6 MB; one per thread), keeps it for
  * as many comparisons as it likes, and frees it.
  */
 #ifndef MCC_MATCH_H

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "mcc_avx2_popcount.h"
 #include "mcc_match_int.h"
 #include "mcc_probe_int.h"
 
@@ -17,18 +18,6 @@
 
 /* ------------------------------------------------------------------ */
 /* the matrix                                                          */
-
-/* Bits set in each byte of v (0..8 per byte). */
-ATTR static inline __m256i
-byte_popcount(__m256i v)
-{
-	const __m256i nibble = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
-											0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
-	const __m256i low4 = _mm256_set1_epi8(0x0f);
-
-	return _mm256_add_epi8(_mm256_shuffle_epi8(nibble, _mm256_and_si256(v, low4)),
-						   _mm256_shuffle_epi8(nibble, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4)));
-}
 
 /* The four 64-bit lanes' counts (from byte counts) as 4 int32. */
 ATTR static inline __m128i
@@ -103,7 +92,7 @@ mcc_matrix_avx2(mcc_match_work *w)
 			if (!p->masks)
 			{
 				for (int k = 0; k < vw; k++)
-					x = _mm256_add_epi8(x, byte_popcount(_mm256_xor_si256(
+					x = _mm256_add_epi8(x, mcc_avx2_byte_popcount(_mm256_xor_si256(
 								_mm256_set1_epi64x((long long) a->bits[k][r]),
 								_mm256_loadu_si256((const __m256i *) (b->bits[k] + c0)))));
 				den = _mm_add_epi32(_mm_set1_epi32((int) a->eta[r]),
@@ -122,10 +111,10 @@ mcc_matrix_avx2(mcc_match_work *w)
 					__m256i		m = _mm256_and_si256(_mm256_set1_epi64x((long long) a->bits[vw + k][r]),
 													 _mm256_loadu_si256((const __m256i *) (b->bits[vw + k] + c0)));
 
-					pw = _mm256_add_epi8(pw, byte_popcount(m));
-					pa = _mm256_add_epi8(pa, byte_popcount(_mm256_and_si256(va, m)));
-					pb = _mm256_add_epi8(pb, byte_popcount(_mm256_and_si256(vb, m)));
-					x = _mm256_add_epi8(x, byte_popcount(_mm256_and_si256(_mm256_xor_si256(va, vb), m)));
+					pw = _mm256_add_epi8(pw, mcc_avx2_byte_popcount(m));
+					pa = _mm256_add_epi8(pa, mcc_avx2_byte_popcount(_mm256_and_si256(va, m)));
+					pb = _mm256_add_epi8(pb, mcc_avx2_byte_popcount(_mm256_and_si256(vb, m)));
+					x = _mm256_add_epi8(x, mcc_avx2_byte_popcount(_mm256_and_si256(_mm256_xor_si256(va, vb), m)));
 				}
 				ok = _mm_andnot_si128(_mm_cmplt_epi32(lane_counts(pw), _mm_set1_epi32(p->min_me_cells)), ok);
 				den = _mm_add_epi32(_mm_i32gather_epi32(sqrt_tab, lane_counts(pa), 4),

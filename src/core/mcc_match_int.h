@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "mcc_cpu_kernel.h"
 #include "mcc_lss.h"
 #include "mcc_match.h"
 
@@ -71,7 +72,8 @@ struct mcc_match_work
 	};
 	match_pair	pairs[MCC_MAX_CYL];
 	int			npairs;
-	double		rho[MCC_MAX_CYL * MCC_MAX_CYL];	/* compatibilities */
+	/* compatibilities: rho[t][k] (generic kernel), rows of rho^T (SIMD) */
+	double		rho[MCC_MAX_CYL * MCC_MAX_CYL];
 	double		lam[2][MCC_MAX_CYL];
 	int64_t		assign_work[8 * (MCC_MAX_CYL + 1)];
 	int			col_of_row[MCC_MAX_CYL];
@@ -108,7 +110,7 @@ typedef struct relax_pairs
  */
 typedef struct match_kernel
 {
-	const char *name;
+	mcc_kernel_head h;			/* name, usable */
 	/* Gamma and the LSS votes of w->a against w->b */
 	void		(*matrix) (mcc_match_work *w);
 	/*
@@ -128,7 +130,6 @@ typedef struct match_kernel
 	 */
 	int			(*argmax) (const float *v, int n, const uint64_t *set, int32_t *max);
 	uint64_t	(*ge64) (const float *v, int n, int32_t thr);
-	int			(*usable) (void);
 } match_kernel;
 
 /* The kernel in use (chosen on first call; mcc_match_set_kernel forces one). */

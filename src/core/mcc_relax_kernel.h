@@ -143,6 +143,15 @@ vrho2(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_tab *
 	*kt = vd_sel(diag, zero, vd_mul(shared, vangle_term(&tab[2], c3)));
 }
 
+/* lambda_i(t) = w_R lambda_{i-1}(t) + coef sum, for the L pairs from t0. */
+ATTR static inline void
+viterate_store(const mcc_relax_params *rp, double coef, const double *lam, double *nxt,
+			   int t0, VD acc)
+{
+	vd_store(nxt + t0, vd_add(vd_mul(vd_set1(rp->w_r), vd_load(lam + t0)),
+							  vd_mul(vd_set1(coef), acc)));
+}
+
 ATTR double *
 RELAX_FN(mcc_match_work *w, const relax_pairs *rx, const mcc_relax_params *rp,
 		 const mcc_sigmoid_tab *tab)
@@ -174,14 +183,15 @@ RELAX_FN(mcc_match_work *w, const relax_pairs *rx, const mcc_relax_params *rp,
 	for (int it = 0; it < rp->n_rel; it++)
 	{
 		double	   *tmp;
-
 		int			t0 = 0;
 
-		/* two blocks of t at a time: two independent chains of additions */
-		for (; t0 + L < n; t0 += 2 * L)
+		/* four blocks of t at a time: four independent chains of additions */
+		for (; t0 + 3 * L < n; t0 += 4 * L)
 		{
 			VD			acc0 = vd_set1(0.0);
 			VD			acc1 = vd_set1(0.0);
+			VD			acc2 = vd_set1(0.0);
+			VD			acc3 = vd_set1(0.0);
 
 			for (int k = 0; k < n; k++)
 			{
@@ -190,20 +200,21 @@ RELAX_FN(mcc_match_work *w, const relax_pairs *rx, const mcc_relax_params *rp,
 
 				acc0 = vd_add(acc0, vd_mul(vd_load(row), lk));
 				acc1 = vd_add(acc1, vd_mul(vd_load(row + L), lk));
+				acc2 = vd_add(acc2, vd_mul(vd_load(row + 2 * L), lk));
+				acc3 = vd_add(acc3, vd_mul(vd_load(row + 3 * L), lk));
 			}
-			vd_store(nxt + t0, vd_add(vd_mul(vd_set1(rp->w_r), vd_load(lam + t0)),
-									  vd_mul(vd_set1(coef), acc0)));
-			vd_store(nxt + t0 + L, vd_add(vd_mul(vd_set1(rp->w_r), vd_load(lam + t0 + L)),
-										  vd_mul(vd_set1(coef), acc1)));
+			viterate_store(rp, coef, lam, nxt, t0, acc0);
+			viterate_store(rp, coef, lam, nxt, t0 + L, acc1);
+			viterate_store(rp, coef, lam, nxt, t0 + 2 * L, acc2);
+			viterate_store(rp, coef, lam, nxt, t0 + 3 * L, acc3);
 		}
-		if (t0 < n)
+		for (; t0 < n; t0 += L)
 		{
 			VD			acc = vd_set1(0.0);
 
 			for (int k = 0; k < n; k++)
 				acc = vd_add(acc, vd_mul(vd_load(w->rho + (size_t) k * nv + t0), vd_set1(lam[k])));
-			vd_store(nxt + t0, vd_add(vd_mul(vd_set1(rp->w_r), vd_load(lam + t0)),
-									  vd_mul(vd_set1(coef), acc)));
+			viterate_store(rp, coef, lam, nxt, t0, acc);
 		}
 		tmp = lam;
 		lam = nxt;
