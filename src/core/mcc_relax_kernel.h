@@ -23,7 +23,8 @@
  *     one k, and stores the matrix transposed, rho^T[k][t] = rho(t, k), with
  *     rows of nv = n rounded up to L;
  *   - rho(t, k) and rho(k, t) come from one pass, sharing the terms that
- *     are the same bits both ways (vrho2);
+ *     are the same bits both ways (vrho_pass), for t and k in different
+ *     blocks of L;
  *   - an iteration then adds, for L pairs t at once, rho(t, k) lambda(k) in
  *     the order k = 0, 1, ..., n - 1 (one lane per t: each lane's sum is
  *     the scalar sum of that t, term for term).
@@ -81,14 +82,14 @@ vdist_term(const mcc_sigmoid_tab *t, mcc_d1_norm norm, VD da, VD db)
 
 /*
  * rho(t, k) and rho(k, t) for the L pairs t = t0.. and one pair k (*tk and
- * *kt). The terms the two share are computed once: dA, dB and the distance
+ * *kt; only rho(t, k) if kt is NULL). The terms the two share are computed once: dA, dB and the distance
  * term are the same bits both ways (the segments are negated, their squares
  * are equal), and so is the d2 term (its cosine adds the same two
  * products); only the d3 terms differ.
  */
 ATTR static inline void
-vrho2(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_tab *tab,
-	  int t0, int k, VD *tk, VD *kt)
+vrho_pass(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_tab *tab,
+		  int t0, int k, VD *tk, VD *kt)
 {
 	VD			zero = vd_set1(0.0);
 	VD			one = vd_set1(1.0);
@@ -132,6 +133,8 @@ vrho2(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_tab *
 	im = vd_sub(vd_mul(sax, sby), vd_mul(say, sbx));
 	c3 = vd_div(vd_sub(vd_mul(fxt, re), vd_mul(fyt, im)), dd);
 	*tk = vd_sel(diag, zero, vd_mul(shared, vangle_term(&tab[2], c3)));
+	if (kt == NULL)
+		return;
 	/* d3 of (k, t): the segments from k to t */
 	sax = vd_sel(za, one, vd_sub(axt, axk));
 	say = vd_sel(za, zero, vd_sub(ayt, ayk));
@@ -163,23 +166,30 @@ RELAX_FN(mcc_match_work *w, const relax_pairs *rx, const mcc_relax_params *rp,
 	double		coef = (1.0 - rp->w_r) / (double) (n - 1);
 
 	/*
-	 * Row k of rho^T for the blocks of t up to k's, and the same entries of
-	 * the other triangle, rho(k, t), into column k: every entry is written
-	 * (those of k's own block twice, with the same bits).
+	 * Row k of rho^T: for the blocks of t before k's, rho(t, k) and the
+	 * same entries of the other triangle, rho(k, t), into column k; for
+	 * k's own block rho(t, k) alone (its other entries come with its other
+	 * rows). Every entry is written once.
 	 */
 	for (int k = 0; k < n; k++)
-		for (int t0 = 0; t0 <= k; t0 += L)
+	{
+		int			kb = k - k % L;
+		VD			tk;
+
+		for (int t0 = 0; t0 < kb; t0 += L)
 		{
 			double		kt[L];
-			VD			tk;
 			VD			ktv;
 
-			vrho2(rx, rp, tab, t0, k, &tk, &ktv);
+			vrho_pass(rx, rp, tab, t0, k, &tk, &ktv);
 			vd_store(w->rho + (size_t) k * nv + t0, tk);
 			vd_store(kt, ktv);
 			for (int i = 0; i < L; i++)
 				w->rho[(size_t) (t0 + i) * nv + k] = kt[i];
 		}
+		vrho_pass(rx, rp, tab, kb, k, &tk, NULL);
+		vd_store(w->rho + (size_t) k * nv + kb, tk);
+	}
 	for (int it = 0; it < rp->n_rel; it++)
 	{
 		double	   *tmp;
