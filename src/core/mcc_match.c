@@ -11,6 +11,7 @@
 #include "mcc_detmath.h"
 #include "mcc_match_int.h"
 #include "mcc_probe_int.h"
+#include "mcc_relax_hd.h"
 
 static const char *const method_names[MCC_NMETHODS] = {
 	"lss", "lss-r", "lss-dtr",
@@ -292,40 +293,6 @@ mcc_match_load(mcc_match_work *w, const mcc_profile *p,
 /* ------------------------------------------------------------------ */
 /* ranking the entries of Gamma                                        */
 
-/*
- * Sort key of entry (r, c): Gamma's bits (non-negative floats order as
- * their bit patterns), then smaller r, then smaller c; unique per entry.
- */
-static inline uint64_t
-entry_key(float g, int r, int c)
-{
-	uint32_t	bits;
-
-	memcpy(&bits, &g, sizeof(bits));
-	return ((uint64_t) bits << 16) | (uint64_t) (0xFFFF - ((r << 8) | c));
-}
-
-/* Row and column of a key. */
-static inline void
-key_entry(uint64_t key, int *r, int *c)
-{
-	int			rc = 0xFFFF - (int) (key & 0xFFFF);
-
-	*r = rc >> 8;
-	*c = rc & 0xFF;
-}
-
-/* Gamma of a key. */
-static inline float
-key_gamma(uint64_t key)
-{
-	uint32_t	bits = (uint32_t) (key >> 16);
-	float		g;
-
-	memcpy(&g, &bits, sizeof(g));
-	return g;
-}
-
 /* Restore the min-heap property below position i of heap h[0..n). */
 static void
 heap_down(uint64_t *h, int n, int i)
@@ -494,7 +461,7 @@ entries_top(const mcc_match_work *w, int k, uint64_t *out)
 				int			c = c0 + __builtin_ctzll(pick);
 
 				pick &= pick - 1;
-				m = heap_offer(out, m, k, entry_key(row[c], r, c));
+				m = heap_offer(out, m, k, mcc_entry_key(row[c], r, c));
 			}
 		}
 	}
@@ -536,7 +503,7 @@ pairs_lss(mcc_match_work *w, int nr)
 		int			r;
 		int			c;
 
-		key_entry(top[i], &r, &c);
+		mcc_key_entry(top[i], &r, &c);
 		add_pair(w, r, c);
 	}
 }
@@ -641,7 +608,7 @@ pairs_lsa(mcc_match_work *w, int nr)
 		int			c = w->col_of_row[r];
 
 		if (c >= 0 && w->gamma[(size_t) r * nb + c] > 0.0f)
-			m = heap_offer(top, m, nr, entry_key(w->gamma[(size_t) r * nb + c], r, c));
+			m = heap_offer(top, m, nr, mcc_entry_key(w->gamma[(size_t) r * nb + c], r, c));
 	}
 	m = heap_sort_desc(top, m);
 	w->npairs = 0;
@@ -650,7 +617,7 @@ pairs_lsa(mcc_match_work *w, int nr)
 		int			r;
 		int			c;
 
-		key_entry(top[i], &r, &c);
+		mcc_key_entry(top[i], &r, &c);
 		add_pair(w, r, c);
 	}
 }
@@ -701,9 +668,9 @@ mcc_match_lss(mcc_match_work *w)
 		int			r;
 		int			c;
 
-		key_entry(top[i], &r, &c);
-		sum += key_gamma(top[i]);
-		mcc_match_note(w, i, r, c, key_gamma(top[i]));
+		mcc_key_entry(top[i], &r, &c);
+		sum += mcc_key_gamma(top[i]);
+		mcc_match_note(w, i, r, c, mcc_key_gamma(top[i]));
 	}
 	return w->np > 0 ? sum / w->np : 0.0;
 }
@@ -712,26 +679,44 @@ mcc_match_lss(mcc_match_work *w)
 /* dispatch                                                            */
 
 /*
- * The fused score: LSS-R and LGS-DTR on the same matrix, each over its own
- * paper's n_P, averaged. The two pick their pairs differently (LSS's best
- * entries, not one-to-one; LGS's greedy one-to-one pairs) and weigh
- * geometry differently (TPAMI's absolute tolerances; [11]'s relative
- * distance and wider angles), and their errors overlap little: the mean
- * is more accurate than either (docs/accuracy.md, section 2). The last
- * pairs reported are LGS-DTR's.
+ * The fused score: LSS-R (exactly method lss-r) and LGS-DTR as [11] defines
+ * it (over its own n_P) on the same matrix, averaged. The two pick their
+ * pairs differently (LSS's best entries, not one-to-one; LGS's greedy
+ * one-to-one pairs) and weigh geometry differently (TPAMI's absolute
+ * tolerances; [11]'s relative distance and wider angles), and their errors
+ * overlap little: the mean is more accurate than either
+ * (docs/accuracy.md, section 2). The last pairs reported are LGS-DTR's.
  */
 static double
 fused_score(mcc_match_work *w, const mcc_match_params *mp)
 {
 	int			m = w->a.n < w->b.n ? w->a.n : w->b.n;
+	int			np[2];
 	double		r;
 	double		dtr;
 
+	mcc_match_set_np(mp, MCC_FUSED, w->profile, m, np);
 	pairs_lss(w, relax_nr(w, &mp->relax));
-	r = mcc_relax_score(w, &mp->relax, mp->tab[0], mp->fused_np_tab[0][m]);
+	r = mcc_relax_score(w, &mp->relax, mp->tab[0], np[0]);
 	pairs_lgs(w, relax_nr(w, &mp->dtr));
-	dtr = mcc_relax_score(w, &mp->dtr, mp->tab[1], mp->fused_np_tab[1][m]);
+	dtr = mcc_relax_score(w, &mp->dtr, mp->tab[1], np[1]);
 	return 0.5 * (r + dtr);
+}
+
+/*
+ * n_P of a method's pair sets: what its scores average over (fused_score
+ * and mcc_match_rescore take them from here, and so does the GPU port).
+ */
+void
+mcc_match_set_np(const mcc_match_params *mp, int method, const mcc_profile *p, int m, int np[2])
+{
+	if (m < 0)
+		m = 0;
+	if (m > MCC_MAX_CYL)
+		m = MCC_MAX_CYL;
+	np[0] = np[1] = mcc_lss_np(p, m);
+	if (method == MCC_FUSED)
+		np[1] = mp->fused_dtr_np_tab[m];	/* LGS-DTR over [11]'s n_P */
 }
 
 float

@@ -15,9 +15,10 @@
  *   gather_pair(z, i, &lo, &hi)
  *                    the floats z[i] and z[i + 1] of each lane, as doubles
  *
- * The arithmetic is mcc_relax_generic()'s, operation for operation (each
- * lane computes one entry as the scalar code does, the conditionals as
- * blends of both sides, every sum in the scalar order), so the results are
+ * The arithmetic is mcc_relax_generic()'s, operation for operation: each
+ * lane computes one entry as mcc_rho() of mcc_relax_hd.h does (the one
+ * definition the generic kernel and the GPU's share), the conditionals as
+ * blends of both sides, every sum in the scalar order; so the results are
  * the same bits. Three things differ, none in the value of anything:
  *   - lanes run over t: the kernel fills rho(t, k) for 8 (or 4) pairs t and
  *     one k, and stores the matrix transposed, rho^T[k][t] = rho(t, k), with
@@ -32,7 +33,7 @@
  * read.
  */
 
-/* tab_get() of mcc_relax.c; x >= 0 or NaN. */
+/* mcc_tab_get() of mcc_relax_hd.h; x >= 0 or NaN. */
 ATTR static inline VD
 vtab_get(const mcc_sigmoid_tab *t, VD x)
 {
@@ -49,7 +50,7 @@ vtab_get(const mcc_sigmoid_tab *t, VD x)
 	return vd_sel(in, v, vd_set1((double) t->z[MCC_SIG_SEGS]));
 }
 
-/* angle_term() of mcc_relax.c. */
+/* mcc_angle_term() of mcc_relax_hd.h. */
 ATTR static inline VD
 vangle_term(const mcc_sigmoid_tab *t, VD cosd)
 {
@@ -60,7 +61,7 @@ vangle_term(const mcc_sigmoid_tab *t, VD cosd)
 	return vtab_get(t, vd_sqrt(h));
 }
 
-/* dist_term() of mcc_relax.c. */
+/* mcc_dist_term() of mcc_relax_hd.h. */
 ATTR static inline VD
 vdist_term(const mcc_sigmoid_tab *t, mcc_d1_norm norm, VD da, VD db)
 {
