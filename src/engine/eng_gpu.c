@@ -773,11 +773,13 @@ refine_all(eng_gpu *g, eng_gpu_mirror *m, eng_rescore *rs, mcc_error *err)
 /*
  * What a failure of the refinement library means (lock held): the process
  * off the GPU for a sticky error; the cache's rescoring on the CPU for good
- * when the device cannot hold or take its data (or keeps failing); else
- * this job on the CPU. The LSS search of the cache keeps its GPU copy.
+ * when the device cannot hold or take the gallery's refinement data
+ * (attaching), runs no such method, or keeps failing; else this job on the
+ * CPU (a CUDA error also drops the copy: the next pass uploads it again).
+ * The LSS search of the cache keeps its GPU copy.
  */
 static eng_gpu_outcome
-refine_outcome(eng_gpu *g, eng_gpu_mirror *m, mcc_gpu_code rc, mcc_error *err)
+refine_outcome(eng_gpu *g, eng_gpu_mirror *m, mcc_gpu_code rc, bool attaching, mcc_error *err)
 {
 	bool		for_good = false;
 
@@ -789,14 +791,16 @@ refine_outcome(eng_gpu *g, eng_gpu_mirror *m, mcc_gpu_code rc, mcc_error *err)
 		case MCC_GPU_NO_DRIVER:
 		case MCC_GPU_NO_DEVICE:
 			return ENG_GPU_PROCESS_CPU;
-		case MCC_GPU_OOM:
 		case MCC_GPU_UNSUPPORTED:
-		case MCC_GPU_INVALID:
 			for_good = true;
+			break;
+		case MCC_GPU_OOM:
+		case MCC_GPU_INVALID:
+			/* the gallery's data stays; a job's probes or size are its own */
+			for_good = attaching || ++m->ref_failures >= GPU_MAX_FAILURES;
 			break;
 		case MCC_GPU_CUDA:
 		default:
-			/* the next pass starts from a full upload rather than trust the copy */
 			close_ctx(g, m);
 			for_good = ++m->ref_failures >= GPU_MAX_FAILURES;
 			break;
@@ -830,9 +834,10 @@ eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
 		out = ENG_GPU_RETRY_CPU;
 		goto failed;
 	}
+	/* a test's failure stands for one of the refinement data */
 	if ((rc = take_injected(&g->inject_refine, "refinement ", err)) != MCC_GPU_OK)
 	{
-		out = refine_outcome(g, m, rc, err);
+		out = refine_outcome(g, m, rc, true, err);
 		goto failed;
 	}
 	/* the pass synced the mirror unless it ran on the CPU */
@@ -843,10 +848,14 @@ eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
 		out = outcome_of(rc, true);
 		goto failed;
 	}
-	if ((rc = attach_refinement(g, m, c, err)) != MCC_GPU_OK ||
-		(rc = refine_all(g, m, rs, err)) != MCC_GPU_OK)
+	if ((rc = attach_refinement(g, m, c, err)) != MCC_GPU_OK)
 	{
-		out = refine_outcome(g, m, rc, err);
+		out = refine_outcome(g, m, rc, true, err);
+		goto failed;
+	}
+	if ((rc = refine_all(g, m, rs, err)) != MCC_GPU_OK)
+	{
+		out = refine_outcome(g, m, rc, false, err);
 		goto failed;
 	}
 	update_bytes(g, m);
