@@ -13,6 +13,9 @@
 #   make bench-gpu       throughput; BENCH_GPU_ARGS, e.g. --max 250000 --out DIR
 #   make bench-gpu-refine  refinement throughput (test/gpu/gpu_bench_refine.c);
 #                        BENCH_REFINE_ARGS, e.g. --gallery 100000 --out DIR
+#   build/gpu/engine_refine_check  the engine's refining searches rescored on
+#                        the GPU == on the CPU threads, and their queries/s
+#                        (test/gpu/device-run-refine-engine.sh)
 #
 # Without nvcc both targets say so and succeed.
 
@@ -106,6 +109,13 @@ $(BUILD)/gpu/engine_bench: test/bench/engine_bench.c $(wildcard test/unit/engine
 	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
 		$(GPU_CORE_OBJS) $(GPU_LINK) -o $@
 
+# refining searches, GPU rescoring against the CPU threads', and their throughput
+$(BUILD)/gpu/engine_refine_check: test/gpu/engine_refine_check.c test/unit/unit.h \
+		$(wildcard test/unit/engine_*.h) $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
+		$(GPU_CORE_OBJS) $(GPU_LINK) -o $@
+
 $(BUILD)/gpu/test_engine_%: test/unit/test_engine_%.c test/unit/unit.h $(wildcard test/unit/engine_*.h) \
 		$(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS) $(BUILD)/gpu/mcc_engine
 	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
@@ -119,11 +129,13 @@ gpu-lib: $(BUILD)/libmccgpu.a
 # on the CPU), then on the GPU: GPU-specific engine checks (every score,
 # incremental == reload, ties, fallbacks; the sticky error last), the whole
 # in-process engine suite with each pass on the GPU (one partition, then
-# three), the engine program, the engine's image jobs (SAD, DP2D, CHAMFER,
+# three), refining searches rescored on the GPU (== the reference and ==
+# the CPU threads' answers), the engine program, the engine's image jobs (SAD, DP2D, CHAMFER,
 # ALIGN on the GPU == the CPU, fallbacks), then the image libraries' own
 # checks (SAD, elastic matching, chamfer alignment). Every step runs even if
 # one before it failed; the target fails if any did.
-gpu-check: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(GPU_ENGINE_TESTS) $(GPU_LIB_CHECKS)
+gpu-check: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(GPU_ENGINE_TESTS) $(GPU_LIB_CHECKS) \
+		$(BUILD)/gpu/engine_refine_check
 	@status=0; \
 	echo "# gpu-check: no visible device"; \
 	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/gpu_check --no-device || status=1; \
@@ -142,8 +154,11 @@ gpu-check: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(GPU_ENGINE_TES
 	$(BUILD)/gpu/test_engine_server --gpu 0 || status=1; \
 	echo "# gpu-check: engine suite, every pass on the GPU, 3 partitions"; \
 	$(BUILD)/gpu/test_engine_server --gpu 3 || status=1; \
-	echo "# gpu-check: refining searches, every pass on the GPU, 2 partitions"; \
+	echo "# gpu-check: refining searches, every pass and rescoring on the GPU, 2 partitions"; \
 	$(BUILD)/gpu/test_engine_rescore --gpu 2 || status=1; \
+	echo "# gpu-check: refining searches, GPU rescoring == CPU threads' == CPU-only engine"; \
+	$(BUILD)/gpu/engine_refine_check --templates 4000 --distinct 4000 --probes 96 --batch 32 \
+		--rounds 0 --cpu-search || status=1; \
 	echo "# gpu-check: engine program with --gpu on"; \
 	MCC_ENGINE=$(BUILD)/gpu/mcc_engine $(BUILD)/gpu/test_engine_e2e --gpu || status=1; \
 	echo "# gpu-check: image jobs in the engine, GPU path"; \

@@ -832,28 +832,29 @@ start_rescore(eng_server *s, eng_gallery *g, eng_batch *b)
 }
 
 /*
- * A GPU pass that did not answer: say why, stop using the GPU as far as the
- * failure requires, and make the batch a CPU pass. true: it was resubmitted.
+ * A GPU job (what: "search" for a pass, "refinement" for a rescoring) that
+ * did not answer: say why and stop using the GPU as far as the failure
+ * requires. The caller runs the job again on the CPU threads.
  */
-static bool
-gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
+static void
+gpu_give_up(eng_server *s, eng_gallery *g, eng_gpu_outcome outcome, const mcc_error *err,
+			const char *what)
 {
 	eng_cache  *c = g->running_cache;
-	const char *why = b->gpu_err.message[0] ? b->gpu_err.message : "unknown error";
-	bool		live = false;
+	const char *why = err->message[0] ? err->message : "unknown error";
 
-	switch (b->gpu_outcome)
+	switch (outcome)
 	{
 		case ENG_GPU_RETRY_CPU:
 			/* a CUDA error is the GPU's; a probe the kernels refuse is the client's */
-			eng_log(b->gpu_err.status == MCC_ERR_INTERNAL ? ENG_LOG_WARNING : ENG_LOG_INFO,
-					"gallery %s: GPU search failed, this search runs on the CPU: %s",
-					gname(g), why);
+			eng_log(err->status == MCC_ERR_INTERNAL ? ENG_LOG_WARNING : ENG_LOG_INFO,
+					"gallery %s: GPU %s failed, this %s runs on the CPU: %s%s%s",
+					gname(g), what, what, why, err->detail[0] ? ": " : "", err->detail);
 			break;
 		case ENG_GPU_CACHE_CPU:
 			eng_log(ENG_LOG_WARNING,
 					"gallery %s: GPU not used for this cache, searching on the CPU: %s%s%s",
-					gname(g), why, b->gpu_err.detail[0] ? ": " : "", b->gpu_err.detail);
+					gname(g), why, err->detail[0] ? ": " : "", err->detail);
 			eng_gpu_disable_cache(s->gpu, c);
 			break;
 		case ENG_GPU_PROCESS_CPU:
@@ -870,8 +871,22 @@ gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
 			}
 			break;
 		case ENG_GPU_DONE:
-			return false;
+			break;
 	}
+}
+
+/*
+ * A GPU pass that did not answer: give up on the GPU as far as needed and
+ * make the batch a CPU pass. true: it was resubmitted.
+ */
+static bool
+gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
+{
+	bool		live = false;
+
+	if (b->gpu_outcome == ENG_GPU_DONE)
+		return false;
+	gpu_give_up(s, g, b->gpu_outcome, &b->gpu_err, "search");
 	eng_batch_to_cpu(b);
 	for (uint32_t i = 0; i < b->n_slots; i++)
 		if (b->slots[i].cancel == NULL || !atomic_load(b->slots[i].cancel))
@@ -938,10 +953,15 @@ eng_gallery_job_done(eng_server *s, eng_job *job)
 	}
 	else if (job->tag == ENG_JOB_RESCORE)
 	{
-		eng_batch  *b = ((eng_rescore *) job)->owner;
+		eng_rescore *rs = (eng_rescore *) job;
+		eng_batch  *b = rs->owner;
 
 		g = b->owner;
-		pass_end(s, g, b, (eng_rescore *) job);
+		/* a failed GPU stage: the same shortlists on the CPU threads, the same scores */
+		if (eng_rescore_gpu_failed(rs))
+			gpu_give_up(s, g, rs->gpu_outcome, &rs->gpu_err, "refinement");
+		if (!eng_rescore_next(s, rs))
+			pass_end(s, g, b, rs);
 	}
 	else
 	{

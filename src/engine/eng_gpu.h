@@ -40,6 +40,7 @@
 
 struct eng_cache;
 struct eng_batch;
+struct eng_rescore;
 
 typedef enum eng_gpu_mode
 {
@@ -72,6 +73,10 @@ typedef struct eng_gpu_stats
 	uint64_t	appends;		/* incremental appends */
 	uint64_t	removes;		/* tombstones sent */
 	uint64_t	requeries;		/* probes asked again for a tie at the cut */
+	uint64_t	refines;		/* rescoring jobs answered on the GPU */
+	uint64_t	refine_pairs;	/* (probe, candidate) pairs they scored */
+	uint64_t	refine_fallbacks;	/* rescoring jobs handed back to the CPU */
+	uint64_t	refine_attached;	/* templates whose refinement data went up */
 } eng_gpu_stats;
 
 /* Does this binary contain the GPU path? */
@@ -126,6 +131,36 @@ void		eng_gpu_disable_cache(eng_gpu *g, struct eng_cache *c);
 /* Stop using the GPU in this process; true the first time (log it once). */
 bool		eng_gpu_disable_all(eng_gpu *g);
 
+/*
+ * Refinement on the GPU (kernels/mcc_gpu_refine.h): the rescoring job of a
+ * pass (eng_rescore.h) scores its (probe, cache entry) pairs on c's mirror,
+ * where entry k is gallery template k. The mirror holds, next to the LSS
+ * gallery, each template's refinement data (minutiae in the order of
+ * mcc_match.c's sides, from the templates eng_cache_template rebuilds): sent
+ * by the first rescoring job on the device, then for the templates appended
+ * since by each later one, and again after every full upload. Scores are
+ * mcc_match_candidate's bit for bit, so the CPU threads and the GPU give
+ * the same answer.
+ *
+ * eng_gpu_refine_wants (main thread): would rescoring on cache c go to the
+ * GPU? c has a mirror on the device that a pass has used and refinement of
+ * c has not failed for good. eng_gpu_refine_method: does the device run
+ * this method (the Hungarian methods and consolidation stay on the CPU)?
+ */
+bool		eng_gpu_refine_wants(const eng_gpu *g, const struct eng_cache *c);
+bool		eng_gpu_refine_method(int method);
+
+/*
+ * Run rescoring job rs (cache pinned) on the GPU: bring the mirror and its
+ * refinement data up to date, then score the pairs of every live probe
+ * marked on_gpu, one library call per method. Called by a pool thread. ENG_GPU_DONE: every
+ * live pair has its score. ENG_GPU_RETRY_CPU: this job on the CPU threads
+ * (a CUDA error; if refinement of the cache cannot work, memory or data, it
+ * stays on the CPU from now on, and err says so); ENG_GPU_CACHE_CPU and
+ * ENG_GPU_PROCESS_CPU as for a pass.
+ */
+eng_gpu_outcome eng_gpu_refine(eng_gpu *g, struct eng_rescore *rs, mcc_error *err);
+
 /* Release a cache's mirror (eng_cache_free). */
 void		eng_gpu_mirror_free(eng_gpu_mirror *m);
 
@@ -166,5 +201,12 @@ typedef enum eng_gpu_fault
 
 /* Make the next pass fail as the library would with that failure. */
 void		eng_gpu_test_inject(eng_gpu *g, eng_gpu_fault fault);
+
+/*
+ * The same for the next rescoring job on the GPU (ENG_GPU_FAULT_PROBE: the
+ * library refuses the job's data, so refinement of that cache stays on the
+ * CPU from then on).
+ */
+void		eng_gpu_test_inject_refine(eng_gpu *g, eng_gpu_fault fault);
 
 #endif							/* ENG_GPU_H */

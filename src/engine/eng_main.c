@@ -4,14 +4,16 @@
  *   mcc_engine --socket PATH [--ready-fd N] [--parent-fd N] [--threads T]
  *              [--memory-limit BYTES] [--log-level L] [--delta-timeout MS]
  *              [--max-batch N] [--gpu auto|off|on] [--gpu-memory-limit BYTES]
- *              [--gpu-partitions N]
+ *              [--gpu-partitions N] [--gpu-refine on|off]
  *
  * Listens on a UNIX socket (mode 0600; a stale socket file is replaced),
  * writes "ready <incarnation>\n" to the ready fd, and serves until SIGTERM
  * or SIGINT, or until the parent fd (the supervisor's pipe) reaches EOF.
  * The supervisor forwards stderr, the log, to the PostgreSQL log. Built with
  * nvcc, searches of gpu2015 galleries run on every visible GPU (eng_gpu.h)
- * unless --gpu off; this process is the only one of mcc that touches CUDA.
+ * unless --gpu off, and so does the rescoring of refining searches' shortlists
+ * unless --gpu-refine off (benchmarks: the CPU threads rescore); this process
+ * is the only one of mcc that touches CUDA.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +50,8 @@ usage(void)
 			"usage: mcc_engine --socket PATH [--ready-fd N] [--parent-fd N] [--threads T]\n"
 			"                  [--memory-limit BYTES] [--log-level error|warning|info|debug]\n"
 			"                  [--delta-timeout MS] [--max-batch N] [--gpu auto|off|on]\n"
-			"                  [--gpu-memory-limit BYTES] [--gpu-partitions N]\n");
+			"                  [--gpu-memory-limit BYTES] [--gpu-partitions N]\n"
+			"                  [--gpu-refine on|off]\n");
 }
 
 /* Parse a non-negative integer with an optional k/M/G (1024-based) suffix. */
@@ -242,6 +245,9 @@ main(int argc, char **argv)
 			ok = parse_size(val, &cfg.gpu_memory_limit);
 		else if (ok && strcmp(a, "--gpu-partitions") == 0)
 			ok = parse_int(val, 0, 16, &v) && ((cfg.gpu_partitions = (int) v), true);
+		else if (ok && strcmp(a, "--gpu-refine") == 0)
+			ok = (strcmp(val, "on") == 0 || strcmp(val, "off") == 0) &&
+				((cfg.gpu_refine_off = strcmp(val, "off") == 0), true);
 		else
 			ok = false;
 		if (!ok)

@@ -163,8 +163,8 @@ rescore_dead(eng_job *job)
 }
 
 /*
- * Cut the pairs into CPU parts: at most ENG_RESCORE_PART pairs, never two
- * probes in one part. False if no memory.
+ * Cut the pairs of the probes not on the GPU into CPU parts: at most
+ * ENG_RESCORE_PART pairs, never two probes in one part. False if no memory.
  */
 static bool
 cpu_parts(eng_rescore *rs)
@@ -173,7 +173,8 @@ cpu_parts(eng_rescore *rs)
 	uint32_t	k = 0;
 
 	for (uint32_t i = 0; i < rs->n_probes; i++)
-		n_parts += (rs->probes[i].n + ENG_RESCORE_PART - 1) / ENG_RESCORE_PART;
+		if (!rs->probes[i].on_gpu)
+			n_parts += (rs->probes[i].n + ENG_RESCORE_PART - 1) / ENG_RESCORE_PART;
 	if (n_parts >= UINT32_MAX)
 		return false;
 	free(rs->part_first);
@@ -183,7 +184,7 @@ cpu_parts(eng_rescore *rs)
 	if (rs->part_first == NULL || rs->part_probe == NULL)
 		return false;
 	for (uint32_t i = 0; i < rs->n_probes; i++)
-		for (uint32_t j = 0; j < rs->probes[i].n; j += ENG_RESCORE_PART)
+		for (uint32_t j = 0; !rs->probes[i].on_gpu && j < rs->probes[i].n; j += ENG_RESCORE_PART)
 		{
 			rs->part_probe[k] = i;
 			rs->part_first[k++] = rs->probes[i].first + j;
@@ -195,20 +196,20 @@ cpu_parts(eng_rescore *rs)
 	return true;
 }
 
-void
-eng_refine_candidates(eng_server *s, eng_rescore *rs)
+/* The whole job on the GPU, as one part (eng_gpu_refine). */
+static void
+rescore_gpu_run(eng_job *job, uint32_t part, void *scratch)
 {
-	/*
-	 * GPU HOOK (issue 16, the GPU refinement library of kernels/): when the
-	 * cache has a copy on a GPU that holds its refinement data and the
-	 * device implements every method of the job, run the job as one part
-	 * that hands the library the (probe, gallery index) pairs, as
-	 * eng_batch_use_gpu does for a pass; the scores are bit-identical to
-	 * mcc_match_candidate's, so the caller cannot tell. A failure of the
-	 * device turns the job back into the CPU parts below when it comes back
-	 * (as gallery.c's gpu_fallback does for a pass). Until the library is
-	 * integrated every job runs on the CPU threads.
-	 */
+	eng_rescore *rs = (eng_rescore *) job;
+
+	rs->gpu_outcome = eng_gpu_refine(rs->gpu, rs, &rs->gpu_err);
+}
+
+/* Queue the job's probes not on the GPU on the CPU threads. */
+static void
+submit_cpu(eng_server *s, eng_rescore *rs)
+{
+	rs->gpu = NULL;
 	if (!cpu_parts(rs))
 	{
 		mcc_error	err;
@@ -219,6 +220,67 @@ eng_refine_candidates(eng_server *s, eng_rescore *rs)
 	}
 	s->jobs++;
 	eng_pool_submit(s->pool, &rs->job);
+}
+
+void
+eng_refine_candidates(eng_server *s, eng_rescore *rs)
+{
+	bool		gpu = false;
+
+	/*
+	 * On the GPU when the cache's mirror can take the job: one part hands
+	 * the pairs of all the pass's probes of the device's methods to the
+	 * library (the batching of the pass carries over), as eng_batch_use_gpu
+	 * does for a pass; the rest follows on the CPU threads. A failure comes
+	 * back to eng_gallery.c, which logs it and runs the stage again on the
+	 * CPU (eng_rescore_next).
+	 */
+	if (rs->n_pairs > 0 && !s->cfg.gpu_refine_off && eng_gpu_refine_wants(s->gpu, rs->cache))
+		for (uint32_t i = 0; i < rs->n_probes; i++)
+		{
+			rs->probes[i].on_gpu = rs->probes[i].n > 0 &&
+				eng_gpu_refine_method(rs->probes[i].method);
+			gpu = gpu || rs->probes[i].on_gpu;
+		}
+	if (!gpu)
+	{
+		submit_cpu(s, rs);
+		return;
+	}
+	rs->gpu = s->gpu;
+	rs->gpu_outcome = ENG_GPU_DONE;
+	mcc_error_clear(&rs->gpu_err);
+	rs->job.run = rescore_gpu_run;
+	rs->job.dead = rescore_dead;
+	rs->job.n_parts = 1;
+	s->jobs++;
+	eng_pool_submit(s->pool, &rs->job);
+}
+
+bool
+eng_rescore_gpu_failed(const eng_rescore *rs)
+{
+	return rs->gpu != NULL && rs->gpu_outcome != ENG_GPU_DONE;
+}
+
+bool
+eng_rescore_next(eng_server *s, eng_rescore *rs)
+{
+	bool		left = false;
+
+	if (rs->gpu == NULL)
+		return false;			/* the CPU stage came back: complete */
+	for (uint32_t i = 0; i < rs->n_probes; i++)
+	{
+		if (rs->gpu_outcome != ENG_GPU_DONE)
+			rs->probes[i].on_gpu = false;
+		left = left || (!rs->probes[i].on_gpu && rs->probes[i].n > 0);
+	}
+	rs->gpu = NULL;
+	if (!left)
+		return false;
+	submit_cpu(s, rs);
+	return true;
 }
 
 void

@@ -14,8 +14,12 @@
  * its own mcc_match_work and template buffer in its scratch.
  *
  * eng_refine_candidates() is the one place that decides where a job runs:
- * today the CPU threads; the GPU refinement library plugs in there (see the
- * hook in eng_rescore.c).
+ * when the cache's mirror is on a GPU, the probes whose method the device
+ * runs go there first (eng_gpu_refine: one part, every pair of those probes
+ * in one library call per method, scores bit-identical to the CPU's), then
+ * the others (lsa...) on the CPU threads; else everything on the CPU
+ * threads. A GPU stage that fails is run again on the CPU threads, so the
+ * client never sees the difference (eng_rescore_next).
  */
 #ifndef ENG_RESCORE_H
 #define ENG_RESCORE_H
@@ -27,6 +31,7 @@
 #include <stdint.h>
 
 #include "eng_cache.h"
+#include "eng_gpu.h"
 #include "eng_pool.h"
 #include "mcc_error.h"
 #include "mcc_match.h"
@@ -41,6 +46,7 @@ typedef struct eng_rescore_probe
 	mcc_template_view probe;	/* points into the request's copy of the blob */
 	mcc_method	method;
 	atomic_int *cancel;			/* the request's flag: skip the probe when set */
+	bool		on_gpu;			/* rescored by the job's GPU stage */
 	uint32_t	first;
 	uint32_t	n;
 } eng_rescore_probe;
@@ -67,6 +73,9 @@ typedef struct eng_rescore
 	pthread_mutex_t lock;		/* guards failed and err */
 	bool		failed;
 	mcc_error	err;			/* the first failure (memory, a bad template) */
+	eng_gpu    *gpu;			/* non-NULL: the job runs on the GPU */
+	eng_gpu_outcome gpu_outcome;	/* how the GPU job ended */
+	mcc_error	gpu_err;		/* why it did not answer */
 } eng_rescore;
 
 /* Scratch bytes a pool thread needs for rescoring. */
@@ -89,13 +98,24 @@ bool		eng_rescore_set(eng_rescore *rs, uint32_t i, const uint8_t *tpl, uint32_t 
 const eng_rescore_pair *eng_rescore_pairs(const eng_rescore *rs, uint32_t i, uint32_t *n);
 
 /*
- * Run the job: the dispatch between the devices that can rescore (the CPU
- * threads today). The job is queued on the pool (s->jobs counts it) and
- * comes back through eng_server_step with tag ENG_JOB_RESCORE; a job
+ * Run the job: the dispatch between the devices that can rescore (the GPU
+ * of the cache's mirror, or the CPU threads; s->cfg.gpu_refine_off keeps
+ * every job on the CPU). The job is queued on the pool (s->jobs counts it)
+ * and comes back through eng_server_step with tag ENG_JOB_RESCORE; a job
  * without pairs is queued too (it finishes at once).
  */
 struct eng_server;
 void		eng_refine_candidates(struct eng_server *s, eng_rescore *rs);
+
+/* Did the job's GPU stage end without answering (gpu_outcome says why)? */
+bool		eng_rescore_gpu_failed(const eng_rescore *rs);
+
+/*
+ * The job came back: after its GPU stage, queue what is left for the CPU
+ * threads (every probe if the stage failed, else those the GPU does not
+ * run) and return true; false when the job is complete.
+ */
+bool		eng_rescore_next(struct eng_server *s, eng_rescore *rs);
 
 /* Run every part on the calling thread (tests). */
 void		eng_rescore_run_here(eng_rescore *rs);

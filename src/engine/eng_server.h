@@ -39,6 +39,7 @@ typedef struct eng_config
 	eng_gpu_mode gpu;			/* zero: off (eng_main's default is auto) */
 	uint64_t	gpu_memory_limit;	/* device bytes per device, 0: what is free */
 	int			gpu_partitions; /* 0: one per device (tests: more) */
+	bool		gpu_refine_off; /* rescore shortlists on the CPU threads even with a GPU */
 } eng_config;
 
 struct eng_gallery;

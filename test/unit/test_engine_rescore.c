@@ -20,8 +20,17 @@
  *   serves on.
  *
  * --gpu P (make gpu-check): every pass on the GPU path with P partitions,
- * so that the shortlists come from the GPU's hits (the rescoring runs on the
- * CPU threads until the GPU refinement is plugged in).
+ * so that the shortlists come from the GPU's hits, and every rescoring of a
+ * method the device runs on the GPU (eng_gpu_refine): all the checks above
+ * then hold for the GPU's refined scores, and besides
+ * - the GPU did rescore (its counters), with no fallback;
+ * - refinement data follows the cache: deltas appended, the compacted
+ *   cache uploaded anew;
+ * - a CUDA error during a rescoring: the same job on the CPU threads, the
+ *   same answer, the next job on the GPU again; data the library refuses:
+ *   that cache's rescoring on the CPU from then on, answers unchanged;
+ * - --gpu-refine off (gpu_refine_off): passes on the GPU, rescoring on the
+ *   CPU threads, the same answers.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -40,6 +49,7 @@
 
 static eng_gpu_mode gpu_mode = ENG_GPU_OFF;
 static int	gpu_parts;
+static bool gpu_refine_off;
 static tl_tpl *gt;				/* NT + NI templates, by key */
 static tl_tpl probes[NP];
 static const mcc_gallery_id G = {5, 16500, 77};
@@ -290,7 +300,7 @@ server_new(int threads, eng_conn **c)
 {
 	eng_server *s = calloc(1, sizeof(*s));
 	eng_config	cfg = {.threads = threads, .delta_timeout_ms = 1000, .max_batch = 64,
-	.gpu = gpu_mode, .gpu_partitions = gpu_parts};
+	.gpu = gpu_mode, .gpu_partitions = gpu_parts, .gpu_refine_off = gpu_refine_off};
 
 	eng_server_init(s, &cfg);
 	*c = eng_conn_add(s, -1);
@@ -518,6 +528,89 @@ test_cancel(void)
 	server_free(s);
 }
 
+/* The server's GPU counters. */
+static eng_gpu_stats
+gpu_stats(eng_server *s)
+{
+	eng_gpu_stats st;
+
+	eng_gpu_get_stats(s->gpu, &st);
+	return st;
+}
+
+/* One round of refining searches with fused (on the GPU) and lsa-dtr (not). */
+static bool
+refine_round(eng_server *s, eng_conn *c, uint64_t rid)
+{
+	eng_buf		b;
+	tl_refine_spec fused = {MCC_FUSED, 6, 0.1, 12};
+	tl_refine_spec dtr = {MCC_LSS_DTR, 4, 0.05, 8};
+	bool		ok;
+
+	eng_buf_init(&b);
+	tl_search_full(&b, rid, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &fused, NP, probes);
+	tl_search_full(&b, rid + 1, &G, 1, 12, 0.0f, XMIN, UINT64_MAX, &dtr, 2, probes + 1);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	ok = refined_ok(c, rid, probes, NP, &fused, 8, XMIN) &&
+		refined_ok(c, rid + 1, probes + 1, 2, &dtr, 12, XMIN);
+	ip_clear_out(c);
+	eng_buf_free(&b);
+	return ok;
+}
+
+/* Rescoring on the GPU: counters, failures, the CPU fallback (--gpu only). */
+static void
+test_gpu_refine(void)
+{
+	eng_conn   *c;
+	eng_server *s = server_new(2, &c);
+	eng_gpu_stats st0;
+	eng_gpu_stats st1;
+	bool		ok;
+
+	st0 = gpu_stats(s);
+	ok = refine_round(s, c, 500);
+	st1 = gpu_stats(s);
+	UNIT_CHECK(ok && st1.refines == st0.refines + 1 && st1.refine_pairs > st0.refine_pairs &&
+			   st1.refine_fallbacks == 0 && st1.refine_attached >= NT,
+			   "fused and lss-dtr searches of one pass: one rescoring job on the GPU (%llu pairs), "
+			   "answers equal to the reference",
+			   (unsigned long long) (st1.refine_pairs - st0.refine_pairs));
+
+	eng_gpu_test_inject_refine(s->gpu, ENG_GPU_FAULT_CUDA);
+	st0 = gpu_stats(s);
+	ok = refine_round(s, c, 510);
+	st1 = gpu_stats(s);
+	UNIT_CHECK(ok && st1.refine_fallbacks == st0.refine_fallbacks + 1 && st1.refines == st0.refines,
+			   "a CUDA error in a rescoring: the job runs again on the CPU threads, same answers");
+	st0 = st1;
+	ok = refine_round(s, c, 520);
+	st1 = gpu_stats(s);
+	UNIT_CHECK(ok && st1.refines == st0.refines + 1 && st1.uploads > st0.uploads,
+			   "... and the next one is on the GPU again (the copy uploaded afresh)");
+
+	eng_gpu_test_inject_refine(s->gpu, ENG_GPU_FAULT_PROBE);
+	st0 = gpu_stats(s);
+	ok = refine_round(s, c, 530) && refine_round(s, c, 540);
+	st1 = gpu_stats(s);
+	UNIT_CHECK(ok && st1.refine_fallbacks == st0.refine_fallbacks + 1 &&
+			   st1.refines == st0.refines && st1.passes >= st0.passes + 2,
+			   "data the refinement library refuses: this cache rescored on the CPU from then on "
+			   "(its searches still on the GPU), same answers");
+	server_free(s);
+
+	gpu_refine_off = true;
+	s = server_new(2, &c);
+	st0 = gpu_stats(s);
+	ok = refine_round(s, c, 550);
+	st1 = gpu_stats(s);
+	UNIT_CHECK(ok && st1.refines == 0 && st1.passes > st0.passes,
+			   "--gpu-refine off: passes on the GPU, rescoring on the CPU threads, same answers");
+	server_free(s);
+	gpu_refine_off = false;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -554,6 +647,8 @@ main(int argc, char **argv)
 	test_cut_and_batch();
 	test_after_changes();
 	test_cancel();
+	if (gpu_mode != ENG_GPU_OFF)
+		test_gpu_refine();
 
 	tl_templates_free(gt, NT + NI);
 	tl_templates_free(other, 2);
