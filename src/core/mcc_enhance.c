@@ -255,76 +255,114 @@ gabor_kernel(int k, double period, double sigma, int r, double *g)
 }
 
 /* The kernel of pixel at: the orientation of its averaged gradient. */
-static const double *
-kernel_at(const mcc_enh *e, size_t at, const double *kern, int ks)
+static int
+kernel_index(const mcc_enh *e, size_t at)
 {
 	double		phi = 0.5 * atan2(e->os[at], e->oc[at]);	/* -pi/2 .. pi/2 */
 	int			k = (int) lround(phi / (PI / MCC_ENH_ORIENTS));
 
-	k = ((k % MCC_ENH_ORIENTS) + MCC_ENH_ORIENTS) % MCC_ENH_ORIENTS;
-	return kern + (size_t) k * ks * ks;
-}
-
-/* One pixel, the window clipped to the image. */
-static double
-gabor_clipped(const mcc_enh *e, uint32_t x, uint32_t y, const double *g, int kr)
-{
-	int			ks = 2 * kr + 1;
-	double		acc = 0;
-
-	for (int dy = -kr; dy <= kr; dy++)
-	{
-		int64_t		yy = (int64_t) y + dy;
-
-		if (yy < 0 || yy >= e->h)
-			continue;
-		for (int dx = -kr; dx <= kr; dx++)
-		{
-			int64_t		xx = (int64_t) x + dx;
-
-			if (xx >= 0 && xx < e->w)
-				acc += g[(dy + kr) * ks + dx + kr] * e->norm[(size_t) yy * e->w + xx];
-		}
-	}
-	return acc;
+	return ((k % MCC_ENH_ORIENTS) + MCC_ENH_ORIENTS) % MCC_ENH_ORIENTS;
 }
 
 /*
- * Four pixels whose windows lie inside the image, each with its own
- * kernel: four independent sums, each in the same tap order as
- * gabor_clipped (so the same bits), which lets the CPU overlap them.
+ * The Gabor sums read the normalized image through a copy with kr zero
+ * pixels on every side: a tap outside the image adds +-0, which leaves
+ * every sum as the clipped window gives it (a sum of products starts at
+ * +0 and exact cancellation gives +0), so no pixel needs a bounds check.
+ */
+typedef double v2d __attribute__((vector_size(16)));
+
+/*
+ * n = 4 or 8 consecutive pixels with the same kernel: vector sums of two
+ * lanes (SSE2 or NEON registers), each lane adding the taps in the same
+ * order as gabor_four (the same bits); eight pixels keep four sums in
+ * flight to cover the latency of the additions.
  */
 static void
-gabor_four(mcc_enh *e, const size_t at[4], const double *g[4], int kr)
+gabor_run(const double *f, size_t stride, const double *g, int kr, int n, double *out)
 {
 	int			ks = 2 * kr + 1;
-	size_t		w = e->w;
+	v2d			a0 = {0, 0},
+				a1 = {0, 0},
+				a2 = {0, 0},
+				a3 = {0, 0};
+
+	for (int dy = 0; dy < ks; dy++)
+	{
+		const double *row = f + (size_t) dy * stride;
+		const double *gr = g + (size_t) dy * ks;
+
+		if (n == 8)
+			for (int i = 0; i < ks; i++)
+			{
+				v2d			gv = {gr[i], gr[i]},
+							f0,
+							f1,
+							f2,
+							f3;
+
+				memcpy(&f0, row + i, sizeof(f0));
+				memcpy(&f1, row + i + 2, sizeof(f1));
+				memcpy(&f2, row + i + 4, sizeof(f2));
+				memcpy(&f3, row + i + 6, sizeof(f3));
+				a0 += gv * f0;
+				a1 += gv * f1;
+				a2 += gv * f2;
+				a3 += gv * f3;
+			}
+		else
+			for (int i = 0; i < ks; i++)
+			{
+				v2d			gv = {gr[i], gr[i]},
+							f0,
+							f1;
+
+				memcpy(&f0, row + i, sizeof(f0));
+				memcpy(&f1, row + i + 2, sizeof(f1));
+				a0 += gv * f0;
+				a1 += gv * f1;
+			}
+	}
+	memcpy(out, &a0, sizeof(a0));
+	memcpy(out + 2, &a1, sizeof(a1));
+	if (n == 8)
+	{
+		memcpy(out + 4, &a2, sizeof(a2));
+		memcpy(out + 6, &a3, sizeof(a3));
+	}
+}
+
+/*
+ * Four pixels anywhere, each with its own kernel: four independent sums
+ * (f[k]: the top-left tap of pixel k's window in the padded copy).
+ */
+static void
+gabor_four(const double *const f[4], size_t stride, const double *const g[4], int kr,
+		   double *const out[4])
+{
+	int			ks = 2 * kr + 1;
 	double		a0 = 0,
 				a1 = 0,
 				a2 = 0,
 				a3 = 0;
 
-	for (int dy = -kr; dy <= kr; dy++)
+	for (int dy = 0; dy < ks; dy++)
 	{
-		ptrdiff_t	row = (ptrdiff_t) dy * (ptrdiff_t) w - kr;
-		const double *f0 = e->norm + at[0] + row,
-				   *f1 = e->norm + at[1] + row,
-				   *f2 = e->norm + at[2] + row,
-				   *f3 = e->norm + at[3] + row;
-		int			t0 = (dy + kr) * ks;
+		size_t		ro = (size_t) dy * stride;
+		int			t0 = dy * ks;
 
 		for (int i = 0; i < ks; i++)
 		{
-			a0 += g[0][t0 + i] * f0[i];
-			a1 += g[1][t0 + i] * f1[i];
-			a2 += g[2][t0 + i] * f2[i];
-			a3 += g[3][t0 + i] * f3[i];
+			a0 += g[0][t0 + i] * f[0][ro + i];
+			a1 += g[1][t0 + i] * f[1][ro + i];
+			a2 += g[2][t0 + i] * f[2][ro + i];
+			a3 += g[3][t0 + i] * f[3][ro + i];
 		}
 	}
-	e->resp[at[0]] = a0;
-	e->resp[at[1]] = a1;
-	e->resp[at[2]] = a2;
-	e->resp[at[3]] = a3;
+	*out[0] = a0;
+	*out[1] = a1;
+	*out[2] = a2;
+	*out[3] = a3;
 }
 
 mcc_status
@@ -333,47 +371,90 @@ mcc_enh_gabor(mcc_enh *e, double period, double sigma, uint32_t x0, uint32_t y0,
 {
 	int			kr = (int) ceil(3 * sigma),
 				ks = 2 * kr + 1;
-	double	   *kern = malloc((size_t) MCC_ENH_ORIENTS * ks * ks * sizeof(double));
+	size_t		pw = (size_t) e->w + 2 * kr,
+				ph = (size_t) e->h + 2 * kr;
+	double	   *kern = malloc(((size_t) MCC_ENH_ORIENTS * ks * ks + pw * ph) * sizeof(double));
+	double	   *pad;
+	int		   *kidx = malloc((size_t) e->w * sizeof(int));
 
-	if (kern == NULL)
-		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for Gabor kernels");
+	if (kern == NULL || kidx == NULL)
+	{
+		free(kern);
+		free(kidx);
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for Gabor filtering");
+	}
+	pad = kern + (size_t) MCC_ENH_ORIENTS * ks * ks;
 	for (int k = 0; k < MCC_ENH_ORIENTS; k++)
 		gabor_kernel(k, period, sigma, kr, kern + (size_t) k * ks * ks);
+	memset(pad, 0, pw * ph * sizeof(double));
+	for (uint32_t y = 0; y < e->h; y++)
+		memcpy(pad + (y + kr) * pw + kr, e->norm + (size_t) y * e->w, e->w * sizeof(double));
+
 	for (uint32_t y = y0; y < y1; y++)
 	{
-		int			inner_y = y >= (uint32_t) kr && (int64_t) y + kr < e->h;
-		size_t		at[4];
-		const double *g[4];
+		const double *f[4],
+				   *g[4];
+		double	   *o[4];
 		int			q = 0;
+		uint32_t	x = x0;
 
-		for (uint32_t x = x0; x < x1; x++)
+		/* pixel (x, y)'s window starts at (x, y) of the padded copy */
+		for (uint32_t xx = x0; xx < x1; xx++)
 		{
-			size_t		p = (size_t) y * e->w + x;
-			const double *gp;
+			size_t		p = (size_t) y * e->w + xx;
 
-			if (!e->mask[p])
-			{
+			kidx[xx] = e->mask[p] ? kernel_index(e, p) : -1;
+			if (kidx[xx] < 0)
 				e->resp[p] = 0;
+		}
+		while (x < x1)
+		{
+			uint32_t	run = 1;
+			int			k = kidx[x];
+
+			if (k < 0)
+			{
+				x++;
 				continue;
 			}
-			gp = kernel_at(e, p, kern, ks);
-			if (!inner_y || x < (uint32_t) kr || (int64_t) x + kr >= e->w)
+			while (x + run < x1 && kidx[x + run] == k)
+				run++;
+			while (run >= 4)
 			{
-				e->resp[p] = gabor_clipped(e, x, y, gp, kr);
-				continue;
+				int			step = run >= 8 ? 8 : 4;
+
+				gabor_run(pad + (size_t) y * pw + x, pw, kern + (size_t) k * ks * ks, kr,
+						  step, e->resp + (size_t) y * e->w + x);
+				run -= step;
+				x += step;
 			}
-			at[q] = p;
-			g[q++] = gp;
-			if (q == 4)
+			for (; run > 0; run--, x++)
 			{
-				gabor_four(e, at, g, kr);
-				q = 0;
+				f[q] = pad + (size_t) y * pw + x;
+				g[q] = kern + (size_t) k * ks * ks;
+				o[q++] = e->resp + (size_t) y * e->w + x;
+				if (q == 4)
+				{
+					gabor_four(f, pw, g, kr, o);
+					q = 0;
+				}
 			}
 		}
-		for (int i = 0; i < q; i++)
-			e->resp[at[i]] = gabor_clipped(e, (uint32_t) (at[i] % e->w),
-										   (uint32_t) (at[i] / e->w), g[i], kr);
+		/* the last 1-3 pixels of the row: pad with copies of the first */
+		if (q > 0)
+		{
+			double		sink[3];
+
+			for (int i = q; i < 4; i++)
+			{
+				f[i] = f[0];
+				g[i] = g[0];
+				o[i] = &sink[i - 1];
+			}
+			gabor_four(f, pw, g, kr, o);
+		}
 	}
 	free(kern);
+	free(kidx);
 	return MCC_OK;
 }
