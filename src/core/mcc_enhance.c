@@ -254,6 +254,24 @@ gabor_kernel(int k, double period, double sigma, int r, double *g)
 		g[t] -= mean;
 }
 
+double
+mcc_enh_gabor_gain(double period, double sigma)
+{
+	int			kr = (int) ceil(3 * sigma),
+				ks = 2 * kr + 1;
+	double	   *g = malloc((size_t) ks * ks * sizeof(double));
+	double		sum = 0;
+
+	if (g == NULL)
+		return 0;
+	gabor_kernel(0, period, sigma, kr, g);
+	for (int dy = -kr; dy <= kr; dy++)
+		for (int dx = -kr; dx <= kr; dx++)
+			sum += g[(dy + kr) * ks + dx + kr] * cos(2 * PI * dx / period);
+	free(g);
+	return sum;
+}
+
 /* The kernel of pixel at: the orientation of its averaged gradient. */
 static int
 kernel_index(const mcc_enh *e, size_t at)

@@ -66,10 +66,18 @@ void		mcc_enh_free(mcc_enh *e);
  * Step 4 over the foreground pixels of [x0, x1) x [y0, y1) into e->resp
  * (background pixels of the rectangle get 0; pixels outside it are left as
  * they are). period 3..30, sigma 1..16 pixels (checked by the callers).
- * MCC_ERR_MEMORY (the kernels).
+ * MCC_ERR_MEMORY.
  */
 mcc_status	mcc_enh_gabor(mcc_enh *e, double period, double sigma, uint32_t x0, uint32_t y0,
 						  uint32_t x1, uint32_t y1, mcc_error *err);
+
+/*
+ * The response of the Gabor kernels to a cosine of amplitude 1 and the
+ * kernels' period across the ridges (0 without memory): a pattern of
+ * perfect ridges of unit standard deviation gives responses of mean
+ * absolute value gain * sqrt(2) * 2 / pi.
+ */
+double		mcc_enh_gabor_gain(double period, double sigma);
 
 /*
  * dst = the mean of src over the (2r+1)^2 window around each pixel, the

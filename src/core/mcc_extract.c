@@ -15,17 +15,19 @@ mcc_extract_params_default(mcc_extract_params *p)
 	p->dpi = MCC_DEFAULT_DPI;
 	p->min_minutiae = 0;
 	p->block = 16;
-	p->period = 9.0;
+	p->period = 7.5;
 	p->sigma = 4.0;
 	p->min_blob = 40.0;
 	p->trace = 10.0;
-	p->short_ridge = 18.0;
-	p->spur = 12.0;
-	p->bridge = 12.0;
-	p->gap = 14.0;
-	p->close = 6.0;
-	p->border = 16.0;
+	p->short_ridge = 11.0;
+	p->spur = 0.0;
+	p->bridge = 7.0;
+	p->gap = 8.0;
+	p->close = 4.0;
+	p->border = 8.0;
+	p->border_ray = 16.0;
 	p->min_coherence = 0.15;
+	p->min_clarity = 0.25;
 }
 
 /* The tunable lengths by name, with their ranges at 500 dpi. */
@@ -49,7 +51,9 @@ static const xp_field fields[] = {
 	XP(gap, 0, 200),
 	XP(close, 0, 200),
 	XP(border, 0, 200),
+	XP(border_ray, 0, 200),
 	XP(min_coherence, 0, 1),
+	XP(min_clarity, 0, 2),
 };
 #undef XP
 
@@ -116,6 +120,7 @@ scale_params(const mcc_extract_params *in, mcc_extract_params *out)
 	out->gap = in->gap * s;
 	out->close = in->close * s;
 	out->border = in->border * s;
+	out->border_ray = in->border_ray * s;
 }
 
 /* Better quality first, then raster order. */
@@ -141,6 +146,23 @@ by_position(const void *a, const void *b)
 	if (x->y != y->y)
 		return x->y < y->y ? -1 : 1;
 	return (x->x > y->x) - (x->x < y->x);
+}
+
+/*
+ * Ridge clarity in e.scratch: the mean absolute Gabor response over a
+ * block, relative to what perfect ridges give (1; noise and blur give
+ * less). The normalized image is not needed any more and holds |resp|.
+ */
+static void
+clarity_map(xt_ctx *c)
+{
+	size_t		n = (size_t) c->w * c->h;
+	double		unit = mcc_enh_gabor_gain(c->p.period, c->p.sigma) *
+		sqrt(2.0) * 2.0 / 3.14159265358979323846;
+
+	for (size_t k = 0; k < n; k++)
+		c->e.norm[k] = fabs(c->e.resp[k]) / (unit > 0 ? unit : 1);
+	mcc_enh_box_mean(c->e.norm, c->w, c->h, c->e.block / 2, c->e.integral, c->e.scratch);
 }
 
 static void
@@ -228,6 +250,7 @@ mcc_extract_minutiae(const mcc_image *img, const mcc_extract_params *params, mcc
 	}
 	for (size_t k = 0; k < n; k++)
 		c.bin[k] = c.fg[k] && c.e.resp[k] < 0;
+	clarity_map(&c);
 
 	/* 4. small fragments and holes */
 	xt_clean_blobs(&c);

@@ -40,6 +40,7 @@ typedef struct xt_min
 	xt_branch	br[3];
 	double		theta;			/* ISO direction, radians */
 	double		coherence;		/* 0..1 */
+	double		clarity;		/* 0..~1 */
 	double		quality;		/* 0..1 */
 	int			removed;		/* 0, or the rule that removed it (XR_*) */
 } xt_min;
@@ -53,6 +54,7 @@ enum
 	XR_GAP,
 	XR_CLOSE,
 	XR_COHERENCE,
+	XR_CLARITY,
 	XR_BORDER
 };
 

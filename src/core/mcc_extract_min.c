@@ -434,6 +434,30 @@ close_rule(xt_ctx *c, mcc_extract_stats *st)
 	free(hit);
 }
 
+/*
+ * Does the ridge of ending t stop because the print does? Its line,
+ * continued past the end (against its direction) for border_ray pixels,
+ * leaves the foreground or the image.
+ */
+static int
+ends_at_border(const xt_ctx *c, const xt_min *t)
+{
+	double		ux,
+				uy;
+
+	iso_unit(t->theta, &ux, &uy);
+	for (double r = 1; r <= c->p.border_ray; r += 1)
+	{
+		long		x = lround(t->x - r * ux),
+					y = lround(t->y - r * uy);
+
+		if (x < 0 || y < 0 || x >= (long) c->w || y >= (long) c->h ||
+			!c->fg[(size_t) y * c->w + x])
+			return 1;
+	}
+	return 0;
+}
+
 mcc_status
 xt_minutiae(xt_ctx *c, mcc_extract_stats *st, mcc_error *err)
 {
@@ -496,6 +520,7 @@ xt_minutiae(xt_ctx *c, mcc_extract_stats *st, mcc_error *err)
 			trace(c, i, t->br[k].kind, maxlen, ++mark, &t->br[k]);
 		direction(c, t);
 		t->coherence = coherence(c, at);
+		t->clarity = c->e.scratch[at];
 	}
 
 	trace_rules(c, st);
@@ -510,10 +535,12 @@ xt_minutiae(xt_ctx *c, mcc_extract_stats *st, mcc_error *err)
 			continue;
 		if (t->coherence < c->p.min_coherence)
 			remove_pair(c, i, -1, XR_COHERENCE, &st->coherence);
-		else if (d < c->p.border)
+		else if (t->clarity < c->p.min_clarity)
+			remove_pair(c, i, -1, XR_CLARITY, &st->clarity);
+		else if (d < c->p.border || (t->type == MCC_TYPE_ENDING && ends_at_border(c, t)))
 			remove_pair(c, i, -1, XR_BORDER, &st->border);
 		else
-			t->quality = t->coherence * fmin(1.0, d / (2 * c->p.border));
+			t->quality = fmin(1.0, t->clarity) * fmin(1.0, d / (2 * c->p.border + 1));
 	}
 	return MCC_OK;
 }

@@ -16,6 +16,10 @@
  *                      darkened, the skeleton (orange), endings (green) and
  *                      bifurcations (blue) with their directions
  *   --zoom N           magnify the --dump images N times
+ *   --plain            --dump the image alone (no skeleton, no minutiae)
+ *   --crop X,Y,W,H     only this rectangle of the --dump images
+ *   --ref DIR          draw DIR/NAME.xyt (NBIS minutiae) on the --dump
+ *                      images too, in red
  *   --quiet            no line per image
  *
  * Prints one line per image (minutiae, what each rule removed, times) and
@@ -155,11 +159,61 @@ put_rgb(uint8_t *rgb, uint32_t w, uint32_t h, int x, int y, int r, int g, int b)
  * squares with a line along their direction.
  */
 static uint32_t zoom = 1;
+static int	plain = 0;			/* --dump the image alone */
+static uint32_t crop[4];		/* x, y, w, h of the dump (0: all) */
+
+static void
+draw_minutiae(uint8_t *rgb, uint32_t w, uint32_t h, const mcc_minutiae *ms, int ref)
+{
+	for (int i = 0; ms && i < ms->count; i++)
+	{
+		const mcc_minutia *m = &ms->m[i];
+		int			r = ref ? 255 : 0,
+					g = ref ? 0 : m->type == MCC_TYPE_ENDING ? 200 : 0,
+					b = ref ? 0 : m->type == MCC_TYPE_ENDING ? 0 : 255,
+					s = ref ? 3 : 2;
+
+		for (int d = -s; d <= s; d++)
+		{
+			put_rgb(rgb, w, h, m->x + d, m->y - s, r, g, b);
+			put_rgb(rgb, w, h, m->x + d, m->y + s, r, g, b);
+			put_rgb(rgb, w, h, m->x - s, m->y + d, r, g, b);
+			put_rgb(rgb, w, h, m->x + s, m->y + d, r, g, b);
+		}
+		for (int t = s + 1; t <= 10; t++)
+			put_rgb(rgb, w, h, (int) lround(m->x + t * cos(m->theta)),
+					(int) lround(m->y - t * sin(m->theta)), r, g, b);
+	}
+}
+
+/* Reference minutiae for the dump: REFDIR/NAME.xyt (NBIS), or none. */
+static const char *refdir = NULL;
+
+static int
+read_ref(const char *name, const mcc_image *im, mcc_minutiae *ms)
+{
+	char		path[4096];
+	size_t		len;
+	unsigned char *t;
+	mcc_error	err;
+	int			ok;
+
+	if (!refdir)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s.xyt", refdir, name);
+	if ((t = read_file(path, &len)) == NULL)
+		return 0;
+	ok = mcc_xyt_read((const char *) t, len, (int) im->width, (int) im->height, 500, ms,
+					  &err) == MCC_OK;
+	free(t);
+	return ok;
+}
 
 static void
 dump(const char *dir, const char *name, const mcc_image *im, const mcc_extract_images *st,
 	 const mcc_minutiae *ms)
 {
+	mcc_minutiae ref;
 	uint32_t	w = im->width,
 				h = im->height;
 	uint8_t    *rgb = malloc((size_t) w * h * 3);
@@ -174,25 +228,24 @@ dump(const char *dir, const char *name, const mcc_image *im, const mcc_extract_i
 			if (!st->mask[k])
 				v /= 2;
 			put_rgb(rgb, w, h, (int) x, (int) y, v, v, v);
-			if (st->skeleton[k] == 0)
+			if (st->skeleton[k] == 0 && !plain)
 				put_rgb(rgb, w, h, (int) x, (int) y, 255, 140, 0);
 		}
-	for (int i = 0; ms && i < ms->count; i++)
+	if (!plain && read_ref(name, im, &ref))
+		draw_minutiae(rgb, w, h, &ref, 1);
+	if (!plain)
+		draw_minutiae(rgb, w, h, ms, 0);
+	if (crop[2] > 0 && crop[3] > 0 && crop[0] + crop[2] <= w && crop[1] + crop[3] <= h)
 	{
-		const mcc_minutia *m = &ms->m[i];
-		int			g = m->type == MCC_TYPE_ENDING ? 200 : 0,
-					b = m->type == MCC_TYPE_ENDING ? 0 : 255;
+		uint8_t    *part = malloc((size_t) crop[2] * crop[3] * 3);
 
-		for (int d = -2; d <= 2; d++)
-		{
-			put_rgb(rgb, w, h, m->x + d, m->y - 2, 0, g, b);
-			put_rgb(rgb, w, h, m->x + d, m->y + 2, 0, g, b);
-			put_rgb(rgb, w, h, m->x - 2, m->y + d, 0, g, b);
-			put_rgb(rgb, w, h, m->x + 2, m->y + d, 0, g, b);
-		}
-		for (int t = 3; t <= 10; t++)
-			put_rgb(rgb, w, h, (int) lround(m->x + t * cos(m->theta)),
-					(int) lround(m->y - t * sin(m->theta)), 0, g, b);
+		for (uint32_t y = 0; y < crop[3]; y++)
+			memcpy(part + (size_t) y * crop[2] * 3,
+				   rgb + ((size_t) (y + crop[1]) * w + crop[0]) * 3, (size_t) crop[2] * 3);
+		free(rgb);
+		rgb = part;
+		w = crop[2];
+		h = crop[3];
 	}
 	if (zoom > 1)
 	{
@@ -320,8 +373,17 @@ main(int argc, char **argv)
 				return 2;
 			}
 		}
+		else if (strcmp(a, "--crop") == 0 && i + 1 < argc)
+		{
+			if (sscanf(argv[++i], "%u,%u,%u,%u", &crop[0], &crop[1], &crop[2], &crop[3]) != 4)
+				usage();
+		}
+		else if (strcmp(a, "--ref") == 0 && i + 1 < argc)
+			refdir = argv[++i];
 		else if (strcmp(a, "--zoom") == 0 && i + 1 < argc)
 			zoom = (uint32_t) atoi(argv[++i]) < 1 ? 1 : (uint32_t) atoi(argv[i]);
+		else if (strcmp(a, "--plain") == 0)
+			plain = 1;
 		else if (strcmp(a, "--quiet") == 0)
 			quiet = 1;
 		else if (a[0] == '-')
@@ -400,9 +462,9 @@ main(int argc, char **argv)
 			total_min += ms.count;
 			if (!quiet)
 				printf("%s\t%u minutiae\tcandidates %u\tremoved: short %u spur %u bridge %u "
-					   "gap %u close %u coherence %u border %u capped %u\t%.1f ms cpu\n",
+					   "gap %u close %u coherence %u clarity %u border %u capped %u\t%.1f ms cpu\n",
 					   name, ms.count, st.candidates, st.short_ridge, st.spur, st.bridge,
-					   st.gap, st.close, st.coherence, st.border, st.capped, cpu[i] * 1e3);
+					   st.gap, st.close, st.coherence, st.clarity, st.border, st.capped, cpu[i] * 1e3);
 			if (outdir && !write_record(outdir, name, format, &ms))
 				failed++;
 		}
