@@ -292,20 +292,21 @@ remove_pair(xt_ctx *c, int i, int j, int r, uint32_t *count)
 	}
 }
 
-/* Rules on traced pairs: short ridges, spurs, bridges; decided on the full set. */
-static void
-trace_rules(xt_ctx *c, mcc_extract_stats *st)
+/* The count of a rule in the statistics. */
+static uint32_t *
+rule_count(mcc_extract_stats *st, int r)
 {
-	int		   *rule = calloc((size_t) c->nm, sizeof(int));
-	int		   *pair = malloc((size_t) c->nm * sizeof(int));
+	return r == XR_SHORT_RIDGE ? &st->short_ridge : r == XR_SPUR ? &st->spur : &st->bridge;
+}
 
-	if (rule == NULL || pair == NULL)
-	{
-		/* without scratch, apply the rules as found (order-dependent, still valid) */
-		free(rule);
-		free(pair);
-		rule = NULL;
-	}
+/*
+ * Rules on traced pairs: short ridges, spurs, bridges. Decided on the full
+ * set of candidates (rule: nm zeroed ints of scratch), then applied, so
+ * the order of the candidates does not matter.
+ */
+static void
+trace_rules(xt_ctx *c, mcc_extract_stats *st, int *rule)
+{
 	for (int i = 0; i < c->nm; i++)
 	{
 		xt_min	   *a = &c->m[i];
@@ -327,31 +328,15 @@ trace_rules(xt_ctx *c, mcc_extract_stats *st)
 			else if (a->type == MCC_TYPE_BIFURCATION && o->type == MCC_TYPE_BIFURCATION &&
 					 b->len < c->p.bridge)
 				r = XR_BRIDGE;
-			if (r && rule)
-			{
-				if (!rule[i])
-				{
-					rule[i] = r;
-					pair[i] = b->other;
-				}
-				if (!rule[b->other])
-				{
-					rule[b->other] = r;
-					pair[b->other] = i;
-				}
-			}
-			else if (r)
-				remove_pair(c, i, b->other, r, r == XR_SHORT_RIDGE ? &st->short_ridge :
-							r == XR_SPUR ? &st->spur : &st->bridge);
+			if (r && !rule[i])
+				rule[i] = r;
+			if (r && !rule[b->other])
+				rule[b->other] = r;
 		}
 	}
-	if (rule)
-		for (int i = 0; i < c->nm; i++)
-			if (rule[i] && !c->m[i].removed)
-				remove_pair(c, i, -1, rule[i], rule[i] == XR_SHORT_RIDGE ? &st->short_ridge :
-							rule[i] == XR_SPUR ? &st->spur : &st->bridge);
-	free(rule);
-	free(pair);
+	for (int i = 0; i < c->nm; i++)
+		if (rule[i])
+			remove_pair(c, i, -1, rule[i], rule_count(st, rule[i]));
 }
 
 /* Unit vector of an ISO angle in the image frame. */
@@ -407,12 +392,11 @@ gap_rule(xt_ctx *c, mcc_extract_stats *st)
 	}
 }
 
-/* Pairs closer than `close` pixels: both go. */
+/* Pairs closer than `close` pixels: both go (hit: nm zeroed ints of scratch). */
 static void
-close_rule(xt_ctx *c, mcc_extract_stats *st)
+close_rule(xt_ctx *c, mcc_extract_stats *st, int *hit)
 {
 	double		c2 = c->p.close * c->p.close;
-	char	   *hit = calloc((size_t) c->nm, 1);
 
 	for (int i = 0; i < c->nm; i++)
 		for (int j = i + 1; j < c->nm; j++)
@@ -420,18 +404,12 @@ close_rule(xt_ctx *c, mcc_extract_stats *st)
 			double		dx = c->m[j].x - c->m[i].x,
 						dy = c->m[j].y - c->m[i].y;
 
-			if (c->m[i].removed || c->m[j].removed || dx * dx + dy * dy >= c2)
-				continue;
-			if (hit)
+			if (!c->m[i].removed && !c->m[j].removed && dx * dx + dy * dy < c2)
 				hit[i] = hit[j] = 1;
-			else
-				remove_pair(c, i, j, XR_CLOSE, &st->close);
 		}
-	if (hit)
-		for (int i = 0; i < c->nm; i++)
-			if (hit[i])
-				remove_pair(c, i, -1, XR_CLOSE, &st->close);
-	free(hit);
+	for (int i = 0; i < c->nm; i++)
+		if (hit[i])
+			remove_pair(c, i, -1, XR_CLOSE, &st->close);
 }
 
 /*
@@ -466,6 +444,7 @@ xt_minutiae(xt_ctx *c, mcc_extract_stats *st, mcc_error *err)
 	int			maxlen = (int) ceil(fmax(fmax(c->p.short_ridge, c->p.spur),
 										 fmax(c->p.bridge, c->p.trace))) + 1;
 	uint32_t	mark = 0;
+	int		   *scratch;
 
 	/* candidates: crossing number 1 or 3, inside the foreground */
 	c->nm = 0;
@@ -523,9 +502,14 @@ xt_minutiae(xt_ctx *c, mcc_extract_stats *st, mcc_error *err)
 		t->clarity = c->e.scratch[at];
 	}
 
-	trace_rules(c, st);
+	if ((scratch = calloc((size_t) c->nm + 1, sizeof(int))) == NULL)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for %d minutiae candidates",
+							 c->nm);
+	trace_rules(c, st, scratch);
 	gap_rule(c, st);
-	close_rule(c, st);
+	memset(scratch, 0, ((size_t) c->nm + 1) * sizeof(int));
+	close_rule(c, st, scratch);
+	free(scratch);
 	for (int i = 0; i < c->nm; i++)
 	{
 		xt_min	   *t = &c->m[i];
