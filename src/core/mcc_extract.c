@@ -275,13 +275,16 @@ mcc_extract_minutiae(const mcc_image *img, const mcc_extract_params *params, mcc
 	for (int i = 0; i < c.nm; i++)
 		if (!c.m[i].removed)
 			c.m[kept++] = c.m[i];
-	qsort(c.m, (size_t) kept, sizeof(xt_min), by_quality);
+	/* c.m is NULL when no candidate was found: qsort must not see it */
+	if (kept > 1)
+		qsort(c.m, (size_t) kept, sizeof(xt_min), by_quality);
 	if (kept > MCC_MAX_MINUTIAE)
 	{
 		st.capped = (uint32_t) kept - MCC_MAX_MINUTIAE;
 		kept = MCC_MAX_MINUTIAE;
 	}
-	qsort(c.m, (size_t) kept, sizeof(xt_min), by_position);
+	if (kept > 1)
+		qsort(c.m, (size_t) kept, sizeof(xt_min), by_position);
 
 	memset(out, 0, sizeof(*out));
 	out->width = (uint16_t) w;
