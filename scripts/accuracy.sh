@@ -10,6 +10,14 @@
 #                                synthetic FVC protocol, refinement cost
 #   scripts/accuracy.sh synth-hard   the identification benchmark with the
 #                                generator's harder first defaults
+#   scripts/accuracy.sh extract  minutiae extracted from the FVC2002 images by
+#                                mccextract (mcc_extract.h): every method on
+#                                them next to mindtct's and FingerJetFX's, and
+#                                the extraction time per image on one core;
+#                                EXTRACT_ARGS="--set period=9 ..." passes
+#                                parameters to mccextract (section 11's runs)
+#   scripts/accuracy.sh extract-sweep   the extraction parameters of section 11,
+#                                one changed at a time (lss, lss-r, lss-dtr)
 #   scripts/accuracy.sh thresholds   the thresholds of mcc_threshold() (FVC2002
 #                                and synthetic impostor pairs of every method)
 #   scripts/accuracy.sh tables   print the markdown tables of docs/accuracy.md
@@ -142,6 +150,72 @@ synth_hard() {
 	plot det-synth-hard-ident
 }
 
+# Our own minutiae (docs/accuracy.md, section 11). mccextract runs in one
+# process, one image after another (one core); its summary lines give the
+# extraction time per image. DB2_B is 569 dpi: extracted at its resolution
+# and, as mindtct was, at 500.
+extract() {
+	local tsv=$out/extract.tsv times=$out/extract-time.txt db enc dpi dpis lab
+	make -s build/tools/mccextract
+	rm -f "$tsv" "$times"
+	for db in DB1_B DB2_B DB3_B DB4_B; do
+		dpis=${frame[$db]##*x}
+		[ "$dpis" = 500 ] || dpis="$dpis 500"
+		for dpi in $dpis; do
+			lab=ours
+			[ "$dpi" = "${frame[$db]##*x}" ] || lab=ours-500dpi
+			rm -rf "$out/extract/$db-$lab"
+			mkdir -p "$out/extract/$db-$lab"
+			# shellcheck disable=SC2086
+			build/tools/mccextract --quiet --dpi "$dpi" ${EXTRACT_ARGS:-} --out "$out/extract/$db-$lab" \
+				"$data/fvc2002/images/$db"/*.png | sed "s/^/$db $dpi dpi: /" >>"$times"
+			"$eval_bin" fvc --dir "$out/extract/$db-$lab" --tsv "$tsv" --label "$db:$lab" \
+				>"$out/extract-$db-$lab.txt" 2>>"$out/extract.log"
+		done
+		for enc in nbis-mindtct-xyt fingerjetfx-iso19794-2-2005; do
+			"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" \
+				--tsv "$tsv" --label "$db:${short[$enc]}" >/dev/null 2>>"$out/extract.log"
+		done
+	done
+	cat "$times"
+}
+
+# Section 11's parameter runs: the defaults, then one change at a time
+# (label|mccextract arguments), every database at its own resolution.
+sweep_variants=(
+	"defaults|"
+	"period 9 (the ridges' own)|--set period=9"
+	"period 8|--set period=8"
+	"period 7|--set period=7"
+	"no clarity rule|--set min_clarity=0"
+	"clarity 0.3|--set min_clarity=0.3"
+	"no coherence rule|--set min_coherence=0"
+	"16-px border, no ray|--set border=16 --set border_ray=0"
+	"spur rule on (7 px)|--set spur=7"
+	"longer rules (18/12/12/14/6)|--set short_ridge=18 --set spur=12 --set bridge=12 --set gap=14 --set close=6"
+	"first version|--set period=9 --set short_ridge=18 --set spur=12 --set bridge=12 --set gap=14 --set close=6 --set border=16 --set border_ray=0 --set min_clarity=0"
+)
+
+extract_sweep() {
+	local tsv=$out/extract-sweep.tsv v label args db dir
+	make -s build/tools/mccextract
+	rm -f "$tsv"
+	for v in "${sweep_variants[@]}"; do
+		label=${v%%|*}
+		args=${v#*|}
+		for db in DB1_B DB2_B DB3_B DB4_B; do
+			dir=$out/extract-sweep/$db
+			rm -rf "$dir"
+			mkdir -p "$dir"
+			# shellcheck disable=SC2086
+			build/tools/mccextract --quiet --dpi "${frame[$db]##*x}" $args --out "$dir" \
+				"$data/fvc2002/images/$db"/*.png >/dev/null
+			"$eval_bin" fvc --dir "$dir" --methods lss,lss-r,lss-dtr --tsv "$tsv" \
+				--label "$label:$db" >/dev/null 2>>"$out/extract.log"
+		done
+	done
+}
+
 # The thresholds of mcc_threshold(): every method's impostor scores on the
 # 16 FVC2002 sets and on 300 synthetic fingers x 2 (seed 11, not the tests'),
 # written into the rows of sql/mcc--0.1.0--0.2.0.sql and docs/img/thresholds.png.
@@ -164,10 +238,12 @@ thresholds() {
 
 case "${1:-}" in
 	fvc) fvc ;;
+	extract-sweep) extract_sweep ;;
+	extract) extract ;;
 	thresholds) thresholds ;;
 	settle) settle ;;
 	synth) synth ;;
 	synth-hard) synth_hard ;;
 	tables) python3 scripts/accuracy_tables.py "$out" ;;
-	*) echo "usage: scripts/accuracy.sh fvc|thresholds|settle|synth|synth-hard|tables" >&2; exit 2 ;;
+	*) echo "usage: scripts/accuracy.sh fvc|thresholds|settle|synth|synth-hard|extract|extract-sweep|tables" >&2; exit 2 ;;
 esac

@@ -224,12 +224,73 @@ def synth_tables(out):
         print()
 
 
+def extract_tables(out):
+    """Section 11: our minutiae (mccextract) against mindtct's and FingerJetFX's."""
+    rows = load(os.path.join(out, "extract.tsv"))
+    if not rows:
+        return
+    cols = [("ours", "ours"), ("ours-500dpi", "ours at 500 dpi"), ("mindtct", "NBIS mindtct"),
+            ("fjfx", "FingerJetFX")]
+    print("### Our minutiae against mindtct's and FingerJetFX's (all pairs)\n")
+    print("Each cell: EER / FMR100 / FMR1000 in %; ratio: our EER over mindtct's "
+          "with the same method (target: at most 1.5).\n")
+    worst = {}
+    for db in DBS:
+        have = [(k, n) for k, n in cols if "%s:%s" % (db, k) in rows]
+        print("#### %s\n" % db)
+        print("| method | " + " | ".join(n for _, n in have) + " | ratio |")
+        print("|---|" + "---|" * (len(have) + 1))
+        for m in METHODS:
+            cells = []
+            for k, _ in have:
+                r = rows["%s:%s" % (db, k)]["all"].get(m)
+                cells.append("%s / %s / %s" % (pct(r[2]), pct(r[3]), pct(r[4])) if r else "-")
+            ours = rows["%s:ours" % db]["all"].get(m)
+            ref = rows["%s:mindtct" % db]["all"].get(m)
+            ratio = ours[2] / ref[2] if ours and ref and ref[2] > 0 else float("nan")
+            worst[m] = max(worst.get(m, 0), ratio)
+            print("| %s | %s | %.2f |" % (m, " | ".join(cells), ratio))
+        print()
+    print("Worst ratio over the four databases: " +
+          ", ".join("%s %.2f" % (m, worst[m]) for m in METHODS if m in worst) + "\n")
+
+
+def sweep_table(out):
+    """Section 11: extraction parameters, one changed at a time."""
+    rows = load(os.path.join(out, "extract-sweep.tsv"))
+    if not rows:
+        return
+    labels = []
+    for key in rows:
+        lab = key.rsplit(":", 1)[0]
+        if lab not in labels:
+            labels.append(lab)
+    print("### Extraction parameters, one changed at a time (EER in %, all pairs)\n")
+    print("Each cell: lss / lss-r / lss-dtr.\n")
+    print("| variant | " + " | ".join(DBS) + " | mean lss-r |")
+    print("|---|" + "---|" * (len(DBS) + 1))
+    for lab in labels:
+        cells = []
+        lr = []
+        for db in DBS:
+            r = rows.get("%s:%s" % (lab, db), {}).get("all", {})
+            if all(m in r for m in ("lss", "lss-r", "lss-dtr")):
+                cells.append("%s / %s / %s" % tuple(pct(r[m][2]) for m in ("lss", "lss-r", "lss-dtr")))
+                lr.append(r["lss-r"][2])
+            else:
+                cells.append("-")
+        print("| %s | %s | %s |" % (lab, " | ".join(cells), pct(statistics.mean(lr)) if lr else "-"))
+    print()
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "build/accuracy"
     fvc_tables(out)
     settle_tables(out)
     selection_table(out)
     synth_tables(out)
+    extract_tables(out)
+    sweep_table(out)
 
 
 if __name__ == "__main__":

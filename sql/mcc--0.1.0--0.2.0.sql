@@ -195,3 +195,27 @@ COMMENT ON FUNCTION mcc_threshold(float8, text) IS
 -- only the C code behind it (mcc.so) and this comment change.
 COMMENT ON FUNCTION mcc_template_to_iso(mcc_template, text) IS
 	'One-view ISO/IEC 19794-2:2005 (''iso2005'') or :2011 (''iso2011''), or ANSI/INCITS 378-2004 (''ansi2004'') or -2009 (''ansi2009'') record of the minutiae';
+
+-- ===========================================================================
+-- Images: enrolment from a fingerprint image (docs/images.md, "Minutiae
+-- extraction")
+-- ===========================================================================
+
+CREATE FUNCTION mcc_template_from_image(image bytea, dpi integer DEFAULT 500,
+										profile text DEFAULT 'gpu2015',
+										min_minutiae integer DEFAULT 5)
+	RETURNS mcc_template
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
+
+COMMENT ON FUNCTION mcc_template_from_image(bytea, integer, text, integer) IS
+	'mcc_template from the minutiae extracted from a PNG or PGM fingerprint image at dpi (250..1000); fewer than min_minutiae minutiae is an error';
+
+CREATE FUNCTION mcc_minutiae_from_image(image bytea, dpi integer DEFAULT 500,
+										OUT x integer, OUT y integer,
+										OUT theta double precision, OUT type text,
+										OUT quality integer)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000 ROWS 50;
+
+COMMENT ON FUNCTION mcc_minutiae_from_image(bytea, integer) IS
+	'The minutiae that mcc_template_from_image extracts from a PNG or PGM fingerprint image, one row each (x, y, theta in radians, type, quality 1..100), for inspection';

@@ -7,10 +7,11 @@
  * threshold.
  *
  * Enhancement (mcc_dp2d_enhance(), docs/elastic-matching.md), at the raw
- * image's resolution:
+ * image's resolution; steps 1-4 are mcc_enhance.h's, shared with minutiae
+ * extraction:
  *   1. segmentation: the standard deviation of every block x block tile,
  *      smoothed over 3 x 3 tiles; foreground where it is above
- *      max(MCC_DP2D_MIN_STD, 0.25 x the largest), then one 3 x 3 majority
+ *      max(MCC_ENH_MIN_STD, 0.25 x the largest), then one 3 x 3 majority
  *      pass over the tiles;
  *   2. local normalization: (I - mean) / standard deviation over a window
  *      of block + 1 pixels;
@@ -43,7 +44,6 @@
 
 #define MCC_DP2D_PREP_MAX_SIDE	2048	/* raw prints: each side at most (~50 B/pixel) */
 #define MCC_DP2D_PREP_MIN_SIDE	16		/* raw prints: each side at least */
-#define MCC_DP2D_MIN_STD		6.0		/* grey levels: flatter tiles are background */
 
 /* Parameters of the enhancement. */
 typedef struct mcc_dp2d_prep

@@ -1,0 +1,312 @@
+/*
+ * mcc_extract.c: minutiae extraction, the pipeline (mcc_extract.h).
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcc_extract_int.h"
+#include "mcc_thin.h"
+
+void
+mcc_extract_params_default(mcc_extract_params *p)
+{
+	p->dpi = MCC_DEFAULT_DPI;
+	p->min_minutiae = 0;
+	p->block = 16;
+	p->period = 7.5;
+	p->sigma = 4.0;
+	p->min_blob = 40.0;
+	p->trace = 10.0;
+	p->short_ridge = 11.0;
+	p->spur = 0.0;
+	p->bridge = 7.0;
+	p->gap = 8.0;
+	p->close = 4.0;
+	p->border = 8.0;
+	p->border_ray = 16.0;
+	p->min_coherence = 0.15;
+	p->min_clarity = 0.25;
+}
+
+/* The tunable lengths by name, with their ranges at 500 dpi. */
+typedef struct xp_field
+{
+	const char *name;
+	size_t		off;
+	double		lo;
+	double		hi;
+} xp_field;
+
+#define XP(f, lo, hi) {#f, offsetof(mcc_extract_params, f), lo, hi}
+static const xp_field fields[] = {
+	XP(period, 3, 30),
+	XP(sigma, 1, 16),
+	XP(min_blob, 0, 10000),
+	XP(trace, 2, 64),
+	XP(short_ridge, 0, 200),
+	XP(spur, 0, 200),
+	XP(bridge, 0, 200),
+	XP(gap, 0, 200),
+	XP(close, 0, 200),
+	XP(border, 0, 200),
+	XP(border_ray, 0, 200),
+	XP(min_coherence, 0, 1),
+	XP(min_clarity, 0, 2),
+};
+#undef XP
+
+mcc_status
+mcc_extract_params_check(const mcc_extract_params *p, mcc_error *err)
+{
+	if (p->dpi < MCC_EXTRACT_MIN_DPI || p->dpi > MCC_EXTRACT_MAX_DPI)
+		return mcc_error_set(err, MCC_ERR_RANGE,
+							 "resolution %u dpi is out of range for minutiae extraction", p->dpi),
+			mcc_error_detail(err, "Images from %d to %d dpi are supported.",
+							 MCC_EXTRACT_MIN_DPI, MCC_EXTRACT_MAX_DPI);
+	if (p->block < 4 || p->block > 32)
+		return mcc_error_set(err, MCC_ERR_VALUE, "block %u is outside 4..32", p->block);
+	if (p->min_minutiae > MCC_MAX_MINUTIAE)
+		return mcc_error_set(err, MCC_ERR_VALUE, "min_minutiae %u is above %d",
+							 p->min_minutiae, MCC_MAX_MINUTIAE);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+	{
+		double		v = *(const double *) ((const char *) p + fields[i].off);
+
+		if (!(v >= fields[i].lo && v <= fields[i].hi))
+			return mcc_error_set(err, MCC_ERR_VALUE, "%s %g is outside %g..%g",
+								 fields[i].name, v, fields[i].lo, fields[i].hi);
+	}
+	return MCC_OK;
+}
+
+mcc_status
+mcc_extract_params_set(mcc_extract_params *p, const char *name, double value, mcc_error *err)
+{
+	if (strcmp(name, "block") == 0)
+	{
+		p->block = (uint32_t) value;
+		return MCC_OK;
+	}
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (strcmp(name, fields[i].name) == 0)
+		{
+			*(double *) ((char *) p + fields[i].off) = value;
+			return MCC_OK;
+		}
+	return mcc_error_set(err, MCC_ERR_VALUE, "unknown extraction parameter \"%s\"", name);
+}
+
+/* The parameters with every length scaled from 500 dpi to the image's. */
+static void
+scale_params(const mcc_extract_params *in, mcc_extract_params *out)
+{
+	double		s = in->dpi / 500.0;
+
+	*out = *in;
+	out->block = (uint32_t) lround(in->block * s);
+	if (out->block < 4)
+		out->block = 4;
+	if (out->block > 64)
+		out->block = 64;
+	out->period = in->period * s;
+	out->sigma = in->sigma * s;
+	out->min_blob = in->min_blob * s * s;
+	out->trace = in->trace * s;
+	out->short_ridge = in->short_ridge * s;
+	out->spur = in->spur * s;
+	out->bridge = in->bridge * s;
+	out->gap = in->gap * s;
+	out->close = in->close * s;
+	out->border = in->border * s;
+	out->border_ray = in->border_ray * s;
+}
+
+/* Better quality first, then raster order. */
+static int
+by_quality(const void *a, const void *b)
+{
+	const xt_min *x = a,
+			   *y = b;
+
+	if (x->quality != y->quality)
+		return x->quality > y->quality ? -1 : 1;
+	if (x->y != y->y)
+		return x->y < y->y ? -1 : 1;
+	return (x->x > y->x) - (x->x < y->x);
+}
+
+static int
+by_position(const void *a, const void *b)
+{
+	const xt_min *x = a,
+			   *y = b;
+
+	if (x->y != y->y)
+		return x->y < y->y ? -1 : 1;
+	return (x->x > y->x) - (x->x < y->x);
+}
+
+/*
+ * Ridge clarity in e.scratch: the mean absolute Gabor response over a
+ * block, relative to what perfect ridges give (1; noise and blur give
+ * less). The normalized image is not needed any more and holds |resp|.
+ */
+static void
+clarity_map(xt_ctx *c)
+{
+	size_t		n = (size_t) c->w * c->h;
+	double		unit = mcc_enh_gabor_gain(c->p.period, c->p.sigma) *
+		sqrt(2.0) * 2.0 / 3.14159265358979323846;
+
+	for (size_t k = 0; k < n; k++)
+		c->e.norm[k] = fabs(c->e.resp[k]) / (unit > 0 ? unit : 1);
+	mcc_enh_box_mean(c->e.norm, c->w, c->h, c->e.block / 2, c->e.integral, c->e.scratch);
+}
+
+static void
+free_ctx(xt_ctx *c)
+{
+	mcc_enh_free(&c->e);
+	free(c->fg);
+	free(c->m);
+}
+
+/* Copy a 0/1 map to an image: one -> on, zero -> off. */
+static void
+put_image(uint8_t *dst, const uint8_t *src, size_t n, uint8_t on, uint8_t off)
+{
+	if (dst)
+		for (size_t k = 0; k < n; k++)
+			dst[k] = src[k] ? on : off;
+}
+
+mcc_status
+mcc_extract_minutiae(const mcc_image *img, const mcc_extract_params *params, mcc_minutiae *out,
+					 mcc_extract_stats *stats, const mcc_extract_images *images, mcc_error *err)
+{
+	xt_ctx		c;
+	mcc_extract_stats st;
+	uint32_t	w = img->width,
+				h = img->height;
+	size_t		n = (size_t) w * h;
+	mcc_status	rc;
+	int			kept = 0;
+
+	if ((rc = mcc_extract_params_check(params, err)) != MCC_OK)
+		return rc;
+	if (w < MCC_EXTRACT_MIN_SIDE || h < MCC_EXTRACT_MIN_SIDE)
+		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small", w, h),
+			mcc_error_detail(err, "Each side must be at least %d pixels.", MCC_EXTRACT_MIN_SIDE);
+	if (w > MCC_EXTRACT_MAX_SIDE || h > MCC_EXTRACT_MAX_SIDE)
+		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large", w, h),
+			mcc_error_detail(err, "Each side must be at most %d pixels.", MCC_EXTRACT_MAX_SIDE);
+
+	memset(&c, 0, sizeof(c));
+	memset(&st, 0, sizeof(st));
+	c.w = w;
+	c.h = h;
+	scale_params(params, &c.p);
+
+	/* 1. the ridge field */
+	if ((rc = mcc_enh_init(&c.e, img, c.p.block, 1, err)) != MCC_OK)
+		return rc;
+	/* fg, bin, skel: bytes; dist: floats; idx, stamp, queue: 4 bytes each */
+	c.fg = malloc(n * (3 + sizeof(float) + 3 * sizeof(int32_t)) + 4);
+	if (c.fg == NULL)
+	{
+		free_ctx(&c);
+		return mcc_error_set(err, MCC_ERR_MEMORY,
+							 "out of memory for minutiae extraction from a %ux%u image", w, h);
+	}
+	c.bin = c.fg + n;
+	c.skel = c.bin + n;
+	c.dist = (float *) (c.skel + n + ((4 - (3 * n) % 4) % 4));
+	c.idx = (int32_t *) (c.dist + n);
+	c.stamp = (uint32_t *) (c.idx + n);
+	c.queue = (int32_t *) (c.stamp + n);
+	memset(c.idx, 0, n * sizeof(int32_t));
+	memset(c.stamp, 0, n * sizeof(uint32_t));
+
+	/* 2. the foreground */
+	st.foreground = xt_foreground(&c);
+	put_image(images ? images->mask : NULL, c.fg, n, 255, 0);
+	if (st.foreground == 0)
+	{
+		free_ctx(&c);
+		return mcc_error_set(err, MCC_ERR_VALUE, "no fingerprint ridges found in the image"),
+			mcc_error_detail(err, "Every %u x %u tile is flatter than a standard deviation of %g "
+							 "grey levels or than a quarter of the most contrasted one.",
+							 c.p.block, c.p.block, MCC_ENH_MIN_STD);
+	}
+	memcpy(c.e.mask, c.fg, n);
+
+	/* 3. Gabor filtering and binarization */
+	if ((rc = mcc_enh_gabor(&c.e, c.p.period, c.p.sigma, 0, 0, w, h, err)) != MCC_OK)
+	{
+		free_ctx(&c);
+		return rc;
+	}
+	for (size_t k = 0; k < n; k++)
+		c.bin[k] = c.fg[k] && c.e.resp[k] < 0;
+	clarity_map(&c);
+
+	/* 4. small fragments and holes */
+	xt_clean_blobs(&c);
+	put_image(images ? images->ridges : NULL, c.bin, n, 0, 255);
+
+	/* 5. thinning */
+	if ((rc = mcc_thin(c.bin, w, w, h, c.skel, err)) != MCC_OK)
+	{
+		free_ctx(&c);
+		return rc;
+	}
+	put_image(images ? images->skeleton : NULL, c.skel, n, 0, 255);
+
+	/* 6-8. minutiae */
+	if ((rc = xt_minutiae(&c, &st, err)) != MCC_OK)
+	{
+		free_ctx(&c);
+		return rc;
+	}
+
+	/* 9. the best MCC_MAX_MINUTIAE, in raster order */
+	for (int i = 0; i < c.nm; i++)
+		if (!c.m[i].removed)
+			c.m[kept++] = c.m[i];
+	/* c.m is NULL when no candidate was found: qsort must not see it */
+	if (kept > 1)
+		qsort(c.m, (size_t) kept, sizeof(xt_min), by_quality);
+	if (kept > MCC_MAX_MINUTIAE)
+	{
+		st.capped = (uint32_t) kept - MCC_MAX_MINUTIAE;
+		kept = MCC_MAX_MINUTIAE;
+	}
+	if (kept > 1)
+		qsort(c.m, (size_t) kept, sizeof(xt_min), by_position);
+
+	memset(out, 0, sizeof(*out));
+	out->width = (uint16_t) w;
+	out->height = (uint16_t) h;
+	out->dpi = (uint16_t) params->dpi;
+	out->count = (uint16_t) kept;
+	for (int i = 0; i < kept; i++)
+	{
+		mcc_minutia *m = &out->m[i];
+
+		m->x = (int16_t) c.m[i].x;
+		m->y = (int16_t) c.m[i].y;
+		m->theta = mcc_angle_normalize(c.m[i].theta);
+		m->type = (uint8_t) c.m[i].type;
+		m->quality = (uint8_t) (1 + lround(99 * fmin(1.0, fmax(0.0, c.m[i].quality))));
+	}
+	if (stats)
+		*stats = st;
+	free_ctx(&c);
+	if (params->min_minutiae && (uint32_t) kept < params->min_minutiae)
+		return mcc_error_set(err, MCC_ERR_VALUE, "too few minutiae in the fingerprint image"),
+			mcc_error_detail(err, "Found %d, at least %u are needed.", kept,
+							 params->min_minutiae);
+	return MCC_OK;
+}

@@ -1,0 +1,93 @@
+/*
+ * mcc_extract_int.h: what the files of minutiae extraction share
+ * (mcc_extract.c: the pipeline; mcc_extract_mask.c: foreground, distances
+ * and blobs; mcc_extract_min.c: minutiae on the skeleton).
+ */
+#ifndef MCC_EXTRACT_INT_H
+#define MCC_EXTRACT_INT_H
+
+#include <stdint.h>
+
+#include "mcc_enhance.h"
+#include "mcc_extract.h"
+
+/* What a branch trace ran into. */
+enum
+{
+	XT_LENGTH = 0,				/* the length limit */
+	XT_MINUTIA,					/* another candidate minutia (other) */
+	XT_END,						/* a line end that is not a candidate */
+	XT_JUNCTION					/* a junction that is not a candidate */
+};
+
+/* One branch of a candidate, traced along the skeleton. */
+typedef struct xt_branch
+{
+	int			kind;			/* XT_* */
+	int			other;			/* candidate index for XT_MINUTIA, else -1 */
+	int			len;			/* pixels walked */
+	float		vx;				/* from the minutia to the point `trace` pixels on */
+	float		vy;				/* (or the last one), image frame, y down */
+} xt_branch;
+
+/* A candidate minutia. */
+typedef struct xt_min
+{
+	int			x;
+	int			y;
+	int			type;			/* MCC_TYPE_ENDING or MCC_TYPE_BIFURCATION */
+	int			nbr;			/* branches: 1 or 3 */
+	xt_branch	br[3];
+	double		theta;			/* ISO direction, radians */
+	double		coherence;		/* 0..1 */
+	double		clarity;		/* 0..~1 */
+	double		quality;		/* 0..1 */
+	int			removed;		/* 0, or the rule that removed it (XR_*) */
+} xt_min;
+
+enum
+{
+	XR_KEEP = 0,
+	XR_SHORT_RIDGE,
+	XR_SPUR,
+	XR_BRIDGE,
+	XR_GAP,
+	XR_CLOSE,
+	XR_COHERENCE,
+	XR_CLARITY,
+	XR_BORDER
+};
+
+/* The state of one extraction. */
+typedef struct xt_ctx
+{
+	uint32_t	w;
+	uint32_t	h;
+	mcc_extract_params p;		/* lengths scaled to the image's dpi */
+	mcc_enh		e;
+	uint8_t    *fg;				/* 1 foreground (refined) */
+	float	   *dist;			/* distance to the background or the edge, pixels */
+	uint8_t    *bin;			/* 1 ridge */
+	uint8_t    *skel;			/* 1 skeleton */
+	int32_t    *idx;			/* candidate index + 1 at its pixel, else 0 */
+	uint32_t   *stamp;			/* visit marks of branch traces */
+	int32_t    *queue;			/* w x h ints for flood fills */
+	xt_min	   *m;
+	int			nm;
+	int			cap;
+} xt_ctx;
+
+/* Refine e.mask into fg and compute dist: returns the foreground pixels. */
+uint32_t	xt_foreground(xt_ctx *c);
+
+/* Remove ridge fragments and valley holes under p.min_blob pixels from bin. */
+void		xt_clean_blobs(xt_ctx *c);
+
+/*
+ * Find candidates on skel, trace them, compute directions and qualities,
+ * and mark the spurious ones removed (counted in stats).
+ * MCC_ERR_MEMORY.
+ */
+mcc_status	xt_minutiae(xt_ctx *c, mcc_extract_stats *stats, mcc_error *err);
+
+#endif							/* MCC_EXTRACT_INT_H */
