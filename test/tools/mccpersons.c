@@ -3,7 +3,7 @@
  * docs/accuracy.md section 11): FNIR at FPIR = 0 and 1 % with one probe
  * finger against two and four, on the same persons and the same gallery.
  *
- *   mccpersons --synth [--persons N] [--searches M] [--fingers F] [--seed S]
+ *   mccpersons --synth [--persons N] [--searches M] [--fingers F] [model options]
  *   mccpersons --dir DIR [--dir DIR ...] [--ext EXT]
  *
  * The pipeline is identify_persons()'s definition, with the core functions
@@ -19,7 +19,8 @@
  * Data:
  *   --synth      persons 0..N-1 enrolled with F fingers each (positions
  *                1..F, synthetic finger p * F + j, impression 0, defaults
- *                of mcc_synth.h, seed 1 unless --seed); mated
+ *                of mcc_synth.h unless changed with the model options of mccgen,
+ *                synth_cli.h: --seed 7 --missing 0.15 ...); mated
  *                searches: impression 1 of persons 0..M/2-1; non-mated:
  *                impression 1 of persons N..N+M/2-1. Defaults N = 2500,
  *                M = 2000, F = 4.
@@ -59,6 +60,12 @@
 #include "mcc_template.h"
 #include "mcc_topk.h"
 #include "mcc_xyt.h"
+
+/* the model options of the synthetic tools (their other helpers unused here) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "synth_cli.h"
+#pragma GCC diagnostic pop
 
 #define MAX_FINGERS 4			/* positions searched: 1..4 */
 #define MAX_DIRS 16
@@ -696,13 +703,21 @@ parse_args(int argc, char **argv)
 				die("at most %d --dir", MAX_DIRS);
 			opt.dir[opt.n_dir++] = v;
 		}
-		else if (strcmp(a, "--seed") == 0)
-			opt.sp.seed = (uint64_t) int_arg(a, v, 0, INT32_MAX);
 		else
-			die("unknown option %s", a);
+		{
+			int			m = 0;
+
+			while (m < CLI_N_MODEL && (strncmp(a, "--", 2) != 0 ||
+									   strcmp(a + 2, cli_model_opts[m].name) != 0))
+				m++;
+			if (m == CLI_N_MODEL)
+				die("unknown option %s", a);
+			cli_model_option(CLI_MODEL_BASE + m, v, &opt.sp);
+		}
 	}
 	if (opt.synth == (opt.n_dir > 0))
 		die("give --synth or --dir DIR");
+	cli_check_model(&opt.sp);
 	if (opt.synth && opt.searches / 2 > opt.persons)
 		die("--searches / 2 must not exceed --persons");
 }
