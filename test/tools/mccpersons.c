@@ -357,7 +357,6 @@ typedef struct counts
 	long		fn0;			/* mated searches missed at FPIR = 0 */
 	long		fn1;			/* ... at FPIR = 1 % */
 	long		rank1;
-	long		lost;
 } counts;
 
 static int
