@@ -219,3 +219,174 @@ CREATE FUNCTION mcc_minutiae_from_image(image bytea, dpi integer DEFAULT 500,
 
 COMMENT ON FUNCTION mcc_minutiae_from_image(bytea, integer) IS
 	'The minutiae that mcc_template_from_image extracts from a PNG or PGM fingerprint image, one row each (x, y, theta in radians, type, quality 1..100), for inspection';
+
+-- Persons (issue 22; docs/persons.md): galleries with several fingers per
+-- person, a person key and an ISO/IEC 19794-2 finger position beside each
+-- template, searched with several probe fingers at once, their scores fused
+-- by the sum rule. Built on identify_batch(), so the answer follows
+-- identify()'s contract (and uses the matcher service when it serves the
+-- gallery).
+-- ===========================================================================
+
+CREATE FUNCTION mcc_iso_finger_position(record bytea, view integer DEFAULT 1) RETURNS smallint
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION mcc_iso_finger_position(bytea, integer) IS
+	'Finger position code (0 unknown, 1 right thumb .. 10 left little finger) of finger view number view of an ISO/IEC 19794-2 or ANSI/INCITS 378 record';
+
+CREATE FUNCTION mcc_refine_count(n bigint, k integer DEFAULT 1) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'mcc_refine_count_sql' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION mcc_refine_count(bigint, integer) IS
+	'n'', the rows identify() rescores for a gallery of n rows with a template and a given k, under the current mcc.refine_fraction and mcc.refine_min';
+
+CREATE FUNCTION mcc_gallery_columns(gallery regclass, id_column name DEFAULT NULL,
+									template_column name DEFAULT NULL,
+									OUT id_column name, OUT template_column name)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION mcc_gallery_columns(regclass, name, name) IS
+	'The key and template columns identify() uses for a gallery (found, or the named ones checked, as identify() does)';
+
+-- The person search. PL/pgSQL on top of identify_batch(): one pass over the
+-- gallery for all probe fingers, then the candidate persons' other fingers
+-- scored with mcc_score(). STABLE: every query sees the calling statement's
+-- snapshot, so the count, the search and the lookups see the same rows.
+-- SECURITY INVOKER: the caller's privileges and row-level security apply.
+CREATE FUNCTION identify_persons(gallery regclass, probes mcc_template[], positions integer[],
+								 k int DEFAULT 10, min_score real DEFAULT 0,
+								 person_column name DEFAULT 'person',
+								 position_column name DEFAULT 'finger',
+								 id_column name DEFAULT NULL, template_column name DEFAULT NULL,
+								 refine text DEFAULT NULL)
+RETURNS TABLE(person bigint, score real, finger_scores real[], finger_ids bigint[])
+LANGUAGE plpgsql STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 10 COST 10000
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+#variable_conflict use_variable
+DECLARE
+	nf int;
+	cols record;
+	col name;
+	typ oid;
+	nul bigint;
+	n bigint;
+	np bigint;
+	method text;
+BEGIN
+	IF gallery IS NULL OR probes IS NULL OR positions IS NULL OR k IS NULL OR min_score IS NULL
+		OR person_column IS NULL OR position_column IS NULL THEN
+		RAISE EXCEPTION 'gallery, probes, positions, k, min_score, person_column and position_column of identify_persons() must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	nf := cardinality(probes);
+	IF nf = 0 OR array_ndims(probes) <> 1 OR array_ndims(positions) <> 1 OR cardinality(positions) <> nf THEN
+		RAISE EXCEPTION 'probes and positions must be one-dimensional arrays of the same length, at least 1'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('probes has %s elements, positions %s.', nf, cardinality(positions));
+	END IF;
+	SELECT min(u.o) INTO nul FROM unnest(probes, positions) WITH ORDINALITY u(t, p, o)
+	WHERE u.t IS NULL OR u.p IS NULL;
+	IF nul IS NOT NULL THEN
+		RAISE EXCEPTION 'probe finger % of identify_persons() is null', nul
+			USING ERRCODE = 'null_value_not_allowed',
+				  DETAIL = 'Every probe finger needs a template and a position.';
+	END IF;
+	IF EXISTS (SELECT FROM unnest(positions) p WHERE p NOT BETWEEN 0 AND 10) THEN
+		RAISE EXCEPTION 'finger positions must be between 0 and 10'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('positions is %s.', positions),
+				  HINT = 'ISO/IEC 19794-2 codes: 0 unknown, 1 right thumb .. 5 right little, 6 left thumb .. 10 left little.';
+	END IF;
+	IF k <= 0 THEN
+		RAISE EXCEPTION 'k must be greater than zero' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = format('k is %s.', k);
+	END IF;
+	IF min_score = 'NaN' OR min_score < 0 OR min_score > 1 THEN
+		RAISE EXCEPTION 'min_score must be between 0 and 1' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = format('Scores lie in [0, 1]; min_score is %s.', min_score);
+	END IF;
+
+	-- identify()'s columns (its checks and errors), then the person columns
+	cols := @extschema@.mcc_gallery_columns(gallery, id_column, template_column);
+	FOREACH col IN ARRAY ARRAY[person_column, position_column] LOOP
+		SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END INTO typ
+		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+		WHERE a.attrelid = gallery AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'column "%" of gallery "%" does not exist', col, gallery
+				USING ERRCODE = 'undefined_column',
+					  HINT = 'Name the columns with person_column and position_column (docs/persons.md).';
+		END IF;
+		IF typ NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+			RAISE EXCEPTION 'column "%" of gallery "%" has type %, not an integer type', col, gallery, typ::regtype
+				USING ERRCODE = 'datatype_mismatch';
+		END IF;
+		IF NOT has_column_privilege(gallery, col, 'SELECT') THEN
+			RAISE EXCEPTION 'permission denied for column "%" of gallery "%"', col, gallery
+				USING ERRCODE = 'insufficient_privilege';
+		END IF;
+	END LOOP;
+
+	-- the method whose scores identify() returns ('none': LSS)
+	method := coalesce(refine, current_setting('mcc.refine_method'));
+	method := CASE method WHEN 'none' THEN 'lss' WHEN 'dtr' THEN 'lss-dtr' ELSE method END;
+
+	-- n' of identify() for this gallery and k (src/refine.h)
+	EXECUTE format('SELECT count(%I) FROM %s', cols.template_column, gallery) INTO n;
+	IF n = 0 THEN
+		RETURN;
+	END IF;
+	np := @extschema@.mcc_refine_count(n, k);
+
+	-- Every probe finger's shortlist, rescored: identify_batch() with k = n'
+	-- returns all n' rows (min_score 0), as identify() ranks them. A person
+	-- with a row in any shortlist is a candidate; each candidate's score for
+	-- a probe finger is the best of its templates at that finger's position
+	-- (identify()'s score where the row was shortlisted, mcc_score() with the
+	-- same method otherwise: the same value by identify()'s contract), 0
+	-- when it has none; the person's score is the mean over probe fingers.
+	RETURN QUERY EXECUTE format($q$
+		WITH probe AS (
+			SELECT p.ord::int AS ord, p.tpl, p.pos
+			FROM unnest($1, $2) WITH ORDINALITY AS p(tpl, pos, ord)),
+		hit AS (
+			SELECT b.probe_no AS ord, b.id, b.score
+			FROM @extschema@.identify_batch($3, $1, $4::int, 0, $5, $6, $7) b),
+		cand AS (
+			SELECT DISTINCT g.%1$I::int8 AS person
+			FROM hit JOIN %2$s g ON g.%3$I = hit.id
+			WHERE g.%1$I IS NOT NULL),
+		cand_row AS (
+			SELECT g.%1$I::int8 AS person, g.%5$I AS pos, g.%3$I::int8 AS id, g.%4$I AS tpl
+			FROM %2$s g
+			WHERE g.%1$I IN (SELECT c.person FROM cand c) AND g.%4$I IS NOT NULL),
+		scored AS (
+			SELECT r.person, p.ord, r.id,
+				   coalesce(h.score, @extschema@.mcc_score(p.tpl, r.tpl, $8)) AS score
+			FROM cand_row r JOIN probe p ON p.pos = r.pos
+			LEFT JOIN hit h ON h.ord = p.ord AND h.id = r.id),
+		best AS (
+			SELECT DISTINCT ON (s.person, s.ord) s.person, s.ord, s.id, s.score
+			FROM scored s ORDER BY s.person, s.ord, s.score DESC, s.id),
+		fused AS (
+			SELECT c.person,
+				   (sum(coalesce(b.score, 0)::float8) / $9)::real AS score,
+				   array_agg(b.score ORDER BY p.ord) AS finger_scores,
+				   array_agg(b.id ORDER BY p.ord) AS finger_ids
+			FROM cand c CROSS JOIN probe p
+			LEFT JOIN best b ON b.person = c.person AND b.ord = p.ord
+			GROUP BY c.person)
+		SELECT f.person, f.score, f.finger_scores, f.finger_ids FROM fused f
+		WHERE f.score >= $10
+		ORDER BY f.score DESC, f.person
+		LIMIT $11 $q$,
+		person_column, gallery, cols.id_column, cols.template_column, position_column)
+	USING probes, positions, gallery, np, cols.id_column, cols.template_column,
+		  refine, method, nf, min_score, k;
+END
+$fn$;
+
+COMMENT ON FUNCTION identify_persons(regclass, mcc_template[], integer[], int, real, name, name, name, name, text) IS
+'1:N identification of persons with several fingers: the k persons of the gallery (person_column, position_column beside the template) with the best mean, over the probe fingers, of each finger''s score against the person''s template at the same position (0 when missing), among the persons that identify() shortlists for some probe finger; per-finger scores and rows in probe order';

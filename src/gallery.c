@@ -29,6 +29,7 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/syscache.h"
+#include "funcapi.h"
 
 /* OID of mcc_template in the extension's schema. */
 Oid
@@ -314,4 +315,35 @@ mcc_gallery_query(const mcc_gallery *g)
 
 	return psprintf("SELECT %s::pg_catalog.int8, %s FROM %s WHERE %s IS NOT NULL",
 					key, tpl, g->qualname, tpl);
+}
+
+PG_FUNCTION_INFO_V1(mcc_gallery_columns);
+
+/*
+ * mcc_gallery_columns(gallery regclass, id_column name, template_column name,
+ *                     OUT id_column name, OUT template_column name)
+ * The key and template columns identify() would use, found and checked as
+ * identify() does (same errors); for SQL written on top of identify(), such
+ * as identify_persons(), that must join its answer back to the gallery.
+ */
+Datum
+mcc_gallery_columns(PG_FUNCTION_ARGS)
+{
+	mcc_gallery g;
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("gallery must not be null")));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "mcc_gallery_columns must return a record");
+	mcc_gallery_resolve(PG_GETARG_OID(0),
+						PG_ARGISNULL(1) ? NULL : NameStr(*PG_GETARG_NAME(1)),
+						PG_ARGISNULL(2) ? NULL : NameStr(*PG_GETARG_NAME(2)), &g);
+	values[0] = DirectFunctionCall1(namein, CStringGetDatum(g.key_name));
+	values[1] = DirectFunctionCall1(namein, CStringGetDatum(g.tpl_name));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -101,6 +101,26 @@ mcc_refine_shortlist(int64 n, int32 k)
 	return mcc_refine_count(n, mcc_refine_fraction, mcc_refine_min, k);
 }
 
+PG_FUNCTION_INFO_V1(mcc_refine_count_sql);
+
+/*
+ * mcc_refine_count(n bigint, k integer) RETURNS bigint: n' for n rows and a
+ * k under the current settings, what identify() rescores; STRICT.
+ */
+Datum
+mcc_refine_count_sql(PG_FUNCTION_ARGS)
+{
+	int64		n = PG_GETARG_INT64(0);
+	int32		k = PG_GETARG_INT32(1);
+
+	if (n < 0 || k <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mcc_refine_count needs n >= 0 and k > 0"),
+				 errdetail("n is " INT64_FORMAT ", k is %d.", n, k)));
+	PG_RETURN_INT64(mcc_refine_shortlist(n, k));
+}
+
 int64
 mcc_refine_flat_limit(int32 k)
 {

@@ -18,6 +18,7 @@ PG_FUNCTION_INFO_V1(mcc_template_from_xyt);
 PG_FUNCTION_INFO_V1(mcc_template_from_json);
 PG_FUNCTION_INFO_V1(mcc_template_to_iso);
 PG_FUNCTION_INFO_V1(mcc_template_to_xyt);
+PG_FUNCTION_INFO_V1(mcc_iso_finger_position);
 
 /* Raise 22004 if argument n is NULL; name is the argument's SQL name. */
 static void
@@ -42,6 +43,17 @@ image_side_arg(int32 v, const char *name)
 	return (int) v;
 }
 
+/* Raise 22023 for a finger view number below 1. */
+static void
+check_view(int32 view)
+{
+	if (view < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("finger view number %d is invalid", view),
+				 errdetail("Views are numbered from 1 in record order.")));
+}
+
 /* mcc_template_from_iso(record bytea, view int, profile text) */
 Datum
 mcc_template_from_iso(PG_FUNCTION_ARGS)
@@ -52,15 +64,35 @@ mcc_template_from_iso(PG_FUNCTION_ARGS)
 	mcc_minutiae ms;
 	mcc_error	err;
 
-	if (view < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("finger view number %d is invalid", view),
-				 errdetail("Views are numbered from 1 in record order.")));
+	check_view(view);
 	if (mcc_iso_read((const uint8_t *) VARDATA_ANY(rec), VARSIZE_ANY_EXHDR(rec),
 					 view, &ms, NULL, &err) != MCC_OK)
 		mcc_pg_raise(&err);
 	PG_RETURN_POINTER(mcc_pg_build(&ms, p));
+}
+
+/*
+ * mcc_iso_finger_position(record bytea, view int): the finger position code
+ * of finger view number view (ISO/IEC 19794-2 and ANSI/INCITS 378: 0
+ * unknown, 1 right thumb .. 10 left little finger), as the record gives it.
+ * The record is parsed whole, as mcc_template_from_iso() parses it, so the
+ * same records are refused with the same errors. A template does not keep
+ * the position: persons' galleries store it in a column (docs/persons.md).
+ */
+Datum
+mcc_iso_finger_position(PG_FUNCTION_ARGS)
+{
+	bytea	   *rec = PG_GETARG_BYTEA_PP(0);
+	int32		view = PG_GETARG_INT32(1);
+	mcc_minutiae ms;
+	mcc_record_info info;
+	mcc_error	err;
+
+	check_view(view);
+	if (mcc_iso_read((const uint8_t *) VARDATA_ANY(rec), VARSIZE_ANY_EXHDR(rec),
+					 view, &ms, &info, &err) != MCC_OK)
+		mcc_pg_raise(&err);
+	PG_RETURN_INT16((int16) info.finger_position);
 }
 
 /*
