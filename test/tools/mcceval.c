@@ -979,13 +979,13 @@ mate_rank_of(const float *scores, int n, int mate)
  * method it runs, into out[k * n + c] (method k, candidate c). Returns true
  * when the CPU must score this probe: without --gpu-refine, for a method
  * the GPU does not run, or for every check_every-th probe, whose GPU scores
- * (out[0] >= -1.5) are then compared with the CPU's; out[0] = -2 when the
- * GPU scored nothing.
+ * (*scored) are then compared with the CPU's. out[k * n] is not a flag:
+ * a method the GPU skips (lss) leaves its part unwritten.
  */
 static bool
-ident_gpu_rescore(ident_job *job, int i, const mcc_hit *hits, int n, float *out)
+ident_gpu_rescore(ident_job *job, int i, const mcc_hit *hits, int n, float *out, bool *scored)
 {
-	out[0] = -2.0f;
+	*scored = false;
 #ifdef MCC_EVAL_GPU
 	if (job->gpu == NULL || !opt.gpu_refine || n == 0)
 		return true;
@@ -1008,6 +1008,7 @@ ident_gpu_rescore(ident_job *job, int i, const mcc_hit *hits, int n, float *out)
 		job->t_gpu_refine += now() - t0;
 		pthread_mutex_unlock(&job->gpu_lock);
 		free(pairs);
+		*scored = true;
 	}
 	return opt.check_every > 0 && i % opt.check_every == 0;
 #else
@@ -1088,7 +1089,8 @@ ident_worker(void *arg)
 			job->top[(size_t) i * MCC_NMETHODS + opt.methods[k]] = -1;
 			job->top_score[(size_t) i * MCC_NMETHODS + opt.methods[k]] = -1.0f;
 		}
-		bool		on_cpu = ident_gpu_rescore(job, i, hits, tk.n, gpu_s);
+		bool		gpu_scored;
+		bool		on_cpu = ident_gpu_rescore(job, i, hits, tk.n, gpu_s, &gpu_scored);
 
 		for (int c = 0; c < tk.n; c++)
 		{
@@ -1117,9 +1119,9 @@ ident_worker(void *arg)
 				else
 				{
 					s = mcc_match_rescore(w, m, &opt.mp);
-					if (gpu_s[0] >= -1.5f && s != gpu_s[(size_t) k * tk.n + c])
+					if (gpu_scored && s != gpu_s[(size_t) k * tk.n + c])
 						__atomic_add_fetch(&job->gpu_differ, 1, __ATOMIC_RELAXED);
-					if (gpu_s[0] >= -1.5f)
+					if (gpu_scored)
 						__atomic_add_fetch(&job->gpu_checked, 1, __ATOMIC_RELAXED);
 				}
 				t_method[m] += now() - t0;
