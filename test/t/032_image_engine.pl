@@ -151,6 +151,13 @@ same('mcc_align', q{
 		LATERAL mcc_align(p.template, c.template) a,
 		LATERAL mcc_align(p.template, c.template, 'similarity', false, 20) b
 	WHERE p.finger = 1 AND p.impression = 1 AND c.finger = 1 AND c.impression = 0});
+same('mcc_chamfer_align 2D, the search over scales 0.5-2',
+	q{SELECT * FROM pts, mcc_chamfer_align(obs, ref, min_scale => 0.5, max_scale => 2)});
+same('mcc_align from an initial transform, and similarity from any pose', q{
+	SELECT a.*, b.* FROM tpl p, tpl c,
+		LATERAL mcc_align(p.template, c.template, initial => '{0.1, 4, -3}') a,
+		LATERAL mcc_align(p.template, c.template, 'similarity') b
+	WHERE p.finger = 1 AND p.impression = 1 AND c.finger = 1 AND c.impression = 0});
 
 # --- choosing the device ------------------------------------------------------
 {
