@@ -46,3 +46,38 @@ CREATE FUNCTION mcc_align(probe mcc_template, candidate mcc_template,
 
 COMMENT ON FUNCTION mcc_align(mcc_template, mcc_template, text, boolean, float8, float8[]) IS
 	'Alignment of the probe''s minutiae onto the candidate''s (pixels) from any pose, or from initial (parameters of transform) alone: transform parameters, RMS residual truncated at max_distance, the probe minutiae mapped (x, y, theta rows) and how many land within max_distance of a candidate minutia';
+
+-- ===========================================================================
+-- Elastic image matching (src/dp2d_sql.c, src/dp2d_overall_sql.c;
+-- docs/elastic-matching.md): the verification functions choose paper 003's
+-- algorithm, the simplified one of 0.1.0 (Sec. 8, the default) or the
+-- overall one (Sec. 8.1: thinning and the restoration of ridge continuity).
+-- ===========================================================================
+
+DROP FUNCTION mcc_dp2d_differences(bytea, bytea);
+
+CREATE FUNCTION mcc_dp2d_differences(reference bytea, probe bytea,
+									 algorithm text DEFAULT 'simplified') RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_dp2d_differences(bytea, bytea, text) IS
+	'Fingerprint verification by elastic matching (paper 003): pixels where the enhanced reference and the enhanced probe warped onto it differ, as binary images (algorithm simplified, Sec. 8; 0..16384) or after thinning and restoring both (overall, Sec. 8.1; 0..25600)';
+
+DROP FUNCTION mcc_dp2d_verify(bytea, bytea, bigint);
+
+CREATE FUNCTION mcc_dp2d_verify(reference bytea, probe bytea, threshold bigint,
+								algorithm text DEFAULT 'simplified') RETURNS boolean
+	AS 'MODULE_PATHNAME', 'mcc_dp2d_verify_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_dp2d_verify(bytea, bytea, bigint, text) IS
+	'mcc_dp2d_differences(reference, probe, algorithm) <= threshold: the probe is verified as the reference''s finger (paper 003, Sec. 8)';
+
+DROP FUNCTION mcc_dp2d_verify_many(bytea, bytea[], bigint);
+
+CREATE FUNCTION mcc_dp2d_verify_many(reference bytea, probes bytea[], threshold bigint,
+									 algorithm text DEFAULT 'simplified')
+	RETURNS TABLE (probe integer, differences bigint, verified boolean)
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 100000 ROWS 10;
+
+COMMENT ON FUNCTION mcc_dp2d_verify_many(bytea, bytea[], bigint, text) IS
+	'mcc_dp2d_differences and mcc_dp2d_verify of every probe against one reference, in one batch, by the algorithm: (probe position, differences, differences <= threshold)';

@@ -6,6 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The overall algorithm's enhancement parameters. */
+void
+mcc_dp2d_overall_prep(mcc_dp2d_prep *p)
+{
+	mcc_dp2d_prep_default(p);
+	p->side = MCC_DP2D_OVERALL_SIDE;
+}
+
 /* The ridge options for working images made with p. */
 void
 mcc_dp2d_overall_opts(const mcc_dp2d_prep *p, mcc_ridge_opts *o)

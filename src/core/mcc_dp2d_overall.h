@@ -22,6 +22,11 @@
 #include "mcc_dp2d_verify.h"
 #include "mcc_ridge.h"
 
+#define MCC_DP2D_OVERALL_SIDE	160		/* working side (docs/elastic-matching.md says why) */
+
+/* The overall algorithm's enhancement: the defaults with side MCC_DP2D_OVERALL_SIDE. */
+void		mcc_dp2d_overall_prep(mcc_dp2d_prep *p);
+
 /* The ridge options for a working image made with p (its ridge period in working pixels). */
 void		mcc_dp2d_overall_opts(const mcc_dp2d_prep *p, mcc_ridge_opts *o);
 

@@ -129,6 +129,9 @@ same('mcc_dp2d_differences', 'SELECT mcc_dp2d_differences(across, tilted), mcc_d
 same('mcc_dp2d_verify', 'SELECT mcc_dp2d_verify(across, tilted, 3000), mcc_dp2d_verify(across, across, 0) FROM img');
 same('mcc_dp2d_verify_many',
 	'SELECT v.* FROM img, mcc_dp2d_verify_many(across, ARRAY[across, tilted, NULL, along, a], 2500) v');
+same('mcc_dp2d_differences and verify_many, algorithm overall', q{
+	SELECT mcc_dp2d_differences(across, tilted, 'overall') AS d, v.* FROM img,
+		mcc_dp2d_verify_many(across, ARRAY[across, tilted, NULL, along, a], 2500, 'overall') v});
 same_error('mcc_dp2d_distance, widths too different', 'SELECT mcc_dp2d_distance(a, wide) FROM img',
 	qr/22023.*too different/);
 same_error('mcc_dp2d_verify_many, a probe too small to enhance',
