@@ -185,7 +185,11 @@ FROM (VALUES
 	(19, 'coplanar, 3D affine', $$SELECT mcc_chamfer_align('{{0,0,0},{1,0,0},{0,1,0},{1,1,0}}', '{{0,0,0},{1,0,0},{0,1,0},{0,0,1}}', 'affine')$$),
 	(20, 'min_scale 0', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', min_scale => 0)$$),
 	(21, 'min_scale above max_scale', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', min_scale => 2, max_scale => 1)$$),
-	(22, 'max_scale infinite', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', max_scale => 'Infinity')$$)
+	(22, 'max_scale infinite', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', max_scale => 'Infinity')$$),
+	-- coordinates beyond 1e100: their squares would overflow (22003)
+	(23, 'reference 1e200..1e300', $$SELECT mcc_chamfer_align('{{0,0},{1,0},{0,1}}', '{{1e200,1e200},{1e300,1e200},{1e200,1e300}}')$$),
+	(24, 'observed -1e300', $$SELECT mcc_chamfer_align('{{0,0},{-1e300,0},{0,1}}', '{{0,0},{1,0},{0,1}}')$$),
+	(25, 'tiny reference, wide observed', $$SELECT mcc_chamfer_align('{{0,0},{1e50,0},{0,1e50}}', '{{0,0},{1e-60,0},{0,1e-60}}')$$)
 ) AS v(ord, what, stmt), LATERAL try(v.stmt) t ORDER BY v.ord;
 
 SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', min_scale => NULL) IS NULL AS null_min_scale;
