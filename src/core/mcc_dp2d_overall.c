@@ -50,12 +50,7 @@ mcc_dp2d_verify_overall(const mcc_image *reference, const mcc_image *probe, cons
 {
 	size_t		n = (size_t) p->side * p->side;
 	uint8_t    *buf;
-	mcc_image	ia,
-				ib;
-	const mcc_image *pa[1] = {&ia},
-			   *pb[1] = {&ib};
 	mcc_dp2d_out out;
-	mcc_dp2d_request req;
 	mcc_status	st;
 
 	if ((st = mcc_dp2d_prep_check(p, err)) != MCC_OK)
@@ -63,29 +58,11 @@ mcc_dp2d_verify_overall(const mcc_image *reference, const mcc_image *probe, cons
 	/* reference, probe, warped probe, two restored images */
 	if ((buf = malloc(5 * n)) == NULL)
 		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for fingerprint verification");
-	ia.width = ia.height = ib.width = ib.height = p->side;
-	ia.stride = ib.stride = p->side;
-	ia.pixels = buf;
-	ib.pixels = buf + n;
-	if ((st = mcc_dp2d_enhance(reference, p, ia.pixels, err)) != MCC_OK ||
-		(st = mcc_dp2d_enhance(probe, p, ib.pixels, err)) != MCC_OK)
-	{
-		free(buf);
-		return st;
-	}
 	memset(&out, 0, sizeof(out));
-	memset(&req, 0, sizeof(req));
 	out.warped = buf + 2 * n;
-	req.npairs = 1;
-	req.a = pa;
-	req.b = pb;
-	req.out = &out;
-	req.flags = MCC_DP2D_WARP;
-	req.threads = threads;
-	req.kernel = kernel;
-	st = mcc_dp2d_run(&req, err);
+	st = mcc_dp2d_enhance_warp(reference, probe, p, kernel, threads, buf, &out, err);
 	if (st == MCC_OK)
-		st = mcc_dp2d_overall_restore(ia.pixels, p, buf + 3 * n, err);
+		st = mcc_dp2d_overall_restore(buf, p, buf + 3 * n, err);
 	if (st == MCC_OK)
 		st = mcc_dp2d_overall_restore(out.warped, p, buf + 4 * n, err);
 	if (st == MCC_OK)
