@@ -26,7 +26,7 @@ CH_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-paramete
 CH_DIR = $(BUILD)/chamfer
 # only the parts of src/core that alignment uses (others may need libraries
 # such as libpng that a GPU machine lacks)
-CH_CORE_SRCS = $(addprefix src/core/,mcc_edt.c mcc_chamfer.c mcc_chamfer_cpu.c mcc_chamfer_lm.c \
+CH_CORE_SRCS = $(addprefix src/core/,mcc_edt.c mcc_chamfer.c mcc_chamfer_cpu.c mcc_chamfer_lm.c mcc_chamfer_search.c mcc_job.c \
 	mcc_chamfer_math.c mcc_error.c mcc_rng.c mcc_detmath.c)
 CH_CORE_OBJS = $(patsubst src/core/%.c,$(CH_DIR)/core/%.o,$(CH_CORE_SRCS))
 CH_TEST_DEPS = test/unit/unit.h test/unit/chamfer_synth.h $(wildcard src/core/*.h)

@@ -57,6 +57,17 @@ struct mcc_chamfer_gpu
 	int			grid[2][MCC_XFORM_COUNT][2];	/* blocks per launch, by occupancy */
 	mcc_chamfer_gpu_code last;	/* code of the last failure inside the evaluator */
 	mcc_chamfer_gpu_times times;
+	/* the global search (mcc_chamfer_search.h): the pyramid's levels, a batch */
+	uint64_t	pyr_id;			/* pyramid uploaded (0: none) */
+	int32_t    *d_levels;		/* every level's values, one after the other */
+	size_t		cap_levels;		/* int32 */
+	size_t		level_off[MCC_CHAMFER_SEARCH_LEVELS];
+	double	   *d_spts;			/* the sample */
+	size_t		cap_spts;		/* doubles */
+	mcc_chamfer_spose *d_poses;
+	size_t		cap_poses;
+	long long  *d_scores;
+	size_t		cap_scores;
 };
 
 /* Map a CUDA error to a code and an error message (what says which call). */
@@ -198,6 +209,38 @@ chamfer_final_kernel(const double *__restrict__ partial, int nblocks, double *__
 	block_sum<NS, CH_FINAL_BLOCK / 32>(acc, out);
 }
 
+/* Warps per block of the search's scoring kernel: one warp per pose. */
+#define CH_SCORE_WARPS	8
+
+/*
+ * Scores of a batch of poses (mcc_chamfer_search.h): warp w of the grid
+ * sums the integer scores of the sample points under pose w, lane l over
+ * points l, l + 32, ...; integer sums, so the order does not matter and
+ * the scores are the CPU's.
+ */
+__global__ void __launch_bounds__(CH_SCORE_WARPS * 32)
+chamfer_score_kernel(const double *__restrict__ pts, int n, mcc_chamfer_sgeom g,
+					 const int32_t *__restrict__ v, const mcc_chamfer_spose *__restrict__ poses,
+					 int n_poses, long long *__restrict__ out)
+{
+	int			lane = threadIdx.x & 31;
+	long long	pose = (long long) blockIdx.x * CH_SCORE_WARPS + (threadIdx.x >> 5);
+	long long	s = 0;
+
+	if (pose >= n_poses)
+		return;
+	{
+		mcc_chamfer_spose P = poses[pose];
+
+		for (int k = lane; k < n; k += 32)
+			s += mcc_chamfer_score_point(&g, v, &P, pts + 2 * k);
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		s += __shfl_down_sync(0xffffffffu, s, o);
+	if (lane == 0)
+		out[pose] = s;
+}
+
 /* Blocks per SM an instantiation can keep resident (at least 1). */
 template <int DIM, int TYPE, int GH>
 static int
@@ -329,6 +372,10 @@ mcc_chamfer_gpu_close(mcc_chamfer_gpu *g)
 	cudaFree(g->d_obs);
 	cudaFree(g->d_partial);
 	cudaFree(g->d_out);
+	cudaFree(g->d_levels);
+	cudaFree(g->d_spts);
+	cudaFree(g->d_poses);
+	cudaFree(g->d_scores);
 	if (g->h_out)
 		cudaFreeHost(g->h_out);
 	if (g->stream)
@@ -476,6 +523,74 @@ mcc_chamfer_gpu_eval(void *ctx, const mcc_chamfer_xf *xf, int gh, double *sums, 
 	return MCC_OK;
 }
 
+/* Upload a pyramid's levels unless they are there already. */
+static cudaError_t
+upload_pyramid(mcc_chamfer_gpu *g, const mcc_chamfer_pyramid *pyr)
+{
+	size_t		total = 0;
+	cudaError_t e;
+
+	if (g->pyr_id == pyr->id && pyr->id != 0)
+		return cudaSuccess;
+	g->pyr_id = 0;
+	for (int l = 0; l < pyr->levels; l++)
+	{
+		g->level_off[l] = total;
+		total += (size_t) pyr->level[l].geom.nx * pyr->level[l].geom.ny;
+	}
+	if ((e = ensure((void **) &g->d_levels, &g->cap_levels, total, sizeof(int32_t))) != cudaSuccess)
+		return e;
+	for (int l = 0; l < pyr->levels; l++)
+		if ((e = cudaMemcpyAsync(g->d_levels + g->level_off[l], pyr->level[l].v,
+								 sizeof(int32_t) * pyr->level[l].geom.nx * pyr->level[l].geom.ny,
+								 cudaMemcpyHostToDevice, g->stream)) != cudaSuccess)
+			return e;
+	g->pyr_id = pyr->id;
+	return cudaSuccess;
+}
+
+/* The search's scorer (mcc_chamfer_score_fn; see the header). */
+extern "C" mcc_status
+mcc_chamfer_gpu_score(void *ctx, const mcc_chamfer_pyramid *pyr, int level, const double *pts, int n,
+					  const mcc_chamfer_spose *poses, int n_poses, int64_t *out, mcc_error *err)
+{
+	mcc_chamfer_gpu *g = (mcc_chamfer_gpu *) ctx;
+	cudaError_t e;
+	int			blocks = (n_poses + CH_SCORE_WARPS - 1) / CH_SCORE_WARPS;
+
+	if (g->sticky || level < 0 || level >= pyr->levels || n < 0 || n_poses < 0)
+	{
+		g->last = g->sticky ? MCC_CHAMFER_GPU_STICKY : MCC_CHAMFER_GPU_INVALID;
+		return mcc_error_set(err, MCC_ERR_INTERNAL, "GPU scorer not ready for this batch");
+	}
+	if (n_poses == 0)
+		return MCC_OK;
+	if ((e = upload_pyramid(g, pyr)) != cudaSuccess ||
+		(e = ensure((void **) &g->d_spts, &g->cap_spts, 2 * (size_t) (n ? n : 1), sizeof(double))) != cudaSuccess ||
+		(e = ensure((void **) &g->d_poses, &g->cap_poses, (size_t) n_poses, sizeof(mcc_chamfer_spose))) != cudaSuccess ||
+		(e = ensure((void **) &g->d_scores, &g->cap_scores, (size_t) n_poses, sizeof(long long))) != cudaSuccess ||
+		(e = cudaMemcpyAsync(g->d_spts, pts, sizeof(double) * 2 * n, cudaMemcpyHostToDevice,
+							 g->stream)) != cudaSuccess ||
+		(e = cudaMemcpyAsync(g->d_poses, poses, sizeof(mcc_chamfer_spose) * n_poses,
+							 cudaMemcpyHostToDevice, g->stream)) != cudaSuccess)
+	{
+		g->last = cuda_fail(g, e, "the search's uploads", err);
+		return err->status;
+	}
+	chamfer_score_kernel<<<blocks, CH_SCORE_WARPS * 32, 0, g->stream>>>(
+		g->d_spts, n, pyr->level[level].geom, g->d_levels + g->level_off[level], g->d_poses, n_poses,
+		g->d_scores);
+	if ((e = cudaGetLastError()) != cudaSuccess ||
+		(e = cudaMemcpyAsync(out, g->d_scores, sizeof(long long) * n_poses, cudaMemcpyDeviceToHost,
+							 g->stream)) != cudaSuccess ||
+		(e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
+	{
+		g->last = cuda_fail(g, e, "the search's scoring kernel", err);
+		return err->status;
+	}
+	return MCC_OK;
+}
+
 /* Align with the uploaded reference. */
 extern "C" mcc_chamfer_gpu_code
 mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const double *obs,
@@ -517,8 +632,11 @@ mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const 
 		return code;
 	}
 	g->last = MCC_CHAMFER_GPU_OK;
+	memset(&ev, 0, sizeof(ev));
 	ev.eval = mcc_chamfer_gpu_eval;
 	ev.ctx = g;
+	ev.score = mcc_chamfer_gpu_score;
+	ev.score_ctx = g;
 	st = mcc_chamfer_solve(ref, &ob, &o, &ev, res, err);
 	g->times.solve_ms = mcc_cuda_now_ms() - t1;
 	mcc_chamfer_obs_free(&ob);

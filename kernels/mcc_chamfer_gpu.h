@@ -98,6 +98,17 @@ mcc_status	mcc_chamfer_gpu_eval(void *ctx, const mcc_chamfer_xf *xf, int gh, dou
 								 mcc_error *err);
 
 /*
+ * The global search's scorer (mcc_chamfer_score_fn of mcc_chamfer_search.h;
+ * ctx is the context): one launch per batch of poses, a warp per pose,
+ * integer sums, so the scores equal mcc_chamfer_score_cpu's bit for bit.
+ * The pyramid's levels are uploaded once per pyramid (by its id).
+ * mcc_chamfer_gpu_align_ref's search uses it.
+ */
+mcc_status	mcc_chamfer_gpu_score(void *ctx, const mcc_chamfer_pyramid *pyr, int level,
+								  const double *pts, int n, const mcc_chamfer_spose *poses,
+								  int n_poses, int64_t *out, mcc_error *err);
+
+/*
  * Align n observed points with the reference uploaded by
  * mcc_chamfer_gpu_set_reference (the same ref): prepare, upload, solve.
  * opts->pipelined selects PGPU (1) or TGPU (0); opts->threads is ignored.

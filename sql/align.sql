@@ -1,7 +1,9 @@
 -- align: mcc_chamfer_align() recovers known transforms of every type, 2D and
--- 3D; mcc_align() recovers a known rotation of minutiae and ranks a partial
--- impression above another finger; thread count does not change results;
--- every kind of bad input raises its error.
+-- 3D, and any pose without an initial transform (a global search) while a
+-- call with one keeps the local fit; mcc_align() recovers a known rotation
+-- of minutiae, from any pose or from an initial transform, and ranks a
+-- partial impression above another finger; thread count does not change
+-- results; every kind of bad input raises its error.
 
 -- run a statement; its SQLSTATE ('00000' if it succeeds), message and detail
 CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT detail text)
@@ -84,6 +86,38 @@ SELECT count(*) AS rows, count(*) FILTER (WHERE a.params = o.params AND a.residu
 FROM sets2 s JOIN one_thread o USING (type), LATERAL mcc_chamfer_align(s.observed, s.reference, s.type) a;
 RESET mcc.align_threads;
 
+-- Any pose: the shape turned by 2 rad and scaled by 1.2 (the observed set
+-- every third point). Without initial the search finds it; with initial the
+-- fit is local, as in 0.1.0: from a quarter turn off it stops in a local
+-- minimum, from the answer it stays there.
+CREATE TABLE far AS
+SELECT (SELECT array_agg(ARRAY[x, y] ORDER BY part, k) FROM s2 WHERE k % 3 = 0) AS observed,
+	   (SELECT array_agg(map2(ARRAY[1.2 * cos(2.0), -1.2 * sin(2.0), 15, 1.2 * sin(2.0), 1.2 * cos(2.0), -10, 0, 0, 1],
+							  x, y) ORDER BY part, k) FROM s2) AS reference;
+SELECT 'search' AS start, r4(a.params) AS found, a.residual < 0.1 AS fits
+FROM far f, LATERAL mcc_chamfer_align(f.observed, f.reference, resolution => 0.5) a
+UNION ALL
+SELECT 'a quarter turn off', NULL, a.residual < 0.1
+FROM far f, LATERAL mcc_chamfer_align(f.observed, f.reference, resolution => 0.5,
+									 initial => ARRAY[1.2, 2.0 + pi() / 2, 15, -10]) a
+UNION ALL
+SELECT 'the answer', r4(a.params), a.residual < 0.1
+FROM far f, LATERAL mcc_chamfer_align(f.observed, f.reference, resolution => 0.5,
+									 initial => ARRAY[1.2, 2.0, 15, -10]) a;
+
+-- The search tries scales in [min_scale, max_scale] (default 0.8-1.25): a scale of 1.6 with its range.
+SELECT round(a.params[1]::numeric, 3) AS scale, a.residual < 0.1 AS fits
+FROM (SELECT (SELECT array_agg(ARRAY[x, y] ORDER BY part, k) FROM s2 WHERE k % 3 = 0) AS observed,
+			 (SELECT array_agg(ARRAY[1.6 * x + 30, 1.6 * y - 20] ORDER BY part, k) FROM s2) AS reference) f,
+	 LATERAL mcc_chamfer_align(f.observed, f.reference, resolution => 0.5, min_scale => 1.2, max_scale => 2) a;
+
+-- A euclidean search: rotation and shift only.
+SELECT r4(a.params) AS found, a.residual < 0.1 AS fits
+FROM (SELECT (SELECT array_agg(ARRAY[x, y] ORDER BY part, k) FROM s2 WHERE k % 3 = 0) AS observed,
+			 (SELECT array_agg(map2(ARRAY[cos(-2.5), -sin(-2.5), 600, sin(-2.5), cos(-2.5), 200, 0, 0, 1], x, y)
+							   ORDER BY part, k) FROM s2) AS reference) f,
+	 LATERAL mcc_chamfer_align(f.observed, f.reference, 'euclidean', 0.5) a;
+
 -- A 3D shape: three faces of a box (5 apart) and a helix.
 CREATE TABLE s3 (part int, k int, x float8, y float8, z float8, PRIMARY KEY (part, k));
 INSERT INTO s3 SELECT 1, 9 * i + j, 5 * i, 5 * j, 0 FROM generate_series(0, 8) i, generate_series(0, 8) j;
@@ -149,11 +183,16 @@ FROM (VALUES
 	(17, 'initial NULL', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', initial => '{1,NULL,0,0}')$$),
 	(18, 'initial scale 0', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', initial => '{0,0,0,0}')$$),
 	(19, 'coplanar, 3D affine', $$SELECT mcc_chamfer_align('{{0,0,0},{1,0,0},{0,1,0},{1,1,0}}', '{{0,0,0},{1,0,0},{0,1,0},{0,0,1}}', 'affine')$$),
+	(20, 'min_scale 0', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', min_scale => 0)$$),
+	(21, 'min_scale above max_scale', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', min_scale => 2, max_scale => 1)$$),
+	(22, 'max_scale infinite', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', max_scale => 'Infinity')$$),
 	-- coordinates beyond 1e100: their squares would overflow (22003)
-	(20, 'reference 1e200..1e300', $$SELECT mcc_chamfer_align('{{0,0},{1,0},{0,1}}', '{{1e200,1e200},{1e300,1e200},{1e200,1e300}}')$$),
-	(21, 'observed -1e300', $$SELECT mcc_chamfer_align('{{0,0},{-1e300,0},{0,1}}', '{{0,0},{1,0},{0,1}}')$$),
-	(22, 'tiny reference, wide observed', $$SELECT mcc_chamfer_align('{{0,0},{1e50,0},{0,1e50}}', '{{0,0},{1e-60,0},{0,1e-60}}')$$)
+	(23, 'reference 1e200..1e300', $$SELECT mcc_chamfer_align('{{0,0},{1,0},{0,1}}', '{{1e200,1e200},{1e300,1e200},{1e200,1e300}}')$$),
+	(24, 'observed -1e300', $$SELECT mcc_chamfer_align('{{0,0},{-1e300,0},{0,1}}', '{{0,0},{1,0},{0,1}}')$$),
+	(25, 'tiny reference, wide observed', $$SELECT mcc_chamfer_align('{{0,0},{1e50,0},{0,1e50}}', '{{0,0},{1e-60,0},{0,1e-60}}')$$)
 ) AS v(ord, what, stmt), LATERAL try(v.stmt) t ORDER BY v.ord;
+
+SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', min_scale => NULL) IS NULL AS null_min_scale;
 
 -- The grid limit follows mcc.align_max_cells.
 SET mcc.align_max_cells = 1024;
@@ -208,7 +247,7 @@ FROM tpl p, tpl c, LATERAL mcc_align(p.t, c.t) a, mnt m
 WHERE p.name = 'A rotated 90' AND c.name = 'A' AND m.i BETWEEN 1 AND 3
 ORDER BY m.i;
 
--- without directions (rotation starts), and a similarity fit
+-- without directions (the position search), and a similarity fit
 SELECT r4(a.params) AS params, round(a.residual::numeric, 4) AS residual
 FROM tpl p, tpl c, LATERAL mcc_align(p.t, c.t, use_directions => false) a
 WHERE p.name = 'A rotated 90' AND c.name = 'A';
@@ -216,14 +255,28 @@ SELECT r4(a.params) AS params, round(a.residual::numeric, 4) AS residual
 FROM tpl p, tpl c, LATERAL mcc_align(p.t, c.t, 'similarity') a
 WHERE p.name = 'A rotated 90' AND c.name = 'A';
 
+-- an initial transform: one local fit from it (the answer: it stays; far
+-- off: it does not reach the answer); NULL initial is the default
+SELECT x.start, r4(a.params) AS params, round(a.residual::numeric, 4) AS residual
+FROM tpl p, tpl c, (VALUES (1, 'the answer', ARRAY[pi() / 2, 520, -37]),
+						  (2, 'half a turn off', ARRAY[-pi() / 2, 0, 500])) x(o, start, init),
+	 LATERAL mcc_align(p.t, c.t, initial => x.init) a
+WHERE p.name = 'A rotated 90' AND c.name = 'A'
+ORDER BY x.o;
+SELECT a.params = b.params AS null_initial_is_the_default, mcc_align(p.t, NULL) IS NULL AS null_candidate
+FROM tpl p, tpl c, LATERAL mcc_align(p.t, c.t) a, LATERAL mcc_align(p.t, c.t, initial => NULL) b
+WHERE p.name = 'A rotated 90' AND c.name = 'A';
+
 SELECT v.what, t.state, t.message
 FROM (VALUES
 	(1, 'unknown transform', $$SELECT mcc_align(t, t, 'shear') FROM tpl WHERE name = 'A'$$),
 	(2, 'max_distance 0', $$SELECT mcc_align(t, t, max_distance => 0) FROM tpl WHERE name = 'A'$$),
 	(3, 'one-minutia probe', $$SELECT mcc_align(s.t, a.t) FROM tpl s, tpl a WHERE s.name = 'single' AND a.name = 'A'$$),
-	(4, 'one-minutia candidate', $$SELECT mcc_align(a.t, s.t) FROM tpl s, tpl a WHERE s.name = 'single' AND a.name = 'A'$$)
+	(4, 'one-minutia candidate', $$SELECT mcc_align(a.t, s.t) FROM tpl s, tpl a WHERE s.name = 'single' AND a.name = 'A'$$),
+	(5, 'initial length', $$SELECT mcc_align(t, t, initial => '{1, 2}') FROM tpl WHERE name = 'A'$$),
+	(6, 'initial scale 0', $$SELECT mcc_align(t, t, 'similarity', initial => '{0, 0, 0, 0}') FROM tpl WHERE name = 'A'$$)
 ) AS v(ord, what, stmt), LATERAL try(v.stmt) t ORDER BY v.ord;
 
-DROP TABLE s2, t2, sets2, one_thread, s3, sets3, mnt, tpl;
+DROP TABLE s2, t2, sets2, one_thread, far, s3, sets3, mnt, tpl;
 DROP FUNCTION try(text), r4(float8[]), map2(float8[], float8, float8),
 	map3(float8, float8[], float8[], float8[]), theta(int);

@@ -1,5 +1,6 @@
 -- dp2d: elastic image matching (paper 003): mcc_dp2d_distance, mcc_dp2d_warp,
--- mcc_dp2d_enhance, mcc_dp2d_differences, mcc_dp2d_verify, mcc.dp2d_threads.
+-- mcc_dp2d_enhance, mcc_dp2d_differences, mcc_dp2d_verify (the simplified
+-- and the overall algorithm), mcc.dp2d_threads.
 -- The expected values are worked out by hand in the comments.
 
 -- a binary PGM (P5, maxval 255) of w x h pixels, row by row
@@ -110,6 +111,22 @@ FROM prints a, prints b WHERE a.name = 'across' AND b.name = 'along';
 SELECT mcc_dp2d_verify(a.img, b.img, 128 * 128)
 FROM prints a, prints b WHERE a.name = 'across' AND b.name = 'along';
 
+-- The overall algorithm (Sec. 8.1: the reference and the warped probe
+-- thinned and restored, 160 x 160): 0 against itself, many differences
+-- across against along; the default is the simplified algorithm; the name
+-- is checked; verify_many agrees with differences, NULL elements too.
+SELECT mcc_dp2d_differences(p.img, p.img, 'overall') AS self,
+	   mcc_dp2d_verify(p.img, p.img, 0, algorithm => 'Overall') AS verified,
+	   mcc_dp2d_differences(p.img, p.img, 'simplified') = mcc_dp2d_differences(p.img, p.img) AS default_simplified
+FROM prints p WHERE name = 'across';
+SELECT mcc_dp2d_differences(a.img, b.img, 'overall') > 100 AS differ,
+	   mcc_dp2d_verify(a.img, b.img, 0, 'overall') AS verified,
+	   mcc_dp2d_verify(a.img, b.img, 160 * 160, 'overall') AS under_the_whole_image
+FROM prints a, prints b WHERE a.name = 'across' AND b.name = 'along';
+SELECT v.probe, v.differences = mcc_dp2d_differences(a.img, b.img, 'overall') AS same, v.verified
+FROM prints a, prints b, mcc_dp2d_verify_many(a.img, ARRAY[b.img, NULL, a.img], 100, 'overall') v
+WHERE a.name = 'across' AND b.name = 'along' ORDER BY v.probe;
+
 -- Bad inputs.
 SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance('\x50350a3320780a3235350a'::bytea, '\x00'::bytea)$$);
 SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance(pgm(2, 1, '{1,2}'), '\x50350a3220310a3235350a00'::bytea)$$);
@@ -126,6 +143,8 @@ SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance(pgm(600, 1, array_fill(7, ARRA
 -- prints below 16 pixels cannot be enhanced
 SELECT * FROM try_dp2d($$SELECT mcc_dp2d_enhance(pgm(8, 8, array_fill(7, ARRAY[64])))$$);
 SELECT * FROM try_dp2d($$SELECT mcc_dp2d_verify(img, img, -1) FROM prints WHERE name = 'across'$$);
+SELECT * FROM try_dp2d($$SELECT mcc_dp2d_differences(img, img, 'complete') FROM prints WHERE name = 'across'$$);
+SELECT * FROM try_dp2d($$SELECT mcc_dp2d_differences(img, pgm(8, 8, array_fill(7, ARRAY[64])), 'overall') FROM prints WHERE name = 'across'$$);
 SELECT mcc_dp2d_distance(NULL, pgm(1, 1, '{1}')) IS NULL AS strict;
 
 -- Interrupts are honoured: a 512 x 512 match takes seconds; a statement

@@ -260,6 +260,8 @@ chamfer_engine(chamfer_call *c)
 	mcc_image_put_u32(&f, (uint32) c->opts.init_type);
 	for (int i = 0; i < 16; i++)
 		mcc_image_put_f64(&f, c->opts.init[i]);
+	mcc_image_put_f64(&f, c->opts.min_scale);
+	mcc_image_put_f64(&f, c->opts.max_scale);
 	mcc_image_put_u64(&f, (uint64) c->opts.max_cells);
 	mcc_image_put_u32(&f, (uint32) c->n_obs);
 	for (size_t i = 0; i < c->n_obs * c->dim; i++)
@@ -274,10 +276,23 @@ chamfer_engine(chamfer_call *c)
 	return true;
 }
 
+/* The scale range of the search (SQL arguments a and b), or a clear error. */
+static void
+scale_range_arg(double lo, double hi, double *min_scale, double *max_scale)
+{
+	if (!(lo > 0) || !(hi >= lo) || isinf(hi))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_scale and max_scale must satisfy 0 < min_scale <= max_scale < infinity"),
+				 errdetail("min_scale is %g, max_scale %g.", lo, hi)));
+	*min_scale = lo;
+	*max_scale = hi;
+}
+
 /*
  * mcc_chamfer_align(observed, reference, transform, resolution,
- * max_distance, initial): (params, residual, iterations, converged).
- * NULL in any argument but initial gives NULL.
+ * max_distance, initial, min_scale, max_scale): (params, residual,
+ * iterations, converged). NULL in any argument but initial gives NULL.
  */
 Datum
 mcc_chamfer_align_sql(PG_FUNCTION_ARGS)
@@ -289,8 +304,8 @@ mcc_chamfer_align_sql(PG_FUNCTION_ARGS)
 	bool		nulls[CHAMFER_NATTS] = {0};
 	mcc_error	err;
 
-	for (int i = 0; i < 5; i++)
-		if (PG_ARGISNULL(i))
+	for (int i = 0; i < 8; i++)
+		if (i != 5 && PG_ARGISNULL(i))
 			PG_RETURN_NULL();
 	memset(&c, 0, sizeof(c));
 	mcc_chamfer_opts_init(&c.opts);
@@ -306,6 +321,7 @@ mcc_chamfer_align_sql(PG_FUNCTION_ARGS)
 	c.opts.max_distance = PG_GETARG_FLOAT8(4);
 	if (!PG_ARGISNULL(5))
 		initial_arg(PG_GETARG_ARRAYTYPE_P(5), c.opts.transform, c.dim, &c.opts);
+	scale_range_arg(PG_GETARG_FLOAT8(6), PG_GETARG_FLOAT8(7), &c.opts.min_scale, &c.opts.max_scale);
 	c.opts.threads = align_threads;
 	c.opts.max_cells = (size_t) align_max_cells;
 	c.opts.poll = align_poll;
@@ -363,6 +379,9 @@ align_engine(const struct varlena *probe, const struct varlena *cand, align_call
 	mcc_image_put_u32(&f, (uint32) c->opts.transform);
 	mcc_image_put_u32(&f, c->opts.use_directions ? 1 : 0);
 	mcc_image_put_f64(&f, c->opts.max_distance);
+	mcc_image_put_u32(&f, (uint32) c->opts.init_type);
+	for (int i = 0; i < 9; i++)
+		mcc_image_put_f64(&f, c->opts.init[i]);
 	mcc_image_put_u64(&f, (uint64) c->opts.max_cells);
 	mcc_image_put_u32(&f, VARSIZE(probe));
 	appendBinaryStringInfo(&f, (const char *) probe, VARSIZE(probe));
@@ -388,18 +407,19 @@ align_engine(const struct varlena *probe, const struct varlena *cand, align_call
 }
 
 /*
- * mcc_align(probe, candidate, transform, use_directions, max_distance):
- * (params, residual, iterations, converged, mapped, paired).
+ * mcc_align(probe, candidate, transform, use_directions, max_distance,
+ * initial): (params, residual, iterations, converged, mapped, paired).
+ * NULL in any argument but initial gives NULL.
  */
 Datum
 mcc_align_sql(PG_FUNCTION_ARGS)
 {
-	struct varlena *pt = MCC_GETARG_TEMPLATE(0);
-	struct varlena *ct = MCC_GETARG_TEMPLATE(1);
+	struct varlena *pt;
+	struct varlena *ct;
 	mcc_template_view pv;
 	mcc_template_view cv;
 	align_call	c;
-	double		max_distance = PG_GETARG_FLOAT8(4);
+	double		max_distance;
 	TupleDesc	tupdesc;
 	Datum		values[ALIGN_NATTS];
 	bool		nulls[ALIGN_NATTS] = {0};
@@ -409,6 +429,12 @@ mcc_align_sql(PG_FUNCTION_ARGS)
 	int			lbs[2] = {1, 1};
 	int			n;
 
+	for (int i = 0; i < 5; i++)
+		if (PG_ARGISNULL(i))
+			PG_RETURN_NULL();
+	pt = MCC_GETARG_TEMPLATE(0);
+	ct = MCC_GETARG_TEMPLATE(1);
+	max_distance = PG_GETARG_FLOAT8(4);
 	mcc_pg_open(pt, &pv);
 	mcc_pg_open(ct, &cv);
 	memset(&c, 0, sizeof(c));
@@ -425,6 +451,16 @@ mcc_align_sql(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_distance must be a positive finite number of pixels")));
 	c.opts.max_distance = max_distance;
+	if (!PG_ARGISNULL(5))
+	{
+		/* the transform's parameters, as mcc_chamfer_align's initial, in pixels */
+		mcc_chamfer_opts co;
+
+		mcc_chamfer_opts_init(&co);
+		initial_arg(PG_GETARG_ARRAYTYPE_P(5), c.opts.transform, 2, &co);
+		c.opts.init_type = co.init_type;
+		memcpy(c.opts.init, co.init, sizeof(c.opts.init));
+	}
 	c.opts.threads = align_threads;
 	c.opts.max_cells = (size_t) align_max_cells;
 	c.opts.poll = align_poll;

@@ -2,7 +2,9 @@
  * dp2d_sql.c: elastic image matching in SQL (paper 003; src/core/mcc_dp2d.h
  * and mcc_dp2d_verify.h): mcc_dp2d_distance, mcc_dp2d_warp,
  * mcc_dp2d_enhance, mcc_dp2d_differences, mcc_dp2d_verify,
- * mcc_dp2d_verify_many, and the GUC mcc.dp2d_threads.
+ * mcc_dp2d_verify_many (the simplified algorithm here, the overall one of
+ * algorithm => 'overall' in dp2d_overall_sql.c), and the GUC
+ * mcc.dp2d_threads.
  *
  * Images arrive as bytea holding an 8-bit grayscale PGM (P5) or PNG,
  * decoded by src/image_io.c like every image argument.
@@ -19,7 +21,7 @@
  * same distances; a verification enhances its images in the order
  * reference, probes on either path, so the same error comes first.
  */
-#include "image_pg.h"
+#include "dp2d_pg.h"
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
@@ -72,7 +74,7 @@ dp2d_image_arg(FunctionCallInfo fcinfo, int n, const char *what, mcc_image *img)
  * Match the pairs (a[i], b[i]) on mcc.dp2d_threads threads, waiting with
  * interrupts checked; the threads are stopped before any error leaves.
  */
-static void
+void
 dp2d_match_pairs(uint32 npairs, const mcc_image *const *a, const mcc_image *const *b,
 				 int flags, mcc_dp2d_out *out)
 {
@@ -106,8 +108,8 @@ dp2d_match_pairs(uint32 npairs, const mcc_image *const *a, const mcc_image *cons
 }
 
 /* Raise a failed enhancement of the image named what. */
-static void
-raise_enhance(const char *what, const mcc_error *err)
+void
+dp2d_raise_enhance(const char *what, const mcc_error *err)
 {
 	ereport(ERROR,
 			(errcode(mcc_pg_sqlstate(err->status)),
@@ -122,7 +124,7 @@ raise_enhance(const char *what, const mcc_error *err)
  * it. what_a and what_b name the images of a failed enhancement
  * (what_b[i] for image i of b).
  */
-static bool
+bool
 dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_image *b,
 			uint32 flags, mcc_dp2d_out *out, const char *what_a, char *const *what_b)
 {
@@ -163,9 +165,9 @@ dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_
 	if (res.err.status != MCC_OK)
 	{
 		if (side == 1)
-			raise_enhance(what_a, &res.err);
+			dp2d_raise_enhance(what_a, &res.err);
 		if (side == 2 && index < nb)
-			raise_enhance(what_b[index], &res.err);
+			dp2d_raise_enhance(what_b[index], &res.err);
 		mcc_pg_raise(&res.err);
 	}
 	if (mcc_image_get_u32(&res) != npairs)
@@ -250,7 +252,7 @@ dp2d_enhance_image(const mcc_image *raw, const char *what, mcc_image *img)
 	img->stride = p.side;
 	img->pixels = palloc((size_t) p.side * p.side);
 	if (mcc_dp2d_enhance(raw, &p, img->pixels, &err) != MCC_OK)
-		raise_enhance(what, &err);
+		dp2d_raise_enhance(what, &err);
 }
 
 /* mcc_dp2d_enhance(image): the enhanced, binarized working image (PGM). */
@@ -316,26 +318,34 @@ dp2d_verify_n(const char *fn, const mcc_image *ref, uint32 n, const mcc_image *p
 		differences[i] = (int64) out[i].differences;
 }
 
-/* Pixels where the reference and the warped probe differ (Sec. 8). */
+/*
+ * Pixels where the reference and the warped probe differ: Sec. 8 (the
+ * simplified algorithm) or Sec. 8.1 (the overall one, after thinning and
+ * restoration). The algorithm's name is argument alg.
+ */
 static int64
-dp2d_differences(FunctionCallInfo fcinfo, const char *fn)
+dp2d_differences(FunctionCallInfo fcinfo, const char *fn, int alg)
 {
 	mcc_image	r,
 				p;
 	char	   *what[1] = {"probe"};
 	int64		differences;
+	dp2d_algorithm a = dp2d_algorithm_arg(PG_GETARG_TEXT_PP(alg));
 
 	dp2d_image_arg(fcinfo, 0, "reference", &r);
 	dp2d_image_arg(fcinfo, 1, "probe", &p);
-	dp2d_verify_n(fn, &r, 1, &p, what, &differences);
+	if (a == DP2D_OVERALL)
+		dp2d_overall_n(fn, &r, 1, &p, what, &differences);
+	else
+		dp2d_verify_n(fn, &r, 1, &p, what, &differences);
 	return differences;
 }
 
-/* mcc_dp2d_differences(reference, probe) */
+/* mcc_dp2d_differences(reference, probe, algorithm) */
 Datum
 mcc_dp2d_differences(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(dp2d_differences(fcinfo, "mcc_dp2d_differences"));
+	PG_RETURN_INT64(dp2d_differences(fcinfo, "mcc_dp2d_differences", 2));
 }
 
 /* Refuse a negative verification threshold. */
@@ -348,20 +358,21 @@ check_threshold(int64 threshold)
 				 errmsg("verification threshold must not be negative: " INT64_FORMAT, threshold)));
 }
 
-/* mcc_dp2d_verify(reference, probe, threshold): differences <= threshold. */
+/* mcc_dp2d_verify(reference, probe, threshold, algorithm): differences <= threshold. */
 Datum
 mcc_dp2d_verify_sql(PG_FUNCTION_ARGS)
 {
 	int64		threshold = PG_GETARG_INT64(2);
 
 	check_threshold(threshold);
-	PG_RETURN_BOOL(dp2d_differences(fcinfo, "mcc_dp2d_verify") <= threshold);
+	PG_RETURN_BOOL(dp2d_differences(fcinfo, "mcc_dp2d_verify", 3) <= threshold);
 }
 
 /*
- * mcc_dp2d_verify_many(reference, probes[], threshold): one row per element
- * of probes, in array order: (probe, differences, verified), probe being
- * the element's position from 1; NULL elements give NULL results.
+ * mcc_dp2d_verify_many(reference, probes[], threshold, algorithm): one row
+ * per element of probes, in array order: (probe, differences, verified),
+ * probe being the element's position from 1; NULL elements give NULL
+ * results.
  */
 Datum
 mcc_dp2d_verify_many(PG_FUNCTION_ARGS)
@@ -378,6 +389,7 @@ mcc_dp2d_verify_many(PG_FUNCTION_ARGS)
 	int			count;
 	uint32		n = 0;
 	uint32		k = 0;
+	dp2d_algorithm alg = dp2d_algorithm_arg(PG_GETARG_TEXT_PP(3));
 
 	check_threshold(threshold);
 	InitMaterializedSRF(fcinfo, 0);
@@ -393,7 +405,9 @@ mcc_dp2d_verify_many(PG_FUNCTION_ARGS)
 			mcc_pg_image_arg(DatumGetByteaPP(elems[i]), what[n], &probes[n], NULL);
 			n++;
 		}
-	if (n > 0)
+	if (n > 0 && alg == DP2D_OVERALL)
+		dp2d_overall_n("mcc_dp2d_verify_many", &ref, n, probes, what, differences);
+	else if (n > 0)
 		dp2d_verify_n("mcc_dp2d_verify_many", &ref, n, probes, what, differences);
 	for (int i = 0; i < count; i++)
 	{

@@ -24,6 +24,9 @@ mcc_align_opts_init(mcc_align_opts *opts)
 	opts->max_distance = MCC_ALIGN_DEFAULT_MAX_DISTANCE;
 	opts->resolution = MCC_ALIGN_DEFAULT_RESOLUTION;
 	opts->starts = MCC_ALIGN_DEFAULT_STARTS;
+	opts->min_scale = MCC_CHAMFER_DEFAULT_MIN_SCALE;
+	opts->max_scale = MCC_CHAMFER_DEFAULT_MAX_SCALE;
+	opts->init_type = -1;
 	opts->threads = 1;
 }
 
@@ -47,6 +50,8 @@ chamfer_opts(const mcc_align_opts *opts, mcc_chamfer_opts *co)
 	co->resolution = opts->resolution;
 	co->max_distance = opts->max_distance;
 	co->threads = opts->threads;
+	co->min_scale = opts->min_scale;
+	co->max_scale = opts->max_scale;
 	co->max_cells = opts->max_cells;
 	co->cancel = opts->cancel;
 	co->poll = opts->poll;
@@ -69,9 +74,10 @@ mcc_align_prepare(const mcc_minutiae *cand, const mcc_align_opts *opts, mcc_cham
 	return mcc_chamfer_ref_build(q, cand->count, 2, &co, ref, err);
 }
 
-/* A start: a euclidean pose (rotation a, then translation t). */
+/* A start: a similarity pose (scale s, rotation a, then translation t). */
 typedef struct align_start
 {
+	double		s;
 	double		a;
 	double		t[2];
 } align_start;
@@ -149,11 +155,12 @@ cmp_cells(const void *x, const void *y)
 }
 
 /*
- * Hough starts from minutia directions (mcc_align.h). Returns the number of
- * starts written (<= max), or -1 if out of memory.
+ * Hough starts from minutia directions at one scale sc (mcc_align.h).
+ * Returns the number of starts written (<= max), or -1 if out of memory.
  */
 static int
-hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, int max, align_start *out)
+hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, double sc, int max,
+			 align_start *out)
 {
 	int			np = probe->count;
 	int			nc = cand->count;
@@ -200,8 +207,8 @@ hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, int max, align
 								 MCC_TWO_PI);
 			double		c = cos(a);
 			double		s = sin(a);
-			double		px = probe->m[i].x - cp[0];
-			double		py = probe->m[i].y - cp[1];
+			double		px = sc * (probe->m[i].x - cp[0]);
+			double		py = sc * (probe->m[i].y - cp[1]);
 			double		tx = (cand->m[j].x - cq[0]) - (c * px - s * py);
 			double		ty = (cand->m[j].y - cq[1]) - (s * px + c * py);
 			int			ab = (int) (a / bin + 0.5) % MCC_ALIGN_HOUGH_ANGLES;
@@ -244,8 +251,8 @@ hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, int max, align
 		int			bx;
 		int			by;
 		int			separate = 1;
-		double		sc = 0;
-		double		ss = 0;
+		double		cs_sum = 0;
+		double		sn_sum = 0;
 		double		sx = 0;
 		double		sy = 0;
 		double		w = 0;
@@ -273,8 +280,8 @@ hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, int max, align
 			cell_unkey(vk[v], &a2, &bx2, &by2);
 			if (angle_bin_dist(a, a2) <= 1 && abs(bx - bx2) <= 1 && abs(by - by2) <= 1)
 			{
-				sc += cos(va[3 * v]);
-				ss += sin(va[3 * v]);
+				cs_sum += cos(va[3 * v]);
+				sn_sum += sin(va[3 * v]);
 				sx += va[3 * v + 1];
 				sy += va[3 * v + 2];
 				w += 1;
@@ -282,10 +289,11 @@ hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, int max, align
 		}
 		/* keep the peak's key at position n_out for the separation test */
 		list[n_out].key = list[k].key;
-		out[n_out].a = atan2(ss, sc);
-		/* x' = R (x - cp) + cq + t = R x + (cq + t - R cp) */
-		out[n_out].t[0] = cq[0] + sx / w - (cos(out[n_out].a) * cp[0] - sin(out[n_out].a) * cp[1]);
-		out[n_out].t[1] = cq[1] + sy / w - (sin(out[n_out].a) * cp[0] + cos(out[n_out].a) * cp[1]);
+		out[n_out].s = sc;
+		out[n_out].a = atan2(sn_sum, cs_sum);
+		/* x' = s R (x - cp) + cq + t = s R x + (cq + t - s R cp) */
+		out[n_out].t[0] = cq[0] + sx / w - sc * (cos(out[n_out].a) * cp[0] - sin(out[n_out].a) * cp[1]);
+		out[n_out].t[1] = cq[1] + sy / w - sc * (sin(out[n_out].a) * cp[0] + cos(out[n_out].a) * cp[1]);
 		n_out++;
 	}
 	free(va);
@@ -295,32 +303,84 @@ hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, int max, align
 	return n_out;
 }
 
-/* Rotation starts without directions: 30 degrees apart, about the centroids. */
+/*
+ * Minutia i of probe mapped by the homogeneous 3 x 3 matrix m into out
+ * (x, y, theta); 0 (and NaN) where it goes to infinity.
+ */
 static int
-rotation_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, align_start *out)
+map_one(const double *m, const mcc_minutia *mi, double *out)
 {
-	double		cp[2] = {0, 0};
-	double		cq[2] = {0, 0};
+	double		p[2] = {mi->x, mi->y};
+	double		y[2];
+
+	if (!mcc_chamfer_map(2, m, p, y))
+	{
+		out[0] = out[1] = out[2] = NAN;
+		return 0;
+	}
+	{
+		/* direction vector (cos, -sin) through the Jacobian of x -> (M x)/w */
+		double		w = m[6] * p[0] + m[7] * p[1] + m[8];
+		double		dx = cos(mi->theta);
+		double		dy = -sin(mi->theta);
+		double		ex = ((m[0] - y[0] * m[6]) * dx + (m[1] - y[0] * m[7]) * dy) / w;
+		double		ey = ((m[3] - y[1] * m[6]) * dx + (m[4] - y[1] * m[7]) * dy) / w;
+		double		th = atan2(-ey, ex);
+
+		out[0] = y[0];
+		out[1] = y[1];
+		out[2] = th < 0 ? th + MCC_TWO_PI : th;
+	}
+	return 1;
+}
+
+/* Circular difference of two angles, in [0, pi]. */
+static double
+angle_gap(double a, double b)
+{
+	double		d = fabs(fmod(a - b, MCC_TWO_PI));
+
+	return d > MCC_TWO_PI / 2 ? MCC_TWO_PI - d : d;
+}
+
+/*
+ * Mates of probe minutiae mapped by m: in probe order, each takes the
+ * nearest candidate minutia not yet taken within tau whose direction is
+ * within MCC_ALIGN_MATE_ANGLE.
+ */
+static int
+mated_count(const double *m, const mcc_minutiae *probe, const mcc_minutiae *cand, double tau)
+{
+	unsigned char taken[MCC_MAX_MINUTIAE] = {0};
+	int			n = 0;
 
 	for (int i = 0; i < probe->count; i++)
 	{
-		cp[0] += probe->m[i].x / (double) probe->count;
-		cp[1] += probe->m[i].y / (double) probe->count;
-	}
-	for (int j = 0; j < cand->count; j++)
-	{
-		cq[0] += cand->m[j].x / (double) cand->count;
-		cq[1] += cand->m[j].y / (double) cand->count;
-	}
-	for (int k = 0; k < MCC_ALIGN_ROTATION_STARTS; k++)
-	{
-		double		a = MCC_TWO_PI * k / MCC_ALIGN_ROTATION_STARTS;
+		double		y[3];
+		int			best = -1;
+		double		bd = tau * tau;
 
-		out[k].a = a;
-		out[k].t[0] = cq[0] - (cos(a) * cp[0] - sin(a) * cp[1]);
-		out[k].t[1] = cq[1] - (sin(a) * cp[0] + cos(a) * cp[1]);
+		if (!map_one(m, &probe->m[i], y))
+			continue;
+		for (int j = 0; j < cand->count; j++)
+		{
+			double		dx = y[0] - cand->m[j].x;
+			double		dy = y[1] - cand->m[j].y;
+			double		d = dx * dx + dy * dy;
+
+			if (!taken[j] && d <= bd && angle_gap(y[2], cand->m[j].theta) <= MCC_ALIGN_MATE_ANGLE)
+			{
+				bd = d;
+				best = j;
+			}
+		}
+		if (best >= 0)
+		{
+			taken[best] = 1;
+			n++;
+		}
 	}
-	return MCC_ALIGN_ROTATION_STARTS;
+	return n;
 }
 
 /* Probe minutiae mapped into the candidate's frame, and how many land near a candidate minutia. */
@@ -333,32 +393,14 @@ map_minutiae(const mcc_minutiae *probe, const mcc_minutiae *cand, double tau, mc
 	res->paired = 0;
 	for (int i = 0; i < probe->count; i++)
 	{
-		double		p[2] = {probe->m[i].x, probe->m[i].y};
-		double		y[2];
 		double	   *out = res->mapped[i];
 
-		if (!mcc_chamfer_map(2, m, p, y))
-		{
-			out[0] = out[1] = out[2] = NAN;
+		if (!map_one(m, &probe->m[i], out))
 			continue;
-		}
-		{
-			/* direction vector (cos, -sin) through the Jacobian of x -> (M x)/w */
-			double		w = m[6] * p[0] + m[7] * p[1] + m[8];
-			double		dx = cos(probe->m[i].theta);
-			double		dy = -sin(probe->m[i].theta);
-			double		ex = ((m[0] - y[0] * m[6]) * dx + (m[1] - y[0] * m[7]) * dy) / w;
-			double		ey = ((m[3] - y[1] * m[6]) * dx + (m[4] - y[1] * m[7]) * dy) / w;
-			double		th = atan2(-ey, ex);
-
-			out[0] = y[0];
-			out[1] = y[1];
-			out[2] = th < 0 ? th + MCC_TWO_PI : th;
-		}
 		for (int j = 0; j < cand->count; j++)
 		{
-			double		ddx = y[0] - cand->m[j].x;
-			double		ddy = y[1] - cand->m[j].y;
+			double		ddx = out[0] - cand->m[j].x;
+			double		ddy = out[1] - cand->m[j].y;
 
 			if (ddx * ddx + ddy * ddy <= tau * tau)
 			{
@@ -367,6 +409,51 @@ map_minutiae(const mcc_minutiae *probe, const mcc_minutiae *cand, double tau, mc
 			}
 		}
 	}
+	res->mated = mated_count(m, probe, cand, tau);
+}
+
+/* One chamfer fit through opts->fit or on the CPU. */
+static mcc_status
+fit_one(const mcc_align_opts *opts, const mcc_chamfer_ref *ref, const double *p, int n,
+		const mcc_chamfer_opts *co, mcc_chamfer_result *r, mcc_error *err)
+{
+	memset(r, 0, sizeof(*r));
+	if (opts->fit != NULL)
+		return opts->fit(opts->fit_arg, ref, p, (size_t) n, co, r, err);
+	return mcc_chamfer_align_ref(ref, p, (size_t) n, co, r, err);
+}
+
+/*
+ * The Hough starts at every scale (mcc_align.h) into starts; returns their
+ * count or -1 when out of memory.
+ */
+static int
+all_hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, const mcc_align_opts *opts,
+				 int per_scale, align_start *starts)
+{
+	int			n_scales = 1;
+	double		lo = 0.0;
+	double		span = 0.0;
+	int			n = 0;
+
+	if (opts->transform != MCC_XFORM_EUCLIDEAN && opts->max_scale > opts->min_scale)
+	{
+		n_scales = MCC_ALIGN_HOUGH_SCALES;
+		lo = log(opts->min_scale);
+		span = log(opts->max_scale) - lo;
+	}
+	else if (opts->transform != MCC_XFORM_EUCLIDEAN)
+		lo = log(opts->min_scale);
+	for (int k = 0; k < n_scales; k++)
+	{
+		double		sc = exp(lo + (n_scales > 1 ? span * k / (n_scales - 1) : 0.0));
+		int			got = hough_starts(probe, cand, sc, per_scale, starts + n);
+
+		if (got < 0)
+			return -1;
+		n += got;
+	}
+	return n;
 }
 
 /* Align probe onto a prepared candidate. */
@@ -376,45 +463,59 @@ mcc_align_minutiae_ref(const mcc_minutiae *probe, const mcc_minutiae *cand,
 					   mcc_align_result *res, mcc_error *err)
 {
 	double		p[2 * MCC_MAX_MINUTIAE];
-	align_start starts[MCC_ALIGN_MAX_STARTS];
+	align_start starts[MCC_ALIGN_HOUGH_SCALES * MCC_ALIGN_MAX_STARTS];
 	int			n_starts;
-	int			max_starts = opts->starts > 0 ? opts->starts : MCC_ALIGN_DEFAULT_STARTS;
+	int			per_scale = opts->starts > 0 ? opts->starts : MCC_ALIGN_DEFAULT_STARTS;
 	mcc_chamfer_opts co;
+	mcc_chamfer_result r;
+	mcc_status	st;
 	int			best = -1;
+	int			best_mated = -1;
 
 	memset(res, 0, sizeof(*res));
 	if (probe->count == 0)
 		return mcc_error_set(err, MCC_ERR_VALUE, "the probe has no minutiae");
 	if (cand->count == 0)
 		return mcc_error_set(err, MCC_ERR_VALUE, "the candidate has no minutiae");
-	if (max_starts > MCC_ALIGN_MAX_STARTS)
-		max_starts = MCC_ALIGN_MAX_STARTS;
+	if (per_scale > MCC_ALIGN_MAX_STARTS)
+		per_scale = MCC_ALIGN_MAX_STARTS;
 	if (isnan(opts->max_distance) || !(opts->max_distance > 0) || isinf(opts->max_distance))
 		return mcc_error_set(err, MCC_ERR_VALUE, "max_distance must be a positive number of pixels");
+	if (opts->transform != MCC_XFORM_EUCLIDEAN &&
+		(!(opts->min_scale > 0) || !(opts->max_scale >= opts->min_scale) || isinf(opts->max_scale)))
+		return mcc_error_set(err, MCC_ERR_VALUE, "the scale range needs 0 < min_scale <= max_scale");
 	positions(probe, p);
-	if (opts->use_directions)
-		n_starts = hough_starts(probe, cand, max_starts, starts);
-	else
-		n_starts = rotation_starts(probe, cand, starts);
+	chamfer_opts(opts, &co);
+	if (opts->init_type >= 0 || !opts->use_directions)
+	{
+		/* one fit: from the initial transform (trusted), or from the position search */
+		co.init_type = opts->init_type;
+		if (opts->init_type >= 0)
+			memcpy(co.init, opts->init, sizeof(opts->init));
+		st = fit_one(opts, ref, p, probe->count, &co, &r, err);
+		res->starts_tried = opts->init_type >= 0 ? 1 : r.starts;
+		res->iterations = r.iterations;
+		res->fit = r;
+		if (st != MCC_OK)
+			return st;
+		res->start = 0;
+		map_minutiae(probe, cand, opts->max_distance, res);
+		return MCC_OK;
+	}
+	n_starts = all_hough_starts(probe, cand, opts, per_scale, starts);
 	if (n_starts < 0)
 		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the alignment votes");
-	chamfer_opts(opts, &co);
-	co.init_type = MCC_XFORM_EUCLIDEAN;
-	/* a rotation start's translation (the centroids) may be far off: no trust */
-	co.graduated = opts->use_directions ? 0 : 1;
+	/* each start is trusted as close: truncated from the start */
+	co.init_type = opts->transform == MCC_XFORM_EUCLIDEAN ? MCC_XFORM_EUCLIDEAN : MCC_XFORM_SIMILARITY;
 	for (int k = 0; k < n_starts; k++)
 	{
-		mcc_chamfer_result r;
-		mcc_status	st;
-		double		c = cos(starts[k].a);
-		double		s = sin(starts[k].a);
+		double		c = starts[k].s * cos(starts[k].a);
+		double		s = starts[k].s * sin(starts[k].a);
 		const double init[9] = {c, -s, starts[k].t[0], s, c, starts[k].t[1], 0, 0, 1};
+		int			mated;
 
 		memcpy(co.init, init, sizeof(init));
-		if (opts->fit != NULL)
-			st = opts->fit(opts->fit_arg, ref, p, probe->count, &co, &r, err);
-		else
-			st = mcc_chamfer_align_ref(ref, p, probe->count, &co, &r, err);
+		st = fit_one(opts, ref, p, probe->count, &co, &r, err);
 		res->starts_tried++;
 		res->iterations += r.iterations;
 		if (st != MCC_OK)
@@ -422,12 +523,16 @@ mcc_align_minutiae_ref(const mcc_minutiae *probe, const mcc_minutiae *cand,
 			res->fit.canceled = r.canceled;
 			return st;
 		}
-		if (best < 0 || r.sum_sq < res->fit.sum_sq)
+		mated = mated_count(r.matrix, probe, cand, opts->max_distance);
+		if (best < 0 || mated > best_mated || (mated == best_mated && r.sum_sq < res->fit.sum_sq))
 		{
 			best = k;
+			best_mated = mated;
 			res->fit = r;
 		}
 	}
+	if (best < 0)
+		return mcc_error_set(err, MCC_ERR_VALUE, "no alignment start: the minutiae cast no votes");
 	res->start = best;
 	map_minutiae(probe, cand, opts->max_distance, res);
 	return MCC_OK;

@@ -34,6 +34,9 @@ mcc_chamfer_opts_init(mcc_chamfer_opts *opts)
 	opts->threads = 1;
 	opts->hierarchical = 1;
 	opts->init_type = -1;
+	opts->search = 1;
+	opts->min_scale = MCC_CHAMFER_DEFAULT_MIN_SCALE;
+	opts->max_scale = MCC_CHAMFER_DEFAULT_MAX_SCALE;
 }
 
 /* Name of a transform type. */

@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "mcc_chamfer_model.h"
+#include "mcc_chamfer_search.h"
 #include "mcc_edt.h"
 #include "mcc_error.h"
 
@@ -53,6 +54,7 @@
 #define MCC_CHAMFER_MAX_THREADS		256
 #define MCC_CHAMFER_DEFAULT_ITERATIONS	100
 #define MCC_CHAMFER_DEFAULT_TOLERANCE	1e-10
+#define MCC_CHAMFER_SELECT_POINTS		1024	/* observed points of a search start's fit */
 /*
  * Largest coordinate magnitude accepted, in input units and, for observed
  * points, in reference sizes from the reference's centroid: the set-up sums
@@ -79,6 +81,11 @@ typedef struct mcc_chamfer_opts
 								 * graduated without init, straight with one; 1 always
 								 * graduated; -1 never (see mcc_chamfer_lm.c) */
 	size_t		max_cells;		/* distance transform limit; 0 = MCC_EDT_DEFAULT_MAX_CELLS */
+	int			search;			/* without init (init_type < 0), in 2D: 1 (default) start
+								 * from the global search of mcc_chamfer_search.h; 0 from
+								 * the centroid alignment alone (paper 004's local fit) */
+	double		min_scale;		/* scales the search tries (similarity and more general */
+	double		max_scale;		/* targets; a euclidean search keeps 1): default 0.8, 1.25 */
 	volatile int *cancel;		/* optional cancel flag (see above) */
 	int			(*poll) (void *arg);	/* optional cancel poll (see above) */
 	void	   *poll_arg;
@@ -101,6 +108,8 @@ typedef struct mcc_chamfer_result
 	int			stages;			/* stages run */
 	int			converged;		/* the last stage stopped on |delta| or a stalled lambda */
 	int			canceled;		/* stopped by opts.cancel / opts.poll */
+	int			starts;			/* search starts fitted (0: no search ran) */
+	long		search_poses;	/* poses the search scored */
 } mcc_chamfer_result;
 
 /* A prepared reference set: normalized points and their distance transform. */
@@ -136,6 +145,8 @@ typedef struct mcc_chamfer_evaluator
 {
 	mcc_chamfer_eval_fn eval;
 	void	   *ctx;
+	mcc_chamfer_score_fn score; /* the global search's scorer; NULL: the CPU's */
+	void	   *score_ctx;
 } mcc_chamfer_evaluator;
 
 /* Set the defaults. */
@@ -191,7 +202,15 @@ mcc_status	mcc_chamfer_obs_prepare(const mcc_chamfer_ref *ref, const double *pts
 
 void		mcc_chamfer_obs_free(mcc_chamfer_obs *obs);
 
-/* Run the (hierarchical) LM with an evaluator over obs; fills res. */
+/*
+ * Run the (hierarchical) LM with an evaluator over obs; fills res. Without
+ * an initial transform, a 2D alignment first searches every pose
+ * (opts->search, mcc_chamfer_search.h): each start the search returns is
+ * fitted on the CPU over a sample of at most MCC_CHAMFER_SELECT_POINTS
+ * observed points, truncated (at max_distance, or at 0.1 of the
+ * reference's RMS radius when there is none), and the fit with the lowest
+ * f starts the final LM with ev over every point.
+ */
 mcc_status	mcc_chamfer_solve(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs,
 							  const mcc_chamfer_opts *opts, const mcc_chamfer_evaluator *ev,
 							  mcc_chamfer_result *res, mcc_error *err);

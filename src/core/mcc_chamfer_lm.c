@@ -6,6 +6,7 @@
 #include "mcc_chamfer.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mcc_chamfer_int.h"
@@ -514,6 +515,174 @@ initial_state(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs,
 	return MCC_OK;
 }
 
+/*
+ * The transform of a search start in input units (N_Q^-1 T~ N_P, T~ the
+ * start's similarity between the normalized frames).
+ */
+static void
+start_matrix(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs, const mcc_chamfer_start *st,
+			 double *T)
+{
+	double		np[16];
+	double		np_inv[16];
+	double		nq[16];
+	double		nq_inv[16];
+	double		tmp[16];
+	mcc_chamfer_spose P;
+	double		M[9];
+
+	mcc_chamfer_spose_set(&P, st->theta, st->sigma, st->t[0], st->t[1]);
+	M[0] = P.m[0];
+	M[1] = P.m[1];
+	M[2] = P.m[2];
+	M[3] = P.m[3];
+	M[4] = P.m[4];
+	M[5] = P.m[5];
+	M[6] = 0.0;
+	M[7] = 0.0;
+	M[8] = 1.0;
+	normalizers(ref, obs, np, np_inv, nq, nq_inv);
+	mcc_cm_matmul(3, M, np, tmp);
+	mcc_cm_matmul(3, nq_inv, tmp, T);
+}
+
+/*
+ * A sample of at most MCC_CHAMFER_SELECT_POINTS observed points, normalized
+ * like obs (the same centre and scale): every point when there are no more,
+ * else evenly spaced indices. 0 when out of memory.
+ */
+static int
+select_subset(const mcc_chamfer_obs *obs, mcc_chamfer_obs *sub)
+{
+	size_t		m = obs->n < MCC_CHAMFER_SELECT_POINTS ? obs->n : MCC_CHAMFER_SELECT_POINTS;
+
+	*sub = *obs;
+	sub->n = m;
+	sub->pts = malloc(sizeof(double) * 2 * m);
+	if (sub->pts == NULL)
+		return 0;
+	for (size_t k = 0; k < m; k++)
+	{
+		/* k * n / m without overflow: n <= INT32_MAX, m <= 1024 */
+		size_t		i = (size_t) ((uint64_t) k * obs->n / m);
+
+		sub->pts[2 * k] = obs->pts[2 * i];
+		sub->pts[2 * k + 1] = obs->pts[2 * i + 1];
+	}
+	return 1;
+}
+
+/*
+ * Without an initial transform in 2D: the global search, a truncated fit
+ * of every start on a subset, and the final LM from the best (see the
+ * header).
+ */
+static mcc_status
+solve_global(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs, const mcc_chamfer_opts *opts,
+			 const mcc_chamfer_evaluator *ev, mcc_chamfer_result *res, mcc_error *err)
+{
+	int			sel_type = opts->transform < MCC_XFORM_SIMILARITY ? opts->transform : MCC_XFORM_SIMILARITY;
+	double		sample[2 * MCC_CHAMFER_SEARCH_SAMPLE];
+	int			n_sample;
+	mcc_chamfer_pyramid pyr;
+	mcc_chamfer_search_opts so;
+	mcc_chamfer_search_stats stats;
+	mcc_chamfer_start starts[MCC_CHAMFER_SEARCH_STARTS];
+	int			n_starts = 0;
+	mcc_chamfer_obs sub;
+	mcc_chamfer_cpu *cpu = NULL;
+	mcc_chamfer_evaluator sev;
+	mcc_chamfer_opts o;
+	mcc_chamfer_result best;
+	int			have_best = 0;
+	int			iterations = 0;
+	int			evaluations = 0;
+	double		b_final;
+	mcc_status	st;
+
+	memset(&so, 0, sizeof(so));
+	if (sel_type == MCC_XFORM_EUCLIDEAN)
+		so.min_scale = so.max_scale = 1.0;
+	else
+	{
+		so.min_scale = opts->min_scale;
+		so.max_scale = opts->max_scale;
+		if (!(so.min_scale > 0.0) || !(so.max_scale >= so.min_scale) || !isfinite(so.max_scale))
+			return mcc_error_set(err, MCC_ERR_VALUE,
+								 "the scale range of the search needs 0 < min_scale <= max_scale");
+	}
+	so.threads = opts->threads > 0 ? opts->threads : 1;
+	so.cancel = opts->cancel;
+	so.poll = opts->poll;
+	so.poll_arg = opts->poll_arg;
+	so.score = ev->score;
+	so.score_ctx = ev->score_ctx;
+	if ((st = mcc_chamfer_pyramid_build(ref->pts, ref->n, &pyr, err)) != MCC_OK)
+		return st;
+	n_sample = mcc_chamfer_search_sample(obs->pts, obs->n, sample);
+	st = mcc_chamfer_search(&pyr, sample, n_sample, &so, starts, &n_starts, &stats, err);
+	b_final = pyr.level[pyr.levels - 1].blur;
+	mcc_chamfer_pyramid_free(&pyr);
+	if (st != MCC_OK)
+	{
+		res->canceled = opts->cancel && *opts->cancel;
+		return st;
+	}
+	/* each start fitted on a subset, truncated, on the CPU: the same bits everywhere */
+	if (!select_subset(obs, &sub))
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the alignment search");
+	if ((st = mcc_chamfer_cpu_open(ref, &sub, 1, opts->cancel, &cpu, err)) != MCC_OK)
+	{
+		mcc_chamfer_obs_free(&sub);
+		return st;
+	}
+	memset(&sev, 0, sizeof(sev));
+	sev.eval = mcc_chamfer_cpu_eval;
+	sev.ctx = cpu;
+	o = *opts;
+	o.transform = sel_type;
+	o.init_type = sel_type;
+	o.search = 0;
+	o.graduated = 1;
+	if (isinf(o.max_distance))
+		o.max_distance = 2.0 * b_final * ref->scale;
+	for (int k = 0; k < n_starts && st == MCC_OK; k++)
+	{
+		mcc_chamfer_result r;
+
+		start_matrix(ref, obs, &starts[k], o.init);
+		st = mcc_chamfer_solve(ref, &sub, &o, &sev, &r, err);
+		iterations += r.iterations;
+		evaluations += r.evaluations;
+		if (st == MCC_OK && (!have_best || r.sum_sq < best.sum_sq))
+		{
+			best = r;
+			have_best = 1;
+		}
+		if (st != MCC_OK && r.canceled)
+			res->canceled = 1;
+	}
+	mcc_chamfer_cpu_close(cpu);
+	mcc_chamfer_obs_free(&sub);
+	if (st != MCC_OK)
+		return st;
+	if (!have_best)
+		return mcc_error_set(err, MCC_ERR_INTERNAL, "the alignment search found no start");
+	/* the final fit over every point, from the best start, as without an initial transform */
+	o = *opts;
+	o.search = 0;
+	o.init_type = sel_type;
+	memcpy(o.init, best.matrix, sizeof(o.init));
+	if (o.graduated == 0)
+		o.graduated = 1;
+	st = mcc_chamfer_solve(ref, obs, &o, ev, res, err);
+	res->iterations += iterations;
+	res->evaluations += evaluations;
+	res->starts = n_starts;
+	res->search_poses = stats.poses;
+	return st;
+}
+
 /* Run the hierarchical LM (see the header). */
 mcc_status
 mcc_chamfer_solve(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs,
@@ -547,6 +716,8 @@ mcc_chamfer_solve(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs,
 	c.max_iter = opts->max_iterations > 0 ? opts->max_iterations : MCC_CHAMFER_DEFAULT_ITERATIONS;
 	c.tol = opts->tolerance > 0.0 ? opts->tolerance : MCC_CHAMFER_DEFAULT_TOLERANCE;
 	c.res = res;
+	if (opts->init_type < 0 && opts->search && ref->dim == 2)
+		return solve_global(ref, obs, opts, ev, res, err);
 	if ((rc = initial_state(ref, obs, opts, &st, err)) != MCC_OK)
 		return rc;
 	graduated = !isinf(tau) && (opts->graduated > 0 || (opts->graduated == 0 && opts->init_type < 0));
@@ -593,6 +764,7 @@ mcc_chamfer_align_ref(const mcc_chamfer_ref *ref, const double *obs, size_t n,
 	rc = mcc_chamfer_cpu_open(ref, &ob, o.threads, o.cancel, &cpu, err);
 	if (rc == MCC_OK)
 	{
+		memset(&ev, 0, sizeof(ev));
 		ev.eval = mcc_chamfer_cpu_eval;
 		ev.ctx = cpu;
 		rc = mcc_chamfer_solve(ref, &ob, &o, &ev, res, err);

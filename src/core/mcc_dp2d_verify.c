@@ -178,45 +178,53 @@ mcc_dp2d_enhance(const mcc_image *raw, const mcc_dp2d_prep *p, uint8_t *out, mcc
 	return MCC_OK;
 }
 
-/* Verification of two raw prints. */
+/* Enhance two raw prints and warp the probe onto the reference (see the header). */
 mcc_status
-mcc_dp2d_verify(const mcc_image *reference, const mcc_image *probe, const mcc_dp2d_prep *p,
-				int kernel, int threads, mcc_dp2d_verdict *v, mcc_error *err)
+mcc_dp2d_enhance_warp(const mcc_image *reference, const mcc_image *probe, const mcc_dp2d_prep *p,
+					  int kernel, int threads, uint8_t *work, mcc_dp2d_out *out, mcc_error *err)
 {
-	size_t		n = (size_t) p->side * p->side;
-	uint8_t    *buf;
 	mcc_image	ia,
 				ib;
 	const mcc_image *pa[1] = {&ia},
 			   *pb[1] = {&ib};
-	mcc_dp2d_out out;
 	mcc_dp2d_request req;
 	mcc_status	st;
 
 	if ((st = mcc_dp2d_prep_check(p, err)) != MCC_OK)
 		return st;
-	if ((buf = malloc(2 * n)) == NULL)
-		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for fingerprint verification");
 	ia.width = ia.height = ib.width = ib.height = p->side;
 	ia.stride = ib.stride = p->side;
-	ia.pixels = buf;
-	ib.pixels = buf + n;
+	ia.pixels = work;
+	ib.pixels = work + (size_t) p->side * p->side;
 	if ((st = mcc_dp2d_enhance(reference, p, ia.pixels, err)) != MCC_OK ||
 		(st = mcc_dp2d_enhance(probe, p, ib.pixels, err)) != MCC_OK)
-	{
-		free(buf);
 		return st;
-	}
-	memset(&out, 0, sizeof(out));
 	memset(&req, 0, sizeof(req));
 	req.npairs = 1;
 	req.a = pa;
 	req.b = pb;
-	req.out = &out;
+	req.out = out;
 	req.flags = MCC_DP2D_WARP;
 	req.threads = threads;
 	req.kernel = kernel;
-	st = mcc_dp2d_run(&req, err);
+	return mcc_dp2d_run(&req, err);
+}
+
+/* Verification of two raw prints. */
+mcc_status
+mcc_dp2d_verify(const mcc_image *reference, const mcc_image *probe, const mcc_dp2d_prep *p,
+				int kernel, int threads, mcc_dp2d_verdict *v, mcc_error *err)
+{
+	uint8_t    *buf;
+	mcc_dp2d_out out;
+	mcc_status	st;
+
+	if ((st = mcc_dp2d_prep_check(p, err)) != MCC_OK)
+		return st;
+	if ((buf = malloc(2 * (size_t) p->side * p->side)) == NULL)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for fingerprint verification");
+	memset(&out, 0, sizeof(out));
+	st = mcc_dp2d_enhance_warp(reference, probe, p, kernel, threads, buf, &out, err);
 	if (st == MCC_OK)
 	{
 		v->differences = out.differences;

@@ -78,6 +78,17 @@ typedef struct mcc_dp2d_verdict
 } mcc_dp2d_verdict;
 
 /*
+ * The common first steps of both algorithms: enhance the two raw prints
+ * with p into work (2 side^2 bytes: the reference, then the probe) and warp
+ * the probe onto the reference (kernel, threads as in mcc_dp2d_request).
+ * out gets the DP's outputs, the warped probe too where out->warped is set
+ * (the caller clears out first).
+ */
+mcc_status	mcc_dp2d_enhance_warp(const mcc_image *reference, const mcc_image *probe,
+								  const mcc_dp2d_prep *p, int kernel, int threads,
+								  uint8_t *work, mcc_dp2d_out *out, mcc_error *err);
+
+/*
  * Sec. 8 on two raw prints: enhance both, warp the probe onto the
  * reference (kernel, threads as in mcc_dp2d_request), count. Verified when
  * v->differences <= threshold (the paper's examples: 20,500 accepted and

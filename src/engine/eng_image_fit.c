@@ -53,6 +53,8 @@ eng_img_chamfer_parse(eng_image_job *j, eng_rd *r)
 	q->opts.init_type = (int) eng_rd_u32(r);
 	for (int i = 0; i < 16; i++)
 		q->opts.init[i] = eng_rd_f64(r);
+	q->opts.min_scale = eng_rd_f64(r);
+	q->opts.max_scale = eng_rd_f64(r);
 	max_cells = eng_rd_u64(r);
 	/* max_cells: what mcc.align_max_cells allows at most */
 	if (r->bad || (q->dim != 2 && q->dim != 3) || q->opts.transform < 0 ||
@@ -102,9 +104,12 @@ eng_img_align_parse(eng_image_job *j, eng_rd *r)
 	q->opts.transform = (int) eng_rd_u32(r);
 	q->opts.use_directions = eng_rd_u32(r) != 0;
 	q->opts.max_distance = eng_rd_f64(r);
+	q->opts.init_type = (int) eng_rd_u32(r);
+	for (int i = 0; i < 9; i++)
+		q->opts.init[i] = eng_rd_f64(r);
 	q->opts.max_cells = (size_t) eng_rd_u64(r);
 	if (r->bad || q->opts.transform < 0 || q->opts.transform >= MCC_XFORM_COUNT ||
-		q->opts.max_cells > INT32_MAX)
+		q->opts.init_type < -1 || q->opts.init_type >= MCC_XFORM_COUNT || q->opts.max_cells > INT32_MAX)
 		return false;
 	if (!read_minutiae(r, j, &q->probe) || !read_minutiae(r, j, &q->cand))
 		return false;

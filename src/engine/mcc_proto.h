@@ -109,13 +109,15 @@
  *                   warped image: the a image's width * height bytes)
  *   CHAMFER      uint32 device, uint32 dim, uint32 transform, double
  *                resolution, double max_distance, int32 init_type,
- *                16 x double init, uint64 max_cells, uint32 n_obs,
+ *                16 x double init, double min_scale, double max_scale,
+ *                uint64 max_cells, uint32 n_obs,
  *                n_obs * dim x double, uint32 n_ref, n_ref * dim x double
  *                (mcc_chamfer.h's options, max_cells at most 2^31 - 1 as
  *                mcc.align_max_cells; the others keep their defaults)
  *                -> CHAMFER_RESULT job_status, then if it succeeded: fit
  *   ALIGN        uint32 device, uint32 transform, uint32 use_directions,
- *                double max_distance, uint64 max_cells, bytes probe
+ *                double max_distance, int32 init_type, 9 x double init,
+ *                uint64 max_cells, bytes probe
  *                template, bytes candidate template (mcc_align.h)
  *                -> ALIGN_RESULT job_status, then if it succeeded: fit,
  *                   uint32 n, n x (double x, double y, double theta) (the
@@ -196,12 +198,13 @@
 #include <stdint.h>
 
 /*
+ * 5: CHAMFER carries the search's scale range, ALIGN an initial transform.
  * 4: SEARCH carries `refine` (a refining search: the engine rescores the
  * shortlist from its cache and returns rhits). 3: templates hashed by
  * mcc_hash.c's four-lane hash (2: FNV-1a); both ends must hash alike, so
  * the version keeps them from mixing.
  */
-#define MCC_PROTO_VERSION	4
+#define MCC_PROTO_VERSION	5
 #define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
 #define MCC_PROTO_MAX_XIDS	(1u << 20)	/* xids per XID_LIST */
 #define MCC_PROTO_MAX_GROUPS (1u << 16)	/* groups of a RESULT's count */

@@ -17,7 +17,11 @@
  *   1e-6 relative (a rounding difference can move an LM decision, never
  *   far);
  * - pipelined (PGPU) and traditional (TGPU) GPU alignments: the same bits;
- *   two GPU runs: the same bits.
+ *   two GPU runs: the same bits;
+ * - the global search (mcc_chamfer_search.h): the GPU scorer's integer
+ *   scores equal the CPU scorer's bit for bit on 4,000 random poses per
+ *   pyramid level, and a search with the GPU scorer returns the CPU's
+ *   starts bit for bit.
  */
 #include <math.h>
 #include <stdio.h>
@@ -244,6 +248,87 @@ check_alignments(mcc_chamfer_gpu *g, int dim)
 	free(ref);
 }
 
+/* The global search's scorer: the CPU's integers, the CPU's starts. */
+static void
+check_search(mcc_chamfer_gpu *g)
+{
+	double	   *ref = make_ref(2);
+	double		params[16];
+	double		m[16];
+	size_t		n_obs;
+	size_t		n_clean;
+	double	   *obs;
+	mcc_chamfer_opts o;
+	mcc_chamfer_ref rf;
+	mcc_chamfer_obs ob;
+	mcc_chamfer_pyramid pyr;
+	mcc_error	err;
+	double		sample[2 * MCC_CHAMFER_SEARCH_SAMPLE];
+	int			ns;
+	int			np = 4000;
+	mcc_chamfer_spose *poses = malloc(sizeof(mcc_chamfer_spose) * np);
+	int64_t    *sc = malloc(sizeof(int64_t) * np);
+	int64_t    *sg = malloc(sizeof(int64_t) * np);
+	mcc_rng		r;
+
+	cs_random_params(61, MCC_XFORM_SIMILARITY, 2, params);
+	mcc_chamfer_params_to_matrix(MCC_XFORM_SIMILARITY, 2, params, m, &err);
+	obs = cs_observed(62, ref, N_REF, 2, m, 50, 3, 0.5, 0, &n_obs, &n_clean);
+	mcc_chamfer_opts_init(&o);
+	if (mcc_chamfer_ref_build(ref, N_REF, 2, &o, &rf, &err) != MCC_OK ||
+		mcc_chamfer_obs_prepare(&rf, obs, n_obs, MCC_XFORM_SIMILARITY, &ob, &err) != MCC_OK ||
+		mcc_chamfer_pyramid_build(rf.pts, rf.n, &pyr, &err) != MCC_OK)
+	{
+		UNIT_CHECK(0, "search set-up: %s", err.message);
+		return;
+	}
+	ns = mcc_chamfer_search_sample(ob.pts, ob.n, sample);
+	mcc_rng_seed(&r, 63);
+	for (int i = 0; i < np; i++)
+		mcc_chamfer_spose_set(&poses[i], mcc_rng_range(&r, -M_PI, M_PI), mcc_rng_range(&r, -0.3, 0.3),
+							  mcc_rng_range(&r, -2, 2), mcc_rng_range(&r, -2, 2));
+	for (int l = 0; l < pyr.levels; l++)
+	{
+		mcc_status	a = mcc_chamfer_score_cpu(NULL, &pyr, l, sample, ns, poses, np, sc, &err);
+		mcc_status	b = mcc_chamfer_gpu_score(g, &pyr, l, sample, ns, poses, np, sg, &err);
+
+		UNIT_CHECK(a == MCC_OK && b == MCC_OK && memcmp(sc, sg, sizeof(int64_t) * np) == 0,
+				   "search level %d: GPU scores of %d poses x %d points equal the CPU's bit for bit%s%s",
+				   l, np, ns, b ? ": " : "", b ? err.message : "");
+	}
+	{
+		mcc_chamfer_search_opts so;
+		mcc_chamfer_start s1[MCC_CHAMFER_SEARCH_STARTS];
+		mcc_chamfer_start s2[MCC_CHAMFER_SEARCH_STARTS];
+		mcc_chamfer_search_stats st1;
+		mcc_chamfer_search_stats st2;
+		int			n1 = 0;
+		int			n2 = 0;
+
+		memset(s1, 0, sizeof(s1));
+		memset(s2, 0, sizeof(s2));
+		memset(&so, 0, sizeof(so));
+		so.min_scale = 0.8;
+		so.max_scale = 1.25;
+		so.threads = 1;
+		mcc_chamfer_search(&pyr, sample, ns, &so, s1, &n1, &st1, &err);
+		so.score = mcc_chamfer_gpu_score;
+		so.score_ctx = g;
+		mcc_chamfer_search(&pyr, sample, ns, &so, s2, &n2, &st2, &err);
+		UNIT_CHECK(n1 > 0 && n1 == n2 && memcmp(s1, s2, sizeof(s1)) == 0 && st1.poses == st2.poses,
+				   "a search with the GPU scorer returns the CPU's %d starts bit for bit (%ld poses scored)",
+				   n2, st2.poses);
+	}
+	mcc_chamfer_pyramid_free(&pyr);
+	mcc_chamfer_obs_free(&ob);
+	mcc_chamfer_ref_free(&rf);
+	free(obs);
+	free(ref);
+	free(poses);
+	free(sc);
+	free(sg);
+}
+
 /* Bad input and call order through the GPU interface. */
 static void
 check_errors(mcc_chamfer_gpu *g)
@@ -313,6 +398,7 @@ main(int argc, char **argv)
 		check_sums(g, dim);
 	for (int dim = 2; dim <= 3; dim++)
 		check_alignments(g, dim);
+	check_search(g);
 	check_errors(g);
 	mcc_chamfer_gpu_close(g);
 	return unit_done();

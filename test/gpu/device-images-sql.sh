@@ -13,7 +13,8 @@
 #      tree built (the engine with its GPU path: nvcc is there) and installed;
 #   2. GPU == CPU: SAD (locate, map, map_array: every hit and the whole map,
 #      bytea and smallint[]), elastic matching (distance, warp, differences,
-#      verify, verify_many), chamfer alignment and mcc_align (parameters and
+#      verify, verify_many; the simplified and the overall algorithm),
+#      chamfer alignment and mcc_align (parameters and
 #      residual within 1e-6 relative: the GPU's sums are rounded in another
 #      order, docs/alignment.md); a DEBUG1 line must say a GPU ran each one;
 #   3. timings (median of the repeats after one warm-up, wall clock of the
@@ -236,6 +237,10 @@ exact dp2d_verify "mcc_dp2d_differences, mcc_dp2d_verify" \
 	"SELECT mcc_dp2d_differences(across, tilted) AS d, mcc_dp2d_verify(across, along, 3000) AS v FROM img"
 exact dp2d_many "mcc_dp2d_verify_many (500 probes)" \
 	"SELECT v.* FROM prints, probes, mcc_dp2d_verify_many(mcc_image_crop(big, 120, 120, 170, 170), ps, 3000) v"
+exact dp2d_overall "mcc_dp2d_differences and verify_many, algorithm overall (the GPU's warps, restored here)" \
+	"SELECT mcc_dp2d_differences(across, tilted, 'overall') AS d FROM img UNION ALL
+	 SELECT v.differences FROM prints, probes,
+		mcc_dp2d_verify_many(mcc_image_crop(big, 120, 120, 170, 170), ps[1:50], 3000, 'overall') v"
 close chamfer "mcc_chamfer_align (250 points, similarity and affine)" \
 	"SELECT c.* FROM pts, mcc_chamfer_align(obs, ref) c UNION ALL
 	 SELECT c.* FROM pts, mcc_chamfer_align(obs, ref, 'affine', 0.5, 8) c"
@@ -267,6 +272,8 @@ timing "Test 3: mcc_sad_locate(t, p) k = 1" "SELECT s.* FROM t3, mcc_sad_locate(
 timing "Test 3: mcc_sad_map_array(t, p) (5.07 M SADs back)" "SELECT mcc_sad_map_array(t, p) FROM t3"
 timing "mcc_dp2d_verify_many: 1 reference, 500 probes 170 x 170" \
 	"SELECT v.* FROM prints, probes, mcc_dp2d_verify_many(mcc_image_crop(big, 120, 120, 170, 170), ps, 3000) v"
+timing "mcc_dp2d_verify_many overall: 1 reference, 500 probes 170 x 170" \
+	"SELECT v.* FROM prints, probes, mcc_dp2d_verify_many(mcc_image_crop(big, 120, 120, 170, 170), ps, 3000, 'overall') v"
 timing "mcc_dp2d_distance 512 x 512 against 500 x 512" "SELECT mcc_dp2d_distance(big_a, big_b) FROM img"
 timing "mcc_chamfer_align 10^6 points, similarity" "SELECT c.* FROM cloud, mcc_chamfer_align(obs, ref, 'similarity', 2) c"
 timing "mcc_align, 20 mated pairs" \

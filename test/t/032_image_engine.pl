@@ -129,6 +129,9 @@ same('mcc_dp2d_differences', 'SELECT mcc_dp2d_differences(across, tilted), mcc_d
 same('mcc_dp2d_verify', 'SELECT mcc_dp2d_verify(across, tilted, 3000), mcc_dp2d_verify(across, across, 0) FROM img');
 same('mcc_dp2d_verify_many',
 	'SELECT v.* FROM img, mcc_dp2d_verify_many(across, ARRAY[across, tilted, NULL, along, a], 2500) v');
+same('mcc_dp2d_differences and verify_many, algorithm overall', q{
+	SELECT mcc_dp2d_differences(across, tilted, 'overall') AS d, v.* FROM img,
+		mcc_dp2d_verify_many(across, ARRAY[across, tilted, NULL, along, a], 2500, 'overall') v});
 same_error('mcc_dp2d_distance, widths too different', 'SELECT mcc_dp2d_distance(a, wide) FROM img',
 	qr/22023.*too different/);
 same_error('mcc_dp2d_verify_many, a probe too small to enhance',
@@ -150,6 +153,13 @@ same('mcc_align', q{
 	SELECT a.*, b.* FROM tpl p, tpl c,
 		LATERAL mcc_align(p.template, c.template) a,
 		LATERAL mcc_align(p.template, c.template, 'similarity', false, 20) b
+	WHERE p.finger = 1 AND p.impression = 1 AND c.finger = 1 AND c.impression = 0});
+same('mcc_chamfer_align 2D, the search over scales 0.5-2',
+	q{SELECT * FROM pts, mcc_chamfer_align(obs, ref, min_scale => 0.5, max_scale => 2)});
+same('mcc_align from an initial transform, and similarity from any pose', q{
+	SELECT a.*, b.* FROM tpl p, tpl c,
+		LATERAL mcc_align(p.template, c.template, initial => '{0.1, 4, -3}') a,
+		LATERAL mcc_align(p.template, c.template, 'similarity') b
 	WHERE p.finger = 1 AND p.impression = 1 AND c.finger = 1 AND c.impression = 0});
 
 # --- choosing the device ------------------------------------------------------

@@ -81,6 +81,8 @@ ti_chamfer(eng_buf *b, uint64_t rid, uint32_t device, int dim, const mcc_chamfer
 	eng_buf_u32(b, (uint32_t) o->init_type);
 	for (int i = 0; i < 16; i++)
 		eng_buf_f64(b, o->init[i]);
+	eng_buf_f64(b, o->min_scale);
+	eng_buf_f64(b, o->max_scale);
 	eng_buf_u64(b, o->max_cells);
 	eng_buf_u32(b, n_obs);
 	for (uint32_t i = 0; i < n_obs * (uint32_t) dim; i++)
@@ -101,6 +103,9 @@ ti_align(eng_buf *b, uint64_t rid, uint32_t device, const mcc_align_opts *o,
 	eng_buf_u32(b, (uint32_t) o->transform);
 	eng_buf_u32(b, o->use_directions ? 1 : 0);
 	eng_buf_f64(b, o->max_distance);
+	eng_buf_u32(b, (uint32_t) o->init_type);
+	for (int i = 0; i < 9; i++)
+		eng_buf_f64(b, o->init[i]);
 	eng_buf_u64(b, o->max_cells);
 	eng_buf_bytes(b, probe->b, (uint32_t) probe->n);
 	eng_buf_bytes(b, cand->b, (uint32_t) cand->n);

@@ -2,10 +2,12 @@
  * test_align.c: aligning minutiae (mcc_align.h).
  *
  * - Synthetic: a random minutiae set and a second "impression" of it
- *   (rotated, shifted, 25% missed, spurious minutiae, position and angle
- *   noise); aligning the impression back recovers the transform within
- *   3 pixels RMS and maps directions consistently, with and without
- *   directions, for euclidean and similarity fits.
+ *   (rotated, shifted, scaled for similarity fits, 25% missed, spurious
+ *   minutiae, position and angle noise); aligning the impression back
+ *   recovers the transform within 3 pixels RMS and maps directions
+ *   consistently, with and without directions (Hough starts at one or five
+ *   scales; the position search), for euclidean and similarity fits.
+ * - An initial transform: one start, the local fit from it.
  * - Real data: FVC2002 set B, NBIS mindtct minutiae, all four databases
  *   (read in place from ../shared/data, skipped when absent): the residual
  *   of aligning two impressions of the same finger is lower than that of
@@ -128,6 +130,10 @@ test_synthetic(void)
 		{-60, 1.0, 10, 25, MCC_XFORM_EUCLIDEAN, 0},
 		{12, 1.06, -20, 10, MCC_XFORM_SIMILARITY, 1},
 		{-8, 0.95, 12, 18, MCC_XFORM_AFFINE, 1},
+		{150, 1.18, 25, -15, MCC_XFORM_SIMILARITY, 1},
+		{-110, 0.84, -10, 20, MCC_XFORM_SIMILARITY, 1},
+		{75, 1.12, 5, -25, MCC_XFORM_SIMILARITY, 0},
+		{-165, 1.0, 20, 10, MCC_XFORM_EUCLIDEAN, 0},
 	};
 
 	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++)
@@ -166,10 +172,52 @@ test_synthetic(void)
 				   "%s, %s, rotation %g deg, scale %g: mapped minutiae %.2f px RMS from their "
 				   "mates (<= 3), directions within %.1f deg (<= 11.5), %d of %d paired (%d mates), "
 				   "start %d of %d%s%s", mcc_xform_name(cases[t].transform),
-				   cases[t].dirs ? "Hough starts" : "rotation starts", cases[t].deg, cases[t].scale,
+				   cases[t].dirs ? "Hough starts" : "position search", cases[t].deg, cases[t].scale,
 				   n ? sqrt(ss / n) : -1.0, worst_dir * 180 / M_PI, res.paired, b.count, n,
 				   res.start, res.starts_tried, st ? ": " : "", st ? err.message : "");
 	}
+}
+
+/* An initial transform: one fit from it; at the answer it stays, half a turn off it does not reach it. */
+static void
+test_initial(void)
+{
+	mcc_minutiae a;
+	mcc_minutiae b;
+	int			kept[MCC_MAX_MINUTIAE];
+	mcc_align_opts o;
+	mcc_align_result res;
+	mcc_align_result far;
+	mcc_error	err;
+	mcc_status	st;
+	double		ang = 40 * M_PI / 180;
+	/* the impression maps back by R(-ang) about (200, 200) after the shift */
+	double		c = cos(-ang);
+	double		s = sin(-ang);
+	double		tx = 200 - (c * (200 + 30) - s * (200 - 20));
+	double		ty = 200 - (s * (200 + 30) + c * (200 - 20));
+	const double truth[9] = {c, -s, tx, s, c, ty, 0, 0, 1};
+
+	random_minutiae(400, 45, &a);
+	impression(&a, 401, ang, 1.0, 30, -20, &b, kept);
+	mcc_align_opts_init(&o);
+	o.init_type = MCC_XFORM_EUCLIDEAN;
+	memcpy(o.init, truth, sizeof(truth));
+	st = mcc_align_minutiae(&b, &a, &o, &res, &err);
+	UNIT_CHECK(st == MCC_OK && res.starts_tried == 1 &&
+			   fabs(angle_diff(res.fit.params[0], -ang)) < 0.02 && res.mated >= 20,
+			   "from the answer: one start, theta %.4f (truth %.4f), %d mated", res.fit.params[0], -ang,
+			   res.mated);
+	{
+		const double off[9] = {-c, s, 400 - tx, -s, -c, 400 - ty, 0, 0, 1};
+
+		memcpy(o.init, off, sizeof(off));
+	}
+	st = mcc_align_minutiae(&b, &a, &o, &far, &err);
+	UNIT_CHECK(st == MCC_OK && far.starts_tried == 1 &&
+			   fabs(angle_diff(far.fit.params[0], -ang)) > 1.0 && far.fit.residual > res.fit.residual,
+			   "half a turn off: one start, the local fit stays off (theta %.4f, residual %.2f vs %.2f)",
+			   far.fit.params[0], far.fit.residual, res.fit.residual);
 }
 
 /* FVC2002 image sizes, README of the shared data. */
@@ -374,6 +422,7 @@ int
 main(void)
 {
 	test_synthetic();
+	test_initial();
 	test_errors();
 	test_cancel();
 	test_fvc();

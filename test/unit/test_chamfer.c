@@ -681,6 +681,7 @@ test_initial(void)
 	obs = cs_observed(99, ref, n_ref, 2, m, 3, 0, 0, 0, &n_obs, &n_clean);
 	mcc_chamfer_opts_init(&o);
 	o.resolution = 1.0;
+	o.search = 0;				/* the paper's local fit from the centroids */
 	mcc_chamfer_align(obs, n_obs, ref, n_ref, 2, &o, &cold, &err);
 	o.init_type = MCC_XFORM_SIMILARITY;
 	memcpy(o.init, m, sizeof(double) * 9);

@@ -520,6 +520,11 @@ test_chamfer(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 	}
 	UNIT_CHECK(chamfer_ok(s, c, 304, device, where, 2, &o, obs2, 300, ref2, 400),
 			   "CHAMFER (%s): from an initial transform equals mcc_chamfer_align", where);
+	mcc_chamfer_opts_init(&o);
+	o.min_scale = 0.5;
+	o.max_scale = 2.0;
+	UNIT_CHECK(chamfer_ok(s, c, 306, device, where, 2, &o, obs2, 300, ref2, 400),
+			   "CHAMFER (%s): the search over scales 0.5-2 equals mcc_chamfer_align", where);
 	/* one reference point: the core's error */
 	mcc_chamfer_opts_init(&o);
 	eng_buf_init(&b);
@@ -611,8 +616,17 @@ test_align(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 	o.use_directions = 0;
 	o.max_distance = 20;
 	UNIT_CHECK(align_ok(s, c, 402, device, where, &o, &t[2], &t[0]),
-			   "ALIGN (%s): another finger, similarity, rotation starts, equals mcc_align_minutiae",
+			   "ALIGN (%s): another finger, similarity, the position search, equals mcc_align_minutiae",
 			   where);
+	o.use_directions = 1;
+	o.init_type = MCC_XFORM_EUCLIDEAN;
+	{
+		const double init[9] = {cos(0.1), -sin(0.1), 4, sin(0.1), cos(0.1), -3, 0, 0, 1};
+
+		memcpy(o.init, init, sizeof(init));
+	}
+	UNIT_CHECK(align_ok(s, c, 403, device, where, &o, &t[1], &t[0]),
+			   "ALIGN (%s): from an initial transform equals mcc_align_minutiae", where);
 	for (int i = 0; i < 3; i++)
 		free(t[i].b);
 }
