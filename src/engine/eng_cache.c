@@ -758,6 +758,13 @@ eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
 }
 
 void
+eng_cache_uncharge(eng_cache *c)
+{
+	eng_budget_release(c->budget, c->bytes);
+	c->budget = NULL;
+}
+
+void
 eng_cache_adopt(eng_cache *c, eng_budget *budget, uint64_t charged)
 {
 	c->budget = budget;

@@ -184,6 +184,12 @@ bool		eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
 							uint64_t *certain, eng_count_group **groups,
 							uint32_t *n_groups);
 
+/*
+ * Stop charging c (it is being dropped, but a pass may still read it for
+ * a moment): its bytes leave the budget now, not when it is freed.
+ */
+void		eng_cache_uncharge(eng_cache *c);
+
 /* Take over a charge made for this cache beforehand (adjusting to its size). */
 void		eng_cache_adopt(eng_cache *c, eng_budget *budget, uint64_t charged);
 

@@ -33,7 +33,15 @@
  *                   than the gallery's, or a RESULT over MCC_PROTO_MAX_FRAME)
  *                (n_probes 0: just waits until need_generation is applied)
  *   LOAD_BEGIN   gallery, uint64 generation, uint32 profile_id,
- *                uint64 expected_rows (hint, may be 0)
+ *                uint64 expected_rows (hint, may be 0), int32 priority,
+ *                uint32 flags (MCC_LOAD_*)
+ *                (priority: the gallery's, mcc_galleries.priority; when the
+ *                 cache memory is short the load may evict caches of other
+ *                 galleries of lower priority, or of equal priority used
+ *                 less recently; with MCC_LOAD_REPLACE, or when the current
+ *                 cache needs a reload anyway, the gallery's own current
+ *                 cache gives way first; otherwise it stays and the load
+ *                 fails with MCC_PERR_MEMORY)
  *   LOAD_ROWS    uint32 n, n x load_row          (any number of frames)
  *   LOAD_END     (empty)
  *                -> LOADED uint64 entries, uint64 bytes   or ERROR
@@ -68,6 +76,14 @@
  *                 the engine's CPU threads score them)
  *   CANCEL       uint64 request_id_to_cancel              (no reply)
  *   STATUS       (empty) -> STATUS_REPLY uint32 n, n x gallery_status
+ *   ENGINE_STATUS (empty) -> ENGINE_STATUS_REPLY uint64 cache_bytes, uint64
+ *                cache_limit (0: none), uint64 evictions, uint32
+ *                image_threads, uint32 image_queue (jobs admitted at most),
+ *                uint32 image_jobs (admitted, not yet answered), uint64
+ *                image_parts, uint64 image_parts_done (of those jobs'
+ *                current stages), uint32 flags (MCC_HELLO_*)
+ *   PRIORITY     gallery (signature 0: every signature of db/rel), int32
+ *                priority -> OK (the priority of LOAD_BEGIN, changed)
  *   EVICT        gallery (rel 0: every gallery of db; db 0: all;
  *                signature 0: every signature of db/rel) -> OK
  *
@@ -77,6 +93,9 @@
  * allows it, else on the engine's CPU threads (also when the GPU fails:
  * out of memory, a CUDA error, a lost context), with the same results as
  * the backend's own functions. CANCEL or a closed connection stops them.
+ * They run on threads of their own (--image-threads), never on those of
+ * searches, and at most --image-queue of them are admitted at once: more
+ * get ERROR MCC_PERR_BUSY.
  *   SAD          uint32 device, uint32 k, uint32 want_map, image target,
  *                image pattern
  *                -> SAD_RESULT job_status, then if it succeeded: uint32 nx,
@@ -176,8 +195,9 @@
 /*
  * 3: templates hashed by mcc_hash.c's four-lane hash (2: FNV-1a); both
  * ends must hash alike, so the version keeps them from mixing.
+ * 4: LOAD_BEGIN's priority and flags, PRIORITY, ENGINE_STATUS, MCC_PERR_BUSY.
  */
-#define MCC_PROTO_VERSION	3
+#define MCC_PROTO_VERSION	4
 #define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
 #define MCC_PROTO_MAX_XIDS	(1u << 20)	/* xids per XID_LIST */
 #define MCC_PROTO_MAX_GROUPS (1u << 16)	/* groups of a RESULT's count */
@@ -208,6 +228,9 @@ typedef enum mcc_msg_type
 	MCC_MSG_ERROR,				/* uint32 code, uint32 status, bytes message */
 	MCC_MSG_REFINE,
 	MCC_MSG_REFINED,
+	MCC_MSG_ENGINE_STATUS,
+	MCC_MSG_ENGINE_STATUS_REPLY,
+	MCC_MSG_PRIORITY,
 
 	/* image and point jobs: numbered apart, so other additions cannot shift them */
 	MCC_MSG_SAD = 64,
@@ -231,6 +254,9 @@ typedef enum mcc_count_state
 /* flags of a count group */
 #define MCC_COUNT_F_INS_COMMITTED	0x01	/* the inserting xid is known committed */
 #define MCC_COUNT_F_DEL_COMMITTED	0x02	/* the deleting xid is known committed */
+
+/* LOAD_BEGIN flags */
+#define MCC_LOAD_REPLACE	0x0001	/* the current cache may give way to make room */
 
 /* HELLO_OK flags */
 #define MCC_HELLO_IMAGES	0x0001	/* the engine takes image and point jobs */
@@ -259,7 +285,8 @@ typedef enum mcc_proto_error
 	MCC_PERR_MEMORY,			/* cache memory limit exceeded */
 	MCC_PERR_CANCELLED,
 	MCC_PERR_INTERNAL,
-	MCC_PERR_NO_GPU = 32		/* an image job asked for a GPU that cannot run it */
+	MCC_PERR_NO_GPU = 32,		/* an image job asked for a GPU that cannot run it */
+	MCC_PERR_BUSY				/* --image-queue image jobs are admitted already */
 } mcc_proto_error;
 
 /* states in SETTLE */
