@@ -1176,8 +1176,9 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 	if (st == MCC_OK)
 		st = eng_cache_append(l->build, key, mcc_template_hash(tpl, len), insert_xid,
 							  delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &v, NULL, &err);
-	/* growth doubles the capacity: room for as much again, then once more */
-	if (st == MCC_ERR_MEMORY && make_room(s, l, l->build->bytes))
+	/* growth doubles the capacity: room for as much again (more if that was short) */
+	for (uint64_t need = l->build->bytes, tries = 0;
+		 st == MCC_ERR_MEMORY && tries < 3 && make_room(s, l, need); need *= 2, tries++)
 	{
 		mcc_error_clear(&err);
 		st = eng_cache_append(l->build, key, mcc_template_hash(tpl, len), insert_xid,
