@@ -45,9 +45,31 @@ include $(PGXS)
 -include $(OBJS:.o=.d)
 
 # ---------------------------------------------------------------------------
-# CUDA kernels (kernels/*.cu) when nvcc is present. They are linked only into
-# the matcher service's code path, never with -lcuda (see docs/architecture.md).
-NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+# CUDA kernels (kernels/*.cu), linked only into the matcher engine, never with
+# -lcuda (see docs/architecture.md). Whether the engine gets its GPU path is
+# chosen, not guessed:
+#   WITH_CUDA=auto   (default) with nvcc where it is found (PATH or
+#                    /usr/local/cuda/bin), else the CPU engine
+#   WITH_CUDA=yes    with nvcc, which must be found (or NVCC=/path/to/nvcc)
+#   WITH_CUDA=no     the CPU engine, even where a CUDA toolkit is installed
+# Packages name it (debian/rules: WITH_CUDA=no for postgresql-15-mcc, yes for
+# the -gpu package), so a toolkit on the build machine changes nothing.
+# `make config` prints the choice; linking mcc_engine prints it too.
+WITH_CUDA ?= auto
+NVCC_FOUND = $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+ifeq ($(WITH_CUDA),no)
+override NVCC :=
+else ifeq ($(WITH_CUDA),yes)
+NVCC ?= $(NVCC_FOUND)
+ifeq ($(strip $(NVCC)),)
+$(error WITH_CUDA=yes but nvcc was not found: put it on PATH, set NVCC=/path/to/nvcc, or build WITH_CUDA=no)
+endif
+else ifeq ($(WITH_CUDA),auto)
+NVCC ?= $(NVCC_FOUND)
+else
+$(error WITH_CUDA must be auto, yes or no, not "$(WITH_CUDA)")
+endif
+ENGINE_KIND = $(if $(strip $(NVCC)),the GPU path (CUDA $(NVCC)) and the CPU threads,the CPU threads only (no CUDA))
 CU_SRCS = $(sort $(wildcard kernels/*.cu))
 include kernels/chamfer.mk
 
@@ -86,17 +108,29 @@ $(BUILD)/libmccengine.a: $(ENGINE_LIB_OBJS)
 # MCC_ENGINE_GPU, kernels/ as build/libmccgpu.a, cudart_static: no -lcuda,
 # the driver is opened at run time); without it, exactly the CPU engine.
 # Only this program touches CUDA: mcc.so never links any of it.
+# The choice, in a file rewritten (when make reads this Makefile) only when
+# it changes: changing WITH_CUDA, or a toolkit appearing under auto, relinks
+# the engine instead of keeping the other kind.
+ENGINE_STAMP = $(BUILD)/engine-kind
+ENGINE_KIND_TAG := $(if $(strip $(NVCC)),gpu,cpu)
+$(shell mkdir -p $(BUILD) && { echo '$(ENGINE_KIND_TAG)' | cmp -s - $(ENGINE_STAMP) || echo '$(ENGINE_KIND_TAG)' > $(ENGINE_STAMP); })
+
 ifneq ($(strip $(NVCC)),)
 $(BUILD)/mcc_engine: $(BUILD)/engine/eng_main.o $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
-		$(BUILD)/libmcccore.a
-	$(CORE_CC) $(ENGINE_CFLAGS) $^ $(GPU_LINK) -o $@
+		$(BUILD)/libmcccore.a $(ENGINE_STAMP)
+	@echo "mcc_engine: built with $(ENGINE_KIND) [WITH_CUDA=$(WITH_CUDA)]"
+	$(CORE_CC) $(ENGINE_CFLAGS) $(filter-out $(ENGINE_STAMP),$^) $(GPU_LINK) -o $@
 else
-$(BUILD)/mcc_engine: $(BUILD)/engine/eng_main.o $(BUILD)/libmccengine.a $(BUILD)/libmcccore.a
-	$(CORE_CC) $(ENGINE_CFLAGS) $^ $(CORE_LIBS) -o $@
+$(BUILD)/mcc_engine: $(BUILD)/engine/eng_main.o $(BUILD)/libmccengine.a $(BUILD)/libmcccore.a $(ENGINE_STAMP)
+	@echo "mcc_engine: built with $(ENGINE_KIND) [WITH_CUDA=$(WITH_CUDA)]"
+	$(CORE_CC) $(ENGINE_CFLAGS) $(filter-out $(ENGINE_STAMP),$^) $(CORE_LIBS) -o $@
 endif
 
-.PHONY: engine install-engine uninstall-engine
+.PHONY: engine install-engine uninstall-engine config
 engine: $(BUILD)/mcc_engine
+config:
+	@echo "WITH_CUDA=$(WITH_CUDA): mcc_engine searches with $(ENGINE_KIND)"
+	@echo "PostgreSQL: $(shell $(PG_CONFIG) --version) ($(PG_CONFIG))"
 all: $(BUILD)/mcc_engine
 install: install-engine
 uninstall: uninstall-engine
@@ -122,7 +156,7 @@ $(BUILD)/unit/test_engine_%: test/unit/test_engine_%.c test/unit/unit.h $(wildca
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine.a $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
-.PHONY: unit unit-build tools fuzz prove-installcheck test-all demo
+.PHONY: unit unit-build tools fuzz prove-installcheck test-all demo deb
 unit-build: $(UNIT_BINS)
 
 # Runs every unit test binary; the output is TAP ("ok"/"not ok" lines).
@@ -187,13 +221,40 @@ fuzz: $(FUZZ_BINS)
 PG_BINDIR = $(shell $(PG_CONFIG) --bindir)
 PGXS_DIR = $(dir $(PGXS))../..
 PROVE ?= prove
+PROVE_SCRIPTS = $(or $(PROVE_TESTS),$(wildcard test/t/*.pl))
+# A failed test keeps its clusters' data directories (tmp_check/t_<test>_<node>_data)
+# for inspection, and PostgreSQL::Test::Cluster refuses to create them again:
+# the ones of the tests about to run are removed first, so a rerun starts
+# clean (the logs in tmp_check/log are rewritten by the run).
 prove-installcheck: tools
+	rm -rf $(foreach t,$(PROVE_SCRIPTS),tmp_check/t_$(basename $(notdir $(t)))_*_data)
 	PATH="$(PG_BINDIR):$$PATH" PG_REGRESS="$(PGXS_DIR)/src/test/regress/pg_regress" \
 	MCC_SRCDIR="$(CURDIR)" MCC_TOOLS="$(CURDIR)/$(BUILD)" \
-	$(PROVE) -I $(PGXS_DIR)/src/test/perl -I test/perl $(PROVE_FLAGS) $(or $(PROVE_TESTS),test/t/*.pl)
+	$(PROVE) -I $(PGXS_DIR)/src/test/perl -I test/perl $(PROVE_FLAGS) $(PROVE_SCRIPTS)
 
 test-all:
 	scripts/run-tests.sh
+
+# Debian packages (debian/, docs/packaging.md), built with dpkg-buildpackage
+# in a copy of the tree under build/deb/; the .deb files land in build/deb/.
+#   make deb                  postgresql-15-mcc (extension, CPU engine)
+#   make deb WITH_CUDA=yes    and postgresql-15-mcc-gpu (build profile cuda)
+# WITH_CUDA=auto builds the CPU package only: a toolkit on this machine does
+# not change what is packaged. DEB_BUILD_OPTIONS=nocheck skips the build-time
+# regression run.
+DEB_DIR = $(BUILD)/deb
+DEB_VERSION = $(shell dpkg-parsechangelog -S Version 2>/dev/null)
+deb:
+	@test "$(DEB_VERSION)" = "$(EXTVERSION)" || { echo "debian/changelog says $(DEB_VERSION), the extension $(EXTVERSION)"; exit 1; }
+	@grep -q "^default_version = '$(EXTVERSION)'" $(EXTENSION).control || { echo "$(EXTENSION).control's default_version is not $(EXTVERSION)"; exit 1; }
+	@python3 -c 'import json,sys; m=json.load(open("META.json")); sys.exit(m["version"] != "$(EXTVERSION)" or m["provides"]["mcc"]["version"] != "$(EXTVERSION)")' \
+		|| { echo "META.json's version is not $(EXTVERSION)"; exit 1; }
+	@echo "deb: postgresql-15-mcc$(if $(filter yes,$(WITH_CUDA)), and postgresql-15-mcc-gpu (build profile cuda), (CPU engine; the GPU engine package: make deb WITH_CUDA=yes))"
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/mcc-$(EXTVERSION)
+	tar --exclude=./.git --exclude=./build --exclude=./results --exclude=./tmp_check \
+		--exclude='*.o' --exclude='*.so' --exclude='*.a' --exclude='*.d' -cf - . | tar -C $(DEB_DIR)/mcc-$(EXTVERSION) -xf -
+	cd $(DEB_DIR)/mcc-$(EXTVERSION) && dpkg-buildpackage -us -uc -b $(if $(filter yes,$(WITH_CUDA)),-Pcuda)
+	@ls -1 $(DEB_DIR)/*.deb
 
 demo:
 	scripts/demo.sh

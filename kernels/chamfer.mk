@@ -18,7 +18,8 @@ ifndef MCC_CHAMFER_MK
 MCC_CHAMFER_MK := 1
 
 BUILD ?= build
-CH_NVCC := $(or $(NVCC),$(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; }))
+# (WITH_CUDA=no from the top Makefile: no nvcc here either)
+CH_NVCC := $(if $(filter no,$(WITH_CUDA)),,$(or $(NVCC),$(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })))
 CH_CC ?= gcc
 CH_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit

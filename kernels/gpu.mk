@@ -11,6 +11,8 @@
 #                        then the engine's tests on the GPU path (each skips,
 #                        saying so, without a GPU)
 #   make bench-gpu       throughput; BENCH_GPU_ARGS, e.g. --max 250000 --out DIR
+#   make bench-gpu-refine  refinement throughput (test/gpu/gpu_bench_refine.c);
+#                        BENCH_REFINE_ARGS, e.g. --gallery 100000 --out DIR
 #
 # Without nvcc both targets say so and succeed.
 
@@ -39,6 +41,11 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(wildcard kernels/*.h) $(wildcard src/core/*
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
+# refinement rounds as src/core's relaxations (double sums and products in
+# the CPU's order): no fused multiply-add
+$(BUILD)/kernels/mcc_gpu_refine.o: NVCCFLAGS += --fmad=false
+$(BUILD)/kernels/mcc_gpu_refine.o: kernels/gpu.mk
+
 # chamfer alignment sums the CPU's per-point terms: no fused multiply-add
 # (kernels/chamfer.mk builds its own checks the same way)
 $(BUILD)/kernels/mcc_chamfer.o: NVCCFLAGS += --fmad=false
@@ -59,6 +66,13 @@ $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_bench: $(BUILD)/gpu/%: $(BUILD)/gpu/%.o 
 		$(BUILD)/libmccgpu.a $(GPU_CORE_OBJS)
 	$(GPU_CC) -o $@ $^ $(GPU_LINK)
 
+# Refinement on the GPU: every score against mcc_match_candidate, and its benchmark
+$(BUILD)/gpu/gpu_check_refine.o $(BUILD)/gpu/gpu_bench_refine.o: test/unit/refine_testdata.h test/unit/testgen.h \
+		test/unit/unit.h
+$(BUILD)/gpu/gpu_check_refine $(BUILD)/gpu/gpu_bench_refine: $(BUILD)/gpu/%: $(BUILD)/gpu/%.o $(GPU_TEST_OBJS) \
+		$(BUILD)/libmccgpu.a $(GPU_CORE_OBJS)
+	$(GPU_CC) -o $@ $^ $(GPU_LINK)
+
 # The accuracy tool with its LSS stage on the GPU (mcceval ident --gpu)
 $(BUILD)/gpu/mcceval: test/tools/mcceval.c $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS) \
 		$(wildcard kernels/*.h) $(wildcard src/core/*.h)
@@ -71,7 +85,7 @@ GPU_ENGINE_CFLAGS = $(GPU_CFLAGS) -D_GNU_SOURCE -Isrc/engine -DMCC_ENGINE_GPU
 GPU_ENGINE_SRCS = $(filter-out src/engine/eng_main.c,$(sort $(wildcard src/engine/*.c)))
 GPU_ENGINE_OBJS = $(patsubst src/engine/%.c,$(BUILD)/gpu/engine/%.o,$(GPU_ENGINE_SRCS))
 GPU_ENGINE_TESTS = $(BUILD)/gpu/test_engine_gpu $(BUILD)/gpu/test_engine_server $(BUILD)/gpu/test_engine_e2e \
-	$(BUILD)/gpu/test_engine_image
+	$(BUILD)/gpu/test_engine_image $(BUILD)/gpu/test_engine_rescore
 # the image libraries' own checks (kernels/sad.mk, dp2d.mk, chamfer.mk)
 GPU_LIB_CHECKS = $(BUILD)/sad/sad_gpu_check $(BUILD)/dp2d/dp2d_check $(BUILD)/chamfer/gpu_check_chamfer
 
@@ -97,7 +111,7 @@ $(BUILD)/gpu/test_engine_%: test/unit/test_engine_%.c test/unit/unit.h $(wildcar
 	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
 		$(GPU_CORE_OBJS) $(GPU_LINK) -o $@
 
-.PHONY: gpu-lib gpu-check bench-gpu gpu-sass
+.PHONY: gpu-lib gpu-check bench-gpu bench-gpu-refine gpu-sass
 gpu-lib: $(BUILD)/libmccgpu.a
 
 # The whole GPU suite. The search library's checks, then the engine's:
@@ -109,22 +123,27 @@ gpu-lib: $(BUILD)/libmccgpu.a
 # ALIGN on the GPU == the CPU, fallbacks), then the image libraries' own
 # checks (SAD, elastic matching, chamfer alignment). Every step runs even if
 # one before it failed; the target fails if any did.
-gpu-check: $(BUILD)/gpu/gpu_check $(GPU_ENGINE_TESTS) $(GPU_LIB_CHECKS)
+gpu-check: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(GPU_ENGINE_TESTS) $(GPU_LIB_CHECKS)
 	@status=0; \
 	echo "# gpu-check: no visible device"; \
 	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/gpu_check --no-device || status=1; \
+	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/gpu_check_refine --no-device || status=1; \
 	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/test_engine_gpu --no-device || status=1; \
 	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/test_engine_image --no-device || status=1; \
 	CUDA_VISIBLE_DEVICES= $(BUILD)/dp2d/dp2d_check --no-device || status=1; \
 	CUDA_VISIBLE_DEVICES= $(BUILD)/chamfer/gpu_check_chamfer --no-device || status=1; \
 	echo "# gpu-check: devices"; \
 	$(BUILD)/gpu/gpu_check || status=1; \
+	echo "# gpu-check: refinement (kernels/mcc_gpu_refine.cu) against mcc_match_candidate"; \
+	$(BUILD)/gpu/gpu_check_refine || status=1; \
 	echo "# gpu-check: engine, GPU path"; \
 	$(BUILD)/gpu/test_engine_gpu || status=1; \
 	echo "# gpu-check: engine suite, every pass on the GPU"; \
 	$(BUILD)/gpu/test_engine_server --gpu 0 || status=1; \
 	echo "# gpu-check: engine suite, every pass on the GPU, 3 partitions"; \
 	$(BUILD)/gpu/test_engine_server --gpu 3 || status=1; \
+	echo "# gpu-check: refining searches, every pass on the GPU, 2 partitions"; \
+	$(BUILD)/gpu/test_engine_rescore --gpu 2 || status=1; \
 	echo "# gpu-check: engine program with --gpu on"; \
 	MCC_ENGINE=$(BUILD)/gpu/mcc_engine $(BUILD)/gpu/test_engine_e2e --gpu || status=1; \
 	echo "# gpu-check: image jobs in the engine, GPU path"; \
@@ -140,17 +159,21 @@ gpu-check: $(BUILD)/gpu/gpu_check $(GPU_ENGINE_TESTS) $(GPU_LIB_CHECKS)
 bench-gpu: $(BUILD)/gpu/gpu_bench
 	$(BUILD)/gpu/gpu_bench $(BENCH_GPU_ARGS)
 
+BENCH_REFINE_ARGS ?=
+bench-gpu-refine: $(BUILD)/gpu/gpu_bench_refine
+	$(BUILD)/gpu/gpu_bench_refine $(BENCH_REFINE_ARGS)
+
 # Resource usage of the kernels (registers, shared memory, spills).
 gpu-sass:
 	@mkdir -p $(BUILD)/kernels
 	$(NVCC) $(NVCCFLAGS) -Xptxas -v -c kernels/mcc_gpu_match.cu -o $(BUILD)/kernels/match-v.o
 else
-.PHONY: gpu-lib gpu-check bench-gpu
+.PHONY: gpu-lib gpu-check bench-gpu bench-gpu-refine
 gpu-lib:
 	@echo "# nvcc not found: no GPU library"
 gpu-check:
 	@echo "# nvcc not found: GPU checks skipped (search, engine, image jobs, SAD, DP2D, chamfer)"
-bench-gpu:
+bench-gpu bench-gpu-refine:
 	@echo "# nvcc not found: GPU benchmark skipped"
 endif
 

@@ -218,10 +218,36 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 	return MCC_GPU_OK;
 }
 
+/* Release the refinement records and unit vectors of a partition. */
+void
+mcc_gpu_part_free_refine(mcc_gpu_part *p)
+{
+	cudaFree(p->rperm);
+	cudaFree(p->rxy);
+	cudaFree(p->ruix);
+	cudaFree(p->utab);
+	p->rperm = NULL;
+	p->rxy = NULL;
+	p->ruix = NULL;
+	p->utab = NULL;
+	p->gallery_bytes -= (size_t) p->cap_ref * 9 + (size_t) p->cap_utab * 16;
+	p->cap_ref = 0;
+	p->cap_utab = 0;
+	p->n_utab = 0;
+}
+
 /* Release the gallery arrays of a partition. */
 void
 mcc_gpu_part_free_gallery(mcc_gpu_part *p)
 {
+	mcc_gpu_part_free_refine(p);
+	cudaFree(p->tcoff);
+	cudaFree(p->sslot);
+	p->tcoff = NULL;
+	p->sslot = NULL;
+	p->cap_tco = p->cap_rc = p->n_rc = 0;
+	free(p->h_tcoff);
+	p->h_tcoff = NULL;
 	cudaFree(p->lo);
 	cudaFree(p->hi);
 	cudaFree(p->meta);
@@ -262,10 +288,27 @@ mcc_gpu_part_free_select(mcc_gpu_part *p)
 	p->sc_tpl = 0;
 }
 
+/* Release the refinement scratch of a partition. */
+void
+mcc_gpu_part_free_rscratch(mcc_gpu_part *p)
+{
+	cudaFree(p->rf_buf);
+	cudaFree(p->rf_scr);
+	cudaFree(p->rf_tabs);
+	cudaFree(p->rf_sqrt);
+	p->rf_bytes = 0;
+	p->rf_buf = p->rf_scr = NULL;
+	p->rf_tabs = NULL;
+	p->rf_sqrt = NULL;
+	p->rf_cap = p->rf_scr_cap = 0;
+	p->rf_tabs_gen = 0;
+}
+
 /* Release the search scratch of a partition. */
 void
 mcc_gpu_part_free_scratch(mcc_gpu_part *p)
 {
+	mcc_gpu_part_free_rscratch(p);
 	cudaFree(p->blob);
 	mcc_gpu_part_free_select(p);
 	cudaFreeHost(p->h_keys);
@@ -297,6 +340,9 @@ mcc_gpu_close(mcc_gpu *g)
 	}
 	(void) cudaGetLastError();
 	cudaFreeHost(g->h_blob);
+	cudaFreeHost(g->rf_h);
+	rp_utab_free(&g->utab);
+	free(g->refd);
 	free(g->ids);
 	free(g->where);
 	free(g->local);
@@ -321,7 +367,7 @@ mcc_gpu_room(mcc_gpu *g, mcc_gpu_part *p)
 		return fr;
 	for (int i = 0; i < g->nparts; i++)
 		if (g->part[i].dev == p->dev)
-			used += g->part[i].gallery_bytes + g->part[i].scratch_bytes;
+			used += g->part[i].gallery_bytes + g->part[i].scratch_bytes + g->part[i].rf_bytes;
 	if (used >= g->opt.mem_limit)
 		return 0;
 	return g->opt.mem_limit - used < fr ? g->opt.mem_limit - used : fr;
@@ -351,7 +397,7 @@ mcc_gpu_memory(mcc_gpu *g, mcc_gpu_meminfo *info, int max, int *n, mcc_error *er
 		info[i].n_tpl = p->n_tpl;
 		info[i].n_cyl = p->n_cyl;
 		info[i].gallery_bytes = p->gallery_bytes;
-		info[i].scratch_bytes = p->scratch_bytes;
+		info[i].scratch_bytes = p->scratch_bytes + p->rf_bytes;
 		if ((e = cudaSetDevice(p->dev)) != cudaSuccess ||
 			(e = cudaMemGetInfo(&info[i].dev_free, &info[i].dev_total)) != cudaSuccess)
 			return mcc_gpu_fail(g, e, "memory query", p->dev, err);

@@ -17,8 +17,8 @@
 	} while (0)
 
 /* Grow a device array to hold n elements, keeping the first keep. */
-static cudaError_t
-grow(void **ptr, size_t elem, uint32_t *cap, uint32_t n, uint32_t keep, size_t *bytes)
+cudaError_t
+mcc_gpu_grow(void **ptr, size_t elem, uint32_t *cap, uint32_t n, uint32_t keep, size_t *bytes)
 {
 	uint32_t	ncap;
 	void	   *np = NULL;
@@ -43,9 +43,9 @@ grow(void **ptr, size_t elem, uint32_t *cap, uint32_t n, uint32_t keep, size_t *
 	return cudaSuccess;
 }
 
-/* Size needed after growth (the rule of grow()), for the memory check. */
-static size_t
-grown(size_t elem, uint32_t cap, uint32_t n)
+/* Size needed after growth (the rule of mcc_gpu_grow()), for the memory check. */
+size_t
+mcc_gpu_grown(size_t elem, uint32_t cap, uint32_t n)
 {
 	uint32_t	ncap;
 
@@ -63,7 +63,7 @@ map_reserve(mcc_gpu *g, uint32_t n)
 {
 	uint32_t	cap = g->map_cap ? g->map_cap : 1024;
 	int64_t    *ids;
-	uint8_t    *where, *removed;
+	uint8_t    *where, *removed, *refd;
 	uint32_t   *local;
 
 	if (n <= g->map_cap)
@@ -82,7 +82,10 @@ map_reserve(mcc_gpu *g, uint32_t n)
 	removed = (uint8_t *) realloc(g->removed, cap);
 	if (removed)
 		g->removed = removed;
-	if (!ids || !where || !local || !removed)
+	refd = (uint8_t *) realloc(g->refd, cap);
+	if (refd)
+		g->refd = refd;
+	if (!ids || !where || !local || !removed || !refd)
 		return false;
 	g->map_cap = cap;
 	return true;
@@ -126,6 +129,10 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	uint32_t	win = g->opt.pc_window;
 	size_t		need;
 	uint32_t	c;
+	uint32_t   *tco;
+	uint32_t   *hss = NULL;		/* sslot of the rebuilt templates' records */
+	uint32_t	rc0;			/* their first record */
+	uint32_t	n_rc;			/* records after the add */
 
 	if (cnt == 0)
 		return MCC_GPU_OK;
@@ -137,9 +144,30 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	toff = (uint32_t *) realloc(p->tile_off, sizeof(uint32_t) * (n_tiles + 1));
 	if (toff)
 		p->tile_off = toff;
-	if (!gidx || !toff)
+	tco = (uint32_t *) realloc(p->h_tcoff, sizeof(uint32_t) * ((size_t) n_tiles * MCC_GPU_TILE + 1));
+	if (tco)
+		p->h_tcoff = tco;
+	if (!gidx || !toff || !tco)
 		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
 	memcpy(p->gidx + p->n_tpl, gl, sizeof(uint32_t) * cnt);
+	/* template-major records of the new templates */
+	if (p->n_tpl == 0)
+		p->h_tcoff[0] = 0;
+	{
+		uint64_t	acc = p->h_tcoff[p->n_tpl];
+
+		for (uint32_t k = p->n_tpl; k < n_tpl; k++)
+		{
+			uint32_t	gi = p->gidx[k];
+
+			acc += s->first[gi + 1] - s->first[gi];
+			if (acc > 0xffffffe0ull)
+				return mcc_gpu_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
+			p->h_tcoff[k + 1] = (uint32_t) acc;
+		}
+	}
+	rc0 = p->h_tcoff[t0 * MCC_GPU_TILE];
+	n_rc = p->h_tcoff[n_tpl];
 
 	/* cylinder slots of the tiles to build */
 	for (uint32_t t = t0; t < n_tiles; t++)
@@ -160,8 +188,9 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 		return mcc_gpu_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
 
 	/* device memory: check the limit, then grow */
-	need = grown(32, p->cap_cyl, c0 + (uint32_t) ncyl_new) + grown(4, p->cap_cyl, c0 + (uint32_t) ncyl_new) +
-		grown(8, p->cap_tiles, n_tiles) + grown(3, p->cap_tpl, n_tiles * MCC_GPU_TILE);
+	need = mcc_gpu_grown(32, p->cap_cyl, c0 + (uint32_t) ncyl_new) + mcc_gpu_grown(4, p->cap_cyl, c0 + (uint32_t) ncyl_new) +
+		mcc_gpu_grown(8, p->cap_tiles, n_tiles) + mcc_gpu_grown(3, p->cap_tpl, n_tiles * MCC_GPU_TILE) +
+		mcc_gpu_grown(4, p->cap_tco, n_tpl + 1) + mcc_gpu_grown(4, p->cap_rc, n_rc);
 	if (need > mcc_gpu_room(g, p))
 		return mcc_gpu_err(err, MCC_GPU_OOM,
 						   "out of GPU memory: the gallery needs %zu more bytes on GPU %d, %zu are available",
@@ -170,17 +199,20 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	{
 		uint32_t	cc = p->cap_cyl, ct = p->cap_tpl;
 
-		CK(grow((void **) &p->lo, 16, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->lo, 16, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
 		cc = p->cap_cyl;
-		CK(grow((void **) &p->hi, 16, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->hi, 16, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
 		cc = p->cap_cyl;
-		CK(grow((void **) &p->meta, 4, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->meta, 4, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
 		p->cap_cyl = cc;
-		CK(grow((void **) &p->tiles, 8, &p->cap_tiles, n_tiles, p->n_tiles, &p->gallery_bytes), "gallery allocation");
-		CK(grow((void **) &p->tncyl, 2, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->tiles, 8, &p->cap_tiles, n_tiles, p->n_tiles, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->tncyl, 2, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
 		ct = p->cap_tpl;
-		CK(grow((void **) &p->alive, 1, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->alive, 1, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
 		p->cap_tpl = ct;
+		CK(mcc_gpu_grow((void **) &p->tcoff, 4, &p->cap_tco, n_tpl + 1, p->n_tpl + 1, &p->gallery_bytes),
+		   "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->sslot, 4, &p->cap_rc, n_rc, p->n_rc, &p->gallery_bytes), "gallery allocation");
 	}
 
 	/* build the tiles on the host */
@@ -194,7 +226,8 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	ord2 = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
 	otl = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
 	otl2 = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	if (!hlo || !hhi || !hmeta || !htile || !hnc || !hal || !ord || !ord2 || !otl || !otl2)
+	hss = (uint32_t *) malloc(sizeof(uint32_t) * ((size_t) (n_rc - rc0) + 1));
+	if (!hlo || !hhi || !hmeta || !htile || !hnc || !hal || !ord || !ord2 || !otl || !otl2 || !hss)
 	{
 		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
 		goto fail;
@@ -282,6 +315,8 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 			hlo[d] = make_uint4((uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, (uint32_t) (w1 >> 32));
 			hhi[d] = make_uint4((uint32_t) w2, (uint32_t) (w2 >> 32), (uint32_t) w3, (uint32_t) (w3 >> 32));
 			hmeta[d] = s->angle[j] | (uint32_t) otl[i] << 8 | pc << 16 | 1u << 31;
+			/* the slot of the template's stored cylinder j - first, for refinement */
+			hss[p->h_tcoff[k0 + otl[i]] - rc0 + (j - s->first[p->gidx[k0 + otl[i]]])] = c0 + d;
 			if (pc == 0)
 				p->has_zero = 1;
 			if (k0 + otl[i] >= p->n_tpl)
@@ -306,6 +341,10 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	CK(cudaMemcpy(p->tiles + t0, htile, 8 * (size_t) (n_tiles - t0), cudaMemcpyHostToDevice), "gallery upload");
 	CK(cudaMemcpy(p->tncyl + p->n_tpl, hnc, 2 * (size_t) cnt, cudaMemcpyHostToDevice), "gallery upload");
 	CK(cudaMemcpy(p->alive + p->n_tpl, hal, cnt, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->tcoff + p->n_tpl, p->h_tcoff + p->n_tpl, 4 * ((size_t) cnt + 1), cudaMemcpyHostToDevice),
+	   "gallery upload");
+	if (n_rc > rc0)
+		CK(cudaMemcpy(p->sslot + rc0, hss, 4 * (size_t) (n_rc - rc0), cudaMemcpyHostToDevice), "gallery upload");
 	for (uint32_t i = 0; i < cnt; i++)
 	{
 		g->where[gl[i]] = (uint8_t) (p - g->part);
@@ -315,8 +354,10 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	p->n_tiles = n_tiles;
 	p->n_cyl = c0 + (uint32_t) ncyl_new;
 	p->tile_off[n_tiles] = p->n_cyl;
+	p->n_rc = n_rc;
 
 fail:
+	free(hss);
 	free(ord);
 	free(ord2);
 	free(otl);
@@ -340,6 +381,7 @@ map_add(mcc_gpu *g, const mcc_soa *s, uint32_t t0, uint32_t t1, mcc_error *err)
 	{
 		g->ids[i] = s->id[i];
 		g->removed[i] = 0;
+		g->refd[i] = 0;
 		g->where[i] = 0;
 		g->local[i] = 0;
 	}
@@ -362,11 +404,12 @@ mcc_gpu_upload(mcc_gpu *g, const mcc_soa *s, mcc_error *err)
 		mcc_gpu_part *p = &g->part[i];
 
 		cudaSetDevice(p->dev);
-		mcc_gpu_part_free_gallery(p);
+		mcc_gpu_part_free_gallery(p);	/* refinement records and unit vectors too */
 		p->has_zero = 0;
 		memset(p->angle_count, 0, sizeof(p->angle_count));
 	}
 	g->n_tpl = 0;
+	rp_utab_clear(&g->utab);
 	if ((rc = map_add(g, s, 0, s->n_tpl, err)) != MCC_GPU_OK)
 		return rc;
 	gl = (uint32_t *) malloc(sizeof(uint32_t) * (s->n_tpl + 1));

@@ -15,6 +15,15 @@
  *   tncyl[lt], alive[lt]: LUT_C and the tombstone flag per local template.
  *
  * That is 36 bytes per cylinder, as in paper 000 Table II.
+ *
+ * For refinement (mcc_gpu_refine.h), records in template-major order (the
+ * templates' cylinders one after the other, in local template order, no
+ * padding): tcoff[lt] is template lt's first record; sslot[tcoff[lt] + s]
+ * the slot (index into lo/hi/meta) of its stored cylinder s, rewritten
+ * whenever its tile is rebuilt (4 bytes per cylinder, always kept); and,
+ * once attached, in the order of the minutiae, rperm (stored index of rank
+ * k), rxy (position) and ruix (index into the unit-vector table utab):
+ * 9 bytes per cylinder.
  */
 #ifndef MCC_GPU_INT_H
 #define MCC_GPU_INT_H
@@ -23,6 +32,7 @@
 #include <stdint.h>
 
 #include "mcc_gpu.h"
+#include "mcc_refine_pack.h"
 
 #define MCC_GPU_TILE		32	/* templates per tile = lanes of Step-2 */
 #define MCC_GPU_WARPS		8	/* warps per block of the match kernel */
@@ -107,6 +117,32 @@ typedef struct mcc_gpu_part
 	/* host mirrors */
 	uint32_t   *gidx;			/* local -> gallery index */
 	uint32_t   *tile_off;		/* cylinder offset of each tile */
+	uint32_t   *h_tcoff;		/* tcoff of each local template, + 1 */
+
+	/* refinement records (see above) */
+	uint32_t   *tcoff;
+	uint32_t   *sslot;
+	uint32_t	cap_tco;		/* entries of tcoff */
+	uint32_t	cap_rc;			/* entries of sslot */
+	uint32_t	n_rc;			/* records of the templates held */
+	uint8_t    *rperm;
+	uint32_t   *rxy;
+	uint32_t   *ruix;
+	uint32_t	cap_ref;		/* entries of rperm, rxy, ruix */
+	double	   *utab;			/* (ux, uy) per entry */
+	uint32_t	n_utab;			/* entries uploaded */
+	uint32_t	cap_utab;
+
+	/* refinement scratch (mcc_gpu_refine.cu) */
+	unsigned char *rf_buf;		/* sides, pairs, scores of a call */
+	size_t		rf_cap;
+	unsigned char *rf_scr;		/* Gamma and rho of the blocks */
+	size_t		rf_scr_cap;
+	mcc_sigmoid_tab *rf_tabs;	/* [2][3] */
+	uint32_t   *rf_sqrt;		/* LUT_sqrt, RB_LUT entries */
+	int			rf_tabs_gen;	/* generation of the tables uploaded */
+	int			rf_ready;		/* kernel attributes set on this device */
+	size_t		rf_bytes;		/* allocated for refinement scratch */
 
 	/* search scratch */
 	uint4	   *blob;
@@ -155,6 +191,18 @@ struct mcc_gpu
 	uint8_t    *h_blob;
 	size_t		h_blob_cap;
 
+	/* refinement (mcc_gpu_refine*.cu) */
+	uint8_t    *refd;			/* per gallery index: refinement data attached */
+	rp_utab		utab;			/* distinct directions and their unit vectors */
+	mcc_sigmoid_tab rf_tab[2][3];	/* tables of the last parameters used */
+	int			rf_tabs_gen;	/* bumped when they change */
+	int			rf_threads;		/* mcc_gpu_refine_tune */
+	int			rf_kcap;
+	unsigned char *rf_h;		/* pinned: sides, pairs, scores */
+	size_t		rf_h_cap;
+	double	   *rf_dbg;			/* test hook: last set's unrounded score */
+	mcc_gpu_refine_timing rtiming;
+
 	mcc_gpu_timing timing;
 	int			fault_next;
 };
@@ -181,6 +229,9 @@ cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
 /* CUB temporary bytes needed for nq segments of cap keys. */
 cudaError_t mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes);
 
+/* Wait for every partition's stream after a failure (errors cleared). */
+void		mcc_gpu_drain(mcc_gpu *g);
+
 /* Record a CUDA failure in err (and in g if sticky); returns the code. */
 mcc_gpu_code mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev,
 						  mcc_error *err);
@@ -189,8 +240,24 @@ mcc_gpu_code mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev,
 mcc_gpu_code mcc_gpu_err(mcc_error *err, mcc_gpu_code code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
-/* Release the gallery arrays of a partition. */
+/* Release the gallery arrays of a partition (refinement records included). */
 void		mcc_gpu_part_free_gallery(mcc_gpu_part *p);
+
+/* Release the refinement records and unit vectors of a partition. */
+void		mcc_gpu_part_free_refine(mcc_gpu_part *p);
+
+/* Release the refinement scratch of a partition. */
+void		mcc_gpu_part_free_rscratch(mcc_gpu_part *p);
+
+/*
+ * Grow a device array to hold n elements, keeping the first keep (the
+ * capacity grows by half); *bytes counts what was added.
+ */
+cudaError_t mcc_gpu_grow(void **ptr, size_t elem, uint32_t *cap, uint32_t n, uint32_t keep,
+						 size_t *bytes);
+
+/* Bytes mcc_gpu_grow would add. */
+size_t		mcc_gpu_grown(size_t elem, uint32_t cap, uint32_t n);
 
 /* Release the selection buffers of a partition (scores to CUB storage). */
 void		mcc_gpu_part_free_select(mcc_gpu_part *p);

@@ -248,8 +248,8 @@ hit_cmp(const void *a, const void *b)
 }
 
 /* Wait for every partition after a failure, so no work is left in flight. */
-static void
-drain(mcc_gpu *g)
+void
+mcc_gpu_drain(mcc_gpu *g)
 {
 	for (int i = 0; i < g->nparts; i++)
 		if (cudaSetDevice(g->part[i].dev) == cudaSuccess)
@@ -499,7 +499,7 @@ done:
 fail:
 	free(acc);
 	if (rc != MCC_GPU_STICKY)
-		drain(g);
+		mcc_gpu_drain(g);
 	return rc;
 }
 

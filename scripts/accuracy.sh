@@ -10,6 +10,8 @@
 #                                synthetic FVC protocol, refinement cost
 #   scripts/accuracy.sh synth-hard   the identification benchmark with the
 #                                generator's harder first defaults
+#   scripts/accuracy.sh thresholds   the thresholds of mcc_threshold() (FVC2002
+#                                and synthetic impostor pairs of every method)
 #   scripts/accuracy.sh tables   print the markdown tables of docs/accuracy.md
 #
 # Real data: $MCC_SHARED_DATA (default ../shared/data; never copied into the
@@ -140,11 +142,32 @@ synth_hard() {
 	plot det-synth-hard-ident
 }
 
+# The thresholds of mcc_threshold(): every method's impostor scores on the
+# 16 FVC2002 sets and on 300 synthetic fingers x 2 (seed 11, not the tests'),
+# written into the rows of sql/mcc--0.1.0--0.2.0.sql and docs/img/thresholds.png.
+thresholds() {
+	local db enc
+	mkdir -p "$out/thr-fvc"
+	rm -f "$out"/thr-fvc/*.scores
+	for db in DB1_B DB2_B DB3_B DB4_B; do
+		for enc in $encodings; do
+			"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" \
+				--scores "$out/thr-fvc/$db-$enc.scores" >/dev/null 2>>"$out/thr.log"
+		done
+	done
+	"$eval_bin" fvc --synth --fingers 300 --impressions 2 --set seed=11 \
+		--scores "$out/thr-synth.scores" >/dev/null 2>>"$out/thr.log"
+	python3 scripts/thresholds.py --real "$out/thr-fvc" --synth "$out/thr-synth.scores" \
+		--sql sql/mcc--0.1.0--0.2.0.sql --tsv "$out/thresholds.tsv" --plot "$out/thresholds"
+	plot thresholds
+}
+
 case "${1:-}" in
 	fvc) fvc ;;
+	thresholds) thresholds ;;
 	settle) settle ;;
 	synth) synth ;;
 	synth-hard) synth_hard ;;
 	tables) python3 scripts/accuracy_tables.py "$out" ;;
-	*) echo "usage: scripts/accuracy.sh fvc|settle|synth|synth-hard|tables" >&2; exit 2 ;;
+	*) echo "usage: scripts/accuracy.sh fvc|thresholds|settle|synth|synth-hard|tables" >&2; exit 2 ;;
 esac

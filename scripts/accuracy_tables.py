@@ -20,7 +20,7 @@ ENC_NAMES = {
     "minex": "NBIS-MINEX ANSI 378",
 }
 METHODS = ["lss", "lss-r", "lss-dtr", "lsa", "lsa-r", "lsa-dtr", "lgs", "lgs-r",
-           "lgs-dtr", "consolidation"]
+           "lgs-dtr", "consolidation", "fused"]
 # bozorth3 EER of shared/data/README.md: all pairs, FVC protocol
 BOZORTH3 = {
     "DB1_B": {"mindtct": (4.2, 5.7), "fjfx": (7.8, 8.0), "secugen": (11.3, 12.9), "minex": (16.1, 19.3)},

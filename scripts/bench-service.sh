@@ -12,11 +12,21 @@
 # same probes one at a time (the gain of batching), and the backend scan
 # without the service for reference. Removes the cluster at the end
 # (MCC_BENCH_KEEP=1 keeps it). PATH may point at another installation.
+#
+# MCC_BENCH_REFINE=method (e.g. fused) measures refinement instead: for each
+# client count of MCC_BENCH_CLIENTS (default "1 4"), MCC_BENCH_ROUNDS
+# (default 2) rounds of identify(..., refine => 'none') then identify(...,
+# refine => method), each with the same figures plus the server's CPU per
+# identification (postmaster, backends and engine, from /proc), and the
+# ratio of method to 'none'; the batching and backend-scan parts are skipped.
 set -euo pipefail
 n=${1:-250000}
 secs=${2:-30}
 port=${MCC_BENCH_PORT:-54331}
 nb=${MCC_BENCH_PROBES:-64}		# probes of the batching comparison
+refine=${MCC_BENCH_REFINE:-}
+rounds=${MCC_BENCH_ROUNDS:-2}
+clients=${MCC_BENCH_CLIENTS:-"1 4"}
 command -v pg_ctl >/dev/null || export PATH="$(pg_config --bindir):$PATH"
 dir=$(mktemp -d /tmp/mcc-bench.XXXXXX)
 cleanup() {
@@ -88,21 +98,64 @@ percentiles() {
 		printf "p50 %.1f ms, p99 %.1f ms, %d requests", p50 / 1000, p99 / 1000, NR }'
 }
 
+# CPU seconds of the whole server: the postmaster, its children that have
+# exited (pgbench's backends, reaped when its connections close) and the
+# engine (whose parent, the supervisor, does not exit)
+server_cpu() {
+	local pm epid
+	pm=$(head -1 "$dir/data/postmaster.pid")
+	epid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")
+	awk -v hz="$(getconf CLK_TCK)" '{ s += $14 + $15 + $16 + $17 } END { printf "%.3f", s / hz }' \
+		"/proc/$pm/stat" "/proc/$epid/stat"
+}
+
+# one pgbench run: $1 clients, $2 script, $3 label; sets p50_ms and srv_ms
+pgbench_run() {
+	local c=$1 cpu0 cpu1 scpu0 scpu1 out reqs tps
+	rm -rf "$dir/log$c" && mkdir "$dir/log$c"
+	cpu0=$(engine_cpu)
+	scpu0=$(server_cpu)
+	out=$(cd "$dir/log$c" && pgbench -n -h "$dir" -p "$port" -U postgres -c "$c" -j "$((c < 4 ? c : 4))" \
+		-T "$secs" -l -f "$2" postgres 2>&1)
+	sleep 1	# the backends exit and are reaped
+	cpu1=$(engine_cpu)
+	scpu1=$(server_cpu)
+	tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
+	reqs=$(cat "$dir"/log$c/pgbench_log.* | wc -l)
+	p50_ms=$(cat "$dir"/log$c/pgbench_log.* | awk '{print $3}' | sort -n |
+		awk '{a[NR]=$1} END { i = int(NR * 0.5); if (i < 1) i = 1; printf "%.2f", a[i] / 1000 }')
+	srv_ms=$(calc "($scpu1 - $scpu0) * 1000 / $reqs" 2)
+	echo "   $3, $c client(s): $tps identifications/s, $(percentiles "$dir"/log$c/pgbench_log.*)," \
+		"engine CPU $(calc "($cpu1 - $cpu0) * 1000 / $reqs" 1) ms, server CPU $srv_ms ms per identification" \
+		"(load average $(cut -d' ' -f1 /proc/loadavg))"
+}
+
+if [ -n "$refine" ]; then
+	for r in none "$refine"; do
+		printf '%s\n' '\set p random(1, 200)' \
+			"SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = :p), 10, refine => '$r');" \
+			>"$dir/identify-$r.sql"
+	done
+	echo "== identify(gallery, probe, k => 10, refine => 'none' / '$refine') through the service, ${secs} s per run"
+	for c in $clients; do
+		for ((i = 1; i <= rounds; i++)); do
+			pgbench_run "$c" "$dir/identify-none.sql" "round $i, none"
+			p50_none=$p50_ms; srv_none=$srv_ms
+			pgbench_run "$c" "$dir/identify-$refine.sql" "round $i, $refine"
+			echo "   round $i, $c client(s): $refine / none: p50 $(calc "$p50_ms / $p50_none" 2)x," \
+				"server CPU $(calc "$srv_ms / $srv_none" 2)x"
+		done
+	done
+	exit 0
+fi
+
 cat >"$dir/identify.sql" <<'EOF'
 \set p random(1, 200)
 SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = :p), 10);
 EOF
 echo "== identify(gallery, probe, k => 10) through the service, ${secs} s per run (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 for c in 1 4 16; do
-	rm -rf "$dir/log$c" && mkdir "$dir/log$c"
-	cpu0=$(engine_cpu)
-	out=$(cd "$dir/log$c" && pgbench -n -h "$dir" -p "$port" -U postgres -c "$c" -j "$((c < 4 ? c : 4))" \
-		-T "$secs" -l -f "$dir/identify.sql" postgres 2>&1)
-	cpu1=$(engine_cpu)
-	tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
-	reqs=$(cat "$dir"/log$c/pgbench_log.* | wc -l)
-	echo "   $c client(s): $tps identifications/s, $(percentiles "$dir"/log$c/pgbench_log.*)," \
-		"engine CPU $(calc "($cpu1 - $cpu0) * 1000 / $reqs" 1) ms per identification"
+	pgbench_run "$c" "$dir/identify.sql" "identify()"
 done
 
 # one batching measurement: $1 = label, $2 = SQL over probes 1..$nb

@@ -14,6 +14,9 @@ pkgs=(
 	clang libclang-rt-14-dev          # libFuzzer harnesses (make fuzz)
 	libpng-dev                        # image input (PNG)
 	postgresql-15-plproxy             # scale-out: PL/Proxy for extension mcc_proxy (docs/scale-out.md)
+	python3-psycopg                   # examples/idm.py (psycopg 3)
+	dpkg-dev debhelper                # make deb (debian/, docs/packaging.md)
+	postgresql-server-dev-all         # pg_buildext, pg_virtualenv (make deb)
 )
 
 missing=()

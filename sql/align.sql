@@ -148,7 +148,11 @@ FROM (VALUES
 	(16, 'initial length', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', initial => '{1,2}')$$),
 	(17, 'initial NULL', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', initial => '{1,NULL,0,0}')$$),
 	(18, 'initial scale 0', $$SELECT mcc_chamfer_align('{{0,0},{1,1}}', '{{0,0},{1,1}}', initial => '{0,0,0,0}')$$),
-	(19, 'coplanar, 3D affine', $$SELECT mcc_chamfer_align('{{0,0,0},{1,0,0},{0,1,0},{1,1,0}}', '{{0,0,0},{1,0,0},{0,1,0},{0,0,1}}', 'affine')$$)
+	(19, 'coplanar, 3D affine', $$SELECT mcc_chamfer_align('{{0,0,0},{1,0,0},{0,1,0},{1,1,0}}', '{{0,0,0},{1,0,0},{0,1,0},{0,0,1}}', 'affine')$$),
+	-- coordinates beyond 1e100: their squares would overflow (22003)
+	(20, 'reference 1e200..1e300', $$SELECT mcc_chamfer_align('{{0,0},{1,0},{0,1}}', '{{1e200,1e200},{1e300,1e200},{1e200,1e300}}')$$),
+	(21, 'observed -1e300', $$SELECT mcc_chamfer_align('{{0,0},{-1e300,0},{0,1}}', '{{0,0},{1,0},{0,1}}')$$),
+	(22, 'tiny reference, wide observed', $$SELECT mcc_chamfer_align('{{0,0},{1e50,0},{0,1e50}}', '{{0,0},{1e-60,0},{0,1e-60}}')$$)
 ) AS v(ord, what, stmt), LATERAL try(v.stmt) t ORDER BY v.ord;
 
 -- The grid limit follows mcc.align_max_cells.

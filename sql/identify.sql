@@ -1,6 +1,12 @@
 -- identify(): exact top-k against brute force, mated search, min_score, k
 -- beyond the table, ties, snapshots, views, partitions, row-level security,
 -- privileges, and every error.
+--
+-- This file tests the LSS stage on its own: mcc.refine_method = 'none' makes
+-- identify() the plain top-k by LSS, mcc_score(a, b, 'lss'). The default
+-- two-stage search (LSS shortlist, then 'fused') is tested in
+-- identify_refine.sql.
+SET mcc.refine_method = 'none';
 
 -- A gallery of 2,000 synthetic fingers (impression 0, id = finger) and 50
 -- probes: impression 1 of 40 gallery fingers spread over the ids, and 10
@@ -16,9 +22,9 @@ SELECT 40 + (finger - 100000)::int + 1, finger, false, template FROM mcc_synthet
 SELECT count(*) AS gallery FROM g;
 SELECT count(*) AS probes, count(*) FILTER (WHERE mated) AS mated FROM probes;
 
--- Brute force: every (probe, row) score with mcc_score, ranked by score then id.
+-- Brute force: every (probe, row) score with mcc_score(.., 'lss'), ranked by score then id.
 CREATE TABLE bf AS
-SELECT p.pid, g.id, mcc_score(g.tpl, p.tpl) AS s FROM probes p, g;
+SELECT p.pid, g.id, mcc_score(g.tpl, p.tpl, 'lss') AS s FROM probes p, g;
 CREATE TABLE bf_rank AS
 SELECT pid, id, s, row_number() OVER (PARTITION BY pid ORDER BY s DESC, id) AS r FROM bf;
 CREATE INDEX ON bf (pid, id);
@@ -106,7 +112,7 @@ RETURNS TABLE(id bigint, score real, n bigint) LANGUAGE plpgsql STABLE AS $$
 BEGIN
 	RETURN QUERY EXECUTE format(
 		'SELECT key::bigint, s, row_number() OVER (ORDER BY s DESC, key)
-		 FROM (SELECT %I AS key, mcc_score(tpl, $1) AS s FROM %s WHERE tpl IS NOT NULL) b
+		 FROM (SELECT %I AS key, mcc_score(tpl, $1, ''lss'') AS s FROM %s WHERE tpl IS NOT NULL) b
 		 WHERE s >= $3 ORDER BY s DESC, key LIMIT $2', key, gallery)
 		USING probe, k, min_score;
 END $$;

@@ -3,7 +3,8 @@
 -- 'none' is plain LSS; min_score applies to the refined score; the settings
 -- mcc.refine_fraction and mcc.refine_min; NULL templates; partitions, views
 -- and row-level security; a gallery larger than the planner thinks; the
--- default ('none') and positional calls; identify_batch(); errors.
+-- default (NULL: mcc.refine_method, 'fused') and positional calls;
+-- identify_batch(); errors.
 
 -- 600 synthetic fingers (impression 0, id = finger); 12 probes: impression 1
 -- of 9 gallery fingers and 3 fingers that are not in the gallery
@@ -18,9 +19,10 @@ SELECT count(*) AS probes FROM rp;
 
 -- Brute force, from the definition: n rows with a template; n' = ceil(f n),
 -- at least mcc.refine_min and k, at most n; the n' best by
--- mcc_score(probe, tpl) (LSS), ties by key; rescored with
+-- mcc_score(probe, tpl, 'lss'), ties by key; rescored with
 -- mcc_score(probe, tpl, method); the k best of those scoring at least
--- min_score, ties by key. 'none' is plain LSS over every row.
+-- min_score, ties by key. 'none' is plain LSS over every row; NULL is the
+-- method of mcc.refine_method.
 CREATE FUNCTION brute_refined(gallery regclass, probe mcc_template, k int, min_score real,
 							  refine text, key name DEFAULT 'id')
 RETURNS TABLE(id bigint, score real, n bigint) LANGUAGE plpgsql STABLE AS $$
@@ -29,12 +31,13 @@ DECLARE
 	f float8 := current_setting('mcc.refine_fraction')::float8;
 	m bigint := current_setting('mcc.refine_min')::bigint;
 	np bigint;
-	method text := CASE refine WHEN 'dtr' THEN 'lss-dtr' ELSE refine END;
+	method text := CASE coalesce(refine, current_setting('mcc.refine_method'))
+				   WHEN 'dtr' THEN 'lss-dtr' ELSE coalesce(refine, current_setting('mcc.refine_method')) END;
 BEGIN
-	IF refine = 'none' THEN
+	IF method = 'none' THEN
 		RETURN QUERY EXECUTE format(
 			'SELECT key::bigint, s, row_number() OVER (ORDER BY s DESC, key)
-			 FROM (SELECT %I AS key, mcc_score($1, tpl) AS s FROM %s WHERE tpl IS NOT NULL) b
+			 FROM (SELECT %I AS key, mcc_score($1, tpl, ''lss'') AS s FROM %s WHERE tpl IS NOT NULL) b
 			 WHERE s >= $3 ORDER BY s DESC, key LIMIT $2', key, gallery)
 			USING probe, k, min_score;
 		RETURN;
@@ -45,7 +48,7 @@ BEGIN
 		'SELECT key::bigint, r, row_number() OVER (ORDER BY r DESC, key)
 		 FROM (SELECT key, mcc_score($1, tpl, $5) AS r
 			   FROM (SELECT %I AS key, tpl FROM %s WHERE tpl IS NOT NULL
-					 ORDER BY mcc_score($1, tpl) DESC, 1 LIMIT $4) shortlist) s
+					 ORDER BY mcc_score($1, tpl, ''lss'') DESC, 1 LIMIT $4) shortlist) s
 		 WHERE r >= $3 ORDER BY r DESC, key LIMIT $2', key, gallery)
 		USING probe, k, min_score, np, method;
 END $$;
@@ -67,11 +70,12 @@ $$;
 
 SHOW mcc.refine_fraction;
 SHOW mcc.refine_min;
+SHOW mcc.refine_method;
 
 -- Every refinement name, 12 probes, k = 10: n' = 100 of 600 rows
 CREATE TABLE methods (ord serial, refine text);
 INSERT INTO methods (refine) VALUES ('none'), ('dtr'), ('lss'), ('lss-r'), ('lss-dtr'), ('lsa'),
-	('lsa-r'), ('lsa-dtr'), ('lgs'), ('lgs-r'), ('lgs-dtr'), ('consolidation');
+	('lsa-r'), ('lsa-dtr'), ('lgs'), ('lgs-r'), ('lgs-dtr'), ('consolidation'), ('fused'), (NULL);
 SELECT m.refine, count(*) AS probes, count(*) FILTER (WHERE same_refined('rg', p.tpl, 10, 0, m.refine)) AS equal
 FROM methods m, rp p GROUP BY m.ord, m.refine ORDER BY m.ord;
 -- 'lss' rescores with LSS itself: the same answer as 'none'
@@ -98,18 +102,44 @@ SELECT count(*) AS probes,
 		   SELECT * FROM identify('rg', p.tpl, 10, 0, refine => 'lss-dtr') WITH ORDINALITY
 		   EXCEPT SELECT * FROM identify('rg', p.tpl, 10, 0, refine => 'dtr') WITH ORDINALITY)) AS dtr_is_lss_dtr
 FROM rp p;
--- the default is 'none', and refine comes last: a call that passes the
--- column names by position still means them (plain LSS, as brute force)
+-- the default is mcc.refine_method, 'fused', and refine comes last: a call
+-- that passes the column names by position still means them (refined with
+-- 'fused', as brute force)
 SELECT count(*) AS probes,
 	   count(*) FILTER (WHERE NOT EXISTS (
 		   SELECT * FROM identify('rg', p.tpl) WITH ORDINALITY
-		   EXCEPT SELECT * FROM identify('rg', p.tpl, 10, 0, refine => 'none') WITH ORDINALITY)) AS default_is_none,
+		   EXCEPT SELECT * FROM identify('rg', p.tpl, 10, 0, refine => 'fused') WITH ORDINALITY)) AS default_is_fused,
 	   count(*) FILTER (WHERE NOT EXISTS (
 		   SELECT * FROM identify('rg', p.tpl, 7, 0.1, 'id', 'tpl') WITH ORDINALITY
-		   EXCEPT SELECT * FROM brute_refined('rg', p.tpl, 7, 0.1, 'none'))
+		   EXCEPT SELECT * FROM brute_refined('rg', p.tpl, 7, 0.1, 'fused'))
 		 AND (SELECT count(*) FROM identify('rg', p.tpl, 7, 0.1, 'id', 'tpl'))
-			 = (SELECT count(*) FROM brute_refined('rg', p.tpl, 7, 0.1, 'none'))) AS positional_columns
+			 = (SELECT count(*) FROM brute_refined('rg', p.tpl, 7, 0.1, 'fused'))) AS positional_columns
 FROM rp p;
+-- the setting picks another default: plain LSS, or paper 000's LSS-DTR
+SET mcc.refine_method = 'none';
+SELECT count(*) AS probes,
+	   count(*) FILTER (WHERE NOT EXISTS (
+		   SELECT * FROM identify('rg', p.tpl) WITH ORDINALITY
+		   EXCEPT SELECT * FROM brute_refined('rg', p.tpl, 10, 0, 'none'))) AS default_is_none
+FROM rp p;
+SET mcc.refine_method = 'dtr';
+SELECT count(*) AS probes,
+	   count(*) FILTER (WHERE same_refined('rg', p.tpl, 10, 0, NULL)
+						AND NOT EXISTS (
+		   SELECT * FROM identify('rg', p.tpl) WITH ORDINALITY
+		   EXCEPT SELECT * FROM identify('rg', p.tpl, 10, 0, refine => 'lss-dtr') WITH ORDINALITY)) AS default_is_dtr
+FROM rp p;
+RESET mcc.refine_method;
+-- the defaults put more mates first than plain LSS does, never fewer
+SELECT count(*) FILTER (WHERE d.id = p.finger) AS default_rank1,
+	   count(*) FILTER (WHERE l.id = p.finger) AS lss_rank1,
+	   count(*) FILTER (WHERE d.id = p.finger) >= count(*) FILTER (WHERE l.id = p.finger) AS default_not_worse
+FROM rp p, identify('rg', p.tpl, 1) d, identify('rg', p.tpl, 1, 0, refine => 'none') l
+WHERE p.pid <= 9;
+-- bad values of the setting are refused, naming the choices
+SET mcc.refine_method = 'nosuch';
+SET mcc.refine_method = '';
+SHOW mcc.refine_method;
 
 -- min_score applies to the refined score: with each probe's 4th best refined
 -- score as threshold, exactly the shortlisted rows scoring at least that
@@ -249,20 +279,22 @@ SELECT count(*) AS probes, count(*) FILTER (WHERE NOT EXISTS (
 	   AND (SELECT count(*) FROM identify_batch('rg', ARRAY(SELECT tpl FROM rp ORDER BY pid), 5, 0.2, refine => 'lgs-dtr') b
 			WHERE b.probe_no = p.pid) = (SELECT count(*) FROM identify('rg', p.tpl, 5, 0.2, refine => 'lgs-dtr'))) AS equal
 FROM rp p;
--- its default is 'none' too, and its column names still come fifth and sixth
+-- its default is mcc.refine_method too, and its column names still come
+-- fifth and sixth
 SELECT count(*) = 12 * 3 AS rows_3_each,
 	   NOT EXISTS (SELECT * FROM identify_batch('rg', ARRAY(SELECT tpl FROM rp ORDER BY pid), 3)
 				   EXCEPT SELECT * FROM identify_batch('rg', ARRAY(SELECT tpl FROM rp ORDER BY pid), 3, 0,
-													   'id', 'tpl', 'none')) AS default_is_none
+													   'id', 'tpl', 'fused')) AS default_is_fused
 FROM identify_batch('rg', ARRAY(SELECT tpl FROM rp ORDER BY pid), 3);
 
--- Errors: an unknown name (names are lower case), NULL, in identify() and
--- identify_batch()
+-- Errors: an unknown name (names are lower case), in identify() and
+-- identify_batch(); NULL is the default, not an error
 SELECT * FROM identify('rg', (SELECT tpl FROM rp WHERE pid = 1), 10, 0, refine => 'nosuch');
-SELECT * FROM identify('rg', (SELECT tpl FROM rp WHERE pid = 1), 10, 0, refine => NULL);
+SELECT NOT EXISTS (SELECT * FROM identify('rg', (SELECT tpl FROM rp WHERE pid = 1), 10, 0, refine => NULL)
+				   EXCEPT SELECT * FROM identify('rg', (SELECT tpl FROM rp WHERE pid = 1), 10, 0, refine => 'fused'))
+	   AS null_is_the_default;
 SELECT * FROM identify('rg', (SELECT tpl FROM rp WHERE pid = 1), 10, 0, refine => 'DTR');
 SELECT * FROM identify_batch('rg', ARRAY(SELECT tpl FROM rp), 10, 0, refine => 'lss-dtr2');
-SELECT * FROM identify_batch('rg', ARRAY(SELECT tpl FROM rp), 10, 0, refine => NULL);
 -- statement_timeout interrupts a long refinement (every row, the slowest method)
 SET mcc.refine_fraction = 1;
 SET statement_timeout = '50ms';

@@ -48,6 +48,18 @@ INSERT INTO rec VALUES
 		4064 0064 40 32
 		8096 0078 80 50
 		0078 00b4 00 00
+		0000', 'hex')),
+	-- ANSI/INCITS 378-2009: 21-byte header (length 0x3a = 58, CBEFF product
+	-- id 0103:0000, not certified, device id 0, one view), a view of 17
+	-- bytes with its own image (position, view number, impression, finger
+	-- quality 254 = not reported, quality algorithm 0103:0001, size,
+	-- resolution, count), angle unit 2 degrees, minutia quality 254 = not
+	-- reported (read as 0)
+	('ansi2009', decode('464d5200 30333000 0000003a 0103 0000 00 0000 01 00
+		00 00 00 fe 0103 0001 012c 012c 00c5 00c5 03
+		4064 0064 2d 32
+		8096 0078 5a 50
+		0078 00b4 00 fe
 		0000', 'hex'));
 
 SELECT name, mcc_template_from_iso(r) FROM rec ORDER BY name;
@@ -63,11 +75,18 @@ SELECT mcc_template_to_iso(mcc_template_from_iso(r)) = overlay(r placing '\x00' 
 FROM rec WHERE name = 'iso2005';
 SELECT mcc_template_to_iso(mcc_template_from_iso(r), 'ansi2004') = overlay(r placing '\x00' from 29 for 1) AS ansi_round_trip
 FROM rec WHERE name = 'ansi2004';
+-- ISO 2011 and ANSI 2009 write quality 0 ("not given") as 254 ("not
+-- reported"), which reads back as 0
+SELECT mcc_template_to_iso(mcc_template_from_iso(r), 'iso2011') = overlay(r placing '\xfe' from 65 for 1) AS iso2011_round_trip
+FROM rec WHERE name = 'iso2011';
+SELECT mcc_template_to_iso(mcc_template_from_iso(r), 'ansi2009') = r AS ansi2009_round_trip
+FROM rec WHERE name = 'ansi2009';
 SELECT mcc_template_to_iso(mcc_template_from_iso(r)) FROM rec WHERE name = 'iso2011';
-SELECT mcc_template_from_iso(mcc_template_to_iso(t, f))::text = t::text AS same
+SELECT f, mcc_template_from_iso(mcc_template_to_iso(t, f))::text = t::text AS same
 FROM (SELECT mcc_template_from_iso(r) AS t FROM rec WHERE name = 'iso2005') s,
-	 (VALUES ('iso2005'), ('ansi2004')) AS v(f);
+	 (VALUES ('iso2005'), ('iso2011'), ('ansi2004'), ('ansi2009')) AS v(f) ORDER BY f;
 SELECT mcc_template_to_iso(mcc_template_from_iso(r), 'iso2011') FROM rec WHERE name = 'iso2005';
+SELECT mcc_template_to_iso(mcc_template_from_iso(r), 'ansi2009') FROM rec WHERE name = 'iso2005';
 
 -- malformed records, each derived from the valid ISO 2005 record
 CREATE TABLE bad_rec (ord serial, name text, r bytea);
@@ -107,7 +126,8 @@ LATERAL (VALUES
 	('view 0',           format('SELECT mcc_template_from_iso(%L::bytea, 0)', r)),
 	('view -1',          format('SELECT mcc_template_from_iso(%L::bytea, -1)', r)),
 	('profile nist',     format('SELECT mcc_template_from_iso(%L::bytea, 1, ''nist'')', r)),
-	('to_iso iso2011',   format('SELECT mcc_template_to_iso(mcc_template_from_iso(%L::bytea), ''iso2011'')', r))
+	('to_iso ansi2009am1', format('SELECT mcc_template_to_iso(mcc_template_from_iso(%L::bytea), ''ansi2009am1'')', r)),
+	('to_iso ISO2011',   format('SELECT mcc_template_to_iso(mcc_template_from_iso(%L::bytea), ''ISO2011'')', r))
 ) AS v(call, stmt),
 LATERAL try(v.stmt) t;
 SELECT mcc_template_from_iso(r, 1, 'nist') FROM rec WHERE name = 'iso2005';

@@ -53,8 +53,12 @@ SELECT name, mcc_minutiae_count(t), mcc_cylinder_count(t) > 0 AS has_cylinders
 FROM tpl ORDER BY name;
 
 -- self-score: every cylinder matches itself with distance 0, so the n_P
--- smallest votes are all 0 and the score is exactly 1
-SELECT name, mcc_score(t, t) FROM tpl ORDER BY name;
+-- smallest votes are all 0 and the LSS score is exactly 1; mcc_score(a, b)
+-- is the fused relaxation, whose self-score is just below 1 (each
+-- relaxation keeps part of every pair's own similarity: w_R)
+SELECT name, mcc_score(t, t, 'lss') AS lss, mcc_score(t, t) AS fused,
+	   mcc_score(t, t) = mcc_score(t, t, 'fused') AS default_is_fused
+FROM tpl ORDER BY name;
 
 -- rotation + translation invariance: the same minutiae have valid
 -- cylinders, with the same bits, and angles 64 (= pi/2) larger
@@ -69,12 +73,13 @@ SELECT count(a.minutia) AS cylinders_a, count(b.minutia) AS cylinders_b,
 	   count(*) FILTER (WHERE a.bits = b.bits AND a.angle = b.angle) AS same
 FROM mcc_cylinders((SELECT t FROM tpl WHERE name = 'A')) a
 FULL JOIN mcc_cylinders((SELECT t FROM tpl WHERE name = 'A shifted')) b USING (minutia);
--- so the corresponding cylinders vote 0 and the score is 1
-SELECT mcc_score(a.t, b.t) AS score, b.name
+-- so the corresponding cylinders vote 0 and the LSS score is 1; the fused
+-- score is A's self-score (the geometry moved rigidly)
+SELECT mcc_score(a.t, b.t, 'lss') AS lss, mcc_score(a.t, b.t) = mcc_score(a.t, a.t) AS fused_as_self, b.name
 FROM tpl a, tpl b WHERE a.name = 'A' AND b.name IN ('A rotated 90', 'A shifted') ORDER BY b.name;
 
 -- 180 degrees: the corresponding cylinders fail the angular gate
-SELECT mcc_score(a.t, b.t) < 1 AS gated
+SELECT mcc_score(a.t, b.t, 'lss') < 1 AS gated
 FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A rotated 180';
 
 -- a partial impression of A scores between A itself and another finger
@@ -85,9 +90,15 @@ FROM tpl a, tpl p, tpl b WHERE a.name = 'A' AND p.name = 'A partial' AND b.name 
 SELECT mcc_score(a.t, l.t) AS score_a_lonely, mcc_score(l.t, l.t) AS score_lonely
 FROM tpl a, tpl l WHERE a.name = 'A' AND l.name = 'lonely';
 
--- symmetry and range over every pair of gpu2015 templates
+-- symmetry and range over every pair of gpu2015 templates: LSS is exactly
+-- symmetric; mcc_score(a, b) scores the pair in its canonical order, so it
+-- is exactly symmetric too, and it is mcc_score(a, b, 'fused') or
+-- mcc_score(b, a, 'fused') (the method alone may differ between the two
+-- orders where equal similarities are ranked by position)
 SELECT count(*) AS pairs,
+	   count(*) FILTER (WHERE mcc_score(a.t, b.t, 'lss') = mcc_score(b.t, a.t, 'lss')) AS lss_symmetric,
 	   count(*) FILTER (WHERE mcc_score(a.t, b.t) = mcc_score(b.t, a.t)) AS symmetric,
+	   count(*) FILTER (WHERE mcc_score(a.t, b.t) IN (mcc_score(a.t, b.t, 'fused'), mcc_score(b.t, a.t, 'fused'))) AS one_order_of_fused,
 	   count(*) FILTER (WHERE mcc_score(a.t, b.t) BETWEEN 0 AND 1) AS in_range
 FROM tpl a, tpl b WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu2015';
 
@@ -121,7 +132,7 @@ FROM tpl a, tpl b WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu
 SET mcc.match_threshold = 0;
 SELECT count(*) FILTER (WHERE a.t % b.t) AS matches
 FROM tpl a, tpl b WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu2015';
-SET mcc.match_threshold = 1;
+SET mcc.match_threshold = 0.99;
 SELECT a.name, b.name FROM tpl a, tpl b
 WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu2015' AND a.t % b.t
 ORDER BY 1, 2;

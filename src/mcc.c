@@ -17,11 +17,15 @@
 PG_MODULE_MAGIC;
 
 /*
- * mcc.match_threshold: the score at or above which `a % b` is true.
- * 0.53 was calibrated on FVC2002 set B (FMR below 0.1%): see
- * docs/sql-reference.md, "Choosing the threshold".
+ * mcc.match_threshold: the score at or above which `a % b` is true. The
+ * default is mcc_threshold(0.001), the threshold of a 0.1 % false match
+ * rate of mcc_score(a, b) (the fused method) shipped in mcc_thresholds
+ * (scripts/thresholds.py; docs/sql-reference.md, "Choosing the threshold"):
+ * the single-precision value written out in double precision, so that
+ * `a % b` and `mcc_score(a, b) >= mcc_threshold(0.001)` agree on every
+ * score. sql/thresholds.sql checks the two stay equal.
  */
-#define MCC_MATCH_THRESHOLD_DEFAULT 0.53
+#define MCC_MATCH_THRESHOLD_DEFAULT 0.025171561166644096
 
 double		mcc_match_threshold = MCC_MATCH_THRESHOLD_DEFAULT;
 

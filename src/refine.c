@@ -7,6 +7,7 @@
 #include "refine.h"
 
 #include <limits.h>
+#include <stdlib.h>
 
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -22,6 +23,36 @@
 double		mcc_refine_fraction = REFINE_FRACTION_DEFAULT;
 int			mcc_refine_min = REFINE_MIN_DEFAULT;
 
+/* mcc.refine_method: what refine => NULL (the default) means */
+static char *refine_method_setting = NULL;
+static int	refine_method_default = MCC_METHOD_BEST;
+
+/* GUC check hook: a refine name ('none', 'dtr' or a method). */
+static bool
+refine_method_check(char **newval, void **extra, GucSource source)
+{
+	int			m = mcc_refine_parse(*newval, (int) strlen(*newval));
+	int		   *e;
+
+	if (m < 0)
+	{
+		GUC_check_errdetail("Use none, dtr (lss-dtr) or a method: %s.", mcc_method_list());
+		return false;
+	}
+	e = malloc(sizeof(int));	/* PostgreSQL 15 frees a GUC extra with free() */
+	if (e == NULL)
+		return false;
+	*e = m;
+	*extra = e;
+	return true;
+}
+
+static void
+refine_method_assign(const char *newval, void *extra)
+{
+	refine_method_default = *(int *) extra;
+}
+
 void
 mcc_refine_define_gucs(void)
 {
@@ -32,6 +63,13 @@ mcc_refine_define_gucs(void)
 							 "n is the number of rows with a template the statement sees.",
 							 &mcc_refine_fraction, REFINE_FRACTION_DEFAULT, 0.0, 1.0,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("mcc.refine_method",
+							   "Refinement of identify() and identify_batch() when refine is not given.",
+							   "fused (the default: the most accurate method), none (LSS alone), "
+							   "dtr (paper 000's LSS-DTR) or any method of mcc_score(a, b, method).",
+							   &refine_method_setting, mcc_method_name(MCC_METHOD_BEST),
+							   PGC_USERSET, 0,
+							   refine_method_check, refine_method_assign, NULL);
 	DefineCustomIntVariable("mcc.refine_min",
 							"Fewest rows identify() refines (unless the gallery has fewer).",
 							NULL,
@@ -46,10 +84,7 @@ mcc_refine_arg(Datum arg, bool isnull, const char *fname)
 	int			m;
 
 	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("refine of %s must not be null", fname),
-				 errhint("Use 'none' for no refinement.")));
+		return (mcc_method) refine_method_default;
 	t = DatumGetTextPP(arg);
 	m = mcc_refine_parse(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 	if (m < 0)

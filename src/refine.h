@@ -25,8 +25,9 @@ extern void mcc_refine_define_gucs(void);
 
 /*
  * The method of a refine argument of function fname: 'none' (MCC_LSS, no
- * refinement), 'dtr' (MCC_LSS_DTR) or a method name. Raises 22004 for NULL
- * (isnull) and 22023 for an unknown name.
+ * refinement), 'dtr' (MCC_LSS_DTR) or a method name; NULL (isnull) means
+ * the setting mcc.refine_method (by default MCC_METHOD_BEST). Raises 22023
+ * for an unknown name.
  */
 extern mcc_method mcc_refine_arg(Datum arg, bool isnull, const char *fname);
 

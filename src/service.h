@@ -30,6 +30,7 @@ typedef enum mcc_fallback_mode
 } mcc_fallback_mode;
 
 extern bool mcc_service_enabled;	/* mcc.service */
+extern bool mcc_refine_in_engine;	/* mcc.refine_in_engine */
 extern int	mcc_fallback;		/* mcc.fallback */
 extern int	mcc_cache_memory_limit; /* mcc.cache_memory_limit, MB, 0 = none */
 extern int	mcc_request_timeout;	/* mcc.request_timeout, ms, 0 = none */
@@ -255,6 +256,7 @@ extern void mcc_put_u32(StringInfo s, uint32 v);
 extern void mcc_put_u64(StringInfo s, uint64 v);
 extern void mcc_put_i64(StringInfo s, int64 v);
 extern void mcc_put_f32(StringInfo s, float v);
+extern void mcc_put_f64(StringInfo s, double v);
 extern void mcc_put_bytes(StringInfo s, const void *p, uint32 len);
 extern void mcc_put_gallery(StringInfo s, const mcc_gallery_id *g);
 
@@ -450,6 +452,55 @@ typedef struct mcc_count_group
  */
 extern uint64 mcc_count_visible(uint64 certain, const mcc_count_group *groups,
 								uint32 n_groups, Snapshot snapshot);
+
+/* A tuple version as a refining search reports it (mcc_proto.h's rhit). */
+typedef struct mcc_version
+{
+	uint64		insert_xid;
+	uint64		delete_xid;		/* 0: none */
+	uint32		flags;			/* MCC_COUNT_F_*, MCC_CAND_F_CERTAIN */
+} mcc_version;
+
+/*
+ * visible[i]: does snapshot see version v[i]? Judged as mcc_count_visible
+ * judges a group: by its xids, with no table access.
+ */
+extern void mcc_versions_visible(const mcc_version *v, int n, Snapshot snapshot,
+								 bool *visible);
+
+struct mcc_refined;				/* refine.h */
+
+/* A candidate of a refining search (mcc_proto.h's rhit). */
+typedef struct mcc_rhit
+{
+	float		score;			/* LSS */
+	int64		key;
+	uint64		hash;
+	float		refined;		/* the method's score, from the engine's cache */
+	mcc_version v;
+} mcc_rhit;
+
+typedef enum mcc_pick_result
+{
+	MCC_PICK_DONE,				/* the shortlist is complete */
+	MCC_PICK_MORE,				/* too few visible candidates; the engine has more */
+	MCC_PICK_DISAGREE			/* the versions contradict the snapshot (why set) */
+} mcc_pick_result;
+
+/*
+ * One probe's shortlist from a refining search's candidates c[0 .. n) (LSS
+ * order; more: the engine holds others): the first `want` that snapshot
+ * sees, into out[] (refined score, key) and out_hash[], *n_out of them.
+ * n_rows is the number of rows the statement sees, or -1 if not counted
+ * (then n' = min(n, want) and fewer than want visible rows are all of
+ * them). Disagreement: a key seen twice, fewer visible candidates than the
+ * statement's rows although the engine returned every entry, or too few
+ * for n' with nothing more to come.
+ */
+extern mcc_pick_result mcc_pick_refined(const mcc_rhit *c, int n, bool more, int64 want,
+										int64 n_rows, Snapshot snapshot,
+										struct mcc_refined *out, uint64 *out_hash,
+										int64 *n_out, const char **why);
 
 /* Rows of the gallery with a template that the statement sees (count(*)). */
 extern int64 mcc_count_rows(const struct mcc_gallery *g);

@@ -604,6 +604,13 @@ mcc_put_f32(StringInfo s, float v)
 	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
 }
 
+/* Append a double. */
+void
+mcc_put_f64(StringInfo s, double v)
+{
+	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
+}
+
 /* A "bytes" field: uint32 length, then the bytes. */
 void
 mcc_put_bytes(StringInfo s, const void *p, uint32 len)
@@ -722,6 +729,8 @@ engine_sqlstate(const mcc_reply *reply)
 			return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
 		case MCC_PERR_BUSY:
 			return ERRCODE_INSUFFICIENT_RESOURCES;
+		case MCC_PERR_TOO_LARGE:
+			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 		case MCC_PERR_NOT_LOADED:
 		case MCC_PERR_GENERATION:
 		case MCC_PERR_INTERNAL:

@@ -16,6 +16,7 @@
 #include "utils/guc.h"
 
 bool		mcc_service_enabled = true;
+bool		mcc_refine_in_engine = true;
 int			mcc_fallback = MCC_FALLBACK_CPU;
 int			mcc_cache_memory_limit = 4096;
 int			mcc_request_timeout = 30000;
@@ -42,6 +43,13 @@ define_session_gucs(void)
 							 "When off, identify() scans the gallery in the backend. "
 							 "Writers keep the service's caches current either way.",
 							 &mcc_service_enabled, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("mcc.refine_in_engine",
+							 "Lets the matcher engine refine identify()'s shortlists from its cache.",
+							 "When off, the backend re-checks every shortlisted row, reads "
+							 "its template and sends it to the engine to be rescored "
+							 "(the same answer, more work).",
+							 &mcc_refine_in_engine, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("mcc.fallback",
 							 "What identify() does when the matcher service cannot serve it.",

@@ -63,6 +63,7 @@
 #define BATCH_MAX_PROBES	256		/* probes per SEARCH of identify_batch() */
 #define BATCH_MAX_BYTES		(16 * 1024 * 1024)	/* ... and their bytes */
 #define BATCH_MAX_CANDIDATES 16384	/* ... and their first k' (refining) */
+#define REFINE_UNIT			256		/* candidates per mcc.request_timeout, beyond one per probe */
 
 bool		mcc_service_bypass = false;
 
@@ -79,8 +80,10 @@ typedef struct candidate
 /* The engine's answer for one probe, then the visible hits. */
 typedef struct probe_answer
 {
-	candidate  *cand;
+	candidate  *cand;			/* a plain search's */
 	int			n_cand;
+	mcc_rhit   *rc;				/* a refining search's */
+	int			n_rc;
 	bool		more;
 	candidate  *hits;			/* visible, best first, at most k (or n') */
 	struct varlena **hit_tpl;	/* refining: the hits' templates */
@@ -106,6 +109,8 @@ typedef struct serve_req
 	uint64		count_certain;
 	mcc_count_group *count_groups;
 	uint32		count_n_groups;
+	int64		count_rows;		/* n from the count, -1 if none was made */
+	bool		in_engine;		/* the engine refined the hits */
 	MemoryContext cxt;			/* what serving allocates; the caller deletes it */
 } serve_req;
 
@@ -114,7 +119,8 @@ typedef enum search_outcome
 	SEARCH_DONE,
 	SEARCH_RELOAD,				/* the engine needs a (re)load first */
 	SEARCH_FALLBACK,			/* per mcc.fallback, with why */
-	SEARCH_SILENT				/* backend scan without a word */
+	SEARCH_SILENT,				/* backend scan without a word */
+	SEARCH_RECHECKED			/* refine the candidates the backend re-checks */
 } search_outcome;
 
 /* Apply mcc.fallback; returns false (scan in the backend) unless it raises. */
@@ -246,11 +252,12 @@ note_searchable(const mcc_gallery_ref *ref, uint64 known, uint64 now)
 /*
  * Send SEARCH and wait; false on mcc.request_timeout. count_xmin: 0, or ask
  * for the visibility count at this snapshot xmin when more than count_above
- * entries are searchable.
+ * entries are searchable. in_engine: a refining search (the engine rescores
+ * its shortlist; kprime is then the slack of mcc_proto.h).
  */
 static bool
 send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
-			uint64 count_above, mcc_reply *reply)
+			uint64 count_above, bool in_engine, mcc_reply *reply)
 {
 	StringInfoData f;
 	uint64		id = mcc_conn_next_id();
@@ -264,12 +271,21 @@ send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
 	mcc_put_f32(&f, r->method == MCC_LSS ? r->min_score : 0.0f);
 	mcc_put_u64(&f, count_xmin);
 	mcc_put_u64(&f, count_above);
+	mcc_put_u32(&f, in_engine ? (uint32) r->method : (uint32) MCC_LSS);
+	mcc_put_u32(&f, in_engine ? (uint32) r->k : 0);
+	mcc_put_f64(&f, in_engine ? mcc_refine_fraction : 0.0);
+	mcc_put_u32(&f, in_engine ? (uint32) mcc_refine_min : 0);
 	mcc_put_u32(&f, (uint32) r->n_probes);
 	for (i = 0; i < r->n_probes; i++)
 		mcc_put_bytes(&f, r->probes[i], VARSIZE(r->probes[i]));
 	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
 	pfree(f.data);
-	return mcc_conn_wait_reply_units(id, reply, r->n_probes);
+	/* mcc.request_timeout per probe; refining, also per REFINE_UNIT candidates */
+	return mcc_conn_wait_reply_units(id, reply, in_engine ?
+									 (int) Min((int64) r->n_probes +
+											   (int64) r->n_probes * (r->want + kprime) / REFINE_UNIT,
+											   INT_MAX / 2) :
+									 r->n_probes);
 }
 
 /* Parse RESULT's visibility count into r. */
@@ -295,9 +311,32 @@ parse_count(serve_req *r, mcc_reader *b)
 	}
 }
 
-/* Parse a RESULT into r->ans. */
+/* Parse a probe's rhits (a refining search) into a. */
 static void
-parse_result(serve_req *r, mcc_reply *reply)
+parse_rhits(probe_answer *a, mcc_reader *b)
+{
+	uint32		n = mcc_get_u32(b);
+	uint32		j;
+
+	if ((size_t) (b->end - b->p) / 40 < n)
+		(void) mcc_get_raw(b, (size_t) n * 40);	/* raises: too short */
+	a->rc = palloc(Max(n, 1) * sizeof(mcc_rhit));
+	a->n_rc = (int) n;
+	for (j = 0; j < n; j++)
+	{
+		a->rc[j].score = mcc_get_f32(b);
+		a->rc[j].key = mcc_get_i64(b);
+		a->rc[j].hash = mcc_get_u64(b);
+		a->rc[j].refined = mcc_get_f32(b);
+		a->rc[j].v.insert_xid = mcc_get_u64(b);
+		a->rc[j].v.delete_xid = mcc_get_u64(b);
+		a->rc[j].v.flags = mcc_get_u32(b);
+	}
+}
+
+/* Parse a RESULT into r->ans (in_engine: of a refining search). */
+static void
+parse_result(serve_req *r, mcc_reply *reply, bool in_engine)
 {
 	mcc_reader *b = &reply->body;
 	int			i;
@@ -318,6 +357,11 @@ parse_result(serve_req *r, mcc_reply *reply)
 		uint32		j;
 
 		a->more = mcc_get_u32(b) != 0;
+		if (in_engine)
+		{
+			parse_rhits(a, b);
+			continue;
+		}
 		n = mcc_get_u32(b);
 		if ((size_t) (b->end - b->p) / 20 < n)
 			(void) mcc_get_raw(b, (size_t) n * 20);	/* raises: too short */
@@ -403,12 +447,13 @@ candidate_keys(serve_req *r, int *n_keys)
 }
 
 /*
- * Which candidate keys the caller can see, with their template hashes, by
- * one indexed query under the caller's snapshot. False if some key has
- * several visible rows (no longer unique): the backend scan must answer.
+ * Which candidate keys the caller can see, with their template hashes (and
+ * with keep_tpl their templates), by one indexed query under the caller's
+ * snapshot. False if some key has several visible rows (no longer unique):
+ * the backend scan must answer.
  */
 static bool
-recheck(serve_req *r, HTAB *visible)
+recheck(serve_req *r, HTAB *visible, bool keep_tpl)
 {
 	int			n_keys;
 	Datum		arr = candidate_keys(r, &n_keys);
@@ -442,7 +487,7 @@ recheck(serve_req *r, HTAB *visible)
 			unique = false;
 		v->hash = mcc_template_hash((const uint8_t *) t, VARSIZE(t));
 		v->tpl = NULL;
-		if (r->method != MCC_LSS)
+		if (keep_tpl)
 		{
 			/* kept for REFINE, outside SPI's memory */
 			v->tpl = MemoryContextAlloc(outer, VARSIZE(t));
@@ -612,6 +657,23 @@ settle(serve_req *r)
 }
 
 /*
+ * What a SEARCH's ERROR reply means: reload, or fall back (why set); other
+ * errors raise.
+ */
+static search_outcome
+search_error(const mcc_reply *reply, char **why)
+{
+	if (reply->err_code == MCC_PERR_NOT_LOADED || reply->err_code == MCC_PERR_GENERATION)
+		return SEARCH_RELOAD;
+	if (reply->err_code == MCC_PERR_MEMORY)
+	{
+		*why = psprintf("the matcher engine is out of cache memory: %s", reply->err_message);
+		return SEARCH_FALLBACK;
+	}
+	mcc_raise_engine_error(reply);
+}
+
+/*
  * Refining: n' from the first RESULT. Its count is absent when the engine
  * holds no more than mcc_refine_flat_limit() entries: every statement then
  * sees at most that many rows, so n' is min(n, max(mcc.refine_min, k)), and
@@ -633,9 +695,11 @@ set_shortlist_size(serve_req *r)
 			break;
 		default:
 			r->want = Max((int64) mcc_refine_min, (int64) r->k);
+			r->count_rows = -1;
 			return;
 	}
 	r->want = mcc_refine_shortlist(n, r->k);
+	r->count_rows = n;
 	ereport(DEBUG1,
 			(errmsg_internal("identify(): the statement sees %lld rows of the matcher engine's %llu entries; refining %lld",
 							 (long long) n, (unsigned long long) r->searchable,
@@ -677,25 +741,16 @@ search_visible(serve_req *r, char **why)
 		bool		need_more;
 
 		if (!send_search(r, gen, (uint32) Min(kprime, PG_UINT32_MAX), count_xmin,
-						 count_above, &reply))
+						 count_above, false, &reply))
 		{
 			*why = pstrdup("the matcher engine did not answer within mcc.request_timeout");
 			return SEARCH_FALLBACK;
 		}
 		if (reply.type == MCC_MSG_ERROR)
-		{
-			if (reply.err_code == MCC_PERR_NOT_LOADED || reply.err_code == MCC_PERR_GENERATION)
-				return SEARCH_RELOAD;
-			if (reply.err_code == MCC_PERR_MEMORY)
-			{
-				*why = psprintf("the matcher engine is out of cache memory: %s", reply.err_message);
-				return SEARCH_FALLBACK;
-			}
-			mcc_raise_engine_error(&reply);
-		}
+			return search_error(&reply, why);
 		if (reply.type != MCC_MSG_RESULT)
 			mcc_raise_engine_error(&reply);
-		parse_result(r, &reply);
+		parse_result(r, &reply, false);
 		if (count_xmin != 0)
 		{
 			set_shortlist_size(r);
@@ -708,7 +763,7 @@ search_visible(serve_req *r, char **why)
 		ctl.hcxt = CurrentMemoryContext;
 		visible = hash_create("mcc visible rows", 256, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		if (!recheck(r, visible))
+		if (!recheck(r, visible, r->method != MCC_LSS))
 			return SEARCH_SILENT;
 		need_more = filter_visible(r, visible);
 		hash_destroy(visible);
@@ -761,6 +816,189 @@ refine_hits(serve_req *r, char **why)
 		}
 	}
 	return true;
+}
+
+/*
+ * Refining in the engine: its final hits, re-checked under the caller's
+ * snapshot by the indexed query as any search's candidates are (a safety
+ * net: the versions' xids already said they are visible). False if one is
+ * not visible with its template hash.
+ */
+static bool
+final_hits_visible(serve_req *r, uint64 **hashes)
+{
+	HASHCTL		ctl;
+	HTAB	   *visible;
+	bool		ok = true;
+	int			i;
+	int			j;
+
+	for (i = 0; i < r->n_probes; i++)
+	{
+		r->ans[i].cand = r->ans[i].hits;
+		r->ans[i].n_cand = r->ans[i].n_hits;
+	}
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(int64);
+	ctl.entrysize = sizeof(visible_row);
+	ctl.hcxt = CurrentMemoryContext;
+	visible = hash_create("mcc visible rows", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	if (!recheck(r, visible, false))
+		return false;
+	for (i = 0; i < r->n_probes && ok; i++)
+		for (j = 0; j < r->ans[i].n_hits && ok; j++)
+		{
+			visible_row *v = hash_search(visible, &r->ans[i].hits[j].key, HASH_FIND, NULL);
+
+			ok = v != NULL && v->hash == hashes[i][j];
+		}
+	hash_destroy(visible);
+	return ok;
+}
+
+/*
+ * Refining in the engine, for one probe: its shortlist (the first n'
+ * visible candidates by LSS), ranked by the refined score into a->hits with
+ * their hashes in *hashes. What mcc_pick_refined says.
+ */
+static mcc_pick_result
+pick_and_rank(serve_req *r, probe_answer *a, uint64 **hashes, const char **why)
+{
+	int64		n_rows = r->count_rows;
+	int64		cap = Max(Min((int64) a->n_rc, r->want), 1);
+	mcc_refined *kept = palloc(cap * sizeof(mcc_refined));
+	uint64	   *kept_hash = palloc(cap * sizeof(uint64));
+	int64		n_kept;
+	int64		i;
+	int64		j;
+	mcc_pick_result pr;
+
+	pr = mcc_pick_refined(a->rc, a->n_rc, a->more, r->want, n_rows, GetActiveSnapshot(),
+						  kept, kept_hash, &n_kept, why);
+	if (pr != MCC_PICK_DONE)
+		return pr;
+	/* keys are unique among the kept: find each ranked hit's hash by its key */
+	{
+		mcc_refined *ranked = palloc(Max(n_kept, 1) * sizeof(mcc_refined));
+
+		memcpy(ranked, kept, n_kept * sizeof(mcc_refined));
+		a->n_hits = (int) mcc_refine_rank(ranked, n_kept, r->k, r->min_score);
+		a->hits = palloc(Max(a->n_hits, 1) * sizeof(candidate));
+		*hashes = palloc(Max(a->n_hits, 1) * sizeof(uint64));
+		for (i = 0; i < a->n_hits; i++)
+		{
+			a->hits[i].score = ranked[i].score;
+			a->hits[i].key = ranked[i].key;
+			for (j = 0; j < n_kept && kept[j].key != ranked[i].key; j++)
+				;
+			(*hashes)[i] = kept_hash[j];
+			a->hits[i].hash = kept_hash[j];
+		}
+	}
+	a->hit_tpl = NULL;
+	return MCC_PICK_DONE;
+}
+
+/*
+ * identify() with a refinement, refined in the engine (docs/matcher-service.md,
+ * "Refinement in the engine"): one SEARCH returns each probe's shortlist
+ * rescored from the engine's cache with every candidate's xids; the backend
+ * judges the xids against its snapshot (no table access), keeps the first n'
+ * visible candidates and ranks them, then re-checks only the final hits.
+ * SEARCH_RECHECKED when the answer must come from the re-checked path
+ * instead (the engine cannot return the shortlist in one frame, or the
+ * versions disagree with the snapshot or the re-check).
+ */
+static search_outcome
+search_refined(serve_req *r, char **why)
+{
+	uint64		known = 0;
+	uint64		gen = current_generation(&r->ref, &known);
+	int64		flat = Max((int64) mcc_refine_min, (int64) r->k);
+	int64		limit = mcc_refine_flat_limit(r->k);
+	uint64		count_xmin = mcc_full_xid(GetActiveSnapshot()->xmin);
+	uint64		count_above = limit < PG_INT64_MAX ? (uint64) limit : PG_UINT64_MAX;
+	uint64		slack;
+	bool		counted = false;
+	int64		refined = 0;
+	uint64	  **hashes = palloc(r->n_probes * sizeof(uint64 *));
+	const char *disagree = NULL;
+	int			i;
+
+	if (gen == 0)
+		return SEARCH_RELOAD;
+	/* n' as the last search's entries suggest: the slack is a share of it */
+	r->want = mcc_refine_shortlist(Max((int64) Min(known, (uint64) PG_INT64_MAX), flat), r->k);
+	slack = (uint64) r->want / 2 + 16;
+	for (;;)
+	{
+		mcc_reply	reply;
+		bool		need_more = false;
+
+		if (!send_search(r, gen, (uint32) Min(slack, PG_UINT32_MAX), count_xmin, count_above,
+						 true, &reply))
+		{
+			*why = pstrdup("the matcher engine did not answer within mcc.request_timeout");
+			return SEARCH_FALLBACK;
+		}
+		if (reply.type == MCC_MSG_ERROR && reply.err_code == MCC_PERR_TOO_LARGE)
+		{
+			ereport(DEBUG1,
+					(errmsg_internal("identify(): the shortlists of %d probes do not fit one reply of the matcher engine; refining the re-checked shortlists",
+									 r->n_probes)));
+			return SEARCH_RECHECKED;
+		}
+		if (reply.type == MCC_MSG_ERROR)
+			return search_error(&reply, why);
+		if (reply.type != MCC_MSG_RESULT)
+			mcc_raise_engine_error(&reply);
+		parse_result(r, &reply, true);
+		if (!counted)
+		{
+			/* n' (or, count_rows -1, a flat n'): the count holds for the statement */
+			set_shortlist_size(r);
+			counted = true;
+			count_above = PG_UINT64_MAX;
+		}
+		for (i = 0; i < r->n_probes && disagree == NULL; i++)
+			switch (pick_and_rank(r, &r->ans[i], &hashes[i], &disagree))
+			{
+				case MCC_PICK_DONE:
+					refined += r->ans[i].n_rc;
+					break;
+				case MCC_PICK_MORE:
+					need_more = true;
+					break;
+				case MCC_PICK_DISAGREE:
+					break;
+			}
+		if (disagree != NULL || !need_more)
+			break;
+		if (slack >= PG_UINT32_MAX)
+		{
+			disagree = "too many versions the statement cannot see";
+			break;
+		}
+		slack = slack * KPRIME_GROWTH + (uint64) r->want;
+		refined = 0;
+	}
+	if (disagree == NULL && !final_hits_visible(r, hashes))
+		disagree = "a final hit is not visible to the statement";
+	if (disagree != NULL)
+	{
+		/* never expected: the re-checked path answers, and the log says why */
+		ereport(LOG,
+				(errmsg("identify(): the matcher engine's refinement disagrees with the snapshot: %s; refining the re-checked shortlist instead",
+						disagree)));
+		return SEARCH_RECHECKED;
+	}
+	ereport(DEBUG1,
+			(errmsg_internal("identify(): refined in the matcher engine: %d probes, %lld candidates, shortlists of %lld",
+							 r->n_probes, (long long) refined, (long long) r->want)));
+	r->in_engine = true;
+	note_searchable(&r->ref, known, r->searchable);
+	settle(r);
+	return SEARCH_DONE;
 }
 
 /* Load the cache if the slot says so; false (see silent and why) if it cannot be. */
@@ -849,6 +1087,7 @@ serve_in(serve_req *r)
 	char	   *why;
 	bool		silent;
 	int			attempt;
+	search_outcome outcome;
 
 	if (mcc_service_bypass || !mcc_service_enabled)
 		return false;
@@ -871,10 +1110,14 @@ serve_in(serve_req *r)
 			return fallback(why);
 		if (!ensure_loaded(r, &silent, &why))
 			return silent ? false : fallback(why);
-		switch (search_visible(r, &why))
+		outcome = r->method != MCC_LSS && mcc_refine_in_engine ?
+			search_refined(r, &why) : SEARCH_RECHECKED;
+		if (outcome == SEARCH_RECHECKED)
+			outcome = search_visible(r, &why);
+		switch (outcome)
 		{
 			case SEARCH_DONE:
-				if (r->method != MCC_LSS && !refine_hits(r, &why))
+				if (r->method != MCC_LSS && !r->in_engine && !refine_hits(r, &why))
 					return fallback(why);
 				return true;
 			case SEARCH_SILENT:
@@ -884,6 +1127,8 @@ serve_in(serve_req *r)
 			case SEARCH_RELOAD:
 				mcc_slot_mark_reload(&r->ref);
 				break;
+			case SEARCH_RECHECKED:
+				break;			/* search_visible never says it */
 		}
 	}
 	return fallback("the matcher engine asked for reloads repeatedly");

@@ -34,6 +34,7 @@
 #include "mcc_pg.h"
 #include "service.h"
 #include "gallery.h"
+#include "mcc_match.h"
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
@@ -653,6 +654,10 @@ engine_holds_cache(const mcc_gallery_ref *g)
 	mcc_put_f32(&f, 0);			/* min_score */
 	mcc_put_u64(&f, 0);			/* count_xmin */
 	mcc_put_u64(&f, 0);			/* count_above */
+	mcc_put_u32(&f, (uint32) MCC_LSS);	/* refine: none (a plain search) */
+	mcc_put_u32(&f, 0);			/* final_k */
+	mcc_put_f64(&f, 0.0);		/* fraction */
+	mcc_put_u32(&f, 0);			/* refine_min */
 	mcc_put_u32(&f, 0);			/* n_probes */
 	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
 	pfree(f.data);

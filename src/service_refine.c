@@ -1,8 +1,9 @@
 /*
  * service_refine.c: the backend's part of refinement through the matcher
  * service (docs/matcher-engine.md, "Refinement"): judging the engine's
- * visibility count against the statement's snapshot, and the REFINE
- * exchange that has the engine's threads rescore a shortlist.
+ * visibility count, and the versions a refining search returns, against the
+ * statement's snapshot, and the REFINE exchange that has the engine's
+ * threads rescore a shortlist the backend re-checked.
  *
  * The count. n' depends on n, the rows with a template the statement sees,
  * once the gallery is larger than mcc_refine_flat_limit(). The engine holds
@@ -24,9 +25,11 @@
 #include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/snapmgr.h"
 
 #include "mcc_match.h"
+#include "refine.h"
 
 #define REFINE_FRAME_BYTES	(16 * 1024 * 1024)	/* a REFINE frame's templates, about */
 #define REFINE_UNIT			256		/* candidates per mcc.request_timeout, beyond one per probe */
@@ -58,6 +61,22 @@ xid_seen(uint64 fxid, bool known_committed, Snapshot snapshot, uint64 next)
 	return known_committed || TransactionIdDidCommit(xid);
 }
 
+/*
+ * Does snapshot see the tuple version inserted by insert_xid and deleted by
+ * delete_xid (0: never), flags saying which of them the engine knows
+ * committed? As a heap tuple with that xmin and xmax: its inserter seen and
+ * its deleter not. The caller holds XactTruncationLock.
+ */
+static bool
+version_seen(uint64 insert_xid, uint64 delete_xid, uint32 flags, Snapshot snapshot,
+			 uint64 next)
+{
+	if (!xid_seen(insert_xid, (flags & MCC_COUNT_F_INS_COMMITTED) != 0, snapshot, next))
+		return false;
+	return delete_xid == 0 ||
+		!xid_seen(delete_xid, (flags & MCC_COUNT_F_DEL_COMMITTED) != 0, snapshot, next);
+}
+
 uint64
 mcc_count_visible(uint64 certain, const mcc_count_group *groups, uint32 n_groups,
 				  Snapshot snapshot)
@@ -72,17 +91,25 @@ mcc_count_visible(uint64 certain, const mcc_count_group *groups, uint32 n_groups
 	{
 		const mcc_count_group *g = &groups[i];
 
-		if (!xid_seen(g->insert_xid, (g->flags & MCC_COUNT_F_INS_COMMITTED) != 0,
-					  snapshot, next))
-			continue;
-		if (g->delete_xid != 0 &&
-			xid_seen(g->delete_xid, (g->flags & MCC_COUNT_F_DEL_COMMITTED) != 0,
-					 snapshot, next))
-			continue;
-		n += g->entries;
+		if (version_seen(g->insert_xid, g->delete_xid, g->flags, snapshot, next))
+			n += g->entries;
 	}
 	LWLockRelease(XactTruncationLock);
 	return n;
+}
+
+void
+mcc_versions_visible(const mcc_version *v, int n, Snapshot snapshot, bool *visible)
+{
+	uint64		next = U64FromFullTransactionId(ReadNextFullTransactionId());
+	int			i;
+
+	LWLockAcquire(XactTruncationLock, LW_SHARED);
+	for (i = 0; i < n; i++)
+		/* certain: inserted below the snapshot's xmin by a known commit, not deleted */
+		visible[i] = (v[i].flags & MCC_CAND_F_CERTAIN) != 0 ||
+			version_seen(v[i].insert_xid, v[i].delete_xid, v[i].flags, snapshot, next);
+	LWLockRelease(XactTruncationLock);
 }
 
 int64
@@ -100,6 +127,67 @@ mcc_count_rows(const mcc_gallery *g)
 	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	return n;
+}
+
+mcc_pick_result
+mcc_pick_refined(const mcc_rhit *c, int n, bool more, int64 want, int64 n_rows,
+				 Snapshot snapshot, mcc_refined *out, uint64 *out_hash, int64 *n_out,
+				 const char **why)
+{
+	mcc_version *v = palloc(Max(n, 1) * sizeof(mcc_version));
+	bool	   *seen = palloc(Max(n, 1) * sizeof(bool));
+	HASHCTL		ctl;
+	HTAB	   *keys;
+	int64		n_seen = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		v[i] = c[i].v;
+	mcc_versions_visible(v, n, snapshot, seen);
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(int64);
+	ctl.entrysize = sizeof(int64);
+	ctl.hcxt = CurrentMemoryContext;
+	keys = hash_create("mcc refined keys", Max(n, 16), &ctl,
+					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	*n_out = 0;
+	for (i = 0; i < n; i++)
+	{
+		bool		dup;
+
+		if (!seen[i])
+			continue;
+		n_seen++;
+		hash_search(keys, &c[i].key, HASH_ENTER, &dup);
+		if (dup)
+		{
+			*why = "two versions of one key are visible";
+			return MCC_PICK_DISAGREE;
+		}
+		if (*n_out < want)
+		{
+			out[*n_out].score = c[i].refined;
+			out[*n_out].key = c[i].key;
+			out_hash[(*n_out)++] = c[i].hash;
+		}
+	}
+	hash_destroy(keys);
+	pfree(v);
+	pfree(seen);
+	if (!more && n_rows >= 0 && n_seen != n_rows)
+	{
+		/* every searchable entry came back: the visible ones are the rows */
+		*why = "the visible versions are not the rows the statement counted";
+		return MCC_PICK_DISAGREE;
+	}
+	if (*n_out < want && more)
+		return MCC_PICK_MORE;
+	if (*n_out < want && n_rows >= 0)
+	{
+		*why = "fewer visible versions than the shortlist needs";
+		return MCC_PICK_DISAGREE;
+	}
+	return MCC_PICK_DONE;
 }
 
 /* An item of a REFINE frame: candidates first .. first + n - 1 of a job. */

@@ -113,18 +113,29 @@ mcc_template_from_json(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(mcc_pg_template_from_json(s, strlen(s)));
 }
 
-/* Record format by SQL name ("iso2005" or "ansi2004"). */
+/* Record formats written, by their SQL names (docs/sql-reference.md). */
+static const struct
+{
+	const char *name;
+	mcc_record_format fmt;
+}			record_formats[] = {
+	{"iso2005", MCC_REC_ISO2005},
+	{"iso2011", MCC_REC_ISO2011},
+	{"ansi2004", MCC_REC_ANSI2004},
+	{"ansi2009", MCC_REC_ANSI2009},
+};
+
+/* Record format by SQL name; 22023 for another name. */
 static mcc_record_format
 record_format_arg(const char *name)
 {
-	if (strcmp(name, "iso2005") == 0)
-		return MCC_REC_ISO2005;
-	if (strcmp(name, "ansi2004") == 0)
-		return MCC_REC_ANSI2004;
+	for (size_t i = 0; i < lengthof(record_formats); i++)
+		if (strcmp(name, record_formats[i].name) == 0)
+			return record_formats[i].fmt;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unknown record format \"%s\"", name),
-			 errhint("Known formats are \"iso2005\" and \"ansi2004\".")));
+			 errhint("Known formats are \"iso2005\", \"iso2011\", \"ansi2004\" and \"ansi2009\".")));
 	pg_unreachable();
 }
 

@@ -217,9 +217,20 @@ check_points(const double *pts, size_t n, int dim, const char *what, mcc_error *
 		return mcc_error_set(err, MCC_ERR_LIMIT, "too many %s points (%zu)", what, n);
 	for (size_t i = 0; i < n; i++)
 		for (int k = 0; k < dim; k++)
-			if (!isfinite(pts[i * dim + k]))
+		{
+			double		v = pts[i * dim + k];
+
+			if (!isfinite(v))
 				return mcc_error_set(err, MCC_ERR_VALUE,
 									 "%s point %zu has a coordinate that is not finite", what, i + 1);
+			if (fabs(v) > MCC_CHAMFER_MAX_COORD)
+			{
+				mcc_error_set(err, MCC_ERR_RANGE,
+							  "%s point %zu has coordinate %g, outside -%g..%g",
+							  what, i + 1, v, MCC_CHAMFER_MAX_COORD, MCC_CHAMFER_MAX_COORD);
+				return mcc_error_detail(err, "Squares of larger coordinates overflow double precision; rescale the points.");
+			}
+		}
 	return MCC_OK;
 }
 
@@ -355,7 +366,21 @@ mcc_chamfer_obs_prepare(const mcc_chamfer_ref *ref, const double *pts, size_t n,
 	centroid(pts, n, dim, obs->center);
 	for (size_t i = 0; i < n; i++)
 		for (int k = 0; k < dim; k++)
-			obs->pts[i * dim + k] = (pts[i * dim + k] - obs->center[k]) / ref->scale;
+		{
+			double		v = (pts[i * dim + k] - obs->center[k]) / ref->scale;
+
+			/* a tiny reference and a wide observed set: squares would overflow */
+			if (!(fabs(v) <= MCC_CHAMFER_MAX_COORD))
+			{
+				mcc_chamfer_obs_free(obs);
+				mcc_error_set(err, MCC_ERR_RANGE,
+							  "observed point %zu lies %g reference sizes from the observed centroid, more than %g",
+							  i + 1, fabs(v), MCC_CHAMFER_MAX_COORD);
+				return mcc_error_detail(err, "The reference's size (RMS distance to its centroid) is %g; rescale the points.",
+										ref->scale);
+			}
+			obs->pts[i * dim + k] = v;
+		}
 
 	need = needed_rank(transform, dim);
 	rank = spanned_rank(obs->pts, n, dim, zero);

@@ -53,6 +53,13 @@
 #define MCC_CHAMFER_MAX_THREADS		256
 #define MCC_CHAMFER_DEFAULT_ITERATIONS	100
 #define MCC_CHAMFER_DEFAULT_TOLERANCE	1e-10
+/*
+ * Largest coordinate magnitude accepted, in input units and, for observed
+ * points, in reference sizes from the reference's centroid: the set-up sums
+ * squares of up to 2^31 points x 3 coordinates, which stays far below the
+ * double range (1e308) at this bound. Beyond it: MCC_ERR_RANGE.
+ */
+#define MCC_CHAMFER_MAX_COORD		1e100
 
 /* Options; mcc_chamfer_opts_init() sets the defaults. */
 typedef struct mcc_chamfer_opts
@@ -162,8 +169,8 @@ void		mcc_chamfer_matrix_to_params(int type, int dim, const double *m, double *p
 int			mcc_chamfer_map(int dim, const double *m, const double *p, double *out);
 
 /*
- * Prepare a reference set: checks (dim 2 or 3, n >= 2 finite points not all
- * coincident), normalizes and builds the distance transform with
+ * Prepare a reference set: checks (dim 2 or 3, n >= 2 finite points within
+ * +-MCC_CHAMFER_MAX_COORD, not all coincident), normalizes and builds the distance transform with
  * opts->resolution (input units), opts->max_cells and the cancel settings.
  * Free with mcc_chamfer_ref_free.
  */
@@ -175,7 +182,8 @@ void		mcc_chamfer_ref_free(mcc_chamfer_ref *ref);
 
 /*
  * Prepare an observed set for ref and a target transform: checks (finite,
- * enough points, not degenerate for the transform, and the reference not
+ * within +-MCC_CHAMFER_MAX_COORD and within MCC_CHAMFER_MAX_COORD reference
+ * sizes of the reference, enough points, not degenerate for the transform, and the reference not
  * degenerate for it either) and normalizes. Free with mcc_chamfer_obs_free.
  */
 mcc_status	mcc_chamfer_obs_prepare(const mcc_chamfer_ref *ref, const double *pts, size_t n,

@@ -18,7 +18,8 @@
  * units of 2 degrees, both counter-clockwise from the x axis. Resolution in
  * pixels per centimetre becomes dpi = round(ppcm * 2.54).
  *
- * Write: ISO/IEC 19794-2:2005 and ANSI/INCITS 378-2004, one finger view.
+ * Write: ISO/IEC 19794-2:2005 and :2011, ANSI/INCITS 378-2004 and -2009,
+ * one finger view (docs/formats.md §2.8 gives the fields written).
  */
 #ifndef MCC_ISO_H
 #define MCC_ISO_H
@@ -63,8 +64,9 @@ mcc_status	mcc_iso_read(const uint8_t *buf, size_t len, int view,
 						 mcc_error *err);
 
 /*
- * Write ms as a one-view record of format fmt (MCC_REC_ISO2005 or
- * MCC_REC_ANSI2004). Two-call sizing: out == NULL sets *len to the size.
+ * Write ms as a one-view record of format fmt (MCC_REC_ISO2005,
+ * MCC_REC_ISO2011, MCC_REC_ANSI2004 or MCC_REC_ANSI2009; another is
+ * MCC_ERR_VERSION). Two-call sizing: out == NULL sets *len to the size.
  * Angles are rounded to the format's unit.
  */
 mcc_status	mcc_iso_write(const mcc_minutiae *ms, mcc_record_format fmt,

@@ -11,13 +11,14 @@
 #include "mcc_detmath.h"
 #include "mcc_match_int.h"
 #include "mcc_probe_int.h"
+#include "mcc_relax_hd.h"
 #include "mcc_soa_int.h"
 
 static const char *const method_names[MCC_NMETHODS] = {
 	"lss", "lss-r", "lss-dtr",
 	"lsa", "lsa-r", "lsa-dtr",
 	"lgs", "lgs-r", "lgs-dtr",
-	"consolidation"
+	"consolidation", "fused"
 };
 
 const char *
@@ -51,7 +52,7 @@ mcc_refine_parse(const char *name, int len)
 const char *
 mcc_method_list(void)
 {
-	return "lss, lss-r, lss-dtr, lsa, lsa-r, lsa-dtr, lgs, lgs-r, lgs-dtr, consolidation";
+	return "fused, lss, lss-r, lss-dtr, lsa, lsa-r, lsa-dtr, lgs, lgs-r, lgs-dtr, consolidation";
 }
 
 /* ------------------------------------------------------------------ */
@@ -287,40 +288,6 @@ mcc_match_load(mcc_match_work *w, const mcc_profile *p,
 /* ------------------------------------------------------------------ */
 /* ranking the entries of Gamma                                        */
 
-/*
- * Sort key of entry (r, c): Gamma's bits (non-negative floats order as
- * their bit patterns), then smaller r, then smaller c; unique per entry.
- */
-static inline uint64_t
-entry_key(float g, int r, int c)
-{
-	uint32_t	bits;
-
-	memcpy(&bits, &g, sizeof(bits));
-	return ((uint64_t) bits << 16) | (uint64_t) (0xFFFF - ((r << 8) | c));
-}
-
-/* Row and column of a key. */
-static inline void
-key_entry(uint64_t key, int *r, int *c)
-{
-	int			rc = 0xFFFF - (int) (key & 0xFFFF);
-
-	*r = rc >> 8;
-	*c = rc & 0xFF;
-}
-
-/* Gamma of a key. */
-static inline float
-key_gamma(uint64_t key)
-{
-	uint32_t	bits = (uint32_t) (key >> 16);
-	float		g;
-
-	memcpy(&g, &bits, sizeof(g));
-	return g;
-}
-
 /* Restore the max-heap property below position i of heap h[0..n). */
 static void
 heap_down(uint64_t *h, int n, int i)
@@ -367,7 +334,7 @@ entries_heap(mcc_match_work *w)
 			float		g = w->gamma[(size_t) r * w->b.n + c];
 
 			if (g > 0.0f)
-				w->keys[n++] = entry_key(g, r, c);
+				w->keys[n++] = mcc_entry_key(g, r, c);
 		}
 	for (int i = n / 2 - 1; i >= 0; i--)
 		heap_down(w->keys, n, i);
@@ -408,7 +375,7 @@ pairs_lss(mcc_match_work *w, int nr)
 		int			r;
 		int			c;
 
-		key_entry(heap_pop(w->keys, &n), &r, &c);
+		mcc_key_entry(heap_pop(w->keys, &n), &r, &c);
 		add_pair(w, r, c);
 	}
 }
@@ -431,7 +398,7 @@ entries_sorted(mcc_match_work *w)
 			float		g = w->gamma[(size_t) r * w->b.n + c];
 
 			if (g > 0.0f)
-				src[n++] = entry_key(g, r, c);
+				src[n++] = mcc_entry_key(g, r, c);
 		}
 	for (int shift = 0; shift < 48; shift += 8)
 	{
@@ -475,7 +442,7 @@ pairs_lgs(mcc_match_work *w, int nr)
 		int			r;
 		int			c;
 
-		key_entry(w->sorted[i], &r, &c);
+		mcc_key_entry(w->sorted[i], &r, &c);
 		if (used_r[r] || used_c[c])
 			continue;
 		used_r[r] = used_c[c] = 1;
@@ -505,7 +472,7 @@ pairs_lsa(mcc_match_work *w, int nr)
 		int			c = w->col_of_row[r];
 
 		if (c >= 0 && w->gamma[(size_t) r * nb + c] > 0.0f)
-			w->keys[n++] = entry_key(w->gamma[(size_t) r * nb + c], r, c);
+			w->keys[n++] = mcc_entry_key(w->gamma[(size_t) r * nb + c], r, c);
 	}
 	for (int i = n / 2 - 1; i >= 0; i--)
 		heap_down(w->keys, n, i);
@@ -515,7 +482,7 @@ pairs_lsa(mcc_match_work *w, int nr)
 		int			r;
 		int			c;
 
-		key_entry(heap_pop(w->keys, &n), &r, &c);
+		mcc_key_entry(heap_pop(w->keys, &n), &r, &c);
 		add_pair(w, r, c);
 	}
 }
@@ -560,15 +527,56 @@ mcc_match_lss(mcc_match_work *w)
 		int			r;
 		int			c;
 
-		key_entry(key, &r, &c);
-		sum += key_gamma(key);
-		mcc_match_note(w, i, r, c, key_gamma(key));
+		mcc_key_entry(key, &r, &c);
+		sum += mcc_key_gamma(key);
+		mcc_match_note(w, i, r, c, mcc_key_gamma(key));
 	}
 	return w->np > 0 ? sum / w->np : 0.0;
 }
 
 /* ------------------------------------------------------------------ */
 /* dispatch                                                            */
+
+/*
+ * The fused score: LSS-R (exactly method lss-r) and LGS-DTR as [11] defines
+ * it (over its own n_P) on the same matrix, averaged. The two pick their
+ * pairs differently (LSS's best entries, not one-to-one; LGS's greedy
+ * one-to-one pairs) and weigh geometry differently (TPAMI's absolute
+ * tolerances; [11]'s relative distance and wider angles), and their errors
+ * overlap little: the mean is more accurate than either
+ * (docs/accuracy.md, section 2). The last pairs reported are LGS-DTR's.
+ */
+static double
+fused_score(mcc_match_work *w, const mcc_match_params *mp)
+{
+	int			m = w->a.n < w->b.n ? w->a.n : w->b.n;
+	int			np[2];
+	double		r;
+	double		dtr;
+
+	mcc_match_set_np(mp, MCC_FUSED, w->profile, m, np);
+	pairs_lss(w, relax_nr(w, &mp->relax));
+	r = mcc_relax_score(w, &mp->relax, mp->tab[0], np[0]);
+	pairs_lgs(w, relax_nr(w, &mp->dtr));
+	dtr = mcc_relax_score(w, &mp->dtr, mp->tab[1], np[1]);
+	return 0.5 * (r + dtr);
+}
+
+/*
+ * n_P of a method's pair sets: what its scores average over (fused_score
+ * and mcc_match_rescore take them from here, and so does the GPU port).
+ */
+void
+mcc_match_set_np(const mcc_match_params *mp, int method, const mcc_profile *p, int m, int np[2])
+{
+	if (m < 0)
+		m = 0;
+	if (m > MCC_MAX_CYL)
+		m = MCC_MAX_CYL;
+	np[0] = np[1] = mcc_lss_np(p, m);
+	if (method == MCC_FUSED)
+		np[1] = mp->fused_dtr_np_tab[m];	/* LGS-DTR over [11]'s n_P */
+}
 
 float
 mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *mp)
@@ -609,7 +617,7 @@ mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *
 		case MCC_LSS_R:
 		case MCC_LSS_DTR:
 			pairs_lss(w, relax_nr(w, rp));
-			s = mcc_relax_score(w, rp, tab);
+			s = mcc_relax_score(w, rp, tab, w->np);
 			break;
 		case MCC_LSA:
 			pairs_lsa(w, relax_nr(w, NULL));
@@ -618,7 +626,7 @@ mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *
 		case MCC_LSA_R:
 		case MCC_LSA_DTR:
 			pairs_lsa(w, relax_nr(w, rp));
-			s = mcc_relax_score(w, rp, tab);
+			s = mcc_relax_score(w, rp, tab, w->np);
 			break;
 		case MCC_LGS:
 			pairs_lgs(w, w->np);
@@ -627,10 +635,13 @@ mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *
 		case MCC_LGS_R:
 		case MCC_LGS_DTR:
 			pairs_lgs(w, relax_nr(w, rp));
-			s = mcc_relax_score(w, rp, tab);
+			s = mcc_relax_score(w, rp, tab, w->np);
 			break;
 		case MCC_CONSOLIDATION:
 			s = mcc_consolidate(w, &mp->cons);
+			break;
+		case MCC_FUSED:
+			s = fused_score(w, mp);
 			break;
 		default:
 			s = 0.0;

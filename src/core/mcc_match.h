@@ -36,6 +36,12 @@
  *            lambda_final / lambda_0; mean of their lambda_final
  *   X-dtr    the same with the constants of [11] and the relative
  *            distance term |dA - dB| / normaliser (sum or mean of dA, dB)
+ *   fused    the mean of two relaxed scores sharing one matrix: lss-r
+ *            (TPAMI 2010 constants on the LSS pairs, LSS's n_P) and LGS-DTR
+ *            as [11] defines it (its constants on the LGS pairs, and its
+ *            own n_P: 3..10 around 30 cylinders); the product's default
+ *            (docs/accuracy.md, section 2: the best on FVC2002 and among
+ *            the best on synthetic identification)
  *   consolidation  paper 001, Algorithm 3: the 32 cylinders with the
  *            most set bits on each side; for each selected cylinder t of
  *            B (the gallery side) its best cylinder of A (the probe side);
@@ -83,10 +89,14 @@ typedef enum mcc_method
 	MCC_LGS,					/* "lgs" */
 	MCC_LGS_R,					/* "lgs-r" */
 	MCC_LGS_DTR,				/* "lgs-dtr" */
-	MCC_CONSOLIDATION			/* "consolidation" */
+	MCC_CONSOLIDATION,			/* "consolidation" */
+	MCC_FUSED					/* "fused": (LSS-R + LGS-DTR) / 2 */
 } mcc_method;
 
-#define MCC_NMETHODS	10
+#define MCC_NMETHODS	11
+
+/* The most accurate method: what identify() refines with and mcc_score(a, b) gives by default. */
+#define MCC_METHOD_BEST MCC_FUSED
 
 /* SQL name of a method, or NULL if out of range. */
 const char *mcc_method_name(int method);
@@ -141,6 +151,18 @@ typedef struct mcc_cons_params
 	mcc_cons_score score;
 } mcc_cons_params;
 
+/*
+ * How many pairs a score averages, as a function of min(n_A, n_B) (mcc-spec
+ * §5.1): n_P = min_np + round((max_np - min_np) Z(v; mu_p, tau_p)).
+ */
+typedef struct mcc_np_params
+{
+	int			min_np;
+	int			max_np;
+	double		mu_p;
+	double		tau_p;
+} mcc_np_params;
+
 #define MCC_SIG_SEGS	4096	/* segments of a sigmoid table */
 
 /* A sigmoid tabulated on [0, hi] for linear interpolation. */
@@ -160,8 +182,12 @@ typedef struct mcc_match_params
 	mcc_relax_params relax;		/* the -r methods: TPAMI 2010 */
 	mcc_relax_params dtr;		/* the -dtr methods: [11] */
 	mcc_cons_params cons;
+	/* n_P of the fused method's LGS-DTR ([11]'s) */
+	mcc_np_params fused_dtr_np;
 	/* built by mcc_match_params_prepare: [0] relax, [1] dtr; d1, d2, d3 */
 	mcc_sigmoid_tab tab[2][3];
+	/* n_P of fused_dtr_np for every min(n_A, n_B), tabulated (exp() once per entry) */
+	uint8_t		fused_dtr_np_tab[MCC_MAX_CYL + 1];
 	int			prepared;
 } mcc_match_params;
 
@@ -279,6 +305,15 @@ size_t		mcc_assign_work_len(int n, int m);
  */
 int			mcc_select_by_popcount(int n, const uint16_t *popcount, int n_sel,
 								   int *sel);
+
+/*
+ * n_P of the pair sets of a method for min(n_A, n_B) = m: np[0] for its
+ * (first) set, np[1] for the second set of fused (LGS-DTR); the other
+ * methods average over LUT_p of profile p (both entries). The GPU port
+ * (kernels/mcc_gpu_refine.h) takes them from here.
+ */
+void		mcc_match_set_np(const mcc_match_params *mp, int method, const mcc_profile *p,
+							 int m, int np[2]);
 
 /*
  * Identification refinement (paper 000 Sec. 5.4): how many of the best LSS

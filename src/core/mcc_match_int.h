@@ -81,9 +81,12 @@ struct mcc_match_work
 
 #define MCC_MATCH_MAGIC 0x4d434357	/* "MCCW" */
 
-/* Relaxation of w->pairs[0 .. w->npairs) with constants rp and tables tab. */
+/*
+ * Relaxation of w->pairs[0 .. w->npairs) with constants rp and tables tab;
+ * the score averages the np pairs of best efficiency.
+ */
 double		mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
-							const mcc_sigmoid_tab *tab);
+							const mcc_sigmoid_tab *tab, int np);
 
 /* Consolidation of paper 001 on the current matrix. */
 double		mcc_consolidate(mcc_match_work *w, const mcc_cons_params *cp);

@@ -9,8 +9,9 @@
  *    Maltoni 2015), Table III, with the values of [11] for the rest:
  *    N_S=8, N_D=5, 255-bit cylinders (one outer disc cell dropped per layer),
  *    R=75, sigma_S=6, sigma_D=5pi/36, mu_psi=0.005, omega=75, min_VC=0.2,
- *    min_M=1, no validity masks at match time, delta_theta=3pi/4,
- *    n_P from (11, 13, 30, 2/5). This is the default.
+ *    min_M=1, no validity masks at match time, n_P from (11, 13, 30, 2/5);
+ *    the angular gate delta_theta=pi/2 of TPAMI 2010, not [11]'s 3pi/4
+ *    (measured better: docs/profiles.md). This is the default.
  *  - MCC_PROFILE_TPAMI2010 (id 2, "tpami2010"): the bit-based MCC of TPAMI
  *    2010 with validity masks: N_S=16, N_D=6 (1248 bits), R=70,
  *    sigma_S=28/3, sigma_D=2pi/9, mu_psi=0.01, omega=50, min_VC=0.75,

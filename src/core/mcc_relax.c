@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "mcc_match_int.h"
+#include "mcc_relax_hd.h"
 
 #define PI 3.14159265358979323846
 
@@ -51,20 +52,6 @@ tab_build(mcc_sigmoid_tab *t, double hi, double mu, double tau, int angular)
 
 		t->z[i] = (float) mcc_sigmoid(v, mu, tau);
 	}
-}
-
-/* Linear interpolation in a table; x >= 0. */
-static inline double
-tab_get(const mcc_sigmoid_tab *t, double x)
-{
-	double		s;
-	int			i;
-
-	if (!(x < t->hi))
-		return t->z[MCC_SIG_SEGS];
-	s = x * t->scale;
-	i = (int) s;
-	return t->z[i] + (s - i) * ((double) t->z[i + 1] - (double) t->z[i]);
 }
 
 /* Table range of the distance term. */
@@ -93,6 +80,14 @@ mcc_match_params_prepare(mcc_match_params *mp)
 		tab_build(&mp->tab[s][0], d1_range(rp), rp->mu[0], rp->tau[0], 0);
 		tab_build(&mp->tab[s][1], 1.0, rp->mu[1], rp->tau[1], 1);
 		tab_build(&mp->tab[s][2], 1.0, rp->mu[2], rp->tau[2], 1);
+	}
+	for (int v = 0; v <= MCC_MAX_CYL; v++)
+	{
+		const mcc_np_params *q = &mp->fused_dtr_np;
+
+		mp->fused_dtr_np_tab[v] = (uint8_t) (q->min_np +
+											 lround((q->max_np - q->min_np) *
+													mcc_sigmoid(v, q->mu_p, q->tau_p)));
 	}
 	mp->prepared = 1;
 }
@@ -123,6 +118,8 @@ mcc_match_params_default(mcc_match_params *mp)
 	mp->dtr.tau[2] = -40.0;
 	mp->dtr.d1 = MCC_D1_SUM;
 	mp->dtr.max_nr = -1;
+	/* the fused method's LGS-DTR averages over [11]'s n_P (mcc-spec §2) */
+	mp->fused_dtr_np = (mcc_np_params) {3, 10, 30.0, 0.4};
 	/* paper 001, Sec. 5.1.1 and 6 */
 	mp->cons.n_sel = 32;
 	mp->cons.t_s = 12.0;
@@ -148,51 +145,21 @@ mcc_match_params_std(void)
 	return &std_params;
 }
 
-/* The angle term of a cosine: the table is indexed by sin(d / 2). */
-static inline double
-angle_term(const mcc_sigmoid_tab *t, double cosd)
-{
-	double		h = 0.5 * (1.0 - cosd);
-
-	if (h < 0.0)
-		h = 0.0;
-	return tab_get(t, sqrt(h));
-}
-
-/* The distance term of rho. */
-static inline double
-dist_term(const mcc_sigmoid_tab *t, mcc_d1_norm norm, double da, double db)
-{
-	double		diff = fabs(da - db);
-	double		sum = da + db;
-
-	switch (norm)
-	{
-		case MCC_D1_SUM:
-			return tab_get(t, sum > 0.0 ? diff / sum : 0.0);
-		case MCC_D1_MEAN:
-			return tab_get(t, sum > 0.0 ? diff / (0.5 * sum) : 0.0);
-		default:
-			return tab_get(t, diff);
-	}
-}
-
 double
 mcc_relax_term(const mcc_match_params *mp, int set, int term, double v)
 {
 	const mcc_sigmoid_tab *t = &mp->tab[set ? 1 : 0][term];
 
 	if (term == 0)
-		return tab_get(t, v < 0.0 ? 0.0 : v);
-	return tab_get(t, fabs(sin(0.5 * v)));
+		return mcc_tab_get(t, v < 0.0 ? 0.0 : v);
+	return mcc_tab_get(t, fabs(sin(0.5 * v)));
 }
 
 double
 mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
-				const mcc_sigmoid_tab *tab)
+				const mcc_sigmoid_tab *tab, int np)
 {
 	int			n = w->npairs;
-	int			np = w->np;
 	double		ax[MCC_MAX_CYL];
 	double		ay[MCC_MAX_CYL];
 	double		bx[MCC_MAX_CYL];
@@ -230,43 +197,9 @@ mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
 			double	   *row = w->rho + (size_t) t * n;
 
 			for (int k = 0; k < n; k++)
-			{
-				double		sax = ax[k] - ax[t];
-				double		say = ay[k] - ay[t];
-				double		sbx = bx[k] - bx[t];
-				double		sby = by[k] - by[t];
-				double		da = sqrt(sax * sax + say * say);
-				double		db = sqrt(sbx * sbx + sby * sby);
-				double		c2;
-				double		re;
-				double		im;
-				double		c3;
-
-				if (k == t)
-				{
-					row[k] = 0.0;
-					continue;
-				}
-				/* d2: cos of the angle of phi_t conj(phi_k) */
-				c2 = fx[t] * fx[k] + fy[t] * fy[k];
-				/* d3: conj(s_a) s_b with zero-length segments read as (1, 0) */
-				if (da == 0.0)
-				{
-					sax = 1.0;
-					say = 0.0;
-				}
-				if (db == 0.0)
-				{
-					sbx = 1.0;
-					sby = 0.0;
-				}
-				re = sax * sbx + say * sby;
-				im = sax * sby - say * sbx;
-				c3 = (fx[t] * re - fy[t] * im) /
-					((da > 0.0 ? da : 1.0) * (db > 0.0 ? db : 1.0));
-				row[k] = dist_term(&tab[0], rp->d1, da, db) *
-					angle_term(&tab[1], c2) * angle_term(&tab[2], c3);
-			}
+				row[k] = k == t ? 0.0 :
+					mcc_rho(tab, rp->d1, ax[t], ay[t], bx[t], by[t], fx[t], fy[t],
+							ax[k], ay[k], bx[k], by[k], fx[k], fy[k]);
 		}
 		for (int it = 0; it < rp->n_rel; it++)
 		{

@@ -308,6 +308,13 @@ mcc_template_open(const uint8_t *base, size_t size, mcc_template_view *v,
 	return st;
 }
 
+mcc_status
+mcc_template_open_header(const uint8_t *base, size_t size, mcc_template_view *v,
+						 mcc_error *err)
+{
+	return open_header(base, size, v, err);
+}
+
 /* Decode minutia i of an opened template. */
 void
 mcc_template_minutia(const mcc_template_view *v, int i, mcc_minutia *m)

@@ -86,6 +86,15 @@ mcc_status	mcc_template_build(const mcc_minutiae *ms, const mcc_profile *p,
 mcc_status	mcc_template_open(const uint8_t *base, size_t size,
 							  mcc_template_view *v, mcc_error *err);
 
+/*
+ * Check only the header and the size of a blob and fill a view: for a blob
+ * that mcc_template_open accepted before and that was copied or rebuilt
+ * from its parts since (the matcher engine rebuilds cached templates to
+ * refine them); its minutiae and cylinders are trusted.
+ */
+mcc_status	mcc_template_open_header(const uint8_t *base, size_t size,
+									 mcc_template_view *v, mcc_error *err);
+
 /* Decode minutia i of a view. */
 void		mcc_template_minutia(const mcc_template_view *v, int i, mcc_minutia *m);
 

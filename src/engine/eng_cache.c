@@ -13,6 +13,8 @@
 #include "mcc_proto.h"
 
 #define MIN_CAP			16
+#define SIDE_PER_TPL	24		/* room for sides a new cache estimates ... */
+#define SIDE_PER_CYL	14		/* ... (a minutia record and index per cylinder) */
 #define FIRST_NORMAL_XID 3		/* PostgreSQL's xids below this are special */
 
 bool
@@ -73,11 +75,12 @@ unsettled(const eng_entry *e)
 }
 
 uint64_t
-eng_cache_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl)
+eng_cache_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl,
+					uint64_t cap_side)
 {
 	return sizeof(eng_cache) + eng_soa_bytes_for(p, cap_tpl, cap_cyl) +
 		(uint64_t) cap_tpl * sizeof(eng_entry) +
-		(uint64_t) pow2_at_least(cap_tpl) * sizeof(uint32_t);
+		(uint64_t) pow2_at_least(cap_tpl) * sizeof(uint32_t) + cap_side;
 }
 
 /* Bytes a cache holds now, from its capacities. */
@@ -86,7 +89,7 @@ cache_bytes(const eng_cache *c)
 {
 	return sizeof(eng_cache) + eng_soa_bytes(&c->soa) +
 		(uint64_t) c->cap_entries * sizeof(eng_entry) +
-		(uint64_t) c->n_slots * sizeof(uint32_t);
+		(uint64_t) c->n_slots * sizeof(uint32_t) + c->cap_side;
 }
 
 /* Fail with the memory-limit error, naming the sizes. */
@@ -101,9 +104,10 @@ limit_error(const eng_budget *b, uint64_t need, mcc_error *err)
 	return MCC_ERR_MEMORY;
 }
 
-eng_cache *
-eng_cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
-			  uint32_t cap_cyl, mcc_error *err)
+/* An empty cache with these capacities (see eng_cache_new). */
+static eng_cache *
+cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
+		  uint32_t cap_cyl, uint64_t cap_side, mcc_error *err)
 {
 	eng_cache  *c;
 	uint64_t	bytes;
@@ -112,7 +116,14 @@ eng_cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
 		cap_tpl = MIN_CAP;
 	if (cap_cyl < MIN_CAP)
 		cap_cyl = MIN_CAP;
-	bytes = eng_cache_bytes_for(p, cap_tpl, cap_cyl);
+	if (cap_side < MIN_CAP)
+		cap_side = MIN_CAP;
+	if (cap_side > SIZE_MAX / 2)
+	{
+		mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
+		return NULL;
+	}
+	bytes = eng_cache_bytes_for(p, cap_tpl, cap_cyl, cap_side);
 	if (!eng_budget_charge(budget, bytes))
 	{
 		limit_error(budget, bytes, err);
@@ -132,11 +143,14 @@ eng_cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
 	c->entries = malloc((size_t) cap_tpl * sizeof(eng_entry));
 	c->n_slots = pow2_at_least(cap_tpl);
 	c->slots = malloc((size_t) c->n_slots * sizeof(uint32_t));
-	if (c->entries == NULL || c->slots == NULL)
+	c->cap_side = cap_side;
+	c->side = malloc((size_t) cap_side);
+	if (c->entries == NULL || c->slots == NULL || c->side == NULL)
 	{
 		mcc_soa_free(&c->soa);
 		free(c->entries);
 		free(c->slots);
+		free(c->side);
 		free(c);
 		goto oom;
 	}
@@ -151,6 +165,34 @@ oom:
 	return NULL;
 }
 
+/* The room for sides that a new cache of these capacities estimates. */
+static uint64_t
+side_estimate(uint32_t cap_tpl, uint32_t cap_cyl)
+{
+	return (uint64_t) SIDE_PER_TPL * cap_tpl + (uint64_t) SIDE_PER_CYL * cap_cyl;
+}
+
+eng_cache *
+eng_cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
+			  uint32_t cap_cyl, mcc_error *err)
+{
+	return cache_new(p, budget, cap_tpl, cap_cyl, side_estimate(cap_tpl, cap_cyl), err);
+}
+
+uint64_t
+eng_cache_new_bytes(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl)
+{
+	uint64_t	side;
+
+	/* cache_new's clamps, so that the figure is what it charges */
+	if (cap_tpl < MIN_CAP)
+		cap_tpl = MIN_CAP;
+	if (cap_cyl < MIN_CAP)
+		cap_cyl = MIN_CAP;
+	side = side_estimate(cap_tpl, cap_cyl);
+	return eng_cache_bytes_for(p, cap_tpl, cap_cyl, side < MIN_CAP ? MIN_CAP : side);
+}
+
 void
 eng_cache_free(eng_cache *c)
 {
@@ -161,6 +203,7 @@ eng_cache_free(eng_cache *c)
 	mcc_soa_free(&c->soa);
 	free(c->entries);
 	free(c->slots);
+	free(c->side);
 	free(c->purge_log);
 	free(c);
 }
@@ -200,41 +243,63 @@ settle_charge(eng_cache *c, uint64_t charged)
 	c->bytes = actual;
 }
 
-/* Grow capacities to hold need_t templates, need_c cylinders, and the index. */
+/* Half again as much as cap, or need if that is more. */
+static uint64_t
+grown(uint64_t cap, uint64_t need)
+{
+	if (need <= cap)
+		return cap;
+	return need > cap + cap / 2 ? need : cap + cap / 2;
+}
+
+/*
+ * Grow capacities to hold need_t templates, need_c cylinders, need_s bytes
+ * of sides, and the index.
+ */
 static mcc_status
-grow(eng_cache *c, uint64_t need_t, uint64_t need_c, mcc_error *err)
+grow(eng_cache *c, uint64_t need_t, uint64_t need_c, uint64_t need_s, mcc_error *err)
 {
 	uint64_t	cap_t = c->soa.cap_tpl;
 	uint64_t	cap_c = c->soa.cap_cyl;
-	uint64_t	want_t = cap_t;
-	uint64_t	want_c = cap_c;
+	uint64_t	want_t;
+	uint64_t	want_c;
+	uint64_t	want_s;
 	uint64_t	old = c->bytes;
 	uint64_t	now;
 	eng_entry  *e;
 
-	if (need_t > UINT32_MAX / 2 || need_c > UINT32_MAX - 1)
+	if (need_t > UINT32_MAX / 2 || need_c > UINT32_MAX - 1 || need_s > SIZE_MAX / 4)
 		return mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
 	/* half again as much, else exactly what is needed if that is all that fits */
-	if (need_t > cap_t)
-		want_t = need_t > cap_t + cap_t / 2 ? need_t : cap_t + cap_t / 2;
-	if (need_c > cap_c)
-		want_c = need_c > cap_c + cap_c / 2 ? need_c : cap_c + cap_c / 2;
+	want_t = grown(cap_t, need_t);
+	want_c = grown(cap_c, need_c);
+	want_s = grown(c->cap_side, need_s);
 	if (want_t > UINT32_MAX / 2)
 		want_t = UINT32_MAX / 2;
 	if (want_c > UINT32_MAX - 1)
 		want_c = UINT32_MAX - 1;
-	now = eng_cache_bytes_for(c->profile, (uint32_t) want_t, (uint32_t) want_c);
+	now = eng_cache_bytes_for(c->profile, (uint32_t) want_t, (uint32_t) want_c, want_s);
 	if (now > old && !eng_budget_charge(c->budget, now - old))
 	{
 		want_t = need_t > cap_t ? need_t : cap_t;
 		want_c = need_c > cap_c ? need_c : cap_c;
-		now = eng_cache_bytes_for(c->profile, (uint32_t) want_t, (uint32_t) want_c);
+		want_s = need_s > c->cap_side ? need_s : c->cap_side;
+		now = eng_cache_bytes_for(c->profile, (uint32_t) want_t, (uint32_t) want_c, want_s);
 		if (now > old && !eng_budget_charge(c->budget, now - old))
 			return limit_error(c->budget, now - old, err);
 	}
 	/* max(old, now) is charged; settle_charge corrects it to what is held */
 	if (now < old)
 		now = old;
+	if (want_s > c->cap_side)
+	{
+		uint8_t    *side = realloc(c->side, (size_t) want_s);
+
+		if (side == NULL)
+			goto oom;
+		c->side = side;
+		c->cap_side = want_s;
+	}
 	if (want_t > c->cap_entries)
 	{
 		e = realloc(c->entries, (size_t) want_t * sizeof(eng_entry));
@@ -258,15 +323,105 @@ oom:
 }
 
 mcc_status
-eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, mcc_error *err)
+eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
+				  mcc_error *err)
 {
 	uint64_t	need_t = (uint64_t) c->soa.n_tpl + n_tpl;
 	uint64_t	need_c = (uint64_t) c->soa.n_cyl + n_cyl;
+	uint64_t	need_s = c->n_side + n_side;
 
 	if (need_t <= c->soa.cap_tpl && need_c <= c->soa.cap_cyl &&
-		need_t <= c->cap_entries)
+		need_t <= c->cap_entries && need_s <= c->cap_side)
 		return MCC_OK;
-	return grow(c, need_t, need_c, err);
+	return grow(c, need_t, need_c, need_s, err);
+}
+
+/* Append t's side to the cache (room reserved); returns its offset. */
+static uint64_t
+side_append(eng_cache *c, const mcc_template_view *t)
+{
+	uint64_t	off = c->n_side;
+	size_t		head = (size_t) (t->bits - t->base) - 4;
+	uint8_t    *d = c->side + off;
+
+	memcpy(d, t->base + 4, head);
+	for (int k = 0; k < t->n_cyl; k++)
+		d[head + k] = (uint8_t) mcc_template_cyl_minutia(t, k);
+	c->n_side += eng_side_bytes(t);
+	return off;
+}
+
+/* Minutiae of the template whose side starts at d (the header's n_min). */
+static inline int
+side_n_min(const uint8_t *d)
+{
+	uint16_t	n;
+
+	memcpy(&n, d + 14 - 4, sizeof(n));
+	return n;
+}
+
+/* Bytes from the template's start to its cylinder bits, for n_min minutiae. */
+static inline size_t
+side_bits_at(int n_min)
+{
+	return ((size_t) MCC_TEMPLATE_HDRSZ + (size_t) MCC_MINUTIA_RECSZ * n_min + 7) & ~(size_t) 7;
+}
+
+size_t
+eng_cache_template_bytes(const eng_cache *c, uint32_t idx)
+{
+	return mcc_template_size(c->profile, side_n_min(c->side + c->entries[idx].side),
+							 c->soa.ncyl[idx]);
+}
+
+void
+eng_cache_template(const eng_cache *c, uint32_t idx, uint8_t *buf, mcc_template_view *v)
+{
+	const uint8_t *d = c->side + c->entries[idx].side;
+	const mcc_soa *g = &c->soa;
+	size_t		b0 = side_bits_at(side_n_min(d));
+	uint32_t	nc = g->ncyl[idx];
+	uint32_t	j0 = g->first[idx];
+	int			words = g->words;
+	uint8_t    *meta = buf + b0 + (size_t) nc * words * 8;
+	mcc_error	err;
+
+	memset(buf, 0, 4);
+	memcpy(buf + 4, d, b0 - 4);
+	for (uint32_t k = 0; k < nc; k++)
+	{
+		uint16_t	pc = g->pc[j0 + k];
+
+		for (int w = 0; w < words; w++)
+			memcpy(buf + b0 + ((size_t) k * words + w) * 8,
+				   &g->bits[(size_t) w * g->cap_cyl + j0 + k], 8);
+		memcpy(meta + (size_t) k * MCC_CYLMETA_RECSZ, &pc, 2);
+		meta[(size_t) k * MCC_CYLMETA_RECSZ + 2] = g->angle[j0 + k];
+		meta[(size_t) k * MCC_CYLMETA_RECSZ + 3] = d[b0 - 4 + k];
+	}
+	/* the parts were checked when the template entered the cache */
+	(void) mcc_template_open_header(buf, b0 + (size_t) nc * words * 8 +
+									(size_t) nc * MCC_CYLMETA_RECSZ, v, &err);
+}
+
+size_t
+eng_template_max_bytes(void)
+{
+	size_t		max = 0;
+
+	for (int id = 0; id < 256; id++)
+	{
+		const mcc_profile *p = mcc_profile_by_id(id);
+		size_t		n;
+
+		if (p == NULL)
+			continue;
+		n = mcc_template_size(p, MCC_MAX_MINUTIAE, MCC_MAX_CYL);
+		if (n > max)
+			max = n;
+	}
+	return max;
 }
 
 mcc_status
@@ -283,7 +438,7 @@ eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
 		return mcc_error_set(err, MCC_ERR_VALUE,
 							 "template profile \"%s\" differs from the gallery's \"%s\"",
 							 t->profile->name, c->profile->name);
-	st = eng_cache_reserve(c, 1, (uint64_t) t->n_cyl, err);
+	st = eng_cache_reserve(c, 1, (uint64_t) t->n_cyl, eng_side_bytes(t), err);
 	if (st != MCC_OK)
 		return st;
 	i = c->soa.n_tpl;
@@ -291,6 +446,7 @@ eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
 	if (st != MCC_OK)
 		return st;
 	e = &c->entries[i];
+	e->side = side_append(c, t);
 	e->key = key;
 	e->hash = hash;
 	e->insert_xid = insert_xid;
@@ -566,21 +722,33 @@ eng_cache_wants_compaction(const eng_cache *c)
 	return c->n_purged >= 64 && c->n_purged >= c->soa.n_tpl / 4;
 }
 
-/* Templates and cylinders of the live entries. */
+/* Bytes of entry idx's side. */
+static uint64_t
+side_len(const eng_cache *c, uint32_t idx)
+{
+	const uint8_t *d = c->side + c->entries[idx].side;
+
+	return side_bits_at(side_n_min(d)) - 4 + c->soa.ncyl[idx];
+}
+
+/* Templates, cylinders and bytes of sides of the live entries. */
 static void
-live_counts(const eng_cache *c, uint32_t *n_tpl, uint32_t *n_cyl)
+live_counts(const eng_cache *c, uint32_t *n_tpl, uint32_t *n_cyl, uint64_t *n_side)
 {
 	uint32_t	t = 0;
 	uint32_t	y = 0;
+	uint64_t	sb = 0;
 
 	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
 		if (!(c->entries[i].flags & ENG_E_PURGED))
 		{
 			t++;
 			y += c->soa.ncyl[i];
+			sb += side_len(c, i);
 		}
 	*n_tpl = t;
 	*n_cyl = y;
+	*n_side = sb;
 }
 
 uint64_t
@@ -588,10 +756,11 @@ eng_cache_compacted_bytes(const eng_cache *c)
 {
 	uint32_t	t;
 	uint32_t	y;
+	uint64_t	sb;
 
-	live_counts(c, &t, &y);
+	live_counts(c, &t, &y, &sb);
 	return eng_cache_bytes_for(c->profile, t < MIN_CAP ? MIN_CAP : t,
-							   y < MIN_CAP ? MIN_CAP : y);
+							   y < MIN_CAP ? MIN_CAP : y, sb < MIN_CAP ? MIN_CAP : sb);
 }
 
 eng_cache *
@@ -600,21 +769,26 @@ eng_cache_compacted(const eng_cache *c, mcc_error *err)
 	eng_cache  *n;
 	uint32_t	t;
 	uint32_t	y;
+	uint64_t	sb;
 
-	live_counts(c, &t, &y);
-	n = eng_cache_new(c->profile, NULL, t, y, err);
+	live_counts(c, &t, &y, &sb);
+	n = cache_new(c->profile, NULL, t, y, sb, err);
 	if (n == NULL)
 		return NULL;
 	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
 	{
 		const eng_entry *e = &c->entries[i];
 		uint32_t	j = n->soa.n_tpl;
+		uint64_t	len = side_len(c, i);
 		uint32_t	h;
 
 		if (e->flags & ENG_E_PURGED)
 			continue;
 		eng_soa_copy_template(&n->soa, &c->soa, i);
 		n->entries[j] = *e;
+		n->entries[j].side = n->n_side;
+		memcpy(n->side + n->n_side, c->side + e->side, (size_t) len);
+		n->n_side += len;
 		h = key_slot(n, e->key);
 		n->entries[j].next = n->slots[h];
 		n->slots[h] = j;
@@ -724,7 +898,7 @@ eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
 		/* a deletion committed below xmin: no such snapshot sees the entry */
 		if (e->delete_xid != 0 && (e->flags & ENG_E_DEL_COMMITTED) && e->delete_xid < xmin)
 			continue;
-		if ((e->flags & ENG_E_INS_SETTLED) && e->insert_xid < xmin && e->delete_xid == 0)
+		if (eng_entry_certain(e, xmin))
 		{
 			n++;
 			continue;

@@ -4,7 +4,11 @@
  *
  * Entry k is template k of the mcc_soa (paper 000's layout, scanned by
  * mcc_soa_scan). An entry is a tuple version: (key, template hash, inserting
- * xid, deleting xid). Deleted entries stay searchable until SETTLE says the
+ * xid, deleting xid). Besides the cylinders the soa holds, each entry keeps
+ * its template's "side": the header, minutiae and padding of the stored
+ * blob and its cylinders' minutia indices, from which, with the soa's
+ * cylinders, eng_cache_template rebuilds the stored template byte for byte
+ * (refinement rescores cached entries: eng_rescore.h). Deleted entries stay searchable until SETTLE says the
  * deleter committed before the horizon; entries of aborted inserters are
  * purged. Purged entries are tombstones: the scan still computes their
  * scores but drops them, and compaction (a copy without them) removes them.
@@ -54,6 +58,7 @@ typedef struct eng_entry
 	uint64_t	hash;			/* mcc_template_hash of the template */
 	uint64_t	insert_xid;
 	uint64_t	delete_xid;		/* 0: not deleted */
+	uint64_t	side;			/* offset of its side in eng_cache.side */
 	uint32_t	next;			/* next entry of the same index slot */
 	uint32_t	flags;
 } eng_entry;
@@ -66,6 +71,9 @@ typedef struct eng_cache
 	uint32_t	cap_entries;
 	uint32_t   *slots;			/* key index: first entry of each slot */
 	uint32_t	n_slots;		/* a power of two */
+	uint8_t    *side;			/* the entries' sides, in entry order */
+	uint64_t	n_side;			/* bytes used */
+	uint64_t	cap_side;		/* bytes allocated */
 	uint32_t	n_purged;
 	uint32_t	n_unsettled;	/* live entries with an unsettled xid */
 	uint64_t	applied_gen;	/* every delta up to here is applied */
@@ -85,12 +93,29 @@ typedef struct eng_cache
 	struct eng_gpu_mirror *gpu; /* its copy on the GPU, or NULL (eng_gpu.h) */
 } eng_cache;
 
-/* Bytes of a cache with these capacities. */
-uint64_t	eng_cache_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl);
+/* Bytes of a cache with these capacities (cap_side: bytes of sides). */
+uint64_t	eng_cache_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl,
+								uint64_t cap_side);
 
-/* An empty cache; charges its bytes to budget (if not NULL). */
+/*
+ * An empty cache; charges its bytes to budget (if not NULL). Its room for
+ * sides is estimated from the capacities (about 14 bytes per cylinder).
+ */
 eng_cache  *eng_cache_new(const mcc_profile *p, eng_budget *budget,
 						  uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err);
+
+/* The bytes eng_cache_new would charge for these capacities. */
+uint64_t	eng_cache_new_bytes(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl);
+
+/*
+ * Bytes of a template's side: its blob from byte 4 to its cylinder bits
+ * (header, minutiae, padding), then one minutia index per cylinder.
+ */
+static inline uint64_t
+eng_side_bytes(const mcc_template_view *t)
+{
+	return (uint64_t) (t->bits - t->base) - 4 + (uint64_t) t->n_cyl;
+}
 
 /* Free a cache and release its charge. */
 void		eng_cache_free(eng_cache *c);
@@ -102,9 +127,12 @@ eng_cache_searchable(const eng_cache *c)
 	return c->soa.n_tpl - c->n_purged;
 }
 
-/* Make room for n_tpl more templates with n_cyl more cylinders. */
+/*
+ * Make room for n_tpl more templates with n_cyl more cylinders and n_side
+ * more bytes of sides (eng_side_bytes).
+ */
 mcc_status	eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl,
-							  mcc_error *err);
+							  uint64_t n_side, mcc_error *err);
 
 /*
  * Append a tuple version as is (a load row, or a delta insert that is new);
@@ -128,6 +156,33 @@ mcc_status	eng_cache_insert(eng_cache *c, int64_t key, uint64_t xid,
  * entry marked or absorbing it, or ENG_NONE if none matched.
  */
 uint32_t	eng_cache_delete(eng_cache *c, int64_t key, uint64_t hash, uint64_t xid);
+
+/* Bytes of entry idx's stored template. */
+size_t		eng_cache_template_bytes(const eng_cache *c, uint32_t idx);
+
+/*
+ * Rebuild entry idx's stored template into buf (eng_cache_template_bytes of
+ * room): the blob it was cached from, byte for byte after its 4-byte varlena
+ * header (written as zeros), so that its hash is the entry's and every score
+ * of it is the stored template's; *v gets a view of it. Reads c only: safe
+ * in a thread while c is pinned.
+ */
+void		eng_cache_template(const eng_cache *c, uint32_t idx, uint8_t *buf,
+							   mcc_template_view *v);
+
+/* The most bytes a template of any profile takes (a buffer for eng_cache_template). */
+size_t		eng_template_max_bytes(void);
+
+/*
+ * Is entry e certain for snapshot xmin xmin: visible to every snapshot
+ * whose xmin it is (inserted by an xid known committed below it, not
+ * deleted)? The visibility count and refining searches use it.
+ */
+static inline bool
+eng_entry_certain(const eng_entry *e, uint64_t xmin)
+{
+	return (e->flags & ENG_E_INS_SETTLED) && e->insert_xid < xmin && e->delete_xid == 0;
+}
 
 /* Make entry idx a tombstone (and log it for the GPU mirror). */
 void		eng_cache_purge(eng_cache *c, uint32_t idx);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_cache.h"
 #include "eng_wire.h"
 #include "mcc_template.h"
 
@@ -75,7 +76,10 @@ eng_delta_parse(const uint8_t *payload, size_t len, mcc_gallery_id *id,
 		{
 			st = mcc_template_open(p->ins[i].tpl, p->ins[i].len, &v, err);
 			if (st == MCC_OK)
+			{
 				p->n_cyl += (uint64_t) v.n_cyl;
+				p->n_side += eng_side_bytes(&v);
+			}
 		}
 	}
 	for (uint32_t i = 0; i < p->n_del && !r.bad; i++)

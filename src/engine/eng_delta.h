@@ -39,6 +39,7 @@ typedef struct eng_part
 	uint32_t	n_ins;
 	uint32_t	n_del;
 	uint64_t	n_cyl;			/* cylinders of the inserts */
+	uint64_t	n_side;			/* bytes of their sides (eng_side_bytes) */
 	eng_ins    *ins;
 	eng_del    *del;
 	uint8_t    *payload;		/* owned copy of the frame */

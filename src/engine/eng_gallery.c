@@ -187,7 +187,7 @@ gallery_fail_waiting(eng_server *s, eng_gallery *g, mcc_proto_error code,
 static mcc_status
 apply_part(eng_cache *c, const eng_part *p, mcc_error *err)
 {
-	mcc_status	st = eng_cache_reserve(c, p->n_ins, p->n_cyl, err);
+	mcc_status	st = eng_cache_reserve(c, p->n_ins, p->n_cyl, p->n_side, err);
 
 	for (uint32_t i = 0; i < p->n_ins && st == MCC_OK; i++)
 	{
@@ -369,15 +369,38 @@ compaction_done(eng_server *s, eng_compaction *cj)
 	free(cj);
 }
 
+/*
+ * The candidates a search keeps per probe from cache c: k, or for a
+ * refining search s + k with *s = n' for the cache's searchable entries
+ * (mcc_proto.h); at most the searchable entries.
+ */
+static uint64_t
+keep_per_probe(const eng_request *r, const eng_cache *c, uint64_t *s)
+{
+	uint64_t	searchable = eng_cache_searchable(c);
+	uint64_t	n = r->k;
+
+	*s = 0;
+	if (r->refine != MCC_LSS)
+	{
+		*s = (uint64_t) mcc_refine_count((int64_t) searchable, r->fraction,
+										 (int64_t) r->refine_min, (int64_t) r->final_k);
+		n += *s;
+	}
+	return n < searchable ? n : searchable;
+}
+
 /* Bytes of the RESULT a request would get from cache c, at most. */
 static uint64_t
 result_bytes(const eng_request *r, const eng_cache *c)
 {
-	uint64_t	n = r->k < eng_cache_searchable(c) ? r->k : eng_cache_searchable(c);
+	uint64_t	s;
+	uint64_t	n = keep_per_probe(r, c, &s);
+	uint64_t	hit = r->refine != MCC_LSS ? 40 : 20;
 	/* a visibility count may add up to MCC_PROTO_MAX_GROUPS groups of 24 bytes */
 	uint64_t	count = r->count_xmin != 0 ? (uint64_t) MCC_PROTO_MAX_GROUPS * 24 : 0;
 
-	return 44 + count + (uint64_t) r->n_probes * (8 + n * 20);
+	return 44 + count + (uint64_t) r->n_probes * (8 + n * hit);
 }
 
 /*
@@ -480,7 +503,7 @@ collect_ready(eng_server *s, eng_gallery *g)
 			}
 			else if (result_bytes(r, c) > MCC_PROTO_MAX_FRAME)
 			{
-				code = MCC_PERR_DATA;
+				code = r->refine != MCC_LSS ? MCC_PERR_TOO_LARGE : MCC_PERR_DATA;
 				msg = "result too large: ask for fewer candidates or probes";
 			}
 			else if (r->n_probes == 0)
@@ -584,12 +607,15 @@ start_batch(eng_server *s, eng_gallery *g, eng_request *ready)
 	}
 	for (eng_request *r = ready; r; r = r->next)
 	{
+		uint64_t	keep = keep_per_probe(r, g->cache, &r->shortlist);
+
 		r->first_slot = slot;
 		for (uint32_t i = 0; i < r->n_probes; i++)
 		{
 			if (r->tpls)
 				eng_batch_set_template(b, slot, r->tpls[i], r->tpl_lens[i]);
-			eng_batch_set(b, slot++, r->probes[i], r->k, r->min_score, &r->cancelled);
+			eng_batch_set(b, slot++, r->probes[i], (uint32_t) keep, r->min_score,
+						  &r->cancelled);
 		}
 		r->count_index = -1;
 		if (r->count_xmin != 0 && eng_cache_searchable(g->cache) > r->count_above)
@@ -647,11 +673,36 @@ put_count(eng_buf *o, const eng_batch *b, const eng_request *r)
 	}
 }
 
-/* Write the RESULT of a request whose pass has finished. */
+/* A refining search's hit j of slot sl: its refined score and visibility. */
 static void
-reply_result(eng_server *s, const eng_batch *b, const eng_request *r)
+put_rhit_tail(eng_buf *o, const eng_cache *c, const eng_request *r, float refined,
+			  uint32_t entry)
+{
+	const eng_entry *e = &c->entries[entry];
+	uint32_t	flags = 0;
+
+	if (e->flags & ENG_E_INS_SETTLED)
+		flags |= MCC_COUNT_F_INS_COMMITTED;
+	if (e->delete_xid != 0 && (e->flags & ENG_E_DEL_COMMITTED))
+		flags |= MCC_COUNT_F_DEL_COMMITTED;
+	if (r->count_xmin != 0 && eng_entry_certain(e, r->count_xmin))
+		flags |= MCC_CAND_F_CERTAIN;
+	eng_buf_f32(o, refined);
+	eng_buf_u64(o, e->insert_xid);
+	eng_buf_u64(o, e->delete_xid);
+	eng_buf_u32(o, flags);
+}
+
+/*
+ * Write the RESULT of a request whose pass (and, refining, whose rescoring
+ * rs) has finished.
+ */
+static void
+reply_result(eng_server *s, const eng_batch *b, const eng_rescore *rs,
+			 const eng_request *r)
 {
 	eng_conn   *conn = eng_conn_by_id(s, r->conn_id);
+	bool		refining = r->refine != MCC_LSS;
 	eng_buf    *o;
 	size_t		f;
 
@@ -664,6 +715,18 @@ reply_result(eng_server *s, const eng_batch *b, const eng_request *r)
 							"out of memory");
 			return;
 		}
+	if (refining && (rs == NULL || rs->failed))
+	{
+		mcc_error	err;
+
+		if (rs == NULL)
+			mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
+		eng_reply_error_by_id(s, r->conn_id, r->request_id,
+							  rs == NULL || rs->err.status == MCC_ERR_MEMORY ?
+							  MCC_PERR_INTERNAL : MCC_PERR_DATA,
+							  rs == NULL ? &err : &rs->err);
+		return;
+	}
 	o = &conn->out;
 	f = eng_frame_begin(o, MCC_MSG_RESULT, r->request_id);
 	eng_buf_u64(o, b->cache->applied_gen);
@@ -674,17 +737,98 @@ reply_result(eng_server *s, const eng_batch *b, const eng_request *r)
 	for (uint32_t i = 0; i < r->n_probes; i++)
 	{
 		const eng_slot *sl = &b->slots[r->first_slot + i];
+		uint32_t	n = sl->hits.n;
+		const eng_rescore_pair *rp = NULL;
 
-		eng_buf_u32(o, sl->n_ge > sl->hits.n ? 1 : 0);
-		eng_buf_u32(o, sl->hits.n);
-		for (uint32_t j = 0; j < sl->hits.n; j++)
+		if (refining)
+			rp = eng_rescore_pairs(rs, r->first_slot + i, &n);
+		eng_buf_u32(o, sl->n_ge > n ? 1 : 0);
+		eng_buf_u32(o, n);
+		for (uint32_t j = 0; j < n; j++)
 		{
 			eng_buf_f32(o, sl->hits.h[j].score);
 			eng_buf_i64(o, sl->hits.h[j].key);
 			eng_buf_u64(o, sl->hits.h[j].hash);
+			if (refining)
+				put_rhit_tail(o, b->cache, r, rp[j].score, rp[j].entry);
 		}
 	}
 	eng_frame_end(o, f);
+}
+
+/*
+ * The hits of a refining probe to rescore and return: the shortest prefix
+ * holding r->shortlist entries certain for its count_xmin, or all. Every
+ * visible row among the statement's first n' by LSS lies in it: n' is at
+ * most r->shortlist, and certain entries are visible.
+ */
+static uint32_t
+refine_cut(const eng_cache *c, const eng_slot *sl, const eng_request *r)
+{
+	uint64_t	certain = 0;
+
+	for (uint32_t j = 0; j < sl->hits.n; j++)
+		if (eng_entry_certain(&c->entries[sl->hits.h[j].entry], r->count_xmin) &&
+			++certain >= r->shortlist)
+			return j + 1;
+	return sl->hits.n;
+}
+
+/*
+ * After a pass whose requests include live refining searches: their
+ * shortlists as one rescoring job over the still pinned cache. False if
+ * there is none (or no memory: the requests are then answered with an
+ * error by reply_result).
+ */
+static bool
+start_rescore(eng_server *s, eng_gallery *g, eng_batch *b)
+{
+	eng_rescore *rs = NULL;
+	uint32_t   *entries = NULL;
+	uint32_t	cap = 0;
+	bool		ok = true;
+
+	for (eng_request *r = g->running_reqs; r; r = r->next)
+	{
+		if (r->refine == MCC_LSS || atomic_load(&r->cancelled))
+			continue;
+		if (rs == NULL && (rs = eng_rescore_new(b->cache, b->n_slots)) == NULL)
+			return false;
+		for (uint32_t i = 0; i < r->n_probes && ok; i++)
+		{
+			const eng_slot *sl = &b->slots[r->first_slot + i];
+			uint32_t	n = refine_cut(b->cache, sl, r);
+
+			if (n > cap)
+			{
+				uint32_t   *e = realloc(entries, (size_t) n * sizeof(uint32_t));
+
+				if (e == NULL)
+				{
+					ok = false;
+					break;
+				}
+				entries = e;
+				cap = n;
+			}
+			for (uint32_t j = 0; j < n; j++)
+				entries[j] = sl->hits.h[j].entry;
+			ok = eng_rescore_set(rs, r->first_slot + i, r->tpls[i], r->tpl_lens[i],
+								 r->refine, entries, n, &r->cancelled);
+		}
+	}
+	free(entries);
+	if (rs == NULL)
+		return false;
+	if (!ok)
+	{
+		eng_rescore_free(rs);
+		return false;
+	}
+	rs->owner = b;
+	g->rescoring = rs;
+	eng_refine_candidates(s, rs);
+	return true;
 }
 
 /*
@@ -739,7 +883,35 @@ gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
 	return true;
 }
 
-/* A finished pass: reply to the requests still wanting it. */
+/* The end of pass b (and of its rescoring rs): reply, unpin, free. */
+static void
+pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs)
+{
+	while (g->running_reqs)
+	{
+		eng_request *r = g->running_reqs;
+
+		g->running_reqs = r->next;
+		if (!atomic_load(&r->cancelled))
+		{
+			reply_result(s, b, rs, r);
+			g->searches++;
+		}
+		eng_request_free(r);
+	}
+	g->running = NULL;
+	g->rescoring = NULL;
+	unpin(g, g->running_cache);
+	g->running_cache = NULL;
+	eng_batch_free(b);
+	eng_rescore_free(rs);
+}
+
+/*
+ * A finished pass: reply to the requests still wanting it, unless refining
+ * searches need their rescoring first (the pass goes on running, its cache
+ * pinned, until that comes back).
+ */
 static void
 batch_done(eng_server *s, eng_batch *b)
 {
@@ -748,22 +920,9 @@ batch_done(eng_server *s, eng_batch *b)
 	if (b->gpu != NULL && b->gpu_outcome != ENG_GPU_DONE && gpu_fallback(s, g, b))
 		return;
 	eng_batch_finish(b);
-	while (g->running_reqs)
-	{
-		eng_request *r = g->running_reqs;
-
-		g->running_reqs = r->next;
-		if (!atomic_load(&r->cancelled))
-		{
-			reply_result(s, b, r);
-			g->searches++;
-		}
-		eng_request_free(r);
-	}
-	g->running = NULL;
-	unpin(g, g->running_cache);
-	g->running_cache = NULL;
-	eng_batch_free(b);
+	if (start_rescore(s, g, b))
+		return;
+	pass_end(s, g, b, NULL);
 }
 
 void
@@ -776,6 +935,13 @@ eng_gallery_job_done(eng_server *s, eng_job *job)
 	{
 		g = ((eng_batch *) job)->owner;
 		batch_done(s, (eng_batch *) job);
+	}
+	else if (job->tag == ENG_JOB_RESCORE)
+	{
+		eng_batch  *b = ((eng_rescore *) job)->owner;
+
+		g = b->owner;
+		pass_end(s, g, b, (eng_rescore *) job);
 	}
 	else
 	{
@@ -1086,7 +1252,7 @@ build_cache(eng_server *s, eng_load *l, uint32_t cap_tpl, uint32_t cap_cyl, mcc_
 	eng_cache  *c = eng_cache_new(l->profile, &s->budget, cap_tpl, cap_cyl, err);
 
 	if (c == NULL && err->status == MCC_ERR_MEMORY &&
-		make_room(s, l, eng_cache_bytes_for(l->profile, cap_tpl, cap_cyl)))
+		make_room(s, l, eng_cache_new_bytes(l->profile, cap_tpl, cap_cyl)))
 	{
 		mcc_error_clear(err);
 		c = eng_cache_new(l->profile, &s->budget, cap_tpl, cap_cyl, err);
@@ -1286,6 +1452,7 @@ eng_gallery_free_all(eng_server *s)
 				eng_request_free(r);
 			}
 			eng_batch_free(g->running);
+			eng_rescore_free(g->rescoring);
 			if (g->running_cache != g->cache)
 				eng_cache_free(g->running_cache);
 		}

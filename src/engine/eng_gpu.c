@@ -16,6 +16,7 @@
 
 #ifdef MCC_ENGINE_GPU
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -68,30 +69,59 @@ eng_gpu_built(void)
 	return true;
 }
 
+/*
+ * Why a probe found no GPU, in words for the server log. cudart reports
+ * "CUDA driver version is insufficient" both where no NVIDIA driver is
+ * installed (the usual CPU-only server) and where the driver is too old for
+ * this runtime: libcuda.so.1 being loadable tells the two apart.
+ */
+static const char *
+no_gpu_reason(mcc_gpu_code code)
+{
+	void	   *libcuda;
+
+	switch (code)
+	{
+		case MCC_GPU_NO_DEVICE:
+			return "no GPU found (the NVIDIA driver reports no device)";
+		case MCC_GPU_NO_DRIVER:
+			libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+			if (libcuda == NULL)
+				return "no GPU found (no NVIDIA driver is installed)";
+			dlclose(libcuda);
+			return "no usable GPU (the NVIDIA driver is older than this engine's CUDA runtime needs)";
+		default:
+			return "no usable GPU (the CUDA device probe failed)";
+	}
+}
+
 eng_gpu *
-eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions)
+eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions, int cpu_threads)
 {
 	mcc_gpu_devinfo info[MCC_GPU_MAX_DEVICES];
 	eng_log_level miss = mode == ENG_GPU_ON ? ENG_LOG_ERROR : ENG_LOG_INFO;
 	mcc_error	err;
+	mcc_gpu_code code;
 	int			n = 0;
 	eng_gpu    *g;
 
 	if (mode == ENG_GPU_OFF)
 	{
-		eng_log(ENG_LOG_INFO, "GPU path off: searching on the CPU threads");
+		eng_log(ENG_LOG_INFO, "GPU path off: searching on %d CPU threads", cpu_threads);
 		return NULL;
 	}
 	mcc_error_clear(&err);
-	if (mcc_gpu_probe(&n, info, MCC_GPU_MAX_DEVICES, &err) != MCC_GPU_OK)
+	if ((code = mcc_gpu_probe(&n, info, MCC_GPU_MAX_DEVICES, &err)) != MCC_GPU_OK)
 	{
-		eng_log(miss, "no usable GPU, searching on the CPU threads: %s", err.message);
+		eng_log(miss, "%s: searching on %d CPU threads", no_gpu_reason(code), cpu_threads);
+		eng_log(ENG_LOG_DEBUG, "CUDA device probe: %s", err.message);
 		return NULL;
 	}
 	g = calloc(1, sizeof(*g));
 	if (g == NULL)
 	{
-		eng_log(ENG_LOG_WARNING, "out of memory for the GPU state: searching on the CPU threads");
+		eng_log(ENG_LOG_WARNING, "out of memory for the GPU state: searching on %d CPU threads",
+				cpu_threads);
 		return NULL;
 	}
 	for (int i = 0; i < n && i < MCC_GPU_MAX_DEVICES; i++)
@@ -106,8 +136,8 @@ eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions)
 	}
 	if (g->ndev == 0)
 	{
-		eng_log(miss, "no usable GPU, searching on the CPU threads: "
-				"no device of compute capability 8.0 or later");
+		eng_log(miss, "no usable GPU (no device of compute capability 8.0 or later): "
+				"searching on %d CPU threads", cpu_threads);
 		free(g);
 		return NULL;
 	}
@@ -722,11 +752,12 @@ eng_gpu_built(void)
 }
 
 eng_gpu *
-eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions)
+eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions, int cpu_threads)
 {
 	if (mode != ENG_GPU_OFF)
 		eng_log(mode == ENG_GPU_ON ? ENG_LOG_ERROR : ENG_LOG_INFO,
-				"this mcc_engine was built without GPU support: searching on the CPU threads");
+				"this mcc_engine was built without GPU support: searching on %d CPU threads",
+				cpu_threads);
 	return NULL;
 }
 

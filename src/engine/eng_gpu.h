@@ -78,14 +78,18 @@ typedef struct eng_gpu_stats
 bool		eng_gpu_built(void);
 
 /*
- * Probe the devices and set up the process's GPU state. NULL (with a log
- * line saying why) when mode is off, nothing usable is found, or the binary
- * has no GPU path. partitions > 0 splits every gallery into that many
- * partitions over the devices round-robin (tests: several on one GPU);
- * 0 gives one per device. mem_limit: device bytes all mirrors together may
- * take per device (0: what is free).
+ * Probe the devices and set up the process's GPU state. NULL when mode is
+ * off, nothing usable is found, or the binary has no GPU path, with one log
+ * line saying which in plain words and that the search runs on cpu_threads
+ * CPU threads (a machine without an NVIDIA driver or device is an ordinary
+ * case, not a CUDA failure: CUDA's own message goes to the debug level).
+ * partitions > 0 splits every gallery into that many partitions over the
+ * devices round-robin (tests: several on one GPU); 0 gives one per device.
+ * mem_limit: device bytes all mirrors together may take per device (0: what
+ * is free).
  */
-eng_gpu    *eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions);
+eng_gpu    *eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions,
+						  int cpu_threads);
 
 /* Close every context (the pool is stopped: nothing runs a pass). */
 void		eng_gpu_stop(eng_gpu *g);

@@ -70,6 +70,7 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	mcc_error	err;
 	size_t		probes_at;
 	uint32_t	n;
+	uint32_t	refine;
 
 	eng_rd_gallery(r, &id);
 	req = calloc(1, sizeof(*req));
@@ -84,6 +85,10 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	req->count_xmin = eng_rd_u64(r);
 	req->count_above = eng_rd_u64(r);
 	req->count_index = -1;
+	refine = eng_rd_u32(r);
+	req->final_k = eng_rd_u32(r);
+	req->fraction = eng_rd_f64(r);
+	req->refine_min = eng_rd_u32(r);
 	n = eng_rd_u32(r);
 	if (r->bad || (uint64_t) n * 4 > eng_rd_left(r))
 	{
@@ -104,6 +109,16 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		return false;
 	}
 	r->pos = probes_at;
+	if (refine >= MCC_NMETHODS ||
+		(refine != MCC_LSS && (req->final_k == 0 || !(req->fraction >= 0.0 && req->fraction <= 1.0))))
+	{
+		eng_reply_error(c, h->request_id, MCC_PERR_DATA, MCC_ERR_VALUE,
+						"bad refinement: method %u, k %u, fraction %g",
+						refine, req->final_k, req->fraction);
+		free(req);
+		return true;
+	}
+	req->refine = (mcc_method) refine;
 	req->conn_id = c->id;
 	req->request_id = h->request_id;
 	req->probes = calloc(n ? n : 1, sizeof(mcc_probe *));
@@ -122,8 +137,8 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		const uint8_t *p = eng_rd_bytes(r, &len);
 
 		req->probes[i] = make_probe(p, len, &err);
-		/* the GPU path reads the blob itself */
-		if (req->probes[i] != NULL && s->gpu != NULL &&
+		/* the GPU path reads the blob itself; a refinement sets it as its probe */
+		if (req->probes[i] != NULL && (s->gpu != NULL || req->refine != MCC_LSS) &&
 			(req->tpls[i] = malloc(len ? len : 1)) == NULL)
 		{
 			free(req->probes[i]);

@@ -32,6 +32,19 @@ eng_wall_usec(void)
 	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* What a pool thread's scratch must hold for any job. */
+static size_t
+scratch_bytes(void)
+{
+	size_t		n = ENG_SCRATCH_BYTES;
+
+	if (eng_refine_scratch_bytes() > n)
+		n = eng_refine_scratch_bytes();
+	if (eng_rescore_scratch_bytes() > n)
+		n = eng_rescore_scratch_bytes();
+	return n;
+}
+
 bool
 eng_server_init(eng_server *s, const eng_config *cfg)
 {
@@ -53,9 +66,7 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 	mcc_lss_init();
 	/* refinements need the default parameters' tables: build them now */
 	(void) mcc_match_params_std();
-	s->pool = eng_pool_start(s->cfg.threads,
-							 eng_refine_scratch_bytes() > ENG_SCRATCH_BYTES ?
-							 eng_refine_scratch_bytes() : ENG_SCRATCH_BYTES);
+	s->pool = eng_pool_start(s->cfg.threads, scratch_bytes());
 	if (s->pool == NULL)
 		return false;
 	/*
@@ -71,7 +82,8 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 		return false;
 	}
 	/* the only place CUDA is initialized; no GPU means the CPU threads */
-	s->gpu = eng_gpu_start(s->cfg.gpu, s->cfg.gpu_memory_limit, s->cfg.gpu_partitions);
+	s->gpu = eng_gpu_start(s->cfg.gpu, s->cfg.gpu_memory_limit, s->cfg.gpu_partitions,
+						   s->cfg.threads);
 	/* image jobs use the same devices, with contexts of their own */
 	s->img_gpu = eng_img_gpu_start(s->gpu);
 	return true;
@@ -116,6 +128,7 @@ job_done(eng_server *s, eng_job *job)
 			break;
 		case 1:					/* eng_gallery.c's passes and compactions */
 		case 2:
+		case ENG_JOB_RESCORE:	/* a refining pass's rescoring, which its pass awaits */
 			eng_gallery_job_done(s, job);
 			break;
 		default:

@@ -24,6 +24,7 @@
 #include "eng_image.h"
 #include "eng_pool.h"
 #include "eng_refine.h"
+#include "eng_rescore.h"
 #include "eng_scan.h"
 #include "eng_wire.h"
 #include "mcc_lss.h"
@@ -57,9 +58,15 @@ typedef struct eng_request
 	uint64_t	count_xmin;		/* 0, or a visibility count at this xmin ... */
 	uint64_t	count_above;	/* ... if more entries are searchable than this */
 	int			count_index;	/* in its batch's counts, or -1 */
+	/* a refining search (refine != MCC_LSS): SEARCH's refine fields */
+	mcc_method	refine;
+	uint32_t	final_k;
+	double		fraction;
+	uint32_t	refine_min;
+	uint64_t	shortlist;		/* s of mcc_proto.h: n' for the pass's searchable entries */
 	uint32_t	n_probes;
 	mcc_probe **probes;
-	uint8_t   **tpls;			/* the probes' template blobs (GPU path) */
+	uint8_t   **tpls;			/* the probes' template blobs (GPU path, refining) */
 	uint32_t   *tpl_lens;
 	int64_t		deadline;		/* monotonic usec: give up waiting for deltas */
 	atomic_int	cancelled;		/* CANCEL or the connection closed */
@@ -116,6 +123,7 @@ typedef struct eng_gallery
 	eng_batch  *running;		/* the pass in progress, or NULL */
 	eng_request *running_reqs;
 	eng_cache  *running_cache;	/* what `running` reads (pinned) */
+	eng_rescore *rescoring;		/* the pass's second stage (refining searches), or NULL */
 	eng_compaction *compacting;
 	eng_load   *loads;
 	eng_settle *settles;		/* FIFO of deferred SETTLEs */
@@ -159,7 +167,7 @@ typedef struct eng_server
 	uint32_t	n_conns;
 	uint32_t	cap_conns;
 	uint64_t	next_conn_id;
-	uint32_t	jobs;			/* batches, compactions, refinements and image stages in the pools */
+	uint32_t	jobs;			/* batches, rescorings, compactions, refinements and image stages in the pools */
 	eng_refine *refines;		/* refinements in the pool */
 	int			listen_fd;
 	eng_image_job *images;		/* image and point jobs not yet replied (eng_image.h) */

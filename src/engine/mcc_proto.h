@@ -15,22 +15,35 @@
  *                -> HELLO_OK uint64 incarnation, uint32 threads, uint32 flags
  *                   (MCC_HELLO_*)
  *   SEARCH       gallery, uint64 need_generation, uint32 k, float min_score,
- *                uint64 count_xmin, uint64 count_above,
+ *                uint64 count_xmin, uint64 count_above, refine,
  *                uint32 n_probes, n_probes x bytes(template)
  *                -> RESULT uint64 applied_generation, uint32 n_unsettled,
  *                   uint64 searchable (entries the pass scored, tombstones
  *                   not counted), count,
  *                   uint32 n_probes, then per probe: uint32 more (1 if the
- *                   engine holds more candidates at or above min_score),
- *                   uint32 n, n x hit
+ *                   engine holds more candidates at or above min_score
+ *                   than it returns), uint32 n, n x hit (n x rhit when
+ *                   refining)
  *                (count_xmin != 0 and searchable > count_above: the engine
  *                 also sorts its searchable entries for a count of the
  *                 versions visible to a snapshot whose xmin is count_xmin:
  *                 see `count` below; otherwise count says MCC_COUNT_NONE)
+ *                (refine.method other than MCC_LSS, a refining search: per
+ *                 probe the pass keeps the best s + k entries at or above
+ *                 min_score, s = mcc_refine_count(searchable, fraction,
+ *                 refine_min, final_k) (the n' of a statement that would
+ *                 see every searchable entry: none sees more, and n' grows
+ *                 with the rows seen), and returns of them the shortest
+ *                 prefix that holds s entries certain for count_xmin
+ *                 (MCC_CAND_F_CERTAIN), or all of them, each rescored by
+ *                 mcc_match_candidate(probe, the entry's template, method)
+ *                 with the default parameters from the cache's own copy)
  *                -> ERROR (MCC_PERR_NOT_LOADED: load first;
  *                   MCC_PERR_GENERATION: a needed delta never came: reload;
  *                   MCC_PERR_DATA: a bad probe, a probe of another profile
- *                   than the gallery's, or a RESULT over MCC_PROTO_MAX_FRAME)
+ *                   than the gallery's, a bad refine, or a plain RESULT over
+ *                   MCC_PROTO_MAX_FRAME; MCC_PERR_TOO_LARGE: a refining
+ *                   RESULT over MCC_PROTO_MAX_FRAME)
  *                (n_probes 0: just waits until need_generation is applied)
  *   LOAD_BEGIN   gallery, uint64 generation, uint32 profile_id,
  *                uint64 expected_rows (hint, may be 0), int32 priority,
@@ -129,6 +142,15 @@
  *
  * gallery       = uint32 db_oid, uint32 rel_oid, uint64 signature
  * hit           = float score, int64 key, uint64 hash
+ * refine        = uint32 method (mcc_match.h's mcc_method; MCC_LSS: a plain
+ *                 search, the rest ignored), uint32 final_k (identify()'s k,
+ *                 at least 1), double fraction (0..1), uint32 refine_min
+ *                 (mcc.refine_fraction and mcc.refine_min)
+ * rhit          = hit, float refined (the method's score), uint64
+ *                 insert_xid, uint64 delete_xid (0: none), uint32 flags
+ *                 (MCC_COUNT_F_* and MCC_CAND_F_CERTAIN): the tuple version's
+ *                 visibility, for the client to judge against its snapshot
+ *                 as it judges a count's group
  * count         = uint32 state (MCC_COUNT_*), uint64 n_certain, uint32
  *                 n_groups, n_groups x (uint64 insert_xid, uint64 delete_xid
  *                 (0: none), uint32 flags (MCC_COUNT_F_*), uint32 entries)
@@ -193,11 +215,13 @@
 #include <stdint.h>
 
 /*
- * 3: templates hashed by mcc_hash.c's four-lane hash (2: FNV-1a); both
- * ends must hash alike, so the version keeps them from mixing.
- * 4: LOAD_BEGIN's priority and flags, PRIORITY, ENGINE_STATUS, MCC_PERR_BUSY.
+ * 5: LOAD_BEGIN's priority and flags, PRIORITY, ENGINE_STATUS, MCC_PERR_BUSY.
+ * 4: SEARCH carries `refine` (a refining search: the engine rescores the
+ * shortlist from its cache and returns rhits). 3: templates hashed by
+ * mcc_hash.c's four-lane hash (2: FNV-1a); both ends must hash alike, so
+ * the version keeps them from mixing.
  */
-#define MCC_PROTO_VERSION	4
+#define MCC_PROTO_VERSION	5
 #define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
 #define MCC_PROTO_MAX_XIDS	(1u << 20)	/* xids per XID_LIST */
 #define MCC_PROTO_MAX_GROUPS (1u << 16)	/* groups of a RESULT's count */
@@ -255,6 +279,9 @@ typedef enum mcc_count_state
 #define MCC_COUNT_F_INS_COMMITTED	0x01	/* the inserting xid is known committed */
 #define MCC_COUNT_F_DEL_COMMITTED	0x02	/* the deleting xid is known committed */
 
+/* flags of a refining search's rhit: those of a count group, and */
+#define MCC_CAND_F_CERTAIN	0x04	/* visible to every snapshot with xmin count_xmin */
+
 /* LOAD_BEGIN flags */
 #define MCC_LOAD_REPLACE	0x0001	/* the current cache may give way to make room */
 
@@ -285,6 +312,7 @@ typedef enum mcc_proto_error
 	MCC_PERR_MEMORY,			/* cache memory limit exceeded */
 	MCC_PERR_CANCELLED,
 	MCC_PERR_INTERNAL,
+	MCC_PERR_TOO_LARGE,			/* a refining search's RESULT would pass the frame limit */
 	MCC_PERR_NO_GPU = 32,		/* an image job asked for a GPU that cannot run it */
 	MCC_PERR_BUSY				/* --image-queue image jobs are admitted already */
 } mcc_proto_error;

@@ -11,7 +11,7 @@
  * Two record types stand for frames the fuzzer could hardly build because
  * they carry templates: 30, a DELTA inserting one of the harness's valid
  * templates and deleting another; 31, a SEARCH with up to 3 of them (one
- * byte of each possibly changed); 29, a REFINE of up to 2 probes with up to
+ * byte of each possibly changed), refining or not; 29, a REFINE of up to 2 probes with up to
  * 3 candidates each, built the same way.
  */
 #include <stdint.h>
@@ -153,6 +153,11 @@ synth_search(eng_buf *b, const uint8_t *p, size_t n, uint64_t rid)
 	eng_buf_f32(b, (float) at(p, n, 3) / 200.0f);
 	eng_buf_u64(b, at(p, n, 1) % 3 == 0 ? at(p, n, 0) : 0);	/* count_xmin */
 	eng_buf_u64(b, at(p, n, 3) % 4);	/* count_above */
+	/* refine: a method (or one past them), final k, fraction (or above 1), refine_min */
+	eng_buf_u32(b, at(p, n, 13) % (MCC_NMETHODS + 1));
+	eng_buf_u32(b, at(p, n, 14) % 12);
+	eng_buf_f64(b, (double) at(p, n, 15) / 200.0);
+	eng_buf_u32(b, at(p, n, 16) % 50);
 	eng_buf_u32(b, (uint32_t) np);
 	for (int i = 0; i < np; i++)
 	{

@@ -16,7 +16,6 @@
  * the matches/s at paper 000's shape (32.23 x 16 LS per match).
  * Times are medians over --reps calls, after two warm-up calls.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,30 +26,6 @@
 
 #define MAXQ 32
 #define PAPER_LS 515.6
-
-static FILE *logf;
-
-/* printf to stdout and the log. */
-static void
-say(const char *fmt,...) __attribute__((format(printf, 1, 2)));
-
-static void
-say(const char *fmt,...)
-{
-	va_list		ap;
-
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	if (logf)
-	{
-		va_start(ap, fmt);
-		vfprintf(logf, fmt, ap);
-		va_end(ap);
-		fflush(logf);
-	}
-	fflush(stdout);
-}
 
 static int
 cmp_d(const void *a, const void *b)
@@ -86,7 +61,7 @@ measure(mcc_gpu *c, gd_probe *pr, int npr, int nq, int reps, result *res)
 			v[q] = pr[(q + (r + 2) * nq) % npr].v;
 		if (mcc_gpu_search(c, v, nq, 10, h, nh, &err) != MCC_GPU_OK)
 		{
-			say("# search failed: %s\n", err.message);
+			gd_say("# search failed: %s\n", err.message);
 			return -1;
 		}
 		if (r >= 0)
@@ -125,13 +100,13 @@ open_variant(int variant, const mcc_soa *g, double *up_ms)
 	o.pc_window = pc_window;
 	if (mcc_gpu_open(dev, ndevs, g->profile, &o, &c, &err) != MCC_GPU_OK)
 	{
-		say("# open failed: %s\n", err.message);
+		gd_say("# open failed: %s\n", err.message);
 		return NULL;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	if (mcc_gpu_upload(c, g, &err) != MCC_GPU_OK)
 	{
-		say("# upload failed: %s\n", err.message);
+		gd_say("# upload failed: %s\n", err.message);
 		mcc_gpu_close(c);
 		return NULL;
 	}
@@ -150,7 +125,7 @@ line(const char *what, int variant, uint32_t n, int nq, double up_ms, const resu
 	double		lss = r->t.pairs / (r->match_ms / 1e3);
 	double		omega = r->t.pairs / ((double) nq * n * cyl_per_tpl);
 
-	say("%-8s %-13s N=%-8u Q=%-3d match %9.4f ms  total %9.4f ms  LSS %8.1f M/s  e2e %8.1f M/s  "
+	gd_say("%-8s %-13s N=%-8u Q=%-3d match %9.4f ms  total %9.4f ms  LSS %8.1f M/s  e2e %8.1f M/s  "
 		"LS %7.1f G/s  omega %5.2f  paper-shape %7.1f M/s  upload %8.1f ms  blk/SM %d  passes %d  sel %.3f (sort %.3f) ms\n",
 		what, mcc_gpu_variant_name(variant), n, nq, r->match_ms, r->total_ms, mps / 1e6, e2e / 1e6,
 		lss / 1e9, omega, lss / PAPER_LS / 1e6, up_ms, r->t.blocks_per_sm, r->t.passes,
@@ -206,35 +181,35 @@ main(int argc, char **argv)
 	if (out)
 	{
 		snprintf(path, sizeof(path), "%s/bench-gpu.log", out);
-		logf = fopen(path, "w");
+		gd_logf = fopen(path, "w");
 	}
 	mcc_lss_init();
 	if (mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err) != MCC_GPU_OK)
 	{
-		say("# GPU benchmark skipped: %s\n", err.message);
+		gd_say("# GPU benchmark skipped: %s\n", err.message);
 		return 0;
 	}
-	say("# device: %s, cc %d.%d, %d SMs, %.1f GiB\n", info[0].name, info[0].cc_major, info[0].cc_minor,
+	gd_say("# device: %s, cc %d.%d, %d SMs, %.1f GiB\n", info[0].name, info[0].cc_major, info[0].cc_minor,
 		info[0].sm_count, info[0].mem_total / 1073741824.0);
 	gp.oriented = oriented;
 	if (synth)
 	{
-		say("# data: src/core's synthetic fingers (mcc_synth defaults, mcc_template_build), %u distinct"
+		gd_say("# data: src/core's synthetic fingers (mcc_synth defaults, mcc_template_build), %u distinct"
 			" templates repeated; probes: 64 second impressions of gallery fingers\n", synth);
 		if (gd_gallery_synth(&g, maxn, synth < maxn ? synth : maxn, 1234, pr, 64) != 0)
 		{
-			say("# cannot build the gallery\n");
+			gd_say("# cannot build the gallery\n");
 			return 1;
 		}
 	}
 	else
 	{
-		say("# data: random cylinders (255 bits, density 1/8..1/2), %d..%d per template, angles %s;"
+		gd_say("# data: random cylinders (255 bits, density 1/8..1/2), %d..%d per template, angles %s;"
 			" probes: 64 random templates of 32 cylinders\n", gp.min_cyl, gp.max_cyl,
 			oriented ? "oriented (two clusters 128 apart, sd 16)" : "uniform");
 		if (gd_gallery(&g, maxn, &gp, 1234) != 0)
 		{
-			say("# cannot build the gallery\n");
+			gd_say("# cannot build the gallery\n");
 			return 1;
 		}
 		for (int i = 0; i < 64; i++)
@@ -245,9 +220,9 @@ main(int argc, char **argv)
 
 		for (int i = 0; i < 64; i++)
 			pc += pr[i].v.n_cyl;
-		say("# probes: %.1f cylinders on average\n", pc / 64);
+		gd_say("# probes: %.1f cylinders on average\n", pc / 64);
 	}
-	say("# gallery: %u templates, %u cylinders (%.2f per template)\n", g.n_tpl, g.n_cyl,
+	gd_say("# gallery: %u templates, %u cylinders (%.2f per template)\n", g.n_tpl, g.n_cyl,
 		(double) g.n_cyl / g.n_tpl);
 	nbase = maxn < 250000 ? maxn : 250000;
 	if (scale)
@@ -267,7 +242,7 @@ main(int argc, char **argv)
 
 					if (d == 1)
 						base[qi] = mps;
-					say("# %d GPU(s), Q = %d: whole-call %.1f M matches/s, scaling efficiency %.1f%%"
+					gd_say("# %d GPU(s), Q = %d: whole-call %.1f M matches/s, scaling efficiency %.1f%%"
 						" (upload %.2f s)\n", d, qi ? 8 : 1, mps / 1e6,
 						base[qi] > 0 ? 100.0 * mps / (d * base[qi]) : 0.0, up / 1e3);
 					line("scale", 0, g.n_tpl, qi ? 8 : 1, up, &res, (double) g.n_cyl / g.n_tpl);
@@ -279,8 +254,8 @@ main(int argc, char **argv)
 			mcc_soa_free(&g);
 		else
 			gd_gallery_free(&g);
-		if (logf)
-			fclose(logf);
+		if (gd_logf)
+			fclose(gd_logf);
 		return 0;
 	}
 	if (only >= 0)
@@ -296,8 +271,8 @@ main(int argc, char **argv)
 			mcc_soa_free(&g);
 		else
 			gd_gallery_free(&g);
-		if (logf)
-			fclose(logf);
+		if (gd_logf)
+			fclose(gd_logf);
 		return 0;
 	}
 
@@ -325,7 +300,7 @@ main(int argc, char **argv)
 			line("variant", v, nbase, 8, up, &res, (double) s.n_cyl / s.n_tpl);
 		mcc_gpu_close(c);
 	}
-	say("# best variant at Q=1: %s\n", mcc_gpu_variant_name(best));
+	gd_say("# best variant at Q=1: %s\n", mcc_gpu_variant_name(best));
 
 	/* 1b. tiles in popcount order inside angle windows */
 	{
@@ -344,7 +319,7 @@ main(int argc, char **argv)
 			{
 				double		mps = (double) nbase / (res.match_ms / 1e3);
 
-				say("# popcount window %d:\n", w);
+				gd_say("# popcount window %d:\n", w);
 				line("window", best, nbase, 1, up, &res, (double) s.n_cyl / s.n_tpl);
 				if (mps > best_mps)
 				{
@@ -355,7 +330,7 @@ main(int argc, char **argv)
 			mcc_gpu_close(c);
 		}
 		pc_window = bestw;
-		say("# best popcount window: %d\n", bestw);
+		gd_say("# best popcount window: %d\n", bestw);
 	}
 
 	/* 2. sizes */
@@ -400,11 +375,11 @@ main(int argc, char **argv)
 			{
 				line("batch", best, n, qs[qi], up, &res, (double) s.n_cyl / s.n_tpl);
 				if (qs[qi] == 1 && pass == 0)
-					say("# breakdown N=%u Q=1 (ms): prep %.4f  h2d %.4f  match %.4f  select %.4f  d2h %.4f  merge %.4f  total %.4f\n",
+					gd_say("# breakdown N=%u Q=1 (ms): prep %.4f  h2d %.4f  match %.4f  select %.4f  d2h %.4f  merge %.4f  total %.4f\n",
 						n, res.t.prep_ms, res.t.h2d_ms, res.t.match_ms, res.t.select_ms, res.t.d2h_ms,
 						res.t.merge_ms, res.t.total_ms);
 				if (qs[qi] == 16)
-					say("# breakdown N=%u Q=16 (ms): prep %.4f  h2d %.4f  match %.4f  select %.4f  d2h %.4f  merge %.4f  total %.4f\n",
+					gd_say("# breakdown N=%u Q=16 (ms): prep %.4f  h2d %.4f  match %.4f  select %.4f  d2h %.4f  merge %.4f  total %.4f\n",
 						n, res.t.prep_ms, res.t.h2d_ms, res.t.match_ms, res.t.select_ms, res.t.d2h_ms,
 						res.t.merge_ms, res.t.total_ms);
 			}
@@ -422,7 +397,7 @@ main(int argc, char **argv)
 			for (int qi = 0; qi < 2; qi++)
 				if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
 				{
-					say("# %d GPUs (match = device 0's kernel time; e2e = the whole call):\n", count);
+					gd_say("# %d GPUs (match = device 0's kernel time; e2e = the whole call):\n", count);
 					line("multi", best, maxn, qi ? 8 : 1, up, &res, (double) s.n_cyl / s.n_tpl);
 				}
 			mcc_gpu_close(c);
@@ -430,15 +405,15 @@ main(int argc, char **argv)
 		ndevs = 1;
 	}
 
-	say("\n# summary (%s): N, Q, LSS M matches/s, end-to-end M matches/s\n", mcc_gpu_variant_name(best));
+	gd_say("\n# summary (%s): N, Q, LSS M matches/s, end-to-end M matches/s\n", mcc_gpu_variant_name(best));
 	for (int i = 0; i < nsum; i++)
-		say("%10.0f %3.0f %10.1f %10.1f\n", summary[i][0], summary[i][1], summary[i][2] / 1e6,
+		gd_say("%10.0f %3.0f %10.1f %10.1f\n", summary[i][0], summary[i][1], summary[i][2] / 1e6,
 			summary[i][3] / 1e6);
 	if (synth)
 		mcc_soa_free(&g);
 	else
 		gd_gallery_free(&g);
-	if (logf)
-		fclose(logf);
+	if (gd_logf)
+		fclose(gd_logf);
 	return 0;
 }

@@ -51,17 +51,6 @@ dup_template(mcc_soa *g, uint32_t k)
 	g->first[t + 1] = g->n_cyl;
 }
 
-/* A view of the first n templates of g. */
-static mcc_soa
-prefix(const mcc_soa *g, uint32_t n)
-{
-	mcc_soa		s = *g;
-
-	s.n_tpl = n;
-	s.n_cyl = g->first[n];
-	return s;
-}
-
 /* Reference scores of probes vs g (removed[] -> -1). */
 static float *
 ref_scores(const gd_probe *pr, int nq, const mcc_soa *g, const uint8_t *removed)
@@ -452,7 +441,7 @@ main(int argc, char **argv)
 
 		if (ok)
 		{
-			mcc_soa		p = prefix(&g1, cuts[0]);
+			mcc_soa		p = gd_prefix(&g1, cuts[0]);
 
 			ok &= mcc_gpu_upload(ca, &p, &err) == MCC_GPU_OK;
 			for (int i = 1; ok && i < 6; i++)
@@ -555,7 +544,7 @@ main(int argc, char **argv)
 	}
 	if ((c = open_up(&dev0, 1, 0, (size_t) 1 << 20, 4, NULL)) != NULL)
 	{
-		mcc_soa		small = prefix(&g1, 10);
+		mcc_soa		small = gd_prefix(&g1, 10);
 		mcc_gpu_hit h[NQ * K];
 		int			nh[NQ];
 		mcc_template_view v = pr[5].v;

@@ -4,6 +4,7 @@
 #include "gpu_data.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -533,4 +534,36 @@ gd_core_scores(const gd_probe *pr, int nq, const mcc_soa *g, const uint8_t *remo
 	}
 	free(q);
 	return r;
+}
+
+/* A view of the first n templates of g. */
+mcc_soa
+gd_prefix(const mcc_soa *g, uint32_t n)
+{
+	mcc_soa		s = *g;
+
+	s.n_tpl = n;
+	s.n_cyl = g->first[n];
+	return s;
+}
+
+FILE	   *gd_logf;
+
+/* printf to stdout and the log. */
+void
+gd_say(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (gd_logf)
+	{
+		va_start(ap, fmt);
+		vfprintf(gd_logf, fmt, ap);
+		va_end(ap);
+		fflush(gd_logf);
+	}
+	fflush(stdout);
 }

@@ -13,6 +13,7 @@
 #define MCC_GPU_DATA_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "mcc_lss.h"
 #include "mcc_soa.h"
@@ -84,5 +85,12 @@ float	   *gd_core_scores(const gd_probe *pr, int nq, const mcc_soa *g, const uin
 
 /* The FP64 rcp of the kernels, in C; returns how many den in [1, 2^17] differ. */
 long		gd_check_rcp_fp64(void);
+
+/* A view of the first n templates of g (shares g's arrays). */
+mcc_soa		gd_prefix(const mcc_soa *g, uint32_t n);
+
+/* The benchmarks' log: gd_say prints to stdout and, when open, to gd_logf. */
+extern FILE *gd_logf;
+void		gd_say(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 
 #endif							/* MCC_GPU_DATA_H */

@@ -82,11 +82,12 @@ sub create_probes
 }
 
 # SQL helpers: via_identify(), brute_force(), check_identify() (records
-# every comparison in table checks) and check_batch(). Each takes a refine
+# every comparison in table checks), check_paths() (the service against the
+# backend scan) and check_batch(). Each takes a refine
 # argument, 'none' (plain LSS) by default; brute_force() refines as the
 # definition says (docs/sql-reference.md, identify()): n rows with a
 # template, n' = ceil(mcc.refine_fraction * n) but at least mcc.refine_min
-# and k and at most n, the n' best by mcc_score(probe, tpl) ties by key,
+# and k and at most n, the n' best by mcc_score(probe, tpl, 'lss') ties by key,
 # rescored with mcc_score(probe, tpl, method), the k best at or above
 # min_score, ties by key.
 sub install_checks
@@ -117,7 +118,7 @@ sub install_checks
 				EXECUTE format($q$
 					SELECT coalesce(string_agg(id || ':' || score, ',' ORDER BY score DESC, id), '')
 					FROM (SELECT id, score
-						  FROM (SELECT id, mcc_score($1, tpl) AS score FROM %s WHERE tpl IS NOT NULL) s
+						  FROM (SELECT id, mcc_score($1, tpl, 'lss') AS score FROM %s WHERE tpl IS NOT NULL) s
 						  WHERE score >= $2 ORDER BY score DESC, id LIMIT $3) t $q$, g)
 				INTO r USING probe, min_score, k;
 				RETURN r;
@@ -130,7 +131,7 @@ sub install_checks
 				FROM (SELECT id, score
 					  FROM (SELECT id, mcc_score($1, tpl, $5) AS score
 							FROM (SELECT id, tpl FROM %s WHERE tpl IS NOT NULL
-								  ORDER BY mcc_score($1, tpl) DESC, id LIMIT $4) shortlist) s
+								  ORDER BY mcc_score($1, tpl, 'lss') DESC, id LIMIT $4) shortlist) s
 					  WHERE score >= $2 ORDER BY score DESC, id LIMIT $3) t $q$, g)
 			INTO r USING probe, min_score, k, np, method;
 			RETURN r;
@@ -146,6 +147,23 @@ sub install_checks
 			INSERT INTO checks VALUES (a = b, CASE WHEN a <> b THEN
 				format('k=%s min_score=%s refine=%s identify=[%s] brute=[%s]', k, min_score,
 					   refine, a, b) END);
+			RETURN a = b;
+		END $$;
+
+		-- identify()'s answer through the service and by the backend scan
+		-- (mcc.service = off), under one snapshot
+		CREATE FUNCTION check_paths(g regclass, probe mcc_template, k int, min_score real,
+									refine text DEFAULT 'none')
+		RETURNS boolean LANGUAGE plpgsql AS $$
+		DECLARE a text; b text;
+		BEGIN
+			a := via_identify(g, probe, k, min_score, refine);
+			PERFORM set_config('mcc.service', 'off', true);
+			b := via_identify(g, probe, k, min_score, refine);
+			PERFORM set_config('mcc.service', 'on', true);
+			INSERT INTO checks VALUES (a = b, CASE WHEN a <> b THEN
+				format('paths k=%s min_score=%s refine=%s service=[%s] backend=[%s]',
+					   k, min_score, refine, a, b) END);
 			RETURN a = b;
 		END $$;
 

@@ -88,13 +88,14 @@ my $found = $node->safe_psql(
 # docs/synthetic.md: about 94% rank-1 on 2,000 fingers, more on 300
 cmp_ok($found, '>=', 17, "identify() finds the mate of $found of 20 mated probes at rank 1");
 
-# --- one file per template: ISO, ANSI, xyt ---------------------------------
-foreach my $fmt ('iso', 'ansi', 'xyt')
+# --- one file per template: ISO, ANSI (both editions), xyt -----------------
+foreach my $fmt ('iso', 'ansi', 'xyt', 'iso2011', 'ansi2009')
 {
 	($rc, $err) = gen('gallery', '--fingers', '5', '--seed', '7', '--format', $fmt,
 		'--out', "$dir/$fmt");
 	is($rc, 0, "$fmt folder written") or diag($err);
-	my $ext = { iso => 'iso', ansi => 'fmr', xyt => 'xyt' }->{$fmt};
+	my $ext = { iso => 'iso', ansi => 'fmr', xyt => 'xyt', iso2011 => 'iso2011.iso',
+		ansi2009 => 'ansi2009.fmr' }->{$fmt};
 	my @rows;
 	foreach my $finger (1 .. 5)
 	{

@@ -1,5 +1,7 @@
 # identify(..., refine => ...) through the matcher service: the engine's
-# threads rescore the shortlist, and every answer equals the backend path's
+# threads rescore the shortlist (from the engine's cache, or with
+# mcc.refine_in_engine off from the templates the backend re-checked and
+# sent), and every answer equals the backend path's
 # (mcc.service = off) bit for bit, and the brute force of the definition,
 # under the same REPEATABLE READ snapshot (mcc.fallback = error: an answer
 # that did not come from the service would be an error). Covered: every
@@ -27,20 +29,6 @@ install_checks($node);
 $node->safe_psql('postgres', q{
 	SELECT mcc_gallery_register('g');
 	SELECT mcc_gallery_preload('g');
-	-- the service's answer and the backend's, under one snapshot
-	CREATE FUNCTION check_paths(g regclass, probe mcc_template, k int, min_score real, refine text)
-	RETURNS boolean LANGUAGE plpgsql AS $$
-	DECLARE a text; b text;
-	BEGIN
-		a := via_identify(g, probe, k, min_score, refine);
-		PERFORM set_config('mcc.service', 'off', true);
-		b := via_identify(g, probe, k, min_score, refine);
-		PERFORM set_config('mcc.service', 'on', true);
-		INSERT INTO checks VALUES (a = b, CASE WHEN a <> b THEN
-			format('paths k=%s min_score=%s refine=%s service=[%s] backend=[%s]',
-				   k, min_score, refine, a, b) END);
-		RETURN a = b;
-	END $$;
 	CREATE TABLE methods (refine text);
 	INSERT INTO methods VALUES ('none'), ('dtr'), ('lss'), ('lss-r'), ('lss-dtr'), ('lsa'),
 		('lsa-r'), ('lsa-dtr'), ('lgs'), ('lgs-r'), ('lgs-dtr'), ('consolidation');
@@ -184,14 +172,23 @@ is(q_debug($old, q{SELECT check_batch('g', array_agg(tpl ORDER BY pid), 5, 'dtr'
 	't', 'identify_batch with dtr equals the brute force per probe');
 is(q_debug($old, q{SELECT check_batch('g', array_agg(tpl ORDER BY pid), 3, 'consolidation') FROM probes}),
 	't', 'identify_batch with consolidation equals the brute force per probe');
-# a shortlist of every row: the refinement is split into several REFINE frames
+# a shortlist of every row: refined in the engine in the SEARCH's pass; with
+# mcc.refine_in_engine off, re-checked and sent in several REFINE frames
 q_debug($old, 'SET mcc.refine_fraction = 1');
 q_debug($old, 'SET client_min_messages = debug1');
 $old->{stderr} = '';
 $out = $old->query(q{SELECT check_batch('g', array_agg(tpl ORDER BY pid), 4, 'dtr') FROM probes});
+my $in_engine = () = $old->{stderr} =~ /refined in the matcher engine: $n_probes probes/g;
 my $frames = () = $old->{stderr} =~ /REFINE of \d+ probes/g;
 $old->{stderr} = '';
 is($out, 't', 'identify_batch refining every row equals the brute force per probe');
+ok($in_engine == 1 && $frames == 0, '... refined in the engine, in the pass of its one SEARCH');
+q_debug($old, 'SET mcc.refine_in_engine = off');
+$out = $old->query(q{SELECT check_batch('g', array_agg(tpl ORDER BY pid), 4, 'dtr') FROM probes});
+$frames = () = $old->{stderr} =~ /REFINE of \d+ probes/g;
+$old->{stderr} = '';
+q_debug($old, 'SET mcc.refine_in_engine = on');
+is($out, 't', 'mcc.refine_in_engine = off: the same answers');
 ok($frames > 1, "... its refinement took $frames REFINE frames");
 q_debug($old, 'SET client_min_messages = notice');
 is(failures(), 0, '... no mismatch');

@@ -48,6 +48,16 @@
  *   --dtr-norm sum|mean  --cons-score count|sim|count-lss
  *   --cons-nsel N --cons-ts PX --cons-ttheta DEG   consolidation constants
  *   --relax-nr N         cap n_R of every relaxation
+ *   --relax-params W,NREL,MU1,TAU1,MU2,TAU2,MU3,TAU3   the -r constants
+ *   --dtr-params ...     the -dtr constants (angles in radians)
+ *   --fused-np MIN,MAX,MU,TAU   n_P of fused's LGS-DTR
+ *   --gpu-refine         ident: --gpu, and the shortlists rescored on the GPU
+ *                        too (mcc_gpu_refine.h) for the methods it runs;
+ *                        every --check-every N-th probe (default 100) is also
+ *                        rescored on the CPU and the scores compared
+ *   --recall-depth D     ident --gpu: search the D best by LSS (at least the
+ *                        shortlist) to report the first stage's recall up to
+ *                        D (the CPU scan ranks every entry anyway)
  *   --baseline FILE      also report a matcher's scores, lines
  *                        "score probe gallery" with FVC file names
  *                        (NBIS bozorth3 output)
@@ -57,7 +67,9 @@
  *   --title TEXT         plot title
  *   --tsv FILE           append one line per method and protocol
  *   --label TEXT         first column of the tsv lines
- *   --scores FILE        every score (fvc: probe gallery method score)
+ *   --scores FILE        every score (fvc: probe gallery method score; ident:
+ *                        probe mate candidate, then each method's score, per
+ *                        shortlisted candidate)
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -81,6 +93,7 @@
 #include "mcc_synth.h"
 #ifdef MCC_EVAL_GPU
 #include "mcc_gpu.h"
+#include "mcc_gpu_refine.h"
 #endif
 #include "mcc_template.h"
 #include "mcc_topk.h"
@@ -130,6 +143,9 @@ typedef struct options
 	const char *tsv;
 	const char *label;
 	const char *scores;
+	int			recall_depth;	/* --recall-depth: GPU search depth for the recall table */
+	bool		gpu_refine;		/* --gpu-refine: rescore the shortlists on the GPU */
+	int			check_every;	/* --check-every N: with --gpu-refine, probe i % N == 0 also on the CPU */
 } options;
 
 static options opt;
@@ -495,8 +511,9 @@ method_label(int m)
 
 /*
  * Line style of a curve: the colour says the stage (grey plain, blue the
- * TPAMI relaxation, red DTR, green consolidation, black a baseline), the
- * dashes the pairing (solid LSS, dashed LSA, dotted LGS).
+ * TPAMI relaxation, red DTR, green consolidation, purple and thick the
+ * default, fused; black a baseline), the dashes the pairing (solid LSS,
+ * dashed LSA, dotted LGS).
  */
 static const char *
 curve_style(const char *name)
@@ -516,6 +533,11 @@ curve_style(const char *name)
 		colour = "#1f77b4";
 	else if (strcmp(name, "consolidation") == 0)
 		colour = "#2ca02c";
+	else if (strcmp(name, "fused") == 0)
+	{
+		colour = "#9467bd";
+		width = 3.0;
+	}
 	else if (strncmp(name, "ls", 2) == 0 || strncmp(name, "lg", 2) == 0)
 		colour = "#8c8c8c";
 	else
@@ -626,6 +648,56 @@ pair_worker(void *arg)
 	pthread_mutex_unlock(&job->lock);
 	free(w);
 	return NULL;
+}
+
+/* Up to max comma-separated numbers of an option; returns how many. */
+static int
+parse_numbers(const char *v, double *x, int max, const char *what)
+{
+	int			n = 0;
+	char	   *end;
+
+	while (n < max)
+	{
+		x[n++] = strtod(v, &end);
+		if (end == v)
+			die("bad %s \"%s\"", what, v);
+		if (*end != ',')
+			break;
+		v = end + 1;
+	}
+	return n;
+}
+
+/*
+ * --relax-params / --dtr-params "wr,nrel,mu1,tau1,mu2,tau2,mu3,tau3": the
+ * constants of a relaxation (angles in radians).
+ */
+static void
+parse_relax(mcc_relax_params *rp, const char *v)
+{
+	double		x[8];
+
+	if (parse_numbers(v, x, 8, "relaxation constants") != 8)
+		die("relaxation constants: 8 numbers");
+	rp->w_r = x[0];
+	rp->n_rel = (int) x[1];
+	for (int i = 0; i < 3; i++)
+	{
+		rp->mu[i] = x[2 + 2 * i];
+		rp->tau[i] = x[3 + 2 * i];
+	}
+}
+
+/* --fused-np "min,max,mu,tau": n_P of fused's LGS-DTR. */
+static void
+parse_fused_np(mcc_match_params *mp, const char *v)
+{
+	double		x[4];
+
+	if (parse_numbers(v, x, 4, "n_P constants") != 4)
+		die("--fused-np: 4 numbers");
+	mp->fused_dtr_np = (mcc_np_params) {(int) x[0], (int) x[1], x[2], x[3]};
 }
 
 /* Baseline scores by "probe gallery" names; NaN where absent. */
@@ -822,6 +894,10 @@ typedef struct ident_job
 	int			next;
 	int			lss_mismatch;
 	int			mate_missed;	/* mated probes whose mate LSS did not shortlist */
+	int		   *mate_rank;		/* per mated probe: 1 + entries ranked above its mate by LSS (CPU scan) */
+	FILE	   *scores;			/* --scores: every shortlisted candidate's scores */
+	long		gpu_checked;	/* --gpu-refine: refined scores compared with the CPU's */
+	long		gpu_differ;		/* of which differed */
 	pthread_mutex_t lock;
 	double		t_scan;
 	double		t_matrix;
@@ -829,6 +905,8 @@ typedef struct ident_job
 	long		n_refined;
 #ifdef MCC_EVAL_GPU
 	struct mcc_gpu *gpu;		/* the LSS stage on the GPU(s), or NULL */
+	mcc_gpu_geom geo;			/* --gpu-refine: the gallery's minutiae */
+	double		t_gpu_refine;	/* seconds in mcc_gpu_refine */
 	pthread_mutex_t gpu_lock;	/* one search at a time */
 #endif
 } ident_job;
@@ -841,21 +919,33 @@ ident_shortlist(ident_job *job, int i, mcc_probe *q, float *scores, mcc_hit *hit
 #ifdef MCC_EVAL_GPU
 	if (job->gpu)
 	{
-		mcc_gpu_hit *gh = xmalloc(sizeof(mcc_gpu_hit) * job->n_refine);
+		int			depth = opt.recall_depth > job->n_refine ? opt.recall_depth : job->n_refine;
+		mcc_gpu_hit *gh = xmalloc(sizeof(mcc_gpu_hit) * depth);
 		int			nh = 0;
 		mcc_error	err;
 
 		pthread_mutex_lock(&job->gpu_lock);
-		if (mcc_gpu_search(job->gpu, &job->prb[i].v, 1, job->n_refine, gh, &nh, &err) != MCC_GPU_OK)
+		if (mcc_gpu_search(job->gpu, &job->prb[i].v, 1, depth, gh, &nh, &err) != MCC_GPU_OK)
 			die("GPU search: %s", err.message);
 		pthread_mutex_unlock(&job->gpu_lock);
+		/* the mate's rank within the depth searched (beyond it: depth + 1) */
+		if (job->mate[i] >= 0)
+		{
+			job->mate_rank[i] = depth + 1;
+			for (int c = 0; c < nh; c++)
+				if ((int64_t) gh[c].index == job->mate[i])
+				{
+					job->mate_rank[i] = c + 1;
+					break;
+				}
+		}
 		mcc_topk_init(tk, job->n_refine, hits, job->n_refine);
-		for (int c = 0; c < nh; c++)
+		for (int c = 0; c < nh && c < job->n_refine; c++)
 		{
 			hits[c].score = gh[c].score;
 			hits[c].id = (int64_t) gh[c].index;
 		}
-		tk->n = nh;				/* already in identify's order */
+		tk->n = nh < job->n_refine ? nh : job->n_refine;	/* already in identify's order */
 		free(gh);
 		return;
 	}
@@ -868,6 +958,74 @@ ident_shortlist(ident_job *job, int i, mcc_probe *q, float *scores, mcc_hit *hit
 	mcc_topk_sort(tk);
 }
 
+/* 1 + the entries that identify's order (score desc, index asc) puts above the mate. */
+static int
+mate_rank_of(const float *scores, int n, int mate)
+{
+	int			r = 1;
+
+	for (int g = 0; g < n; g++)
+		r += mcc_hit_better(scores[g], g, scores[mate], mate);
+	return r;
+}
+
+/*
+ * --gpu-refine: the shortlist of probe i rescored on the GPU with every
+ * method it runs, into out[k * n + c] (method k, candidate c). Returns true
+ * when the CPU must score this probe: without --gpu-refine, for a method
+ * the GPU does not run, or for every check_every-th probe, whose GPU scores
+ * (out[0] >= -1.5) are then compared with the CPU's; out[0] = -2 when the
+ * GPU scored nothing.
+ */
+static bool
+ident_gpu_rescore(ident_job *job, int i, const mcc_hit *hits, int n, float *out)
+{
+	out[0] = -2.0f;
+#ifdef MCC_EVAL_GPU
+	if (job->gpu == NULL || !opt.gpu_refine || n == 0)
+		return true;
+	for (int k = 0; k < opt.n_methods; k++)
+		if (opt.methods[k] != MCC_LSS && !mcc_gpu_refine_supported(opt.methods[k]))
+			return true;
+	{
+		mcc_gpu_pair *pairs = xmalloc(sizeof(mcc_gpu_pair) * n);
+		mcc_error	err;
+		double		t0 = now();
+
+		for (int c = 0; c < n; c++)
+			pairs[c] = (mcc_gpu_pair) {0, (uint32_t) hits[c].id, MCC_GPU_FROM_GALLERY};
+		pthread_mutex_lock(&job->gpu_lock);
+		for (int k = 0; k < opt.n_methods; k++)
+			if (opt.methods[k] != MCC_LSS &&
+				mcc_gpu_refine(job->gpu, &job->prb[i].v, 1, NULL, 0, pairs, (size_t) n,
+							   opt.methods[k], &opt.mp, out + (size_t) k * n, &err) != MCC_GPU_OK)
+				die("--gpu-refine: %s", err.message);
+		job->t_gpu_refine += now() - t0;
+		pthread_mutex_unlock(&job->gpu_lock);
+		free(pairs);
+	}
+	return opt.check_every > 0 && i % opt.check_every == 0;
+#else
+	(void) job;
+	(void) i;
+	(void) hits;
+	(void) n;
+	return true;
+#endif
+}
+
+/* --scores in ident: "probe mate candidate score-of-each-method" per shortlisted candidate. */
+static void
+ident_write_scores(ident_job *job, int i, int g, const float *s)
+{
+	pthread_mutex_lock(&job->lock);
+	fprintf(job->scores, "%d %lld %d", i, (long long) job->mate[i], g);
+	for (int k = 0; k < opt.n_methods; k++)
+		fprintf(job->scores, " %.9g", s[k]);
+	fputc('\n', job->scores);
+	pthread_mutex_unlock(&job->lock);
+}
+
 /* Thread body: search probes until none is left. */
 static void *
 ident_worker(void *arg)
@@ -877,9 +1035,11 @@ ident_worker(void *arg)
 	mcc_match_work *w = xmalloc(mcc_match_work_size());
 	float	   *scores = xmalloc(sizeof(float) * job->n_gal);
 	mcc_hit    *hits = xmalloc(sizeof(mcc_hit) * job->n_refine);
+	float	   *gpu_s = xmalloc(sizeof(float) * (size_t) job->n_refine * MCC_NMETHODS + 4);
 	double		t_scan = 0;
 	double		t_matrix = 0;
 	double		t_method[MCC_NMETHODS] = {0};
+	float		cand_s[MCC_NMETHODS];
 	long		n_refined = 0;
 	int			mismatch = 0;
 	int			missed = 0;
@@ -902,6 +1062,12 @@ ident_worker(void *arg)
 		t0 = now();
 		ident_shortlist(job, i, q, scores, hits, &tk);
 		t_scan += now() - t0;
+#ifdef MCC_EVAL_GPU
+		if (job->mate[i] >= 0 && job->gpu == NULL)
+#else
+		if (job->mate[i] >= 0)
+#endif
+			job->mate_rank[i] = mate_rank_of(scores, job->n_gal, (int) job->mate[i]);	/* GPU: set by the search */
 		if (job->mate[i] >= 0)
 		{
 			bool		in = false;
@@ -917,16 +1083,21 @@ ident_worker(void *arg)
 			job->top[(size_t) i * MCC_NMETHODS + opt.methods[k]] = -1;
 			job->top_score[(size_t) i * MCC_NMETHODS + opt.methods[k]] = -1.0f;
 		}
+		bool		on_cpu = ident_gpu_rescore(job, i, hits, tk.n, gpu_s);
+
 		for (int c = 0; c < tk.n; c++)
 		{
 			int			g = (int) hits[c].id;
 			float		s;
 
-			t0 = now();
-			if (mcc_match_candidate(w, &job->gal[g].v, MCC_LSS, &opt.mp, &s, &err) != MCC_OK)
-				die("%s", err.message);
-			t_matrix += now() - t0;
-			mismatch += s != hits[c].score;
+			if (on_cpu)
+			{
+				t0 = now();
+				if (mcc_match_candidate(w, &job->gal[g].v, MCC_LSS, &opt.mp, &s, &err) != MCC_OK)
+					die("%s", err.message);
+				t_matrix += now() - t0;
+				mismatch += s != hits[c].score;
+			}
 			n_refined++;
 			for (int k = 0; k < opt.n_methods; k++)
 			{
@@ -934,8 +1105,20 @@ ident_worker(void *arg)
 				size_t		at = (size_t) i * MCC_NMETHODS + m;
 
 				t0 = now();
-				s = m == MCC_LSS ? hits[c].score : mcc_match_rescore(w, m, &opt.mp);
+				if (m == MCC_LSS)
+					s = hits[c].score;
+				else if (!on_cpu)
+					s = gpu_s[(size_t) k * tk.n + c];
+				else
+				{
+					s = mcc_match_rescore(w, m, &opt.mp);
+					if (gpu_s[0] >= -1.5f && s != gpu_s[(size_t) k * tk.n + c])
+						__atomic_add_fetch(&job->gpu_differ, 1, __ATOMIC_RELAXED);
+					if (gpu_s[0] >= -1.5f)
+						__atomic_add_fetch(&job->gpu_checked, 1, __ATOMIC_RELAXED);
+				}
 				t_method[m] += now() - t0;
+				cand_s[k] = s;
 				if (job->top[at] < 0 ||
 					mcc_hit_better(s, g, job->top_score[at], job->top[at]))
 				{
@@ -943,6 +1126,8 @@ ident_worker(void *arg)
 					job->top_score[at] = s;
 				}
 			}
+			if (job->scores)
+				ident_write_scores(job, i, g, cand_s);
 		}
 		if (i % 1000 == 0)
 			fprintf(stderr, "ident: probe %d of %d\n", i, job->n_prb);
@@ -960,6 +1145,7 @@ ident_worker(void *arg)
 	free(w);
 	free(scores);
 	free(hits);
+	free(gpu_s);
 	return NULL;
 }
 
@@ -1069,12 +1255,60 @@ ident_open_gpu(ident_job *job)
 	if (mcc_gpu_open(dev, count, opt.profile, &o, &job->gpu, &err) != MCC_GPU_OK ||
 		mcc_gpu_upload(job->gpu, &job->soa, &err) != MCC_GPU_OK)
 		die("--gpu: %s", err.message);
+	if (opt.gpu_refine)
+	{
+		if (mcc_gpu_geom_init(&job->geo, (uint32_t) job->n_gal, job->soa.n_cyl, &err) != MCC_OK)
+			die("--gpu-refine: %s", err.message);
+		for (int i = 0; i < job->n_gal; i++)
+			if (mcc_gpu_geom_append(&job->geo, &job->gal[i].v, &err) != MCC_OK)
+				die("--gpu-refine: %s", err.message);
+		if (mcc_gpu_refine_attach(job->gpu, &job->soa, &job->geo, 0, (uint32_t) job->n_gal,
+								  &err) != MCC_GPU_OK)
+			die("--gpu-refine: %s", err.message);
+	}
 	pthread_mutex_init(&job->gpu_lock, NULL);
 	fprintf(stderr, "ident: LSS stage on %d GPU(s) (%s), gallery uploaded in %.1f s\n",
 			count, info[0].name, now() - t0);
 #else
 	die("--gpu: this mcceval was built without the GPU library (make -f kernels/gpu.mk build/gpu/mcceval)");
 #endif
+}
+
+/*
+ * The first stage's recall: the share of mated probes whose mate LSS ranks
+ * within the best r, for shortlists of several sizes (CPU scan only).
+ */
+static void
+print_mate_recall(const ident_job *job)
+{
+	static const double fr[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05};
+	static const int abs_r[] = {100, 250, 500, 1000, 2000, 5000};
+	int			n = 0;
+
+	for (int i = 0; i < job->n_prb; i++)
+		n += job->mate_rank[i] > 0;
+	if (n == 0)
+		return;
+	printf("first-stage recall (mate within the LSS top r), %d mated probes:\n ", n);
+	for (size_t f = 0; f < sizeof(fr) / sizeof(fr[0]); f++)
+	{
+		int			r = (int) ceil(fr[f] * job->n_gal);
+		int			in = 0;
+
+		for (int i = 0; i < job->n_prb; i++)
+			in += job->mate_rank[i] > 0 && job->mate_rank[i] <= r;
+		printf(" %.2g%% (%d): %.2f%%", 100 * fr[f], r, 100.0 * in / n);
+	}
+	printf("\n ");
+	for (size_t f = 0; f < sizeof(abs_r) / sizeof(abs_r[0]); f++)
+	{
+		int			in = 0;
+
+		for (int i = 0; i < job->n_prb; i++)
+			in += job->mate_rank[i] > 0 && job->mate_rank[i] <= abs_r[f];
+		printf(" top %d: %.2f%%", abs_r[f], 100.0 * in / n);
+	}
+	printf("\n");
 }
 
 /* Identification on gallery g[0..ng) and probes p[0..np) with mates. */
@@ -1097,6 +1331,19 @@ run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
 	job.n_refine = (int) mcc_refine_count(ng, opt.refine_fraction, opt.refine_min, 1);
 	job.top = xmalloc(sizeof(int) * (size_t) np * MCC_NMETHODS);
 	job.top_score = xmalloc(sizeof(float) * (size_t) np * MCC_NMETHODS);
+	job.mate_rank = xmalloc(sizeof(int) * (size_t) np);
+	for (int i = 0; i < np; i++)
+		job.mate_rank[i] = 0;
+	if (opt.scores)
+	{
+		job.scores = fopen(opt.scores, "w");
+		if (job.scores == NULL)
+			die("cannot write %s", opt.scores);
+		fprintf(job.scores, "# probe mate candidate");
+		for (int k = 0; k < opt.n_methods; k++)
+			fprintf(job.scores, " %s", mcc_method_name(opt.methods[k]));
+		fputc('\n', job.scores);
+	}
 	if (mcc_soa_init(&job.soa, opt.profile, ng, ng * 40, &err) != MCC_OK)
 		die("%s", err.message);
 	for (int i = 0; i < ng; i++)
@@ -1123,6 +1370,14 @@ run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
 	fprintf(stderr, "\nident: matrix LSS != scan LSS for %d of %ld candidates; "
 			"%d mated probes had no mate in the shortlist\n",
 			job.lss_mismatch, job.n_refined, job.mate_missed);
+	if (job.scores)
+		fclose(job.scores);
+#ifdef MCC_EVAL_GPU
+	if (opt.gpu_refine)
+		fprintf(stderr, "ident: shortlists rescored on the GPU in %.1f s; %ld scores checked "
+				"against the CPU, %ld differed\n", job.t_gpu_refine, job.gpu_checked, job.gpu_differ);
+#endif
+	print_mate_recall(&job);
 
 	{
 		int			n_mated = 0;
@@ -1241,6 +1496,7 @@ parse_args(int argc, char **argv)
 {
 	mcc_synth_defaults(&opt.sp);
 	mcc_match_params_default(&opt.mp);
+	opt.check_every = 100;
 	opt.profile = mcc_profile_by_id(MCC_PROFILE_DEFAULT);
 	opt.fingers = 100;
 	opt.impressions = 8;
@@ -1327,6 +1583,18 @@ parse_args(int argc, char **argv)
 			opt.mp.cons.t_s = atof(v);
 		else if (ARG("--cons-ttheta"))
 			opt.mp.cons.t_theta = atof(v) * M_PI / 180.0;
+		else if (strcmp(argv[i], "--gpu-refine") == 0)
+			opt.gpu = opt.gpu_refine = true;
+		else if (ARG("--check-every"))
+			opt.check_every = atoi(v);
+		else if (ARG("--recall-depth"))
+			opt.recall_depth = atoi(v);
+		else if (ARG("--fused-np"))
+			parse_fused_np(&opt.mp, v);
+		else if (ARG("--relax-params"))
+			parse_relax(&opt.mp.relax, v);
+		else if (ARG("--dtr-params"))
+			parse_relax(&opt.mp.dtr, v);
 		else if (ARG("--relax-nr"))
 			opt.mp.relax.max_nr = opt.mp.dtr.max_nr = atoi(v);
 		else if (ARG("--baseline"))

@@ -35,11 +35,18 @@ typedef enum out_format
 	FMT_ISO,
 	FMT_ANSI,
 	FMT_XYT,
+	FMT_ISO2011,
+	FMT_ANSI2009,
 	FMT_COUNT
 } out_format;
 
-static const char *const format_names[] = {"csv", "jsonl", "json", "iso", "ansi", "xyt"};
-static const char *const format_exts[] = {"csv", "jsonl", "json", "iso", "fmr", "xyt"};
+static const char *const format_names[] = {"csv", "jsonl", "json", "iso", "ansi", "xyt", "iso2011", "ansi2009"};
+static const char *const format_exts[] = {"csv", "jsonl", "json", "iso", "fmr", "xyt", "iso2011.iso", "ansi2009.fmr"};
+/* the record formats (others: MCC_REC_UNKNOWN, 0) */
+static const mcc_record_format record_formats[FMT_COUNT] = {
+	[FMT_ISO] = MCC_REC_ISO2005, [FMT_ANSI] = MCC_REC_ANSI2004,
+	[FMT_ISO2011] = MCC_REC_ISO2011, [FMT_ANSI2009] = MCC_REC_ANSI2009
+};
 
 /* Everything the command line can set. */
 typedef struct options
@@ -105,7 +112,9 @@ usage(FILE *f)
 			"                      (template = JSON text), for COPY ... (FORMAT csv);\n"
 			"                      jsonl: one JSON template per line;\n"
 			"                      json, iso (ISO/IEC 19794-2:2005), ansi (ANSI/INCITS\n"
-			"                      378-2004; .fmr), xyt (NBIS): one file per template in\n"
+			"                      378-2004; .fmr), iso2011 (ISO/IEC 19794-2:2011;\n"
+			"                      .iso2011.iso), ansi2009 (ANSI/INCITS 378-2009;\n"
+			"                      .ansi2009.fmr), xyt (NBIS): one file per template in\n"
 			"                      the folder --out, named FINGER_IMPRESSION.ext (probes:\n"
 			"                      ID.ext); master/impression: the one template (json by\n"
 			"                      default) to --out FILE or standard output\n"
@@ -358,8 +367,10 @@ encode(sink *s, const mcc_minutiae *ms)
 	{
 		case FMT_ISO:
 		case FMT_ANSI:
+		case FMT_ISO2011:
+		case FMT_ANSI2009:
 			{
-				mcc_record_format rf = s->format == FMT_ISO ? MCC_REC_ISO2005 : MCC_REC_ANSI2004;
+				mcc_record_format rf = record_formats[s->format];
 
 				if (mcc_iso_write(ms, rf, NULL, &n, &err) != MCC_OK)
 					cli_die("%s", err.message);
@@ -634,7 +645,7 @@ cmd_one(const options *o, int impression)
 		cli_die("impression needs --impression I");
 	if (oo.format == FMT_CSV && !o->format_set)
 		oo.format = FMT_JSON;
-	if ((oo.format == FMT_ISO || oo.format == FMT_ANSI) && (!oo.out || strcmp(oo.out, "-") == 0))
+	if (record_formats[oo.format] != MCC_REC_UNKNOWN && (!oo.out || strcmp(oo.out, "-") == 0))
 		cli_die("--format %s writes binary: give --out FILE", format_names[oo.format]);
 	mcc_synth_master(&o->sp, o->finger, &master);
 	if (impression)

@@ -105,11 +105,23 @@ tl_hello(eng_buf *b, uint64_t rid)
 	eng_frame_end(b, f);
 }
 
-/* SEARCH with a visibility count at xmin when more than `above` are searchable. */
+/* SEARCH's refine fields (mcc_proto.h); method MCC_LSS: a plain search. */
+typedef struct tl_refine_spec
+{
+	uint32_t	method;
+	uint32_t	final_k;
+	double		fraction;
+	uint32_t	refine_min;
+} tl_refine_spec;
+
+/*
+ * A SEARCH, refining with rf (NULL: plain), with a visibility count at xmin
+ * when more than `above` are searchable (xmin 0: none).
+ */
 static inline void
-tl_search_count(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t need,
-				uint32_t k, float min_score, uint64_t xmin, uint64_t above,
-				int n, const tl_tpl *probes)
+tl_search_full(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t need,
+			   uint32_t k, float min_score, uint64_t xmin, uint64_t above,
+			   const tl_refine_spec *rf, int n, const tl_tpl *probes)
 {
 	size_t		f = eng_frame_begin(b, MCC_MSG_SEARCH, rid);
 
@@ -119,10 +131,23 @@ tl_search_count(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t need
 	eng_buf_f32(b, min_score);
 	eng_buf_u64(b, xmin);
 	eng_buf_u64(b, above);
+	eng_buf_u32(b, rf ? rf->method : 0);
+	eng_buf_u32(b, rf ? rf->final_k : 0);
+	eng_buf_f64(b, rf ? rf->fraction : 0.0);
+	eng_buf_u32(b, rf ? rf->refine_min : 0);
 	eng_buf_u32(b, (uint32_t) n);
 	for (int i = 0; i < n; i++)
 		eng_buf_bytes(b, probes[i].b, (uint32_t) probes[i].n);
 	eng_frame_end(b, f);
+}
+
+/* SEARCH with a visibility count at xmin when more than `above` are searchable. */
+static inline void
+tl_search_count(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t need,
+				uint32_t k, float min_score, uint64_t xmin, uint64_t above,
+				int n, const tl_tpl *probes)
+{
+	tl_search_full(b, rid, g, need, k, min_score, xmin, above, NULL, n, probes);
 }
 
 /* SEARCH without a count. */

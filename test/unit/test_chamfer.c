@@ -584,6 +584,31 @@ test_errors(void)
 	expect_error(sq, 5, infp, 3, 2, &o, MCC_ERR_VALUE, "reference point 3", "infinite reference coordinate");
 	expect_error(sq, 5, same, 3, 2, &o, MCC_ERR_VALUE, "all coincide", "coincident reference points");
 	expect_error(same, 3, sq, 5, 2, &o, MCC_ERR_VALUE, "degenerate", "coincident observed points");
+	{
+		/* issue 18: squares of these overflowed and read as "coincide" */
+		double		huge[] = {1e200, 1e200, 1e300, 1e200, 1e300, 1e300, 1e200, 1e300, 5e299, 5e299};
+		double		edge[] = {0, 0, 1e100, 0, 0, -1e100};
+		double		tiny[] = {0, 0, 1e-60, 0, 0, 1e-60};
+		double		wide[] = {0, 0, 1e50, 0, 0, 1e50};
+
+		expect_error(sq, 5, huge, 5, 2, &o, MCC_ERR_RANGE, "reference point 1 has coordinate 1e+200, outside",
+					 "reference coordinates 1e200..1e300");
+		expect_error(huge, 5, sq, 5, 2, &o, MCC_ERR_RANGE, "observed point 1 has coordinate 1e+200",
+					 "observed coordinates 1e200..1e300");
+		expect_error(wide, 3, tiny, 3, 2, &o, MCC_ERR_RANGE, "reference sizes from the observed centroid",
+					 "observed points 1e50 apart against a reference 1e-60 wide");
+		{
+			mcc_chamfer_result res;
+			mcc_error	err;
+			mcc_status	st;
+
+			mcc_error_clear(&err);
+			st = mcc_chamfer_align(edge, 3, edge, 3, 2, &o, &res, &err);
+			UNIT_CHECK(st == MCC_OK && fabs(res.params[0] - 1.0) < 1e-9 && fabs(res.params[1]) < 1e-9,
+					   "coordinates of exactly +-1e100 align onto themselves (s = %g, theta = %g; %s)",
+					   res.params[0], res.params[1], err.message);
+		}
+	}
 	o.transform = MCC_XFORM_AFFINE;
 	expect_error(line, 5, sq, 5, 2, &o, MCC_ERR_VALUE, "observed points are degenerate",
 				 "collinear observed points, affine");

@@ -1,7 +1,9 @@
 /*
  * test_engine_cache.c: the matcher engine's cache of tuple versions:
  * growth and memory accounting, the dedupe of load and delta rows, the
- * delete rules, settling and purging, and compaction.
+ * delete rules, settling and purging, and compaction; the templates it
+ * rebuilds from its cylinders and sides (eng_cache_template) equal the
+ * stored blobs byte for byte, in both profiles.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +81,42 @@ scan_matches(const eng_cache *c, const tl_tpl *probe, const tl_tpl *by_key, int 
 	return ok;
 }
 
+/*
+ * Does every live entry's rebuilt template equal its stored blob (after the
+ * varlena header), open as a valid template with the same view, and hash to
+ * the entry's hash?
+ */
+static bool
+rebuilt_matches(const eng_cache *c, const tl_tpl *by_key, int n_keys)
+{
+	uint8_t    *buf = malloc(eng_template_max_bytes());
+	bool		ok = buf != NULL;
+
+	for (uint32_t i = 0; i < c->soa.n_tpl && ok; i++)
+	{
+		int64_t		key = c->entries[i].key;
+		mcc_template_view v;
+		mcc_template_view w;
+		mcc_error	err;
+
+		if (c->entries[i].flags & ENG_E_PURGED)
+			continue;
+		if (key < 0 || key >= n_keys)
+			return false;
+		eng_cache_template(c, i, buf, &v);
+		ok = eng_cache_template_bytes(c, i) == by_key[key].n && v.size == by_key[key].n &&
+			v.base == buf && memcmp(buf + 4, by_key[key].b + 4, by_key[key].n - 4) == 0 &&
+			mcc_template_hash(buf, v.size) == c->entries[i].hash &&
+			mcc_template_open(buf, v.size, &w, &err) == MCC_OK &&
+			v.profile == w.profile && v.size == w.size && v.width == w.width &&
+			v.height == w.height && v.dpi == w.dpi && v.n_min == w.n_min &&
+			v.n_cyl == w.n_cyl && v.words == w.words && v.minutiae == w.minutiae &&
+			v.bits == w.bits && v.meta == w.meta;
+	}
+	free(buf);
+	return ok;
+}
+
 /* Growth through regrow keeps every cylinder; accounting follows capacity. */
 static void
 test_growth_and_accounting(const tl_tpl *t, int n)
@@ -92,11 +130,12 @@ test_growth_and_accounting(const tl_tpl *t, int n)
 	for (int i = 0; i < n && ok; i++)
 		ok = add(c, i, 100 + i, 0, 0, &t[i]) == MCC_OK;
 	UNIT_CHECK(ok && c->soa.n_tpl == (uint32_t) n, "%d appends through several regrows", n);
-	UNIT_CHECK(c->bytes == eng_cache_bytes_for(prof, c->soa.cap_tpl, c->soa.cap_cyl) &&
+	UNIT_CHECK(c->bytes == eng_cache_bytes_for(prof, c->soa.cap_tpl, c->soa.cap_cyl, c->cap_side) &&
 			   b.used == c->bytes, "charge equals the capacities' bytes (%llu)",
 			   (unsigned long long) c->bytes);
 	UNIT_CHECK(c->soa.first[c->soa.n_tpl] == c->soa.n_cyl, "first[n_tpl] == n_cyl after regrows");
 	UNIT_CHECK(scan_matches(c, &t[0], t, n), "scan after regrows equals mcc_lss_score");
+	UNIT_CHECK(rebuilt_matches(c, t, n), "after regrows every rebuilt template is its stored blob");
 	UNIT_CHECK(count_key(c, 7) == 1 && eng_cache_find_key(c, n + 5) == ENG_NONE,
 			   "key index finds keys");
 	eng_cache_free(c);
@@ -115,7 +154,7 @@ test_memory_limit(const tl_tpl *t, int n)
 	mcc_status	st = MCC_OK;
 	int			i;
 
-	b.limit = eng_cache_bytes_for(prof, 40, 40 * 40);
+	b.limit = eng_cache_bytes_for(prof, 40, 40 * 40, 40 * 600);
 	c = eng_cache_new(prof, &b, 16, 16, &err);
 	for (i = 0; i < n && st == MCC_OK; i++)
 		st = add(c, i, 5, 0, 0, &t[i]);
@@ -283,10 +322,43 @@ test_compaction(const tl_tpl *t, int n)
 		ok = count_key(d, i) == (i % 3 != 0);
 	UNIT_CHECK(ok, "index of the copy finds exactly the live keys");
 	UNIT_CHECK(scan_matches(d, &t[2], t, n), "scan of the copy equals mcc_lss_score");
+	UNIT_CHECK(rebuilt_matches(d, t, n), "every rebuilt template of the copy is its stored blob");
 	UNIT_CHECK(!eng_cache_wants_compaction(d), "the copy wants no compaction");
 	eng_cache_free(c);
 	eng_cache_free(d);
 	UNIT_CHECK(b.used == 0, "all charges released");
+}
+
+/* The other profile (validity masks, other word counts) rebuilds as well. */
+static void
+test_rebuild_other_profile(const tl_tpl *t, int n)
+{
+	const mcc_profile *p = mcc_profile_by_id(MCC_PROFILE_TPAMI2010);
+	tl_tpl	   *o = calloc((size_t) n, sizeof(tl_tpl));
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(p, NULL, 0, 0, &err);
+	bool		ok = c != NULL;
+
+	for (int i = 0; i < n && ok; i++)
+	{
+		mcc_template_view v = tl_view(&t[i]);
+		mcc_minutiae ms;
+
+		mcc_template_minutiae(&v, &ms);
+		ok = mcc_template_build(&ms, p, NULL, &o[i].n, &err) == MCC_OK &&
+			(o[i].b = calloc(1, o[i].n)) != NULL &&
+			mcc_template_build(&ms, p, o[i].b, &o[i].n, &err) == MCC_OK;
+		if (ok)
+		{
+			mcc_template_view w = tl_view(&o[i]);
+
+			ok = eng_cache_append(c, i, hash_of(&o[i]), 3, 0, 0, &w, NULL, &err) == MCC_OK;
+		}
+	}
+	UNIT_CHECK(ok && rebuilt_matches(c, o, n),
+			   "%s: every rebuilt template of %d is its stored blob", p->name, n);
+	eng_cache_free(c);
+	tl_templates_free(o, n);
 }
 
 int
@@ -304,6 +376,7 @@ main(void)
 	test_deletes(t);
 	test_settle(t);
 	test_compaction(t, n);
+	test_rebuild_other_profile(t, n);
 	tl_templates_free(t, n);
 	return unit_done();
 }

@@ -27,6 +27,39 @@ static tl_entry ref[N + 4];
 static int	n_ref;
 static const mcc_gallery_id G = {1, 2, 3};
 
+/*
+ * The engine's start-up log says in one line whether it searches on a GPU
+ * ("GPU path on") or on its CPU threads ("... searching on N CPU threads",
+ * with the reason in plain words); CUDA's own messages appear only at the
+ * debug level (issue 18: "CUDA driver version is insufficient" on every
+ * machine without an NVIDIA driver misled).
+ */
+static void
+check_gpu_line(const char *log_path)
+{
+	size_t		len = 0;
+	char	   *log = (char *) unit_read_file(log_path, &len);
+	int			said = 0,
+				cuda = 0;
+
+	for (char *line = log; line != NULL && *line != '\0';)
+	{
+		char	   *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = '\0';
+		if (strstr(line, "GPU path on") || strstr(line, " CPU threads"))
+			said++;
+		if (strstr(line, "CUDA") && !strstr(line, "DEBUG:"))
+			cuda++;
+		line = nl ? nl + 1 : NULL;
+	}
+	UNIT_CHECK(log != NULL && said == 1 && cuda == 0,
+			   "the start-up log says GPU or CPU threads in one line (%d), CUDA's wording only at debug (%d lines above)",
+			   said, cuda);
+	free(log);
+}
+
 /* Send a whole load of the reference at generation gen; true if LOADED. */
 static bool
 load(tc_conn *c, uint64_t gen)
@@ -117,7 +150,7 @@ main(int argc, char **argv)
 		eng_gpu    *probe;
 
 		eng_log_set_level(ENG_LOG_ERROR);
-		probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0);
+		probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1);
 		have_gpu = probe != NULL;
 		eng_gpu_stop(probe);
 		printf("# engine with --gpu on; %s\n", have_gpu ? "a GPU is present" :
@@ -128,6 +161,7 @@ main(int argc, char **argv)
 			   (unsigned long long) e.incarnation);
 	UNIT_CHECK(stat(e.sock, &st) == 0 && S_ISSOCK(st.st_mode) && (st.st_mode & 0777) == 0600,
 			   "socket exists with mode 0600");
+	check_gpu_line(e.log);
 	c = tc_connect(e.sock);
 	tl_hello(&b, 1);
 	UNIT_CHECK(c.fd >= 0 && tc_send(&c, &b) && tc_await(&c, 1, &f, 5000) == 1 &&

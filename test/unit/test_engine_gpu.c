@@ -527,6 +527,26 @@ capture_start(void)
 	eng_log_set_level(ENG_LOG_INFO);
 }
 
+/* Stop capturing; the captured text in out (cut to cap - 1 bytes). */
+static void
+capture_read(char *out, size_t cap)
+{
+	FILE	   *f;
+	size_t		n = 0;
+
+	eng_log_set_level(ENG_LOG_ERROR);
+	dup2(cap_saved, 2);
+	close(cap_saved);
+	f = fopen(cap_path, "r");
+	if (f)
+	{
+		n = fread(out, 1, cap - 1, f);
+		fclose(f);
+	}
+	out[n] = '\0';
+	unlink(cap_path);
+}
+
 /* Stop capturing; the number of lines that contain both needles. */
 static int
 capture_count(const char *a, const char *b)
@@ -744,13 +764,13 @@ test_no_device(void)
 	eng_buf		b;
 	int			errors;
 
-	UNIT_CHECK(eng_gpu_start(ENG_GPU_AUTO, 0, 0) == NULL, "--gpu auto without a device: no GPU path");
+	UNIT_CHECK(eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1) == NULL, "--gpu auto without a device: no GPU path");
 	capture_start();
 	ref_reset();
 	for (int i = 0; i < NT; i++)
 		ref_add(i, &gt[i]);
 	server(&s, 0, 0);
-	errors = capture_count("ERROR", "no usable GPU");
+	errors = capture_count("ERROR", "no GPU found (the NVIDIA driver reports no device): searching on");
 	UNIT_CHECK(s.gpu == NULL && errors == 1, "--gpu on without a device: one error-level line");
 	c = eng_conn_add(&s, -1);
 	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
@@ -762,6 +782,32 @@ test_no_device(void)
 			   "and serves searches on the CPU, equal to brute force");
 	eng_buf_free(&b);
 	eng_server_destroy(&s);
+}
+
+/*
+ * Probe as the engine starts (--gpu auto, 3 CPU threads). Without a usable
+ * GPU the log holds one plain line that says so and how many CPU threads
+ * search; CUDA's own wording ("CUDA driver version is insufficient" where
+ * no driver is installed) is for the debug level only.
+ */
+static eng_gpu *
+probe_logged(void)
+{
+	char		log[4096];
+	int			lines = 0;
+	eng_gpu    *g;
+
+	capture_start();
+	g = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 3);
+	capture_read(log, sizeof(log));
+	for (const char *p = log; (p = strchr(p, '\n')) != NULL; p++)
+		lines++;
+	if (g == NULL)
+		UNIT_CHECK(lines == 1 && strstr(log, "LOG:") &&
+				   (strstr(log, "no GPU found (") || strstr(log, "no usable GPU (")) &&
+				   strstr(log, "): searching on 3 CPU threads") && !strstr(log, "CUDA"),
+				   "without a usable GPU the engine logs one plain line: %s", log);
+	return g;
 }
 
 int
@@ -790,7 +836,7 @@ main(int argc, char **argv)
 	pt[3] = (tl_tpl) {memcpy(malloc(xt[1].n), xt[1].b, xt[1].n), xt[1].n};
 	if (no_device)
 		test_no_device();
-	else if ((probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0)) == NULL)
+	else if ((probe = probe_logged()) == NULL)
 		UNIT_SKIP("no usable GPU: engine GPU path checks skipped");
 	else
 	{

@@ -775,7 +775,7 @@ main(int argc, char **argv)
 	eng_log_set_level(ENG_LOG_ERROR);
 	if (argc == 3 && strcmp(argv[1], "--gpu") == 0)
 	{
-		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0);
+		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1);
 
 		if (probe == NULL)
 		{

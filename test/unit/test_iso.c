@@ -385,104 +385,240 @@ test_layouts(void)
 			   "ISO 2011 qualities 254 and 255 read as 0 (%s)", err.message);
 }
 
-/* Writing and reading back: ISO 2005 and ANSI 2004. */
+/* The four formats written, with their unit and size of a one-view record. */
+static const struct
+{
+	mcc_record_format fmt;
+	int			units;			/* angle units per turn */
+	size_t		fixed;			/* bytes besides 6 per minutia */
+}			written[] = {
+	{MCC_REC_ISO2005, 256, 24 + 4 + 2},
+	{MCC_REC_ANSI2004, 180, 26 + 4 + 2},
+	{MCC_REC_ISO2011, 256, 15 + 34},
+	{MCC_REC_ANSI2009, 180, 21 + 17 + 2},
+};
+
+#define N_WRITTEN ((int) (sizeof(written) / sizeof(written[0])))
+
+/* A made-up set of 40 minutiae, angles anywhere, qualities 0..100. */
+static void
+made_up_set(mcc_minutiae *ms)
+{
+	uint32_t	seed = 12345;
+
+	memset(ms, 0, sizeof(*ms));
+	ms->width = 321;
+	ms->height = 457;
+	ms->dpi = 569;
+	ms->count = 40;
+	for (int i = 0; i < ms->count; i++)
+	{
+		seed = seed * 1103515245u + 12345u;
+		ms->m[i].x = (int16_t) ((seed >> 8) % ms->width);
+		seed = seed * 1103515245u + 12345u;
+		ms->m[i].y = (int16_t) ((seed >> 8) % ms->height);
+		seed = seed * 1103515245u + 12345u;
+		ms->m[i].theta = mcc_angle_normalize((seed >> 8) * (TWO_PI / 16777216.0));
+		ms->m[i].type = (uint8_t) (i % 3);
+		ms->m[i].quality = (uint8_t) ((i * 37) % 101);
+	}
+	ms->m[0].theta = 0.0f;
+	ms->m[1].theta = nextafterf((float) TWO_PI, 0.0f);	/* rounds to 0 */
+}
+
+/* Write and read back one format: header, minutiae, a second round trip. */
+static void
+check_round_trip(const mcc_minutiae *ms, mcc_record_format fmt, int units,
+				 size_t want)
+{
+	const char *name = mcc_record_format_name(fmt);
+	double		unit = TWO_PI / units;
+	mcc_minutiae back,
+				again;
+	mcc_record_info info;
+	mcc_error	err;
+	uint8_t		buf[2048],
+				buf2[2048];
+	size_t		len = 0,
+				len2 = sizeof(buf2);
+	bool		ok = true;
+	mcc_status	st;
+
+	st = mcc_iso_write(ms, fmt, NULL, &len, &err);
+	UNIT_CHECK(st == MCC_OK && len == want, "%s size query gives %zu (want %zu)", name, len, want);
+	st = mcc_iso_write(ms, fmt, buf, &len, &err);
+	UNIT_CHECK(st == MCC_OK, "%s write (%s)", name, err.message);
+	mcc_error_clear(&err);
+	st = mcc_iso_read(buf, len, 1, &back, &info, &err);
+	UNIT_CHECK(st == MCC_OK && info.format == fmt && info.n_views == 1 &&
+			   back.width == ms->width && back.height == ms->height &&
+			   back.dpi == ms->dpi && back.count == ms->count,
+			   "%s reads back as itself with its header (%s, read as %s)", name,
+			   err.message, mcc_record_format_name(info.format));
+	for (int i = 0; i < ms->count && ok; i++)
+	{
+		double		d = fabs(back.m[i].theta - ms->m[i].theta);
+
+		d = fmin(d, TWO_PI - d);
+		if (back.m[i].x != ms->m[i].x || back.m[i].y != ms->m[i].y ||
+			back.m[i].type != ms->m[i].type || back.m[i].quality != ms->m[i].quality ||
+			d > unit / 2 + 1e-6)
+			ok = false;
+	}
+	UNIT_CHECK(ok, "%s round trip keeps the minutiae (quality 0 too), angles within half a unit", name);
+	UNIT_CHECK(back.m[1].theta == 0.0f, "%s: an angle just below 2pi rounds to 0", name);
+	st = mcc_iso_write(&back, fmt, buf2, &len2, &err);
+	UNIT_CHECK(st == MCC_OK && len2 == len && memcmp(buf, buf2, len) == 0 &&
+			   mcc_iso_read(buf2, len2, 1, &again, NULL, &err) == MCC_OK &&
+			   same_set(&again, &back),
+			   "%s: write(read(record)) is the same record", name);
+	len = 10;
+	st = mcc_iso_write(ms, fmt, buf, &len, &err);
+	UNIT_CHECK(st == MCC_ERR_INTERNAL && len == want,
+			   "%s: a short output buffer is refused and sized", name);
+}
+
+/*
+ * The bytes of one-view ISO 2011 and ANSI 2009 records of two minutiae,
+ * assembled here from docs/formats.md §2.1, §2.2 and §2.8, equal the
+ * writer's output.
+ */
+static void
+test_write_bytes(void)
+{
+	mcc_minutiae ms;
+	mcc_error	err;
+	uint8_t		out[256];
+	size_t		len;
+	bytes		bb;
+
+	memset(&ms, 0, sizeof(ms));
+	ms.width = 300;
+	ms.height = 400;
+	ms.dpi = 500;				/* 197 px/cm */
+	ms.count = 2;
+	ms.m[0] = (mcc_minutia) {.x = 10, .y = 20, .theta = (float) (64 * TWO_PI / 256), .type = 1, .quality = 60};
+	ms.m[1] = (mcc_minutia) {.x = 299, .y = 399, .theta = 0.0f, .type = 2, .quality = 0};
+
+	/* ISO 2011: header, representation of 34 + 12 bytes */
+	bb.n = 0;
+	memcpy(bb.b, "FMR\0" "030\0", 8);
+	bb.n = 8;
+	put32(&bb, 15 + 34 + 12);
+	put16(&bb, 1);
+	put8(&bb, 0);
+	put32(&bb, 34 + 12);
+	for (int i = 0; i < 9; i++)
+		put8(&bb, 0xff);		/* date and time not given */
+	put8(&bb, 0);
+	put16(&bb, 0);
+	put16(&bb, 0);
+	put8(&bb, 0);				/* no quality blocks */
+	put8(&bb, 0);				/* position */
+	put8(&bb, 0);				/* view */
+	put16(&bb, 197);
+	put16(&bb, 197);
+	put8(&bb, 0);				/* impression */
+	put16(&bb, 300);
+	put16(&bb, 400);
+	put8(&bb, 0x60);			/* 6-byte minutiae, ending type 0 */
+	put8(&bb, 2);
+	put16(&bb, (1u << 14) | 10);
+	put16(&bb, 20);
+	put8(&bb, 64);
+	put8(&bb, 60);
+	put16(&bb, (2u << 14) | 299);
+	put16(&bb, 399);
+	put8(&bb, 0);
+	put8(&bb, 254);				/* quality not reported */
+	put16(&bb, 0);
+	len = sizeof(out);
+	UNIT_CHECK(mcc_iso_write(&ms, MCC_REC_ISO2011, out, &len, &err) == MCC_OK &&
+			   len == bb.n && memcmp(out, bb.b, len) == 0,
+			   "ISO 2011 record written byte for byte as docs/formats.md says (%zu bytes)", bb.n);
+
+	/* ANSI 2009: header of 21, view of 17 + 12 + 2 */
+	bb.n = 0;
+	memcpy(bb.b, "FMR\0" "030\0", 8);
+	bb.n = 8;
+	put32(&bb, 21 + 17 + 12 + 2);
+	put16(&bb, 0x0103);			/* CBEFF owner: IBIA "unknown" */
+	put16(&bb, 0);
+	put8(&bb, 0);				/* not certified */
+	put16(&bb, 0);				/* device id */
+	put8(&bb, 1);
+	put8(&bb, 0);
+	put8(&bb, 0);				/* position */
+	put8(&bb, 0);				/* view */
+	put8(&bb, 0);				/* impression */
+	put8(&bb, 254);				/* finger quality not reported */
+	put16(&bb, 0x0103);
+	put16(&bb, 0x0001);
+	put16(&bb, 300);
+	put16(&bb, 400);
+	put16(&bb, 197);
+	put16(&bb, 197);
+	put8(&bb, 2);
+	put16(&bb, (1u << 14) | 10);
+	put16(&bb, 20);
+	put8(&bb, 45);				/* 90 degrees in 2-degree units */
+	put8(&bb, 60);
+	put16(&bb, (2u << 14) | 299);
+	put16(&bb, 399);
+	put8(&bb, 0);
+	put8(&bb, 254);
+	put16(&bb, 0);
+	len = sizeof(out);
+	UNIT_CHECK(mcc_iso_write(&ms, MCC_REC_ANSI2009, out, &len, &err) == MCC_OK &&
+			   len == bb.n && memcmp(out, bb.b, len) == 0,
+			   "ANSI 2009 record written byte for byte as docs/formats.md says (%zu bytes)", bb.n);
+}
+
+/* Writing and reading back: every format written. */
 static void
 test_write(void)
 {
 	mcc_minutiae ms,
 				back;
-	mcc_record_info info;
 	mcc_error	err;
 	uint8_t		buf[2048];
 	size_t		len;
-	uint32_t	seed = 12345;
 
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 321;
-	ms.height = 457;
-	ms.dpi = 569;
-	ms.count = 40;
-	for (int i = 0; i < ms.count; i++)
-	{
-		seed = seed * 1103515245u + 12345u;
-		ms.m[i].x = (int16_t) ((seed >> 8) % ms.width);
-		seed = seed * 1103515245u + 12345u;
-		ms.m[i].y = (int16_t) ((seed >> 8) % ms.height);
-		seed = seed * 1103515245u + 12345u;
-		ms.m[i].theta = mcc_angle_normalize((seed >> 8) * (TWO_PI / 16777216.0));
-		ms.m[i].type = (uint8_t) (i % 3);
-		ms.m[i].quality = (uint8_t) ((i * 37) % 101);
-	}
-	ms.m[0].theta = 0.0f;
-	ms.m[1].theta = nextafterf((float) TWO_PI, 0.0f);	/* rounds to 0 */
-
-	for (int ansi = 0; ansi < 2; ansi++)
-	{
-		mcc_record_format fmt = ansi ? MCC_REC_ANSI2004 : MCC_REC_ISO2005;
-		double		unit = TWO_PI / (ansi ? 180 : 256);
-		bool		ok = true;
-		mcc_status	st;
-
-		len = 0;
-		st = mcc_iso_write(&ms, fmt, NULL, &len, &err);
-		UNIT_CHECK(st == MCC_OK && len == (size_t) ((ansi ? 26 : 24) + 4 + 6 * ms.count + 2),
-				   "%s size query gives %zu", mcc_record_format_name(fmt), len);
-		st = mcc_iso_write(&ms, fmt, buf, &len, &err);
-		UNIT_CHECK(st == MCC_OK, "%s write (%s)", mcc_record_format_name(fmt), err.message);
-		st = mcc_iso_read(buf, len, 1, &back, &info, &err);
-		UNIT_CHECK(st == MCC_OK && info.format == fmt && back.width == ms.width &&
-				   back.height == ms.height && back.dpi == ms.dpi && back.count == ms.count,
-				   "%s reads back its header (%s)", mcc_record_format_name(fmt), err.message);
-		for (int i = 0; i < ms.count && ok; i++)
-		{
-			double		d = fabs(back.m[i].theta - ms.m[i].theta);
-
-			d = fmin(d, TWO_PI - d);
-			if (back.m[i].x != ms.m[i].x || back.m[i].y != ms.m[i].y ||
-				back.m[i].type != ms.m[i].type || back.m[i].quality != ms.m[i].quality ||
-				d > unit / 2 + 1e-6)
-				ok = false;
-		}
-		UNIT_CHECK(ok, "%s round trip keeps the minutiae, angles within half a unit",
-				   mcc_record_format_name(fmt));
-		UNIT_CHECK(back.m[1].theta == 0.0f, "%s: an angle just below 2pi rounds to 0",
-				   mcc_record_format_name(fmt));
-		/* a second round trip is exact */
-		{
-			mcc_minutiae again;
-			uint8_t		buf2[2048];
-			size_t		len2 = sizeof(buf2);
-
-			st = mcc_iso_write(&back, fmt, buf2, &len2, &err);
-			UNIT_CHECK(st == MCC_OK && len2 == len && memcmp(buf, buf2, len) == 0 &&
-					   mcc_iso_read(buf2, len2, 1, &again, NULL, &err) == MCC_OK &&
-					   same_set(&again, &back),
-					   "%s: write(read(record)) is the same record", mcc_record_format_name(fmt));
-		}
-		len = 10;
-		st = mcc_iso_write(&ms, fmt, buf, &len, &err);
-		UNIT_CHECK(st == MCC_ERR_INTERNAL && len == (size_t) ((ansi ? 26 : 24) + 4 + 6 * ms.count + 2),
-				   "%s: a short output buffer is refused and sized", mcc_record_format_name(fmt));
-	}
+	made_up_set(&ms);
+	for (int f = 0; f < N_WRITTEN; f++)
+		check_round_trip(&ms, written[f].fmt, written[f].units,
+						 written[f].fixed + 6 * (size_t) ms.count);
 
 	len = sizeof(buf);
-	UNIT_CHECK(mcc_iso_write(&ms, MCC_REC_ISO2011, buf, &len, &err) == MCC_ERR_VERSION,
-			   "writing ISO 2011 is refused: %s", err.message);
+	UNIT_CHECK(mcc_iso_write(&ms, MCC_REC_ANSI2009AM1, buf, &len, &err) == MCC_ERR_VERSION,
+			   "writing ANSI 2009/AM1 is refused: %s", err.message);
+	UNIT_CHECK(mcc_iso_write(&ms, MCC_REC_ANSI2007, buf, &len, &err) == MCC_ERR_VERSION,
+			   "writing the ANSI 2007 draft is refused: %s", err.message);
 	ms.m[3].x = (int16_t) ms.width;
-	UNIT_CHECK(mcc_iso_write(&ms, MCC_REC_ISO2005, buf, &len, &err) == MCC_ERR_RANGE,
-			   "writing a minutia outside the image is refused: %s", err.message);
+	for (int f = 0; f < N_WRITTEN; f++)
+		UNIT_CHECK(mcc_iso_write(&ms, written[f].fmt, buf, &len, &err) == MCC_ERR_RANGE,
+				   "%s: writing a minutia outside the image is refused: %s",
+				   mcc_record_format_name(written[f].fmt), err.message);
 	ms.m[3].x = 0;
 	ms.count = 256;
 	for (int i = 40; i < 256; i++)
 		ms.m[i] = ms.m[i % 40];
-	len = sizeof(buf);
-	UNIT_CHECK(mcc_iso_write(&ms, MCC_REC_ANSI2004, buf, &len, &err) == MCC_ERR_LIMIT,
-			   "256 minutiae do not fit a view's count byte: %s", err.message);
+	for (int f = 0; f < N_WRITTEN; f++)
+	{
+		len = sizeof(buf);
+		UNIT_CHECK(mcc_iso_write(&ms, written[f].fmt, buf, &len, &err) == MCC_ERR_LIMIT,
+				   "%s: 256 minutiae do not fit a view's count byte: %s",
+				   mcc_record_format_name(written[f].fmt), err.message);
+	}
 	ms.count = 255;
-	len = sizeof(buf);
-	UNIT_CHECK(mcc_iso_write(&ms, MCC_REC_ANSI2004, buf, &len, &err) == MCC_OK &&
-			   mcc_iso_read(buf, len, 1, &back, NULL, &err) == MCC_OK && back.count == 255,
-			   "255 minutiae write and read back");
+	for (int f = 0; f < N_WRITTEN; f++)
+	{
+		len = sizeof(buf);
+		UNIT_CHECK(mcc_iso_write(&ms, written[f].fmt, buf, &len, &err) == MCC_OK &&
+				   mcc_iso_read(buf, len, 1, &back, NULL, &err) == MCC_OK && back.count == 255,
+				   "%s: 255 minutiae write and read back", mcc_record_format_name(written[f].fmt));
+	}
+	test_write_bytes();
 }
 
 /* Truncation at every length, of every layout. */
@@ -840,6 +976,81 @@ check_sample(const char *data, const char *name, int units, mcc_record_format fm
 	return nv > 0 && ok == nv ? nv : -1;
 }
 
+/* Angle units per turn of the format a record was read as. */
+static int
+angle_units_of(mcc_record_format fmt)
+{
+	return (fmt == MCC_REC_ISO2005 || fmt == MCC_REC_ISO2011) ? 256 : 180;
+}
+
+/*
+ * Is b the set a written in a format of `units` angle units and read back:
+ * equal but for angles, which are within half a unit?
+ */
+static bool
+near_set(const mcc_minutiae *a, const mcc_minutiae *b, int units)
+{
+	if (a->width != b->width || a->height != b->height || a->dpi != b->dpi ||
+		a->count != b->count)
+		return false;
+	for (int i = 0; i < a->count; i++)
+	{
+		double		d = fabs(a->m[i].theta - b->m[i].theta);
+
+		d = fmin(d, TWO_PI - d);
+		if (a->m[i].x != b->m[i].x || a->m[i].y != b->m[i].y ||
+			a->m[i].type != b->m[i].type || a->m[i].quality != b->m[i].quality ||
+			d > TWO_PI / units / 2 + 1e-6)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Every view of a published sample, written in each format and read back,
+ * gives the minutiae read from the sample: the same set in a format of the
+ * sample's angle unit, angles within half a unit in the other.
+ */
+static void
+check_sample_rewrites(const char *data, const char *rel)
+{
+	mcc_minutiae ms,
+				back;
+	mcc_record_info info;
+	mcc_error	err;
+	uint8_t		buf[2048];
+	size_t		n;
+	unsigned char *rec = load(data, rel, &n);
+	int			views = 0,
+				bad = 0,
+				checked = 0;
+
+	if (rec != NULL && mcc_iso_read(rec, n, 1, &ms, &info, &err) == MCC_OK)
+		views = info.n_views;
+	for (int v = 1; v <= views; v++)
+	{
+		if (mcc_iso_read(rec, n, v, &ms, &info, &err) != MCC_OK)
+		{
+			bad++;
+			continue;
+		}
+		for (int f = 0; f < N_WRITTEN; f++)
+		{
+			size_t		len = sizeof(buf);
+			int			units = written[f].units;
+
+			checked++;
+			if (mcc_iso_write(&ms, written[f].fmt, buf, &len, &err) != MCC_OK ||
+				mcc_iso_read(buf, len, 1, &back, NULL, &err) != MCC_OK ||
+				!(units == angle_units_of(info.format) ? same_set(&back, &ms) : near_set(&ms, &back, units)))
+				bad++;
+		}
+	}
+	free(rec);
+	UNIT_CHECK(bad == 0 && checked > 0, "%s: %d views rewritten in the %d formats read back (%d bad)",
+			   rel, views, N_WRITTEN, bad);
+}
+
 /* Read a shared file's view; status, with the set in ms. */
 static mcc_status
 read_shared(const char *data, const char *rel, size_t cut, int view,
@@ -938,6 +1149,11 @@ test_samples(const char *data)
 				   "libbiomeval fmr.ansi2004 (42-vs-44 block) equals the ANSI 2009 sample, view %d (%s)",
 				   v, err.message);
 	}
+	check_sample_rewrites(data, "format-samples/fingerprintio/iso19794p2v2005-sample.dat");
+	check_sample_rewrites(data, "format-samples/fingerprintio/iso19794p2v2011-sample.dat");
+	check_sample_rewrites(data, "format-samples/fingerprintio/ansi378v2009-sample.dat");
+	check_sample_rewrites(data, "format-samples/fingerprintio/ansi378v2009am1-sample.dat");
+	check_sample_rewrites(data, "format-samples/libbiomeval/fmr.ansi2004");
 	st = read_shared(data, "format-samples/libbiomeval/fmr.ansi2004", 0, 3, &a, &info, &err);
 	UNIT_CHECK(st == MCC_OK && a.count == 28 && info.finger_position == 3 &&
 			   mcc_minutiae_validate(&a, &err) == MCC_OK,

@@ -1,0 +1,637 @@
+/*
+ * mcc_gpu_refine.cu: refinement on the GPU (mcc_gpu_refine.h): the kernel,
+ * one block per (probe, candidate) pair, and the host side of a call.
+ *
+ * The kernel's arithmetic is kernels/mcc_refine_body.h, phase by phase;
+ * here a phase is a call followed by __syncthreads(). This file must be
+ * built with -fmad=false (kernels/gpu.mk): the relaxation's sums and
+ * products round as the CPU's do only without fused multiply-adds.
+ *
+ * A call: the host puts every probe and every candidate given as a
+ * template into sides (cylinders in minutia order, unit vectors from
+ * mcc_dm_sincos), sorts the pairs by partition (a gallery candidate is
+ * scored on the device that holds it; candidates given as templates are
+ * spread over the partitions) and by size class (the larger side up to 64,
+ * 128 or 256 cylinders: the shared memory a block gets), uploads sides and
+ * pairs once per partition, launches one grid per class, copies the scores
+ * back and scatters them into the caller's order. Classes whose pairs may
+ * not fit the shared key buffer (na * nb > kcap) or rho (n^2 > kcap) get
+ * per-block scratch in global memory and a grid of resident blocks that
+ * walk the pairs; the others get one block per pair.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcc_cuda_util.h"
+#include "mcc_gpu_int.h"
+
+/* the driver of mcc_refine_body.h, as device code */
+#define RB_DRIVER static __device__ __forceinline__
+#define RB_PHASE(...) do { const int tid = (int) threadIdx.x; __VA_ARGS__; __syncthreads(); } while (0)
+#include "mcc_refine_body.h"
+
+#define A16(x) (((x) + 15) & ~(size_t) 15)
+#define RF_MAX_THREADS 256
+
+/* The kernel: blocks take pairs blockIdx.x, + gridDim.x, ... */
+__global__ void __launch_bounds__(RF_MAX_THREADS)
+refine_kernel(rb_args args)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	const rb_args *a = &args;
+	rb_ws		ws;
+	int			nt = (int) blockDim.x;
+
+	if (a->fault)
+		*(volatile int *) (uintptr_t) a->fault = 0;	/* test hook: write to a bad address */
+	rb_ws_carve(&ws, smem, a->nmax, a->kcap);
+	RB_PHASE(rb_ph_init(&ws, a, tid, nt));
+	for (uint32_t pi = blockIdx.x; pi < a->npairs; pi += gridDim.x)
+		rb_pair(&ws, a, pi, blockIdx.x, nt);
+}
+
+int
+mcc_gpu_refine_supported(int method)
+{
+	return rp_method_ok(method);
+}
+
+void
+mcc_gpu_refine_last_timing(const mcc_gpu *g, mcc_gpu_refine_timing *t)
+{
+	*t = g->rtiming;
+}
+
+mcc_gpu_code
+mcc_gpu_refine_tune(mcc_gpu *g, int threads, int kcap, mcc_error *err)
+{
+	if (threads != 0 && threads != 64 && threads != 128 && threads != 256)
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "refinement block of %d threads: use 64, 128 or 256", threads);
+	if (kcap != 0 && (kcap < 64 || kcap > 8192 || (kcap & (kcap - 1)) != 0))
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "refinement key buffer of %d: a power of two from 64 to 8192", kcap);
+	g->rf_threads = threads;
+	g->rf_kcap = kcap;
+	return MCC_GPU_OK;
+}
+
+void
+mcc_gpu_refine_debug(mcc_gpu *g, double *last)
+{
+	g->rf_dbg = last;
+}
+
+/* Check a view against the context. */
+static mcc_gpu_code
+check_view(const mcc_gpu *g, const mcc_template_view *v, const char *what, uint32_t i, mcc_error *err)
+{
+	if (!v->profile || v->profile->id != g->profile->id)
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "%s %u has another profile than the GPU context", what, i);
+	if (v->n_cyl < 0 || v->n_cyl > MCC_MAX_CYL || (v->n_cyl > 0 && v->words != 4))
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "%s %u has an invalid cylinder layout", what, i);
+	return MCC_GPU_OK;
+}
+
+/* One launch: the pairs of a class on a partition. */
+typedef struct rf_launch
+{
+	int			part;
+	int			cls;
+	size_t		first;			/* into the partition's pairs */
+	size_t		count;
+	uint64_t	gmax;			/* Gamma floats per block, or 0 */
+	uint64_t	rmax;			/* rho doubles per block, or 0 */
+} rf_launch;
+
+/* Per partition: its pairs [first, first + count) of the device list. */
+typedef struct rf_part
+{
+	size_t		first;
+	size_t		count;
+	size_t		bytes;			/* device buffer: common + pairs + scores (+ debug) */
+	size_t		pairs_off;
+	size_t		out_off;
+	size_t		dbg_off;
+} rf_part;
+
+/* Grow a partition's call buffer. */
+static mcc_gpu_code
+ensure_buf(mcc_gpu *g, mcc_gpu_part *p, size_t bytes, mcc_error *err)
+{
+	cudaError_t e;
+
+	if (bytes <= p->rf_cap)
+		return MCC_GPU_OK;
+	cudaFree(p->rf_buf);
+	p->rf_bytes -= p->rf_cap;
+	p->rf_buf = NULL;
+	p->rf_cap = 0;
+	if (bytes + bytes / 2 <= mcc_gpu_room(g, p))
+		bytes += bytes / 2;		/* room to grow without reallocating */
+	if (bytes > mcc_gpu_room(g, p))
+		return mcc_gpu_err(err, MCC_GPU_OOM,
+						   "out of GPU memory: refinement needs %zu bytes on GPU %d, %zu are available",
+						   bytes, p->dev, mcc_gpu_room(g, p));
+	if ((e = cudaMalloc(&p->rf_buf, bytes)) != cudaSuccess)
+		return mcc_gpu_fail(g, e, "refinement buffer allocation", p->dev, err);
+	p->rf_cap = bytes;
+	p->rf_bytes += bytes;
+	return MCC_GPU_OK;
+}
+
+/* Tables of the parameters and LUT_sqrt on a partition's device. */
+static mcc_gpu_code
+ensure_tabs(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
+{
+	cudaError_t e;
+
+	if (!p->rf_tabs)
+	{
+		uint32_t	sq[RB_LUT];
+
+		if ((e = cudaMalloc(&p->rf_tabs, sizeof(mcc_sigmoid_tab) * 6)) != cudaSuccess ||
+			(e = cudaMalloc(&p->rf_sqrt, 4 * RB_LUT)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "refinement table allocation", p->dev, err);
+		p->rf_bytes += sizeof(mcc_sigmoid_tab) * 6 + 4 * RB_LUT;
+		for (int i = 0; i < RB_LUT; i++)
+			sq[i] = i <= 256 ? mcc_lss_sqrt_fx(i) : 0;
+		if ((e = cudaMemcpyAsync(p->rf_sqrt, sq, sizeof(sq), cudaMemcpyHostToDevice, p->st)) != cudaSuccess ||
+			(e = cudaStreamSynchronize(p->st)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "refinement table upload", p->dev, err);
+		p->rf_tabs_gen = 0;
+	}
+	if (p->rf_tabs_gen != g->rf_tabs_gen)
+	{
+		if ((e = cudaMemcpyAsync(p->rf_tabs, g->rf_tab, sizeof(mcc_sigmoid_tab) * 6, cudaMemcpyHostToDevice,
+								 p->st)) != cudaSuccess ||
+			(e = cudaStreamSynchronize(p->st)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "refinement table upload", p->dev, err);
+		p->rf_tabs_gen = g->rf_tabs_gen;
+	}
+	if (!p->rf_ready)
+	{
+		cudaFuncAttributes fa;
+
+		if ((e = cudaFuncGetAttributes(&fa, (const void *) refine_kernel)) != cudaSuccess ||
+			(e = cudaFuncSetAttribute((const void *) refine_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									  (int) (p->smem_optin - fa.sharedSizeBytes))) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "refinement kernel setup", p->dev, err);
+		p->rf_ready = 1;
+	}
+	return MCC_GPU_OK;
+}
+
+mcc_gpu_code
+mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
+			   const mcc_template_view *cands, uint32_t ncand,
+			   const mcc_gpu_pair *pairs, size_t npairs, int method,
+			   const mcc_match_params *mp, float *scores, mcc_error *err)
+{
+	double		t0 = mcc_cuda_now_ms();
+	mcc_gpu_code rc = MCC_GPU_OK;
+	uint32_t	nsides = (uint32_t) nq + ncand;
+	size_t		ncyl = 0;
+	size_t		ndev = 0;		/* pairs scored on the devices */
+	size_t		nview = 0;
+	size_t		cnt[MCC_GPU_MAX_DEVICES][RP_NCLASS];
+	size_t		pos[MCC_GPU_MAX_DEVICES][RP_NCLASS];
+	uint64_t	gmax[MCC_GPU_MAX_DEVICES][RP_NCLASS];
+	uint64_t	rmax[MCC_GPU_MAX_DEVICES][RP_NCLASS];
+	rf_part		rp[MCC_GPU_MAX_DEVICES];
+	uint8_t    *ppart = NULL;	/* per pair: partition, or 0xFF when scored on the host */
+	uint8_t    *used = NULL;	/* per side: referenced by a pair scored on a device */
+	size_t	   *idx = NULL;		/* device list position -> caller's pair */
+	size_t		off_sides;
+	size_t		off_pairs;
+	size_t		off_out;
+	size_t		off_dbg;
+	size_t		common;
+	size_t		hbytes;
+	unsigned char *h;
+	rb_cyl	   *hcyl;
+	rb_side    *hside;
+	rb_pair_desc *hpair;
+	float	   *hout;
+	double	   *hdbg;
+	rb_plan		plan;
+	int			threads = g->rf_threads ? g->rf_threads : 128;
+	size_t		vview = 0;
+	cudaError_t e;
+
+	memset(&g->rtiming, 0, sizeof(g->rtiming));
+	if (g->broken)
+		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (!rp_method_ok(method))
+		return mcc_gpu_err(err, MCC_GPU_UNSUPPORTED, "method \"%s\" is not computed on the GPU",
+						   mcc_method_name(method) ? mcc_method_name(method) : "?");
+	if (mp == NULL)
+		mp = mcc_match_params_std();
+	if (!mp->prepared)
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "matching parameters are not prepared");
+	if (nq < 0 || (nq > 0 && !probes) || (ncand > 0 && !cands) || (npairs > 0 && (!pairs || !scores)))
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "invalid refinement arguments");
+	if (npairs == 0)
+		return MCC_GPU_OK;
+	for (int q = 0; q < nq; q++)
+		if ((rc = check_view(g, &probes[q], "probe", (uint32_t) q, err)) != MCC_GPU_OK)
+			return rc;
+	for (uint32_t c = 0; c < ncand; c++)
+		if ((rc = check_view(g, &cands[c], "candidate", c, err)) != MCC_GPU_OK)
+			return rc;
+
+	/* pairs: checks, host-scored ones, partition and class of the others */
+	ppart = (uint8_t *) malloc(npairs);
+	used = (uint8_t *) calloc((size_t) nsides + 1, 1);
+	if (!ppart || !used)
+	{
+		free(ppart);
+		free(used);
+		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+	}
+	memset(cnt, 0, sizeof(cnt));
+	memset(gmax, 0, sizeof(gmax));
+	memset(rmax, 0, sizeof(rmax));
+	for (size_t i = 0; i < npairs; i++)
+		nview += pairs[i].from == MCC_GPU_FROM_VIEW;
+	for (size_t i = 0; i < npairs; i++)
+	{
+		const mcc_gpu_pair *pr = &pairs[i];
+		uint32_t	na;
+		uint32_t	nb;
+		int			part;
+		int			cls;
+		uint32_t	kcap;
+
+		if (pr->probe >= (uint32_t) nq)
+		{
+			rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: probe %u does not exist (%d given)", i, pr->probe, nq);
+			goto out;
+		}
+		na = (uint32_t) probes[pr->probe].n_cyl;
+		if (pr->from == MCC_GPU_FROM_VIEW)
+		{
+			if (pr->cand >= ncand)
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: candidate %u does not exist (%u given)", i,
+								 pr->cand, ncand);
+				goto out;
+			}
+			nb = (uint32_t) cands[pr->cand].n_cyl;
+			/* contiguous shares of the template candidates per partition */
+			part = (int) (vview++ * (size_t) g->nparts / (nview ? nview : 1));
+		}
+		else if (pr->from == MCC_GPU_FROM_GALLERY)
+		{
+			if (pr->cand >= g->n_tpl)
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: gallery template %u does not exist (%u given)",
+								 i, pr->cand, g->n_tpl);
+				goto out;
+			}
+			if (g->removed[pr->cand])
+			{
+				scores[i] = -1.0f;
+				ppart[i] = 0xFF;
+				continue;
+			}
+			if (!g->refd[pr->cand])
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_INVALID,
+								 "gallery template %u has no refinement data on the GPU (mcc_gpu_refine_attach)",
+								 pr->cand);
+				goto out;
+			}
+			part = g->where[pr->cand];
+			nb = g->part[part].h_tcoff[g->local[pr->cand] + 1] - g->part[part].h_tcoff[g->local[pr->cand]];
+		}
+		else
+		{
+			rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: unknown candidate source %u", i, pr->from);
+			goto out;
+		}
+		if (na == 0 || nb == 0)
+		{
+			scores[i] = 0.0f;	/* mcc_match_rescore: templates with no cylinder score 0 */
+			ppart[i] = 0xFF;
+			continue;
+		}
+		used[pr->probe] = 1;
+		if (pr->from == MCC_GPU_FROM_VIEW)
+			used[(uint32_t) nq + pr->cand] = 1;
+		cls = rp_class(na, nb);
+		kcap = g->rf_kcap ? (uint32_t) g->rf_kcap : rp_class_kcap[cls];
+		ppart[i] = (uint8_t) (part * RP_NCLASS + cls);
+		cnt[part][cls]++;
+		if ((uint64_t) na * nb > kcap && (uint64_t) na * nb > gmax[part][cls])
+			gmax[part][cls] = (uint64_t) na * nb;
+		{
+			uint64_t	m = na < nb ? na : nb;
+
+			if (m * m > kcap && m * m > rmax[part][cls])
+				rmax[part][cls] = m * m;
+		}
+		ndev++;
+	}
+
+	for (uint32_t sdx = 0; sdx < nsides; sdx++)
+		if (used[sdx])
+			ncyl += (size_t) (sdx < (uint32_t) nq ? probes[sdx].n_cyl : cands[sdx - nq].n_cyl);
+
+	/* the parameters' tables: a new generation when they change */
+	if (memcmp(g->rf_tab, mp->tab, sizeof(g->rf_tab)) != 0 || g->rf_tabs_gen == 0)
+	{
+		memcpy(g->rf_tab, mp->tab, sizeof(g->rf_tab));
+		g->rf_tabs_gen++;
+	}
+	rp_plan(&plan, method, mp);
+
+	/* host image: sides, pairs per partition and class, scores */
+	off_sides = A16(sizeof(rb_cyl) * ncyl);
+	off_pairs = off_sides + A16(sizeof(rb_side) * nsides);
+	common = off_pairs;
+	off_out = off_pairs + A16(sizeof(rb_pair_desc) * ndev);
+	off_dbg = off_out + A16(4 * ndev);
+	hbytes = off_dbg + (g->rf_dbg ? A16(8 * ndev) : 0) + 16;
+	if (hbytes > g->rf_h_cap)
+	{
+		cudaFreeHost(g->rf_h);
+		g->rf_h = NULL;
+		g->rf_h_cap = 0;
+		if ((e = cudaMallocHost(&g->rf_h, hbytes + hbytes / 2)) != cudaSuccess)
+		{
+			rc = mcc_gpu_fail(g, e, "pinned host allocation", -1, err);
+			goto out;
+		}
+		g->rf_h_cap = hbytes + hbytes / 2;
+	}
+	h = g->rf_h;
+	hcyl = (rb_cyl *) h;
+	hside = (rb_side *) (h + off_sides);
+	hpair = (rb_pair_desc *) (h + off_pairs);
+	hout = (float *) (h + off_out);
+	hdbg = (double *) (h + off_dbg);
+	{
+		uint32_t	o = 0;
+
+		for (uint32_t sdx = 0; sdx < nsides; sdx++)
+		{
+			const mcc_template_view *v = sdx < (uint32_t) nq ? &probes[sdx] : &cands[sdx - nq];
+			int			n = used[sdx] ? rp_side(v, hcyl + o) : 0;
+
+			if (n < 0)
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_INVALID, "%s %u is not one cylinder per minutia",
+								 sdx < (uint32_t) nq ? "probe" : "candidate",
+								 sdx < (uint32_t) nq ? sdx : sdx - nq);
+				goto out;
+			}
+			hside[sdx].off = o;
+			hside[sdx].n = (uint32_t) n;
+			o += (uint32_t) n;
+		}
+	}
+	/* positions: partition-major, class-minor */
+	{
+		size_t		acc = 0;
+
+		for (int pi = 0; pi < g->nparts; pi++)
+		{
+			rp[pi].first = acc;
+			for (int c = 0; c < RP_NCLASS; c++)
+			{
+				pos[pi][c] = acc;
+				acc += cnt[pi][c];
+			}
+			rp[pi].count = acc - rp[pi].first;
+		}
+	}
+	idx = (size_t *) malloc(sizeof(size_t) * (ndev + 1));
+	if (!idx)
+	{
+		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		goto out;
+	}
+	for (size_t i = 0; i < npairs; i++)
+	{
+		int			part;
+		int			cls;
+		size_t		j;
+		rb_pair_desc *d;
+		uint32_t	na;
+		uint32_t	nb;
+
+		if (ppart[i] == 0xFF)
+			continue;
+		part = ppart[i] / RP_NCLASS;
+		cls = ppart[i] % RP_NCLASS;
+		j = pos[part][cls]++;
+		d = &hpair[j];
+		memset(d, 0, sizeof(*d));
+		d->a = pairs[i].probe;
+		if (pairs[i].from == MCC_GPU_FROM_VIEW)
+		{
+			d->b = (uint32_t) nq + pairs[i].cand;
+			d->bside = 1;
+			nb = hside[d->b].n;
+		}
+		else
+		{
+			d->b = g->local[pairs[i].cand];
+			nb = g->part[part].h_tcoff[d->b + 1] - g->part[part].h_tcoff[d->b];
+		}
+		na = hside[d->a].n;
+		d->out = (uint32_t) (j - rp[part].first);
+		rp_np(d->np, method, mp, g->profile, (int) (na < nb ? na : nb));
+		idx[j] = i;
+	}
+	g->rtiming.prep_ms = mcc_cuda_now_ms() - t0;
+	g->rtiming.pairs = ndev;
+
+	/* per partition: buffers, uploads, one launch per class, scores back */
+#define CK(call, what) \
+	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto fail; } } while (0)
+	for (int pi = 0; pi < g->nparts; pi++)
+	{
+		mcc_gpu_part *p = &g->part[pi];
+		rf_part    *q = &rp[pi];
+		size_t		slot_bytes[RP_NCLASS];
+		size_t		grid[RP_NCLASS];
+		size_t		scr = 0;
+		unsigned char *dbase;
+
+		if (q->count == 0)
+			continue;
+		q->pairs_off = common;
+		q->out_off = q->pairs_off + A16(sizeof(rb_pair_desc) * q->count);
+		q->dbg_off = q->out_off + A16(4 * q->count);
+		q->bytes = q->dbg_off + (g->rf_dbg ? A16(8 * q->count) : 0);
+		CK(cudaSetDevice(p->dev), "device selection");
+		if ((rc = ensure_buf(g, p, q->bytes, err)) != MCC_GPU_OK || (rc = ensure_tabs(g, p, err)) != MCC_GPU_OK)
+			goto fail;
+		/* grids and per-block scratch (one buffer: the classes run one after the other) */
+		for (int c = 0; c < RP_NCLASS; c++)
+		{
+			uint32_t	nmax = rp_class_nmax[c];
+			uint32_t	kcap = g->rf_kcap ? (uint32_t) g->rf_kcap : rp_class_kcap[c];
+			size_t		smem = rb_ws_carve(NULL, NULL, nmax, kcap);
+			int			nb = 0;
+
+			grid[c] = cnt[pi][c];
+			slot_bytes[c] = A16(4 * gmax[pi][c]) + A16(8 * rmax[pi][c]);
+			if (cnt[pi][c] == 0)
+				continue;
+			CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, refine_kernel, threads, smem), "occupancy");
+			if (nb < 1)
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_CUDA, "refinement needs %zu bytes of shared memory per block", smem);
+				goto fail;
+			}
+			if (pi == 0 && (c == 0 || g->rtiming.blocks_per_sm == 0))
+				g->rtiming.blocks_per_sm = nb;
+			if (slot_bytes[c])
+			{
+				size_t		resident = (size_t) p->sm_count * nb;
+
+				if (grid[c] > resident)
+					grid[c] = resident;
+				if (grid[c] * slot_bytes[c] > scr)
+					scr = grid[c] * slot_bytes[c];
+			}
+			else if (grid[c] > 0x7fffffffu)
+				grid[c] = 0x7fffffffu;
+		}
+		if (scr > p->rf_scr_cap)
+		{
+			size_t		room;
+
+			cudaFree(p->rf_scr);
+			p->rf_bytes -= p->rf_scr_cap;
+			p->rf_scr = NULL;
+			p->rf_scr_cap = 0;
+			room = mcc_gpu_room(g, p);
+			if (scr > room)
+			{
+				/* fewer resident blocks, down to one */
+				for (int c = 0; c < RP_NCLASS; c++)
+					if (slot_bytes[c] && grid[c] * slot_bytes[c] > room)
+						grid[c] = room / slot_bytes[c];
+				scr = 0;
+				for (int c = 0; c < RP_NCLASS; c++)
+				{
+					if (slot_bytes[c] && cnt[pi][c] && grid[c] == 0)
+					{
+						rc = mcc_gpu_err(err, MCC_GPU_OOM,
+										 "out of GPU memory: refinement of a pair needs %zu bytes of scratch on GPU %d, %zu are available",
+										 slot_bytes[c], p->dev, room);
+						goto fail;
+					}
+					if (slot_bytes[c] && grid[c] * slot_bytes[c] > scr)
+						scr = grid[c] * slot_bytes[c];
+				}
+			}
+			CK(cudaMalloc(&p->rf_scr, scr), "refinement scratch allocation");
+			p->rf_scr_cap = scr;
+			p->rf_bytes += scr;
+		}
+		dbase = p->rf_buf;
+		if (pi == 0)
+			CK(cudaEventRecord(p->ev[0], p->st), "event");
+		CK(cudaMemcpyAsync(dbase, h, common, cudaMemcpyHostToDevice, p->st), "refinement upload");
+		CK(cudaMemcpyAsync(dbase + q->pairs_off, hpair + q->first, sizeof(rb_pair_desc) * q->count,
+						   cudaMemcpyHostToDevice, p->st), "refinement upload");
+		if (pi == 0)
+			CK(cudaEventRecord(p->ev[1], p->st), "event");
+		for (int c = 0; c < RP_NCLASS; c++)
+		{
+			rb_args		a;
+			void	   *args[1] = {&a};
+			size_t		first = 0;
+
+			if (cnt[pi][c] == 0)
+				continue;
+			for (int k = 0; k < c; k++)
+				first += cnt[pi][k];
+			memset(&a, 0, sizeof(a));
+			a.pairs = (const rb_pair_desc *) (dbase + q->pairs_off) + first;
+			a.npairs = (uint32_t) cnt[pi][c];
+			a.cyl = (const rb_cyl *) dbase;
+			a.sides = (const rb_side *) (dbase + off_sides);
+			a.gal.lo = (const uint32_t *) p->lo;
+			a.gal.hi = (const uint32_t *) p->hi;
+			a.gal.meta = p->meta;
+			a.gal.tcoff = p->tcoff;
+			a.gal.tncyl = p->tncyl;
+			a.gal.sslot = p->sslot;
+			a.gal.rperm = p->rperm;
+			a.gal.rxy = p->rxy;
+			a.gal.ruix = p->ruix;
+			a.gal.utab = p->utab;
+			a.tabs = p->rf_tabs;
+			a.sqrt_tab = p->rf_sqrt;
+			a.plan = plan;
+			a.delta = g->profile->delta_theta;
+			a.nmax = rp_class_nmax[c];
+			a.kcap = g->rf_kcap ? (uint32_t) g->rf_kcap : rp_class_kcap[c];
+			if (slot_bytes[c])
+			{
+				size_t		gb = A16(4 * gmax[pi][c]);
+
+				a.gscr = gmax[pi][c] ? (float *) p->rf_scr : NULL;
+				a.gstride = gmax[pi][c] ? slot_bytes[c] / 4 : 0;
+				a.rscr = rmax[pi][c] ? (double *) (p->rf_scr + gb) : NULL;
+				a.rstride = rmax[pi][c] ? slot_bytes[c] / 8 : 0;
+			}
+			a.out = (float *) (dbase + q->out_off);
+			a.dbg = g->rf_dbg ? (double *) (dbase + q->dbg_off) : NULL;
+			a.fault = pi == 0 && g->fault_next ? 16 : 0;
+			g->fault_next = pi == 0 ? 0 : g->fault_next;
+			CK(cudaLaunchKernel((const void *) refine_kernel, dim3((unsigned) grid[c]), dim3(threads), args,
+								rb_ws_carve(NULL, NULL, a.nmax, a.kcap), p->st), "refinement kernel launch");
+			g->rtiming.launches++;
+		}
+		if (pi == 0)
+			CK(cudaEventRecord(p->ev[2], p->st), "event");
+		CK(cudaMemcpyAsync(hout + q->first, dbase + q->out_off, 4 * q->count, cudaMemcpyDeviceToHost, p->st),
+		   "score copy");
+		if (g->rf_dbg)
+			CK(cudaMemcpyAsync(hdbg + q->first, dbase + q->dbg_off, 8 * q->count, cudaMemcpyDeviceToHost, p->st),
+			   "score copy");
+		if (pi == 0)
+			CK(cudaEventRecord(p->ev[3], p->st), "event");
+	}
+	for (int pi = 0; pi < g->nparts; pi++)
+	{
+		mcc_gpu_part *p = &g->part[pi];
+		float		ms;
+
+		if (rp[pi].count == 0)
+			continue;
+		CK(cudaSetDevice(p->dev), "device selection");
+		CK(cudaStreamSynchronize(p->st), "refinement");
+		if (pi == 0)
+		{
+			CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
+			g->rtiming.h2d_ms = ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
+			g->rtiming.kernel_ms = ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
+			g->rtiming.d2h_ms = ms;
+		}
+	}
+#undef CK
+	for (size_t j = 0; j < ndev; j++)
+	{
+		scores[idx[j]] = hout[j];
+		if (g->rf_dbg)
+			g->rf_dbg[idx[j]] = hdbg[j];
+	}
+	g->rtiming.total_ms = mcc_cuda_now_ms() - t0;
+	goto out;
+fail:
+	if (rc != MCC_GPU_STICKY)
+		mcc_gpu_drain(g);
+out:
+	free(ppart);
+	free(used);
+	free(idx);
+	return rc;
+}

@@ -1,0 +1,245 @@
+/*
+ * mcc_gpu_refine_data.cu: the refinement data of gallery templates: the
+ * caller's host geometry (mcc_gpu_geom, next to its mcc_soa) and its upload
+ * next to the device gallery (mcc_gpu_refine_attach). The layout is in
+ * mcc_gpu_int.h; the per-template packing in mcc_refine_pack.h (unit-tested
+ * on the CPU by test/unit/test_refine_gpu_emu.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcc_gpu_int.h"
+
+/* ------------------------------------------------------------------ */
+/* host geometry                                                       */
+
+mcc_status
+mcc_gpu_geom_init(mcc_gpu_geom *geo, uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err)
+{
+	if (rp_geom_init(geo, cap_tpl, cap_cyl) != 0)
+	{
+		mcc_gpu_geom_free(geo);
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	}
+	return MCC_OK;
+}
+
+void
+mcc_gpu_geom_free(mcc_gpu_geom *geo)
+{
+	if (!geo)
+		return;
+	free(geo->first);
+	free(geo->perm);
+	free(geo->xy);
+	free(geo->theta);
+	memset(geo, 0, sizeof(*geo));
+}
+
+void
+mcc_gpu_geom_clear(mcc_gpu_geom *geo)
+{
+	geo->n_tpl = 0;
+	geo->n_cyl = 0;
+	if (geo->first)
+		geo->first[0] = 0;
+}
+
+mcc_status
+mcc_gpu_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t, mcc_error *err)
+{
+	int			rc = rp_geom_append(geo, t);
+
+	if (rc == -1)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	if (rc != 0)
+		return mcc_error_set(err, MCC_ERR_VALUE,
+							 "template with %d cylinders is not one cylinder per minutia", t->n_cyl);
+	return MCC_OK;
+}
+
+mcc_status
+mcc_gpu_geom_copy(mcc_gpu_geom *dst, const mcc_gpu_geom *src, uint32_t k, mcc_error *err)
+{
+	if (k >= src->n_tpl)
+		return mcc_error_set(err, MCC_ERR_INTERNAL, "geometry of template %u does not exist (%u held)",
+							 k, src->n_tpl);
+	if (rp_geom_copy(dst, src, k) != 0)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	return MCC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* upload                                                              */
+
+/* Records of one partition's run of consecutive local templates, on the host. */
+typedef struct run
+{
+	int			part;
+	uint32_t	g0;				/* first gallery index of [t0, t1) in the run */
+	uint32_t	l0;				/* its local index */
+	uint32_t	nt;				/* templates */
+	uint32_t	r0;				/* first record */
+	uint32_t	nr;				/* records */
+	size_t		off;			/* into the staging arrays */
+} run;
+
+/* Check the arguments of an attach. */
+static mcc_gpu_code
+attach_check(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uint32_t t0, uint32_t t1,
+			 mcc_error *err)
+{
+	if (g->broken)
+		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (!s || !geo || !s->profile || s->profile->id != g->profile->id)
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "gallery profile differs from the GPU context's");
+	if (t0 > t1 || t1 > g->n_tpl || t1 > s->n_tpl || t1 > geo->n_tpl)
+		return mcc_gpu_err(err, MCC_GPU_INVALID,
+						   "refinement range [%u, %u) is not in the gallery (%u templates given, %u in the soa, %u in the geometry)",
+						   t0, t1, g->n_tpl, s->n_tpl, geo->n_tpl);
+	for (uint32_t i = t0; i < t1; i++)
+		if (geo->first[i + 1] - geo->first[i] != s->first[i + 1] - s->first[i])
+			return mcc_gpu_err(err, MCC_GPU_INVALID,
+							   "template %u has %u cylinders in the gallery and %u in its geometry",
+							   i, s->first[i + 1] - s->first[i], geo->first[i + 1] - geo->first[i]);
+	return MCC_GPU_OK;
+}
+
+mcc_gpu_code
+mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uint32_t t0,
+					  uint32_t t1, mcc_error *err)
+{
+	mcc_gpu_code rc;
+	run		   *runs = NULL;
+	int			nruns = 0;
+	size_t		total = 0;
+	uint8_t    *hperm = NULL;
+	uint32_t   *hxy = NULL;
+	uint32_t   *huix = NULL;
+
+	if ((rc = attach_check(g, s, geo, t0, t1, err)) != MCC_GPU_OK)
+		return rc;
+	if (t0 == t1)
+		return MCC_GPU_OK;
+	/* runs of consecutive local templates per partition (one per partition, by construction) */
+	runs = (run *) malloc(sizeof(run) * (t1 - t0));
+	if (!runs)
+		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+	for (int pi = 0; pi < g->nparts; pi++)
+	{
+		mcc_gpu_part *p = &g->part[pi];
+
+		for (uint32_t i = t0; i < t1; i++)
+		{
+			run		   *r = nruns ? &runs[nruns - 1] : NULL;
+			uint32_t	l = g->local[i];
+
+			if (g->where[i] != pi)
+				continue;
+			if (!r || r->part != pi || r->l0 + r->nt != l)
+			{
+				r = &runs[nruns++];
+				r->part = pi;
+				r->g0 = i;
+				r->l0 = l;
+				r->nt = 0;
+				r->r0 = p->h_tcoff[l];
+				r->off = total;
+			}
+			r->nt++;
+			r->nr = p->h_tcoff[l + 1] - r->r0;
+			total += p->h_tcoff[l + 1] - p->h_tcoff[l];
+		}
+	}
+	hperm = (uint8_t *) malloc(total + 1);
+	hxy = (uint32_t *) malloc(4 * total + 4);
+	huix = (uint32_t *) malloc(4 * total + 4);
+	if (!hperm || !hxy || !huix)
+	{
+		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		goto done;
+	}
+	/* the records, and the new directions into the table */
+	for (int k = 0; k < nruns; k++)
+	{
+		run		   *r = &runs[k];
+		mcc_gpu_part *p = &g->part[r->part];
+		uint32_t	i = r->g0;
+
+		for (uint32_t lt = r->l0; lt < r->l0 + r->nt; lt++, i++)
+		{
+			size_t		o = r->off + (p->h_tcoff[lt] - r->r0);
+
+			while (g->where[i] != r->part)
+				i++;			/* the run's next template in gallery order */
+			if (rp_geom_records(geo, i, &g->utab, hperm + o, hxy + o, huix + o) != 0)
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+				goto done;
+			}
+		}
+	}
+	/* per partition: room, unit vectors, records */
+	for (int pi = 0; pi < g->nparts; pi++)
+	{
+		mcc_gpu_part *p = &g->part[pi];
+		size_t		need;
+		cudaError_t e;
+		int			any = 0;
+
+		for (int k = 0; k < nruns; k++)
+			any |= runs[k].part == pi;
+		if (!any)
+			continue;
+		need = mcc_gpu_grown(9, p->cap_ref, p->n_rc) + mcc_gpu_grown(16, p->cap_utab, g->utab.n);
+		if (need > mcc_gpu_room(g, p))
+		{
+			rc = mcc_gpu_err(err, MCC_GPU_OOM,
+							 "out of GPU memory: refinement data needs %zu more bytes on GPU %d, %zu are available",
+							 need, p->dev, mcc_gpu_room(g, p));
+			goto done;
+		}
+#define CK(call, what) \
+	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto done; } } while (0)
+		CK(cudaSetDevice(p->dev), "device selection");
+		{
+			uint32_t	c1 = p->cap_ref;
+			uint32_t	c2 = p->cap_ref;
+			uint32_t	c3 = p->cap_ref;
+			uint32_t	keep = p->cap_ref;
+
+			CK(mcc_gpu_grow((void **) &p->rperm, 1, &c1, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
+			CK(mcc_gpu_grow((void **) &p->rxy, 4, &c2, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
+			CK(mcc_gpu_grow((void **) &p->ruix, 4, &c3, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
+			p->cap_ref = c3;
+		}
+		CK(mcc_gpu_grow((void **) &p->utab, 16, &p->cap_utab, g->utab.n, p->n_utab, &p->gallery_bytes),
+		   "refinement allocation");
+		if (g->utab.n > p->n_utab)
+			CK(cudaMemcpy(p->utab + 2 * (size_t) p->n_utab, g->utab.v + 2 * (size_t) p->n_utab,
+						  16 * (size_t) (g->utab.n - p->n_utab), cudaMemcpyHostToDevice), "refinement upload");
+		p->n_utab = g->utab.n;
+		for (int k = 0; k < nruns; k++)
+		{
+			run		   *r = &runs[k];
+
+			if (r->part != pi || r->nr == 0)
+				continue;
+			CK(cudaMemcpy(p->rperm + r->r0, hperm + r->off, r->nr, cudaMemcpyHostToDevice), "refinement upload");
+			CK(cudaMemcpy(p->rxy + r->r0, hxy + r->off, 4 * (size_t) r->nr, cudaMemcpyHostToDevice),
+			   "refinement upload");
+			CK(cudaMemcpy(p->ruix + r->r0, huix + r->off, 4 * (size_t) r->nr, cudaMemcpyHostToDevice),
+			   "refinement upload");
+		}
+#undef CK
+	}
+	for (uint32_t i = t0; i < t1; i++)
+		g->refd[i] = 1;
+done:
+	/* on failure the new directions stay in the host table: each partition uploads what it lacks next time */
+	free(runs);
+	free(hperm);
+	free(hxy);
+	free(huix);
+	return rc;
+}

@@ -1,0 +1,422 @@
+/*
+ * mcc_refine_pack.h: the host side of GPU refinement that the unit tests
+ * can run without a GPU: a template's cylinders in minutia order (the order
+ * of mcc_match.c's side_load), a side of the kernel (rb_cyl) from a view,
+ * the geometry records of mcc_gpu_geom, the table of unit vectors with its
+ * bounded de-duplication, and the kernel's plan of a method. C and C++
+ * (kernels/mcc_gpu_refine*.cu include it), static functions only.
+ */
+#ifndef MCC_REFINE_PACK_H
+#define MCC_REFINE_PACK_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcc_gpu_refine.h"
+#include "mcc_refine_body.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+#include "mcc_detmath.h"
+#include "mcc_template.h"
+#ifdef __cplusplus
+}
+#endif
+
+/*
+ * The cylinders of t in the order of their minutiae, as side_load does:
+ * order[k] = stored cylinder of rank k; returns the count, which is
+ * t->n_cyl for every validated view (one cylinder per minutia at most).
+ */
+static inline int
+rp_order(const mcc_template_view *t, int *order)
+{
+	int16_t		at[MCC_MAX_MINUTIAE];
+	int			k = 0;
+
+	for (int i = 0; i < t->n_min && i < MCC_MAX_MINUTIAE; i++)
+		at[i] = -1;
+	for (int c = 0; c < t->n_cyl; c++)
+	{
+		int			m = mcc_template_cyl_minutia(t, c);
+
+		if (m < MCC_MAX_MINUTIAE)
+			at[m] = (int16_t) c;
+	}
+	for (int i = 0; i < t->n_min && i < MCC_MAX_MINUTIAE; i++)
+		if (at[i] >= 0)
+			order[k++] = at[i];
+	return k;
+}
+
+/* Cylinder c of t (its minutia's geometry included) as the kernel reads it. */
+static inline void
+rp_cyl(const mcc_template_view *t, int c, rb_cyl *out)
+{
+	uint64_t	w[2 * MCC_MAX_WORDS];
+	mcc_minutia m;
+
+	memset(out, 0, sizeof(*out));
+	mcc_template_cyl_bits(t, c, w);
+	for (int i = 0; i < 4 && i < t->words; i++)
+		out->bits[i] = w[i];
+	out->pc = (uint16_t) mcc_template_cyl_popcount(t, c);
+	out->angle = (uint8_t) mcc_template_cyl_angle(t, c);
+	mcc_template_minutia(t, mcc_template_cyl_minutia(t, c), &m);
+	out->x = m.x;
+	out->y = m.y;
+	mcc_dm_sincos((double) m.theta, &out->uy, &out->ux);
+}
+
+/*
+ * A side: t's cylinders in minutia order into out[0 .. n); returns n, or
+ * -1 if t is not one cylinder per minutia (never for a validated view).
+ */
+static inline int
+rp_side(const mcc_template_view *t, rb_cyl *out)
+{
+	int			order[MCC_MAX_CYL];
+	int			n;
+
+	if (t->n_cyl < 0 || t->n_cyl > MCC_MAX_CYL)
+		return -1;
+	n = rp_order(t, order);
+	if (n != t->n_cyl)
+		return -1;
+	for (int k = 0; k < n; k++)
+		rp_cyl(t, order[k], &out[k]);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* unit vectors                                                        */
+
+/*
+ * Distinct minutia directions and their unit vectors (mcc_dm_sincos of the
+ * stored float). The first RP_UHASH_MAX directions are de-duplicated by
+ * their bits (real data has a few hundred: quantized angles); beyond that
+ * every new direction gets its own entry, so the host table never grows
+ * past RP_UHASH slots whatever the data (continuous synthetic angles).
+ */
+#define RP_UHASH		(1u << 17)
+#define RP_UHASH_MAX	(1u << 16)
+#define RP_UEMPTY		0xFFFFFFFFu	/* never a valid direction's bits (a NaN) */
+
+typedef struct rp_utab
+{
+	double	   *v;				/* (ux, uy) per entry */
+	uint32_t	n;
+	uint32_t	cap;
+	uint32_t   *hkey;			/* RP_UHASH slots: direction bits ... */
+	uint32_t   *hval;			/* ... and entry */
+	uint32_t	nh;
+} rp_utab;
+
+static inline void
+rp_utab_free(rp_utab *u)
+{
+	free(u->v);
+	free(u->hkey);
+	free(u->hval);
+	memset(u, 0, sizeof(*u));
+}
+
+static inline void
+rp_utab_clear(rp_utab *u)
+{
+	u->n = 0;
+	u->nh = 0;
+	if (u->hkey)
+		memset(u->hkey, 0xFF, sizeof(uint32_t) * RP_UHASH);
+}
+
+/* The entry of direction theta, added if new; -1 if out of memory. */
+static inline int
+rp_utab_index(rp_utab *u, float theta, uint32_t *idx)
+{
+	uint32_t	bits;
+	uint32_t	h;
+
+	memcpy(&bits, &theta, sizeof(bits));
+	if (!u->hkey)
+	{
+		u->hkey = (uint32_t *) malloc(sizeof(uint32_t) * RP_UHASH);
+		u->hval = (uint32_t *) malloc(sizeof(uint32_t) * RP_UHASH);
+		if (!u->hkey || !u->hval)
+			return -1;
+		memset(u->hkey, 0xFF, sizeof(uint32_t) * RP_UHASH);
+	}
+	h = (bits * 0x9E3779B1u) >> 15;
+	while (u->hkey[h] != RP_UEMPTY)
+	{
+		if (u->hkey[h] == bits)
+		{
+			*idx = u->hval[h];
+			return 0;
+		}
+		h = (h + 1) & (RP_UHASH - 1);
+	}
+	if (u->n == u->cap)
+	{
+		uint32_t	nc = u->cap ? u->cap * 2 : 1024;
+		double	   *nv = (double *) realloc(u->v, sizeof(double) * 2 * (size_t) nc);
+
+		if (!nv)
+			return -1;
+		u->v = nv;
+		u->cap = nc;
+	}
+	mcc_dm_sincos((double) theta, &u->v[2 * (size_t) u->n + 1], &u->v[2 * (size_t) u->n]);
+	*idx = u->n++;
+	if (u->nh < RP_UHASH_MAX)
+	{
+		u->hkey[h] = bits;
+		u->hval[h] = *idx;
+		u->nh++;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* geometry of gallery templates                                       */
+
+/* An empty geometry; 0 or -1. */
+static inline int
+rp_geom_init(mcc_gpu_geom *geo, uint32_t cap_tpl, uint32_t cap_cyl)
+{
+	memset(geo, 0, sizeof(*geo));
+	geo->cap_tpl = cap_tpl;
+	geo->cap_cyl = cap_cyl;
+	geo->first = (uint32_t *) malloc(sizeof(uint32_t) * ((size_t) cap_tpl + 1));
+	geo->perm = (uint8_t *) malloc(cap_cyl ? cap_cyl : 1);
+	geo->xy = (uint32_t *) malloc(sizeof(uint32_t) * (cap_cyl ? cap_cyl : 1));
+	geo->theta = (float *) malloc(sizeof(float) * (cap_cyl ? cap_cyl : 1));
+	if (!geo->first || !geo->perm || !geo->xy || !geo->theta)
+		return -1;
+	geo->first[0] = 0;
+	return 0;
+}
+
+/* Make room in geo for nt more templates with nc more cylinders; 0 or -1. */
+static inline int
+rp_geom_reserve(mcc_gpu_geom *geo, uint32_t nt, uint32_t nc)
+{
+	if (geo->n_tpl + nt > geo->cap_tpl || !geo->first)
+	{
+		uint32_t	cap = geo->cap_tpl ? geo->cap_tpl : 64;
+		uint32_t   *f;
+
+		while (cap < geo->n_tpl + nt)
+			cap = cap > 0x7fffffffu ? geo->n_tpl + nt : cap * 2;
+		f = (uint32_t *) realloc(geo->first, sizeof(uint32_t) * ((size_t) cap + 1));
+		if (!f)
+			return -1;
+		if (!geo->first)
+			f[0] = 0;
+		geo->first = f;
+		geo->cap_tpl = cap;
+	}
+	if (geo->n_cyl + nc > geo->cap_cyl || !geo->perm)
+	{
+		uint32_t	cap = geo->cap_cyl ? geo->cap_cyl : 1024;
+		uint8_t    *p;
+		uint32_t   *xy;
+		float	   *th;
+
+		while (cap < geo->n_cyl + nc)
+			cap = cap > 0x7fffffffu ? geo->n_cyl + nc : cap * 2;
+		p = (uint8_t *) realloc(geo->perm, cap);
+		if (p)
+			geo->perm = p;
+		xy = (uint32_t *) realloc(geo->xy, sizeof(uint32_t) * (size_t) cap);
+		if (xy)
+			geo->xy = xy;
+		th = (float *) realloc(geo->theta, sizeof(float) * (size_t) cap);
+		if (th)
+			geo->theta = th;
+		if (!p || !xy || !th)
+			return -1;
+		geo->cap_cyl = cap;
+	}
+	return 0;
+}
+
+/* Append t's records to geo; 0, -1 (memory) or -2 (not one cylinder per minutia). */
+static inline int
+rp_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t)
+{
+	int			order[MCC_MAX_CYL];
+	int			n;
+	uint32_t	base;
+
+	if (t->n_cyl < 0 || t->n_cyl > MCC_MAX_CYL || rp_order(t, order) != t->n_cyl)
+		return -2;
+	n = t->n_cyl;
+	if (rp_geom_reserve(geo, 1, (uint32_t) n) != 0)
+		return -1;
+	base = geo->n_cyl;
+	for (int k = 0; k < n; k++)
+	{
+		mcc_minutia m;
+
+		mcc_template_minutia(t, mcc_template_cyl_minutia(t, order[k]), &m);
+		geo->perm[base + k] = (uint8_t) order[k];
+		geo->xy[base + k] = (uint32_t) (uint16_t) m.x | (uint32_t) (uint16_t) m.y << 16;
+		geo->theta[base + k] = m.theta;
+	}
+	geo->n_cyl += (uint32_t) n;
+	geo->n_tpl++;
+	geo->first[geo->n_tpl] = geo->n_cyl;
+	return 0;
+}
+
+/* Append template k of src to dst; 0 or -1. */
+static inline int
+rp_geom_copy(mcc_gpu_geom *dst, const mcc_gpu_geom *src, uint32_t k)
+{
+	uint32_t	f = src->first[k];
+	uint32_t	n = src->first[k + 1] - f;
+
+	if (rp_geom_reserve(dst, 1, n) != 0)
+		return -1;
+	memcpy(dst->perm + dst->n_cyl, src->perm + f, n);
+	memcpy(dst->xy + dst->n_cyl, src->xy + f, sizeof(uint32_t) * n);
+	memcpy(dst->theta + dst->n_cyl, src->theta + f, sizeof(float) * n);
+	dst->n_cyl += n;
+	dst->n_tpl++;
+	dst->first[dst->n_tpl] = dst->n_cyl;
+	return 0;
+}
+
+/*
+ * Device records of template k of geo: rperm, rxy and ruix for its n
+ * cylinders (directions entered into u); 0 or -1 (memory).
+ */
+static inline int
+rp_geom_records(const mcc_gpu_geom *geo, uint32_t k, rp_utab *u, uint8_t *rperm,
+				uint32_t *rxy, uint32_t *ruix)
+{
+	uint32_t	f = geo->first[k];
+	uint32_t	n = geo->first[k + 1] - f;
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		rperm[i] = geo->perm[f + i];
+		rxy[i] = geo->xy[f + i];
+		if (rp_utab_index(u, geo->theta[f + i], &ruix[i]) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* methods                                                             */
+
+/* Is the method computed by the kernel? */
+static inline int
+rp_method_ok(int method)
+{
+	switch (method)
+	{
+		case MCC_LSS:
+		case MCC_LSS_R:
+		case MCC_LSS_DTR:
+		case MCC_LGS:
+		case MCC_LGS_R:
+		case MCC_LGS_DTR:
+		case MCC_FUSED:
+			return 1;
+		default:
+			return 0;
+	}
+}
+
+static inline void
+rp_relax(rb_relax *r, const mcc_relax_params *rp, int tab)
+{
+	r->w_r = rp->w_r;
+	r->n_rel = rp->n_rel;
+	r->d1 = (int) rp->d1;
+	r->max_nr = rp->max_nr;
+	r->tab = tab;
+}
+
+/* The kernel's plan of a supported method (mcc_match_rescore's dispatch). */
+static inline void
+rp_plan(rb_plan *pl, int method, const mcc_match_params *mp)
+{
+	memset(pl, 0, sizeof(*pl));
+	switch (method)
+	{
+		case MCC_LSS:
+			pl->votes = 1;
+			break;
+		case MCC_LSS_R:
+		case MCC_LSS_DTR:
+		case MCC_LGS_R:
+		case MCC_LGS_DTR:
+			pl->nsets = 1;
+			pl->kind[0] = method == MCC_LSS_R || method == MCC_LSS_DTR ? RB_PAIRS_LSS : RB_PAIRS_LGS;
+			pl->relax[0] = 1;
+			if (method == MCC_LSS_R || method == MCC_LGS_R)
+				rp_relax(&pl->rx[0], &mp->relax, 0);
+			else
+				rp_relax(&pl->rx[0], &mp->dtr, 1);
+			break;
+		case MCC_LGS:
+			pl->nsets = 1;
+			pl->kind[0] = RB_PAIRS_LGS;
+			break;
+		case MCC_FUSED:
+			pl->nsets = 2;
+			pl->kind[0] = RB_PAIRS_LSS;
+			pl->relax[0] = 1;
+			rp_relax(&pl->rx[0], &mp->relax, 0);
+			pl->kind[1] = RB_PAIRS_LGS;
+			pl->relax[1] = 1;
+			rp_relax(&pl->rx[1], &mp->dtr, 1);
+			break;
+		default:
+			break;
+	}
+}
+
+/* n_P of the pair's scores for min(n_A, n_B) = m, as src/core defines them. */
+static inline void
+rp_np(uint8_t np[2], int method, const mcc_match_params *mp, const mcc_profile *p, int m)
+{
+	int			v[2];
+
+	mcc_match_set_np(mp, method, p, m, v);
+	for (int i = 0; i < 2; i++)
+		np[i] = (uint8_t) (v[i] < 0 ? 0 : v[i] > 255 ? 255 : v[i]);
+}
+
+/*
+ * Size classes of pairs by their larger side: up to lim cylinders, a block
+ * holds nmax per side and kcap keys. Below 64 every key and rho fit the
+ * shared buffer (lim^2 <= kcap), and the blocks are small enough for many
+ * per SM (about 16, 21, 46 KB: typical templates of 30 to 45 cylinders
+ * fall in the first two); above, Gamma and rho go to global memory when
+ * they do not fit.
+ */
+#define RP_NCLASS 5
+static const uint32_t rp_class_lim[RP_NCLASS] = {32, 45, 64, 128, 256};
+static const uint32_t rp_class_nmax[RP_NCLASS] = {32, 48, 64, 128, 256};
+static const uint32_t rp_class_kcap[RP_NCLASS] = {1024, 2048, 4096, 8192, 8192};
+
+static inline int
+rp_class(uint32_t na, uint32_t nb)
+{
+	uint32_t	m = na > nb ? na : nb;
+	int			c = 0;
+
+	while (c < RP_NCLASS - 1 && m > rp_class_lim[c])
+		c++;
+	return c;
+}
+
+#endif							/* MCC_REFINE_PACK_H */

@@ -1,0 +1,561 @@
+/*
+ * test_engine_rescore.c: refining searches (mcc_proto.h, SEARCH with
+ * `refine`): the engine rescores each probe's LSS shortlist from its cache's
+ * own copy of the templates and returns every candidate's visibility.
+ *
+ * Against a reference built from each row's template and xids:
+ * - every method but lss (method 0 is a plain search), 1, 2 and 3 threads: the candidates are the LSS order's
+ *   prefix that holds s = n'(searchable) entries certain for count_xmin (or
+ *   all s + k), each refined score equal to mcc_match_pair on the stored
+ *   template bit for bit, each candidate's xids and flags those of its row,
+ *   `more` right;
+ * - count_xmin 0 (nothing certain): all s + k come back;
+ * - refining and plain searches arriving together share one pass and one
+ *   rescoring job, and each gets its own answer;
+ * - after deltas, a settle that purges, and the compaction it triggers, the
+ *   rebuilt templates still refine exactly;
+ * - a bad method, fraction or k is a DATA error that keeps the connection;
+ * - CANCEL during the rescoring: never answered, the job and the cache's
+ *   pin released; a connection closed during it: the same, the engine
+ *   serves on.
+ *
+ * --gpu P (make gpu-check): every pass on the GPU path with P partitions,
+ * so that the shortlists come from the GPU's hits (the rescoring runs on the
+ * CPU threads until the GPU refinement is plugged in).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "engine_inproc.h"
+#include "eng_log.h"
+#include "eng_server.h"
+#include "mcc_match.h"
+
+#define NT 320					/* gallery rows loaded */
+#define NI 24					/* rows a delta inserts */
+#define NP 4					/* probes */
+#define XMIN 6000				/* the snapshot xmin of the searches */
+
+static eng_gpu_mode gpu_mode = ENG_GPU_OFF;
+static int	gpu_parts;
+static tl_tpl *gt;				/* NT + NI templates, by key */
+static tl_tpl probes[NP];
+static const mcc_gallery_id G = {5, 16500, 77};
+
+/* What the reference knows of a row version. */
+typedef struct ref_row
+{
+	int64_t		key;
+	uint64_t	ixid;
+	uint64_t	dxid;
+	bool		ins_settled;
+	bool		del_committed;
+	bool		live;			/* searchable (not purged) */
+} ref_row;
+
+static ref_row rows[NT + NI];
+static int	n_rows;
+
+/* The xids a row is loaded with: settled, unknown inserters, deleted. */
+static void
+initial_rows(void)
+{
+	for (int i = 0; i < NT; i++)
+	{
+		ref_row    *r = &rows[i];
+
+		memset(r, 0, sizeof(*r));
+		r->key = i;
+		r->live = true;
+		switch (i % 4)
+		{
+			case 0:
+			case 3:
+				r->ixid = 0;	/* committed before every snapshot */
+				break;
+			case 1:
+				r->ixid = i % 8 == 1 ? 5000 : 5001;
+				break;
+			case 2:
+				r->ixid = 0;
+				r->dxid = 7000;
+				break;
+		}
+		r->ins_settled = r->ixid == 0;
+	}
+	n_rows = NT;
+}
+
+static bool
+certain(const ref_row *r, uint64_t xmin)
+{
+	return r->ins_settled && r->ixid < xmin && r->dxid == 0;
+}
+
+/* ---- frames and replies --------------------------------------------------- */
+
+static void
+load_gallery(eng_server *s, eng_conn *c)
+{
+	eng_buf		b;
+	int64_t		keys[NT];
+	uint64_t	ix[NT];
+	uint64_t	dx[NT];
+
+	for (int i = 0; i < NT; i++)
+	{
+		keys[i] = rows[i].key;
+		ix[i] = rows[i].ixid;
+		dx[i] = rows[i].dxid;
+	}
+	eng_buf_init(&b);
+	tl_load_begin(&b, 1, &G, 1, NT);
+	tl_load_rows(&b, 1, NT, keys, ix, dx, gt);
+	tl_load_end(&b, 1);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	eng_buf_free(&b);
+}
+
+/* One candidate of a refining search. */
+typedef struct rhit
+{
+	float		score;
+	int64_t		key;
+	uint64_t	hash;
+	float		refined;
+	uint64_t	ixid;
+	uint64_t	dxid;
+	uint32_t	flags;
+} rhit;
+
+typedef struct rprobe
+{
+	uint32_t	more;
+	uint32_t	n;
+	rhit	   *h;
+} rprobe;
+
+/* Parse a refining RESULT (np probes); false if malformed. */
+static bool
+parse_rresult(const tl_frame *f, int np, uint64_t *searchable, rprobe *out)
+{
+	eng_rd		rd;
+	uint32_t	ng;
+
+	if (f->h.type != MCC_MSG_RESULT)
+		return false;
+	eng_rd_init(&rd, f->p, f->h.length);
+	(void) eng_rd_u64(&rd);
+	(void) eng_rd_u32(&rd);
+	*searchable = eng_rd_u64(&rd);
+	(void) eng_rd_u32(&rd);
+	(void) eng_rd_u64(&rd);
+	ng = eng_rd_u32(&rd);
+	for (uint32_t i = 0; i < ng && !rd.bad; i++)
+	{
+		(void) eng_rd_u64(&rd);
+		(void) eng_rd_u64(&rd);
+		(void) eng_rd_u64(&rd);
+	}
+	if (eng_rd_u32(&rd) != (uint32_t) np)
+		return false;
+	for (int i = 0; i < np && !rd.bad; i++)
+	{
+		out[i].more = eng_rd_u32(&rd);
+		out[i].n = eng_rd_u32(&rd);
+		if (rd.bad || out[i].n > NT + NI)
+			return false;
+		out[i].h = calloc(out[i].n + 1, sizeof(rhit));
+		for (uint32_t j = 0; j < out[i].n; j++)
+		{
+			rhit	   *h = &out[i].h[j];
+
+			h->score = eng_rd_f32(&rd);
+			h->key = eng_rd_i64(&rd);
+			h->hash = eng_rd_u64(&rd);
+			h->refined = eng_rd_f32(&rd);
+			h->ixid = eng_rd_u64(&rd);
+			h->dxid = eng_rd_u64(&rd);
+			h->flags = eng_rd_u32(&rd);
+		}
+	}
+	return eng_rd_done(&rd);
+}
+
+static void
+free_rprobes(rprobe *p, int np)
+{
+	for (int i = 0; i < np; i++)
+		free(p[i].h);
+}
+
+/* ---- the reference -------------------------------------------------------- */
+
+static const ref_row *
+row_of(int64_t key)
+{
+	for (int i = 0; i < n_rows; i++)
+		if (rows[i].key == key && rows[i].live)
+			return &rows[i];
+	return NULL;
+}
+
+/*
+ * Does RESULT rid hold, for probes p[0 .. np), exactly the candidates the
+ * definition gives: LSS order, the certain cut, scores of mcc_match_pair,
+ * the rows' xids and flags?
+ */
+static bool
+refined_ok(eng_conn *c, uint64_t rid, const tl_tpl *p, int np, const tl_refine_spec *rf,
+		   uint32_t extra, uint64_t xmin)
+{
+	static mcc_match_work *w;
+	tl_entry	ref[NT + NI];
+	tl_probe_result *want = malloc(sizeof(tl_probe_result));
+	rprobe		got[NP];
+	tl_frame	f;
+	uint8_t    *cp;
+	uint64_t	searchable = 0;
+	uint64_t	live = 0;
+	int64_t		s;
+	uint64_t	keep;
+	bool		ok;
+
+	if (w == NULL)
+	{
+		w = malloc(mcc_match_work_size());
+		mcc_match_work_init(w);
+	}
+	memset(got, 0, sizeof(got));
+	for (int i = 0; i < n_rows; i++)
+	{
+		ref[i].key = rows[i].key;
+		ref[i].t = &gt[rows[i].key < NT ? rows[i].key : NT + rows[i].key - 1000];
+		ref[i].live = rows[i].live;
+		live += rows[i].live;
+	}
+	s = mcc_refine_count((int64_t) live, rf->fraction, rf->refine_min, rf->final_k);
+	keep = (uint64_t) s + extra < live ? (uint64_t) s + extra : live;
+	ok = ip_reply(c, rid, &f, &cp) == 1 && parse_rresult(&f, np, &searchable, got) &&
+		searchable == live;
+	for (int i = 0; ok && i < np; i++)
+	{
+		mcc_template_view pv = tl_view(&p[i]);
+		uint32_t	n = 0;
+		int64_t		n_certain = 0;
+
+		tl_reference(&p[i], ref, n_rows, (uint32_t) keep, 0.0f, want);
+		/* the cut: the shortest prefix with s certain entries, else all */
+		while (n < want->n && n_certain < s)
+			n_certain += certain(row_of(want->key[n++]), xmin);
+		ok = got[i].n == n && got[i].more == (live > n);
+		for (uint32_t j = 0; ok && j < n; j++)
+		{
+			const rhit *h = &got[i].h[j];
+			const ref_row *r = row_of(want->key[j]);
+			mcc_template_view cv = tl_view(&gt[h->key < NT ? h->key : NT + h->key - 1000]);
+			uint32_t	flags = (r->ins_settled ? MCC_COUNT_F_INS_COMMITTED : 0) |
+				(r->dxid != 0 && r->del_committed ? MCC_COUNT_F_DEL_COMMITTED : 0) |
+				(xmin != 0 && certain(r, xmin) ? MCC_CAND_F_CERTAIN : 0);
+			float		score;
+			mcc_error	err;
+
+			ok = h->score == want->score[j] && h->key == want->key[j] &&
+				h->hash == want->hash[j] &&
+				mcc_match_pair(w, &pv, &cv, (mcc_method) rf->method, NULL, &score, &err) == MCC_OK &&
+				memcmp(&score, &h->refined, sizeof(float)) == 0 &&
+				h->ixid == r->ixid && h->dxid == r->dxid && h->flags == flags;
+			if (!ok)
+				printf("# probe %d hit %u: key %lld (want %lld), refined %.9g (want %.9g), flags %u (want %u)\n",
+					   i, j, (long long) h->key, (long long) want->key[j], h->refined, score,
+					   h->flags, flags);
+		}
+		if (!ok && got[i].n != n)
+			printf("# probe %d: %u candidates (more %u), want %u of %u\n", i, got[i].n,
+				   got[i].more, n, want->n);
+	}
+	free_rprobes(got, np);
+	free(cp);
+	free(want);
+	return ok;
+}
+
+/* ---- the tests ------------------------------------------------------------ */
+
+static eng_server *
+server_new(int threads, eng_conn **c)
+{
+	eng_server *s = calloc(1, sizeof(*s));
+	eng_config	cfg = {.threads = threads, .delta_timeout_ms = 1000, .max_batch = 64,
+	.gpu = gpu_mode, .gpu_partitions = gpu_parts};
+
+	eng_server_init(s, &cfg);
+	*c = eng_conn_add(s, -1);
+	initial_rows();
+	load_gallery(s, *c);
+	return s;
+}
+
+static void
+server_free(eng_server *s)
+{
+	eng_server_destroy(s);
+	free(s);
+}
+
+/* Every method on `threads` threads. */
+static void
+test_methods(int threads)
+{
+	eng_conn   *c;
+	eng_server *s = server_new(threads, &c);
+	eng_buf		b;
+	bool		all = true;
+
+	eng_buf_init(&b);
+	/* method 0 (lss) is a plain search: refining with LSS changes no score */
+	for (int m = 1; m < MCC_NMETHODS; m++)
+	{
+		tl_refine_spec rf = {(uint32_t) m, 5, 0.2, 10};
+
+		tl_search_full(&b, 100 + m, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &rf, NP, probes);
+	}
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	for (int m = 1; m < MCC_NMETHODS; m++)
+	{
+		tl_refine_spec rf = {(uint32_t) m, 5, 0.2, 10};
+		bool		ok = refined_ok(c, 100 + m, probes, NP, &rf, 8, XMIN);
+
+		all = all && ok;
+		if (!ok || threads == 2)
+			UNIT_CHECK(ok, "%d thread(s): a refining search with %s: the certain cut of the LSS order, "
+					   "mcc_match_pair's scores, each row's xids", threads, mcc_method_name(m));
+	}
+	if (threads != 2)
+		UNIT_CHECK(all, "%d thread(s): every method's refining search equals the reference", threads);
+	ip_clear_out(c);
+	eng_buf_free(&b);
+	server_free(s);
+}
+
+/* Cuts, batching with plain searches, DATA errors. */
+static void
+test_cut_and_batch(void)
+{
+	eng_conn   *c;
+	eng_server *s = server_new(2, &c);
+	eng_gallery *g = eng_gallery_get(s, &G, false);
+	eng_buf		b;
+	tl_refine_spec fused = {MCC_FUSED, 10, 0.05, 20};
+	tl_refine_spec all_rows = {MCC_LSS_DTR, 3, 1.0, 0};
+	tl_refine_spec bad_m = {MCC_NMETHODS, 5, 0.1, 1};
+	tl_refine_spec bad_f = {MCC_FUSED, 5, 1.5, 1};
+	tl_refine_spec bad_k = {MCC_FUSED, 0, 0.1, 1};
+	tl_entry	ref[NT];
+	uint64_t	passes;
+
+	for (int i = 0; i < NT; i++)
+		ref[i] = (tl_entry) {rows[i].key, &gt[i], true};
+	eng_buf_init(&b);
+	/* nothing certain at xmin 0: all s + k come back */
+	tl_search_full(&b, 200, &G, 1, 30, 0.0f, 0, UINT64_MAX, &fused, 2, probes);
+	/* xmin below the unknown inserters: fewer certain entries */
+	tl_search_full(&b, 201, &G, 1, 30, 0.0f, 4000, UINT64_MAX, &fused, 2, probes + 2);
+	/* fraction 1: every row is the shortlist */
+	tl_search_full(&b, 202, &G, 1, 0, 0.0f, XMIN, UINT64_MAX, &all_rows, 1, probes + 1);
+	/* two plain searches in the same pass */
+	tl_search(&b, 203, &G, 1, 10, 0.0f, 2, probes);
+	tl_search(&b, 204, &G, 1, 7, 0.05f, 1, probes + 3);
+	passes = g->passes;
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(g->passes == passes + 1, "three refining and two plain searches arriving together: one pass");
+	UNIT_CHECK(refined_ok(c, 200, probes, 2, &fused, 30, 0),
+			   "count_xmin 0: no entry certain, all s + k candidates refined");
+	UNIT_CHECK(refined_ok(c, 201, probes + 2, 2, &fused, 30, 4000),
+			   "count_xmin 4000: the cut waits for s entries certain at 4000");
+	UNIT_CHECK(refined_ok(c, 202, probes + 1, 1, &all_rows, 0, XMIN),
+			   "fraction 1: every searchable entry refined");
+	UNIT_CHECK(ip_result_ok(c, 203, 2, probes, 10, 0.0f, NULL, ref, NT) &&
+			   ip_result_ok(c, 204, 1, probes + 3, 7, 0.05f, NULL, ref, NT),
+			   "the plain searches of that pass get their plain answers");
+	ip_clear_out(c);
+
+	tl_search_full(&b, 210, &G, 1, 5, 0.0f, XMIN, UINT64_MAX, &bad_m, 1, probes);
+	tl_search_full(&b, 211, &G, 1, 5, 0.0f, XMIN, UINT64_MAX, &bad_f, 1, probes);
+	tl_search_full(&b, 212, &G, 1, 5, 0.0f, XMIN, UINT64_MAX, &bad_k, 1, probes);
+	tl_search_full(&b, 213, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &fused, 1, probes);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(ip_error_of(c, 210) == MCC_PERR_DATA && ip_error_of(c, 211) == MCC_PERR_DATA &&
+			   ip_error_of(c, 212) == MCC_PERR_DATA,
+			   "an unknown method, a fraction above 1, a final k of 0: DATA errors");
+	UNIT_CHECK(!c->closing && refined_ok(c, 213, probes, 1, &fused, 8, XMIN),
+			   "... and the connection still refines");
+	ip_clear_out(c);
+	eng_buf_free(&b);
+	server_free(s);
+}
+
+/* Deltas, a settle that purges, the compaction: refined from the new cache. */
+static void
+test_after_changes(void)
+{
+	eng_conn   *c;
+	eng_server *s = server_new(2, &c);
+	eng_gallery *g = eng_gallery_get(s, &G, false);
+	eng_buf		b;
+	int64_t		ikeys[NI];
+	int64_t		dkeys[3] = {4, 8, 12};
+	uint64_t	dhash[3];
+	uint64_t	xids[3] = {5001, 7000, 8000};
+	uint32_t	states[3] = {MCC_XID_ABORTED, MCC_XID_COMMITTED, MCC_XID_COMMITTED};
+	tl_refine_spec rf = {MCC_FUSED, 6, 0.1, 12};
+	eng_cache  *before = g->cache;
+
+	for (int i = 0; i < NI; i++)
+	{
+		ikeys[i] = 1000 + i;
+		rows[n_rows++] = (ref_row) {1000 + i, 8000, 0, false, false, true};
+	}
+	for (int i = 0; i < 3; i++)
+	{
+		dhash[i] = mcc_template_hash(gt[dkeys[i]].b, gt[dkeys[i]].n);
+		rows[dkeys[i]].dxid = 8000;
+	}
+	eng_buf_init(&b);
+	tl_delta(&b, &G, 2, 8000, NI, ikeys, gt + NT, 3, dkeys, dhash, false);
+	tl_search_full(&b, 300, &G, 2, 8, 0.0f, 9000, UINT64_MAX, &rf, NP, probes);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(refined_ok(c, 300, probes, NP, &rf, 8, 9000),
+			   "after a delta: the new rows (unsettled) and the deleted ones refine with their xids");
+	ip_clear_out(c);
+
+	/* 5001 aborted: its inserts purged; 7000 committed below the horizon: purged */
+	tl_settle(&b, 301, &G, 7500, 3, xids, states);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	for (int i = 0; i < n_rows; i++)
+	{
+		ref_row    *r = &rows[i];
+
+		if (r->ixid == 5001 || r->dxid == 7000)
+			r->live = false;
+		if (r->ixid == 8000)
+			r->ins_settled = true;
+		if (r->dxid == 8000)
+			r->del_committed = true;
+	}
+	UNIT_CHECK(g->cache != before && g->cache->n_purged == 0,
+			   "the settle purged a third of the cache and a compaction replaced it");
+	tl_search_full(&b, 302, &G, 2, 8, 0.0f, 9000, UINT64_MAX, &rf, NP, probes);
+	tl_search_full(&b, 303, &G, 2, 8, 0.0f, 7900, UINT64_MAX, &rf, NP, probes);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(refined_ok(c, 302, probes, NP, &rf, 8, 9000) &&
+			   refined_ok(c, 303, probes, NP, &rf, 8, 7900),
+			   "the compacted cache refines exactly (xmin 9000 and 7900), settled flags reported");
+	ip_clear_out(c);
+	eng_buf_free(&b);
+	server_free(s);
+}
+
+/* Pump until gallery g's pass has handed its shortlists to a rescoring job. */
+static bool
+pump_to_rescoring(eng_server *s, eng_gallery *g)
+{
+	eng_server_step(s);
+	while (g->rescoring == NULL && s->jobs > 0)
+		eng_server_pump(s, 1000);
+	return g->rescoring != NULL;
+}
+
+/* CANCEL and a closed connection while the rescoring job runs. */
+static void
+test_cancel(void)
+{
+	eng_conn   *c;
+	eng_server *s = server_new(1, &c);
+	eng_gallery *g = eng_gallery_get(s, &G, false);
+	eng_conn   *x;
+	eng_buf		b;
+	tl_refine_spec slow = {MCC_LSA_DTR, 5, 1.0, 0};
+	tl_refine_spec rf = {MCC_LSS_DTR, 5, 0.1, 10};
+	bool		caught;
+
+	eng_buf_init(&b);
+	tl_search_full(&b, 400, &G, 1, 0, 0.0f, XMIN, UINT64_MAX, &slow, NP, probes);
+	ip_feed(s, c, &b);
+	caught = pump_to_rescoring(s, g);
+	UNIT_CHECK(caught && g->cache->pins == 1,
+			   "a refining search's pass ends, its rescoring runs with the cache pinned");
+	tl_cancel(&b, 400);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(ip_reply(c, 400, NULL, NULL) == 0 && g->rescoring == NULL && g->running == NULL &&
+			   s->jobs == 0 && g->cache->pins == 0,
+			   "cancelled during its rescoring: never answered, the job gone, the cache unpinned");
+
+	x = eng_conn_add(s, -1);
+	tl_search_full(&b, 410, &G, 1, 0, 0.0f, XMIN, UINT64_MAX, &slow, NP, probes);
+	ip_feed(s, x, &b);
+	caught = pump_to_rescoring(s, g);
+	eng_conn_close(s, x);
+	ip_pump_all(s);
+	tl_search_full(&b, 411, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &rf, 2, probes);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	UNIT_CHECK(caught && g->rescoring == NULL && s->jobs == 0 && g->cache->pins == 0 &&
+			   refined_ok(c, 411, probes, 2, &rf, 8, XMIN),
+			   "a connection closed during a rescoring: dropped, the engine refines on");
+	ip_clear_out(c);
+	eng_buf_free(&b);
+	server_free(s);
+}
+
+int
+main(int argc, char **argv)
+{
+	tl_tpl	   *other;
+
+	eng_log_set_level(ENG_LOG_ERROR);
+	mcc_lss_init();
+	if (argc == 3 && strcmp(argv[1], "--gpu") == 0)
+	{
+		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1);
+
+		if (probe == NULL)
+		{
+			UNIT_SKIP("no usable GPU%s: refining searches on the GPU path are skipped",
+					  eng_gpu_built() ? "" : " (built without GPU support)");
+			return unit_done();
+		}
+		eng_gpu_stop(probe);
+		gpu_mode = ENG_GPU_ON;
+		gpu_parts = atoi(argv[2]);
+		printf("# every pass on the GPU path, %d partition(s)\n", gpu_parts);
+	}
+	gt = tl_templates(51, NT + NI, 30);
+	other = tl_templates(52, 2, 0);
+	/* two probes that are gallery templates, two that are not */
+	probes[0] = gt[9];
+	probes[1] = gt[NT + 3];
+	probes[2] = other[0];
+	probes[3] = other[1];
+
+	test_methods(1);
+	test_methods(2);
+	test_methods(3);
+	test_cut_and_batch();
+	test_after_changes();
+	test_cancel();
+
+	tl_templates_free(gt, NT + NI);
+	tl_templates_free(other, 2);
+	return unit_done();
+}

@@ -1,0 +1,533 @@
+/*
+ * test_refine_gpu_emu.c: the GPU refinement kernel's code, run on the CPU.
+ *
+ * kernels/mcc_refine_body.h holds everything a block of the kernel
+ * computes for a pair, phase by phase; kernels/mcc_refine_pack.h what the
+ * host prepares (sides in minutia order, gallery geometry records, the
+ * unit-vector table, the plan of a method). Here the body is compiled as C
+ * and "launched" by looping over the block's threads in every phase (a
+ * phase ends where the kernel has a barrier), for candidates given as
+ * templates and for candidates read from an emulated device gallery whose
+ * cylinders sit in scrambled slots (as the tiles of kernels/ put them), with
+ * several block sizes and key-buffer capacities (the small ones force the
+ * paths of big templates: Gamma and rho in global memory, ranking in
+ * rounds). Every score must equal mcc_match_candidate()'s, bit for bit, for
+ * every method the GPU runs. The CUDA side adds only launches and copies;
+ * make gpu-check runs the real kernel where there is a GPU
+ * (test/gpu/gpu_check_refine.c, on the same kinds of data).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RB_DRIVER static
+#define RB_PHASE(...) do { for (int tid = 0; tid < nt; tid++) { __VA_ARGS__; } } while (0)
+#include "../../kernels/mcc_refine_pack.h"
+
+#include "mcc_soa.h"
+#include "refine_testdata.h"
+#include "unit.h"
+
+static const int methods[] = {MCC_FUSED, MCC_LSS_DTR, MCC_LSS_R, MCC_LGS, MCC_LGS_R, MCC_LGS_DTR, MCC_LSS};
+#define NMETH ((int) (sizeof(methods) / sizeof(methods[0])))
+
+/* Every template of a set as a kernel side, and as an emulated device gallery. */
+typedef struct emu
+{
+	rb_cyl	   *cyl;
+	rb_side    *sides;
+	/* the gallery: slots scrambled, records as kernels/mcc_gpu_refine_data.cu writes them */
+	mcc_soa		soa;
+	mcc_gpu_geom geo;
+	rp_utab		u;
+	uint32_t   *lo;
+	uint32_t   *hi;
+	uint32_t   *meta;
+	uint32_t   *tcoff;
+	uint16_t   *tncyl;
+	uint32_t   *sslot;
+	uint8_t    *rperm;
+	uint32_t   *rxy;
+	uint32_t   *ruix;
+} emu;
+
+static int
+emu_build(emu *e, const rt_set *s, uint64_t seed)
+{
+	mcc_error	err;
+	uint32_t	off = 0;
+	uint32_t	n;
+	uint32_t   *slot;
+	tg_rng		r = {seed};
+
+	memset(e, 0, sizeof(*e));
+	e->cyl = calloc((size_t) s->n * MCC_MAX_CYL + 1, sizeof(rb_cyl));
+	e->sides = calloc((size_t) s->n + 1, sizeof(rb_side));
+	if (mcc_soa_init(&e->soa, mcc_profile_by_id(MCC_PROFILE_GPU2015), 64, 1024, &err) != MCC_OK ||
+		rp_geom_init(&e->geo, 64, 1024) != 0)
+		return -1;
+	for (int t = 0; t < s->n; t++)
+	{
+		int			k = rp_side(&s->v[t], e->cyl + off);
+
+		if (k < 0 || mcc_soa_append(&e->soa, &s->v[t], t, &err) != MCC_OK ||
+			rp_geom_append(&e->geo, &s->v[t]) != 0)
+			return -1;
+		e->sides[t].off = off;
+		e->sides[t].n = (uint32_t) k;
+		off += (uint32_t) k;
+	}
+	n = e->soa.n_cyl;
+	/* scrambled slots: soa cylinder j lives at slot[j] */
+	slot = malloc(sizeof(uint32_t) * (n + 1));
+	for (uint32_t j = 0; j < n; j++)
+		slot[j] = j;
+	for (uint32_t j = n; j > 1; j--)
+	{
+		uint32_t	i = (uint32_t) tg_int(&r, 0, (int) j - 1);
+		uint32_t	t = slot[j - 1];
+
+		slot[j - 1] = slot[i];
+		slot[i] = t;
+	}
+	e->lo = calloc(4 * (size_t) n + 4, 4);
+	e->hi = calloc(4 * (size_t) n + 4, 4);
+	e->meta = calloc((size_t) n + 1, 4);
+	e->tcoff = calloc((size_t) s->n + 1, 4);
+	e->tncyl = calloc((size_t) s->n + 1, 2);
+	e->sslot = calloc((size_t) n + 1, 4);
+	e->rperm = calloc((size_t) n + 1, 1);
+	e->rxy = calloc((size_t) n + 1, 4);
+	e->ruix = calloc((size_t) n + 1, 4);
+	for (uint32_t j = 0; j < n; j++)
+	{
+		uint32_t	d = slot[j];
+
+		for (int w = 0; w < 4; w++)
+		{
+			uint64_t	x = e->soa.bits[(size_t) w * e->soa.cap_cyl + j];
+			uint32_t   *dst = w < 2 ? e->lo : e->hi;
+
+			dst[4 * (size_t) d + 2 * (w & 1)] = (uint32_t) x;
+			dst[4 * (size_t) d + 2 * (w & 1) + 1] = (uint32_t) (x >> 32);
+		}
+		e->meta[d] = e->soa.angle[j] | 7u << 8 | (uint32_t) e->soa.pc[j] << 16 | 1u << 31;
+	}
+	for (int t = 0; t < s->n; t++)
+	{
+		uint32_t	f = e->soa.first[t];
+
+		e->tcoff[t] = f;
+		e->tncyl[t] = e->soa.ncyl[t];
+		for (uint32_t i = 0; i < e->soa.ncyl[t]; i++)
+			e->sslot[f + i] = slot[f + i];
+		if (e->geo.first[t] != f ||
+			rp_geom_records(&e->geo, (uint32_t) t, &e->u, e->rperm + f, e->rxy + f, e->ruix + f) != 0)
+			return -1;
+	}
+	free(slot);
+	return 0;
+}
+
+static void
+emu_free(emu *e)
+{
+	free(e->cyl);
+	free(e->sides);
+	mcc_soa_free(&e->soa);
+	free(e->geo.first);
+	free(e->geo.perm);
+	free(e->geo.xy);
+	free(e->geo.theta);
+	rp_utab_free(&e->u);
+	free(e->lo);
+	free(e->hi);
+	free(e->meta);
+	free(e->tcoff);
+	free(e->tncyl);
+	free(e->sslot);
+	free(e->rperm);
+	free(e->rxy);
+	free(e->ruix);
+}
+
+/* A launch configuration: threads per block and key capacity (0 = the class's). */
+typedef struct cfg
+{
+	int			nt;
+	uint32_t	kcap;
+	int			max_side;		/* pairs with a larger side are skipped */
+} cfg;
+
+/* The pairs behind a relaxed score (mcc_match_last_pairs): minutia indices and final lambdas. */
+typedef struct lastp
+{
+	int			n;
+	int			r[MCC_MAX_CYL];
+	int			c[MCC_MAX_CYL];
+	double		v[MCC_MAX_CYL];
+} lastp;
+
+/* Minutia index of each cylinder rank of a template (the order of its side). */
+static void
+minutia_of_rank(const mcc_template_view *t, int *mi)
+{
+	int			order[MCC_MAX_CYL];
+	int			n = rp_order(t, order);
+
+	for (int k = 0; k < n; k++)
+		mi[k] = mcc_template_cyl_minutia(t, order[k]);
+}
+
+/*
+ * One pair as a block of the kernel would score it: the class, the
+ * shared memory and scratch the host would give it, then rb_pair. With
+ * last, the last relaxed set's selected pairs as mcc_match_last_pairs
+ * reports them (the block's shared memory read after the pair).
+ */
+static float
+emu_pair(const emu *e, const rt_set *s, const rb_plan *plan, const mcc_match_params *mp, int method,
+		 const cfg *c, int a, int b, int from_gallery, int nlast, lastp *last)
+{
+	rb_args		args;
+	rb_ws		ws;
+	rb_pair_desc d;
+	uint32_t	na = e->sides[a].n;
+	uint32_t	nb = e->sides[b].n;
+	int			cls = rp_class(na, nb);
+	uint32_t	nmax = rp_class_nmax[cls];
+	uint32_t	kcap = c->kcap ? c->kcap : rp_class_kcap[cls];
+	uint32_t	m = na < nb ? na : nb;
+	unsigned char *smem;
+	float		out = -2.0f;
+	int			nt = c->nt;
+
+	memset(&args, 0, sizeof(args));
+	memset(&d, 0, sizeof(d));
+	d.a = (uint32_t) a;
+	d.b = (uint32_t) b;
+	d.bside = (uint8_t) !from_gallery;
+	rp_np(d.np, method, mp, mcc_profile_by_id(MCC_PROFILE_GPU2015), (int) m);
+	args.pairs = &d;
+	args.npairs = 1;
+	args.cyl = e->cyl;
+	args.sides = e->sides;
+	args.gal.lo = e->lo;
+	args.gal.hi = e->hi;
+	args.gal.meta = e->meta;
+	args.gal.tcoff = e->tcoff;
+	args.gal.tncyl = e->tncyl;
+	args.gal.sslot = e->sslot;
+	args.gal.rperm = e->rperm;
+	args.gal.rxy = e->rxy;
+	args.gal.ruix = e->ruix;
+	args.gal.utab = e->u.v;
+	args.tabs = &mp->tab[0][0];
+	args.sqrt_tab = NULL;
+	args.plan = *plan;
+	args.delta = mcc_profile_by_id(MCC_PROFILE_GPU2015)->delta_theta;
+	args.nmax = nmax;
+	args.kcap = kcap;
+	args.out = &out;
+	{
+		static uint32_t sq[RB_LUT];
+
+		for (int i = 0; i < RB_LUT; i++)
+			sq[i] = i <= 256 ? mcc_lss_sqrt_fx(i) : 0;
+		args.sqrt_tab = sq;
+	}
+	if ((uint64_t) na * nb > kcap)
+	{
+		args.gstride = (uint64_t) na * nb;
+		args.gscr = malloc(sizeof(float) * args.gstride);
+	}
+	if ((uint64_t) m * m > kcap)
+	{
+		args.rstride = (uint64_t) m * m;
+		args.rscr = malloc(sizeof(double) * args.rstride);
+	}
+	smem = malloc(rb_ws_carve(&ws, NULL, nmax, kcap));
+	/* poison: the kernel must not read what it did not write */
+	memset(smem, 0xA5, rb_ws_carve(&ws, NULL, nmax, kcap));
+	rb_ws_carve(&ws, smem, nmax, kcap);
+	RB_PHASE(rb_ph_init(&ws, &args, tid, nt));
+	rb_pair(&ws, &args, 0, 0, nt);
+	if (last && plan->nsets > 0 && plan->relax[plan->nsets - 1])
+	{
+		int			set = plan->nsets - 1;
+		int			mia[MCC_MAX_CYL];
+		int			mib[MCC_MAX_CYL];
+		const double *lam = nlast >= 2 && plan->rx[set].n_rel % 2 ? ws.nxt : ws.lam;
+
+		minutia_of_rank(&s->v[a], mia);
+		minutia_of_rank(&s->v[b], mib);
+		last->n = nlast;
+		for (int i = 0; i < nlast; i++)
+		{
+			int			t = ws.sel[i];
+
+			last->r[i] = t < MCC_MAX_CYL ? mia[ws.pr[set][t]] : -1;
+			last->c[i] = t < MCC_MAX_CYL ? mib[ws.pcc[set][t]] : -1;
+			last->v[i] = t < MCC_MAX_CYL ? lam[t] : -1.0;
+		}
+	}
+	free(smem);
+	free(args.gscr);
+	free(args.rscr);
+	return out;
+}
+
+static const char *
+kcap_name(uint32_t kcap)
+{
+	static char buf[32];
+
+	if (kcap == 0)
+		return "per class";
+	snprintf(buf, sizeof(buf), "%u", kcap);
+	return buf;
+}
+
+/*
+ * Every pair of s with every method and configuration, as templates and
+ * from the gallery, against mcc_match_candidate.
+ */
+static void
+check_set(const char *what, const rt_set *s, const emu *e, const cfg *cfgs, int ncfg)
+{
+	mcc_match_work *w = malloc(mcc_match_work_size());
+	const mcc_match_params *mp = mcc_match_params_std();
+	long		bad[8][NMETH];
+	long		badl[8][NMETH];
+	long		done[8];
+	mcc_error	err;
+	static lastp cl[NMETH];
+	static lastp gl;
+
+	memset(bad, 0, sizeof(bad));
+	memset(badl, 0, sizeof(badl));
+	memset(done, 0, sizeof(done));
+	mcc_match_work_init(w);
+	for (int i = 0; i < s->npairs; i++)
+	{
+		int			a = s->pa[i];
+		int			b = s->pb[i];
+		int			big = s->v[a].n_cyl > s->v[b].n_cyl ? s->v[a].n_cyl : s->v[b].n_cyl;
+		float		ref[NMETH];
+
+		mcc_match_set_probe(w, &s->v[a]);
+		for (int mi = 0; mi < NMETH; mi++)
+		{
+			if (mcc_match_candidate(w, &s->v[b], methods[mi], NULL, &ref[mi], &err) != MCC_OK)
+				ref[mi] = -3.0f;
+			cl[mi].n = mcc_match_last_pairs(w, cl[mi].r, cl[mi].c, cl[mi].v, MCC_MAX_CYL);
+		}
+		for (int ci = 0; ci < ncfg; ci++)
+		{
+			if (big > cfgs[ci].max_side)
+				continue;
+			done[ci]++;
+			for (int mi = 0; mi < NMETH; mi++)
+			{
+				rb_plan		plan;
+				float		g;
+
+				if (s->v[a].n_cyl == 0 || s->v[b].n_cyl == 0)
+					continue;	/* scored 0 on the host: no launch */
+				rp_plan(&plan, methods[mi], mp);
+				for (int from = 0; from < 2; from++)
+				{
+					g = emu_pair(e, s, &plan, mp, methods[mi], &cfgs[ci], a, b, from, cl[mi].n, &gl);
+					if (plan.nsets > 0 && plan.relax[plan.nsets - 1] &&
+						(memcmp(gl.r, cl[mi].r, sizeof(int) * cl[mi].n) != 0 ||
+						 memcmp(gl.c, cl[mi].c, sizeof(int) * cl[mi].n) != 0 ||
+						 memcmp(gl.v, cl[mi].v, sizeof(double) * cl[mi].n) != 0))
+					{
+						if (badl[ci][mi] < 3)
+							printf("#   %s, %d threads, kcap %u, %s: pair %d: the selected pairs or their final lambdas differ\n",
+								   what, cfgs[ci].nt, cfgs[ci].kcap, mcc_method_name(methods[mi]), i);
+						badl[ci][mi]++;
+					}
+					if (memcmp(&g, &ref[mi], 4) != 0)
+					{
+						if (bad[ci][mi] < 3)
+							printf("#   %s, %d threads, kcap %u, %s, %s: pair %d (%d x %d cylinders): %.9g, CPU %.9g\n",
+								   what, cfgs[ci].nt, cfgs[ci].kcap, mcc_method_name(methods[mi]),
+								   from ? "gallery" : "template", i, s->v[a].n_cyl, s->v[b].n_cyl,
+								   g, ref[mi]);
+						bad[ci][mi]++;
+					}
+				}
+			}
+		}
+	}
+	for (int ci = 0; ci < ncfg; ci++)
+		for (int mi = 0; mi < NMETH; mi++)
+			UNIT_CHECK(bad[ci][mi] == 0 && badl[ci][mi] == 0,
+					   "%s, %d threads, key buffer %s: %s equals mcc_match_candidate on %ld pairs "
+					   "(templates and gallery; score, and the final lambdas of the selected pairs)",
+					   what, cfgs[ci].nt, kcap_name(cfgs[ci].kcap), mcc_method_name(methods[mi]), done[ci]);
+	free(w);
+}
+
+/* The bitonic steps sort random keys of every size in descending order. */
+static void
+test_sort(void)
+{
+	tg_rng		r = {5};
+	int			ok = 1;
+	uint32_t	kcap = 1024;
+	rb_ws		ws = {0};
+	unsigned char *smem = malloc(rb_ws_carve(&ws, NULL, 8, kcap));
+
+	rb_ws_carve(&ws, smem, 8, kcap);
+	for (uint32_t m = 1; m <= kcap && ok; m += 1 + m / 3)
+		for (int nt = 1; nt <= 64; nt *= 4)
+		{
+			uint32_t	p = rb_pow2(m);
+
+			for (uint32_t i = 0; i < m; i++)
+				ws.keys[i] = (tg_next(&r) >> 17) | 1;
+			if (m > 3)
+				ws.keys[m - 1] = ws.keys[0];	/* a duplicate */
+			RB_PHASE(rb_ph_pad(&ws, m, p, tid, nt));
+			for (uint32_t k = 2; k <= p; k <<= 1)
+				for (uint32_t jj = k >> 1; jj > 0; jj >>= 1)
+					RB_PHASE(rb_ph_bitonic(&ws, p, k, jj, tid, nt));
+			for (uint32_t i = 1; i < p; i++)
+				ok &= ws.keys[i - 1] >= ws.keys[i];
+			ok &= ws.keys[m - 1] != 0 && (p == m || ws.keys[m] == 0);
+		}
+	UNIT_CHECK(ok, "bitonic steps sort 1 .. 1024 keys in descending order, any block size");
+	free(smem);
+}
+
+/* Keys order as entry_key does and give back Gamma, r and c. */
+static void
+test_keys(void)
+{
+	int			ok = 1;
+	float		g[] = {1.0f, 0.5f, 0.25f, 1e-30f, 0.999999f};
+
+	for (int i = 0; i < 5; i++)
+		for (uint32_t r = 0; r < 256; r += 51)
+			for (uint32_t c = 0; c < 256; c += 17)
+			{
+				uint64_t	k = mcc_entry_key(g[i], (int) r, (int) c);
+
+				ok &= mcc_key_gamma(k) == g[i] && rb_key_r(k) == r && rb_key_c(k) == c;
+				ok &= k > mcc_entry_key(g[i], (int) r, (int) c + 1) || c == 255;
+				ok &= k > mcc_entry_key(g[i], (int) r + 1, (int) c) || r == 255;
+				ok &= i == 0 || k < mcc_entry_key(1.0f, 255, 255);
+			}
+	UNIT_CHECK(ok, "keys: Gamma, then smaller r, then smaller c, and back");
+}
+
+/* The unit-vector table: exact vectors, duplicates shared up to the cap, none beyond. */
+static void
+test_utab(void)
+{
+	rp_utab		u;
+	int			ok = 1;
+	uint32_t	idx = 0;
+	uint32_t	first = 0;
+
+	memset(&u, 0, sizeof(u));
+	/* quantized angles: 256 distinct directions, each seen many times */
+	for (int rep = 0; rep < 4; rep++)
+		for (int b = 0; b < 256; b++)
+		{
+			float		th = mcc_angle_normalize(b * (MCC_TWO_PI / 256));
+			double		s;
+			double		c;
+
+			ok &= rp_utab_index(&u, th, &idx) == 0;
+			mcc_dm_sincos((double) th, &s, &c);
+			ok &= u.v[2 * idx] == c && u.v[2 * idx + 1] == s;
+		}
+	UNIT_CHECK(ok && u.n == 256, "unit vectors of 256 quantized directions: %u entries, each exact", u.n);
+	/* continuous directions beyond the de-duplication cap */
+	for (uint32_t i = 0; i < RP_UHASH_MAX + 5000; i++)
+	{
+		float		th = (float) (i * 9.5e-5);
+		double		s;
+		double		c;
+
+		ok &= rp_utab_index(&u, th, &idx) == 0;
+		if (i == 0)
+			first = idx;
+		mcc_dm_sincos((double) th, &s, &c);
+		ok &= u.v[2 * idx] == c && u.v[2 * idx + 1] == s;
+	}
+	ok &= rp_utab_index(&u, 0.0f, &idx) == 0 && idx == first;
+	UNIT_CHECK(ok && u.nh == RP_UHASH_MAX, "beyond %u directions new ones get their own entries (%u), all exact",
+			   RP_UHASH_MAX, u.n);
+	rp_utab_free(&u);
+}
+
+/* The kernel runs the methods that have a plan; LSA and consolidation stay on the CPU. */
+static void
+test_methods(void)
+{
+	int			ok = 1;
+
+	for (int m = 0; m < MCC_NMETHODS; m++)
+	{
+		int			gpu = m != MCC_LSA && m != MCC_LSA_R && m != MCC_LSA_DTR && m != MCC_CONSOLIDATION;
+
+		ok &= rp_method_ok(m) == gpu;
+	}
+	UNIT_CHECK(ok, "GPU methods: fused, lss, lss-r, lss-dtr, lgs, lgs-r, lgs-dtr");
+}
+
+int
+main(void)
+{
+	rt_set		s;
+	emu			e;
+	const char *data = unit_shared_data();
+	static const cfg small[] = {{128, 0, 256}, {64, 64, 129}, {256, 1024, 129}, {32, 256, 129}};
+
+	mcc_lss_init();
+	test_keys();
+	test_sort();
+	test_utab();
+	test_methods();
+
+	memset(&s, 0, sizeof(s));
+	rt_add_synth(&s, 32, 8, 2024);
+	UNIT_CHECK(emu_build(&e, &s, 1) == 0, "synthetic fingers: %d templates, %d pairs", s.n, s.npairs);
+	check_set("synthetic fingers", &s, &e, small, 3);
+	emu_free(&e);
+	rt_free(&s);
+
+	rt_add_sizes(&s, 77, 0);
+	printf("# sizes: %d templates (largest %d cylinders), %d pairs, %d with a side of 200 or more\n",
+		   s.n, rt_max_cyl(&s), s.npairs, rt_count_pairs(&s, 200));
+	UNIT_CHECK(rt_max_cyl(&s) >= 200 && emu_build(&e, &s, 2) == 0,
+			   "templates of 0 .. %d cylinders", rt_max_cyl(&s));
+	check_set("sizes", &s, &e, small, 4);
+	emu_free(&e);
+	rt_free(&s);
+
+	if (!data)
+		UNIT_SKIP("FVC2002: ../shared/data is absent");
+	else
+	{
+		int			n1 = rt_add_fvc(&s, data, 1, "xyt", 8);
+		int			n2 = rt_add_fvc(&s, data, 3, "ist", 8);
+
+		if (n1 + n2 == 0)
+			UNIT_SKIP("FVC2002 records not found under %s", data);
+		else
+		{
+			UNIT_CHECK(emu_build(&e, &s, 3) == 0, "FVC2002 DB1 xyt and DB3 ISO: %d templates (largest %d cylinders), %d pairs",
+					   s.n, rt_max_cyl(&s), s.npairs);
+			check_set("FVC2002", &s, &e, small, 2);
+			emu_free(&e);
+		}
+		rt_free(&s);
+	}
+	return unit_done();
+}
