@@ -38,6 +38,15 @@ ref_add(int64_t key, const tl_tpl *t)
 	n_ref++;
 }
 
+/* The reference holds the NT templates of gt as keys 0..NT-1, and nothing else. */
+static void
+ref_all(void)
+{
+	n_ref = 0;
+	for (int i = 0; i < NT; i++)
+		ref_add(i, &gt[i]);
+}
+
 /* ip_result_ok (engine_inproc.h) on this file's reference. */
 static bool
 result_ok(eng_conn *c, uint64_t rid, int np, const tl_tpl *probes, uint32_t k,
@@ -599,9 +608,7 @@ test_memory_limit(void)
 	int			keep = n_ref;
 
 	/* room for one cache of NT templates, not for two */
-	n_ref = 0;
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
+	ref_all();
 	server(&s, 0, 2000);
 	c = eng_conn_add(&s, -1);
 	load_ref(&s, c, 80, 1, NULL);
@@ -678,9 +685,7 @@ test_memory_sharing(void)
 	size_t		fr;
 	int			keep = n_ref;
 
-	n_ref = 0;
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
+	ref_all();
 	server(&s, 0, 2000);
 	c = eng_conn_add(&s, -1);
 	eng_buf_init(&b);
