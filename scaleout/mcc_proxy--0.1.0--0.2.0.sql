@@ -84,6 +84,7 @@ BEGIN
 END $$;
 
 COMMENT ON FUNCTION mcc_proxy.identify(regclass, mcc_template, integer, real, name, name, text, boolean) IS
+	'identify() over a sharded gallery: every shard in parallel through PL/Proxy, the exact global top-k (ties by smaller id), refined as one server refines it (refine NULL: mcc.refine_method); mcc''s identify() for other relations';
 
 CREATE OR REPLACE FUNCTION mcc_proxy.identify_batch(gallery regclass, probes mcc_template[], k integer DEFAULT 10,
 										 min_score real DEFAULT 0, id_column name DEFAULT NULL,
@@ -172,3 +173,4 @@ BEGIN
 END $$;
 
 COMMENT ON FUNCTION mcc_proxy.identify_batch(regclass, mcc_template[], integer, real, name, name, text, boolean) IS
+	'identify_batch() over a sharded gallery: per probe the exact global top-k, every shard in parallel, refined as one server refines it (refine NULL: mcc.refine_method)';

@@ -26,6 +26,7 @@
 #
 # Environment: MCC_SHARED_DATA (default ../shared/data) is the real test data;
 # tests that need it skip when it is absent. FUZZ_SECONDS (default 20).
+# MCC_TAP_TESTS: the TAP scripts to run (default test/t/*.pl).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -122,7 +123,7 @@ if [ "$(id -u)" = 0 ] && [ -z "${MCC_AS_USER:-}" ]; then
 		runuser -u mcctest -- env MCC_AS_USER=1 PATH="$PATH" \
 			MCC_SHARED_DATA="${MCC_SHARED_DATA:-}" FUZZ_SECONDS="${FUZZ_SECONDS:-20}" \
 			MCC_TEST_LOGS="$work/build/test-logs${MCC_LOG_SUFFIX:-}" \
-			MCC_REGRESS_WHAT="${MCC_REGRESS_WHAT:-}" \
+			MCC_REGRESS_WHAT="${MCC_REGRESS_WHAT:-}" MCC_TAP_TESTS="${MCC_TAP_TESTS:-}" \
 			bash "$work/scripts/run-tests.sh" "$@" 9>&-
 	}
 	deb_log=$work/build/test-logs/deb.log
@@ -223,7 +224,8 @@ run_tap() {
 	local t log p f rc
 	echo "== TAP tests"
 	make -s tools >"$log_dir/tools.log" 2>&1 || { cat "$log_dir/tools.log"; failed=$((failed + 1)); return; }
-	for t in test/t/*.pl; do
+	# MCC_TAP_TESTS (e.g. "test/t/030_*.pl test/t/040_upgrade.pl") runs only those
+	for t in ${MCC_TAP_TESTS:-test/t/*.pl}; do
 		[ -e "$t" ] || continue
 		log=$log_dir/tap-$(basename "$t" .pl).log
 		make -s prove-installcheck PROVE_TESTS="$t" PROVE_FLAGS="-v" >"$log" 2>&1

@@ -12,7 +12,6 @@
 #include "mcc_match_int.h"
 #include "mcc_probe_int.h"
 #include "mcc_relax_hd.h"
-#include "mcc_soa_int.h"
 
 static const char *const method_names[MCC_NMETHODS] = {
 	"lss", "lss-r", "lss-dtr",
@@ -90,14 +89,21 @@ side_geometry(match_side *s, int i, const mcc_minutia *m)
 
 /*
  * Copy a template's cylinders and their minutiae's geometry into a side, in
- * the order of their minutiae.
+ * the order of their minutiae; the bits word-major.
  */
 static void
 side_load(match_side *s, const mcc_template_view *t)
 {
 	int16_t		at[MCC_MAX_MINUTIAE];	/* cylinder of each minutia, -1 */
 	int			k = 0;
+	size_t		nbits = (size_t) t->n_cyl * t->words * 8;
 
+	/*
+	 * A gallery candidate is seldom in the cache: ask for all of its bits
+	 * at once rather than one miss after another in the loop below.
+	 */
+	for (size_t o = 0; o < nbits; o += 64)
+		__builtin_prefetch(t->bits + o);
 	for (int i = 0; i < t->n_min && i < MCC_MAX_MINUTIAE; i++)
 		at[i] = -1;
 	for (int c = 0; c < t->n_cyl; c++)
@@ -105,19 +111,28 @@ side_load(match_side *s, const mcc_template_view *t)
 	for (int i = 0; i < t->n_min && i < MCC_MAX_MINUTIAE; i++)
 	{
 		int			c = at[i];
+		const uint8_t *words = t->bits + (size_t) c * t->words * 8;
 		mcc_minutia m;
 
 		if (c < 0)
 			continue;
 		s->mi[k] = (uint8_t) i;
 		s->pc[k] = (uint16_t) mcc_template_cyl_popcount(t, c);
+		s->eta[k] = mcc_lss_sqrt_tab[s->pc[k]];
 		s->angle[k] = (uint8_t) mcc_template_cyl_angle(t, c);
-		mcc_template_cyl_bits(t, c, s->bits[k]);
+		/* mcc_template_cyl_bits' words, read in place (one load each) */
+		for (int j = 0; j < t->words; j++)
+			memcpy(&s->bits[j][k], words + 8 * j, 8);
 		mcc_template_minutia(t, i, &m);
 		side_geometry(s, k, &m);
 		k++;
 	}
 	s->n = k;
+	/* the lanes a SIMD kernel reads past the last cylinder */
+	for (int j = 0; j < t->words; j++)
+		memset(&s->bits[j][k], 0, sizeof(uint64_t) * MCC_MATCH_PAD);
+	memset(&s->angle[k], 0, MCC_MATCH_PAD);
+	memset(&s->eta[k], 0, sizeof(uint32_t) * MCC_MATCH_PAD);
 }
 
 void
@@ -137,7 +152,7 @@ mcc_match_set_probe(mcc_match_work *w, const mcc_template_view *probe)
 
 /*
  * Gamma and the LSS votes of sides a and b with popcount POPCOUNT: the
- * body of the generic and POPCNT versions below. The gate, den and vote are
+ * body of the generic and POPCNT kernels below. The gate, den and vote are
  * those of mcc_lss.c (pair_vote), so the votes give mcc_lss_pair's score.
  */
 #define MATRIX_BODY(w, POPCOUNT) \
@@ -148,33 +163,35 @@ mcc_match_set_probe(mcc_match_work *w, const mcc_template_view *probe)
 		int			vw_ = p_->words; \
 		for (int r_ = 0; r_ < a_->n; r_++) \
 		{ \
-			const uint64_t *va_ = a_->bits[r_]; \
 			float	   *row_ = (w)->gamma + (size_t) r_ * b_->n; \
+			uint8_t    *vrow_ = (w)->vote + (size_t) r_ * b_->n; \
 			for (int c_ = 0; c_ < b_->n; c_++) \
 			{ \
-				const uint64_t *vb_ = b_->bits[c_]; \
 				int			x_ = 0; \
 				uint32_t	den_; \
 				uint32_t	d_; \
 				row_[c_] = 0.0f; \
+				vrow_[c_] = MCC_W; \
 				if (!mcc_lss_gate(a_->angle[r_], b_->angle[c_], p_->delta_theta)) \
 					continue; \
 				if (!p_->masks) \
 				{ \
 					for (int k_ = 0; k_ < vw_; k_++) \
-						x_ += POPCOUNT(va_[k_] ^ vb_[k_]); \
-					den_ = mcc_lss_sqrt_tab[a_->pc[r_]] + mcc_lss_sqrt_tab[b_->pc[c_]]; \
+						x_ += POPCOUNT(a_->bits[k_][r_] ^ b_->bits[k_][c_]); \
+					den_ = a_->eta[r_] + b_->eta[c_]; \
 				} \
 				else \
 				{ \
 					int			pw_ = 0, pa_ = 0, pb_ = 0; \
 					for (int k_ = 0; k_ < vw_; k_++) \
 					{ \
-						uint64_t	m_ = va_[vw_ + k_] & vb_[vw_ + k_]; \
+						uint64_t	va_ = a_->bits[k_][r_]; \
+						uint64_t	vb_ = b_->bits[k_][c_]; \
+						uint64_t	m_ = a_->bits[vw_ + k_][r_] & b_->bits[vw_ + k_][c_]; \
 						pw_ += POPCOUNT(m_); \
-						pa_ += POPCOUNT(va_[k_] & m_); \
-						pb_ += POPCOUNT(vb_[k_] & m_); \
-						x_ += POPCOUNT((va_[k_] ^ vb_[k_]) & m_); \
+						pa_ += POPCOUNT(va_ & m_); \
+						pb_ += POPCOUNT(vb_ & m_); \
+						x_ += POPCOUNT((va_ ^ vb_) & m_); \
 					} \
 					if (pw_ < p_->min_me_cells) \
 						continue; \
@@ -185,22 +202,22 @@ mcc_match_set_probe(mcc_match_work *w, const mcc_template_view *probe)
 				row_[c_] = 1.0f - (float) mcc_lss_sqrt_tab[x_] / (float) den_; \
 				d_ = mcc_lss_dist(mcc_lss_sqrt_tab[x_], mcc_lss_rcp(den_)); \
 				if (d_ < MCC_W) \
-					(w)->hist[d_]++; \
+					vrow_[c_] = (uint8_t) d_; \
 			} \
 		} \
 	} while (0)
 
 /* The matrix with the portable popcount. */
-static void
-matrix_generic(mcc_match_work *w)
+void
+mcc_matrix_generic(mcc_match_work *w)
 {
 	MATRIX_BODY(w, mcc_popcount64_swar);
 }
 
 /* The matrix with the POPCNT instruction. */
 __attribute__((target("popcnt")))
-static void
-matrix_popcnt(mcc_match_work *w)
+void
+mcc_matrix_popcnt(mcc_match_work *w)
 {
 	MATRIX_BODY(w, __builtin_popcountll);
 }
@@ -209,19 +226,7 @@ matrix_popcnt(mcc_match_work *w)
 static void
 compute_matrix(mcc_match_work *w)
 {
-	static int	use_popcnt = -1;
-	int			pop = __atomic_load_n(&use_popcnt, __ATOMIC_RELAXED);
-
-	if (pop < 0)
-	{
-		pop = mcc_cpu_has_popcnt();
-		__atomic_store_n(&use_popcnt, pop, __ATOMIC_RELAXED);
-	}
-	memset(w->hist, 0, sizeof(w->hist));
-	if (pop)
-		matrix_popcnt(w);
-	else
-		matrix_generic(w);
+	mcc_match_kernel()->matrix(w);
 	w->np = mcc_lss_np(w->profile, w->a.n < w->b.n ? w->a.n : w->b.n);
 	w->have_matrix = 1;
 	w->have_votes = 1;
@@ -288,7 +293,7 @@ mcc_match_load(mcc_match_work *w, const mcc_profile *p,
 /* ------------------------------------------------------------------ */
 /* ranking the entries of Gamma                                        */
 
-/* Restore the max-heap property below position i of heap h[0..n). */
+/* Restore the min-heap property below position i of heap h[0..n). */
 static void
 heap_down(uint64_t *h, int n, int i)
 {
@@ -297,48 +302,170 @@ heap_down(uint64_t *h, int n, int i)
 	for (;;)
 	{
 		int			c = 2 * i + 1;
+		uint64_t	hc;
 
 		if (c >= n)
 			break;
-		if (c + 1 < n && h[c + 1] > h[c])
-			c++;
-		if (h[c] <= v)
+		hc = h[c];
+		if (c + 1 < n)
+		{
+			/* the smaller child without a branch: the choice is a coin toss */
+			uint64_t	h1 = h[c + 1];
+			int			right = h1 < hc;
+
+			c += right;
+			hc = right ? h1 : hc;
+		}
+		if (hc >= v)
 			break;
-		h[i] = h[c];
+		h[i] = hc;
 		i = c;
 	}
 	h[i] = v;
 }
 
-/* Remove and return the largest key of a non-empty heap. */
-static uint64_t
-heap_pop(uint64_t *h, int *n)
+/*
+ * Offer a key to h, a min-heap of the (at most k) largest keys offered so
+ * far, holding m; returns the new m.
+ */
+static inline int
+heap_offer(uint64_t *h, int m, int k, uint64_t key)
 {
-	uint64_t	top = h[0];
+	int			i = m;
 
-	h[0] = h[--*n];
-	if (*n > 0)
-		heap_down(h, *n, 0);
-	return top;
+	if (m == k)
+	{
+		if (key > h[0])
+		{
+			h[0] = key;
+			heap_down(h, k, 0);
+		}
+		return m;
+	}
+	while (i > 0 && h[(i - 1) / 2] > key)
+	{
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = key;
+	return m + 1;
 }
 
-/* The positive entries of Gamma as a max-heap of keys; returns their number. */
+/*
+ * Sort a min-heap of m distinct keys in place into descending order;
+ * returns m. Up to 64 keys, each goes to its rank (the number of larger
+ * keys): more comparisons than a heap sort, but no branch to mispredict.
+ */
 static int
-entries_heap(mcc_match_work *w)
+heap_sort_desc(uint64_t *h, int m)
 {
-	int			n = 0;
+	if (m <= 64)
+	{
+		uint64_t	in[64];
 
-	for (int r = 0; r < w->a.n; r++)
-		for (int c = 0; c < w->b.n; c++)
+		memcpy(in, h, sizeof(uint64_t) * (size_t) m);
+		for (int i = 0; i < m; i++)
 		{
-			float		g = w->gamma[(size_t) r * w->b.n + c];
+			int			rank = 0;
 
-			if (g > 0.0f)
-				w->keys[n++] = mcc_entry_key(g, r, c);
+			for (int j = 0; j < m; j++)
+				rank += in[j] > in[i];
+			h[rank] = in[i];
 		}
-	for (int i = n / 2 - 1; i >= 0; i--)
-		heap_down(w->keys, n, i);
-	return n;
+		return m;
+	}
+	for (int j = m - 1; j > 0; j--)
+	{
+		uint64_t	top = h[0];
+
+		h[0] = h[j];
+		h[j] = top;
+		heap_down(h, j, 0);
+	}
+	return m;
+}
+
+/* Bits of a float as an int32. */
+static inline int32_t
+float_bits(float v)
+{
+	int32_t		bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	return bits;
+}
+
+int
+mcc_argmax_generic(const float *v, int n, const uint64_t *set, int32_t *max)
+{
+	int32_t		m = 0;
+	int			at = -1;
+
+	for (int i = 0; i < n; i++)
+	{
+		int32_t		b = float_bits(v[i]);
+
+		if (((set[i / 64] >> (i % 64)) & 1) && b > m)
+		{
+			m = b;
+			at = i;
+		}
+	}
+	*max = m;
+	return at;
+}
+
+uint64_t
+mcc_ge64_generic(const float *v, int n, int32_t thr)
+{
+	uint64_t	m = 0;
+
+	for (int i = 0; i < n && i < 64; i++)
+		m |= (uint64_t) (float_bits(v[i]) >= thr) << i;
+	return m;
+}
+
+/* A set of the first n indices (n <= MCC_MAX_CYL). */
+static void
+set_first(uint64_t *set, int n)
+{
+	for (int j = 0; j < MCC_MAX_CYL / 64; j++)
+		set[j] = n >= 64 * (j + 1) ? ~UINT64_C(0) : n > 64 * j ? (UINT64_C(1) << (n - 64 * j)) - 1 : 0;
+}
+
+/*
+ * The keys of the k largest positive entries of Gamma, in descending order,
+ * into out[0..k); returns how many (fewer if fewer are positive). Keys are
+ * unique, so this is the start of the full descending order of the keys.
+ * Once k keys are held, only entries whose Gamma reaches the smallest held
+ * one's can enter: a kernel picks them 64 at a time.
+ */
+static int
+entries_top(const mcc_match_work *w, int k, uint64_t *out)
+{
+	const match_kernel *kn = mcc_match_kernel();
+	int			m = 0;
+
+	if (k <= 0)
+		return 0;
+	for (int r = 0; r < w->a.n; r++)
+	{
+		const float *row = w->gamma + (size_t) r * w->b.n;
+
+		for (int c0 = 0; c0 < w->b.n; c0 += 64)
+		{
+			uint64_t	pick = kn->ge64(row + c0, w->b.n - c0, m == k ? (int32_t) (out[0] >> 16) : 1);
+
+			while (pick)
+			{
+				int			c = c0 + __builtin_ctzll(pick);
+
+				pick &= pick - 1;
+				m = heap_offer(out, m, k, mcc_entry_key(row[c], r, c));
+			}
+		}
+	}
+	return heap_sort_desc(out, m);
 }
 
 /* n_R of the relaxations: min(n_A, n_B), capped by max_nr. */
@@ -367,86 +494,95 @@ add_pair(mcc_match_work *w, int r, int c)
 static void
 pairs_lss(mcc_match_work *w, int nr)
 {
-	int			n = entries_heap(w);
+	uint64_t	top[MCC_MAX_CYL];
+	int			n = entries_top(w, nr, top);
 
 	w->npairs = 0;
-	while (w->npairs < nr && n > 0)
+	for (int i = 0; i < n; i++)
 	{
 		int			r;
 		int			c;
 
-		mcc_key_entry(heap_pop(w->keys, &n), &r, &c);
+		mcc_key_entry(top[i], &r, &c);
 		add_pair(w, r, c);
 	}
+}
+
+/* Add or remove index i of a set. */
+static inline void
+set_add(uint64_t *set, int i)
+{
+	set[i / 64] |= UINT64_C(1) << (i % 64);
+}
+
+static inline void
+set_del(uint64_t *set, int i)
+{
+	set[i / 64] &= ~(UINT64_C(1) << (i % 64));
 }
 
 /*
- * The positive entries of Gamma as keys sorted in descending order into
- * w->sorted (LSD radix sort on the 48 key bits, bytes where every key
- * agrees skipped); returns their number.
+ * LGS pairs: greedy one-to-one in descending Gamma (ties by smaller r, then
+ * c: the order of the entry keys), at most nr. Going down the sorted
+ * entries and taking each whose row and column are both free is the same as
+ * taking, again and again, the largest entry whose row and column are free
+ * (the first row, then the first column, holding it): the largest of the
+ * rows' best free entries. Each free row keeps its best free entry (the
+ * first column holding its largest value); each column the set of rows
+ * whose best it is, the rows to look at again when a pair takes it.
  */
-static int
-entries_sorted(mcc_match_work *w)
-{
-	uint64_t   *src = w->keys;
-	uint64_t   *dst = w->sorted;
-	int			n = 0;
-
-	for (int r = 0; r < w->a.n; r++)
-		for (int c = 0; c < w->b.n; c++)
-		{
-			float		g = w->gamma[(size_t) r * w->b.n + c];
-
-			if (g > 0.0f)
-				src[n++] = mcc_entry_key(g, r, c);
-		}
-	for (int shift = 0; shift < 48; shift += 8)
-	{
-		uint32_t	count[256] = {0};
-		uint32_t	pos = 0;
-		uint64_t   *tmp;
-
-		for (int i = 0; i < n; i++)
-			count[255 - ((src[i] >> shift) & 0xFF)]++;
-		if (n == 0 || count[255 - ((src[0] >> shift) & 0xFF)] == (uint32_t) n)
-			continue;			/* one value in this byte: already in order */
-		for (int d = 0; d < 256; d++)
-		{
-			uint32_t	c = count[d];
-
-			count[d] = pos;
-			pos += c;
-		}
-		for (int i = 0; i < n; i++)
-			dst[count[255 - ((src[i] >> shift) & 0xFF)]++] = src[i];
-		tmp = src;
-		src = dst;
-		dst = tmp;
-	}
-	if (src != w->sorted)
-		memcpy(w->sorted, src, sizeof(uint64_t) * (size_t) n);
-	return n;
-}
-
-/* LGS pairs: greedy one-to-one in descending Gamma, at most nr. */
 static void
 pairs_lgs(mcc_match_work *w, int nr)
 {
-	uint8_t		used_r[MCC_MAX_CYL] = {0};
-	uint8_t		used_c[MCC_MAX_CYL] = {0};
-	int			n = entries_sorted(w);
+	const match_kernel *kn = mcc_match_kernel();
+	int			na = w->a.n;
+	int			nb = w->b.n;
+	uint64_t	free_r[MCC_MAX_CYL / 64];
+	uint64_t	free_c[MCC_MAX_CYL / 64];
+	uint64_t	owners[MCC_MAX_CYL][MCC_MAX_CYL / 64];
+	float		best[MCC_MAX_CYL];	/* each free row's best free entry */
+	int			best_c[MCC_MAX_CYL];	/* and its column, -1 for none */
 
-	w->npairs = 0;
-	for (int i = 0; i < n && w->npairs < nr; i++)
+	set_first(free_r, na);
+	set_first(free_c, nb);
+	memset(owners, 0, sizeof(owners[0]) * (size_t) nb);
+	for (int r = 0; r < na; r++)
 	{
-		int			r;
+		int32_t		g;
+
+		best_c[r] = kn->argmax(w->gamma + (size_t) r * nb, nb, free_c, &g);
+		memcpy(&best[r], &g, sizeof(g));
+		if (best_c[r] >= 0)
+			set_add(owners[best_c[r]], r);
+	}
+	w->npairs = 0;
+	while (w->npairs < nr)
+	{
+		int32_t		g;
+		int			r = kn->argmax(best, na, free_r, &g);
 		int			c;
 
-		mcc_key_entry(w->sorted[i], &r, &c);
-		if (used_r[r] || used_c[c])
-			continue;
-		used_r[r] = used_c[c] = 1;
+		if (r < 0)
+			break;
+		c = best_c[r];
 		add_pair(w, r, c);
+		set_del(free_r, r);
+		set_del(free_c, c);
+		for (int j = 0; j < MCC_MAX_CYL / 64; j++)
+		{
+			uint64_t	again = owners[c][j] & free_r[j];
+
+			while (again)
+			{
+				int			i = 64 * j + __builtin_ctzll(again);
+
+				again &= again - 1;
+				best_c[i] = kn->argmax(w->gamma + (size_t) i * nb, nb, free_c, &g);
+				memcpy(&best[i], &g, sizeof(g));
+				if (best_c[i] >= 0)
+					set_add(owners[best_c[i]], i);
+			}
+		}
 	}
 }
 
@@ -461,28 +597,27 @@ pairs_lsa(mcc_match_work *w, int nr)
 {
 	int			na = w->a.n;
 	int			nb = w->b.n;
-	int			n = 0;
+	uint64_t	top[MCC_MAX_CYL];
+	int			m = 0;
 
 	for (size_t i = 0; i < (size_t) na * nb; i++)
 		w->weight[i] = (int64_t) ((double) w->gamma[i] * 16777216.0 + 0.5);
 	mcc_assign_max(na, nb, w->weight, w->col_of_row, w->assign_work);
-	/* weight is free again: reuse keys (they share storage) for ordering */
 	for (int r = 0; r < na; r++)
 	{
 		int			c = w->col_of_row[r];
 
 		if (c >= 0 && w->gamma[(size_t) r * nb + c] > 0.0f)
-			w->keys[n++] = mcc_entry_key(w->gamma[(size_t) r * nb + c], r, c);
+			m = heap_offer(top, m, nr, mcc_entry_key(w->gamma[(size_t) r * nb + c], r, c));
 	}
-	for (int i = n / 2 - 1; i >= 0; i--)
-		heap_down(w->keys, n, i);
+	m = heap_sort_desc(top, m);
 	w->npairs = 0;
-	while (w->npairs < nr && n > 0)
+	for (int i = 0; i < m; i++)
 	{
 		int			r;
 		int			c;
 
-		mcc_key_entry(heap_pop(w->keys, &n), &r, &c);
+		mcc_key_entry(top[i], &r, &c);
 		add_pair(w, r, c);
 	}
 }
@@ -515,21 +650,27 @@ double
 mcc_match_lss(mcc_match_work *w)
 {
 	double		sum = 0.0;
+	uint64_t   *top = w->keys;
 	int			n;
 
 	if (w->have_votes)
-		return mcc_lss_finish(w->hist, w->np);
-	/* hand-made matrix: the n_P largest entries in double precision */
-	n = entries_heap(w);
-	for (int i = 0; i < w->np && n > 0; i++)
 	{
-		uint64_t	key = heap_pop(w->keys, &n);
+		uint32_t	hist[MCC_W + 1] = {0};
+
+		for (size_t i = 0; i < (size_t) w->a.n * w->b.n; i++)
+			hist[w->vote[i]]++;
+		return mcc_lss_finish(hist, w->np);
+	}
+	/* hand-made matrix: the n_P largest entries in double precision */
+	n = entries_top(w, w->np, top);
+	for (int i = 0; i < n; i++)
+	{
 		int			r;
 		int			c;
 
-		mcc_key_entry(key, &r, &c);
-		sum += mcc_key_gamma(key);
-		mcc_match_note(w, i, r, c, mcc_key_gamma(key));
+		mcc_key_entry(top[i], &r, &c);
+		sum += mcc_key_gamma(top[i]);
+		mcc_match_note(w, i, r, c, mcc_key_gamma(top[i]));
 	}
 	return w->np > 0 ? sum / w->np : 0.0;
 }

@@ -63,7 +63,7 @@
  * consolidation is not symmetric (A is the query, B the gallery template).
  *
  * Memory: nothing here allocates. The caller owns an mcc_match_work of
- * mcc_match_work_size() bytes (about 1.5 MB; one per thread), keeps it for
+ * mcc_match_work_size() bytes (about 1.6 MB; one per thread), keeps it for
  * as many comparisons as it likes, and frees it.
  */
 #ifndef MCC_MATCH_H
@@ -282,6 +282,20 @@ void		mcc_match_dims(const mcc_match_work *w, int *n_a, int *n_b, int *np);
  */
 int			mcc_match_last_pairs(const mcc_match_work *w, int *r, int *c,
 								 double *value, int max);
+
+/*
+ * The CPU kernel of the comparisons ("avx512", "avx2", "popcnt",
+ * "generic"), chosen at run time: the matrix pass and the relaxation use
+ * the widest SIMD this CPU has, with the same bits as the scalar code.
+ */
+const char *mcc_match_kernel_name(void);
+
+/*
+ * Test and benchmark hook: force the kernel by name, or NULL for the
+ * automatic choice. Returns 0, or -1 if the name is unknown or this CPU
+ * cannot run that kernel. Not thread-safe against running comparisons.
+ */
+int			mcc_match_set_kernel(const char *name);
 
 /* ------------------------------------------------------------------ */
 /* building blocks (public for tests and the GPU port)                 */

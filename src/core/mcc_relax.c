@@ -155,19 +155,61 @@ mcc_relax_term(const mcc_match_params *mp, int set, int term, double v)
 	return mcc_tab_get(t, fabs(sin(0.5 * v)));
 }
 
+/*
+ * The scalar kernel: rho row by row into w->rho (rho[t][k]), then the
+ * iterations; every SIMD kernel reproduces these operations lane by lane.
+ */
+double *
+mcc_relax_generic(mcc_match_work *w, const relax_pairs *rx,
+				  const mcc_relax_params *rp, const mcc_sigmoid_tab *tab)
+{
+	int			n = rx->n;
+	const double *ax = rx->ax;
+	const double *ay = rx->ay;
+	const double *bx = rx->bx;
+	const double *by = rx->by;
+	const double *fx = rx->fx;
+	const double *fy = rx->fy;
+	double	   *lam = w->lam[0];
+	double	   *nxt = w->lam[1];
+	double		coef = (1.0 - rp->w_r) / (double) (n - 1);
+
+	for (int t = 0; t < n; t++)
+	{
+		double	   *row = w->rho + (size_t) t * n;
+
+		for (int k = 0; k < n; k++)
+			row[k] = k == t ? 0.0 :
+				mcc_rho(tab, rp->d1, ax[t], ay[t], bx[t], by[t], fx[t], fy[t],
+						ax[k], ay[k], bx[k], by[k], fx[k], fy[k]);
+	}
+	for (int it = 0; it < rp->n_rel; it++)
+	{
+		double	   *tmp;
+
+		for (int t = 0; t < n; t++)
+		{
+			const double *row = w->rho + (size_t) t * n;
+			double		acc = 0.0;
+
+			for (int k = 0; k < n; k++)
+				acc += row[k] * lam[k];
+			nxt[t] = rp->w_r * lam[t] + coef * acc;
+		}
+		tmp = lam;
+		lam = nxt;
+		nxt = tmp;
+	}
+	return lam;
+}
+
 double
 mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
 				const mcc_sigmoid_tab *tab, int np)
 {
 	int			n = w->npairs;
-	double		ax[MCC_MAX_CYL];
-	double		ay[MCC_MAX_CYL];
-	double		bx[MCC_MAX_CYL];
-	double		by[MCC_MAX_CYL];
-	double		fx[MCC_MAX_CYL];	/* phi_t = u(a_t) conj(u(b_t)) */
-	double		fy[MCC_MAX_CYL];
+	relax_pairs rx;
 	double	   *lam = w->lam[0];
-	double	   *nxt = w->lam[1];
 	double		eff[MCC_MAX_CYL];
 	int			best[MCC_MAX_CYL];
 	int			nbest = 0;
@@ -175,50 +217,28 @@ mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
 
 	if (n == 0 || np <= 0)
 		return 0.0;
+	rx.n = n;
 	for (int t = 0; t < n; t++)
 	{
 		int			r = w->pairs[t].r;
 		int			c = w->pairs[t].c;
 
-		ax[t] = w->a.px[r];
-		ay[t] = w->a.py[r];
-		bx[t] = w->b.px[c];
-		by[t] = w->b.py[c];
-		fx[t] = w->a.ux[r] * w->b.ux[c] + w->a.uy[r] * w->b.uy[c];
-		fy[t] = w->a.uy[r] * w->b.ux[c] - w->a.ux[r] * w->b.uy[c];
+		rx.ax[t] = w->a.px[r];
+		rx.ay[t] = w->a.py[r];
+		rx.bx[t] = w->b.px[c];
+		rx.by[t] = w->b.py[c];
+		rx.fx[t] = w->a.ux[r] * w->b.ux[c] + w->a.uy[r] * w->b.uy[c];
+		rx.fy[t] = w->a.uy[r] * w->b.ux[c] - w->a.ux[r] * w->b.uy[c];
 		lam[t] = w->pairs[t].lambda0;
 	}
-	if (n > 1)
+	for (int t = n; t < n + MCC_MATCH_PAD; t++)
 	{
-		double		coef = (1.0 - rp->w_r) / (double) (n - 1);
-
-		for (int t = 0; t < n; t++)
-		{
-			double	   *row = w->rho + (size_t) t * n;
-
-			for (int k = 0; k < n; k++)
-				row[k] = k == t ? 0.0 :
-					mcc_rho(tab, rp->d1, ax[t], ay[t], bx[t], by[t], fx[t], fy[t],
-							ax[k], ay[k], bx[k], by[k], fx[k], fy[k]);
-		}
-		for (int it = 0; it < rp->n_rel; it++)
-		{
-			double	   *tmp;
-
-			for (int t = 0; t < n; t++)
-			{
-				const double *row = w->rho + (size_t) t * n;
-				double		acc = 0.0;
-
-				for (int k = 0; k < n; k++)
-					acc += row[k] * lam[k];
-				nxt[t] = rp->w_r * lam[t] + coef * acc;
-			}
-			tmp = lam;
-			lam = nxt;
-			nxt = tmp;
-		}
+		rx.ax[t] = rx.ay[t] = rx.bx[t] = rx.by[t] = rx.fx[t] = rx.fy[t] = 0.0;
+		if (t < MCC_MAX_CYL)
+			lam[t] = 0.0;
 	}
+	if (n > 1)
+		lam = mcc_match_kernel()->relax(w, &rx, rp, tab);
 
 	/* the n_P pairs of largest efficiency, ties by pair order */
 	for (int t = 0; t < n; t++)
@@ -232,7 +252,8 @@ mcc_relax_score(mcc_match_work *w, const mcc_relax_params *rp,
 			continue;
 		if (nbest < np)
 			nbest++;
-		memmove(best + pos + 1, best + pos, sizeof(int) * (size_t) (nbest - 1 - pos));
+		for (int i = nbest - 1; i > pos; i--)
+			best[i] = best[i - 1];
 		best[pos] = t;
 	}
 	for (int i = 0; i < nbest; i++)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cpu_kernel.h"
 #include "mcc_soa_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -246,72 +247,39 @@ mcc_cpu_has_avx512(void)
 
 typedef struct kernel
 {
-	const char *name;
+	mcc_kernel_head h;
 	mcc_scan_fn fn;
-	int			(*usable) (void);
 } kernel;
-
-/* Always available. */
-static int
-always(void)
-{
-	return 1;
-}
 
 /* Best first: the automatic choice is the first usable one. */
 static const kernel kernels[] = {
-	{"avx512", mcc_scan_avx512, mcc_avx512_ok},
-	{"avx2", mcc_scan_avx2, mcc_avx2_ok},
-	{"popcnt", mcc_scan_popcnt, mcc_cpu_has_popcnt},
-	{"generic", mcc_scan_generic, always},
+	{{"avx512", mcc_avx512_ok}, mcc_scan_avx512},
+	{{"avx2", mcc_avx2_ok}, mcc_scan_avx2},
+	{{"popcnt", mcc_cpu_has_popcnt}, mcc_scan_popcnt},
+	{{"generic", mcc_kernel_always}, mcc_scan_generic},
 };
 
-#define NKERNELS ((int) (sizeof(kernels) / sizeof(kernels[0])))
-
-/* Index of the kernel in use, -1 until chosen. */
-static int	kernel_index = -1;
+static mcc_kernel_table choice = {kernels, sizeof(kernel), sizeof(kernels) / sizeof(kernels[0]), -1};
 
 /* The kernel in use, chosen on first call. */
 static const kernel *
 current_kernel(void)
 {
-	int			k = __atomic_load_n(&kernel_index, __ATOMIC_ACQUIRE);
-
-	if (k < 0)
-	{
-		for (k = 0; k < NKERNELS; k++)
-			if (kernels[k].usable())
-				break;
-		__atomic_store_n(&kernel_index, k, __ATOMIC_RELEASE);
-	}
-	return &kernels[k];
+	return mcc_kernel_current(&choice);
 }
 
 /* Force a scan kernel by name, or NULL for the automatic choice. */
 int
 mcc_soa_set_kernel(const char *name)
 {
-	if (name == NULL)
-	{
-		__atomic_store_n(&kernel_index, -1, __ATOMIC_RELEASE);
-		return 0;
-	}
-	for (int k = 0; k < NKERNELS; k++)
-		if (strcmp(kernels[k].name, name) == 0)
-		{
-			if (!kernels[k].usable())
-				return -1;
-			__atomic_store_n(&kernel_index, k, __ATOMIC_RELEASE);
-			return 0;
-		}
-	return -1;
+	return mcc_kernel_force(&choice, name);
 }
 
 /* Name of the kernel scans use now. */
 const char *
 mcc_soa_kernel_name(void)
 {
-	return current_kernel()->name;
+	return current_kernel()->h.name;
 }
 
 /* Scores of probe q against templates [t0, t1) with the current kernel. */

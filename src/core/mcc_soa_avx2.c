@@ -12,24 +12,12 @@
  */
 #include <immintrin.h>
 
+#include "mcc_avx2_popcount.h"
 #include "mcc_lss.h"
 
 #include "mcc_soa_int.h"
 
 #define AVX2_TARGET "avx2,popcnt"
-
-/* Bits set in each byte of v (0..8 per byte). */
-__attribute__((target(AVX2_TARGET)))
-static inline __m256i
-byte_popcount(__m256i v)
-{
-	const __m256i nibble = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
-											0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
-	const __m256i low4 = _mm256_set1_epi8(0x0f);
-
-	return _mm256_add_epi8(_mm256_shuffle_epi8(nibble, _mm256_and_si256(v, low4)),
-						   _mm256_shuffle_epi8(nibble, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4)));
-}
 
 /*
  * popcount(v_i xor v_j) of 4 probe cylinders (p, word-major with stride
@@ -41,12 +29,12 @@ xor_popcount4(const uint64_t *p, __m256i g0, __m256i g1, __m256i g2, __m256i g3)
 {
 	__m256i		c;
 
-	c = byte_popcount(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *) p), g0));
-	c = _mm256_add_epi8(c, byte_popcount(_mm256_xor_si256(
+	c = mcc_avx2_byte_popcount(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *) p), g0));
+	c = _mm256_add_epi8(c, mcc_avx2_byte_popcount(_mm256_xor_si256(
 							_mm256_loadu_si256((const __m256i *) (p + MCC_PROBE_DBL)), g1)));
-	c = _mm256_add_epi8(c, byte_popcount(_mm256_xor_si256(
+	c = _mm256_add_epi8(c, mcc_avx2_byte_popcount(_mm256_xor_si256(
 							_mm256_loadu_si256((const __m256i *) (p + 2 * MCC_PROBE_DBL)), g2)));
-	c = _mm256_add_epi8(c, byte_popcount(_mm256_xor_si256(
+	c = _mm256_add_epi8(c, mcc_avx2_byte_popcount(_mm256_xor_si256(
 							_mm256_loadu_si256((const __m256i *) (p + 3 * MCC_PROBE_DBL)), g3)));
 	return _mm256_sad_epu8(c, _mm256_setzero_si256());
 }

@@ -114,7 +114,7 @@ my $record = q{
 		SELECT pid, via_identify('prints', tpl, 10, 0) AS hits FROM probes;
 	CREATE TABLE %1$s_batch AS
 		SELECT probe_no, string_agg(id || ':' || score, ',' ORDER BY ord) AS hits
-		FROM identify_batch('prints', (SELECT array_agg(tpl ORDER BY pid) FROM probes), 5)
+		FROM identify_batch('prints', (SELECT array_agg(tpl ORDER BY pid) FROM probes), 5, refine => 'none')
 			 WITH ORDINALITY AS t(probe_no, id, score, ord)
 		GROUP BY probe_no;
 	CREATE TABLE %1$s_galleries AS SELECT to_jsonb(g) AS j FROM mcc_galleries g;
@@ -159,6 +159,21 @@ is($node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM before_batch b FULL JOIN after_batch a USING (probe_no)
 	WHERE a.hits IS DISTINCT FROM b.hits}), '0', 'identify_batch() too');
+# 0.2.0 changes one default: identify_batch() without refine refines with
+# mcc.refine_method (0.1.0's default was 'none'), as identify() does
+is($node->safe_psql('postgres', q{
+	SET mcc.fallback = error;
+	SELECT count(*) FROM (
+		(SELECT * FROM identify_batch('prints', (SELECT array_agg(tpl ORDER BY pid) FROM probes), 5)
+		 EXCEPT ALL
+		 SELECT * FROM identify_batch('prints', (SELECT array_agg(tpl ORDER BY pid) FROM probes), 5,
+									  refine => current_setting('mcc.refine_method')))
+		UNION ALL
+		(SELECT * FROM identify_batch('prints', (SELECT array_agg(tpl ORDER BY pid) FROM probes), 5,
+									  refine => current_setting('mcc.refine_method'))
+		 EXCEPT ALL
+		 SELECT * FROM identify_batch('prints', (SELECT array_agg(tpl ORDER BY pid) FROM probes), 5))) x}),
+	'0', 'after the update identify_batch() refines by default (mcc.refine_method)');
 is(check_all_probes($node, 'prints', 10, 0, 'SET mcc.fallback = error;'), 0,
 	'identify() equals brute force after the update');
 

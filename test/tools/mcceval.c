@@ -70,6 +70,11 @@
  *   --scores FILE        every score (fvc: probe gallery method score; ident:
  *                        probe mate candidate, then each method's score, per
  *                        shortlisted candidate)
+
+ *
+ * Environment: MCC_MATCH_KERNEL (avx512, avx2, popcnt, generic) forces the
+ * CPU kernel of the comparisons, as in bench_refine; every kernel gives the
+ * same scores, so this is for checking that on whole data sets.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -808,8 +813,8 @@ run_fvc(record *r, int n)
 		pthread_create(&th[t], NULL, pair_worker, &job);
 	for (int t = 0; t < opt.threads; t++)
 		pthread_join(th[t], NULL);
-	fprintf(stderr, "fvc: %d templates, %d pairs, %.1f s; per pair: matrix %.1f us",
-			n, n_pairs, now() - t0, 1e6 * job.t_matrix / n_pairs);
+	fprintf(stderr, "fvc: %d templates, %d pairs, %.1f s (%s kernel); per pair: matrix %.1f us",
+			n, n_pairs, now() - t0, mcc_match_kernel_name(), 1e6 * job.t_matrix / n_pairs);
 	for (int c = 0; c < opt.n_methods; c++)
 		fprintf(stderr, ", %s %.1f us", mcc_method_name(opt.methods[c]),
 				1e6 * job.t_method[opt.methods[c]] / n_pairs);
@@ -1737,6 +1742,8 @@ main(int argc, char **argv)
 	if (opt.tsv && (tsv_file = fopen(opt.tsv, "a")) == NULL)
 		die("cannot write %s", opt.tsv);
 	mcc_lss_init();
+	if (getenv("MCC_MATCH_KERNEL") != NULL && mcc_match_set_kernel(getenv("MCC_MATCH_KERNEL")) != 0)
+		die("MCC_MATCH_KERNEL: kernel %s is unknown or not supported here", getenv("MCC_MATCH_KERNEL"));
 	if (opt.synth)
 		print_synth();
 	if (strcmp(opt.mode, "fvc") == 0)

@@ -12,7 +12,9 @@
  * several block sizes and key-buffer capacities (the small ones force the
  * paths of big templates: Gamma and rho in global memory, ranking in
  * rounds). Every score must equal mcc_match_candidate()'s, bit for bit, for
- * every method the GPU runs. The CUDA side adds only launches and copies;
+ * every method the GPU runs, with the CPU's generic kernel: the GPU is held
+ * to the scalar definition itself (test_match_kernels holds the SIMD
+ * kernels to it). The CUDA side adds only launches and copies;
  * make gpu-check runs the real kernel where there is a GPU
  * (test/gpu/gpu_check_refine.c, on the same kinds of data).
  */
@@ -403,7 +405,7 @@ test_sort(void)
 	free(smem);
 }
 
-/* Keys order as entry_key does and give back Gamma, r and c. */
+/* Keys order as mcc_entry_key does and give back Gamma, r and c. */
 static void
 test_keys(void)
 {
@@ -490,6 +492,7 @@ main(void)
 	static const cfg small[] = {{128, 0, 256}, {64, 64, 129}, {256, 1024, 129}, {32, 256, 129}};
 
 	mcc_lss_init();
+	UNIT_CHECK(mcc_match_set_kernel("generic") == 0, "the CPU reference is the generic kernel");
 	test_keys();
 	test_sort();
 	test_utab();

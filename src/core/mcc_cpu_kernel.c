@@ -1,0 +1,55 @@
+/*
+ * mcc_cpu_kernel.c: the run-time choice of a CPU kernel variant
+ * (mcc_cpu_kernel.h).
+ */
+#include "mcc_cpu_kernel.h"
+
+#include <string.h>
+
+/* Entry k's head. */
+static const mcc_kernel_head *
+head(const mcc_kernel_table *t, int k)
+{
+	return (const mcc_kernel_head *) ((const char *) t->table + (size_t) k * t->size);
+}
+
+int
+mcc_kernel_always(void)
+{
+	return 1;
+}
+
+const void *
+mcc_kernel_current(mcc_kernel_table *t)
+{
+	int			k = __atomic_load_n(&t->index, __ATOMIC_ACQUIRE);
+
+	if (k < 0)
+	{
+		/* the last entry is the portable one: always usable */
+		for (k = 0; k < t->n - 1; k++)
+			if (head(t, k)->usable())
+				break;
+		__atomic_store_n(&t->index, k, __ATOMIC_RELEASE);
+	}
+	return head(t, k);
+}
+
+int
+mcc_kernel_force(mcc_kernel_table *t, const char *name)
+{
+	if (name == NULL)
+	{
+		__atomic_store_n(&t->index, -1, __ATOMIC_RELEASE);
+		return 0;
+	}
+	for (int k = 0; k < t->n; k++)
+		if (strcmp(head(t, k)->name, name) == 0)
+		{
+			if (!head(t, k)->usable())
+				return -1;
+			__atomic_store_n(&t->index, k, __ATOMIC_RELEASE);
+			return 0;
+		}
+	return -1;
+}

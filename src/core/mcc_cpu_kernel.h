@@ -1,0 +1,44 @@
+/*
+ * mcc_cpu_kernel.h: the run-time choice among the CPU variants of a kernel
+ * (AVX-512, AVX2, scalar...), shared by the gallery scan (mcc_soa.c) and
+ * the comparisons (mcc_match_cpu.c). A table lists the variants best first,
+ * each entry beginning with an mcc_kernel_head; the choice is the first
+ * usable one, made on first use, unless a test or benchmark forces one by
+ * name.
+ */
+#ifndef MCC_CPU_KERNEL_H
+#define MCC_CPU_KERNEL_H
+
+#include <stddef.h>
+
+typedef struct mcc_kernel_head
+{
+	const char *name;
+	int			(*usable) (void);	/* this CPU can run it */
+} mcc_kernel_head;
+
+/*
+ * A table: n entries of size bytes from table, each beginning with an
+ * mcc_kernel_head, and the index in use (-1 until chosen).
+ */
+typedef struct mcc_kernel_table
+{
+	const void *table;
+	size_t		size;
+	int			n;
+	int			index;
+} mcc_kernel_table;
+
+/* Always usable (the portable variant). */
+int			mcc_kernel_always(void);
+
+/* The entry in use, chosen on first call. Thread-safe. */
+const void *mcc_kernel_current(mcc_kernel_table *t);
+
+/*
+ * Force an entry by name, or NULL for the automatic choice. Returns 0, or
+ * -1 if the name is unknown or this CPU cannot run it.
+ */
+int			mcc_kernel_force(mcc_kernel_table *t, const char *name);
+
+#endif							/* MCC_CPU_KERNEL_H */
