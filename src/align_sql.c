@@ -269,7 +269,8 @@ chamfer_engine(chamfer_call *c)
 	mcc_image_put_u32(&f, (uint32) c->n_ref);
 	for (size_t i = 0; i < c->n_ref * c->dim; i++)
 		mcc_image_put_f64(&f, c->ref[i]);
-	mcc_image_engine_run(&f, MCC_MSG_CHAMFER, fn, &r);
+	if (!mcc_image_engine_run(&f, MCC_MSG_CHAMFER, fn, &r))
+		return false;
 	if (r.err.status != MCC_OK)
 		mcc_pg_raise(&r.err);
 	get_fit(&r, &c->res, &c->res.iterations);
@@ -387,7 +388,8 @@ align_engine(const struct varlena *probe, const struct varlena *cand, align_call
 	appendBinaryStringInfo(&f, (const char *) probe, VARSIZE(probe));
 	mcc_image_put_u32(&f, VARSIZE(cand));
 	appendBinaryStringInfo(&f, (const char *) cand, VARSIZE(cand));
-	mcc_image_engine_run(&f, MCC_MSG_ALIGN, fn, &r);
+	if (!mcc_image_engine_run(&f, MCC_MSG_ALIGN, fn, &r))
+		return false;
 	if (r.err.status != MCC_OK)
 		mcc_pg_raise(&r.err);
 	memset(c->res, 0, sizeof(mcc_align_result));

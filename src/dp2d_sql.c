@@ -159,7 +159,8 @@ dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_
 		mcc_image_put_u32(&f, na == 1 ? 0 : i);
 		mcc_image_put_u32(&f, nb == 1 ? 0 : i);
 	}
-	mcc_image_engine_run(&f, MCC_MSG_DP2D, fn, &res);
+	if (!mcc_image_engine_run(&f, MCC_MSG_DP2D, fn, &res))
+		return false;
 	side = mcc_image_get_u32(&res);
 	index = mcc_image_get_u32(&res);
 	if (res.err.status != MCC_OK)

@@ -18,10 +18,20 @@
  * engine runs the same src/core code or the GPU libraries that equal it,
  * and returns a job's error as src/core reports it, so that it is raised
  * exactly as the backend would raise its own (docs/matcher-engine.md).
+ *
+ * The engine's threads and memory are shared by every role: only members
+ * of MCC_SERVICE_ROLE (and superusers) may send it image jobs. For others,
+ * auto runs in the backend, and gpu or engine are refused, when set (SET)
+ * and again when used (a setting can come from elsewhere, and SET ROLE can
+ * follow it). The engine runs these jobs on threads of their own, so they
+ * never hold up identify(); when it already has mcc.image_queue_limit
+ * jobs, auto runs the call here and gpu or engine fail (53000).
  */
 #include "image_pg.h"
 #include "service.h"
 
+#include "access/xact.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 typedef enum mcc_image_device_mode
@@ -45,6 +55,28 @@ static int	mcc_image_device = MCC_IMAGE_DEVICE_AUTO;
 /* Room left in a frame for a job's fixed fields. */
 #define FRAME_SLACK		4096
 
+/*
+ * SET mcc.image_device = gpu or engine: only roles that may use the
+ * engine. Other sources (the configuration file, ALTER ROLE ... SET) are
+ * checked when a call would use the engine.
+ */
+static bool
+check_image_device(int *newval, void **extra, GucSource source)
+{
+	if ((*newval == MCC_IMAGE_DEVICE_GPU || *newval == MCC_IMAGE_DEVICE_ENGINE) &&
+		source >= PGC_S_INTERACTIVE && IsTransactionState() && OidIsValid(GetUserId()) &&
+		!mcc_role_may_use_service(GetUserId()))
+	{
+		GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+		GUC_check_errmsg("permission denied to set mcc.image_device to \"%s\"",
+						 *newval == MCC_IMAGE_DEVICE_GPU ? "gpu" : "engine");
+		GUC_check_errdetail("Only members of role \"%s\" may run image jobs in the matcher engine.",
+							MCC_SERVICE_ROLE);
+		return false;
+	}
+	return true;
+}
+
 /* Define mcc.image_device. */
 void
 mcc_image_engine_init(void)
@@ -55,7 +87,7 @@ mcc_image_engine_init(void)
 							 "cpu: this backend; gpu: the engine's GPU or an error; engine: the "
 							 "engine, on its GPU or its CPU threads. Results are the same.",
 							 &mcc_image_device, MCC_IMAGE_DEVICE_AUTO, image_device_options,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
+							 PGC_USERSET, 0, check_image_device, NULL, NULL);
 }
 
 /* The setting's name of the current mode, for messages. */
@@ -86,6 +118,19 @@ mcc_image_use_engine(const char *fn, uint64 request_bytes, uint64 reply_bytes, u
 
 	if (mcc_image_device == MCC_IMAGE_DEVICE_CPU)
 		return false;
+	if (!mcc_role_may_use_service(GetUserId()))
+	{
+		if (must)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to run %s in the matcher engine", fn),
+					 errdetail("Only members of role \"%s\" may run image jobs in the matcher engine; mcc.image_device is \"%s\".",
+							   MCC_SERVICE_ROLE, mode_name()),
+					 errhint("Set mcc.image_device to \"cpu\" or \"auto\" to run it in this backend.")));
+		elog(DEBUG1, "%s runs in this backend: role \"%s\" is not a member of \"%s\"", fn,
+			 GetUserNameFromId(GetUserId(), false), MCC_SERVICE_ROLE);
+		return false;
+	}
 	if (request_bytes + FRAME_SLACK > MCC_PROTO_MAX_FRAME ||
 		reply_bytes + FRAME_SLACK > MCC_PROTO_MAX_FRAME)
 	{
@@ -183,7 +228,7 @@ get_string(mcc_image_result *res, size_t max)
 	return pnstrdup(p, Min((size_t) len, max));
 }
 
-void
+bool
 mcc_image_engine_run(StringInfo frame, uint16 type, const char *fn, mcc_image_result *res)
 {
 	uint64		id = mcc_conn_next_id();
@@ -196,6 +241,13 @@ mcc_image_engine_run(StringInfo frame, uint16 type, const char *fn, mcc_image_re
 	mcc_conn_wait_reply_unbounded(id, &reply);
 	if (reply.type == MCC_MSG_ERROR && reply.err_code == MCC_PERR_NO_GPU)
 		refuse(fn, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, reply.err_message);
+	if (reply.type == MCC_MSG_ERROR && reply.err_code == MCC_PERR_BUSY)
+	{
+		if (mcc_image_device != MCC_IMAGE_DEVICE_AUTO)
+			refuse(fn, ERRCODE_INSUFFICIENT_RESOURCES, reply.err_message);
+		elog(DEBUG1, "%s runs in this backend: %s", fn, reply.err_message);
+		return false;
+	}
 	if (reply.type != type + 1)
 		mcc_raise_engine_error(&reply);
 	memset(res, 0, sizeof(*res));
@@ -209,6 +261,7 @@ mcc_image_engine_run(StringInfo frame, uint16 type, const char *fn, mcc_image_re
 	res->device = get_string(res, 256);
 	if (res->err.status == MCC_OK)
 		elog(DEBUG1, "%s ran in the matcher engine on %s", fn, res->device);
+	return true;
 }
 
 /* Raw bytes of a result; a short result is a protocol violation. */

@@ -81,8 +81,10 @@ extern uint64 mcc_image_field_bytes(const mcc_image *img);
  * Send the request (mcc_proto.h type `type`) and wait for its result,
  * interruptibly: a cancel or statement_timeout sends CANCEL and raises.
  * An engine ERROR is raised; a job's own error comes back in res->err.
+ * false: the engine has all the image jobs it takes and mcc.image_device
+ * is auto, so this backend runs the call.
  */
-extern void mcc_image_engine_run(StringInfo frame, uint16 type, const char *fn,
+extern bool mcc_image_engine_run(StringInfo frame, uint16 type, const char *fn,
 								 mcc_image_result *res);
 
 /* Result fields. */

@@ -79,7 +79,8 @@ engine_search(const char *fn, const mcc_image *t, const mcc_image *p, uint32 nx,
 	mcc_image_put_u32(&f, map != NULL);
 	mcc_image_put_image(&f, t);
 	mcc_image_put_image(&f, p);
-	mcc_image_engine_run(&f, MCC_MSG_SAD, fn, &res);
+	if (!mcc_image_engine_run(&f, MCC_MSG_SAD, fn, &res))
+		return false;
 	if (res.err.status != MCC_OK)
 		mcc_pg_raise(&res.err);
 	if (mcc_image_get_u32(&res) != nx || mcc_image_get_u32(&res) != ny ||

@@ -37,6 +37,20 @@ extern int	mcc_request_timeout;	/* mcc.request_timeout, ms, 0 = none */
 extern int	mcc_worker_threads; /* mcc.worker_threads, 0 = one per CPU */
 extern int	mcc_max_delta_rows; /* mcc.max_delta_rows */
 extern int	mcc_max_galleries;	/* mcc.max_galleries */
+extern int	mcc_image_worker_threads;	/* mcc.image_worker_threads, 0 = half the workers */
+extern int	mcc_image_queue_limit;	/* mcc.image_queue_limit, 0 = 4 per image thread */
+extern int	mcc_progress_interval;	/* mcc.progress_interval, ms, -1 = no NOTICEs */
+
+/*
+ * The role whose members (and superusers) may have galleries cached by the
+ * matcher service and run image jobs in the matcher engine. The extension
+ * creates it (sql/mcc--0.1.0--0.2.0.sql); while it does not exist, only
+ * superusers may.
+ */
+#define MCC_SERVICE_ROLE	"mcc_service_user"
+
+/* May role roleid use the matcher service's memory and threads? */
+extern bool mcc_role_may_use_service(Oid roleid);
 
 /* Called once from _PG_init (src/mcc.c). */
 extern void mcc_service_init(void);
@@ -79,8 +93,16 @@ typedef struct mcc_svc_gallery
 	int			profile_id;		/* profile of the loaded cache */
 	TimestampTz retry_load_after;	/* after a failed load (memory limit) */
 	TimestampTz last_settle;	/* last settle exchange started */
-	TimestampTz last_used;
+	pg_atomic_uint64 last_used; /* TimestampTz of the last identify() or preload */
+	int32		priority;		/* mcc_galleries.priority: who may evict whom */
 	uint64		searchable;		/* the engine's entries at the last search (an estimate) */
+	/* the load in progress (load_pid 0: none), for mcc_gallery_status */
+	int			load_pid;
+	TimestampTz load_started;
+	uint64		load_rows;		/* rows sent to the engine so far */
+	uint64		load_rows_expected; /* the planner's estimate (0: none) */
+	uint64		load_blocks;	/* heap blocks read so far */
+	uint64		load_blocks_total;
 } mcc_svc_gallery;
 
 typedef struct mcc_svc_shared
@@ -113,11 +135,28 @@ extern void mcc_shmem_install_hooks(void);
 extern mcc_service_state mcc_service_state_now(uint64 *launch);
 
 /*
- * Slot of (MyDatabaseId, relid), -1 if none. With create, makes one (a new
- * slot needs a load); -1 then means the table is full. *epoch receives the
- * slot's epoch for mcc_slot_lock().
+ * Slot of (MyDatabaseId, relid), -1 if none. *epoch receives the slot's
+ * epoch for mcc_slot_lock().
  */
-extern int	mcc_slot_find(Oid relid, bool create, uint32 *epoch);
+extern int	mcc_slot_find(Oid relid, uint32 *epoch);
+
+/* A slot taken from another gallery to make room (db InvalidOid: none). */
+typedef struct mcc_slot_victim
+{
+	Oid			db;
+	Oid			rel;
+} mcc_slot_victim;
+
+/*
+ * The slot of (MyDatabaseId, relid), made if there is none (a new slot
+ * needs a load), with the gallery's priority and its use noted. When the
+ * table is full, the slot of the gallery with the lowest priority at or
+ * below `priority`, least recently used first and not being loaded, is
+ * freed for it (*victim says which: the caller evicts its cache). -1 if no
+ * slot can be had.
+ */
+extern int	mcc_slot_acquire(Oid relid, int32 priority, uint32 *epoch,
+							 mcc_slot_victim *victim);
 
 /*
  * Lock slot i in mode if it still belongs to (MyDatabaseId, relid) with the
@@ -197,6 +236,12 @@ extern bool mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags,
  */
 extern bool mcc_conn_wait_reply(uint64 request_id, mcc_reply *reply);
 
+/*
+ * The same, waiting at most timeout_ms (status requests: a stopped engine
+ * must not hold a monitoring query for mcc.request_timeout).
+ */
+extern bool mcc_conn_wait_reply_ms(uint64 request_id, mcc_reply *reply, int timeout_ms);
+
 /* The same for a request of `units` units of work (mcc.request_timeout each). */
 extern bool mcc_conn_wait_reply_units(uint64 request_id, mcc_reply *reply, int units);
 
@@ -240,6 +285,7 @@ typedef struct mcc_registration
 	Oid			relid;
 	char	   *id_column;
 	char	   *template_column;
+	int32		priority;		/* 0 where mcc_galleries has no such column (0.1.0) */
 } mcc_registration;
 
 /* OID of table mcc_galleries (InvalidOid if the extension is absent). */
@@ -276,6 +322,15 @@ extern char *mcc_gallery_triggers_missing(List *relids);
 /* Raise unless the current user owns relid. */
 extern void mcc_check_owner(Oid relid);
 
+/* Owner of relation relid. */
+extern Oid	mcc_rel_owner(Oid relid);
+
+/*
+ * NULL if the owner of gallery relid may have it cached (see
+ * MCC_SERVICE_ROLE); otherwise why not.
+ */
+extern char *mcc_gallery_owner_problem(Oid relid);
+
 /* Attribute number of column name in relation relid (InvalidAttrNumber if none). */
 extern AttrNumber mcc_column_attnum(Oid relid, const char *name);
 
@@ -287,6 +342,9 @@ extern uint64 mcc_full_xid(TransactionId xid);
 
 /* Drop the engine's cache of relid and free its slot (src/service_register.c). */
 extern void mcc_service_evict(Oid relid);
+
+/* Drop the engine's caches of (db, relid), whose slot is gone already. */
+extern void mcc_service_evict_engine(Oid db, Oid relid);
 
 /* ---------------------------------------------------------------------
  * Change capture (src/service_triggers.c)
@@ -306,8 +364,13 @@ typedef enum mcc_load_result
 	MCC_LOAD_SKIPPED,			/* someone else loaded it meanwhile */
 	MCC_LOAD_MIXED,				/* rows of another profile, or NULL keys */
 	MCC_LOAD_MEMORY,			/* the engine's memory limit */
+	MCC_LOAD_KEPT,				/* a refresh did not fit beside the current cache, which stays */
 	MCC_LOAD_UNAVAILABLE		/* the engine could not be reached */
 } mcc_load_result;
+
+/* mcc_gallery_load's options */
+#define MCC_LOADOPT_FORCE		0x01	/* a full load even if the cache is current */
+#define MCC_LOADOPT_PROGRESS	0x02	/* NOTICEs of progress for an interactive caller */
 
 /* What a load needs to know about the gallery. */
 typedef struct mcc_gallery_ref
@@ -319,26 +382,39 @@ typedef struct mcc_gallery_ref
 	AttrNumber	key_att;		/* in the gallery itself */
 	AttrNumber	tpl_att;
 	mcc_gallery_id id;			/* db, rel, signature */
+	int32		priority;		/* the registration's */
 	int			slot;
 	uint32		epoch;
 } mcc_gallery_ref;
 
 /*
  * Bring the engine's cache of the gallery to a full load with profile
- * profile_id (0: the profile of the gallery's first template), unless force
- * is false and a current one exists. *entries gets the engine's entry
- * count; *why the reason of a failure.
+ * profile_id (0: the profile of the gallery's first template), unless a
+ * current one exists and opts lacks MCC_LOADOPT_FORCE. *entries gets the
+ * engine's entry count; *why the reason of a failure.
  */
 extern mcc_load_result mcc_gallery_load(mcc_gallery_ref *g, int profile_id,
-										bool force, uint64 *entries, char **why);
+										int opts, uint64 *entries, char **why);
+
+/*
+ * Estimates of a load in progress from its rows sent, the planner's
+ * estimate, heap blocks read and in all, and seconds elapsed: total rows,
+ * rows per second, seconds left (each -1 when unknown).
+ */
+extern void mcc_load_estimate(uint64 rows, uint64 rows_expected, uint64 blocks,
+							  uint64 blocks_total, double elapsed, double *total,
+							  double *rate, double *left);
 
 /* Fill ref for gallery g: its relations (locked), columns and signature. */
 extern void mcc_gallery_ref_init(mcc_gallery_ref *ref, const struct mcc_gallery *g);
 
-/* Find or create ref's slot; false if none is free. */
+/* Find or create ref's slot; false if none can be had. */
 extern bool mcc_gallery_ref_slot(mcc_gallery_ref *ref);
 
-/* Does the slot say that a load is needed for this signature and profile? */
+/*
+ * Does the slot say that a load is needed for this signature and profile
+ * (profile_id 0: any)?
+ */
 extern bool mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id);
 
 /* Note in the slot that the cache must be reloaded (engine said so). */

@@ -111,9 +111,20 @@ mcc_registration_get(Oid relid, mcc_registration *reg)
 		TupleDesc	desc = RelationGetDescr(rel);
 		bool		isnull;
 
+		AttrNumber	prio_att = mcc_column_attnum(galleries, "priority");
+		Datum		prio;
+
 		reg->relid = relid;
 		reg->id_column = pstrdup(NameStr(*DatumGetName(mcc_pg_tuple_attr(tup, desc, Anum_id_column, &isnull))));
 		reg->template_column = pstrdup(NameStr(*DatumGetName(mcc_pg_tuple_attr(tup, desc, Anum_template_column, &isnull))));
+		/* mcc_galleries of 0.1.0 has no priority column: every gallery 0 */
+		reg->priority = 0;
+		if (prio_att != InvalidAttrNumber)
+		{
+			prio = mcc_pg_tuple_attr(tup, desc, prio_att, &isnull);
+			if (!isnull)
+				reg->priority = DatumGetInt32(prio);
+		}
 		found = true;
 	}
 	systable_endscan(scan);
@@ -306,6 +317,43 @@ mcc_check_owner(Oid relid)
 				 errmsg("relation with OID %u does not exist", relid)));
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind), get_rel_name(relid));
+}
+
+/* Owner of a relation. */
+Oid
+mcc_rel_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/* Superusers and roles with the privileges of MCC_SERVICE_ROLE. */
+bool
+mcc_role_may_use_service(Oid roleid)
+{
+	Oid			service = get_role_oid(MCC_SERVICE_ROLE, true);
+
+	if (superuser_arg(roleid))
+		return true;
+	return OidIsValid(service) && has_privs_of_role(roleid, service);
+}
+
+/* NULL if the gallery's owner may have it cached; otherwise why not. */
+char *
+mcc_gallery_owner_problem(Oid relid)
+{
+	Oid			owner = mcc_rel_owner(relid);
+
+	if (mcc_role_may_use_service(owner))
+		return NULL;
+	return psprintf("the owner of gallery \"%s\", role \"%s\", is not a member of role \"%s\"",
+					get_rel_name(relid), GetUserNameFromId(owner, false), MCC_SERVICE_ROLE);
 }
 
 /* A key as int64 by the column's (base) type. */

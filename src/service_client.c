@@ -414,6 +414,15 @@ mcc_conn_wait_reply(uint64 request_id, mcc_reply *reply)
 	return wait_reply_until(request_id, reply, reply_deadline(mcc_request_timeout));
 }
 
+/* The same with a wait of at most timeout_ms (and mcc.request_timeout). */
+bool
+mcc_conn_wait_reply_ms(uint64 request_id, mcc_reply *reply, int timeout_ms)
+{
+	int			ms = mcc_request_timeout > 0 ? Min(timeout_ms, mcc_request_timeout) : timeout_ms;
+
+	return wait_reply_until(request_id, reply, reply_deadline(ms));
+}
+
 /*
  * The same for a request of `units` units of work (the probes of a batch):
  * mcc.request_timeout applies to each.
@@ -718,6 +727,8 @@ engine_sqlstate(const mcc_reply *reply)
 			return ERRCODE_QUERY_CANCELED;
 		case MCC_PERR_NO_GPU:
 			return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
+		case MCC_PERR_BUSY:
+			return ERRCODE_INSUFFICIENT_RESOURCES;
 		case MCC_PERR_TOO_LARGE:
 			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 		case MCC_PERR_NOT_LOADED:

@@ -23,6 +23,9 @@ int			mcc_request_timeout = 30000;
 int			mcc_worker_threads = 0;
 int			mcc_max_delta_rows = 10000;
 int			mcc_max_galleries = 64;
+int			mcc_image_worker_threads = 0;
+int			mcc_image_queue_limit = 0;
+int			mcc_progress_interval = 5000;
 
 static const struct config_enum_entry fallback_options[] = {
 	{"cpu", MCC_FALLBACK_CPU, false},
@@ -67,6 +70,13 @@ define_session_gucs(void)
 							"full reload instead.",
 							&mcc_max_delta_rows, 10000, 0, INT_MAX / 2,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.progress_interval",
+							"How often a long maintenance call reports its progress.",
+							"An interactive mcc_gallery_preload() sends a NOTICE this often "
+							"(if client_min_messages lets NOTICEs through); 0 after every "
+							"step, -1 never. mcc_gallery_status shows the progress anyway.",
+							&mcc_progress_interval, 5000, -1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 }
 
 /* Parameters fixed at server start. */
@@ -86,8 +96,23 @@ define_server_gucs(void)
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mcc.max_galleries",
 							"Galleries the matcher service tracks at once.",
-							NULL,
+							"When all are tracked, a gallery takes the slot of the one of "
+							"lowest priority at or below its own, least recently used first.",
 							&mcc_max_galleries, 64, 1, 100000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.image_worker_threads",
+							"Threads of the matcher engine for image and point jobs.",
+							"Apart from the scan threads, at a lower scheduling priority, so "
+							"that image jobs never hold up identify(). 0: half of "
+							"mcc.worker_threads, at least 1.",
+							&mcc_image_worker_threads, 0, 0, 1024,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.image_queue_limit",
+							"Image and point jobs the matcher engine takes at once.",
+							"Each holds its images until it is answered; beyond the limit "
+							"a call runs in its backend (mcc.image_device = auto) or fails. "
+							"0: four per image thread.",
+							&mcc_image_queue_limit, 0, 0, 1 << 20,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 }
 

@@ -1010,10 +1010,11 @@ ensure_loaded(serve_req *r, bool *silent, char **why)
 	*silent = false;
 	if (!mcc_slot_needs_load(&r->ref, r->profile_id))
 		return true;
-	switch (mcc_gallery_load(&r->ref, r->profile_id, false, &entries, why))
+	switch (mcc_gallery_load(&r->ref, r->profile_id, 0, &entries, why))
 	{
 		case MCC_LOAD_OK:
 		case MCC_LOAD_SKIPPED:
+		case MCC_LOAD_KEPT:
 			return true;
 		case MCC_LOAD_MIXED:
 			*silent = true;
@@ -1046,6 +1047,8 @@ prepare_ref(serve_req *r, bool *silent)
 	char	   *why;
 
 	*silent = false;
+	if ((why = mcc_gallery_owner_problem(g->relid)) != NULL)
+		return why;
 	mcc_gallery_ref_init(&r->ref, g);
 	if ((why = mcc_gallery_triggers_missing(r->ref.relids)) != NULL)
 		return psprintf("%s; run mcc_gallery_register() again", why);
@@ -1057,7 +1060,7 @@ prepare_ref(serve_req *r, bool *silent)
 		return pstrdup("changed in this transaction");
 	}
 	if (!mcc_gallery_ref_slot(&r->ref))
-		return psprintf("the matcher service already tracks mcc.max_galleries (%d) galleries",
+		return psprintf("the matcher service already tracks mcc.max_galleries (%d) galleries of higher priority or being loaded",
 						mcc_max_galleries);
 	if (load_refused_recently(&r->ref))
 		return pstrdup("a recent load of the gallery exceeded mcc.cache_memory_limit");

@@ -20,10 +20,21 @@
  * (mcc_galleries, gallery): waiting for it is interruptible and its holder's
  * crash releases it. Any error between LOAD_BEGIN and the engine's answer
  * closes the connection, which makes the engine abandon the load.
+ *
+ * Memory: a load that must replace the cache (it needs a reload) tells the
+ * engine that the current copy may give way (MCC_LOAD_REPLACE), so that a
+ * gallery never needs room for two copies to reload; a forced refresh of a
+ * current cache keeps serving the current copy when the second does not
+ * fit (MCC_LOAD_KEPT).
+ *
+ * Progress: the slot records the load's rows and heap blocks so far, for
+ * mcc_gallery_status; an interactive mcc_gallery_preload() also gets a
+ * NOTICE every mcc.progress_interval.
  */
 #include "mcc_pg.h"
 #include "service.h"
 #include "gallery.h"
+#include "mcc_match.h"
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
@@ -33,8 +44,12 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
@@ -42,6 +57,19 @@
 
 #define LOAD_FRAME_BYTES	(1024 * 1024)	/* LOAD_ROWS frames of about this size */
 #define LOAD_RETRY_MS		10000	/* after a load over the memory limit */
+
+/* progress of a load as its slot and NOTICEs report it */
+typedef struct load_progress
+{
+	bool		notices;		/* MCC_LOADOPT_PROGRESS for an interactive caller */
+	TimestampTz started;
+	TimestampTz last_notice;
+	bool		noticed;		/* a NOTICE went out */
+	uint64		rows_expected;	/* the planner's estimate (0: none) */
+	uint64		blocks_total;
+	uint64		blocks_before;	/* of the relations scanned before the current one */
+	HeapScanDesc scan;			/* the current relation's, or NULL */
+} load_progress;
 
 /* A load in progress. */
 typedef struct load_state
@@ -61,14 +89,18 @@ typedef struct load_state
 	TransactionId pin_xmin;		/* our snapshot's xmin: what no vacuum can remove */
 	uint64		guarded;		/* versions read in a subtransaction */
 	uint64		vanished;		/* versions whose TOAST vacuum removed meanwhile */
+	uint32		flags;			/* LOAD_BEGIN's MCC_LOAD_* */
+	load_progress prog;
 } load_state;
 
-static uint64 expected_rows(List *relids);
+static void progress_report(load_state *st);
 
 /* Relations, columns and signature of gallery g. */
 void
 mcc_gallery_ref_init(mcc_gallery_ref *ref, const mcc_gallery *g)
 {
+	mcc_registration reg;
+
 	memset(ref, 0, sizeof(*ref));
 	ref->relid = g->relid;
 	ref->relids = mcc_gallery_relations(g->relid);
@@ -79,14 +111,25 @@ mcc_gallery_ref_init(mcc_gallery_ref *ref, const mcc_gallery *g)
 	ref->id.db_oid = MyDatabaseId;
 	ref->id.rel_oid = g->relid;
 	ref->id.signature = mcc_gallery_signature(ref->relids, g->key_att, g->tpl_att);
+	ref->priority = mcc_registration_get(g->relid, &reg) ? reg.priority : 0;
 	ref->slot = -1;
 }
 
-/* Find or make the gallery's slot; false if none is free. */
+/* Find or make the gallery's slot; false if none can be had. */
 bool
 mcc_gallery_ref_slot(mcc_gallery_ref *ref)
 {
-	ref->slot = mcc_slot_find(ref->relid, true, &ref->epoch);
+	mcc_slot_victim victim;
+
+	ref->slot = mcc_slot_acquire(ref->relid, ref->priority, &ref->epoch, &victim);
+	if (OidIsValid(victim.db))
+	{
+		/* its cache would hold memory nobody tracks */
+		ereport(DEBUG1,
+				(errmsg_internal("mcc: gallery %u of database %u gave its slot to gallery %u",
+								 victim.rel, victim.db, ref->relid)));
+		mcc_service_evict_engine(victim.db, victim.rel);
+	}
 	return ref->slot >= 0;
 }
 
@@ -101,7 +144,8 @@ mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id)
 		return true;
 	need = s->loaded_gen == 0 || s->reload_gen > s->loaded_gen ||
 		s->loaded_incarnation != mcc_conn_incarnation() ||
-		s->loaded_signature != g->id.signature || s->profile_id != profile_id;
+		s->loaded_signature != g->id.signature ||
+		(profile_id != 0 && s->profile_id != profile_id);
 	LWLockRelease(MCC_SLOT_LOCK(g->slot));
 	return need;
 }
@@ -128,7 +172,9 @@ send_begin(load_state *st)
 	mcc_put_gallery(&f, &st->g->id);
 	mcc_put_u64(&f, st->gen);
 	mcc_put_u32(&f, (uint32) st->profile_id);
-	mcc_put_u64(&f, expected_rows(st->g->relids));
+	mcc_put_u64(&f, st->prog.rows_expected);
+	mcc_put_u32(&f, (uint32) st->g->priority);
+	mcc_put_u32(&f, st->flags);
 	mcc_conn_send(&f, MCC_MSG_LOAD_BEGIN, st->request_id);
 	pfree(f.data);
 	st->begun = true;
@@ -157,6 +203,7 @@ rows_flush(load_state *st)
 	st->rows_sent += st->n_rows;
 	pfree(st->frame.data);
 	rows_frame_begin(st);
+	progress_report(st);
 }
 
 /*
@@ -333,6 +380,7 @@ load_relation(load_state *st, Oid relid)
 	}
 	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row", ALLOCSET_DEFAULT_SIZES);
 	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
+	st->prog.scan = (HeapScanDesc) scan;
 	while (ok && (tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
 		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
@@ -354,28 +402,149 @@ load_relation(load_state *st, Oid relid)
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(row_cxt);
 	}
+	st->prog.blocks_before += ((HeapScanDesc) scan)->rs_nblocks;
+	st->prog.scan = NULL;
 	table_endscan(scan);
 	MemoryContextDelete(row_cxt);
 	relation_close(rel, NoLock);
 	return ok;
 }
 
-/* Rows the planner expects in the gallery (a hint for the engine). */
-static uint64
-expected_rows(List *relids)
+/*
+ * What a load will read: the rows the planner expects in the gallery (a
+ * hint for the engine, 0 when never analyzed) and its tables' heap blocks.
+ */
+static void
+gallery_size(List *relids, uint64 *rows, uint64 *blocks)
 {
 	double		total = 0;
 	ListCell   *lc;
 
+	*blocks = 0;
 	foreach(lc, relids)
 	{
 		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
 
 		if (rel->rd_rel->reltuples > 0)
 			total += rel->rd_rel->reltuples;
+		if (rel->rd_rel->relkind == RELKIND_RELATION)
+			*blocks += RelationGetNumberOfBlocks(rel);
 		relation_close(rel, NoLock);
 	}
-	return (uint64) total;
+	*rows = (uint64) total;
+}
+
+/* Heap blocks the load has read (a synchronized scan may start mid-table). */
+static uint64
+blocks_done(const load_progress *p)
+{
+	uint64		d = p->blocks_before;
+	HeapScanDesc h = p->scan;
+
+	if (h != NULL && h->rs_nblocks > 0 && BlockNumberIsValid(h->rs_cblock))
+		d += ((uint64) h->rs_cblock + h->rs_nblocks - h->rs_startblock) % h->rs_nblocks + 1;
+	return Min(d, p->blocks_total);
+}
+
+/*
+ * Estimates of a load in progress: its total rows, its rate (rows per
+ * second) and the seconds left, each -1 when unknown. The fraction done is
+ * that of the heap blocks read; the total is the planner's estimate, or
+ * extrapolated from the blocks when there is none, and exact once every
+ * block is read.
+ */
+void
+mcc_load_estimate(uint64 rows, uint64 rows_expected, uint64 blocks, uint64 blocks_total,
+				  double elapsed, double *total, double *rate, double *left)
+{
+	double		fraction = blocks_total > 0 ? (double) blocks / blocks_total :
+		rows_expected > 0 ? Min(1.0, (double) rows / rows_expected) : -1;
+
+	*rate = elapsed > 0 ? rows / elapsed : -1;
+	if (fraction >= 1.0)
+		*total = (double) rows;
+	else if (rows_expected > 0)
+		*total = (double) Max(rows_expected, rows);
+	else
+		*total = fraction > 0 ? rows / fraction : -1;
+	*left = fraction >= 1.0 ? 0 : fraction > 0 ? elapsed * (1 - fraction) / fraction : -1;
+}
+
+/* The load's progress in its slot; done: the load is over. */
+static void
+slot_progress(const load_state *st, bool done)
+{
+	const mcc_gallery_ref *g = st->g;
+	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
+
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
+		return;
+	if (done)
+	{
+		if (s->load_pid == MyProcPid)
+			s->load_pid = 0;
+	}
+	else
+	{
+		s->load_pid = MyProcPid;
+		s->load_started = st->prog.started;
+		s->load_rows = st->rows_sent;
+		s->load_rows_expected = st->prog.rows_expected;
+		s->load_blocks = blocks_done(&st->prog);
+		s->load_blocks_total = st->prog.blocks_total;
+	}
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
+}
+
+/* A FATAL exit in the middle of a load must not leave it marked in progress. */
+static void
+forget_own_loads(int code, Datum arg)
+{
+	int			i;
+
+	if (mcc_svc == NULL)
+		return;
+	/* a plain store of our own pid's mark: no lock needed, none may be held */
+	for (i = 0; i < mcc_svc->n_slots; i++)
+		if (mcc_svc->slots[i].load_pid == MyProcPid)
+			mcc_svc->slots[i].load_pid = 0;
+}
+
+/* "2 min 46 s" */
+static char *
+duration_text(double secs)
+{
+	if (secs < 90)
+		return psprintf("%.0f s", secs);
+	if (secs < 5400)
+		return psprintf("%d min %d s", (int) (secs / 60), (int) secs % 60);
+	return psprintf("%d h %d min", (int) (secs / 3600), ((int) secs % 3600) / 60);
+}
+
+/* Publish the progress; a NOTICE every mcc.progress_interval when asked for. */
+static void
+progress_report(load_state *st)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	double		elapsed = (double) (now - st->prog.started) / USECS_PER_SEC;
+	double		total;
+	double		rate;
+	double		left;
+	uint64		blocks = blocks_done(&st->prog);
+
+	slot_progress(st, false);
+	if (!st->prog.notices || mcc_progress_interval < 0 ||
+		!TimestampDifferenceExceeds(st->prog.last_notice, now, mcc_progress_interval))
+		return;
+	st->prog.last_notice = now;
+	st->prog.noticed = true;
+	mcc_load_estimate(st->rows_sent, st->prog.rows_expected, blocks, st->prog.blocks_total,
+					  elapsed, &total, &rate, &left);
+	ereport(NOTICE,
+			(errmsg("gallery \"%s\": " UINT64_FORMAT " of about %.0f rows loaded (%d%%), %.0f rows/s, about %s left",
+					get_rel_name(st->g->relid), st->rows_sent, Max(total, 0),
+					st->prog.blocks_total > 0 ? (int) (100 * blocks / st->prog.blocks_total) : 0,
+					Max(rate, 0), left >= 0 ? duration_text(left) : "an unknown time")));
 }
 
 /* The generation to claim for a load: the slot's current one. */
@@ -467,13 +636,44 @@ stream_load_guarded(load_state *st, mcc_reply *reply)
 	return ok;
 }
 
-/* The load itself, with the load lock held. */
-static mcc_load_result
-load_locked(mcc_gallery_ref *g, int profile_id, uint64 *entries, char **why)
+/*
+ * Does the engine hold a cache of the gallery? A SEARCH without probes for
+ * generation 0 answers at once: RESULT if it does, NOT_LOADED if not.
+ */
+static bool
+engine_holds_cache(const mcc_gallery_ref *g)
 {
+	StringInfoData f;
+	uint64		id = mcc_conn_next_id();
+	mcc_reply	reply;
+
+	mcc_frame_begin(&f);
+	mcc_put_gallery(&f, &g->id);
+	mcc_put_u64(&f, 0);			/* need_generation */
+	mcc_put_u32(&f, 0);			/* k */
+	mcc_put_f32(&f, 0);			/* min_score */
+	mcc_put_u64(&f, 0);			/* count_xmin */
+	mcc_put_u64(&f, 0);			/* count_above */
+	mcc_put_u32(&f, (uint32) MCC_LSS);	/* refine: none (a plain search) */
+	mcc_put_u32(&f, 0);			/* final_k */
+	mcc_put_f64(&f, 0.0);		/* fraction */
+	mcc_put_u32(&f, 0);			/* refine_min */
+	mcc_put_u32(&f, 0);			/* n_probes */
+	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
+	pfree(f.data);
+	return mcc_conn_wait_reply(id, &reply) && reply.type == MCC_MSG_RESULT;
+}
+
+/* The load itself, with the load lock held; replace: the current cache may give way. */
+static mcc_load_result
+load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *entries,
+			char **why)
+{
+	static bool watching = false;
 	load_state	st;
 	mcc_reply	reply;
 	Relation	rel;
+	volatile bool ok = false;
 
 	if (mcc_conn_ensure(why) != MCC_CONN_OK)
 		return MCC_LOAD_UNAVAILABLE;
@@ -482,6 +682,7 @@ load_locked(mcc_gallery_ref *g, int profile_id, uint64 *entries, char **why)
 	st.profile_id = profile_id;
 	st.request_id = mcc_conn_next_id();
 	st.cxt = CurrentMemoryContext;
+	st.flags = replace ? MCC_LOAD_REPLACE : 0;
 	st.pin_xmin = ActiveSnapshotSet() ? GetActiveSnapshot()->xmin : InvalidTransactionId;
 	/* horizon first, then the generation: see the file comment */
 	rel = relation_open(g->relid, NoLock);
@@ -493,13 +694,39 @@ load_locked(mcc_gallery_ref *g, int profile_id, uint64 *entries, char **why)
 		*why = pstrdup("the gallery's slot was freed during the load");
 		return MCC_LOAD_UNAVAILABLE;
 	}
-	if (!stream_load_guarded(&st, &reply))
+	st.prog.notices = (opts & MCC_LOADOPT_PROGRESS) && whereToSendOutput == DestRemote &&
+		client_min_messages <= NOTICE;
+	st.prog.started = st.prog.last_notice = GetCurrentTimestamp();
+	gallery_size(g->relids, &st.prog.rows_expected, &st.prog.blocks_total);
+	if (!watching)
+	{
+		before_shmem_exit(forget_own_loads, 0);
+		watching = true;
+	}
+	slot_progress(&st, false);
+	PG_TRY();
+	{
+		ok = stream_load_guarded(&st, &reply);
+	}
+	PG_FINALLY();
+	{
+		slot_progress(&st, true);
+	}
+	PG_END_TRY();
+	if (!ok)
 	{
 		*why = st.why;
 		return st.result;
 	}
 	if (reply.type == MCC_MSG_ERROR && reply.err_code == MCC_PERR_MEMORY)
 	{
+		/* a refresh of a current cache that did not fit beside it: that one stays */
+		if (!replace && engine_holds_cache(g))
+		{
+			*why = psprintf("a second copy does not fit in mcc.cache_memory_limit beside the current cache, which stays: %s",
+							reply.err_message);
+			return MCC_LOAD_KEPT;
+		}
 		slot_load_refused(g);
 		*why = psprintf("the gallery does not fit in mcc.cache_memory_limit: %s",
 						reply.err_message);
@@ -509,27 +736,38 @@ load_locked(mcc_gallery_ref *g, int profile_id, uint64 *entries, char **why)
 		mcc_raise_engine_error(&reply);
 	*entries = mcc_get_u64(&reply.body);
 	slot_loaded(g, st.gen, st.profile_id);
+	if (st.prog.noticed)
+	{
+		double		secs = (double) (GetCurrentTimestamp() - st.prog.started) / USECS_PER_SEC;
+
+		ereport(NOTICE,
+				(errmsg("gallery \"%s\": " UINT64_FORMAT " rows loaded in %.1f s (%.0f rows/s)",
+						get_rel_name(g->relid), st.rows_sent, secs,
+						secs > 0 ? st.rows_sent / secs : 0)));
+	}
 	elog(DEBUG1, "mcc: loaded gallery %u at generation " UINT64_FORMAT ": " UINT64_FORMAT
 		 " rows sent, " UINT64_FORMAT " read in a subtransaction, " UINT64_FORMAT " vanished",
 		 g->relid, st.gen, st.rows_sent, st.guarded, st.vanished);
 	return MCC_LOAD_OK;
 }
 
-/* Load the gallery unless (without force) a current cache exists. */
+/* Load the gallery unless (without MCC_LOADOPT_FORCE) a current cache exists. */
 mcc_load_result
-mcc_gallery_load(mcc_gallery_ref *g, int profile_id, bool force,
+mcc_gallery_load(mcc_gallery_ref *g, int profile_id, int opts,
 				 uint64 *entries, char **why)
 {
 	Oid			lock_class = mcc_galleries_relid();
 	mcc_load_result res;
+	bool		needed;
 
 	*entries = 0;
 	*why = NULL;
 	LockDatabaseObject(lock_class, g->relid, 0, ExclusiveLock);
-	if (!force && !mcc_slot_needs_load(g, profile_id))
+	needed = mcc_slot_needs_load(g, profile_id);
+	if (!needed && !(opts & MCC_LOADOPT_FORCE))
 		res = MCC_LOAD_SKIPPED;
 	else
-		res = load_locked(g, profile_id, entries, why);
+		res = load_locked(g, profile_id, opts, needed, entries, why);
 	UnlockDatabaseObject(lock_class, g->relid, 0, ExclusiveLock);
 	return res;
 }

@@ -5,8 +5,13 @@
  * A registration is a row of mcc_galleries (kept by pg_dump through
  * pg_extension_config_dump) plus the four change triggers of
  * service_triggers.c on the gallery and on each of its partitions. Only the
- * gallery's owner may register it. mcc_galleries is written as its owner
- * (the extension's owner), so that registering needs no privilege on it.
+ * gallery's owner may register it, and only when both the caller and the
+ * owner are members of MCC_SERVICE_ROLE (or superusers): registering is
+ * what lets a gallery take a slot and cache memory of the shared service.
+ * mcc_galleries is written as its owner (the extension's owner), so that
+ * registering needs no privilege on it. Its priority column says which
+ * caches give way first when memory or slots run short; only roles the DBA
+ * grants EXECUTE on mcc_gallery_set_priority() may change it.
  */
 #include "mcc_pg.h"
 #include "service.h"
@@ -33,6 +38,7 @@
 PG_FUNCTION_INFO_V1(mcc_gallery_register);
 PG_FUNCTION_INFO_V1(mcc_gallery_unregister);
 PG_FUNCTION_INFO_V1(mcc_gallery_dropped);
+PG_FUNCTION_INFO_V1(mcc_gallery_set_priority);
 
 /* The change triggers: name, event clause. */
 static const char *const trigger_defs[][2] = {
@@ -48,20 +54,6 @@ qualified_name(Oid relid)
 {
 	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 									  get_rel_name(relid));
-}
-
-/* Owner of a relation. */
-static Oid
-rel_owner(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
 }
 
 /* Run a utility or DML statement through SPI (already connected). */
@@ -92,7 +84,7 @@ catalog_exec(const char *sql, int nargs, Oid *types, Datum *values)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("table mcc_galleries of extension mcc does not exist")));
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(rel_owner(galleries),
+	SetUserIdAndSecContext(mcc_rel_owner(galleries),
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 	PG_TRY();
 	{
@@ -225,25 +217,62 @@ store_registration(const mcc_gallery *g)
 				 3, types, values);
 }
 
-/* Tell the engine to drop its cache of the gallery and forget the slot. */
+/*
+ * Send the engine a request about a gallery (any signature) and wait for
+ * its OK, if it can be reached; priority: PRIORITY's field, NULL for none.
+ */
 static void
-evict(Oid relid)
+engine_gallery_request(uint16 type, Oid db, Oid relid, const int32 *priority)
 {
 	char	   *why;
 
-	mcc_slot_free(MyDatabaseId, relid);
 	if (mcc_svc != NULL && mcc_conn_ensure(&why) == MCC_CONN_OK)
 	{
 		StringInfoData f;
-		mcc_gallery_id id = {MyDatabaseId, relid, 0};
+		mcc_gallery_id id = {db, relid, 0};
 		uint64		req = mcc_conn_next_id();
 		mcc_reply	reply;
 
 		mcc_frame_begin(&f);
 		mcc_put_gallery(&f, &id);
-		mcc_conn_send(&f, MCC_MSG_EVICT, req);
+		if (priority != NULL)
+			mcc_put_u32(&f, (uint32) *priority);
+		mcc_conn_send(&f, type, req);
 		(void) mcc_conn_wait_reply(req, &reply);
 	}
+}
+
+/* Tell the engine to drop its caches of (db, relid). */
+void
+mcc_service_evict_engine(Oid db, Oid relid)
+{
+	engine_gallery_request(MCC_MSG_EVICT, db, relid, NULL);
+}
+
+/* Tell the engine to drop its cache of the gallery and forget the slot. */
+static void
+evict(Oid relid)
+{
+	mcc_slot_free(MyDatabaseId, relid);
+	mcc_service_evict_engine(MyDatabaseId, relid);
+}
+
+/* Raise unless role roleid (what: "you", or the owner) may use the service. */
+static void
+check_service_member(Oid roleid, const char *relname, bool is_caller)
+{
+	if (mcc_role_may_use_service(roleid))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to register gallery \"%s\"", relname),
+			 is_caller ?
+			 errdetail("Only members of role \"%s\" may register galleries with the matcher service.",
+					   MCC_SERVICE_ROLE) :
+			 errdetail("The owner of the gallery, role \"%s\", is not a member of role \"%s\"; its cache would take the service's memory.",
+					   GetUserNameFromId(roleid, false), MCC_SERVICE_ROLE),
+			 errhint("A superuser may run: GRANT %s TO %s;", MCC_SERVICE_ROLE,
+					 quote_identifier(GetUserNameFromId(roleid, false)))));
 }
 
 /* Exported for mcc_gallery_evict() (src/service_gallery.c). */
@@ -275,6 +304,8 @@ mcc_gallery_register(PG_FUNCTION_ARGS)
 				 errmsg("gallery of mcc_gallery_register() must not be null")));
 	relid = PG_GETARG_OID(0);
 	mcc_check_owner(relid);
+	check_service_member(GetUserId(), get_rel_name(relid), true);
+	check_service_member(mcc_rel_owner(relid), get_rel_name(relid), false);
 	mcc_gallery_resolve(relid,
 						PG_ARGISNULL(1) ? NULL : NameStr(*PG_GETARG_NAME(1)),
 						PG_ARGISNULL(2) ? NULL : NameStr(*PG_GETARG_NAME(2)),
@@ -361,4 +392,58 @@ mcc_gallery_dropped(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 		evict(gone[i]);
 	PG_RETURN_NULL();
+}
+
+/*
+ * mcc_gallery_set_priority(gallery regclass, priority integer) RETURNS void
+ *
+ * Records the gallery's priority and tells the service: when cache memory
+ * or slots run short, a gallery may evict only galleries of lower priority,
+ * or of equal priority used less recently. EXECUTE is revoked from PUBLIC:
+ * the DBA decides who may grant priority.
+ */
+Datum
+mcc_gallery_set_priority(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	int32		priority = PG_GETARG_INT32(1);
+	Oid			types[2] = {OIDOID, INT4OID};
+	Datum		values[2];
+	uint64		n;
+	uint32		epoch;
+	int			slot;
+
+	if (get_rel_relkind(relid) == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (mcc_column_attnum(mcc_galleries_relid(), "priority") == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table mcc_galleries has no priority column"),
+				 errhint("Run ALTER EXTENSION mcc UPDATE.")));
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int32GetDatum(priority);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	n = catalog_exec(psprintf("UPDATE %s.mcc_galleries SET priority = $2 WHERE gallery = $1::pg_catalog.oid",
+							  quote_identifier(get_namespace_name(get_rel_namespace(mcc_galleries_relid())))),
+					 2, types, values);
+	SPI_finish();
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" is not a registered gallery", get_rel_name(relid)),
+				 errhint("Register it with mcc_gallery_register().")));
+	if (mcc_svc == NULL)
+		PG_RETURN_VOID();
+	/* the slot and the engine follow at once (a rollback leaves them until the next use) */
+	if ((slot = mcc_slot_find(relid, &epoch)) >= 0 &&
+		mcc_slot_lock(slot, relid, epoch, LW_EXCLUSIVE))
+	{
+		mcc_svc->slots[slot].priority = priority;
+		LWLockRelease(MCC_SLOT_LOCK(slot));
+	}
+	engine_gallery_request(MCC_MSG_PRIORITY, MyDatabaseId, relid, &priority);
+	PG_RETURN_VOID();
 }

@@ -3,6 +3,10 @@
  * the supervisor publishes, and one slot per gallery holding its generation
  * counter and what the engine's cache of it was last loaded at.
  *
+ * When every slot is taken, a gallery that needs one takes the slot of the
+ * gallery of lowest priority at or below its own, least recently used
+ * first (mcc_slot_acquire), so that nobody keeps others out for good.
+ *
  * Locks: LWLock 0 of tranche "mcc" guards which gallery owns which slot;
  * LWLock 1 + i guards slot i's fields. Slot identity changes only with both
  * held, so a backend that found a slot under the table lock revalidates it
@@ -126,7 +130,7 @@ slot_lookup(Oid relid)
 
 /* Give free slot i to relid, due for a load; both locks held. */
 static void
-slot_claim(int i, Oid relid)
+slot_claim(int i, Oid relid, int32 priority)
 {
 	mcc_svc_gallery *s = &mcc_svc->slots[i];
 	uint32		epoch = s->epoch + 1;
@@ -135,33 +139,107 @@ slot_claim(int i, Oid relid)
 	s->db_oid = MyDatabaseId;
 	s->rel_oid = relid;
 	s->epoch = epoch;
+	s->priority = priority;
 	s->generation = ++mcc_svc->gen_high;
 	s->reload_gen = s->generation;
-	s->last_used = GetCurrentTimestamp();
+	pg_atomic_init_u64(&s->last_used, (uint64) GetCurrentTimestamp());
 }
 
-/* Find (and with create, make) the slot of relid. */
+/* Empty slot i (both locks held): a later slot of its gallery starts above it. */
+static void
+slot_release(int i)
+{
+	mcc_svc_gallery *s = &mcc_svc->slots[i];
+
+	mcc_svc->gen_high = Max(mcc_svc->gen_high, s->generation);
+	s->db_oid = InvalidOid;
+	s->rel_oid = InvalidOid;
+	s->epoch++;
+}
+
+/* Find the slot of relid. */
 int
-mcc_slot_find(Oid relid, bool create, uint32 *epoch)
+mcc_slot_find(Oid relid, uint32 *epoch)
 {
 	int			i;
 
 	Assert(mcc_svc != NULL);
-	LWLockAcquire(MCC_TABLE_LOCK(), create ? LW_EXCLUSIVE : LW_SHARED);
+	LWLockAcquire(MCC_TABLE_LOCK(), LW_SHARED);
 	i = slot_lookup(relid);
-	if (i < 0 && create)
+	if (i >= 0)
+		*epoch = mcc_svc->slots[i].epoch;
+	LWLockRelease(MCC_TABLE_LOCK());
+	return i;
+}
+
+/*
+ * The slot that a gallery of `priority` may take when none is free: the
+ * lowest priority at or below it, least recently used first, not being
+ * loaded (table lock held); -1 if none.
+ */
+static int
+slot_victim(int32 priority)
+{
+	int			victim = -1;
+	int			i;
+
+	for (i = 0; i < mcc_svc->n_slots; i++)
+	{
+		mcc_svc_gallery *s = &mcc_svc->slots[i];
+		mcc_svc_gallery *v;
+
+		if (s->db_oid == InvalidOid || s->priority > priority || s->load_pid != 0)
+			continue;
+		if (victim < 0)
+		{
+			victim = i;
+			continue;
+		}
+		v = &mcc_svc->slots[victim];
+		if (s->priority < v->priority ||
+			(s->priority == v->priority &&
+			 pg_atomic_read_u64(&s->last_used) < pg_atomic_read_u64(&v->last_used)))
+			victim = i;
+	}
+	return victim;
+}
+
+/* Find or make the slot of relid, taking one from another gallery if it must. */
+int
+mcc_slot_acquire(Oid relid, int32 priority, uint32 *epoch, mcc_slot_victim *victim)
+{
+	int			i;
+
+	Assert(mcc_svc != NULL);
+	victim->db = InvalidOid;
+	victim->rel = InvalidOid;
+	LWLockAcquire(MCC_TABLE_LOCK(), LW_EXCLUSIVE);
+	i = slot_lookup(relid);
+	if (i < 0)
 	{
 		for (i = 0; i < mcc_svc->n_slots; i++)
 			if (mcc_svc->slots[i].db_oid == InvalidOid)
 				break;
 		if (i == mcc_svc->n_slots)
-			i = -1;
-		else
+			i = slot_victim(priority);
+		if (i >= 0)
 		{
 			LWLockAcquire(MCC_SLOT_LOCK(i), LW_EXCLUSIVE);
-			slot_claim(i, relid);
+			if (mcc_svc->slots[i].db_oid != InvalidOid)
+			{
+				victim->db = mcc_svc->slots[i].db_oid;
+				victim->rel = mcc_svc->slots[i].rel_oid;
+				slot_release(i);
+			}
+			slot_claim(i, relid, priority);
 			LWLockRelease(MCC_SLOT_LOCK(i));
 		}
+	}
+	else
+	{
+		/* a change of priority comes with the next use */
+		mcc_svc->slots[i].priority = priority;
+		pg_atomic_write_u64(&mcc_svc->slots[i].last_used, (uint64) GetCurrentTimestamp());
 	}
 	if (i >= 0)
 		*epoch = mcc_svc->slots[i].epoch;
@@ -201,10 +279,7 @@ mcc_slot_free(Oid db, Oid relid)
 		if (s->db_oid != db || (relid != InvalidOid && s->rel_oid != relid))
 			continue;
 		LWLockAcquire(MCC_SLOT_LOCK(i), LW_EXCLUSIVE);
-		mcc_svc->gen_high = Max(mcc_svc->gen_high, s->generation);
-		s->db_oid = InvalidOid;
-		s->rel_oid = InvalidOid;
-		s->epoch++;
+		slot_release(i);
 		LWLockRelease(MCC_SLOT_LOCK(i));
 	}
 	LWLockRelease(MCC_TABLE_LOCK());

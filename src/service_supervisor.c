@@ -240,7 +240,7 @@ static char **
 engine_argv(void)
 {
 	char		libdir[MAXPGPATH];
-	char	  **argv = palloc0(sizeof(char *) * 16);
+	char	  **argv = palloc0(sizeof(char *) * 24);
 	int			n = 0;
 
 	get_pkglib_path(my_exec_path, libdir);
@@ -255,6 +255,10 @@ engine_argv(void)
 	argv[n++] = psprintf("%d", mcc_worker_threads);
 	argv[n++] = "--memory-limit";
 	argv[n++] = psprintf(UINT64_FORMAT, (uint64) mcc_cache_memory_limit * 1024 * 1024);
+	argv[n++] = "--image-threads";
+	argv[n++] = psprintf("%d", mcc_image_worker_threads);
+	argv[n++] = "--image-queue";
+	argv[n++] = psprintf("%d", mcc_image_queue_limit);
 	argv[n] = NULL;
 	return argv;
 }

@@ -293,7 +293,7 @@ capture(TriggerData *td, const mcc_registration *reg)
 		g->reload = true;
 		return;
 	}
-	if (mcc_slot_find(reg->relid, false, &epoch) < 0)
+	if (mcc_slot_find(reg->relid, &epoch) < 0)
 		return;					/* no cache: a later load sees these rows */
 	if ((td->tg_oldtable == NULL || tuplestore_tuple_count(td->tg_oldtable) == 0) &&
 		(td->tg_newtable == NULL || tuplestore_tuple_count(td->tg_newtable) == 0))
@@ -600,7 +600,7 @@ publish_gallery(xact_gallery *g)
 		if (changes == NIL)
 			return;
 	}
-	slot = mcc_slot_find(g->gallery, false, &epoch);
+	slot = mcc_slot_find(g->gallery, &epoch);
 	if (slot < 0)
 		return;
 	if (!gallery_id(g->gallery, &id))

@@ -165,13 +165,32 @@ oom:
 	return NULL;
 }
 
+/* The room for sides that a new cache of these capacities estimates. */
+static uint64_t
+side_estimate(uint32_t cap_tpl, uint32_t cap_cyl)
+{
+	return (uint64_t) SIDE_PER_TPL * cap_tpl + (uint64_t) SIDE_PER_CYL * cap_cyl;
+}
+
 eng_cache *
 eng_cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
 			  uint32_t cap_cyl, mcc_error *err)
 {
-	return cache_new(p, budget, cap_tpl, cap_cyl,
-					 (uint64_t) SIDE_PER_TPL * cap_tpl + (uint64_t) SIDE_PER_CYL * cap_cyl,
-					 err);
+	return cache_new(p, budget, cap_tpl, cap_cyl, side_estimate(cap_tpl, cap_cyl), err);
+}
+
+uint64_t
+eng_cache_new_bytes(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl)
+{
+	uint64_t	side;
+
+	/* cache_new's clamps, so that the figure is what it charges */
+	if (cap_tpl < MIN_CAP)
+		cap_tpl = MIN_CAP;
+	if (cap_cyl < MIN_CAP)
+		cap_cyl = MIN_CAP;
+	side = side_estimate(cap_tpl, cap_cyl);
+	return eng_cache_bytes_for(p, cap_tpl, cap_cyl, side < MIN_CAP ? MIN_CAP : side);
 }
 
 void
@@ -910,6 +929,13 @@ eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
 		free(t.g);
 	*certain = n;
 	return true;
+}
+
+void
+eng_cache_uncharge(eng_cache *c)
+{
+	eng_budget_release(c->budget, c->bytes);
+	c->budget = NULL;
 }
 
 void

@@ -104,6 +104,9 @@ uint64_t	eng_cache_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t ca
 eng_cache  *eng_cache_new(const mcc_profile *p, eng_budget *budget,
 						  uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err);
 
+/* The bytes eng_cache_new would charge for these capacities. */
+uint64_t	eng_cache_new_bytes(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl);
+
 /*
  * Bytes of a template's side: its blob from byte 4 to its cylinder bits
  * (header, minutiae, padding), then one minutia index per cylinder.
@@ -235,6 +238,12 @@ typedef struct eng_count_group
 bool		eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
 							uint64_t *certain, eng_count_group **groups,
 							uint32_t *n_groups);
+
+/*
+ * Stop charging c (it is being dropped, but a pass may still read it for
+ * a moment): its bytes leave the budget now, not when it is freed.
+ */
+void		eng_cache_uncharge(eng_cache *c);
 
 /* Take over a charge made for this cache beforehand (adjusting to its size). */
 void		eng_cache_adopt(eng_cache *c, eng_budget *budget, uint64_t charged);

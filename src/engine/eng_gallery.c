@@ -1106,6 +1106,15 @@ eng_gallery_evict(eng_server *s, const mcc_gallery_id *id)
 	}
 }
 
+void
+eng_gallery_set_priority(eng_server *s, const mcc_gallery_id *id, int32_t priority)
+{
+	for (uint32_t i = 0; i < s->n_gal; i++)
+		if (s->gal[i]->id.db_oid == id->db_oid && s->gal[i]->id.rel_oid == id->rel_oid &&
+			(id->signature == 0 || id->signature == s->gal[i]->id.signature))
+			s->gal[i]->priority = priority;
+}
+
 int64_t
 eng_gallery_next_deadline(eng_server *s)
 {
@@ -1148,10 +1157,133 @@ load_fail(eng_load *l, int perr, const mcc_error *err)
 	l->build = NULL;
 }
 
+/*
+ * May the gallery's current cache give way to its load? When the client
+ * says so (the cache needs a reload: a second copy would only hold memory
+ * against the limit), or when the engine knows it cannot serve anyway.
+ */
+static bool
+own_cache_may_go(const eng_load *l)
+{
+	const eng_cache *c = l->gallery->cache;
+
+	return c != NULL && ((l->flags & MCC_LOAD_REPLACE) || c->reload_at != 0 ||
+						 c->profile != l->profile);
+}
+
+/*
+ * May load l evict gallery o's cache? Galleries of lower priority, and
+ * those of equal priority not used since the load began (least recently
+ * used first): nobody keeps memory against an equal newcomer for good, and
+ * the DBA's priorities (mcc_gallery_set_priority) decide who stays.
+ */
+static bool
+may_evict(const eng_load *l, const eng_gallery *o)
+{
+	const eng_gallery *g = l->gallery;
+
+	if (o == g || o->cache == NULL)
+		return false;
+	return o->priority < g->priority ||
+		(o->priority == g->priority && o->last_used <= l->t_start);
+}
+
+/* The cache load l may evict first (lowest priority, then least recently used), or NULL. */
+static eng_gallery *
+eviction_victim(eng_server *s, const eng_load *l)
+{
+	eng_gallery *v = NULL;
+
+	for (uint32_t i = 0; i < s->n_gal; i++)
+	{
+		eng_gallery *o = s->gal[i];
+
+		if (!may_evict(l, o))
+			continue;
+		if (v == NULL || o->priority < v->priority ||
+			(o->priority == v->priority && o->last_used < v->last_used))
+			v = o;
+	}
+	return v;
+}
+
+/* Drop a cache whose memory a load needs now (its readers may finish first). */
+static void
+drop_for_room(eng_server *s, eng_gallery *o, const eng_load *l)
+{
+	char		for_whom[64];
+
+	snprintf(for_whom, sizeof(for_whom), "%s", gname(l->gallery));
+	eng_cache_uncharge(o->cache);
+	if (o == l->gallery)
+		eng_log(ENG_LOG_INFO, "gallery %s: current cache of %.1f MB dropped: its reload needs the room",
+				gname(o), (double) o->cache->bytes / 1048576.0);
+	else
+		eng_log(ENG_LOG_INFO, "gallery %s: cache of %.1f MB (priority %d) evicted to make room "
+				"for gallery %s (priority %d)", gname(o), (double) o->cache->bytes / 1048576.0,
+				(int) o->priority, for_whom, (int) l->gallery->priority);
+	eng_gallery_drop_cache(s, o, o == l->gallery ?
+						   "the gallery is being reloaded" :
+						   "the cache was evicted to make room for another gallery");
+}
+
+/*
+ * Free `need` bytes of the cache budget for load l: the gallery's own
+ * current cache if it may go, then caches load l may evict. Nothing is
+ * dropped unless that makes enough room; false if it cannot (or if the
+ * budget has room already, and a failure was the system's memory).
+ */
+static bool
+make_room(eng_server *s, eng_load *l, uint64_t need)
+{
+	eng_budget *b = &s->budget;
+	eng_gallery *g = l->gallery;
+	uint64_t	room;
+	uint64_t	evictable = 0;
+	eng_gallery *v;
+
+	if (b->limit == 0 || need > b->limit)
+		return false;
+	room = b->used < b->limit ? b->limit - b->used : 0;
+	if (room >= need)
+		return false;
+	if (own_cache_may_go(l) && g->cache->budget != NULL)
+		evictable += g->cache->bytes;
+	for (uint32_t i = 0; i < s->n_gal; i++)
+		if (may_evict(l, s->gal[i]) && s->gal[i]->cache->budget != NULL)
+			evictable += s->gal[i]->cache->bytes;
+	if (room + evictable < need)
+		return false;			/* dropping them would serve nobody */
+	if (own_cache_may_go(l) && g->cache->budget != NULL)
+		drop_for_room(s, g, l);
+	while (b->limit - (b->used < b->limit ? b->used : b->limit) < need &&
+		   (v = eviction_victim(s, l)) != NULL)
+	{
+		drop_for_room(s, v, l);
+		s->evictions++;
+	}
+	return b->used <= b->limit && b->limit - b->used >= need;
+}
+
+/* A new cache for load l, making room in the budget if it must. */
+static eng_cache *
+build_cache(eng_server *s, eng_load *l, uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err)
+{
+	eng_cache  *c = eng_cache_new(l->profile, &s->budget, cap_tpl, cap_cyl, err);
+
+	if (c == NULL && err->status == MCC_ERR_MEMORY &&
+		make_room(s, l, eng_cache_new_bytes(l->profile, cap_tpl, cap_cyl)))
+	{
+		mcc_error_clear(err);
+		c = eng_cache_new(l->profile, &s->budget, cap_tpl, cap_cyl, err);
+	}
+	return c;
+}
+
 eng_load *
 eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 			   const mcc_gallery_id *id, uint64_t gen, uint32_t profile_id,
-			   uint64_t expected_rows)
+			   uint64_t expected_rows, int32_t priority, uint32_t flags)
 {
 	eng_gallery *g;
 	eng_load   *l;
@@ -1185,7 +1317,9 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 	l->request_id = request_id;
 	l->gen = gen;
 	l->profile = p;
+	l->flags = flags;
 	l->t_start = eng_now_usec();
+	g->priority = priority;
 	l->next = g->loads;
 	g->loads = l;
 	c->load = l;
@@ -1201,10 +1335,13 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 	 * prints give), unless that does not fit: then grow as rows come.
 	 */
 	if (expected_rows > 0 && expected_rows <= (UINT32_MAX - 1) / 36)
-		l->build = eng_cache_new(p, &s->budget, (uint32_t) expected_rows,
-								 (uint32_t) (expected_rows * 36), &err);
+		l->build = build_cache(s, l, (uint32_t) expected_rows,
+							   (uint32_t) (expected_rows * 36), &err);
 	if (l->build == NULL)
-		l->build = eng_cache_new(p, &s->budget, 1024, 1024 * 36, &err);
+	{
+		mcc_error_clear(&err);
+		l->build = build_cache(s, l, 1024, 1024 * 36, &err);
+	}
 	if (l->build == NULL)
 		load_fail(l, err.status == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_INTERNAL, &err);
 	return l;
@@ -1225,6 +1362,14 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 	if (st == MCC_OK)
 		st = eng_cache_append(l->build, key, mcc_template_hash(tpl, len), insert_xid,
 							  delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &v, NULL, &err);
+	/* growth doubles the capacity: room for as much again (more if that was short) */
+	for (uint64_t need = l->build->bytes, tries = 0;
+		 st == MCC_ERR_MEMORY && tries < 3 && make_room(s, l, need); need *= 2, tries++)
+	{
+		mcc_error_clear(&err);
+		st = eng_cache_append(l->build, key, mcc_template_hash(tpl, len), insert_xid,
+							  delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &v, NULL, &err);
+	}
 	if (st == MCC_OK)
 	{
 		l->rows++;

@@ -179,14 +179,19 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	uint64_t	gen;
 	uint32_t	profile;
 	uint64_t	expected;
+	int32_t		priority;
+	uint32_t	flags;
 
 	eng_rd_gallery(r, &id);
 	gen = eng_rd_u64(r);
 	profile = eng_rd_u32(r);
 	expected = eng_rd_u64(r);
+	priority = (int32_t) eng_rd_u32(r);
+	flags = eng_rd_u32(r);
 	if (!eng_rd_done(r))
 		return false;
-	if (eng_load_begin(s, c, h->request_id, &id, gen, profile, expected) == NULL)
+	if (eng_load_begin(s, c, h->request_id, &id, gen, profile, expected, priority,
+					   flags) == NULL)
 		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
 	return true;
 }
@@ -471,6 +476,48 @@ h_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	return true;
 }
 
+/* ENGINE_STATUS: the cache budget and the image jobs. */
+static bool
+h_engine_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	eng_buf    *o = &c->out;
+	uint64_t	parts;
+	uint64_t	done;
+	size_t		f;
+
+	if (!eng_rd_done(r))
+		return false;
+	eng_image_progress(s, &parts, &done);
+	f = eng_frame_begin(o, MCC_MSG_ENGINE_STATUS_REPLY, h->request_id);
+	eng_buf_u64(o, s->budget.used);
+	eng_buf_u64(o, s->budget.limit);
+	eng_buf_u64(o, s->evictions);
+	eng_buf_u32(o, (uint32_t) eng_pool_threads(s->img_pool));
+	eng_buf_u32(o, s->cfg.image_queue);
+	eng_buf_u32(o, s->n_images);
+	eng_buf_u64(o, parts);
+	eng_buf_u64(o, done);
+	eng_buf_u32(o, MCC_HELLO_IMAGES | (eng_image_has_gpu(s) ? MCC_HELLO_GPU : 0));
+	eng_frame_end(o, f);
+	return true;
+}
+
+/* PRIORITY: a gallery's priority changed (who may evict whom). */
+static bool
+h_priority(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+	int32_t		priority;
+
+	eng_rd_gallery(r, &id);
+	priority = (int32_t) eng_rd_u32(r);
+	if (!eng_rd_done(r))
+		return false;
+	eng_gallery_set_priority(s, &id, priority);
+	eng_reply_ok(c, h->request_id);
+	return true;
+}
+
 /* EVICT: drop matching caches. */
 static bool
 h_evict(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
@@ -518,6 +565,10 @@ eng_handle_frame(eng_server *s, eng_conn *c, const mcc_frame_hdr *h,
 			return h_status(s, c, h, &r);
 		case MCC_MSG_EVICT:
 			return h_evict(s, c, h, &r);
+		case MCC_MSG_ENGINE_STATUS:
+			return h_engine_status(s, c, h, &r);
+		case MCC_MSG_PRIORITY:
+			return h_priority(s, c, h, &r);
 		case MCC_MSG_REFINE:
 			return h_refine(s, c, h, &r);
 		case MCC_MSG_SAD:

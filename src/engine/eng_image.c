@@ -78,6 +78,7 @@ job_drop(eng_server *s, eng_image_job *j)
 		if (*p == j)
 		{
 			*p = j->next;
+			s->n_images--;
 			break;
 		}
 	job_free(j);
@@ -176,7 +177,7 @@ submit_stage(eng_server *s, eng_image_job *j, eng_img_stage stage, uint32_t part
 	j->job.tag = ENG_JOB_IMAGE;
 	j->job.n_parts = parts;
 	s->jobs++;
-	eng_pool_submit(s->pool, &j->job);
+	eng_pool_submit(s->img_pool, &j->job);
 }
 
 /* The result frame: job_status, then the kind's fields if it succeeded. */
@@ -414,9 +415,18 @@ start(eng_server *s, eng_image_job *j)
 bool
 eng_image_request(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 {
-	eng_image_job *j = calloc(1, sizeof(*j));
+	eng_image_job *j;
 	bool		ok = false;
 
+	if (s->n_images >= s->cfg.image_queue)
+	{
+		/* bounded: each admitted job holds its images until it is answered */
+		eng_reply_error(c, h->request_id, MCC_PERR_BUSY, 0,
+						"the matcher engine already runs %u image jobs, its limit",
+						s->n_images);
+		return true;
+	}
+	j = calloc(1, sizeof(*j));
 	if (j == NULL)
 	{
 		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
@@ -425,7 +435,7 @@ eng_image_request(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	pthread_mutex_init(&j->lock, NULL);
 	j->conn_id = c->id;
 	j->request_id = h->request_id;
-	j->cpu_threads = s->cfg.threads;
+	j->cpu_threads = s->cfg.image_threads;
 	mcc_error_clear(&j->err);
 	strcpy(j->ran_on, "cpu");
 	j->device = eng_rd_u32(r);
@@ -455,6 +465,7 @@ eng_image_request(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	}
 	j->next = s->images;
 	s->images = j;
+	s->n_images++;
 	eng_log(ENG_LOG_DEBUG, "connection %llu: %s job %llu", (unsigned long long) c->id,
 			kind_name(j->kind), (unsigned long long) j->request_id);
 	start(s, j);
@@ -506,12 +517,31 @@ eng_image_free_all(eng_server *s)
 		s->images = j->next;
 		job_free(j);
 	}
+	s->n_images = 0;
 }
 
 bool
 eng_image_has_gpu(const eng_server *s)
 {
 	return s->img_gpu != NULL && eng_gpu_usable(s->gpu) && eng_img_gpu_usable(s->img_gpu, 0);
+}
+
+void
+eng_image_progress(eng_server *s, uint64_t *parts, uint64_t *done)
+{
+	*parts = 0;
+	*done = 0;
+	for (eng_image_job *j = s->images; j; j = j->next)
+	{
+		uint32_t	d;
+		uint32_t	n;
+
+		if (j->stage == 0)
+			continue;			/* not submitted yet */
+		eng_pool_job_progress(s->img_pool, &j->job, &d, &n);
+		*parts += n;
+		*done += d;
+	}
 }
 
 void

@@ -43,6 +43,7 @@
 #include "mcc_sad.h"
 
 #define ENG_JOB_IMAGE	3		/* eng_job.tag (eng_gallery.c uses 1 and 2) */
+#define ENG_IMAGE_NICE	10		/* the image threads' nice value above the searches' */
 
 struct eng_server;
 struct eng_conn;
@@ -188,6 +189,9 @@ void		eng_image_free_all(struct eng_server *s);
 bool		eng_image_has_gpu(const struct eng_server *s);
 
 void		eng_image_get_stats(const struct eng_server *s, eng_image_stats *st);
+
+/* Parts of the admitted jobs' current stages, and of them those done. */
+void		eng_image_progress(struct eng_server *s, uint64_t *parts, uint64_t *done);
 
 /* --- per kind (eng_image_sad.c, eng_image_dp2d.c, eng_image_fit.c) ---------- */
 

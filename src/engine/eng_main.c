@@ -5,6 +5,7 @@
  *              [--memory-limit BYTES] [--log-level L] [--delta-timeout MS]
  *              [--max-batch N] [--gpu auto|off|on] [--gpu-memory-limit BYTES]
  *              [--gpu-partitions N] [--gpu-refine on|off]
+ *              [--image-threads N] [--image-queue N]
  *
  * Listens on a UNIX socket (mode 0600; a stale socket file is replaced),
  * writes "ready <incarnation>\n" to the ready fd, and serves until SIGTERM
@@ -51,7 +52,8 @@ usage(void)
 			"                  [--memory-limit BYTES] [--log-level error|warning|info|debug]\n"
 			"                  [--delta-timeout MS] [--max-batch N] [--gpu auto|off|on]\n"
 			"                  [--gpu-memory-limit BYTES] [--gpu-partitions N]\n"
-			"                  [--gpu-refine on|off]\n");
+			"                  [--gpu-refine on|off]\n"
+			"                  [--image-threads N] [--image-queue N]\n");
 }
 
 /* Parse a non-negative integer with an optional k/M/G (1024-based) suffix. */
@@ -248,6 +250,11 @@ main(int argc, char **argv)
 		else if (ok && strcmp(a, "--gpu-refine") == 0)
 			ok = (strcmp(val, "on") == 0 || strcmp(val, "off") == 0) &&
 				((cfg.gpu_refine_off = strcmp(val, "off") == 0), true);
+
+		else if (ok && strcmp(a, "--image-threads") == 0)
+			ok = parse_int(val, 0, 1024, &v) && ((cfg.image_threads = (int) v), true);
+		else if (ok && strcmp(a, "--image-queue") == 0)
+			ok = parse_int(val, 0, 1 << 20, &v) && ((cfg.image_queue = (uint32_t) v), true);
 		else
 			ok = false;
 		if (!ok)
@@ -288,8 +295,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 	eng_log(ENG_LOG_INFO,
-			"listening on \"%s\": %d threads, memory limit %llu bytes, kernel %s, %s, incarnation %llu",
-			socket_path, cfg.threads, (unsigned long long) cfg.memory_limit,
+			"listening on \"%s\": %d threads, %d image threads (at most %u image jobs), "
+			"memory limit %llu bytes, kernel %s, %s, incarnation %llu",
+			socket_path, cfg.threads, s.cfg.image_threads, s.cfg.image_queue,
+			(unsigned long long) cfg.memory_limit,
 			mcc_soa_kernel_name(), s.gpu ? "GPU path on" : "CPU only",
 			(unsigned long long) s.incarnation);
 	if (ready_fd >= 0)

@@ -8,6 +8,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct eng_pool
@@ -20,6 +22,7 @@ struct eng_pool
 	eng_job   **done_tail;
 	bool		stop;
 	int			n;
+	int			nice;			/* added to each thread's nice value */
 	int			started;
 	size_t		scratch_bytes;
 	pthread_t  *threads;
@@ -60,6 +63,10 @@ worker(void *arg)
 	eng_pool   *p = arg;
 	void	   *scratch = malloc(p->scratch_bytes ? p->scratch_bytes : 1);
 
+	/* best effort: a thread that keeps its priority still works */
+	if (p->nice != 0)
+		(void) setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid),
+						   getpriority(PRIO_PROCESS, 0) + p->nice);
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop)
 	{
@@ -99,6 +106,12 @@ worker(void *arg)
 eng_pool *
 eng_pool_start(int n, size_t scratch_bytes)
 {
+	return eng_pool_start_niced(n, scratch_bytes, 0);
+}
+
+eng_pool *
+eng_pool_start_niced(int n, size_t scratch_bytes, int nice)
+{
 	eng_pool   *p = calloc(1, sizeof(*p));
 	int			fds[2];
 
@@ -123,6 +136,7 @@ eng_pool_start(int n, size_t scratch_bytes)
 	p->queue_tail = &p->queue;
 	p->done_tail = &p->done;
 	p->n = n;
+	p->nice = nice;
 	p->scratch_bytes = scratch_bytes;
 	p->threads = calloc((size_t) n, sizeof(pthread_t));
 	if (p->threads == NULL)
@@ -205,6 +219,15 @@ eng_pool_take_done(eng_pool *p)
 	p->done_tail = &p->done;
 	pthread_mutex_unlock(&p->lock);
 	return list;
+}
+
+void
+eng_pool_job_progress(eng_pool *p, const eng_job *job, uint32_t *done, uint32_t *total)
+{
+	pthread_mutex_lock(&p->lock);
+	*done = job->done_parts;
+	*total = job->n_parts;
+	pthread_mutex_unlock(&p->lock);
 }
 
 bool

@@ -38,6 +38,13 @@ typedef struct eng_pool eng_pool;
 /* Start n threads, each with scratch_bytes of private scratch; NULL on failure. */
 eng_pool   *eng_pool_start(int n, size_t scratch_bytes);
 
+/*
+ * The same with the threads' nice value raised by `nice` (Linux schedules
+ * threads on their own): the image jobs' pool runs below the searches'
+ * threads, so that a long image job slows a search as little as possible.
+ */
+eng_pool   *eng_pool_start_niced(int n, size_t scratch_bytes, int nice);
+
 /* Stop the threads after the parts they are running; queued jobs are left. */
 void		eng_pool_stop(eng_pool *p);
 
@@ -51,6 +58,10 @@ int			eng_pool_fd(const eng_pool *p);
 
 /* Drain the pipe and return the finished jobs (oldest first), or NULL. */
 eng_job    *eng_pool_take_done(eng_pool *p);
+
+/* Parts of a submitted job that are done, and its parts (under the pool's lock). */
+void		eng_pool_job_progress(eng_pool *p, const eng_job *job, uint32_t *done,
+								  uint32_t *total);
 
 /* Block up to timeout_ms (-1: forever) until a job is done; true if one is. */
 bool		eng_pool_wait(eng_pool *p, int timeout_ms);

@@ -56,6 +56,10 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 		s->cfg.max_batch = 1;
 	if (s->cfg.delta_timeout_ms < 0)
 		s->cfg.delta_timeout_ms = 0;
+	if (s->cfg.image_threads < 1)
+		s->cfg.image_threads = s->cfg.threads / 2 > 1 ? s->cfg.threads / 2 : 1;
+	if (s->cfg.image_queue < 1)
+		s->cfg.image_queue = 4 * (uint32_t) s->cfg.image_threads;
 	s->budget.limit = cfg->memory_limit;
 	s->listen_fd = -1;
 	s->incarnation = (uint64_t) eng_wall_usec();
@@ -65,6 +69,18 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 	s->pool = eng_pool_start(s->cfg.threads, scratch_bytes());
 	if (s->pool == NULL)
 		return false;
+	/*
+	 * Image jobs get threads of their own, below the searches' priority:
+	 * a long one never holds a thread a search is waiting for.
+	 */
+	s->img_pool = eng_pool_start_niced(s->cfg.image_threads, ENG_SCRATCH_BYTES,
+									   ENG_IMAGE_NICE);
+	if (s->img_pool == NULL)
+	{
+		eng_pool_stop(s->pool);
+		s->pool = NULL;
+		return false;
+	}
 	/* the only place CUDA is initialized; no GPU means the CPU threads */
 	s->gpu = eng_gpu_start(s->cfg.gpu, s->cfg.gpu_memory_limit, s->cfg.gpu_partitions,
 						   s->cfg.threads);
@@ -79,6 +95,8 @@ eng_server_destroy(eng_server *s)
 	/* threads first: nothing may read a cache while it is freed */
 	eng_pool_stop(s->pool);
 	s->pool = NULL;
+	eng_pool_stop(s->img_pool);
+	s->img_pool = NULL;
 	while (s->n_conns > 0)
 		eng_conn_close(s, s->conns[s->n_conns - 1]);
 	free(s->conns);
@@ -96,22 +114,44 @@ eng_server_destroy(eng_server *s)
 	s->listen_fd = -1;
 }
 
+/* A job of either pool came back: hand it to its owner by its tag. */
+static void
+job_done(eng_server *s, eng_job *job)
+{
+	switch (job->tag)
+	{
+		case ENG_JOB_REFINE:
+			eng_refine_done(s, job);
+			break;
+		case ENG_JOB_IMAGE:
+			eng_image_job_done(s, job);
+			break;
+		case 1:					/* eng_gallery.c's passes and compactions */
+		case 2:
+		case ENG_JOB_RESCORE:	/* a refining pass's rescoring, which its pass awaits */
+			eng_gallery_job_done(s, job);
+			break;
+		default:
+			break;				/* not the server's (a test's own job) */
+	}
+}
+
 void
 eng_server_step(eng_server *s)
 {
-	eng_job    *job = eng_pool_take_done(s->pool);
+	eng_pool   *pools[2] = {s->pool, s->img_pool};
 
-	while (job)
+	for (int i = 0; i < 2; i++)
 	{
-		eng_job    *next = job->next;
+		eng_job    *job = eng_pool_take_done(pools[i]);
 
-		if (job->tag == ENG_JOB_REFINE)
-			eng_refine_done(s, job);
-		else if (job->tag == ENG_JOB_IMAGE)
-			eng_image_job_done(s, job);
-		else
-			eng_gallery_job_done(s, job);
-		job = next;
+		while (job)
+		{
+			eng_job    *next = job->next;
+
+			job_done(s, job);
+			job = next;
+		}
 	}
 	/* deadlines, and anything that became possible */
 	for (uint32_t i = 0; i < s->n_gal; i++)
@@ -121,8 +161,15 @@ eng_server_step(eng_server *s)
 void
 eng_server_pump(eng_server *s, int timeout_ms)
 {
+	struct pollfd pfd[2] = {
+		{.fd = eng_pool_fd(s->pool), .events = POLLIN},
+		{.fd = eng_pool_fd(s->img_pool), .events = POLLIN}
+	};
+
+	/* a job of either pool; one already done leaves a byte in its pipe */
 	if (s->jobs > 0)
-		eng_pool_wait(s->pool, timeout_ms);
+		while (poll(pfd, 2, timeout_ms) < 0 && errno == EINTR)
+			;
 	eng_server_step(s);
 }
 
@@ -218,9 +265,9 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 		uint32_t	base;
 		int			rc;
 
-		if (cap < s->n_conns + 4)
+		if (cap < s->n_conns + 5)
 		{
-			cap = (s->n_conns + 4) * 2;
+			cap = (s->n_conns + 5) * 2;
 			pfd = realloc(pfd, cap * sizeof(*pfd));
 			ids = realloc(ids, cap * sizeof(*ids));
 			if (pfd == NULL || ids == NULL)
@@ -235,6 +282,7 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 		pfd[n++] = (struct pollfd) {.fd = eng_pool_fd(s->pool), .events = POLLIN};
 		pfd[n++] = (struct pollfd) {.fd = signal_fd, .events = POLLIN};
 		pfd[n++] = (struct pollfd) {.fd = parent_fd, .events = POLLIN};
+		pfd[n++] = (struct pollfd) {.fd = eng_pool_fd(s->img_pool), .events = POLLIN};
 		base = n;
 		for (uint32_t i = 0; i < s->n_conns; i++)
 		{

@@ -40,6 +40,8 @@ typedef struct eng_config
 	uint64_t	gpu_memory_limit;	/* device bytes per device, 0: what is free */
 	int			gpu_partitions; /* 0: one per device (tests: more) */
 	bool		gpu_refine_off; /* rescore shortlists on the CPU threads even with a GPU */
+	int			image_threads;	/* image jobs' own threads; 0: half of threads, at least 1 */
+	uint32_t	image_queue;	/* image jobs admitted at once; 0: 4 per image thread */
 } eng_config;
 
 struct eng_gallery;
@@ -86,6 +88,7 @@ typedef struct eng_load
 	mcc_error	err;
 	uint64_t	rows;
 	int64_t		t_start;
+	uint32_t	flags;			/* MCC_LOAD_* */
 } eng_load;
 
 /* A SETTLE waiting for its cache to be free of readers. */
@@ -126,6 +129,7 @@ typedef struct eng_gallery
 	eng_load   *loads;
 	eng_settle *settles;		/* FIFO of deferred SETTLEs */
 	eng_settle **settles_tail;
+	int32_t		priority;		/* LOAD_BEGIN's or PRIORITY's: who may evict whom */
 	uint64_t	searches;		/* requests answered */
 	uint64_t	passes;			/* batches started */
 	uint64_t	gpu_syncs;		/* passes that only brought the GPU mirror up to date */
@@ -152,7 +156,9 @@ typedef struct eng_server
 {
 	eng_config	cfg;
 	eng_budget	budget;
-	eng_pool   *pool;
+	eng_pool   *pool;			/* searches, compactions, refinements */
+	eng_pool   *img_pool;		/* image and point jobs only (eng_image.h) */
+	uint64_t	evictions;		/* caches dropped to make room for a load */
 	eng_gpu    *gpu;			/* NULL: CPU threads only */
 	uint64_t	incarnation;
 	eng_gallery **gal;
@@ -162,10 +168,11 @@ typedef struct eng_server
 	uint32_t	n_conns;
 	uint32_t	cap_conns;
 	uint64_t	next_conn_id;
-	uint32_t	jobs;			/* batches, rescorings, compactions, refinements and image stages in the pool */
+	uint32_t	jobs;			/* batches, rescorings, compactions, refinements and image stages in the pools */
 	eng_refine *refines;		/* refinements in the pool */
 	int			listen_fd;
 	eng_image_job *images;		/* image and point jobs not yet replied (eng_image.h) */
+	uint32_t	n_images;		/* of them (at most cfg.image_queue) */
 	struct eng_img_gpu *img_gpu;	/* their GPU contexts; NULL: the CPU only */
 	eng_image_stats img_stats;
 } eng_server;
@@ -245,6 +252,7 @@ void		eng_gallery_job_done(eng_server *s, eng_job *job);
 void		eng_gallery_conn_closed(eng_server *s, uint64_t conn_id);
 bool		eng_gallery_cancel(eng_server *s, uint64_t conn_id, uint64_t request_id);
 void		eng_gallery_evict(eng_server *s, const mcc_gallery_id *id);
+void		eng_gallery_set_priority(eng_server *s, const mcc_gallery_id *id, int32_t priority);
 void		eng_gallery_free_all(eng_server *s);
 int64_t		eng_gallery_next_deadline(eng_server *s);
 void		eng_request_free(eng_request *r);
@@ -253,7 +261,8 @@ void		eng_settle_free(eng_settle *st);
 /* loads */
 eng_load   *eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 						   const mcc_gallery_id *id, uint64_t gen,
-						   uint32_t profile_id, uint64_t expected_rows);
+						   uint32_t profile_id, uint64_t expected_rows,
+						   int32_t priority, uint32_t flags);
 void		eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 						 uint64_t delete_xid, const uint8_t *tpl, uint32_t len);
 void		eng_load_end(eng_server *s, eng_conn *c);

@@ -46,7 +46,15 @@
  *                   RESULT over MCC_PROTO_MAX_FRAME)
  *                (n_probes 0: just waits until need_generation is applied)
  *   LOAD_BEGIN   gallery, uint64 generation, uint32 profile_id,
- *                uint64 expected_rows (hint, may be 0)
+ *                uint64 expected_rows (hint, may be 0), int32 priority,
+ *                uint32 flags (MCC_LOAD_*)
+ *                (priority: the gallery's, mcc_galleries.priority; when the
+ *                 cache memory is short the load may evict caches of other
+ *                 galleries of lower priority, or of equal priority used
+ *                 less recently; with MCC_LOAD_REPLACE, or when the current
+ *                 cache needs a reload anyway, the gallery's own current
+ *                 cache gives way first; otherwise it stays and the load
+ *                 fails with MCC_PERR_MEMORY)
  *   LOAD_ROWS    uint32 n, n x load_row          (any number of frames)
  *   LOAD_END     (empty)
  *                -> LOADED uint64 entries, uint64 bytes   or ERROR
@@ -81,6 +89,14 @@
  *                 the engine's CPU threads score them)
  *   CANCEL       uint64 request_id_to_cancel              (no reply)
  *   STATUS       (empty) -> STATUS_REPLY uint32 n, n x gallery_status
+ *   ENGINE_STATUS (empty) -> ENGINE_STATUS_REPLY uint64 cache_bytes, uint64
+ *                cache_limit (0: none), uint64 evictions, uint32
+ *                image_threads, uint32 image_queue (jobs admitted at most),
+ *                uint32 image_jobs (admitted, not yet answered), uint64
+ *                image_parts, uint64 image_parts_done (of those jobs'
+ *                current stages), uint32 flags (MCC_HELLO_*)
+ *   PRIORITY     gallery (signature 0: every signature of db/rel), int32
+ *                priority -> OK (the priority of LOAD_BEGIN, changed)
  *   EVICT        gallery (rel 0: every gallery of db; db 0: all;
  *                signature 0: every signature of db/rel) -> OK
  *
@@ -90,6 +106,9 @@
  * allows it, else on the engine's CPU threads (also when the GPU fails:
  * out of memory, a CUDA error, a lost context), with the same results as
  * the backend's own functions. CANCEL or a closed connection stops them.
+ * They run on threads of their own (--image-threads), never on those of
+ * searches, and at most --image-queue of them are admitted at once: more
+ * get ERROR MCC_PERR_BUSY.
  *   SAD          uint32 device, uint32 k, uint32 want_map, image target,
  *                image pattern
  *                -> SAD_RESULT job_status, then if it succeeded: uint32 nx,
@@ -198,7 +217,8 @@
 #include <stdint.h>
 
 /*
- * 5: CHAMFER carries the search's scale range, ALIGN an initial transform.
+ * 5: CHAMFER carries the search's scale range, ALIGN an initial transform;
+ * LOAD_BEGIN's priority and flags, PRIORITY, ENGINE_STATUS, MCC_PERR_BUSY.
  * 4: SEARCH carries `refine` (a refining search: the engine rescores the
  * shortlist from its cache and returns rhits). 3: templates hashed by
  * mcc_hash.c's four-lane hash (2: FNV-1a); both ends must hash alike, so
@@ -235,6 +255,9 @@ typedef enum mcc_msg_type
 	MCC_MSG_ERROR,				/* uint32 code, uint32 status, bytes message */
 	MCC_MSG_REFINE,
 	MCC_MSG_REFINED,
+	MCC_MSG_ENGINE_STATUS,
+	MCC_MSG_ENGINE_STATUS_REPLY,
+	MCC_MSG_PRIORITY,
 
 	/* image and point jobs: numbered apart, so other additions cannot shift them */
 	MCC_MSG_SAD = 64,
@@ -261,6 +284,9 @@ typedef enum mcc_count_state
 
 /* flags of a refining search's rhit: those of a count group, and */
 #define MCC_CAND_F_CERTAIN	0x04	/* visible to every snapshot with xmin count_xmin */
+
+/* LOAD_BEGIN flags */
+#define MCC_LOAD_REPLACE	0x0001	/* the current cache may give way to make room */
 
 /* HELLO_OK flags */
 #define MCC_HELLO_IMAGES	0x0001	/* the engine takes image and point jobs */
@@ -290,7 +316,8 @@ typedef enum mcc_proto_error
 	MCC_PERR_CANCELLED,
 	MCC_PERR_INTERNAL,
 	MCC_PERR_TOO_LARGE,			/* a refining search's RESULT would pass the frame limit */
-	MCC_PERR_NO_GPU = 32		/* an image job asked for a GPU that cannot run it */
+	MCC_PERR_NO_GPU = 32,		/* an image job asked for a GPU that cannot run it */
+	MCC_PERR_BUSY				/* --image-queue image jobs are admitted already */
 } mcc_proto_error;
 
 /* states in SETTLE */

@@ -88,6 +88,8 @@ ensure_loaded(void)
 	eng_buf_u64(&b, 1);
 	eng_buf_u32(&b, MCC_PROFILE_DEFAULT);
 	eng_buf_u64(&b, NTPL);
+	eng_buf_u32(&b, 0);			/* priority */
+	eng_buf_u32(&b, 0);			/* flags */
 	eng_frame_end(&b, f);
 	f = eng_frame_begin(&b, MCC_MSG_LOAD_ROWS, 1);
 	eng_buf_u32(&b, NTPL);

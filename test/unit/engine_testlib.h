@@ -177,9 +177,10 @@ tl_refine(eng_buf *b, uint64_t rid, uint32_t method, int n_items,
 	eng_frame_end(b, f);
 }
 
+/* LOAD_BEGIN with a priority and MCC_LOAD_* flags. */
 static inline void
-tl_load_begin(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
-			  uint64_t expected)
+tl_load_begin_p(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
+				uint64_t expected, int32_t priority, uint32_t flags)
 {
 	size_t		f = eng_frame_begin(b, MCC_MSG_LOAD_BEGIN, rid);
 
@@ -187,7 +188,16 @@ tl_load_begin(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
 	eng_buf_u64(b, gen);
 	eng_buf_u32(b, MCC_PROFILE_DEFAULT);
 	eng_buf_u64(b, expected);
+	eng_buf_u32(b, (uint32_t) priority);
+	eng_buf_u32(b, flags);
 	eng_frame_end(b, f);
+}
+
+static inline void
+tl_load_begin(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
+			  uint64_t expected)
+{
+	tl_load_begin_p(b, rid, g, gen, expected, 0, 0);
 }
 
 /* A load row; keys, xids and delete xids come from the caller's arrays. */

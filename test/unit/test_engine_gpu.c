@@ -102,6 +102,8 @@ load_ref(eng_server *s, eng_conn *c, uint64_t rid, uint64_t gen, const uint64_t 
 	eng_buf_u64(&b, gen);
 	eng_buf_u32(&b, prof_id);
 	eng_buf_u64(&b, (uint64_t) n);
+	eng_buf_u32(&b, 0);			/* priority */
+	eng_buf_u32(&b, 0);			/* flags */
 	eng_frame_end(&b, f);
 	for (int i = 0; i < n; i += 100)
 		tl_load_rows(&b, rid, n - i < 100 ? n - i : 100, keys + i, xid + i, NULL, t + i);

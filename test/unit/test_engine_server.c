@@ -2,7 +2,8 @@
  * test_engine_server.c: the engine driven through frames, in process (no
  * sockets): loads, deltas in and out of order and in parts, reload marks,
  * loads racing with deltas, settle and purge, compaction, batching, cancel,
- * memory limit, evict and status, and malformed input.
+ * memory limit (a reload's old copy giving way, eviction by priority and
+ * recency), evict and status, and malformed input.
  *
  * Every RESULT is compared with a brute-force search (mcc_lss_score over
  * what the table holds at that generation, in identify()'s order).
@@ -35,6 +36,15 @@ ref_add(int64_t key, const tl_tpl *t)
 	ref[n_ref].t = t;
 	ref[n_ref].live = true;
 	n_ref++;
+}
+
+/* The reference holds the NT templates of gt as keys 0..NT-1, and nothing else. */
+static void
+ref_all(void)
+{
+	n_ref = 0;
+	for (int i = 0; i < NT; i++)
+		ref_add(i, &gt[i]);
 }
 
 /* ip_result_ok (engine_inproc.h) on this file's reference. */
@@ -598,9 +608,7 @@ test_memory_limit(void)
 	int			keep = n_ref;
 
 	/* room for one cache of NT templates, not for two */
-	n_ref = 0;
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
+	ref_all();
 	server(&s, 0, 2000);
 	c = eng_conn_add(&s, -1);
 	load_ref(&s, c, 80, 1, NULL);
@@ -619,6 +627,122 @@ test_memory_limit(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	UNIT_CHECK(result_ok(c, 82, 1, pt, 10, 0.0f, NULL), "the old cache still serves");
+	eng_buf_free(&b);
+	eng_server_destroy(&s);
+	n_ref = keep;
+}
+
+/* Stream the whole reference as a load of gallery gid with a priority and flags. */
+static void
+load_as(eng_server *s, eng_conn *c, uint64_t rid, const mcc_gallery_id *gid, uint64_t gen,
+		int32_t priority, uint32_t flags)
+{
+	eng_buf		b;
+	int64_t		keys[NT];
+	uint64_t	xid[NT];
+
+	for (int i = 0; i < NT; i++)
+	{
+		keys[i] = i;
+		xid[i] = 5;
+	}
+	eng_buf_init(&b);
+	tl_load_begin_p(&b, rid, gid, gen, NT, priority, flags);
+	for (int i = 0; i < NT; i += 100)
+		tl_load_rows(&b, rid, NT - i < 100 ? NT - i : 100, keys + i, xid + i, NULL, gt + i);
+	tl_load_end(&b, rid);
+	ip_feed(s, c, &b);
+	ip_pump_all(s);
+	eng_buf_free(&b);
+}
+
+/* Is reply rid LOADED? */
+static bool
+loaded(eng_conn *c, uint64_t rid)
+{
+	tl_frame	f;
+
+	return ip_reply(c, rid, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED;
+}
+
+/*
+ * Sharing the cache memory: with room for one copy of a gallery, a reload
+ * that may replace the current copy (MCC_LOAD_REPLACE, or a reload mark)
+ * loads without a second copy; a load evicts another gallery's cache of
+ * equal priority used less recently, or of lower priority, never one of
+ * higher priority; a load that cannot fit even so evicts nothing.
+ */
+static void
+test_memory_sharing(void)
+{
+	eng_server	s;
+	eng_conn   *c;
+	eng_buf		b;
+	const mcc_gallery_id H = {5, 16400, 78};
+	eng_gallery *g;
+	eng_gallery *h;
+	uint64_t	bytes;
+	size_t		fr;
+	int			keep = n_ref;
+
+	ref_all();
+	server(&s, 0, 2000);
+	c = eng_conn_add(&s, -1);
+	eng_buf_init(&b);
+	load_as(&s, c, 90, &G, 1, 0, 0);
+	g = eng_gallery_get(&s, &G, false);
+	bytes = g->cache->bytes;
+	s.budget.limit = bytes + bytes / 2;
+
+	load_as(&s, c, 91, &G, 2, 0, MCC_LOAD_REPLACE);
+	UNIT_CHECK(loaded(c, 91) && g->cache != NULL && g->cache->applied_gen == 2 &&
+			   s.budget.used == g->cache->bytes,
+			   "a reload that may replace the current copy fits where two copies do not");
+	tl_reload(&b, &G, 3);
+	ip_feed(&s, c, &b);
+	ip_pump_all(&s);
+	load_as(&s, c, 92, &G, 3, 0, 0);
+	UNIT_CHECK(loaded(c, 92) && g->cache->applied_gen == 3 && s.budget.used == g->cache->bytes,
+			   "a cache marked for a reload gives way to its reload");
+	ip_clear_out(c);
+
+	/* another gallery: the equal-priority cache used less recently goes */
+	load_as(&s, c, 93, &H, 1, 0, 0);
+	h = eng_gallery_get(&s, &H, false);
+	UNIT_CHECK(loaded(c, 93) && h->cache != NULL && g->cache == NULL && s.evictions == 1 &&
+			   s.budget.used == h->cache->bytes,
+			   "a load evicts another gallery's cache of equal priority, used less recently");
+	tl_search(&b, 94, &G, 3, 10, 0.0f, 1, pt);
+	ip_feed(&s, c, &b);
+	ip_pump_all(&s);
+	UNIT_CHECK(ip_error_of(c, 94) == MCC_PERR_NOT_LOADED,
+			   "the evicted gallery's searches get NOT_LOADED (the backend reloads it)");
+	ip_clear_out(c);
+
+	/* priorities: a higher one evicts, a lower one cannot */
+	load_as(&s, c, 95, &G, 4, 5, 0);
+	UNIT_CHECK(loaded(c, 95) && g->cache != NULL && h->cache == NULL && s.evictions == 2,
+			   "priority 5 evicts a cache of priority 0");
+	load_as(&s, c, 96, &H, 2, 0, 0);
+	UNIT_CHECK(ip_error_of(c, 96) == MCC_PERR_MEMORY && g->cache != NULL && h->cache == NULL &&
+			   s.evictions == 2, "priority 0 cannot evict priority 5: MEMORY, nothing evicted");
+	ip_clear_out(c);
+	fr = eng_frame_begin(&b, MCC_MSG_PRIORITY, 97);
+	eng_buf_gallery(&b, &(mcc_gallery_id) {G.db_oid, G.rel_oid, 0});
+	eng_buf_u32(&b, (uint32_t) -1);
+	eng_frame_end(&b, fr);
+	ip_feed(&s, c, &b);
+	load_as(&s, c, 98, &H, 2, 0, 0);
+	UNIT_CHECK(ip_reply(c, 97, NULL, NULL) == 1 && g->priority == -1 && loaded(c, 98) &&
+			   g->cache == NULL && h->cache != NULL,
+			   "PRIORITY lowers a cached gallery's priority: then it may be evicted");
+	ip_clear_out(c);
+
+	/* a load larger than the whole limit evicts nothing */
+	s.budget.limit = bytes / 2;
+	load_as(&s, c, 99, &G, 5, 9, MCC_LOAD_REPLACE);
+	UNIT_CHECK(ip_error_of(c, 99) == MCC_PERR_MEMORY && h->cache != NULL && s.evictions == 3,
+			   "a load that cannot fit even alone evicts nothing");
 	eng_buf_free(&b);
 	eng_server_destroy(&s);
 	n_ref = keep;
@@ -694,6 +818,7 @@ main(int argc, char **argv)
 	eng_server_destroy(&s);
 	UNIT_CHECK(s.budget.used == 0, "destroying the server releases every cache's memory");
 	test_memory_limit();
+	test_memory_sharing();
 	tl_templates_free(gt, NT);
 	tl_templates_free(xt, NX);
 	tl_templates_free(pt, 10);
