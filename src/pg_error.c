@@ -61,6 +61,19 @@ mcc_pg_open(const struct varlena *t, mcc_template_view *v)
 				 errmsg("corrupt mcc_template value: %s", err.message)));
 }
 
+/* Open a value read back from a table (mcc_template_open_stored's checks). */
+void
+mcc_pg_open_stored(const struct varlena *t, mcc_template_view *v)
+{
+	mcc_error	err;
+
+	if (mcc_template_open_stored((const uint8_t *) t, VARSIZE(t), v, &err) != MCC_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("corrupt mcc_template value: %s", err.message),
+				 errdetail_internal("%s", err.detail)));
+}
+
 /*
  * Build a template into palloc'd memory. The buffer has room for a cylinder
  * per minutia, the most there can be, so that the cylinders are created

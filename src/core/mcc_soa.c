@@ -137,6 +137,39 @@ grow_tpl(mcc_soa *g, uint64_t need, mcc_error *err)
 	return MCC_OK;
 }
 
+/*
+ * Copy t's cylinders to positions base.. of the arrays, in the layout of
+ * mcc_soa.h: word w of each cylinder to its own array, and from the
+ * metadata records (popcount, angle) the per-cylinder arrays. The blob's
+ * words may be unaligned. One pass per array keeps each store stream
+ * sequential.
+ */
+static void
+copy_cylinders(mcc_soa *g, const mcc_template_view *t, uint32_t base)
+{
+	uint32_t	nc = (uint32_t) t->n_cyl;
+	size_t		stride = (size_t) t->words * 8;
+	const uint8_t *meta = t->meta;
+
+	for (int k = 0; k < g->words; k++)
+	{
+		uint64_t   *dst = g->bits + (size_t) k * g->cap_cyl + base;
+		const uint8_t *src = t->bits + (size_t) k * 8;
+
+		for (uint32_t c = 0; c < nc; c++)
+			memcpy(&dst[c], src + c * stride, sizeof(uint64_t));
+	}
+	for (uint32_t c = 0; c < nc; c++)
+	{
+		uint16_t	pc;
+
+		memcpy(&pc, meta + (size_t) c * MCC_CYLMETA_RECSZ, sizeof(pc));
+		g->pc[base + c] = pc;
+		g->angle[base + c] = meta[(size_t) c * MCC_CYLMETA_RECSZ + 2];
+		g->tpl[base + c] = g->n_tpl;
+	}
+}
+
 /* Append one template's cylinders, growing the arrays as needed. */
 mcc_status
 mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *err)
@@ -158,17 +191,7 @@ mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *er
 	if (g->n_tpl + 1 > g->cap_tpl &&
 		(st = grow_tpl(g, (uint64_t) g->n_tpl + 1, err)) != MCC_OK)
 		return st;
-	for (uint32_t c = 0; c < nc; c++)
-	{
-		uint64_t	w[2 * MCC_MAX_WORDS];
-
-		mcc_template_cyl_bits(t, (int) c, w);
-		for (int k = 0; k < g->words; k++)
-			g->bits[(size_t) k * g->cap_cyl + base + c] = w[k];
-		g->angle[base + c] = (uint8_t) mcc_template_cyl_angle(t, (int) c);
-		g->pc[base + c] = (uint16_t) mcc_template_cyl_popcount(t, (int) c);
-		g->tpl[base + c] = g->n_tpl;
-	}
+	copy_cylinders(g, t, base);
 	g->ncyl[g->n_tpl] = (uint16_t) nc;
 	g->id[g->n_tpl] = id;
 	g->n_cyl += nc;
