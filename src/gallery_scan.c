@@ -207,7 +207,7 @@ open_part(mcc_heap_rows *r)
 	r->block = InvalidBlockNumber;
 	r->ahead = InvalidBuffer;
 	if (OidIsValid(r->rel->rd_rel->reltoastrelid))
-		r->stream = mcc_toast_stream_begin(r->rel);
+		r->stream = mcc_toast_stream_begin(r->rel, r->snapshot);
 	return true;
 }
 

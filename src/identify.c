@@ -11,23 +11,18 @@
  * Tables (and partitioned tables, materialized views) are read straight
  * from the heap with the calling statement's snapshot (src/gallery_scan.c):
  * it sees exactly the rows a SELECT in the same statement would see, with
- * the same locks and serializable predicate locks, and templates stored
- * inline are scanned where they lie in the shared buffer. Views, and
- * galleries with row-level security active for the caller, are read through
- * SPI with a read-only cursor instead, so that the policies and the view's
- * query apply as they would to that SELECT. Either way rows go into one
- * reused structure-of-arrays gallery (src/core/mcc_soa.h) in batches of
- * IDENTIFY_FETCH, scanned in chunks of IDENTIFY_CHUNK templates with
- * CHECK_FOR_INTERRUPTS() between chunks, and offered to a top-k heap whose
+ * the same locks and serializable predicate locks; templates stored inline
+ * are read where they lie in the shared buffer, those stored out of line
+ * from the TOAST table's pages in order. Views, and galleries with
+ * row-level security active for the caller, are read through SPI with a
+ * read-only cursor instead, in batches of IDENTIFY_FETCH rows, so that the
+ * policies and the view's query apply as they would to that SELECT. Either
+ * way each row's template is scored where it lies, by the gallery scan's
+ * kernel (mcc_soa_score_view: the score mcc_soa_scan gives, without copying
+ * the cylinders into a structure-of-arrays gallery first), with
+ * CHECK_FOR_INTERRUPTS() between rows, and offered to a top-k heap whose
  * storage doubles only when it fills (k may be far larger than the table).
- * A batch's memory is reused by the next one (a context that keeps its
- * first block, so that the pages are not given back to the system and
- * faulted in again each time), so memory is bounded by the batch size and k,
- * never by the table size.
- *
- * The SoA arrays are malloc'ed by src/core, outside any memory context: a
- * PG_FINALLY frees them on every exit, including an ERROR raised by SPI, by
- * a corrupt template or by an interrupt.
+ * Memory is bounded by a batch and k, never by the table size.
  *
  * When refining, the scan keeps an LSS shortlist instead of the top k (no
  * min_score: it applies to the refined score), sized from the planner's row
@@ -57,8 +52,7 @@
 #include "mcc_topk.h"
 
 #define IDENTIFY_FETCH		1000	/* gallery rows per cursor fetch */
-#define IDENTIFY_CHUNK		256		/* templates scanned between interrupt checks */
-#define IDENTIFY_AVG_CYL	48		/* initial SoA cylinder capacity per template */
+#define IDENTIFY_CHUNK		256		/* SPI rows scored between interrupt checks */
 #define IDENTIFY_TOPK_MIN	64		/* first top-k storage, in hits */
 #define IDENTIFY_BATCH_BLOCK (4 * 1024 * 1024)	/* the batch context's blocks */
 #define PROBE_ALIGN			64
@@ -73,17 +67,15 @@ typedef struct identify_state
 	int32		k;
 	float4		min_score;
 	const mcc_gallery *gallery;
-	mcc_soa    *soa;			/* malloc'ed arrays: freed by PG_FINALLY */
 	int64		row_key;		/* key of the row being read, for errors */
 	bool		have_key;		/* row_key belongs to the row being read */
 	mcc_topk	topk;
 	MemoryContext call_cxt;		/* top-k storage, or the shortlist's */
-	MemoryContext batch_cxt;	/* reset after every batch, keeping its first block */
+	MemoryContext batch_cxt;	/* an SPI batch's copies, reset after it, keeping its first block */
 	/* refinement (method MCC_LSS: none) */
 	mcc_method	method;
 	mcc_shortlist shortlist;	/* instead of topk */
 	int64		n_rows;			/* rows scanned: n of src/refine.h */
-	const struct varlena *batch_tpl[IDENTIFY_FETCH];	/* the batch's templates */
 } identify_state;
 
 /* Raise 22004 for a NULL argument. */
@@ -157,15 +149,15 @@ topk_grow(identify_state *st)
 }
 
 /*
- * Append a row to the SoA batch. Its template must stay valid until the
- * batch is scanned when refining (the shortlist copies the templates of the
- * rows it keeps).
+ * Score a row's template where it lies (mcc_soa_score_view: no copy) and
+ * offer it to the top-k, or to the shortlist, which copies the templates of
+ * the rows it keeps.
  */
 static void
-add_row(identify_state *st, int64 key, bool key_null, const struct varlena *tpl)
+score_row(identify_state *st, int64 key, bool key_null, const struct varlena *tpl)
 {
 	mcc_template_view v;
-	mcc_error	err;
+	float		score;
 
 	st->have_key = !key_null;
 	if (key_null)
@@ -182,40 +174,19 @@ add_row(identify_state *st, int64 key, bool key_null, const struct varlena *tpl)
 				 errmsg("gallery row with key " INT64_FORMAT " has a template of profile \"%s\", but the probe's profile is \"%s\"",
 						st->row_key, v.profile->name, st->profile->name),
 				 errhint("Templates of different profiles cannot be compared.")));
-	st->batch_tpl[st->soa->n_tpl] = tpl;
-	if (mcc_soa_append(st->soa, &v, st->row_key, &err) != MCC_OK)
-		mcc_pg_raise(&err);
-}
-
-/* Score the batch in chunks, checking for interrupts, and offer the hits. */
-static void
-scan_batch(identify_state *st)
-{
-	float		scores[IDENTIFY_CHUNK];
-	uint32_t	t0;
-	uint32_t	t1;
-	uint32_t	i;
-
-	for (t0 = 0; t0 < st->soa->n_tpl; t0 = t1)
+	score = mcc_soa_score_view(st->probe, &v);
+	st->n_rows++;
+	st->have_key = false;
+	if (st->method != MCC_LSS)
 	{
-		CHECK_FOR_INTERRUPTS();
-		t1 = Min(st->soa->n_tpl, t0 + IDENTIFY_CHUNK);
-		mcc_soa_scan(st->probe, st->soa, t0, t1, scores);
-		for (i = 0; i < t1 - t0 && st->method != MCC_LSS; i++)
-			mcc_shortlist_push(&st->shortlist, scores[i], st->soa->id[t0 + i],
-							   st->batch_tpl[t0 + i]);
-		for (i = 0; i < t1 - t0 && st->method == MCC_LSS; i++)
-		{
-			if (scores[i] < st->min_score)
-				continue;
-			if (mcc_topk_needs_room(&st->topk))
-				topk_grow(st);
-			mcc_topk_push(&st->topk, scores[i], st->soa->id[t0 + i]);
-		}
+		mcc_shortlist_push(&st->shortlist, score, key, tpl);
+		return;
 	}
-	st->n_rows += st->soa->n_tpl;
-	mcc_soa_clear(st->soa);
-	MemoryContextReset(st->batch_cxt);
+	if (score < st->min_score)
+		return;
+	if (mcc_topk_needs_room(&st->topk))
+		topk_grow(st);
+	mcc_topk_push(&st->topk, score, key);
 }
 
 /* Error context: the row being read. */
@@ -228,7 +199,7 @@ push_row_context(identify_state *st, ErrorContextCallback *ctx)
 	error_context_stack = ctx;
 }
 
-/* One batch fetched through SPI: into the SoA, scanned. */
+/* One batch fetched through SPI, scored row by row; its detoasted copies freed. */
 static void
 process_spi_batch(identify_state *st, SPITupleTable *tt, uint64 nrows)
 {
@@ -244,13 +215,15 @@ process_spi_batch(identify_state *st, SPITupleTable *tt, uint64 nrows)
 		Datum		key = SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &key_null);
 		Datum		tpl = SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &tpl_null);
 
+		if (r % IDENTIFY_CHUNK == 0)
+			CHECK_FOR_INTERRUPTS();
 		Assert(!tpl_null);
-		add_row(st, key_null ? 0 : DatumGetInt64(key), key_null,
-				(struct varlena *) PG_DETOAST_DATUM(tpl));
+		score_row(st, key_null ? 0 : DatumGetInt64(key), key_null,
+				  (struct varlena *) PG_DETOAST_DATUM(tpl));
 	}
 	error_context_stack = ctx.previous;
 	MemoryContextSwitchTo(old);
-	scan_batch(st);
+	MemoryContextReset(st->batch_cxt);
 }
 
 /* The planner's estimate of the rows a prepared query returns. */
@@ -313,19 +286,11 @@ scan_spi(identify_state *st)
 	SPI_finish();
 }
 
-/* A row of the heap reader: into the SoA batch, scanned when it is full. */
+/* A row of the heap reader (which checks for interrupts row by row). */
 static void
 heap_row(void *arg, int64 key, bool key_null, const struct varlena *tpl)
 {
-	identify_state *st = (identify_state *) arg;
-
-	/* the shortlist reads the template after the batch is scanned */
-	if (st->method != MCC_LSS)
-		tpl = memcpy(MemoryContextAlloc(st->batch_cxt, VARSIZE(tpl)), tpl, VARSIZE(tpl));
-	add_row(st, key, key_null, tpl);
-	st->have_key = false;
-	if (st->soa->n_tpl == IDENTIFY_FETCH)
-		scan_batch(st);
+	score_row((identify_state *) arg, key, key_null, tpl);
 }
 
 /*
@@ -351,32 +316,17 @@ scan_heap(identify_state *st)
 						   st->call_cxt);
 	push_row_context(st, &ctx);
 	mcc_heap_rows_scan(r, heap_row, st);
-	scan_batch(st);
 	error_context_stack = ctx.previous;
 	mcc_heap_rows_end(r);
 	return true;
 }
 
-/* Scan with the SoA arrays freed on every way out. */
+/* Read the gallery: its heap tables directly where possible, else through SQL. */
 static void
-scan_guarded(identify_state *st)
+scan_gallery(identify_state *st)
 {
-	mcc_error	err;
-
-	st->soa = palloc0(sizeof(mcc_soa));
-	PG_TRY();
-	{
-		if (mcc_soa_init(st->soa, st->profile, IDENTIFY_FETCH,
-						 IDENTIFY_FETCH * IDENTIFY_AVG_CYL, &err) != MCC_OK)
-			mcc_pg_raise(&err);
-		if (!scan_heap(st))
-			scan_spi(st);
-	}
-	PG_FINALLY();
-	{
-		mcc_soa_free(st->soa);
-	}
-	PG_END_TRY();
+	if (!scan_heap(st))
+		scan_spi(st);
 }
 
 /* Return the sorted hits as the function's result set. */
@@ -429,7 +379,7 @@ identify_refined(FunctionCallInfo fcinfo, identify_state *st, const struct varle
 	mcc_refined *out;
 
 	st->call_cxt = cxt;
-	scan_guarded(st);
+	scan_gallery(st);
 	n1 = mcc_refine_shortlist(st->n_rows, st->k);
 	if (n1 > st->shortlist.cap)
 	{
@@ -440,7 +390,7 @@ identify_refined(FunctionCallInfo fcinfo, identify_state *st, const struct varle
 		MemoryContextReset(cxt);
 		mcc_shortlist_init(&st->shortlist, n1, cxt);
 		st->n_rows = 0;
-		scan_guarded(st);
+		scan_gallery(st);
 		n1 = Min(n1, mcc_refine_shortlist(st->n_rows, st->k));
 	}
 	mcc_shortlist_sort(&st->shortlist);
@@ -501,7 +451,7 @@ mcc_identify(PG_FUNCTION_ARGS)
 	cap = Min((int64) st.k, (int64) IDENTIFY_TOPK_MIN);
 	mcc_topk_init(&st.topk, st.k, palloc(cap * sizeof(mcc_hit)), cap);
 
-	scan_guarded(&st);
+	scan_gallery(&st);
 
 	MemoryContextDelete(st.batch_cxt);
 	return_hits(fcinfo, &st.topk);

@@ -15,6 +15,7 @@
 
 #include "access/detoast.h"
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/heaptoast.h"
 #include "access/relation.h"
 #include "access/toast_internals.h"
@@ -55,6 +56,7 @@ struct mcc_toast_stream
 {
 	Relation	toastrel;
 	Relation	toastidx;
+	Snapshot	snapshot;		/* chunks must be visible to it */
 	Oid			toastrelid;
 	BufferAccessStrategy strategy;
 	BlockNumber nblocks;
@@ -78,10 +80,12 @@ struct mcc_toast_stream
 };
 
 mcc_toast_stream *
-mcc_toast_stream_begin(Relation heap)
+mcc_toast_stream_begin(Relation heap, Snapshot snapshot)
 {
 	mcc_toast_stream *ts = palloc0(sizeof(mcc_toast_stream));
 
+	Assert(IsMVCCSnapshot(snapshot));
+	ts->snapshot = snapshot;
 	Assert(OidIsValid(heap->rd_rel->reltoastrelid));
 	ts->toastrelid = heap->rd_rel->reltoastrelid;
 	ts->toastrel = relation_open(ts->toastrelid, AccessShareLock);
@@ -286,10 +290,12 @@ read_page(mcc_toast_stream *ts, BlockNumber blk, int *done, bool *hit)
 	Page		page;
 	OffsetNumber maxoff;
 	int			n_done = 0;
+	bool		all_visible;
 
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	maxoff = PageGetMaxOffsetNumber(page);
+	all_visible = PageIsAllVisible(page) && !ts->snapshot->takenDuringRecovery;
 	*hit = false;
 	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 	{
@@ -306,6 +312,9 @@ read_page(mcc_toast_stream *ts, BlockNumber blk, int *done, bool *hit)
 		tup.t_len = ItemIdGetLength(lp);
 		ItemPointerSet(&tup.t_self, blk, off);
 		tup.t_tableOid = RelationGetRelid(ts->toastrel);
+		/* an old value's chunks, left by an OID reused (toast_stream.h) */
+		if (!all_visible && !HeapTupleSatisfiesVisibility(&tup, ts->snapshot, buf))
+			continue;
 		heap_deform_tuple(&tup, desc, values, nulls);
 		if (nulls[0] || nulls[1] || nulls[2])
 			continue;

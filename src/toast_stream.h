@@ -17,15 +17,19 @@
  * usual fetch, so the stream is an optimization whose failures cost speed,
  * never a result.
  *
- * Chunks are recognized by their value OID, which is unique in the TOAST
- * table among all its tuples, dead ones included, as long as any tuple with
- * it remains (GetNewOidWithIndex checks every index entry); pages are read
- * under a share lock like any scan's, without a visibility check: every
- * chunk of a value belongs to it, and the caller decided already that the
- * row pointing to the value is one it wants. A value whose chunks are
- * incomplete or inconsistent is handed back too; the usual fetch then
- * reports what is wrong (or, for the load's rows that VACUUM may remove
- * meanwhile, finds them gone).
+ * Chunks are recognized by their value OID and must be visible to the
+ * snapshot the reader reads the heap with. An OID is unique in the TOAST
+ * table among the tuples its index still points to (GetNewOidWithIndex
+ * checks every index entry), but the index may drop the entries of tuples
+ * dead to every snapshot before VACUUM removes the tuples themselves, and a
+ * new value may then take the OID: such old chunks are invisible to any
+ * snapshot. The chunks of a value that a visible row points to are visible
+ * to the same snapshot: they were inserted with the row version that first
+ * held the value, or with an earlier one, and are deleted only with the
+ * last row version that holds it. (A page marked all-visible skips the
+ * check, as a heap scan does.) A value whose chunks are incomplete or
+ * inconsistent is handed back too; the usual fetch then reports what is
+ * wrong.
  */
 #ifndef MCC_TOAST_STREAM_H
 #define MCC_TOAST_STREAM_H
@@ -33,6 +37,7 @@
 #include "postgres.h"
 
 #include "utils/relcache.h"
+#include "utils/snapshot.h"
 
 typedef struct mcc_toast_stream mcc_toast_stream;
 
@@ -44,8 +49,11 @@ typedef struct mcc_toast_stream mcc_toast_stream;
 typedef void (*mcc_toast_deliver) (void *arg, uint64 cookie, const struct varlena *value,
 								   const struct varlena *pointer);
 
-/* A stream over the TOAST table of heap (which must have one). */
-extern mcc_toast_stream *mcc_toast_stream_begin(Relation heap);
+/*
+ * A stream over the TOAST table of heap (which must have one), for rows
+ * read with snapshot (an MVCC snapshot: chunks invisible to it are skipped).
+ */
+extern mcc_toast_stream *mcc_toast_stream_begin(Relation heap, Snapshot snapshot);
 
 /*
  * Can the stream fetch this datum? An on-disk external value, uncompressed,

@@ -203,17 +203,14 @@ mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *er
 /* ------------------------------------------------------------------ */
 /* kernels                                                             */
 
-/* Votes of cylinder j as bucket bytes, by the generic loop (den may be 0). */
+/* Votes of one gallery cylinder as bucket bytes, by the generic loop (den may be 0). */
 int
-mcc_soa_votes_den0(const mcc_probe *q, const mcc_soa *g, uint32_t j, uint8_t *d)
+mcc_votes_den0(const mcc_probe *q, const uint64_t *gw, int pc, int a, uint8_t *d)
 {
-	uint64_t	gw[2 * MCC_MAX_WORDS];
 	uint32_t	h[MCC_HIST_LEN] = {0};
 	int			nv = 0;
 
-	for (int w = 0; w < g->words; w++)
-		gw[w] = g->bits[(size_t) w * g->cap_cyl + j];
-	MCC_VOTES_GENERIC(q, gw, g->pc[j], g->angle[j], h, mcc_popcount64_swar);
+	MCC_VOTES_GENERIC(q, gw, pc, a, h, mcc_popcount64_swar);
 	for (int b = 0; b < MCC_W; b++)
 		for (uint32_t i = 0; i < h[b]; i++)
 			d[nv++] = (uint8_t) b;
@@ -237,6 +234,27 @@ mcc_scan_popcnt(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 {
 	for (uint32_t k = t0; k < t1; k++)
 		MCC_SCORE_TEMPLATE_GENERIC(q, g, k, __builtin_popcountll, scores[k - t0]);
+}
+
+/* One template in place, generic loop, software popcount. */
+float
+mcc_score_view_generic(const mcc_probe *q, const mcc_template_view *t)
+{
+	float		score;
+
+	MCC_SCORE_VIEW_GENERIC(q, t, mcc_popcount64_swar, score);
+	return score;
+}
+
+/* One template in place, generic loop with the POPCNT instruction. */
+__attribute__((target("popcnt")))
+float
+mcc_score_view_popcnt(const mcc_probe *q, const mcc_template_view *t)
+{
+	float		score;
+
+	MCC_SCORE_VIEW_GENERIC(q, t, __builtin_popcountll, score);
+	return score;
 }
 
 /* Whether the CPU has POPCNT. */
@@ -271,6 +289,7 @@ typedef struct kernel
 {
 	const char *name;
 	mcc_scan_fn fn;
+	mcc_score_view_fn view_fn;
 	int			(*usable) (void);
 } kernel;
 
@@ -283,10 +302,10 @@ always(void)
 
 /* Best first: the automatic choice is the first usable one. */
 static const kernel kernels[] = {
-	{"avx512", mcc_scan_avx512, mcc_avx512_ok},
-	{"avx2", mcc_scan_avx2, mcc_avx2_ok},
-	{"popcnt", mcc_scan_popcnt, mcc_cpu_has_popcnt},
-	{"generic", mcc_scan_generic, always},
+	{"avx512", mcc_scan_avx512, mcc_score_view_avx512, mcc_avx512_ok},
+	{"avx2", mcc_scan_avx2, mcc_score_view_avx2, mcc_avx2_ok},
+	{"popcnt", mcc_scan_popcnt, mcc_score_view_popcnt, mcc_cpu_has_popcnt},
+	{"generic", mcc_scan_generic, mcc_score_view_generic, always},
 };
 
 #define NKERNELS ((int) (sizeof(kernels) / sizeof(kernels[0])))
@@ -355,4 +374,13 @@ mcc_soa_scan(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 		return;
 	}
 	k->fn(q, g, t0, t1, scores);
+}
+
+/* LSS score of q against one template read in place, with the current kernel. */
+float
+mcc_soa_score_view(const mcc_probe *q, const mcc_template_view *t)
+{
+	if (q->profile->id != t->profile->id)
+		return 0.0f;
+	return current_kernel()->view_fn(q, t);
 }
