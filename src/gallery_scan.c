@@ -172,7 +172,7 @@ close_part(mcc_heap_rows *r)
 
 		flush_stream(r);
 		mcc_toast_stream_counts(r->stream, &streamed, &handed_back, &pages);
-		ereport(DEBUG1,
+		ereport(DEBUG2,
 				(errmsg_internal("gallery scan of \"%s\": " UINT64_FORMAT " templates read from " UINT64_FORMAT " TOAST pages in order, " UINT64_FORMAT " fetched through the index",
 								 RelationGetRelationName(r->rel), streamed, pages, handed_back)));
 		mcc_toast_stream_end(r->stream);

@@ -306,7 +306,7 @@ scan_heap(identify_state *st)
 
 	if (r == NULL)
 	{
-		ereport(DEBUG1,
+		ereport(DEBUG2,
 				(errmsg_internal("identify(): gallery \"%s\" read through SQL: %s",
 								 st->gallery->relname, why)));
 		return false;

@@ -96,8 +96,13 @@ mcc_toast_stream_begin(Relation heap, Snapshot snapshot)
 	if (ts->nblocks > (BlockNumber) (NBuffers / 4))
 		ts->strategy = GetAccessStrategy(BAS_BULKREAD);
 	ts->cursor = InvalidBlockNumber;
+	/*
+	 * A flush's values (a reader queues 512 of about 2.3 kB) fit in the
+	 * first block, which resets keep: no memory given back to the system
+	 * and faulted in again at every flush.
+	 */
 	ts->cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc TOAST stream",
-									1024 * 1024, 1024 * 1024, 8 * 1024 * 1024);
+									2 * 1024 * 1024, 2 * 1024 * 1024, 8 * 1024 * 1024);
 	ts->cap_values = 64;
 	ts->values = palloc(ts->cap_values * sizeof(stream_value));
 	ts->cap_wants = 64;
