@@ -340,6 +340,26 @@ DELETE FROM gmixed WHERE id < 1000;
 SELECT t.id, t.score = 1 AS perfect
 FROM mcc_synthetic(1, 1, 42, 0, 'tpami2010') s, identify('gmixed', s.template) t;
 
+-- Templates stored out of line (over about 2 kB) and rewritten in another
+-- order than their rows: the backend scan reads the TOAST table's pages in
+-- order, meets these values elsewhere or not at all, and fetches those the
+-- usual way; rows deleted, and rows changed by the transaction itself (its
+-- new values, the old ones still on the pages), rank as brute force says
+CREATE TABLE gtoast (id bigint PRIMARY KEY, tpl mcc_template NOT NULL);
+INSERT INTO gtoast SELECT id, tpl FROM g;
+UPDATE gtoast t SET tpl = s.tpl FROM g s WHERE s.id = 1999 - t.id AND t.id % 4 = 1;
+DELETE FROM gtoast WHERE id % 7 = 3;
+SELECT count(*) FILTER (WHERE (mcc_template_info(tpl)).bytes > 2100) > 100 AS many_out_of_line,
+	count(*) FILTER (WHERE (mcc_template_info(tpl)).bytes < 1900) > 100 AS many_inline
+FROM gtoast;
+SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gtoast', tpl, 2000)) AS equal
+FROM probes WHERE pid IN (3, 17);
+BEGIN;
+UPDATE gtoast t SET tpl = s.tpl FROM g s WHERE s.id = (t.id + 500) % 2000 AND t.id % 3 = 0;
+SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gtoast', tpl, 2000)) AS equal
+FROM probes WHERE pid IN (3, 17);
+ROLLBACK;
+
 -- declared properties
 SELECT provolatile, proisstrict, proparallel, proretset, prorows
 FROM pg_proc WHERE oid = 'identify'::regproc;
@@ -347,7 +367,7 @@ FROM pg_proc WHERE oid = 'identify'::regproc;
 DROP VIEW gv, gv_nullkey, gpriv_v;
 DROP MATERIALIZED VIEW gm;
 DROP TABLE g, probes, bf, bf_rank, ks, got, want, mins, got_min, want_min, gdup, gnull, gsnap,
-	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed, p1;
+	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed, p1, gtoast;
 DROP FUNCTION brute, same_as_brute, sqlstate_of;
 DROP SEQUENCE not_a_table;
 DROP TYPE not_a_table_either;

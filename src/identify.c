@@ -8,21 +8,21 @@
  * by LSS (src/refine.h) are rescored with the refine method in the backend
  * (src/identify_refine.c) and the score is the method's.
  *
- * The gallery is read through SPI with a read-only cursor, so the query runs
- * with the calling statement's snapshot and as the current user: it sees
- * exactly the rows a SELECT in the same statement would see, and privileges
- * and row-level security apply as they would to that SELECT. Rows arrive in
- * batches of IDENTIFY_FETCH; each batch is copied into one reused
- * structure-of-arrays gallery (src/core/mcc_soa.h), scanned in chunks of
- * IDENTIFY_CHUNK templates with CHECK_FOR_INTERRUPTS() between chunks, and
- * offered to a top-k heap whose storage doubles only when it fills (k may be
- * far larger than the table). Everything a batch allocates is released
- * before the next one, so memory is bounded by the batch size and k, never
- * by the table size.
- *
- * The SoA arrays are malloc'ed by src/core, outside any memory context: a
- * PG_FINALLY frees them on every exit, including an ERROR raised by SPI, by
- * a corrupt template or by an interrupt.
+ * Tables (and partitioned tables, materialized views) are read straight
+ * from the heap with the calling statement's snapshot (src/gallery_scan.c):
+ * it sees exactly the rows a SELECT in the same statement would see, with
+ * the same locks and serializable predicate locks; templates stored inline
+ * are read where they lie in the shared buffer, those stored out of line
+ * from the TOAST table's pages in order. Views, and galleries with
+ * row-level security active for the caller, are read through SPI with a
+ * read-only cursor instead, in batches of IDENTIFY_FETCH rows, so that the
+ * policies and the view's query apply as they would to that SELECT. Either
+ * way each row's template is scored where it lies, by the gallery scan's
+ * kernel (mcc_soa_score_view: the score mcc_soa_scan gives, without copying
+ * the cylinders into a structure-of-arrays gallery first), with
+ * CHECK_FOR_INTERRUPTS() between rows, and offered to a top-k heap whose
+ * storage doubles only when it fills (k may be far larger than the table).
+ * Memory is bounded by a batch and k, never by the table size.
  *
  * When refining, the scan keeps an LSS shortlist instead of the top k (no
  * min_score: it applies to the refined score), sized from the planner's row
@@ -31,6 +31,7 @@
  */
 #include "mcc_pg.h"
 #include "gallery.h"
+#include "gallery_scan.h"
 #include "identify_refine.h"
 #include "service.h"
 
@@ -42,6 +43,7 @@
 #include "nodes/plannodes.h"
 #include "utils/builtins.h"
 #include "utils/plancache.h"
+#include "utils/snapmgr.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
@@ -50,9 +52,9 @@
 #include "mcc_topk.h"
 
 #define IDENTIFY_FETCH		1000	/* gallery rows per cursor fetch */
-#define IDENTIFY_CHUNK		256		/* templates scanned between interrupt checks */
-#define IDENTIFY_AVG_CYL	48		/* initial SoA cylinder capacity per template */
+#define IDENTIFY_CHUNK		256		/* SPI rows scored between interrupt checks */
 #define IDENTIFY_TOPK_MIN	64		/* first top-k storage, in hits */
+#define IDENTIFY_BATCH_BLOCK (4 * 1024 * 1024)	/* the batch context's blocks */
 #define PROBE_ALIGN			64
 
 PG_FUNCTION_INFO_V1(mcc_identify);
@@ -65,17 +67,15 @@ typedef struct identify_state
 	int32		k;
 	float4		min_score;
 	const mcc_gallery *gallery;
-	mcc_soa    *soa;			/* malloc'ed arrays: freed by PG_FINALLY */
 	int64		row_key;		/* key of the row being read, for errors */
 	bool		have_key;		/* row_key belongs to the row being read */
 	mcc_topk	topk;
 	MemoryContext call_cxt;		/* top-k storage, or the shortlist's */
-	MemoryContext batch_cxt;	/* reset after every batch */
+	MemoryContext batch_cxt;	/* an SPI batch's copies, reset after it, keeping its first block */
 	/* refinement (method MCC_LSS: none) */
 	mcc_method	method;
 	mcc_shortlist shortlist;	/* instead of topk */
 	int64		n_rows;			/* rows scanned: n of src/refine.h */
-	struct varlena *batch_tpl[IDENTIFY_FETCH];	/* the batch's templates */
 } identify_state;
 
 /* Raise 22004 for a NULL argument. */
@@ -148,85 +148,80 @@ topk_grow(identify_state *st)
 	mcc_topk_rebind(t, h, cap);
 }
 
-/* Append one fetched row to the SoA batch (NULL templates are filtered by the query). */
+/*
+ * Score a row's template where it lies (mcc_soa_score_view: no copy) and
+ * offer it to the top-k, or to the shortlist, which copies the templates of
+ * the rows it keeps.
+ */
 static void
-add_row(identify_state *st, HeapTuple tuple, TupleDesc desc)
+score_row(identify_state *st, int64 key, bool key_null, const struct varlena *tpl)
 {
-	bool		isnull;
-	Datum		key = SPI_getbinval(tuple, desc, 1, &isnull);
-	Datum		tpl;
 	mcc_template_view v;
-	mcc_error	err;
+	float		score;
 
-	st->have_key = !isnull;
-	if (isnull)
+	st->have_key = !key_null;
+	if (key_null)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("gallery \"%s\" has a row with a null key in column \"%s\"",
 						st->gallery->relname, st->gallery->key_name),
 				 errhint("Rows with a template need a key.")));
-	st->row_key = DatumGetInt64(key);
-	tpl = SPI_getbinval(tuple, desc, 2, &isnull);
-	Assert(!isnull);
-	st->batch_tpl[st->soa->n_tpl] = (struct varlena *) PG_DETOAST_DATUM(tpl);
-	mcc_pg_open(st->batch_tpl[st->soa->n_tpl], &v);
+	st->row_key = key;
+	mcc_pg_open_stored(tpl, &v);
 	if (v.profile->id != st->profile->id)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("gallery row with key " INT64_FORMAT " has a template of profile \"%s\", but the probe's profile is \"%s\"",
 						st->row_key, v.profile->name, st->profile->name),
 				 errhint("Templates of different profiles cannot be compared.")));
-	if (mcc_soa_append(st->soa, &v, st->row_key, &err) != MCC_OK)
-		mcc_pg_raise(&err);
-}
-
-/* Score the batch in chunks, checking for interrupts, and offer the hits. */
-static void
-scan_batch(identify_state *st)
-{
-	float		scores[IDENTIFY_CHUNK];
-	uint32_t	t0;
-	uint32_t	t1;
-	uint32_t	i;
-
-	for (t0 = 0; t0 < st->soa->n_tpl; t0 = t1)
+	score = mcc_soa_score_view(st->probe, &v);
+	st->n_rows++;
+	st->have_key = false;
+	if (st->method != MCC_LSS)
 	{
-		CHECK_FOR_INTERRUPTS();
-		t1 = Min(st->soa->n_tpl, t0 + IDENTIFY_CHUNK);
-		mcc_soa_scan(st->probe, st->soa, t0, t1, scores);
-		for (i = 0; i < t1 - t0 && st->method != MCC_LSS; i++)
-			mcc_shortlist_push(&st->shortlist, scores[i], st->soa->id[t0 + i],
-							   st->batch_tpl[t0 + i]);
-		for (i = 0; i < t1 - t0 && st->method == MCC_LSS; i++)
-		{
-			if (scores[i] < st->min_score)
-				continue;
-			if (mcc_topk_needs_room(&st->topk))
-				topk_grow(st);
-			mcc_topk_push(&st->topk, scores[i], st->soa->id[t0 + i]);
-		}
+		mcc_shortlist_push(&st->shortlist, score, key, tpl);
+		return;
 	}
+	if (score < st->min_score)
+		return;
+	if (mcc_topk_needs_room(&st->topk))
+		topk_grow(st);
+	mcc_topk_push(&st->topk, score, key);
 }
 
-/* One fetched batch: copy into the SoA, scan, release. */
+/* Error context: the row being read. */
 static void
-process_batch(identify_state *st, SPITupleTable *tt, uint64 nrows)
+push_row_context(identify_state *st, ErrorContextCallback *ctx)
+{
+	ctx->callback = row_context;
+	ctx->arg = st;
+	ctx->previous = error_context_stack;
+	error_context_stack = ctx;
+}
+
+/* One batch fetched through SPI, scored row by row; its detoasted copies freed. */
+static void
+process_spi_batch(identify_state *st, SPITupleTable *tt, uint64 nrows)
 {
 	MemoryContext old = MemoryContextSwitchTo(st->batch_cxt);
 	ErrorContextCallback ctx;
 	uint64		r;
 
-	ctx.callback = row_context;
-	ctx.arg = st;
-	ctx.previous = error_context_stack;
-	error_context_stack = &ctx;
-	mcc_soa_clear(st->soa);
+	push_row_context(st, &ctx);
 	for (r = 0; r < nrows; r++)
-		add_row(st, tt->vals[r], tt->tupdesc);
-	error_context_stack = ctx.previous;
-	st->n_rows += nrows;
+	{
+		bool		key_null;
+		bool		tpl_null;
+		Datum		key = SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &key_null);
+		Datum		tpl = SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &tpl_null);
 
-	scan_batch(st);
+		if (r % IDENTIFY_CHUNK == 0)
+			CHECK_FOR_INTERRUPTS();
+		Assert(!tpl_null);
+		score_row(st, key_null ? 0 : DatumGetInt64(key), key_null,
+				  (struct varlena *) PG_DETOAST_DATUM(tpl));
+	}
+	error_context_stack = ctx.previous;
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(st->batch_cxt);
 }
@@ -260,10 +255,11 @@ shortlist_cap(int32 k, double est_rows)
 	return mcc_refine_shortlist(est < 1e15 ? (int64) est : (int64) 1e15, k);
 }
 
-/* Read the whole gallery through a read-only SPI cursor. */
+/* Read the whole gallery through a read-only SPI cursor (views, RLS). */
 static void
-scan_gallery(identify_state *st, const char *query)
+scan_spi(identify_state *st)
 {
+	const char *query = mcc_gallery_query(st->gallery);
 	SPIPlanPtr	plan;
 	Portal		portal;
 
@@ -283,32 +279,54 @@ scan_gallery(identify_state *st, const char *query)
 		SPI_cursor_fetch(portal, true, IDENTIFY_FETCH);
 		if (SPI_processed == 0)
 			break;
-		process_batch(st, SPI_tuptable, SPI_processed);
+		process_spi_batch(st, SPI_tuptable, SPI_processed);
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
 	SPI_finish();
 }
 
-/* Scan with the SoA arrays freed on every way out. */
+/* A row of the heap reader (which checks for interrupts row by row). */
 static void
-scan_guarded(identify_state *st, const char *query)
+heap_row(void *arg, int64 key, bool key_null, const struct varlena *tpl)
 {
-	mcc_error	err;
+	score_row((identify_state *) arg, key, key_null, tpl);
+}
 
-	st->soa = palloc0(sizeof(mcc_soa));
-	PG_TRY();
+/*
+ * Read the gallery's heap tables with the statement's snapshot; false if it
+ * must be read through SQL instead (src/gallery_scan.h says when).
+ */
+static bool
+scan_heap(identify_state *st)
+{
+	const char *why;
+	mcc_heap_rows *r = mcc_heap_rows_begin(st->gallery, GetActiveSnapshot(), &why);
+	ErrorContextCallback ctx;
+
+	if (r == NULL)
 	{
-		if (mcc_soa_init(st->soa, st->profile, IDENTIFY_FETCH,
-						 IDENTIFY_FETCH * IDENTIFY_AVG_CYL, &err) != MCC_OK)
-			mcc_pg_raise(&err);
-		scan_gallery(st, query);
+		ereport(DEBUG2,
+				(errmsg_internal("identify(): gallery \"%s\" read through SQL: %s",
+								 st->gallery->relname, why)));
+		return false;
 	}
-	PG_FINALLY();
-	{
-		mcc_soa_free(st->soa);
-	}
-	PG_END_TRY();
+	if (st->method != MCC_LSS && st->shortlist.h == NULL)
+		mcc_shortlist_init(&st->shortlist, shortlist_cap(st->k, mcc_heap_rows_estimate(r)),
+						   st->call_cxt);
+	push_row_context(st, &ctx);
+	mcc_heap_rows_scan(r, heap_row, st);
+	error_context_stack = ctx.previous;
+	mcc_heap_rows_end(r);
+	return true;
+}
+
+/* Read the gallery: its heap tables directly where possible, else through SQL. */
+static void
+scan_gallery(identify_state *st)
+{
+	if (!scan_heap(st))
+		scan_spi(st);
 }
 
 /* Return the sorted hits as the function's result set. */
@@ -353,8 +371,7 @@ return_refined(FunctionCallInfo fcinfo, const mcc_refined *r, int64 n)
  * than it), its first n' rows rescored, ranked and returned.
  */
 static void
-identify_refined(FunctionCallInfo fcinfo, identify_state *st, const char *query,
-				 const struct varlena *probe)
+identify_refined(FunctionCallInfo fcinfo, identify_state *st, const struct varlena *probe)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "identify shortlist",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -362,7 +379,7 @@ identify_refined(FunctionCallInfo fcinfo, identify_state *st, const char *query,
 	mcc_refined *out;
 
 	st->call_cxt = cxt;
-	scan_guarded(st, query);
+	scan_gallery(st);
 	n1 = mcc_refine_shortlist(st->n_rows, st->k);
 	if (n1 > st->shortlist.cap)
 	{
@@ -373,7 +390,7 @@ identify_refined(FunctionCallInfo fcinfo, identify_state *st, const char *query,
 		MemoryContextReset(cxt);
 		mcc_shortlist_init(&st->shortlist, n1, cxt);
 		st->n_rows = 0;
-		scan_guarded(st, query);
+		scan_gallery(st);
 		n1 = Min(n1, mcc_refine_shortlist(st->n_rows, st->k));
 	}
 	mcc_shortlist_sort(&st->shortlist);
@@ -420,11 +437,13 @@ mcc_identify(PG_FUNCTION_ARGS)
 	if (mcc_service_identify(fcinfo, &gallery, probe, st.k, st.min_score, st.method))
 		return (Datum) 0;		/* answered by the matcher service (src/service_identify.c) */
 
+	/* a batch of copied templates fits in the first block, which resets keep */
 	st.batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "identify batch",
-										 ALLOCSET_DEFAULT_SIZES);
+										 IDENTIFY_BATCH_BLOCK, IDENTIFY_BATCH_BLOCK,
+										 IDENTIFY_BATCH_BLOCK);
 	if (st.method != MCC_LSS)
 	{
-		identify_refined(fcinfo, &st, mcc_gallery_query(&gallery), probe);
+		identify_refined(fcinfo, &st, probe);
 		MemoryContextDelete(st.batch_cxt);
 		return (Datum) 0;
 	}
@@ -432,7 +451,7 @@ mcc_identify(PG_FUNCTION_ARGS)
 	cap = Min((int64) st.k, (int64) IDENTIFY_TOPK_MIN);
 	mcc_topk_init(&st.topk, st.k, palloc(cap * sizeof(mcc_hit)), cap);
 
-	scan_guarded(&st, mcc_gallery_query(&gallery));
+	scan_gallery(&st);
 
 	MemoryContextDelete(st.batch_cxt);
 	return_hits(fcinfo, &st.topk);

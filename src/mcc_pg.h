@@ -35,6 +35,13 @@ extern int	mcc_pg_sqlstate(mcc_status status);
 /* Open a stored template; a corrupt value raises ERROR (data_corrupted). */
 extern void mcc_pg_open(const struct varlena *t, mcc_template_view *v);
 
+/*
+ * The same for a value read back from a table: only what a scan relies on
+ * is checked (mcc_template_open_stored); the rest was checked when it was
+ * stored.
+ */
+extern void mcc_pg_open_stored(const struct varlena *t, mcc_template_view *v);
+
 /* Build a palloc'd template from minutiae with profile p; raises on bad input. */
 extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p);
 

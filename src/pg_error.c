@@ -49,6 +49,16 @@ mcc_pg_raise(const mcc_error *err)
 	pg_unreachable();
 }
 
+/* Raise data_corrupted for a value that failed to open. */
+static void
+raise_corrupt(const mcc_error *err)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("corrupt mcc_template value: %s", err->message),
+			 err->detail[0] ? errdetail_internal("%s", err->detail) : 0));
+}
+
 /* Open a stored template or report it as corrupt. */
 void
 mcc_pg_open(const struct varlena *t, mcc_template_view *v)
@@ -56,9 +66,17 @@ mcc_pg_open(const struct varlena *t, mcc_template_view *v)
 	mcc_error	err;
 
 	if (mcc_template_open((const uint8_t *) t, VARSIZE(t), v, &err) != MCC_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("corrupt mcc_template value: %s", err.message)));
+		raise_corrupt(&err);
+}
+
+/* Open a value read back from a table (mcc_template_open_stored's checks). */
+void
+mcc_pg_open_stored(const struct varlena *t, mcc_template_view *v)
+{
+	mcc_error	err;
+
+	if (mcc_template_open_stored((const uint8_t *) t, VARSIZE(t), v, &err) != MCC_OK)
+		raise_corrupt(&err);
 }
 
 /*

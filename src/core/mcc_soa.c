@@ -138,6 +138,39 @@ grow_tpl(mcc_soa *g, uint64_t need, mcc_error *err)
 	return MCC_OK;
 }
 
+/*
+ * Copy t's cylinders to positions base.. of the arrays, in the layout of
+ * mcc_soa.h: word w of each cylinder to its own array, and from the
+ * metadata records (popcount, angle) the per-cylinder arrays. The blob's
+ * words may be unaligned. One pass per array keeps each store stream
+ * sequential.
+ */
+static void
+copy_cylinders(mcc_soa *g, const mcc_template_view *t, uint32_t base)
+{
+	uint32_t	nc = (uint32_t) t->n_cyl;
+	size_t		stride = (size_t) t->words * 8;
+	const uint8_t *meta = t->meta;
+
+	for (int k = 0; k < g->words; k++)
+	{
+		uint64_t   *dst = g->bits + (size_t) k * g->cap_cyl + base;
+		const uint8_t *src = t->bits + (size_t) k * 8;
+
+		for (uint32_t c = 0; c < nc; c++)
+			memcpy(&dst[c], src + c * stride, sizeof(uint64_t));
+	}
+	for (uint32_t c = 0; c < nc; c++)
+	{
+		uint16_t	pc;
+
+		memcpy(&pc, meta + (size_t) c * MCC_CYLMETA_RECSZ, sizeof(pc));
+		g->pc[base + c] = pc;
+		g->angle[base + c] = meta[(size_t) c * MCC_CYLMETA_RECSZ + 2];
+		g->tpl[base + c] = g->n_tpl;
+	}
+}
+
 /* Append one template's cylinders, growing the arrays as needed. */
 mcc_status
 mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *err)
@@ -159,17 +192,7 @@ mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *er
 	if (g->n_tpl + 1 > g->cap_tpl &&
 		(st = grow_tpl(g, (uint64_t) g->n_tpl + 1, err)) != MCC_OK)
 		return st;
-	for (uint32_t c = 0; c < nc; c++)
-	{
-		uint64_t	w[2 * MCC_MAX_WORDS];
-
-		mcc_template_cyl_bits(t, (int) c, w);
-		for (int k = 0; k < g->words; k++)
-			g->bits[(size_t) k * g->cap_cyl + base + c] = w[k];
-		g->angle[base + c] = (uint8_t) mcc_template_cyl_angle(t, (int) c);
-		g->pc[base + c] = (uint16_t) mcc_template_cyl_popcount(t, (int) c);
-		g->tpl[base + c] = g->n_tpl;
-	}
+	copy_cylinders(g, t, base);
 	g->ncyl[g->n_tpl] = (uint16_t) nc;
 	g->id[g->n_tpl] = id;
 	g->n_cyl += nc;
@@ -181,17 +204,14 @@ mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *er
 /* ------------------------------------------------------------------ */
 /* kernels                                                             */
 
-/* Votes of cylinder j as bucket bytes, by the generic loop (den may be 0). */
+/* Votes of one gallery cylinder as bucket bytes, by the generic loop (den may be 0). */
 int
-mcc_soa_votes_den0(const mcc_probe *q, const mcc_soa *g, uint32_t j, uint8_t *d)
+mcc_votes_den0(const mcc_probe *q, const uint64_t *gw, int pc, int a, uint8_t *d)
 {
-	uint64_t	gw[2 * MCC_MAX_WORDS];
 	uint32_t	h[MCC_HIST_LEN] = {0};
 	int			nv = 0;
 
-	for (int w = 0; w < g->words; w++)
-		gw[w] = g->bits[(size_t) w * g->cap_cyl + j];
-	MCC_VOTES_GENERIC(q, gw, g->pc[j], g->angle[j], h, mcc_popcount64_swar);
+	MCC_VOTES_GENERIC(q, gw, pc, a, h, mcc_popcount64_swar);
 	for (int b = 0; b < MCC_W; b++)
 		for (uint32_t i = 0; i < h[b]; i++)
 			d[nv++] = (uint8_t) b;
@@ -215,6 +235,27 @@ mcc_scan_popcnt(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 {
 	for (uint32_t k = t0; k < t1; k++)
 		MCC_SCORE_TEMPLATE_GENERIC(q, g, k, __builtin_popcountll, scores[k - t0]);
+}
+
+/* One template in place, generic loop, software popcount. */
+float
+mcc_score_view_generic(const mcc_probe *q, const mcc_template_view *t)
+{
+	float		score;
+
+	MCC_SCORE_VIEW_GENERIC(q, t, mcc_popcount64_swar, score);
+	return score;
+}
+
+/* One template in place, generic loop with the POPCNT instruction. */
+__attribute__((target("popcnt")))
+float
+mcc_score_view_popcnt(const mcc_probe *q, const mcc_template_view *t)
+{
+	float		score;
+
+	MCC_SCORE_VIEW_GENERIC(q, t, __builtin_popcountll, score);
+	return score;
 }
 
 /* Whether the CPU has POPCNT. */
@@ -249,14 +290,15 @@ typedef struct kernel
 {
 	mcc_kernel_head h;
 	mcc_scan_fn fn;
+	mcc_score_view_fn view_fn;
 } kernel;
 
 /* Best first: the automatic choice is the first usable one. */
 static const kernel kernels[] = {
-	{{"avx512", mcc_avx512_ok}, mcc_scan_avx512},
-	{{"avx2", mcc_avx2_ok}, mcc_scan_avx2},
-	{{"popcnt", mcc_cpu_has_popcnt}, mcc_scan_popcnt},
-	{{"generic", mcc_kernel_always}, mcc_scan_generic},
+	{{"avx512", mcc_avx512_ok}, mcc_scan_avx512, mcc_score_view_avx512},
+	{{"avx2", mcc_avx2_ok}, mcc_scan_avx2, mcc_score_view_avx2},
+	{{"popcnt", mcc_cpu_has_popcnt}, mcc_scan_popcnt, mcc_score_view_popcnt},
+	{{"generic", mcc_kernel_always}, mcc_scan_generic, mcc_score_view_generic},
 };
 
 static mcc_kernel_table choice = {kernels, sizeof(kernel), sizeof(kernels) / sizeof(kernels[0]), -1};
@@ -300,4 +342,13 @@ mcc_soa_scan(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 		return;
 	}
 	k->fn(q, g, t0, t1, scores);
+}
+
+/* LSS score of q against one template read in place, with the current kernel. */
+float
+mcc_soa_score_view(const mcc_probe *q, const mcc_template_view *t)
+{
+	if (q->profile->id != t->profile->id)
+		return 0.0f;
+	return current_kernel()->view_fn(q, t);
 }

@@ -60,6 +60,15 @@ mcc_status	mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id,
 void		mcc_soa_scan(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 						 uint32_t t1, float *scores);
 
+/*
+ * LSS score of probe q against the one template t, read in place from its
+ * blob (no copy into a gallery): the score mcc_soa_scan gives t in any
+ * gallery, with the same kernel. t must have passed mcc_template_open or
+ * mcc_template_open_stored (the kernels take a row of the probe's tables by
+ * each cylinder's popcount). 0 for a template of another profile.
+ */
+float		mcc_soa_score_view(const mcc_probe *q, const mcc_template_view *t);
+
 /* Name of the CPU kernel chosen at run time ("avx512", "avx2", "popcnt", "generic"). */
 const char *mcc_soa_kernel_name(void);
 

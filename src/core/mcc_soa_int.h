@@ -6,6 +6,8 @@
 #ifndef MCC_SOA_INT_H
 #define MCC_SOA_INT_H
 
+#include <string.h>
+
 #include "mcc_probe_int.h"
 #include "mcc_soa.h"
 
@@ -28,6 +30,17 @@ void		mcc_scan_avx512(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 void		mcc_scan_avx2(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 						  uint32_t t1, float *scores);
 
+/*
+ * The same kernels scoring one template in place, from its stored blob
+ * (mcc_soa_score_view()).
+ */
+typedef float (*mcc_score_view_fn) (const mcc_probe *q, const mcc_template_view *t);
+
+float		mcc_score_view_generic(const mcc_probe *q, const mcc_template_view *t);
+float		mcc_score_view_popcnt(const mcc_probe *q, const mcc_template_view *t);
+float		mcc_score_view_avx512(const mcc_probe *q, const mcc_template_view *t);
+float		mcc_score_view_avx2(const mcc_probe *q, const mcc_template_view *t);
+
 /* Whether this CPU (and OS) can run the POPCNT / AVX2 / AVX-512 instructions. */
 int			mcc_cpu_has_popcnt(void);
 int			mcc_cpu_has_avx2(void);
@@ -48,13 +61,14 @@ int			mcc_avx512_ok(void);
 int			mcc_simd_sqrt_exact(void);
 
 /*
- * The votes of gallery cylinder j as bytes (bucket numbers) at d, when den
- * may be 0 for some pairs (j and some probe cylinders have no bits): the
- * generic loop checks each pair. Rare; the SIMD kernels call it out of line
- * so their hot loops keep their registers. Returns the number of votes.
+ * The votes of a gallery cylinder (words gw, popcount pc, byte angle a) as
+ * bytes (bucket numbers) at d, when den may be 0 for some pairs (it and some
+ * probe cylinders have no bits): the generic loop checks each pair. Rare;
+ * the SIMD kernels call it out of line so their hot loops keep their
+ * registers. Returns the number of votes.
  */
-int			mcc_soa_votes_den0(const mcc_probe *q, const mcc_soa *g, uint32_t j,
-							   uint8_t *d);
+int			mcc_votes_den0(const mcc_probe *q, const uint64_t *gw, int pc, int a,
+						   uint8_t *d);
 
 /*
  * Score template k of g with the generic vote loop and popcount POPCOUNT:
@@ -80,6 +94,26 @@ int			mcc_soa_votes_den0(const mcc_probe *q, const mcc_soa *g, uint32_t j,
 			MCC_VOTES_GENERIC((q), gw_, (g)->pc[j_], (g)->angle[j_], hist_, POPCOUNT); \
 		} \
 		(out) = mcc_lss_finish(hist_, (q)->np[j1_ - j0_]); \
+	} while (0)
+
+/* The same for template view t (mcc_template.h's blob layout). */
+#define MCC_SCORE_VIEW_GENERIC(q, t, POPCOUNT, out) \
+	do { \
+		uint32_t	hist_[MCC_HIST_LEN] = {0}; \
+		if ((q)->n == 0 || (t)->n_cyl == 0) \
+		{ \
+			(out) = 0.0f; \
+			break; \
+		} \
+		for (int c_ = 0; c_ < (t)->n_cyl; c_++) \
+		{ \
+			uint64_t	gw_[2 * MCC_MAX_WORDS]; \
+			int			pcv_ = mcc_template_cyl_popcount((t), c_); \
+			int			angv_ = mcc_template_cyl_angle((t), c_); \
+			mcc_template_cyl_bits((t), c_, gw_); \
+			MCC_VOTES_GENERIC((q), gw_, pcv_, angv_, hist_, POPCOUNT); \
+		} \
+		(out) = mcc_lss_finish(hist_, (q)->np[(t)->n_cyl]); \
 	} while (0)
 
 #endif							/* MCC_SOA_INT_H */

@@ -361,3 +361,27 @@ mcc_template_cyl_minutia(const mcc_template_view *v, int c)
 {
 	return v->meta[(size_t) c * MCC_CYLMETA_RECSZ + 3];
 }
+
+/*
+ * Check a stored blob for a scan: the header and the size, and every
+ * cylinder's popcount within the profile's bits (the scan kernels take a
+ * row of the probe's reciprocal table by it). What else mcc_template_open
+ * checks (minutiae, ordering, popcounts and angles against the bits and the
+ * minutiae) was checked when the value was stored, and a scan reads none of
+ * it beyond the bits and the angle byte, which any value may have.
+ */
+mcc_status
+mcc_template_open_stored(const uint8_t *base, size_t size, mcc_template_view *v,
+						 mcc_error *err)
+{
+	mcc_status	st = open_header(base, size, v, err);
+	int			nbits = v->profile != NULL ? v->profile->nbits : 0;
+
+	if (st != MCC_OK)
+		return st;
+	for (int c = 0; c < v->n_cyl; c++)
+		if (rd16(v->meta + (size_t) c * MCC_CYLMETA_RECSZ) > nbits)
+			return CORRUPT("Cylinder %d records popcount %d; the profile has %d bits.",
+						   c + 1, rd16(v->meta + (size_t) c * MCC_CYLMETA_RECSZ), nbits);
+	return MCC_OK;
+}

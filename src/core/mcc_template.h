@@ -95,6 +95,16 @@ mcc_status	mcc_template_open(const uint8_t *base, size_t size,
 mcc_status	mcc_template_open_header(const uint8_t *base, size_t size,
 									 mcc_template_view *v, mcc_error *err);
 
+/*
+ * Check a stored blob as far as a scan relies on it (mcc_soa_append,
+ * mcc_soa_scan): the header, the size and each cylinder's popcount within
+ * the profile's bits. For values that mcc_template_open accepted when they
+ * were stored (a table's templates); a scan then never reads out of bounds,
+ * and a value altered on disk since scores as its bits say.
+ */
+mcc_status	mcc_template_open_stored(const uint8_t *base, size_t size,
+									 mcc_template_view *v, mcc_error *err);
+
 /* Decode minutia i of a view. */
 void		mcc_template_minutia(const mcc_template_view *v, int i, mcc_minutia *m);
 

@@ -3,7 +3,7 @@
  * thread, for each scan kernel this CPU can run.
  *
  *   mccbench [-n templates] [-p probes] [-u unique] [-g synth|random]
- *            [-m min,max] [-s seed] [-k kernel,...] [-r repeats]
+ *            [-m min,max] [-s seed] [-k kernel,...] [-r repeats] [-P stride]
  *
  * The gallery holds n templates (default 250,000, paper 000's benchmark
  * size). Building cylinders costs ~0.25 ms per template, so by default only
@@ -12,14 +12,19 @@
  * templates); -u 0 builds all n. Minutiae come from the synthetic generator
  * (mcc_synth.h, defaults: FVC2002 DB1-like 388x374 impressions of masters
  * with min..max minutiae): gallery template i is impression 0 of finger i,
- * probes are impression 1 of gallery fingers (mated). -g random uses the
+ * probes are impression 1 of gallery fingers (mated): random ones, or with
+ * -P the fingers i * stride mod u for probe i (scripts/bench-scan.sh's
+ * probes, with -g synth and a stride of 997). -g random uses the
  * plausible random sets of test/unit/testgen.h instead (probes are noisy
  * copies of gallery sets). Masters have 30..60 minutiae by default (-m),
  * random sets 22..42: both give about 32 cylinders per template. Reports, per kernel, the best of r rounds (each round
  * scans the whole gallery once per probe), timed in thread CPU seconds so
  * that other processes on a shared machine do not count (wall time too): matches/s (template comparisons), local similarities
  * per second and ns per local similarity, and the matches/s the same LS
- * rate gives on paper 000's shape (32.23 x 16 = 515.6 LS per match).
+ * rate gives on paper 000's shape (32.23 x 16 = 515.6 LS per match). A
+ * second line per kernel scores the same templates in place, one call of
+ * mcc_soa_score_view per template, as identify()'s backend scan does (the
+ * distinct templates only: a smaller working set than the gallery's).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +81,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: mccbench [-n templates] [-p probes] [-u unique] [-g synth|random] "
-			"[-m min,max] [-s seed] [-k kernel,...] [-r repeats]\n");
+			"[-m min,max] [-s seed] [-k kernel,...] [-r repeats] [-P stride]\n");
 	exit(2);
 }
 
@@ -92,6 +97,7 @@ main(int argc, char **argv)
 	int			synth = 1;
 	mcc_synth_params sp;
 	int			repeats = 3;
+	long		stride = 0;
 	uint64_t	seed = 1;
 	const char *kernels = "avx512,avx2,popcnt,generic";
 	const mcc_profile *p = mcc_profile_by_id(MCC_PROFILE_GPU2015);
@@ -101,6 +107,7 @@ main(int argc, char **argv)
 	uint8_t   **blobs;
 	size_t	   *sizes;
 	mcc_template_view v;
+	mcc_template_view *views;
 	mcc_soa		g;
 	mcc_error	err;
 	mcc_probe  *q;
@@ -143,6 +150,8 @@ main(int argc, char **argv)
 			kernels = argv[++i];
 		else if (strcmp(argv[i], "-r") == 0)
 			repeats = atoi(argv[++i]);
+		else if (strcmp(argv[i], "-P") == 0)
+			stride = atol(argv[++i]);
 		else
 			usage();
 	}
@@ -211,6 +220,11 @@ main(int argc, char **argv)
 		}
 	}
 
+	/* the distinct templates as views, for the in-place scan */
+	views = malloc(sizeof(mcc_template_view) * unique);
+	for (long i = 0; i < unique; i++)
+		mcc_template_open(blobs[i], sizes[i], &views[i], &err);
+
 	/* probes: impressions of gallery fingers */
 	pblobs = malloc(sizeof(uint8_t *) * np);
 	psizes = malloc(sizeof(size_t) * np);
@@ -218,7 +232,8 @@ main(int argc, char **argv)
 		do
 		{
 			mcc_minutiae imp;
-			long		m = (long) (tg_next(&r) % (uint64_t) unique);
+			long		m = stride > 0 ? (long) (((uint64_t) i * (uint64_t) stride) % (uint64_t) unique) :
+				(long) (tg_next(&r) % (uint64_t) unique);
 
 			if (synth)
 				mcc_synth_impression(&sp, &masters[m], fingers_of[m], 1, &imp);
@@ -265,7 +280,9 @@ main(int argc, char **argv)
 	{
 		double		best = 1e30;
 		double		best_wall = 1e30;
+		double		best_view = 1e30;
 		double		checksum = 0;
+		double		checksum_view = 0;
 
 		if (mcc_soa_set_kernel(k) != 0)
 		{
@@ -276,8 +293,10 @@ main(int argc, char **argv)
 		{
 			double		t = 0;
 			double		w = 0;
+			double		tv = 0;
 
 			checksum = 0;
+			checksum_view = 0;
 			for (int i = 0; i < np; i++)
 			{
 				double		s;
@@ -292,7 +311,16 @@ main(int argc, char **argv)
 				w += now() - sw;
 				for (long j = 0; j < n; j += 997)
 					checksum += scores[j];
+				/* the same templates scored in place, one by one (identify()'s backend scan) */
+				s = cpu_now();
+				for (long j = 0; j < n; j++)
+					scores[j] = mcc_soa_score_view(q, &views[j % unique]);
+				tv += cpu_now() - s;
+				for (long j = 0; j < n; j += 997)
+					checksum_view += scores[j];
 			}
+			if (tv < best_view)
+				best_view = tv;
 			if (t < best)
 				best = t;
 			if (w < best_wall)
@@ -306,6 +334,9 @@ main(int argc, char **argv)
 				   "%6.3f G LS/s, %5.2f ns/LS; at paper 000's shape %6.3f M matches/s/core (checksum %.4f)\n",
 				   k, best, best_wall, np, n, matches / 1e6, ls / 1e9, 1e9 / ls,
 				   ls / PAPER_LS_PER_MATCH / 1e6, checksum);
+			matches = (double) n * np / best_view;
+			printf("%-8s %7.3f s CPU in place (mcc_soa_score_view, template by template): %6.3f M matches/s/core (checksum %.4f)\n",
+				   k, best_view, matches / 1e6, checksum_view);
 		}
 	}
 	mcc_soa_set_kernel(NULL);

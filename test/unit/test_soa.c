@@ -153,6 +153,7 @@ check_scans(const mcc_profile *p, const mcc_soa *s, const gallery *g, const gall
 		long		diff = 0;
 		long		checked = 0;
 		long		high = 0;
+		long		view_diff = 0;
 
 		if (mcc_soa_set_kernel(kernel_names[kn]) != 0)
 		{
@@ -176,10 +177,37 @@ check_scans(const mcc_profile *p, const mcc_soa *s, const gallery *g, const gall
 				high += ref[k] > 0.5f;
 			}
 			diff += sc[t1 - t0] != 12345.0f;
+			/* one template at a time, read in place */
+			for (int k = 0; k < g->n; k++)
+			{
+				float		v = mcc_soa_score_view(q, &g->v[k]);
+
+				view_diff += memcmp(&v, &ref[k], sizeof(float)) != 0;
+				if (k % 7 == 0)
+				{
+					/* a copy at an odd address, as mcc_template_open_stored opens it */
+					uint8_t    *u = malloc(g->v[k].size + 1);
+					mcc_template_view uv;
+					mcc_error	err;
+
+					memcpy(u + 1, g->v[k].base, g->v[k].size);
+					if (mcc_template_open_stored(u + 1, g->v[k].size, &uv, &err) != MCC_OK)
+						view_diff++;
+					else
+					{
+						v = mcc_soa_score_view(q, &uv);
+						view_diff += memcmp(&v, &ref[k], sizeof(float)) != 0;
+					}
+					free(u);
+				}
+			}
 		}
 		UNIT_CHECK(diff == 0 && (high > 0 || !need_high),
 				   "%s %s, kernel %s: %ld scores equal mcc_lss_score bit for bit (%ld differ, %ld above 0.5)",
 				   p->name, what, kernel_names[kn], checked, diff, high);
+		UNIT_CHECK(view_diff == 0,
+				   "%s %s, kernel %s: every template scored in place (mcc_soa_score_view) equals mcc_lss_score bit for bit (%ld differ)",
+				   p->name, what, kernel_names[kn], view_diff);
 	}
 	mcc_soa_set_kernel(NULL);
 	free(raw);
