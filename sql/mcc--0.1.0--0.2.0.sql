@@ -467,6 +467,8 @@ CREATE FUNCTION mcc_dp2d_verify_many(reference bytea, probes bytea[], threshold 
 
 COMMENT ON FUNCTION mcc_dp2d_verify_many(bytea, bytea[], bigint, text) IS
 	'mcc_dp2d_differences and mcc_dp2d_verify of every probe against one reference, in one batch, by the algorithm: (probe position, differences, differences <= threshold)';
+
+-- ===========================================================================
 -- Matcher service: sharing it between roles, and progress of long work
 -- (src/service_*.c, src/image_engine.c; docs/matcher-service.md, "Sharing
 -- the service"; docs/sql-reference.md, "Matcher service")

@@ -294,12 +294,13 @@ main(int argc, char **argv)
 		eng_server_destroy(&s);
 		return 1;
 	}
+	/* GPU or CPU threads is said once, by eng_gpu_start (test_engine_e2e counts it) */
 	eng_log(ENG_LOG_INFO,
 			"listening on \"%s\": %d threads, %d image threads (at most %u image jobs), "
 			"memory limit %llu bytes, kernel %s, %s, incarnation %llu",
 			socket_path, cfg.threads, s.cfg.image_threads, s.cfg.image_queue,
 			(unsigned long long) cfg.memory_limit,
-			mcc_soa_kernel_name(), s.gpu ? "GPU path on" : "CPU only",
+			mcc_soa_kernel_name(), s.gpu ? "with the GPU" : "CPU only",
 			(unsigned long long) s.incarnation);
 	if (ready_fd >= 0)
 	{

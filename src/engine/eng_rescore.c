@@ -116,14 +116,29 @@ rescore_fail(eng_rescore *rs, const mcc_error *err)
 	pthread_mutex_unlock(&rs->lock);
 }
 
+/*
+ * The end of the part that starts at pair p0 of probe p: ENG_RESCORE_PART
+ * pairs later or at the probe's last pair. Not the next part's start: the
+ * probes between two CPU parts may be the GPU stage's, whose scores are
+ * already in place (a part that ran on to the next CPU part overwrote them
+ * with its own probe's scores).
+ */
+static uint32_t
+part_end(const eng_rescore_probe *p, uint32_t p0)
+{
+	uint32_t	end = p->first + p->n;
+
+	return end - p0 > ENG_RESCORE_PART ? p0 + ENG_RESCORE_PART : end;
+}
+
 /* Score the pairs of one part against their probe, on this thread's scratch. */
 static void
 rescore_run(eng_job *job, uint32_t part, void *scratch)
 {
 	eng_rescore *rs = (eng_rescore *) job;
-	uint32_t	p0 = rs->part_first[part];
-	uint32_t	p1 = rs->part_first[part + 1];	/* the next part's, or n_pairs */
 	const eng_rescore_probe *p = &rs->probes[rs->part_probe[part]];
+	uint32_t	p0 = rs->part_first[part];
+	uint32_t	p1 = part_end(p, p0);
 	mcc_match_work *w = scratch;
 	uint8_t    *buf = (uint8_t *) scratch + work_bytes();
 	mcc_error	err;

@@ -68,7 +68,9 @@ typedef struct eng_rescore
 	uint32_t	n_pairs;
 	uint32_t	cap_pairs;
 	eng_rescore_pair *pairs;
-	uint32_t   *part_first;		/* per part: its first pair (then n_pairs) ... */
+	uint32_t   *part_first;		/* per part: its first pair (then n_pairs; a part
+								 * ends at its probe's end or ENG_RESCORE_PART
+								 * pairs on, never at the next part) ... */
 	uint32_t   *part_probe;		/* ... and its probe (parts never span probes) */
 	pthread_mutex_t lock;		/* guards failed and err */
 	bool		failed;

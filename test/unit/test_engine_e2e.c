@@ -29,17 +29,21 @@ static const mcc_gallery_id G = {1, 2, 3};
 
 /*
  * The engine's start-up log says in one line whether it searches on a GPU
- * ("GPU path on") or on its CPU threads ("... searching on N CPU threads",
- * with the reason in plain words); CUDA's own messages appear only at the
- * debug level (issue 18: "CUDA driver version is insufficient" on every
- * machine without an NVIDIA driver misled).
+ * ("GPU path on: N device(s) ...", eng_gpu_start) or on its CPU threads
+ * ("... searching on N CPU threads", with the reason in plain words); no
+ * other line repeats it (the "listening on" summary says "with the GPU" or
+ * "CPU only"). CUDA's own messages appear only at the debug level (issue
+ * 18: "CUDA driver version is insufficient" on every machine without an
+ * NVIDIA driver misled). want_gpu: 1 the line must be the GPU's, 0 the CPU
+ * threads', -1 either (a plain run: --gpu auto, whatever this machine has).
  */
 static void
-check_gpu_line(const char *log_path)
+check_gpu_line(const char *log_path, int want_gpu)
 {
 	size_t		len = 0;
 	char	   *log = (char *) unit_read_file(log_path, &len);
 	int			said = 0,
+				on_gpu = 0,
 				cuda = 0;
 
 	for (char *line = log; line != NULL && *line != '\0';)
@@ -50,13 +54,15 @@ check_gpu_line(const char *log_path)
 			*nl = '\0';
 		if (strstr(line, "GPU path on") || strstr(line, " CPU threads"))
 			said++;
+		if (strstr(line, "GPU path on"))
+			on_gpu++;
 		if (strstr(line, "CUDA") && !strstr(line, "DEBUG:"))
 			cuda++;
 		line = nl ? nl + 1 : NULL;
 	}
-	UNIT_CHECK(log != NULL && said == 1 && cuda == 0,
-			   "the start-up log says GPU or CPU threads in one line (%d), CUDA's wording only at debug (%d lines above)",
-			   said, cuda);
+	UNIT_CHECK(log != NULL && said == 1 && (want_gpu < 0 || on_gpu == want_gpu) && cuda == 0,
+			   "the start-up log says %s in one line (%d, %d on the GPU), CUDA's wording only at debug (%d lines above)",
+			   want_gpu < 0 ? "GPU or CPU threads" : want_gpu ? "GPU" : "CPU threads", said, on_gpu, cuda);
 	free(log);
 }
 
@@ -161,7 +167,7 @@ main(int argc, char **argv)
 			   (unsigned long long) e.incarnation);
 	UNIT_CHECK(stat(e.sock, &st) == 0 && S_ISSOCK(st.st_mode) && (st.st_mode & 0777) == 0600,
 			   "socket exists with mode 0600");
-	check_gpu_line(e.log);
+	check_gpu_line(e.log, gpu ? have_gpu : -1);
 	c = tc_connect(e.sock);
 	tl_hello(&b, 1);
 	UNIT_CHECK(c.fd >= 0 && tc_send(&c, &b) && tc_await(&c, 1, &f, 5000) == 1 &&

@@ -528,6 +528,70 @@ test_cancel(void)
 	server_free(s);
 }
 
+/*
+ * A job whose GPU stage rescored some probes: the CPU stage that follows
+ * (eng_rescore_next: the probes of methods the GPU does not run) scores
+ * only its own probes' pairs and leaves the GPU's scores as they are. The
+ * layout of test_methods on the GPU path: CPU probes (lsa-dtr, then
+ * consolidation) each followed by GPU probes (lgs ..., fused), 13 pairs per
+ * probe so that a probe's last part is short. Run on the CPU alone: the GPU
+ * stage's scores are set by hand.
+ */
+static void
+test_cpu_stage_after_gpu(void)
+{
+	enum {NPR = 5, NPE = 13};
+	static const mcc_method meth[NPR] = {MCC_LSA_DTR, MCC_LGS, MCC_LGS_DTR, MCC_CONSOLIDATION, MCC_FUSED};
+	static const bool on_gpu[NPR] = {false, true, true, false, true};
+	eng_conn   *c;
+	eng_server *s = server_new(1, &c);
+	eng_gallery *g = eng_gallery_get(s, &G, false);
+	eng_rescore *rs = eng_rescore_new(g->cache, NPR);
+	mcc_match_work *w = malloc(mcc_match_work_size());
+	uint32_t	entries[NPE];
+	bool		gpu_kept = true;
+	bool		cpu_ok = true;
+
+	mcc_match_work_init(w);
+	for (int i = 0; i < NPE; i++)
+		entries[i] = (uint32_t) (7 * i + 3);
+	for (int i = 0; i < NPR; i++)
+	{
+		const tl_tpl *t = &probes[i % NP];
+
+		eng_rescore_set(rs, (uint32_t) i, t->b, (uint32_t) t->n, meth[i], entries, NPE, NULL);
+		rs->probes[i].on_gpu = on_gpu[i];
+		for (int j = 0; on_gpu[i] && j < NPE; j++)
+			rs->pairs[rs->probes[i].first + j].score = 100.0f + (float) (i * NPE + j);
+	}
+	eng_rescore_run_here(rs);
+	for (int i = 0; i < NPR; i++)
+	{
+		mcc_template_view pv = tl_view(&probes[i % NP]);
+
+		for (int j = 0; j < NPE; j++)
+		{
+			float		got = rs->pairs[rs->probes[i].first + j].score;
+			int64_t		key = g->cache->entries[entries[j]].key;
+			mcc_template_view cv = tl_view(&gt[key]);
+			float		want;
+			mcc_error	err;
+
+			if (on_gpu[i])
+				gpu_kept = gpu_kept && got == 100.0f + (float) (i * NPE + j);
+			else
+				cpu_ok = cpu_ok && mcc_match_pair(w, &pv, &cv, meth[i], NULL, &want, &err) == MCC_OK &&
+					memcmp(&want, &got, sizeof(float)) == 0;
+		}
+	}
+	UNIT_CHECK(gpu_kept && cpu_ok && !rs->failed,
+			   "the CPU stage after a GPU stage scores its own probes (mcc_match_pair's scores) and "
+			   "leaves the GPU's scores of the probes between them alone");
+	free(w);
+	eng_rescore_free(rs);
+	server_free(s);
+}
+
 /* The server's GPU counters. */
 static eng_gpu_stats
 gpu_stats(eng_server *s)
@@ -567,6 +631,7 @@ test_gpu_refine(void)
 	eng_server *s = server_new(2, &c);
 	eng_gpu_stats st0;
 	eng_gpu_stats st1;
+	eng_gpu_stats before;
 	bool		ok;
 
 	st0 = gpu_stats(s);
@@ -580,6 +645,7 @@ test_gpu_refine(void)
 
 	eng_gpu_test_inject_refine(s->gpu, ENG_GPU_FAULT_CUDA);
 	st0 = gpu_stats(s);
+	before = st0;
 	ok = refine_round(s, c, 510);
 	st1 = gpu_stats(s);
 	UNIT_CHECK(ok && st1.refine_fallbacks == st0.refine_fallbacks + 1 && st1.refines == st0.refines,
@@ -587,8 +653,15 @@ test_gpu_refine(void)
 	st0 = st1;
 	ok = refine_round(s, c, 520);
 	st1 = gpu_stats(s);
-	UNIT_CHECK(ok && st1.refines == st0.refines + 1 && st1.uploads > st0.uploads,
-			   "... and the next one is on the GPU again (the copy uploaded afresh)");
+
+	/*
+	 * The error closed the cache's context; the gallery's GPU sync (when
+	 * the pass ended, or this round's pass) uploaded the copy again, which
+	 * drops the refinement data: this round's job sends it afresh.
+	 */
+	UNIT_CHECK(ok && st1.refines == st0.refines + 1 && st1.refine_fallbacks == st0.refine_fallbacks &&
+			   st1.uploads > before.uploads && st1.refine_attached >= st0.refine_attached + NT,
+			   "... and the next one is on the GPU again (the copy uploaded afresh, its refinement data sent again)");
 
 	eng_gpu_test_inject_refine(s->gpu, ENG_GPU_FAULT_PROBE);
 	st0 = gpu_stats(s);
@@ -647,6 +720,7 @@ main(int argc, char **argv)
 	test_cut_and_batch();
 	test_after_changes();
 	test_cancel();
+	test_cpu_stage_after_gpu();
 	if (gpu_mode != ENG_GPU_OFF)
 		test_gpu_refine();
 
