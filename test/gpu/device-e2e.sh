@@ -180,17 +180,23 @@ percentiles() {
 		p50 = a[int(NR * 0.50) > 0 ? int(NR * 0.50) : 1]; p99 = a[int(NR * 0.99) > 0 ? int(NR * 0.99) : 1];
 		printf "%.2f %.2f %d", p50 / 1000, p99 / 1000, NR }'
 }
-table="| clients | identify()/s | p50 ms | p99 ms | requests |\n|---|---|---|---|---|"
-for c in 1 16; do
-	rm -rf "$out/pgbench-$c" && mkdir -p "$out/pgbench-$c"
-	res=$(cd "$out/pgbench-$c" && pgbench -n -c "$c" -j "$((c < 8 ? c : 8))" -T "$secs" -l \
-		-f "$out/identify.sql" postgres 2>&1)
-	echo "$res" >"$out/pgbench-$c.txt"
-	tps=$(echo "$res" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
-	read -r p50 p99 reqs <<<"$(percentiles "$out"/pgbench-$c/pgbench_log.*)"
-	table="$table\n| $c | $tps | $p50 | $p99 | $reqs |"
-	# one log per run comes back: the transaction logs merged
-	cat "$out"/pgbench-$c/pgbench_log.* >"$out/pgbench-$c.log" && rm -rf "$out/pgbench-$c"
+# E2E_SETTINGS: settings to compare, e.g. "default mcc.refine_fraction=0.001
+# mcc.refine_method=none" (each run with PGOPTIONS="-c setting")
+table="| settings | clients | identify()/s | p50 ms | p99 ms | requests |\n|---|---|---|---|---|---|"
+for v in ${E2E_SETTINGS:-default}; do
+	opts=; [ "$v" != default ] && opts="-c $v"
+	for c in 1 16; do
+		run=$c-${v//[^a-z0-9]/_}
+		rm -rf "$out/pgbench-$run" && mkdir -p "$out/pgbench-$run"
+		res=$(cd "$out/pgbench-$run" && PGOPTIONS="$opts" pgbench -n -c "$c" -j "$((c < 8 ? c : 8))" \
+			-T "$secs" -l -f "$out/identify.sql" postgres 2>&1)
+		echo "$res" >"$out/pgbench-$run.txt"
+		tps=$(echo "$res" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
+		read -r p50 p99 reqs <<<"$(percentiles "$out"/pgbench-$run/pgbench_log.*)"
+		table="$table\n| $v | $c | $tps | $p50 | $p99 | $reqs |"
+		# one log per run comes back: the transaction logs merged
+		cat "$out"/pgbench-$run/pgbench_log.* >"$out/pgbench-$run.log" && rm -rf "$out/pgbench-$run"
+	done
 done
 say "   identify(gallery, probe, k => 10) through SQL, pgbench -T $secs:"
 echo -e "$table" | sed 's/^/   /' | tee -a "$out/summary.txt"
