@@ -4,6 +4,14 @@
 -- default the refined answer one server gives.
 \echo Use "ALTER EXTENSION mcc_proxy UPDATE TO '0.2.0'" to load this file. \quit
 
+-- As in mcc_proxy--0.1.0.sql: the functions below capture this search_path,
+-- mcc's schema first, so that an unqualified identify() in them is mcc's
+-- (with mcc_proxy first it would be the proxy's own, calling itself).
+SELECT pg_catalog.set_config('search_path',
+	(SELECT pg_catalog.quote_ident(n.nspname)
+	 FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+	 WHERE e.extname = 'mcc') || ', mcc_proxy, pg_catalog', true);
+
 CREATE OR REPLACE FUNCTION mcc_proxy.identify(gallery regclass, probe mcc_template, k integer DEFAULT 10,
 								   min_score real DEFAULT 0, id_column name DEFAULT NULL,
 								   template_column name DEFAULT NULL, refine text DEFAULT NULL,
