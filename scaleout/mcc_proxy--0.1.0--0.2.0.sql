@@ -182,3 +182,32 @@ END $$;
 
 COMMENT ON FUNCTION mcc_proxy.identify_batch(regclass, mcc_template[], integer, real, name, name, text, boolean) IS
 	'identify_batch() over a sharded gallery: per probe the exact global top-k, every shard in parallel, refined as one server refines it (refine NULL: mcc.refine_method)';
+
+-- Progress of a rebalance (issue 18): a NOTICE before each move says which
+-- move of how many it is; move_partition's own NOTICEs say the rows copied.
+CREATE OR REPLACE PROCEDURE mcc_proxy.rebalance(exclude text[] DEFAULT '{}', wait_timeout interval DEFAULT '10 min')
+	LANGUAGE plpgsql
+	AS $$
+DECLARE
+	moves integer[];
+	targets text[];
+	sources text[];
+	n integer;
+	i integer;
+	t0 timestamptz := pg_catalog.clock_timestamp();
+BEGIN
+	SELECT pg_catalog.array_agg(r.part ORDER BY r.part), pg_catalog.array_agg(r.to_shard ORDER BY r.part),
+		   pg_catalog.array_agg(r.from_shard ORDER BY r.part)
+	INTO moves, targets, sources FROM mcc_proxy.rebalance_plan(exclude) r;
+	n := coalesce(pg_catalog.cardinality(moves), 0);
+	FOR i IN 1 .. n LOOP
+		RAISE NOTICE 'rebalance: move % of %: partition % from "%" to "%" (% s so far)', i, n, moves[i],
+			sources[i], targets[i],
+			pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - t0)::numeric, 1);
+		CALL mcc_proxy.move_partition(moves[i], targets[i], wait_timeout);
+	END LOOP;
+	RAISE NOTICE 'rebalance: % move(s) done', n;
+END $$;
+
+COMMENT ON PROCEDURE mcc_proxy.rebalance(text[], interval) IS
+	'move partitions until every shard (not in exclude) holds as many as the others, give or take one; a NOTICE per move says which of how many';

@@ -583,7 +583,9 @@ is($equal, $n, "after the move, all $n calls equal one server");
 is( $coord->safe_psql('postgres',
 		"SELECT string_agg(part || ':' || from_shard || '>' || to_shard, ' ') FROM mcc_proxy.rebalance_plan()"),
 	'14:s3>s1', 'the rebalance plan moves one partition to s1');
-$coord->safe_psql('postgres', 'CALL mcc_proxy.rebalance()');
+my (undef, undef, $rebalance_notices) = $coord->psql('postgres', 'CALL mcc_proxy.rebalance()');
+like($rebalance_notices, qr/rebalance: move 1 of 1: partition 14 from "s3" to "s1".*rebalance: 1 move\(s\) done/s,
+	'rebalance() reports its progress: move i of n, then done');
 is( $coord->safe_psql('postgres',
 		"SELECT string_agg(shard || ':' || n, ' ' ORDER BY shard)
 		 FROM (SELECT shard, count(*) AS n FROM mcc_proxy.partitions GROUP BY shard) x"),
