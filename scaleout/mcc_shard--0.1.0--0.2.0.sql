@@ -81,7 +81,7 @@ BEGIN
 		'SELECT s.id, s.lss, mcc_score($1, t.tpl, $2)
 		 FROM (SELECT r.part, c.id, c.score AS lss
 			   FROM unnest($3, $4) AS r(rel, part),
-					LATERAL identify(r.rel, $1, $5, 0, $6, $7, 'none') c
+					LATERAL identify(r.rel, $1, $5, 0, $6, $7, ''none'') c
 			   ORDER BY c.score DESC, c.id
 			   LIMIT $5) s
 		 JOIN %s t ON t.part = s.part AND t.id = s.id',
@@ -120,7 +120,7 @@ BEGIN
 			   FROM (SELECT c.probe_no, r.part, c.id, c.score AS lss,
 							row_number() OVER (PARTITION BY c.probe_no ORDER BY c.score DESC, c.id) AS rank
 					 FROM unnest($3, $4) AS r(rel, part),
-						  LATERAL identify_batch(r.rel, $1, $5, 0, $6, $7, 'none') c) w
+						  LATERAL identify_batch(r.rel, $1, $5, 0, $6, $7, ''none'') c) w
 			   WHERE w.rank <= $5) s
 		 JOIN %s t ON t.part = s.part AND t.id = s.id',
 		g)
