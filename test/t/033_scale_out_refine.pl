@@ -178,7 +178,7 @@ is( $coord->safe_psql('postgres', sprintf($batch, $by_min, 'mcc_proxy.identify_b
 	'identify_batch lsa-r equals identify() per probe through the coordinator');
 
 # --- errors: the SQLSTATE, message and hint of one server -----------------------------
-foreach my $bad ("'bogus'", "'DTR'", "'lss '", 'NULL')
+foreach my $bad ("'bogus'", "'DTR'", "'lss '")
 {
 	foreach my $fn ([ 'identify', '(SELECT tpl FROM probes WHERE pid = 1)' ],
 		[ 'identify_batch', '(SELECT array_agg(tpl) FROM probes)' ])
@@ -191,11 +191,26 @@ foreach my $bad ("'bogus'", "'DTR'", "'lss '", 'NULL')
 		# the coordinator's error has a CONTEXT (its PL/pgSQL call of mcc's check)
 		$err_local =~ s/\n(CONTEXT|LOCATION):.*//s;
 		$err_proxy =~ s/\n(CONTEXT|LOCATION):.*//s;
-		my $st = $bad eq 'NULL' ? '22004' : '22023';
-		like($err_local, qr/ERROR:  $st: /, "one server: $name refine => $bad is $st");
+		like($err_local, qr/ERROR:  22023: /, "one server: $name refine => $bad is 22023");
 		is($err_proxy, $err_local, "the coordinator: $name refine => $bad, the same error and hint");
 	}
 }
+# refine => NULL (the default) is mcc.refine_method ('fused'), on the
+# coordinator as on one server: the refined answer, the same rows and scores
+is( $coord->safe_psql('postgres', q{
+	SELECT string_agg(pr.pid || ':' || t.id || '=' || t.score::text, ' ' ORDER BY pr.pid, t.ord)
+	FROM probes pr, mcc_proxy.identify('g', pr.tpl, 10, refine => NULL) WITH ORDINALITY AS t(id, score, ord)}),
+	$coord->safe_psql('postgres', q{
+	SELECT string_agg(pr.pid || ':' || t.id || '=' || t.score::text, ' ' ORDER BY pr.pid, t.ord)
+	FROM probes pr, public.identify('g_all', pr.tpl, 10, refine => 'fused') WITH ORDINALITY AS t(id, score, ord)}),
+	'refine => NULL: the coordinator gives one server\'s fused answer, probe by probe');
+is( $coord->safe_psql('postgres', q{
+	SELECT string_agg(t.probe_no || ':' || t.id || '=' || t.score::text, ' ' ORDER BY t.probe_no, t.score DESC, t.id)
+	FROM mcc_proxy.identify_batch('g', (SELECT array_agg(tpl ORDER BY pid) FROM probes), 10) t}),
+	$coord->safe_psql('postgres', q{
+	SELECT string_agg(t.probe_no || ':' || t.id || '=' || t.score::text, ' ' ORDER BY t.probe_no, t.score DESC, t.id)
+	FROM public.identify_batch('g_all', (SELECT array_agg(tpl ORDER BY pid) FROM probes), 10, refine => 'fused') t}),
+	'identify_batch() without refine: the coordinator gives one server\'s fused answer');
 # the other arguments are checked before the shards are asked, as on one server
 foreach my $bad ("NULL, 10", "(SELECT tpl FROM probes WHERE pid = 1), 0",
 	"(SELECT tpl FROM probes WHERE pid = 1), 10, 1.5")
