@@ -12,11 +12,15 @@
  * dropped when it aborts.
  *
  * At XACT_EVENT_PRE_COMMIT (and PRE_PREPARE), before the commit can become
- * visible to any snapshot, the changes of each gallery are netted (a row
- * inserted and deleted again in the transaction cancels, an UPDATE that keeps
- * key and template sends nothing) and, under the gallery's slot lock, the
- * commit takes the gallery's next generation and writes its delta frames
- * (one per (sub)transaction id) to the engine. So a
+ * visible to any snapshot, under the gallery's slot lock, the commit takes
+ * the gallery's next generation and writes its delta frames (one per
+ * (sub)transaction id) to the engine. Every version the transaction wrote
+ * is sent, nothing is netted: a load that ran while the transaction was open
+ * may have seen any intermediate state of its rows (an old version already
+ * deleted but not its successor, a row inserted but not yet deleted again),
+ * and only the delta brings those entries to the committed state. An UPDATE
+ * that keeps key and template, or a row deleted and inserted again
+ * unchanged, is therefore sent as a delete and an insert too. So a
  * backend that reads the generation after taking its snapshot knows a
  * generation that covers every commit its snapshot sees. A TRUNCATE, more
  * than mcc.max_delta_rows changed rows, a row that cannot be represented, or
@@ -37,7 +41,6 @@
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/tuplestore.h"
@@ -208,70 +211,6 @@ read_transition(Tuplestorestate *ts, TupleDesc desc, const capture_cols *cols,
 	return ok;
 }
 
-/*
- * An UPDATE that keeps a row's key and template changes nothing the cache
- * holds: drop such delete/insert pairs (keys are unique, so a pair is one row).
- */
-static void
-cancel_unchanged(List **dels, List **ins)
-{
-	HASHCTL		ctl;
-	HTAB	   *h;
-	ListCell   *lc;
-	List	   *keep_ins = NIL;
-	List	   *keep_dels = NIL;
-	typedef struct pair_key
-	{
-		int64		key;
-		uint64		hash;
-	} pair_key;
-	typedef struct pair_ent
-	{
-		pair_key	k;
-		bool		cancelled;
-	} pair_ent;
-
-	if (*dels == NIL || *ins == NIL)
-		return;
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(pair_key);
-	ctl.entrysize = sizeof(pair_ent);
-	ctl.hcxt = CurrentMemoryContext;
-	h = hash_create("mcc update pairs", list_length(*dels), &ctl,
-					HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	foreach(lc, *dels)
-	{
-		delta_op   *op = lfirst(lc);
-		pair_key	k = {op->key, op->hash};
-		pair_ent   *e = hash_search(h, &k, HASH_ENTER, NULL);
-
-		e->cancelled = false;
-	}
-	foreach(lc, *ins)
-	{
-		delta_op   *op = lfirst(lc);
-		pair_key	k = {op->key, op->hash};
-		pair_ent   *e = hash_search(h, &k, HASH_FIND, NULL);
-
-		if (e != NULL && !e->cancelled)
-			e->cancelled = true;
-		else
-			keep_ins = lappend(keep_ins, op);
-	}
-	foreach(lc, *dels)
-	{
-		delta_op   *op = lfirst(lc);
-		pair_key	k = {op->key, op->hash};
-		pair_ent   *e = hash_search(h, &k, HASH_FIND, NULL);
-
-		if (!e->cancelled)
-			keep_dels = lappend(keep_dels, op);
-	}
-	hash_destroy(h);
-	*dels = keep_dels;
-	*ins = keep_ins;
-}
-
 /* Capture one statement's changes for registered gallery reg. */
 static void
 capture(TriggerData *td, const mcc_registration *reg)
@@ -315,7 +254,6 @@ capture(TriggerData *td, const mcc_registration *reg)
 		g->reload = true;
 		return;
 	}
-	cancel_unchanged(&dels, &ins);
 	g->n_ops += list_length(dels) + list_length(ins);
 	if (g->n_ops > mcc_max_delta_rows)
 	{
@@ -348,87 +286,30 @@ mcc_gallery_trigger(PG_FUNCTION_ARGS)
 }
 
 /* ---------------------------------------------------------------------
- * Pre-commit: net the changes and send them.
+ * Pre-commit: send the changes.
  */
 
-/* Netting state of one (key, hash) of a gallery. */
-typedef struct net_key
-{
-	int64		key;
-	uint64		hash;
-} net_key;
-
-typedef struct net_ent
-{
-	net_key		k;
-	int			net;			/* inserts minus deletes */
-	uint64		first_del_xid;
-	delta_op   *last_ins;
-} net_ent;
-
-/* The net changes of gallery: a list of delta_op in first-seen order. */
+/*
+ * The changes of gallery, every row version in the order written. Not
+ * netted (see the file comment): a version the transaction both inserted
+ * and deleted, or a delete and re-insert of the same key and template, may
+ * be in the cache in an intermediate state since a load during the
+ * transaction, and the engine needs both halves to settle it.
+ */
 static List *
-net_changes(Oid gallery)
+gallery_changes(Oid gallery)
 {
-	HASHCTL		ctl;
-	HTAB	   *h;
 	ListCell   *lc;
-	List	   *order = NIL;
 	List	   *out = NIL;
 	List	   *ops = (level_ops != NULL && n_levels > 1) ? level_ops[1] : NIL;
 
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(net_key);
-	ctl.entrysize = sizeof(net_ent);
-	ctl.hcxt = CurrentMemoryContext;
-	h = hash_create("mcc net changes", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	foreach(lc, ops)
 	{
 		delta_op   *op = lfirst(lc);
-		net_key		k = {op->key, op->hash};
-		bool		found;
-		net_ent    *e;
 
-		if (op->gallery != gallery)
-			continue;
-		e = hash_search(h, &k, HASH_ENTER, &found);
-		if (!found)
-		{
-			e->net = 0;
-			e->first_del_xid = 0;
-			e->last_ins = NULL;
-			order = lappend(order, e);
-		}
-		if (op->insert)
-		{
-			e->net++;
-			e->last_ins = op;
-		}
-		else
-		{
-			if (e->first_del_xid == 0)
-				e->first_del_xid = op->xid;
-			e->net--;
-		}
+		if (op->gallery == gallery)
+			out = lappend(out, op);
 	}
-	foreach(lc, order)
-	{
-		net_ent    *e = lfirst(lc);
-
-		if (e->net > 0)
-			out = lappend(out, e->last_ins);
-		else if (e->net < 0)
-		{
-			delta_op   *d = palloc0(sizeof(delta_op));
-
-			d->gallery = gallery;
-			d->key = e->k.key;
-			d->hash = e->k.hash;
-			d->xid = e->first_del_xid;
-			out = lappend(out, d);
-		}
-	}
-	hash_destroy(h);
 	return out;
 }
 
@@ -498,7 +379,7 @@ delta_frame(const mcc_gallery_id *id, uint64 xid, List *ins, List *dels)
 }
 
 /*
- * DELTA frames for the net changes: one or more per xid (frames are cut at
+ * DELTA frames for the changes: one or more per xid (frames are cut at
  * DELTA_FRAME_BYTES), in the order the xids first appear.
  */
 static List *
@@ -596,7 +477,7 @@ publish_gallery(xact_gallery *g)
 
 	if (!reload)
 	{
-		changes = net_changes(g->gallery);
+		changes = gallery_changes(g->gallery);
 		if (changes == NIL)
 			return;
 	}

@@ -183,23 +183,34 @@ gallery_fail_waiting(eng_server *s, eng_gallery *g, mcc_proto_error code,
 	g->waiting_tail = &g->waiting;
 }
 
-/* Apply one DELTA part: inserts first, then deletes (see eng_cache_delete). */
+/*
+ * Apply one generation: the inserts of all its parts, then the deletes of
+ * all its parts. Its parts (one per subtransaction xid, or one xid cut into
+ * several frames) may delete a version another part inserts, and nothing is
+ * netted (src/service_triggers.c): inserting first lets every delete find
+ * its version (see eng_cache_delete).
+ */
 static mcc_status
-apply_part(eng_cache *c, const eng_part *p, mcc_error *err)
+apply_gen(eng_cache *c, const eng_gen *r, mcc_error *err)
 {
-	mcc_status	st = eng_cache_reserve(c, p->n_ins, p->n_cyl, p->n_side, err);
+	mcc_status	st = MCC_OK;
 
-	for (uint32_t i = 0; i < p->n_ins && st == MCC_OK; i++)
+	for (const eng_part *p = r->parts; p && st == MCC_OK; p = p->next)
 	{
-		mcc_template_view v;
-		bool		added;
+		st = eng_cache_reserve(c, p->n_ins, p->n_cyl, p->n_side, err);
+		for (uint32_t i = 0; i < p->n_ins && st == MCC_OK; i++)
+		{
+			mcc_template_view v;
+			bool		added;
 
-		st = mcc_template_open(p->ins[i].tpl, p->ins[i].len, &v, err);
-		if (st == MCC_OK)
-			st = eng_cache_insert(c, p->ins[i].key, p->xid, &v, &added, err);
+			st = mcc_template_open(p->ins[i].tpl, p->ins[i].len, &v, err);
+			if (st == MCC_OK)
+				st = eng_cache_insert(c, p->ins[i].key, p->xid, &v, &added, err);
+		}
 	}
-	for (uint32_t i = 0; i < p->n_del && st == MCC_OK; i++)
-		eng_cache_delete(c, p->del[i].key, p->del[i].hash, p->xid);
+	for (const eng_part *p = r->parts; p && st == MCC_OK; p = p->next)
+		for (uint32_t i = 0; i < p->n_del; i++)
+			eng_cache_delete(c, p->del[i].key, p->del[i].hash, p->xid);
 	return st;
 }
 
@@ -259,17 +270,16 @@ apply_pending(eng_server *s, eng_gallery *g)
 					gname(g), (unsigned long long) r->gen);
 			break;
 		}
-		for (eng_part *p = r->parts; p; p = p->next)
-			if (apply_part(c, p, &err) != MCC_OK)
-			{
-				char		why[400];
+		if (apply_gen(c, r, &err) != MCC_OK)
+		{
+			char		why[400];
 
-				snprintf(why, sizeof(why), "delta of generation %llu not applied: %s",
-						 (unsigned long long) r->gen, err.message);
-				eng_log(ENG_LOG_WARNING, "gallery %s: %s", gname(g), why);
-				eng_gallery_drop_cache(s, g, why);
-				return;
-			}
+			snprintf(why, sizeof(why), "delta of generation %llu not applied: %s",
+					 (unsigned long long) r->gen, err.message);
+			eng_log(ENG_LOG_WARNING, "gallery %s: %s", gname(g), why);
+			eng_gallery_drop_cache(s, g, why);
+			return;
+		}
 		c->applied_gen = r->gen;
 	}
 }

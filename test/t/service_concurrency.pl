@@ -4,7 +4,7 @@
 # top-k over the same REPEATABLE READ snapshot, so a stale, missing or
 # deleted row in any answer is a failure. The writers also roll back
 # subtransactions and change more rows than mcc.max_delta_rows, so deltas,
-# netting and reloads are all exercised.
+# every version change (no netting) and reloads are all exercised.
 use strict;
 use warnings;
 
