@@ -683,6 +683,12 @@ put_count(eng_buf *o, const eng_batch *b, const eng_request *r)
 	}
 }
 
+/*
+ * Hits whose cache entries a loop over a shortlist asks for ahead: the
+ * entries of thousands of hits lie at random in a gallery-sized array.
+ */
+#define HIT_AHEAD 8
+
 /* A refining search's hit j of slot sl: its refined score and visibility. */
 static void
 put_rhit_tail(eng_buf *o, const eng_cache *c, const eng_request *r, float refined,
@@ -756,6 +762,8 @@ reply_result(eng_server *s, const eng_batch *b, const eng_rescore *rs,
 		eng_buf_u32(o, n);
 		for (uint32_t j = 0; j < n; j++)
 		{
+			if (refining && j + HIT_AHEAD < n)
+				__builtin_prefetch(&b->cache->entries[rp[j + HIT_AHEAD].entry]);
 			eng_buf_f32(o, sl->hits.h[j].score);
 			eng_buf_i64(o, sl->hits.h[j].key);
 			eng_buf_u64(o, sl->hits.h[j].hash);
@@ -778,9 +786,13 @@ refine_cut(const eng_cache *c, const eng_slot *sl, const eng_request *r)
 	uint64_t	certain = 0;
 
 	for (uint32_t j = 0; j < sl->hits.n; j++)
+	{
+		if (j + HIT_AHEAD < sl->hits.n)
+			__builtin_prefetch(&c->entries[sl->hits.h[j + HIT_AHEAD].entry]);
 		if (eng_entry_certain(&c->entries[sl->hits.h[j].entry], r->count_xmin) &&
 			++certain >= r->shortlist)
 			return j + 1;
+	}
 	return sl->hits.n;
 }
 
