@@ -5,7 +5,7 @@
  *
  *   build/gpu/engine_refine_check [--templates N] [--distinct D] [--probes Q]
  *       [--batch B] [--rounds R] [--threads T] [--partitions P]
- *       [--method fused] [--fraction F] [--refine-min S] [--k K] [--cpu-search]
+ *       [--method fused] [--fraction F] [--refine-min S] [--k K] [--cpu-search] [--count]
  *
  * Two engines in this process (eng_server, no sockets) load the same
  * synthetic gallery: N rows, D distinct impressions (mcc_synth, impressions
@@ -19,6 +19,8 @@
  * ranking by refined score. A's counters must show the rescoring on the GPU
  * with no fallback. --cpu-search adds an engine C without any GPU (LSS and
  * rescoring on the CPU threads), which must give the same bytes too.
+ * --count: every search also asks for the visibility count of count_xmin
+ * (as identify() does when n' depends on the rows a statement sees).
  *
  * Then each engine answers R more rounds of the Q searches, timed: queries/s
  * for A and B (the first round, timed apart, also pays the GPU upload and
@@ -54,6 +56,7 @@ typedef struct opts
 	uint32_t	refine_min;
 	uint32_t	k;
 	bool		cpu_search;
+	bool		count;			/* every search asks for the visibility count, as identify() does */
 } opts;
 
 static const mcc_gallery_id G = {1, 42, 7};
@@ -157,7 +160,7 @@ round_feed(eng_server *s, eng_conn *c, const opts *o, const tl_tpl *probes, uint
 
 	eng_buf_init(&b);
 	for (int i = 0; i < o->probes; i++)
-		tl_search_full(&b, rid0 + (uint64_t) i, &G, 1, o->k, 0.0f, XMIN, UINT64_MAX, &rf, 1,
+		tl_search_full(&b, rid0 + (uint64_t) i, &G, 1, o->k, 0.0f, XMIN, o->count ? 0 : UINT64_MAX, &rf, 1,
 					   probes + i);
 	ip_feed(s, c, &b);
 	ip_pump_all(s);
@@ -296,6 +299,11 @@ parse(int argc, char **argv, opts *o)
 		if (strcmp(a, "--cpu-search") == 0)
 		{
 			o->cpu_search = true;
+			continue;
+		}
+		if (strcmp(a, "--count") == 0)
+		{
+			o->count = true;
 			continue;
 		}
 		if (strcmp(a, "--templates") == 0)
