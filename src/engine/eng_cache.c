@@ -640,15 +640,18 @@ eng_cache_settle(eng_cache *c, uint64_t horizon, const uint64_t *xids,
 {
 	uint32_t	purged = 0;
 
-	c->version++;				/* flags of any entry may change */
 	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
 	{
 		eng_entry  *e = &c->entries[i];
 		bool		before;
+		uint64_t	was_delete;
+		uint32_t	was_flags;
 
 		if (e->flags & ENG_E_PURGED)
 			continue;
 		before = unsettled(e);
+		was_delete = e->delete_xid;
+		was_flags = e->flags;
 		if (!(e->flags & ENG_E_INS_SETTLED))
 		{
 			uint32_t	st = xid_state(e->insert_xid, xids, states, n);
@@ -675,6 +678,8 @@ eng_cache_settle(eng_cache *c, uint64_t horizon, const uint64_t *xids,
 				e->flags |= ENG_E_DEL_COMMITTED;
 		}
 		c->n_unsettled += (int) unsettled(e) - (int) before;
+		if (e->delete_xid != was_delete || e->flags != was_flags)
+			c->version++;		/* eng_cache_count's memo is stale */
 		if ((e->flags & ENG_E_DEL_COMMITTED) && e->delete_xid < horizon)
 		{
 			eng_cache_purge(c, i);
