@@ -27,8 +27,15 @@ DATA += $(wildcard scaleout/*.control scaleout/*--*.sql)
 REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
+# MCC_WERROR=yes makes every warning an error in each C build below (the
+# module, src/core, the engine, tests, tools, fuzzers and the GPU programs'
+# host code): scripts/run-tests.sh sets it, so CI fails on a new warning,
+# while a user's build with a newer compiler still succeeds.
+MCC_WERROR ?= no
+WERROR_FLAG = $(if $(filter yes,$(MCC_WERROR)),-Werror)
+
 PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src -MMD -MP
-PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off
+PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off $(WERROR_FLAG)
 SHLIB_LINK = -lpng -lm -lpthread
 
 EXTRA_CLEAN = build $(OBJS:.o=.d) results regression.diffs regression.out tmp_check log
@@ -76,7 +83,8 @@ include kernels/chamfer.mk
 # ---------------------------------------------------------------------------
 # src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.
 CORE_CC ?= gcc
-CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core
+CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core \
+	$(WERROR_FLAG) $(if $(filter yes,$(MCC_SANITIZE)),$(SANITIZE_FLAGS))
 CORE_LIBS = -lpng -lm -lpthread
 BUILD = build
 CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
@@ -160,8 +168,28 @@ $(BUILD)/unit/test_engine_%: test/unit/test_engine_%.c test/unit/unit.h $(wildca
 unit-build: $(UNIT_BINS)
 
 # Runs every unit test binary; the output is TAP ("ok"/"not ok" lines).
+# The end-to-end engine test starts the engine of this build folder.
 unit: unit-build
-	@status=0; for t in $(UNIT_BINS); do echo "# $$t"; $$t || status=1; done; exit $$status
+	@status=0; export MCC_ENGINE="$${MCC_ENGINE:-$(BUILD)/mcc_engine}"; \
+	for t in $(UNIT_BINS); do echo "# $$t"; $$t || status=1; done; exit $$status
+
+# The unit tests (src/core and the engine, no PostgreSQL) under
+# AddressSanitizer and UndefinedBehaviorSanitizer, in build/sanitize/: gcc
+# with the sanitizer flags of the fuzzers (SANITIZE_FLAGS, below); any
+# finding stops its test (-fno-sanitize-recover), which then fails. The
+# engine is the CPU one (nvcc's objects are not instrumented).
+#   make sanitize-build    build them
+#   make sanitize          build and run them (TAP, as make unit)
+SANITIZE_BUILD = $(BUILD)/sanitize
+SANITIZE_MAKE = $(MAKE) --no-print-directory BUILD=$(SANITIZE_BUILD) WITH_CUDA=no MCC_SANITIZE=yes
+SANITIZE_ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1
+SANITIZE_UBSAN_OPTIONS ?= print_stacktrace=1
+.PHONY: sanitize sanitize-build
+sanitize-build:
+	$(SANITIZE_MAKE) unit-build
+sanitize: sanitize-build
+	@ASAN_OPTIONS="$${ASAN_OPTIONS:-$(SANITIZE_ASAN_OPTIONS)}" \
+	UBSAN_OPTIONS="$${UBSAN_OPTIONS:-$(SANITIZE_UBSAN_OPTIONS)}" $(SANITIZE_MAKE) unit
 
 TOOL_SRCS = $(sort $(wildcard test/tools/*.c test/bench/*.c))
 TOOL_BINS = $(patsubst test/%.c,$(BUILD)/%,$(TOOL_SRCS))
@@ -182,6 +210,9 @@ $(BUILD)/bench/engine_%: test/bench/engine_%.c $(wildcard test/unit/engine_*.h) 
 tools: $(TOOL_BINS)
 
 # libFuzzer harnesses: test/fuzz/fuzz_<parser>.c, run FUZZ_SECONDS each.
+# SANITIZE_FLAGS are also those of make sanitize (above): the fuzzers add
+# libFuzzer to them.
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 20
 FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.c))
@@ -189,14 +220,14 @@ FUZZ_BINS = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
 $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h test/fuzz/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer $(SANITIZE_FLAGS) $(WERROR_FLAG) \
 		-Isrc/core $< $(CORE_SRCS) $(CORE_LIBS) -o $@
 
 # the engine's harnesses also build its sources (all but main)
 ENGINE_LIB_SRCS = $(filter-out src/engine/eng_main.c,$(ENGINE_SRCS))
 $(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(wildcard src/core/*.h src/engine/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer $(SANITIZE_FLAGS) $(WERROR_FLAG) \
 		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_LIBS) -o $@
 
 # ASan keeps freed blocks in a quarantine to catch use after free; the

@@ -22,7 +22,7 @@ BUILD ?= build
 CH_NVCC := $(if $(filter no,$(WITH_CUDA)),,$(or $(NVCC),$(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })))
 CH_CC ?= gcc
 CH_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit
+	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(WERROR_FLAG)
 CH_DIR = $(BUILD)/chamfer
 # only the parts of src/core that alignment uses (others may need libraries
 # such as libpng that a GPU machine lacks)

@@ -24,7 +24,7 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvc
 CU_SRCS ?= $(sort $(wildcard kernels/*.cu))
 GPU_CC ?= gcc
 GPU_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter \
-	-Wno-sign-compare -D_DEFAULT_SOURCE -Isrc/core -Ikernels
+	-Wno-sign-compare -D_DEFAULT_SOURCE -Isrc/core -Ikernels $(WERROR_FLAG)
 BENCH_GPU_ARGS ?=
 # src/core reads PNG with libpng where png.h exists (src/core/mcc_image_png.c)
 MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)

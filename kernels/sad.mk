@@ -24,7 +24,7 @@ SAD_CC ?= gcc
 # src/core uses libpng where png.h exists (mcc_image_png.c checks it too)
 MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 SAD_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG)
+	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG)
 SAD_LIBS = $(MCC_PNG_LIB) -lm -lpthread
 SAD_CORE_SRCS = $(sort $(wildcard src/core/*.c))
 SAD_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/sad/core/%.o,$(SAD_CORE_SRCS))
