@@ -54,28 +54,11 @@ include $(PGXS)
 # ---------------------------------------------------------------------------
 # CUDA kernels (kernels/*.cu), linked only into the matcher engine, never with
 # -lcuda (see docs/architecture.md). Whether the engine gets its GPU path is
-# chosen, not guessed:
-#   WITH_CUDA=auto   (default) with nvcc where it is found (PATH or
-#                    /usr/local/cuda/bin), else the CPU engine
-#   WITH_CUDA=yes    with nvcc, which must be found (or NVCC=/path/to/nvcc)
-#   WITH_CUDA=no     the CPU engine, even where a CUDA toolkit is installed
-# Packages name it (debian/rules: WITH_CUDA=no for postgresql-15-mcc, yes for
-# the -gpu package), so a toolkit on the build machine changes nothing.
-# `make config` prints the choice; linking mcc_engine prints it too.
-WITH_CUDA ?= auto
-NVCC_FOUND = $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
-ifeq ($(WITH_CUDA),no)
-override NVCC :=
-else ifeq ($(WITH_CUDA),yes)
-NVCC ?= $(NVCC_FOUND)
-ifeq ($(strip $(NVCC)),)
-$(error WITH_CUDA=yes but nvcc was not found: put it on PATH, set NVCC=/path/to/nvcc, or build WITH_CUDA=no)
-endif
-else ifeq ($(WITH_CUDA),auto)
-NVCC ?= $(NVCC_FOUND)
-else
-$(error WITH_CUDA must be auto, yes or no, not "$(WITH_CUDA)")
-endif
+# chosen, not guessed, by WITH_CUDA=auto|yes|no: kernels/nvcc.mk finds nvcc
+# and says how (the one place that does, for this Makefile and every
+# kernels/*.mk). `make config` prints the choice; linking mcc_engine prints
+# it too.
+include kernels/nvcc.mk
 ENGINE_KIND = $(if $(strip $(NVCC)),the GPU path (CUDA $(NVCC)) and the CPU threads,the CPU threads only (no CUDA))
 CU_SRCS = $(sort $(wildcard kernels/*.cu))
 include kernels/chamfer.mk
