@@ -1,0 +1,186 @@
+-- mcc_dedup() and mcc_dedup_probes(): deduplication (docs/dedup.md). The
+-- answer equals the brute force of its definition written with mcc_score()
+-- alone: pairs a.id < b.id of rows with a template whose
+-- mcc_score(a, b, 'lss') >= the LSS threshold and mcc_score(a, b, method)
+-- >= the threshold. Defaults, many candidates (a probe with more than the
+-- first k of identify_batch()), batches, start_after / max_rows, the probe
+-- variant, progress NOTICEs, row-level security, privileges, errors.
+
+-- the progress NOTICEs only where they are the subject
+SET client_min_messages = warning;
+
+-- 40 synthetic fingers x 3 impressions (genuine pairs within a finger),
+-- keys 10 f + i, plus a copy of row 0 (key 1000) and a row without a template
+CREATE TABLE dd (id bigint PRIMARY KEY, tpl mcc_template);
+INSERT INTO dd SELECT 10 * finger + impression, template FROM mcc_synthetic(40, 3, 11);
+INSERT INTO dd VALUES (1000, (SELECT tpl FROM dd WHERE id = 0)), (1001, NULL);
+
+-- The definition, brute force: every pair, in canonical order (a.id < b.id,
+-- a the probe).
+CREATE FUNCTION brute_dedup(gallery regclass, lss_thr real, thr real, method text,
+							start_after bigint DEFAULT NULL, max_rows bigint DEFAULT NULL,
+							tcol name DEFAULT 'tpl')
+RETURNS TABLE(id_a bigint, id_b bigint, lss real, score real)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	RETURN QUERY EXECUTE format($q$
+		WITH a AS (SELECT id, %2$I AS tpl FROM %1$s WHERE %2$I IS NOT NULL
+				   AND ($1::bigint IS NULL OR id > $1) ORDER BY id LIMIT $2),
+		pairs AS (SELECT a.id AS id_a, b.id AS id_b, mcc_score(a.tpl, b.%2$I, 'lss') AS lss,
+						 mcc_score(a.tpl, b.%2$I, $3) AS score
+				  FROM a JOIN %1$s b ON b.id > a.id AND b.%2$I IS NOT NULL)
+		SELECT * FROM pairs WHERE lss >= $4 AND score >= $5 ORDER BY id_a, id_b $q$, gallery, tcol)
+	USING start_after, max_rows, method, lss_thr, thr;
+END $$;
+
+-- the result of a query over (id_a, id_b, lss, score) equals another's,
+-- row for row and score for score; says how many rows
+CREATE FUNCTION same(q1 text, q2 text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	a text[];
+	b text[];
+BEGIN
+	EXECUTE format('SELECT array_agg(r::text ORDER BY r) FROM (%s) r', q1) INTO a;
+	EXECUTE format('SELECT array_agg(r::text ORDER BY r) FROM (%s) r', q2) INTO b;
+	RETURN CASE WHEN a IS NOT DISTINCT FROM b THEN 'same, ' || coalesce(cardinality(a), 0) || ' rows'
+				ELSE 'DIFFERENT: ' || coalesce(a::text, '{}') || ' vs ' || coalesce(b::text, '{}') END;
+END $$;
+
+-- LSS is symmetric on these templates (the same score either way round);
+-- the refined score is not, hence the canonical order of the definition
+SELECT count(*) FILTER (WHERE mcc_score(a.tpl, b.tpl, 'lss') <> mcc_score(b.tpl, a.tpl, 'lss')) AS lss_asymmetric,
+	   count(*) FILTER (WHERE mcc_score(a.tpl, b.tpl, 'fused') <> mcc_score(b.tpl, a.tpl, 'fused')) > 0 AS fused_asymmetric
+FROM dd a JOIN dd b ON a.id < b.id WHERE a.id < 60 AND b.id < 60;
+
+-- the defaults: fmr 1e-4 for the method (mcc.refine_method, fused), LSS at 1e-3
+SELECT * FROM mcc_dedup_settings('dd', 0.0001, NULL, 0.001, NULL, NULL, NULL, NULL);
+SELECT same('SELECT * FROM mcc_dedup(''dd'')',
+			$$SELECT * FROM brute_dedup('dd', mcc_threshold(0.001, 'lss'), mcc_threshold(0.0001, 'fused'), 'fused')$$)
+	AS defaults;
+-- every genuine pair is found, and the copy of row 0
+SELECT id_a, id_b, lss > 0.99 AS same_template FROM mcc_dedup('dd') WHERE id_a / 10 <> id_b / 10;
+SELECT count(*) AS genuine_pairs_found FROM mcc_dedup('dd') WHERE id_a / 10 = id_b / 10;
+
+-- every row a candidate (LSS threshold 0): each probe gets more rows than
+-- identify_batch()'s first k = 64, and asks again; small batches
+SELECT same('SELECT * FROM mcc_dedup(''dd'', threshold => 0.02, lss_threshold => 0, batch_size => 7)',
+			$$SELECT * FROM brute_dedup('dd', 0, 0.02, 'fused')$$) AS all_candidates;
+-- other methods: refine 'none' is LSS alone, lss-dtr, a set mcc.refine_method
+SELECT same('SELECT * FROM mcc_dedup(''dd'', refine => ''none'', threshold => 0.3, lss_threshold => 0.2)',
+			$$SELECT * FROM brute_dedup('dd', 0.2, 0.3, 'lss')$$) AS lss_only,
+	   same('SELECT * FROM mcc_dedup(''dd'', fmr => 0.001, lss_threshold => 0.3, refine => ''dtr'')',
+			$$SELECT * FROM brute_dedup('dd', 0.3, mcc_threshold(0.001, 'lss-dtr'), 'lss-dtr')$$) AS dtr;
+SET mcc.refine_method = 'lgs';
+SELECT same('SELECT * FROM mcc_dedup(''dd'', fmr => 0.01, lss_threshold => 0.3)',
+			$$SELECT * FROM brute_dedup('dd', 0.3, mcc_threshold(0.01, 'lgs'), 'lgs')$$) AS lgs_setting;
+RESET mcc.refine_method;
+
+-- resuming: the probes after start_after, max_rows at a time, make up the whole
+SELECT same($$SELECT * FROM mcc_dedup('dd', threshold => 0.02, lss_threshold => 0.3, start_after => 155, max_rows => 50)$$,
+			$$SELECT * FROM brute_dedup('dd', 0.3, 0.02, 'fused', 155, 50)$$) AS part,
+	   same($$SELECT * FROM mcc_dedup('dd', threshold => 0.02, lss_threshold => 0.3, max_rows => 37, batch_size => 10)
+			  UNION ALL
+			  SELECT * FROM mcc_dedup('dd', threshold => 0.02, lss_threshold => 0.3, start_after => 120)$$,
+			$$SELECT * FROM brute_dedup('dd', 0.3, 0.02, 'fused')$$) AS two_parts,
+	   (SELECT max(id) FROM (SELECT id FROM dd WHERE tpl IS NOT NULL ORDER BY id LIMIT 37) r) AS last_of_37;
+SELECT count(*) AS nothing_after_the_last FROM mcc_dedup('dd', start_after => 1000);
+SELECT count(*) AS no_rows FROM mcc_dedup('dd', max_rows => 0);
+
+-- progress: a NOTICE per percent of the probes done (3 batches here)
+SET client_min_messages = notice;
+SELECT count(*) FROM mcc_dedup('dd', threshold => 0.02, lss_threshold => 0.3, batch_size => 50);
+SET client_min_messages = warning;
+
+-- a table with two template columns (named), a view
+CREATE TABLE dd2 AS SELECT id, tpl, CASE WHEN id % 2 = 0 THEN tpl END AS other FROM dd;
+SELECT same($$SELECT * FROM mcc_dedup('dd2', threshold => 0.02, lss_threshold => 0.3, id_column => 'id', template_column => 'other')$$,
+			$$SELECT * FROM brute_dedup('dd2', 0.3, 0.02, 'fused', tcol => 'other')$$) AS other_column;
+CREATE VIEW dd_v AS SELECT id AS key, tpl FROM dd WHERE id < 200;
+SELECT same($$SELECT * FROM mcc_dedup('dd_v', threshold => 0.02, lss_threshold => 0.3, id_column => 'key')$$,
+			$$SELECT * FROM brute_dedup('dd', 0.3, 0.02, 'fused') WHERE id_b < 200$$) AS view_gallery;
+
+-- new enrolments against the gallery: impression 3 of fingers 0..4 and an
+-- unknown finger; per probe every row at or above both thresholds
+CREATE TABLE newcomers (n int, tpl mcc_template);
+INSERT INTO newcomers SELECT finger, template FROM mcc_synthetic(5, 4, 11) WHERE impression = 3;
+INSERT INTO newcomers SELECT 5, template FROM mcc_synthetic(1, 1, 11, 500);
+CREATE FUNCTION brute_probes(probes mcc_template[], lss_thr real, thr real, method text)
+RETURNS TABLE(probe_no int, id bigint, lss real, score real) LANGUAGE sql STABLE AS $$
+	SELECT * FROM (SELECT p.o::int, g.id, mcc_score(p.t, g.tpl, 'lss') AS lss, mcc_score(p.t, g.tpl, method) AS score
+				   FROM unnest(probes) WITH ORDINALITY p(t, o) JOIN dd g ON g.tpl IS NOT NULL) r
+	WHERE lss >= lss_thr AND score >= thr ORDER BY 1, 2
+$$;
+SELECT same($$SELECT * FROM mcc_dedup_probes('dd', ARRAY(SELECT tpl FROM newcomers ORDER BY n))$$,
+			$$SELECT * FROM brute_probes(ARRAY(SELECT tpl FROM newcomers ORDER BY n),
+										 mcc_threshold(0.001, 'lss'), mcc_threshold(0.0001, 'fused'), 'fused')$$) AS probes_defaults,
+	   same($$SELECT * FROM mcc_dedup_probes('dd', ARRAY(SELECT tpl FROM newcomers ORDER BY n), threshold => 0.02,
+											 lss_threshold => 0, batch_size => 4)$$,
+			$$SELECT * FROM brute_probes(ARRAY(SELECT tpl FROM newcomers ORDER BY n), 0, 0.02, 'fused')$$) AS probes_all;
+SELECT probe_no, array_agg(id ORDER BY id) AS matches
+FROM mcc_dedup_probes('dd', ARRAY(SELECT tpl FROM newcomers ORDER BY n)) GROUP BY probe_no ORDER BY 1;
+SELECT count(*) AS no_probes FROM mcc_dedup_probes('dd', '{}');
+
+-- row-level security: the caller's rows only, pairs and probes alike;
+-- without SELECT on the gallery, the error of identify()
+CREATE ROLE regress_mcc_dedup;
+GRANT SELECT ON dd TO regress_mcc_dedup;
+ALTER TABLE dd ENABLE ROW LEVEL SECURITY;
+CREATE POLICY even_fingers ON dd FOR SELECT TO regress_mcc_dedup USING ((id / 10) % 2 = 0);
+SET ROLE regress_mcc_dedup;
+SELECT same($$SELECT * FROM mcc_dedup('dd', threshold => 0.02, lss_threshold => 0.3)$$,
+			$$SELECT * FROM brute_dedup('dd', 0.3, 0.02, 'fused')$$) AS rls_same,
+	   (SELECT bool_and((id_a / 10) % 2 = 0 AND (id_b / 10) % 2 = 0) FROM mcc_dedup('dd', threshold => 0.02, lss_threshold => 0.3)) AS visible_only,
+	   (SELECT count(DISTINCT id_a) FROM mcc_dedup('dd', threshold => 0.02, lss_threshold => 0.3)) > 0 AS some;
+RESET ROLE;
+ALTER TABLE dd DISABLE ROW LEVEL SECURITY;
+REVOKE SELECT ON dd FROM regress_mcc_dedup;
+GRANT SELECT (id) ON dd TO regress_mcc_dedup;
+SET ROLE regress_mcc_dedup;
+\set VERBOSITY terse
+SELECT count(*) FROM mcc_dedup('dd');
+\set VERBOSITY default
+RESET ROLE;
+REVOKE ALL ON dd FROM regress_mcc_dedup;
+DROP POLICY even_fingers ON dd;
+DROP ROLE regress_mcc_dedup;
+
+-- errors, with their SQLSTATE; a bad call leaves nothing behind
+CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE q;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+CREATE TABLE no_template (id int PRIMARY KEY, x int);
+SELECT q AS arguments, sqlstate_of('SELECT * FROM mcc_dedup(' || q || ')') AS error FROM (VALUES
+	('NULL'),
+	('''dd'', fmr => NULL'),
+	('''dd'', lss_fmr => NULL'),
+	('''dd'', fmr => 0.5'),
+	('''dd'', fmr => 0'),
+	('''dd'', threshold => 1.5'),
+	('''dd'', threshold => ''NaN'''),
+	('''dd'', lss_threshold => -0.1'),
+	('''dd'', refine => ''nope'''),
+	('''dd'', refine => ''lss-r'', fmr => 0.5, threshold => 0.1'),
+	('''dd'', batch_size => 0'),
+	('''dd'', batch_size => NULL'),
+	('''dd'', max_rows => -1'),
+	('''dd'', id_column => ''nope'''),
+	('''dd'', template_column => ''id'''),
+	('''no_template'''),
+	('''dd2'''),
+	('''no_such_table''')
+) v(q);
+SELECT q AS arguments, sqlstate_of('SELECT * FROM mcc_dedup_probes(' || q || ')') AS error FROM (VALUES
+	('''dd'', NULL'),
+	('NULL, ARRAY[(SELECT tpl FROM dd WHERE id = 0)]'),
+	('''dd'', ARRAY[(SELECT tpl FROM dd WHERE id = 0), NULL]'),
+	('''dd'', ARRAY[ARRAY[(SELECT tpl FROM dd WHERE id = 0)]]'),
+	('''dd'', ARRAY[(SELECT tpl FROM dd WHERE id = 0)], batch_size => -3'),
+	('''dd'', ARRAY[(SELECT tpl FROM dd WHERE id = 0)], fmr => 2'),
+	('''dd'', ARRAY[mcc_template_from_json(''{"profile":"tpami2010","width":300,"height":300,"minutiae":[[100,100,1.5708,"ending",50]]}'')]')
+) v(q);
+SELECT sqlstate_of('SELECT mcc_refine_method(''nope'')') AS unknown, mcc_refine_method('none') AS none,
+	   mcc_refine_method('dtr') AS dtr, mcc_refine_method() AS setting;
