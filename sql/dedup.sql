@@ -153,6 +153,47 @@ EXCEPTION WHEN OTHERS THEN
 	RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
 CREATE TABLE no_template (id int PRIMARY KEY, x int);
+-- persons: 30 persons x 2 fingers (positions 1, 2); persons 100-104
+-- enrolled again (the other impression of both fingers), person 105 again
+-- with finger 1 only, person 106 with person 6's finger 1 at position 2
+-- (another position: not a candidate), a row without a person
+CREATE TABLE ppl (id bigint PRIMARY KEY, person int, finger smallint, tpl mcc_template);
+INSERT INTO ppl SELECT finger, finger / 2, finger % 2 + 1, template FROM mcc_synthetic(60, 1, 13);
+INSERT INTO ppl SELECT 1000 + finger, 100 + finger / 2, finger % 2 + 1, template
+FROM mcc_synthetic(12, 2, 13) WHERE impression = 1 AND finger <> 11;
+INSERT INTO ppl SELECT 2000, 106, 2, template FROM mcc_synthetic(1, 2, 13, 12) WHERE impression = 1;
+INSERT INTO ppl SELECT 2001, NULL, 1, template FROM mcc_synthetic(1, 2, 13, 14) WHERE impression = 1;
+CREATE FUNCTION brute_persons(lss_thr real, thr real, method text)
+RETURNS TABLE(person_a bigint, person_b bigint, score real, fingers int, matched_fingers int,
+			  finger_scores real[], positions int[]) LANGUAGE sql STABLE AS $$
+	WITH r AS (SELECT id, person::int8 AS person, finger::int AS pos, tpl FROM ppl
+			   WHERE tpl IS NOT NULL AND person IS NOT NULL AND finger IS NOT NULL),
+	rp AS (SELECT a.person AS p1, b.person AS p2, a.pos FROM r a JOIN r b ON b.id > a.id
+		   WHERE a.person <> b.person AND a.pos = b.pos
+			 AND mcc_score(a.tpl, b.tpl, 'lss') >= lss_thr AND mcc_score(a.tpl, b.tpl, method) >= thr),
+	cand AS (SELECT least(p1, p2) AS pa, greatest(p1, p2) AS pb, count(DISTINCT pos)::int AS matched
+			 FROM rp GROUP BY 1, 2),
+	best AS (SELECT c.pa, c.pb, x.pos,
+					max(mcc_score(CASE WHEN x.id < y.id THEN x.tpl ELSE y.tpl END,
+								  CASE WHEN x.id < y.id THEN y.tpl ELSE x.tpl END, method)) AS score
+			 FROM cand c JOIN r x ON x.person = c.pa JOIN r y ON y.person = c.pb AND y.pos = x.pos
+			 GROUP BY 1, 2, 3)
+	SELECT c.pa, c.pb, avg(b.score::float8)::real, count(*)::int, c.matched,
+		   array_agg(b.score ORDER BY b.pos), array_agg(b.pos ORDER BY b.pos)
+	FROM cand c JOIN best b USING (pa, pb) GROUP BY c.pa, c.pb, c.matched ORDER BY 1, 2
+$$;
+SELECT same($$SELECT * FROM mcc_dedup_persons('ppl')$$,
+			$$SELECT * FROM brute_persons(mcc_threshold(0.001, 'lss'), mcc_threshold(0.0001, 'fused'), 'fused')$$) AS persons_defaults,
+	   same($$SELECT * FROM mcc_dedup_persons('ppl', threshold => 0.02, lss_threshold => 0.2)$$,
+			$$SELECT * FROM brute_persons(0.2, 0.02, 'fused')$$) AS persons_more;
+SELECT person_a, person_b, fingers, matched_fingers, positions FROM mcc_dedup_persons('ppl');
+SELECT q AS arguments, sqlstate_of('SELECT * FROM mcc_dedup_persons(' || q || ')') AS error FROM (VALUES
+	('''ppl'', person_column => NULL'),
+	('''ppl'', person_column => ''who'''),
+	('''ppl'', position_column => ''tpl'''),
+	('''dd''')
+) v(q);
+
 SELECT q AS arguments, sqlstate_of('SELECT * FROM mcc_dedup(' || q || ')') AS error FROM (VALUES
 	('NULL'),
 	('''dd'', fmr => NULL'),

@@ -665,6 +665,83 @@ $fn$;
 COMMENT ON FUNCTION mcc_dedup_probes(regclass, mcc_template[], float8, real, float8, real, text, int, name, name) IS
 	'Deduplication of new enrolments against a gallery: per probe (probe_no) every row whose mcc_score(probe, tpl, ''lss'') >= lss_threshold and whose mcc_score(probe, tpl, method) >= threshold (defaults as mcc_dedup()), ordered by probe_no, id';
 
+-- Person-level deduplication (docs/dedup.md, "Persons"): the row pairs of
+-- mcc_dedup() between two persons at one finger position make the two
+-- persons a candidate pair; each candidate pair is scored by the sum rule of
+-- identify_persons() over the positions both have (the best score of their
+-- templates there, the row of the smaller key as the probe).
+CREATE FUNCTION mcc_dedup_persons(gallery regclass, fmr float8 DEFAULT 0.0001, threshold real DEFAULT NULL,
+								  lss_fmr float8 DEFAULT 0.001, lss_threshold real DEFAULT NULL,
+								  refine text DEFAULT NULL, person_column name DEFAULT 'person',
+								  position_column name DEFAULT 'finger',
+								  id_column name DEFAULT NULL, template_column name DEFAULT NULL)
+RETURNS TABLE(person_a bigint, person_b bigint, score real, fingers int, matched_fingers int,
+			  finger_scores real[], positions int[])
+LANGUAGE plpgsql STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 100 COST 1000000
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+#variable_conflict use_variable
+DECLARE
+	s record;
+	col name;
+	typ oid;
+BEGIN
+	IF person_column IS NULL OR position_column IS NULL THEN
+		RAISE EXCEPTION 'person_column and position_column of mcc_dedup_persons() must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	s := @extschema@.mcc_dedup_settings(gallery, fmr, threshold, lss_fmr, lss_threshold, refine,
+										id_column, template_column);
+	FOREACH col IN ARRAY ARRAY[person_column, position_column] LOOP
+		SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END INTO typ
+		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+		WHERE a.attrelid = gallery AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'column "%" of gallery "%" does not exist', col, gallery
+				USING ERRCODE = 'undefined_column',
+					  HINT = 'Name the columns with person_column and position_column (docs/persons.md).';
+		END IF;
+		IF typ NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+			RAISE EXCEPTION 'column "%" of gallery "%" has type %, not an integer type', col, gallery, typ::regtype
+				USING ERRCODE = 'datatype_mismatch';
+		END IF;
+		IF NOT has_column_privilege(gallery, col, 'SELECT') THEN
+			RAISE EXCEPTION 'permission denied for column "%" of gallery "%"', col, gallery
+				USING ERRCODE = 'insufficient_privilege';
+		END IF;
+	END LOOP;
+	RETURN QUERY EXECUTE format($q$
+		WITH r AS (
+			SELECT g.%3$I::int8 AS id, g.%1$I::int8 AS person, g.%2$I::int AS pos, g.%4$I AS tpl
+			FROM %5$s g
+			WHERE g.%4$I IS NOT NULL AND g.%1$I IS NOT NULL AND g.%2$I IS NOT NULL),
+		hit AS (
+			SELECT DISTINCT least(ra.person, rb.person) AS pa, greatest(ra.person, rb.person) AS pb, ra.pos
+			FROM @extschema@.mcc_dedup($5, threshold => $1, lss_threshold => $2, refine => $3,
+									   id_column => $6, template_column => $7) d
+			JOIN r ra ON ra.id = d.id_a JOIN r rb ON rb.id = d.id_b
+			WHERE ra.person <> rb.person AND ra.pos = rb.pos),
+		cand AS (
+			SELECT h.pa, h.pb, count(*)::int AS matched FROM hit h GROUP BY h.pa, h.pb),
+		best AS (
+			SELECT c.pa, c.pb, x.pos,
+				   max(CASE WHEN x.id < y.id THEN @extschema@.mcc_score(x.tpl, y.tpl, $4)
+							ELSE @extschema@.mcc_score(y.tpl, x.tpl, $4) END) AS score
+			FROM cand c JOIN r x ON x.person = c.pa JOIN r y ON y.person = c.pb AND y.pos = x.pos
+			GROUP BY c.pa, c.pb, x.pos)
+		SELECT c.pa, c.pb, (sum(b.score::float8) / count(*))::real, count(*)::int, c.matched,
+			   array_agg(b.score ORDER BY b.pos), array_agg(b.pos ORDER BY b.pos)
+		FROM cand c JOIN best b ON b.pa = c.pa AND b.pb = c.pb
+		GROUP BY c.pa, c.pb, c.matched
+		ORDER BY 1, 2 $q$,
+		person_column, position_column, s.id_column, s.template_column, gallery)
+	USING s.threshold, s.lss_threshold, s.method, s.method, gallery, s.id_column, s.template_column;
+END
+$fn$;
+
+COMMENT ON FUNCTION mcc_dedup_persons(regclass, float8, real, float8, real, text, name, name, name, name) IS
+	'Person-level deduplication: pairs of persons person_a < person_b with a row pair of mcc_dedup() at one finger position, each scored by the mean over the positions both have of the best score of their templates there (the row of the smaller key as the probe); per position (ascending) the score';
+
 -- Alignment (src/align_sql.c; docs/alignment.md, "Global search"): without
 -- an initial transform both functions search every pose first (rotation,
 -- scale within [min_scale, max_scale], translation); with one they keep the
