@@ -46,6 +46,15 @@ BEGIN
 				ELSE 'DIFFERENT: ' || coalesce(a::text, '{}') || ' vs ' || coalesce(b::text, '{}') END;
 END $$;
 
+-- the SQLSTATE and message of a statement's error
+CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE q;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
 -- LSS is symmetric on these templates (the same score either way round);
 -- the refined score is not, hence the canonical order of the definition
 SELECT count(*) FILTER (WHERE mcc_score(a.tpl, b.tpl, 'lss') <> mcc_score(b.tpl, a.tpl, 'lss')) AS lss_asymmetric,
@@ -99,6 +108,37 @@ CREATE VIEW dd_v AS SELECT id AS key, tpl FROM dd WHERE id < 200;
 SELECT same($$SELECT * FROM mcc_dedup('dd_v', threshold => 0.02, lss_threshold => 0.3, id_column => 'key')$$,
 			$$SELECT * FROM brute_dedup('dd', 0.3, 0.02, 'fused') WHERE id_b < 200$$) AS view_gallery;
 
+-- a job in parts: interrupted after 2 parts of 25 probes (max_parts), its
+-- progress kept; resumed, it completes; the pairs equal the whole dedup's,
+-- none twice; a finished job does nothing more
+CREATE TABLE dd_pairs (id_a bigint, id_b bigint, lss real, score real);
+CALL mcc_dedup_run('j1', 'dd', 'dd_pairs', part_rows => 25, threshold => 0.02, lss_threshold => 0.3,
+				   max_parts => 2);
+SELECT job, gallery, target, method, threshold, lss_threshold, last_key, rows_done, rows_total,
+	   pairs = (SELECT count(*) FROM dd_pairs) AS pairs_written, finished_at IS NULL AS unfinished
+FROM mcc_dedup_jobs;
+SELECT same('SELECT * FROM dd_pairs', $$SELECT * FROM brute_dedup('dd', 0.3, 0.02, 'fused', NULL, 50)$$) AS two_parts;
+CALL mcc_dedup_run('j1');
+SELECT last_key, rows_done, pairs, finished_at IS NOT NULL AS finished FROM mcc_dedup_jobs WHERE job = 'j1';
+SELECT same('SELECT * FROM dd_pairs', $$SELECT * FROM brute_dedup('dd', 0.3, 0.02, 'fused')$$) AS resumed_whole;
+SET client_min_messages = notice;
+CALL mcc_dedup_run('j1');
+SET client_min_messages = warning;
+SELECT count(*) = (SELECT count(*) FROM brute_dedup('dd', 0.3, 0.02, 'fused')) AS nothing_added FROM dd_pairs;
+-- a job with the defaults; errors
+CREATE TABLE dd_pairs2 (LIKE dd_pairs);
+CALL mcc_dedup_run('j2', 'dd', 'dd_pairs2');
+SELECT same('SELECT * FROM dd_pairs2',
+			$$SELECT * FROM brute_dedup('dd', mcc_threshold(0.001, 'lss'), mcc_threshold(0.0001, 'fused'), 'fused')$$) AS job_defaults;
+SELECT sqlstate_of(q) AS error FROM (VALUES
+	('CALL mcc_dedup_run(NULL)'),
+	('CALL mcc_dedup_run(''j3'')'),
+	('CALL mcc_dedup_run(''j3'', ''dd'', ''dd_pairs'', part_rows => 0)'),
+	('CALL mcc_dedup_run(''j1'', ''dd2'')'),
+	('CALL mcc_dedup_run(''j3'', ''dd'', ''dd_pairs'', threshold => 2)')
+) v(q);
+SELECT count(*) AS jobs FROM mcc_dedup_jobs;
+
 -- new enrolments against the gallery: impression 3 of fingers 0..4 and an
 -- unknown finger; per probe every row at or above both thresholds
 CREATE TABLE newcomers (n int, tpl mcc_template);
@@ -145,13 +185,6 @@ DROP POLICY even_fingers ON dd;
 DROP ROLE regress_mcc_dedup;
 
 -- errors, with their SQLSTATE; a bad call leaves nothing behind
-CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 CREATE TABLE no_template (id int PRIMARY KEY, x int);
 -- persons: 30 persons x 2 fingers (positions 1, 2); persons 100-104
 -- enrolled again (the other impression of both fingers), person 105 again
@@ -225,3 +258,9 @@ SELECT q AS arguments, sqlstate_of('SELECT * FROM mcc_dedup_probes(' || q || ')'
 ) v(q);
 SELECT sqlstate_of('SELECT mcc_refine_method(''nope'')') AS unknown, mcc_refine_method('none') AS none,
 	   mcc_refine_method('dtr') AS dtr, mcc_refine_method() AS setting;
+
+-- the next test files share this database
+DELETE FROM mcc_dedup_jobs;
+DROP VIEW dd_v;
+DROP TABLE dd, dd2, no_template, ppl, newcomers, dd_pairs, dd_pairs2;
+DROP FUNCTION brute_dedup, same, brute_probes, brute_persons, sqlstate_of;

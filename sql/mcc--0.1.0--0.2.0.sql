@@ -249,6 +249,42 @@ CREATE FUNCTION mcc_gallery_columns(gallery regclass, id_column name DEFAULT NUL
 COMMENT ON FUNCTION mcc_gallery_columns(regclass, name, name) IS
 	'The key and template columns identify() uses for a gallery (found, or the named ones checked, as identify() does)';
 
+-- The person and position columns of a person gallery (docs/persons.md):
+-- they exist, are of an integer type (or a domain over one) and the caller
+-- may read them. Shared by identify_persons() and mcc_dedup_persons().
+CREATE FUNCTION mcc_person_columns(gallery regclass, person_column name, position_column name)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	col name;
+	typ oid;
+BEGIN
+	FOREACH col IN ARRAY ARRAY[person_column, position_column] LOOP
+		SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END INTO typ
+		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+		WHERE a.attrelid = gallery AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'column "%" of gallery "%" does not exist', col, gallery
+				USING ERRCODE = 'undefined_column',
+					  HINT = 'Name the columns with person_column and position_column (docs/persons.md).';
+		END IF;
+		IF typ NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+			RAISE EXCEPTION 'column "%" of gallery "%" has type %, not an integer type', col, gallery, typ::regtype
+				USING ERRCODE = 'datatype_mismatch';
+		END IF;
+		IF NOT has_column_privilege(gallery, col, 'SELECT') THEN
+			RAISE EXCEPTION 'permission denied for column "%" of gallery "%"', col, gallery
+				USING ERRCODE = 'insufficient_privilege';
+		END IF;
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION mcc_person_columns(regclass, name, name) IS
+	'Checks the person and position columns of a person gallery: they exist, have an integer type and the caller may read them (the errors of identify_persons())';
+
 -- The person search. PL/pgSQL on top of identify_batch(): one pass over the
 -- gallery for all probe fingers, then the candidate persons' other fingers
 -- scored with mcc_score(). STABLE: every query sees the calling statement's
@@ -268,8 +304,6 @@ AS $fn$
 DECLARE
 	nf int;
 	cols record;
-	col name;
-	typ oid;
 	nul bigint;
 	n bigint;
 	np bigint;
@@ -310,24 +344,7 @@ BEGIN
 
 	-- identify()'s columns (its checks and errors), then the person columns
 	cols := @extschema@.mcc_gallery_columns(gallery, id_column, template_column);
-	FOREACH col IN ARRAY ARRAY[person_column, position_column] LOOP
-		SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END INTO typ
-		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-		WHERE a.attrelid = gallery AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION 'column "%" of gallery "%" does not exist', col, gallery
-				USING ERRCODE = 'undefined_column',
-					  HINT = 'Name the columns with person_column and position_column (docs/persons.md).';
-		END IF;
-		IF typ NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
-			RAISE EXCEPTION 'column "%" of gallery "%" has type %, not an integer type', col, gallery, typ::regtype
-				USING ERRCODE = 'datatype_mismatch';
-		END IF;
-		IF NOT has_column_privilege(gallery, col, 'SELECT') THEN
-			RAISE EXCEPTION 'permission denied for column "%" of gallery "%"', col, gallery
-				USING ERRCODE = 'insufficient_privilege';
-		END IF;
-	END LOOP;
+	PERFORM @extschema@.mcc_person_columns(gallery, person_column, position_column);
 
 	-- the method whose scores identify() returns ('none': LSS)
 	method := coalesce(refine, current_setting('mcc.refine_method'));
@@ -683,8 +700,6 @@ AS $fn$
 #variable_conflict use_variable
 DECLARE
 	s record;
-	col name;
-	typ oid;
 BEGIN
 	IF person_column IS NULL OR position_column IS NULL THEN
 		RAISE EXCEPTION 'person_column and position_column of mcc_dedup_persons() must not be null'
@@ -692,24 +707,7 @@ BEGIN
 	END IF;
 	s := @extschema@.mcc_dedup_settings(gallery, fmr, threshold, lss_fmr, lss_threshold, refine,
 										id_column, template_column);
-	FOREACH col IN ARRAY ARRAY[person_column, position_column] LOOP
-		SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END INTO typ
-		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-		WHERE a.attrelid = gallery AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION 'column "%" of gallery "%" does not exist', col, gallery
-				USING ERRCODE = 'undefined_column',
-					  HINT = 'Name the columns with person_column and position_column (docs/persons.md).';
-		END IF;
-		IF typ NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
-			RAISE EXCEPTION 'column "%" of gallery "%" has type %, not an integer type', col, gallery, typ::regtype
-				USING ERRCODE = 'datatype_mismatch';
-		END IF;
-		IF NOT has_column_privilege(gallery, col, 'SELECT') THEN
-			RAISE EXCEPTION 'permission denied for column "%" of gallery "%"', col, gallery
-				USING ERRCODE = 'insufficient_privilege';
-		END IF;
-	END LOOP;
+	PERFORM @extschema@.mcc_person_columns(gallery, person_column, position_column);
 	RETURN QUERY EXECUTE format($q$
 		WITH r AS (
 			SELECT g.%3$I::int8 AS id, g.%1$I::int8 AS person, g.%2$I::int AS pos, g.%4$I AS tpl
@@ -741,6 +739,132 @@ $fn$;
 
 COMMENT ON FUNCTION mcc_dedup_persons(regclass, float8, real, float8, real, text, name, name, name, name) IS
 	'Person-level deduplication: pairs of persons person_a < person_b with a row pair of mcc_dedup() at one finger position, each scored by the mean over the positions both have of the best score of their templates there (the row of the smaller key as the probe); per position (ascending) the score';
+
+-- Dedup jobs: a long deduplication in parts, each part its pairs and its
+-- progress committed together, so that an interrupted job resumes after
+-- the last part that committed and nothing is half-written. The jobs table
+-- is the progress view (other sessions see each committed part). Row-level
+-- security: each role sees and writes its own jobs.
+CREATE TABLE mcc_dedup_jobs (
+	job text NOT NULL,
+	owner name NOT NULL DEFAULT current_user,
+	gallery regclass NOT NULL,
+	target regclass NOT NULL,
+	method text NOT NULL,
+	threshold real NOT NULL,
+	lss_threshold real NOT NULL,
+	id_column name NOT NULL,
+	template_column name NOT NULL,
+	part_rows bigint NOT NULL CHECK (part_rows > 0),
+	batch_size int NOT NULL CHECK (batch_size > 0),
+	last_key bigint,
+	rows_done bigint NOT NULL DEFAULT 0,
+	rows_total bigint NOT NULL,
+	pairs bigint NOT NULL DEFAULT 0,
+	started_at timestamptz NOT NULL DEFAULT now(),
+	updated_at timestamptz NOT NULL DEFAULT now(),
+	finished_at timestamptz,
+	PRIMARY KEY (owner, job)
+);
+
+COMMENT ON TABLE mcc_dedup_jobs IS
+	'Deduplication jobs of mcc_dedup_run() and their progress: the probes done (by key, last_key), the pairs written into target; each role sees its own';
+
+ALTER TABLE mcc_dedup_jobs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_jobs ON mcc_dedup_jobs USING (owner = current_user) WITH CHECK (owner = current_user);
+GRANT SELECT, INSERT, UPDATE, DELETE ON mcc_dedup_jobs TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('mcc_dedup_jobs', '');
+
+-- Run (or resume) a job: mcc_dedup() part_rows probes at a time, each part
+-- one statement (one snapshot) that inserts the part's pairs into target
+-- (id_a, id_b, lss, score) and advances the job, then COMMIT. No SET
+-- clause: a procedure with one cannot commit; names are qualified instead.
+CREATE PROCEDURE mcc_dedup_run(job text, gallery regclass DEFAULT NULL, target regclass DEFAULT NULL,
+							   part_rows bigint DEFAULT 10000, fmr float8 DEFAULT 0.0001,
+							   threshold real DEFAULT NULL, lss_fmr float8 DEFAULT 0.001,
+							   lss_threshold real DEFAULT NULL, refine text DEFAULT NULL,
+							   batch_size int DEFAULT 256, id_column name DEFAULT NULL,
+							   template_column name DEFAULT NULL, max_parts int DEFAULT NULL)
+LANGUAGE plpgsql
+AS $fn$
+#variable_conflict use_variable
+DECLARE
+	j record;
+	s record;
+	total bigint;
+	parts int := 0;
+	done boolean;
+BEGIN
+	IF job IS NULL THEN
+		RAISE EXCEPTION 'job must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	SELECT * INTO j FROM @extschema@.mcc_dedup_jobs d WHERE d.owner = current_user AND d.job = job;
+	IF NOT FOUND THEN
+		IF gallery IS NULL OR target IS NULL THEN
+			RAISE EXCEPTION 'job "%" does not exist: a new job needs gallery and target', job
+				USING ERRCODE = 'null_value_not_allowed';
+		END IF;
+		IF part_rows IS NULL OR part_rows < 1 OR batch_size IS NULL OR batch_size < 1 THEN
+			RAISE EXCEPTION 'part_rows and batch_size must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		s := @extschema@.mcc_dedup_settings(gallery, fmr, threshold, lss_fmr, lss_threshold, refine,
+											id_column, template_column);
+		EXECUTE format('SELECT count(*) FROM %s WHERE %I IS NOT NULL AND %I IS NOT NULL',
+					   gallery, s.template_column, s.id_column) INTO total;
+		INSERT INTO @extschema@.mcc_dedup_jobs (job, gallery, target, method, threshold, lss_threshold,
+												id_column, template_column, part_rows, batch_size, rows_total)
+		VALUES (job, gallery, target, s.method, s.threshold, s.lss_threshold, s.id_column,
+				s.template_column, part_rows, batch_size, total);
+		COMMIT;
+	ELSIF (gallery IS NOT NULL AND gallery <> j.gallery) OR (target IS NOT NULL AND target <> j.target) THEN
+		RAISE EXCEPTION 'job "%" deduplicates % into %', job, j.gallery, j.target
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Resume it with CALL mcc_dedup_run(job), or delete its row of mcc_dedup_jobs to start again.';
+	END IF;
+	LOOP
+		SELECT * INTO j FROM @extschema@.mcc_dedup_jobs d WHERE d.owner = current_user AND d.job = job;
+		IF j.finished_at IS NOT NULL THEN
+			RAISE NOTICE 'dedup job "%": finished, % of % rows, % pairs', job, j.rows_done, j.rows_total, j.pairs;
+			RETURN;
+		END IF;
+		EXIT WHEN max_parts IS NOT NULL AND parts >= max_parts;
+		-- one part, one statement: the probes after last_key, their pairs
+		-- into target, the job's new last_key (NULL: no probe left, done)
+		EXECUTE format($q$
+			WITH probe AS (
+				SELECT g.%3$I::int8 AS k FROM %1$s g
+				WHERE g.%4$I IS NOT NULL AND g.%3$I IS NOT NULL AND ($5::bigint IS NULL OR g.%3$I > $5)
+				ORDER BY g.%3$I LIMIT $6),
+			ins AS (
+				INSERT INTO %2$s (id_a, id_b, lss, score)
+				SELECT d.id_a, d.id_b, d.lss, d.score
+				FROM @extschema@.mcc_dedup($1, threshold => $7, lss_threshold => $8, refine => $9,
+										   start_after => $5, max_rows => $6, batch_size => $10,
+										   id_column => $3, template_column => $4) d
+				RETURNING 1)
+			UPDATE @extschema@.mcc_dedup_jobs d
+			SET last_key = coalesce((SELECT max(p.k) FROM probe p), d.last_key),
+				rows_done = d.rows_done + (SELECT count(*) FROM probe),
+				pairs = d.pairs + (SELECT count(*) FROM ins),
+				updated_at = clock_timestamp(),
+				finished_at = CASE WHEN (SELECT count(*) FROM probe) < $6 THEN clock_timestamp() END
+			WHERE d.owner = current_user AND d.job = $2
+			RETURNING d.finished_at IS NOT NULL $q$,
+			j.gallery, j.target, j.id_column, j.template_column)
+		INTO done
+		USING j.gallery, job, j.id_column, j.template_column, j.last_key, j.part_rows, j.threshold,
+			  j.lss_threshold, j.method, j.batch_size;
+		COMMIT;
+		parts := parts + 1;
+		SELECT * INTO j FROM @extschema@.mcc_dedup_jobs d WHERE d.owner = current_user AND d.job = job;
+		RAISE NOTICE 'dedup job "%": % of about % rows done, % pairs', job, j.rows_done, j.rows_total, j.pairs
+			USING DETAIL = format('Committed up to key %s; CALL mcc_dedup_run(%L) resumes after it.', j.last_key, job);
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON PROCEDURE mcc_dedup_run(text, regclass, regclass, bigint, float8, real, float8, real, text, int, name, name, int) IS
+	'Runs or resumes a named deduplication job: mcc_dedup() part_rows probes at a time, each part''s pairs inserted into target (id_a, id_b, lss, score) and the job''s progress (mcc_dedup_jobs) committed together; max_parts stops after that many parts';
 
 -- Alignment (src/align_sql.c; docs/alignment.md, "Global search"): without
 -- an initial transform both functions search every pose first (rotation,
