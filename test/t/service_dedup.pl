@@ -104,6 +104,16 @@ like(compare($q, $b), qr/^same, [1-9]\d* rows$/, '... and after that commit');
 is($node->safe_psql('postgres', "SET mcc.fallback = error; SELECT count(*) FROM mcc_dedup('dg', threshold => 0.02, lss_threshold => 0.3) WHERE id_a = 0 AND id_b = 5000"),
 	'1', '... where the committed copy pairs with its original');
 
+# A job through the service: one part, then resumed to the end.
+$node->safe_psql('postgres', 'CREATE TABLE dpairs (id_a bigint, id_b bigint, lss real, score real)');
+$node->safe_psql('postgres', q{SET mcc.fallback = error; SET client_min_messages = warning;
+	CALL mcc_dedup_run('t1', 'dg', 'dpairs', part_rows => 100, threshold => 0.02, lss_threshold => 0.3, max_parts => 1)});
+is($node->safe_psql('postgres', q{SELECT rows_done || ' ' || (finished_at IS NULL) FROM mcc_dedup_jobs}),
+	'100 true', 'a dedup job through the service stops after its one part, its progress kept');
+$node->safe_psql('postgres', q{SET mcc.fallback = error; SET client_min_messages = warning; CALL mcc_dedup_run('t1')});
+like(compare('SELECT * FROM dpairs', $b), qr/^same, [1-9]\d* rows$/,
+	'... and resumed, its pairs equal brute force');
+
 # --- cancellation ----------------------------------------------------------
 my $engine = service_pid($node, 'engine');
 my $held = 0;
