@@ -85,6 +85,8 @@ typedef struct probe_answer
 	mcc_rhit   *rc;				/* a refining search's */
 	int			n_rc;
 	bool		more;
+	bool		top;			/* rc: the best of top_total certain (MCC_RESULT_TOP) */
+	int64		top_total;
 	candidate  *hits;			/* visible, best first, at most k (or n') */
 	struct varlena **hit_tpl;	/* refining: the hits' templates */
 	int			n_hits;
@@ -111,6 +113,7 @@ typedef struct serve_req
 	uint32		count_n_groups;
 	int64		count_rows;		/* n from the count, -1 if none was made */
 	bool		in_engine;		/* the engine refined the hits */
+	bool		no_top;			/* ask for whole shortlists (n' is not the engine's s) */
 	MemoryContext cxt;			/* what serving allocates; the caller deletes it */
 } serve_req;
 
@@ -271,7 +274,8 @@ send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
 	mcc_put_f32(&f, r->method == MCC_LSS ? r->min_score : 0.0f);
 	mcc_put_u64(&f, count_xmin);
 	mcc_put_u64(&f, count_above);
-	mcc_put_u32(&f, in_engine ? (uint32) r->method : (uint32) MCC_LSS);
+	mcc_put_u32(&f, in_engine ? (uint32) r->method | (r->no_top ? 0 : MCC_REFINE_F_TOP) :
+				(uint32) MCC_LSS);
 	mcc_put_u32(&f, in_engine ? (uint32) r->k : 0);
 	mcc_put_f64(&f, in_engine ? mcc_refine_fraction : 0.0);
 	mcc_put_u32(&f, in_engine ? (uint32) mcc_refine_min : 0);
@@ -355,8 +359,12 @@ parse_result(serve_req *r, mcc_reply *reply, bool in_engine)
 		probe_answer *a = &r->ans[i];
 		uint32		n;
 		uint32		j;
+		uint32		more;
 
-		a->more = mcc_get_u32(b) != 0;
+		more = mcc_get_u32(b);
+		a->more = (more & MCC_RESULT_MORE) != 0;
+		a->top = in_engine && (more & MCC_RESULT_TOP) != 0;
+		a->top_total = a->top ? (int64) mcc_get_u32(b) : 0;
 		if (in_engine)
 		{
 			parse_rhits(a, b);
@@ -857,6 +865,39 @@ final_hits_visible(serve_req *r, uint64 **hashes)
 }
 
 /*
+ * A TOP answer (mcc_proto.h): the engine's shortlist of top_total entries,
+ * every one certain (visible to this snapshot), of which it sent the best
+ * by refined score. When n' is that shortlist, the statement's shortlist is
+ * exactly it and the sent candidates are the head of its ranking; another
+ * n' asks again for whole shortlists (MCC_PICK_MORE).
+ */
+static mcc_pick_result
+pick_top(serve_req *r, const probe_answer *a, mcc_refined *out, uint64 *out_hash, int64 *n_out,
+		 const char **why)
+{
+	int			i;
+
+	*n_out = 0;
+	if (r->want != a->top_total || a->n_rc > r->want)
+	{
+		r->no_top = true;
+		return MCC_PICK_MORE;
+	}
+	for (i = 0; i < a->n_rc; i++)
+	{
+		if (!(a->rc[i].v.flags & MCC_CAND_F_CERTAIN))
+		{
+			*why = "a candidate of a complete shortlist is not certain";
+			return MCC_PICK_DISAGREE;
+		}
+		out[*n_out].score = a->rc[i].refined;
+		out[*n_out].key = a->rc[i].key;
+		out_hash[(*n_out)++] = a->rc[i].hash;
+	}
+	return MCC_PICK_DONE;
+}
+
+/*
  * Refining in the engine, for one probe: its shortlist (the first n'
  * visible candidates by LSS), ranked by the refined score into a->hits with
  * their hashes in *hashes. What mcc_pick_refined says.
@@ -873,8 +914,11 @@ pick_and_rank(serve_req *r, probe_answer *a, uint64 **hashes, const char **why)
 	int64		j;
 	mcc_pick_result pr;
 
-	pr = mcc_pick_refined(a->rc, a->n_rc, a->more, r->want, n_rows, GetActiveSnapshot(),
-						  kept, kept_hash, &n_kept, why);
+	if (a->top)
+		pr = pick_top(r, a, kept, kept_hash, &n_kept, why);
+	else
+		pr = mcc_pick_refined(a->rc, a->n_rc, a->more, r->want, n_rows, GetActiveSnapshot(),
+							  kept, kept_hash, &n_kept, why);
 	if (pr != MCC_PICK_DONE)
 		return pr;
 	/* keys are unique among the kept: find each ranked hit's hash by its key */
@@ -964,7 +1008,7 @@ search_refined(serve_req *r, char **why)
 			switch (pick_and_rank(r, &r->ans[i], &hashes[i], &disagree))
 			{
 				case MCC_PICK_DONE:
-					refined += r->ans[i].n_rc;
+					refined += r->ans[i].top ? r->ans[i].top_total : r->ans[i].n_rc;
 					break;
 				case MCC_PICK_MORE:
 					need_more = true;
