@@ -249,6 +249,42 @@ CREATE FUNCTION mcc_gallery_columns(gallery regclass, id_column name DEFAULT NUL
 COMMENT ON FUNCTION mcc_gallery_columns(regclass, name, name) IS
 	'The key and template columns identify() uses for a gallery (found, or the named ones checked, as identify() does)';
 
+-- The person and position columns of a person gallery (docs/persons.md):
+-- they exist, are of an integer type (or a domain over one) and the caller
+-- may read them. Shared by identify_persons() and mcc_dedup_persons().
+CREATE FUNCTION mcc_person_columns(gallery regclass, person_column name, position_column name)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	col name;
+	typ oid;
+BEGIN
+	FOREACH col IN ARRAY ARRAY[person_column, position_column] LOOP
+		SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END INTO typ
+		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+		WHERE a.attrelid = gallery AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'column "%" of gallery "%" does not exist', col, gallery
+				USING ERRCODE = 'undefined_column',
+					  HINT = 'Name the columns with person_column and position_column (docs/persons.md).';
+		END IF;
+		IF typ NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+			RAISE EXCEPTION 'column "%" of gallery "%" has type %, not an integer type', col, gallery, typ::regtype
+				USING ERRCODE = 'datatype_mismatch';
+		END IF;
+		IF NOT has_column_privilege(gallery, col, 'SELECT') THEN
+			RAISE EXCEPTION 'permission denied for column "%" of gallery "%"', col, gallery
+				USING ERRCODE = 'insufficient_privilege';
+		END IF;
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION mcc_person_columns(regclass, name, name) IS
+	'Checks the person and position columns of a person gallery: they exist, have an integer type and the caller may read them (the errors of identify_persons())';
+
 -- The person search. PL/pgSQL on top of identify_batch(): one pass over the
 -- gallery for all probe fingers, then the candidate persons' other fingers
 -- scored with mcc_score(). STABLE: every query sees the calling statement's
@@ -268,8 +304,6 @@ AS $fn$
 DECLARE
 	nf int;
 	cols record;
-	col name;
-	typ oid;
 	nul bigint;
 	n bigint;
 	np bigint;
@@ -310,24 +344,7 @@ BEGIN
 
 	-- identify()'s columns (its checks and errors), then the person columns
 	cols := @extschema@.mcc_gallery_columns(gallery, id_column, template_column);
-	FOREACH col IN ARRAY ARRAY[person_column, position_column] LOOP
-		SELECT CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END INTO typ
-		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-		WHERE a.attrelid = gallery AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION 'column "%" of gallery "%" does not exist', col, gallery
-				USING ERRCODE = 'undefined_column',
-					  HINT = 'Name the columns with person_column and position_column (docs/persons.md).';
-		END IF;
-		IF typ NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
-			RAISE EXCEPTION 'column "%" of gallery "%" has type %, not an integer type', col, gallery, typ::regtype
-				USING ERRCODE = 'datatype_mismatch';
-		END IF;
-		IF NOT has_column_privilege(gallery, col, 'SELECT') THEN
-			RAISE EXCEPTION 'permission denied for column "%" of gallery "%"', col, gallery
-				USING ERRCODE = 'insufficient_privilege';
-		END IF;
-	END LOOP;
+	PERFORM @extschema@.mcc_person_columns(gallery, person_column, position_column);
 
 	-- the method whose scores identify() returns ('none': LSS)
 	method := coalesce(refine, current_setting('mcc.refine_method'));
@@ -390,6 +407,464 @@ $fn$;
 
 COMMENT ON FUNCTION identify_persons(regclass, mcc_template[], integer[], int, real, name, name, name, name, text) IS
 '1:N identification of persons with several fingers: the k persons of the gallery (person_column, position_column beside the template) with the best mean, over the probe fingers, of each finger''s score against the person''s template at the same position (0 when missing), among the persons that identify() shortlists for some probe finger; per-finger scores and rows in probe order';
+
+-- ===========================================================================
+-- Deduplication (issue 22, part 2; docs/dedup.md): every pair of gallery
+-- rows, or of new enrolments and gallery rows, whose LSS score reaches an
+-- LSS threshold and whose refined score reaches the threshold of a false
+-- match rate. PL/pgSQL over identify_batch(), as identify_persons(): the
+-- LSS stage is identify_batch(refine => 'none', min_score => the LSS
+-- threshold), one pass for a batch of probes, in the backend or in the
+-- matcher service (its GPU, many probes per call, or its CPU threads) with
+-- identify()'s exactness contract and mcc.fallback; the candidate pairs are
+-- rescored with mcc_score(). STABLE: every query of one call sees the
+-- calling statement's snapshot. SECURITY INVOKER: privileges and row-level
+-- security apply as in identify().
+-- ===========================================================================
+
+-- The method of a refine argument as mcc_score() names it (NULL: the
+-- setting mcc.refine_method; 'none' is lss, 'dtr' lss-dtr), checked.
+CREATE FUNCTION mcc_refine_method(refine text DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m text := coalesce(refine, current_setting('mcc.refine_method'));
+BEGIN
+	m := CASE m WHEN 'none' THEN 'lss' WHEN 'dtr' THEN 'lss-dtr' ELSE m END;
+	IF m IS NULL OR m NOT IN ('fused', 'lss', 'lss-r', 'lss-dtr', 'lsa', 'lsa-r', 'lsa-dtr',
+							  'lgs', 'lgs-r', 'lgs-dtr', 'consolidation') THEN
+		RAISE EXCEPTION 'unknown matching method "%"', m
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Known methods are none, fused, lss, lss-r, lss-dtr, lsa, lsa-r, lsa-dtr, lgs, lgs-r, lgs-dtr, consolidation.';
+	END IF;
+	RETURN m;
+END
+$$;
+
+COMMENT ON FUNCTION mcc_refine_method(text) IS
+	'The method whose scores identify(refine => refine) returns, as mcc_score() names it: refine, or mcc.refine_method when NULL (''none'' is lss, ''dtr'' lss-dtr)';
+
+-- The checks and defaults every dedup entry point shares: the thresholds
+-- (threshold: the method's at fmr; lss_threshold: LSS's at lss_fmr), the
+-- method, the gallery's columns (identify()'s checks and errors).
+CREATE FUNCTION mcc_dedup_settings(gallery regclass, fmr float8, want_threshold real,
+								   lss_fmr float8, want_lss_threshold real, refine text,
+								   want_id_column name, want_template_column name,
+								   OUT method text, OUT threshold real, OUT lss_threshold real,
+								   OUT id_column name, OUT template_column name)
+RETURNS record
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	cols record;
+BEGIN
+	IF gallery IS NULL THEN
+		RAISE EXCEPTION 'gallery must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF want_threshold = 'NaN' OR want_threshold < 0 OR want_threshold > 1
+		OR want_lss_threshold = 'NaN' OR want_lss_threshold < 0 OR want_lss_threshold > 1 THEN
+		RAISE EXCEPTION 'thresholds must be between 0 and 1' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = format('Scores lie in [0, 1]; threshold is %s, lss_threshold %s.',
+							coalesce(want_threshold::text, 'null'), coalesce(want_lss_threshold::text, 'null'));
+	END IF;
+	IF (want_threshold IS NULL AND fmr IS NULL) OR (want_lss_threshold IS NULL AND lss_fmr IS NULL) THEN
+		RAISE EXCEPTION 'a threshold or its false match rate is needed'
+			USING ERRCODE = 'null_value_not_allowed',
+				  DETAIL = 'threshold and fmr are both null, or lss_threshold and lss_fmr.';
+	END IF;
+	cols := @extschema@.mcc_gallery_columns(gallery, want_id_column, want_template_column);
+	method := @extschema@.mcc_refine_method(refine);
+	threshold := coalesce(want_threshold, @extschema@.mcc_threshold(fmr, method));
+	lss_threshold := coalesce(want_lss_threshold, @extschema@.mcc_threshold(lss_fmr, 'lss'));
+	id_column := cols.id_column;
+	template_column := cols.template_column;
+END
+$$;
+
+COMMENT ON FUNCTION mcc_dedup_settings(regclass, float8, real, float8, real, text, name, name) IS
+	'The method, thresholds and columns a dedup call uses (the defaults resolved and checked): threshold, else mcc_threshold(fmr, method); lss_threshold, else mcc_threshold(lss_fmr, ''lss'')';
+
+-- One LSS pass and its refinement for a set of probes: per probe (probe_no,
+-- from 1) every row whose mcc_score(probe, tpl, 'lss') >= lss_threshold and
+-- whose mcc_score(probe, tpl, method) >= threshold; with probe_keys, only
+-- rows whose key is greater than the probe's own (the gallery against
+-- itself, each pair once). identify_batch() returns at most k rows per
+-- probe: a probe that gets k asks again with a k eight times larger, until
+-- it gets fewer, so that none of its rows at or above the LSS threshold is
+-- missed, however many there are.
+CREATE FUNCTION mcc_dedup_pass(gallery regclass, probes mcc_template[], probe_keys bigint[],
+							   method text, threshold real, lss_threshold real,
+							   id_column name, template_column name)
+RETURNS TABLE(probe_no int, id bigint, lss real, score real)
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE ROWS 100 COST 10000
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+#variable_conflict use_variable
+DECLARE
+	k int := 64;
+	todo int[];				-- probe numbers still to search, ascending
+	sub @extschema@.mcc_template[];		-- their templates
+	hp int[];
+	hi bigint[];
+	hs real[];
+	full_ int[];
+BEGIN
+	todo := ARRAY(SELECT generate_series(1, cardinality(probes)));
+	sub := probes;
+	WHILE cardinality(todo) > 0 LOOP
+		SELECT array_agg(b.probe_no ORDER BY b.probe_no, b.id), array_agg(b.id ORDER BY b.probe_no, b.id),
+			   array_agg(b.score ORDER BY b.probe_no, b.id)
+		INTO hp, hi, hs
+		FROM @extschema@.identify_batch(gallery, sub, k, lss_threshold, id_column,
+										template_column, 'none') b;
+		-- probes that got k rows may have more: asked again below
+		SELECT array_agg(h.p ORDER BY h.p) INTO full_
+		FROM (SELECT u.p FROM unnest(hp) u(p) GROUP BY u.p HAVING count(*) >= k) h;
+		RETURN QUERY EXECUTE format($q$
+			SELECT c.ord, c.id, c.lss, c.score
+			FROM (SELECT t.ord::int AS ord, h.id, h.lss,
+						 CASE WHEN $5 = 'lss' THEN h.lss
+							  ELSE @extschema@.mcc_score(t.tpl, g.%3$I, $5) END AS score
+				  FROM unnest($1, $2, $3) AS h(p, id, lss)
+				  JOIN unnest($4, $8) WITH ORDINALITY AS t(ord, tpl, pos) ON t.pos = h.p
+				  JOIN %1$s g ON g.%2$I = h.id AND g.%3$I IS NOT NULL
+				  WHERE NOT (h.p = ANY (coalesce($6, '{}')))
+					AND ($7::bigint[] IS NULL OR h.id > $7[t.ord])) c
+			WHERE c.score >= $9
+			ORDER BY c.ord, c.id $q$, gallery, id_column, template_column)
+		USING hp, hi, hs, todo, method, full_, probe_keys, sub, threshold;
+		todo := ARRAY(SELECT todo[u.p] FROM unnest(full_) u(p) ORDER BY u.p);
+		sub := ARRAY(SELECT sub[u.p] FROM unnest(full_) u(p) ORDER BY u.p);
+		k := CASE WHEN k > 268435455 THEN 2147483647 ELSE k * 8 END;
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION mcc_dedup_pass(regclass, mcc_template[], bigint[], text, real, real, name, name) IS
+	'One batch of a deduplication: per probe every gallery row with LSS >= lss_threshold and the method''s score >= threshold (with probe_keys: only rows of greater key than the probe''s); used by mcc_dedup() and mcc_dedup_probes()';
+
+-- The gallery against itself: every pair a < b (by key) of rows with a
+-- template, a as the probe. Probes are taken batch_size at a time in key
+-- order, after start_after, at most max_rows of them; a NOTICE reports
+-- each further percent done and the key after which a rerun resumes.
+CREATE FUNCTION mcc_dedup(gallery regclass, fmr float8 DEFAULT 0.0001, threshold real DEFAULT NULL,
+						  lss_fmr float8 DEFAULT 0.001, lss_threshold real DEFAULT NULL,
+						  refine text DEFAULT NULL, start_after bigint DEFAULT NULL,
+						  max_rows bigint DEFAULT NULL, batch_size int DEFAULT 256,
+						  id_column name DEFAULT NULL, template_column name DEFAULT NULL)
+RETURNS TABLE(id_a bigint, id_b bigint, lss real, score real)
+LANGUAGE plpgsql STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 1000 COST 1000000
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+#variable_conflict use_variable
+DECLARE
+	s record;
+	total bigint;
+	done bigint := 0;
+	pairs bigint := 0;
+	shown int := 0;
+	n bigint;
+	got bigint;
+	last bigint := start_after;
+	keys bigint[];
+	tpls @extschema@.mcc_template[];
+BEGIN
+	IF batch_size IS NULL OR batch_size < 1 THEN
+		RAISE EXCEPTION 'batch_size must be at least 1' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = format('batch_size is %s.', coalesce(batch_size::text, 'null'));
+	END IF;
+	IF max_rows < 0 THEN
+		RAISE EXCEPTION 'max_rows must not be negative' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = format('max_rows is %s.', max_rows);
+	END IF;
+	s := @extschema@.mcc_dedup_settings(gallery, fmr, threshold, lss_fmr, lss_threshold, refine,
+										id_column, template_column);
+	-- the probes this call takes: for the progress reports only
+	EXECUTE format('SELECT count(*) FROM (SELECT FROM %1$s WHERE %2$I IS NOT NULL AND %3$I IS NOT NULL
+					AND ($1::bigint IS NULL OR %3$I > $1) LIMIT $2) r',
+				   gallery, s.template_column, s.id_column)
+		INTO total USING start_after, max_rows;
+	LOOP
+		n := least(batch_size, coalesce(max_rows, total) - done);
+		EXIT WHEN n <= 0;
+		EXECUTE format('SELECT array_agg(r.k ORDER BY r.k), array_agg(r.t ORDER BY r.k)
+						FROM (SELECT %3$I::int8 AS k, %2$I AS t FROM %1$s
+							  WHERE %2$I IS NOT NULL AND %3$I IS NOT NULL
+								AND ($1::bigint IS NULL OR %3$I > $1)
+							  ORDER BY %3$I LIMIT $2) r',
+					   gallery, s.template_column, s.id_column)
+			INTO keys, tpls USING last, n;
+		EXIT WHEN keys IS NULL;
+		RETURN QUERY
+			SELECT keys[p.probe_no], p.id, p.lss, p.score
+			FROM @extschema@.mcc_dedup_pass(gallery, tpls, keys, s.method, s.threshold,
+											s.lss_threshold, s.id_column, s.template_column) p
+			ORDER BY p.probe_no, p.id;
+		GET DIAGNOSTICS got = ROW_COUNT;
+		pairs := pairs + got;
+		got := cardinality(keys);
+		done := done + got;
+		last := keys[got];
+		IF total > 0 AND (100 * done / total > shown OR done >= total) THEN
+			shown := 100 * done / total;
+			RAISE NOTICE 'mcc_dedup: % of % rows searched (% %%), % pairs', done, total, shown, pairs
+				USING DETAIL = format('Every pair whose first key is at most %s is returned; start_after => %s resumes after it.',
+									  last, last);
+		END IF;
+		EXIT WHEN got < n;
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION mcc_dedup(regclass, float8, real, float8, real, text, bigint, bigint, int, name, name) IS
+	'Deduplication of a gallery: every pair of rows id_a < id_b whose mcc_score(a, b, ''lss'') >= lss_threshold (default: LSS''s threshold at lss_fmr) and whose mcc_score(a, b, method) >= threshold (default: the method''s threshold at fmr; method: refine, else mcc.refine_method), ordered by id_a, id_b; start_after and max_rows take part of the probes (a by key)';
+
+-- New enrolments against a gallery: per probe (probe_no = position in the
+-- array) every row with LSS >= lss_threshold and score >= threshold.
+CREATE FUNCTION mcc_dedup_probes(gallery regclass, probes mcc_template[], fmr float8 DEFAULT 0.0001,
+								 threshold real DEFAULT NULL, lss_fmr float8 DEFAULT 0.001,
+								 lss_threshold real DEFAULT NULL, refine text DEFAULT NULL,
+								 batch_size int DEFAULT 256,
+								 id_column name DEFAULT NULL, template_column name DEFAULT NULL)
+RETURNS TABLE(probe_no int, id bigint, lss real, score real)
+LANGUAGE plpgsql STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 100 COST 100000
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+#variable_conflict use_variable
+DECLARE
+	s record;
+	total int;
+	nul bigint;
+	first int := 1;
+	n int;
+	shown int := 0;
+	pairs bigint := 0;
+	got bigint;
+BEGIN
+	IF probes IS NULL THEN
+		RAISE EXCEPTION 'probes must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF array_ndims(probes) > 1 THEN
+		RAISE EXCEPTION 'probes must be a one-dimensional array' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	SELECT min(u.o) INTO nul FROM unnest(probes) WITH ORDINALITY u(t, o) WHERE u.t IS NULL;
+	IF nul IS NOT NULL THEN
+		RAISE EXCEPTION 'probe % of mcc_dedup_probes() is null', nul USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF batch_size IS NULL OR batch_size < 1 THEN
+		RAISE EXCEPTION 'batch_size must be at least 1' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = format('batch_size is %s.', coalesce(batch_size::text, 'null'));
+	END IF;
+	s := @extschema@.mcc_dedup_settings(gallery, fmr, threshold, lss_fmr, lss_threshold, refine,
+										id_column, template_column);
+	total := coalesce(cardinality(probes), 0);
+	WHILE first <= total LOOP
+		n := least(batch_size, total - first + 1);
+		RETURN QUERY
+			SELECT first - 1 + p.probe_no, p.id, p.lss, p.score
+			FROM @extschema@.mcc_dedup_pass(gallery, probes[first:first + n - 1], NULL, s.method,
+											s.threshold, s.lss_threshold, s.id_column,
+											s.template_column) p
+			ORDER BY p.probe_no, p.id;
+		GET DIAGNOSTICS got = ROW_COUNT;
+		pairs := pairs + got;
+		first := first + n;
+		IF 100 * (first - 1) / total > shown OR first > total THEN
+			shown := 100 * (first - 1) / total;
+			RAISE NOTICE 'mcc_dedup_probes: % of % probes searched (% %%), % pairs', first - 1, total, shown, pairs;
+		END IF;
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON FUNCTION mcc_dedup_probes(regclass, mcc_template[], float8, real, float8, real, text, int, name, name) IS
+	'Deduplication of new enrolments against a gallery: per probe (probe_no) every row whose mcc_score(probe, tpl, ''lss'') >= lss_threshold and whose mcc_score(probe, tpl, method) >= threshold (defaults as mcc_dedup()), ordered by probe_no, id';
+
+-- Person-level deduplication (docs/dedup.md, "Persons"): the row pairs of
+-- mcc_dedup() between two persons at one finger position make the two
+-- persons a candidate pair; each candidate pair is scored by the sum rule of
+-- identify_persons() over the positions both have (the best score of their
+-- templates there, the row of the smaller key as the probe).
+CREATE FUNCTION mcc_dedup_persons(gallery regclass, fmr float8 DEFAULT 0.0001, threshold real DEFAULT NULL,
+								  lss_fmr float8 DEFAULT 0.001, lss_threshold real DEFAULT NULL,
+								  refine text DEFAULT NULL, person_column name DEFAULT 'person',
+								  position_column name DEFAULT 'finger',
+								  id_column name DEFAULT NULL, template_column name DEFAULT NULL)
+RETURNS TABLE(person_a bigint, person_b bigint, score real, fingers int, matched_fingers int,
+			  finger_scores real[], positions int[])
+LANGUAGE plpgsql STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 100 COST 1000000
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+#variable_conflict use_variable
+DECLARE
+	s record;
+BEGIN
+	IF person_column IS NULL OR position_column IS NULL THEN
+		RAISE EXCEPTION 'person_column and position_column of mcc_dedup_persons() must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	s := @extschema@.mcc_dedup_settings(gallery, fmr, threshold, lss_fmr, lss_threshold, refine,
+										id_column, template_column);
+	PERFORM @extschema@.mcc_person_columns(gallery, person_column, position_column);
+	RETURN QUERY EXECUTE format($q$
+		WITH r AS (
+			SELECT g.%3$I::int8 AS id, g.%1$I::int8 AS person, g.%2$I::int AS pos, g.%4$I AS tpl
+			FROM %5$s g
+			WHERE g.%4$I IS NOT NULL AND g.%1$I IS NOT NULL AND g.%2$I IS NOT NULL),
+		hit AS (
+			SELECT DISTINCT least(ra.person, rb.person) AS pa, greatest(ra.person, rb.person) AS pb, ra.pos
+			FROM @extschema@.mcc_dedup($5, threshold => $1, lss_threshold => $2, refine => $3,
+									   id_column => $6, template_column => $7) d
+			JOIN r ra ON ra.id = d.id_a JOIN r rb ON rb.id = d.id_b
+			WHERE ra.person <> rb.person AND ra.pos = rb.pos),
+		cand AS (
+			SELECT h.pa, h.pb, count(*)::int AS matched FROM hit h GROUP BY h.pa, h.pb),
+		best AS (
+			SELECT c.pa, c.pb, x.pos,
+				   max(CASE WHEN x.id < y.id THEN @extschema@.mcc_score(x.tpl, y.tpl, $4)
+							ELSE @extschema@.mcc_score(y.tpl, x.tpl, $4) END) AS score
+			FROM cand c JOIN r x ON x.person = c.pa JOIN r y ON y.person = c.pb AND y.pos = x.pos
+			GROUP BY c.pa, c.pb, x.pos)
+		SELECT c.pa, c.pb, (sum(b.score::float8) / count(*))::real, count(*)::int, c.matched,
+			   array_agg(b.score ORDER BY b.pos), array_agg(b.pos ORDER BY b.pos)
+		FROM cand c JOIN best b ON b.pa = c.pa AND b.pb = c.pb
+		GROUP BY c.pa, c.pb, c.matched
+		ORDER BY 1, 2 $q$,
+		person_column, position_column, s.id_column, s.template_column, gallery)
+	USING s.threshold, s.lss_threshold, s.method, s.method, gallery, s.id_column, s.template_column;
+END
+$fn$;
+
+COMMENT ON FUNCTION mcc_dedup_persons(regclass, float8, real, float8, real, text, name, name, name, name) IS
+	'Person-level deduplication: pairs of persons person_a < person_b with a row pair of mcc_dedup() at one finger position, each scored by the mean over the positions both have of the best score of their templates there (the row of the smaller key as the probe); per position (ascending) the score';
+
+-- Dedup jobs: a long deduplication in parts, each part its pairs and its
+-- progress committed together, so that an interrupted job resumes after
+-- the last part that committed and nothing is half-written. The jobs table
+-- is the progress view (other sessions see each committed part). Row-level
+-- security: each role sees and writes its own jobs.
+CREATE TABLE mcc_dedup_jobs (
+	job text NOT NULL,
+	owner name NOT NULL DEFAULT current_user,
+	gallery regclass NOT NULL,
+	target regclass NOT NULL,
+	method text NOT NULL,
+	threshold real NOT NULL,
+	lss_threshold real NOT NULL,
+	id_column name NOT NULL,
+	template_column name NOT NULL,
+	part_rows bigint NOT NULL CHECK (part_rows > 0),
+	batch_size int NOT NULL CHECK (batch_size > 0),
+	last_key bigint,
+	rows_done bigint NOT NULL DEFAULT 0,
+	rows_total bigint NOT NULL,
+	pairs bigint NOT NULL DEFAULT 0,
+	started_at timestamptz NOT NULL DEFAULT now(),
+	updated_at timestamptz NOT NULL DEFAULT now(),
+	finished_at timestamptz,
+	PRIMARY KEY (owner, job)
+);
+
+COMMENT ON TABLE mcc_dedup_jobs IS
+	'Deduplication jobs of mcc_dedup_run() and their progress: the probes done (by key, last_key), the pairs written into target; each role sees its own';
+
+ALTER TABLE mcc_dedup_jobs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_jobs ON mcc_dedup_jobs USING (owner = current_user) WITH CHECK (owner = current_user);
+GRANT SELECT, INSERT, UPDATE, DELETE ON mcc_dedup_jobs TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('mcc_dedup_jobs', '');
+
+-- Run (or resume) a job: mcc_dedup() part_rows probes at a time, each part
+-- one statement (one snapshot) that inserts the part's pairs into target
+-- (id_a, id_b, lss, score) and advances the job, then COMMIT. No SET
+-- clause: a procedure with one cannot commit; names are qualified instead.
+CREATE PROCEDURE mcc_dedup_run(job text, gallery regclass DEFAULT NULL, target regclass DEFAULT NULL,
+							   part_rows bigint DEFAULT 10000, fmr float8 DEFAULT 0.0001,
+							   threshold real DEFAULT NULL, lss_fmr float8 DEFAULT 0.001,
+							   lss_threshold real DEFAULT NULL, refine text DEFAULT NULL,
+							   batch_size int DEFAULT 256, id_column name DEFAULT NULL,
+							   template_column name DEFAULT NULL, max_parts int DEFAULT NULL)
+LANGUAGE plpgsql
+AS $fn$
+#variable_conflict use_variable
+DECLARE
+	j record;
+	s record;
+	total bigint;
+	parts int := 0;
+	done boolean;
+BEGIN
+	IF job IS NULL THEN
+		RAISE EXCEPTION 'job must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	SELECT * INTO j FROM @extschema@.mcc_dedup_jobs d WHERE d.owner = current_user AND d.job = job;
+	IF NOT FOUND THEN
+		IF gallery IS NULL OR target IS NULL THEN
+			RAISE EXCEPTION 'job "%" does not exist: a new job needs gallery and target', job
+				USING ERRCODE = 'null_value_not_allowed';
+		END IF;
+		IF part_rows IS NULL OR part_rows < 1 OR batch_size IS NULL OR batch_size < 1 THEN
+			RAISE EXCEPTION 'part_rows and batch_size must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		s := @extschema@.mcc_dedup_settings(gallery, fmr, threshold, lss_fmr, lss_threshold, refine,
+											id_column, template_column);
+		EXECUTE format('SELECT count(*) FROM %s WHERE %I IS NOT NULL AND %I IS NOT NULL',
+					   gallery, s.template_column, s.id_column) INTO total;
+		INSERT INTO @extschema@.mcc_dedup_jobs (job, gallery, target, method, threshold, lss_threshold,
+												id_column, template_column, part_rows, batch_size, rows_total)
+		VALUES (job, gallery, target, s.method, s.threshold, s.lss_threshold, s.id_column,
+				s.template_column, part_rows, batch_size, total);
+		COMMIT;
+	ELSIF (gallery IS NOT NULL AND gallery <> j.gallery) OR (target IS NOT NULL AND target <> j.target) THEN
+		RAISE EXCEPTION 'job "%" deduplicates % into %', job, j.gallery, j.target
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Resume it with CALL mcc_dedup_run(job), or delete its row of mcc_dedup_jobs to start again.';
+	END IF;
+	LOOP
+		SELECT * INTO j FROM @extschema@.mcc_dedup_jobs d WHERE d.owner = current_user AND d.job = job;
+		IF j.finished_at IS NOT NULL THEN
+			RAISE NOTICE 'dedup job "%": finished, % of % rows, % pairs', job, j.rows_done, j.rows_total, j.pairs;
+			RETURN;
+		END IF;
+		EXIT WHEN max_parts IS NOT NULL AND parts >= max_parts;
+		-- one part, one statement: the probes after last_key, their pairs
+		-- into target, the job's new last_key (NULL: no probe left, done)
+		EXECUTE format($q$
+			WITH probe AS (
+				SELECT g.%3$I::int8 AS k FROM %1$s g
+				WHERE g.%4$I IS NOT NULL AND g.%3$I IS NOT NULL AND ($5::bigint IS NULL OR g.%3$I > $5)
+				ORDER BY g.%3$I LIMIT $6),
+			ins AS (
+				INSERT INTO %2$s (id_a, id_b, lss, score)
+				SELECT d.id_a, d.id_b, d.lss, d.score
+				FROM @extschema@.mcc_dedup($1, threshold => $7, lss_threshold => $8, refine => $9,
+										   start_after => $5, max_rows => $6, batch_size => $10,
+										   id_column => $3, template_column => $4) d
+				RETURNING 1)
+			UPDATE @extschema@.mcc_dedup_jobs d
+			SET last_key = coalesce((SELECT max(p.k) FROM probe p), d.last_key),
+				rows_done = d.rows_done + (SELECT count(*) FROM probe),
+				pairs = d.pairs + (SELECT count(*) FROM ins),
+				updated_at = clock_timestamp(),
+				finished_at = CASE WHEN (SELECT count(*) FROM probe) < $6 THEN clock_timestamp() END
+			WHERE d.owner = current_user AND d.job = $2
+			RETURNING d.finished_at IS NOT NULL $q$,
+			j.gallery, j.target, j.id_column, j.template_column)
+		INTO done
+		USING j.gallery, job, j.id_column, j.template_column, j.last_key, j.part_rows, j.threshold,
+			  j.lss_threshold, j.method, j.batch_size;
+		COMMIT;
+		parts := parts + 1;
+		SELECT * INTO j FROM @extschema@.mcc_dedup_jobs d WHERE d.owner = current_user AND d.job = job;
+		RAISE NOTICE 'dedup job "%": % of about % rows done, % pairs', job, j.rows_done, j.rows_total, j.pairs
+			USING DETAIL = format('Committed up to key %s; CALL mcc_dedup_run(%L) resumes after it.', j.last_key, job);
+	END LOOP;
+END
+$fn$;
+
+COMMENT ON PROCEDURE mcc_dedup_run(text, regclass, regclass, bigint, float8, real, float8, real, text, int, name, name, int) IS
+	'Runs or resumes a named deduplication job: mcc_dedup() part_rows probes at a time, each part''s pairs inserted into target (id_a, id_b, lss, score) and the job''s progress (mcc_dedup_jobs) committed together; max_parts stops after that many parts';
 
 -- Alignment (src/align_sql.c; docs/alignment.md, "Global search"): without
 -- an initial transform both functions search every pose first (rotation,
