@@ -52,7 +52,9 @@
 #define MCC_CHAMFER_SEARCH_B0			0.4		/* blur of level 0, reference RMS radii */
 #define MCC_CHAMFER_SEARCH_SAMPLE		128		/* observed points scored per pose */
 #define MCC_CHAMFER_SEARCH_KEEP			24		/* poses kept per level */
-#define MCC_CHAMFER_SEARCH_STARTS		4		/* poses returned as LM starts */
+#define MCC_CHAMFER_SEARCH_KEEP_PART	128		/* the same in the finer pass of a part */
+#define MCC_CHAMFER_SEARCH_STARTS		12		/* poses returned as LM starts, at most */
+#define MCC_CHAMFER_SEARCH_STARTS_WHOLE	4		/* of which from the pass from level 0 */
 #define MCC_CHAMFER_SEARCH_MAX_POSES	(1 << 18)	/* level-0 grid bound */
 #define MCC_CHAMFER_SEARCH_MAX_THREADS	256
 #define MCC_CHAMFER_DEFAULT_MIN_SCALE	0.8
