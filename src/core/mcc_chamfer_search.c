@@ -31,9 +31,9 @@
 /* Steps of level 0 at most (rotation radians, log-scale). */
 #define MAX_ANGLE_STEP		(SEARCH_TWO_PI / 8)
 #define MAX_SCALE_STEP		0.5
-/* A sample whose RMS radius times max_scale is below this (reference radii) is a part. */
+/* A sample whose RMS radius times max_scale is below this (reference radii) is a part (first_level). */
 #define PART_RADIUS			1.0
-/* A part's search starts at the coarsest level with a blur at most this times its radius. */
+/* A part's second pass starts at the coarsest level with a blur at most this times its radius. */
 #define PART_BLUR			0.2
 /* Poses per unit of work of the CPU scorer. */
 #define SCORE_CHUNK			64
@@ -660,10 +660,12 @@ lattice_setup(search_ctx *c, double min_scale, double max_scale, int *n0)
  * reference, not on its own place. A whole observed set mapped onto the
  * reference at a scale s <= max_scale has an RMS radius of 1 / s >=
  * 1 / max_scale reference radii (the normalized frames), so a sample whose
- * radius times max_scale is below PART_RADIUS is a part: the search starts
- * at the coarsest level whose blur is at most PART_BLUR times the sample's
- * radius, fine enough to see the structure inside the part (its full grid
- * is larger: the cost of partial overlap). Otherwise level 0.
+ * radius times max_scale is below PART_RADIUS is a part: its second pass
+ * starts at the coarsest level whose blur is at most PART_BLUR times the
+ * sample's radius, fine enough to see the structure inside the part (its
+ * full grid is larger: the cost of partial overlap). Returns that level,
+ * or 0 for a whole set (no second pass). The radius is that of the sample
+ * about its own centroid: the same bits on every device.
  */
 static int
 first_level(const mcc_chamfer_pyramid *pyr, const double *pts, int n, double max_scale)
