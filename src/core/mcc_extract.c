@@ -207,10 +207,9 @@ extract_working(const mcc_image *img, const mcc_extract_params *params, mcc_minu
 	{
 		free_ctx(&c);
 		return mcc_error_set(err, MCC_ERR_VALUE, "no fingerprint ridges found in the image"),
-			mcc_error_detail(err, "Every %u x %u tile (at %d dpi) is flatter than a standard "
-							 "deviation of %g grey levels or than a quarter of the most "
-							 "contrasted one.", c.p.block, c.p.block, MCC_EXTRACT_WORK_DPI,
-							 MCC_ENH_MIN_STD);
+			mcc_error_detail(err, "Every %u x %u tile is flatter than a standard deviation of %g "
+							 "grey levels or than a quarter of the most contrasted one.",
+							 c.p.block, c.p.block, MCC_ENH_MIN_STD);
 	}
 	memcpy(c.e.mask, c.fg, n);
 
@@ -292,18 +291,23 @@ working_side(uint32_t n, uint32_t dpi)
 static mcc_status
 check_sides(uint32_t w, uint32_t h, uint32_t w2, uint32_t h2, uint32_t dpi, mcc_error *err)
 {
-	if (w < MCC_EXTRACT_MIN_SIDE || h < MCC_EXTRACT_MIN_SIDE ||
-		w2 < MCC_EXTRACT_MIN_SIDE || h2 < MCC_EXTRACT_MIN_SIDE)
+	if (w < MCC_EXTRACT_MIN_SIDE || h < MCC_EXTRACT_MIN_SIDE)
 		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small", w, h),
-			mcc_error_detail(err, "Each side must be at least %d pixels, and at least %d at "
-							 "%d dpi (this image: %ux%u at %u dpi).", MCC_EXTRACT_MIN_SIDE,
-							 MCC_EXTRACT_MIN_SIDE, MCC_EXTRACT_WORK_DPI, w2, h2, dpi);
-	if (w > MCC_EXTRACT_MAX_SIDE || h > MCC_EXTRACT_MAX_SIDE ||
-		w2 > MCC_EXTRACT_MAX_SIDE || h2 > MCC_EXTRACT_MAX_SIDE)
+			mcc_error_detail(err, "Each side must be at least %d pixels.", MCC_EXTRACT_MIN_SIDE);
+	if (w > MCC_EXTRACT_MAX_SIDE || h > MCC_EXTRACT_MAX_SIDE)
 		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large", w, h),
-			mcc_error_detail(err, "Each side must be at most %d pixels, and at most %d at "
-							 "%d dpi (this image: %ux%u at %u dpi).", MCC_EXTRACT_MAX_SIDE,
-							 MCC_EXTRACT_MAX_SIDE, MCC_EXTRACT_WORK_DPI, w2, h2, dpi);
+			mcc_error_detail(err, "Each side must be at most %d pixels.", MCC_EXTRACT_MAX_SIDE);
+	/* the limits hold at the working resolution too (a 250-dpi image doubles) */
+	if (w2 < MCC_EXTRACT_MIN_SIDE || h2 < MCC_EXTRACT_MIN_SIDE)
+		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small at %u dpi",
+							 w, h, dpi),
+			mcc_error_detail(err, "Each side must be at least %d pixels at %d dpi (this image: "
+							 "%ux%u).", MCC_EXTRACT_MIN_SIDE, MCC_EXTRACT_WORK_DPI, w2, h2);
+	if (w2 > MCC_EXTRACT_MAX_SIDE || h2 > MCC_EXTRACT_MAX_SIDE)
+		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large at %u dpi",
+							 w, h, dpi),
+			mcc_error_detail(err, "Each side must be at most %d pixels at %d dpi (this image: "
+							 "%ux%u).", MCC_EXTRACT_MAX_SIDE, MCC_EXTRACT_WORK_DPI, w2, h2);
 	return MCC_OK;
 }
 
