@@ -319,6 +319,44 @@ check_search(mcc_chamfer_gpu *g)
 				   "a search with the GPU scorer returns the CPU's %d starts bit for bit (%ld poses scored)",
 				   n2, st2.poses);
 	}
+	{
+		/* a part (the observed points of one quadrant): the second pass too (mcc_chamfer_search.h) */
+		double	   *part = malloc(sizeof(double) * 2 * ob.n);
+		double		psample[2 * MCC_CHAMFER_SEARCH_SAMPLE];
+		size_t		n_part = 0;
+		int			nps;
+		mcc_chamfer_search_opts so;
+		mcc_chamfer_start s1[MCC_CHAMFER_SEARCH_STARTS];
+		mcc_chamfer_start s2[MCC_CHAMFER_SEARCH_STARTS];
+		mcc_chamfer_search_stats st1;
+		mcc_chamfer_search_stats st2;
+		int			n1 = 0;
+		int			n2 = 0;
+
+		for (size_t i = 0; part && i < ob.n; i++)
+			if (ob.pts[2 * i] < 0 && ob.pts[2 * i + 1] < 0)
+			{
+				part[2 * n_part] = ob.pts[2 * i];
+				part[2 * n_part + 1] = ob.pts[2 * i + 1];
+				n_part++;
+			}
+		nps = mcc_chamfer_search_sample(part, n_part, psample);
+		memset(s1, 0, sizeof(s1));
+		memset(s2, 0, sizeof(s2));
+		memset(&so, 0, sizeof(so));
+		so.min_scale = 0.8;
+		so.max_scale = 1.25;
+		so.threads = 1;
+		mcc_chamfer_search(&pyr, psample, nps, &so, s1, &n1, &st1, &err);
+		so.score = mcc_chamfer_gpu_score;
+		so.score_ctx = g;
+		mcc_chamfer_search(&pyr, psample, nps, &so, s2, &n2, &st2, &err);
+		UNIT_CHECK(n1 > MCC_CHAMFER_SEARCH_STARTS_WHOLE && n1 == n2 && memcmp(s1, s2, sizeof(s1)) == 0 &&
+				   st1.poses == st2.poses,
+				   "a search of a part (%zu points of one quadrant, both passes) with the GPU scorer "
+				   "returns the CPU's %d starts bit for bit (%ld poses scored)", n_part, n2, st2.poses);
+		free(part);
+	}
 	mcc_chamfer_pyramid_free(&pyr);
 	mcc_chamfer_obs_free(&ob);
 	mcc_chamfer_ref_free(&rf);
