@@ -573,6 +573,22 @@ select_subset(const mcc_chamfer_obs *obs, mcc_chamfer_obs *sub)
 }
 
 /*
+ * Whether a start's fit (2D) keeps its scale within the search's range,
+ * with a tenth of slack for fits that end near a bound. A fit can shrink
+ * the observed set onto a single road, where every point is close to the
+ * reference and the truncated f is lower than at the true pose: the
+ * search only looked inside the range, so a fit that left it is taken
+ * only when no fit stayed.
+ */
+static int
+fit_in_range(const mcc_chamfer_result *r, double min_scale, double max_scale)
+{
+	double		s = sqrt(fabs(r->matrix[0] * r->matrix[4] - r->matrix[1] * r->matrix[3]));
+
+	return s >= 0.9 * min_scale && s <= max_scale / 0.9;
+}
+
+/*
  * Without an initial transform in 2D: the global search, a truncated fit
  * of every start on a subset, and the final LM from the best (see the
  * header).
@@ -595,12 +611,14 @@ solve_global(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs, const mcc_c
 	mcc_chamfer_opts o;
 	mcc_chamfer_result best;
 	int			have_best = 0;
+	int			best_in_range = 0;
 	int			iterations = 0;
 	int			evaluations = 0;
 	double		b_final;
 	mcc_status	st;
 
 	memset(&so, 0, sizeof(so));
+	memset(&best, 0, sizeof(best));
 	if (sel_type == MCC_XFORM_EUCLIDEAN)
 		so.min_scale = so.max_scale = 1.0;
 	else
@@ -654,10 +672,18 @@ solve_global(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs, const mcc_c
 		st = mcc_chamfer_solve(ref, &sub, &o, &sev, &r, err);
 		iterations += r.iterations;
 		evaluations += r.evaluations;
-		if (st == MCC_OK && (!have_best || r.sum_sq < best.sum_sq))
+		if (st == MCC_OK)
 		{
-			best = r;
-			have_best = 1;
+			int			in_range = fit_in_range(&r, so.min_scale, so.max_scale);
+
+			/* fits within the scale range first, then the lowest f */
+			if (!have_best || in_range > best_in_range ||
+				(in_range == best_in_range && r.sum_sq < best.sum_sq))
+			{
+				best = r;
+				best_in_range = in_range;
+				have_best = 1;
+			}
 		}
 		if (st != MCC_OK && r.canceled)
 			res->canceled = 1;

@@ -31,6 +31,10 @@
 /* Steps of level 0 at most (rotation radians, log-scale). */
 #define MAX_ANGLE_STEP		(SEARCH_TWO_PI / 8)
 #define MAX_SCALE_STEP		0.5
+/* A sample whose RMS radius times max_scale is below this (reference radii) is a part (first_level). */
+#define PART_RADIUS			1.0
+/* A part's second pass starts at the coarsest level with a blur at most this times its radius. */
+#define PART_BLUR			0.2
 /* Poses per unit of work of the CPU scorer. */
 #define SCORE_CHUNK			64
 /* Fixed seed of the sample. */
@@ -399,7 +403,8 @@ typedef struct search_ctx
 	int			n;
 	const mcc_chamfer_search_opts *opts;
 	mcc_chamfer_score_cpu_ctx cpu;
-	int			fine;			/* finest steps per level-0 step: 2^(levels - 1) */
+	int			first;			/* the coarsest level searched (first_level) */
+	int			fine;			/* finest steps per first-level step: 2^(levels - 1 - first) */
 	int			n_theta;		/* lattice rotations (a full turn) */
 	int			n_sigma;		/* lattice scales (1: none searched) */
 	double		d_theta;		/* finest steps */
@@ -604,12 +609,12 @@ sample_radius(const double *pts, int n)
 static void
 lattice_setup(search_ctx *c, double min_scale, double max_scale, int *n0)
 {
-	double		b0 = MCC_CHAMFER_SEARCH_B0;
+	double		b0 = c->pyr->level[c->first].blur;
 	double		r = fmax(sample_radius(c->pts, c->n) * max_scale, 1e-3);
 	double		range = log(max_scale) - log(min_scale);
 	double		grow = 1.0;
 
-	c->fine = 1 << (c->pyr->levels - 1);
+	c->fine = 1 << (c->pyr->levels - 1 - c->first);
 	c->sigma0 = log(min_scale);
 	for (;;)
 	{
@@ -647,6 +652,46 @@ lattice_setup(search_ctx *c, double min_scale, double max_scale, int *n0)
 	c->n_sigma = (n0[1] - 1) * c->fine + 1;
 }
 
+/*
+ * The coarsest level the search starts from. A coarse level compares the
+ * mass distributions of the two sets, which locates the observed set only
+ * when it is the whole reference: a part of it (partial overlap) is a blob
+ * at that blur, and a blob scores highest on the densest region of the
+ * reference, not on its own place. A whole observed set mapped onto the
+ * reference at a scale s <= max_scale has an RMS radius of 1 / s >=
+ * 1 / max_scale reference radii (the normalized frames), so a sample whose
+ * radius times max_scale is below PART_RADIUS is a part: its second pass
+ * starts at the coarsest level whose blur is at most PART_BLUR times the
+ * sample's radius, fine enough to see the structure inside the part (its
+ * full grid is larger: the cost of partial overlap). Returns that level,
+ * or 0 for a whole set (no second pass). The radius is that of the sample
+ * about its own centroid: the same bits on every device.
+ */
+static int
+first_level(const mcc_chamfer_pyramid *pyr, const double *pts, int n, double max_scale)
+{
+	double		c[2] = {0.0, 0.0};
+	double		r2 = 0.0;
+	double		r;
+	int			l = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		c[0] += pts[2 * i];
+		c[1] += pts[2 * i + 1];
+	}
+	c[0] /= n;
+	c[1] /= n;
+	for (int i = 0; i < n; i++)
+		r2 += (pts[2 * i] - c[0]) * (pts[2 * i] - c[0]) + (pts[2 * i + 1] - c[1]) * (pts[2 * i + 1] - c[1]);
+	r = sqrt(r2 / n);
+	if (r * max_scale >= PART_RADIUS)
+		return 0;
+	while (l + 1 < pyr->levels && pyr->level[l].blur > PART_BLUR * r)
+		l++;
+	return l;
+}
+
 /* The sample's pair distances and each level's kernel table. */
 static int
 pairs_setup(search_ctx *c)
@@ -673,31 +718,25 @@ pairs_setup(search_ctx *c)
 	return 1;
 }
 
-/* Run the search (see the header). */
-mcc_status
-mcc_chamfer_search(const mcc_chamfer_pyramid *pyr, const double *sample, int n_sample,
-				   const mcc_chamfer_search_opts *opts, mcc_chamfer_start *starts, int *n_starts,
-				   mcc_chamfer_search_stats *stats, mcc_error *err)
+/*
+ * One coarse-to-fine pass from level `first`: keeps `keep` poses per level
+ * and appends at most n_out starts to starts[*n_starts ..].
+ */
+static mcc_status
+search_pass(const mcc_chamfer_pyramid *pyr, const double *sample, int n_sample,
+			const mcc_chamfer_search_opts *opts, int first, int keep, int n_out,
+			mcc_chamfer_start *starts, int *n_starts, mcc_chamfer_search_stats *stats,
+			mcc_error *err)
 {
 	search_ctx	c;
-	mcc_chamfer_search_stats local_stats;
 	int			n0[4];
 	lpose	   *cand = NULL;
-	lpose		kept[MCC_CHAMFER_SEARCH_KEEP];
+	lpose		kept[MCC_CHAMFER_SEARCH_KEEP_PART];
 	int			n_kept;
 	int			n;
 	long		total;
 	mcc_status	st = MCC_OK;
 
-	*n_starts = 0;
-	if (stats == NULL)
-		stats = &local_stats;
-	memset(stats, 0, sizeof(*stats));
-	if (!(opts->min_scale > 0.0) || !(opts->max_scale >= opts->min_scale) || !isfinite(opts->max_scale))
-		return mcc_error_set(err, MCC_ERR_VALUE,
-							 "the scale range of the search must satisfy 0 < min_scale <= max_scale");
-	if (pyr->levels < 1 || n_sample < 1)
-		return mcc_error_set(err, MCC_ERR_VALUE, "nothing to search");
 	memset(&c, 0, sizeof(c));
 	c.pyr = pyr;
 	c.pts = sample;
@@ -706,17 +745,18 @@ mcc_chamfer_search(const mcc_chamfer_pyramid *pyr, const double *sample, int n_s
 	c.cpu.threads = opts->threads;
 	c.cpu.cancel = opts->cancel;
 	c.stats = stats;
+	c.first = first;
 	lattice_setup(&c, opts->min_scale, opts->max_scale, n0);
 	total = (long) n0[0] * n0[1] * n0[2] * n0[3];
-	/* a level-0 grid or the neighbours of the kept poses, whichever is larger */
-	n = (int) (total > 81L * MCC_CHAMFER_SEARCH_KEEP ? total : 81L * MCC_CHAMFER_SEARCH_KEEP);
+	/* a first-level grid or the neighbours of the kept poses, whichever is larger */
+	n = (int) (total > 81L * keep ? total : 81L * keep);
 	cand = malloc(sizeof(lpose) * (size_t) n);
 	if (cand == NULL || !pairs_setup(&c))
 	{
 		st = mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the alignment search");
 		goto done;
 	}
-	/* level 0: the full grid */
+	/* the first level: the full grid */
 	n = 0;
 	for (int a = 0; a < n0[0]; a++)
 		for (int s = 0; s < n0[1]; s++)
@@ -729,15 +769,16 @@ mcc_chamfer_search(const mcc_chamfer_pyramid *pyr, const double *sample, int n_s
 					cand[n].k[3] = y * c.fine;
 					n++;
 				}
-	stats->level0 = n;
-	if ((st = score_batch_level(&c, 0, cand, &n, err)) != MCC_OK)
+	if (stats->level0 == 0)
+		stats->level0 = n;
+	if ((st = score_batch_level(&c, c.first, cand, &n, err)) != MCC_OK)
 		goto done;
-	n_kept = keep_best(&c, cand, n, MCC_CHAMFER_SEARCH_KEEP, c.fine);
+	n_kept = keep_best(&c, cand, n, keep, c.fine);
 	memcpy(kept, cand, sizeof(lpose) * n_kept);
 	/* finer levels: the neighbours of every kept pose at half the step */
-	for (int l = 1; l < pyr->levels; l++)
+	for (int l = c.first + 1; l < pyr->levels; l++)
 	{
-		int			step = c.fine >> l;
+		int			step = c.fine >> (l - c.first);
 		int			ds = c.n_sigma > 1 ? 1 : 0;
 
 		n = 0;
@@ -757,21 +798,56 @@ mcc_chamfer_search(const mcc_chamfer_pyramid *pyr, const double *sample, int n_s
 						}
 		if ((st = score_batch_level(&c, l, cand, &n, err)) != MCC_OK)
 			goto done;
-		n_kept = keep_best(&c, cand, n, MCC_CHAMFER_SEARCH_KEEP, step);
+		n_kept = keep_best(&c, cand, n, keep, step);
 		memcpy(kept, cand, sizeof(lpose) * n_kept);
 	}
-	for (int i = 0; i < n_kept && i < MCC_CHAMFER_SEARCH_STARTS; i++)
+	for (int i = 0; i < n_kept && i < n_out; i++)
 	{
-		starts[i].theta = kept[i].k[0] * c.d_theta;
-		starts[i].sigma = c.sigma0 + kept[i].k[1] * c.d_sigma;
-		starts[i].t[0] = c.t0[0] + kept[i].k[2] * c.d_t[0];
-		starts[i].t[1] = c.t0[1] + kept[i].k[3] * c.d_t[1];
-		starts[i].score = kept[i].score;
-		*n_starts = i + 1;
+		mcc_chamfer_start *o = &starts[(*n_starts)++];
+
+		o->theta = kept[i].k[0] * c.d_theta;
+		o->sigma = c.sigma0 + kept[i].k[1] * c.d_sigma;
+		o->t[0] = c.t0[0] + kept[i].k[2] * c.d_t[0];
+		o->t[1] = c.t0[1] + kept[i].k[3] * c.d_t[1];
+		o->score = kept[i].score;
 	}
 done:
 	free(cand);
 	free(c.d2);
 	free(c.energy);
+	return st;
+}
+
+/*
+ * Run the search (see the header): one pass from level 0; for a part
+ * (first_level > 0), a second pass from the finer first level, whose
+ * starts follow the first pass's (level 0 still finds many parts, the
+ * finer pass the others; the LM fits choose).
+ */
+mcc_status
+mcc_chamfer_search(const mcc_chamfer_pyramid *pyr, const double *sample, int n_sample,
+				   const mcc_chamfer_search_opts *opts, mcc_chamfer_start *starts, int *n_starts,
+				   mcc_chamfer_search_stats *stats, mcc_error *err)
+{
+	mcc_chamfer_search_stats local_stats;
+	int			first;
+	mcc_status	st;
+
+	*n_starts = 0;
+	if (stats == NULL)
+		stats = &local_stats;
+	memset(stats, 0, sizeof(*stats));
+	if (!(opts->min_scale > 0.0) || !(opts->max_scale >= opts->min_scale) || !isfinite(opts->max_scale))
+		return mcc_error_set(err, MCC_ERR_VALUE,
+							 "the scale range of the search must satisfy 0 < min_scale <= max_scale");
+	if (pyr->levels < 1 || n_sample < 1)
+		return mcc_error_set(err, MCC_ERR_VALUE, "nothing to search");
+	first = first_level(pyr, sample, n_sample, opts->max_scale);
+	st = search_pass(pyr, sample, n_sample, opts, 0, MCC_CHAMFER_SEARCH_KEEP,
+					 MCC_CHAMFER_SEARCH_STARTS_WHOLE, starts, n_starts, stats, err);
+	if (st == MCC_OK && first > 0)
+		st = search_pass(pyr, sample, n_sample, opts, first, MCC_CHAMFER_SEARCH_KEEP_PART,
+						 MCC_CHAMFER_SEARCH_STARTS - MCC_CHAMFER_SEARCH_STARTS_WHOLE, starts,
+						 n_starts, stats, err);
 	return st;
 }

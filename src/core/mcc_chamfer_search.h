@@ -31,8 +31,19 @@
  *    half the previous steps on its finer image, and keeps the best again.
  *    Poses live on an integer lattice of the finest steps, so that
  *    duplicates are found exactly.
+ *  - A part: a coarse level compares the mass distributions of the two
+ *    sets, which places the observed set only when it is the whole
+ *    reference; a part of it is a blob at that blur. A whole set has an RMS
+ *    radius of at least 1 / max_scale reference radii, so a sample below
+ *    that is a part (partial overlap), and a second pass runs from the
+ *    coarsest level whose blur is at most 0.2 of the sample's radius (its
+ *    full grid is the cost: about 15 times the poses), keeping
+ *    MCC_CHAMFER_SEARCH_KEEP_PART poses per level; its starts follow the
+ *    first pass's.
  *  - The best poses of the last level are the starts: the caller fits each
- *    by LM and keeps the one with the lowest truncated f.
+ *    by LM and keeps the one with the lowest truncated f among the fits
+ *    whose scale stayed within the range (a fit can shrink the set onto
+ *    one road, where f is lower than at the true pose).
  *
  * The batch of poses of a level is the unit of parallel work: the CPU
  * scorer shares it among threads; a GPU scorer (kernels/mcc_chamfer.cu)
@@ -52,7 +63,9 @@
 #define MCC_CHAMFER_SEARCH_B0			0.4		/* blur of level 0, reference RMS radii */
 #define MCC_CHAMFER_SEARCH_SAMPLE		128		/* observed points scored per pose */
 #define MCC_CHAMFER_SEARCH_KEEP			24		/* poses kept per level */
-#define MCC_CHAMFER_SEARCH_STARTS		4		/* poses returned as LM starts */
+#define MCC_CHAMFER_SEARCH_KEEP_PART	128		/* the same in the finer pass of a part */
+#define MCC_CHAMFER_SEARCH_STARTS		12		/* poses returned as LM starts, at most */
+#define MCC_CHAMFER_SEARCH_STARTS_WHOLE	4		/* of which from the pass from level 0 */
 #define MCC_CHAMFER_SEARCH_MAX_POSES	(1 << 18)	/* level-0 grid bound */
 #define MCC_CHAMFER_SEARCH_MAX_THREADS	256
 #define MCC_CHAMFER_DEFAULT_MIN_SCALE	0.8

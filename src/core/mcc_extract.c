@@ -98,31 +98,6 @@ mcc_extract_params_set(mcc_extract_params *p, const char *name, double value, mc
 	return mcc_error_set(err, MCC_ERR_VALUE, "unknown extraction parameter \"%s\"", name);
 }
 
-/* The parameters with every length scaled from 500 dpi to the image's. */
-static void
-scale_params(const mcc_extract_params *in, mcc_extract_params *out)
-{
-	double		s = in->dpi / 500.0;
-
-	*out = *in;
-	out->block = (uint32_t) lround(in->block * s);
-	if (out->block < 4)
-		out->block = 4;
-	if (out->block > 64)
-		out->block = 64;
-	out->period = in->period * s;
-	out->sigma = in->sigma * s;
-	out->min_blob = in->min_blob * s * s;
-	out->trace = in->trace * s;
-	out->short_ridge = in->short_ridge * s;
-	out->spur = in->spur * s;
-	out->bridge = in->bridge * s;
-	out->gap = in->gap * s;
-	out->close = in->close * s;
-	out->border = in->border * s;
-	out->border_ray = in->border_ray * s;
-}
-
 /* Better quality first, then raster order. */
 static int
 by_quality(const void *a, const void *b)
@@ -182,9 +157,14 @@ put_image(uint8_t *dst, const uint8_t *src, size_t n, uint8_t on, uint8_t off)
 			dst[k] = src[k] ? on : off;
 }
 
-mcc_status
-mcc_extract_minutiae(const mcc_image *img, const mcc_extract_params *params, mcc_minutiae *out,
-					 mcc_extract_stats *stats, const mcc_extract_images *images, mcc_error *err)
+/*
+ * The pipeline on an image at the working resolution (params->dpi is
+ * MCC_EXTRACT_WORK_DPI; sides checked by the caller): every minutia in out,
+ * without the min_minutiae check.
+ */
+static mcc_status
+extract_working(const mcc_image *img, const mcc_extract_params *params, mcc_minutiae *out,
+				mcc_extract_stats *stats, const mcc_extract_images *images, mcc_error *err)
 {
 	xt_ctx		c;
 	mcc_extract_stats st;
@@ -194,20 +174,11 @@ mcc_extract_minutiae(const mcc_image *img, const mcc_extract_params *params, mcc
 	mcc_status	rc;
 	int			kept = 0;
 
-	if ((rc = mcc_extract_params_check(params, err)) != MCC_OK)
-		return rc;
-	if (w < MCC_EXTRACT_MIN_SIDE || h < MCC_EXTRACT_MIN_SIDE)
-		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small", w, h),
-			mcc_error_detail(err, "Each side must be at least %d pixels.", MCC_EXTRACT_MIN_SIDE);
-	if (w > MCC_EXTRACT_MAX_SIDE || h > MCC_EXTRACT_MAX_SIDE)
-		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large", w, h),
-			mcc_error_detail(err, "Each side must be at most %d pixels.", MCC_EXTRACT_MAX_SIDE);
-
 	memset(&c, 0, sizeof(c));
 	memset(&st, 0, sizeof(st));
 	c.w = w;
 	c.h = h;
-	scale_params(params, &c.p);
+	c.p = *params;
 
 	/* 1. the ridge field */
 	if ((rc = mcc_enh_init(&c.e, img, c.p.block, 1, err)) != MCC_OK)
@@ -304,9 +275,107 @@ mcc_extract_minutiae(const mcc_image *img, const mcc_extract_params *params, mcc
 	if (stats)
 		*stats = st;
 	free_ctx(&c);
-	if (params->min_minutiae && (uint32_t) kept < params->min_minutiae)
+	return MCC_OK;
+}
+
+/* Side n at dpi, in pixels at the working resolution (at least 1). */
+static uint32_t
+working_side(uint32_t n, uint32_t dpi)
+{
+	long		v = lround((double) n * MCC_EXTRACT_WORK_DPI / dpi);
+
+	return (uint32_t) (v < 1 ? 1 : v);
+}
+
+/* Check the sides of a w x h image, and of the same image at the working resolution. */
+static mcc_status
+check_sides(uint32_t w, uint32_t h, uint32_t w2, uint32_t h2, uint32_t dpi, mcc_error *err)
+{
+	if (w < MCC_EXTRACT_MIN_SIDE || h < MCC_EXTRACT_MIN_SIDE)
+		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small", w, h),
+			mcc_error_detail(err, "Each side must be at least %d pixels.", MCC_EXTRACT_MIN_SIDE);
+	if (w > MCC_EXTRACT_MAX_SIDE || h > MCC_EXTRACT_MAX_SIDE)
+		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large", w, h),
+			mcc_error_detail(err, "Each side must be at most %d pixels.", MCC_EXTRACT_MAX_SIDE);
+	/* the limits hold at the working resolution too (a 250-dpi image doubles) */
+	if (w2 < MCC_EXTRACT_MIN_SIDE || h2 < MCC_EXTRACT_MIN_SIDE)
+		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small at %u dpi",
+							 w, h, dpi),
+			mcc_error_detail(err, "Each side must be at least %d pixels at %d dpi (this image: "
+							 "%ux%u).", MCC_EXTRACT_MIN_SIDE, MCC_EXTRACT_WORK_DPI, w2, h2);
+	if (w2 > MCC_EXTRACT_MAX_SIDE || h2 > MCC_EXTRACT_MAX_SIDE)
+		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large at %u dpi",
+							 w, h, dpi),
+			mcc_error_detail(err, "Each side must be at most %d pixels at %d dpi (this image: "
+							 "%ux%u).", MCC_EXTRACT_MAX_SIDE, MCC_EXTRACT_WORK_DPI, w2, h2);
+	return MCC_OK;
+}
+
+mcc_status
+mcc_extract_minutiae(const mcc_image *img, const mcc_extract_params *params, mcc_minutiae *out,
+					 mcc_extract_stats *stats, const mcc_extract_images *images, mcc_error *err)
+{
+	uint32_t	w = img->width,
+				h = img->height,
+				w2,
+				h2;
+	mcc_extract_params p;
+	mcc_status	rc;
+
+	if ((rc = mcc_extract_params_check(params, err)) != MCC_OK)
+		return rc;
+	w2 = params->dpi == MCC_EXTRACT_WORK_DPI ? w : working_side(w, params->dpi);
+	h2 = params->dpi == MCC_EXTRACT_WORK_DPI ? h : working_side(h, params->dpi);
+	if ((rc = check_sides(w, h, w2, h2, params->dpi, err)) != MCC_OK)
+		return rc;
+	p = *params;
+	p.dpi = MCC_EXTRACT_WORK_DPI;
+	if (params->dpi == MCC_EXTRACT_WORK_DPI)
+		rc = extract_working(img, &p, out, stats, images, err);
+	else
+	{
+		/* the image at the working resolution, then the minutiae back in its pixels */
+		size_t		n2 = (size_t) w2 * h2;
+		uint8_t    *buf = malloc(n2 * 4);
+		mcc_image	small;
+		mcc_extract_images im2;
+
+		if (buf == NULL)
+			return mcc_error_set(err, MCC_ERR_MEMORY,
+								 "out of memory for minutiae extraction from a %ux%u image", w, h);
+		small.width = w2;
+		small.height = h2;
+		small.stride = w2;
+		small.pixels = buf;
+		im2.mask = images && images->mask ? buf + n2 : NULL;
+		im2.ridges = images && images->ridges ? buf + 2 * n2 : NULL;
+		im2.skeleton = images && images->skeleton ? buf + 3 * n2 : NULL;
+		if ((rc = xt_resample(img, w2, h2, buf, err)) == MCC_OK)
+			rc = extract_working(&small, &p, out, stats, &im2, err);
+		if (rc == MCC_OK)
+		{
+			for (int i = 0; i < out->count; i++)
+			{
+				out->m[i].x = (int16_t) xt_unscale(out->m[i].x, w, w2);
+				out->m[i].y = (int16_t) xt_unscale(out->m[i].y, h, h2);
+			}
+			out->width = (uint16_t) w;
+			out->height = (uint16_t) h;
+			out->dpi = (uint16_t) params->dpi;
+			if (im2.mask)
+				xt_image_back(im2.mask, w2, h2, images->mask, w, h);
+			if (im2.ridges)
+				xt_image_back(im2.ridges, w2, h2, images->ridges, w, h);
+			if (im2.skeleton)
+				xt_image_back(im2.skeleton, w2, h2, images->skeleton, w, h);
+		}
+		free(buf);
+	}
+	if (rc != MCC_OK)
+		return rc;
+	if (params->min_minutiae && (uint32_t) out->count < params->min_minutiae)
 		return mcc_error_set(err, MCC_ERR_VALUE, "too few minutiae in the fingerprint image"),
-			mcc_error_detail(err, "Found %d, at least %u are needed.", kept,
+			mcc_error_detail(err, "Found %d, at least %u are needed.", out->count,
 							 params->min_minutiae);
 	return MCC_OK;
 }

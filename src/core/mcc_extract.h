@@ -3,9 +3,17 @@
  * "Minutiae extraction").
  *
  * The image is an 8-bit grey print, dark ridges on a light background, at
- * p->dpi (500 by default). Every length below is given at 500 dpi and
- * scaled by dpi / 500 (a 1000-dpi image uses a Gabor period of 15 pixels);
- * coordinates stay in the image's own pixels.
+ * p->dpi (500 by default). Every length below is in pixels at 500 dpi, the
+ * working resolution: an image at another resolution is resampled to
+ * 500 dpi first (a tent filter, an average over the covered pixels when
+ * shrinking: mcc_extract_resample.c), the steps run on it, and the
+ * minutiae's coordinates are mapped back to the image's own pixels.
+ * Scaling the lengths instead (the first version) left the pixel-level
+ * steps at the image's scale: 3 x 3 Sobel gradients, 16 Gabor
+ * orientations, thinning, crossing numbers and 8-neighbour traces do not
+ * scale with a parameter, and on FVC2002 DB2 (569 dpi) the error rates
+ * were higher than with the same image treated as 500 dpi
+ * (docs/accuracy.md, section 11).
  *
  * Steps:
  *   1. the ridge field of mcc_enhance.h: segmentation into 16 x 16 tiles,
@@ -55,10 +63,11 @@
 #include "mcc_image.h"
 #include "mcc_minutiae.h"
 
-#define MCC_EXTRACT_MIN_SIDE	48		/* pixels, each side */
-#define MCC_EXTRACT_MAX_SIDE	2048	/* pixels, each side (about 80 bytes a pixel) */
+#define MCC_EXTRACT_MIN_SIDE	48		/* pixels, each side, also at 500 dpi */
+#define MCC_EXTRACT_MAX_SIDE	2048	/* pixels, each side, also at 500 dpi (about 80 bytes a pixel) */
 #define MCC_EXTRACT_MIN_DPI		250
 #define MCC_EXTRACT_MAX_DPI		1000
+#define MCC_EXTRACT_WORK_DPI	500		/* the resolution the steps run at */
 
 /* Parameters; lengths in pixels at 500 dpi, defaults in brackets. */
 typedef struct mcc_extract_params
@@ -94,7 +103,7 @@ mcc_status	mcc_extract_params_check(const mcc_extract_params *p, mcc_error *err)
 mcc_status	mcc_extract_params_set(mcc_extract_params *p, const char *name, double value,
 								   mcc_error *err);
 
-/* What each step found (for tools and tests). */
+/* What each step found (for tools and tests), in pixels at 500 dpi. */
 typedef struct mcc_extract_stats
 {
 	uint32_t	foreground;		/* foreground pixels */
@@ -110,7 +119,10 @@ typedef struct mcc_extract_stats
 	uint32_t	capped;			/* beyond MCC_MAX_MINUTIAE */
 } mcc_extract_stats;
 
-/* Images of the steps, w x h bytes each (stride w); any may be NULL. */
+/*
+ * Images of the steps, w x h bytes each (stride w), in the image's pixels
+ * (from the 500-dpi steps by the nearest pixel); any may be NULL.
+ */
 typedef struct mcc_extract_images
 {
 	uint8_t    *mask;			/* 255 foreground, 0 background */
@@ -122,7 +134,8 @@ typedef struct mcc_extract_images
  * Extract the minutiae of img into out (width, height, dpi from the image
  * and p). Errors: MCC_ERR_VALUE for a side under MCC_EXTRACT_MIN_SIDE, no
  * foreground ("no fingerprint ridges found") or fewer than p->min_minutiae
- * minutiae; MCC_ERR_LIMIT for a side over MCC_EXTRACT_MAX_SIDE;
+ * minutiae; MCC_ERR_LIMIT for a side over MCC_EXTRACT_MAX_SIDE (either
+ * side limit also applies to the image resampled to 500 dpi);
  * MCC_ERR_RANGE for the dpi; MCC_ERR_MEMORY. stats and images may be NULL.
  */
 mcc_status	mcc_extract_minutiae(const mcc_image *img, const mcc_extract_params *p,

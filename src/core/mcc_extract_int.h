@@ -1,7 +1,8 @@
 /*
  * mcc_extract_int.h: what the files of minutiae extraction share
  * (mcc_extract.c: the pipeline; mcc_extract_mask.c: foreground, distances
- * and blobs; mcc_extract_min.c: minutiae on the skeleton).
+ * and blobs; mcc_extract_min.c: minutiae on the skeleton;
+ * mcc_extract_resample.c: the image at the working resolution).
  */
 #ifndef MCC_EXTRACT_INT_H
 #define MCC_EXTRACT_INT_H
@@ -63,7 +64,7 @@ typedef struct xt_ctx
 {
 	uint32_t	w;
 	uint32_t	h;
-	mcc_extract_params p;		/* lengths scaled to the image's dpi */
+	mcc_extract_params p;		/* at 500 dpi, the working resolution */
 	mcc_enh		e;
 	uint8_t    *fg;				/* 1 foreground (refined) */
 	float	   *dist;			/* distance to the background or the edge, pixels */
@@ -89,5 +90,19 @@ void		xt_clean_blobs(xt_ctx *c);
  * MCC_ERR_MEMORY.
  */
 mcc_status	xt_minutiae(xt_ctx *c, mcc_extract_stats *stats, mcc_error *err);
+
+/*
+ * src resampled to w2 x h2 pixels into dst (stride w2): a tent filter, an
+ * average over the covered pixels when shrinking. MCC_ERR_MEMORY.
+ */
+mcc_status	xt_resample(const mcc_image *src, uint32_t w2, uint32_t h2, uint8_t *dst,
+						mcc_error *err);
+
+/* Pixel k of an axis resampled from n_in to n_out pixels, back in the n_in frame. */
+int			xt_unscale(int k, uint32_t n_in, uint32_t n_out);
+
+/* A w2 x h2 step image back to w x h pixels (nearest pixel). */
+void		xt_image_back(const uint8_t *small, uint32_t w2, uint32_t h2, uint8_t *big,
+						  uint32_t w, uint32_t h);
 
 #endif							/* MCC_EXTRACT_INT_H */

@@ -5,7 +5,7 @@
  * real prints, and the time per alignment.
  *
  *   aligneval [--trials N] [--poses K] [--threads T] [--data DIR]
- *             [--points-only | --minutiae-only] [--local]
+ *             [--points-only | --minutiae-only] [--local] [--workload K]
  *
  * A random pose: any rotation (uniform), a scale drawn log-uniformly in
  * [0.8, 1.25], and a shift that puts the posed set's centre anywhere in
@@ -22,7 +22,8 @@
  * when the result maps the clean observed points within 5 units RMS of
  * their true places (2 for the noise-free shape). --local runs the same
  * with the search off (the local fit from the centroids, the behaviour
- * before the search) for comparison.
+ * before the search) for comparison; --workload K runs only the K-th
+ * workload of the table (from 1).
  *
  * Minutiae (FVC2002 set B, NBIS mindtct minutiae from --data, default
  * ../shared/data or $MCC_SHARED_DATA): for every genuine pair (a later
@@ -62,6 +63,7 @@
 
 static int	opt_threads = 1;
 static int	opt_local = 0;
+static int	opt_workload = -1;	/* --workload K: only the K-th (from 1) point-set workload */
 
 /*
  * Milliseconds of CPU time of the calling thread: with one thread (the
@@ -221,12 +223,18 @@ run_points(int trials)
 	for (size_t wi = 0; wi < sizeof(workloads) / sizeof(workloads[0]); wi++)
 	{
 		const workload *w = &workloads[wi];
-		const double *ref = w->shape ? shape : roads;
-		size_t		n_ref = w->shape ? n_shape : n_roads;
+		const double *ref;
+		size_t		n_ref;
 		int			ok = 0;
-		double	   *ms = malloc(sizeof(double) * trials);
+		double	   *ms;
 		long		poses = 0;
 		size_t		pts = 0;
+
+		if (opt_workload > 0 && (size_t) opt_workload != wi + 1)
+			continue;
+		ref = w->shape ? shape : roads;
+		n_ref = w->shape ? n_shape : n_roads;
+		ms = malloc(sizeof(double) * trials);
 
 		for (int t = 0; t < trials; t++)
 		{
@@ -586,10 +594,12 @@ main(int argc, char **argv)
 			points = 0;
 		else if (strcmp(argv[i], "--local") == 0)
 			opt_local = 1;
+		else if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc)
+			opt_workload = atoi(argv[++i]);
 		else
 		{
 			fprintf(stderr, "usage: %s [--trials N] [--poses K] [--threads T] [--data DIR] "
-					"[--points-only | --minutiae-only] [--local]\n", argv[0]);
+					"[--points-only | --minutiae-only] [--local] [--workload K]\n", argv[0]);
 			return 2;
 		}
 	}

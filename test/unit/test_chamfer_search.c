@@ -8,7 +8,8 @@
  *   random ones; the sample is deterministic.
  * - Random poses (any rotation, scale 0.8-1.25, any shift in the frame)
  *   of a road network are aligned back: plain, with outliers and
- *   truncation, and in a partial window; the shape of sql/align.sql too;
+ *   truncation, and in partial windows of half and a quarter of the area;
+ *   the shape of sql/align.sql too;
  *   a far pose of it (2 rad, scale 1.2) that the local fit from the
  *   centroids (search off) misses.
  * - An initial transform keeps the local fit: no search, the same bits as
@@ -323,6 +324,10 @@ test_random_poses(void)
 			   ok, worst, wt);
 	ok = aligned_poses(roads, N_ROADS, 1000, 12, 300, 2, 0.7, 0.1, 20, 1.0, 5.0, &wt, &worst);
 	UNIT_CHECK(ok == 12, "roads, a window of 70%% of the side, outliers: %d of 12 aligned (worst %.3g, trial %d)",
+			   ok, worst, wt);
+	/* a quarter of the area: a part, searched from a finer level (mcc_chamfer_search.c, first_level) */
+	ok = aligned_poses(roads, N_ROADS, 1000, 12, 500, 2, 0.5, 0.1, 20, 1.0, 5.0, &wt, &worst);
+	UNIT_CHECK(ok == 12, "roads, a window of 50%% of the side, outliers: %d of 12 aligned (worst %.3g, trial %d)",
 			   ok, worst, wt);
 	ok = aligned_poses(shape, n_shape, 400, 24, 400, 3, 1, 0, HUGE_VAL, 0.0, 2.0, &wt, &worst);
 	UNIT_CHECK(ok == 24, "the shape of sql/align.sql: %d of 24 aligned within 2 units (worst %.3g, trial %d)",

@@ -12,8 +12,9 @@
  * where the two ridges meet, a few pixels towards its stem from the
  * dislocation, so positions are checked within 7 pixels (14 at 1000 dpi). Rotating the whole
  * pattern must rotate the minutiae and their directions; a pattern drawn
- * twice as large at 1000 dpi must give the same minutiae at twice the
- * coordinates.
+ * twice as large at 1000 dpi (resampled to 500 dpi inside) must give the
+ * same minutiae at twice the coordinates, in the image's frame, with step
+ * images of the image's size; the side limits hold at 500 dpi too.
  */
 #include <math.h>
 #include <stdint.h>
@@ -215,7 +216,31 @@ test_synthetic(void)
 		{
 			expected(0, 0.3, 2, w);
 			check_found("1000 dpi, twice the size", &ms, w, 4, 14);
-			UNIT_CHECK(ms.dpi == 1000, "1000 dpi: the minutiae say 1000 dpi");
+			UNIT_CHECK(ms.dpi == 1000 && ms.width == im.width && ms.height == im.height,
+					   "1000 dpi: the minutiae say 1000 dpi, in the image's frame");
+		}
+		/* the step images come back in the image's pixels, the skeleton on the ridges */
+		{
+			size_t		n = (size_t) im.width * im.height;
+			uint8_t    *buf = malloc(3 * n);
+			mcc_extract_images xi = {buf, buf + n, buf + 2 * n};
+			size_t		skel = 0,
+						on_ridge = 0;
+
+			if (UNIT_CHECK(buf && mcc_extract_minutiae(&im, &p, &ms, NULL, &xi, &err) == MCC_OK,
+						   "1000 dpi with step images: %s", buf ? err.message : "no memory"))
+			{
+				for (size_t k = 0; k < n; k++)
+					if (xi.skeleton[k] == 0)
+					{
+						skel++;
+						on_ridge += xi.ridges[k] == 0 && xi.mask[k] == 255;
+					}
+				UNIT_CHECK(skel > 0 && on_ridge * 10 >= skel * 9,
+						   "1000 dpi: %zu skeleton pixels, %zu of them on ridges in the mask",
+						   skel, on_ridge);
+			}
+			free(buf);
 		}
 		p.dpi = 500;
 		free(im.pixels);
@@ -314,6 +339,20 @@ test_errors(void)
 	im.stride = 2049;
 	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_LIMIT,
 			   "2049 x 50: %s", err.message);
+	/* the side limits hold at 500 dpi too: 90 px at 1000 dpi are 45, 1100 at 250 are 2200 */
+	im.width = 90;
+	im.height = 100;
+	im.stride = 100;
+	p.dpi = 1000;
+	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_VALUE &&
+			   strstr(err.message, "too small at 1000 dpi"), "90 x 100 at 1000 dpi: %s", err.message);
+	im.width = 1100;
+	im.height = 50;
+	im.stride = 1100;
+	p.dpi = 250;
+	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_LIMIT &&
+			   strstr(err.message, "too large at 250 dpi"), "1100 x 50 at 250 dpi: %s", err.message);
+	p.dpi = 500;
 
 	/* a flat image has no ridges */
 	im.width = im.height = 100;
