@@ -9,6 +9,8 @@
 
 #include "eng_log.h"
 #include "eng_server.h"
+#include "eng_snapfile.h"
+#include "eng_snapshot.h"
 #include "mcc_hash.h"
 
 #define JOB_BATCH		1
@@ -41,7 +43,8 @@ static bool
 is_shell(const eng_gallery *g)
 {
 	return g->cache == NULL && g->loads == NULL && g->waiting == NULL &&
-		g->running == NULL && g->compacting == NULL && g->settles == NULL;
+		g->running == NULL && g->compacting == NULL && g->settles == NULL &&
+		g->snapshotting == NULL && atomic_load(&g->snap_writing) == 0;
 }
 
 /* Free a shell gallery (see is_shell). */
@@ -51,6 +54,7 @@ gallery_free(eng_server *s, uint32_t i)
 	eng_gallery *g = s->gal[i];
 
 	eng_genq_free(&g->q);
+	eng_snap_free(g->snap);
 	free(g);
 	s->gal[i] = s->gal[--s->n_gal];
 }
@@ -142,6 +146,12 @@ unpin(eng_gallery *g, eng_cache *c)
 	c->pins--;
 	if (c->pins == 0 && c != g->cache)
 		eng_cache_free(c);
+}
+
+void
+eng_gallery_unpin(eng_gallery *g, eng_cache *c)
+{
+	unpin(g, c);
 }
 
 /* Detach the current cache (freed now, or by its last reader). */
@@ -301,6 +311,7 @@ apply_settles(eng_server *s, eng_gallery *g)
 
 			if (purged)
 				eng_log(ENG_LOG_DEBUG, "gallery %s: %u entries purged", gname(g), purged);
+			eng_snapshot_due(s, g, ENG_SNAP_SETTLE_DELAY_USEC);
 		}
 		conn = eng_conn_by_id(s, st->conn_id);
 		if (conn)
@@ -1150,6 +1161,8 @@ load_free(eng_conn *c, eng_load *l)
 			break;
 		}
 	eng_cache_free(l->build);
+	eng_snap_free(l->snap);
+	free(l->want);
 	if (c)
 		c->load = NULL;
 	free(l);
@@ -1359,7 +1372,8 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 
 void
 eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
-			 uint64_t delete_xid, const uint8_t *tpl, uint32_t len)
+			 uint64_t delete_xid, const uint8_t *tpl, uint32_t len,
+			 uint64_t tid, uint64_t xmin)
 {
 	mcc_template_view v;
 	mcc_error	err;
@@ -1382,6 +1396,10 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 	}
 	if (st == MCC_OK)
 	{
+		eng_entry  *e = &l->build->entries[l->build->soa.n_tpl - 1];
+
+		e->tid = tid;
+		e->xmin = xmin;
 		l->rows++;
 		return;
 	}
@@ -1432,6 +1450,11 @@ eng_load_end(eng_server *s, eng_conn *c)
 	g->cache = l->build;
 	l->build = NULL;
 	g->cache->applied_gen = l->gen;
+	g->scan_lsn = (l->flags & MCC_LOAD_IDS) ? l->scan_lsn : 0;
+	if (l->flags & MCC_LOAD_SNAPSHOT)
+		eng_log(ENG_LOG_INFO, "gallery %s: %llu of %llu rows taken from the cache snapshot, "
+				"%llu read from the table", gname(g), (unsigned long long) l->from_snap,
+				(unsigned long long) l->rows, (unsigned long long) (l->rows - l->from_snap));
 	if (old != NULL && old->pins == 0)
 		eng_cache_free(old);
 	g->loaded_at = eng_wall_usec();
@@ -1448,6 +1471,7 @@ eng_load_end(eng_server *s, eng_conn *c)
 				(double) g->cache->bytes / 1048576.0, secs,
 				(unsigned long long) g->cache->applied_gen);
 		reply_loaded(c, request_id, g->cache);
+		eng_snapshot_due(s, g, 0);
 	}
 	else
 		eng_reply_error(c, request_id, MCC_PERR_NOT_LOADED, 0,
