@@ -226,7 +226,8 @@ writer_main(void *arg)
 
 	mcc_error_clear(&err);
 	if (eng_snap_write_file(w->path, w->buf, w->len, &err) == MCC_OK)
-		eng_log(ENG_LOG_DEBUG, "gallery %s: cache snapshot written (%zu bytes)", w->name, w->len);
+		eng_log(ENG_LOG_INFO, "gallery %s: cache snapshot written (%.1f MB)", w->name,
+				(double) w->len / 1048576.0);
 	else
 		eng_log(ENG_LOG_WARNING, "gallery %s: cache snapshot not written: %s", w->name,
 				err.message);
