@@ -187,8 +187,11 @@ send_begin(load_state *st)
 	mcc_put_u64(&f, st->prog.rows_expected);
 	mcc_put_u32(&f, (uint32) st->g->priority);
 	mcc_put_u32(&f, st->flags);
-	mcc_put_u64(&f, st->scan_lsn);	/* MCC_LOAD_IDS */
-	mcc_put_u64(&f, st->next_xid);
+	if (st->flags & MCC_LOAD_IDS)
+	{
+		mcc_put_u64(&f, st->scan_lsn);
+		mcc_put_u64(&f, st->next_xid);
+	}
 	mcc_conn_send(&f, MCC_MSG_LOAD_BEGIN, st->request_id);
 	pfree(f.data);
 	st->begun = true;
@@ -383,8 +386,11 @@ add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 	mcc_put_u64(&st->frame, ins);
 	mcc_put_u64(&st->frame, del);
 	mcc_put_bytes(&st->frame, t, VARSIZE(t));
-	mcc_put_u64(&st->frame, tuple_tid(st, tuple));	/* load_ids */
-	mcc_put_u64(&st->frame, tuple_xmin_id(st, tuple->t_data));
+	if (st->flags & MCC_LOAD_IDS)
+	{
+		mcc_put_u64(&st->frame, tuple_tid(st, tuple));
+		mcc_put_u64(&st->frame, tuple_xmin_id(st, tuple->t_data));
+	}
 	st->n_rows++;
 	if ((Pointer) t != DatumGetPointer(tpl))
 		pfree(t);
@@ -1033,11 +1039,14 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	st.profile_id = profile_id;
 	st.request_id = mcc_conn_next_id();
 	st.cxt = CurrentMemoryContext;
-	st.flags = (replace ? MCC_LOAD_REPLACE : 0) | MCC_LOAD_IDS;
+	st.flags = replace ? MCC_LOAD_REPLACE : 0;
 	st.pin_xmin = ActiveSnapshotSet() ? GetActiveSnapshot()->xmin : InvalidTransactionId;
 	relation_order(&st);
+	/* tuple ids keep a relation's ordinal in 16 bits */
+	if (mcc_cache_snapshots && st.n_rel_order <= 0xFFFF)
+		st.flags |= MCC_LOAD_IDS;
 	/* a cache that must be loaded anyway may come from the engine's snapshot */
-	if (replace && mcc_cache_snapshots && engine_has_snapshot(g, &st.profile_id))
+	if (replace && (st.flags & MCC_LOAD_IDS) && engine_has_snapshot(g, &st.profile_id))
 	{
 		st.snapshot = true;
 		st.flags |= MCC_LOAD_SNAPSHOT;
