@@ -1451,6 +1451,8 @@ eng_load_end(eng_server *s, eng_conn *c)
 	l->build = NULL;
 	g->cache->applied_gen = l->gen;
 	g->scan_lsn = (l->flags & MCC_LOAD_IDS) ? l->scan_lsn : 0;
+	eng_snap_free(g->snap);		/* a snapshot read for a load that did not use it */
+	g->snap = NULL;
 	if (l->flags & MCC_LOAD_SNAPSHOT)
 		eng_log(ENG_LOG_INFO, "gallery %s: %llu of %llu rows taken from the cache snapshot, "
 				"%llu read from the table", gname(g), (unsigned long long) l->from_snap,
