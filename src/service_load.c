@@ -671,6 +671,27 @@ slot_load_refused(const mcc_gallery_ref *g)
 	LWLockRelease(MCC_SLOT_LOCK(g->slot));
 }
 
+/* Send the last rows and LOAD_END; the engine's answer in *reply. */
+static bool
+finish_load(load_state *st, mcc_reply *reply)
+{
+	StringInfoData f;
+
+	if (!st->begun)
+		send_begin(st);			/* an empty gallery */
+	rows_flush(st);
+	mcc_frame_begin(&f);
+	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);
+	pfree(f.data);
+	if (!mcc_conn_wait_reply(st->request_id, reply))
+	{
+		st->result = MCC_LOAD_UNAVAILABLE;
+		st->why = pstrdup("the matcher engine did not finish the load within mcc.request_timeout");
+		return false;
+	}
+	return true;
+}
+
 /* Start a LOAD_HEADS frame (its count patched when sent). */
 static void
 heads_frame_begin(load_state *st, StringInfo f)
@@ -891,20 +912,8 @@ stream_snapshot_load(load_state *st, mcc_reply *reply, bool *full)
 	rows_frame_begin(st);
 	if (!fetch_wanted(st, tids, n_want))
 		return false;
-	if (!st->begun)
-		send_begin(st);
-	rows_flush(st);
 	pfree(tids);
-	mcc_frame_begin(&f);
-	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);
-	pfree(f.data);
-	if (!mcc_conn_wait_reply(st->request_id, reply))
-	{
-		st->result = MCC_LOAD_UNAVAILABLE;
-		st->why = pstrdup("the matcher engine did not finish the load within mcc.request_timeout");
-		return false;
-	}
-	return true;
+	return finish_load(st, reply);
 }
 
 /*
@@ -934,7 +943,6 @@ engine_has_snapshot(const mcc_gallery_ref *g, int *profile_id)
 static bool
 stream_load(load_state *st, mcc_reply *reply)
 {
-	StringInfoData f;
 	ListCell   *lc;
 
 	if (st->snapshot)
@@ -956,20 +964,7 @@ stream_load(load_state *st, mcc_reply *reply)
 	foreach(lc, st->g->relids)
 		if (!load_relation(st, lfirst_oid(lc)))
 			return false;
-	if (!st->begun)
-		send_begin(st);			/* an empty gallery */
-	rows_flush(st);
-
-	mcc_frame_begin(&f);
-	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);
-	pfree(f.data);
-	if (!mcc_conn_wait_reply(st->request_id, reply))
-	{
-		st->result = MCC_LOAD_UNAVAILABLE;
-		st->why = pstrdup("the matcher engine did not finish the load within mcc.request_timeout");
-		return false;
-	}
-	return true;
+	return finish_load(st, reply);
 }
 
 /* Run the load; any error in the middle abandons it by closing the connection. */
