@@ -73,7 +73,6 @@ $node->safe_psql('postgres', q{
 	UPDATE g SET person = person || ' (moved)' WHERE id = 20;
 	-- an UPDATE that keeps the template still makes a new version
 });
-$node->safe_psql('postgres', 'VACUUM FREEZE g');
 is(check_all_probes($node, 'g', 5), 0, 'exact answers after the changes (deltas)');
 
 my $off = restart(sub { copy("$file.old", $file) or die "copy back: $!" });
@@ -84,16 +83,17 @@ $node->safe_psql('postgres', q{
 	DELETE FROM g WHERE id = 41;
 });
 is(check_all_probes($node, 'g', 5), 0,
-	'exact answers after a restart with a stale snapshot (changes before the shutdown and after the start, VACUUM FREEZE between)');
+	'exact answers after a restart with a stale snapshot (changes before the shutdown and after the start)');
 my ($heads, $read) = snapshot_use($off);
 ok(defined $heads, 'the log says the gallery was served from its cache snapshot');
 is($heads, $node->safe_psql('postgres', 'SELECT count(*) FROM g'), 'every live tuple header was checked');
 # the new versions: 3 updated, 3 inserted, 1 moved, 2 late, 1 updated late
-is($read, 10, 'only the 10 changed rows were read from the table (frozen rows were proved unchanged)');
+is($read, 10, 'only the 10 changed rows were read from the table');
 ok($node->log_contains(qr/of \d+ rows taken from the cache snapshot/, $off),
 	'the engine logs the rows it took from the snapshot');
 
-# a restart without changes after a VACUUM FREEZE: nothing read
+# a restart without changes after a VACUUM FREEZE: every row was read
+# unfrozen (by the first load or the check), so the xid window proves it
 ok(wait_written($rel, $off), 'the snapshot was written again after that load');
 $node->safe_psql('postgres', 'VACUUM FREEZE g');
 $off = restart();
