@@ -1519,6 +1519,7 @@ eng_gallery_free_all(eng_server *s)
 			eng_cache_free(g->compacting->result);
 			free(g->compacting);
 		}
+		eng_snapshot_forget(g);
 		eng_cache_free(g->cache);
 		g->cache = NULL;
 		while (g->waiting)

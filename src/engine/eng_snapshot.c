@@ -282,6 +282,20 @@ eng_snapshot_job_done(eng_server *s, eng_job *job)
 }
 
 void
+eng_snapshot_forget(eng_gallery *g)
+{
+	eng_snap_free(g->snap);
+	g->snap = NULL;
+	if (g->snapshotting != NULL)
+	{
+		/* the pool stopped with the encoding queued or done: nobody hands it back */
+		free(g->snapshotting->buf);
+		free(g->snapshotting);
+		g->snapshotting = NULL;
+	}
+}
+
+void
 eng_snapshot_shutdown(eng_server *s)
 {
 	bool		busy = true;

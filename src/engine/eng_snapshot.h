@@ -37,6 +37,9 @@ void		eng_snapshot_job_done(eng_server *s, eng_job *job);
 /* Shutting down: finish the writes under way, write what changed since. */
 void		eng_snapshot_shutdown(eng_server *s);
 
+/* Free what a gallery holds for snapshots (the server is being destroyed). */
+void		eng_snapshot_forget(eng_gallery *g);
+
 /* Remove the snapshots of the galleries EVICT names (mcc_gallery_id rules). */
 void		eng_snapshot_remove(eng_server *s, const mcc_gallery_id *id);
 
