@@ -1373,7 +1373,7 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 void
 eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 			 uint64_t delete_xid, const uint8_t *tpl, uint32_t len,
-			 uint64_t tid, uint64_t xmin)
+			 uint64_t tid, uint64_t xmin, bool checked)
 {
 	mcc_template_view v;
 	mcc_error	err;
@@ -1382,7 +1382,9 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 	if (l->build == NULL)
 		return;
 	mcc_error_clear(&err);
-	st = mcc_template_open(tpl, len, &v, &err);
+	/* checked: a template the engine cached before (a snapshot's, CRC-checked) */
+	st = checked ? mcc_template_open_header(tpl, len, &v, &err) :
+		mcc_template_open(tpl, len, &v, &err);
 	if (st == MCC_OK)
 		st = eng_cache_append(l->build, key, mcc_template_hash(tpl, len), insert_xid,
 							  delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &v, NULL, &err);
@@ -1427,6 +1429,7 @@ eng_load_end(eng_server *s, eng_conn *c)
 	eng_cache  *old = g->cache;
 	double		secs = (double) (eng_now_usec() - l->t_start) / 1e6;
 	uint64_t	request_id;
+	bool		snap_unchanged;
 
 	if (l->perr != 0)
 	{
@@ -1453,6 +1456,8 @@ eng_load_end(eng_server *s, eng_conn *c)
 	g->scan_lsn = (l->flags & MCC_LOAD_IDS) ? l->scan_lsn : 0;
 	eng_snap_free(g->snap);		/* a snapshot read for a load that did not use it */
 	g->snap = NULL;
+	snap_unchanged = (l->flags & MCC_LOAD_SNAPSHOT) && l->from_snap == l->rows &&
+		l->from_snap == l->snap_rows;
 	if (l->flags & MCC_LOAD_SNAPSHOT)
 		eng_log(ENG_LOG_INFO, "gallery %s: %llu of %llu rows taken from the cache snapshot, "
 				"%llu read from the table", gname(g), (unsigned long long) l->from_snap,
@@ -1473,7 +1478,13 @@ eng_load_end(eng_server *s, eng_conn *c)
 				(double) g->cache->bytes / 1048576.0, secs,
 				(unsigned long long) g->cache->applied_gen);
 		reply_loaded(c, request_id, g->cache);
-		eng_snapshot_due(s, g, 0);
+		/*
+		 * A snapshot check that read and dropped nothing leaves the file
+		 * valid (its older scan position proves less, never more); else
+		 * write soon, though not while the first searches run.
+		 */
+		if (!snap_unchanged)
+			eng_snapshot_due(s, g, ENG_SNAP_LOAD_DELAY_USEC);
 	}
 	else
 		eng_reply_error(c, request_id, MCC_PERR_NOT_LOADED, 0,

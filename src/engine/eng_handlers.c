@@ -215,6 +215,7 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 			l->gallery->snap->id.profile_id == (uint32_t) l->profile->id)
 		{
 			l->snap = l->gallery->snap;
+			l->snap_rows = l->snap->n_rows;
 			l->gallery->snap = NULL;
 		}
 	}
@@ -268,7 +269,7 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		uint64_t	tid = ids ? eng_rd_u64(r) : 0;
 		uint64_t	xmin = ids ? eng_rd_u64(r) : 0;
 
-		eng_load_row(s, l, key, ixid, dxid, p, len, tid, xmin);
+		eng_load_row(s, l, key, ixid, dxid, p, len, tid, xmin, false);
 	}
 	return true;
 }

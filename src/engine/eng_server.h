@@ -98,6 +98,7 @@ typedef struct eng_load
 	uint32_t	n_want;
 	uint32_t	cap_want;
 	uint64_t	from_snap;		/* rows taken from the snapshot */
+	uint64_t	snap_rows;		/* rows the snapshot had */
 } eng_load;
 
 /* A SETTLE waiting for its cache to be free of readers. */
@@ -283,7 +284,7 @@ eng_load   *eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 						   int32_t priority, uint32_t flags);
 void		eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 						 uint64_t delete_xid, const uint8_t *tpl, uint32_t len,
-						 uint64_t tid, uint64_t xmin);
+						 uint64_t tid, uint64_t xmin, bool checked);
 void		eng_load_end(eng_server *s, eng_conn *c);
 void		eng_load_abort(eng_server *s, eng_conn *c);
 

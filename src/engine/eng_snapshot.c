@@ -109,6 +109,7 @@ eng_snapshot_info(eng_server *s, eng_conn *c, uint64_t request_id,
 	bool		missing;
 	mcc_error	err;
 	eng_snap   *snap;
+	int64_t		t0;
 
 	if (s->cfg.snapshot_dir == NULL ||
 		!snap_path(s, id->db_oid, id->rel_oid, path, sizeof(path)) ||
@@ -131,6 +132,7 @@ eng_snapshot_info(eng_server *s, eng_conn *c, uint64_t request_id,
 		return;
 	}
 	mcc_error_clear(&err);
+	t0 = eng_now_usec();
 	if (eng_snap_read_file(path, &want, &snap, &missing, &err) != MCC_OK)
 	{
 		if (!missing)
@@ -142,8 +144,10 @@ eng_snapshot_info(eng_server *s, eng_conn *c, uint64_t request_id,
 		reply_info(c, request_id, NULL);
 		return;
 	}
-	eng_log(ENG_LOG_INFO, "gallery %s: cache snapshot \"%s\" read: %llu rows to check against the table",
-			gname(id, name, sizeof(name)), path, (unsigned long long) snap->n_rows);
+	eng_log(ENG_LOG_INFO, "gallery %s: cache snapshot \"%s\" read: %llu rows (%.1f MB) in %.2f s, "
+			"to check against the table", gname(id, name, sizeof(name)), path,
+			(unsigned long long) snap->n_rows, (double) snap->len / 1048576.0,
+			(double) (eng_now_usec() - t0) / 1e6);
 	g->snap = snap;
 	reply_info(c, request_id, snap);
 }
@@ -430,7 +434,7 @@ eng_snapshot_head(eng_server *s, eng_load *l, uint64_t tid, uint64_t xmin,
 	}
 	r->used = true;
 	eng_load_row(s, l, r->key, insert_xid, delete_xid, l->snap->buf + r->off, r->len, tid,
-				 (xmin & MCC_XMIN_FROZEN) ? r->xmin : xmin);
+				 (xmin & MCC_XMIN_FROZEN) ? r->xmin : xmin, true);
 	l->from_snap++;
 }
 

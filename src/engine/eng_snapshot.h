@@ -14,6 +14,7 @@
 
 #define ENG_JOB_SNAPSHOT	6		/* eng_job.tag (1-5: see eng_rescore.h) */
 #define ENG_SNAP_SETTLE_DELAY_USEC	((int64_t) 60 * 1000000)	/* after settles, at most this often */
+#define ENG_SNAP_LOAD_DELAY_USEC	((int64_t) 5 * 1000000)	/* after a load */
 
 /* Make the snapshot directory (if snapshots are on); false if it cannot be. */
 bool		eng_snapshot_init(eng_server *s);

@@ -88,7 +88,8 @@ wait_written(eng_server *s)
 {
 	eng_gallery *g = eng_gallery_get(s, &G, false);
 
-	for (int i = 0; i < 1000; i++)
+	/* a write is due some seconds after a load: wait up to a minute */
+	for (int i = 0; i < 6000; i++)
 	{
 		ip_pump_all(s);
 		if (g->snapshotting == NULL && !g->snap_dirty && atomic_load(&g->snap_writing) == 0)
