@@ -25,6 +25,7 @@ int			mcc_max_delta_rows = 10000;
 int			mcc_max_galleries = 64;
 int			mcc_image_worker_threads = 0;
 int			mcc_image_queue_limit = 0;
+bool		mcc_cache_snapshots = false;
 int			mcc_progress_interval = 5000;
 
 static const struct config_enum_entry fallback_options[] = {
@@ -107,6 +108,16 @@ define_server_gucs(void)
 							"mcc.worker_threads, at least 1.",
 							&mcc_image_worker_threads, 0, 0, 1024,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("mcc.cache_snapshots",
+							 "Keeps snapshots of the gallery caches on disk, to serve again "
+							 "soon after a restart.",
+							 "The matcher engine writes each cache to the data directory's "
+							 "mcc/ folder; after a restart a load checks it against the "
+							 "table's tuple headers and reads only the rows it cannot prove "
+							 "unchanged. Off (the default until a check restores faster "
+							 "than a load): nothing is written or read.",
+							 &mcc_cache_snapshots, false,
+							 PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mcc.image_queue_limit",
 							"Image and point jobs the matcher engine takes at once.",
 							"Each holds its images until it is answered; beyond the limit "

@@ -42,8 +42,11 @@
 #include "access/tableam.h"
 #include "access/detoast.h"
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "access/transam.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/bufpage.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
@@ -91,6 +94,15 @@ typedef struct load_state
 	uint64		vanished;		/* versions whose TOAST vacuum removed meanwhile */
 	uint32		flags;			/* LOAD_BEGIN's MCC_LOAD_* */
 	load_progress prog;
+	/* tuple identities (MCC_LOAD_IDS) and cache snapshots */
+	uint64		scan_lsn;		/* WAL insert position before the scan */
+	uint64		next_xid;		/* next full xid before the scan */
+	Oid		   *rel_order;		/* the gallery's relations by OID: tid ordinals */
+	int			n_rel_order;
+	uint64		cur_ordinal;	/* of the relation being read, << 48 */
+	bool		snapshot;		/* check the engine's snapshot (heads first) */
+	uint64		heads;			/* heads sent */
+	uint64		wanted;			/* tuples the engine asked for */
 } load_state;
 
 static void progress_report(load_state *st);
@@ -175,6 +187,11 @@ send_begin(load_state *st)
 	mcc_put_u64(&f, st->prog.rows_expected);
 	mcc_put_u32(&f, (uint32) st->g->priority);
 	mcc_put_u32(&f, st->flags);
+	if (st->flags & MCC_LOAD_IDS)
+	{
+		mcc_put_u64(&f, st->scan_lsn);
+		mcc_put_u64(&f, st->next_xid);
+	}
 	mcc_conn_send(&f, MCC_MSG_LOAD_BEGIN, st->request_id);
 	pfree(f.data);
 	st->begun = true;
@@ -295,6 +312,32 @@ guarded_detoast(struct varlena *v)
 	return t;
 }
 
+/* A tuple's gallery-wide id (mcc_proto.h's load_ids): ordinal, block, offset. */
+static uint64
+tuple_tid(const load_state *st, HeapTuple tuple)
+{
+	return st->cur_ordinal |
+		((uint64) ItemPointerGetBlockNumberNoCheck(&tuple->t_self) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(&tuple->t_self);
+}
+
+/*
+ * A tuple's xmin as load_ids carries it: the full xid, or MCC_XMIN_FROZEN
+ * with the raw xmin when the tuple is frozen (its epoch is then unknown: a
+ * frozen xmin may be older than 2^31 xids).
+ */
+static uint64
+tuple_xmin_id(const load_state *st, HeapTupleHeader h)
+{
+	TransactionId raw = HeapTupleHeaderGetRawXmin(h);
+	TransactionId next = XidFromFullTransactionId(FullTransactionIdFromU64(st->next_xid));
+
+	if (HeapTupleHeaderXminFrozen(h) || !TransactionIdIsNormal(raw))
+		return MCC_XMIN_FROZEN | raw;
+	/* not frozen: within 2^31 of the next xid (relfrozenxid holds it there) */
+	return st->next_xid - (uint64) (int64) (int32) (next - raw);
+}
+
 /* Append one row to the LOAD_ROWS frame; false (with st->why) if unloadable. */
 static bool
 add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
@@ -343,12 +386,51 @@ add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 	mcc_put_u64(&st->frame, ins);
 	mcc_put_u64(&st->frame, del);
 	mcc_put_bytes(&st->frame, t, VARSIZE(t));
+	if (st->flags & MCC_LOAD_IDS)
+	{
+		mcc_put_u64(&st->frame, tuple_tid(st, tuple));
+		mcc_put_u64(&st->frame, tuple_xmin_id(st, tuple->t_data));
+	}
 	st->n_rows++;
 	if ((Pointer) t != DatumGetPointer(tpl))
 		pfree(t);
 	if (st->frame.len >= LOAD_FRAME_BYTES)
 		rows_flush(st);
 	return true;
+}
+
+static int
+oid_cmp(const void *a, const void *b)
+{
+	Oid			x = *(const Oid *) a;
+	Oid			y = *(const Oid *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The gallery's relations by OID, whose positions make the tids' ordinals. */
+static void
+relation_order(load_state *st)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	st->rel_order = palloc(sizeof(Oid) * Max(list_length(st->g->relids), 1));
+	foreach(lc, st->g->relids)
+		st->rel_order[n++] = lfirst_oid(lc);
+	qsort(st->rel_order, n, sizeof(Oid), oid_cmp);
+	st->n_rel_order = n;
+}
+
+/* relid's ordinal, shifted into a tid's top 16 bits. */
+static uint64
+relation_ordinal(const load_state *st, Oid relid)
+{
+	for (int i = 0; i < st->n_rel_order; i++)
+		if (st->rel_order[i] == relid)
+			return (uint64) i << 48;
+	elog(ERROR, "relation %u is not part of the gallery", relid);
+	return 0;
 }
 
 /* Stream one heap relation; false (with st->why) if it cannot be loaded. */
@@ -378,6 +460,7 @@ load_relation(load_state *st, Oid relid)
 		relation_close(rel, NoLock);
 		return false;
 	}
+	st->cur_ordinal = relation_ordinal(st, relid);
 	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row", ALLOCSET_DEFAULT_SIZES);
 	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
 	st->prog.scan = (HeapScanDesc) scan;
@@ -588,21 +671,15 @@ slot_load_refused(const mcc_gallery_ref *g)
 	LWLockRelease(MCC_SLOT_LOCK(g->slot));
 }
 
-/* Send LOAD_BEGIN, every row, LOAD_END; the engine's answer in *reply. */
+/* Send the last rows and LOAD_END; the engine's answer in *reply. */
 static bool
-stream_load(load_state *st, mcc_reply *reply)
+finish_load(load_state *st, mcc_reply *reply)
 {
 	StringInfoData f;
-	ListCell   *lc;
 
-	rows_frame_begin(st);
-	foreach(lc, st->g->relids)
-		if (!load_relation(st, lfirst_oid(lc)))
-			return false;
 	if (!st->begun)
 		send_begin(st);			/* an empty gallery */
 	rows_flush(st);
-
 	mcc_frame_begin(&f);
 	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);
 	pfree(f.data);
@@ -613,6 +690,281 @@ stream_load(load_state *st, mcc_reply *reply)
 		return false;
 	}
 	return true;
+}
+
+/* Start a LOAD_HEADS frame (its count patched when sent). */
+static void
+heads_frame_begin(load_state *st, StringInfo f)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+
+	mcc_frame_begin(f);
+	MemoryContextSwitchTo(old);
+	mcc_put_u32(f, 0);
+}
+
+static void
+heads_flush(load_state *st, StringInfo f, uint32 *n)
+{
+	if (*n == 0)
+		return;
+	memcpy(f->data + sizeof(mcc_frame_hdr), n, sizeof(uint32));
+	mcc_conn_send(f, MCC_MSG_LOAD_HEADS, st->request_id);
+	pfree(f->data);
+	heads_frame_begin(st, f);
+	*n = 0;
+	progress_report(st);
+}
+
+/*
+ * Send the tuple headers of one heap relation for a snapshot check: what a
+ * load row carries but the key and template (nothing detoasted), with the
+ * page's LSN. False (with st->why) if it cannot be loaded.
+ */
+static bool
+heads_relation(load_state *st, Oid relid, StringInfo f, uint32 *n)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	AttrNumber	tpl_att = mcc_column_attnum(relid, st->g->tpl_name);
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	bool		wal;
+
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		relation_close(rel, NoLock);
+		return true;
+	}
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		rel->rd_tableam != GetHeapamTableAmRoutine() || tpl_att == InvalidAttrNumber)
+	{
+		st->result = MCC_LOAD_MIXED;
+		st->why = psprintf("relation \"%s\" is not a heap table with the gallery's columns",
+						   RelationGetRelationName(rel));
+		relation_close(rel, NoLock);
+		return false;
+	}
+	/* pages of a relation without WAL keep no LSN: never "unchanged since" */
+	wal = RelationNeedsWAL(rel);
+	st->cur_ordinal = relation_ordinal(st, relid);
+	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
+	st->prog.scan = (HeapScanDesc) scan;
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
+		uint64		ins;
+		uint64		del;
+		uint64		lsn;
+		bool		keep;
+		bool		risky;
+
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		keep = tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
+		lsn = wal ? (uint64) BufferGetLSNAtomic(buf) : PG_UINT64_MAX;
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		if (!keep || heap_attisnull(tuple, tpl_att, RelationGetDescr(rel)))
+			continue;
+		mcc_put_u64(f, tuple_tid(st, tuple));
+		mcc_put_u64(f, tuple_xmin_id(st, tuple->t_data));
+		mcc_put_u64(f, lsn);
+		mcc_put_u64(f, ins);
+		mcc_put_u64(f, del);
+		(*n)++;
+		st->heads++;
+		if (f->len >= LOAD_FRAME_BYTES)
+			heads_flush(st, f, n);
+	}
+	st->prog.blocks_before += ((HeapScanDesc) scan)->rs_nblocks;
+	st->prog.scan = NULL;
+	table_endscan(scan);
+	relation_close(rel, NoLock);
+	return true;
+}
+
+/*
+ * Read the tuples the engine wants (tids in scan order) and send them as
+ * load rows. A tuple gone since the heads were read is dead to every
+ * snapshot; a new one in its place is read as a load reads any tuple it
+ * meets (the engine absorbs its delta). False (with st->why) if unloadable.
+ */
+static bool
+fetch_wanted(load_state *st, const uint64 *tids, uint32 n)
+{
+	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row",
+												  ALLOCSET_DEFAULT_SIZES);
+	Relation	rel = NULL;
+	int			cur = -1;
+	AttrNumber	key_att = InvalidAttrNumber;
+	AttrNumber	tpl_att = InvalidAttrNumber;
+	BlockNumber nblocks = 0;
+	bool		ok = true;
+
+	for (uint32 i = 0; ok && i < n; i++)
+	{
+		int			ordinal = (int) (tids[i] >> 48);
+		BlockNumber blk = (BlockNumber) ((tids[i] >> 16) & 0xFFFFFFFF);
+		OffsetNumber off = (OffsetNumber) (tids[i] & 0xFFFF);
+		Buffer		buf;
+		Page		page;
+		ItemId		lp;
+		HeapTupleData tup;
+		uint64		ins;
+		uint64		del;
+		bool		keep;
+		bool		risky;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ordinal >= st->n_rel_order)
+			elog(ERROR, "matcher engine asked for tuple id " UINT64_FORMAT " of no relation", tids[i]);
+		if (ordinal != cur)
+		{
+			if (rel != NULL)
+				relation_close(rel, NoLock);
+			rel = relation_open(st->rel_order[ordinal], NoLock);
+			key_att = mcc_column_attnum(RelationGetRelid(rel), st->g->key_name);
+			tpl_att = mcc_column_attnum(RelationGetRelid(rel), st->g->tpl_name);
+			nblocks = RelationGetNumberOfBlocks(rel);
+			st->cur_ordinal = (uint64) ordinal << 48;
+			cur = ordinal;
+		}
+		if (blk >= nblocks)
+			continue;
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page) ||
+			!ItemIdIsNormal(lp = PageGetItemId(page, off)))
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
+		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tup.t_len = ItemIdGetLength(lp);
+		tup.t_tableOid = RelationGetRelid(rel);
+		ItemPointerSet(&tup.t_self, blk, off);
+		keep = tuple_xids(&tup, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		if (keep)
+		{
+			/* the pin keeps the tuple's data in place without the lock */
+			old = MemoryContextSwitchTo(row_cxt);
+			ok = add_row(st, rel, &tup, key_att, tpl_att, ins, del, risky);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(row_cxt);
+		}
+		ReleaseBuffer(buf);
+	}
+	if (rel != NULL)
+		relation_close(rel, NoLock);
+	MemoryContextDelete(row_cxt);
+	return ok;
+}
+
+/*
+ * A load that checks the engine's snapshot: LOAD_BEGIN, every tuple's
+ * header, then the tuples the engine wants as rows, then LOAD_END. *full
+ * is set (and nothing more sent) when the engine has no usable snapshot
+ * any more or wants too many tuples to say: the caller loads in full.
+ */
+static bool
+stream_snapshot_load(load_state *st, mcc_reply *reply, bool *full)
+{
+	StringInfoData f;
+	StringInfoData heads;
+	uint32		n = 0;
+	uint32		n_want;
+	uint64	   *tids;
+	ListCell   *lc;
+
+	*full = false;
+	send_begin(st);
+	heads_frame_begin(st, &heads);
+	foreach(lc, st->g->relids)
+		if (!heads_relation(st, lfirst_oid(lc), &heads, &n))
+			return false;
+	heads_flush(st, &heads, &n);
+	mcc_frame_begin(&f);
+	mcc_conn_send(&f, MCC_MSG_LOAD_HEADS_END, st->request_id);
+	pfree(f.data);
+	if (!mcc_conn_wait_reply(st->request_id, reply))
+	{
+		st->result = MCC_LOAD_UNAVAILABLE;
+		st->why = pstrdup("the matcher engine did not check the cache snapshot within mcc.request_timeout");
+		return false;
+	}
+	if (reply->type == MCC_MSG_ERROR &&
+		(reply->err_code == MCC_PERR_NOT_LOADED || reply->err_code == MCC_PERR_TOO_LARGE))
+	{
+		elog(DEBUG1, "mcc: gallery %u: cache snapshot not used: %s", st->g->relid,
+			 reply->err_message);
+		*full = true;
+		return true;
+	}
+	if (reply->type != MCC_MSG_WANT)
+		return true;			/* the load's answer (an error) */
+	n_want = mcc_get_u32(&reply->body);
+	tids = palloc(sizeof(uint64) * Max(n_want, 1));
+	for (uint32 i = 0; i < n_want; i++)
+		tids[i] = mcc_get_u64(&reply->body);
+	st->wanted = n_want;
+	rows_frame_begin(st);
+	if (!fetch_wanted(st, tids, n_want))
+		return false;
+	pfree(tids);
+	return finish_load(st, reply);
+}
+
+/*
+ * Has the engine a snapshot of this gallery that a load can check (it
+ * reads and checks the file now)? Its profile goes to *profile_id.
+ */
+static bool
+engine_has_snapshot(const mcc_gallery_ref *g, int *profile_id)
+{
+	StringInfoData f;
+	uint64		id = mcc_conn_next_id();
+	mcc_reply	reply;
+
+	mcc_frame_begin(&f);
+	mcc_put_gallery(&f, &g->id);
+	mcc_put_u32(&f, (uint32) *profile_id);
+	mcc_conn_send(&f, MCC_MSG_SNAPSHOT, id);
+	pfree(f.data);
+	if (!mcc_conn_wait_reply(id, &reply) || reply.type != MCC_MSG_SNAPSHOT_INFO ||
+		mcc_get_u32(&reply.body) == 0)
+		return false;
+	*profile_id = (int) mcc_get_u32(&reply.body);
+	return true;
+}
+
+/* Send LOAD_BEGIN, every row, LOAD_END; the engine's answer in *reply. */
+static bool
+stream_load(load_state *st, mcc_reply *reply)
+{
+	ListCell   *lc;
+
+	if (st->snapshot)
+	{
+		bool		full;
+
+		if (!stream_snapshot_load(st, reply, &full))
+			return false;
+		if (!full)
+			return true;
+		/* the engine dropped that load: start a full one */
+		st->snapshot = false;
+		st->flags &= ~MCC_LOAD_SNAPSHOT;
+		st->begun = false;
+		st->request_id = mcc_conn_next_id();
+		st->prog.blocks_before = 0;
+	}
+	rows_frame_begin(st);
+	foreach(lc, st->g->relids)
+		if (!load_relation(st, lfirst_oid(lc)))
+			return false;
+	return finish_load(st, reply);
 }
 
 /* Run the load; any error in the middle abandons it by closing the connection. */
@@ -684,6 +1036,16 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	st.cxt = CurrentMemoryContext;
 	st.flags = replace ? MCC_LOAD_REPLACE : 0;
 	st.pin_xmin = ActiveSnapshotSet() ? GetActiveSnapshot()->xmin : InvalidTransactionId;
+	relation_order(&st);
+	/* tuple ids keep a relation's ordinal in 16 bits */
+	if (mcc_cache_snapshots && st.n_rel_order <= 0xFFFF)
+		st.flags |= MCC_LOAD_IDS;
+	/* a cache that must be loaded anyway may come from the engine's snapshot */
+	if (replace && (st.flags & MCC_LOAD_IDS) && engine_has_snapshot(g, &st.profile_id))
+	{
+		st.snapshot = true;
+		st.flags |= MCC_LOAD_SNAPSHOT;
+	}
 	/* horizon first, then the generation: see the file comment */
 	rel = relation_open(g->relid, NoLock);
 	st.horizon = GetOldestNonRemovableTransactionId(rel);
@@ -694,6 +1056,12 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 		*why = pstrdup("the gallery's slot was freed during the load");
 		return MCC_LOAD_UNAVAILABLE;
 	}
+	/*
+	 * Before the scan: the WAL position that every later change of a page
+	 * passes, and the next xid (a snapshot's proofs, docs/matcher-service.md)
+	 */
+	st.scan_lsn = RecoveryInProgress() ? 0 : (uint64) GetXLogInsertRecPtr();
+	st.next_xid = U64FromFullTransactionId(ReadNextFullTransactionId());
 	st.prog.notices = (opts & MCC_LOADOPT_PROGRESS) && whereToSendOutput == DestRemote &&
 		client_min_messages <= NOTICE;
 	st.prog.started = st.prog.last_notice = GetCurrentTimestamp();
@@ -748,6 +1116,11 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	elog(DEBUG1, "mcc: loaded gallery %u at generation " UINT64_FORMAT ": " UINT64_FORMAT
 		 " rows sent, " UINT64_FORMAT " read in a subtransaction, " UINT64_FORMAT " vanished",
 		 g->relid, st.gen, st.rows_sent, st.guarded, st.vanished);
+	if (st.snapshot)
+		ereport(LOG,
+				(errmsg("mcc: gallery \"%s\" served from its cache snapshot: " UINT64_FORMAT
+						" tuple headers checked, " UINT64_FORMAT " rows read from the table",
+						get_rel_name(g->relid), st.heads, st.rows_sent)));
 	return MCC_LOAD_OK;
 }
 

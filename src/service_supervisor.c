@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -259,6 +260,14 @@ engine_argv(void)
 	argv[n++] = psprintf("%d", mcc_image_worker_threads);
 	argv[n++] = "--image-queue";
 	argv[n++] = psprintf("%d", mcc_image_queue_limit);
+	if (mcc_cache_snapshots)
+	{
+		/* cache snapshots (docs/matcher-service.md): in the data directory */
+		argv[n++] = "--snapshot-dir";
+		argv[n++] = psprintf("%s/mcc", DataDir);
+		argv[n++] = "--system-id";
+		argv[n++] = psprintf(UINT64_FORMAT, GetSystemIdentifier());
+	}
 	argv[n] = NULL;
 	return argv;
 }

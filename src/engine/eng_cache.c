@@ -456,6 +456,8 @@ eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
 	e->hash = hash;
 	e->insert_xid = insert_xid;
 	e->delete_xid = delete_xid;
+	e->tid = 0;
+	e->xmin = 0;
 	e->flags = flags & (ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
 	if (delete_xid == 0)
 		e->flags &= ~ENG_E_LOAD_DEL;

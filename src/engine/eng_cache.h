@@ -62,6 +62,15 @@ typedef struct eng_entry
 	uint64_t	side;			/* offset of its side in eng_cache.side */
 	uint32_t	next;			/* next entry of the same index slot */
 	uint32_t	flags;
+	/*
+	 * The tuple version's identity in the heap, for cache snapshots
+	 * (eng_snapfile.h): tid 0 when unknown (delta rows), else the
+	 * gallery-wide tuple id of mcc_proto.h's load_ids; xmin the full
+	 * inserting xid, or MCC_XMIN_FROZEN | the raw xmin of a tuple that was
+	 * frozen when read, 0 when unknown. Never changed once set.
+	 */
+	uint64_t	tid;
+	uint64_t	xmin;
 } eng_entry;
 
 typedef struct eng_cache

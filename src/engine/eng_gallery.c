@@ -9,6 +9,8 @@
 
 #include "eng_log.h"
 #include "eng_server.h"
+#include "eng_snapfile.h"
+#include "eng_snapshot.h"
 #include "mcc_hash.h"
 
 #define JOB_BATCH		1
@@ -41,7 +43,8 @@ static bool
 is_shell(const eng_gallery *g)
 {
 	return g->cache == NULL && g->loads == NULL && g->waiting == NULL &&
-		g->running == NULL && g->compacting == NULL && g->settles == NULL;
+		g->running == NULL && g->compacting == NULL && g->settles == NULL &&
+		g->snapshotting == NULL && atomic_load(&g->snap_writing) == 0;
 }
 
 /* Free a shell gallery (see is_shell). */
@@ -51,6 +54,7 @@ gallery_free(eng_server *s, uint32_t i)
 	eng_gallery *g = s->gal[i];
 
 	eng_genq_free(&g->q);
+	eng_snap_free(g->snap);
 	free(g);
 	s->gal[i] = s->gal[--s->n_gal];
 }
@@ -142,6 +146,12 @@ unpin(eng_gallery *g, eng_cache *c)
 	c->pins--;
 	if (c->pins == 0 && c != g->cache)
 		eng_cache_free(c);
+}
+
+void
+eng_gallery_unpin(eng_gallery *g, eng_cache *c)
+{
+	unpin(g, c);
 }
 
 /* Detach the current cache (freed now, or by its last reader). */
@@ -301,6 +311,7 @@ apply_settles(eng_server *s, eng_gallery *g)
 
 			if (purged)
 				eng_log(ENG_LOG_DEBUG, "gallery %s: %u entries purged", gname(g), purged);
+			eng_snapshot_due(s, g, ENG_SNAP_SETTLE_DELAY_USEC);
 		}
 		conn = eng_conn_by_id(s, st->conn_id);
 		if (conn)
@@ -1227,6 +1238,8 @@ load_free(eng_conn *c, eng_load *l)
 			break;
 		}
 	eng_cache_free(l->build);
+	eng_snap_free(l->snap);
+	free(l->want);
 	if (c)
 		c->load = NULL;
 	free(l);
@@ -1436,7 +1449,8 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 
 void
 eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
-			 uint64_t delete_xid, const uint8_t *tpl, uint32_t len)
+			 uint64_t delete_xid, const uint8_t *tpl, uint32_t len,
+			 uint64_t tid, uint64_t xmin, bool checked)
 {
 	mcc_template_view v;
 	mcc_error	err;
@@ -1445,7 +1459,9 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 	if (l->build == NULL)
 		return;
 	mcc_error_clear(&err);
-	st = mcc_template_open(tpl, len, &v, &err);
+	/* checked: a template the engine cached before (a snapshot's, CRC-checked) */
+	st = checked ? mcc_template_open_header(tpl, len, &v, &err) :
+		mcc_template_open(tpl, len, &v, &err);
 	if (st == MCC_OK)
 		st = eng_cache_append(l->build, key, mcc_template_hash(tpl, len), insert_xid,
 							  delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &v, NULL, &err);
@@ -1459,6 +1475,10 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 	}
 	if (st == MCC_OK)
 	{
+		eng_entry  *e = &l->build->entries[l->build->soa.n_tpl - 1];
+
+		e->tid = tid;
+		e->xmin = xmin;
 		l->rows++;
 		return;
 	}
@@ -1486,6 +1506,7 @@ eng_load_end(eng_server *s, eng_conn *c)
 	eng_cache  *old = g->cache;
 	double		secs = (double) (eng_now_usec() - l->t_start) / 1e6;
 	uint64_t	request_id;
+	bool		snap_unchanged;
 
 	if (l->perr != 0)
 	{
@@ -1509,6 +1530,15 @@ eng_load_end(eng_server *s, eng_conn *c)
 	g->cache = l->build;
 	l->build = NULL;
 	g->cache->applied_gen = l->gen;
+	g->scan_lsn = (l->flags & MCC_LOAD_IDS) ? l->scan_lsn : 0;
+	eng_snap_free(g->snap);		/* a snapshot read for a load that did not use it */
+	g->snap = NULL;
+	snap_unchanged = (l->flags & MCC_LOAD_SNAPSHOT) && l->from_snap == l->rows &&
+		l->from_snap == l->snap_rows;
+	if (l->flags & MCC_LOAD_SNAPSHOT)
+		eng_log(ENG_LOG_INFO, "gallery %s: %llu of %llu rows taken from the cache snapshot, "
+				"%llu read from the table", gname(g), (unsigned long long) l->from_snap,
+				(unsigned long long) l->rows, (unsigned long long) (l->rows - l->from_snap));
 	if (old != NULL && old->pins == 0)
 		eng_cache_free(old);
 	g->loaded_at = eng_wall_usec();
@@ -1525,6 +1555,13 @@ eng_load_end(eng_server *s, eng_conn *c)
 				(double) g->cache->bytes / 1048576.0, secs,
 				(unsigned long long) g->cache->applied_gen);
 		reply_loaded(c, request_id, g->cache);
+		/*
+		 * A snapshot check that read and dropped nothing leaves the file
+		 * valid (its older scan position proves less, never more); else
+		 * write soon, though not while the first searches run.
+		 */
+		if (!snap_unchanged)
+			eng_snapshot_due(s, g, ENG_SNAP_LOAD_DELAY_USEC);
 	}
 	else
 		eng_reply_error(c, request_id, MCC_PERR_NOT_LOADED, 0,
@@ -1570,6 +1607,7 @@ eng_gallery_free_all(eng_server *s)
 			eng_cache_free(g->compacting->result);
 			free(g->compacting);
 		}
+		eng_snapshot_forget(g);
 		eng_cache_free(g->cache);
 		g->cache = NULL;
 		while (g->waiting)

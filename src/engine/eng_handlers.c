@@ -10,6 +10,8 @@
 
 #include "eng_log.h"
 #include "eng_server.h"
+#include "eng_snapfile.h"
+#include "eng_snapshot.h"
 
 /* HELLO: check the version, introduce the engine. */
 static bool
@@ -185,6 +187,9 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	uint64_t	expected;
 	int32_t		priority;
 	uint32_t	flags;
+	uint64_t	scan_lsn = 0;
+	uint64_t	next_xid = 0;
+	eng_load   *l;
 
 	eng_rd_gallery(r, &id);
 	gen = eng_rd_u64(r);
@@ -192,11 +197,32 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	expected = eng_rd_u64(r);
 	priority = (int32_t) eng_rd_u32(r);
 	flags = eng_rd_u32(r);
-	if (!eng_rd_done(r))
+	if (flags & MCC_LOAD_IDS)
+	{
+		scan_lsn = eng_rd_u64(r);
+		next_xid = eng_rd_u64(r);
+	}
+	if (!eng_rd_done(r) || (flags & (MCC_LOAD_SNAPSHOT | MCC_LOAD_IDS)) == MCC_LOAD_SNAPSHOT)
 		return false;
-	if (eng_load_begin(s, c, h->request_id, &id, gen, profile, expected, priority,
-					   flags) == NULL)
+	l = eng_load_begin(s, c, h->request_id, &id, gen, profile, expected, priority, flags);
+	if (l == NULL)
+	{
 		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
+		return true;
+	}
+	l->scan_lsn = scan_lsn;
+	l->next_xid = next_xid;
+	if (flags & MCC_LOAD_SNAPSHOT)
+	{
+		/* the snapshot SNAPSHOT read, if its profile is the load's */
+		if (l->gallery->snap != NULL && l->profile != NULL &&
+			l->gallery->snap->id.profile_id == (uint32_t) l->profile->id)
+		{
+			l->snap = l->gallery->snap;
+			l->snap_rows = l->snap->n_rows;
+			l->gallery->snap = NULL;
+		}
+	}
 	return true;
 }
 
@@ -207,8 +233,13 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	uint32_t	n = eng_rd_u32(r);
 	size_t		rows_at = r->pos;
 	eng_load   *l = c->load;
+	bool		ids;
 
-	if (r->bad || (uint64_t) n * 28 > eng_rd_left(r))
+	if (l == NULL || l->request_id != h->request_id)
+		l = NULL;
+	/* a row carries load_ids when its load said so (MCC_LOAD_IDS) */
+	ids = l != NULL && (l->flags & MCC_LOAD_IDS);
+	if (r->bad || (uint64_t) n * (ids ? 44 : 28) > eng_rd_left(r))
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 	{
@@ -218,11 +249,19 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		(void) eng_rd_u64(r);
 		(void) eng_rd_u64(r);
 		(void) eng_rd_bytes(r, &len);
+		if (ids)
+		{
+			(void) eng_rd_u64(r);
+			(void) eng_rd_u64(r);
+		}
+	}
+	if (l == NULL)
+	{
+		/* a load cancelled or replaced meanwhile: its rows are not checked */
+		return true;
 	}
 	if (!eng_rd_done(r))
 		return false;
-	if (l == NULL || l->request_id != h->request_id)
-		return true;			/* a load cancelled or replaced meanwhile */
 	r->pos = rows_at;
 	for (uint32_t i = 0; i < n; i++)
 	{
@@ -231,9 +270,67 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		uint64_t	dxid = eng_rd_u64(r);
 		uint32_t	len;
 		const uint8_t *p = eng_rd_bytes(r, &len);
+		uint64_t	tid = ids ? eng_rd_u64(r) : 0;
+		uint64_t	xmin = ids ? eng_rd_u64(r) : 0;
 
-		eng_load_row(s, l, key, ixid, dxid, p, len);
+		eng_load_row(s, l, key, ixid, dxid, p, len, tid, xmin, false);
 	}
+	return true;
+}
+
+/* SNAPSHOT: is there a usable snapshot of this gallery? */
+static bool
+h_snapshot(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+	uint32_t	profile;
+
+	eng_rd_gallery(r, &id);
+	profile = eng_rd_u32(r);
+	if (!eng_rd_done(r))
+		return false;
+	eng_snapshot_info(s, c, h->request_id, &id, profile);
+	return true;
+}
+
+/* LOAD_HEADS: tuple headers of a load that checks a snapshot. */
+static bool
+h_load_heads(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	uint32_t	n = eng_rd_u32(r);
+	eng_load   *l = c->load;
+
+	if (r->bad || (uint64_t) n * 40 != eng_rd_left(r))
+		return false;
+	if (l == NULL || l->request_id != h->request_id || !(l->flags & MCC_LOAD_SNAPSHOT))
+		return true;			/* a load cancelled or replaced meanwhile */
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint64_t	tid = eng_rd_u64(r);
+		uint64_t	xmin = eng_rd_u64(r);
+		uint64_t	lsn = eng_rd_u64(r);
+		uint64_t	ixid = eng_rd_u64(r);
+		uint64_t	dxid = eng_rd_u64(r);
+
+		eng_snapshot_head(s, l, tid, xmin, lsn, ixid, dxid);
+	}
+	return true;
+}
+
+/* LOAD_HEADS_END: reply the tuples to read. */
+static bool
+h_load_heads_end(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	if (!eng_rd_done(r))
+		return false;
+	if (c->load == NULL || c->load->request_id != h->request_id ||
+		!(c->load->flags & MCC_LOAD_SNAPSHOT))
+	{
+		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
+						"no snapshot-checked load in progress for this request");
+		return true;
+	}
+	eng_snapshot_heads_end(s, c, h->request_id);
 	return true;
 }
 
@@ -532,6 +629,7 @@ h_evict(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	if (!eng_rd_done(r))
 		return false;
 	eng_gallery_evict(s, &id);
+	eng_snapshot_remove(s, &id);
 	eng_reply_ok(c, h->request_id);
 	return true;
 }
@@ -573,6 +671,12 @@ eng_handle_frame(eng_server *s, eng_conn *c, const mcc_frame_hdr *h,
 			return h_engine_status(s, c, h, &r);
 		case MCC_MSG_PRIORITY:
 			return h_priority(s, c, h, &r);
+		case MCC_MSG_SNAPSHOT:
+			return h_snapshot(s, c, h, &r);
+		case MCC_MSG_LOAD_HEADS:
+			return h_load_heads(s, c, h, &r);
+		case MCC_MSG_LOAD_HEADS_END:
+			return h_load_heads_end(s, c, h, &r);
 		case MCC_MSG_REFINE:
 			return h_refine(s, c, h, &r);
 		case MCC_MSG_SAD:

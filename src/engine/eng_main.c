@@ -29,6 +29,7 @@
 
 #include "eng_log.h"
 #include "eng_server.h"
+#include "eng_snapshot.h"
 
 static int	signal_pipe[2] = {-1, -1};
 
@@ -53,7 +54,8 @@ usage(void)
 			"                  [--delta-timeout MS] [--max-batch N] [--gpu auto|off|on]\n"
 			"                  [--gpu-memory-limit BYTES] [--gpu-partitions N]\n"
 			"                  [--gpu-refine on|off]\n"
-			"                  [--image-threads N] [--image-queue N]\n");
+			"                  [--image-threads N] [--image-queue N]\n"
+			"                  [--snapshot-dir DIR] [--system-id N]\n");
 }
 
 /* Parse a non-negative integer with an optional k/M/G (1024-based) suffix. */
@@ -255,6 +257,16 @@ main(int argc, char **argv)
 			ok = parse_int(val, 0, 1024, &v) && ((cfg.image_threads = (int) v), true);
 		else if (ok && strcmp(a, "--image-queue") == 0)
 			ok = parse_int(val, 0, 1 << 20, &v) && ((cfg.image_queue = (uint32_t) v), true);
+		else if (ok && strcmp(a, "--snapshot-dir") == 0)
+			cfg.snapshot_dir = val;
+		else if (ok && strcmp(a, "--system-id") == 0)
+		{
+			char	   *end;
+
+			errno = 0;
+			cfg.system_id = strtoull(val, &end, 10);
+			ok = errno == 0 && end != val && *end == '\0';
+		}
 		else
 			ok = false;
 		if (!ok)
@@ -288,6 +300,7 @@ main(int argc, char **argv)
 		eng_log(ENG_LOG_ERROR, "could not start %d threads", cfg.threads);
 		return 1;
 	}
+	eng_snapshot_init(&s);
 	s.listen_fd = listen_on(socket_path);
 	if (s.listen_fd < 0)
 	{
@@ -313,6 +326,7 @@ main(int argc, char **argv)
 	}
 	rc = eng_server_run(&s, (int) parent_fd, signal_pipe[0]);
 	eng_server_fail_all(&s, "matcher engine is shutting down");
+	eng_snapshot_shutdown(&s);
 	unlink(socket_path);
 	eng_server_destroy(&s);
 	eng_log(ENG_LOG_INFO, "exited");

@@ -13,6 +13,7 @@
 
 #include "eng_log.h"
 #include "eng_server.h"
+#include "eng_snapshot.h"
 
 int64_t
 eng_now_usec(void)
@@ -126,6 +127,9 @@ job_done(eng_server *s, eng_job *job)
 		case ENG_JOB_IMAGE:
 			eng_image_job_done(s, job);
 			break;
+		case ENG_JOB_SNAPSHOT:
+			eng_snapshot_job_done(s, job);
+			break;
 		case 1:					/* eng_gallery.c's passes and compactions */
 		case 2:
 		case ENG_JOB_RESCORE:	/* a refining pass's rescoring, which its pass awaits */
@@ -156,6 +160,7 @@ eng_server_step(eng_server *s)
 	/* deadlines, and anything that became possible */
 	for (uint32_t i = 0; i < s->n_gal; i++)
 		eng_gallery_advance(s, s->gal[i]);
+	eng_snapshot_step(s);
 }
 
 void
@@ -232,7 +237,11 @@ static int
 poll_timeout(eng_server *s)
 {
 	int64_t		d = eng_gallery_next_deadline(s);
+	int64_t		snap = eng_snapshot_next_due(s);
 	int64_t		ms;
+
+	if (snap < d)
+		d = snap;
 
 	if (d == INT64_MAX)
 		return -1;

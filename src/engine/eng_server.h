@@ -42,6 +42,8 @@ typedef struct eng_config
 	bool		gpu_refine_off; /* rescore shortlists on the CPU threads even with a GPU */
 	int			image_threads;	/* image jobs' own threads; 0: half of threads, at least 1 */
 	uint32_t	image_queue;	/* image jobs admitted at once; 0: 4 per image thread */
+	const char *snapshot_dir;	/* cache snapshots: NULL, off (eng_snapshot.h) */
+	uint64_t	system_id;		/* the cluster's, recorded in snapshots */
 } eng_config;
 
 struct eng_gallery;
@@ -90,6 +92,14 @@ typedef struct eng_load
 	uint64_t	rows;
 	int64_t		t_start;
 	uint32_t	flags;			/* MCC_LOAD_* */
+	uint64_t	scan_lsn;		/* MCC_LOAD_IDS: LOAD_BEGIN's */
+	uint64_t	next_xid;
+	struct eng_snap *snap;		/* MCC_LOAD_SNAPSHOT: the snapshot checked, until WANT */
+	uint64_t   *want;			/* tids the snapshot did not prove */
+	uint32_t	n_want;
+	uint32_t	cap_want;
+	uint64_t	from_snap;		/* rows taken from the snapshot */
+	uint64_t	snap_rows;		/* rows the snapshot had */
 } eng_load;
 
 /* A SETTLE waiting for its cache to be free of readers. */
@@ -137,6 +147,13 @@ typedef struct eng_gallery
 	int64_t		loaded_at;		/* realtime usec */
 	double		load_seconds;
 	int64_t		last_used;		/* monotonic usec */
+	/* cache snapshots (eng_snapshot.h) */
+	uint64_t	scan_lsn;		/* of the load that made the cache (0: unknown) */
+	struct eng_snap *snap;		/* read for a load to check (SNAPSHOT), or NULL */
+	bool		snap_dirty;		/* the cache changed since its last snapshot */
+	int64_t		snap_due;		/* monotonic usec: write then */
+	struct eng_snap_job *snapshotting;	/* encoding in the pool, or NULL */
+	atomic_int	snap_writing;	/* a writer thread has its file open */
 } eng_gallery;
 
 typedef struct eng_conn
@@ -255,6 +272,8 @@ bool		eng_gallery_cancel(eng_server *s, uint64_t conn_id, uint64_t request_id);
 void		eng_gallery_evict(eng_server *s, const mcc_gallery_id *id);
 void		eng_gallery_set_priority(eng_server *s, const mcc_gallery_id *id, int32_t priority);
 void		eng_gallery_free_all(eng_server *s);
+/* A reader (a snapshot's encoding) is done with cache c. */
+void		eng_gallery_unpin(eng_gallery *g, eng_cache *c);
 int64_t		eng_gallery_next_deadline(eng_server *s);
 void		eng_request_free(eng_request *r);
 void		eng_settle_free(eng_settle *st);
@@ -265,7 +284,8 @@ eng_load   *eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 						   uint32_t profile_id, uint64_t expected_rows,
 						   int32_t priority, uint32_t flags);
 void		eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
-						 uint64_t delete_xid, const uint8_t *tpl, uint32_t len);
+						 uint64_t delete_xid, const uint8_t *tpl, uint32_t len,
+						 uint64_t tid, uint64_t xmin, bool checked);
 void		eng_load_end(eng_server *s, eng_conn *c);
 void		eng_load_abort(eng_server *s, eng_conn *c);
 

@@ -110,6 +110,29 @@
  *                priority -> OK (the priority of LOAD_BEGIN, changed)
  *   EVICT        gallery (rel 0: every gallery of db; db 0: all;
  *                signature 0: every signature of db/rel) -> OK
+ *                (also removes the cache snapshots of those galleries)
+ *
+ * Cache snapshots (docs/matcher-service.md, "Cache snapshots"): the engine
+ * keeps on disk, per gallery, the identity, key and template of its cached
+ * tuple versions (src/engine/eng_snapfile.h); after a restart a load
+ * checks them against the heap's tuple headers instead of reading every
+ * template:
+ *   SNAPSHOT     gallery, uint32 profile_id (0: any)
+ *                -> SNAPSHOT_INFO uint32 usable (1: a snapshot of this
+ *                   gallery, signature and profile was read and checked),
+ *                   uint32 profile_id, uint64 rows
+ *                (a damaged or foreign file is logged, removed, usable 0)
+ *   LOAD_BEGIN with MCC_LOAD_SNAPSHOT, then
+ *   LOAD_HEADS   uint32 n, n x head                   (any number of frames)
+ *   LOAD_HEADS_END (empty)
+ *                -> WANT uint32 n, n x uint64 tid: the heap tuples whose
+ *                   version the snapshot does not prove (the client sends
+ *                   them as LOAD_ROWS, then LOAD_END as for any load);
+ *                   every other head became an entry with the snapshot's
+ *                   key and template and the head's xids
+ *                -> ERROR MCC_PERR_NOT_LOADED (no usable snapshot any more),
+ *                   MCC_PERR_TOO_LARGE (WANT would pass the frame limit):
+ *                   the client loads in full instead
  *
  *
  * Image and point jobs (docs/matcher-engine.md, "Image jobs"): one request,
@@ -174,7 +197,15 @@
  *                 judge against its snapshot; at most MCC_PROTO_MAX_GROUPS,
  *                 else MCC_COUNT_OVERFLOW with n_certain and n_groups 0)
  * load_row      = int64 key, uint64 insert_xid, uint64 delete_xid (0: none),
- *                 bytes template
+ *                 bytes template, and with MCC_LOAD_IDS: load_ids
+ * load_ids      = uint64 tid (the tuple's gallery-wide id: the partition's
+ *                 ordinal among the gallery's relations sorted by OID << 48
+ *                 | block << 16 | offset), uint64 xmin (the full inserting
+ *                 xid, or MCC_XMIN_FROZEN | the raw xmin when the tuple is
+ *                 frozen)
+ * head          = load_ids, uint64 page_lsn (the tuple's page LSN; UINT64_MAX
+ *                 for relations without WAL), uint64 insert_xid, uint64
+ *                 delete_xid (a load_row's xids, for the same tuple)
  *                 (insert_xid: the raw xmin; delete_xid: the raw xmax whenever
  *                 a deleter exists that has not aborted, in progress included,
  *                 else 0; xids below 3 count as committed)
@@ -277,6 +308,13 @@ typedef enum mcc_msg_type
 	MCC_MSG_ENGINE_STATUS_REPLY,
 	MCC_MSG_PRIORITY,
 
+	/* cache snapshots: numbered apart, like the image jobs */
+	MCC_MSG_SNAPSHOT = 48,
+	MCC_MSG_SNAPSHOT_INFO,
+	MCC_MSG_LOAD_HEADS,
+	MCC_MSG_LOAD_HEADS_END,
+	MCC_MSG_WANT,
+
 	/* image and point jobs: numbered apart, so other additions cannot shift them */
 	MCC_MSG_SAD = 64,
 	MCC_MSG_SAD_RESULT,
@@ -305,6 +343,16 @@ typedef enum mcc_count_state
 
 /* LOAD_BEGIN flags */
 #define MCC_LOAD_REPLACE	0x0001	/* the current cache may give way to make room */
+/*
+ * Rows carry load_ids; LOAD_BEGIN ends with uint64 scan_lsn (the WAL insert
+ * position read before the heap scan, 0 if unknown) and uint64 next_xid
+ * (the next full xid read then).
+ */
+#define MCC_LOAD_IDS		0x0002
+#define MCC_LOAD_SNAPSHOT	0x0004	/* heads first, checked against the snapshot */
+
+/* load_ids xmin of a tuple frozen when read: the raw 32-bit xmin below it */
+#define MCC_XMIN_FROZEN		(UINT64_C(1) << 63)
 
 /* HELLO_OK flags */
 #define MCC_HELLO_IMAGES	0x0001	/* the engine takes image and point jobs */

@@ -1,0 +1,339 @@
+/*
+ * test_engine_snapshot.c: the cache snapshot file (eng_snapfile.h): CRC-32C,
+ * a round trip of a cache (entries without a tuple id or purged are left
+ * out), and every kind of damaged or foreign file detected: truncated,
+ * bytes flipped anywhere, another table, database, signature or cluster,
+ * another format version, protocol or profile. Then the rule that says
+ * whether a heap tuple is the snapshot's version (frozen xmins included),
+ * and the atomic write and read of a file.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unit.h"
+#include "engine_testlib.h"
+#include "eng_cache.h"
+#include "eng_snapfile.h"
+#include "mcc_crc32c.h"
+#include "mcc_proto.h"
+
+/* Bit by bit: the definition. */
+static uint32_t
+crc_ref(const uint8_t *p, size_t n)
+{
+	uint32_t	c = 0xFFFFFFFFu;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+	}
+	return ~c;
+}
+
+static void
+test_crc(void)
+{
+	uint8_t		buf[300];
+	bool		ok = true;
+	tg_rng		r = {7};
+
+	UNIT_CHECK(mcc_crc32c(0, "123456789", 9) == 0xE3069283u, "CRC-32C of \"123456789\"");
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t) tg_int(&r, 0, 255);
+	for (size_t off = 0; off < 8; off++)
+		for (size_t n = 0; off + n <= sizeof(buf); n += 1 + n / 8)
+			ok &= mcc_crc32c(0, buf + off, n) == crc_ref(buf + off, n);
+	UNIT_CHECK(ok, "CRC-32C equals the bitwise definition at every offset and length");
+	UNIT_CHECK(mcc_crc32c(mcc_crc32c(0, buf, 100), buf + 100, 200) == crc_ref(buf, 300),
+			   "CRC-32C continues over pieces");
+}
+
+static const eng_snap_ident ident = {.db_oid = 16384, .rel_oid = 16500,
+.signature = UINT64_C(0x1234567890abcdef), .system_id = UINT64_C(7300000000000000001),
+.profile_id = 0};
+
+/*
+ * A cache of n templates: entry i has tuple id i + 1 and xmin 1000 + i,
+ * except every fifth (no tuple id: a delta row) and every seventh (purged).
+ */
+static eng_cache *
+make_cache(const tl_tpl *t, int n, int *expect_rows)
+{
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(mcc_profile_by_id(MCC_PROFILE_DEFAULT), NULL, 0, 0, &err);
+
+	*expect_rows = 0;
+	for (int i = 0; i < n; i++)
+	{
+		mcc_template_view v = tl_view(&t[i]);
+		uint32_t	idx;
+
+		eng_cache_append(c, 100 + i, mcc_template_hash(t[i].b, t[i].n), 0, 0, 0, &v, &idx, &err);
+		if (i % 5 != 4)
+		{
+			c->entries[idx].tid = (uint64_t) i + 1;
+			c->entries[idx].xmin = i % 3 == 0 ? (MCC_XMIN_FROZEN | (uint64_t) (1000 + i)) :
+				(uint64_t) (1000 + i);
+		}
+		if (i % 7 == 6)
+			eng_cache_purge(c, idx);
+		else if (i % 5 != 4)
+			(*expect_rows)++;
+	}
+	return c;
+}
+
+/* Decode a copy of buf[0, len); true if it is accepted. */
+static bool
+accepts(const uint8_t *buf, size_t len, const eng_snap_ident *expect, char *why, size_t why_size)
+{
+	uint8_t    *copy = malloc(len ? len : 1);
+	eng_snap   *s;
+	mcc_error	err;
+	mcc_status	st;
+
+	memcpy(copy, buf, len);
+	mcc_error_clear(&err);
+	st = eng_snap_decode(copy, len, expect, &s, &err);
+	if (why)
+		snprintf(why, why_size, "%s", err.message);
+	eng_snap_free(s);
+	return st == MCC_OK;
+}
+
+/* Patch a uint32 header field at off and fix the CRC (a well-formed file of another kind). */
+static uint8_t *
+patched(const uint8_t *buf, size_t len, size_t off, uint32_t v)
+{
+	uint8_t    *p = malloc(len);
+	uint32_t	crc;
+
+	memcpy(p, buf, len);
+	memcpy(p + off, &v, 4);
+	crc = mcc_crc32c(0, p, len - 4);
+	memcpy(p + len - 4, &crc, 4);
+	return p;
+}
+
+static void
+test_round_trip_and_damage(const tl_tpl *t, int n)
+{
+	int			expect_rows;
+	eng_cache  *c = make_cache(t, n, &expect_rows);
+	uint8_t    *buf;
+	size_t		len;
+	mcc_error	err;
+	eng_snap   *s;
+	bool		ok = true;
+	int			rows = 0;
+	char		why[300];
+	eng_snap_ident other;
+	int			undetected = 0;
+	int			tried = 0;
+
+	UNIT_CHECK(eng_snap_encode(c, &ident, 4242, 1, &buf, &len, &err) == MCC_OK, "encode");
+	UNIT_CHECK(accepts(buf, len, &ident, why, sizeof(why)), "the file is accepted (%s)", why);
+
+	/* round trip */
+	{
+		uint8_t    *copy = malloc(len);
+
+		memcpy(copy, buf, len);
+		ok = eng_snap_decode(copy, len, &ident, &s, &err) == MCC_OK;
+	}
+	UNIT_CHECK(ok && s->n_rows == (uint64_t) expect_rows && s->scan_lsn == 4242 &&
+			   s->id.profile_id == MCC_PROFILE_DEFAULT,
+			   "round trip: %d rows (live entries with a tuple id), header fields kept",
+			   expect_rows);
+	for (int i = 0; ok && i < n; i++)
+	{
+		uint32_t	r = eng_snap_find(s, (uint64_t) i + 1);
+		bool		written = i % 5 != 4 && i % 7 != 6;
+
+		if (!written)
+		{
+			ok = r == ENG_NONE || i % 5 == 4;
+			continue;
+		}
+		rows++;
+		ok = r != ENG_NONE && s->rows[r].key == 100 + i &&
+			s->rows[r].xmin == (i % 3 == 0 ? (MCC_XMIN_FROZEN | (uint64_t) (1000 + i)) :
+								(uint64_t) (1000 + i)) &&
+			s->rows[r].len == t[i].n &&
+			mcc_template_hash(s->buf + s->rows[r].off, s->rows[r].len) ==
+			mcc_template_hash(t[i].b, t[i].n);
+	}
+	UNIT_CHECK(ok && rows == expect_rows,
+			   "round trip: every row's tuple id, xmin, key and template (by hash) come back");
+	UNIT_CHECK(eng_snap_find(s, 9999) == ENG_NONE, "an unknown tuple id is not found");
+	eng_snap_free(s);
+
+	/* truncated */
+	ok = true;
+	for (size_t cut = 0; cut < len; cut += (cut < 200 ? 1 : 997))
+		ok &= !accepts(buf, cut, &ident, NULL, 0);
+	ok &= !accepts(buf, len - 1, &ident, NULL, 0);
+	UNIT_CHECK(ok, "every truncated file is rejected (%zu bytes in all)", len);
+	accepts(buf, len - 100, &ident, why, sizeof(why));
+	UNIT_CHECK(strstr(why, "checksum") != NULL, "truncation: \"%s\"", why);
+
+	/* flipped bytes: every byte of the header and trailer, a spread over the rows */
+	for (size_t pos = 0; pos < len; pos += (pos < ENG_SNAP_HEADER_BYTES + 64 || pos + 64 > len) ? 1 : 61)
+		for (int bit = 0; bit < 8; bit += 3)
+		{
+			uint8_t    *p = malloc(len);
+
+			memcpy(p, buf, len);
+			p[pos] ^= (uint8_t) (1u << bit);
+			tried++;
+			undetected += accepts(p, len, &ident, NULL, 0);
+			free(p);
+		}
+	UNIT_CHECK(undetected == 0, "%d of %d files with a flipped bit are accepted", undetected, tried);
+
+	/* foreign: another table, database, signature, cluster, profile */
+	other = ident;
+	other.rel_oid++;
+	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "another table"),
+			   "another table's file is rejected: \"%s\"", why);
+	other = ident;
+	other.db_oid++;
+	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "another table"),
+			   "another database's file is rejected: \"%s\"", why);
+	other = ident;
+	other.signature ^= 1;
+	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "signature"),
+			   "a file of the table before a rewrite (another signature) is rejected: \"%s\"", why);
+	other = ident;
+	other.system_id++;
+	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "cluster"),
+			   "another cluster's file is rejected: \"%s\"", why);
+	other = ident;
+	other.profile_id = MCC_PROFILE_TPAMI2010;
+	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "profile"),
+			   "a file of another profile is rejected: \"%s\"", why);
+	other.profile_id = MCC_PROFILE_DEFAULT;
+	UNIT_CHECK(accepts(buf, len, &other, why, sizeof(why)), "... and one of the profile asked for accepted");
+
+	/* well-formed files of another version (CRC right) */
+	{
+		uint8_t    *p = patched(buf, len, 8, ENG_SNAP_FORMAT + 1);
+
+		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "format"),
+				   "another format version is rejected: \"%s\"", why);
+		free(p);
+		p = patched(buf, len, 12, MCC_PROTO_VERSION + 1);
+		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "protocol"),
+				   "a file of another engine protocol is rejected: \"%s\"", why);
+		free(p);
+		p = patched(buf, len, 16, MCC_PROFILE_TPAMI2010);
+		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)),
+				   "a header claiming another profile than its templates' is rejected: \"%s\"", why);
+		free(p);
+		p = patched(buf, len, 0, 0x5850414e);
+		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "magic"),
+				   "another kind of file is rejected: \"%s\"", why);
+		free(p);
+	}
+	free(buf);
+	eng_cache_free(c);
+}
+
+static void
+test_same_version(void)
+{
+	const uint64_t F = MCC_XMIN_FROZEN;
+	const uint64_t E = UINT64_C(1) << 32;
+	uint64_t	x = 5 * E + 1000;	/* a full xid in epoch 5 */
+
+	UNIT_CHECK(eng_snap_same_version(x, 900, x, 100, x + 10), "same full xmin: same version");
+	UNIT_CHECK(!eng_snap_same_version(x + 1, 50, x, 100, x + 10),
+			   "another full xmin: another version, even on an unchanged page");
+	UNIT_CHECK(!eng_snap_same_version(x + E, 900, x, 100, x + E + 10),
+			   "same low 32 bits, another epoch (not frozen): another version");
+	UNIT_CHECK(!eng_snap_same_version(0, 0, x, 100, x + 10) &&
+			   !eng_snap_same_version(x, 0, 0, 100, x + 10), "an unknown xmin proves nothing");
+	/* the heap tuple was frozen since the snapshot read it */
+	UNIT_CHECK(eng_snap_same_version(F | (uint32_t) x, 900, x, 100, x + 10),
+			   "frozen since, same raw xmin, within an epoch of the next xid: same version");
+	UNIT_CHECK(!eng_snap_same_version(F | (uint32_t) x, 900, x, 100, x + E + 10),
+			   "frozen since, but an epoch went by: not proved");
+	UNIT_CHECK(eng_snap_same_version(F | (uint32_t) x, 90, x, 100, x + E + 10),
+			   "... unless the page is unchanged since the snapshot's scan");
+	UNIT_CHECK(!eng_snap_same_version(F | (uint32_t) (x + 1), 90, x, 100, x + 10),
+			   "frozen with another raw xmin: another version");
+	/* frozen when read: the epoch is unknown */
+	UNIT_CHECK(eng_snap_same_version(F | 1000, 100, F | 1000, 100, x),
+			   "frozen then and now, page unchanged since the scan: same version");
+	UNIT_CHECK(!eng_snap_same_version(F | 1000, 101, F | 1000, 100, x),
+			   "frozen then and now, page changed since (VACUUM FREEZE, a new tuple): not proved");
+	UNIT_CHECK(!eng_snap_same_version(x, 50, F | (uint32_t) x, 100, x + 10),
+			   "frozen then, not frozen now: another version");
+	UNIT_CHECK(!eng_snap_same_version(F | 1000, UINT64_MAX, F | 1000, UINT64_MAX - 1, x),
+			   "a relation without WAL (page LSN UINT64_MAX) proves nothing by its pages");
+}
+
+static void
+test_files(const tl_tpl *t, int n)
+{
+	char		dir[] = "/tmp/mcc-snap-test.XXXXXX";
+	char		path[256];
+	int			expect_rows;
+	eng_cache  *c = make_cache(t, n, &expect_rows);
+	uint8_t    *buf;
+	size_t		len;
+	mcc_error	err;
+	eng_snap   *s = NULL;
+	bool		missing;
+	FILE	   *f;
+
+	if (mkdtemp(dir) == NULL)
+	{
+		UNIT_SKIP("no temporary directory");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/1_2.snap", dir);
+	UNIT_CHECK(eng_snap_read_file(path, &ident, &s, &missing, &err) != MCC_OK && missing,
+			   "no file: said missing");
+	eng_snap_encode(c, &ident, 1, 1, &buf, &len, &err);
+	mcc_error_clear(&err);
+	UNIT_CHECK(eng_snap_write_file(path, buf, len, &err) == MCC_OK, "write (%s)", err.message);
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".tmp");
+	UNIT_CHECK(access(path, F_OK) != 0, "no temporary file is left");
+	path[strlen(path) - 4] = '\0';
+	UNIT_CHECK(eng_snap_read_file(path, &ident, &s, &missing, &err) == MCC_OK &&
+			   s->n_rows == (uint64_t) expect_rows, "read back");
+	eng_snap_free(s);
+	/* truncate the file on disk */
+	f = fopen(path, "r+");
+	if (f != NULL)
+	{
+		(void) ftruncate(fileno(f), (off_t) len / 2);
+		fclose(f);
+	}
+	UNIT_CHECK(eng_snap_read_file(path, &ident, &s, &missing, &err) != MCC_OK && !missing,
+			   "a truncated file is rejected: \"%s\"", err.message);
+	unlink(path);
+	rmdir(dir);
+	free(buf);
+	eng_cache_free(c);
+}
+
+int
+main(void)
+{
+	int			n = 40;
+	tl_tpl	   *t;
+
+	mcc_lss_init();
+	t = tl_templates(5, n, 6);
+	test_crc();
+	test_round_trip_and_damage(t, n);
+	test_same_version();
+	test_files(t, n);
+	tl_templates_free(t, n);
+	return unit_done();
+}
