@@ -30,6 +30,10 @@
  * Nothing is collected for a gallery that has no slot in shared memory: no
  * cache of it exists, and any later load scans the heap after these rows
  * were written.
+ *
+ * Every statement's changes also go to the change log that feeds hot
+ * standbys (src/service_changelog.c), whether or not this server caches the
+ * gallery: a standby's engine learns them from there.
  */
 #include "mcc_pg.h"
 #include "service.h"
