@@ -428,6 +428,13 @@ extern bool mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id);
 extern void mcc_slot_mark_reload(const mcc_gallery_ref *g);
 
 /*
+ * Mark a reload at the slot's next generation, so that the load claims a
+ * generation above all the current cache applied (a cache that is still
+ * there but must not serve: a prune on a standby, a promotion).
+ */
+extern void mcc_slot_force_reload(const mcc_gallery_ref *g);
+
+/*
  * The service's own heavyweight locks on a gallery: advisory lock tags
  * (field 4 tells them from pg_advisory_lock's 1 and 2), which a hot standby
  * allows in any mode, unlike locks on database objects.

@@ -143,17 +143,36 @@ mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id)
 {
 	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
 	bool		need;
+	bool		stale_mode;
 
 	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_SHARED))
 		return true;
-	/* a cache fed from the change log serves only during recovery */
 	need = s->loaded_gen == 0 || s->reload_gen > s->loaded_gen ||
-		s->log_fed != RecoveryInProgress() ||
 		s->loaded_incarnation != mcc_conn_incarnation() ||
 		s->loaded_signature != g->id.signature ||
 		(profile_id != 0 && s->profile_id != profile_id);
+	/* a cache fed from the change log serves only during recovery */
+	stale_mode = !need && s->log_fed != RecoveryInProgress();
 	LWLockRelease(MCC_SLOT_LOCK(g->slot));
-	return need;
+	if (stale_mode)
+		mcc_slot_force_reload(g);
+	return need || stale_mode;
+}
+
+/*
+ * A reload at a new generation: the load then claims a generation above
+ * everything the current cache applied, so the engine does not keep the
+ * current cache as newer ("superseded").
+ */
+void
+mcc_slot_force_reload(const mcc_gallery_ref *g)
+{
+	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
+
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
+		return;
+	s->reload_gen = ++s->generation;
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
 }
 
 /* Forget that the slot's cache is loaded (the engine lost or refused it). */

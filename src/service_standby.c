@@ -108,7 +108,7 @@ catch_up_locked(mcc_gallery_ref *g, Oid log, uint64 head, char **why)
 	if (reload || pruned > applied || list_length(ops) > mcc_max_delta_rows ||
 		!RecoveryInProgress())
 	{
-		mcc_slot_mark_reload(g);
+		mcc_slot_force_reload(g);
 		return MCC_CATCHUP_RELOAD;
 	}
 	conn_ok = mcc_conn_ensure(why) == MCC_CONN_OK;
