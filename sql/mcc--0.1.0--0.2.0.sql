@@ -590,6 +590,9 @@ COMMENT ON FUNCTION mcc_service_status() IS
 -- Positions of the change log, in the order its entries enter the WAL.
 CREATE SEQUENCE mcc_change_log_gen;
 
+COMMENT ON SEQUENCE mcc_change_log_gen IS
+'positions of mcc_change_log entries (taken under a per-gallery lock, so that a gallery''s entries enter the WAL in position order)';
+
 -- Every row version a statement writes to a registered gallery on the
 -- primary, written by the change triggers in the same (sub)transaction:
 -- an entry commits or aborts with its change and reaches standbys by WAL.
