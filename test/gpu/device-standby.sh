@@ -183,9 +183,11 @@ stop_node 0
 # --- 2. primary + three standbys, one GPU each ---------------------------------
 step "2. primary (GPU 0) and three hot standbys (GPU 1, 2, 3)"
 start_node 0 0
+basebackup=$native/bin/pg_basebackup
+[ -x "$basebackup" ] || basebackup=$(command -v pg_basebackup)
 for i in 1 2 3; do
 	rm -rf "$(data_of "$i")"
-	runuser -u pgkit -- "$native/bin/pg_basebackup" -h /tmp -p "$(port_of 0)" -U postgres \
+	runuser -u pgkit -- "$basebackup" -h /tmp -p "$(port_of 0)" -U postgres \
 		-D "$(data_of "$i")" -R --checkpoint=fast >"$out/basebackup-$i.log" 2>&1 ||
 		{ cat "$out/basebackup-$i.log"; exit 1; }
 	grep -q "skipping special file" "$out/basebackup-$i.log" && say "   WARNING: basebackup warned about a special file"
