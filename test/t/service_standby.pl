@@ -24,9 +24,10 @@ $primary->safe_psql('postgres', q{
 	SELECT mcc_gallery_register('g');
 	-- one probe's answer and brute force under one snapshot: 'ok' or both
 	-- answers (writes nothing: it runs on the standby)
-	CREATE FUNCTION standby_check(p int, k int) RETURNS text LANGUAGE sql STABLE AS $$
+	CREATE FUNCTION standby_check(p int, k int, refine text DEFAULT 'none') RETURNS text
+	LANGUAGE sql STABLE AS $$
 		SELECT CASE WHEN a = b THEN 'ok' ELSE format('probe %s: identify=[%s] brute=[%s]', p, a, b) END
-		FROM (SELECT via_identify('g', tpl, k, 0) AS a, brute_force('g', tpl, k, 0) AS b
+		FROM (SELECT via_identify('g', tpl, k, 0, refine) AS a, brute_force('g', tpl, k, 0, refine) AS b
 			  FROM probes WHERE pid = p) t
 	$$;
 });
@@ -60,10 +61,12 @@ $session->query_safe("SET mcc.fallback = 'error'");
 # force under one snapshot; returns the mismatches' descriptions.
 sub standby_round
 {
+	my ($refine) = @_;
 	my @bad;
+	$refine //= 'none';
 	for my $p (1 .. 8)
 	{
-		my $r = $session->query_safe("SELECT standby_check($p, 5)");
+		my $r = $session->query_safe("SELECT standby_check($p, 5, '$refine')");
 		chomp $r;
 		push @bad, $r unless $r eq 'ok';
 	}
@@ -102,6 +105,9 @@ $primary->wait_for_catchup($standby);
 @bad = standby_round();
 is(scalar @bad, 0, 'inserts, updates and deletes replayed on the standby are seen exactly')
   or diag join("\n", @bad);
+@bad = standby_round('fused');
+is(scalar @bad, 0, 'the same with the refinement in the standby\'s engine (fused)')
+  or diag join("\n", @bad);
 is($standby->safe_psql('postgres', "SET mcc.fallback = 'error'; $answers"),
 	$primary->safe_psql('postgres', $answers), "the standby's answers equal the primary's after the changes");
 
@@ -137,6 +143,8 @@ END;
 \endif
 EOS
 close $fh;
+my $loaded_before = $standby->safe_psql('postgres',
+	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass});
 my ($pgb_out, $pgb_err) = ('', '');
 my $pgbench = IPC::Run::start(
 	['pgbench', '-n', '-c', '2', '-t', '300', '-R', '60', '-f', "$dir/changes.sql",
@@ -162,6 +170,10 @@ is(scalar @bad, 0, 'every answer during concurrent replay equals brute force und
 $primary->wait_for_catchup($standby);
 @bad = standby_round();
 is(scalar @bad, 0, 'exact after replay caught up') or diag join("\n", @bad);
+# 600 small transactions: the log brought them all, no reload was needed
+is($standby->safe_psql('postgres',
+	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass}),
+	$loaded_before, "the standby's cache followed replay from the change log without a reload");
 
 # a standby that lags behind a pruned log reloads: changes it did not apply
 # yet are pruned on the primary and vacuumed away
