@@ -27,8 +27,15 @@ DATA += $(wildcard scaleout/*.control scaleout/*--*.sql)
 REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
+# MCC_WERROR=yes makes every warning an error in each C build below (the
+# module, src/core, the engine, tests, tools, fuzzers and the GPU programs'
+# host code): scripts/run-tests.sh sets it, so CI fails on a new warning,
+# while a user's build with a newer compiler still succeeds.
+MCC_WERROR ?= no
+WERROR_FLAG = $(if $(filter yes,$(MCC_WERROR)),-Werror)
+
 PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src -MMD -MP
-PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off
+PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off $(WERROR_FLAG)
 SHLIB_LINK = -lpng -lm -lpthread
 
 EXTRA_CLEAN = build $(OBJS:.o=.d) results regression.diffs regression.out tmp_check log
@@ -47,28 +54,11 @@ include $(PGXS)
 # ---------------------------------------------------------------------------
 # CUDA kernels (kernels/*.cu), linked only into the matcher engine, never with
 # -lcuda (see docs/architecture.md). Whether the engine gets its GPU path is
-# chosen, not guessed:
-#   WITH_CUDA=auto   (default) with nvcc where it is found (PATH or
-#                    /usr/local/cuda/bin), else the CPU engine
-#   WITH_CUDA=yes    with nvcc, which must be found (or NVCC=/path/to/nvcc)
-#   WITH_CUDA=no     the CPU engine, even where a CUDA toolkit is installed
-# Packages name it (debian/rules: WITH_CUDA=no for postgresql-15-mcc, yes for
-# the -gpu package), so a toolkit on the build machine changes nothing.
-# `make config` prints the choice; linking mcc_engine prints it too.
-WITH_CUDA ?= auto
-NVCC_FOUND = $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
-ifeq ($(WITH_CUDA),no)
-override NVCC :=
-else ifeq ($(WITH_CUDA),yes)
-NVCC ?= $(NVCC_FOUND)
-ifeq ($(strip $(NVCC)),)
-$(error WITH_CUDA=yes but nvcc was not found: put it on PATH, set NVCC=/path/to/nvcc, or build WITH_CUDA=no)
-endif
-else ifeq ($(WITH_CUDA),auto)
-NVCC ?= $(NVCC_FOUND)
-else
-$(error WITH_CUDA must be auto, yes or no, not "$(WITH_CUDA)")
-endif
+# chosen, not guessed, by WITH_CUDA=auto|yes|no: kernels/nvcc.mk finds nvcc
+# and says how (the one place that does, for this Makefile and every
+# kernels/*.mk). `make config` prints the choice; linking mcc_engine prints
+# it too.
+include kernels/nvcc.mk
 ENGINE_KIND = $(if $(strip $(NVCC)),the GPU path (CUDA $(NVCC)) and the CPU threads,the CPU threads only (no CUDA))
 CU_SRCS = $(sort $(wildcard kernels/*.cu))
 include kernels/chamfer.mk
@@ -76,7 +66,8 @@ include kernels/chamfer.mk
 # ---------------------------------------------------------------------------
 # src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.
 CORE_CC ?= gcc
-CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core
+CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core \
+	$(WERROR_FLAG) $(if $(filter yes,$(MCC_SANITIZE)),$(SANITIZE_FLAGS))
 CORE_LIBS = -lpng -lm -lpthread
 BUILD = build
 CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
@@ -160,8 +151,28 @@ $(BUILD)/unit/test_engine_%: test/unit/test_engine_%.c test/unit/unit.h $(wildca
 unit-build: $(UNIT_BINS)
 
 # Runs every unit test binary; the output is TAP ("ok"/"not ok" lines).
+# The end-to-end engine test starts the engine of this build folder.
 unit: unit-build
-	@status=0; for t in $(UNIT_BINS); do echo "# $$t"; $$t || status=1; done; exit $$status
+	@status=0; export MCC_ENGINE="$${MCC_ENGINE:-$(BUILD)/mcc_engine}"; \
+	for t in $(UNIT_BINS); do echo "# $$t"; $$t || status=1; done; exit $$status
+
+# The unit tests (src/core and the engine, no PostgreSQL) under
+# AddressSanitizer and UndefinedBehaviorSanitizer, in build/sanitize/: gcc
+# with the sanitizer flags of the fuzzers (SANITIZE_FLAGS, below); any
+# finding stops its test (-fno-sanitize-recover), which then fails. The
+# engine is the CPU one (nvcc's objects are not instrumented).
+#   make sanitize-build    build them
+#   make sanitize          build and run them (TAP, as make unit)
+SANITIZE_BUILD = $(BUILD)/sanitize
+SANITIZE_MAKE = $(MAKE) --no-print-directory BUILD=$(SANITIZE_BUILD) WITH_CUDA=no MCC_SANITIZE=yes
+SANITIZE_ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1
+SANITIZE_UBSAN_OPTIONS ?= print_stacktrace=1
+.PHONY: sanitize sanitize-build
+sanitize-build:
+	$(SANITIZE_MAKE) unit-build
+sanitize: sanitize-build
+	@ASAN_OPTIONS="$${ASAN_OPTIONS:-$(SANITIZE_ASAN_OPTIONS)}" \
+	UBSAN_OPTIONS="$${UBSAN_OPTIONS:-$(SANITIZE_UBSAN_OPTIONS)}" $(SANITIZE_MAKE) unit
 
 TOOL_SRCS = $(sort $(wildcard test/tools/*.c test/bench/*.c))
 TOOL_BINS = $(patsubst test/%.c,$(BUILD)/%,$(TOOL_SRCS))
@@ -182,6 +193,9 @@ $(BUILD)/bench/engine_%: test/bench/engine_%.c $(wildcard test/unit/engine_*.h) 
 tools: $(TOOL_BINS)
 
 # libFuzzer harnesses: test/fuzz/fuzz_<parser>.c, run FUZZ_SECONDS each.
+# SANITIZE_FLAGS are also those of make sanitize (above): the fuzzers add
+# libFuzzer to them.
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 20
 FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.c))
@@ -189,14 +203,14 @@ FUZZ_BINS = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
 $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h test/fuzz/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer $(SANITIZE_FLAGS) $(WERROR_FLAG) \
 		-Isrc/core $< $(CORE_SRCS) $(CORE_LIBS) -o $@
 
 # the engine's harnesses also build its sources (all but main)
 ENGINE_LIB_SRCS = $(filter-out src/engine/eng_main.c,$(ENGINE_SRCS))
 $(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(wildcard src/core/*.h src/engine/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer $(SANITIZE_FLAGS) $(WERROR_FLAG) \
 		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_LIBS) -o $@
 
 # ASan keeps freed blocks in a quarantine to catch use after free; the

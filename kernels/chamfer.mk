@@ -18,11 +18,10 @@ ifndef MCC_CHAMFER_MK
 MCC_CHAMFER_MK := 1
 
 BUILD ?= build
-# (WITH_CUDA=no from the top Makefile: no nvcc here either)
-CH_NVCC := $(if $(filter no,$(WITH_CUDA)),,$(or $(NVCC),$(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })))
+include kernels/nvcc.mk
 CH_CC ?= gcc
 CH_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit
+	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(WERROR_FLAG)
 CH_DIR = $(BUILD)/chamfer
 # only the parts of src/core that alignment uses (others may need libraries
 # such as libpng that a GPU machine lacks)
@@ -38,17 +37,13 @@ $(CH_DIR)/core/%.o: src/core/%.c $(wildcard src/core/*.h)
 
 .PHONY: gpu-check-chamfer bench-chamfer
 
-ifneq ($(strip $(CH_NVCC)),)
-CH_CUDA_HOME = $(abspath $(dir $(realpath $(CH_NVCC)))..)
-# sm_90 machine code plus compute_90 PTX for later GPUs
-CH_NVCCFLAGS = -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 \
-	-gencode arch=compute_90,code=compute_90 --fmad=false -Xcompiler -fPIC -lineinfo \
-	-Isrc/core -Ikernels
-CH_GPU_LINK = -L$(CH_CUDA_HOME)/lib64 -L$(CH_CUDA_HOME)/lib -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
+ifneq ($(strip $(NVCC)),)
+CH_NVCCFLAGS = $(NVCCFLAGS) --fmad=false
+CH_GPU_LINK = $(CUDA_LINK)
 
 $(CH_DIR)/mcc_chamfer_cu.o: kernels/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h kernels/mcc_cuda_util.h $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
-	$(CH_NVCC) $(CH_NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(CH_NVCCFLAGS) -c $< -o $@
 
 $(CH_DIR)/gpu_check_chamfer: test/chamfer/gpu_check_chamfer.c $(CH_DIR)/mcc_chamfer_cu.o $(CH_CORE_OBJS) $(CH_TEST_DEPS)
 	$(CH_CC) $(CH_CFLAGS) -DMCC_CHAMFER_GPU $(filter %.c %.o,$^) $(CH_GPU_LINK) -o $@

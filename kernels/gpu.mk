@@ -20,21 +20,17 @@
 # Without nvcc both targets say so and succeed.
 
 BUILD ?= build
-NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+include kernels/nvcc.mk
 CU_SRCS ?= $(sort $(wildcard kernels/*.cu))
 GPU_CC ?= gcc
 GPU_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter \
-	-Wno-sign-compare -D_DEFAULT_SOURCE -Isrc/core -Ikernels
+	-Wno-sign-compare -D_DEFAULT_SOURCE -Isrc/core -Ikernels $(WERROR_FLAG)
 BENCH_GPU_ARGS ?=
 # src/core reads PNG with libpng where png.h exists (src/core/mcc_image_png.c)
 MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 
 ifneq ($(strip $(NVCC)),)
-CUDA_HOME ?= $(abspath $(dir $(realpath $(NVCC)))..)
-# sm_90 machine code plus PTX for later GPUs; no fast math: scores are exact
-NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-NVCCFLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC -lineinfo -Isrc/core -Ikernels
-GPU_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm $(MCC_PNG_LIB)
+GPU_LINK = $(CUDA_LINK) $(MCC_PNG_LIB)
 
 GPU_OBJS = $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
 GPU_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/gpu/core/%.o,$(sort $(wildcard src/core/*.c)))

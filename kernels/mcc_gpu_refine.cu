@@ -80,6 +80,28 @@ mcc_gpu_refine_debug(mcc_gpu *g, double *last)
 	g->rf_dbg = last;
 }
 
+/* Pairs read ahead of the one being prepared. */
+#define RF_AHEAD 8
+
+/*
+ * Ask for the host records of pair i's gallery template ahead of their use:
+ * they are gallery-sized arrays read at random, and a shortlist of
+ * thousands of candidates would otherwise wait on each miss in turn.
+ */
+static inline void
+prefetch_gallery(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, size_t i)
+{
+	uint32_t	t;
+
+	if (i >= npairs || pairs[i].from != MCC_GPU_FROM_GALLERY || pairs[i].cand >= g->n_tpl)
+		return;
+	t = pairs[i].cand;
+	__builtin_prefetch(&g->removed[t]);
+	__builtin_prefetch(&g->refd[t]);
+	__builtin_prefetch(&g->where[t]);
+	__builtin_prefetch(&g->local[t]);
+}
+
 /* Check a view against the context. */
 static mcc_gpu_code
 check_view(const mcc_gpu *g, const mcc_template_view *v, const char *what, uint32_t i, mcc_error *err)
@@ -215,7 +237,11 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 	rb_plan		plan;
 	int			threads = g->rf_threads ? g->rf_threads : 128;
 	size_t		vview = 0;
+	uint8_t		np_tab[MCC_MAX_CYL + 1][2];
+	uint8_t		np_have[MCC_MAX_CYL + 1];
 	cudaError_t e;
+
+	memset(np_have, 0, sizeof(np_have));
 
 	memset(&g->rtiming, 0, sizeof(g->rtiming));
 	if (g->broken)
@@ -260,6 +286,8 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 		int			part;
 		int			cls;
 		uint32_t	kcap;
+
+		prefetch_gallery(g, pairs, npairs, i + RF_AHEAD);
 
 		if (pr->probe >= (uint32_t) nq)
 		{
@@ -419,6 +447,8 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 		uint32_t	na;
 		uint32_t	nb;
 
+		prefetch_gallery(g, pairs, npairs, i + RF_AHEAD);
+
 		if (ppart[i] == 0xFF)
 			continue;
 		part = ppart[i] / RP_NCLASS;
@@ -440,7 +470,18 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 		}
 		na = hside[d->a].n;
 		d->out = (uint32_t) (j - rp[part].first);
-		rp_np(d->np, method, mp, g->profile, (int) (na < nb ? na : nb));
+		{
+			/* n_P depends on the smaller side only: once per size in a call */
+			uint32_t	m = na < nb ? na : nb;
+
+			if (!np_have[m])
+			{
+				rp_np(np_tab[m], method, mp, g->profile, (int) m);
+				np_have[m] = 1;
+			}
+			d->np[0] = np_tab[m][0];
+			d->np[1] = np_tab[m][1];
+		}
 		idx[j] = i;
 	}
 	g->rtiming.prep_ms = mcc_cuda_now_ms() - t0;

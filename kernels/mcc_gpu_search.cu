@@ -247,6 +247,29 @@ hit_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id ? 1 : 0;
 }
 
+/* Hits read ahead of the one being merged (random reads of gallery-sized arrays). */
+#define MERGE_AHEAD 8
+
+/*
+ * hits[0 .. n) in score order (one partition's selection: score desc, then
+ * local index): order each run of equal scores by id, which makes the
+ * whole list hit_cmp's order.
+ */
+static void
+sort_ties(mcc_gpu_hit *h, size_t n)
+{
+	for (size_t i = 0; i < n;)
+	{
+		size_t		j = i + 1;
+
+		while (j < n && h[j].score == h[i].score)
+			j++;
+		if (j - i > 1)
+			qsort(h + i, j - i, sizeof(mcc_gpu_hit), hit_cmp);
+		i = j;
+	}
+}
+
 /* Wait for every partition after a failure, so no work is left in flight. */
 void
 mcc_gpu_drain(mcc_gpu *g)
@@ -475,19 +498,34 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 				acc = na;
 				capacc = nc;
 			}
+			/*
+			 * gidx and ids are gallery-sized and read at random: two
+			 * passes, each fetching a few hits ahead, keep several cache
+			 * misses in flight (a shortlist of thousands of hits per probe
+			 * otherwise waits on each in turn)
+			 */
 			for (uint32_t j = 0; j < len; j++)
 			{
 				uint32_t	bits = ~(uint32_t) (keys[j] >> 32);
-				uint32_t	gi = p->gidx[(uint32_t) keys[j]];
 
-				memcpy(&acc[nacc].score, &bits, 4);
-				acc[nacc].index = gi;
-				acc[nacc].id = g->ids[gi];
-				nacc++;
+				if (j + MERGE_AHEAD < len)
+					__builtin_prefetch(&p->gidx[(uint32_t) keys[j + MERGE_AHEAD]]);
+				memcpy(&acc[nacc + j].score, &bits, 4);
+				acc[nacc + j].index = p->gidx[(uint32_t) keys[j]];
 			}
+			for (uint32_t j = 0; j < len; j++)
+			{
+				if (j + MERGE_AHEAD < len)
+					__builtin_prefetch(&g->ids[acc[nacc + j + MERGE_AHEAD].index]);
+				acc[nacc + j].id = g->ids[acc[nacc + j].index];
+			}
+			nacc += len;
 			free(more);
 		}
-		qsort(acc, nacc, sizeof(mcc_gpu_hit), hit_cmp);
+		if (g->nparts == 1)
+			sort_ties(acc, nacc);	/* already by score: only equal scores to order by id */
+		else
+			qsort(acc, nacc, sizeof(mcc_gpu_hit), hit_cmp);
 		nhits[q] = (int) (nacc < (size_t) k ? nacc : (size_t) k);
 		memcpy(hits + (size_t) q * k, acc, sizeof(mcc_gpu_hit) * nhits[q]);
 	}

@@ -19,12 +19,12 @@ ifndef MCC_SAD_MK
 MCC_SAD_MK := 1
 
 BUILD ?= build
-NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+include kernels/nvcc.mk
 SAD_CC ?= gcc
 # src/core uses libpng where png.h exists (mcc_image_png.c checks it too)
 MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 SAD_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG)
+	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG)
 SAD_LIBS = $(MCC_PNG_LIB) -lm -lpthread
 SAD_CORE_SRCS = $(sort $(wildcard src/core/*.c))
 SAD_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/sad/core/%.o,$(SAD_CORE_SRCS))
@@ -40,11 +40,8 @@ $(BUILD)/sad/core/%.o: src/core/%.c $(wildcard src/core/*.h)
 .PHONY: gpu-check-sad bench-sad sass-sad
 
 ifneq ($(strip $(NVCC)),)
-SAD_CUDA_HOME ?= $(abspath $(dir $(realpath $(NVCC)))..)
-# sm_90 machine code plus PTX for later GPUs
-SAD_NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-SAD_NVCCFLAGS ?= -O3 -std=c++17 $(SAD_NVCC_ARCH) -Xcompiler -fPIC -lineinfo -Isrc/core -Ikernels
-SAD_GPU_LINK = -L$(SAD_CUDA_HOME)/lib64 -L$(SAD_CUDA_HOME)/lib -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
+SAD_NVCCFLAGS ?= $(NVCCFLAGS)
+SAD_GPU_LINK = $(CUDA_LINK)
 
 $(BUILD)/sad/mcc_sad_cu.o: kernels/mcc_sad.cu kernels/mcc_sad_body.h kernels/mcc_sad_gpu.h kernels/mcc_cuda_util.h \
 		$(wildcard src/core/*.h)
@@ -68,8 +65,8 @@ sass-sad:
 	@mkdir -p $(BUILD)/sad
 	$(NVCC) $(SAD_NVCCFLAGS) -Xptxas -v -c kernels/mcc_sad.cu -o $(BUILD)/sad/sass-v.o 2>&1 \
 		| grep -A2 -E "sad_(kernel|corr|key)" | tee $(BUILD)/sad/ptxas.txt
-	@if command -v cuobjdump >/dev/null 2>&1 || test -x $(SAD_CUDA_HOME)/bin/cuobjdump; then \
-		$$(command -v cuobjdump || echo $(SAD_CUDA_HOME)/bin/cuobjdump) -sass $(BUILD)/sad/sass-v.o \
+	@if command -v cuobjdump >/dev/null 2>&1 || test -x $(CUDA_HOME)/bin/cuobjdump; then \
+		$$(command -v cuobjdump || echo $(CUDA_HOME)/bin/cuobjdump) -sass $(BUILD)/sad/sass-v.o \
 			> $(BUILD)/sad/sass.txt && echo "# SASS in $(BUILD)/sad/sass.txt"; \
 		grep -c VABSDIFF4 $(BUILD)/sad/sass.txt || true; \
 	else echo "# cuobjdump not found: no SASS"; fi

@@ -3,7 +3,8 @@
 # "N passed, M failed".
 #
 #   scripts/run-tests.sh [stage ...]
-#       stages: unit deb regress examples tap fuzz (default: all, in this order)
+#       stages: unit sanitize deb regress examples tap fuzz (default: all, in
+#       this order)
 #
 # As root (CI, a fresh Debian machine): installs the Debian packages it needs,
 # builds and installs the extension, then runs the stages as the unprivileged
@@ -15,10 +16,15 @@
 # installs it in place of the source installation, runs the pg_regress
 # suite against the installed package as mcctest, purges the package, and
 # installs from source again for the other stages.
+# Stage sanitize: the unit tests again, built with AddressSanitizer and
+# UndefinedBehaviorSanitizer (make sanitize); a finding fails its test.
+# Every C build here warns as an error (MCC_WERROR=yes, the Makefile's
+# -Werror), except the Debian package's, which is built as Debian builds it.
 # Stage examples: the Python application of examples/ (its demo) against a
 # throwaway cluster, and the sample records checked against make-records.sh.
 #
-# Counting: one per unit-test check, one per pg_regress test file, one per
+# Counting: one per unit-test check (in unit and again in sanitize), one per
+# pg_regress test file, one per
 # TAP assertion (a TAP script that dies without a failing assertion counts
 # one failure), one per fuzz harness, one per step of the deb stage (build,
 # install, engine, purge) plus its pg_regress files, one per line of the
@@ -31,7 +37,9 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(unit deb regress examples tap fuzz)
+[ ${#stages[@]} -eq 0 ] && stages=(unit sanitize deb regress examples tap fuzz)
+# CI's builds fail on any compiler warning (the Makefile's MCC_WERROR)
+export MCC_WERROR=${MCC_WERROR:-yes}
 log_dir=${MCC_TEST_LOGS:-$here/build/test-logs}
 
 needs_server() {
@@ -106,7 +114,7 @@ if [ "$(id -u)" = 0 ] && [ -z "${MCC_AS_USER:-}" ]; then
 		# built before the lock and the copy below: building installs nothing
 		echo "== deb: building the package (make deb WITH_CUDA=no)"
 		mkdir -p "$here/build"
-		DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" make -C "$here" deb WITH_CUDA=no >"$deb_log" 2>&1
+		MCC_WERROR=no DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" make -C "$here" deb WITH_CUDA=no >"$deb_log" 2>&1
 		deb_built=$?
 	fi
 	work=$(mktemp -d /tmp/mcc-test.XXXXXX)
@@ -124,6 +132,7 @@ if [ "$(id -u)" = 0 ] && [ -z "${MCC_AS_USER:-}" ]; then
 			MCC_SHARED_DATA="${MCC_SHARED_DATA:-}" FUZZ_SECONDS="${FUZZ_SECONDS:-20}" \
 			MCC_TEST_LOGS="$work/build/test-logs${MCC_LOG_SUFFIX:-}" \
 			MCC_REGRESS_WHAT="${MCC_REGRESS_WHAT:-}" MCC_TAP_TESTS="${MCC_TAP_TESTS:-}" \
+			MCC_WERROR="$MCC_WERROR" \
 			bash "$work/scripts/run-tests.sh" "$@" 9>&-
 	}
 	deb_log=$work/build/test-logs/deb.log
@@ -186,6 +195,26 @@ run_unit() {
 	read -r p f <<<"$(count_tap "$log")"
 	add "$p" "$f"
 	echo "   unit: $p passed, $f failed"
+}
+
+# the unit tests under ASan and UBSan (make sanitize, build/sanitize/)
+run_sanitize() {
+	local log=$log_dir/sanitize.log p f rc
+	echo "== unit tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+	if ! make -s sanitize-build >"$log" 2>&1; then
+		tail -40 "$log"; failed=$((failed + 1)); return
+	fi
+	make -s sanitize >>"$log" 2>&1
+	rc=$?
+	grep -E '^not ok|^# (.*failed|SKIP)|SKIP|runtime error|ERROR: (Address|Leak)Sanitizer' "$log" | head -50
+	read -r p f <<<"$(count_tap "$log")"
+	# a test stopped by a finding has printed no "not ok" for it
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+		grep -B2 -A30 -E 'runtime error|ERROR: (Address|Leak)Sanitizer' "$log" | head -80
+	fi
+	add "$p" "$f"
+	echo "   sanitize: $p passed, $f failed"
 }
 
 start_server() {
@@ -289,6 +318,7 @@ run_fuzz() {
 for s in "${stages[@]}"; do
 	case $s in
 		unit) run_unit ;;
+		sanitize) run_sanitize ;;
 		regress) run_regress ;;
 		examples) run_examples ;;
 		deb) echo "run-tests: stage deb needs root (it installs a package)"; failed=$((failed + 1)) ;;

@@ -39,45 +39,10 @@ better(const mcc_short_hit *a, const mcc_short_hit *b)
 	return a->hash < b->hash;
 }
 
-/* Restore the heap below position i (the root is the worst row). */
-static void
-sift_down(mcc_short_hit *h, int64 n, int64 i)
-{
-	mcc_short_hit x = h[i];
-
-	for (;;)
-	{
-		int64		c = 2 * i + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && better(&h[c], &h[c + 1]))
-			c++;
-		if (!better(&x, &h[c]))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = x;
-}
-
-/* Move position i up while it is worse than its parent. */
-static void
-sift_up(mcc_short_hit *h, int64 i)
-{
-	mcc_short_hit x = h[i];
-
-	while (i > 0)
-	{
-		int64		p = (i - 1) / 2;
-
-		if (!better(&h[p], &x))
-			break;
-		h[i] = h[p];
-		i = p;
-	}
-	h[i] = x;
-}
+#define MCC_HEAP_PREFIX shortlist
+#define MCC_HEAP_TYPE mcc_short_hit
+#define MCC_HEAP_BETTER(a, b) better(a, b)
+#include "mcc_heap.h"
 
 /* A copy of a template in the shortlist's context. */
 static struct varlena *
@@ -111,7 +76,7 @@ mcc_shortlist_push(mcc_shortlist *sl, float score, int64 key, const struct varle
 		}
 		hit.tpl = copy_template(sl, tpl);
 		sl->h[sl->n] = hit;
-		sift_up(sl->h, sl->n);
+		shortlist_sift_up(sl->h, sl->n);
 		sl->n++;
 		return;
 	}
@@ -120,23 +85,14 @@ mcc_shortlist_push(mcc_shortlist *sl, float score, int64 key, const struct varle
 	pfree(sl->h[0].tpl);
 	hit.tpl = copy_template(sl, tpl);
 	sl->h[0] = hit;
-	sift_down(sl->h, sl->n, 0);
-}
-
-/* qsort comparator: best first */
-static int
-cmp_short(const void *a, const void *b)
-{
-	if (better(a, b))
-		return -1;
-	return better(b, a) ? 1 : 0;
+	shortlist_sift_down(sl->h, sl->n, 0);
 }
 
 void
 mcc_shortlist_sort(mcc_shortlist *sl)
 {
 	if (sl->n > 1)
-		qsort(sl->h, sl->n, sizeof(mcc_short_hit), cmp_short);
+		qsort(sl->h, sl->n, sizeof(mcc_short_hit), shortlist_cmp);
 }
 
 void

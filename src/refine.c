@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "lib/binaryheap.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
@@ -159,16 +160,57 @@ cmp_refined(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
+/* binaryheap comparator over indices into the candidates: the worst on top */
+static int
+cmp_heap(Datum a, Datum b, void *arg)
+{
+	const mcc_refined *c = arg;
+
+	return cmp_refined(&c[DatumGetInt64(a)], &c[DatumGetInt64(b)]);
+}
+
+/*
+ * Move the k best of c[0 .. m) to c[0 .. k), in no order: a heap of the k
+ * best so far whose top is the worst of them, so that a shortlist of
+ * thousands costs m log k comparisons instead of a sort of all m.
+ */
+static void
+keep_best(mcc_refined *c, int64 m, int32 k)
+{
+	binaryheap *h = binaryheap_allocate(k, cmp_heap, c);
+	mcc_refined *best = palloc(sizeof(mcc_refined) * k);
+	int64		i;
+
+	for (i = 0; i < k; i++)
+		binaryheap_add_unordered(h, Int64GetDatum(i));
+	binaryheap_build(h);
+	for (; i < m; i++)
+		if (cmp_refined(&c[i], &c[DatumGetInt64(binaryheap_first(h))]) < 0)
+			binaryheap_replace_first(h, Int64GetDatum(i));
+	for (i = 0; i < k; i++)
+		best[i] = c[DatumGetInt64(h->bh_nodes[i])];
+	memcpy(c, best, sizeof(mcc_refined) * k);
+	pfree(best);
+	binaryheap_free(h);
+}
+
 int64
 mcc_refine_rank(mcc_refined *c, int64 n, int32 k, float4 min_score)
 {
 	int64		m = 0;
 	int64		i;
 
+	if (k <= 0)
+		return 0;
 	for (i = 0; i < n; i++)
 		if (c[i].score >= min_score)
 			c[m++] = c[i];
+	if (m > k)
+	{
+		keep_best(c, m, k);
+		m = k;
+	}
 	if (m > 1)
 		qsort(c, m, sizeof(mcc_refined), cmp_refined);
-	return Min(m, (int64) k);
+	return m;
 }

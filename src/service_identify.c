@@ -27,9 +27,19 @@
  * transaction itself changed the gallery (its own changes reach the engine
  * only at commit), and the gallery holds rows the cache cannot take (other
  * profiles, NULL keys), for which the backend scan raises the proper error.
+ *
+ * The pieces: the SEARCH request and its RESULT are in
+ * service_search_msg.c, the re-check of the candidates' visibility in
+ * service_recheck.c, settling the engine's transaction ids in
+ * service_settle.c, identify_batch() in service_batch.c; the request they
+ * share is in service_identify.h.
  */
 #include "mcc_pg.h"
 #include "service.h"
+#include "service_identify.h"
+#include "service_recheck.h"
+#include "service_search_msg.h"
+#include "service_settle.h"
 #include "gallery.h"
 
 #include "access/detoast.h"
@@ -59,61 +69,9 @@
 #include "refine.h"
 
 #define MAX_ATTEMPTS		3		/* loads per call before giving up */
-#define SETTLE_INTERVAL_MS	250		/* between settle exchanges of a gallery */
 #define KPRIME_GROWTH		4
-#define BATCH_MAX_PROBES	256		/* probes per SEARCH of identify_batch() */
-#define BATCH_MAX_BYTES		(16 * 1024 * 1024)	/* ... and their bytes */
-#define BATCH_MAX_CANDIDATES 16384	/* ... and their first k' (refining) */
-#define REFINE_UNIT			256		/* candidates per mcc.request_timeout, beyond one per probe */
 
 bool		mcc_service_bypass = false;
-
-PG_FUNCTION_INFO_V1(mcc_identify_batch);
-
-/* One candidate of the engine. */
-typedef struct candidate
-{
-	float		score;
-	int64		key;
-	uint64		hash;
-} candidate;
-
-/* The engine's answer for one probe, then the visible hits. */
-typedef struct probe_answer
-{
-	candidate  *cand;			/* a plain search's */
-	int			n_cand;
-	mcc_rhit   *rc;				/* a refining search's */
-	int			n_rc;
-	bool		more;
-	candidate  *hits;			/* visible, best first, at most k (or n') */
-	struct varlena **hit_tpl;	/* refining: the hits' templates */
-	int			n_hits;
-} probe_answer;
-
-/* One identify() or identify_batch() call. */
-typedef struct serve_req
-{
-	const mcc_gallery *g;
-	struct varlena **probes;	/* detoasted */
-	int			n_probes;
-	int			profile_id;
-	int32		k;
-	float4		min_score;
-	mcc_method	method;			/* MCC_LSS: no refinement */
-	int64		want;			/* visible candidates to keep: k, or n' */
-	mcc_gallery_ref ref;
-	probe_answer *ans;
-	uint32		n_unsettled;
-	uint64		searchable;		/* the engine's, from the last RESULT */
-	uint32		count_state;	/* MCC_COUNT_* of the last RESULT */
-	uint64		count_certain;
-	mcc_count_group *count_groups;
-	uint32		count_n_groups;
-	int64		count_rows;		/* n from the count, -1 if none was made */
-	bool		in_engine;		/* the engine refined the hits */
-	MemoryContext cxt;			/* what serving allocates; the caller deletes it */
-} serve_req;
 
 typedef enum search_outcome
 {
@@ -248,413 +206,6 @@ note_searchable(const mcc_gallery_ref *ref, uint64 known, uint64 now)
 		return;
 	mcc_svc->slots[ref->slot].searchable = now;
 	LWLockRelease(MCC_SLOT_LOCK(ref->slot));
-}
-
-/*
- * Send SEARCH and wait; false on mcc.request_timeout. count_xmin: 0, or ask
- * for the visibility count at this snapshot xmin when more than count_above
- * entries are searchable. in_engine: a refining search (the engine rescores
- * its shortlist; kprime is then the slack of mcc_proto.h).
- */
-static bool
-send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
-			uint64 count_above, bool in_engine, mcc_reply *reply)
-{
-	StringInfoData f;
-	uint64		id = mcc_conn_next_id();
-	int			i;
-
-	mcc_frame_begin(&f);
-	mcc_put_gallery(&f, &r->ref.id);
-	mcc_put_u64(&f, gen);
-	mcc_put_u32(&f, kprime);
-	/* refining: every LSS score may refine to one above min_score */
-	mcc_put_f32(&f, r->method == MCC_LSS ? r->min_score : 0.0f);
-	mcc_put_u64(&f, count_xmin);
-	mcc_put_u64(&f, count_above);
-	mcc_put_u32(&f, in_engine ? (uint32) r->method : (uint32) MCC_LSS);
-	mcc_put_u32(&f, in_engine ? (uint32) r->k : 0);
-	mcc_put_f64(&f, in_engine ? mcc_refine_fraction : 0.0);
-	mcc_put_u32(&f, in_engine ? (uint32) mcc_refine_min : 0);
-	mcc_put_u32(&f, (uint32) r->n_probes);
-	for (i = 0; i < r->n_probes; i++)
-		mcc_put_bytes(&f, r->probes[i], VARSIZE(r->probes[i]));
-	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
-	pfree(f.data);
-	/* mcc.request_timeout per probe; refining, also per REFINE_UNIT candidates */
-	return mcc_conn_wait_reply_units(id, reply, in_engine ?
-									 (int) Min((int64) r->n_probes +
-											   (int64) r->n_probes * (r->want + kprime) / REFINE_UNIT,
-											   INT_MAX / 2) :
-									 r->n_probes);
-}
-
-/* Parse RESULT's visibility count into r. */
-static void
-parse_count(serve_req *r, mcc_reader *b)
-{
-	uint32		n;
-	uint32		i;
-
-	r->count_state = mcc_get_u32(b);
-	r->count_certain = mcc_get_u64(b);
-	n = mcc_get_u32(b);
-	if ((size_t) (b->end - b->p) / 24 < n)
-		(void) mcc_get_raw(b, (size_t) n * 24);	/* raises: too short */
-	r->count_groups = palloc(Max(n, 1) * sizeof(mcc_count_group));
-	r->count_n_groups = n;
-	for (i = 0; i < n; i++)
-	{
-		r->count_groups[i].insert_xid = mcc_get_u64(b);
-		r->count_groups[i].delete_xid = mcc_get_u64(b);
-		r->count_groups[i].flags = mcc_get_u32(b);
-		r->count_groups[i].entries = mcc_get_u32(b);
-	}
-}
-
-/* Parse a probe's rhits (a refining search) into a. */
-static void
-parse_rhits(probe_answer *a, mcc_reader *b)
-{
-	uint32		n = mcc_get_u32(b);
-	uint32		j;
-
-	if ((size_t) (b->end - b->p) / 40 < n)
-		(void) mcc_get_raw(b, (size_t) n * 40);	/* raises: too short */
-	a->rc = palloc(Max(n, 1) * sizeof(mcc_rhit));
-	a->n_rc = (int) n;
-	for (j = 0; j < n; j++)
-	{
-		a->rc[j].score = mcc_get_f32(b);
-		a->rc[j].key = mcc_get_i64(b);
-		a->rc[j].hash = mcc_get_u64(b);
-		a->rc[j].refined = mcc_get_f32(b);
-		a->rc[j].v.insert_xid = mcc_get_u64(b);
-		a->rc[j].v.delete_xid = mcc_get_u64(b);
-		a->rc[j].v.flags = mcc_get_u32(b);
-	}
-}
-
-/* Parse a RESULT into r->ans (in_engine: of a refining search). */
-static void
-parse_result(serve_req *r, mcc_reply *reply, bool in_engine)
-{
-	mcc_reader *b = &reply->body;
-	int			i;
-
-	(void) mcc_get_u64(b);		/* applied generation */
-	r->n_unsettled = mcc_get_u32(b);
-	r->searchable = mcc_get_u64(b);
-	parse_count(r, b);
-	if (mcc_get_u32(b) != (uint32) r->n_probes)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("The result has another number of probes than the request.")));
-	for (i = 0; i < r->n_probes; i++)
-	{
-		probe_answer *a = &r->ans[i];
-		uint32		n;
-		uint32		j;
-
-		a->more = mcc_get_u32(b) != 0;
-		if (in_engine)
-		{
-			parse_rhits(a, b);
-			continue;
-		}
-		n = mcc_get_u32(b);
-		if ((size_t) (b->end - b->p) / 20 < n)
-			(void) mcc_get_raw(b, (size_t) n * 20);	/* raises: too short */
-		a->cand = palloc(Max(n, 1) * sizeof(candidate));
-		a->n_cand = (int) n;
-		for (j = 0; j < n; j++)
-		{
-			a->cand[j].score = mcc_get_f32(b);
-			a->cand[j].key = mcc_get_i64(b);
-			a->cand[j].hash = mcc_get_u64(b);
-		}
-	}
-}
-
-/* A visible row of the re-check. */
-typedef struct visible_row
-{
-	int64		key;
-	uint64		hash;
-	struct varlena *tpl;		/* refining: the row's template */
-} visible_row;
-
-/* Prepared re-check statements, by query text (kept for the session). */
-typedef struct recheck_plan
-{
-	char	   *sql;
-	SPIPlanPtr	plan;
-} recheck_plan;
-
-static List *recheck_plans = NIL;
-
-/* The prepared re-check for the gallery. */
-static SPIPlanPtr
-recheck_plan_for(const mcc_gallery *g)
-{
-	char	   *sql = psprintf("SELECT %s::pg_catalog.int8, %s FROM %s WHERE %s OPERATOR(pg_catalog.=) ANY ($1)",
-							   quote_identifier(g->key_name), quote_identifier(g->tpl_name),
-							   g->qualname, quote_identifier(g->key_name));
-	Oid			argtype = INT8ARRAYOID;
-	ListCell   *lc;
-	recheck_plan *p;
-	SPIPlanPtr	plan;
-	MemoryContext old;
-
-	foreach(lc, recheck_plans)
-	{
-		p = lfirst(lc);
-		if (strcmp(p->sql, sql) == 0)
-			return p->plan;
-	}
-	plan = SPI_prepare(sql, 1, &argtype);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
-	SPI_keepplan(plan);
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	p = palloc(sizeof(recheck_plan));
-	p->sql = pstrdup(sql);
-	p->plan = plan;
-	recheck_plans = lappend(recheck_plans, p);
-	MemoryContextSwitchTo(old);
-	return plan;
-}
-
-/* The candidate keys of all probes (repeats allowed) as an int8[] datum. */
-static Datum
-candidate_keys(serve_req *r, int *n_keys)
-{
-	int			total = 0;
-	int			n = 0;
-	int			i;
-	int			j;
-	Datum	   *keys;
-
-	for (i = 0; i < r->n_probes; i++)
-		total += r->ans[i].n_cand;
-	keys = palloc(Max(total, 1) * sizeof(Datum));
-	for (i = 0; i < r->n_probes; i++)
-		for (j = 0; j < r->ans[i].n_cand; j++)
-			keys[n++] = Int64GetDatum(r->ans[i].cand[j].key);
-	*n_keys = n;
-	return PointerGetDatum(construct_array(keys, n, INT8OID, sizeof(int64),
-										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-}
-
-/*
- * Which candidate keys the caller can see, with their template hashes (and
- * with keep_tpl their templates), by one indexed query under the caller's
- * snapshot. False if some key has several visible rows (no longer unique):
- * the backend scan must answer.
- */
-static bool
-recheck(serve_req *r, HTAB *visible, bool keep_tpl)
-{
-	int			n_keys;
-	Datum		arr = candidate_keys(r, &n_keys);
-	bool		unique = true;
-	uint64		row;
-	int			rc;
-	MemoryContext outer = CurrentMemoryContext;
-
-	if (n_keys == 0)
-		return true;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute_plan(recheck_plan_for(r->g), &arr, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "visibility re-check failed: %s", SPI_result_code_string(rc));
-	for (row = 0; row < SPI_processed; row++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[row];
-		bool		isnull;
-		int64		key = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-		Datum		tpl = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
-		struct varlena *t;
-		visible_row *v;
-		bool		found;
-
-		if (isnull)
-			continue;
-		t = detoast_attr((struct varlena *) DatumGetPointer(tpl));
-		v = hash_search(visible, &key, HASH_ENTER, &found);
-		if (found)
-			unique = false;
-		v->hash = mcc_template_hash((const uint8_t *) t, VARSIZE(t));
-		v->tpl = NULL;
-		if (keep_tpl)
-		{
-			/* kept for REFINE, outside SPI's memory */
-			v->tpl = MemoryContextAlloc(outer, VARSIZE(t));
-			memcpy(v->tpl, t, VARSIZE(t));
-		}
-	}
-	SPI_finish();
-	return unique;
-}
-
-/* Keep each probe's first `want` visible candidates; true if some probe needs more. */
-static bool
-filter_visible(serve_req *r, HTAB *visible)
-{
-	bool		need_more = false;
-	int			i;
-
-	for (i = 0; i < r->n_probes; i++)
-	{
-		probe_answer *a = &r->ans[i];
-		HASHCTL		ctl;
-		HTAB	   *emitted;
-		int			j;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(int64);
-		ctl.entrysize = sizeof(int64);
-		ctl.hcxt = CurrentMemoryContext;
-		emitted = hash_create("mcc emitted keys", Max(a->n_cand, 16), &ctl,
-							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		a->hits = palloc(Max(Min(a->n_cand, r->want), 1) * sizeof(candidate));
-		a->hit_tpl = palloc(Max(Min(a->n_cand, r->want), 1) * sizeof(struct varlena *));
-		a->n_hits = 0;
-		for (j = 0; j < a->n_cand && a->n_hits < r->want; j++)
-		{
-			candidate  *c = &a->cand[j];
-			visible_row *v = hash_search(visible, &c->key, HASH_FIND, NULL);
-			bool		dup;
-
-			if (v == NULL || v->hash != c->hash)
-				continue;		/* a version the caller cannot see */
-			hash_search(emitted, &c->key, HASH_ENTER, &dup);
-			if (!dup)
-			{
-				a->hit_tpl[a->n_hits] = v->tpl;
-				a->hits[a->n_hits++] = *c;
-			}
-		}
-		hash_destroy(emitted);
-		if (a->n_hits < r->want && a->more)
-			need_more = true;
-	}
-	return need_more;
-}
-
-/* State of the xids the engine holds, per the commit log. */
-static void
-xid_states(uint64 *xids, uint32 n, StringInfo out, uint32 *n_out)
-{
-	uint64		next = U64FromFullTransactionId(ReadNextFullTransactionId());
-	uint32		i;
-
-	*n_out = 0;
-	/* as pg_xact_status() does: the commit log must not be truncated meanwhile */
-	LWLockAcquire(XactTruncationLock, LW_SHARED);
-	for (i = 0; i < n; i++)
-	{
-		TransactionId xid = (TransactionId) xids[i];
-		uint32		state;
-
-		if (xids[i] == 0 || xids[i] >= next || next - xids[i] >= (UINT64CONST(1) << 31) ||
-			TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid))
-			continue;			/* unknowable: leave as is */
-		if (TransactionIdIsInProgress(xid))
-			state = MCC_XID_IN_PROGRESS;
-		else if (TransactionIdDidCommit(xid))
-			state = MCC_XID_COMMITTED;
-		else
-			state = MCC_XID_ABORTED;
-		if (state == MCC_XID_IN_PROGRESS)
-			continue;
-		mcc_put_u64(out, xids[i]);
-		mcc_put_u32(out, state);
-		(*n_out)++;
-	}
-	LWLockRelease(XactTruncationLock);
-}
-
-/* Claim the gallery's next settle exchange (one backend at a time, spaced). */
-static bool
-claim_settle(const mcc_gallery_ref *ref)
-{
-	mcc_svc_gallery *s = &mcc_svc->slots[ref->slot];
-	TimestampTz now = GetCurrentTimestamp();
-	bool		due;
-
-	if (!mcc_slot_lock(ref->slot, ref->relid, ref->epoch, LW_EXCLUSIVE))
-		return false;
-	due = TimestampDifferenceExceeds(s->last_settle, now, SETTLE_INTERVAL_MS);
-	if (due)
-		s->last_settle = now;
-	LWLockRelease(MCC_SLOT_LOCK(ref->slot));
-	return due;
-}
-
-/*
- * One settle round: ask the engine which xids its entries still carry, and
- * tell it which committed and which aborted, with the horizon below which
- * committed deletions are invisible to every snapshot (those entries are
- * purged). Returns the number of xids the engine listed.
- */
-static uint32
-settle_round(serve_req *r)
-{
-	StringInfoData f;
-	StringInfoData states;
-	mcc_reply	reply;
-	uint64		id = mcc_conn_next_id();
-	uint64	   *xids;
-	uint32		n;
-	uint32		i;
-	uint32		n_states;
-	uint64		horizon;
-	Relation	rel;
-
-	mcc_frame_begin(&f);
-	mcc_put_gallery(&f, &r->ref.id);
-	mcc_conn_send(&f, MCC_MSG_XIDS, id);
-	if (!mcc_conn_wait_reply(id, &reply) || reply.type != MCC_MSG_XID_LIST)
-		return 0;
-	/* the horizon before the states: a purge needs both to hold */
-	rel = relation_open(r->ref.relid, NoLock);
-	horizon = mcc_full_xid(GetOldestNonRemovableTransactionId(rel));
-	relation_close(rel, NoLock);
-	n = mcc_get_u32(&reply.body);
-	if ((size_t) (reply.body.end - reply.body.p) / 8 < n)
-		(void) mcc_get_raw(&reply.body, (size_t) n * 8);
-	xids = palloc(Max(n, 1) * sizeof(uint64));
-	for (i = 0; i < n; i++)
-		xids[i] = mcc_get_u64(&reply.body);
-	initStringInfo(&states);
-	xid_states(xids, n, &states, &n_states);
-
-	id = mcc_conn_next_id();
-	resetStringInfo(&f);
-	appendStringInfoSpaces(&f, sizeof(mcc_frame_hdr));
-	mcc_put_gallery(&f, &r->ref.id);
-	mcc_put_u64(&f, horizon);
-	mcc_put_u32(&f, n_states);
-	appendBinaryStringInfo(&f, states.data, states.len);
-	mcc_conn_send(&f, MCC_MSG_SETTLE, id);
-	(void) mcc_conn_wait_reply(id, &reply);
-	return n_states > 0 ? n : 0;
-}
-
-/* Settle the gallery's entries if due (a full XID_LIST asks for another round). */
-static void
-settle(serve_req *r)
-{
-	int			round;
-
-	if (r->n_unsettled == 0 || !claim_settle(&r->ref))
-		return;
-	for (round = 0; round < 4; round++)
-		if (settle_round(r) < MCC_PROTO_MAX_XIDS)
-			break;
 }
 
 /*
@@ -858,6 +409,39 @@ final_hits_visible(serve_req *r, uint64 **hashes)
 }
 
 /*
+ * A TOP answer (mcc_proto.h): the engine's shortlist of top_total entries,
+ * every one certain (visible to this snapshot), of which it sent the best
+ * by refined score. When n' is that shortlist, the statement's shortlist is
+ * exactly it and the sent candidates are the head of its ranking; another
+ * n' asks again for whole shortlists (MCC_PICK_MORE).
+ */
+static mcc_pick_result
+pick_top(serve_req *r, const probe_answer *a, mcc_refined *out, uint64 *out_hash, int64 *n_out,
+		 const char **why)
+{
+	int			i;
+
+	*n_out = 0;
+	if (r->want != a->top_total || a->n_rc > r->want)
+	{
+		r->no_top = true;
+		return MCC_PICK_MORE;
+	}
+	for (i = 0; i < a->n_rc; i++)
+	{
+		if (!(a->rc[i].v.flags & MCC_CAND_F_CERTAIN))
+		{
+			*why = "a candidate of a complete shortlist is not certain";
+			return MCC_PICK_DISAGREE;
+		}
+		out[*n_out].score = a->rc[i].refined;
+		out[*n_out].key = a->rc[i].key;
+		out_hash[(*n_out)++] = a->rc[i].hash;
+	}
+	return MCC_PICK_DONE;
+}
+
+/*
  * Refining in the engine, for one probe: its shortlist (the first n'
  * visible candidates by LSS), ranked by the refined score into a->hits with
  * their hashes in *hashes. What mcc_pick_refined says.
@@ -874,8 +458,11 @@ pick_and_rank(serve_req *r, probe_answer *a, uint64 **hashes, const char **why)
 	int64		j;
 	mcc_pick_result pr;
 
-	pr = mcc_pick_refined(a->rc, a->n_rc, a->more, r->want, n_rows, GetActiveSnapshot(),
-						  kept, kept_hash, &n_kept, why);
+	if (a->top)
+		pr = pick_top(r, a, kept, kept_hash, &n_kept, why);
+	else
+		pr = mcc_pick_refined(a->rc, a->n_rc, a->more, r->want, n_rows, GetActiveSnapshot(),
+							  kept, kept_hash, &n_kept, why);
 	if (pr != MCC_PICK_DONE)
 		return pr;
 	/* keys are unique among the kept: find each ranked hit's hash by its key */
@@ -965,7 +552,7 @@ search_refined(serve_req *r, char **why)
 			switch (pick_and_rank(r, &r->ans[i], &hashes[i], &disagree))
 			{
 				case MCC_PICK_DONE:
-					refined += r->ans[i].n_rc;
+					refined += r->ans[i].top ? r->ans[i].top_total : r->ans[i].n_rc;
 					break;
 				case MCC_PICK_MORE:
 					need_more = true;
@@ -1150,7 +737,7 @@ serve_in(serve_req *r)
  * the backend (mcc.fallback has had its say). What it allocates is in
  * r->cxt, which the caller deletes when done with r->ans.
  */
-static bool
+bool
 serve(serve_req *r)
 {
 	MemoryContext old;
@@ -1165,7 +752,7 @@ serve(serve_req *r)
 }
 
 /* Detoasted probe, validated. */
-static struct varlena *
+struct varlena *
 checked_probe(Datum d)
 {
 	struct varlena *t = (struct varlena *) PG_DETOAST_DATUM(d);
@@ -1209,211 +796,4 @@ mcc_service_identify(FunctionCallInfo fcinfo, const mcc_gallery *g,
 	}
 	MemoryContextDelete(r.cxt);
 	return true;
-}
-
-/* Append one probe's hits to the batch result. */
-static void
-put_hits(ReturnSetInfo *rsinfo, int probe_no, const candidate *hits, int n)
-{
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		values[0] = Int32GetDatum(probe_no);
-		values[1] = Int64GetDatum(hits[i].key);
-		values[2] = Float4GetDatum(hits[i].score);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-}
-
-/*
- * Probes without the service: identify() per probe through SPI, with the
- * service bypassed (mcc.fallback has already spoken for them); first_no is
- * the probe number of probes[0].
- */
-static void
-batch_in_backend(FunctionCallInfo fcinfo, Oid tpltype, struct varlena **probes, int n,
-				 int first_no)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			types[7] = {REGCLASSOID, tpltype, INT4OID, FLOAT4OID, NAMEOID, NAMEOID, TEXTOID};
-	Datum		args[7];
-	char		nulls[8] = "       ";
-	char	   *sql;
-	int			i;
-
-	/* identify()'s arguments are identify_batch()'s, in the same order */
-	sql = psprintf("SELECT id, score FROM %s.identify($1, $2, $3, $4, $5, $6, $7)",
-				   quote_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid))));
-	args[0] = PG_GETARG_DATUM(0);
-	args[2] = PG_GETARG_DATUM(2);
-	args[3] = PG_GETARG_DATUM(3);
-	for (i = 4; i < 7; i++)
-	{
-		args[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
-		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
-	}
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	PG_TRY();
-	{
-		mcc_service_bypass = true;
-		for (i = 0; i < n; i++)
-		{
-			uint64		row;
-
-			args[1] = PointerGetDatum(probes[i]);
-			if (SPI_execute_with_args(sql, 7, types, args, nulls, true, 0) != SPI_OK_SELECT)
-				elog(ERROR, "identify() failed for probe %d", i + 1);
-			for (row = 0; row < SPI_processed; row++)
-			{
-				HeapTuple	tup = SPI_tuptable->vals[row];
-				bool		isnull;
-				candidate	c;
-
-				c.key = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-				c.score = DatumGetFloat4(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-				put_hits(rsinfo, first_no + i, &c, 1);
-			}
-			SPI_freetuptable(SPI_tuptable);
-		}
-	}
-	PG_FINALLY();
-	{
-		mcc_service_bypass = false;
-	}
-	PG_END_TRY();
-	SPI_finish();
-}
-
-/* Raise 22004 for a NULL argument of identify_batch(). */
-static void
-batch_null(const char *name)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("%s of identify_batch() must not be null", name)));
-}
-
-/* The probes of the array, detoasted and validated. */
-static struct varlena **
-batch_probes(ArrayType *arr, int *n)
-{
-	Datum	   *elems;
-	bool	   *nulls;
-	struct varlena **probes;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	int			i;
-
-	get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
-	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &elems, &nulls, n);
-	probes = palloc(Max(*n, 1) * sizeof(struct varlena *));
-	for (i = 0; i < *n; i++)
-	{
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("probe %d of identify_batch() is null", i + 1)));
-		probes[i] = checked_probe(elems[i]);
-	}
-	return probes;
-}
-
-/*
- * End of the chunk of probes that starts at first: one SEARCH's worth, with
- * at most max_probes probes.
- */
-static int
-chunk_end(struct varlena **probes, int first, int n, int max_probes)
-{
-	size_t		bytes = 0;
-	int			i;
-
-	for (i = first; i < n && i - first < max_probes; i++)
-	{
-		bytes += VARSIZE(probes[i]);
-		if (i > first && bytes > BATCH_MAX_BYTES)
-			break;
-	}
-	return i;
-}
-
-/*
- * identify_batch(gallery regclass, probes mcc_template[], k int, min_score
- * real, id_column name, template_column name, refine text)
- * RETURNS TABLE(probe_no int, id bigint, score real)
- *
- * The probes go to the engine in batches of up to BATCH_MAX_PROBES: one
- * pass over the gallery serves a batch. When refining, a batch is smaller,
- * so that the templates its re-check keeps for REFINE stay near
- * BATCH_MAX_CANDIDATES. probe_no is the 1-based position in the array.
- */
-Datum
-mcc_identify_batch(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	serve_req	r;
-	mcc_gallery gallery;
-	ArrayType  *arr;
-	int			first;
-	int			end;
-	int			max_probes = BATCH_MAX_PROBES;
-	int			i;
-
-	if (PG_ARGISNULL(0))
-		batch_null("gallery");
-	if (PG_ARGISNULL(1))
-		batch_null("probes");
-	if (PG_ARGISNULL(2))
-		batch_null("k");
-	if (PG_ARGISNULL(3))
-		batch_null("min_score");
-	memset(&r, 0, sizeof(r));
-	r.k = PG_GETARG_INT32(2);
-	r.min_score = PG_GETARG_FLOAT4(3);
-	if (r.k <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must be greater than zero"),
-				 errdetail("k is %d.", r.k)));
-	if (isnan(r.min_score) || r.min_score < 0.0f || r.min_score > 1.0f)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("min_score must be between 0 and 1"),
-				 errdetail("Scores lie in [0, 1]; min_score is %g.", r.min_score)));
-	r.method = mcc_refine_arg(PG_GETARG_DATUM(6), PG_ARGISNULL(6), "identify_batch()");
-	if (r.method != MCC_LSS)
-		max_probes = (int) Max(1, Min((int64) BATCH_MAX_PROBES, BATCH_MAX_CANDIDATES /
-									  (2 * Max((int64) mcc_refine_min, (int64) r.k) + 8)));
-	arr = PG_GETARG_ARRAYTYPE_P(1);
-	r.probes = batch_probes(arr, &r.n_probes);
-	mcc_gallery_resolve(PG_GETARG_OID(0),
-						PG_ARGISNULL(4) ? NULL : NameStr(*PG_GETARG_NAME(4)),
-						PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5)),
-						&gallery);
-	r.g = &gallery;
-
-	InitMaterializedSRF(fcinfo, 0);
-	for (first = 0; first < r.n_probes; first = end)
-	{
-		serve_req	c = r;
-
-		end = chunk_end(r.probes, first, r.n_probes, max_probes);
-		c.probes = r.probes + first;
-		c.n_probes = end - first;
-		if (!serve(&c))
-		{
-			MemoryContextDelete(c.cxt);
-			batch_in_backend(fcinfo, ARR_ELEMTYPE(arr), c.probes, c.n_probes, first + 1);
-			continue;
-		}
-		for (i = 0; i < c.n_probes; i++)
-			put_hits(rsinfo, first + i + 1, c.ans[i].hits, c.ans[i].n_hits);
-		MemoryContextDelete(c.cxt);
-	}
-	return (Datum) 0;
 }

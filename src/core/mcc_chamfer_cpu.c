@@ -16,6 +16,7 @@
 #endif
 
 #include "mcc_chamfer.h"
+#include "mcc_job.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -149,20 +150,7 @@ worker_main(void *arg)
 static int
 start_workers(mcc_chamfer_cpu *c, int workers)
 {
-	sigset_t	all;
-	sigset_t	old;
-	int			started = 0;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (int i = 0; i < workers; i++)
-	{
-		if (pthread_create(&c->tid[i], NULL, worker_main, c) != 0)
-			break;
-		started++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return started;
+	return mcc_job_start_threads(c->tid, workers, worker_main, c, 0);
 }
 
 /* Start an evaluator (see mcc_chamfer.h). */

@@ -10,6 +10,26 @@
 
 #include "mcc_job.h"
 
+/* Start up to n threads with every signal blocked (mcc_job.h). */
+int
+mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *), void *args, size_t stride)
+{
+	sigset_t	all,
+				old;
+	int			started = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (int i = 0; i < n; i++)
+	{
+		if (pthread_create(&tids[i], NULL, fn, (char *) args + (size_t) i * stride) != 0)
+			break;
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
 /* Set up a zeroed runner for n threads (not started). */
 int
 mcc_job_runner_init(mcc_job_runner *r, int n)
@@ -55,28 +75,17 @@ mcc_job_runner_start(mcc_job_runner *r, int n, void *(*fn) (void *), void *args,
 					 const char *what, mcc_error *err)
 {
 	mcc_status	st;
-	sigset_t	all,
-				old;
 
 	if ((st = mcc_job_sync_init(r, err)) != MCC_OK)
 		return st;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (int i = 0; i < n; i++)
-	{
-		pthread_mutex_lock(&r->mu);
-		r->running++;
-		pthread_mutex_unlock(&r->mu);
-		if (pthread_create(&r->tids[i], NULL, fn, (char *) args + (size_t) i * stride) != 0)
-		{
-			pthread_mutex_lock(&r->mu);
-			r->running--;
-			pthread_mutex_unlock(&r->mu);
-			break;
-		}
-		r->nthreads = i + 1;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* counted before they start: a thread may finish before the loop ends */
+	pthread_mutex_lock(&r->mu);
+	r->running += n;
+	pthread_mutex_unlock(&r->mu);
+	r->nthreads = mcc_job_start_threads(r->tids, n, fn, args, stride);
+	pthread_mutex_lock(&r->mu);
+	r->running -= n - r->nthreads;
+	pthread_mutex_unlock(&r->mu);
 	if (r->nthreads == 0)
 		return mcc_error_set(err, MCC_ERR_MEMORY, "could not start %s", what);
 	/* fewer threads than asked still take every piece of work */

@@ -2,6 +2,10 @@
  * mcc_job.h: the thread runner shared by the jobs of src/core that run a
  * piece of work on worker threads (mcc_sad_job.c, mcc_dp2d_job.c).
  *
+ * mcc_job_start_threads() is the one place threads are started in src/core
+ * and the engine (mcc_job_runner_start, mcc_chamfer_cpu.c's evaluator,
+ * src/engine/eng_pool.c).
+ *
  * A runner holds the threads, the count of those still running (under a
  * mutex, with a condition variable to wait on), the cancel flag the
  * workers poll, and the first failure a worker reports. The job that owns
@@ -31,6 +35,16 @@ typedef struct mcc_job_runner
 	mcc_status	status;			/* first failure (under mu) */
 	mcc_error	error;
 } mcc_job_runner;
+
+/*
+ * Start up to n threads running fn, the i-th on (char *) args + i * stride
+ * (stride 0: all on args), with every signal blocked in them, so that
+ * signal handlers (PostgreSQL's among them) run in the caller's threads
+ * only. Stops at the first that cannot be created; returns how many
+ * started (tids[0..that) are valid).
+ */
+int			mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *),
+								  void *args, size_t stride);
 
 /* Set up a zeroed runner for n threads (not started); 0 when out of memory. */
 int			mcc_job_runner_init(mcc_job_runner *r, int n);

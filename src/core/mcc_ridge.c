@@ -704,7 +704,8 @@ reconstruct(ridge *r, const mcc_ridge_opts *o, int *n_runs)
 			cand[nc].d2 = gx * gx + gy * gy;
 			nc++;
 		}
-	qsort(cand, nc, sizeof(join), cmp_join);
+	if (nc > 1)				/* qsort must not get NULL, even empty */
+		qsort(cand, nc, sizeof(join), cmp_join);
 	taken = calloc((size_t) ne + 1, 1);
 	if (taken == NULL)
 		goto oom;

@@ -4,6 +4,7 @@
  */
 #include "mcc_sad.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,70 +139,32 @@ mcc_sad_hit_cmp(const mcc_sad_hit *a, const mcc_sad_hit *b)
 	return 0;
 }
 
-/* Restore the max-heap below slot i (the worst hit on top). */
-static void
-sift_down(mcc_sad_hit *h, uint32_t n, uint32_t i)
+/* true if hit a ranks before hit b (mcc_sad_hit_cmp's order). */
+static inline bool
+sad_hit_better(const mcc_sad_hit *a, const mcc_sad_hit *b)
 {
-	for (;;)
-	{
-		uint32_t	l = 2 * i + 1,
-					m = i;
-		mcc_sad_hit t;
-
-		if (l < n && mcc_sad_hit_cmp(&h[l], &h[m]) > 0)
-			m = l;
-		if (l + 1 < n && mcc_sad_hit_cmp(&h[l + 1], &h[m]) > 0)
-			m = l + 1;
-		if (m == i)
-			return;
-		t = h[i];
-		h[i] = h[m];
-		h[m] = t;
-		i = m;
-	}
+	return mcc_sad_hit_cmp(a, b) < 0;
 }
+
+/* a heap with the worst hit on top (mcc_heap.h) */
+#define MCC_HEAP_PREFIX sad_hits
+#define MCC_HEAP_TYPE mcc_sad_hit
+#define MCC_HEAP_BETTER(a, b) sad_hit_better(a, b)
+#include "mcc_heap.h"
 
 /* Keep hit if it is among the k best so far. */
 void
 mcc_sad_topk_offer(mcc_sad_topk *t, const mcc_sad_hit *hit)
 {
-	if (t->k == 0)
-		return;
-	if (t->n < t->k)
-	{
-		uint32_t	i = t->n++;
-
-		/* sift up */
-		t->hits[i] = *hit;
-		while (i > 0 && mcc_sad_hit_cmp(&t->hits[(i - 1) / 2], &t->hits[i]) < 0)
-		{
-			mcc_sad_hit tmp = t->hits[i];
-
-			t->hits[i] = t->hits[(i - 1) / 2];
-			t->hits[(i - 1) / 2] = tmp;
-			i = (i - 1) / 2;
-		}
-		return;
-	}
-	if (mcc_sad_hit_cmp(hit, &t->hits[0]) < 0)
-	{
-		t->hits[0] = *hit;
-		sift_down(t->hits, t->n, 0);
-	}
+	t->n = (uint32_t) sad_hits_offer(t->hits, t->n, t->k, hit);
 }
 
-/* qsort comparator over mcc_sad_hit. */
-static int
-hit_qsort_cmp(const void *a, const void *b)
-{
-	return mcc_sad_hit_cmp((const mcc_sad_hit *) a, (const mcc_sad_hit *) b);
-}
-
-/* Best first. */
+/* Best first (qsort's array must not be NULL, even empty). */
 void
 mcc_sad_topk_sort(mcc_sad_topk *t)
 {
-	qsort(t->hits, t->n, sizeof(mcc_sad_hit), hit_qsort_cmp);
+	if (t->n > 1)
+		qsort(t->hits, t->n, sizeof(mcc_sad_hit), sad_hits_cmp);
 }
 
 /* Round v up to a multiple of m. */

@@ -1,57 +1,23 @@
 /*
- * mcc_topk.c: the k best hits of a scan, as a binary min-heap whose root is
- * the worst hit held (lowest score; among equal scores, the largest id).
+ * mcc_topk.c: the k best hits of a scan, as a binary heap (mcc_heap.h) whose
+ * root is the worst hit held (lowest score; among equal scores, the largest
+ * id).
  */
 #include "mcc_topk.h"
 
 #include <math.h>
 
-/* true if hit a is worse than hit b: the heap order. */
+/* true if hit a ranks before hit b (mcc_topk.h's order). */
 static inline bool
-worse(const mcc_hit *a, const mcc_hit *b)
+hit_better(const mcc_hit *a, const mcc_hit *b)
 {
-	return mcc_hit_better(b->score, b->id, a->score, a->id);
+	return mcc_hit_better(a->score, a->id, b->score, b->id);
 }
 
-/* Restore the heap below position i. */
-static void
-sift_down(mcc_hit *h, int64_t n, int64_t i)
-{
-	mcc_hit		x = h[i];
-
-	for (;;)
-	{
-		int64_t		c = 2 * i + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && worse(&h[c + 1], &h[c]))
-			c++;
-		if (!worse(&h[c], &x))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = x;
-}
-
-/* Restore the heap above position i. */
-static void
-sift_up(mcc_hit *h, int64_t i)
-{
-	mcc_hit		x = h[i];
-
-	while (i > 0)
-	{
-		int64_t		parent = (i - 1) / 2;
-
-		if (!worse(&x, &h[parent]))
-			break;
-		h[i] = h[parent];
-		i = parent;
-	}
-	h[i] = x;
-}
+#define MCC_HEAP_PREFIX hits
+#define MCC_HEAP_TYPE mcc_hit
+#define MCC_HEAP_BETTER(a, b) hit_better(a, b)
+#include "mcc_heap.h"
 
 /* Start an empty top-k over caller storage of cap hits. */
 void
@@ -96,17 +62,7 @@ mcc_topk_push(mcc_topk *t, float score, int64_t id)
 		return;
 	x.score = score;
 	x.id = id;
-	if (t->n < t->cap)
-	{
-		t->h[t->n] = x;
-		sift_up(t->h, t->n);
-		t->n++;
-		return;
-	}
-	if (t->n == 0 || !worse(&t->h[0], &x))
-		return;
-	t->h[0] = x;
-	sift_down(t->h, t->n, 0);
+	t->n = hits_offer(t->h, t->n, t->cap, &x);
 }
 
 /* The score a hit must reach to enter a full top-k. */
@@ -118,16 +74,9 @@ mcc_topk_floor(const mcc_topk *t)
 	return t->h[0].score;
 }
 
-/* Heap sort: moving the worst to the end each time leaves best first. */
+/* Best first: a heap sort (mcc_heap.h). */
 void
 mcc_topk_sort(mcc_topk *t)
 {
-	for (int64_t n = t->n; n > 1; n--)
-	{
-		mcc_hit		tmp = t->h[0];
-
-		t->h[0] = t->h[n - 1];
-		t->h[n - 1] = tmp;
-		sift_down(t->h, n - 1, 0);
-	}
+	hits_heap_sort(t->h, t->n);
 }

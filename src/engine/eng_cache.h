@@ -19,6 +19,7 @@
 #ifndef ENG_CACHE_H
 #define ENG_CACHE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -91,6 +92,20 @@ typedef struct eng_cache
 	uint32_t	cap_purge_log;
 	bool		purge_log_lost;
 	struct eng_gpu_mirror *gpu; /* its copy on the GPU, or NULL (eng_gpu.h) */
+
+	/*
+	 * What eng_cache_count keeps between calls: version is bumped by every
+	 * change of an entry; for count_version == version, count_base live
+	 * entries are certain for every snapshot (settled inserts of xid 0,
+	 * never deleted: what a load finds below the horizon) and count_rest
+	 * lists the others, so that a count reads those only.
+	 */
+	uint64_t	version;
+	pthread_mutex_t count_lock;
+	uint64_t	count_version;
+	uint64_t	count_base;
+	uint32_t   *count_rest;
+	uint32_t	n_count_rest;
 } eng_cache;
 
 /* Bytes of a cache with these capacities (cap_side: bytes of sides). */

@@ -683,6 +683,12 @@ put_count(eng_buf *o, const eng_batch *b, const eng_request *r)
 	}
 }
 
+/*
+ * Hits whose cache entries a loop over a shortlist asks for ahead: the
+ * entries of thousands of hits lie at random in a gallery-sized array.
+ */
+#define HIT_AHEAD 8
+
 /* A refining search's hit j of slot sl: its refined score and visibility. */
 static void
 put_rhit_tail(eng_buf *o, const eng_cache *c, const eng_request *r, float refined,
@@ -701,6 +707,69 @@ put_rhit_tail(eng_buf *o, const eng_cache *c, const eng_request *r, float refine
 	eng_buf_u64(o, e->insert_xid);
 	eng_buf_u64(o, e->delete_xid);
 	eng_buf_u32(o, flags);
+}
+
+/* Is refined pair a (hit ha) better than b (hit hb): score desc, key asc. */
+static bool
+better_refined(const eng_rescore_pair *a, const eng_hit *ha, const eng_rescore_pair *b,
+			   const eng_hit *hb)
+{
+	if (a->score != b->score)
+		return a->score > b->score;
+	return ha->key < hb->key;
+}
+
+/*
+ * A TOP reply for one probe of a refining search (mcc_proto.h), if the
+ * request welcomes it and it holds: the n rescored hits are exactly the
+ * shortlist s and more hits follow. refine_cut stops at the s-th certain
+ * hit, so n == s with hits beyond it means all n are certain. Writes the
+ * best min(final_k, n) by refined score; false (nothing written) otherwise.
+ */
+static bool
+put_top(eng_buf *o, const eng_cache *c, const eng_request *r, const eng_slot *sl,
+		const eng_rescore_pair *rp, uint32_t n)
+{
+	uint32_t	t = r->final_k < n ? r->final_k : n;
+	uint32_t   *best;
+	uint32_t	nb = 0;
+
+	if (!r->top || r->count_xmin == 0 || n == 0 || n != r->shortlist ||
+		sl->hits.n <= n || t >= n)
+		return false;
+	if ((best = malloc(sizeof(uint32_t) * t)) == NULL)
+		return false;			/* the whole shortlist instead */
+	/* the t best by insertion: t is a final k, small next to n */
+	for (uint32_t j = 0; j < n; j++)
+	{
+		uint32_t	at;
+
+		if (nb == t && !better_refined(&rp[j], &sl->hits.h[j], &rp[best[t - 1]],
+									   &sl->hits.h[best[t - 1]]))
+			continue;
+		at = nb < t ? nb++ : t - 1;
+		while (at > 0 && better_refined(&rp[j], &sl->hits.h[j], &rp[best[at - 1]],
+										&sl->hits.h[best[at - 1]]))
+		{
+			best[at] = best[at - 1];
+			at--;
+		}
+		best[at] = j;
+	}
+	eng_buf_u32(o, MCC_RESULT_MORE | MCC_RESULT_TOP);
+	eng_buf_u32(o, n);
+	eng_buf_u32(o, t);
+	for (uint32_t i = 0; i < t; i++)
+	{
+		const eng_hit *h = &sl->hits.h[best[i]];
+
+		eng_buf_f32(o, h->score);
+		eng_buf_i64(o, h->key);
+		eng_buf_u64(o, h->hash);
+		put_rhit_tail(o, c, r, rp[best[i]].score, rp[best[i]].entry);
+	}
+	free(best);
+	return true;
 }
 
 /*
@@ -752,10 +821,14 @@ reply_result(eng_server *s, const eng_batch *b, const eng_rescore *rs,
 
 		if (refining)
 			rp = eng_rescore_pairs(rs, r->first_slot + i, &n);
-		eng_buf_u32(o, sl->n_ge > n ? 1 : 0);
+		if (refining && put_top(o, b->cache, r, sl, rp, n))
+			continue;
+		eng_buf_u32(o, sl->n_ge > n ? MCC_RESULT_MORE : 0);
 		eng_buf_u32(o, n);
 		for (uint32_t j = 0; j < n; j++)
 		{
+			if (refining && j + HIT_AHEAD < n)
+				__builtin_prefetch(&b->cache->entries[rp[j + HIT_AHEAD].entry]);
 			eng_buf_f32(o, sl->hits.h[j].score);
 			eng_buf_i64(o, sl->hits.h[j].key);
 			eng_buf_u64(o, sl->hits.h[j].hash);
@@ -778,9 +851,13 @@ refine_cut(const eng_cache *c, const eng_slot *sl, const eng_request *r)
 	uint64_t	certain = 0;
 
 	for (uint32_t j = 0; j < sl->hits.n; j++)
+	{
+		if (j + HIT_AHEAD < sl->hits.n)
+			__builtin_prefetch(&c->entries[sl->hits.h[j + HIT_AHEAD].entry]);
 		if (eng_entry_certain(&c->entries[sl->hits.h[j].entry], r->count_xmin) &&
 			++certain >= r->shortlist)
 			return j + 1;
+	}
 	return sl->hits.n;
 }
 

@@ -365,6 +365,9 @@ same_cut(const mcc_gpu_hit *a, const mcc_gpu_hit *b)
 	return a->score == b->score && a->id == b->id;
 }
 
+/* Hits whose cache entries fill_slot asks for ahead of the one it reads. */
+#define FILL_AHEAD 8
+
 /*
  * Turn the library's k' best of one probe (hits[0..n), k' = kk) into the
  * slot's result. hits are ordered by (score desc, key asc) but versions of
@@ -416,6 +419,10 @@ fill_slot(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c, eng_slot *sl,
 		const eng_entry *e;
 		eng_hit		h;
 
+		/* entries are read at random: keep a few misses in flight */
+		if (i + FILL_AHEAD < n && use[i + FILL_AHEAD].index < c->soa.n_tpl)
+			__builtin_prefetch(&c->entries[use[i + FILL_AHEAD].index]);
+
 		if (use[i].index >= c->soa.n_tpl ||
 			(c->entries[use[i].index].flags & ENG_E_PURGED) ||
 			c->entries[use[i].index].key != use[i].id)
@@ -463,6 +470,8 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 	size_t		cap = 0;
 	uint32_t	n = 0;
 	mcc_gpu_code rc = MCC_GPU_OK;
+	double		t0;
+	double		t1;
 
 	if (w == NULL || v == NULL || nhits == NULL)
 	{
@@ -508,11 +517,25 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 			if (mcc_template_open(sl->tpl, sl->tpl_len, &v[q - i], err) != MCC_OK)
 				rc = MCC_GPU_INVALID;
 		}
+		t0 = now_s();
 		if (rc == MCC_GPU_OK)
 			rc = mcc_gpu_search(m->ctx, v, (int) (j - i), (int) kk, hits, nhits, err);
+		t1 = now_s();
+		if (rc == MCC_GPU_OK)
+		{
+			mcc_gpu_timing tm;
+
+			mcc_gpu_last_timing(m->ctx, &tm);
+			g->stats.lib_ms[ENG_GPU_T_MATCH] += tm.match_ms;
+			g->stats.lib_ms[ENG_GPU_T_SELECT] += tm.select_ms;
+			g->stats.lib_ms[ENG_GPU_T_D2H] += tm.d2h_ms;
+			g->stats.lib_ms[ENG_GPU_T_MERGE] += tm.merge_ms;
+		}
 		for (uint32_t q = i; q < j && rc == MCC_GPU_OK; q++)
 			rc = fill_slot(g, m->ctx, b->cache, &b->slots[w[q].slot], &v[q - i],
 						   hits + (size_t) (q - i) * kk, nhits[q - i], kk, err);
+		g->stats.search_lib_s += t1 - t0;
+		g->stats.search_fill_s += now_s() - t1;
 		i = j;
 	}
 out:
@@ -569,6 +592,7 @@ eng_gpu_pass(eng_gpu *g, eng_batch *b, mcc_error *err)
 	eng_gpu_mirror *m = c->gpu;
 	eng_gpu_outcome out;
 	mcc_gpu_code rc;
+	double		t_in = now_s();
 
 	pthread_mutex_lock(&g->lock);
 	if (atomic_load(&g->broken))
@@ -607,6 +631,7 @@ eng_gpu_pass(eng_gpu *g, eng_batch *b, mcc_error *err)
 	m->failures = 0;
 	if (b->n_slots > 0)
 		g->stats.passes++;
+	g->stats.search_s += now_s() - t_in;
 	pthread_mutex_unlock(&g->lock);
 	return ENG_GPU_DONE;
 
@@ -704,6 +729,7 @@ refine_method(eng_gpu *g, eng_gpu_mirror *m, eng_rescore *rs, mcc_method method,
 	size_t		np = 0;
 	int			nq = 0;
 	mcc_gpu_code rc;
+	double		t0;
 
 	for (uint32_t i = 0; i < rs->n_probes; i++)
 	{
@@ -731,9 +757,20 @@ refine_method(eng_gpu *g, eng_gpu_mirror *m, eng_rescore *rs, mcc_method method,
 	}
 	if (np == 0)
 		return MCC_GPU_OK;
+	t0 = now_s();
 	rc = mcc_gpu_refine(m->ctx, views, nq, NULL, 0, pairs, np, method, NULL, scores, err);
+	g->stats.refine_lib_s += now_s() - t0;
 	if (rc != MCC_GPU_OK)
 		return rc;
+	{
+		mcc_gpu_refine_timing tm;
+
+		mcc_gpu_refine_last_timing(m->ctx, &tm);
+		g->stats.lib_ms[ENG_GPU_T_RPREP] += tm.prep_ms;
+		g->stats.lib_ms[ENG_GPU_T_RH2D] += tm.h2d_ms;
+		g->stats.lib_ms[ENG_GPU_T_RKERNEL] += tm.kernel_ms;
+		g->stats.lib_ms[ENG_GPU_T_RD2H] += tm.d2h_ms;
+	}
 	np = 0;
 	for (int q = 0; q < nq; q++)
 	{
@@ -820,6 +857,7 @@ eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
 	eng_gpu_mirror *m = c->gpu;
 	eng_gpu_outcome out;
 	mcc_gpu_code rc;
+	double		t_in = now_s();
 
 	pthread_mutex_lock(&g->lock);
 	if (atomic_load(&g->broken))
@@ -861,6 +899,7 @@ eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
 	update_bytes(g, m);
 	m->ref_failures = 0;
 	g->stats.refines++;
+	g->stats.refine_s += now_s() - t_in;
 	pthread_mutex_unlock(&g->lock);
 	return ENG_GPU_DONE;
 

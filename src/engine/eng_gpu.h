@@ -77,7 +77,21 @@ typedef struct eng_gpu_stats
 	uint64_t	refine_pairs;	/* (probe, candidate) pairs they scored */
 	uint64_t	refine_fallbacks;	/* rescoring jobs handed back to the CPU */
 	uint64_t	refine_attached;	/* templates whose refinement data went up */
+	/* wall time, seconds, of the GPU stages (benchmarks find the slow one) */
+	double		search_s;		/* eng_gpu_pass: sync, library search, hits to slots */
+	double		search_lib_s;	/* of which mcc_gpu_search calls */
+	double		search_fill_s;	/* of which hits into the slots (ties asked again) */
+	double		refine_s;		/* eng_gpu_refine: attach, pairs, library, scores back */
+	double		refine_lib_s;	/* of which mcc_gpu_refine calls */
+	double		lib_ms[8];		/* the libraries' own stage times (ENG_GPU_T_*), ms */
 } eng_gpu_stats;
+
+/* eng_gpu_stats.lib_ms: mcc_gpu_timing and mcc_gpu_refine_timing summed */
+enum
+{
+	ENG_GPU_T_MATCH, ENG_GPU_T_SELECT, ENG_GPU_T_D2H, ENG_GPU_T_MERGE,
+	ENG_GPU_T_RPREP, ENG_GPU_T_RH2D, ENG_GPU_T_RKERNEL, ENG_GPU_T_RD2H
+};
 
 /* Does this binary contain the GPU path? */
 bool		eng_gpu_built(void);

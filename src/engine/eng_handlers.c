@@ -71,6 +71,7 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	size_t		probes_at;
 	uint32_t	n;
 	uint32_t	refine;
+	bool		top;
 
 	eng_rd_gallery(r, &id);
 	req = calloc(1, sizeof(*req));
@@ -86,6 +87,8 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	req->count_above = eng_rd_u64(r);
 	req->count_index = -1;
 	refine = eng_rd_u32(r);
+	top = (refine & MCC_REFINE_F_TOP) != 0 && (refine & MCC_REFINE_METHOD) != MCC_LSS;
+	refine &= ~MCC_REFINE_F_TOP;
 	req->final_k = eng_rd_u32(r);
 	req->fraction = eng_rd_f64(r);
 	req->refine_min = eng_rd_u32(r);
@@ -119,6 +122,7 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		return true;
 	}
 	req->refine = (mcc_method) refine;
+	req->top = top;
 	req->conn_id = c->id;
 	req->request_id = h->request_id;
 	req->probes = calloc(n ? n : 1, sizeof(mcc_probe *));

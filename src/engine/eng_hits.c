@@ -1,5 +1,6 @@
 /*
- * eng_hits.c: a bounded binary heap of hits, worst at the root.
+ * eng_hits.c: a bounded binary heap of hits, worst at the root
+ * (src/core/mcc_heap.h).
  */
 #include "eng_hits.h"
 
@@ -21,46 +22,10 @@ eng_hits_free(eng_hits *t)
 	t->n = t->cap = 0;
 }
 
-/* Restore the heap below position i (the root is the worst hit). */
-static void
-sift_down(eng_hit *h, uint32_t n, uint32_t i)
-{
-	eng_hit		x = h[i];
-
-	for (;;)
-	{
-		uint32_t	c = 2 * i + 1;
-
-		if (c >= n)
-			break;
-		/* follow the worse child */
-		if (c + 1 < n && eng_hit_better(&h[c], &h[c + 1]))
-			c++;
-		if (!eng_hit_better(&x, &h[c]))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = x;
-}
-
-/* Move position i up while it is worse than its parent. */
-static void
-sift_up(eng_hit *h, uint32_t i)
-{
-	eng_hit		x = h[i];
-
-	while (i > 0)
-	{
-		uint32_t	p = (i - 1) / 2;
-
-		if (!eng_hit_better(&h[p], &x))
-			break;
-		h[i] = h[p];
-		i = p;
-	}
-	h[i] = x;
-}
+#define MCC_HEAP_PREFIX hits
+#define MCC_HEAP_TYPE eng_hit
+#define MCC_HEAP_BETTER(a, b) eng_hit_better(a, b)
+#include "mcc_heap.h"
 
 void
 eng_hits_push(eng_hits *t, const eng_hit *hit)
@@ -85,33 +50,13 @@ eng_hits_push(eng_hits *t, const eng_hit *hit)
 			t->h = h;
 			t->cap = cap;
 		}
-		t->h[t->n] = *hit;
-		sift_up(t->h, t->n);
-		t->n++;
-		return;
 	}
-	if (eng_hit_better(hit, &t->h[0]))
-	{
-		t->h[0] = *hit;
-		sift_down(t->h, t->n, 0);
-	}
-}
-
-/* qsort comparator: best first */
-static int
-cmp_hit(const void *a, const void *b)
-{
-	const eng_hit *x = a;
-	const eng_hit *y = b;
-
-	if (eng_hit_better(x, y))
-		return -1;
-	return eng_hit_better(y, x) ? 1 : 0;
+	t->n = (uint32_t) hits_offer(t->h, t->n, t->k, hit);
 }
 
 void
 eng_hits_sort(eng_hits *t)
 {
 	if (t->n > 1)
-		qsort(t->h, t->n, sizeof(eng_hit), cmp_hit);
+		qsort(t->h, t->n, sizeof(eng_hit), hits_cmp);
 }

@@ -2,6 +2,7 @@
  * eng_pool.c: a fixed set of pthreads over a FIFO of parted jobs.
  */
 #include "eng_pool.h"
+#include "mcc_job.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -144,14 +145,12 @@ eng_pool_start_niced(int n, size_t scratch_bytes, int nice)
 		eng_pool_stop(p);
 		return NULL;
 	}
-	for (int i = 0; i < n; i++)
+	/* all or none (src/core's runner: signals blocked in the workers) */
+	p->started = mcc_job_start_threads(p->threads, n, worker, p, 0);
+	if (p->started < n)
 	{
-		if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
-		{
-			eng_pool_stop(p);
-			return NULL;
-		}
-		p->started++;
+		eng_pool_stop(p);
+		return NULL;
 	}
 	return p;
 }

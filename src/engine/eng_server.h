@@ -64,6 +64,7 @@ typedef struct eng_request
 	uint32_t	final_k;
 	double		fraction;
 	uint32_t	refine_min;
+	bool		top;			/* MCC_REFINE_F_TOP: the best final_k may do */
 	uint64_t	shortlist;		/* s of mcc_proto.h: n' for the pass's searchable entries */
 	uint32_t	n_probes;
 	mcc_probe **probes;

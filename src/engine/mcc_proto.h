@@ -20,10 +20,11 @@
  *                -> RESULT uint64 applied_generation, uint32 n_unsettled,
  *                   uint64 searchable (entries the pass scored, tombstones
  *                   not counted), count,
- *                   uint32 n_probes, then per probe: uint32 more (1 if the
- *                   engine holds more candidates at or above min_score
- *                   than it returns), uint32 n, n x hit (n x rhit when
- *                   refining)
+ *                   uint32 n_probes, then per probe: uint32 more (bit
+ *                   MCC_RESULT_MORE if the engine holds more candidates at
+ *                   or above min_score than it returns; bit MCC_RESULT_TOP,
+ *                   then a uint32 total follows), uint32 n, n x hit (n x
+ *                   rhit when refining)
  *                (count_xmin != 0 and searchable > count_above: the engine
  *                 also sorts its searchable entries for a count of the
  *                 versions visible to a snapshot whose xmin is count_xmin:
@@ -37,7 +38,17 @@
  *                 prefix that holds s entries certain for count_xmin
  *                 (MCC_CAND_F_CERTAIN), or all of them, each rescored by
  *                 mcc_match_candidate(probe, the entry's template, method)
- *                 with the default parameters from the cache's own copy)
+ *                 with the default parameters from the cache's own copy;
+ *                 with MCC_REFINE_F_TOP or'ed into the method, a probe
+ *                 whose prefix is exactly s entries, every one certain,
+ *                 with more candidates after it, gets only the best
+ *                 min(final_k, s) of the prefix by refined score
+ *                 (descending, key ascending), flagged MCC_RESULT_TOP with
+ *                 total = s: for a statement whose n' is s that is its
+ *                 whole answer, which spares sending, judging and ranking
+ *                 thousands of candidates; any other n' asks again without
+ *                 the flag. The key column's unique index makes the keys
+ *                 of certain entries distinct)
  *                -> ERROR (MCC_PERR_NOT_LOADED: load first;
  *                   MCC_PERR_GENERATION: a needed delta never came: reload;
  *                   MCC_PERR_DATA: a bad probe, a probe of another profile
@@ -224,13 +235,20 @@
  * mcc_hash.c's four-lane hash (2: FNV-1a); both ends must hash alike, so
  * the version keeps them from mixing.
  */
-#define MCC_PROTO_VERSION	5
+#define MCC_PROTO_VERSION	6
 #define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
 #define MCC_PROTO_MAX_XIDS	(1u << 20)	/* xids per XID_LIST */
 #define MCC_PROTO_MAX_GROUPS (1u << 16)	/* groups of a RESULT's count */
 
 /* frame flags */
 #define MCC_FRAME_MORE		0x0001	/* DELTA: more frames of this generation follow */
+
+/* SEARCH's refine method word: a TOP reply is welcome (see SEARCH) */
+#define MCC_REFINE_F_TOP	0x10000u
+#define MCC_REFINE_METHOD	0xFFFFu
+/* RESULT's per-probe `more` word */
+#define MCC_RESULT_MORE		0x0001u
+#define MCC_RESULT_TOP		0x0002u	/* a uint32 total follows */
 
 typedef enum mcc_msg_type
 {

@@ -291,6 +291,101 @@ test_settle(const tl_tpl *t)
 	eng_cache_free(c);
 }
 
+/*
+ * The count by definition (eng_cache.h), reading every entry: certain
+ * entries, and the others as (insert, delete, flags) -> entries, in a list
+ * sorted like eng_cache_count's groups.
+ */
+static uint64_t
+count_ref(const eng_cache *c, uint64_t xmin, eng_count_group *g, uint32_t *ng)
+{
+	uint64_t	n = 0;
+
+	*ng = 0;
+	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
+	{
+		const eng_entry *e = &c->entries[i];
+		uint32_t	flags = 0;
+		uint32_t	j;
+
+		if ((e->flags & ENG_E_PURGED) ||
+			(e->delete_xid != 0 && (e->flags & ENG_E_DEL_COMMITTED) && e->delete_xid < xmin))
+			continue;
+		if (eng_entry_certain(e, xmin))
+		{
+			n++;
+			continue;
+		}
+		flags |= (e->flags & ENG_E_INS_SETTLED) ? MCC_COUNT_F_INS_COMMITTED : 0;
+		flags |= e->delete_xid != 0 && (e->flags & ENG_E_DEL_COMMITTED) ? MCC_COUNT_F_DEL_COMMITTED : 0;
+		for (j = 0; j < *ng; j++)
+			if (g[j].insert_xid == e->insert_xid && g[j].delete_xid == e->delete_xid && g[j].flags == flags)
+				break;
+		if (j == *ng)
+			g[(*ng)++] = (eng_count_group) {e->insert_xid, e->delete_xid, flags, 0};
+		g[j].entries++;
+	}
+	return n;
+}
+
+/* Does eng_cache_count at xmin equal the definition (groups in any order)? */
+static bool
+count_matches(const eng_cache *c, uint64_t xmin)
+{
+	eng_count_group want[64];
+	eng_count_group *got;
+	uint32_t	nw;
+	uint32_t	ng;
+	uint64_t	certain;
+	uint64_t	n = count_ref(c, xmin, want, &nw);
+	bool		ok = eng_cache_count(c, xmin, 64, &certain, &got, &ng) && certain == n && ng == nw;
+
+	for (uint32_t i = 0; ok && i < nw; i++)
+	{
+		bool		found = false;
+
+		for (uint32_t j = 0; j < ng && !found; j++)
+			found = memcmp(&got[j], &want[i], sizeof(eng_count_group)) == 0;
+		ok = found;
+	}
+	free(got);
+	if (!ok)
+		printf("# count at xmin %llu: %llu certain (want %llu), %u groups (want %u)\n",
+			   (unsigned long long) xmin, (unsigned long long) certain, (unsigned long long) n, ng, nw);
+	return ok;
+}
+
+/*
+ * Counts keep a memo of the entries certain for every snapshot: after each
+ * kind of change (an insert, a delete, a settle that commits, aborts and
+ * purges, a load's flags cleared) the count still equals the definition.
+ */
+static void
+test_count_memo(const tl_tpl *t)
+{
+	eng_budget	b = {0, 0};
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
+	mcc_template_view v = tl_view(&t[7]);
+	uint64_t	xids[3] = {40, 41, 42};
+	uint32_t	st[3] = {MCC_XID_COMMITTED, MCC_XID_ABORTED, MCC_XID_COMMITTED};
+	bool		added;
+	bool		ok = true;
+
+	for (int i = 0; i < 20; i++)
+		add(c, i, i % 5 == 0 ? 30 : 0, i % 7 == 3 ? 35 : 0, 0, &t[i]);
+	ok = ok && count_matches(c, 100) && count_matches(c, 32) && count_matches(c, 100);
+	ok = ok && eng_cache_insert(c, 100, 40, &v, &added, &err) == MCC_OK && count_matches(c, 100);
+	ok = ok && eng_cache_insert(c, 101, 41, &v, &added, &err) == MCC_OK && count_matches(c, 100);
+	ok = ok && eng_cache_delete(c, 2, hash_of(&t[2]), 42) != ENG_NONE && count_matches(c, 100);
+	(void) eng_cache_settle(c, 36, xids, st, 3);
+	ok = ok && count_matches(c, 100) && count_matches(c, 41);
+	eng_cache_purge(c, 4);
+	ok = ok && count_matches(c, 100) && c->count_base > 0;
+	UNIT_CHECK(ok, "visibility counts equal the definition after each change (the memo follows the cache)");
+	eng_cache_free(c);
+}
+
 /* Compaction drops tombstones and keeps scores, keys and the index. */
 static void
 test_compaction(const tl_tpl *t, int n)
@@ -375,6 +470,7 @@ main(void)
 	test_dedupe(t);
 	test_deletes(t);
 	test_settle(t);
+	test_count_memo(t);
 	test_compaction(t, n);
 	test_rebuild_other_profile(t, n);
 	tl_templates_free(t, n);

@@ -67,6 +67,7 @@ typedef struct ref_row
 
 static ref_row rows[NT + NI];
 static int	n_rows;
+static bool all_certain;		/* initial_rows: every row settled and live */
 
 /* The xids a row is loaded with: settled, unknown inserters, deleted. */
 static void
@@ -79,7 +80,7 @@ initial_rows(void)
 		memset(r, 0, sizeof(*r));
 		r->key = i;
 		r->live = true;
-		switch (i % 4)
+		switch (all_certain ? 0 : i % 4)
 		{
 			case 0:
 			case 3:
@@ -144,6 +145,7 @@ typedef struct rhit
 typedef struct rprobe
 {
 	uint32_t	more;
+	uint32_t	total;			/* MCC_RESULT_TOP: the shortlist's size */
 	uint32_t	n;
 	rhit	   *h;
 } rprobe;
@@ -175,6 +177,7 @@ parse_rresult(const tl_frame *f, int np, uint64_t *searchable, rprobe *out)
 	for (int i = 0; i < np && !rd.bad; i++)
 	{
 		out[i].more = eng_rd_u32(&rd);
+		out[i].total = (out[i].more & MCC_RESULT_TOP) ? eng_rd_u32(&rd) : 0;
 		out[i].n = eng_rd_u32(&rd);
 		if (rd.bad || out[i].n > NT + NI)
 			return false;
@@ -294,6 +297,7 @@ refined_ok(eng_conn *c, uint64_t rid, const tl_tpl *p, int np, const tl_refine_s
 }
 
 /* ---- the tests ------------------------------------------------------------ */
+
 
 static eng_server *
 server_new(int threads, eng_conn **c)
@@ -684,6 +688,120 @@ test_gpu_refine(void)
 	gpu_refine_off = false;
 }
 
+/* Is refined hit a before b in the final ranking (score desc, key asc)? */
+static bool
+ranks_before(const rhit *a, const rhit *b)
+{
+	if (a->refined != b->refined)
+		return a->refined > b->refined;
+	return a->key < b->key;
+}
+
+/*
+ * The TOP reply of probe i against its whole shortlist `full`: the best
+ * final_k of it in ranking order, every field equal. True when it is one.
+ */
+static bool
+top_matches(const rprobe *full, const rprobe *top, uint32_t final_k)
+{
+	rhit	   *sorted = malloc(sizeof(rhit) * (full->n + 1));
+	uint32_t	t = final_k < full->n ? final_k : full->n;
+	bool		ok;
+
+	memcpy(sorted, full->h, sizeof(rhit) * full->n);
+	/* insertion sort: a few hundred candidates */
+	for (uint32_t i = 1; i < full->n; i++)
+	{
+		rhit		x = sorted[i];
+		uint32_t	j = i;
+
+		while (j > 0 && ranks_before(&x, &sorted[j - 1]))
+		{
+			sorted[j] = sorted[j - 1];
+			j--;
+		}
+		sorted[j] = x;
+	}
+	ok = top->more == (MCC_RESULT_MORE | MCC_RESULT_TOP) && top->total == full->n && top->n == t &&
+		memcmp(top->h, sorted, sizeof(rhit) * t) == 0;
+	free(sorted);
+	return ok;
+}
+
+/*
+ * MCC_REFINE_F_TOP: a gallery whose versions are all certain gets, per
+ * probe, the best final_k of the very shortlist a whole reply holds; where
+ * the shortlist holds uncertain versions (the mixed gallery), or final_k is
+ * not below it, the reply is the whole one, byte for byte.
+ */
+static void
+test_top(void)
+{
+	tl_refine_spec rf = {MCC_FUSED, 5, 0.2, 10};
+	tl_refine_spec rf_top = {MCC_FUSED | MCC_REFINE_F_TOP, 5, 0.2, 10};
+	tl_refine_spec big = {MCC_FUSED, 400, 0.2, 10};
+	tl_refine_spec big_top = {MCC_FUSED | MCC_REFINE_F_TOP, 400, 0.2, 10};
+	bool		ok = true;
+	int			tops = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		eng_conn   *c;
+		eng_server *s;
+		eng_buf		b;
+		tl_frame	f[4];
+		uint8_t    *cp[4];
+		rprobe		got[4][NP];
+		uint64_t	searchable;
+
+		all_certain = pass == 0;
+		s = server_new(2, &c);
+		eng_buf_init(&b);
+		tl_search_full(&b, 600, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &rf, NP, probes);
+		tl_search_full(&b, 601, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &rf_top, NP, probes);
+		tl_search_full(&b, 602, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &big, NP, probes);
+		tl_search_full(&b, 603, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &big_top, NP, probes);
+		ip_feed(s, c, &b);
+		ip_pump_all(s);
+		memset(got, 0, sizeof(got));
+		memset(cp, 0, sizeof(cp));
+		for (int q = 0; q < 4; q++)
+		{
+			bool		parsed = ip_reply(c, 600 + (uint64_t) q, &f[q], &cp[q]) == 1 &&
+				parse_rresult(&f[q], NP, &searchable, got[q]);
+
+			ok = ok && parsed;
+		}
+		for (int i = 0; ok && i < NP; i++)
+		{
+			if (got[1][i].more & MCC_RESULT_TOP)
+			{
+				ok = pass == 0 && top_matches(&got[0][i], &got[1][i], rf.final_k);
+				tops++;
+			}
+			else
+				ok = pass == 1 && got[1][i].n == got[0][i].n &&
+					memcmp(got[1][i].h, got[0][i].h, sizeof(rhit) * got[0][i].n) == 0;
+			if (!ok)
+				printf("# pass %d probe %d: TOP reply of %u (more %u, total %u) against %u\n",
+					   pass, i, got[1][i].n, got[1][i].more, got[1][i].total, got[0][i].n);
+		}
+		/* final_k 400 is not below the shortlist: whole replies, byte for byte */
+		ok = ok && f[2].h.length == f[3].h.length && memcmp(f[2].p, f[3].p, f[2].h.length) == 0;
+		for (int q = 0; q < 4; q++)
+		{
+			free_rprobes(got[q], NP);
+			free(cp[q]);
+		}
+		eng_buf_free(&b);
+		server_free(s);
+	}
+	all_certain = false;
+	UNIT_CHECK(ok && tops == NP,
+			   "MCC_REFINE_F_TOP: every probe of a certain gallery gets the best final_k of its "
+			   "whole shortlist (%d), a mixed gallery and a final_k over the shortlist whole replies", tops);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -721,6 +839,7 @@ main(int argc, char **argv)
 	test_after_changes();
 	test_cancel();
 	test_cpu_stage_after_gpu();
+	test_top();
 	if (gpu_mode != ENG_GPU_OFF)
 		test_gpu_refine();
 

@@ -1,0 +1,144 @@
+/*
+ * service_search_msg.c: the SEARCH request of identify() and its RESULT
+ * reply, encoded and parsed (service_search_msg.h; the layouts are in
+ * src/engine/mcc_proto.h).
+ */
+#include "postgres.h"
+
+#include "service_search_msg.h"
+
+#include <limits.h>
+
+#define REFINE_UNIT			256		/* candidates per mcc.request_timeout, beyond one per probe */
+
+/*
+ * Send SEARCH and wait; false on mcc.request_timeout. count_xmin: 0, or ask
+ * for the visibility count at this snapshot xmin when more than count_above
+ * entries are searchable. in_engine: a refining search (the engine rescores
+ * its shortlist; kprime is then the slack of mcc_proto.h).
+ */
+bool
+send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
+			uint64 count_above, bool in_engine, mcc_reply *reply)
+{
+	StringInfoData f;
+	uint64		id = mcc_conn_next_id();
+	int			i;
+
+	mcc_frame_begin(&f);
+	mcc_put_gallery(&f, &r->ref.id);
+	mcc_put_u64(&f, gen);
+	mcc_put_u32(&f, kprime);
+	/* refining: every LSS score may refine to one above min_score */
+	mcc_put_f32(&f, r->method == MCC_LSS ? r->min_score : 0.0f);
+	mcc_put_u64(&f, count_xmin);
+	mcc_put_u64(&f, count_above);
+	mcc_put_u32(&f, in_engine ? (uint32) r->method | (r->no_top ? 0 : MCC_REFINE_F_TOP) :
+				(uint32) MCC_LSS);
+	mcc_put_u32(&f, in_engine ? (uint32) r->k : 0);
+	mcc_put_f64(&f, in_engine ? mcc_refine_fraction : 0.0);
+	mcc_put_u32(&f, in_engine ? (uint32) mcc_refine_min : 0);
+	mcc_put_u32(&f, (uint32) r->n_probes);
+	for (i = 0; i < r->n_probes; i++)
+		mcc_put_bytes(&f, r->probes[i], VARSIZE(r->probes[i]));
+	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
+	pfree(f.data);
+	/* mcc.request_timeout per probe; refining, also per REFINE_UNIT candidates */
+	return mcc_conn_wait_reply_units(id, reply, in_engine ?
+									 (int) Min((int64) r->n_probes +
+											   (int64) r->n_probes * (r->want + kprime) / REFINE_UNIT,
+											   INT_MAX / 2) :
+									 r->n_probes);
+}
+
+/* Parse RESULT's visibility count into r. */
+static void
+parse_count(serve_req *r, mcc_reader *b)
+{
+	uint32		n;
+	uint32		i;
+
+	r->count_state = mcc_get_u32(b);
+	r->count_certain = mcc_get_u64(b);
+	n = mcc_get_u32(b);
+	if ((size_t) (b->end - b->p) / 24 < n)
+		(void) mcc_get_raw(b, (size_t) n * 24);	/* raises: too short */
+	r->count_groups = palloc(Max(n, 1) * sizeof(mcc_count_group));
+	r->count_n_groups = n;
+	for (i = 0; i < n; i++)
+	{
+		r->count_groups[i].insert_xid = mcc_get_u64(b);
+		r->count_groups[i].delete_xid = mcc_get_u64(b);
+		r->count_groups[i].flags = mcc_get_u32(b);
+		r->count_groups[i].entries = mcc_get_u32(b);
+	}
+}
+
+/* Parse a probe's rhits (a refining search) into a. */
+static void
+parse_rhits(probe_answer *a, mcc_reader *b)
+{
+	uint32		n = mcc_get_u32(b);
+	uint32		j;
+
+	if ((size_t) (b->end - b->p) / 40 < n)
+		(void) mcc_get_raw(b, (size_t) n * 40);	/* raises: too short */
+	a->rc = palloc(Max(n, 1) * sizeof(mcc_rhit));
+	a->n_rc = (int) n;
+	for (j = 0; j < n; j++)
+	{
+		a->rc[j].score = mcc_get_f32(b);
+		a->rc[j].key = mcc_get_i64(b);
+		a->rc[j].hash = mcc_get_u64(b);
+		a->rc[j].refined = mcc_get_f32(b);
+		a->rc[j].v.insert_xid = mcc_get_u64(b);
+		a->rc[j].v.delete_xid = mcc_get_u64(b);
+		a->rc[j].v.flags = mcc_get_u32(b);
+	}
+}
+
+/* Parse a RESULT into r->ans (in_engine: of a refining search). */
+void
+parse_result(serve_req *r, mcc_reply *reply, bool in_engine)
+{
+	mcc_reader *b = &reply->body;
+	int			i;
+
+	(void) mcc_get_u64(b);		/* applied generation */
+	r->n_unsettled = mcc_get_u32(b);
+	r->searchable = mcc_get_u64(b);
+	parse_count(r, b);
+	if (mcc_get_u32(b) != (uint32) r->n_probes)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed reply from the matcher engine"),
+				 errdetail("The result has another number of probes than the request.")));
+	for (i = 0; i < r->n_probes; i++)
+	{
+		probe_answer *a = &r->ans[i];
+		uint32		n;
+		uint32		j;
+		uint32		more;
+
+		more = mcc_get_u32(b);
+		a->more = (more & MCC_RESULT_MORE) != 0;
+		a->top = in_engine && (more & MCC_RESULT_TOP) != 0;
+		a->top_total = a->top ? (int64) mcc_get_u32(b) : 0;
+		if (in_engine)
+		{
+			parse_rhits(a, b);
+			continue;
+		}
+		n = mcc_get_u32(b);
+		if ((size_t) (b->end - b->p) / 20 < n)
+			(void) mcc_get_raw(b, (size_t) n * 20);	/* raises: too short */
+		a->cand = palloc(Max(n, 1) * sizeof(candidate));
+		a->n_cand = (int) n;
+		for (j = 0; j < n; j++)
+		{
+			a->cand[j].score = mcc_get_f32(b);
+			a->cand[j].key = mcc_get_i64(b);
+			a->cand[j].hash = mcc_get_u64(b);
+		}
+	}
+}
