@@ -1055,3 +1055,81 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
 
 COMMENT ON FUNCTION mcc_service_status() IS
 'state of the matcher service: supervisor and engine processes, incarnation, restarts, cache memory used and allowed, caches evicted for room, image threads, the image jobs admitted and their progress, whether image jobs have a GPU';
+
+-- ===========================================================================
+-- Matcher service on hot standbys (issue 20; src/service_changelog.c,
+-- src/service_standby.c; docs/matcher-service.md, "Hot standbys";
+-- docs/deployment.md)
+-- ===========================================================================
+
+-- Positions of the change log, in the order its entries enter the WAL.
+CREATE SEQUENCE mcc_change_log_gen;
+
+COMMENT ON SEQUENCE mcc_change_log_gen IS
+'positions of mcc_change_log entries (taken under a per-gallery lock, so that a gallery''s entries enter the WAL in position order)';
+
+-- Every row version a statement writes to a registered gallery on the
+-- primary, written by the change triggers in the same (sub)transaction:
+-- an entry commits or aborts with its change and reaches standbys by WAL.
+-- A standby's identify() sends the entries its engine lacks. Part of the
+-- extension: not dumped (a restored gallery is loaded afresh).
+CREATE TABLE mcc_change_log (
+	gallery oid NOT NULL,
+	gen bigint NOT NULL,
+	xid bigint NOT NULL,
+	op "char" NOT NULL CHECK (op IN ('i', 'd', 'r')),
+	key bigint,
+	hash bigint,
+	template bytea,
+	logged_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	PRIMARY KEY (gallery, gen)
+);
+
+COMMENT ON TABLE mcc_change_log IS
+'changes of registered galleries for hot standbys'' matcher caches: position, writing (sub)transaction id, op (i insert, d delete, r reload), key, template hash, inserted template; appended by the change triggers, pruned by mcc_change_log_prune';
+
+-- Up to which position each gallery's log was pruned: a standby that
+-- still lacked a pruned entry reloads its cache instead.
+CREATE TABLE mcc_change_log_pruned (
+	gallery oid PRIMARY KEY,
+	upto bigint NOT NULL
+);
+
+COMMENT ON TABLE mcc_change_log_pruned IS
+'per gallery, the change log position up to which mcc_change_log_prune removed entries (a standby behind it reloads)';
+
+-- Removes the entries logged more than older_than ago, every gallery's,
+-- and records how far. It keeps each gallery's last entry: a standby finds
+-- the head of the log there, and a head that went back would hide entries
+-- it lacks. VOLATILE; not for PUBLIC (the DBA schedules it, or grants it).
+CREATE FUNCTION mcc_change_log_prune(older_than interval DEFAULT '1 hour')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = @extschema@, pg_catalog
+AS $$
+DECLARE
+	r record;
+	n bigint;
+	total bigint := 0;
+BEGIN
+	FOR r IN
+		SELECT l.gallery, max(l.gen) AS upto
+		FROM mcc_change_log l
+		WHERE l.logged_at < now() - older_than
+		  AND l.gen < (SELECT max(h.gen) FROM mcc_change_log h WHERE h.gallery = l.gallery)
+		GROUP BY l.gallery
+	LOOP
+		DELETE FROM mcc_change_log WHERE gallery = r.gallery AND gen <= r.upto;
+		GET DIAGNOSTICS n = ROW_COUNT;
+		total := total + n;
+		INSERT INTO mcc_change_log_pruned AS p VALUES (r.gallery, r.upto)
+		ON CONFLICT (gallery) DO UPDATE SET upto = greatest(p.upto, excluded.upto);
+	END LOOP;
+	RETURN total;
+END
+$$;
+
+REVOKE EXECUTE ON FUNCTION mcc_change_log_prune(interval) FROM PUBLIC;
+
+COMMENT ON FUNCTION mcc_change_log_prune(interval) IS
+'removes change log entries older than older_than (default 1 hour) but each gallery''s last, and records how far; a hot standby that had not applied them yet reloads its cache. Returns the entries removed';

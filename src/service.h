@@ -104,6 +104,13 @@ typedef struct mcc_svc_gallery
 	uint64		load_rows_expected; /* the planner's estimate (0: none) */
 	uint64		load_blocks;	/* heap blocks read so far */
 	uint64		load_blocks_total;
+	/*
+	 * Hot standby (src/service_standby.c): the cache was loaded during
+	 * recovery and is fed from the change log, whose entries up to
+	 * log_applied it has (see docs/matcher-service.md, "Hot standbys").
+	 */
+	bool		log_fed;
+	uint64		log_applied;
 } mcc_svc_gallery;
 
 typedef struct mcc_svc_shared
@@ -420,6 +427,96 @@ extern bool mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id);
 
 /* Note in the slot that the cache must be reloaded (engine said so). */
 extern void mcc_slot_mark_reload(const mcc_gallery_ref *g);
+
+/*
+ * Mark a reload at the slot's next generation, so that the load claims a
+ * generation above all the current cache applied (a cache that is still
+ * there but must not serve: a prune on a standby, a promotion).
+ */
+extern void mcc_slot_force_reload(const mcc_gallery_ref *g);
+
+/*
+ * The service's own heavyweight locks on a gallery: advisory lock tags
+ * (field 4 tells them from pg_advisory_lock's 1 and 2), which a hot standby
+ * allows in any mode, unlike locks on database objects.
+ */
+#define MCC_LOCK_LOAD		0x6d63	/* loads and standby catch-up of a gallery */
+#define MCC_LOCK_LOG		0x6d64	/* appending to a gallery's change log */
+extern void mcc_gallery_lock(Oid relid, uint16 which);
+extern void mcc_gallery_unlock(Oid relid, uint16 which);
+
+/*
+ * Detoast a value whose TOAST rows VACUUM may remove meanwhile: NULL if they
+ * are gone (no snapshot can see the version any more).
+ */
+extern struct varlena *mcc_guarded_detoast(struct varlena *v);
+
+/* ---------------------------------------------------------------------
+ * Change capture's row versions and DELTA frames (src/service_triggers.c)
+ */
+
+/* One captured row version. */
+typedef struct mcc_delta_op
+{
+	Oid			gallery;
+	bool		insert;			/* else delete */
+	int64		key;
+	uint64		hash;
+	uint64		xid;			/* (sub)transaction that wrote the version */
+	struct varlena *tpl;		/* inserts: the stored template */
+} mcc_delta_op;
+
+/* DELTA frames of changes (list of mcc_delta_op *), one or more per xid. */
+extern List *mcc_delta_frames(const mcc_gallery_id *id, List *changes);
+
+/*
+ * Under the slot lock: take the slot's next generation and send frames at
+ * it (a RELOAD frame if reload); a failure marks the slot for reload.
+ */
+extern void mcc_send_frames(mcc_svc_gallery *s, List *frames, bool reload, bool conn_ok);
+
+/* ---------------------------------------------------------------------
+ * The change log that feeds hot standbys (src/service_changelog.c)
+ */
+
+/* OID of relation name in the extension's schema (InvalidOid if absent). */
+extern Oid	mcc_extension_relation(const char *name);
+
+/*
+ * Append one statement's changes of gallery (lists of mcc_delta_op *) to
+ * the change log, or a reload mark when reload or when there are more than
+ * mcc.max_delta_rows of them. xid: the writing (sub)transaction.
+ */
+extern void mcc_changelog_append(Oid gallery, uint64 xid, List *dels, List *ins, bool reload);
+
+/* The highest position of gallery's log present in the heap (0: none). */
+extern uint64 mcc_changelog_head(Oid log, Oid gallery);
+
+/*
+ * The log entries of gallery in (after, upto], in order, as mcc_delta_op
+ * (palloc'd); *reload if one of them is a reload mark.
+ */
+extern List *mcc_changelog_read(Oid log, Oid gallery, uint64 after, uint64 upto, bool *reload);
+
+/* The position up to which the gallery's log was pruned (0: never). */
+extern uint64 mcc_changelog_pruned(Oid gallery);
+
+/* ---------------------------------------------------------------------
+ * Hot standbys (src/service_standby.c)
+ */
+typedef enum mcc_catchup_result
+{
+	MCC_CATCHUP_OK,				/* the engine has every change the snapshot sees */
+	MCC_CATCHUP_RELOAD,			/* the slot is marked: load again */
+	MCC_CATCHUP_FAILED			/* cannot serve (why says why) */
+} mcc_catchup_result;
+
+/*
+ * On a hot standby, after the caller's snapshot was taken: send the engine
+ * every change log entry it lacks, so that the slot's generation covers
+ * every change the snapshot can see.
+ */
+extern mcc_catchup_result mcc_standby_catch_up(mcc_gallery_ref *g, char **why);
 
 /* ---------------------------------------------------------------------
  * Service-side identification (src/service_identify.c)

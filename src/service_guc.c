@@ -135,7 +135,8 @@ register_supervisor(void)
 
 	memset(&bgw, 0, sizeof(bgw));
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	/* on a hot standby too, once it is consistent (docs/deployment.md) */
+	bgw.bgw_start_time = BgWorkerStart_ConsistentState;
 	bgw.bgw_restart_time = 2;
 	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mcc");
 	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mcc_supervisor_main");

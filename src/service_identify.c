@@ -45,6 +45,7 @@
 #include "access/detoast.h"
 #include "access/relation.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -697,6 +698,16 @@ serve_in(serve_req *r)
 			return fallback(why);
 		if (!ensure_loaded(r, &silent, &why))
 			return silent ? false : fallback(why);
+		if (RecoveryInProgress())
+		{
+			/* a hot standby: the change log brings what triggers bring elsewhere */
+			mcc_catchup_result c = mcc_standby_catch_up(&r->ref, &why);
+
+			if (c == MCC_CATCHUP_FAILED)
+				return fallback(why);
+			if (c == MCC_CATCHUP_RELOAD)
+				continue;
+		}
 		outcome = r->method != MCC_LSS && mcc_refine_in_engine ?
 			search_refined(r, &why) : SEARCH_RECHECKED;
 		if (outcome == SEARCH_RECHECKED)

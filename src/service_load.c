@@ -16,10 +16,11 @@
  * older than the horizon can be sent as "settled" (xid 0) without ever
  * colliding with a delta above L, which the engine applies on top.
  *
- * Loads of one gallery are serialized with a heavyweight lock on the object
- * (mcc_galleries, gallery): waiting for it is interruptible and its holder's
- * crash releases it. Any error between LOAD_BEGIN and the engine's answer
- * closes the connection, which makes the engine abandon the load.
+ * Loads of one gallery are serialized with a heavyweight lock (an advisory
+ * tag of the service's own, MCC_LOCK_LOAD, which a hot standby allows):
+ * waiting for it is interruptible and its holder's crash releases it. Any
+ * error between LOAD_BEGIN and the engine's answer closes the connection,
+ * which makes the engine abandon the load.
  *
  * Memory: a load that must replace the cache (it needs a reload) tells the
  * engine that the current copy may give way (MCC_LOAD_REPLACE), so that a
@@ -84,6 +85,8 @@ typedef struct load_state
 	bool		begun;			/* LOAD_BEGIN sent */
 	MemoryContext cxt;			/* for the frames (rows use a context reset per row) */
 	TransactionId horizon;
+	bool		in_recovery;	/* a hot standby's load */
+	uint64		log_head;		/* then: the change log position it claims */
 	StringInfoData frame;		/* LOAD_ROWS being filled */
 	uint32		n_rows;			/* rows in frame */
 	uint64		rows_sent;
@@ -151,6 +154,7 @@ mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id)
 {
 	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
 	bool		need;
+	bool		stale_mode;
 
 	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_SHARED))
 		return true;
@@ -158,8 +162,28 @@ mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id)
 		s->loaded_incarnation != mcc_conn_incarnation() ||
 		s->loaded_signature != g->id.signature ||
 		(profile_id != 0 && s->profile_id != profile_id);
+	/* a cache fed from the change log serves only during recovery */
+	stale_mode = !need && s->log_fed != RecoveryInProgress();
 	LWLockRelease(MCC_SLOT_LOCK(g->slot));
-	return need;
+	if (stale_mode)
+		mcc_slot_force_reload(g);
+	return need || stale_mode;
+}
+
+/*
+ * A reload at a new generation: the load then claims a generation above
+ * everything the current cache applied, so the engine does not keep the
+ * current cache as newer ("superseded").
+ */
+void
+mcc_slot_force_reload(const mcc_gallery_ref *g)
+{
+	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
+
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
+		return;
+	s->reload_gen = ++s->generation;
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
 }
 
 /* Forget that the slot's cache is loaded (the engine lost or refused it). */
@@ -278,8 +302,8 @@ tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon, TransactionId pin
  * which means that no snapshot can see the version any more. Other errors
  * propagate.
  */
-static struct varlena *
-guarded_detoast(struct varlena *v)
+struct varlena *
+mcc_guarded_detoast(struct varlena *v)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -361,7 +385,7 @@ add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 	}
 	if (risky && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(tpl)))
 	{
-		t = guarded_detoast((struct varlena *) DatumGetPointer(tpl));
+		t = mcc_guarded_detoast((struct varlena *) DatumGetPointer(tpl));
 		st->guarded++;
 		if (t == NULL)
 		{
@@ -643,15 +667,21 @@ slot_generation(const mcc_gallery_ref *g)
 	return gen;
 }
 
-/* Record a completed load in the slot. */
+/*
+ * Record a completed load in the slot; log_head: the change log position it
+ * claimed during recovery (src/service_standby.c), else 0.
+ */
 static void
-slot_loaded(const mcc_gallery_ref *g, uint64 gen, int profile_id)
+slot_loaded(const mcc_gallery_ref *g, uint64 gen, int profile_id, bool in_recovery,
+			uint64 log_head)
 {
 	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
 
 	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
 		return;
 	s->loaded_gen = gen;
+	s->log_fed = in_recovery;
+	s->log_applied = log_head;
 	s->loaded_incarnation = mcc_conn_incarnation();
 	s->loaded_signature = g->id.signature;
 	s->profile_id = profile_id;
@@ -1062,6 +1092,19 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	 */
 	st.scan_lsn = RecoveryInProgress() ? 0 : (uint64) GetXLogInsertRecPtr();
 	st.next_xid = U64FromFullTransactionId(ReadNextFullTransactionId());
+	/* on a hot standby the change log's head plays the generation's part */
+	st.in_recovery = RecoveryInProgress();
+	if (st.in_recovery)
+	{
+		Oid			log = mcc_extension_relation("mcc_change_log");
+
+		if (!OidIsValid(log))
+		{
+			*why = pstrdup("the extension has no change log to feed a standby (ALTER EXTENSION mcc UPDATE on the primary)");
+			return MCC_LOAD_UNAVAILABLE;
+		}
+		st.log_head = mcc_changelog_head(log, g->relid);
+	}
 	st.prog.notices = (opts & MCC_LOADOPT_PROGRESS) && whereToSendOutput == DestRemote &&
 		client_min_messages <= NOTICE;
 	st.prog.started = st.prog.last_notice = GetCurrentTimestamp();
@@ -1103,7 +1146,7 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	if (reply.type != MCC_MSG_LOADED)
 		mcc_raise_engine_error(&reply);
 	*entries = mcc_get_u64(&reply.body);
-	slot_loaded(g, st.gen, st.profile_id);
+	slot_loaded(g, st.gen, st.profile_id, st.in_recovery, st.log_head);
 	if (st.prog.noticed)
 	{
 		double		secs = (double) (GetCurrentTimestamp() - st.prog.started) / USECS_PER_SEC;
@@ -1124,23 +1167,47 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	return MCC_LOAD_OK;
 }
 
+/* The lock tag of one of the service's locks on gallery relid. */
+static void
+gallery_locktag(LOCKTAG *tag, Oid relid, uint16 which)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, 0, which);
+}
+
+void
+mcc_gallery_lock(Oid relid, uint16 which)
+{
+	LOCKTAG		tag;
+
+	gallery_locktag(&tag, relid, which);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+void
+mcc_gallery_unlock(Oid relid, uint16 which)
+{
+	LOCKTAG		tag;
+
+	gallery_locktag(&tag, relid, which);
+	LockRelease(&tag, ExclusiveLock, false);
+}
+
 /* Load the gallery unless (without MCC_LOADOPT_FORCE) a current cache exists. */
 mcc_load_result
 mcc_gallery_load(mcc_gallery_ref *g, int profile_id, int opts,
 				 uint64 *entries, char **why)
 {
-	Oid			lock_class = mcc_galleries_relid();
 	mcc_load_result res;
 	bool		needed;
 
 	*entries = 0;
 	*why = NULL;
-	LockDatabaseObject(lock_class, g->relid, 0, ExclusiveLock);
+	mcc_gallery_lock(g->relid, MCC_LOCK_LOAD);
 	needed = mcc_slot_needs_load(g, profile_id);
 	if (!needed && !(opts & MCC_LOADOPT_FORCE))
 		res = MCC_LOAD_SKIPPED;
 	else
 		res = load_locked(g, profile_id, opts, needed, entries, why);
-	UnlockDatabaseObject(lock_class, g->relid, 0, ExclusiveLock);
+	mcc_gallery_unlock(g->relid, MCC_LOCK_LOAD);
 	return res;
 }

@@ -18,6 +18,7 @@
 #include "service.h"
 
 #include "miscadmin.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
@@ -28,7 +29,14 @@ mcc_svc_shared *mcc_svc = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-#define MCC_SOCKET_NAME "mcc_engine.sock"
+/*
+ * The name starts with PG_TEMP_FILE_PREFIX ("pgsql_tmp"), which
+ * pg_basebackup (basebackup.c, sendDir) and pg_rewind skip in every
+ * directory: a base backup neither copies the socket nor warns about a
+ * special file, and the data directory's 0700 keeps it private to the
+ * server's user (the engine speaks to whoever can connect).
+ */
+#define MCC_SOCKET_NAME PG_TEMP_FILE_PREFIX "_mcc_engine.sock"
 
 /* Bytes of the shared block. */
 static Size

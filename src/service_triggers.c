@@ -30,6 +30,10 @@
  * Nothing is collected for a gallery that has no slot in shared memory: no
  * cache of it exists, and any later load scans the heap after these rows
  * were written.
+ *
+ * Every statement's changes also go to the change log that feeds hot
+ * standbys (src/service_changelog.c), whether or not this server caches the
+ * gallery: a standby's engine learns them from there.
  */
 #include "mcc_pg.h"
 #include "service.h"
@@ -52,16 +56,8 @@
 
 PG_FUNCTION_INFO_V1(mcc_gallery_trigger);
 
-/* One captured row version. */
-typedef struct delta_op
-{
-	Oid			gallery;
-	bool		insert;			/* else delete */
-	int64		key;
-	uint64		hash;
-	uint64		xid;			/* (sub)transaction that wrote the version */
-	struct varlena *tpl;		/* inserts: the stored template */
-} delta_op;
+/* One captured row version (service.h). */
+typedef mcc_delta_op delta_op;
 
 /* A gallery the current transaction changed. */
 typedef struct xact_gallery
@@ -156,12 +152,12 @@ row_template(Datum d)
 
 /*
  * Read one transition table into ops (inserts with templates copied into
- * TopTransactionContext). Returns false if a row cannot be represented
- * (NULL key), in which case the gallery must be reloaded.
+ * cxt). Returns false if a row cannot be represented (NULL key), in which
+ * case the gallery must be reloaded.
  */
 static bool
 read_transition(Tuplestorestate *ts, TupleDesc desc, const capture_cols *cols,
-				bool insert, Oid gallery, uint64 xid, List **ops)
+				bool insert, Oid gallery, uint64 xid, MemoryContext cxt, List **ops)
 {
 	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc capture row",
@@ -190,7 +186,7 @@ read_transition(Tuplestorestate *ts, TupleDesc desc, const capture_cols *cols,
 		}
 		old = MemoryContextSwitchTo(row_cxt);
 		t = row_template(tpl);
-		MemoryContextSwitchTo(TopTransactionContext);
+		MemoryContextSwitchTo(cxt);
 		op = palloc0(sizeof(delta_op));
 		op->gallery = gallery;
 		op->insert = insert;
@@ -211,47 +207,73 @@ read_transition(Tuplestorestate *ts, TupleDesc desc, const capture_cols *cols,
 	return ok;
 }
 
-/* Capture one statement's changes for registered gallery reg. */
+/*
+ * Capture one statement's changes for registered gallery reg: for the
+ * engine's cache on this server (when it has one) and for the change log
+ * that feeds hot standbys (when the extension has one).
+ */
 static void
 capture(TriggerData *td, const mcc_registration *reg)
 {
 	xact_gallery *g = get_xact_gallery(reg->relid);
 	Relation	rel = td->tg_relation;
 	TupleDesc	desc = RelationGetDescr(rel);
+	bool		log = OidIsValid(mcc_extension_relation("mcc_change_log"));
+	bool		keep;
 	capture_cols cols;
+	MemoryContext cxt;
 	List	   *dels = NIL;
 	List	   *ins = NIL;
 	uint32		epoch;
-	uint64		xid;
+	uint64		xid = U64FromFullTransactionId(GetCurrentFullTransactionIdIfAny());
 	ListCell   *lc;
 
-	if (mcc_svc == NULL || g->reload)
-		return;
+	/* deltas for this server's engine: only while a cache may exist */
+	keep = mcc_svc != NULL && !g->reload && mcc_slot_find(reg->relid, &epoch) >= 0;
 	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
 	{
-		g->reload = true;
+		if (mcc_svc != NULL)
+			g->reload = true;
+		if (log)
+			mcc_changelog_append(reg->relid, xid, NIL, NIL, true);
 		return;
 	}
-	if (mcc_slot_find(reg->relid, &epoch) < 0)
+	if (!keep && !log)
 		return;					/* no cache: a later load sees these rows */
 	if ((td->tg_oldtable == NULL || tuplestore_tuple_count(td->tg_oldtable) == 0) &&
 		(td->tg_newtable == NULL || tuplestore_tuple_count(td->tg_newtable) == 0))
 		return;					/* the statement changed no row */
 	cols.key = mcc_column_attnum(RelationGetRelid(rel), reg->id_column);
 	cols.tpl = mcc_column_attnum(RelationGetRelid(rel), reg->template_column);
-	xid = U64FromFullTransactionId(GetCurrentFullTransactionIdIfAny());
 	if (cols.key == InvalidAttrNumber || cols.tpl == InvalidAttrNumber || xid == 0)
 	{
-		g->reload = true;		/* renamed columns: the registration needs renewing */
+		/* renamed columns: the registration needs renewing */
+		if (keep)
+			g->reload = true;
+		if (log)
+			mcc_changelog_append(reg->relid, xid, NIL, NIL, true);
 		return;
 	}
 	cols.keytype = TupleDescAttr(desc, cols.key - 1)->atttypid;
+	/* kept changes live until commit; the log's only until appended */
+	cxt = keep ? TopTransactionContext :
+		AllocSetContextCreate(CurrentMemoryContext, "mcc change log", ALLOCSET_DEFAULT_SIZES);
 	if ((td->tg_oldtable != NULL &&
-		 !read_transition(td->tg_oldtable, desc, &cols, false, reg->relid, xid, &dels)) ||
+		 !read_transition(td->tg_oldtable, desc, &cols, false, reg->relid, xid, cxt, &dels)) ||
 		(td->tg_newtable != NULL &&
-		 !read_transition(td->tg_newtable, desc, &cols, true, reg->relid, xid, &ins)))
+		 !read_transition(td->tg_newtable, desc, &cols, true, reg->relid, xid, cxt, &ins)))
 	{
-		g->reload = true;
+		if (keep)
+			g->reload = true;
+		if (log)
+			mcc_changelog_append(reg->relid, xid, NIL, NIL, true);
+		return;
+	}
+	if (log)
+		mcc_changelog_append(reg->relid, xid, dels, ins, false);
+	if (!keep)
+	{
+		MemoryContextDelete(cxt);
 		return;
 	}
 	g->n_ops += list_length(dels) + list_length(ins);
@@ -382,8 +404,8 @@ delta_frame(const mcc_gallery_id *id, uint64 xid, List *ins, List *dels)
  * DELTA frames for the changes: one or more per xid (frames are cut at
  * DELTA_FRAME_BYTES), in the order the xids first appear.
  */
-static List *
-delta_frames(const mcc_gallery_id *id, List *changes)
+List *
+mcc_delta_frames(const mcc_gallery_id *id, List *changes)
 {
 	List	   *frames = NIL;
 
@@ -437,8 +459,8 @@ reload_frame(const mcc_gallery_id *id)
  * unfinished generation into a reload) and the slot marks the gallery for
  * reload at that generation.
  */
-static void
-send_frames(mcc_svc_gallery *s, List *frames, bool reload, bool conn_ok)
+void
+mcc_send_frames(mcc_svc_gallery *s, List *frames, bool reload, bool conn_ok)
 {
 	uint64		gen = ++s->generation;
 	ListCell   *lc;
@@ -491,11 +513,11 @@ publish_gallery(xact_gallery *g)
 		id.db_oid = MyDatabaseId;
 		id.rel_oid = g->gallery;
 	}
-	frames = reload ? list_make1(reload_frame(&id)) : delta_frames(&id, changes);
+	frames = reload ? list_make1(reload_frame(&id)) : mcc_delta_frames(&id, changes);
 	conn_ok = mcc_conn_ensure(&why) == MCC_CONN_OK;
 	if (!mcc_slot_lock(slot, g->gallery, epoch, LW_EXCLUSIVE))
 		return;					/* the slot was freed: no cache to maintain */
-	send_frames(&mcc_svc->slots[slot], frames, reload, conn_ok);
+	mcc_send_frames(&mcc_svc->slots[slot], frames, reload, conn_ok);
 	LWLockRelease(MCC_SLOT_LOCK(slot));
 }
 

@@ -16,16 +16,18 @@ our @EXPORT = qw(service_node wait_ready create_gallery install_checks
   check_all_probes service_pid);
 
 # A started cluster with mcc created in database postgres. Options:
-# preload => 0 leaves mcc out of shared_preload_libraries; every other
-# key => value pair is a postgresql.conf line.
+# preload => 0 leaves mcc out of shared_preload_libraries; allows_streaming
+# => 1 prepares it for base backups and standbys; every other key => value
+# pair is a postgresql.conf line.
 sub service_node
 {
 	my ($name, %conf) = @_;
 	my $preload = exists $conf{preload} ? delete $conf{preload} : 1;
+	my $streaming = delete $conf{allows_streaming} // 0;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	my $lines = "max_connections = 50\nmcc.request_timeout = '60s'\n";
 
-	$node->init;
+	$node->init(allows_streaming => $streaming);
 	if ($preload)
 	{
 		$lines .= "shared_preload_libraries = 'mcc'\n";

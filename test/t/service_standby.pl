@@ -1,0 +1,224 @@
+# The matcher service on a hot standby (issue 20): a primary and a standby
+# made with pg_basebackup (no warning about the engine's socket); the
+# standby's supervisor and engine start during recovery, identify() there is
+# served by the engine (mcc.fallback = error) and equals the primary's answer
+# and brute force on the standby; changes made on the primary, also while
+# the standby searches during replay, are seen exactly when the standby's
+# snapshot sees them (each answer compared with brute force under the same
+# snapshot); a pruned change log makes a lagging standby reload; after
+# promotion the same engine keeps serving and sees the new primary's writes.
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use MccServiceTest;
+
+my $primary = service_node('primary', allows_streaming => 1);
+create_gallery($primary, 'g', 400, 7);
+create_probes($primary, 7, 6, 2);
+install_checks($primary);
+$primary->safe_psql('postgres', q{
+	SELECT mcc_gallery_register('g');
+	-- one probe's answer and brute force under one snapshot: 'ok' or both
+	-- answers (writes nothing: it runs on the standby)
+	CREATE FUNCTION standby_check(p int, k int, refine text DEFAULT 'none') RETURNS text
+	LANGUAGE sql STABLE AS $$
+		SELECT CASE WHEN a = b THEN 'ok' ELSE format('probe %s: identify=[%s] brute=[%s]', p, a, b) END
+		FROM (SELECT via_identify('g', tpl, k, 0, refine) AS a, brute_force('g', tpl, k, 0, refine) AS b
+			  FROM probes WHERE pid = p) t
+	$$;
+});
+ok(-S $primary->data_dir . '/pgsql_tmp_mcc_engine.sock',
+	'the engine listens on pgsql_tmp_mcc_engine.sock in the data directory');
+is(check_all_probes($primary, 'g', 5), 0, 'the primary serves exact answers');
+
+# the base backup: pg_basebackup skips the socket silently
+my $backup = $primary->backup_dir . '/bk';
+my ($out, $err) = run_command(['pg_basebackup', '-D', $backup, '-h', $primary->host,
+	'-p', $primary->port, '--checkpoint=fast', '--no-sync']);
+ok(-f "$backup/PG_VERSION", 'pg_basebackup made a backup');
+unlike($err, qr/skipping special file/, 'pg_basebackup gives no warning about the socket');
+ok(!-e "$backup/pgsql_tmp_mcc_engine.sock", 'the socket is not in the backup');
+
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'bk', has_streaming => 1);
+$standby->append_conf('postgresql.conf', "hot_standby_feedback = on\n");
+$standby->start;
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't', 'the standby is in recovery');
+wait_ready($standby, 0);
+my $engine = service_pid($standby, 'engine');
+ok($engine > 0, "the standby's engine runs during recovery (pid $engine)");
+
+# the standby's answers: its own engine, the primary's answer, brute force
+my $session = $standby->background_psql('postgres', on_error_stop => 1);
+$session->query_safe("SET mcc.fallback = 'error'");
+
+# Every probe on the standby: identify() (served, or an error) against brute
+# force under one snapshot; returns the mismatches' descriptions.
+sub standby_round
+{
+	my ($refine) = @_;
+	my @bad;
+	$refine //= 'none';
+	for my $p (1 .. 8)
+	{
+		my $r = $session->query_safe("SELECT standby_check($p, 5, '$refine')");
+		chomp $r;
+		push @bad, $r unless $r eq 'ok';
+	}
+	return @bad;
+}
+
+my @bad = standby_round();
+is(scalar @bad, 0, 'identify() on the standby is served and equals brute force there')
+  or diag join("\n", @bad);
+my $answers = "SELECT string_agg(via_identify('g', tpl, 5, 0), ';' ORDER BY pid) FROM probes";
+is($standby->safe_psql('postgres', "SET mcc.fallback = 'error'; $answers"),
+	$primary->safe_psql('postgres', $answers), "the standby's answers equal the primary's");
+is($standby->safe_psql('postgres', q{SELECT state FROM mcc_gallery_status WHERE gallery = 'g'::regclass}),
+	'cached', "the standby's engine holds the gallery");
+
+# changes on the primary: mated impressions inserted, templates replaced,
+# rows deleted, an update that keeps the template, a subtransaction rolled
+# back, a transaction rolled back
+$primary->safe_psql('postgres', q{
+	INSERT INTO g SELECT 1000 + finger, 'new', template FROM mcc_synthetic(6, 3, 7) WHERE impression = 2;
+	UPDATE g SET tpl = (SELECT template FROM mcc_synthetic(1, 3, 7, 3) WHERE impression = 1) WHERE id = 3;
+	DELETE FROM g WHERE id IN (1, 2);
+	UPDATE g SET person = person || '.' WHERE id = 4;
+	BEGIN;
+	DELETE FROM g WHERE id = 5;
+	SAVEPOINT s;
+	DELETE FROM g WHERE id = 0;
+	ROLLBACK TO SAVEPOINT s;
+	COMMIT;
+	BEGIN;
+	DELETE FROM g WHERE id = 0;
+	INSERT INTO g SELECT 2000 + finger, 'aborted', template FROM mcc_synthetic(6, 3, 7) WHERE impression = 1;
+	ROLLBACK;
+});
+$primary->wait_for_catchup($standby);
+@bad = standby_round();
+is(scalar @bad, 0, 'inserts, updates and deletes replayed on the standby are seen exactly')
+  or diag join("\n", @bad);
+@bad = standby_round('fused');
+is(scalar @bad, 0, 'the same with the refinement in the standby\'s engine (fused)')
+  or diag join("\n", @bad);
+is($standby->safe_psql('postgres', "SET mcc.fallback = 'error'; $answers"),
+	$primary->safe_psql('postgres', $answers), "the standby's answers equal the primary's after the changes");
+
+# concurrent replay: two clients change the gallery on the primary while the
+# standby searches; every answer is compared with brute force under the
+# statement's own snapshot, whatever replay has reached by then
+my $dir = PostgreSQL::Test::Utils::tempdir;
+open my $fh, '>', "$dir/changes.sql" or die;
+print $fh <<'EOS';
+\set id random(0, 450)
+\set imp random(0, 2)
+\set r random(1, 6)
+BEGIN;
+\if :r = 1
+DELETE FROM g WHERE id = :id;
+\elif :r = 2
+INSERT INTO g SELECT finger, 'up', template FROM mcc_synthetic(1, 3, 7, :id) WHERE impression = :imp
+	ON CONFLICT (id) DO UPDATE SET tpl = excluded.tpl;
+\elif :r = 3
+UPDATE g SET tpl = (SELECT template FROM mcc_synthetic(1, 3, 7, :id) WHERE impression = :imp) WHERE id = :id;
+\elif :r = 4
+UPDATE g SET person = person || '.' WHERE id = :id;
+\else
+SAVEPOINT s;
+DELETE FROM g WHERE id = :id;
+ROLLBACK TO SAVEPOINT s;
+UPDATE g SET tpl = (SELECT template FROM mcc_synthetic(1, 3, 7, :id) WHERE impression = :imp) WHERE id = :id;
+\endif
+\if :r = 6
+ROLLBACK;
+\else
+END;
+\endif
+EOS
+close $fh;
+my $loaded_before = $standby->safe_psql('postgres',
+	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass});
+my ($pgb_out, $pgb_err) = ('', '');
+my $pgbench = IPC::Run::start(
+	['pgbench', '-n', '-c', '2', '-t', '300', '-R', '60', '-f', "$dir/changes.sql",
+	 '-h', $primary->host, '-p', $primary->port, 'postgres'],
+	'>', \$pgb_out, '2>', \$pgb_err);
+my ($rounds, %heads) = (0);
+@bad = ();
+while ($pgbench->pumpable || $rounds < 3)
+{
+	push @bad, standby_round();
+	$rounds++;
+	my $h = $session->query_safe("SELECT max(gen) FROM mcc_change_log");
+	chomp $h;
+	$heads{$h} = 1;
+	$pgbench->pump_nb if $pgbench->pumpable;
+}
+ok($pgbench->finish, 'the changes ran on the primary') or diag "$pgb_out\n$pgb_err";
+like($pgb_out, qr{transactions actually processed: 600/600}, 'all 600 transactions ran');
+note "$rounds rounds of 8 searches on the standby during replay, " . scalar(keys %heads)
+  . ' change log heads seen';
+is(scalar @bad, 0, 'every answer during concurrent replay equals brute force under its snapshot')
+  or diag join("\n", @bad[0 .. ($#bad < 9 ? $#bad : 9)]);
+$primary->wait_for_catchup($standby);
+@bad = standby_round();
+is(scalar @bad, 0, 'exact after replay caught up') or diag join("\n", @bad);
+# 600 small transactions: the log brought them all, no reload was needed
+is($standby->safe_psql('postgres',
+	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass}),
+	$loaded_before, "the standby's cache followed replay from the change log without a reload");
+
+# a standby that lags behind a pruned log reloads: changes it did not apply
+# yet are pruned on the primary and vacuumed away
+my $loaded_at = $standby->safe_psql('postgres',
+	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass});
+$primary->safe_psql('postgres', q{
+	DELETE FROM g WHERE id BETWEEN 10 AND 19;
+	INSERT INTO g SELECT 5000 + finger, 'lagging', template FROM mcc_synthetic(6, 3, 7) WHERE impression = 1;
+});
+$primary->safe_psql('postgres', q{
+	SELECT mcc_change_log_prune('0');
+	VACUUM mcc_change_log;
+});
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', q{SELECT count(*) FROM mcc_change_log WHERE gallery = 'g'::regclass}),
+	'1', 'the pruned entries are gone on the standby, the last one is kept');
+@bad = standby_round();
+is(scalar @bad, 0, 'exact after the log was pruned past what the standby applied')
+  or diag join("\n", @bad);
+isnt($standby->safe_psql('postgres',
+	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass}),
+	$loaded_at, 'the standby reloaded the gallery');
+
+# promotion: the same engine keeps serving and sees the new primary's writes
+$session->quit;
+$standby->promote;
+$standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'the standby was not promoted';
+is(service_pid($standby, 'engine'), $engine, 'the engine was not restarted by the promotion');
+$session = $standby->background_psql('postgres', on_error_stop => 1);
+$session->query_safe("SET mcc.fallback = 'error'");
+@bad = standby_round();
+is(scalar @bad, 0, 'the promoted standby serves exact answers') or diag join("\n", @bad);
+my $logged = $standby->safe_psql('postgres', 'SELECT count(*) FROM mcc_change_log');
+$standby->safe_psql('postgres', q{
+	INSERT INTO g SELECT 3000 + finger, 'after promotion', template FROM mcc_synthetic(6, 3, 7) WHERE impression = 1;
+	DELETE FROM g WHERE id BETWEEN 1000 AND 1002;
+});
+@bad = standby_round();
+is(scalar @bad, 0, "the promoted standby's own writes reach its cache") or diag join("\n", @bad);
+like($session->query_safe(q{SELECT string_agg(id::text, ',') FROM identify('g',
+		(SELECT tpl FROM probes WHERE pid = 1), 3, 0, refine => 'none')}),
+	qr/\b3000\b/, 'a row written after the promotion is found');
+is($standby->safe_psql('postgres', 'SELECT count(*) FROM mcc_change_log') - $logged, 9,
+	'the promoted standby logs its own changes for standbys of its own');
+$session->quit;
+
+done_testing();
