@@ -43,7 +43,7 @@ pack() {
 		find "$out" -mindepth 1 -maxdepth 1 ! -name summary.txt -exec rm -rf {} + &&
 		mv "$tgz" "$out/logs.tgz"
 }
-trap 'stop_all; pack' EXIT
+trap 'stop_all; cp /tmp/pgkit-node*.log "$out/" 2>/dev/null; pack' EXIT
 
 step "device"
 {
@@ -100,8 +100,11 @@ start_node() {
 		{ tail -30 "/tmp/pgkit-node$i.log"; exit 1; }
 	for _ in $(seq 1 120); do
 		psql_ "$i" -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready && return
+		# a fresh primary: the extension first (standbys get it by replication)
+		[ "$i" -eq 0 ] && psql_ 0 -c "CREATE EXTENSION IF NOT EXISTS mcc" >/dev/null 2>&1
 		sleep 0.5
 	done
+	cp "/tmp/pgkit-node$i.log" "$out/" 2>/dev/null
 	say "node $i: the matcher service did not become ready"; exit 1
 }
 stop_node() { runuser -u pgkit -- "$native/bin/pg_ctl" -D "$(data_of "$1")" -m fast stop >/dev/null 2>&1; }
