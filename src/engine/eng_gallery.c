@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_gallery.h"
+#include "eng_load.h"
 #include "eng_log.h"
 #include "eng_server.h"
 #include "eng_snapfile.h"
@@ -18,11 +20,10 @@
 
 static void gallery_fail_waiting(eng_server *s, eng_gallery *g, mcc_proto_error code,
 								 const char *msg);
-static void load_fail(eng_load *l, int perr, const mcc_error *err);
 
 /* Log-friendly name of a gallery. */
-static const char *
-gname(const eng_gallery *g)
+const char *
+eng_gallery_name(const eng_gallery *g)
 {
 	static char buf[64];
 
@@ -169,7 +170,7 @@ void
 eng_gallery_drop_cache(eng_server *s, eng_gallery *g, const char *why)
 {
 	if (g->cache != NULL)
-		eng_log(ENG_LOG_INFO, "gallery %s: cache dropped: %s", gname(g), why);
+		eng_log(ENG_LOG_INFO, "gallery %s: cache dropped: %s", eng_gallery_name(g), why);
 	detach_cache(g);
 	gallery_fail_waiting(s, g, MCC_PERR_NOT_LOADED, why);
 }
@@ -237,8 +238,8 @@ min_load_gen(const eng_gallery *g)
 }
 
 /* Forget the records nobody needs any more and keep the rest bounded. */
-static void
-trim_queue(eng_gallery *g)
+void
+eng_gallery_trim_queue(eng_gallery *g)
 {
 	uint64_t	keep_above = 0;
 	uint64_t	lm = min_load_gen(g);
@@ -254,14 +255,14 @@ trim_queue(eng_gallery *g)
 		(g->cache->reload_at == 0 || g->cache->reload_at > g->cache->applied_gen + 1))
 	{
 		eng_log(ENG_LOG_WARNING, "gallery %s: too many deltas pending; reload needed",
-				gname(g));
+				eng_gallery_name(g));
 		g->cache->reload_at = g->cache->applied_gen + 1;
 	}
 }
 
 /* Apply the queued generations that come next, in order (cache not pinned). */
-static void
-apply_pending(eng_server *s, eng_gallery *g)
+void
+eng_gallery_apply_pending(eng_server *s, eng_gallery *g)
 {
 	eng_cache  *c = g->cache;
 	mcc_error	err;
@@ -277,7 +278,7 @@ apply_pending(eng_server *s, eng_gallery *g)
 		{
 			c->reload_at = r->gen;
 			eng_log(ENG_LOG_INFO, "gallery %s: reload needed at generation %llu",
-					gname(g), (unsigned long long) r->gen);
+					eng_gallery_name(g), (unsigned long long) r->gen);
 			break;
 		}
 		if (apply_gen(c, r, &err) != MCC_OK)
@@ -286,7 +287,7 @@ apply_pending(eng_server *s, eng_gallery *g)
 
 			snprintf(why, sizeof(why), "delta of generation %llu not applied: %s",
 					 (unsigned long long) r->gen, err.message);
-			eng_log(ENG_LOG_WARNING, "gallery %s: %s", gname(g), why);
+			eng_log(ENG_LOG_WARNING, "gallery %s: %s", eng_gallery_name(g), why);
 			eng_gallery_drop_cache(s, g, why);
 			return;
 		}
@@ -310,7 +311,7 @@ apply_settles(eng_server *s, eng_gallery *g)
 												  st->states, st->n);
 
 			if (purged)
-				eng_log(ENG_LOG_DEBUG, "gallery %s: %u entries purged", gname(g), purged);
+				eng_log(ENG_LOG_DEBUG, "gallery %s: %u entries purged", eng_gallery_name(g), purged);
 			eng_snapshot_due(s, g, ENG_SNAP_SETTLE_DELAY_USEC);
 		}
 		conn = eng_conn_by_id(s, st->conn_id);
@@ -359,7 +360,7 @@ maybe_compact(eng_server *s, eng_gallery *g)
 	g->compacting = cj;
 	s->jobs++;
 	eng_log(ENG_LOG_DEBUG, "gallery %s: compacting %u tombstones of %u entries",
-			gname(g), c->n_purged, c->soa.n_tpl);
+			eng_gallery_name(g), c->n_purged, c->soa.n_tpl);
 	eng_pool_submit(s->pool, &cj->job);
 }
 
@@ -374,14 +375,14 @@ compaction_done(eng_server *s, eng_compaction *cj)
 	if (cj->result != NULL && g->cache == from)
 	{
 		eng_cache_adopt(cj->result, &s->budget, cj->charged);
-		eng_log(ENG_LOG_DEBUG, "gallery %s: compacted to %u entries", gname(g),
+		eng_log(ENG_LOG_DEBUG, "gallery %s: compacted to %u entries", eng_gallery_name(g),
 				cj->result->soa.n_tpl);
 		g->cache = cj->result;
 	}
 	else
 	{
 		if (cj->result == NULL)
-			eng_log(ENG_LOG_WARNING, "gallery %s: compaction failed: %s", gname(g),
+			eng_log(ENG_LOG_WARNING, "gallery %s: compaction failed: %s", eng_gallery_name(g),
 					cj->err.message);
 		eng_cache_free(cj->result);
 		eng_budget_release(&s->budget, cj->charged);
@@ -947,12 +948,12 @@ gpu_give_up(eng_server *s, eng_gallery *g, eng_gpu_outcome outcome, const mcc_er
 			/* a CUDA error is the GPU's; a probe the kernels refuse is the client's */
 			eng_log(err->status == MCC_ERR_INTERNAL ? ENG_LOG_WARNING : ENG_LOG_INFO,
 					"gallery %s: GPU %s failed, this %s runs on the CPU: %s%s%s",
-					gname(g), what, what, why, err->detail[0] ? ": " : "", err->detail);
+					eng_gallery_name(g), what, what, why, err->detail[0] ? ": " : "", err->detail);
 			break;
 		case ENG_GPU_CACHE_CPU:
 			eng_log(ENG_LOG_WARNING,
 					"gallery %s: GPU not used for this cache, searching on the CPU: %s%s%s",
-					gname(g), why, err->detail[0] ? ": " : "", err->detail);
+					eng_gallery_name(g), why, err->detail[0] ? ": " : "", err->detail);
 			eng_gpu_disable_cache(s->gpu, c);
 			break;
 		case ENG_GPU_PROCESS_CPU:
@@ -1075,10 +1076,10 @@ eng_gallery_advance(eng_server *s, eng_gallery *g)
 	eng_request *ready;
 
 	if (g->cache != NULL && g->cache->pins == 0)
-		apply_pending(s, g);
+		eng_gallery_apply_pending(s, g);
 	if (g->cache == NULL || g->cache->pins == 0)
 		apply_settles(s, g);
-	trim_queue(g);
+	eng_gallery_trim_queue(g);
 	maybe_compact(s, g);
 	ready = collect_ready(s, g);
 	if (ready)
@@ -1133,7 +1134,7 @@ eng_gallery_conn_closed(eng_server *s, uint64_t conn_id)
 		if (had_parts)
 		{
 			eng_log(ENG_LOG_WARNING, "gallery %s: a delta was cut off by its connection's end",
-					gname(g));
+					eng_gallery_name(g));
 			eng_genq_conn_closed(&g->q, conn_id);
 		}
 	}
@@ -1189,7 +1190,7 @@ eng_gallery_evict(eng_server *s, const mcc_gallery_id *id)
 		if (!evict_match(&g->id, id))
 			continue;
 		if (g->cache)
-			eng_log(ENG_LOG_INFO, "gallery %s evicted", gname(g));
+			eng_log(ENG_LOG_INFO, "gallery %s evicted", eng_gallery_name(g));
 		eng_gallery_drop_cache(s, g, "gallery was evicted");
 		/* a load in progress would need the deltas dropped here */
 		for (eng_load *l = g->loads; l; l = l->next)
@@ -1197,7 +1198,7 @@ eng_gallery_evict(eng_server *s, const mcc_gallery_id *id)
 			mcc_error	err;
 
 			mcc_error_set(&err, MCC_ERR_VALUE, "gallery was evicted during the load");
-			load_fail(l, MCC_PERR_NOT_LOADED, &err);
+			eng_load_fail(l, MCC_PERR_NOT_LOADED, &err);
 		}
 		eng_genq_free(&g->q);
 		apply_settles(s, g);
@@ -1223,359 +1224,6 @@ eng_gallery_next_deadline(eng_server *s)
 			if (r->deadline < d)
 				d = r->deadline;
 	return d;
-}
-
-/* Free a load and unlink it from its gallery and connection. */
-static void
-load_free(eng_conn *c, eng_load *l)
-{
-	eng_gallery *g = l->gallery;
-
-	for (eng_load **pp = &g->loads; *pp; pp = &(*pp)->next)
-		if (*pp == l)
-		{
-			*pp = l->next;
-			break;
-		}
-	eng_cache_free(l->build);
-	eng_snap_free(l->snap);
-	free(l->want);
-	if (c)
-		c->load = NULL;
-	free(l);
-}
-
-/* Record a load's first failure and free what it built. */
-static void
-load_fail(eng_load *l, int perr, const mcc_error *err)
-{
-	if (l->perr != 0)
-		return;
-	l->perr = perr;
-	l->err = *err;
-	eng_cache_free(l->build);
-	l->build = NULL;
-}
-
-/*
- * May the gallery's current cache give way to its load? When the client
- * says so (the cache needs a reload: a second copy would only hold memory
- * against the limit), or when the engine knows it cannot serve anyway.
- */
-static bool
-own_cache_may_go(const eng_load *l)
-{
-	const eng_cache *c = l->gallery->cache;
-
-	return c != NULL && ((l->flags & MCC_LOAD_REPLACE) || c->reload_at != 0 ||
-						 c->profile != l->profile);
-}
-
-/*
- * May load l evict gallery o's cache? Galleries of lower priority, and
- * those of equal priority not used since the load began (least recently
- * used first): nobody keeps memory against an equal newcomer for good, and
- * the DBA's priorities (mcc_gallery_set_priority) decide who stays.
- */
-static bool
-may_evict(const eng_load *l, const eng_gallery *o)
-{
-	const eng_gallery *g = l->gallery;
-
-	if (o == g || o->cache == NULL)
-		return false;
-	return o->priority < g->priority ||
-		(o->priority == g->priority && o->last_used <= l->t_start);
-}
-
-/* The cache load l may evict first (lowest priority, then least recently used), or NULL. */
-static eng_gallery *
-eviction_victim(eng_server *s, const eng_load *l)
-{
-	eng_gallery *v = NULL;
-
-	for (uint32_t i = 0; i < s->n_gal; i++)
-	{
-		eng_gallery *o = s->gal[i];
-
-		if (!may_evict(l, o))
-			continue;
-		if (v == NULL || o->priority < v->priority ||
-			(o->priority == v->priority && o->last_used < v->last_used))
-			v = o;
-	}
-	return v;
-}
-
-/* Drop a cache whose memory a load needs now (its readers may finish first). */
-static void
-drop_for_room(eng_server *s, eng_gallery *o, const eng_load *l)
-{
-	char		for_whom[64];
-
-	snprintf(for_whom, sizeof(for_whom), "%s", gname(l->gallery));
-	eng_cache_uncharge(o->cache);
-	if (o == l->gallery)
-		eng_log(ENG_LOG_INFO, "gallery %s: current cache of %.1f MB dropped: its reload needs the room",
-				gname(o), (double) o->cache->bytes / 1048576.0);
-	else
-		eng_log(ENG_LOG_INFO, "gallery %s: cache of %.1f MB (priority %d) evicted to make room "
-				"for gallery %s (priority %d)", gname(o), (double) o->cache->bytes / 1048576.0,
-				(int) o->priority, for_whom, (int) l->gallery->priority);
-	eng_gallery_drop_cache(s, o, o == l->gallery ?
-						   "the gallery is being reloaded" :
-						   "the cache was evicted to make room for another gallery");
-}
-
-/*
- * Free `need` bytes of the cache budget for load l: the gallery's own
- * current cache if it may go, then caches load l may evict. Nothing is
- * dropped unless that makes enough room; false if it cannot (or if the
- * budget has room already, and a failure was the system's memory).
- */
-static bool
-make_room(eng_server *s, eng_load *l, uint64_t need)
-{
-	eng_budget *b = &s->budget;
-	eng_gallery *g = l->gallery;
-	uint64_t	room;
-	uint64_t	evictable = 0;
-	eng_gallery *v;
-
-	if (b->limit == 0 || need > b->limit)
-		return false;
-	room = b->used < b->limit ? b->limit - b->used : 0;
-	if (room >= need)
-		return false;
-	if (own_cache_may_go(l) && g->cache->budget != NULL)
-		evictable += g->cache->bytes;
-	for (uint32_t i = 0; i < s->n_gal; i++)
-		if (may_evict(l, s->gal[i]) && s->gal[i]->cache->budget != NULL)
-			evictable += s->gal[i]->cache->bytes;
-	if (room + evictable < need)
-		return false;			/* dropping them would serve nobody */
-	if (own_cache_may_go(l) && g->cache->budget != NULL)
-		drop_for_room(s, g, l);
-	while (b->limit - (b->used < b->limit ? b->used : b->limit) < need &&
-		   (v = eviction_victim(s, l)) != NULL)
-	{
-		drop_for_room(s, v, l);
-		s->evictions++;
-	}
-	return b->used <= b->limit && b->limit - b->used >= need;
-}
-
-/* A new cache for load l, making room in the budget if it must. */
-static eng_cache *
-build_cache(eng_server *s, eng_load *l, uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err)
-{
-	eng_cache  *c = eng_cache_new(l->profile, &s->budget, cap_tpl, cap_cyl, err);
-
-	if (c == NULL && err->status == MCC_ERR_MEMORY &&
-		make_room(s, l, eng_cache_new_bytes(l->profile, cap_tpl, cap_cyl)))
-	{
-		mcc_error_clear(err);
-		c = eng_cache_new(l->profile, &s->budget, cap_tpl, cap_cyl, err);
-	}
-	return c;
-}
-
-eng_load *
-eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
-			   const mcc_gallery_id *id, uint64_t gen, uint32_t profile_id,
-			   uint64_t expected_rows, int32_t priority, uint32_t flags)
-{
-	eng_gallery *g;
-	eng_load   *l;
-	const mcc_profile *p = profile_id <= 255 ? mcc_profile_by_id((int) profile_id) : NULL;
-	mcc_error	err;
-
-	if (c->load)
-	{
-		eng_log(ENG_LOG_DEBUG, "connection %llu: unfinished load abandoned",
-				(unsigned long long) c->id);
-		eng_load_abort(s, c);
-	}
-	/* a new signature of the same relation replaces the old caches */
-	for (uint32_t i = 0; i < s->n_gal; i++)
-	{
-		eng_gallery *o = s->gal[i];
-
-		if (o->id.db_oid == id->db_oid && o->id.rel_oid == id->rel_oid &&
-			o->id.signature != id->signature && o->cache != NULL)
-			eng_gallery_drop_cache(s, o, "the relation's signature changed");
-	}
-	g = eng_gallery_get(s, id, true);
-	l = calloc(1, sizeof(*l));
-	if (g == NULL || l == NULL)
-	{
-		free(l);
-		return NULL;
-	}
-	l->gallery = g;
-	l->conn_id = c->id;
-	l->request_id = request_id;
-	l->gen = gen;
-	l->profile = p;
-	l->flags = flags;
-	l->t_start = eng_now_usec();
-	g->priority = priority;
-	l->next = g->loads;
-	g->loads = l;
-	c->load = l;
-	mcc_error_clear(&err);
-	if (p == NULL)
-	{
-		mcc_error_set(&err, MCC_ERR_VERSION, "unknown template profile id %u", profile_id);
-		load_fail(l, MCC_PERR_DATA, &err);
-		return l;
-	}
-	/*
-	 * Size for the hint (36 cylinders per template, a little above what real
-	 * prints give), unless that does not fit: then grow as rows come.
-	 */
-	if (expected_rows > 0 && expected_rows <= (UINT32_MAX - 1) / 36)
-		l->build = build_cache(s, l, (uint32_t) expected_rows,
-							   (uint32_t) (expected_rows * 36), &err);
-	if (l->build == NULL)
-	{
-		mcc_error_clear(&err);
-		l->build = build_cache(s, l, 1024, 1024 * 36, &err);
-	}
-	if (l->build == NULL)
-		load_fail(l, err.status == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_INTERNAL, &err);
-	return l;
-}
-
-void
-eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
-			 uint64_t delete_xid, const uint8_t *tpl, uint32_t len,
-			 uint64_t tid, uint64_t xmin, bool checked)
-{
-	mcc_template_view v;
-	mcc_error	err;
-	mcc_status	st;
-
-	if (l->build == NULL)
-		return;
-	mcc_error_clear(&err);
-	/* checked: a template the engine cached before (a snapshot's, CRC-checked) */
-	st = checked ? mcc_template_open_header(tpl, len, &v, &err) :
-		mcc_template_open(tpl, len, &v, &err);
-	if (st == MCC_OK)
-		st = eng_cache_append(l->build, key, mcc_template_hash(tpl, len), insert_xid,
-							  delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &v, NULL, &err);
-	/* growth doubles the capacity: room for as much again (more if that was short) */
-	for (uint64_t need = l->build->bytes, tries = 0;
-		 st == MCC_ERR_MEMORY && tries < 3 && make_room(s, l, need); need *= 2, tries++)
-	{
-		mcc_error_clear(&err);
-		st = eng_cache_append(l->build, key, mcc_template_hash(tpl, len), insert_xid,
-							  delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &v, NULL, &err);
-	}
-	if (st == MCC_OK)
-	{
-		eng_entry  *e = &l->build->entries[l->build->soa.n_tpl - 1];
-
-		e->tid = tid;
-		e->xmin = xmin;
-		l->rows++;
-		return;
-	}
-	if (st != MCC_ERR_MEMORY)
-		mcc_error_detail(&err, "The row with key %lld cannot be cached.", (long long) key);
-	load_fail(l, st == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_DATA, &err);
-}
-
-/* Reply LOADED with a cache's size. */
-static void
-reply_loaded(eng_conn *c, uint64_t request_id, const eng_cache *cache)
-{
-	size_t		f = eng_frame_begin(&c->out, MCC_MSG_LOADED, request_id);
-
-	eng_buf_u64(&c->out, cache->soa.n_tpl);
-	eng_buf_u64(&c->out, cache->bytes);
-	eng_frame_end(&c->out, f);
-}
-
-void
-eng_load_end(eng_server *s, eng_conn *c)
-{
-	eng_load   *l = c->load;
-	eng_gallery *g = l->gallery;
-	eng_cache  *old = g->cache;
-	double		secs = (double) (eng_now_usec() - l->t_start) / 1e6;
-	uint64_t	request_id;
-	bool		snap_unchanged;
-
-	if (l->perr != 0)
-	{
-		eng_log(ENG_LOG_WARNING, "gallery %s: load failed: %s%s%s", gname(g),
-				l->err.message, l->err.detail[0] ? ": " : "", l->err.detail);
-		eng_reply_error_by_id(s, c->id, l->request_id, l->perr, &l->err);
-		load_free(c, l);
-		eng_gallery_advance(s, g);
-		return;
-	}
-	if (old != NULL && old->applied_gen >= l->gen)
-	{
-		/* another load or the deltas got further meanwhile: keep what is there */
-		eng_log(ENG_LOG_DEBUG, "gallery %s: load of generation %llu superseded",
-				gname(g), (unsigned long long) l->gen);
-		reply_loaded(c, l->request_id, old);
-		load_free(c, l);
-		eng_gallery_advance(s, g);
-		return;
-	}
-	g->cache = l->build;
-	l->build = NULL;
-	g->cache->applied_gen = l->gen;
-	g->scan_lsn = (l->flags & MCC_LOAD_IDS) ? l->scan_lsn : 0;
-	eng_snap_free(g->snap);		/* a snapshot read for a load that did not use it */
-	g->snap = NULL;
-	snap_unchanged = (l->flags & MCC_LOAD_SNAPSHOT) && l->from_snap == l->rows &&
-		l->from_snap == l->snap_rows;
-	if (l->flags & MCC_LOAD_SNAPSHOT)
-		eng_log(ENG_LOG_INFO, "gallery %s: %llu of %llu rows taken from the cache snapshot, "
-				"%llu read from the table", gname(g), (unsigned long long) l->from_snap,
-				(unsigned long long) l->rows, (unsigned long long) (l->rows - l->from_snap));
-	if (old != NULL && old->pins == 0)
-		eng_cache_free(old);
-	g->loaded_at = eng_wall_usec();
-	g->load_seconds = secs;
-	request_id = l->request_id;
-	load_free(c, l);
-	/* deltas that came during the load go on top of it */
-	apply_pending(s, g);
-	if (g->cache != NULL)
-	{
-		eng_log(ENG_LOG_INFO,
-				"gallery %s loaded: %u entries, %u cylinders, %.1f MB in %.2f s (generation %llu)",
-				gname(g), g->cache->soa.n_tpl, g->cache->soa.n_cyl,
-				(double) g->cache->bytes / 1048576.0, secs,
-				(unsigned long long) g->cache->applied_gen);
-		reply_loaded(c, request_id, g->cache);
-		/*
-		 * A snapshot check that read and dropped nothing leaves the file
-		 * valid (its older scan position proves less, never more); else
-		 * write soon, though not while the first searches run.
-		 */
-		if (!snap_unchanged)
-			eng_snapshot_due(s, g, ENG_SNAP_LOAD_DELAY_USEC);
-	}
-	else
-		eng_reply_error(c, request_id, MCC_PERR_NOT_LOADED, 0,
-						"deltas after the load could not be applied");
-	eng_gallery_advance(s, g);
-}
-
-void
-eng_load_abort(eng_server *s, eng_conn *c)
-{
-	eng_gallery *g = c->load->gallery;
-
-	load_free(c, c->load);
-	trim_queue(g);
 }
 
 void
@@ -1625,7 +1273,7 @@ eng_gallery_free_all(eng_server *s)
 			eng_settle_free(st);
 		}
 		while (g->loads)
-			load_free(NULL, g->loads);
+			eng_load_free(NULL, g->loads);
 		eng_genq_free(&g->q);
 		free(g);
 	}

@@ -1,0 +1,17 @@
+/*
+ * eng_load.h: full loads of a gallery cache (eng_load.c) beyond the entry
+ * points eng_server.h declares: what eng_gallery.c needs when it evicts a
+ * gallery whose load is in progress or closes a connection.
+ */
+#ifndef ENG_LOAD_H
+#define ENG_LOAD_H
+
+#include "eng_server.h"
+
+/* Record a load's first failure and free what it built (LOAD_END replies it). */
+void		eng_load_fail(eng_load *l, int perr, const mcc_error *err);
+
+/* Free a load and unlink it from its gallery and connection. */
+void		eng_load_free(eng_conn *c, eng_load *l);
+
+#endif							/* ENG_LOAD_H */
