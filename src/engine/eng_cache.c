@@ -1,6 +1,7 @@
 /*
  * eng_cache.c: tuple versions of one gallery, their key index, memory
- * accounting, delta rules, settling and compaction.
+ * accounting, delta rules and compaction. Settling is in
+ * eng_cache_settle.c, the visibility count in eng_cache_count.c.
  */
 #include "eng_cache.h"
 
@@ -64,14 +65,6 @@ key_slot(const eng_cache *c, int64_t key)
 	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
 	z ^= z >> 31;
 	return (uint32_t) z & (c->n_slots - 1);
-}
-
-/* Does entry e count as unsettled (live, with an xid still to check)? */
-static inline bool
-unsettled(const eng_entry *e)
-{
-	return !(e->flags & ENG_E_PURGED) &&
-		(!(e->flags & ENG_E_INS_SETTLED) || e->delete_xid != 0);
 }
 
 uint64_t
@@ -466,7 +459,7 @@ eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
 	h = key_slot(c, key);
 	e->next = c->slots[h];
 	c->slots[h] = i;
-	if (unsettled(e))
+	if (eng_entry_unsettled(e))
 		c->n_unsettled++;
 	if (idx)
 		*idx = i;
@@ -524,12 +517,12 @@ eng_cache_insert(eng_cache *c, int64_t key, uint64_t xid,
 static void
 set_delete(eng_cache *c, eng_entry *e, uint64_t xid)
 {
-	bool		before = unsettled(e);
+	bool		before = eng_entry_unsettled(e);
 
 	c->version++;
 	e->delete_xid = xid;
 	e->flags &= ~(ENG_E_DEL_COMMITTED | ENG_E_LOAD_DEL);
-	c->n_unsettled += (int) unsettled(e) - (int) before;
+	c->n_unsettled += (int) eng_entry_unsettled(e) - (int) before;
 }
 
 /*
@@ -610,128 +603,13 @@ eng_cache_purge(eng_cache *c, uint32_t idx)
 	if (e->flags & ENG_E_PURGED)
 		return;
 	c->version++;
-	if (unsettled(e))
+	if (eng_entry_unsettled(e))
 		c->n_unsettled--;
 	e->flags |= ENG_E_PURGED;
 	c->n_purged++;
 	log_purge(c, idx);
 }
 
-/* State of xid in a sorted list, or 0 if absent. */
-static uint32_t
-xid_state(uint64_t xid, const uint64_t *xids, const uint32_t *states, uint32_t n)
-{
-	uint32_t	lo = 0;
-	uint32_t	hi = n;
-
-	while (lo < hi)
-	{
-		uint32_t	mid = lo + (hi - lo) / 2;
-
-		if (xids[mid] < xid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && xids[lo] == xid ? states[lo] : 0;
-}
-
-uint32_t
-eng_cache_settle(eng_cache *c, uint64_t horizon, const uint64_t *xids,
-				 const uint32_t *states, uint32_t n)
-{
-	uint32_t	purged = 0;
-
-	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
-	{
-		eng_entry  *e = &c->entries[i];
-		bool		before;
-		uint64_t	was_delete;
-		uint32_t	was_flags;
-
-		if (e->flags & ENG_E_PURGED)
-			continue;
-		before = unsettled(e);
-		was_delete = e->delete_xid;
-		was_flags = e->flags;
-		if (!(e->flags & ENG_E_INS_SETTLED))
-		{
-			uint32_t	st = xid_state(e->insert_xid, xids, states, n);
-
-			if (st == MCC_XID_ABORTED)
-			{
-				eng_cache_purge(c, i);
-				purged++;
-				continue;
-			}
-			if (st == MCC_XID_COMMITTED)
-				e->flags |= ENG_E_INS_SETTLED;
-		}
-		if (e->delete_xid != 0 && !(e->flags & ENG_E_DEL_COMMITTED))
-		{
-			uint32_t	st = xid_state(e->delete_xid, xids, states, n);
-
-			if (st == MCC_XID_ABORTED)
-			{
-				e->delete_xid = 0;
-				e->flags &= ~ENG_E_LOAD_DEL;
-			}
-			else if (st == MCC_XID_COMMITTED)
-				e->flags |= ENG_E_DEL_COMMITTED;
-		}
-		c->n_unsettled += (int) unsettled(e) - (int) before;
-		if (e->delete_xid != was_delete || e->flags != was_flags)
-			c->version++;		/* eng_cache_count's memo is stale */
-		if ((e->flags & ENG_E_DEL_COMMITTED) && e->delete_xid < horizon)
-		{
-			eng_cache_purge(c, i);
-			purged++;
-		}
-	}
-	return purged;
-}
-
-/* qsort comparator for uint64_t */
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *) a;
-	uint64_t	y = *(const uint64_t *) b;
-
-	return x < y ? -1 : x > y;
-}
-
-uint32_t
-eng_cache_xids(const eng_cache *c, uint32_t max, uint64_t **out)
-{
-	uint64_t   *x;
-	uint32_t	n = 0;
-	uint32_t	u = 0;
-
-	*out = NULL;
-	if (c->n_unsettled == 0 || max == 0)
-		return 0;
-	x = malloc((size_t) 2 * c->n_unsettled * sizeof(uint64_t));
-	if (x == NULL)
-		return 0;
-	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
-	{
-		const eng_entry *e = &c->entries[i];
-
-		if (!unsettled(e))
-			continue;
-		if (!(e->flags & ENG_E_INS_SETTLED))
-			x[n++] = e->insert_xid;
-		if (e->delete_xid != 0)
-			x[n++] = e->delete_xid;
-	}
-	qsort(x, n, sizeof(uint64_t), cmp_u64);
-	for (uint32_t i = 0; i < n && u < max; i++)
-		if (u == 0 || x[u - 1] != x[i])
-			x[u++] = x[i];
-	*out = x;
-	return u;
-}
 
 bool
 eng_cache_wants_compaction(const eng_cache *c)
@@ -816,192 +694,6 @@ eng_cache_compacted(const eng_cache *c, mcc_error *err)
 	return n;
 }
 
-/* The open-addressing table of eng_cache_count's groups. */
-typedef struct count_table
-{
-	eng_count_group *g;			/* cap slots; entries == 0: empty */
-	uint32_t	cap;			/* a power of two */
-	uint32_t	n;
-} count_table;
-
-/* Slot of a group key (splitmix64 of the mixed xids). */
-static inline uint32_t
-group_slot(const count_table *t, uint64_t ixid, uint64_t dxid, uint32_t flags)
-{
-	uint64_t	z = ixid * UINT64_C(0x9e3779b97f4a7c15) ^ dxid ^ ((uint64_t) flags << 62);
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	z ^= z >> 31;
-	return (uint32_t) z & (t->cap - 1);
-}
-
-/* Add one entry to its group; false if the table cannot grow. */
-static bool
-count_add(count_table *t, uint64_t ixid, uint64_t dxid, uint32_t flags)
-{
-	uint32_t	i;
-
-	if (2 * (t->n + 1) > t->cap)
-	{
-		count_table bigger = {NULL, t->cap ? 2 * t->cap : 64, 0};
-
-		bigger.g = calloc(bigger.cap, sizeof(eng_count_group));
-		if (bigger.g == NULL)
-			return false;
-		for (uint32_t j = 0; j < t->cap; j++)
-			if (t->g[j].entries != 0)
-			{
-				i = group_slot(&bigger, t->g[j].insert_xid, t->g[j].delete_xid, t->g[j].flags);
-				while (bigger.g[i].entries != 0)
-					i = (i + 1) & (bigger.cap - 1);
-				bigger.g[i] = t->g[j];
-			}
-		bigger.n = t->n;
-		free(t->g);
-		*t = bigger;
-	}
-	i = group_slot(t, ixid, dxid, flags);
-	while (t->g[i].entries != 0)
-	{
-		eng_count_group *g = &t->g[i];
-
-		if (g->insert_xid == ixid && g->delete_xid == dxid && g->flags == flags)
-		{
-			g->entries++;
-			return true;
-		}
-		i = (i + 1) & (t->cap - 1);
-	}
-	t->g[i].insert_xid = ixid;
-	t->g[i].delete_xid = dxid;
-	t->g[i].flags = flags;
-	t->g[i].entries = 1;
-	t->n++;
-	return true;
-}
-
-/* qsort comparator: insert xid, delete xid, flags */
-static int
-cmp_group(const void *a, const void *b)
-{
-	const eng_count_group *x = a;
-	const eng_count_group *y = b;
-
-	if (x->insert_xid != y->insert_xid)
-		return x->insert_xid < y->insert_xid ? -1 : 1;
-	if (x->delete_xid != y->delete_xid)
-		return x->delete_xid < y->delete_xid ? -1 : 1;
-	return x->flags < y->flags ? -1 : x->flags > y->flags;
-}
-
-/*
- * Bring c's count memo up to date (see eng_cache.h): a full read of the
- * entries once per change of the cache instead of once per count, which at
- * a million entries cost milliseconds of every refining identify(). Counts
- * run on the pool's threads while their pass pins the cache, so nothing
- * changes an entry meanwhile; the lock is for two counts of one pass.
- * False (no memo: read every entry) if out of memory.
- */
-static bool
-count_memo(eng_cache *c)
-{
-	bool		ok = true;
-
-	pthread_mutex_lock(&c->count_lock);
-	if (c->count_version != c->version)
-	{
-		uint32_t   *rest = realloc(c->count_rest, ((size_t) c->soa.n_tpl + 1) * sizeof(uint32_t));
-		uint32_t	n_rest = 0;
-		uint64_t	base = 0;
-
-		if (rest == NULL)
-			ok = false;
-		else
-		{
-			for (uint32_t i = 0; i < c->soa.n_tpl; i++)
-			{
-				const eng_entry *e = &c->entries[i];
-
-				if (e->flags & ENG_E_PURGED)
-					continue;
-				/* certain for every xmin >= 1 (eng_entry_certain) */
-				if ((e->flags & ENG_E_INS_SETTLED) && e->insert_xid == 0 && e->delete_xid == 0)
-					base++;
-				else
-					rest[n_rest++] = i;
-			}
-			c->count_rest = rest;
-			c->n_count_rest = n_rest;
-			c->count_base = base;
-			c->count_version = c->version;
-		}
-	}
-	pthread_mutex_unlock(&c->count_lock);
-	return ok;
-}
-
-bool
-eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
-				uint64_t *certain, eng_count_group **groups, uint32_t *n_groups)
-{
-	count_table t = {NULL, 0, 0};
-	uint64_t	n = 0;
-	const uint32_t *rest = NULL;
-	uint32_t	n_rest = c->soa.n_tpl;
-
-	*certain = 0;
-	*groups = NULL;
-	*n_groups = 0;
-	if (xmin != 0 && count_memo((eng_cache *) c))
-	{
-		n = c->count_base;
-		rest = c->count_rest;
-		n_rest = c->n_count_rest;
-	}
-	for (uint32_t j = 0; j < n_rest; j++)
-	{
-		uint32_t	i = rest ? rest[j] : j;
-		const eng_entry *e = &c->entries[i];
-		uint32_t	flags = 0;
-
-		if (e->flags & ENG_E_PURGED)
-			continue;
-		/* a deletion committed below xmin: no such snapshot sees the entry */
-		if (e->delete_xid != 0 && (e->flags & ENG_E_DEL_COMMITTED) && e->delete_xid < xmin)
-			continue;
-		if (eng_entry_certain(e, xmin))
-		{
-			n++;
-			continue;
-		}
-		if (e->flags & ENG_E_INS_SETTLED)
-			flags |= MCC_COUNT_F_INS_COMMITTED;
-		if (e->delete_xid != 0 && (e->flags & ENG_E_DEL_COMMITTED))
-			flags |= MCC_COUNT_F_DEL_COMMITTED;
-		if (!count_add(&t, e->insert_xid, e->delete_xid, flags) || t.n > max_groups)
-		{
-			free(t.g);
-			return false;
-		}
-	}
-	/* pack and sort */
-	if (t.n > 0)
-	{
-		uint32_t	m = 0;
-
-		for (uint32_t j = 0; j < t.cap; j++)
-			if (t.g[j].entries != 0)
-				t.g[m++] = t.g[j];
-		qsort(t.g, m, sizeof(eng_count_group), cmp_group);
-		*groups = t.g;
-		*n_groups = m;
-	}
-	else
-		free(t.g);
-	*certain = n;
-	return true;
-}
 
 void
 eng_cache_uncharge(eng_cache *c)

@@ -15,6 +15,9 @@
  *
  * A cache is changed only by the main thread and only while no thread reads
  * it (pins == 0); the threads see it read-only.
+ *
+ * SETTLE's rules are in eng_cache_settle.h, the visibility count of a
+ * RESULT in eng_cache_count.h.
  */
 #ifndef ENG_CACHE_H
 #define ENG_CACHE_H
@@ -208,25 +211,20 @@ eng_entry_certain(const eng_entry *e, uint64_t xmin)
 	return (e->flags & ENG_E_INS_SETTLED) && e->insert_xid < xmin && e->delete_xid == 0;
 }
 
+/* Does entry e count as unsettled (live, with an xid still to check)? */
+static inline bool
+eng_entry_unsettled(const eng_entry *e)
+{
+	return !(e->flags & ENG_E_PURGED) &&
+		(!(e->flags & ENG_E_INS_SETTLED) || e->delete_xid != 0);
+}
+
 /* Make entry idx a tombstone (and log it for the GPU mirror). */
 void		eng_cache_purge(eng_cache *c, uint32_t idx);
 
 /* First live entry with this key, or ENG_NONE; then eng_cache_next_key. */
 uint32_t	eng_cache_find_key(const eng_cache *c, int64_t key);
 uint32_t	eng_cache_next_key(const eng_cache *c, uint32_t idx);
-
-/*
- * Apply transaction states: xids[] sorted ascending with states[] of
- * mcc_xid_state. Returns the number of entries purged.
- */
-uint32_t	eng_cache_settle(eng_cache *c, uint64_t horizon, const uint64_t *xids,
-							 const uint32_t *states, uint32_t n);
-
-/*
- * The distinct unsettled xids, ascending, at most max: a malloc'ed array in
- * *out (NULL if none or out of memory) and its length.
- */
-uint32_t	eng_cache_xids(const eng_cache *c, uint32_t max, uint64_t **out);
 
 /* true if tombstones are a large enough share to compact. */
 bool		eng_cache_wants_compaction(const eng_cache *c);
@@ -239,29 +237,6 @@ uint64_t	eng_cache_compacted_bytes(const eng_cache *c);
  * eng_cache_compacted_bytes beforehand). Reads c only: safe in a thread.
  */
 eng_cache  *eng_cache_compacted(const eng_cache *c, mcc_error *err);
-
-/* A group of the visibility count: entries with equal xids and flags. */
-typedef struct eng_count_group
-{
-	uint64_t	insert_xid;
-	uint64_t	delete_xid;		/* 0: not deleted */
-	uint32_t	flags;			/* MCC_COUNT_F_* of mcc_proto.h */
-	uint32_t	entries;
-} eng_count_group;
-
-/*
- * The visibility count of RESULT (mcc_proto.h): *certain gets the
- * searchable entries that every snapshot with this xmin sees (inserted by an
- * xid known committed and below xmin, not deleted); entries whose deletion is
- * known committed below xmin are left out (no such snapshot sees them); every
- * other searchable entry goes into a group of equal (insert xid, delete xid, flags), returned
- * as a malloc'ed array sorted by those three (*groups NULL if none). False,
- * with nothing returned, if there are more than max_groups groups or no
- * memory. Reads c only: safe in a thread while c is pinned.
- */
-bool		eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
-							uint64_t *certain, eng_count_group **groups,
-							uint32_t *n_groups);
 
 /*
  * Stop charging c (it is being dropped, but a pass may still read it for

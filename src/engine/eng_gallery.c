@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_cache_settle.h"
 #include "eng_gallery.h"
 #include "eng_load.h"
 #include "eng_log.h"

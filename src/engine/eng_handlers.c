@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_cache_settle.h"
 #include "eng_log.h"
 #include "eng_server.h"
 #include "eng_snapfile.h"

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "eng_cache.h"
+#include "eng_cache_count.h"
 #include "eng_gpu.h"
 #include "eng_hits.h"
 #include "eng_pool.h"

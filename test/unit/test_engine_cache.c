@@ -11,6 +11,8 @@
 #include "unit.h"
 #include "engine_testlib.h"
 #include "eng_cache.h"
+#include "eng_cache_count.h"
+#include "eng_cache_settle.h"
 #include "eng_soa.h"
 
 static const mcc_profile *prof;

@@ -20,6 +20,7 @@
 
 #include "unit.h"
 #include "engine_inproc.h"
+#include "eng_cache_settle.h"
 #include "eng_log.h"
 #include "eng_server.h"
 #include "mcc_match.h"
