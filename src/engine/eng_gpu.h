@@ -27,7 +27,7 @@
  * results are identical to the CPU path's.
  *
  * Failures never reach a client: the pass reports what to do and the
- * caller (eng_gallery.c) runs the same batch on the CPU threads.
+ * caller (eng_pass.c) runs the same batch on the CPU threads.
  */
 #ifndef ENG_GPU_H
 #define ENG_GPU_H

@@ -42,7 +42,7 @@
 #include "mcc_proto.h"
 #include "mcc_sad.h"
 
-#define ENG_JOB_IMAGE	3		/* eng_job.tag (eng_gallery.c uses 1 and 2) */
+#define ENG_JOB_IMAGE	3		/* eng_job.tag (1: eng_pass.h, 2: eng_compact.h) */
 #define ENG_IMAGE_NICE	10		/* the image threads' nice value above the searches' */
 
 struct eng_server;

@@ -23,7 +23,7 @@
 #include "mcc_match.h"
 #include "mcc_template.h"
 
-#define ENG_JOB_REFINE	4		/* eng_job.tag (eng_gallery.c uses 1 and 2, eng_image.h 3) */
+#define ENG_JOB_REFINE	4		/* eng_job.tag (1: eng_pass.h, 2: eng_compact.h, 3: eng_image.h) */
 #define ENG_REFINE_PART 8		/* candidates per part, at most */
 
 /* One probe and its candidates; views point into the request's payload copy. */

@@ -247,7 +247,7 @@ eng_refine_candidates(eng_server *s, eng_rescore *rs)
 	 * the pairs of all the pass's probes of the device's methods to the
 	 * library (the batching of the pass carries over), as eng_batch_use_gpu
 	 * does for a pass; the rest follows on the CPU threads. A failure comes
-	 * back to eng_gallery.c, which logs it and runs the stage again on the
+	 * back to eng_pass.c, which logs it and runs the stage again on the
 	 * CPU (eng_rescore_next).
 	 */
 	if (rs->n_pairs > 0 && !s->cfg.gpu_refine_off && eng_gpu_refine_wants(s->gpu, rs->cache))

@@ -37,7 +37,7 @@
 #include "mcc_match.h"
 #include "mcc_template.h"
 
-#define ENG_JOB_RESCORE	5		/* eng_job.tag (1, 2: eng_gallery.c; 3: images; 4: REFINE) */
+#define ENG_JOB_RESCORE	5		/* eng_job.tag (1: passes, eng_pass.h; 2: compactions, eng_compact.h; 3: images; 4: REFINE) */
 #define ENG_RESCORE_PART 8		/* pairs per part, at most */
 
 /* One probe of a job and its pairs (pairs[first .. first + n)). */

@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eng_compact.h"
 #include "eng_log.h"
+#include "eng_pass.h"
 #include "eng_server.h"
 #include "eng_snapshot.h"
 
@@ -130,8 +132,8 @@ job_done(eng_server *s, eng_job *job)
 		case ENG_JOB_SNAPSHOT:
 			eng_snapshot_job_done(s, job);
 			break;
-		case 1:					/* eng_gallery.c's passes and compactions */
-		case 2:
+		case ENG_JOB_BATCH:		/* passes and compactions, via their gallery */
+		case ENG_JOB_COMPACTION:
 		case ENG_JOB_RESCORE:	/* a refining pass's rescoring, which its pass awaits */
 			eng_gallery_job_done(s, job);
 			break;

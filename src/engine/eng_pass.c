@@ -1,0 +1,471 @@
+/*
+ * eng_pass.c: the passes over a gallery's cache (eng_pass.h): which waiting
+ * searches are ready, one batch for all of them on the pool's threads or the
+ * GPU, the rescoring of refining searches' shortlists, the fall back to the
+ * CPU when the GPU does not answer, and the replies at the end.
+ */
+#include "eng_pass.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "eng_gallery.h"
+#include "eng_log.h"
+#include "eng_result.h"
+
+/*
+ * The candidates a search keeps per probe from cache c: k, or for a
+ * refining search s + k with *s = n' for the cache's searchable entries
+ * (mcc_proto.h); at most the searchable entries.
+ */
+static uint64_t
+keep_per_probe(const eng_request *r, const eng_cache *c, uint64_t *s)
+{
+	uint64_t	searchable = eng_cache_searchable(c);
+	uint64_t	n = r->k;
+
+	*s = 0;
+	if (r->refine != MCC_LSS)
+	{
+		*s = (uint64_t) mcc_refine_count((int64_t) searchable, r->fraction,
+										 (int64_t) r->refine_min, (int64_t) r->final_k);
+		n += *s;
+	}
+	return n < searchable ? n : searchable;
+}
+
+/* Bytes of the RESULT a request would get from cache c, at most. */
+static uint64_t
+result_bytes(const eng_request *r, const eng_cache *c)
+{
+	uint64_t	s;
+	uint64_t	n = keep_per_probe(r, c, &s);
+	uint64_t	hit = r->refine != MCC_LSS ? 40 : 20;
+	/* a visibility count may add up to MCC_PROTO_MAX_GROUPS groups of 24 bytes */
+	uint64_t	count = r->count_xmin != 0 ? (uint64_t) MCC_PROTO_MAX_GROUPS * 24 : 0;
+
+	return 44 + count + (uint64_t) r->n_probes * (8 + n * hit);
+}
+
+/*
+ * Have the generations up to `need` all arrived (so that only a pass or a
+ * compaction still reading the cache delays them)? The delta timeout is for
+ * deltas that do not come, not for those waiting to be applied.
+ */
+static bool
+queue_covers(const eng_gallery *g, const eng_cache *c, uint64_t need)
+{
+	uint64_t	next = c->applied_gen + 1;
+
+	for (const eng_gen *r = g->q.head; r && next <= need; r = r->next)
+	{
+		if (r->gen < next)
+			continue;
+		if (r->gen > next || !r->complete)
+			return false;
+		next++;
+	}
+	return next > need;
+}
+
+/* Do all probes of a request have the cache's profile? */
+static bool
+probes_match(const eng_request *r, const eng_cache *c)
+{
+	for (uint32_t i = 0; i < r->n_probes; i++)
+		if (mcc_probe_profile(r->probes[i]) != c->profile)
+			return false;
+	return true;
+}
+
+/*
+ * Sort the waiting requests: answer those that cannot be served, and return
+ * (unlinked, in arrival order) up to max_batch that are ready now.
+ */
+eng_request *
+eng_pass_collect_ready(eng_server *s, eng_gallery *g)
+{
+	eng_request **pp = &g->waiting;
+	eng_request *ready = NULL;
+	eng_request **rt = &ready;
+	uint32_t	n_ready = 0;
+	int64_t		now = eng_now_usec();
+	eng_cache  *c = g->cache;
+
+	while (*pp)
+	{
+		eng_request *r = *pp;
+		eng_conn   *conn = eng_conn_by_id(s, r->conn_id);
+		int			code = 0;
+		const char *msg = NULL;
+		char		buf[160];
+
+		if (atomic_load(&r->cancelled) || conn == NULL)
+			code = -1;
+		else if (c == NULL)
+		{
+			code = MCC_PERR_NOT_LOADED;
+			msg = "gallery is not loaded";
+		}
+		else if (c->reload_at != 0 && r->need_gen >= c->reload_at)
+		{
+			code = MCC_PERR_NOT_LOADED;
+			snprintf(buf, sizeof(buf), "gallery needs a reload at generation %llu",
+					 (unsigned long long) c->reload_at);
+			msg = buf;
+		}
+		else if (c->applied_gen >= r->need_gen)
+		{
+			r->deadline = INT64_MAX;	/* ready: only waits for the pass */
+			if (!probes_match(r, c))
+			{
+				code = MCC_PERR_DATA;
+				snprintf(buf, sizeof(buf),
+						 "probe profile differs from the gallery's profile \"%s\"",
+						 c->profile->name);
+				msg = buf;
+			}
+			else if (result_bytes(r, c) > MCC_PROTO_MAX_FRAME)
+			{
+				code = r->refine != MCC_LSS ? MCC_PERR_TOO_LARGE : MCC_PERR_DATA;
+				msg = "result too large: ask for fewer candidates or probes";
+			}
+			else if (r->n_probes == 0)
+			{
+				eng_result_reply_empty(s, r, c);
+				code = -1;
+			}
+			else if (g->running == NULL && n_ready < s->cfg.max_batch)
+			{
+				*pp = r->next;
+				r->next = NULL;
+				*rt = r;
+				rt = &r->next;
+				n_ready++;
+				continue;
+			}
+		}
+		else if (r->deadline != INT64_MAX && queue_covers(g, c, r->need_gen))
+			r->deadline = INT64_MAX;	/* all arrived: waits for the pass only */
+		else if (now >= r->deadline)
+		{
+			code = MCC_PERR_GENERATION;
+			snprintf(buf, sizeof(buf),
+					 "generation %llu did not arrive in time (the cache has %llu)",
+					 (unsigned long long) r->need_gen,
+					 (unsigned long long) c->applied_gen);
+			msg = buf;
+		}
+		if (code == 0)
+		{
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		if (code > 0 && conn)
+		{
+			eng_reply_error(conn, r->request_id, code,
+							code == MCC_PERR_DATA ? MCC_ERR_VALUE : 0, "%s", msg);
+		}
+		eng_request_free(r);
+	}
+	/* the tail pointer may have moved with unlinking */
+	g->waiting_tail = &g->waiting;
+	while (*g->waiting_tail)
+		g->waiting_tail = &(*g->waiting_tail)->next;
+	return ready;
+}
+
+/* Send the pass to the GPU if its cache has a mirror there (or may get one). */
+static void
+maybe_gpu(eng_server *s, eng_cache *c, eng_batch *b)
+{
+	if (!eng_gpu_wants(s->gpu, c))
+		return;
+	for (uint32_t i = 0; i < b->n_slots; i++)
+		if (b->slots[i].tpl == NULL || b->slots[i].k > ENG_GPU_MAX_K)
+			return;
+	if (eng_gpu_attach(s->gpu, c))
+		eng_batch_use_gpu(b, s->gpu);
+}
+
+/* Pin the cache and hand pass b (for the requests `ready`) to the pool. */
+static void
+run_pass(eng_server *s, eng_gallery *g, eng_batch *b, eng_request *ready)
+{
+	b->job.tag = ENG_JOB_BATCH;
+	b->owner = g;
+	g->running = b;
+	g->running_reqs = ready;
+	g->running_cache = g->cache;
+	g->cache->pins++;
+	s->jobs++;
+	eng_pool_submit(s->pool, &b->job);
+}
+
+/* Start one pass over the cache for the ready requests. */
+void
+eng_pass_start(eng_server *s, eng_gallery *g, eng_request *ready)
+{
+	uint32_t	n_slots = 0;
+	uint32_t	slot = 0;
+	eng_batch  *b;
+
+	for (eng_request *r = ready; r; r = r->next)
+		n_slots += r->n_probes;
+	b = eng_batch_new(g->cache, n_slots, eng_pool_threads(s->pool));
+	if (b == NULL)
+	{
+		while (ready)
+		{
+			eng_request *r = ready;
+			eng_conn   *conn = eng_conn_by_id(s, r->conn_id);
+
+			ready = r->next;
+			if (conn)
+				eng_reply_error(conn, r->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY,
+								"out of memory");
+			eng_request_free(r);
+		}
+		return;
+	}
+	for (eng_request *r = ready; r; r = r->next)
+	{
+		uint64_t	keep = keep_per_probe(r, g->cache, &r->shortlist);
+
+		r->first_slot = slot;
+		for (uint32_t i = 0; i < r->n_probes; i++)
+		{
+			if (r->tpls)
+				eng_batch_set_template(b, slot, r->tpls[i], r->tpl_lens[i]);
+			eng_batch_set(b, slot++, r->probes[i], (uint32_t) keep, r->min_score,
+						  &r->cancelled);
+		}
+		r->count_index = -1;
+		if (r->count_xmin != 0 && eng_cache_searchable(g->cache) > r->count_above)
+			r->count_index = eng_batch_add_count(b, r->count_xmin);
+	}
+	maybe_gpu(s, g->cache, b);
+	g->passes++;
+	run_pass(s, g, b, ready);
+}
+
+/* Start a pass that only brings the cache's GPU mirror up to date. */
+void
+eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g)
+{
+	eng_batch  *b = eng_batch_new(g->cache, 0, eng_pool_threads(s->pool));
+
+	if (b == NULL)
+		return;
+	maybe_gpu(s, g->cache, b);
+	if (b->gpu == NULL)
+	{
+		eng_batch_free(b);
+		return;
+	}
+	g->gpu_syncs++;
+	run_pass(s, g, b, NULL);
+}
+
+/*
+ * The hits of a refining probe to rescore and return: the shortest prefix
+ * holding r->shortlist entries certain for its count_xmin, or all. Every
+ * visible row among the statement's first n' by LSS lies in it: n' is at
+ * most r->shortlist, and certain entries are visible.
+ */
+static uint32_t
+refine_cut(const eng_cache *c, const eng_slot *sl, const eng_request *r)
+{
+	uint64_t	certain = 0;
+
+	for (uint32_t j = 0; j < sl->hits.n; j++)
+	{
+		if (j + ENG_HIT_AHEAD < sl->hits.n)
+			__builtin_prefetch(&c->entries[sl->hits.h[j + ENG_HIT_AHEAD].entry]);
+		if (eng_entry_certain(&c->entries[sl->hits.h[j].entry], r->count_xmin) &&
+			++certain >= r->shortlist)
+			return j + 1;
+	}
+	return sl->hits.n;
+}
+
+/*
+ * After a pass whose requests include live refining searches: their
+ * shortlists as one rescoring job over the still pinned cache. False if
+ * there is none (or no memory: the requests are then answered with an
+ * error by reply_result).
+ */
+static bool
+start_rescore(eng_server *s, eng_gallery *g, eng_batch *b)
+{
+	eng_rescore *rs = NULL;
+	uint32_t   *entries = NULL;
+	uint32_t	cap = 0;
+	bool		ok = true;
+
+	for (eng_request *r = g->running_reqs; r; r = r->next)
+	{
+		if (r->refine == MCC_LSS || atomic_load(&r->cancelled))
+			continue;
+		if (rs == NULL && (rs = eng_rescore_new(b->cache, b->n_slots)) == NULL)
+			return false;
+		for (uint32_t i = 0; i < r->n_probes && ok; i++)
+		{
+			const eng_slot *sl = &b->slots[r->first_slot + i];
+			uint32_t	n = refine_cut(b->cache, sl, r);
+
+			if (n > cap)
+			{
+				uint32_t   *e = realloc(entries, (size_t) n * sizeof(uint32_t));
+
+				if (e == NULL)
+				{
+					ok = false;
+					break;
+				}
+				entries = e;
+				cap = n;
+			}
+			for (uint32_t j = 0; j < n; j++)
+				entries[j] = sl->hits.h[j].entry;
+			ok = eng_rescore_set(rs, r->first_slot + i, r->tpls[i], r->tpl_lens[i],
+								 r->refine, entries, n, &r->cancelled);
+		}
+	}
+	free(entries);
+	if (rs == NULL)
+		return false;
+	if (!ok)
+	{
+		eng_rescore_free(rs);
+		return false;
+	}
+	rs->owner = b;
+	g->rescoring = rs;
+	eng_refine_candidates(s, rs);
+	return true;
+}
+
+/*
+ * A GPU job (what: "search" for a pass, "refinement" for a rescoring) that
+ * did not answer: say why and stop using the GPU as far as the failure
+ * requires. The caller runs the job again on the CPU threads.
+ */
+static void
+gpu_give_up(eng_server *s, eng_gallery *g, eng_gpu_outcome outcome, const mcc_error *err,
+			const char *what)
+{
+	eng_cache  *c = g->running_cache;
+	const char *why = err->message[0] ? err->message : "unknown error";
+
+	switch (outcome)
+	{
+		case ENG_GPU_RETRY_CPU:
+			/* a CUDA error is the GPU's; a probe the kernels refuse is the client's */
+			eng_log(err->status == MCC_ERR_INTERNAL ? ENG_LOG_WARNING : ENG_LOG_INFO,
+					"gallery %s: GPU %s failed, this %s runs on the CPU: %s%s%s",
+					eng_gallery_name(g), what, what, why, err->detail[0] ? ": " : "", err->detail);
+			break;
+		case ENG_GPU_CACHE_CPU:
+			eng_log(ENG_LOG_WARNING,
+					"gallery %s: GPU not used for this cache, searching on the CPU: %s%s%s",
+					eng_gallery_name(g), why, err->detail[0] ? ": " : "", err->detail);
+			eng_gpu_disable_cache(s->gpu, c);
+			break;
+		case ENG_GPU_PROCESS_CPU:
+			if (eng_gpu_disable_all(s->gpu))
+				eng_log(ENG_LOG_WARNING,
+						"GPU disabled for the rest of the process, searching on the CPU: %s", why);
+			/* every context closes now; a pass in flight elsewhere waits for it */
+			for (uint32_t i = 0; i < s->n_gal; i++)
+			{
+				if (s->gal[i]->cache)
+					eng_gpu_disable_cache(s->gpu, s->gal[i]->cache);
+				if (s->gal[i]->running_cache)
+					eng_gpu_disable_cache(s->gpu, s->gal[i]->running_cache);
+			}
+			break;
+		case ENG_GPU_DONE:
+			break;
+	}
+}
+
+/*
+ * A GPU pass that did not answer: give up on the GPU as far as needed and
+ * make the batch a CPU pass. true: it was resubmitted.
+ */
+static bool
+gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
+{
+	bool		live = false;
+
+	if (b->gpu_outcome == ENG_GPU_DONE)
+		return false;
+	gpu_give_up(s, g, b->gpu_outcome, &b->gpu_err, "search");
+	eng_batch_to_cpu(b);
+	for (uint32_t i = 0; i < b->n_slots; i++)
+		if (b->slots[i].cancel == NULL || !atomic_load(b->slots[i].cancel))
+			live = true;
+	if (!live)
+		return false;
+	s->jobs++;
+	eng_pool_submit(s->pool, &b->job);
+	return true;
+}
+
+/* The end of pass b (and of its rescoring rs): reply, unpin, free. */
+static void
+pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs)
+{
+	while (g->running_reqs)
+	{
+		eng_request *r = g->running_reqs;
+
+		g->running_reqs = r->next;
+		if (!atomic_load(&r->cancelled))
+		{
+			eng_result_reply(s, b, rs, r);
+			g->searches++;
+		}
+		eng_request_free(r);
+	}
+	g->running = NULL;
+	g->rescoring = NULL;
+	eng_gallery_unpin(g, g->running_cache);
+	g->running_cache = NULL;
+	eng_batch_free(b);
+	eng_rescore_free(rs);
+}
+
+/*
+ * A finished pass: reply to the requests still wanting it, unless refining
+ * searches need their rescoring first (the pass goes on running, its cache
+ * pinned, until that comes back).
+ */
+void
+eng_pass_batch_done(eng_server *s, eng_batch *b)
+{
+	eng_gallery *g = b->owner;
+
+	if (b->gpu != NULL && b->gpu_outcome != ENG_GPU_DONE && gpu_fallback(s, g, b))
+		return;
+	eng_batch_finish(b);
+	if (start_rescore(s, g, b))
+		return;
+	pass_end(s, g, b, NULL);
+}
+
+eng_gallery *
+eng_pass_rescore_done(eng_server *s, eng_rescore *rs)
+{
+	eng_batch  *b = rs->owner;
+	eng_gallery *g = b->owner;
+
+	/* a failed GPU stage: the same shortlists on the CPU threads, the same scores */
+	if (eng_rescore_gpu_failed(rs))
+		gpu_give_up(s, g, rs->gpu_outcome, &rs->gpu_err, "refinement");
+	if (!eng_rescore_next(s, rs))
+		pass_end(s, g, b, rs);
+	return g;
+}

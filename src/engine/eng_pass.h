@@ -1,0 +1,40 @@
+/*
+ * eng_pass.h: the passes over a gallery's cache (eng_pass.c). A gallery
+ * runs at most one pass at a time: the searches ready when it starts form
+ * its batch (one scan of the pinned cache for all their probes), those that
+ * arrive meanwhile wait for the next one. A pass with refining searches
+ * goes on, its cache still pinned, with a rescoring of their shortlists.
+ */
+#ifndef ENG_PASS_H
+#define ENG_PASS_H
+
+#include "eng_server.h"
+
+#define ENG_JOB_BATCH		1	/* eng_job.tag (1-6: see eng_rescore.h) */
+
+/*
+ * Sort the waiting requests: answer those that cannot be served, and return
+ * (unlinked, in arrival order) up to max_batch that are ready now.
+ */
+eng_request *eng_pass_collect_ready(eng_server *s, eng_gallery *g);
+
+/* Start one pass over the cache for the ready requests. */
+void		eng_pass_start(eng_server *s, eng_gallery *g, eng_request *ready);
+
+/* Start a pass that only brings the cache's GPU mirror up to date. */
+void		eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g);
+
+/*
+ * A finished pass: reply to the requests still wanting it, unless refining
+ * searches need their rescoring first (the pass goes on running, its cache
+ * pinned, until that comes back).
+ */
+void		eng_pass_batch_done(eng_server *s, eng_batch *b);
+
+/*
+ * A finished stage of a pass's rescoring: the next stage, or the end of the
+ * pass. Returns the pass's gallery.
+ */
+eng_gallery *eng_pass_rescore_done(eng_server *s, eng_rescore *rs);
+
+#endif							/* ENG_PASS_H */
