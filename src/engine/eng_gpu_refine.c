@@ -1,0 +1,303 @@
+/*
+ * eng_gpu_refine.c: a rescoring's stage on the GPU (eng_gpu_refine,
+ * kernels/mcc_gpu_refine.h): the gallery's refinement data sent once per
+ * mirror, one library call per method, and what a failure means.
+ */
+#include "eng_gpu.h"
+
+#include <stdlib.h>
+
+#include "eng_cache.h"
+#include "eng_log.h"
+#include "eng_rescore.h"
+
+#ifdef MCC_ENGINE_GPU
+
+#include "eng_gpu_int.h"
+#include "mcc_gpu_refine.h"
+
+bool
+eng_gpu_refine_wants(const eng_gpu *g, const eng_cache *c)
+{
+	const eng_gpu_mirror *m = c ? c->gpu : NULL;
+
+	return eng_gpu_wants(g, c) && m != NULL && !atomic_load(&((eng_gpu_mirror *) m)->ref_failed);
+}
+
+bool
+eng_gpu_refine_method(int method)
+{
+	return mcc_gpu_refine_supported(method) != 0;
+}
+
+/*
+ * Send the refinement data of templates [m->ref_given, m->given) (lock
+ * held), rebuilt from c's sides: the geometry of GPU_GEOM_CHUNK templates
+ * at a time, so that the host never holds the whole gallery's. The library
+ * reads the records of [t0, t1) only, so a chunk's geometry starts at
+ * template t0 with nothing before it (first[t0] = 0).
+ */
+static mcc_gpu_code
+attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc_error *err)
+{
+	mcc_gpu_geom geo;
+	uint8_t    *buf;
+	uint32_t	from = m->ref_given;
+	double		t_start = eng_gpu_now_s();
+	mcc_gpu_code rc = MCC_GPU_OK;
+
+	if (m->ref_given >= m->given)
+		return MCC_GPU_OK;
+	buf = malloc(eng_template_max_bytes());
+	if (buf == NULL || mcc_gpu_geom_init(&geo, m->given, 0, err) != MCC_OK)
+	{
+		free(buf);
+		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the refinement data");
+		return MCC_GPU_OOM;
+	}
+	while (m->ref_given < m->given && rc == MCC_GPU_OK)
+	{
+		uint32_t	t0 = m->ref_given;
+		uint32_t	t1 = m->given - t0 > GPU_GEOM_CHUNK ? t0 + GPU_GEOM_CHUNK : m->given;
+
+		geo.n_tpl = t0;
+		geo.n_cyl = 0;
+		geo.first[t0] = 0;
+		for (uint32_t k = t0; k < t1 && rc == MCC_GPU_OK; k++)
+		{
+			mcc_template_view v;
+
+			eng_cache_template(c, k, buf, &v);
+			if (mcc_gpu_geom_append(&geo, &v, err) != MCC_OK)
+				rc = err->status == MCC_ERR_MEMORY ? MCC_GPU_OOM : MCC_GPU_INVALID;
+		}
+		if (rc == MCC_GPU_OK)
+			rc = mcc_gpu_refine_attach(m->ctx, &c->soa, &geo, t0, t1, err);
+		if (rc == MCC_GPU_OK)
+			m->ref_given = t1;
+	}
+	mcc_gpu_geom_free(&geo);
+	free(buf);
+	g->stats.refine_attached += m->ref_given - from;
+	if (rc == MCC_GPU_OK)
+		eng_log(ENG_LOG_INFO, "sent the refinement data of %u templates to the GPU in %.3f s",
+				m->ref_given - from, eng_gpu_now_s() - t_start);
+	return rc;
+}
+
+/*
+ * Score the pairs of rs's live probes of one method (lock held): one
+ * library call, its probes the job's probes of that method.
+ */
+static mcc_gpu_code
+refine_method(eng_gpu *g, eng_gpu_mirror *m, eng_rescore *rs, mcc_method method,
+			  mcc_template_view *views, uint32_t *qof, mcc_gpu_pair *pairs, float *scores,
+			  mcc_error *err)
+{
+	size_t		np = 0;
+	int			nq = 0;
+	mcc_gpu_code rc;
+	double		t0;
+
+	for (uint32_t i = 0; i < rs->n_probes; i++)
+	{
+		const eng_rescore_probe *p = &rs->probes[i];
+
+		if (!p->on_gpu || p->method != method || p->n == 0 ||
+			(p->cancel && atomic_load(p->cancel)))
+			continue;
+		views[nq] = p->probe;
+		qof[nq] = i;
+		for (uint32_t j = 0; j < p->n; j++)
+		{
+			uint32_t	e = rs->pairs[p->first + j].entry;
+
+			if (e >= m->ref_given)
+			{
+				mcc_error_set(err, MCC_ERR_INTERNAL,
+							  "entry %u has no refinement data on the GPU (%u templates have)",
+							  e, m->ref_given);
+				return MCC_GPU_CUDA;	/* reloaded by the next pass */
+			}
+			pairs[np++] = (mcc_gpu_pair) {(uint32_t) nq, e, MCC_GPU_FROM_GALLERY};
+		}
+		nq++;
+	}
+	if (np == 0)
+		return MCC_GPU_OK;
+	t0 = eng_gpu_now_s();
+	rc = mcc_gpu_refine(m->ctx, views, nq, NULL, 0, pairs, np, method, NULL, scores, err);
+	g->stats.refine_lib_s += eng_gpu_now_s() - t0;
+	if (rc != MCC_GPU_OK)
+		return rc;
+	{
+		mcc_gpu_refine_timing tm;
+
+		mcc_gpu_refine_last_timing(m->ctx, &tm);
+		g->stats.lib_ms[ENG_GPU_T_RPREP] += tm.prep_ms;
+		g->stats.lib_ms[ENG_GPU_T_RH2D] += tm.h2d_ms;
+		g->stats.lib_ms[ENG_GPU_T_RKERNEL] += tm.kernel_ms;
+		g->stats.lib_ms[ENG_GPU_T_RD2H] += tm.d2h_ms;
+	}
+	np = 0;
+	for (int q = 0; q < nq; q++)
+	{
+		const eng_rescore_probe *p = &rs->probes[qof[q]];
+
+		for (uint32_t j = 0; j < p->n; j++)
+			rs->pairs[p->first + j].score = scores[np++];
+	}
+	g->stats.refine_pairs += np;
+	return MCC_GPU_OK;
+}
+
+/* Every live pair of rs on m's context, one call per method (lock held). */
+static mcc_gpu_code
+refine_all(eng_gpu *g, eng_gpu_mirror *m, eng_rescore *rs, mcc_error *err)
+{
+	mcc_template_view *views = malloc(sizeof(mcc_template_view) * (rs->n_probes + 1));
+	uint32_t   *qof = malloc(sizeof(uint32_t) * (rs->n_probes + 1));
+	mcc_gpu_pair *pairs = malloc(sizeof(mcc_gpu_pair) * ((size_t) rs->n_pairs + 1));
+	float	   *scores = malloc(sizeof(float) * ((size_t) rs->n_pairs + 1));
+	mcc_gpu_code rc = MCC_GPU_OK;
+
+	if (views == NULL || qof == NULL || pairs == NULL || scores == NULL)
+	{
+		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+		rc = MCC_GPU_OOM;
+	}
+	for (int method = 0; method < MCC_NMETHODS && rc == MCC_GPU_OK; method++)
+		rc = refine_method(g, m, rs, (mcc_method) method, views, qof, pairs, scores, err);
+	free(views);
+	free(qof);
+	free(pairs);
+	free(scores);
+	return rc;
+}
+
+/*
+ * What a failure of the refinement library means (lock held): the process
+ * off the GPU for a sticky error; the cache's rescoring on the CPU for good
+ * when the device cannot hold or take the gallery's refinement data
+ * (attaching), runs no such method, or keeps failing; else this job on the
+ * CPU (a CUDA error also drops the copy: the next pass uploads it again).
+ * The LSS search of the cache keeps its GPU copy.
+ */
+static eng_gpu_outcome
+refine_outcome(eng_gpu *g, eng_gpu_mirror *m, mcc_gpu_code rc, bool attaching, mcc_error *err)
+{
+	bool		for_good = false;
+
+	switch (rc)
+	{
+		case MCC_GPU_OK:
+			return ENG_GPU_DONE;
+		case MCC_GPU_STICKY:
+		case MCC_GPU_NO_DRIVER:
+		case MCC_GPU_NO_DEVICE:
+			return ENG_GPU_PROCESS_CPU;
+		case MCC_GPU_UNSUPPORTED:
+			for_good = true;
+			break;
+		case MCC_GPU_OOM:
+		case MCC_GPU_INVALID:
+			/* the gallery's data stays; a job's probes or size are its own */
+			for_good = attaching || ++m->ref_failures >= GPU_MAX_FAILURES;
+			break;
+		case MCC_GPU_CUDA:
+		default:
+			eng_gpu_close_ctx(g, m);
+			for_good = ++m->ref_failures >= GPU_MAX_FAILURES;
+			break;
+	}
+	if (for_good)
+	{
+		atomic_store(&m->ref_failed, true);
+		mcc_error_detail(err, "Refinement of this cache stays on the CPU threads.");
+	}
+	return ENG_GPU_RETRY_CPU;
+}
+
+eng_gpu_outcome
+eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
+{
+	const eng_cache *c = rs->cache;
+	eng_gpu_mirror *m = c->gpu;
+	eng_gpu_outcome out;
+	mcc_gpu_code rc;
+	double		t_in = eng_gpu_now_s();
+
+	pthread_mutex_lock(&g->lock);
+	if (atomic_load(&g->broken))
+	{
+		mcc_error_set(err, MCC_ERR_INTERNAL, "the GPU was disabled by an earlier error");
+		out = ENG_GPU_PROCESS_CPU;
+		goto failed;
+	}
+	if (m == NULL || atomic_load(&m->failed) || atomic_load(&m->ref_failed))
+	{
+		mcc_error_set(err, MCC_ERR_INTERNAL, "the cache has no GPU copy");
+		out = ENG_GPU_RETRY_CPU;
+		goto failed;
+	}
+	/* a test's failure stands for one of the refinement data */
+	if ((rc = eng_gpu_take_injected(&g->inject_refine, "refinement ", err)) != MCC_GPU_OK)
+	{
+		out = refine_outcome(g, m, rc, true, err);
+		goto failed;
+	}
+	/* the pass synced the mirror unless it ran on the CPU */
+	if ((rc = eng_gpu_sync_mirror(g, m, c, err)) != MCC_GPU_OK)
+	{
+		if (rc != MCC_GPU_STICKY)
+			eng_gpu_close_ctx(g, m);
+		out = eng_gpu_outcome_of(rc, true);
+		goto failed;
+	}
+	if ((rc = attach_refinement(g, m, c, err)) != MCC_GPU_OK)
+	{
+		out = refine_outcome(g, m, rc, true, err);
+		goto failed;
+	}
+	if ((rc = refine_all(g, m, rs, err)) != MCC_GPU_OK)
+	{
+		out = refine_outcome(g, m, rc, false, err);
+		goto failed;
+	}
+	eng_gpu_update_bytes(g, m);
+	m->ref_failures = 0;
+	g->stats.refines++;
+	g->stats.refine_s += eng_gpu_now_s() - t_in;
+	pthread_mutex_unlock(&g->lock);
+	return ENG_GPU_DONE;
+
+failed:
+	if (out == ENG_GPU_PROCESS_CPU)
+		atomic_store(&g->broken, true);
+	g->stats.refine_fallbacks++;
+	pthread_mutex_unlock(&g->lock);
+	return out;
+}
+
+#else							/* !MCC_ENGINE_GPU */
+
+bool
+eng_gpu_refine_wants(const eng_gpu *g, const eng_cache *c)
+{
+	return false;
+}
+
+bool
+eng_gpu_refine_method(int method)
+{
+	return false;
+}
+
+eng_gpu_outcome
+eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
+{
+	mcc_error_set(err, MCC_ERR_INTERNAL, "built without GPU support");
+	return ENG_GPU_PROCESS_CPU;
+}
+
+#endif							/* MCC_ENGINE_GPU */

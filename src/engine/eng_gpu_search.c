@@ -1,0 +1,282 @@
+/*
+ * eng_gpu_search.c: a pass's LSS search on the GPU (eng_gpu_pass): the
+ * probes grouped by the k' they ask for, the library's hits turned into the
+ * slots' results exactly as the CPU scan would give them, and what a
+ * failure means.
+ */
+#include "eng_gpu.h"
+
+#include <stdlib.h>
+
+#include "eng_scan.h"
+
+#ifdef MCC_ENGINE_GPU
+
+#include "eng_gpu_int.h"
+
+/* A live slot of a pass and the k' it asks the library for. */
+typedef struct gpu_want
+{
+	uint32_t	kk;
+	uint32_t	slot;
+} gpu_want;
+
+/* Do two library hits have equal (score, key)? */
+static inline bool
+same_cut(const mcc_gpu_hit *a, const mcc_gpu_hit *b)
+{
+	return a->score == b->score && a->id == b->id;
+}
+
+/* Hits whose cache entries fill_slot asks for ahead of the one it reads. */
+#define FILL_AHEAD 8
+
+/*
+ * Turn the library's k' best of one probe (hits[0..n), k' = kk) into the
+ * slot's result. hits are ordered by (score desc, key asc) but versions of
+ * one key with equal scores come in any order, and only some of them may
+ * fit in k': when the k-th and the k'-th hit are such a group, ask again
+ * with a larger k' until the group is whole (or every template came back).
+ */
+static mcc_gpu_code
+fill_slot(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c, eng_slot *sl,
+		  const mcc_template_view *v, const mcc_gpu_hit *hits, int n, uint32_t kk,
+		  mcc_error *err)
+{
+	const mcc_gpu_hit *use = hits;
+	mcc_gpu_hit *own = NULL;
+	uint32_t	k = sl->k;
+	uint64_t	ge = 0;
+	mcc_gpu_code rc = MCC_GPU_OK;
+
+	while ((uint32_t) n == kk && k > 0 && same_cut(&use[k - 1], &use[kk - 1]) &&
+		   use[k - 1].score >= sl->min_score)
+	{
+		mcc_gpu_hit *more;
+
+		if (kk >= GPU_K_LIMIT)
+		{
+			free(own);
+			mcc_error_set(err, MCC_ERR_LIMIT, "more tied versions of one key than a GPU search returns");
+			return MCC_GPU_INVALID; /* this request on the CPU */
+		}
+		kk = kk > GPU_K_LIMIT / 2 ? GPU_K_LIMIT : 2 * kk;
+		more = realloc(own, (size_t) kk * sizeof(mcc_gpu_hit));
+		if (more == NULL)
+		{
+			free(own);
+			mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+			return MCC_GPU_OOM;
+		}
+		own = more;
+		if ((rc = mcc_gpu_search(ctx, v, 1, (int) kk, own, &n, err)) != MCC_GPU_OK)
+		{
+			free(own);
+			return rc;
+		}
+		use = own;
+		g->stats.requeries++;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		const eng_entry *e;
+		eng_hit		h;
+
+		/* entries are read at random: keep a few misses in flight */
+		if (i + FILL_AHEAD < n && use[i + FILL_AHEAD].index < c->soa.n_tpl)
+			__builtin_prefetch(&c->entries[use[i + FILL_AHEAD].index]);
+
+		if (use[i].index >= c->soa.n_tpl ||
+			(c->entries[use[i].index].flags & ENG_E_PURGED) ||
+			c->entries[use[i].index].key != use[i].id)
+		{
+			free(own);
+			mcc_error_set(err, MCC_ERR_INTERNAL, "the GPU copy of the gallery differs from the cache");
+			return MCC_GPU_CUDA;	/* reloaded by the next pass */
+		}
+		if (!(use[i].score >= sl->min_score))
+			continue;
+		e = &c->entries[use[i].index];
+		ge++;
+		h.score = use[i].score;
+		h.key = e->key;
+		h.hash = e->hash;
+		h.entry = use[i].index;
+		if (eng_hits_may_enter(&sl->hits, h.score))
+			eng_hits_push(&sl->hits, &h);
+	}
+	sl->n_ge = ge;
+	free(own);
+	return MCC_GPU_OK;
+}
+
+/* qsort: by k', then slot (probes asking for the same k' go together) */
+static int
+cmp_want(const void *a, const void *b)
+{
+	const gpu_want *x = a;
+	const gpu_want *y = b;
+
+	if (x->kk != y->kk)
+		return x->kk < y->kk ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Search every live probe of b on m's context (lock held). */
+static mcc_gpu_code
+search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
+{
+	gpu_want   *w = malloc(sizeof(gpu_want) * (b->n_slots ? b->n_slots : 1));
+	mcc_template_view *v = malloc(sizeof(mcc_template_view) * (b->n_slots ? b->n_slots : 1));
+	int		   *nhits = malloc(sizeof(int) * (b->n_slots ? b->n_slots : 1));
+	mcc_gpu_hit *hits = NULL;
+	size_t		cap = 0;
+	uint32_t	n = 0;
+	mcc_gpu_code rc = MCC_GPU_OK;
+	double		t0;
+	double		t1;
+
+	if (w == NULL || v == NULL || nhits == NULL)
+	{
+		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+		rc = MCC_GPU_OOM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < b->n_slots; i++)
+		if (b->slots[i].cancel == NULL || !atomic_load(b->slots[i].cancel))
+		{
+			w[n].kk = b->slots[i].k + 1;
+			w[n].slot = i;
+			n++;
+		}
+	qsort(w, n, sizeof(gpu_want), cmp_want);
+	for (uint32_t i = 0; i < n && rc == MCC_GPU_OK;)
+	{
+		uint32_t	kk = w[i].kk;
+		uint32_t	j = i + 1;
+		size_t		need;
+
+		/* a run of equal k', its hits bounded */
+		while (j < n && w[j].kk == kk && (uint64_t) (j - i + 1) * kk <= GPU_HITS_MAX)
+			j++;
+		need = (size_t) (j - i) * kk;
+		if (need > cap)
+		{
+			mcc_gpu_hit *nh = realloc(hits, need * sizeof(mcc_gpu_hit));
+
+			if (nh == NULL)
+			{
+				mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+				rc = MCC_GPU_OOM;
+				break;
+			}
+			hits = nh;
+			cap = need;
+		}
+		for (uint32_t q = i; q < j && rc == MCC_GPU_OK; q++)
+		{
+			const eng_slot *sl = &b->slots[w[q].slot];
+
+			if (mcc_template_open(sl->tpl, sl->tpl_len, &v[q - i], err) != MCC_OK)
+				rc = MCC_GPU_INVALID;
+		}
+		t0 = eng_gpu_now_s();
+		if (rc == MCC_GPU_OK)
+			rc = mcc_gpu_search(m->ctx, v, (int) (j - i), (int) kk, hits, nhits, err);
+		t1 = eng_gpu_now_s();
+		if (rc == MCC_GPU_OK)
+		{
+			mcc_gpu_timing tm;
+
+			mcc_gpu_last_timing(m->ctx, &tm);
+			g->stats.lib_ms[ENG_GPU_T_MATCH] += tm.match_ms;
+			g->stats.lib_ms[ENG_GPU_T_SELECT] += tm.select_ms;
+			g->stats.lib_ms[ENG_GPU_T_D2H] += tm.d2h_ms;
+			g->stats.lib_ms[ENG_GPU_T_MERGE] += tm.merge_ms;
+		}
+		for (uint32_t q = i; q < j && rc == MCC_GPU_OK; q++)
+			rc = fill_slot(g, m->ctx, b->cache, &b->slots[w[q].slot], &v[q - i],
+						   hits + (size_t) (q - i) * kk, nhits[q - i], kk, err);
+		g->stats.search_lib_s += t1 - t0;
+		g->stats.search_fill_s += eng_gpu_now_s() - t1;
+		i = j;
+	}
+out:
+	free(w);
+	free(v);
+	free(nhits);
+	free(hits);
+	return rc;
+}
+
+eng_gpu_outcome
+eng_gpu_pass(eng_gpu *g, eng_batch *b, mcc_error *err)
+{
+	const eng_cache *c = b->cache;
+	eng_gpu_mirror *m = c->gpu;
+	eng_gpu_outcome out;
+	mcc_gpu_code rc;
+	double		t_in = eng_gpu_now_s();
+
+	pthread_mutex_lock(&g->lock);
+	if (atomic_load(&g->broken))
+	{
+		mcc_error_set(err, MCC_ERR_INTERNAL, "the GPU was disabled by an earlier error");
+		pthread_mutex_unlock(&g->lock);
+		return ENG_GPU_PROCESS_CPU;
+	}
+	if (m == NULL || atomic_load(&m->failed))
+	{
+		mcc_error_set(err, MCC_ERR_INTERNAL, "the cache has no GPU copy");
+		pthread_mutex_unlock(&g->lock);
+		return ENG_GPU_CACHE_CPU;
+	}
+	if ((rc = eng_gpu_take_injected(&g->inject, "", err)) != MCC_GPU_OK)
+	{
+		out = eng_gpu_outcome_of(rc, false);
+		goto failed;
+	}
+	if ((rc = eng_gpu_sync_mirror(g, m, c, err)) != MCC_GPU_OK)
+	{
+		if (rc != MCC_GPU_STICKY)
+			eng_gpu_close_ctx(g, m);
+		out = eng_gpu_outcome_of(rc, true);
+		goto failed;
+	}
+	if ((rc = search(g, m, b, err)) != MCC_GPU_OK)
+	{
+		out = eng_gpu_outcome_of(rc, false);
+		/* the next pass starts from a full upload rather than trust the copy */
+		if (rc == MCC_GPU_CUDA)
+			eng_gpu_close_ctx(g, m);
+		goto failed;
+	}
+	eng_gpu_update_bytes(g, m);
+	m->failures = 0;
+	if (b->n_slots > 0)
+		g->stats.passes++;
+	g->stats.search_s += eng_gpu_now_s() - t_in;
+	pthread_mutex_unlock(&g->lock);
+	return ENG_GPU_DONE;
+
+failed:
+	if (out == ENG_GPU_PROCESS_CPU)
+		atomic_store(&g->broken, true);
+	/* CUDA errors that keep coming (not a client's bad probe): give up on it */
+	if (rc == MCC_GPU_CUDA && ++m->failures >= GPU_MAX_FAILURES)
+		out = ENG_GPU_CACHE_CPU;
+	g->stats.fallbacks++;
+	pthread_mutex_unlock(&g->lock);
+	return out;
+}
+
+#else							/* !MCC_ENGINE_GPU */
+
+eng_gpu_outcome
+eng_gpu_pass(eng_gpu *g, eng_batch *b, mcc_error *err)
+{
+	mcc_error_set(err, MCC_ERR_INTERNAL, "built without GPU support");
+	return ENG_GPU_PROCESS_CPU;
+}
+
+#endif							/* MCC_ENGINE_GPU */
