@@ -52,7 +52,7 @@ include $(PGXS)
 -include $(OBJS:.o=.d)
 
 # ---------------------------------------------------------------------------
-# CUDA kernels (kernels/*.cu), linked only into the matcher engine, never with
+# CUDA kernels (kernels/impl/*.cu), linked only into the matcher engine, never with
 # -lcuda (see docs/architecture.md). Whether the engine gets its GPU path is
 # chosen, not guessed, by WITH_CUDA=auto|yes|no: kernels/nvcc.mk finds nvcc
 # and says how (the one place that does, for this Makefile and every
@@ -60,7 +60,7 @@ include $(PGXS)
 # it too.
 include kernels/nvcc.mk
 ENGINE_KIND = $(if $(strip $(NVCC)),the GPU path (CUDA $(NVCC)) and the CPU threads,the CPU threads only (no CUDA))
-CU_SRCS = $(sort $(wildcard kernels/*.cu))
+CU_SRCS = $(sort $(wildcard kernels/impl/*.cu))
 include kernels/chamfer.mk
 
 # ---------------------------------------------------------------------------
@@ -138,7 +138,11 @@ UNIT_BINS = $(patsubst test/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 $(BUILD)/unit/%: test/unit/%.c $(wildcard test/unit/*.h) $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
-	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE -Itest/unit $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE -Itest/unit -Ikernels $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+
+# the emulation tests compile the kernels' internal headers on the CPU
+$(BUILD)/unit/test_refine_gpu_emu: kernels/impl/mcc_refine_pack.h kernels/impl/mcc_refine_body.h kernels/mcc_gpu_refine.h
+$(BUILD)/unit/test_dp2d_wave: kernels/impl/mcc_dp2d_wave.h
 
 # Engine tests link the engine's objects (all but main); the end-to-end one
 # also runs build/mcc_engine.

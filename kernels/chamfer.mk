@@ -1,4 +1,4 @@
-# kernels/chamfer.mk: GPU parametric chamfer alignment (kernels/mcc_chamfer.cu),
+# kernels/chamfer.mk: GPU parametric chamfer alignment (kernels/impl/mcc_chamfer.cu),
 # its check against the CPU and the benchmark.
 #
 # Included by the top Makefile; also usable alone where PostgreSQL is absent
@@ -41,7 +41,7 @@ ifneq ($(strip $(NVCC)),)
 CH_NVCCFLAGS = $(NVCCFLAGS) --fmad=false
 CH_GPU_LINK = $(CUDA_LINK)
 
-$(CH_DIR)/mcc_chamfer_cu.o: kernels/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h kernels/mcc_cuda_util.h $(wildcard src/core/*.h)
+$(CH_DIR)/mcc_chamfer_cu.o: kernels/impl/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h kernels/impl/mcc_cuda_util.h $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(CH_NVCCFLAGS) -c $< -o $@
 

@@ -1,5 +1,5 @@
 # kernels/dp2d.mk: the GPU check and the benchmark of elastic matching
-# (paper 003; kernels/mcc_dp2d.cu, src/core/mcc_dp2d.h).
+# (paper 003; kernels/impl/mcc_dp2d.cu, src/core/mcc_dp2d.h).
 #
 #   make gpu-check-dp2d   GPU == CPU in every output (test/gpu/dp2d_check.c);
 #                         without nvcc or a GPU it prints SKIP and succeeds

@@ -1,12 +1,13 @@
-# kernels/gpu.mk: the CUDA engine (kernels/*.cu), its checks and benchmark.
+# kernels/gpu.mk: the CUDA engine (kernels/impl/*.cu), its checks and benchmark.
 #
 # Included by the top Makefile; also usable alone where PostgreSQL is absent
 # (the GPU machine): make -f kernels/gpu.mk gpu-check bench-gpu
 #
-#   build/libmccgpu.a    kernels/*.cu, position independent, no -lcuda: link
+#   build/libmccgpu.a    kernels/impl/*.cu, position independent, no -lcuda: link
 #                        it with $(GPU_LINK) (cudart_static)
 #   build/libmccengine-gpu.a   the matcher engine (src/engine/, all but main)
 #                        with its GPU path (MCC_ENGINE_GPU); build/gpu/mcc_engine
+#   make gpu-build       every GPU program compiled and linked, none run
 #   make gpu-check       the whole GPU suite: CPU reference == GPU, every score,
 #                        then the engine's tests on the GPU path (each skips,
 #                        saying so, without a GPU)
@@ -21,7 +22,7 @@
 
 BUILD ?= build
 include kernels/nvcc.mk
-CU_SRCS ?= $(sort $(wildcard kernels/*.cu))
+CU_SRCS ?= $(sort $(wildcard kernels/impl/*.cu))
 GPU_CC ?= gcc
 GPU_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -D_DEFAULT_SOURCE -Isrc/core -Ikernels $(WERROR_FLAG)
@@ -32,11 +33,11 @@ MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 ifneq ($(strip $(NVCC)),)
 GPU_LINK = $(CUDA_LINK) $(MCC_PNG_LIB)
 
-GPU_OBJS = $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
+GPU_OBJS = $(patsubst kernels/impl/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
 GPU_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/gpu/core/%.o,$(sort $(wildcard src/core/*.c)))
 GPU_TEST_OBJS = $(BUILD)/gpu/gpu_data.o
 
-$(BUILD)/kernels/%.o: kernels/%.cu $(wildcard kernels/*.h) $(wildcard src/core/*.h)
+$(BUILD)/kernels/%.o: kernels/impl/%.cu $(wildcard kernels/*.h kernels/impl/*.h) $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -117,8 +118,15 @@ $(BUILD)/gpu/test_engine_%: test/unit/test_engine_%.c test/unit/unit.h $(wildcar
 	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -Itest/unit $< $(BUILD)/libmccengine-gpu.a $(BUILD)/libmccgpu.a \
 		$(GPU_CORE_OBJS) $(GPU_LINK) -o $@
 
-.PHONY: gpu-lib gpu-check bench-gpu bench-gpu-refine gpu-sass
+.PHONY: gpu-lib gpu-build gpu-check bench-gpu bench-gpu-refine gpu-sass
 gpu-lib: $(BUILD)/libmccgpu.a
+
+# Every GPU program (checks, benchmarks, tools, the engine) built, none run:
+# the compile check of kernels/ where there is nvcc but no device.
+gpu-build: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(BUILD)/gpu/gpu_bench \
+		$(BUILD)/gpu/gpu_bench_refine $(BUILD)/gpu/mcceval $(BUILD)/gpu/mcc_engine $(BUILD)/gpu/engine_bench \
+		$(BUILD)/gpu/engine_refine_check $(GPU_ENGINE_TESTS) $(GPU_LIB_CHECKS) \
+		$(BUILD)/sad/sadbench $(BUILD)/dp2d/dp2dbench-gpu $(BUILD)/chamfer/bench_chamfer
 
 # The whole GPU suite. The search library's checks, then the engine's:
 # first with every device hidden (the probe fails cleanly, the engine serves
@@ -142,7 +150,7 @@ gpu-check: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(GPU_ENGINE_TES
 	CUDA_VISIBLE_DEVICES= $(BUILD)/chamfer/gpu_check_chamfer --no-device || status=1; \
 	echo "# gpu-check: devices"; \
 	$(BUILD)/gpu/gpu_check || status=1; \
-	echo "# gpu-check: refinement (kernels/mcc_gpu_refine.cu) against mcc_match_candidate"; \
+	echo "# gpu-check: refinement (kernels/impl/mcc_gpu_refine.cu) against mcc_match_candidate"; \
 	$(BUILD)/gpu/gpu_check_refine || status=1; \
 	echo "# gpu-check: engine, GPU path"; \
 	$(BUILD)/gpu/test_engine_gpu || status=1; \
@@ -159,11 +167,11 @@ gpu-check: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(GPU_ENGINE_TES
 	MCC_ENGINE=$(BUILD)/gpu/mcc_engine $(BUILD)/gpu/test_engine_e2e --gpu || status=1; \
 	echo "# gpu-check: image jobs in the engine, GPU path"; \
 	$(BUILD)/gpu/test_engine_image || status=1; \
-	echo "# gpu-check: SAD library (kernels/mcc_sad.cu)"; \
+	echo "# gpu-check: SAD library (kernels/impl/mcc_sad.cu)"; \
 	$(BUILD)/sad/sad_gpu_check || status=1; \
-	echo "# gpu-check: elastic matching library (kernels/mcc_dp2d.cu)"; \
+	echo "# gpu-check: elastic matching library (kernels/impl/mcc_dp2d.cu)"; \
 	$(BUILD)/dp2d/dp2d_check || status=1; \
-	echo "# gpu-check: chamfer alignment library (kernels/mcc_chamfer.cu)"; \
+	echo "# gpu-check: chamfer alignment library (kernels/impl/mcc_chamfer.cu)"; \
 	$(BUILD)/chamfer/gpu_check_chamfer || status=1; \
 	exit $$status
 
@@ -177,10 +185,10 @@ bench-gpu-refine: $(BUILD)/gpu/gpu_bench_refine
 # Resource usage of the kernels (registers, shared memory, spills).
 gpu-sass:
 	@mkdir -p $(BUILD)/kernels
-	$(NVCC) $(NVCCFLAGS) -Xptxas -v -c kernels/mcc_gpu_match.cu -o $(BUILD)/kernels/match-v.o
+	$(NVCC) $(NVCCFLAGS) -Xptxas -v -c kernels/impl/mcc_gpu_match.cu -o $(BUILD)/kernels/match-v.o
 else
-.PHONY: gpu-lib gpu-check bench-gpu bench-gpu-refine
-gpu-lib:
+.PHONY: gpu-lib gpu-build gpu-check bench-gpu bench-gpu-refine
+gpu-lib gpu-build:
 	@echo "# nvcc not found: no GPU library"
 gpu-check:
 	@echo "# nvcc not found: GPU checks skipped (search, engine, image jobs, SAD, DP2D, chamfer)"

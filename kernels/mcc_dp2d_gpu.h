@@ -5,7 +5,7 @@
  * One call matches a batch of pairs (1:N verification: a probe against N
  * references, or any list of pairs) in three kernels per chunk of pairs:
  *   1. every row pair of every pair: one warp computes the row DP of rows
- *      (i, j) in wavefront order (kernels/mcc_dp2d_wave.h: 32 lanes of
+ *      (i, j) in wavefront order (kernels/impl/mcc_dp2d_wave.h: 32 lanes of
  *      K = ceil(Wb / 32) columns, a lane a step behind its left
  *      neighbour, values passed by shuffles);
  *   2. the DP over rows of each pair: one warp per pair, the same

@@ -1,12 +1,12 @@
 /*
  * mcc_sad_gpu.h: the SAD search of mcc_sad.h on an NVIDIA GPU, behind a
- * plain C interface with no CUDA types (kernels/mcc_sad.cu).
+ * plain C interface with no CUDA types (kernels/impl/mcc_sad.cu).
  *
  * Results are identical to the CPU's (exact integers): the best k shifts
  * by (SAD, y, x) and, if asked, the whole map. The kernel computes packed
  * byte SADs (PTX vabsdiff4, the instruction behind __vsadu4) of 4 bytes at
  * a time, with register tiles of 4J x Y map positions per thread and a
- * target window that slides down the pattern rows (kernels/mcc_sad_body.h);
+ * target window that slides down the pattern rows (kernels/impl/mcc_sad_body.h);
  * the best k are selected on the device (CUB: a min-reduction for k = 1, a
  * radix sort of 60-bit keys SAD << 26 | position otherwise) and only they
  * are copied back.

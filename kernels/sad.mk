@@ -1,4 +1,4 @@
-# kernels/sad.mk: the GPU SAD search (kernels/mcc_sad.cu), its check and the
+# kernels/sad.mk: the GPU SAD search (kernels/impl/mcc_sad.cu), its check and the
 # paper 002 benchmark.
 #
 # Included by the top Makefile; also usable alone where PostgreSQL is absent
@@ -31,7 +31,7 @@ SAD_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/sad/core/%.o,$(SAD_CORE_SRCS))
 BENCH_SAD_ARGS ?=
 
 # the emulation unit test compiles the kernel body header
-$(BUILD)/unit/test_sad_gpu_emu: kernels/mcc_sad_body.h
+$(BUILD)/unit/test_sad_gpu_emu: kernels/impl/mcc_sad_body.h
 
 $(BUILD)/sad/core/%.o: src/core/%.c $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
@@ -43,7 +43,7 @@ ifneq ($(strip $(NVCC)),)
 SAD_NVCCFLAGS ?= $(NVCCFLAGS)
 SAD_GPU_LINK = $(CUDA_LINK)
 
-$(BUILD)/sad/mcc_sad_cu.o: kernels/mcc_sad.cu kernels/mcc_sad_body.h kernels/mcc_sad_gpu.h kernels/mcc_cuda_util.h \
+$(BUILD)/sad/mcc_sad_cu.o: kernels/impl/mcc_sad.cu kernels/impl/mcc_sad_body.h kernels/mcc_sad_gpu.h kernels/impl/mcc_cuda_util.h \
 		$(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(SAD_NVCCFLAGS) -c $< -o $@
@@ -63,7 +63,7 @@ bench-sad: $(BUILD)/sad/sadbench
 
 sass-sad:
 	@mkdir -p $(BUILD)/sad
-	$(NVCC) $(SAD_NVCCFLAGS) -Xptxas -v -c kernels/mcc_sad.cu -o $(BUILD)/sad/sass-v.o 2>&1 \
+	$(NVCC) $(SAD_NVCCFLAGS) -Xptxas -v -c kernels/impl/mcc_sad.cu -o $(BUILD)/sad/sass-v.o 2>&1 \
 		| grep -A2 -E "sad_(kernel|corr|key)" | tee $(BUILD)/sad/ptxas.txt
 	@if command -v cuobjdump >/dev/null 2>&1 || test -x $(CUDA_HOME)/bin/cuobjdump; then \
 		$$(command -v cuobjdump || echo $(CUDA_HOME)/bin/cuobjdump) -sass $(BUILD)/sad/sass-v.o \

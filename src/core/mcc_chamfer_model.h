@@ -1,7 +1,7 @@
 /*
  * mcc_chamfer_model.h: the per-point work of parametric chamfer alignment
  * (paper 004, Tables 1-2), shared by the CPU evaluator (mcc_chamfer_cpu.c)
- * and the CUDA kernel (kernels/mcc_chamfer.cu) so that both run the same
+ * and the CUDA kernel (kernels/impl/mcc_chamfer.cu) so that both run the same
  * arithmetic; only the order of the final sums differs.
  *
  * For one observed point p (in the normalized frame of mcc_chamfer.h) and a

@@ -1,7 +1,7 @@
 /*
  * mcc_chamfer_score.h: the per-pose work of the global pose search of
  * chamfer alignment (mcc_chamfer_search.h), shared by the CPU scorer and
- * the CUDA kernel (kernels/mcc_chamfer.cu) so that both compute the same
+ * the CUDA kernel (kernels/impl/mcc_chamfer.cu) so that both compute the same
  * integers.
  *
  * A level of the search holds a band-pass density image of the reference

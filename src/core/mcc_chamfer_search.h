@@ -46,7 +46,7 @@
  *    one road, where f is lower than at the true pose).
  *
  * The batch of poses of a level is the unit of parallel work: the CPU
- * scorer shares it among threads; a GPU scorer (kernels/mcc_chamfer.cu)
+ * scorer shares it among threads; a GPU scorer (kernels/impl/mcc_chamfer.cu)
  * scores a batch in one launch. Scores are integers, so the search, and
  * therefore the starts, are the same bits on every device and thread count.
  */

@@ -1,7 +1,7 @@
 /*
  * mcc_relax_hd.h: the arithmetic of the global stage that the CPU
  * (mcc_match.c, mcc_relax.c) and the GPU refinement kernel
- * (kernels/mcc_refine_body.h) share, written once as MCC_HD functions so
+ * (kernels/impl/mcc_refine_body.h) share, written once as MCC_HD functions so
  * that both compile the same expression trees: the sort keys of Gamma's
  * entries, the sigmoid table lookup, the two kinds of rho terms and a rho
  * entry. Scores are bit-identical because both sides build with no fused

@@ -1,7 +1,7 @@
 /*
- * test_dp2d_wave.c: the GPU's wavefront (kernels/mcc_dp2d_wave.h) run by a
+ * test_dp2d_wave.c: the GPU's wavefront (kernels/impl/mcc_dp2d_wave.h) run by a
  * host emulation of a warp: 32 lanes in lock step, shuffles and ballots
- * emulated exactly as kernels/mcc_dp2d.cu uses them. It checks, without a
+ * emulated exactly as kernels/impl/mcc_dp2d.cu uses them. It checks, without a
  * GPU, the part of the GPU algorithm most likely to be wrong (lane
  * boundaries, the one-step delay of the diagonal, borders, the ballot
  * layout and back-tracing from it) against the CPU reference: row costs
@@ -19,7 +19,7 @@
 #include "mcc_rng.h"
 #include "unit.h"
 
-#include "../../kernels/mcc_dp2d_wave.h"
+#include "../../kernels/impl/mcc_dp2d_wave.h"
 
 /* Local cost of cell (i, j) of an emulated wavefront. */
 typedef uint32_t (*cost_fn) (const void *arg, uint32_t i, uint32_t j);

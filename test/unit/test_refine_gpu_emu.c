@@ -1,8 +1,8 @@
 /*
  * test_refine_gpu_emu.c: the GPU refinement kernel's code, run on the CPU.
  *
- * kernels/mcc_refine_body.h holds everything a block of the kernel
- * computes for a pair, phase by phase; kernels/mcc_refine_pack.h what the
+ * kernels/impl/mcc_refine_body.h holds everything a block of the kernel
+ * computes for a pair, phase by phase; kernels/impl/mcc_refine_pack.h what the
  * host prepares (sides in minutia order, gallery geometry records, the
  * unit-vector table, the plan of a method). Here the body is compiled as C
  * and "launched" by looping over the block's threads in every phase (a
@@ -25,7 +25,7 @@
 
 #define RB_DRIVER static
 #define RB_PHASE(...) do { for (int tid = 0; tid < nt; tid++) { __VA_ARGS__; } } while (0)
-#include "../../kernels/mcc_refine_pack.h"
+#include "../../kernels/impl/mcc_refine_pack.h"
 
 #include "mcc_soa.h"
 #include "refine_testdata.h"
@@ -39,7 +39,7 @@ typedef struct emu
 {
 	rb_cyl	   *cyl;
 	rb_side    *sides;
-	/* the gallery: slots scrambled, records as kernels/mcc_gpu_refine_data.cu writes them */
+	/* the gallery: slots scrambled, records as kernels/impl/mcc_gpu_refine_data.cu writes them */
 	mcc_soa		soa;
 	mcc_gpu_geom geo;
 	rp_utab		u;

@@ -1,12 +1,12 @@
 /*
  * test_sad_gpu_emu.c: the GPU SAD kernel's arithmetic, run on the CPU.
  *
- * kernels/mcc_sad_body.h holds everything a thread of the GPU kernel
+ * kernels/impl/mcc_sad_body.h holds everything a thread of the GPU kernel
  * computes (layout sizes, shifted pattern copies, the sliding-window
  * column loop, the epilogue, the correction table in segments, the
  * selection keys). Here it is compiled as C, with a C packed byte SAD in
  * place of PTX vabsdiff4, and "launched" by looping over every block and
- * thread of the grid that kernels/mcc_sad.cu would launch, including map
+ * thread of the grid that kernels/impl/mcc_sad.cu would launch, including map
  * bands and pattern row chunks. The result must equal a naive SAD map and
  * its (SAD, y, x) order. The CUDA side adds only launches, copies and CUB;
  * make gpu-check-sad runs the real thing where there is a GPU.
@@ -39,13 +39,13 @@ vsad4_c(uint32_t a, uint32_t b, uint32_t c)
 #define SAD_LDP(p, a, b, c, d) \
 	do { (a) = (p)[0]; (b) = (p)[1]; (c) = (p)[2]; (d) = (p)[3]; } while (0)
 
-#include "../../kernels/mcc_sad_body.h"
+#include "../../kernels/impl/mcc_sad_body.h"
 
 #define SAD_J 2
 #define SAD_Y 8
 #define SAD_COLUMN_FN column_j2y8
 #define SAD_THREAD_FN thread_j2y8
-#include "../../kernels/mcc_sad_body.h"
+#include "../../kernels/impl/mcc_sad_body.h"
 #undef SAD_J
 #undef SAD_Y
 #undef SAD_COLUMN_FN
@@ -55,7 +55,7 @@ vsad4_c(uint32_t a, uint32_t b, uint32_t c)
 #define SAD_Y 4
 #define SAD_COLUMN_FN column_j2y4
 #define SAD_THREAD_FN thread_j2y4
-#include "../../kernels/mcc_sad_body.h"
+#include "../../kernels/impl/mcc_sad_body.h"
 #undef SAD_J
 #undef SAD_Y
 #undef SAD_COLUMN_FN
@@ -65,7 +65,7 @@ vsad4_c(uint32_t a, uint32_t b, uint32_t c)
 #define SAD_Y 4
 #define SAD_COLUMN_FN column_j1y4
 #define SAD_THREAD_FN thread_j1y4
-#include "../../kernels/mcc_sad_body.h"
+#include "../../kernels/impl/mcc_sad_body.h"
 #undef SAD_J
 #undef SAD_Y
 #undef SAD_COLUMN_FN
@@ -75,7 +75,7 @@ vsad4_c(uint32_t a, uint32_t b, uint32_t c)
 #define SAD_Y 4
 #define SAD_COLUMN_FN column_j4y4
 #define SAD_THREAD_FN thread_j4y4
-#include "../../kernels/mcc_sad_body.h"
+#include "../../kernels/impl/mcc_sad_body.h"
 #undef SAD_J
 #undef SAD_Y
 #undef SAD_COLUMN_FN

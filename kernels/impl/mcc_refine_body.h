@@ -1,6 +1,6 @@
 /*
  * mcc_refine_body.h: what one block of the GPU refinement kernel
- * (kernels/mcc_gpu_refine.cu) computes for one (probe, candidate) pair,
+ * (kernels/impl/mcc_gpu_refine.cu) computes for one (probe, candidate) pair,
  * written once for CUDA and for C, so that test/unit/test_refine_gpu_emu.c
  * runs the very same code on the CPU, thread by thread and phase by phase,
  * against mcc_match_candidate() where there is no GPU.

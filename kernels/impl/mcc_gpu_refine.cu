@@ -2,7 +2,7 @@
  * mcc_gpu_refine.cu: refinement on the GPU (mcc_gpu_refine.h): the kernel,
  * one block per (probe, candidate) pair, and the host side of a call.
  *
- * The kernel's arithmetic is kernels/mcc_refine_body.h, phase by phase;
+ * The kernel's arithmetic is kernels/impl/mcc_refine_body.h, phase by phase;
  * here a phase is a call followed by __syncthreads(). This file must be
  * built with -fmad=false (kernels/gpu.mk): the relaxation's sums and
  * products round as the CPU's do only without fused multiply-adds.

@@ -17,7 +17,7 @@
  *               row and adds its differing pixels to the pair's count. Its
  *               final value must equal cost[pair][i][row_map[i]]; a
  *               mismatch raises a flag (MCC_DP2D_GPU_INTERNAL).
- * The per-lane step is kernels/mcc_dp2d_wave.h, shared with the host
+ * The per-lane step is kernels/impl/mcc_dp2d_wave.h, shared with the host
  * emulation that test_dp2d_wave checks against the CPU reference.
  */
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * mcc_sad_body.h: the arithmetic of the GPU SAD kernel (kernels/mcc_sad.cu),
+ * mcc_sad_body.h: the arithmetic of the GPU SAD kernel (kernels/impl/mcc_sad.cu),
  * written once for CUDA and for C, so that the unit tests run the very
  * same indexing on the CPU (test/unit/test_sad_gpu_emu.c) where there is
  * no GPU.

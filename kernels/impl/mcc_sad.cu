@@ -3,7 +3,7 @@
  *
  * Paper 002's CUDA kernel gives each thread one map position and reads
  * both images byte by byte from global memory: two loads per absolute
- * difference. Here (kernels/mcc_sad_body.h):
+ * difference. Here (kernels/impl/mcc_sad_body.h):
  *   - 4 bytes per instruction: PTX vabsdiff4 with accumulate (the packed
  *     byte SAD that __vsadu4 wraps, without its separate add);
  *   - 4 byte shifts without byte shuffles: the pattern is stored in 4
