@@ -8,7 +8,7 @@
 #   make tools                  test/ CLIs: mccgen (synthetic data), mccbench
 #   make test-all               everything, as scripts/run-tests.sh does
 #
-# No -march=native: SIMD paths are chosen at run time (src/core/mcc_soa*.c).
+# No -march=native: SIMD paths are chosen at run time (src/core/mcc/mcc_soa*.c).
 
 EXTENSION = mcc
 EXTVERSION = 0.2.0
@@ -17,8 +17,14 @@ EXTVERSION = 0.2.0
 EXTBASE = 0.1.0
 
 MODULE_big = mcc
-CORE_SRCS = $(sort $(wildcard src/core/*.c))
-PG_SRCS = $(sort $(wildcard src/*.c))
+# src/core (plain C, its folders named in src/core/core.mk) and the
+# PostgreSQL layer, one folder per subsystem (docs/architecture.md):
+#   module/ _PG_init and the error mapping, template/ the template type and
+#   its formats, identify/ galleries, scans and identify(), image/ the image
+#   functions, service/ the backend side of the matcher service
+include src/core/core.mk
+PG_DIRS = src/module src/template src/identify src/image src/service
+PG_SRCS = $(sort $(wildcard $(addsuffix /*.c,$(PG_DIRS))))
 OBJS = $(CORE_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 
 DATA = sql/$(EXTENSION)--$(EXTBASE).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
@@ -34,7 +40,7 @@ REGRESS_OPTS = --load-extension=$(EXTENSION)
 MCC_WERROR ?= no
 WERROR_FLAG = $(if $(filter yes,$(MCC_WERROR)),-Werror)
 
-PG_CPPFLAGS = -I$(srcdir)/src/core -I$(srcdir)/src -MMD -MP
+PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(CORE_DIRS) $(PG_DIRS)) -I$(srcdir)/src -MMD -MP
 PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off $(WERROR_FLAG)
 SHLIB_LINK = -lpng -lm -lpthread
 
@@ -66,13 +72,13 @@ include kernels/chamfer.mk
 # ---------------------------------------------------------------------------
 # src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.
 CORE_CC ?= gcc
-CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Isrc/core \
+CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare $(CORE_INC) \
 	$(WERROR_FLAG) $(if $(filter yes,$(MCC_SANITIZE)),$(SANITIZE_FLAGS))
 CORE_LIBS = -lpng -lm -lpthread
 BUILD = build
 CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
 
-$(BUILD)/core/%.o: src/core/%.c $(wildcard src/core/*.h)
+$(BUILD)/core/%.o: src/core/%.c $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(CORE_CFLAGS) -c $< -o $@
 
@@ -88,7 +94,7 @@ ENGINE_OBJS = $(patsubst src/engine/%.c,$(BUILD)/engine/%.o,$(ENGINE_SRCS))
 ENGINE_LIB_OBJS = $(filter-out $(BUILD)/engine/eng_main.o,$(ENGINE_OBJS))
 ENGINE_CFLAGS = $(CORE_CFLAGS) -D_GNU_SOURCE -Isrc/engine
 
-$(BUILD)/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard src/core/*.h)
+$(BUILD)/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(ENGINE_CFLAGS) -c $< -o $@
 
@@ -205,17 +211,17 @@ FUZZ_SECONDS ?= 20
 FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.c))
 FUZZ_BINS = $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(wildcard src/core/*.h test/fuzz/*.h)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(CORE_HDRS) $(wildcard test/fuzz/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer $(SANITIZE_FLAGS) $(WERROR_FLAG) \
-		-Isrc/core $< $(CORE_SRCS) $(CORE_LIBS) -o $@
+		$(CORE_INC) $< $(CORE_SRCS) $(CORE_LIBS) -o $@
 
 # the engine's harnesses also build its sources (all but main)
 ENGINE_LIB_SRCS = $(filter-out src/engine/eng_main.c,$(ENGINE_SRCS))
-$(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(wildcard src/core/*.h src/engine/*.h)
+$(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_HDRS) $(wildcard src/engine/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer $(SANITIZE_FLAGS) $(WERROR_FLAG) \
-		-D_GNU_SOURCE -Isrc/core -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_LIBS) -o $@
+		-D_GNU_SOURCE $(CORE_INC) -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_LIBS) -o $@
 
 # ASan keeps freed blocks in a quarantine to catch use after free; the
 # image harness frees up to a few MB per input (images up to 1 Mpixel), and

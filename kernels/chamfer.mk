@@ -21,17 +21,17 @@ BUILD ?= build
 include kernels/nvcc.mk
 CH_CC ?= gcc
 CH_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(WERROR_FLAG)
+	-D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(WERROR_FLAG)
 CH_DIR = $(BUILD)/chamfer
 # only the parts of src/core that alignment uses (others may need libraries
 # such as libpng that a GPU machine lacks)
-CH_CORE_SRCS = $(addprefix src/core/,mcc_edt.c mcc_chamfer.c mcc_chamfer_cpu.c mcc_chamfer_lm.c mcc_chamfer_search.c mcc_job.c \
-	mcc_chamfer_math.c mcc_error.c mcc_rng.c mcc_detmath.c)
+CH_CORE_SRCS = $(addprefix src/core/image/,mcc_edt.c mcc_chamfer.c mcc_chamfer_cpu.c mcc_chamfer_lm.c mcc_chamfer_search.c \
+	mcc_chamfer_math.c) $(addprefix src/core/common/,mcc_job.c mcc_error.c mcc_rng.c mcc_detmath.c)
 CH_CORE_OBJS = $(patsubst src/core/%.c,$(CH_DIR)/core/%.o,$(CH_CORE_SRCS))
-CH_TEST_DEPS = test/unit/unit.h test/unit/chamfer_synth.h $(wildcard src/core/*.h)
+CH_TEST_DEPS = test/unit/unit.h test/unit/chamfer_synth.h $(CORE_HDRS)
 BENCH_CHAMFER_ARGS ?=
 
-$(CH_DIR)/core/%.o: src/core/%.c $(wildcard src/core/*.h)
+$(CH_DIR)/core/%.o: src/core/%.c $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(CH_CC) $(CH_CFLAGS) -c $< -o $@
 
@@ -41,7 +41,7 @@ ifneq ($(strip $(NVCC)),)
 CH_NVCCFLAGS = $(NVCCFLAGS) --fmad=false
 CH_GPU_LINK = $(CUDA_LINK)
 
-$(CH_DIR)/mcc_chamfer_cu.o: kernels/impl/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h kernels/impl/mcc_cuda_util.h $(wildcard src/core/*.h)
+$(CH_DIR)/mcc_chamfer_cu.o: kernels/impl/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h kernels/impl/mcc_cuda_util.h $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(CH_NVCCFLAGS) -c $< -o $@
 

@@ -1,5 +1,5 @@
 # kernels/dp2d.mk: the GPU check and the benchmark of elastic matching
-# (paper 003; kernels/impl/mcc_dp2d.cu, src/core/mcc_dp2d.h).
+# (paper 003; kernels/impl/mcc_dp2d.cu, src/core/image/mcc_dp2d.h).
 #
 #   make gpu-check-dp2d   GPU == CPU in every output (test/gpu/dp2d_check.c);
 #                         without nvcc or a GPU it prints SKIP and succeeds
@@ -10,7 +10,7 @@
 #
 # Included by the top Makefile after kernels/gpu.mk; alone (no PostgreSQL):
 #   make -f kernels/dp2d.mk gpu-check-dp2d bench-dp2d
-# Needs no libpng: src/core/mcc_image_png.c is left out of these programs.
+# Needs no libpng: src/core/image/mcc_image_png.c is left out of these programs.
 
 ifndef MCC_DP2D_MK
 MCC_DP2D_MK := 1
@@ -20,11 +20,11 @@ include kernels/gpu.mk
 endif
 
 BENCH_DP2D_ARGS ?=
-DP2D_CORE_SRCS = $(filter-out src/core/mcc_image_png.c,$(sort $(wildcard src/core/*.c)))
+DP2D_CORE_SRCS = $(filter-out src/core/image/mcc_image_png.c,$(CORE_SRCS))
 DP2D_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/dp2d/core/%.o,$(DP2D_CORE_SRCS))
 DP2D_LIBS = -lm -lpthread
 
-$(BUILD)/dp2d/core/%.o: src/core/%.c $(wildcard src/core/*.h)
+$(BUILD)/dp2d/core/%.o: src/core/%.c $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
 

@@ -25,19 +25,19 @@ include kernels/nvcc.mk
 CU_SRCS ?= $(sort $(wildcard kernels/impl/*.cu))
 GPU_CC ?= gcc
 GPU_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter \
-	-Wno-sign-compare -D_DEFAULT_SOURCE -Isrc/core -Ikernels $(WERROR_FLAG)
+	-Wno-sign-compare -D_DEFAULT_SOURCE $(CORE_INC) -Ikernels $(WERROR_FLAG)
 BENCH_GPU_ARGS ?=
-# src/core reads PNG with libpng where png.h exists (src/core/mcc_image_png.c)
+# src/core reads PNG with libpng where png.h exists (src/core/image/mcc_image_png.c)
 MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 
 ifneq ($(strip $(NVCC)),)
 GPU_LINK = $(CUDA_LINK) $(MCC_PNG_LIB)
 
 GPU_OBJS = $(patsubst kernels/impl/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
-GPU_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/gpu/core/%.o,$(sort $(wildcard src/core/*.c)))
+GPU_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/gpu/core/%.o,$(CORE_SRCS))
 GPU_TEST_OBJS = $(BUILD)/gpu/gpu_data.o
 
-$(BUILD)/kernels/%.o: kernels/impl/%.cu $(wildcard kernels/*.h kernels/impl/*.h) $(wildcard src/core/*.h)
+$(BUILD)/kernels/%.o: kernels/impl/%.cu $(wildcard kernels/*.h kernels/impl/*.h) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -54,11 +54,11 @@ $(BUILD)/kernels/mcc_chamfer.o: kernels/gpu.mk
 $(BUILD)/libmccgpu.a: $(GPU_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/gpu/core/%.o: src/core/%.c $(wildcard src/core/*.h)
+$(BUILD)/gpu/core/%.o: src/core/%.c $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
 
-$(BUILD)/gpu/%.o: test/gpu/%.c $(wildcard test/gpu/*.h) $(wildcard kernels/*.h) $(wildcard src/core/*.h)
+$(BUILD)/gpu/%.o: test/gpu/%.c $(wildcard test/gpu/*.h) $(wildcard kernels/*.h) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
 
@@ -75,7 +75,7 @@ $(BUILD)/gpu/gpu_check_refine $(BUILD)/gpu/gpu_bench_refine: $(BUILD)/gpu/%: $(B
 
 # The accuracy tool with its LSS stage on the GPU (mcceval ident --gpu)
 $(BUILD)/gpu/mcceval: test/tools/mcceval.c $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS) \
-		$(wildcard kernels/*.h) $(wildcard src/core/*.h)
+		$(wildcard kernels/*.h) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_CFLAGS) -DMCC_EVAL_GPU -o $@ test/tools/mcceval.c $(BUILD)/libmccgpu.a \
 		$(GPU_CORE_OBJS) $(GPU_LINK)
@@ -89,7 +89,7 @@ GPU_ENGINE_TESTS = $(BUILD)/gpu/test_engine_gpu $(BUILD)/gpu/test_engine_server 
 # the image libraries' own checks (kernels/sad.mk, dp2d.mk, chamfer.mk)
 GPU_LIB_CHECKS = $(BUILD)/sad/sad_gpu_check $(BUILD)/dp2d/dp2d_check $(BUILD)/chamfer/gpu_check_chamfer
 
-$(BUILD)/gpu/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard kernels/*.h) $(wildcard src/core/*.h)
+$(BUILD)/gpu/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard kernels/*.h) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -c $< -o $@
 

@@ -17,6 +17,9 @@
 ifndef MCC_NVCC_MK
 MCC_NVCC_MK := 1
 
+# CORE_INC, the core's include folders, for NVCCFLAGS
+include src/core/core.mk
+
 WITH_CUDA ?= auto
 ifeq ($(WITH_CUDA),no)
 override NVCC :=
@@ -35,7 +38,7 @@ ifneq ($(strip $(NVCC)),)
 CUDA_HOME ?= $(abspath $(dir $(realpath $(NVCC)))..)
 # sm_90 machine code plus PTX for later GPUs; no fast math: scores are exact
 NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-NVCCFLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC -lineinfo -Isrc/core -Ikernels
+NVCCFLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC -lineinfo $(CORE_INC) -Ikernels
 CUDA_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
 endif
 

@@ -24,16 +24,16 @@ SAD_CC ?= gcc
 # src/core uses libpng where png.h exists (mcc_image_png.c checks it too)
 MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 SAD_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE -Isrc/core -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG)
+	-D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG)
 SAD_LIBS = $(MCC_PNG_LIB) -lm -lpthread
-SAD_CORE_SRCS = $(sort $(wildcard src/core/*.c))
+SAD_CORE_SRCS = $(CORE_SRCS)
 SAD_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/sad/core/%.o,$(SAD_CORE_SRCS))
 BENCH_SAD_ARGS ?=
 
 # the emulation unit test compiles the kernel body header
 $(BUILD)/unit/test_sad_gpu_emu: kernels/impl/mcc_sad_body.h
 
-$(BUILD)/sad/core/%.o: src/core/%.c $(wildcard src/core/*.h)
+$(BUILD)/sad/core/%.o: src/core/%.c $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(SAD_CC) $(SAD_CFLAGS) -c $< -o $@
 
@@ -44,7 +44,7 @@ SAD_NVCCFLAGS ?= $(NVCCFLAGS)
 SAD_GPU_LINK = $(CUDA_LINK)
 
 $(BUILD)/sad/mcc_sad_cu.o: kernels/impl/mcc_sad.cu kernels/impl/mcc_sad_body.h kernels/mcc_sad_gpu.h kernels/impl/mcc_cuda_util.h \
-		$(wildcard src/core/*.h)
+		$(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(SAD_NVCCFLAGS) -c $< -o $@
 

@@ -20,7 +20,7 @@ INSERT INTO acc VALUES
 SELECT name, mcc_minutiae_count(t), mcc_cylinder_count(t), mcc_profile(t) FROM acc ORDER BY name;
 SELECT name, (mcc_template_info(t)).* FROM acc ORDER BY name;
 
--- stored size, from the layout in src/core/mcc_template.h:
+-- stored size, from the layout in src/core/mcc/mcc_template.h:
 -- align8(24 + 12 n_m) + 8 n_c words + 4 n_c, words = 4 (gpu2015) or 40
 -- (tpami2010: 20 value + 20 mask words)
 SELECT name, (mcc_template_info(t)).bytes =

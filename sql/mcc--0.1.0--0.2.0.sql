@@ -350,7 +350,7 @@ BEGIN
 	method := coalesce(refine, current_setting('mcc.refine_method'));
 	method := CASE method WHEN 'none' THEN 'lss' WHEN 'dtr' THEN 'lss-dtr' ELSE method END;
 
-	-- n' of identify() for this gallery and k (src/refine.h)
+	-- n' of identify() for this gallery and k (src/identify/refine.h)
 	EXECUTE format('SELECT count(%I) FROM %s', cols.template_column, gallery) INTO n;
 	IF n = 0 THEN
 		RETURN;
@@ -866,7 +866,7 @@ $fn$;
 COMMENT ON PROCEDURE mcc_dedup_run(text, regclass, regclass, bigint, float8, real, float8, real, text, int, name, name, int) IS
 	'Runs or resumes a named deduplication job: mcc_dedup() part_rows probes at a time, each part''s pairs inserted into target (id_a, id_b, lss, score) and the job''s progress (mcc_dedup_jobs) committed together; max_parts stops after that many parts';
 
--- Alignment (src/align_sql.c; docs/alignment.md, "Global search"): without
+-- Alignment (src/image/align_sql.c; docs/alignment.md, "Global search"): without
 -- an initial transform both functions search every pose first (rotation,
 -- scale within [min_scale, max_scale], translation); with one they keep the
 -- local fit of 0.1.0. mcc_chamfer_align gains the scale range of the
@@ -909,7 +909,7 @@ COMMENT ON FUNCTION mcc_align(mcc_template, mcc_template, text, boolean, float8,
 	'Alignment of the probe''s minutiae onto the candidate''s (pixels) from any pose, or from initial (parameters of transform) alone: transform parameters, RMS residual truncated at max_distance, the probe minutiae mapped (x, y, theta rows) and how many land within max_distance of a candidate minutia';
 
 -- ===========================================================================
--- Elastic image matching (src/dp2d_sql.c, src/dp2d_overall_sql.c;
+-- Elastic image matching (src/image/dp2d_sql.c, src/image/dp2d_overall_sql.c;
 -- docs/elastic-matching.md): the verification functions choose paper 003's
 -- algorithm, the simplified one of 0.1.0 (Sec. 8, the default) or the
 -- overall one (Sec. 8.1: thinning and the restoration of ridge continuity).
@@ -945,7 +945,7 @@ COMMENT ON FUNCTION mcc_dp2d_verify_many(bytea, bytea[], bigint, text) IS
 
 -- ===========================================================================
 -- Matcher service: sharing it between roles, and progress of long work
--- (src/service_*.c, src/image_engine.c; docs/matcher-service.md, "Sharing
+-- (src/service/service_*.c, src/image/image_engine.c; docs/matcher-service.md, "Sharing
 -- the service"; docs/sql-reference.md, "Matcher service")
 -- ===========================================================================
 
@@ -1057,8 +1057,8 @@ COMMENT ON FUNCTION mcc_service_status() IS
 'state of the matcher service: supervisor and engine processes, incarnation, restarts, cache memory used and allowed, caches evicted for room, image threads, the image jobs admitted and their progress, whether image jobs have a GPU';
 
 -- ===========================================================================
--- Matcher service on hot standbys (issue 20; src/service_changelog.c,
--- src/service_standby.c; docs/matcher-service.md, "Hot standbys";
+-- Matcher service on hot standbys (issue 20; src/service/service_changelog.c,
+-- src/service/service_standby.c; docs/matcher-service.md, "Hot standbys";
 -- docs/deployment.md)
 -- ===========================================================================
 

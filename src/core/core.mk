@@ -1,0 +1,23 @@
+# src/core/core.mk: where the plain-C core is (the one place that names its
+# folders), for the top Makefile and every kernels/*.mk.
+#
+#   src/core/common/  mechanisms shared by both sides: errors, the thread
+#                     runner, the top-k heap, RNG, deterministic math,
+#                     CRC-32C, hashing, the CPU kernel choice
+#   src/core/mcc/     MCC proper: templates and their formats, cylinders,
+#                     the LSS/relaxation comparison, the SoA scan, top-k
+#   src/core/image/   the image algorithms of papers 002-004: image input,
+#                     enhancement, extraction, SAD, DP2D, EDT, chamfer, align
+#
+# Sources include each other's headers by name ("mcc_error.h"): CORE_INC
+# puts every folder on the include path. docs/architecture.md draws the map.
+
+ifndef MCC_CORE_MK
+MCC_CORE_MK := 1
+
+CORE_DIRS = src/core/common src/core/mcc src/core/image
+CORE_SRCS = $(sort $(wildcard $(addsuffix /*.c,$(CORE_DIRS))))
+CORE_HDRS = $(wildcard $(addsuffix /*.h,$(CORE_DIRS)))
+CORE_INC = $(addprefix -I,$(CORE_DIRS))
+
+endif # MCC_CORE_MK

@@ -1,0 +1,216 @@
+/*
+ * refine.c: what both identify() paths share about refinement: the refine
+ * argument, mcc.refine_fraction and mcc.refine_min, the shortlist size n'
+ * and the final ranking (src/identify/refine.h).
+ */
+#include "mcc_pg.h"
+#include "refine.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "lib/binaryheap.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+/*
+ * Paper 000 refines the best 0.1 % of the gallery. We refine 0.4 %: at
+ * paper 000's size (250,000 templates) the LSS stage leaves 1.46 % of the
+ * mates out of its best 0.1 % but 0.61 % out of its best 0.4 %, and fused's
+ * FNIR at FPIR = 0 falls from 1.95 % to 1.29 % (docs/accuracy.md, section
+ * 6); the refinement then costs about a fifth of the LSS scan on a CPU
+ * core with AVX-512. At least 100 candidates keep small galleries from
+ * being refined on a handful (with 20,000 templates 0.4 % would be 80).
+ */
+#define REFINE_FRACTION_DEFAULT 0.004
+#define REFINE_MIN_DEFAULT		100
+
+double		mcc_refine_fraction = REFINE_FRACTION_DEFAULT;
+int			mcc_refine_min = REFINE_MIN_DEFAULT;
+
+/* mcc.refine_method: what refine => NULL (the default) means */
+static char *refine_method_setting = NULL;
+static int	refine_method_default = MCC_METHOD_BEST;
+
+/* GUC check hook: a refine name ('none', 'dtr' or a method). */
+static bool
+refine_method_check(char **newval, void **extra, GucSource source)
+{
+	int			m = mcc_refine_parse(*newval, (int) strlen(*newval));
+	int		   *e;
+
+	if (m < 0)
+	{
+		GUC_check_errdetail("Use none, dtr (lss-dtr) or a method: %s.", mcc_method_list());
+		return false;
+	}
+	e = malloc(sizeof(int));	/* PostgreSQL 15 frees a GUC extra with free() */
+	if (e == NULL)
+		return false;
+	*e = m;
+	*extra = e;
+	return true;
+}
+
+static void
+refine_method_assign(const char *newval, void *extra)
+{
+	refine_method_default = *(int *) extra;
+}
+
+void
+mcc_refine_define_gucs(void)
+{
+	DefineCustomRealVariable("mcc.refine_fraction",
+							 "Fraction of the gallery that identify() refines.",
+							 "identify() rescores the best ceil(fraction * n) rows by LSS "
+							 "(at least mcc.refine_min and k) with its refine method; "
+							 "n is the number of rows with a template the statement sees.",
+							 &mcc_refine_fraction, REFINE_FRACTION_DEFAULT, 0.0, 1.0,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("mcc.refine_method",
+							   "Refinement of identify() and identify_batch() when refine is not given.",
+							   "fused (the default: the most accurate method), none (LSS alone), "
+							   "dtr (paper 000's LSS-DTR) or any method of mcc_score(a, b, method).",
+							   &refine_method_setting, mcc_method_name(MCC_METHOD_BEST),
+							   PGC_USERSET, 0,
+							   refine_method_check, refine_method_assign, NULL);
+	DefineCustomIntVariable("mcc.refine_min",
+							"Fewest rows identify() refines (unless the gallery has fewer).",
+							NULL,
+							&mcc_refine_min, REFINE_MIN_DEFAULT, 0, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
+mcc_method
+mcc_refine_arg(Datum arg, bool isnull, const char *fname)
+{
+	text	   *t;
+	int			m;
+
+	if (isnull)
+		return (mcc_method) refine_method_default;
+	t = DatumGetTextPP(arg);
+	m = mcc_refine_parse(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	if (m < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown refinement \"%s\" for %s", text_to_cstring(t), fname),
+				 errhint("Use none, dtr (lss-dtr) or a method: %s.", mcc_method_list())));
+	return (mcc_method) m;
+}
+
+int64
+mcc_refine_shortlist(int64 n, int32 k)
+{
+	return mcc_refine_count(n, mcc_refine_fraction, mcc_refine_min, k);
+}
+
+PG_FUNCTION_INFO_V1(mcc_refine_count_sql);
+
+/*
+ * mcc_refine_count(n bigint, k integer) RETURNS bigint: n' for n rows and a
+ * k under the current settings, what identify() rescores; STRICT.
+ */
+Datum
+mcc_refine_count_sql(PG_FUNCTION_ARGS)
+{
+	int64		n = PG_GETARG_INT64(0);
+	int32		k = PG_GETARG_INT32(1);
+
+	if (n < 0 || k <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("mcc_refine_count needs n >= 0 and k > 0"),
+				 errdetail("n is " INT64_FORMAT ", k is %d.", n, k)));
+	PG_RETURN_INT64(mcc_refine_shortlist(n, k));
+}
+
+int64
+mcc_refine_flat_limit(int32 k)
+{
+	int64		flat = Max((int64) mcc_refine_min, (int64) k);
+	int64		lo = flat;		/* shortlist(lo) == flat */
+	int64		hi = PG_INT64_MAX / 2;
+
+	if (mcc_refine_shortlist(hi, k) == flat)
+		return PG_INT64_MAX;
+	/* the shortlist grows with n: the last n where it is still flat */
+	while (hi - lo > 1)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (mcc_refine_shortlist(mid, k) == flat)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* qsort comparator: score descending, key ascending */
+static int
+cmp_refined(const void *a, const void *b)
+{
+	const mcc_refined *x = a;
+	const mcc_refined *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* binaryheap comparator over indices into the candidates: the worst on top */
+static int
+cmp_heap(Datum a, Datum b, void *arg)
+{
+	const mcc_refined *c = arg;
+
+	return cmp_refined(&c[DatumGetInt64(a)], &c[DatumGetInt64(b)]);
+}
+
+/*
+ * Move the k best of c[0 .. m) to c[0 .. k), in no order: a heap of the k
+ * best so far whose top is the worst of them, so that a shortlist of
+ * thousands costs m log k comparisons instead of a sort of all m.
+ */
+static void
+keep_best(mcc_refined *c, int64 m, int32 k)
+{
+	binaryheap *h = binaryheap_allocate(k, cmp_heap, c);
+	mcc_refined *best = palloc(sizeof(mcc_refined) * k);
+	int64		i;
+
+	for (i = 0; i < k; i++)
+		binaryheap_add_unordered(h, Int64GetDatum(i));
+	binaryheap_build(h);
+	for (; i < m; i++)
+		if (cmp_refined(&c[i], &c[DatumGetInt64(binaryheap_first(h))]) < 0)
+			binaryheap_replace_first(h, Int64GetDatum(i));
+	for (i = 0; i < k; i++)
+		best[i] = c[DatumGetInt64(h->bh_nodes[i])];
+	memcpy(c, best, sizeof(mcc_refined) * k);
+	pfree(best);
+	binaryheap_free(h);
+}
+
+int64
+mcc_refine_rank(mcc_refined *c, int64 n, int32 k, float4 min_score)
+{
+	int64		m = 0;
+	int64		i;
+
+	if (k <= 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (c[i].score >= min_score)
+			c[m++] = c[i];
+	if (m > k)
+	{
+		keep_best(c, m, k);
+		m = k;
+	}
+	if (m > 1)
+		qsort(c, m, sizeof(mcc_refined), cmp_refined);
+	return m;
+}

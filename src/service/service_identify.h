@@ -1,0 +1,72 @@
+/*
+ * service_identify.h: one identify() or identify_batch() request through
+ * the matcher service, as src/service/service_identify.c serves it and its pieces
+ * (service_recheck.c, service_settle.c, service_batch.c) share it.
+ */
+#ifndef SERVICE_IDENTIFY_H
+#define SERVICE_IDENTIFY_H
+
+#include "mcc_pg.h"
+#include "service.h"
+#include "gallery.h"
+#include "refine.h"
+
+/* One candidate of the engine. */
+typedef struct candidate
+{
+	float		score;
+	int64		key;
+	uint64		hash;
+} candidate;
+
+/* The engine's answer for one probe, then the visible hits. */
+typedef struct probe_answer
+{
+	candidate  *cand;			/* a plain search's */
+	int			n_cand;
+	mcc_rhit   *rc;				/* a refining search's */
+	int			n_rc;
+	bool		more;
+	bool		top;			/* rc: the best of top_total certain (MCC_RESULT_TOP) */
+	int64		top_total;
+	candidate  *hits;			/* visible, best first, at most k (or n') */
+	struct varlena **hit_tpl;	/* refining: the hits' templates */
+	int			n_hits;
+} probe_answer;
+
+/* One identify() or identify_batch() call. */
+typedef struct serve_req
+{
+	const mcc_gallery *g;
+	struct varlena **probes;	/* detoasted */
+	int			n_probes;
+	int			profile_id;
+	int32		k;
+	float4		min_score;
+	mcc_method	method;			/* MCC_LSS: no refinement */
+	int64		want;			/* visible candidates to keep: k, or n' */
+	mcc_gallery_ref ref;
+	probe_answer *ans;
+	uint32		n_unsettled;
+	uint64		searchable;		/* the engine's, from the last RESULT */
+	uint32		count_state;	/* MCC_COUNT_* of the last RESULT */
+	uint64		count_certain;
+	mcc_count_group *count_groups;
+	uint32		count_n_groups;
+	int64		count_rows;		/* n from the count, -1 if none was made */
+	bool		in_engine;		/* the engine refined the hits */
+	bool		no_top;			/* ask for whole shortlists (n' is not the engine's s) */
+	MemoryContext cxt;			/* what serving allocates; the caller deletes it */
+} serve_req;
+
+/*
+ * Serve r through the service. True with r->ans filled; false to scan in
+ * the backend (mcc.fallback has had its say). What it allocates is in
+ * r->cxt, which the caller deletes when done with r->ans.
+ */
+extern bool serve(serve_req *r);
+
+/* Detoasted probe, validated. */
+extern struct varlena *checked_probe(Datum d);
+
+#endif							/* SERVICE_IDENTIFY_H */

@@ -1,0 +1,1213 @@
+/*
+ * service_load.c: full load of a gallery into the engine's cache.
+ *
+ * The cache holds tuple versions, not rows (docs/matcher-service.md). A load
+ * therefore scans every partition's heap with SnapshotAny and keeps each
+ * tuple that HeapTupleSatisfiesVacuum does not call dead to everyone, with
+ * its inserting xid and, when it is being or was recently deleted, its
+ * deleting xid. Every snapshot in the system sees a subset of those
+ * versions, so the caller's visibility re-check after a search picks exactly
+ * its rows.
+ *
+ * Order matters: the horizon is read before the generation L the load
+ * claims, and L before the scan starts. A transaction that commits a change
+ * at a generation above L is then still running when the horizon is read
+ * (or starts later), so its xids are at or above the horizon; versions
+ * older than the horizon can be sent as "settled" (xid 0) without ever
+ * colliding with a delta above L, which the engine applies on top.
+ *
+ * Loads of one gallery are serialized with a heavyweight lock (an advisory
+ * tag of the service's own, MCC_LOCK_LOAD, which a hot standby allows):
+ * waiting for it is interruptible and its holder's crash releases it. Any
+ * error between LOAD_BEGIN and the engine's answer closes the connection,
+ * which makes the engine abandon the load.
+ *
+ * Memory: a load that must replace the cache (it needs a reload) tells the
+ * engine that the current copy may give way (MCC_LOAD_REPLACE), so that a
+ * gallery never needs room for two copies to reload; a forced refresh of a
+ * current cache keeps serving the current copy when the second does not
+ * fit (MCC_LOAD_KEPT).
+ *
+ * Progress: the slot records the load's rows and heap blocks so far, for
+ * mcc_gallery_status; an interactive mcc_gallery_preload() also gets a
+ * NOTICE every mcc.progress_interval.
+ */
+#include "mcc_pg.h"
+#include "service.h"
+#include "gallery.h"
+#include "mcc_match.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/tableam.h"
+#include "access/detoast.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/transam.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+
+#define LOAD_FRAME_BYTES	(1024 * 1024)	/* LOAD_ROWS frames of about this size */
+#define LOAD_RETRY_MS		10000	/* after a load over the memory limit */
+
+/* progress of a load as its slot and NOTICEs report it */
+typedef struct load_progress
+{
+	bool		notices;		/* MCC_LOADOPT_PROGRESS for an interactive caller */
+	TimestampTz started;
+	TimestampTz last_notice;
+	bool		noticed;		/* a NOTICE went out */
+	uint64		rows_expected;	/* the planner's estimate (0: none) */
+	uint64		blocks_total;
+	uint64		blocks_before;	/* of the relations scanned before the current one */
+	HeapScanDesc scan;			/* the current relation's, or NULL */
+} load_progress;
+
+/* A load in progress. */
+typedef struct load_state
+{
+	mcc_gallery_ref *g;
+	int			profile_id;		/* 0: take the first row's */
+	uint64		request_id;
+	uint64		gen;			/* generation the load claims */
+	bool		begun;			/* LOAD_BEGIN sent */
+	MemoryContext cxt;			/* for the frames (rows use a context reset per row) */
+	TransactionId horizon;
+	bool		in_recovery;	/* a hot standby's load */
+	uint64		log_head;		/* then: the change log position it claims */
+	StringInfoData frame;		/* LOAD_ROWS being filled */
+	uint32		n_rows;			/* rows in frame */
+	uint64		rows_sent;
+	mcc_load_result result;		/* set with why when the load cannot proceed */
+	char	   *why;
+	TransactionId pin_xmin;		/* our snapshot's xmin: what no vacuum can remove */
+	uint64		guarded;		/* versions read in a subtransaction */
+	uint64		vanished;		/* versions whose TOAST vacuum removed meanwhile */
+	uint32		flags;			/* LOAD_BEGIN's MCC_LOAD_* */
+	load_progress prog;
+	/* tuple identities (MCC_LOAD_IDS) and cache snapshots */
+	uint64		scan_lsn;		/* WAL insert position before the scan */
+	uint64		next_xid;		/* next full xid before the scan */
+	Oid		   *rel_order;		/* the gallery's relations by OID: tid ordinals */
+	int			n_rel_order;
+	uint64		cur_ordinal;	/* of the relation being read, << 48 */
+	bool		snapshot;		/* check the engine's snapshot (heads first) */
+	uint64		heads;			/* heads sent */
+	uint64		wanted;			/* tuples the engine asked for */
+} load_state;
+
+static void progress_report(load_state *st);
+
+/* Relations, columns and signature of gallery g. */
+void
+mcc_gallery_ref_init(mcc_gallery_ref *ref, const mcc_gallery *g)
+{
+	mcc_registration reg;
+
+	memset(ref, 0, sizeof(*ref));
+	ref->relid = g->relid;
+	ref->relids = mcc_gallery_relations(g->relid);
+	ref->key_name = g->key_name;
+	ref->tpl_name = g->tpl_name;
+	ref->key_att = g->key_att;
+	ref->tpl_att = g->tpl_att;
+	ref->id.db_oid = MyDatabaseId;
+	ref->id.rel_oid = g->relid;
+	ref->id.signature = mcc_gallery_signature(ref->relids, g->key_att, g->tpl_att);
+	ref->priority = mcc_registration_get(g->relid, &reg) ? reg.priority : 0;
+	ref->slot = -1;
+}
+
+/* Find or make the gallery's slot; false if none can be had. */
+bool
+mcc_gallery_ref_slot(mcc_gallery_ref *ref)
+{
+	mcc_slot_victim victim;
+
+	ref->slot = mcc_slot_acquire(ref->relid, ref->priority, &ref->epoch, &victim);
+	if (OidIsValid(victim.db))
+	{
+		/* its cache would hold memory nobody tracks */
+		ereport(DEBUG1,
+				(errmsg_internal("mcc: gallery %u of database %u gave its slot to gallery %u",
+								 victim.rel, victim.db, ref->relid)));
+		mcc_service_evict_engine(victim.db, victim.rel);
+	}
+	return ref->slot >= 0;
+}
+
+/* Does the slot say that a load is needed? */
+bool
+mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id)
+{
+	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
+	bool		need;
+	bool		stale_mode;
+
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_SHARED))
+		return true;
+	need = s->loaded_gen == 0 || s->reload_gen > s->loaded_gen ||
+		s->loaded_incarnation != mcc_conn_incarnation() ||
+		s->loaded_signature != g->id.signature ||
+		(profile_id != 0 && s->profile_id != profile_id);
+	/* a cache fed from the change log serves only during recovery */
+	stale_mode = !need && s->log_fed != RecoveryInProgress();
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
+	if (stale_mode)
+		mcc_slot_force_reload(g);
+	return need || stale_mode;
+}
+
+/*
+ * A reload at a new generation: the load then claims a generation above
+ * everything the current cache applied, so the engine does not keep the
+ * current cache as newer ("superseded").
+ */
+void
+mcc_slot_force_reload(const mcc_gallery_ref *g)
+{
+	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
+
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
+		return;
+	s->reload_gen = ++s->generation;
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
+}
+
+/* Forget that the slot's cache is loaded (the engine lost or refused it). */
+void
+mcc_slot_mark_reload(const mcc_gallery_ref *g)
+{
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
+		return;
+	mcc_svc->slots[g->slot].loaded_gen = 0;
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
+}
+
+/* Send LOAD_BEGIN (once the profile is known). */
+static void
+send_begin(load_state *st)
+{
+	StringInfoData f;
+
+	if (st->profile_id == 0)
+		st->profile_id = MCC_PROFILE_DEFAULT;
+	mcc_frame_begin(&f);
+	mcc_put_gallery(&f, &st->g->id);
+	mcc_put_u64(&f, st->gen);
+	mcc_put_u32(&f, (uint32) st->profile_id);
+	mcc_put_u64(&f, st->prog.rows_expected);
+	mcc_put_u32(&f, (uint32) st->g->priority);
+	mcc_put_u32(&f, st->flags);
+	if (st->flags & MCC_LOAD_IDS)
+	{
+		mcc_put_u64(&f, st->scan_lsn);
+		mcc_put_u64(&f, st->next_xid);
+	}
+	mcc_conn_send(&f, MCC_MSG_LOAD_BEGIN, st->request_id);
+	pfree(f.data);
+	st->begun = true;
+}
+
+/* Start a LOAD_ROWS frame. */
+static void
+rows_frame_begin(load_state *st)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+
+	mcc_frame_begin(&st->frame);
+	MemoryContextSwitchTo(old);
+	mcc_put_u32(&st->frame, 0);	/* row count, patched when sent */
+	st->n_rows = 0;
+}
+
+/* Send the LOAD_ROWS frame if it has rows. */
+static void
+rows_flush(load_state *st)
+{
+	if (st->n_rows == 0)
+		return;
+	memcpy(st->frame.data + sizeof(mcc_frame_hdr), &st->n_rows, sizeof(uint32));
+	mcc_conn_send(&st->frame, MCC_MSG_LOAD_ROWS, st->request_id);
+	st->rows_sent += st->n_rows;
+	pfree(st->frame.data);
+	rows_frame_begin(st);
+	progress_report(st);
+}
+
+/*
+ * The xids a load row carries for a tuple, from HeapTupleSatisfiesVacuum;
+ * false for a tuple no snapshot can see. The buffer is share-locked.
+ *
+ * *risky says that VACUUM may remove the tuple's TOAST data before we read
+ * it: a version deleted before our own snapshot's xmin (only older
+ * snapshots of other backends keep it, and they may end), or one inserted
+ * by another transaction still running (it may abort). Our snapshot pins
+ * every other version we keep.
+ */
+static bool
+tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon, TransactionId pin_xmin,
+		   uint64 *ins, uint64 *del, bool *risky)
+{
+	HeapTupleHeader h = tuple->t_data;
+	TransactionId xmin = HeapTupleHeaderGetXmin(h);
+	TransactionId xmax;
+
+	*ins = 0;
+	*del = 0;
+	*risky = false;
+	switch (HeapTupleSatisfiesVacuum(tuple, horizon, buf))
+	{
+		case HEAPTUPLE_DEAD:
+			return false;
+		case HEAPTUPLE_LIVE:
+			break;
+		case HEAPTUPLE_RECENTLY_DEAD:
+			xmax = HeapTupleHeaderGetUpdateXid(h);
+			*del = mcc_full_xid(xmax);
+			*risky = !TransactionIdIsValid(pin_xmin) || TransactionIdPrecedes(xmax, pin_xmin);
+			break;
+		case HEAPTUPLE_DELETE_IN_PROGRESS:
+			*del = mcc_full_xid(HeapTupleHeaderGetUpdateXid(h));
+			break;
+		case HEAPTUPLE_INSERT_IN_PROGRESS:
+			*ins = mcc_full_xid(xmin);
+			*risky = !TransactionIdIsCurrentTransactionId(xmin);
+			if (!(h->t_infomask & HEAP_XMAX_INVALID) &&
+				!HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
+				*del = mcc_full_xid(HeapTupleHeaderGetUpdateXid(h));
+			return true;
+	}
+	/* the inserter committed: settled if before every snapshot's horizon */
+	if (TransactionIdIsNormal(xmin) && !TransactionIdPrecedes(xmin, horizon))
+		*ins = mcc_full_xid(xmin);
+	return true;
+}
+
+/*
+ * Detoast a value whose TOAST rows VACUUM may remove meanwhile, in a
+ * subtransaction: NULL if they are gone ("missing chunk", data_corrupted),
+ * which means that no snapshot can see the version any more. Other errors
+ * propagate.
+ */
+struct varlena *
+mcc_guarded_detoast(struct varlena *v)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	struct varlena *volatile t = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		t = detoast_attr(v);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (e->sqlerrcode != ERRCODE_DATA_CORRUPTED)
+			ReThrowError(e);
+		t = NULL;
+	}
+	PG_END_TRY();
+	return t;
+}
+
+/* A tuple's gallery-wide id (mcc_proto.h's load_ids): ordinal, block, offset. */
+static uint64
+tuple_tid(const load_state *st, HeapTuple tuple)
+{
+	return st->cur_ordinal |
+		((uint64) ItemPointerGetBlockNumberNoCheck(&tuple->t_self) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(&tuple->t_self);
+}
+
+/*
+ * A tuple's xmin as load_ids carries it: the full xid, or MCC_XMIN_FROZEN
+ * with the raw xmin when the tuple is frozen (its epoch is then unknown: a
+ * frozen xmin may be older than 2^31 xids).
+ */
+static uint64
+tuple_xmin_id(const load_state *st, HeapTupleHeader h)
+{
+	TransactionId raw = HeapTupleHeaderGetRawXmin(h);
+	TransactionId next = XidFromFullTransactionId(FullTransactionIdFromU64(st->next_xid));
+
+	if (HeapTupleHeaderXminFrozen(h) || !TransactionIdIsNormal(raw))
+		return MCC_XMIN_FROZEN | raw;
+	/* not frozen: within 2^31 of the next xid (relfrozenxid holds it there) */
+	return st->next_xid - (uint64) (int64) (int32) (next - raw);
+}
+
+/* Append one row to the LOAD_ROWS frame; false (with st->why) if unloadable. */
+static bool
+add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
+		AttrNumber tpl_att, uint64 ins, uint64 del, bool risky)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		isnull;
+	Datum		key;
+	Datum		tpl = mcc_pg_tuple_attr(tuple, desc, tpl_att, &isnull);
+	struct varlena *t;
+
+	if (isnull)
+		return true;			/* no template, not part of the gallery */
+	key = mcc_pg_tuple_attr(tuple, desc, key_att, &isnull);
+	if (isnull)
+	{
+		st->result = MCC_LOAD_MIXED;
+		st->why = psprintf("relation \"%s\" has a row with a null key",
+						   RelationGetRelationName(rel));
+		return false;
+	}
+	if (risky && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(tpl)))
+	{
+		t = mcc_guarded_detoast((struct varlena *) DatumGetPointer(tpl));
+		st->guarded++;
+		if (t == NULL)
+		{
+			st->vanished++;
+			return true;		/* dead to every snapshot by now */
+		}
+	}
+	else
+		t = detoast_attr((struct varlena *) DatumGetPointer(tpl));
+	if (st->profile_id == 0 && VARSIZE(t) >= MCC_TEMPLATE_HDRSZ)
+		st->profile_id = ((uint8 *) t)[5];
+	if (VARSIZE(t) < MCC_TEMPLATE_HDRSZ || ((uint8 *) t)[5] != st->profile_id)
+	{
+		st->result = MCC_LOAD_MIXED;
+		st->why = psprintf("relation \"%s\" has templates of another profile than the probe",
+						   RelationGetRelationName(rel));
+		return false;
+	}
+	if (!st->begun)
+		send_begin(st);
+	mcc_put_i64(&st->frame, mcc_key_int64(key, TupleDescAttr(desc, key_att - 1)->atttypid));
+	mcc_put_u64(&st->frame, ins);
+	mcc_put_u64(&st->frame, del);
+	mcc_put_bytes(&st->frame, t, VARSIZE(t));
+	if (st->flags & MCC_LOAD_IDS)
+	{
+		mcc_put_u64(&st->frame, tuple_tid(st, tuple));
+		mcc_put_u64(&st->frame, tuple_xmin_id(st, tuple->t_data));
+	}
+	st->n_rows++;
+	if ((Pointer) t != DatumGetPointer(tpl))
+		pfree(t);
+	if (st->frame.len >= LOAD_FRAME_BYTES)
+		rows_flush(st);
+	return true;
+}
+
+static int
+oid_cmp(const void *a, const void *b)
+{
+	Oid			x = *(const Oid *) a;
+	Oid			y = *(const Oid *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The gallery's relations by OID, whose positions make the tids' ordinals. */
+static void
+relation_order(load_state *st)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	st->rel_order = palloc(sizeof(Oid) * Max(list_length(st->g->relids), 1));
+	foreach(lc, st->g->relids)
+		st->rel_order[n++] = lfirst_oid(lc);
+	qsort(st->rel_order, n, sizeof(Oid), oid_cmp);
+	st->n_rel_order = n;
+}
+
+/* relid's ordinal, shifted into a tid's top 16 bits. */
+static uint64
+relation_ordinal(const load_state *st, Oid relid)
+{
+	for (int i = 0; i < st->n_rel_order; i++)
+		if (st->rel_order[i] == relid)
+			return (uint64) i << 48;
+	elog(ERROR, "relation %u is not part of the gallery", relid);
+	return 0;
+}
+
+/* Stream one heap relation; false (with st->why) if it cannot be loaded. */
+static bool
+load_relation(load_state *st, Oid relid)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	AttrNumber	key_att = mcc_column_attnum(relid, st->g->key_name);
+	AttrNumber	tpl_att = mcc_column_attnum(relid, st->g->tpl_name);
+	MemoryContext row_cxt;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	bool		ok = true;
+
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		relation_close(rel, NoLock);
+		return true;			/* no storage; its partitions follow */
+	}
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		rel->rd_tableam != GetHeapamTableAmRoutine() ||
+		key_att == InvalidAttrNumber || tpl_att == InvalidAttrNumber)
+	{
+		st->result = MCC_LOAD_MIXED;
+		st->why = psprintf("relation \"%s\" is not a heap table with the gallery's columns",
+						   RelationGetRelationName(rel));
+		relation_close(rel, NoLock);
+		return false;
+	}
+	st->cur_ordinal = relation_ordinal(st, relid);
+	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row", ALLOCSET_DEFAULT_SIZES);
+	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
+	st->prog.scan = (HeapScanDesc) scan;
+	while (ok && (tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
+		uint64		ins;
+		uint64		del;
+		bool		keep;
+		bool		risky;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		keep = tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		if (!keep)
+			continue;
+		/* the pin keeps the tuple's data in place without the lock */
+		old = MemoryContextSwitchTo(row_cxt);
+		ok = add_row(st, rel, tuple, key_att, tpl_att, ins, del, risky);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(row_cxt);
+	}
+	st->prog.blocks_before += ((HeapScanDesc) scan)->rs_nblocks;
+	st->prog.scan = NULL;
+	table_endscan(scan);
+	MemoryContextDelete(row_cxt);
+	relation_close(rel, NoLock);
+	return ok;
+}
+
+/*
+ * What a load will read: the rows the planner expects in the gallery (a
+ * hint for the engine, 0 when never analyzed) and its tables' heap blocks.
+ */
+static void
+gallery_size(List *relids, uint64 *rows, uint64 *blocks)
+{
+	double		total = 0;
+	ListCell   *lc;
+
+	*blocks = 0;
+	foreach(lc, relids)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
+
+		if (rel->rd_rel->reltuples > 0)
+			total += rel->rd_rel->reltuples;
+		if (rel->rd_rel->relkind == RELKIND_RELATION)
+			*blocks += RelationGetNumberOfBlocks(rel);
+		relation_close(rel, NoLock);
+	}
+	*rows = (uint64) total;
+}
+
+/* Heap blocks the load has read (a synchronized scan may start mid-table). */
+static uint64
+blocks_done(const load_progress *p)
+{
+	uint64		d = p->blocks_before;
+	HeapScanDesc h = p->scan;
+
+	if (h != NULL && h->rs_nblocks > 0 && BlockNumberIsValid(h->rs_cblock))
+		d += ((uint64) h->rs_cblock + h->rs_nblocks - h->rs_startblock) % h->rs_nblocks + 1;
+	return Min(d, p->blocks_total);
+}
+
+/*
+ * Estimates of a load in progress: its total rows, its rate (rows per
+ * second) and the seconds left, each -1 when unknown. The fraction done is
+ * that of the heap blocks read; the total is the planner's estimate, or
+ * extrapolated from the blocks when there is none, and exact once every
+ * block is read.
+ */
+void
+mcc_load_estimate(uint64 rows, uint64 rows_expected, uint64 blocks, uint64 blocks_total,
+				  double elapsed, double *total, double *rate, double *left)
+{
+	double		fraction = blocks_total > 0 ? (double) blocks / blocks_total :
+		rows_expected > 0 ? Min(1.0, (double) rows / rows_expected) : -1;
+
+	*rate = elapsed > 0 ? rows / elapsed : -1;
+	if (fraction >= 1.0)
+		*total = (double) rows;
+	else if (rows_expected > 0)
+		*total = (double) Max(rows_expected, rows);
+	else
+		*total = fraction > 0 ? rows / fraction : -1;
+	*left = fraction >= 1.0 ? 0 : fraction > 0 ? elapsed * (1 - fraction) / fraction : -1;
+}
+
+/* The load's progress in its slot; done: the load is over. */
+static void
+slot_progress(const load_state *st, bool done)
+{
+	const mcc_gallery_ref *g = st->g;
+	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
+
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
+		return;
+	if (done)
+	{
+		if (s->load_pid == MyProcPid)
+			s->load_pid = 0;
+	}
+	else
+	{
+		s->load_pid = MyProcPid;
+		s->load_started = st->prog.started;
+		s->load_rows = st->rows_sent;
+		s->load_rows_expected = st->prog.rows_expected;
+		s->load_blocks = blocks_done(&st->prog);
+		s->load_blocks_total = st->prog.blocks_total;
+	}
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
+}
+
+/* A FATAL exit in the middle of a load must not leave it marked in progress. */
+static void
+forget_own_loads(int code, Datum arg)
+{
+	int			i;
+
+	if (mcc_svc == NULL)
+		return;
+	/* a plain store of our own pid's mark: no lock needed, none may be held */
+	for (i = 0; i < mcc_svc->n_slots; i++)
+		if (mcc_svc->slots[i].load_pid == MyProcPid)
+			mcc_svc->slots[i].load_pid = 0;
+}
+
+/* "2 min 46 s" */
+static char *
+duration_text(double secs)
+{
+	if (secs < 90)
+		return psprintf("%.0f s", secs);
+	if (secs < 5400)
+		return psprintf("%d min %d s", (int) (secs / 60), (int) secs % 60);
+	return psprintf("%d h %d min", (int) (secs / 3600), ((int) secs % 3600) / 60);
+}
+
+/* Publish the progress; a NOTICE every mcc.progress_interval when asked for. */
+static void
+progress_report(load_state *st)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	double		elapsed = (double) (now - st->prog.started) / USECS_PER_SEC;
+	double		total;
+	double		rate;
+	double		left;
+	uint64		blocks = blocks_done(&st->prog);
+
+	slot_progress(st, false);
+	if (!st->prog.notices || mcc_progress_interval < 0 ||
+		!TimestampDifferenceExceeds(st->prog.last_notice, now, mcc_progress_interval))
+		return;
+	st->prog.last_notice = now;
+	st->prog.noticed = true;
+	mcc_load_estimate(st->rows_sent, st->prog.rows_expected, blocks, st->prog.blocks_total,
+					  elapsed, &total, &rate, &left);
+	ereport(NOTICE,
+			(errmsg("gallery \"%s\": " UINT64_FORMAT " of about %.0f rows loaded (%d%%), %.0f rows/s, about %s left",
+					get_rel_name(st->g->relid), st->rows_sent, Max(total, 0),
+					st->prog.blocks_total > 0 ? (int) (100 * blocks / st->prog.blocks_total) : 0,
+					Max(rate, 0), left >= 0 ? duration_text(left) : "an unknown time")));
+}
+
+/* The generation to claim for a load: the slot's current one. */
+static uint64
+slot_generation(const mcc_gallery_ref *g)
+{
+	uint64		gen;
+
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_SHARED))
+		return 0;
+	gen = mcc_svc->slots[g->slot].generation;
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
+	return gen;
+}
+
+/*
+ * Record a completed load in the slot; log_head: the change log position it
+ * claimed during recovery (src/service/service_standby.c), else 0.
+ */
+static void
+slot_loaded(const mcc_gallery_ref *g, uint64 gen, int profile_id, bool in_recovery,
+			uint64 log_head)
+{
+	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
+
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
+		return;
+	s->loaded_gen = gen;
+	s->log_fed = in_recovery;
+	s->log_applied = log_head;
+	s->loaded_incarnation = mcc_conn_incarnation();
+	s->loaded_signature = g->id.signature;
+	s->profile_id = profile_id;
+	s->retry_load_after = 0;
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
+}
+
+/* Remember a load refused for memory, so that others do not retry at once. */
+static void
+slot_load_refused(const mcc_gallery_ref *g)
+{
+	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
+		return;
+	mcc_svc->slots[g->slot].retry_load_after =
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOAD_RETRY_MS);
+	mcc_svc->slots[g->slot].loaded_gen = 0;
+	LWLockRelease(MCC_SLOT_LOCK(g->slot));
+}
+
+/* Send the last rows and LOAD_END; the engine's answer in *reply. */
+static bool
+finish_load(load_state *st, mcc_reply *reply)
+{
+	StringInfoData f;
+
+	if (!st->begun)
+		send_begin(st);			/* an empty gallery */
+	rows_flush(st);
+	mcc_frame_begin(&f);
+	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);
+	pfree(f.data);
+	if (!mcc_conn_wait_reply(st->request_id, reply))
+	{
+		st->result = MCC_LOAD_UNAVAILABLE;
+		st->why = pstrdup("the matcher engine did not finish the load within mcc.request_timeout");
+		return false;
+	}
+	return true;
+}
+
+/* Start a LOAD_HEADS frame (its count patched when sent). */
+static void
+heads_frame_begin(load_state *st, StringInfo f)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+
+	mcc_frame_begin(f);
+	MemoryContextSwitchTo(old);
+	mcc_put_u32(f, 0);
+}
+
+static void
+heads_flush(load_state *st, StringInfo f, uint32 *n)
+{
+	if (*n == 0)
+		return;
+	memcpy(f->data + sizeof(mcc_frame_hdr), n, sizeof(uint32));
+	mcc_conn_send(f, MCC_MSG_LOAD_HEADS, st->request_id);
+	pfree(f->data);
+	heads_frame_begin(st, f);
+	*n = 0;
+	progress_report(st);
+}
+
+/*
+ * Send the tuple headers of one heap relation for a snapshot check: what a
+ * load row carries but the key and template (nothing detoasted), with the
+ * page's LSN. False (with st->why) if it cannot be loaded.
+ */
+static bool
+heads_relation(load_state *st, Oid relid, StringInfo f, uint32 *n)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	AttrNumber	tpl_att = mcc_column_attnum(relid, st->g->tpl_name);
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	bool		wal;
+
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		relation_close(rel, NoLock);
+		return true;
+	}
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		rel->rd_tableam != GetHeapamTableAmRoutine() || tpl_att == InvalidAttrNumber)
+	{
+		st->result = MCC_LOAD_MIXED;
+		st->why = psprintf("relation \"%s\" is not a heap table with the gallery's columns",
+						   RelationGetRelationName(rel));
+		relation_close(rel, NoLock);
+		return false;
+	}
+	/* pages of a relation without WAL keep no LSN: never "unchanged since" */
+	wal = RelationNeedsWAL(rel);
+	st->cur_ordinal = relation_ordinal(st, relid);
+	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
+	st->prog.scan = (HeapScanDesc) scan;
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
+		uint64		ins;
+		uint64		del;
+		uint64		lsn;
+		bool		keep;
+		bool		risky;
+
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		keep = tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
+		lsn = wal ? (uint64) BufferGetLSNAtomic(buf) : PG_UINT64_MAX;
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		if (!keep || heap_attisnull(tuple, tpl_att, RelationGetDescr(rel)))
+			continue;
+		mcc_put_u64(f, tuple_tid(st, tuple));
+		mcc_put_u64(f, tuple_xmin_id(st, tuple->t_data));
+		mcc_put_u64(f, lsn);
+		mcc_put_u64(f, ins);
+		mcc_put_u64(f, del);
+		(*n)++;
+		st->heads++;
+		if (f->len >= LOAD_FRAME_BYTES)
+			heads_flush(st, f, n);
+	}
+	st->prog.blocks_before += ((HeapScanDesc) scan)->rs_nblocks;
+	st->prog.scan = NULL;
+	table_endscan(scan);
+	relation_close(rel, NoLock);
+	return true;
+}
+
+/*
+ * Read the tuples the engine wants (tids in scan order) and send them as
+ * load rows. A tuple gone since the heads were read is dead to every
+ * snapshot; a new one in its place is read as a load reads any tuple it
+ * meets (the engine absorbs its delta). False (with st->why) if unloadable.
+ */
+static bool
+fetch_wanted(load_state *st, const uint64 *tids, uint32 n)
+{
+	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row",
+												  ALLOCSET_DEFAULT_SIZES);
+	Relation	rel = NULL;
+	int			cur = -1;
+	AttrNumber	key_att = InvalidAttrNumber;
+	AttrNumber	tpl_att = InvalidAttrNumber;
+	BlockNumber nblocks = 0;
+	bool		ok = true;
+
+	for (uint32 i = 0; ok && i < n; i++)
+	{
+		int			ordinal = (int) (tids[i] >> 48);
+		BlockNumber blk = (BlockNumber) ((tids[i] >> 16) & 0xFFFFFFFF);
+		OffsetNumber off = (OffsetNumber) (tids[i] & 0xFFFF);
+		Buffer		buf;
+		Page		page;
+		ItemId		lp;
+		HeapTupleData tup;
+		uint64		ins;
+		uint64		del;
+		bool		keep;
+		bool		risky;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ordinal >= st->n_rel_order)
+			elog(ERROR, "matcher engine asked for tuple id " UINT64_FORMAT " of no relation", tids[i]);
+		if (ordinal != cur)
+		{
+			if (rel != NULL)
+				relation_close(rel, NoLock);
+			rel = relation_open(st->rel_order[ordinal], NoLock);
+			key_att = mcc_column_attnum(RelationGetRelid(rel), st->g->key_name);
+			tpl_att = mcc_column_attnum(RelationGetRelid(rel), st->g->tpl_name);
+			nblocks = RelationGetNumberOfBlocks(rel);
+			st->cur_ordinal = (uint64) ordinal << 48;
+			cur = ordinal;
+		}
+		if (blk >= nblocks)
+			continue;
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page) ||
+			!ItemIdIsNormal(lp = PageGetItemId(page, off)))
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
+		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tup.t_len = ItemIdGetLength(lp);
+		tup.t_tableOid = RelationGetRelid(rel);
+		ItemPointerSet(&tup.t_self, blk, off);
+		keep = tuple_xids(&tup, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		if (keep)
+		{
+			/* the pin keeps the tuple's data in place without the lock */
+			old = MemoryContextSwitchTo(row_cxt);
+			ok = add_row(st, rel, &tup, key_att, tpl_att, ins, del, risky);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(row_cxt);
+		}
+		ReleaseBuffer(buf);
+	}
+	if (rel != NULL)
+		relation_close(rel, NoLock);
+	MemoryContextDelete(row_cxt);
+	return ok;
+}
+
+/*
+ * A load that checks the engine's snapshot: LOAD_BEGIN, every tuple's
+ * header, then the tuples the engine wants as rows, then LOAD_END. *full
+ * is set (and nothing more sent) when the engine has no usable snapshot
+ * any more or wants too many tuples to say: the caller loads in full.
+ */
+static bool
+stream_snapshot_load(load_state *st, mcc_reply *reply, bool *full)
+{
+	StringInfoData f;
+	StringInfoData heads;
+	uint32		n = 0;
+	uint32		n_want;
+	uint64	   *tids;
+	ListCell   *lc;
+
+	*full = false;
+	send_begin(st);
+	heads_frame_begin(st, &heads);
+	foreach(lc, st->g->relids)
+		if (!heads_relation(st, lfirst_oid(lc), &heads, &n))
+			return false;
+	heads_flush(st, &heads, &n);
+	mcc_frame_begin(&f);
+	mcc_conn_send(&f, MCC_MSG_LOAD_HEADS_END, st->request_id);
+	pfree(f.data);
+	if (!mcc_conn_wait_reply(st->request_id, reply))
+	{
+		st->result = MCC_LOAD_UNAVAILABLE;
+		st->why = pstrdup("the matcher engine did not check the cache snapshot within mcc.request_timeout");
+		return false;
+	}
+	if (reply->type == MCC_MSG_ERROR &&
+		(reply->err_code == MCC_PERR_NOT_LOADED || reply->err_code == MCC_PERR_TOO_LARGE))
+	{
+		elog(DEBUG1, "mcc: gallery %u: cache snapshot not used: %s", st->g->relid,
+			 reply->err_message);
+		*full = true;
+		return true;
+	}
+	if (reply->type != MCC_MSG_WANT)
+		return true;			/* the load's answer (an error) */
+	n_want = mcc_get_u32(&reply->body);
+	tids = palloc(sizeof(uint64) * Max(n_want, 1));
+	for (uint32 i = 0; i < n_want; i++)
+		tids[i] = mcc_get_u64(&reply->body);
+	st->wanted = n_want;
+	rows_frame_begin(st);
+	if (!fetch_wanted(st, tids, n_want))
+		return false;
+	pfree(tids);
+	return finish_load(st, reply);
+}
+
+/*
+ * Has the engine a snapshot of this gallery that a load can check (it
+ * reads and checks the file now)? Its profile goes to *profile_id.
+ */
+static bool
+engine_has_snapshot(const mcc_gallery_ref *g, int *profile_id)
+{
+	StringInfoData f;
+	uint64		id = mcc_conn_next_id();
+	mcc_reply	reply;
+
+	mcc_frame_begin(&f);
+	mcc_put_gallery(&f, &g->id);
+	mcc_put_u32(&f, (uint32) *profile_id);
+	mcc_conn_send(&f, MCC_MSG_SNAPSHOT, id);
+	pfree(f.data);
+	if (!mcc_conn_wait_reply(id, &reply) || reply.type != MCC_MSG_SNAPSHOT_INFO ||
+		mcc_get_u32(&reply.body) == 0)
+		return false;
+	*profile_id = (int) mcc_get_u32(&reply.body);
+	return true;
+}
+
+/* Send LOAD_BEGIN, every row, LOAD_END; the engine's answer in *reply. */
+static bool
+stream_load(load_state *st, mcc_reply *reply)
+{
+	ListCell   *lc;
+
+	if (st->snapshot)
+	{
+		bool		full;
+
+		if (!stream_snapshot_load(st, reply, &full))
+			return false;
+		if (!full)
+			return true;
+		/* the engine dropped that load: start a full one */
+		st->snapshot = false;
+		st->flags &= ~MCC_LOAD_SNAPSHOT;
+		st->begun = false;
+		st->request_id = mcc_conn_next_id();
+		st->prog.blocks_before = 0;
+	}
+	rows_frame_begin(st);
+	foreach(lc, st->g->relids)
+		if (!load_relation(st, lfirst_oid(lc)))
+			return false;
+	return finish_load(st, reply);
+}
+
+/* Run the load; any error in the middle abandons it by closing the connection. */
+static bool
+stream_load_guarded(load_state *st, mcc_reply *reply)
+{
+	volatile bool ok = false;
+
+	PG_TRY();
+	{
+		ok = stream_load(st, reply);
+	}
+	PG_CATCH();
+	{
+		mcc_conn_close();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (!ok)
+		mcc_conn_close();
+	return ok;
+}
+
+/*
+ * Does the engine hold a cache of the gallery? A SEARCH without probes for
+ * generation 0 answers at once: RESULT if it does, NOT_LOADED if not.
+ */
+static bool
+engine_holds_cache(const mcc_gallery_ref *g)
+{
+	StringInfoData f;
+	uint64		id = mcc_conn_next_id();
+	mcc_reply	reply;
+
+	mcc_frame_begin(&f);
+	mcc_put_gallery(&f, &g->id);
+	mcc_put_u64(&f, 0);			/* need_generation */
+	mcc_put_u32(&f, 0);			/* k */
+	mcc_put_f32(&f, 0);			/* min_score */
+	mcc_put_u64(&f, 0);			/* count_xmin */
+	mcc_put_u64(&f, 0);			/* count_above */
+	mcc_put_u32(&f, (uint32) MCC_LSS);	/* refine: none (a plain search) */
+	mcc_put_u32(&f, 0);			/* final_k */
+	mcc_put_f64(&f, 0.0);		/* fraction */
+	mcc_put_u32(&f, 0);			/* refine_min */
+	mcc_put_u32(&f, 0);			/* n_probes */
+	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
+	pfree(f.data);
+	return mcc_conn_wait_reply(id, &reply) && reply.type == MCC_MSG_RESULT;
+}
+
+/* The load itself, with the load lock held; replace: the current cache may give way. */
+static mcc_load_result
+load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *entries,
+			char **why)
+{
+	static bool watching = false;
+	load_state	st;
+	mcc_reply	reply;
+	Relation	rel;
+	volatile bool ok = false;
+
+	if (mcc_conn_ensure(why) != MCC_CONN_OK)
+		return MCC_LOAD_UNAVAILABLE;
+	memset(&st, 0, sizeof(st));
+	st.g = g;
+	st.profile_id = profile_id;
+	st.request_id = mcc_conn_next_id();
+	st.cxt = CurrentMemoryContext;
+	st.flags = replace ? MCC_LOAD_REPLACE : 0;
+	st.pin_xmin = ActiveSnapshotSet() ? GetActiveSnapshot()->xmin : InvalidTransactionId;
+	relation_order(&st);
+	/* tuple ids keep a relation's ordinal in 16 bits */
+	if (mcc_cache_snapshots && st.n_rel_order <= 0xFFFF)
+		st.flags |= MCC_LOAD_IDS;
+	/* a cache that must be loaded anyway may come from the engine's snapshot */
+	if (replace && (st.flags & MCC_LOAD_IDS) && engine_has_snapshot(g, &st.profile_id))
+	{
+		st.snapshot = true;
+		st.flags |= MCC_LOAD_SNAPSHOT;
+	}
+	/* horizon first, then the generation: see the file comment */
+	rel = relation_open(g->relid, NoLock);
+	st.horizon = GetOldestNonRemovableTransactionId(rel);
+	relation_close(rel, NoLock);
+	st.gen = slot_generation(g);
+	if (st.gen == 0)
+	{
+		*why = pstrdup("the gallery's slot was freed during the load");
+		return MCC_LOAD_UNAVAILABLE;
+	}
+	/*
+	 * Before the scan: the WAL position that every later change of a page
+	 * passes, and the next xid (a snapshot's proofs, docs/matcher-service.md)
+	 */
+	st.scan_lsn = RecoveryInProgress() ? 0 : (uint64) GetXLogInsertRecPtr();
+	st.next_xid = U64FromFullTransactionId(ReadNextFullTransactionId());
+	/* on a hot standby the change log's head plays the generation's part */
+	st.in_recovery = RecoveryInProgress();
+	if (st.in_recovery)
+	{
+		Oid			log = mcc_extension_relation("mcc_change_log");
+
+		if (!OidIsValid(log))
+		{
+			*why = pstrdup("the extension has no change log to feed a standby (ALTER EXTENSION mcc UPDATE on the primary)");
+			return MCC_LOAD_UNAVAILABLE;
+		}
+		st.log_head = mcc_changelog_head(log, g->relid);
+	}
+	st.prog.notices = (opts & MCC_LOADOPT_PROGRESS) && whereToSendOutput == DestRemote &&
+		client_min_messages <= NOTICE;
+	st.prog.started = st.prog.last_notice = GetCurrentTimestamp();
+	gallery_size(g->relids, &st.prog.rows_expected, &st.prog.blocks_total);
+	if (!watching)
+	{
+		before_shmem_exit(forget_own_loads, 0);
+		watching = true;
+	}
+	slot_progress(&st, false);
+	PG_TRY();
+	{
+		ok = stream_load_guarded(&st, &reply);
+	}
+	PG_FINALLY();
+	{
+		slot_progress(&st, true);
+	}
+	PG_END_TRY();
+	if (!ok)
+	{
+		*why = st.why;
+		return st.result;
+	}
+	if (reply.type == MCC_MSG_ERROR && reply.err_code == MCC_PERR_MEMORY)
+	{
+		/* a refresh of a current cache that did not fit beside it: that one stays */
+		if (!replace && engine_holds_cache(g))
+		{
+			*why = psprintf("a second copy does not fit in mcc.cache_memory_limit beside the current cache, which stays: %s",
+							reply.err_message);
+			return MCC_LOAD_KEPT;
+		}
+		slot_load_refused(g);
+		*why = psprintf("the gallery does not fit in mcc.cache_memory_limit: %s",
+						reply.err_message);
+		return MCC_LOAD_MEMORY;
+	}
+	if (reply.type != MCC_MSG_LOADED)
+		mcc_raise_engine_error(&reply);
+	*entries = mcc_get_u64(&reply.body);
+	slot_loaded(g, st.gen, st.profile_id, st.in_recovery, st.log_head);
+	if (st.prog.noticed)
+	{
+		double		secs = (double) (GetCurrentTimestamp() - st.prog.started) / USECS_PER_SEC;
+
+		ereport(NOTICE,
+				(errmsg("gallery \"%s\": " UINT64_FORMAT " rows loaded in %.1f s (%.0f rows/s)",
+						get_rel_name(g->relid), st.rows_sent, secs,
+						secs > 0 ? st.rows_sent / secs : 0)));
+	}
+	elog(DEBUG1, "mcc: loaded gallery %u at generation " UINT64_FORMAT ": " UINT64_FORMAT
+		 " rows sent, " UINT64_FORMAT " read in a subtransaction, " UINT64_FORMAT " vanished",
+		 g->relid, st.gen, st.rows_sent, st.guarded, st.vanished);
+	if (st.snapshot)
+		ereport(LOG,
+				(errmsg("mcc: gallery \"%s\" served from its cache snapshot: " UINT64_FORMAT
+						" tuple headers checked, " UINT64_FORMAT " rows read from the table",
+						get_rel_name(g->relid), st.heads, st.rows_sent)));
+	return MCC_LOAD_OK;
+}
+
+/* The lock tag of one of the service's locks on gallery relid. */
+static void
+gallery_locktag(LOCKTAG *tag, Oid relid, uint16 which)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, 0, which);
+}
+
+void
+mcc_gallery_lock(Oid relid, uint16 which)
+{
+	LOCKTAG		tag;
+
+	gallery_locktag(&tag, relid, which);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+void
+mcc_gallery_unlock(Oid relid, uint16 which)
+{
+	LOCKTAG		tag;
+
+	gallery_locktag(&tag, relid, which);
+	LockRelease(&tag, ExclusiveLock, false);
+}
+
+/* Load the gallery unless (without MCC_LOADOPT_FORCE) a current cache exists. */
+mcc_load_result
+mcc_gallery_load(mcc_gallery_ref *g, int profile_id, int opts,
+				 uint64 *entries, char **why)
+{
+	mcc_load_result res;
+	bool		needed;
+
+	*entries = 0;
+	*why = NULL;
+	mcc_gallery_lock(g->relid, MCC_LOCK_LOAD);
+	needed = mcc_slot_needs_load(g, profile_id);
+	if (!needed && !(opts & MCC_LOADOPT_FORCE))
+		res = MCC_LOAD_SKIPPED;
+	else
+		res = load_locked(g, profile_id, opts, needed, entries, why);
+	mcc_gallery_unlock(g->relid, MCC_LOCK_LOAD);
+	return res;
+}
