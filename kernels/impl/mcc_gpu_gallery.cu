@@ -95,12 +95,12 @@ map_reserve(mcc_gpu *g, uint32_t n)
 static mcc_gpu_code
 check_soa(mcc_gpu *g, const mcc_soa *s, mcc_error *err)
 {
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	if (!s || !s->profile || s->profile->id != g->profile->id)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "gallery profile differs from the GPU context's");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "gallery profile differs from the GPU context's");
 	if (s->words != 4)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "gallery has %d words per cylinder, expected 4", s->words);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "gallery has %d words per cylinder, expected 4", s->words);
 	return MCC_GPU_OK;
 }
 
@@ -148,7 +148,7 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	if (tco)
 		p->h_tcoff = tco;
 	if (!gidx || !toff || !tco)
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	memcpy(p->gidx + p->n_tpl, gl, sizeof(uint32_t) * cnt);
 	/* template-major records of the new templates */
 	if (p->n_tpl == 0)
@@ -162,7 +162,7 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 
 			acc += s->first[gi + 1] - s->first[gi];
 			if (acc > 0xffffffe0ull)
-				return mcc_gpu_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
+				return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
 			p->h_tcoff[k + 1] = (uint32_t) acc;
 		}
 	}
@@ -181,18 +181,18 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 			nc += s->first[gi + 1] - s->first[gi];
 		}
 		if (nc > 0xffff)
-			return mcc_gpu_err(err, MCC_GPU_INVALID, "a tile holds %u cylinders", nc);
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "a tile holds %u cylinders", nc);
 		ncyl_new += (nc + 31) & ~31u;
 	}
 	if (c0 + ncyl_new > 0xffffffe0ull)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
 
 	/* device memory: check the limit, then grow */
 	need = mcc_gpu_grown(32, p->cap_cyl, c0 + (uint32_t) ncyl_new) + mcc_gpu_grown(4, p->cap_cyl, c0 + (uint32_t) ncyl_new) +
 		mcc_gpu_grown(8, p->cap_tiles, n_tiles) + mcc_gpu_grown(3, p->cap_tpl, n_tiles * MCC_GPU_TILE) +
 		mcc_gpu_grown(4, p->cap_tco, n_tpl + 1) + mcc_gpu_grown(4, p->cap_rc, n_rc);
 	if (need > mcc_gpu_room(g, p))
-		return mcc_gpu_err(err, MCC_GPU_OOM,
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM,
 						   "out of GPU memory: the gallery needs %zu more bytes on GPU %d, %zu are available",
 						   need, p->dev, mcc_gpu_room(g, p));
 	CK(cudaSetDevice(p->dev), "device selection");
@@ -229,7 +229,7 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	hss = (uint32_t *) malloc(sizeof(uint32_t) * ((size_t) (n_rc - rc0) + 1));
 	if (!hlo || !hhi || !hmeta || !htile || !hnc || !hal || !ord || !ord2 || !otl || !otl2 || !hss)
 	{
-		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 		goto fail;
 	}
 	memset(hlo, 0, 16 * (ncyl_new + 1));
@@ -275,7 +275,7 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 					__builtin_popcountll(s->bits[2 * (size_t) s->cap_cyl + j]) +
 					__builtin_popcountll(s->bits[3 * (size_t) s->cap_cyl + j]))
 				{
-					rc = mcc_gpu_err(err, MCC_GPU_INVALID,
+					rc = mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 									 "gallery cylinder %u has bits beyond the profile's 255 or a wrong popcount", j);
 					goto fail;
 				}
@@ -376,7 +376,7 @@ static mcc_gpu_code
 map_add(mcc_gpu *g, const mcc_soa *s, uint32_t t0, uint32_t t1, mcc_error *err)
 {
 	if (!map_reserve(g, t1))
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	for (uint32_t i = t0; i < t1; i++)
 	{
 		g->ids[i] = s->id[i];
@@ -414,7 +414,7 @@ mcc_gpu_upload(mcc_gpu *g, const mcc_soa *s, mcc_error *err)
 		return rc;
 	gl = (uint32_t *) malloc(sizeof(uint32_t) * (s->n_tpl + 1));
 	if (!gl)
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	for (uint32_t i = 0; i < s->n_tpl; i++)
 		gl[i] = i;
 	total = s->n_cyl;
@@ -450,7 +450,7 @@ mcc_gpu_append(mcc_gpu *g, const mcc_soa *s, uint32_t t0, uint32_t t1, mcc_error
 	if ((rc = check_soa(g, s, err)) != MCC_GPU_OK)
 		return rc;
 	if (t0 != g->n_tpl || t1 < t0 || t1 > s->n_tpl)
-		return mcc_gpu_err(err, MCC_GPU_INVALID,
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 						   "append range [%u, %u) does not follow the %u templates given",
 						   t0, t1, g->n_tpl);
 	if ((rc = map_add(g, s, t0, t1, err)) != MCC_GPU_OK)
@@ -475,7 +475,7 @@ mcc_gpu_append(mcc_gpu *g, const mcc_soa *s, uint32_t t0, uint32_t t1, mcc_error
 		load[best]++;
 	}
 	if (rc != MCC_GPU_OK)
-		mcc_gpu_err(err, rc, "out of host memory");
+		mcc_gpu_rt_err(err, rc, "out of host memory");
 	for (int i = 0; rc == MCC_GPU_OK && i < g->nparts; i++)
 		rc = part_add(g, &g->part[i], s, gl[i], cnt[i], err);
 	for (int i = 0; i < g->nparts; i++)
@@ -492,10 +492,10 @@ mcc_gpu_remove(mcc_gpu *g, uint32_t index, mcc_error *err)
 	mcc_gpu_part *p;
 	cudaError_t e;
 
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	if (index >= g->n_tpl)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "template index %u is out of range (%u templates)",
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "template index %u is out of range (%u templates)",
 						   index, g->n_tpl);
 	if (g->removed[index])
 		return MCC_GPU_OK;

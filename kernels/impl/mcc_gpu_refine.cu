@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcc_cuda_util.h"
+#include "mcc_gpu_rt.h"
 #include "mcc_gpu_int.h"
 
 /* the driver of mcc_refine_body.h, as device code */
@@ -66,9 +66,9 @@ mcc_gpu_code
 mcc_gpu_refine_tune(mcc_gpu *g, int threads, int kcap, mcc_error *err)
 {
 	if (threads != 0 && threads != 64 && threads != 128 && threads != 256)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "refinement block of %d threads: use 64, 128 or 256", threads);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "refinement block of %d threads: use 64, 128 or 256", threads);
 	if (kcap != 0 && (kcap < 64 || kcap > 8192 || (kcap & (kcap - 1)) != 0))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "refinement key buffer of %d: a power of two from 64 to 8192", kcap);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "refinement key buffer of %d: a power of two from 64 to 8192", kcap);
 	g->rf_threads = threads;
 	g->rf_kcap = kcap;
 	return MCC_GPU_OK;
@@ -107,9 +107,9 @@ static mcc_gpu_code
 check_view(const mcc_gpu *g, const mcc_template_view *v, const char *what, uint32_t i, mcc_error *err)
 {
 	if (!v->profile || v->profile->id != g->profile->id)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "%s %u has another profile than the GPU context", what, i);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "%s %u has another profile than the GPU context", what, i);
 	if (v->n_cyl < 0 || v->n_cyl > MCC_MAX_CYL || (v->n_cyl > 0 && v->words != 4))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "%s %u has an invalid cylinder layout", what, i);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "%s %u has an invalid cylinder layout", what, i);
 	return MCC_GPU_OK;
 }
 
@@ -150,7 +150,7 @@ ensure_buf(mcc_gpu *g, mcc_gpu_part *p, size_t bytes, mcc_error *err)
 	if (bytes + bytes / 2 <= mcc_gpu_room(g, p))
 		bytes += bytes / 2;		/* room to grow without reallocating */
 	if (bytes > mcc_gpu_room(g, p))
-		return mcc_gpu_err(err, MCC_GPU_OOM,
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM,
 						   "out of GPU memory: refinement needs %zu bytes on GPU %d, %zu are available",
 						   bytes, p->dev, mcc_gpu_room(g, p));
 	if ((e = cudaMalloc(&p->rf_buf, bytes)) != cudaSuccess)
@@ -244,17 +244,17 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 	memset(np_have, 0, sizeof(np_have));
 
 	memset(&g->rtiming, 0, sizeof(g->rtiming));
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	if (!rp_method_ok(method))
-		return mcc_gpu_err(err, MCC_GPU_UNSUPPORTED, "method \"%s\" is not computed on the GPU",
+		return mcc_gpu_rt_err(err, MCC_GPU_UNSUPPORTED, "method \"%s\" is not computed on the GPU",
 						   mcc_method_name(method) ? mcc_method_name(method) : "?");
 	if (mp == NULL)
 		mp = mcc_match_params_std();
 	if (!mp->prepared)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "matching parameters are not prepared");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "matching parameters are not prepared");
 	if (nq < 0 || (nq > 0 && !probes) || (ncand > 0 && !cands) || (npairs > 0 && (!pairs || !scores)))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "invalid refinement arguments");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "invalid refinement arguments");
 	if (npairs == 0)
 		return MCC_GPU_OK;
 	for (int q = 0; q < nq; q++)
@@ -271,7 +271,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 	{
 		free(ppart);
 		free(used);
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	}
 	memset(cnt, 0, sizeof(cnt));
 	memset(gmax, 0, sizeof(gmax));
@@ -291,7 +291,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 
 		if (pr->probe >= (uint32_t) nq)
 		{
-			rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: probe %u does not exist (%d given)", i, pr->probe, nq);
+			rc = mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: probe %u does not exist (%d given)", i, pr->probe, nq);
 			goto out;
 		}
 		na = (uint32_t) probes[pr->probe].n_cyl;
@@ -299,7 +299,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 		{
 			if (pr->cand >= ncand)
 			{
-				rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: candidate %u does not exist (%u given)", i,
+				rc = mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: candidate %u does not exist (%u given)", i,
 								 pr->cand, ncand);
 				goto out;
 			}
@@ -311,7 +311,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 		{
 			if (pr->cand >= g->n_tpl)
 			{
-				rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: gallery template %u does not exist (%u given)",
+				rc = mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: gallery template %u does not exist (%u given)",
 								 i, pr->cand, g->n_tpl);
 				goto out;
 			}
@@ -323,7 +323,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 			}
 			if (!g->refd[pr->cand])
 			{
-				rc = mcc_gpu_err(err, MCC_GPU_INVALID,
+				rc = mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 								 "gallery template %u has no refinement data on the GPU (mcc_gpu_refine_attach)",
 								 pr->cand);
 				goto out;
@@ -333,7 +333,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 		}
 		else
 		{
-			rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: unknown candidate source %u", i, pr->from);
+			rc = mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: unknown candidate source %u", i, pr->from);
 			goto out;
 		}
 		if (na == 0 || nb == 0)
@@ -407,7 +407,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 
 			if (n < 0)
 			{
-				rc = mcc_gpu_err(err, MCC_GPU_INVALID, "%s %u is not one cylinder per minutia",
+				rc = mcc_gpu_rt_err(err, MCC_GPU_INVALID, "%s %u is not one cylinder per minutia",
 								 sdx < (uint32_t) nq ? "probe" : "candidate",
 								 sdx < (uint32_t) nq ? sdx : sdx - nq);
 				goto out;
@@ -435,7 +435,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 	idx = (size_t *) malloc(sizeof(size_t) * (ndev + 1));
 	if (!idx)
 	{
-		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 		goto out;
 	}
 	for (size_t i = 0; i < npairs; i++)
@@ -523,7 +523,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 			CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, refine_kernel, threads, smem), "occupancy");
 			if (nb < 1)
 			{
-				rc = mcc_gpu_err(err, MCC_GPU_CUDA, "refinement needs %zu bytes of shared memory per block", smem);
+				rc = mcc_gpu_rt_err(err, MCC_GPU_CUDA, "refinement needs %zu bytes of shared memory per block", smem);
 				goto fail;
 			}
 			if (pi == 0 && (c == 0 || g->rtiming.blocks_per_sm == 0))
@@ -560,7 +560,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 				{
 					if (slot_bytes[c] && cnt[pi][c] && grid[c] == 0)
 					{
-						rc = mcc_gpu_err(err, MCC_GPU_OOM,
+						rc = mcc_gpu_rt_err(err, MCC_GPU_OOM,
 										 "out of GPU memory: refinement of a pair needs %zu bytes of scratch on GPU %d, %zu are available",
 										 slot_bytes[c], p->dev, room);
 						goto fail;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcc_cuda_util.h"
+#include "mcc_gpu_rt.h"
 #include "mcc_gpu_int.h"
 #include "mcc_lss.h"
 
@@ -35,9 +35,9 @@ static mcc_gpu_code
 check_probe(mcc_gpu *g, const mcc_template_view *v, int q, mcc_error *err)
 {
 	if (!v->profile || v->profile->id != g->profile->id)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "probe %d has another profile than the gallery", q);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "probe %d has another profile than the gallery", q);
 	if (v->n_cyl < 0 || v->n_cyl > MCC_MAX_CYL || (v->n_cyl > 0 && v->words != 4))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "probe %d has an invalid cylinder layout", q);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "probe %d has an invalid cylinder layout", q);
 	for (int c = 0; c < v->n_cyl; c++)
 	{
 		uint16_t	pc;
@@ -50,12 +50,12 @@ check_probe(mcc_gpu *g, const mcc_template_view *v, int q, mcc_error *err)
 		memcpy(w, v->bits + (size_t) c * 32, 32);
 		w3 = w[3];
 		if (pc > 255 || (w3 >> 63))
-			return mcc_gpu_err(err, MCC_GPU_INVALID,
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 							   "probe %d: cylinder %d has bits beyond the profile's 255", q, c);
 		for (int i = 0; i < 4; i++)
 			bits += __builtin_popcountll(w[i]);
 		if (bits != pc)
-			return mcc_gpu_err(err, MCC_GPU_INVALID,
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 							   "probe %d: cylinder %d popcount %u does not match its bits", q, c, pc);
 	}
 	return MCC_GPU_OK;
@@ -197,7 +197,7 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 		mcc_gpu_part_free_select(p);
 		p->scratch_bytes = p->blob_cap + p->h_keys_cap * 0;
 		if (need > mcc_gpu_room(g, p))
-			return mcc_gpu_err(err, MCC_GPU_OOM,
+			return mcc_gpu_rt_err(err, MCC_GPU_OOM,
 							   "out of GPU memory: search buffers need %zu bytes on GPU %d, %zu are available",
 							   need, p->dev, mcc_gpu_room(g, p));
 		if ((e = cudaMalloc(&p->scores, (size_t) q * tpl * 4)) != cudaSuccess ||
@@ -361,7 +361,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(tc), smem), "occupancy");
 			if (nb < 1)
 			{
-				rc = mcc_gpu_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
+				rc = mcc_gpu_rt_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
 				goto fail;
 			}
 			if (i == 0)
@@ -426,7 +426,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 
 			if (!tmp)
 			{
-				rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+				rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 				goto fail;
 			}
 			e = p->n_tpl ? cudaMemcpy2D(tmp, (size_t) p->n_tpl * 4, p->scores, (size_t) p->sc_tpl * 4,
@@ -476,7 +476,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 				more = (uint64_t *) malloc(8 * (size_t) len);
 				if (!more)
 				{
-					rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+					rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 					goto fail;
 				}
 				CK(cudaSetDevice(p->dev), "device selection");
@@ -492,7 +492,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 				if (!na)
 				{
 					free(more);
-					rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+					rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 					goto fail;
 				}
 				acc = na;
@@ -554,10 +554,10 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 
 	mcc_gpu_variant_params(g->opt.variant, &rcp, &csa, &cpl, &bt, &tc);
 	memset(&g->timing, 0, sizeof(g->timing));
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	if (nq < 0 || (nq > 0 && !probes))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "invalid probe list");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "invalid probe list");
 	for (int q = 0; q < nq; q++)
 		if ((rc = check_probe(g, &probes[q], q, err)) != MCC_GPU_OK)
 			return rc;
@@ -617,7 +617,7 @@ mcc_gpu_search(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			   mcc_gpu_hit *hits, int *nhits, mcc_error *err)
 {
 	if (k < 1 || k > (1 << 20))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "k = %d is out of range", k);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "k = %d is out of range", k);
 	return run(g, probes, nq, k, hits, nhits, NULL, err);
 }
 

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcc_cuda_util.h"
+#include "mcc_gpu_rt.h"
 #include "mcc_sad_gpu.h"
 
 /* packed byte SAD with accumulate: vabsdiff4 on the device, a loop on the host */
@@ -299,7 +299,7 @@ struct mcc_sad_gpu
 	char		desc[192];
 	cudaStream_t stream;
 	cudaEvent_t ev[6];
-	int			sticky;
+	mcc_gpu_rt_lost lost;		/* a sticky error happened (mcc_gpu_rt.h) */
 	void	   *d_t;			/* padded target words */
 	size_t		cap_t;
 	void	   *d_p;			/* shifted pattern copies */
@@ -325,27 +325,11 @@ mcc_sad_gpu_variant_name(int variant)
 	return variant >= 0 && variant < MCC_SAD_GPU_VARIANTS ? variants[variant].name : NULL;
 }
 
-/* Turn a CUDA failure into a code and a message. */
-static mcc_sad_gpu_code
+/* A CUDA failure as a code and a message (the runtime's translation). */
+static mcc_gpu_code
 fail(mcc_sad_gpu *ctx, cudaError_t e, const char *what, mcc_error *err)
 {
-	if (e == cudaErrorMemoryAllocation)
-	{
-		(void) cudaGetLastError();
-		mcc_error_set(err, MCC_ERR_MEMORY, "out of GPU memory for a SAD search");
-		mcc_error_detail(err, "%s failed: %s.", what, cudaGetErrorString(e));
-		return MCC_SAD_GPU_OOM;
-	}
-	mcc_error_set(err, MCC_ERR_INTERNAL, "CUDA error in a SAD search: %s", cudaGetErrorString(e));
-	mcc_error_detail(err, "%s failed (error %d).", what, (int) e);
-	if (mcc_cuda_is_sticky(e))
-	{
-		if (ctx)
-			ctx->sticky = 1;
-		return MCC_SAD_GPU_STICKY;
-	}
-	(void) cudaGetLastError();
-	return MCC_SAD_GPU_CUDA;
+	return mcc_gpu_rt_fail(ctx ? &ctx->lost : NULL, e, what, ctx ? ctx->device : -1, err);
 }
 
 #define CK(call) \
@@ -370,65 +354,34 @@ grow(void **p, size_t *cap, size_t need)
 }
 
 /* Open a device after probing the driver. */
-extern "C" mcc_sad_gpu_code
+extern "C" mcc_gpu_code
 mcc_sad_gpu_open(int device, mcc_sad_gpu **out, mcc_error *err)
 {
 	mcc_sad_gpu *ctx = NULL;
-	cudaDeviceProp prop;
-	int			n = 0;
+	mcc_gpu_rt_dev d;
+	mcc_gpu_code c;
 	cudaError_t e;
 
 	*out = NULL;
-	e = cudaGetDeviceCount(&n);
-	if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0))
-	{
-		(void) cudaGetLastError();
-		mcc_error_set(err, MCC_ERR_INTERNAL, "no CUDA device is available");
-		return MCC_SAD_GPU_NO_DEVICE;
-	}
-	if (e != cudaSuccess)
-	{
-		(void) cudaGetLastError();
-		mcc_error_set(err, MCC_ERR_INTERNAL, "no usable CUDA driver");
-		mcc_error_detail(err, "cudaGetDeviceCount: %s.", cudaGetErrorString(e));
-		return MCC_SAD_GPU_NO_DRIVER;
-	}
-	if (device < 0 || device >= n)
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "CUDA device %d does not exist", device);
-		mcc_error_detail(err, "There are %d devices.", n);
-		return MCC_SAD_GPU_NO_DEVICE;
-	}
-	CK(cudaGetDeviceProperties(&prop, device));
-	if (prop.major < 9)
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "CUDA device %d has compute capability %d.%d",
-					  device, prop.major, prop.minor);
-		mcc_error_detail(err, "The SAD kernel is built for compute capability 9.0 and later.");
-		return MCC_SAD_GPU_NO_DEVICE;
-	}
+	if ((c = mcc_gpu_rt_open(device, 9, "SAD", &d, err)) != MCC_GPU_OK)
+		return c;
 	ctx = (mcc_sad_gpu *) calloc(1, sizeof(*ctx));
 	if (ctx == NULL)
-	{
-		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
-		return MCC_SAD_GPU_OOM;
-	}
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of memory");
 	ctx->device = device;
-	ctx->sm_count = prop.multiProcessorCount;
-	snprintf(ctx->desc, sizeof(ctx->desc), "%s, %d SMs, cc %d.%d", prop.name,
-			 prop.multiProcessorCount, prop.major, prop.minor);
-	if ((e = cudaSetDevice(device)) != cudaSuccess ||
-		(e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess)
+	ctx->sm_count = d.sm_count;
+	snprintf(ctx->desc, sizeof(ctx->desc), "%s, %d SMs, cc %d.%d", d.name, d.sm_count, d.cc_major,
+			 d.cc_minor);
+	if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess)
 	{
-		mcc_sad_gpu_code c = fail(NULL, e, "cudaSetDevice/cudaStreamCreate", err);
-
+		c = fail(NULL, e, "cudaStreamCreate", err);
 		free(ctx);
 		return c;
 	}
 	for (int i = 0; i < 6; i++)
 		if ((e = cudaEventCreate(&ctx->ev[i])) != cudaSuccess)
 		{
-			mcc_sad_gpu_code c = fail(NULL, e, "cudaEventCreate", err);
+			c = fail(NULL, e, "cudaEventCreate", err);
 
 			for (int k = 0; k < i; k++)
 				cudaEventDestroy(ctx->ev[k]);
@@ -437,7 +390,7 @@ mcc_sad_gpu_open(int device, mcc_sad_gpu **out, mcc_error *err)
 			return c;
 		}
 	*out = ctx;
-	return MCC_SAD_GPU_OK;
+	return MCC_GPU_OK;
 }
 
 /* Free everything. */
@@ -486,7 +439,7 @@ auto_variant(const mcc_sad_gpu *ctx, uint32_t W, uint32_t H, uint32_t w, uint32_
 }
 
 /* Search on the GPU. */
-extern "C" mcc_sad_gpu_code
+extern "C" mcc_gpu_code
 mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *pattern,
 				   uint32_t k, mcc_sad_hit *hits, uint32_t *n_hits, uint64_t *map, int variant,
 				   const volatile int *cancel, mcc_sad_gpu_timing *timing, mcc_error *err)
@@ -509,28 +462,25 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 	float		ms;
 
 	*n_hits = 0;
-	if (ctx->sticky)
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "the CUDA context of this SAD engine is unusable");
-		return MCC_SAD_GPU_STICKY;
-	}
+	if (ctx->lost.lost)
+		return mcc_gpu_rt_usable(&ctx->lost, err);
 	if (w == 0 || h == 0 || w > W || h > H)
 	{
 		mcc_error_set(err, MCC_ERR_VALUE, "pattern is larger than the target");
 		mcc_error_detail(err, "The pattern is %u x %u pixels and the target %u x %u.", w, h, W, H);
-		return MCC_SAD_GPU_INVALID;
+		return MCC_GPU_INVALID;
 	}
 	if (k > MCC_SAD_MAX_K || (uint64_t) W * H > MCC_IMAGE_MAX_PIXELS)
 	{
 		mcc_error_set(err, MCC_ERR_LIMIT, "SAD search is too large for the GPU path");
-		return MCC_SAD_GPU_INVALID;
+		return MCC_GPU_INVALID;
 	}
 	if (variant == MCC_SAD_GPU_AUTO)
 		variant = auto_variant(ctx, W, H, w, h);
 	if (variant <= 0 || variant >= MCC_SAD_GPU_VARIANTS)
 	{
 		mcc_error_set(err, MCC_ERR_VALUE, "unknown SAD kernel variant %d", variant);
-		return MCC_SAD_GPU_INVALID;
+		return MCC_GPU_INVALID;
 	}
 	v = &variants[variant];
 	sad_dims_compute(W, H, w, h, v->j, v->y, SAD_BT, &d);
@@ -577,7 +527,7 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 		if (ctx->h_p == NULL)
 		{
 			mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
-			return MCC_SAD_GPU_OOM;
+			return MCC_GPU_OOM;
 		}
 	}
 	sad_pattern_layout(pattern->pixels, pattern->stride, w, h, ctx->h_p);
@@ -625,7 +575,7 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 			if (*cancel)
 			{
 				mcc_error_set(err, MCC_ERR_INTERNAL, "SAD search was cancelled");
-				return MCC_SAD_GPU_CANCELLED;
+				return MCC_GPU_CANCELLED;
 			}
 		}
 	}
@@ -656,7 +606,7 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 			if (keys == NULL)
 			{
 				mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
-				return MCC_SAD_GPU_OOM;
+				return MCC_GPU_OOM;
 			}
 			CK(cudaMemcpyAsync(keys, ctx->d_alt, (size_t) nwant * 8, cudaMemcpyDeviceToHost,
 							   ctx->stream));
@@ -704,5 +654,5 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 		timing->variant = variant;
 		timing->launches = launches;
 	}
-	return MCC_SAD_GPU_OK;
+	return MCC_GPU_OK;
 }

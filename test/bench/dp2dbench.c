@@ -151,7 +151,7 @@ gpu_batch(mcc_dp2d_gpu *g, const mcc_image *a, const mcc_image *b, uint32_t npai
 	{
 		double		t0 = now();
 
-		if (mcc_dp2d_gpu_run(g, &bt, NULL, &err) != MCC_DP2D_GPU_OK)
+		if (mcc_dp2d_gpu_run(g, &bt, NULL, &err) != MCC_GPU_OK)
 			die("GPU run", &err);
 		t0 = now() - t0;
 		if (t0 < best)
@@ -213,7 +213,7 @@ main(int argc, char **argv)
 		}
 	}
 #ifdef MCC_DP2D_BENCH_GPU
-	if (mcc_dp2d_gpu_open(-1, &g, &err) == MCC_DP2D_GPU_OK)
+	if (mcc_dp2d_gpu_open(-1, &g, &err) == MCC_GPU_OK)
 		gpu_name = mcc_dp2d_gpu_name(g);
 	else
 		printf("# GPU: none (%s)\n", err.message);

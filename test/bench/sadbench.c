@@ -43,7 +43,7 @@ sad_gpu_bench_test(int id, const mcc_image *t, const mcc_image *p, uint32_t px, 
 
 	if (gpu_state == 0)
 	{
-		gpu_state = mcc_sad_gpu_open(0, &gpu_ctx, &err) == MCC_SAD_GPU_OK ? 1 : -1;
+		gpu_state = mcc_sad_gpu_open(0, &gpu_ctx, &err) == MCC_GPU_OK ? 1 : -1;
 		if (gpu_state > 0)
 			printf("# GPU: %s\n", mcc_sad_gpu_describe(gpu_ctx));
 		else
@@ -66,7 +66,7 @@ sad_gpu_bench_test(int id, const mcc_image *t, const mcc_image *p, uint32_t px, 
 
 		for (r = -1; r < repeat && r < 16; r++)
 		{
-			if (mcc_sad_gpu_search(gpu_ctx, t, p, 1, &hit, &n, NULL, v, NULL, &tm, &err) != MCC_SAD_GPU_OK)
+			if (mcc_sad_gpu_search(gpu_ctx, t, p, 1, &hit, &n, NULL, v, NULL, &tm, &err) != MCC_GPU_OK)
 			{
 				printf("# GPU variant %s: %s\n", mcc_sad_gpu_variant_name(v), err.message);
 				break;

@@ -186,14 +186,14 @@ time_gpu(mcc_chamfer_gpu *g, const mcc_chamfer_ref *rf, const double *obs, size_
 		mcc_chamfer_result res;
 		mcc_error	err;
 		double		t0 = now_ms();
-		mcc_chamfer_gpu_code c = mcc_chamfer_gpu_set_reference(g, rf, &err);
+		mcc_gpu_code c = mcc_chamfer_gpu_set_reference(g, rf, &err);
 		double		t1 = now_ms();
 
-		if (c == MCC_CHAMFER_GPU_OK)
+		if (c == MCC_GPU_OK)
 			c = mcc_chamfer_gpu_align_ref(g, rf, obs, n, &o, &res, &err);
 		t[k] = now_ms() - t0;
 		u[k] = t1 - t0;
-		if (c != MCC_CHAMFER_GPU_OK)
+		if (c != MCC_GPU_OK)
 		{
 			fprintf(stderr, "GPU alignment failed (%d): %s\n", c, err.message);
 			return r;
@@ -271,9 +271,9 @@ main(int argc, char **argv)
 	if (use_gpu)
 	{
 		mcc_error	err;
-		mcc_chamfer_gpu_code c = mcc_chamfer_gpu_open(0, &g, &err);
+		mcc_gpu_code c = mcc_chamfer_gpu_open(0, &g, &err);
 
-		if (c != MCC_CHAMFER_GPU_OK)
+		if (c != MCC_GPU_OK)
 		{
 			printf("# GPU: skipped (%s)\n", err.message);
 			g = NULL;
