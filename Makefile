@@ -141,7 +141,7 @@ $(BUILD)/unit/%: test/unit/%.c $(wildcard test/unit/*.h) $(BUILD)/libmcccore.a
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE -Itest/unit -Ikernels $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
 # the emulation tests compile the kernels' internal headers on the CPU
-$(BUILD)/unit/test_refine_gpu_emu: kernels/impl/mcc_refine_pack.h kernels/impl/mcc_refine_body.h kernels/mcc_gpu_refine.h
+$(BUILD)/unit/test_refine_gpu_emu: $(wildcard kernels/impl/mcc_refine_*.h) kernels/mcc_gpu_refine.h
 $(BUILD)/unit/test_dp2d_wave: kernels/impl/mcc_dp2d_wave.h
 
 # Engine tests link the engine's objects (all but main); the end-to-end one
