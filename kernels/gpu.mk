@@ -58,7 +58,7 @@ $(BUILD)/gpu/core/%.o: src/core/%.c $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
 
-$(BUILD)/gpu/%.o: test/gpu/%.c $(wildcard test/gpu/*.h) $(wildcard kernels/*.h) $(wildcard src/core/*.h)
+$(BUILD)/gpu/%.o: test/gpu/%.c $(wildcard test/gpu/*.h test/unit/*.h) $(wildcard kernels/*.h) $(wildcard src/core/*.h)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
 

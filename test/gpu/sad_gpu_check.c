@@ -16,6 +16,7 @@
 
 #include "mcc_sad.h"
 #include "mcc_sad_gpu.h"
+#include "testimage.h"
 #include "unit.h"
 
 static uint64_t rng_state = 0xD1B54A32D192ED03ull;
@@ -25,22 +26,14 @@ static int	cpu_threads = 1;
 static uint32_t
 rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t) ((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+	return ti_rnd(&rng_state);
 }
 
 /* Random w x h image; the pattern of a case is cut from it and perturbed. */
 static mcc_image
 random_image(uint32_t w, uint32_t h)
 {
-	mcc_image	img = {w, h, w + rnd() % 4, NULL};
-
-	img.pixels = malloc(img.stride * h);
-	for (size_t i = 0; i < img.stride * h; i++)
-		img.pixels[i] = (uint8_t) rnd();
-	return img;
+	return ti_random_image(&rng_state, w, h, 4);
 }
 
 /* Compare one GPU search (variant, k, map) with the CPU's; 1 if identical. */
@@ -298,7 +291,7 @@ main(void)
 	mcc_gpu_code c = mcc_sad_gpu_open(0, &g, &err);
 	long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (c == MCC_GPU_NO_DRIVER || c == MCC_GPU_NO_DEVICE)
+	if (c == MCC_GPU_NO_DRIVER || c == MCC_GPU_NO_DEVICE || c == MCC_GPU_UNSUPPORTED)
 	{
 		UNIT_SKIP("no usable GPU (code %d): %s %s", c, err.message, err.detail);
 		return unit_done();

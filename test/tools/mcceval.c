@@ -103,6 +103,7 @@
 #include "mcc_template.h"
 #include "mcc_topk.h"
 #include "mcc_xyt.h"
+#include "../unit/testclock.h"
 
 #define MAX_METHODS (MCC_NMETHODS + 1)	/* + a baseline */
 
@@ -178,16 +179,6 @@ xmalloc(size_t n)
 	if (p == NULL)
 		die("out of memory (%zu bytes)", n);
 	return p;
-}
-
-/* Seconds of a monotonic clock. */
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* ------------------------------------------------------------------ */
@@ -631,18 +622,18 @@ pair_worker(void *arg)
 			break;
 		for (int j = i; j < i + 16 && j < job->n_pairs; j++)
 		{
-			t0 = now();
+			t0 = tclock_wall_s();
 			if (mcc_match_pair(w, &job->r[job->pa[j]].v, &job->r[job->pb[j]].v,
 							   MCC_LSS, &opt.mp, &s, &err) != MCC_OK)
 				die("%s", err.message);
-			t_matrix += now() - t0;
+			t_matrix += tclock_wall_s() - t0;
 			for (int k = 0; k < opt.n_methods; k++)
 			{
 				int			m = opt.methods[k];
 
-				t0 = now();
+				t0 = tclock_wall_s();
 				job->score[(size_t) j * MCC_NMETHODS + m] = mcc_match_rescore(w, m, &opt.mp);
-				t_method[m] += now() - t0;
+				t_method[m] += tclock_wall_s() - t0;
 			}
 		}
 	}
@@ -786,7 +777,7 @@ run_fvc(record *r, int n)
 	int			k = 0;
 	int			first_imp = r[0].imp;
 	pthread_t	th[64];
-	double		t0 = now();
+	double		t0 = tclock_wall_s();
 	labelled   *l = xmalloc(sizeof(labelled) * n_pairs);
 	metrics		curves[2][MAX_METHODS];
 	const char *names[MAX_METHODS];
@@ -814,7 +805,7 @@ run_fvc(record *r, int n)
 	for (int t = 0; t < opt.threads; t++)
 		pthread_join(th[t], NULL);
 	fprintf(stderr, "fvc: %d templates, %d pairs, %.1f s (%s kernel); per pair: matrix %.1f us",
-			n, n_pairs, now() - t0, mcc_match_kernel_name(), 1e6 * job.t_matrix / n_pairs);
+			n, n_pairs, tclock_wall_s() - t0, mcc_match_kernel_name(), 1e6 * job.t_matrix / n_pairs);
 	for (int c = 0; c < opt.n_methods; c++)
 		fprintf(stderr, ", %s %.1f us", mcc_method_name(opt.methods[c]),
 				1e6 * job.t_method[opt.methods[c]] / n_pairs);
@@ -995,7 +986,7 @@ ident_gpu_rescore(ident_job *job, int i, const mcc_hit *hits, int n, float *out,
 	{
 		mcc_gpu_pair *pairs = xmalloc(sizeof(mcc_gpu_pair) * n);
 		mcc_error	err;
-		double		t0 = now();
+		double		t0 = tclock_wall_s();
 
 		for (int c = 0; c < n; c++)
 			pairs[c] = (mcc_gpu_pair) {0, (uint32_t) hits[c].id, MCC_GPU_FROM_GALLERY};
@@ -1005,7 +996,7 @@ ident_gpu_rescore(ident_job *job, int i, const mcc_hit *hits, int n, float *out,
 				mcc_gpu_refine(job->gpu, &job->prb[i].v, 1, NULL, 0, pairs, (size_t) n,
 							   opt.methods[k], &opt.mp, out + (size_t) k * n, &err) != MCC_GPU_OK)
 				die("--gpu-refine: %s", err.message);
-		job->t_gpu_refine += now() - t0;
+		job->t_gpu_refine += tclock_wall_s() - t0;
 		pthread_mutex_unlock(&job->gpu_lock);
 		free(pairs);
 		*scored = true;
@@ -1065,9 +1056,9 @@ ident_worker(void *arg)
 		pthread_mutex_unlock(&job->lock);
 		if (i >= job->n_prb)
 			break;
-		t0 = now();
+		t0 = tclock_wall_s();
 		ident_shortlist(job, i, q, scores, hits, &tk);
-		t_scan += now() - t0;
+		t_scan += tclock_wall_s() - t0;
 #ifdef MCC_EVAL_GPU
 		if (job->mate[i] >= 0 && job->gpu == NULL)
 #else
@@ -1099,10 +1090,10 @@ ident_worker(void *arg)
 
 			if (on_cpu)
 			{
-				t0 = now();
+				t0 = tclock_wall_s();
 				if (mcc_match_candidate(w, &job->gal[g].v, MCC_LSS, &opt.mp, &s, &err) != MCC_OK)
 					die("%s", err.message);
-				t_matrix += now() - t0;
+				t_matrix += tclock_wall_s() - t0;
 				mismatch += s != hits[c].score;
 			}
 			n_refined++;
@@ -1111,7 +1102,7 @@ ident_worker(void *arg)
 				int			m = opt.methods[k];
 				size_t		at = (size_t) i * MCC_NMETHODS + m;
 
-				t0 = now();
+				t0 = tclock_wall_s();
 				if (m == MCC_LSS)
 					s = hits[c].score;
 				else if (!on_cpu)
@@ -1124,7 +1115,7 @@ ident_worker(void *arg)
 					if (gpu_scored)
 						__atomic_add_fetch(&job->gpu_checked, 1, __ATOMIC_RELAXED);
 				}
-				t_method[m] += now() - t0;
+				t_method[m] += tclock_wall_s() - t0;
 				cand_s[k] = s;
 				if (job->top[at] < 0 ||
 					mcc_hit_better(s, g, job->top_score[at], job->top[at]))
@@ -1253,7 +1244,7 @@ ident_open_gpu(ident_job *job)
 	mcc_gpu_devinfo info[MCC_GPU_MAX_DEVICES];
 	mcc_gpu_options o = {0};
 	mcc_error	err;
-	double		t0 = now();
+	double		t0 = tclock_wall_s();
 
 	if (mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err) != MCC_GPU_OK)
 		die("--gpu: %s", err.message);
@@ -1275,7 +1266,7 @@ ident_open_gpu(ident_job *job)
 	}
 	pthread_mutex_init(&job->gpu_lock, NULL);
 	fprintf(stderr, "ident: LSS stage on %d GPU(s) (%s), gallery uploaded in %.1f s\n",
-			count, info[0].name, now() - t0);
+			count, info[0].name, tclock_wall_s() - t0);
 #else
 	die("--gpu: this mcceval was built without the GPU library (make -f kernels/gpu.mk build/gpu/mcceval)");
 #endif
@@ -1359,14 +1350,14 @@ run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
 	pthread_mutex_init(&job.lock, NULL);
 	if (opt.gpu)
 		ident_open_gpu(&job);
-	t0 = now();
+	t0 = tclock_wall_s();
 	for (int t = 0; t < opt.threads; t++)
 		pthread_create(&th[t], NULL, ident_worker, &job);
 	for (int t = 0; t < opt.threads; t++)
 		pthread_join(th[t], NULL);
 	fprintf(stderr, "ident: gallery %d (%u cylinders), %d probes, %d refined each, "
 			"%d threads, %.1f s (%s kernel)\n",
-			ng, job.soa.n_cyl, np, job.n_refine, opt.threads, now() - t0,
+			ng, job.soa.n_cyl, np, job.n_refine, opt.threads, tclock_wall_s() - t0,
 			mcc_soa_kernel_name());
 	fprintf(stderr, "ident: LSS scan %.1f M matches/s per thread; refinement per candidate: "
 			"matrix %.1f us",
