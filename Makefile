@@ -178,12 +178,18 @@ sanitize: sanitize-build
 	@ASAN_OPTIONS="$${ASAN_OPTIONS:-$(SANITIZE_ASAN_OPTIONS)}" \
 	UBSAN_OPTIONS="$${UBSAN_OPTIONS:-$(SANITIZE_UBSAN_OPTIONS)}" $(SANITIZE_MAKE) unit
 
-TOOL_SRCS = $(sort $(wildcard test/tools/*.c test/bench/*.c))
+# mcceval is three files (mcceval.h): the parts are not tools of their own
+MCCEVAL_SRCS = test/tools/mcceval.c test/tools/mcceval_fvc.c test/tools/mcceval_ident.c
+TOOL_SRCS = $(filter-out $(wordlist 2,3,$(MCCEVAL_SRCS)),$(sort $(wildcard test/tools/*.c test/bench/*.c)))
 TOOL_BINS = $(patsubst test/%.c,$(BUILD)/%,$(TOOL_SRCS))
 
 $(BUILD)/tools/%: test/tools/%.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+
+$(BUILD)/tools/mcceval: $(MCCEVAL_SRCS) test/tools/mcceval.h $(BUILD)/libmcccore.a
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE $(MCCEVAL_SRCS) $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
 $(BUILD)/bench/%: test/bench/%.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
