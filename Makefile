@@ -147,7 +147,7 @@ $(BUILD)/unit/%: test/unit/%.c $(wildcard test/unit/*.h) $(BUILD)/libmcccore.a
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE -Itest/unit -Ikernels $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
 # the emulation tests compile the kernels' internal headers on the CPU
-$(BUILD)/unit/test_refine_gpu_emu: kernels/impl/mcc_refine_pack.h kernels/impl/mcc_refine_body.h kernels/mcc_gpu_refine.h
+$(BUILD)/unit/test_refine_gpu_emu: $(wildcard kernels/impl/mcc_refine_*.h) kernels/mcc_gpu_refine.h
 $(BUILD)/unit/test_dp2d_wave: kernels/impl/mcc_dp2d_wave.h
 
 # Engine tests link the engine's objects (all but main); the end-to-end one
@@ -184,12 +184,18 @@ sanitize: sanitize-build
 	@ASAN_OPTIONS="$${ASAN_OPTIONS:-$(SANITIZE_ASAN_OPTIONS)}" \
 	UBSAN_OPTIONS="$${UBSAN_OPTIONS:-$(SANITIZE_UBSAN_OPTIONS)}" $(SANITIZE_MAKE) unit
 
-TOOL_SRCS = $(sort $(wildcard test/tools/*.c test/bench/*.c))
+# mcceval is three files (mcceval.h): the parts are not tools of their own
+MCCEVAL_SRCS = test/tools/mcceval.c test/tools/mcceval_fvc.c test/tools/mcceval_ident.c
+TOOL_SRCS = $(filter-out $(wordlist 2,3,$(MCCEVAL_SRCS)),$(sort $(wildcard test/tools/*.c test/bench/*.c)))
 TOOL_BINS = $(patsubst test/%.c,$(BUILD)/%,$(TOOL_SRCS))
 
 $(BUILD)/tools/%: test/tools/%.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
+
+$(BUILD)/tools/mcceval: $(MCCEVAL_SRCS) test/tools/mcceval.h $(BUILD)/libmcccore.a
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE $(MCCEVAL_SRCS) $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
 $(BUILD)/bench/%: test/bench/%.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)

@@ -41,7 +41,7 @@ ifneq ($(strip $(NVCC)),)
 CH_NVCCFLAGS = $(NVCCFLAGS) --fmad=false
 CH_GPU_LINK = $(CUDA_LINK)
 
-$(CH_DIR)/mcc_chamfer_cu.o: kernels/impl/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h kernels/impl/mcc_cuda_util.h $(CORE_HDRS)
+$(CH_DIR)/mcc_chamfer_cu.o: kernels/impl/mcc_chamfer.cu kernels/mcc_chamfer_gpu.h kernels/impl/mcc_gpu_rt.h $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(CH_NVCCFLAGS) -c $< -o $@
 

@@ -58,7 +58,7 @@ $(BUILD)/gpu/core/%.o: src/core/%.c $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
 
-$(BUILD)/gpu/%.o: test/gpu/%.c $(wildcard test/gpu/*.h) $(wildcard kernels/*.h) $(CORE_HDRS)
+$(BUILD)/gpu/%.o: test/gpu/%.c $(wildcard test/gpu/*.h test/unit/*.h) $(wildcard kernels/*.h) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
 
@@ -74,10 +74,11 @@ $(BUILD)/gpu/gpu_check_refine $(BUILD)/gpu/gpu_bench_refine: $(BUILD)/gpu/%: $(B
 	$(GPU_CC) -o $@ $^ $(GPU_LINK)
 
 # The accuracy tool with its LSS stage on the GPU (mcceval ident --gpu)
-$(BUILD)/gpu/mcceval: test/tools/mcceval.c $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS) \
+MCCEVAL_SRCS ?= test/tools/mcceval.c test/tools/mcceval_fvc.c test/tools/mcceval_ident.c
+$(BUILD)/gpu/mcceval: $(MCCEVAL_SRCS) test/tools/mcceval.h $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS) \
 		$(wildcard kernels/*.h) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
-	$(GPU_CC) $(GPU_CFLAGS) -DMCC_EVAL_GPU -o $@ test/tools/mcceval.c $(BUILD)/libmccgpu.a \
+	$(GPU_CC) $(GPU_CFLAGS) -DMCC_EVAL_GPU -o $@ $(MCCEVAL_SRCS) $(BUILD)/libmccgpu.a \
 		$(GPU_CORE_OBJS) $(GPU_LINK)
 
 # The matcher engine with its GPU path, and its tests linked against it.

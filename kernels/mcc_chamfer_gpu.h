@@ -22,11 +22,11 @@
  * gpu-check-chamfer states and checks the tolerances). GPU results are
  * deterministic for a given device and point count.
  *
- * Errors: every function returns an mcc_chamfer_gpu_code and fills err.
- * Nothing aborts or exits. No driver or no device is a clean
- * MCC_CHAMFER_GPU_NO_DRIVER / NO_DEVICE. MCC_CHAMFER_GPU_STICKY means the
- * CUDA context of the process is corrupt: close the context and use the
- * CPU. Bad input (the core's checks) is MCC_CHAMFER_GPU_INVALID with the
+ * Errors: every function returns an mcc_gpu_code (mcc_gpu_runtime.h, the
+ * codes of every library of kernels/) and fills err. No driver or no
+ * device is a clean MCC_GPU_NO_DRIVER / NO_DEVICE. MCC_GPU_STICKY means
+ * the CUDA context of the process is corrupt: close the context and use
+ * the CPU. Bad input (the core's checks) is MCC_GPU_INVALID with the
  * core's status in err->status. A context is used by one thread at a time.
  */
 #ifndef MCC_CHAMFER_GPU_H
@@ -44,18 +44,7 @@ extern "C"
 
 #include "mcc_chamfer.h"
 #include "mcc_error.h"
-
-typedef enum mcc_chamfer_gpu_code
-{
-	MCC_CHAMFER_GPU_OK = 0,
-	MCC_CHAMFER_GPU_NO_DRIVER,	/* no usable CUDA driver */
-	MCC_CHAMFER_GPU_NO_DEVICE,	/* a driver, but no (such) device */
-	MCC_CHAMFER_GPU_INVALID,	/* bad input or call order; err->status says which */
-	MCC_CHAMFER_GPU_OOM,		/* device memory exhausted; the context is usable */
-	MCC_CHAMFER_GPU_STICKY,		/* CUDA context corrupt: close it, fall back */
-	MCC_CHAMFER_GPU_CUDA,		/* another CUDA error; the context is usable */
-	MCC_CHAMFER_GPU_CANCELED	/* opts->cancel / opts->poll stopped it */
-} mcc_chamfer_gpu_code;
+#include "mcc_gpu_runtime.h"
 
 typedef struct mcc_chamfer_gpu mcc_chamfer_gpu;
 
@@ -67,11 +56,11 @@ typedef struct mcc_chamfer_gpu_times
 	double		solve_ms;		/* LM iterations (kernels, copies of the sums) */
 } mcc_chamfer_gpu_times;
 
-/* Usable devices in *count (0 with MCC_CHAMFER_GPU_NO_DEVICE / NO_DRIVER). */
-mcc_chamfer_gpu_code mcc_chamfer_gpu_device_count(int *count, mcc_error *err);
+/* Usable devices in *count (0 with MCC_GPU_NO_DEVICE / NO_DRIVER). */
+mcc_gpu_code mcc_chamfer_gpu_device_count(int *count, mcc_error *err);
 
 /* A context on a device (ordinal); *out is NULL on failure. */
-mcc_chamfer_gpu_code mcc_chamfer_gpu_open(int device, mcc_chamfer_gpu **out, mcc_error *err);
+mcc_gpu_code mcc_chamfer_gpu_open(int device, mcc_chamfer_gpu **out, mcc_error *err);
 
 /* Free a context (NULL is fine). */
 void		mcc_chamfer_gpu_close(mcc_chamfer_gpu *g);
@@ -83,11 +72,11 @@ const char *mcc_chamfer_gpu_device_name(const mcc_chamfer_gpu *g);
  * Upload a prepared reference (its normalized points and distance
  * transform); it stays until the next call. ref must outlive its use.
  */
-mcc_chamfer_gpu_code mcc_chamfer_gpu_set_reference(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref,
+mcc_gpu_code mcc_chamfer_gpu_set_reference(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref,
 												   mcc_error *err);
 
 /* Upload a prepared observed set (normalized for the reference set). */
-mcc_chamfer_gpu_code mcc_chamfer_gpu_set_observed(mcc_chamfer_gpu *g, const mcc_chamfer_obs *obs,
+mcc_gpu_code mcc_chamfer_gpu_set_observed(mcc_chamfer_gpu *g, const mcc_chamfer_obs *obs,
 												  mcc_error *err);
 
 /*
@@ -113,7 +102,7 @@ mcc_status	mcc_chamfer_gpu_score(void *ctx, const mcc_chamfer_pyramid *pyr, int 
  * mcc_chamfer_gpu_set_reference (the same ref): prepare, upload, solve.
  * opts->pipelined selects PGPU (1) or TGPU (0); opts->threads is ignored.
  */
-mcc_chamfer_gpu_code mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref,
+mcc_gpu_code mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref,
 											   const double *obs, size_t n,
 											   const mcc_chamfer_opts *opts,
 											   mcc_chamfer_result *res, mcc_error *err);
@@ -123,7 +112,7 @@ mcc_chamfer_gpu_code mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_cha
  * CPU, as in the paper): like mcc_chamfer_align, opts NULL for defaults
  * with pipelined = 1.
  */
-mcc_chamfer_gpu_code mcc_chamfer_gpu_align(mcc_chamfer_gpu *g, const double *obs, size_t n_obs,
+mcc_gpu_code mcc_chamfer_gpu_align(mcc_chamfer_gpu *g, const double *obs, size_t n_obs,
 										   const double *ref, size_t n_ref, int dim,
 										   const mcc_chamfer_opts *opts, mcc_chamfer_result *res,
 										   mcc_error *err);

@@ -18,14 +18,14 @@
  * rules), so the cost, distance, maps, warped images and differences
  * equal mcc_dp2d_match()'s bit for bit; make gpu-check-dp2d checks it.
  *
- * Errors: every function returns an mcc_dp2d_gpu_code and fills err
- * (PostgreSQL style). Nothing aborts or exits; no driver or no device is a
- * clean MCC_DP2D_GPU_NO_DRIVER / MCC_DP2D_GPU_NO_DEVICE. After
- * MCC_DP2D_GPU_STICKY the process's CUDA context is lost: close the
- * context and use the CPU. A context is used by one thread at a time.
+ * Errors: every function returns an mcc_gpu_code (mcc_gpu_runtime.h, the
+ * codes of every library of kernels/) and fills err; no driver or no
+ * device is a clean MCC_GPU_NO_DRIVER / MCC_GPU_NO_DEVICE. After
+ * MCC_GPU_STICKY the process's CUDA context is lost: close the context
+ * and use the CPU. A context is used by one thread at a time.
  *
  * Device code is built for compute capability 9.0 (H100/H200), with PTX
- * for later GPUs; older GPUs get MCC_DP2D_GPU_UNSUPPORTED.
+ * for later GPUs; older GPUs get MCC_GPU_UNSUPPORTED.
  */
 #ifndef MCC_DP2D_GPU_H
 #define MCC_DP2D_GPU_H
@@ -40,20 +40,7 @@ extern "C"
 
 #include "mcc_dp2d.h"
 #include "mcc_error.h"
-
-typedef enum mcc_dp2d_gpu_code
-{
-	MCC_DP2D_GPU_OK = 0,
-	MCC_DP2D_GPU_NO_DRIVER,		/* no usable CUDA driver */
-	MCC_DP2D_GPU_NO_DEVICE,		/* a driver, but no (such) device */
-	MCC_DP2D_GPU_UNSUPPORTED,	/* a device the kernels were not built for */
-	MCC_DP2D_GPU_INVALID,		/* bad argument (err says which) */
-	MCC_DP2D_GPU_OOM,			/* device or host memory exhausted; usable */
-	MCC_DP2D_GPU_STICKY,		/* CUDA context lost: close, fall back */
-	MCC_DP2D_GPU_CUDA,			/* another CUDA error; the context is usable */
-	MCC_DP2D_GPU_CANCELLED,		/* *cancel was raised between chunks */
-	MCC_DP2D_GPU_INTERNAL		/* a device result failed its check (a bug) */
-} mcc_dp2d_gpu_code;
+#include "mcc_gpu_runtime.h"
 
 typedef struct mcc_dp2d_gpu mcc_dp2d_gpu;
 
@@ -61,7 +48,7 @@ typedef struct mcc_dp2d_gpu mcc_dp2d_gpu;
  * Open a context on device ordinal (-1: device 0). Fails cleanly without a
  * driver or device.
  */
-mcc_dp2d_gpu_code mcc_dp2d_gpu_open(int ordinal, mcc_dp2d_gpu **ctx, mcc_error *err);
+mcc_gpu_code mcc_dp2d_gpu_open(int ordinal, mcc_dp2d_gpu **ctx, mcc_error *err);
 
 /* Free the context and its device memory (NULL is fine). */
 void		mcc_dp2d_gpu_close(mcc_dp2d_gpu *ctx);
@@ -102,9 +89,9 @@ typedef struct mcc_dp2d_gpu_batch
 /*
  * Run a batch (in chunks that fit the device's memory). cancel, if not
  * NULL, is read between chunks: when it becomes nonzero the call returns
- * MCC_DP2D_GPU_CANCELLED with the outputs part-filled.
+ * MCC_GPU_CANCELLED with the outputs part-filled.
  */
-mcc_dp2d_gpu_code mcc_dp2d_gpu_run(mcc_dp2d_gpu *ctx, const mcc_dp2d_gpu_batch *batch,
+mcc_gpu_code mcc_dp2d_gpu_run(mcc_dp2d_gpu *ctx, const mcc_dp2d_gpu_batch *batch,
 								   const volatile int *cancel, mcc_error *err);
 
 #ifdef __cplusplus

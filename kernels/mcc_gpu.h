@@ -14,12 +14,11 @@
  * rcp(den) = floor(64 * 2^32 / den) (computed exactly on the device), same
  * d = (sqrt_fx * rcp) >> 32, same LUT_p and the same IEEE division.
  *
- * Errors: every function returns an mcc_gpu_code and fills err (PostgreSQL
- * style message). Nothing aborts or exits. MCC_GPU_OOM and MCC_GPU_CUDA
- * leave the context usable. MCC_GPU_STICKY means the CUDA context of this
- * process is corrupt: every later call on the context returns it again; the
- * caller closes the context and uses the CPU path (a fresh process is needed
- * to use that GPU again).
+ * Errors: every function returns an mcc_gpu_code and fills err, as every
+ * library of kernels/ does (mcc_gpu_runtime.h says what each code means;
+ * devices are counted by mcc_gpu_probe() there). MCC_GPU_STICKY: every
+ * later call on the context returns it again; the caller closes the
+ * context and uses the CPU path.
  *
  * Threads: a context is used by one thread at a time (the matcher service
  * owns it). Gallery indices are the caller's mcc_soa template indices; they
@@ -42,37 +41,14 @@ extern "C"
 #endif
 
 #include "mcc_error.h"
+#include "mcc_gpu_runtime.h"
 #include "mcc_profile.h"
 #include "mcc_soa.h"
 #include "mcc_template.h"
 
-typedef enum mcc_gpu_code
-{
-	MCC_GPU_OK = 0,
-	MCC_GPU_NO_DRIVER,			/* no usable CUDA driver (absent or too old) */
-	MCC_GPU_NO_DEVICE,			/* a driver, but no usable device */
-	MCC_GPU_UNSUPPORTED,		/* profile or device the kernels do not handle */
-	MCC_GPU_INVALID,			/* bad argument (err says which) */
-	MCC_GPU_OOM,				/* device or pinned memory exhausted; usable */
-	MCC_GPU_STICKY,				/* CUDA context corrupt: close, fall back */
-	MCC_GPU_CUDA				/* another CUDA error; the context is usable */
-} mcc_gpu_code;
 
-#define MCC_GPU_MAX_DEVICES		16
 
 typedef struct mcc_gpu mcc_gpu;
-
-/* What a device is; filled by mcc_gpu_probe(). */
-typedef struct mcc_gpu_devinfo
-{
-	int			ordinal;
-	char		name[96];
-	int			cc_major;
-	int			cc_minor;
-	int			sm_count;
-	size_t		mem_total;
-	size_t		mem_free;
-} mcc_gpu_devinfo;
 
 /*
  * Kernel variants (tests and benchmarks pick one; 0 = the fastest measured,
@@ -154,14 +130,6 @@ typedef struct mcc_gpu_timing
 	int			blocks_per_sm;	/* match kernel occupancy (last pass) */
 	int			passes;			/* device passes (probe chunks) */
 } mcc_gpu_timing;
-
-/*
- * Count the usable devices. Never crashes without a driver: returns
- * MCC_GPU_NO_DRIVER or MCC_GPU_NO_DEVICE with the CUDA message in err.
- * info (may be NULL) receives up to max entries.
- */
-mcc_gpu_code mcc_gpu_probe(int *count, mcc_gpu_devinfo *info, int max,
-						   mcc_error *err);
 
 /*
  * Open a context on devices[0..ndev) (the same ordinal may repeat: several

@@ -11,12 +11,10 @@
  * radix sort of 60-bit keys SAD << 26 | position otherwise) and only they
  * are copied back.
  *
- * Errors: every function returns an mcc_sad_gpu_code and fills err (a
- * message in PostgreSQL style). Nothing aborts or exits. NO_DRIVER and
+ * Errors: every function returns an mcc_gpu_code (mcc_gpu_runtime.h, the
+ * codes of every library of kernels/) and fills err. NO_DRIVER and
  * NO_DEVICE come from mcc_sad_gpu_open() on a machine without a usable
- * GPU. OOM and CUDA leave the context usable; STICKY means the CUDA
- * context is corrupt (close it and use the CPU; a new process is needed to
- * use that GPU again).
+ * GPU; STICKY means the CUDA context is corrupt (close it and use the CPU).
  *
  * Threads: a context is used by one thread at a time. The matcher engine
  * owns it (docs/images.md, "GPU"); a plain C program can use it directly
@@ -34,20 +32,9 @@ extern "C"
 #endif
 
 #include "mcc_error.h"
+#include "mcc_gpu_runtime.h"
 #include "mcc_image.h"
 #include "mcc_sad.h"
-
-typedef enum mcc_sad_gpu_code
-{
-	MCC_SAD_GPU_OK = 0,
-	MCC_SAD_GPU_NO_DRIVER,		/* no usable CUDA driver */
-	MCC_SAD_GPU_NO_DEVICE,		/* a driver, but no usable device */
-	MCC_SAD_GPU_INVALID,		/* bad argument (err says which) */
-	MCC_SAD_GPU_OOM,			/* device memory exhausted; context usable */
-	MCC_SAD_GPU_CANCELLED,		/* the cancel flag was raised */
-	MCC_SAD_GPU_STICKY,			/* CUDA context corrupt: close, fall back */
-	MCC_SAD_GPU_CUDA			/* another CUDA error; context usable */
-} mcc_sad_gpu_code;
 
 /* Kernel variants: J words (4J columns) x Y rows per thread. */
 typedef enum mcc_sad_gpu_variant
@@ -84,7 +71,7 @@ const char *mcc_sad_gpu_variant_name(int variant);
  * Open device `device` (0 = the first). Probes the driver and the device;
  * no other CUDA call happens before this one.
  */
-mcc_sad_gpu_code mcc_sad_gpu_open(int device, mcc_sad_gpu **ctx, mcc_error *err);
+mcc_gpu_code mcc_sad_gpu_open(int device, mcc_sad_gpu **ctx, mcc_error *err);
 
 /* Free the context and its device memory. */
 void		mcc_sad_gpu_close(mcc_sad_gpu *ctx);
@@ -99,7 +86,7 @@ const char *mcc_sad_gpu_describe(const mcc_sad_gpu *ctx);
  * MCC_SAD_MAX_K. variant: mcc_sad_gpu_variant. cancel (may be NULL) is
  * polled between kernel launches. timing may be NULL.
  */
-mcc_sad_gpu_code mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target,
+mcc_gpu_code mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target,
 									const mcc_image *pattern, uint32_t k,
 									mcc_sad_hit *hits, uint32_t *n_hits, uint64_t *map,
 									int variant, const volatile int *cancel,

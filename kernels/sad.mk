@@ -43,7 +43,7 @@ ifneq ($(strip $(NVCC)),)
 SAD_NVCCFLAGS ?= $(NVCCFLAGS)
 SAD_GPU_LINK = $(CUDA_LINK)
 
-$(BUILD)/sad/mcc_sad_cu.o: kernels/impl/mcc_sad.cu kernels/impl/mcc_sad_body.h kernels/mcc_sad_gpu.h kernels/impl/mcc_cuda_util.h \
+$(BUILD)/sad/mcc_sad_cu.o: kernels/impl/mcc_sad.cu kernels/impl/mcc_sad_body.h kernels/mcc_sad_gpu.h kernels/impl/mcc_gpu_rt.h \
 		$(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(SAD_NVCCFLAGS) -c $< -o $@

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "mcc_chamfer_gpu.h"
-#include "mcc_cuda_util.h"
+#include "mcc_gpu_rt.h"
 
 /* Threads per block. Paper 004 found 128 best on Kepler; 256 suits Hopper's schedulers as well. */
 #define CH_BLOCK		256
@@ -35,7 +35,7 @@ struct mcc_chamfer_gpu
 	int			device;
 	char		name[128];
 	int			sm_count;
-	int			sticky;			/* a sticky error happened: refuse further work */
+	mcc_gpu_rt_lost lost;		/* a sticky error happened: refuse further work */
 	cudaStream_t stream;
 	/* reference: distance transform and normalized points */
 	int32_t    *d_site;
@@ -55,7 +55,7 @@ struct mcc_chamfer_gpu
 	double	   *d_out;
 	double	   *h_out;			/* pinned, MCC_CHAMFER_MAX_SUMS */
 	int			grid[2][MCC_XFORM_COUNT][2];	/* blocks per launch, by occupancy */
-	mcc_chamfer_gpu_code last;	/* code of the last failure inside the evaluator */
+	mcc_gpu_code last;	/* code of the last failure inside the evaluator */
 	mcc_chamfer_gpu_times times;
 	/* the global search (mcc_chamfer_search.h): the pyramid's levels, a batch */
 	uint64_t	pyr_id;			/* pyramid uploaded (0: none) */
@@ -70,58 +70,18 @@ struct mcc_chamfer_gpu
 	size_t		cap_scores;
 };
 
-/* Map a CUDA error to a code and an error message (what says which call). */
-static mcc_chamfer_gpu_code
+/* A CUDA failure as a code and a message (the runtime's translation). */
+static mcc_gpu_code
 cuda_fail(mcc_chamfer_gpu *g, cudaError_t e, const char *what, mcc_error *err)
 {
-	mcc_chamfer_gpu_code code;
-
-	switch (e)
-	{
-		case cudaErrorInsufficientDriver:
-		case cudaErrorInitializationError:
-		case cudaErrorStubLibrary:
-		case cudaErrorCallRequiresNewerDriver:
-			code = MCC_CHAMFER_GPU_NO_DRIVER;
-			break;
-		case cudaErrorNoDevice:
-		case cudaErrorInvalidDevice:
-		case cudaErrorDevicesUnavailable:
-			code = MCC_CHAMFER_GPU_NO_DEVICE;
-			break;
-		case cudaErrorMemoryAllocation:
-			code = MCC_CHAMFER_GPU_OOM;
-			break;
-		default:
-			code = mcc_cuda_is_sticky(e) ? MCC_CHAMFER_GPU_STICKY : MCC_CHAMFER_GPU_CUDA;
-	}
-	if (g != NULL && code == MCC_CHAMFER_GPU_STICKY)
-		g->sticky = 1;
-	mcc_error_set(err, code == MCC_CHAMFER_GPU_OOM ? MCC_ERR_MEMORY : MCC_ERR_INTERNAL,
-				  "CUDA error in %s: %s", what, cudaGetErrorString(e));
-	/* clear a non-sticky error so that later calls see their own */
-	if (code != MCC_CHAMFER_GPU_STICKY)
-		(void) cudaGetLastError();
-	return code;
+	return mcc_gpu_rt_fail(g ? &g->lost : NULL, e, what, g ? g->device : -1, err);
 }
 
 /* Usable devices. */
-extern "C" mcc_chamfer_gpu_code
+extern "C" mcc_gpu_code
 mcc_chamfer_gpu_device_count(int *count, mcc_error *err)
 {
-	int			n = 0;
-	cudaError_t e = cudaGetDeviceCount(&n);
-
-	*count = 0;
-	if (e != cudaSuccess)
-		return cuda_fail(NULL, e, "cudaGetDeviceCount", err);
-	*count = n;
-	if (n == 0)
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "no CUDA device");
-		return MCC_CHAMFER_GPU_NO_DEVICE;
-	}
-	return MCC_CHAMFER_GPU_OK;
+	return mcc_gpu_rt_count(count, err);
 }
 
 /* Sum of v over a warp, fixed shuffle order. */
@@ -290,44 +250,28 @@ set_grid(mcc_chamfer_gpu *g)
 }
 
 /* Open a context. */
-extern "C" mcc_chamfer_gpu_code
+extern "C" mcc_gpu_code
 mcc_chamfer_gpu_open(int device, mcc_chamfer_gpu **out, mcc_error *err)
 {
 	mcc_chamfer_gpu *g;
-	cudaDeviceProp prop;
+	mcc_gpu_rt_dev d;
 	cudaError_t e;
-	int			n = 0;
 	int			maxgrid = 0;
-	mcc_chamfer_gpu_code code;
+	mcc_gpu_code code;
 
 	*out = NULL;
-	if ((code = mcc_chamfer_gpu_device_count(&n, err)) != MCC_CHAMFER_GPU_OK)
-		return code;
-	if (device < 0 || device >= n)
-	{
-		mcc_error_set(err, MCC_ERR_VALUE, "no CUDA device %d (%d present)", device, n);
-		return MCC_CHAMFER_GPU_NO_DEVICE;
-	}
 	for (int t = 0; t < MCC_XFORM_COUNT; t++)
-		for (int d = 2; d <= 3; d++)
-			if (ch_nsums(t, d) != mcc_chamfer_nsums(t, d))
-			{
-				mcc_error_set(err, MCC_ERR_INTERNAL, "GPU and core disagree on the sum layout");
-				return MCC_CHAMFER_GPU_INVALID;
-			}
-	if ((e = cudaSetDevice(device)) != cudaSuccess)
-		return cuda_fail(NULL, e, "cudaSetDevice", err);
-	if ((e = cudaGetDeviceProperties(&prop, device)) != cudaSuccess)
-		return cuda_fail(NULL, e, "cudaGetDeviceProperties", err);
+		for (int k = 2; k <= 3; k++)
+			if (ch_nsums(t, k) != mcc_chamfer_nsums(t, k))
+				return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "GPU and core disagree on the sum layout");
+	if ((code = mcc_gpu_rt_open(device, 9, "chamfer alignment", &d, err)) != MCC_GPU_OK)
+		return code;
 	g = (mcc_chamfer_gpu *) calloc(1, sizeof(*g));
 	if (g == NULL)
-	{
-		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for a GPU context");
-		return MCC_CHAMFER_GPU_OOM;
-	}
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of memory for a GPU context");
 	g->device = device;
-	snprintf(g->name, sizeof(g->name), "%s", prop.name);
-	g->sm_count = prop.multiProcessorCount;
+	snprintf(g->name, sizeof(g->name), "%s", d.name);
+	g->sm_count = d.sm_count;
 	if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
 		(e = cudaMalloc((void **) &g->d_out, sizeof(double) * MCC_CHAMFER_MAX_SUMS)) != cudaSuccess ||
 		(e = cudaMallocHost((void **) &g->h_out, sizeof(double) * MCC_CHAMFER_MAX_SUMS)) != cudaSuccess)
@@ -357,7 +301,7 @@ mcc_chamfer_gpu_open(int device, mcc_chamfer_gpu **out, mcc_error *err)
 		return code;
 	}
 	*out = g;
-	return MCC_CHAMFER_GPU_OK;
+	return MCC_GPU_OK;
 }
 
 /* Free a context. */
@@ -409,30 +353,27 @@ ensure(void **buf, size_t *cap, size_t need, size_t size)
 }
 
 /* A usable context, on its device. */
-static mcc_chamfer_gpu_code
+static mcc_gpu_code
 ready(mcc_chamfer_gpu *g, mcc_error *err)
 {
 	cudaError_t e;
 
-	if (g->sticky)
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "the CUDA context is corrupt after an earlier error");
-		return MCC_CHAMFER_GPU_STICKY;
-	}
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	if ((e = cudaSetDevice(g->device)) != cudaSuccess)
 		return cuda_fail(g, e, "cudaSetDevice", err);
-	return MCC_CHAMFER_GPU_OK;
+	return MCC_GPU_OK;
 }
 
 /* Upload a reference set. */
-extern "C" mcc_chamfer_gpu_code
+extern "C" mcc_gpu_code
 mcc_chamfer_gpu_set_reference(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, mcc_error *err)
 {
-	mcc_chamfer_gpu_code code;
+	mcc_gpu_code code;
 	cudaError_t e;
 	size_t		nref = ref->n * (size_t) ref->dim;
 
-	if ((code = ready(g, err)) != MCC_CHAMFER_GPU_OK)
+	if ((code = ready(g, err)) != MCC_GPU_OK)
 		return code;
 	g->ref = NULL;
 	if ((e = ensure((void **) &g->d_site, &g->cap_site, ref->edt.cells, sizeof(int32_t))) != cudaSuccess ||
@@ -447,23 +388,23 @@ mcc_chamfer_gpu_set_reference(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, mc
 	g->geom = ref->edt.geom;
 	g->ref = ref;
 	g->dim = ref->dim;
-	return MCC_CHAMFER_GPU_OK;
+	return MCC_GPU_OK;
 }
 
 /* Upload an observed set. */
-extern "C" mcc_chamfer_gpu_code
+extern "C" mcc_gpu_code
 mcc_chamfer_gpu_set_observed(mcc_chamfer_gpu *g, const mcc_chamfer_obs *obs, mcc_error *err)
 {
-	mcc_chamfer_gpu_code code;
+	mcc_gpu_code code;
 	cudaError_t e;
 	size_t		n = obs->n * (size_t) obs->dim;
 
-	if ((code = ready(g, err)) != MCC_CHAMFER_GPU_OK)
+	if ((code = ready(g, err)) != MCC_GPU_OK)
 		return code;
 	if (g->ref == NULL || obs->dim != g->dim)
 	{
 		mcc_error_set(err, MCC_ERR_INTERNAL, "observed set uploaded without a matching reference");
-		return MCC_CHAMFER_GPU_INVALID;
+		return MCC_GPU_INVALID;
 	}
 	g->n_obs = 0;
 	if ((e = ensure((void **) &g->d_obs, &g->cap_obs, n, sizeof(double))) != cudaSuccess)
@@ -473,7 +414,7 @@ mcc_chamfer_gpu_set_observed(mcc_chamfer_gpu *g, const mcc_chamfer_obs *obs, mcc
 		(e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
 		return cuda_fail(g, e, "upload of the observed points", err);
 	g->n_obs = (long long) obs->n;
-	return MCC_CHAMFER_GPU_OK;
+	return MCC_GPU_OK;
 }
 
 /* The evaluator (see the header). */
@@ -485,9 +426,9 @@ mcc_chamfer_gpu_eval(void *ctx, const mcc_chamfer_xf *xf, int gh, double *sums, 
 	cudaError_t e = cudaSuccess;
 	int			key = (xf->dim - 2) * 8 + xf->type * 2 + (gh ? 1 : 0);
 
-	if (g->sticky || g->n_obs == 0 || xf->dim != g->dim || xf->type < 0 || xf->type >= MCC_XFORM_COUNT)
+	if (g->lost.lost || g->n_obs == 0 || xf->dim != g->dim || xf->type < 0 || xf->type >= MCC_XFORM_COUNT)
 	{
-		g->last = g->sticky ? MCC_CHAMFER_GPU_STICKY : MCC_CHAMFER_GPU_INVALID;
+		g->last = g->lost.lost ? MCC_GPU_STICKY : MCC_GPU_INVALID;
 		return mcc_error_set(err, MCC_ERR_INTERNAL, "GPU evaluator not ready for this transform");
 	}
 	switch (key)
@@ -558,9 +499,9 @@ mcc_chamfer_gpu_score(void *ctx, const mcc_chamfer_pyramid *pyr, int level, cons
 	cudaError_t e;
 	int			blocks = (n_poses + CH_SCORE_WARPS - 1) / CH_SCORE_WARPS;
 
-	if (g->sticky || level < 0 || level >= pyr->levels || n < 0 || n_poses < 0)
+	if (g->lost.lost || level < 0 || level >= pyr->levels || n < 0 || n_poses < 0)
 	{
-		g->last = g->sticky ? MCC_CHAMFER_GPU_STICKY : MCC_CHAMFER_GPU_INVALID;
+		g->last = g->lost.lost ? MCC_GPU_STICKY : MCC_GPU_INVALID;
 		return mcc_error_set(err, MCC_ERR_INTERNAL, "GPU scorer not ready for this batch");
 	}
 	if (n_poses == 0)
@@ -592,7 +533,7 @@ mcc_chamfer_gpu_score(void *ctx, const mcc_chamfer_pyramid *pyr, int level, cons
 }
 
 /* Align with the uploaded reference. */
-extern "C" mcc_chamfer_gpu_code
+extern "C" mcc_gpu_code
 mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const double *obs,
 						  size_t n, const mcc_chamfer_opts *opts, mcc_chamfer_result *res,
 						  mcc_error *err)
@@ -600,7 +541,7 @@ mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const 
 	mcc_chamfer_opts o;
 	mcc_chamfer_obs ob;
 	mcc_chamfer_evaluator ev;
-	mcc_chamfer_gpu_code code;
+	mcc_gpu_code code;
 	mcc_status	st;
 	double		t0;
 	double		t1;
@@ -613,25 +554,25 @@ mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const 
 	}
 	else
 		o = *opts;
-	if ((code = ready(g, err)) != MCC_CHAMFER_GPU_OK)
+	if ((code = ready(g, err)) != MCC_GPU_OK)
 		return code;
 	if (g->ref != ref)
 	{
 		mcc_error_set(err, MCC_ERR_INTERNAL, "the reference was not uploaded to this context");
-		return MCC_CHAMFER_GPU_INVALID;
+		return MCC_GPU_INVALID;
 	}
 	t0 = mcc_cuda_now_ms();
 	if (mcc_chamfer_obs_prepare(ref, obs, n, o.transform, &ob, err) != MCC_OK)
-		return MCC_CHAMFER_GPU_INVALID;
+		return MCC_GPU_INVALID;
 	code = mcc_chamfer_gpu_set_observed(g, &ob, err);
 	t1 = mcc_cuda_now_ms();
 	g->times.observed_ms = t1 - t0;
-	if (code != MCC_CHAMFER_GPU_OK)
+	if (code != MCC_GPU_OK)
 	{
 		mcc_chamfer_obs_free(&ob);
 		return code;
 	}
-	g->last = MCC_CHAMFER_GPU_OK;
+	g->last = MCC_GPU_OK;
 	memset(&ev, 0, sizeof(ev));
 	ev.eval = mcc_chamfer_gpu_eval;
 	ev.ctx = g;
@@ -641,21 +582,21 @@ mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const 
 	g->times.solve_ms = mcc_cuda_now_ms() - t1;
 	mcc_chamfer_obs_free(&ob);
 	if (st == MCC_OK)
-		return MCC_CHAMFER_GPU_OK;
+		return MCC_GPU_OK;
 	if (res->canceled)
-		return MCC_CHAMFER_GPU_CANCELED;
-	return g->last != MCC_CHAMFER_GPU_OK ? g->last : MCC_CHAMFER_GPU_INVALID;
+		return MCC_GPU_CANCELLED;
+	return g->last != MCC_GPU_OK ? g->last : MCC_GPU_INVALID;
 }
 
 /* The whole alignment with the GPU evaluator. */
-extern "C" mcc_chamfer_gpu_code
+extern "C" mcc_gpu_code
 mcc_chamfer_gpu_align(mcc_chamfer_gpu *g, const double *obs, size_t n_obs, const double *ref,
 					  size_t n_ref, int dim, const mcc_chamfer_opts *opts,
 					  mcc_chamfer_result *res, mcc_error *err)
 {
 	mcc_chamfer_opts o;
 	mcc_chamfer_ref rf;
-	mcc_chamfer_gpu_code code;
+	mcc_gpu_code code;
 	double		t0;
 
 	memset(res, 0, sizeof(*res));
@@ -667,11 +608,11 @@ mcc_chamfer_gpu_align(mcc_chamfer_gpu *g, const double *obs, size_t n_obs, const
 	else
 		o = *opts;
 	if (mcc_chamfer_ref_build(ref, n_ref, dim, &o, &rf, err) != MCC_OK)
-		return (o.cancel && *o.cancel) ? MCC_CHAMFER_GPU_CANCELED : MCC_CHAMFER_GPU_INVALID;
+		return (o.cancel && *o.cancel) ? MCC_GPU_CANCELLED : MCC_GPU_INVALID;
 	t0 = mcc_cuda_now_ms();
 	code = mcc_chamfer_gpu_set_reference(g, &rf, err);
 	g->times.reference_ms = mcc_cuda_now_ms() - t0;
-	if (code == MCC_CHAMFER_GPU_OK)
+	if (code == MCC_GPU_OK)
 		code = mcc_chamfer_gpu_align_ref(g, &rf, obs, n_obs, &o, res, err);
 	g->ref = NULL;				/* rf dies here */
 	mcc_chamfer_ref_free(&rf);

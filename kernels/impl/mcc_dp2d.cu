@@ -16,7 +16,7 @@
  *               back-traces the column map, then the warp writes the warped
  *               row and adds its differing pixels to the pair's count. Its
  *               final value must equal cost[pair][i][row_map[i]]; a
- *               mismatch raises a flag (MCC_DP2D_GPU_INTERNAL).
+ *               mismatch raises a flag (MCC_GPU_INTERNAL).
  * The per-lane step is kernels/impl/mcc_dp2d_wave.h, shared with the host
  * emulation that test_dp2d_wave checks against the CPU reference.
  */
@@ -27,7 +27,7 @@
 
 #include <cuda_runtime.h>
 
-#include "mcc_cuda_util.h"
+#include "mcc_gpu_rt.h"
 #include "mcc_dp2d_gpu.h"
 #include "mcc_dp2d_wave.h"
 
@@ -40,7 +40,7 @@ struct mcc_dp2d_gpu
 	int			device;
 	char		name[96];
 	size_t		smem_optin;		/* dynamic shared memory a block may use */
-	int			broken;
+	mcc_gpu_rt_lost lost;		/* a sticky error happened (mcc_gpu_rt.h) */
 	cudaStream_t stream;
 	/* device buffers, grown on demand */
 	uint8_t    *d_a;
@@ -296,64 +296,11 @@ k_warp(const uint8_t *A, const uint8_t *B, const uint32_t *pa, const uint32_t *p
 /* ------------------------------------------------------------------ */
 /* host code                                                           */
 
-/* Set err; returns code. */
-static mcc_dp2d_gpu_code
-gpu_err(mcc_error *err, mcc_dp2d_gpu_code code, const char *fmt, ...)
-{
-	va_list		ap;
-
-	if (err)
-	{
-		err->status = code == MCC_DP2D_GPU_OOM ? MCC_ERR_MEMORY :
-			code == MCC_DP2D_GPU_INVALID ? MCC_ERR_VALUE :
-			code == MCC_DP2D_GPU_UNSUPPORTED ? MCC_ERR_VALUE : MCC_ERR_INTERNAL;
-		va_start(ap, fmt);
-		vsnprintf(err->message, sizeof(err->message), fmt, ap);
-		va_end(ap);
-		err->detail[0] = 0;
-	}
-	return code;
-}
-
-/* A CUDA failure as a code and a message. */
-static mcc_dp2d_gpu_code
+/* A CUDA failure as a code and a message (the runtime's translation). */
+static mcc_gpu_code
 gpu_fail(mcc_dp2d_gpu *g, cudaError_t e, const char *what, mcc_error *err)
 {
-	mcc_dp2d_gpu_code code;
-
-	(void) cudaGetLastError();
-	switch (e)
-	{
-		case cudaErrorMemoryAllocation:
-			code = MCC_DP2D_GPU_OOM;
-			break;
-		case cudaErrorInsufficientDriver:
-		case cudaErrorSystemDriverMismatch:
-		case cudaErrorStubLibrary:
-		case cudaErrorInitializationError:
-			code = MCC_DP2D_GPU_NO_DRIVER;
-			break;
-		case cudaErrorNoDevice:
-		case cudaErrorInvalidDevice:
-		case cudaErrorDevicesUnavailable:
-			code = MCC_DP2D_GPU_NO_DEVICE;
-			break;
-		case cudaErrorNoKernelImageForDevice:
-		case cudaErrorUnsupportedPtxVersion:
-			code = MCC_DP2D_GPU_UNSUPPORTED;
-			break;
-		default:
-			code = mcc_cuda_is_sticky(e) ? MCC_DP2D_GPU_STICKY : MCC_DP2D_GPU_CUDA;
-			break;
-	}
-	gpu_err(err, code, "%s%s failed: %s (%s)", code == MCC_DP2D_GPU_STICKY ?
-			"unrecoverable GPU error: " : "", what, cudaGetErrorString(e), cudaGetErrorName(e));
-	if (err && code == MCC_DP2D_GPU_STICKY)
-		snprintf(err->detail, sizeof(err->detail),
-				 "The CUDA context of this process is lost; use the CPU path.");
-	if (g && code == MCC_DP2D_GPU_STICKY)
-		g->broken = 1;
-	return code;
+	return mcc_gpu_rt_fail(g ? &g->lost : NULL, e, what, -1, err);
 }
 
 #define CUDA_TRY(g, call, what) \
@@ -417,46 +364,32 @@ allow_smem(size_t bytes)
 }
 
 /* Open a context. */
-extern "C" mcc_dp2d_gpu_code
+extern "C" mcc_gpu_code
 mcc_dp2d_gpu_open(int ordinal, mcc_dp2d_gpu **out, mcc_error *err)
 {
 	mcc_dp2d_gpu *g;
-	cudaDeviceProp pr;
-	int			n = 0;
+	mcc_gpu_rt_dev d;
+	mcc_gpu_code code;
 	cudaError_t e;
 
 	*out = NULL;
-	if ((e = cudaGetDeviceCount(&n)) != cudaSuccess)
-		return gpu_fail(NULL, e, "CUDA device probe", err);
-	if (n == 0)
-		return gpu_err(err, MCC_DP2D_GPU_NO_DEVICE, "no CUDA device found");
-	if (ordinal < 0)
-		ordinal = 0;
-	if (ordinal >= n)
-		return gpu_err(err, MCC_DP2D_GPU_NO_DEVICE, "no CUDA device %d (%d found)", ordinal, n);
-	if ((e = cudaGetDeviceProperties(&pr, ordinal)) != cudaSuccess)
-		return gpu_fail(NULL, e, "device properties", err);
-	if (pr.major < 9)
-		return gpu_err(err, MCC_DP2D_GPU_UNSUPPORTED,
-					   "GPU %d (%s) has compute capability %d.%d; elastic matching kernels need 9.0",
-					   ordinal, pr.name, pr.major, pr.minor);
+	if ((code = mcc_gpu_rt_open(ordinal < 0 ? 0 : ordinal, 9, "elastic matching", &d, err)) != MCC_GPU_OK)
+		return code;
 	if ((g = (mcc_dp2d_gpu *) calloc(1, sizeof(*g))) == NULL)
-		return gpu_err(err, MCC_DP2D_GPU_OOM, "out of memory for a GPU context");
-	g->device = ordinal;
-	snprintf(g->name, sizeof(g->name), "%s", pr.name);
-	g->smem_optin = pr.sharedMemPerBlockOptin;
-	if ((e = cudaSetDevice(ordinal)) != cudaSuccess ||
-		(e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of memory for a GPU context");
+	g->device = d.ordinal;
+	snprintf(g->name, sizeof(g->name), "%s", d.name);
+	g->smem_optin = d.smem_optin;
+	if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
 		(e = allow_smem(g->smem_optin)) != cudaSuccess ||
 		(e = cudaMalloc((void **) &g->d_flag, sizeof(int))) != cudaSuccess)
 	{
-		mcc_dp2d_gpu_code code = gpu_fail(NULL, e, "GPU context setup", err);
-
+		code = gpu_fail(NULL, e, "GPU context setup", err);
 		mcc_dp2d_gpu_close(g);
 		return code;
 	}
 	*out = g;
-	return MCC_DP2D_GPU_OK;
+	return MCC_GPU_OK;
 }
 
 /* Free everything. */
@@ -465,7 +398,7 @@ mcc_dp2d_gpu_close(mcc_dp2d_gpu *g)
 {
 	if (g == NULL)
 		return;
-	if (!g->broken)
+	if (!g->lost.lost)
 	{
 		cudaSetDevice(g->device);
 		cudaFree(g->d_a);
@@ -524,31 +457,31 @@ pair_bytes(const mcc_dp2d_gpu_batch *bt)
 }
 
 /* Check a batch. */
-static mcc_dp2d_gpu_code
+static mcc_gpu_code
 check_batch(const mcc_dp2d_gpu_batch *bt, mcc_error *err)
 {
 	mcc_image	a = {bt->wa, bt->ha, bt->wa, (uint8_t *) bt->a};
 	mcc_image	b = {bt->wb, bt->hb, bt->wb, (uint8_t *) bt->b};
 
 	if (bt->a == NULL || bt->b == NULL || bt->pair_a == NULL || bt->pair_b == NULL)
-		return gpu_err(err, MCC_DP2D_GPU_INVALID, "missing arrays in a GPU elastic matching batch");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "missing arrays in a GPU elastic matching batch");
 	if (mcc_dp2d_check(&a, &b, err) != MCC_OK)
-		return MCC_DP2D_GPU_INVALID;	/* err says why */
+		return MCC_GPU_INVALID;	/* err says why */
 	if (bt->npairs == 0 || bt->npairs > MCC_DP2D_MAX_PAIRS || bt->na == 0 || bt->nb == 0)
-		return gpu_err(err, MCC_DP2D_GPU_INVALID, "empty or oversized GPU elastic matching batch");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "empty or oversized GPU elastic matching batch");
 	for (uint32_t k = 0; k < bt->npairs; k++)
 		if (bt->pair_a[k] >= bt->na || bt->pair_b[k] >= bt->nb)
-			return gpu_err(err, MCC_DP2D_GPU_INVALID, "pair %u refers to image (%u, %u) of (%u, %u)",
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %u refers to image (%u, %u) of (%u, %u)",
 						   k, bt->pair_a[k], bt->pair_b[k], bt->na, bt->nb);
-	return MCC_DP2D_GPU_OK;
+	return MCC_GPU_OK;
 }
 
 /* Run a batch in chunks. */
-extern "C" mcc_dp2d_gpu_code
+extern "C" mcc_gpu_code
 mcc_dp2d_gpu_run(mcc_dp2d_gpu *g, const mcc_dp2d_gpu_batch *bt, const volatile int *cancel,
 				 mcc_error *err)
 {
-	mcc_dp2d_gpu_code code;
+	mcc_gpu_code code;
 	uint32_t	wa = bt->wa,
 				ha = bt->ha,
 				wb = bt->wb,
@@ -570,13 +503,13 @@ mcc_dp2d_gpu_run(mcc_dp2d_gpu *g, const mcc_dp2d_gpu_batch *bt, const volatile i
 	uint32_t   *h_total = NULL;
 
 	if (g == NULL)
-		return gpu_err(err, MCC_DP2D_GPU_INVALID, "no GPU context");
-	if (g->broken)
-		return gpu_err(err, MCC_DP2D_GPU_STICKY, "the GPU context was lost earlier");
-	if ((code = check_batch(bt, err)) != MCC_DP2D_GPU_OK)
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "no GPU context");
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
+	if ((code = check_batch(bt, err)) != MCC_GPU_OK)
 		return code;
 	if (outer_smem > g->smem_optin || warp_bytes > g->smem_optin)
-		return gpu_err(err, MCC_DP2D_GPU_UNSUPPORTED, "%zu bytes of shared memory needed, %zu available",
+		return mcc_gpu_rt_err(err, MCC_GPU_UNSUPPORTED, "%zu bytes of shared memory needed, %zu available",
 					   outer_smem > warp_bytes ? outer_smem : warp_bytes, g->smem_optin);
 	warps_per_block = (uint32_t) (g->smem_optin / warp_bytes);
 	if (warps_per_block > WARP_WARPS_MAX)
@@ -600,10 +533,10 @@ mcc_dp2d_gpu_run(mcc_dp2d_gpu *g, const mcc_dp2d_gpu_batch *bt, const volatile i
 	if (bt->max_chunk && chunk > bt->max_chunk)
 		chunk = bt->max_chunk;
 	if (chunk == 0)
-		return gpu_err(err, MCC_DP2D_GPU_OOM, "the GPU has too little free memory for one pair");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "the GPU has too little free memory for one pair");
 	CUDA_TRY(g, ensure(&g->d_work, &g->cap_work, per_pair * chunk), "GPU allocation of work buffers");
 	if ((h_total = (uint32_t *) malloc((size_t) chunk * sizeof(uint32_t))) == NULL)
-		return gpu_err(err, MCC_DP2D_GPU_OOM, "out of memory for GPU results");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of memory for GPU results");
 
 	for (uint32_t p0 = 0; p0 < bt->npairs; p0 += chunk)
 	{
@@ -624,7 +557,7 @@ mcc_dp2d_gpu_run(mcc_dp2d_gpu *g, const mcc_dp2d_gpu_batch *bt, const volatile i
 		if (cancel && *cancel)
 		{
 			free(h_total);
-			return gpu_err(err, MCC_DP2D_GPU_CANCELLED, "GPU elastic matching was cancelled");
+			return mcc_gpu_rt_err(err, MCC_GPU_CANCELLED, "GPU elastic matching was cancelled");
 		}
 #define CARVE(ptr, type, bytes) do { ptr = (type) w; w += up256(bytes); } while (0)
 		CARVE(d_pa, uint32_t *, (size_t) np * 4);
@@ -692,7 +625,7 @@ mcc_dp2d_gpu_run(mcc_dp2d_gpu *g, const mcc_dp2d_gpu_batch *bt, const volatile i
 		if (flag)
 		{
 			free(h_total);
-			return gpu_err(err, MCC_DP2D_GPU_INTERNAL,
+			return mcc_gpu_rt_err(err, MCC_GPU_INTERNAL,
 						   "GPU elastic matching recomputed a row pair differently");
 		}
 		for (uint32_t k = 0; k < np; k++)
@@ -704,5 +637,5 @@ mcc_dp2d_gpu_run(mcc_dp2d_gpu *g, const mcc_dp2d_gpu_batch *bt, const volatile i
 		}
 	}
 	free(h_total);
-	return MCC_DP2D_GPU_OK;
+	return MCC_GPU_OK;
 }

@@ -6,66 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcc_cuda_util.h"
+#include "mcc_gpu_rt.h"
 #include "mcc_gpu_int.h"
 #include "mcc_lss.h"
 
-/* Set err to a non-CUDA failure. */
-mcc_gpu_code
-mcc_gpu_err(mcc_error *err, mcc_gpu_code code, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (err)
-	{
-		err->status = code == MCC_GPU_OOM ? MCC_ERR_MEMORY :
-			code == MCC_GPU_INVALID ? MCC_ERR_VALUE :
-			code == MCC_GPU_UNSUPPORTED ? MCC_ERR_VALUE : MCC_ERR_INTERNAL;
-		va_start(ap, fmt);
-		vsnprintf(err->message, sizeof(err->message), fmt, ap);
-		va_end(ap);
-		err->detail[0] = 0;
-	}
-	return code;
-}
-
-/* Record a CUDA failure; a sticky one marks the context broken. */
+/* Record a CUDA failure (the runtime's translation); a sticky one marks the context lost. */
 mcc_gpu_code
 mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *err)
 {
-	mcc_gpu_code code;
-
-	(void) cudaGetLastError();	/* clear a non-sticky error */
-	if (e == cudaErrorMemoryAllocation)
-		code = MCC_GPU_OOM;
-	else if (mcc_cuda_is_sticky(e))
-		code = MCC_GPU_STICKY;
-	else if (e == cudaErrorInsufficientDriver)
-		code = MCC_GPU_NO_DRIVER;
-	else if (e == cudaErrorNoDevice)
-		code = MCC_GPU_NO_DEVICE;
-	else
-		code = MCC_GPU_CUDA;
-	if (dev >= 0)
-		mcc_gpu_err(err, code, "%s%s on GPU %d failed: %s (%s)",
-					code == MCC_GPU_STICKY ? "unrecoverable GPU error: " : "",
-					what, dev, cudaGetErrorString(e), cudaGetErrorName(e));
-	else
-		mcc_gpu_err(err, code, "%s%s failed: %s (%s)",
-					code == MCC_GPU_STICKY ? "unrecoverable GPU error: " : "",
-					what, cudaGetErrorString(e), cudaGetErrorName(e));
-	if (err && code == MCC_GPU_STICKY)
-		snprintf(err->detail, sizeof(err->detail),
-				 "The CUDA context of this process is lost; use the CPU path.");
-	if (err && code == MCC_GPU_OOM)
-		snprintf(err->detail, sizeof(err->detail),
-				 "The GPU has too little free memory; the context is still usable.");
-	if (g && code == MCC_GPU_STICKY)
-	{
-		g->broken = 1;
-		snprintf(g->broken_msg, sizeof(g->broken_msg), "%s", err ? err->message : what);
-	}
-	return code;
+	return mcc_gpu_rt_fail(g ? &g->lost : NULL, e, what, dev, err);
 }
 
 /* Count devices; never crashes without a driver. */
@@ -73,30 +22,14 @@ mcc_gpu_code
 mcc_gpu_probe(int *count, mcc_gpu_devinfo *info, int max, mcc_error *err)
 {
 	int			n = 0;
-	cudaError_t e;
+	mcc_gpu_code rc;
 
 	*count = 0;
-	e = cudaGetDeviceCount(&n);
-	if (e != cudaSuccess)
-		return mcc_gpu_fail(NULL, e, "CUDA device probe", -1, err);
-	if (n == 0)
-		return mcc_gpu_err(err, MCC_GPU_NO_DEVICE, "no CUDA device found");
+	if ((rc = mcc_gpu_rt_count(&n, err)) != MCC_GPU_OK)
+		return rc;
 	for (int i = 0; info && i < n && i < max; i++)
-	{
-		cudaDeviceProp pr;
-
-		if ((e = cudaGetDeviceProperties(&pr, i)) != cudaSuccess)
-			return mcc_gpu_fail(NULL, e, "device properties", i, err);
-		memset(&info[i], 0, sizeof(info[i]));
-		info[i].ordinal = i;
-		snprintf(info[i].name, sizeof(info[i].name), "%s", pr.name);
-		info[i].cc_major = pr.major;
-		info[i].cc_minor = pr.minor;
-		info[i].sm_count = pr.multiProcessorCount;
-		if ((e = cudaSetDevice(i)) != cudaSuccess ||
-			(e = cudaMemGetInfo(&info[i].mem_free, &info[i].mem_total)) != cudaSuccess)
-			return mcc_gpu_fail(NULL, e, "memory query", i, err);
-	}
+		if ((rc = mcc_gpu_rt_describe(i, &info[i], err)) != MCC_GPU_OK)
+			return rc;
 	*count = n;
 	return MCC_GPU_OK;
 }
@@ -112,22 +45,22 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 
 	*out = NULL;
 	if (!prof || prof->masks || prof->words != 4 || prof->nbits > 255)
-		return mcc_gpu_err(err, MCC_GPU_UNSUPPORTED,
+		return mcc_gpu_rt_err(err, MCC_GPU_UNSUPPORTED,
 						   "profile \"%s\" is not supported on the GPU",
 						   prof ? prof->name : "(null)");
 	if (ndev < 1 || ndev > MCC_GPU_MAX_DEVICES)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "number of GPU partitions %d is out of range", ndev);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "number of GPU partitions %d is out of range", ndev);
 	if (opt && (opt->variant < 0 || opt->variant >= MCC_GPU_VARIANT_COUNT))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "unknown GPU kernel variant %d", opt->variant);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "unknown GPU kernel variant %d", opt->variant);
 	if ((rc = mcc_gpu_probe(&count, NULL, 0, err)) != MCC_GPU_OK)
 		return rc;
 	for (int i = 0; i < ndev; i++)
 		if (devices[i] < 0 || devices[i] >= count)
-			return mcc_gpu_err(err, MCC_GPU_INVALID, "GPU %d does not exist (%d found)",
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "GPU %d does not exist (%d found)",
 							   devices[i], count);
 	g = (mcc_gpu *) calloc(1, sizeof(mcc_gpu));
 	if (!g)
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	g->profile = prof;
 	if (opt)
 		g->opt = *opt;
@@ -148,7 +81,7 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 	if (!g->rcp_tab)
 	{
 		mcc_gpu_close(g);
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	}
 	for (int a = 0; a <= 256; a++)
 		for (int b = 0; b < MCC_GPU_TROW; b++)
@@ -158,26 +91,17 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 	for (int i = 0; i < ndev; i++)
 	{
 		mcc_gpu_part *p = &g->part[i];
-		cudaDeviceProp pr;
+		mcc_gpu_rt_dev d;
 		cudaError_t e;
 
 		p->dev = devices[i];
-		if ((e = cudaSetDevice(p->dev)) != cudaSuccess ||
-			(e = cudaGetDeviceProperties(&pr, p->dev)) != cudaSuccess)
+		if ((rc = mcc_gpu_rt_open(p->dev, 8, "search", &d, err)) != MCC_GPU_OK)
 		{
-			rc = mcc_gpu_fail(g, e, "device setup", p->dev, err);
 			mcc_gpu_close(g);
 			return rc;
 		}
-		if (pr.major < 8)
-		{
-			mcc_gpu_close(g);
-			return mcc_gpu_err(err, MCC_GPU_UNSUPPORTED,
-							   "GPU %d (%s, compute capability %d.%d) is too old",
-							   devices[i], pr.name, pr.major, pr.minor);
-		}
-		p->sm_count = pr.multiProcessorCount;
-		p->smem_optin = pr.sharedMemPerBlockOptin;
+		p->sm_count = d.sm_count;
+		p->smem_optin = d.smem_optin;
 		if ((e = cudaStreamCreateWithFlags(&p->st, cudaStreamNonBlocking)) != cudaSuccess)
 		{
 			rc = mcc_gpu_fail(g, e, "stream creation", p->dev, err);
@@ -385,8 +309,8 @@ mcc_gpu_code
 mcc_gpu_memory(mcc_gpu *g, mcc_gpu_meminfo *info, int max, int *n, mcc_error *err)
 {
 	*n = 0;
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	for (int i = 0; i < g->nparts && i < max; i++)
 	{
 		mcc_gpu_part *p = &g->part[i];
@@ -431,8 +355,8 @@ mcc_gpu_variant_name(int variant)
 mcc_gpu_code
 mcc_gpu_debug_fault(mcc_gpu *g, mcc_error *err)
 {
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	g->fault_next = 1;
 	return MCC_GPU_OK;
 }

@@ -95,49 +95,74 @@ map_reserve(mcc_gpu *g, uint32_t n)
 static mcc_gpu_code
 check_soa(mcc_gpu *g, const mcc_soa *s, mcc_error *err)
 {
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	if (!s || !s->profile || s->profile->id != g->profile->id)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "gallery profile differs from the GPU context's");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "gallery profile differs from the GPU context's");
 	if (s->words != 4)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "gallery has %d words per cylinder, expected 4", s->words);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "gallery has %d words per cylinder, expected 4", s->words);
 	return MCC_GPU_OK;
 }
 
 /*
- * Add templates gl[0..cnt) (gallery indices of s) to partition p: rebuild
- * its partial last tile, append the new tiles, upload the changed part.
+ * What an append builds for partition p: the tiles t0..n_tiles (t0 the
+ * partial last one, rebuilt) on the host, then uploaded from cylinder slot
+ * c0 and refinement record rc0 on.
+ */
+typedef struct part_build
+{
+	uint32_t	t0;				/* first tile to (re)build */
+	uint32_t	n_tpl;			/* templates after the add */
+	uint32_t	n_tiles;		/* tiles after the add */
+	uint32_t	c0;				/* first cylinder slot rebuilt */
+	uint64_t	ncyl_new;		/* cylinder slots from c0 on */
+	uint32_t	rc0;			/* first record of the rebuilt templates */
+	uint32_t	n_rc;			/* records after the add */
+	uint4	   *hlo,
+			   *hhi;			/* cylinder bits */
+	uint32_t   *hmeta;			/* angle, template in tile, popcount, valid */
+	uint2	   *htile;			/* first slot, cylinders | templates << 16 */
+	uint16_t   *hnc;			/* cylinders of the new templates */
+	uint8_t    *hal;			/* their alive flags */
+	uint32_t   *ord,
+			   *ord2;			/* a tile's cylinders in slot order */
+	uint8_t    *otl,
+			   *otl2;			/* their templates in the tile */
+	uint32_t   *hss;			/* sslot of the rebuilt templates' records */
+} part_build;
+
+static void
+part_build_free(part_build *b)
+{
+	free(b->hss);
+	free(b->ord);
+	free(b->ord2);
+	free(b->otl);
+	free(b->otl2);
+	free(b->hlo);
+	free(b->hhi);
+	free(b->hmeta);
+	free(b->htile);
+	free(b->hnc);
+	free(b->hal);
+}
+
+/*
+ * The host index maps and template-major record offsets of p extended by
+ * gl[0..cnt), and b's sizes: slots of the tiles to build, records.
  */
 static mcc_gpu_code
-part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
-		 uint32_t cnt, mcc_error *err)
+part_index(mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl, uint32_t cnt, part_build *b,
+		   mcc_error *err)
 {
-	mcc_gpu_code rc = MCC_GPU_OK;
-	uint32_t	t0 = p->n_tpl / MCC_GPU_TILE;	/* first tile to (re)build */
+	uint32_t   *gidx, *toff, *tco;
 	uint32_t	n_tpl = p->n_tpl + cnt;
 	uint32_t	n_tiles = (n_tpl + MCC_GPU_TILE - 1) / MCC_GPU_TILE;
-	uint32_t	c0 = t0 < p->n_tiles ? p->tile_off[t0] : p->n_cyl;
-	uint64_t	ncyl_new = 0;
-	uint32_t   *gidx = NULL, *toff = NULL;
-	uint4	   *hlo = NULL, *hhi = NULL;
-	uint32_t   *hmeta = NULL;
-	uint2	   *htile = NULL;
-	uint16_t   *hnc = NULL;
-	uint8_t    *hal = NULL;
-	uint32_t   *ord = NULL, *ord2 = NULL;
-	uint8_t    *otl = NULL, *otl2 = NULL;
-	uint32_t	win = g->opt.pc_window;
-	size_t		need;
-	uint32_t	c;
-	uint32_t   *tco;
-	uint32_t   *hss = NULL;		/* sslot of the rebuilt templates' records */
-	uint32_t	rc0;			/* their first record */
-	uint32_t	n_rc;			/* records after the add */
 
-	if (cnt == 0)
-		return MCC_GPU_OK;
-
-	/* host index maps */
+	b->t0 = p->n_tpl / MCC_GPU_TILE;
+	b->n_tpl = n_tpl;
+	b->n_tiles = n_tiles;
+	b->c0 = b->t0 < p->n_tiles ? p->tile_off[b->t0] : p->n_cyl;
 	gidx = (uint32_t *) realloc(p->gidx, sizeof(uint32_t) * ((size_t) n_tiles * MCC_GPU_TILE));
 	if (gidx)
 		p->gidx = gidx;
@@ -148,7 +173,7 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	if (tco)
 		p->h_tcoff = tco;
 	if (!gidx || !toff || !tco)
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	memcpy(p->gidx + p->n_tpl, gl, sizeof(uint32_t) * cnt);
 	/* template-major records of the new templates */
 	if (p->n_tpl == 0)
@@ -162,15 +187,16 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 
 			acc += s->first[gi + 1] - s->first[gi];
 			if (acc > 0xffffffe0ull)
-				return mcc_gpu_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
+				return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
 			p->h_tcoff[k + 1] = (uint32_t) acc;
 		}
 	}
-	rc0 = p->h_tcoff[t0 * MCC_GPU_TILE];
-	n_rc = p->h_tcoff[n_tpl];
+	b->rc0 = p->h_tcoff[b->t0 * MCC_GPU_TILE];
+	b->n_rc = p->h_tcoff[n_tpl];
 
 	/* cylinder slots of the tiles to build */
-	for (uint32_t t = t0; t < n_tiles; t++)
+	b->ncyl_new = 0;
+	for (uint32_t t = b->t0; t < n_tiles; t++)
 	{
 		uint32_t	nc = 0;
 
@@ -181,193 +207,244 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 			nc += s->first[gi + 1] - s->first[gi];
 		}
 		if (nc > 0xffff)
-			return mcc_gpu_err(err, MCC_GPU_INVALID, "a tile holds %u cylinders", nc);
-		ncyl_new += (nc + 31) & ~31u;
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "a tile holds %u cylinders", nc);
+		b->ncyl_new += (nc + 31) & ~31u;
 	}
-	if (c0 + ncyl_new > 0xffffffe0ull)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
+	if (b->c0 + b->ncyl_new > 0xffffffe0ull)
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
+	return MCC_GPU_OK;
+}
 
-	/* device memory: check the limit, then grow */
-	need = mcc_gpu_grown(32, p->cap_cyl, c0 + (uint32_t) ncyl_new) + mcc_gpu_grown(4, p->cap_cyl, c0 + (uint32_t) ncyl_new) +
+/* Device memory for b: the context's limit checked, then every array grown. */
+static mcc_gpu_code
+part_reserve(mcc_gpu *g, mcc_gpu_part *p, const part_build *b, mcc_error *err)
+{
+	mcc_gpu_code rc = MCC_GPU_OK;
+	uint32_t	ncyl = b->c0 + (uint32_t) b->ncyl_new;
+	uint32_t	n_tiles = b->n_tiles;
+	size_t		need;
+
+	need = mcc_gpu_grown(32, p->cap_cyl, ncyl) + mcc_gpu_grown(4, p->cap_cyl, ncyl) +
 		mcc_gpu_grown(8, p->cap_tiles, n_tiles) + mcc_gpu_grown(3, p->cap_tpl, n_tiles * MCC_GPU_TILE) +
-		mcc_gpu_grown(4, p->cap_tco, n_tpl + 1) + mcc_gpu_grown(4, p->cap_rc, n_rc);
+		mcc_gpu_grown(4, p->cap_tco, b->n_tpl + 1) + mcc_gpu_grown(4, p->cap_rc, b->n_rc);
 	if (need > mcc_gpu_room(g, p))
-		return mcc_gpu_err(err, MCC_GPU_OOM,
-						   "out of GPU memory: the gallery needs %zu more bytes on GPU %d, %zu are available",
-						   need, p->dev, mcc_gpu_room(g, p));
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM,
+							  "out of GPU memory: the gallery needs %zu more bytes on GPU %d, %zu are available",
+							  need, p->dev, mcc_gpu_room(g, p));
 	CK(cudaSetDevice(p->dev), "device selection");
 	{
 		uint32_t	cc = p->cap_cyl, ct = p->cap_tpl;
 
-		CK(mcc_gpu_grow((void **) &p->lo, 16, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->lo, 16, &cc, ncyl, b->c0, &p->gallery_bytes), "gallery allocation");
 		cc = p->cap_cyl;
-		CK(mcc_gpu_grow((void **) &p->hi, 16, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->hi, 16, &cc, ncyl, b->c0, &p->gallery_bytes), "gallery allocation");
 		cc = p->cap_cyl;
-		CK(mcc_gpu_grow((void **) &p->meta, 4, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->meta, 4, &cc, ncyl, b->c0, &p->gallery_bytes), "gallery allocation");
 		p->cap_cyl = cc;
 		CK(mcc_gpu_grow((void **) &p->tiles, 8, &p->cap_tiles, n_tiles, p->n_tiles, &p->gallery_bytes), "gallery allocation");
 		CK(mcc_gpu_grow((void **) &p->tncyl, 2, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
 		ct = p->cap_tpl;
 		CK(mcc_gpu_grow((void **) &p->alive, 1, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
 		p->cap_tpl = ct;
-		CK(mcc_gpu_grow((void **) &p->tcoff, 4, &p->cap_tco, n_tpl + 1, p->n_tpl + 1, &p->gallery_bytes),
+		CK(mcc_gpu_grow((void **) &p->tcoff, 4, &p->cap_tco, b->n_tpl + 1, p->n_tpl + 1, &p->gallery_bytes),
 		   "gallery allocation");
-		CK(mcc_gpu_grow((void **) &p->sslot, 4, &p->cap_rc, n_rc, p->n_rc, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->sslot, 4, &p->cap_rc, b->n_rc, p->n_rc, &p->gallery_bytes), "gallery allocation");
 	}
+fail:
+	return rc;
+}
 
-	/* build the tiles on the host */
-	hlo = (uint4 *) malloc(16 * (ncyl_new + 1));
-	hhi = (uint4 *) malloc(16 * (ncyl_new + 1));
-	hmeta = (uint32_t *) calloc(ncyl_new + 1, 4);
-	htile = (uint2 *) malloc(8 * (n_tiles - t0));
-	hnc = (uint16_t *) malloc(2 * (size_t) cnt);
-	hal = (uint8_t *) malloc(cnt);
-	ord = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	ord2 = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	otl = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	otl2 = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	hss = (uint32_t *) malloc(sizeof(uint32_t) * ((size_t) (n_rc - rc0) + 1));
-	if (!hlo || !hhi || !hmeta || !htile || !hnc || !hal || !ord || !ord2 || !otl || !otl2 || !hss)
+/* The host buffers of b (part_build_free frees them); false if out of memory. */
+static bool
+part_build_alloc(part_build *b, uint32_t cnt)
+{
+	b->hlo = (uint4 *) malloc(16 * (b->ncyl_new + 1));
+	b->hhi = (uint4 *) malloc(16 * (b->ncyl_new + 1));
+	b->hmeta = (uint32_t *) calloc(b->ncyl_new + 1, 4);
+	b->htile = (uint2 *) malloc(8 * (b->n_tiles - b->t0));
+	b->hnc = (uint16_t *) malloc(2 * (size_t) cnt);
+	b->hal = (uint8_t *) malloc(cnt);
+	b->ord = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	b->ord2 = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	b->otl = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	b->otl2 = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	b->hss = (uint32_t *) malloc(sizeof(uint32_t) * ((size_t) (b->n_rc - b->rc0) + 1));
+	if (!b->hlo || !b->hhi || !b->hmeta || !b->htile || !b->hnc || !b->hal || !b->ord || !b->ord2 ||
+		!b->otl || !b->otl2 || !b->hss)
+		return false;
+	memset(b->hlo, 0, 16 * (b->ncyl_new + 1));
+	memset(b->hhi, 0, 16 * (b->ncyl_new + 1));
+	return true;
+}
+
+/*
+ * Build tile t of p on the host into b from slot *c on (advanced past the
+ * tile's slots): its cylinders by angle (a stable counting sort), then by
+ * popcount inside windows of win cylinders when win > 32.
+ */
+static mcc_gpu_code
+tile_build(mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32_t t, uint32_t win, uint32_t *c,
+		   mcc_error *err)
+{
+	uint32_t	k0 = t * MCC_GPU_TILE;
+	uint32_t	k1 = b->n_tpl < k0 + MCC_GPU_TILE ? b->n_tpl : k0 + MCC_GPU_TILE;
+	uint32_t	pos[257];
+	uint32_t	nc = 0;
+	uint32_t   *ord = b->ord;
+	uint8_t    *otl = b->otl;
+
+	/* counting sort of the tile's cylinders by angle (stable) */
+	memset(pos, 0, sizeof(pos));
+	for (uint32_t k = k0; k < k1; k++)
 	{
-		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
-		goto fail;
+		uint32_t	gi = p->gidx[k];
+
+		for (uint32_t j = s->first[gi]; j < s->first[gi + 1]; j++)
+			pos[s->angle[j] + 1]++;
+		nc += s->first[gi + 1] - s->first[gi];
 	}
-	memset(hlo, 0, 16 * (ncyl_new + 1));
-	memset(hhi, 0, 16 * (ncyl_new + 1));
-	c = 0;
-	for (uint32_t t = t0; t < n_tiles; t++)
+	for (int a = 0; a < 256; a++)
+		pos[a + 1] += pos[a];
+	for (uint32_t k = k0; k < k1; k++)
 	{
-		uint32_t	k0 = t * MCC_GPU_TILE;
-		uint32_t	k1 = n_tpl < k0 + MCC_GPU_TILE ? n_tpl : k0 + MCC_GPU_TILE;
-		uint32_t	pos[257];
-		uint32_t	nc = 0;
+		uint32_t	gi = p->gidx[k];
 
-		/* counting sort of the tile's cylinders by angle (stable) */
-		memset(pos, 0, sizeof(pos));
-		for (uint32_t k = k0; k < k1; k++)
+		for (uint32_t j = s->first[gi]; j < s->first[gi + 1]; j++)
 		{
-			uint32_t	gi = p->gidx[k];
+			uint32_t	d = pos[s->angle[j]]++;
 
-			for (uint32_t j = s->first[gi]; j < s->first[gi + 1]; j++)
-				pos[s->angle[j] + 1]++;
-			nc += s->first[gi + 1] - s->first[gi];
+			ord[d] = j;
+			otl[d] = (uint8_t) (k - k0);
+			/*
+			 * 255-bit cylinders: bit 255 and popcount 256 cannot occur,
+			 * and the stored popcount is that of the bits (the tensor-core
+			 * kernel derives the xor popcount from it).
+			 */
+			if (s->pc[j] > 255 || (s->bits[3 * (size_t) s->cap_cyl + j] >> 63) ||
+				s->pc[j] != __builtin_popcountll(s->bits[j]) +
+				__builtin_popcountll(s->bits[(size_t) s->cap_cyl + j]) +
+				__builtin_popcountll(s->bits[2 * (size_t) s->cap_cyl + j]) +
+				__builtin_popcountll(s->bits[3 * (size_t) s->cap_cyl + j]))
+				return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
+									  "gallery cylinder %u has bits beyond the profile's 255 or a wrong popcount", j);
 		}
-		for (int a = 0; a < 256; a++)
-			pos[a + 1] += pos[a];
-		for (uint32_t k = k0; k < k1; k++)
-		{
-			uint32_t	gi = p->gidx[k];
-
-			for (uint32_t j = s->first[gi]; j < s->first[gi + 1]; j++)
-			{
-				uint32_t	d = pos[s->angle[j]]++;
-
-				ord[d] = j;
-				otl[d] = (uint8_t) (k - k0);
-				/*
-				 * 255-bit cylinders: bit 255 and popcount 256 cannot occur,
-				 * and the stored popcount is that of the bits (the tensor-core
-				 * kernel derives the xor popcount from it).
-				 */
-				if (s->pc[j] > 255 || (s->bits[3 * (size_t) s->cap_cyl + j] >> 63) ||
-					s->pc[j] != __builtin_popcountll(s->bits[j]) +
-					__builtin_popcountll(s->bits[(size_t) s->cap_cyl + j]) +
-					__builtin_popcountll(s->bits[2 * (size_t) s->cap_cyl + j]) +
-					__builtin_popcountll(s->bits[3 * (size_t) s->cap_cyl + j]))
-				{
-					rc = mcc_gpu_err(err, MCC_GPU_INVALID,
-									 "gallery cylinder %u has bits beyond the profile's 255 or a wrong popcount", j);
-					goto fail;
-				}
-			}
-		}
-		/* optionally, popcount order inside windows of the angle order */
-		for (uint32_t w0 = 0; win > 32 && w0 < nc; w0 += win)
-		{
-			uint32_t	w1 = nc < w0 + win ? nc : w0 + win;
-			uint32_t	pcs[258];
-
-			memset(pcs, 0, sizeof(pcs));
-			for (uint32_t i = w0; i < w1; i++)
-				pcs[s->pc[ord[i]] + 1]++;
-			for (int v = 0; v < 257; v++)
-				pcs[v + 1] += pcs[v];
-			for (uint32_t i = w0; i < w1; i++)
-			{
-				uint32_t	d = w0 + pcs[s->pc[ord[i]]]++;
-
-				ord2[d] = ord[i];
-				otl2[d] = otl[i];
-			}
-			memcpy(ord + w0, ord2 + w0, 4 * (size_t) (w1 - w0));
-			memcpy(otl + w0, otl2 + w0, w1 - w0);
-		}
-		for (uint32_t i = 0; i < nc; i++)
-		{
-			uint32_t	j = ord[i];
-			uint32_t	d = c + i;
-			uint64_t	w0 = s->bits[0 * (size_t) s->cap_cyl + j];
-			uint64_t	w1 = s->bits[1 * (size_t) s->cap_cyl + j];
-			uint64_t	w2 = s->bits[2 * (size_t) s->cap_cyl + j];
-			uint64_t	w3 = s->bits[3 * (size_t) s->cap_cyl + j];
-			uint32_t	pc = s->pc[j];
-
-			hlo[d] = make_uint4((uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, (uint32_t) (w1 >> 32));
-			hhi[d] = make_uint4((uint32_t) w2, (uint32_t) (w2 >> 32), (uint32_t) w3, (uint32_t) (w3 >> 32));
-			hmeta[d] = s->angle[j] | (uint32_t) otl[i] << 8 | pc << 16 | 1u << 31;
-			/* the slot of the template's stored cylinder j - first, for refinement */
-			hss[p->h_tcoff[k0 + otl[i]] - rc0 + (j - s->first[p->gidx[k0 + otl[i]]])] = c0 + d;
-			if (pc == 0)
-				p->has_zero = 1;
-			if (k0 + otl[i] >= p->n_tpl)
-				p->angle_count[s->angle[j]] += 1;
-		}
-		htile[t - t0] = make_uint2(c0 + c, nc | (k1 - k0) << 16);
-		p->tile_off[t] = c0 + c;
-		c += (nc + 31) & ~31u;
 	}
-	for (uint32_t i = 0; i < cnt; i++)
+	/* optionally, popcount order inside windows of the angle order */
+	for (uint32_t w0 = 0; win > 32 && w0 < nc; w0 += win)
 	{
-		uint32_t	gi = gl[i];
+		uint32_t	w1 = nc < w0 + win ? nc : w0 + win;
+		uint32_t	pcs[258];
 
-		hnc[i] = (uint16_t) (s->first[gi + 1] - s->first[gi]);
-		hal[i] = 1;
+		memset(pcs, 0, sizeof(pcs));
+		for (uint32_t i = w0; i < w1; i++)
+			pcs[s->pc[ord[i]] + 1]++;
+		for (int v = 0; v < 257; v++)
+			pcs[v + 1] += pcs[v];
+		for (uint32_t i = w0; i < w1; i++)
+		{
+			uint32_t	d = w0 + pcs[s->pc[ord[i]]]++;
+
+			b->ord2[d] = ord[i];
+			b->otl2[d] = otl[i];
+		}
+		memcpy(ord + w0, b->ord2 + w0, 4 * (size_t) (w1 - w0));
+		memcpy(otl + w0, b->otl2 + w0, w1 - w0);
 	}
+	for (uint32_t i = 0; i < nc; i++)
+	{
+		uint32_t	j = ord[i];
+		uint32_t	d = *c + i;
+		uint64_t	w0 = s->bits[0 * (size_t) s->cap_cyl + j];
+		uint64_t	w1 = s->bits[1 * (size_t) s->cap_cyl + j];
+		uint64_t	w2 = s->bits[2 * (size_t) s->cap_cyl + j];
+		uint64_t	w3 = s->bits[3 * (size_t) s->cap_cyl + j];
+		uint32_t	pc = s->pc[j];
 
-	/* upload the changed part */
-	CK(cudaMemcpy(p->lo + c0, hlo, 16 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->hi + c0, hhi, 16 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->meta + c0, hmeta, 4 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->tiles + t0, htile, 8 * (size_t) (n_tiles - t0), cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->tncyl + p->n_tpl, hnc, 2 * (size_t) cnt, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->alive + p->n_tpl, hal, cnt, cudaMemcpyHostToDevice), "gallery upload");
+		b->hlo[d] = make_uint4((uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, (uint32_t) (w1 >> 32));
+		b->hhi[d] = make_uint4((uint32_t) w2, (uint32_t) (w2 >> 32), (uint32_t) w3, (uint32_t) (w3 >> 32));
+		b->hmeta[d] = s->angle[j] | (uint32_t) otl[i] << 8 | pc << 16 | 1u << 31;
+		/* the slot of the template's stored cylinder j - first, for refinement */
+		b->hss[p->h_tcoff[k0 + otl[i]] - b->rc0 + (j - s->first[p->gidx[k0 + otl[i]]])] = b->c0 + d;
+		if (pc == 0)
+			p->has_zero = 1;
+		if (k0 + otl[i] >= p->n_tpl)
+			p->angle_count[s->angle[j]] += 1;
+	}
+	b->htile[t - b->t0] = make_uint2(b->c0 + *c, nc | (k1 - k0) << 16);
+	p->tile_off[t] = b->c0 + *c;
+	*c += (nc + 31) & ~31u;
+	return MCC_GPU_OK;
+}
+
+/* Upload what b rebuilt and added, then count gl[0..cnt) in p. */
+static mcc_gpu_code
+part_upload(mcc_gpu *g, mcc_gpu_part *p, const uint32_t *gl, uint32_t cnt, const part_build *b,
+			mcc_error *err)
+{
+	mcc_gpu_code rc = MCC_GPU_OK;
+	uint32_t	c0 = b->c0,
+				t0 = b->t0;
+	uint64_t	ncyl_new = b->ncyl_new;
+
+	CK(cudaMemcpy(p->lo + c0, b->hlo, 16 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->hi + c0, b->hhi, 16 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->meta + c0, b->hmeta, 4 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->tiles + t0, b->htile, 8 * (size_t) (b->n_tiles - t0), cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->tncyl + p->n_tpl, b->hnc, 2 * (size_t) cnt, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->alive + p->n_tpl, b->hal, cnt, cudaMemcpyHostToDevice), "gallery upload");
 	CK(cudaMemcpy(p->tcoff + p->n_tpl, p->h_tcoff + p->n_tpl, 4 * ((size_t) cnt + 1), cudaMemcpyHostToDevice),
 	   "gallery upload");
-	if (n_rc > rc0)
-		CK(cudaMemcpy(p->sslot + rc0, hss, 4 * (size_t) (n_rc - rc0), cudaMemcpyHostToDevice), "gallery upload");
+	if (b->n_rc > b->rc0)
+		CK(cudaMemcpy(p->sslot + b->rc0, b->hss, 4 * (size_t) (b->n_rc - b->rc0), cudaMemcpyHostToDevice),
+		   "gallery upload");
 	for (uint32_t i = 0; i < cnt; i++)
 	{
 		g->where[gl[i]] = (uint8_t) (p - g->part);
 		g->local[gl[i]] = p->n_tpl + i;
 	}
-	p->n_tpl = n_tpl;
-	p->n_tiles = n_tiles;
+	p->n_tpl = b->n_tpl;
+	p->n_tiles = b->n_tiles;
 	p->n_cyl = c0 + (uint32_t) ncyl_new;
-	p->tile_off[n_tiles] = p->n_cyl;
-	p->n_rc = n_rc;
-
+	p->tile_off[b->n_tiles] = p->n_cyl;
+	p->n_rc = b->n_rc;
 fail:
-	free(hss);
-	free(ord);
-	free(ord2);
-	free(otl);
-	free(otl2);
-	free(hlo);
-	free(hhi);
-	free(hmeta);
-	free(htile);
-	free(hnc);
-	free(hal);
+	return rc;
+}
+
+/*
+ * Add templates gl[0..cnt) (gallery indices of s) to partition p: rebuild
+ * its partial last tile, append the new tiles, upload the changed part.
+ */
+static mcc_gpu_code
+part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
+		 uint32_t cnt, mcc_error *err)
+{
+	mcc_gpu_code rc;
+	part_build	b;
+	uint32_t	c = 0;
+
+	if (cnt == 0)
+		return MCC_GPU_OK;
+	memset(&b, 0, sizeof(b));
+	if ((rc = part_index(p, s, gl, cnt, &b, err)) != MCC_GPU_OK ||
+		(rc = part_reserve(g, p, &b, err)) != MCC_GPU_OK)
+		return rc;
+	if (!part_build_alloc(&b, cnt))
+		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+	for (uint32_t t = b.t0; rc == MCC_GPU_OK && t < b.n_tiles; t++)
+		rc = tile_build(p, s, &b, t, g->opt.pc_window, &c, err);
+	if (rc == MCC_GPU_OK)
+	{
+		for (uint32_t i = 0; i < cnt; i++)
+		{
+			uint32_t	gi = gl[i];
+
+			b.hnc[i] = (uint16_t) (s->first[gi + 1] - s->first[gi]);
+			b.hal[i] = 1;
+		}
+		rc = part_upload(g, p, gl, cnt, &b, err);
+	}
+	part_build_free(&b);
 	return rc;
 }
 
@@ -376,7 +453,7 @@ static mcc_gpu_code
 map_add(mcc_gpu *g, const mcc_soa *s, uint32_t t0, uint32_t t1, mcc_error *err)
 {
 	if (!map_reserve(g, t1))
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	for (uint32_t i = t0; i < t1; i++)
 	{
 		g->ids[i] = s->id[i];
@@ -414,7 +491,7 @@ mcc_gpu_upload(mcc_gpu *g, const mcc_soa *s, mcc_error *err)
 		return rc;
 	gl = (uint32_t *) malloc(sizeof(uint32_t) * (s->n_tpl + 1));
 	if (!gl)
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	for (uint32_t i = 0; i < s->n_tpl; i++)
 		gl[i] = i;
 	total = s->n_cyl;
@@ -450,7 +527,7 @@ mcc_gpu_append(mcc_gpu *g, const mcc_soa *s, uint32_t t0, uint32_t t1, mcc_error
 	if ((rc = check_soa(g, s, err)) != MCC_GPU_OK)
 		return rc;
 	if (t0 != g->n_tpl || t1 < t0 || t1 > s->n_tpl)
-		return mcc_gpu_err(err, MCC_GPU_INVALID,
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 						   "append range [%u, %u) does not follow the %u templates given",
 						   t0, t1, g->n_tpl);
 	if ((rc = map_add(g, s, t0, t1, err)) != MCC_GPU_OK)
@@ -475,7 +552,7 @@ mcc_gpu_append(mcc_gpu *g, const mcc_soa *s, uint32_t t0, uint32_t t1, mcc_error
 		load[best]++;
 	}
 	if (rc != MCC_GPU_OK)
-		mcc_gpu_err(err, rc, "out of host memory");
+		mcc_gpu_rt_err(err, rc, "out of host memory");
 	for (int i = 0; rc == MCC_GPU_OK && i < g->nparts; i++)
 		rc = part_add(g, &g->part[i], s, gl[i], cnt[i], err);
 	for (int i = 0; i < g->nparts; i++)
@@ -492,10 +569,10 @@ mcc_gpu_remove(mcc_gpu *g, uint32_t index, mcc_error *err)
 	mcc_gpu_part *p;
 	cudaError_t e;
 
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	if (index >= g->n_tpl)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "template index %u is out of range (%u templates)",
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "template index %u is out of range (%u templates)",
 						   index, g->n_tpl);
 	if (g->removed[index])
 		return MCC_GPU_OK;

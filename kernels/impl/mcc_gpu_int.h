@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "mcc_gpu.h"
+#include "mcc_gpu_rt.h"
 #include "mcc_refine_pack.h"
 
 #define MCC_GPU_TILE		32	/* templates per tile = lanes of Step-2 */
@@ -171,8 +172,7 @@ struct mcc_gpu
 	mcc_gpu_options opt;
 	int			nparts;
 	mcc_gpu_part part[MCC_GPU_MAX_DEVICES];
-	int			broken;			/* a sticky error happened */
-	char		broken_msg[MCC_ERRMSG_LEN];
+	mcc_gpu_rt_lost lost;		/* a sticky error happened (mcc_gpu_rt.h) */
 
 	/* gallery index -> (partition, local index, id) */
 	uint32_t	n_tpl;
@@ -235,10 +235,6 @@ void		mcc_gpu_drain(mcc_gpu *g);
 /* Record a CUDA failure in err (and in g if sticky); returns the code. */
 mcc_gpu_code mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev,
 						  mcc_error *err);
-
-/* Set err to a non-CUDA failure; returns code. */
-mcc_gpu_code mcc_gpu_err(mcc_error *err, mcc_gpu_code code, const char *fmt,...)
-			__attribute__((format(printf, 3, 4)));
 
 /* Release the gallery arrays of a partition (refinement records included). */
 void		mcc_gpu_part_free_gallery(mcc_gpu_part *p);

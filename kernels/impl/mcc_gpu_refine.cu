@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcc_cuda_util.h"
+#include "mcc_gpu_rt.h"
 #include "mcc_gpu_int.h"
 
 /* the driver of mcc_refine_body.h, as device code */
@@ -66,9 +66,9 @@ mcc_gpu_code
 mcc_gpu_refine_tune(mcc_gpu *g, int threads, int kcap, mcc_error *err)
 {
 	if (threads != 0 && threads != 64 && threads != 128 && threads != 256)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "refinement block of %d threads: use 64, 128 or 256", threads);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "refinement block of %d threads: use 64, 128 or 256", threads);
 	if (kcap != 0 && (kcap < 64 || kcap > 8192 || (kcap & (kcap - 1)) != 0))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "refinement key buffer of %d: a power of two from 64 to 8192", kcap);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "refinement key buffer of %d: a power of two from 64 to 8192", kcap);
 	g->rf_threads = threads;
 	g->rf_kcap = kcap;
 	return MCC_GPU_OK;
@@ -107,9 +107,9 @@ static mcc_gpu_code
 check_view(const mcc_gpu *g, const mcc_template_view *v, const char *what, uint32_t i, mcc_error *err)
 {
 	if (!v->profile || v->profile->id != g->profile->id)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "%s %u has another profile than the GPU context", what, i);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "%s %u has another profile than the GPU context", what, i);
 	if (v->n_cyl < 0 || v->n_cyl > MCC_MAX_CYL || (v->n_cyl > 0 && v->words != 4))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "%s %u has an invalid cylinder layout", what, i);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "%s %u has an invalid cylinder layout", what, i);
 	return MCC_GPU_OK;
 }
 
@@ -150,7 +150,7 @@ ensure_buf(mcc_gpu *g, mcc_gpu_part *p, size_t bytes, mcc_error *err)
 	if (bytes + bytes / 2 <= mcc_gpu_room(g, p))
 		bytes += bytes / 2;		/* room to grow without reallocating */
 	if (bytes > mcc_gpu_room(g, p))
-		return mcc_gpu_err(err, MCC_GPU_OOM,
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM,
 						   "out of GPU memory: refinement needs %zu bytes on GPU %d, %zu are available",
 						   bytes, p->dev, mcc_gpu_room(g, p));
 	if ((e = cudaMalloc(&p->rf_buf, bytes)) != cudaSuccess)
@@ -202,80 +202,57 @@ ensure_tabs(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
 	return MCC_GPU_OK;
 }
 
-mcc_gpu_code
-mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
-			   const mcc_template_view *cands, uint32_t ncand,
-			   const mcc_gpu_pair *pairs, size_t npairs, int method,
-			   const mcc_match_params *mp, float *scores, mcc_error *err)
+/* One mcc_gpu_refine call: its arguments and what each step hands the next. */
+typedef struct rf_call
 {
-	double		t0 = mcc_cuda_now_ms();
-	mcc_gpu_code rc = MCC_GPU_OK;
-	uint32_t	nsides = (uint32_t) nq + ncand;
-	size_t		ncyl = 0;
-	size_t		ndev = 0;		/* pairs scored on the devices */
-	size_t		nview = 0;
-	size_t		cnt[MCC_GPU_MAX_DEVICES][RP_NCLASS];
-	size_t		pos[MCC_GPU_MAX_DEVICES][RP_NCLASS];
-	uint64_t	gmax[MCC_GPU_MAX_DEVICES][RP_NCLASS];
-	uint64_t	rmax[MCC_GPU_MAX_DEVICES][RP_NCLASS];
-	rf_part		rp[MCC_GPU_MAX_DEVICES];
-	uint8_t    *ppart = NULL;	/* per pair: partition, or 0xFF when scored on the host */
-	uint8_t    *used = NULL;	/* per side: referenced by a pair scored on a device */
-	size_t	   *idx = NULL;		/* device list position -> caller's pair */
+	const mcc_template_view *probes;
+	int			nq;
+	const mcc_template_view *cands;
+	uint32_t	ncand;
+	const mcc_gpu_pair *pairs;
+	size_t		npairs;
+	int			method;
+	const mcc_match_params *mp;
+	float	   *scores;
+	uint32_t	nsides;			/* probes, then candidates given as templates */
+	int			threads;		/* per block */
+	/* rf_classify */
+	uint8_t    *ppart;			/* per pair: partition * RP_NCLASS + class, or 0xFF when scored on the host */
+	uint8_t    *used;			/* per side: referenced by a pair scored on a device */
+	size_t		ndev;			/* pairs scored on the devices */
+	size_t		cnt[MCC_GPU_MAX_DEVICES][RP_NCLASS];	/* their number by partition and class */
+	uint64_t	gmax[MCC_GPU_MAX_DEVICES][RP_NCLASS];	/* Gamma floats per block beyond kcap */
+	uint64_t	rmax[MCC_GPU_MAX_DEVICES][RP_NCLASS];	/* rho doubles per block beyond kcap */
+	/* rf_image: the pinned host image (sides, pairs, scores) */
 	size_t		off_sides;
-	size_t		off_pairs;
-	size_t		off_out;
-	size_t		off_dbg;
-	size_t		common;
-	size_t		hbytes;
-	unsigned char *h;
-	rb_cyl	   *hcyl;
+	size_t		common;			/* cylinders and sides: every partition's */
 	rb_side    *hside;
 	rb_pair_desc *hpair;
 	float	   *hout;
 	double	   *hdbg;
 	rb_plan		plan;
-	int			threads = g->rf_threads ? g->rf_threads : 128;
+	/* rf_place */
+	rf_part		rp[MCC_GPU_MAX_DEVICES];
+	size_t	   *idx;			/* device list position -> caller's pair */
+} rf_call;
+
+/*
+ * Check every pair; score on the host those with a removed template (-1)
+ * or an empty side (0); count the others by partition (a gallery template's
+ * device, else contiguous shares) and size class.
+ */
+static mcc_gpu_code
+rf_classify(mcc_gpu *g, rf_call *c, mcc_error *err)
+{
+	const mcc_gpu_pair *pairs = c->pairs;
+	size_t		npairs = c->npairs;
+	size_t		nview = 0;
 	size_t		vview = 0;
-	uint8_t		np_tab[MCC_MAX_CYL + 1][2];
-	uint8_t		np_have[MCC_MAX_CYL + 1];
-	cudaError_t e;
 
-	memset(np_have, 0, sizeof(np_have));
-
-	memset(&g->rtiming, 0, sizeof(g->rtiming));
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
-	if (!rp_method_ok(method))
-		return mcc_gpu_err(err, MCC_GPU_UNSUPPORTED, "method \"%s\" is not computed on the GPU",
-						   mcc_method_name(method) ? mcc_method_name(method) : "?");
-	if (mp == NULL)
-		mp = mcc_match_params_std();
-	if (!mp->prepared)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "matching parameters are not prepared");
-	if (nq < 0 || (nq > 0 && !probes) || (ncand > 0 && !cands) || (npairs > 0 && (!pairs || !scores)))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "invalid refinement arguments");
-	if (npairs == 0)
-		return MCC_GPU_OK;
-	for (int q = 0; q < nq; q++)
-		if ((rc = check_view(g, &probes[q], "probe", (uint32_t) q, err)) != MCC_GPU_OK)
-			return rc;
-	for (uint32_t c = 0; c < ncand; c++)
-		if ((rc = check_view(g, &cands[c], "candidate", c, err)) != MCC_GPU_OK)
-			return rc;
-
-	/* pairs: checks, host-scored ones, partition and class of the others */
-	ppart = (uint8_t *) malloc(npairs);
-	used = (uint8_t *) calloc((size_t) nsides + 1, 1);
-	if (!ppart || !used)
-	{
-		free(ppart);
-		free(used);
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
-	}
-	memset(cnt, 0, sizeof(cnt));
-	memset(gmax, 0, sizeof(gmax));
-	memset(rmax, 0, sizeof(rmax));
+	c->ppart = (uint8_t *) malloc(npairs);
+	c->used = (uint8_t *) calloc((size_t) c->nsides + 1, 1);
+	if (!c->ppart || !c->used)
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	for (size_t i = 0; i < npairs; i++)
 		nview += pairs[i].from == MCC_GPU_FROM_VIEW;
 	for (size_t i = 0; i < npairs; i++)
@@ -289,157 +266,161 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 
 		prefetch_gallery(g, pairs, npairs, i + RF_AHEAD);
 
-		if (pr->probe >= (uint32_t) nq)
-		{
-			rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: probe %u does not exist (%d given)", i, pr->probe, nq);
-			goto out;
-		}
-		na = (uint32_t) probes[pr->probe].n_cyl;
+		if (pr->probe >= (uint32_t) c->nq)
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: probe %u does not exist (%d given)", i,
+								  pr->probe, c->nq);
+		na = (uint32_t) c->probes[pr->probe].n_cyl;
 		if (pr->from == MCC_GPU_FROM_VIEW)
 		{
-			if (pr->cand >= ncand)
-			{
-				rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: candidate %u does not exist (%u given)", i,
-								 pr->cand, ncand);
-				goto out;
-			}
-			nb = (uint32_t) cands[pr->cand].n_cyl;
+			if (pr->cand >= c->ncand)
+				return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: candidate %u does not exist (%u given)",
+									  i, pr->cand, c->ncand);
+			nb = (uint32_t) c->cands[pr->cand].n_cyl;
 			/* contiguous shares of the template candidates per partition */
 			part = (int) (vview++ * (size_t) g->nparts / (nview ? nview : 1));
 		}
 		else if (pr->from == MCC_GPU_FROM_GALLERY)
 		{
 			if (pr->cand >= g->n_tpl)
-			{
-				rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: gallery template %u does not exist (%u given)",
-								 i, pr->cand, g->n_tpl);
-				goto out;
-			}
+				return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
+									  "pair %zu: gallery template %u does not exist (%u given)",
+									  i, pr->cand, g->n_tpl);
 			if (g->removed[pr->cand])
 			{
-				scores[i] = -1.0f;
-				ppart[i] = 0xFF;
+				c->scores[i] = -1.0f;
+				c->ppart[i] = 0xFF;
 				continue;
 			}
 			if (!g->refd[pr->cand])
-			{
-				rc = mcc_gpu_err(err, MCC_GPU_INVALID,
-								 "gallery template %u has no refinement data on the GPU (mcc_gpu_refine_attach)",
-								 pr->cand);
-				goto out;
-			}
+				return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
+									  "gallery template %u has no refinement data on the GPU (mcc_gpu_refine_attach)",
+									  pr->cand);
 			part = g->where[pr->cand];
 			nb = g->part[part].h_tcoff[g->local[pr->cand] + 1] - g->part[part].h_tcoff[g->local[pr->cand]];
 		}
 		else
-		{
-			rc = mcc_gpu_err(err, MCC_GPU_INVALID, "pair %zu: unknown candidate source %u", i, pr->from);
-			goto out;
-		}
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: unknown candidate source %u", i, pr->from);
 		if (na == 0 || nb == 0)
 		{
-			scores[i] = 0.0f;	/* mcc_match_rescore: templates with no cylinder score 0 */
-			ppart[i] = 0xFF;
+			c->scores[i] = 0.0f;	/* mcc_match_rescore: templates with no cylinder score 0 */
+			c->ppart[i] = 0xFF;
 			continue;
 		}
-		used[pr->probe] = 1;
+		c->used[pr->probe] = 1;
 		if (pr->from == MCC_GPU_FROM_VIEW)
-			used[(uint32_t) nq + pr->cand] = 1;
+			c->used[(uint32_t) c->nq + pr->cand] = 1;
 		cls = rp_class(na, nb);
 		kcap = g->rf_kcap ? (uint32_t) g->rf_kcap : rp_class_kcap[cls];
-		ppart[i] = (uint8_t) (part * RP_NCLASS + cls);
-		cnt[part][cls]++;
-		if ((uint64_t) na * nb > kcap && (uint64_t) na * nb > gmax[part][cls])
-			gmax[part][cls] = (uint64_t) na * nb;
+		c->ppart[i] = (uint8_t) (part * RP_NCLASS + cls);
+		c->cnt[part][cls]++;
+		if ((uint64_t) na * nb > kcap && (uint64_t) na * nb > c->gmax[part][cls])
+			c->gmax[part][cls] = (uint64_t) na * nb;
 		{
 			uint64_t	m = na < nb ? na : nb;
 
-			if (m * m > kcap && m * m > rmax[part][cls])
-				rmax[part][cls] = m * m;
+			if (m * m > kcap && m * m > c->rmax[part][cls])
+				c->rmax[part][cls] = m * m;
 		}
-		ndev++;
+		c->ndev++;
 	}
+	return MCC_GPU_OK;
+}
 
-	for (uint32_t sdx = 0; sdx < nsides; sdx++)
-		if (used[sdx])
-			ncyl += (size_t) (sdx < (uint32_t) nq ? probes[sdx].n_cyl : cands[sdx - nq].n_cyl);
+/*
+ * The parameters' tables and the kernel's plan; the pinned host image:
+ * the cylinders and sides of the sides used, room for the pairs and the
+ * scores.
+ */
+static mcc_gpu_code
+rf_image(mcc_gpu *g, rf_call *c, mcc_error *err)
+{
+	size_t		ncyl = 0;
+	size_t		off_out;
+	size_t		off_dbg;
+	size_t		hbytes;
+	unsigned char *h;
+	rb_cyl	   *hcyl;
+	cudaError_t e;
+	uint32_t	o = 0;
+
+	for (uint32_t sdx = 0; sdx < c->nsides; sdx++)
+		if (c->used[sdx])
+			ncyl += (size_t) (sdx < (uint32_t) c->nq ? c->probes[sdx].n_cyl : c->cands[sdx - c->nq].n_cyl);
 
 	/* the parameters' tables: a new generation when they change */
-	if (memcmp(g->rf_tab, mp->tab, sizeof(g->rf_tab)) != 0 || g->rf_tabs_gen == 0)
+	if (memcmp(g->rf_tab, c->mp->tab, sizeof(g->rf_tab)) != 0 || g->rf_tabs_gen == 0)
 	{
-		memcpy(g->rf_tab, mp->tab, sizeof(g->rf_tab));
+		memcpy(g->rf_tab, c->mp->tab, sizeof(g->rf_tab));
 		g->rf_tabs_gen++;
 	}
-	rp_plan(&plan, method, mp);
+	rp_plan(&c->plan, c->method, c->mp);
 
 	/* host image: sides, pairs per partition and class, scores */
-	off_sides = A16(sizeof(rb_cyl) * ncyl);
-	off_pairs = off_sides + A16(sizeof(rb_side) * nsides);
-	common = off_pairs;
-	off_out = off_pairs + A16(sizeof(rb_pair_desc) * ndev);
-	off_dbg = off_out + A16(4 * ndev);
-	hbytes = off_dbg + (g->rf_dbg ? A16(8 * ndev) : 0) + 16;
+	c->off_sides = A16(sizeof(rb_cyl) * ncyl);
+	c->common = c->off_sides + A16(sizeof(rb_side) * c->nsides);
+	off_out = c->common + A16(sizeof(rb_pair_desc) * c->ndev);
+	off_dbg = off_out + A16(4 * c->ndev);
+	hbytes = off_dbg + (g->rf_dbg ? A16(8 * c->ndev) : 0) + 16;
 	if (hbytes > g->rf_h_cap)
 	{
 		cudaFreeHost(g->rf_h);
 		g->rf_h = NULL;
 		g->rf_h_cap = 0;
 		if ((e = cudaMallocHost(&g->rf_h, hbytes + hbytes / 2)) != cudaSuccess)
-		{
-			rc = mcc_gpu_fail(g, e, "pinned host allocation", -1, err);
-			goto out;
-		}
+			return mcc_gpu_fail(g, e, "pinned host allocation", -1, err);
 		g->rf_h_cap = hbytes + hbytes / 2;
 	}
 	h = g->rf_h;
 	hcyl = (rb_cyl *) h;
-	hside = (rb_side *) (h + off_sides);
-	hpair = (rb_pair_desc *) (h + off_pairs);
-	hout = (float *) (h + off_out);
-	hdbg = (double *) (h + off_dbg);
+	c->hside = (rb_side *) (h + c->off_sides);
+	c->hpair = (rb_pair_desc *) (h + c->common);
+	c->hout = (float *) (h + off_out);
+	c->hdbg = (double *) (h + off_dbg);
+	for (uint32_t sdx = 0; sdx < c->nsides; sdx++)
 	{
-		uint32_t	o = 0;
+		const mcc_template_view *v = sdx < (uint32_t) c->nq ? &c->probes[sdx] : &c->cands[sdx - c->nq];
+		int			n = c->used[sdx] ? rp_side(v, hcyl + o) : 0;
 
-		for (uint32_t sdx = 0; sdx < nsides; sdx++)
+		if (n < 0)
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "%s %u is not one cylinder per minutia",
+								  sdx < (uint32_t) c->nq ? "probe" : "candidate",
+								  sdx < (uint32_t) c->nq ? sdx : sdx - c->nq);
+		c->hside[sdx].off = o;
+		c->hside[sdx].n = (uint32_t) n;
+		o += (uint32_t) n;
+	}
+	return MCC_GPU_OK;
+}
+
+/*
+ * Place the device pairs in the host image, partition-major and
+ * class-minor, each with its n_P (idx: position -> the caller's pair).
+ */
+static mcc_gpu_code
+rf_place(mcc_gpu *g, rf_call *c, mcc_error *err)
+{
+	size_t		pos[MCC_GPU_MAX_DEVICES][RP_NCLASS];
+	uint8_t		np_tab[MCC_MAX_CYL + 1][2];
+	uint8_t		np_have[MCC_MAX_CYL + 1];
+	size_t		acc = 0;
+
+	memset(np_have, 0, sizeof(np_have));
+	for (int pi = 0; pi < g->nparts; pi++)
+	{
+		c->rp[pi].first = acc;
+		for (int k = 0; k < RP_NCLASS; k++)
 		{
-			const mcc_template_view *v = sdx < (uint32_t) nq ? &probes[sdx] : &cands[sdx - nq];
-			int			n = used[sdx] ? rp_side(v, hcyl + o) : 0;
-
-			if (n < 0)
-			{
-				rc = mcc_gpu_err(err, MCC_GPU_INVALID, "%s %u is not one cylinder per minutia",
-								 sdx < (uint32_t) nq ? "probe" : "candidate",
-								 sdx < (uint32_t) nq ? sdx : sdx - nq);
-				goto out;
-			}
-			hside[sdx].off = o;
-			hside[sdx].n = (uint32_t) n;
-			o += (uint32_t) n;
+			pos[pi][k] = acc;
+			acc += c->cnt[pi][k];
 		}
+		c->rp[pi].count = acc - c->rp[pi].first;
 	}
-	/* positions: partition-major, class-minor */
+	c->idx = (size_t *) malloc(sizeof(size_t) * (c->ndev + 1));
+	if (!c->idx)
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+	for (size_t i = 0; i < c->npairs; i++)
 	{
-		size_t		acc = 0;
-
-		for (int pi = 0; pi < g->nparts; pi++)
-		{
-			rp[pi].first = acc;
-			for (int c = 0; c < RP_NCLASS; c++)
-			{
-				pos[pi][c] = acc;
-				acc += cnt[pi][c];
-			}
-			rp[pi].count = acc - rp[pi].first;
-		}
-	}
-	idx = (size_t *) malloc(sizeof(size_t) * (ndev + 1));
-	if (!idx)
-	{
-		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
-		goto out;
-	}
-	for (size_t i = 0; i < npairs; i++)
-	{
+		const mcc_gpu_pair *pr = &c->pairs[i];
 		int			part;
 		int			cls;
 		size_t		j;
@@ -447,223 +428,303 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 		uint32_t	na;
 		uint32_t	nb;
 
-		prefetch_gallery(g, pairs, npairs, i + RF_AHEAD);
+		prefetch_gallery(g, c->pairs, c->npairs, i + RF_AHEAD);
 
-		if (ppart[i] == 0xFF)
+		if (c->ppart[i] == 0xFF)
 			continue;
-		part = ppart[i] / RP_NCLASS;
-		cls = ppart[i] % RP_NCLASS;
+		part = c->ppart[i] / RP_NCLASS;
+		cls = c->ppart[i] % RP_NCLASS;
 		j = pos[part][cls]++;
-		d = &hpair[j];
+		d = &c->hpair[j];
 		memset(d, 0, sizeof(*d));
-		d->a = pairs[i].probe;
-		if (pairs[i].from == MCC_GPU_FROM_VIEW)
+		d->a = pr->probe;
+		if (pr->from == MCC_GPU_FROM_VIEW)
 		{
-			d->b = (uint32_t) nq + pairs[i].cand;
+			d->b = (uint32_t) c->nq + pr->cand;
 			d->bside = 1;
-			nb = hside[d->b].n;
+			nb = c->hside[d->b].n;
 		}
 		else
 		{
-			d->b = g->local[pairs[i].cand];
+			d->b = g->local[pr->cand];
 			nb = g->part[part].h_tcoff[d->b + 1] - g->part[part].h_tcoff[d->b];
 		}
-		na = hside[d->a].n;
-		d->out = (uint32_t) (j - rp[part].first);
+		na = c->hside[d->a].n;
+		d->out = (uint32_t) (j - c->rp[part].first);
 		{
 			/* n_P depends on the smaller side only: once per size in a call */
 			uint32_t	m = na < nb ? na : nb;
 
 			if (!np_have[m])
 			{
-				rp_np(np_tab[m], method, mp, g->profile, (int) m);
+				rp_np(np_tab[m], c->method, c->mp, g->profile, (int) m);
 				np_have[m] = 1;
 			}
 			d->np[0] = np_tab[m][0];
 			d->np[1] = np_tab[m][1];
 		}
-		idx[j] = i;
+		c->idx[j] = i;
 	}
+	return MCC_GPU_OK;
+}
+
+/* A CUDA call of partition p's work; a failure returns its code (the caller drains). */
+#define CK(call, what) \
+	do { if ((e = (call)) != cudaSuccess) return mcc_gpu_fail(g, e, what, p->dev, err); } while (0)
+
+/*
+ * The grid of each class on partition pi (one block per pair, or the
+ * resident blocks walking the pairs when a block needs global scratch) and
+ * the scratch, fewer resident blocks when the device lacks room.
+ */
+static mcc_gpu_code
+rf_scratch(mcc_gpu *g, const rf_call *c, int pi, size_t *grid, size_t *slot_bytes, mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[pi];
+	size_t		scr = 0;
+	cudaError_t e;
+
+	/* grids and per-block scratch (one buffer: the classes run one after the other) */
+	for (int k = 0; k < RP_NCLASS; k++)
+	{
+		uint32_t	nmax = rp_class_nmax[k];
+		uint32_t	kcap = g->rf_kcap ? (uint32_t) g->rf_kcap : rp_class_kcap[k];
+		size_t		smem = rb_ws_carve(NULL, NULL, nmax, kcap);
+		int			nb = 0;
+
+		grid[k] = c->cnt[pi][k];
+		slot_bytes[k] = A16(4 * c->gmax[pi][k]) + A16(8 * c->rmax[pi][k]);
+		if (c->cnt[pi][k] == 0)
+			continue;
+		CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, refine_kernel, c->threads, smem), "occupancy");
+		if (nb < 1)
+			return mcc_gpu_rt_err(err, MCC_GPU_CUDA, "refinement needs %zu bytes of shared memory per block",
+								  smem);
+		if (pi == 0 && (k == 0 || g->rtiming.blocks_per_sm == 0))
+			g->rtiming.blocks_per_sm = nb;
+		if (slot_bytes[k])
+		{
+			size_t		resident = (size_t) p->sm_count * nb;
+
+			if (grid[k] > resident)
+				grid[k] = resident;
+			if (grid[k] * slot_bytes[k] > scr)
+				scr = grid[k] * slot_bytes[k];
+		}
+		else if (grid[k] > 0x7fffffffu)
+			grid[k] = 0x7fffffffu;
+	}
+	if (scr > p->rf_scr_cap)
+	{
+		size_t		room;
+
+		cudaFree(p->rf_scr);
+		p->rf_bytes -= p->rf_scr_cap;
+		p->rf_scr = NULL;
+		p->rf_scr_cap = 0;
+		room = mcc_gpu_room(g, p);
+		if (scr > room)
+		{
+			/* fewer resident blocks, down to one */
+			for (int k = 0; k < RP_NCLASS; k++)
+				if (slot_bytes[k] && grid[k] * slot_bytes[k] > room)
+					grid[k] = room / slot_bytes[k];
+			scr = 0;
+			for (int k = 0; k < RP_NCLASS; k++)
+			{
+				if (slot_bytes[k] && c->cnt[pi][k] && grid[k] == 0)
+					return mcc_gpu_rt_err(err, MCC_GPU_OOM,
+										  "out of GPU memory: refinement of a pair needs %zu bytes of scratch on GPU %d, %zu are available",
+										  slot_bytes[k], p->dev, room);
+				if (slot_bytes[k] && grid[k] * slot_bytes[k] > scr)
+					scr = grid[k] * slot_bytes[k];
+			}
+		}
+		CK(cudaMalloc(&p->rf_scr, scr), "refinement scratch allocation");
+		p->rf_scr_cap = scr;
+		p->rf_bytes += scr;
+	}
+	return MCC_GPU_OK;
+}
+
+/*
+ * Partition pi's work on its stream: buffers, the upload of the common
+ * part and its pairs, one launch per class, the scores back (events
+ * ev[0..3] on partition 0).
+ */
+static mcc_gpu_code
+rf_queue(mcc_gpu *g, rf_call *c, int pi, mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[pi];
+	rf_part    *q = &c->rp[pi];
+	size_t		slot_bytes[RP_NCLASS];
+	size_t		grid[RP_NCLASS];
+	unsigned char *dbase;
+	mcc_gpu_code rc;
+	cudaError_t e;
+
+	q->pairs_off = c->common;
+	q->out_off = q->pairs_off + A16(sizeof(rb_pair_desc) * q->count);
+	q->dbg_off = q->out_off + A16(4 * q->count);
+	q->bytes = q->dbg_off + (g->rf_dbg ? A16(8 * q->count) : 0);
+	CK(cudaSetDevice(p->dev), "device selection");
+	if ((rc = ensure_buf(g, p, q->bytes, err)) != MCC_GPU_OK || (rc = ensure_tabs(g, p, err)) != MCC_GPU_OK ||
+		(rc = rf_scratch(g, c, pi, grid, slot_bytes, err)) != MCC_GPU_OK)
+		return rc;
+	dbase = p->rf_buf;
+	if (pi == 0)
+		CK(cudaEventRecord(p->ev[0], p->st), "event");
+	CK(cudaMemcpyAsync(dbase, g->rf_h, c->common, cudaMemcpyHostToDevice, p->st), "refinement upload");
+	CK(cudaMemcpyAsync(dbase + q->pairs_off, c->hpair + q->first, sizeof(rb_pair_desc) * q->count,
+					   cudaMemcpyHostToDevice, p->st), "refinement upload");
+	if (pi == 0)
+		CK(cudaEventRecord(p->ev[1], p->st), "event");
+	for (int k = 0; k < RP_NCLASS; k++)
+	{
+		rb_args		a;
+		void	   *args[1] = {&a};
+		size_t		first = 0;
+
+		if (c->cnt[pi][k] == 0)
+			continue;
+		for (int kk = 0; kk < k; kk++)
+			first += c->cnt[pi][kk];
+		memset(&a, 0, sizeof(a));
+		a.pairs = (const rb_pair_desc *) (dbase + q->pairs_off) + first;
+		a.npairs = (uint32_t) c->cnt[pi][k];
+		a.cyl = (const rb_cyl *) dbase;
+		a.sides = (const rb_side *) (dbase + c->off_sides);
+		a.gal.lo = (const uint32_t *) p->lo;
+		a.gal.hi = (const uint32_t *) p->hi;
+		a.gal.meta = p->meta;
+		a.gal.tcoff = p->tcoff;
+		a.gal.tncyl = p->tncyl;
+		a.gal.sslot = p->sslot;
+		a.gal.rperm = p->rperm;
+		a.gal.rxy = p->rxy;
+		a.gal.ruix = p->ruix;
+		a.gal.utab = p->utab;
+		a.tabs = p->rf_tabs;
+		a.sqrt_tab = p->rf_sqrt;
+		a.plan = c->plan;
+		a.delta = g->profile->delta_theta;
+		a.nmax = rp_class_nmax[k];
+		a.kcap = g->rf_kcap ? (uint32_t) g->rf_kcap : rp_class_kcap[k];
+		if (slot_bytes[k])
+		{
+			size_t		gb = A16(4 * c->gmax[pi][k]);
+
+			a.gscr = c->gmax[pi][k] ? (float *) p->rf_scr : NULL;
+			a.gstride = c->gmax[pi][k] ? slot_bytes[k] / 4 : 0;
+			a.rscr = c->rmax[pi][k] ? (double *) (p->rf_scr + gb) : NULL;
+			a.rstride = c->rmax[pi][k] ? slot_bytes[k] / 8 : 0;
+		}
+		a.out = (float *) (dbase + q->out_off);
+		a.dbg = g->rf_dbg ? (double *) (dbase + q->dbg_off) : NULL;
+		a.fault = pi == 0 && g->fault_next ? 16 : 0;
+		g->fault_next = pi == 0 ? 0 : g->fault_next;
+		CK(cudaLaunchKernel((const void *) refine_kernel, dim3((unsigned) grid[k]), dim3(c->threads), args,
+							rb_ws_carve(NULL, NULL, a.nmax, a.kcap), p->st), "refinement kernel launch");
+		g->rtiming.launches++;
+	}
+	if (pi == 0)
+		CK(cudaEventRecord(p->ev[2], p->st), "event");
+	CK(cudaMemcpyAsync(c->hout + q->first, dbase + q->out_off, 4 * q->count, cudaMemcpyDeviceToHost, p->st),
+	   "score copy");
+	if (g->rf_dbg)
+		CK(cudaMemcpyAsync(c->hdbg + q->first, dbase + q->dbg_off, 8 * q->count, cudaMemcpyDeviceToHost, p->st),
+		   "score copy");
+	if (pi == 0)
+		CK(cudaEventRecord(p->ev[3], p->st), "event");
+	return MCC_GPU_OK;
+}
+
+/* Wait for partition pi's work; its stage times on partition 0. */
+static mcc_gpu_code
+rf_wait(mcc_gpu *g, int pi, mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[pi];
+	cudaError_t e;
+	float		ms;
+
+	CK(cudaSetDevice(p->dev), "device selection");
+	CK(cudaStreamSynchronize(p->st), "refinement");
+	if (pi == 0)
+	{
+		CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
+		g->rtiming.h2d_ms = ms;
+		CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
+		g->rtiming.kernel_ms = ms;
+		CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
+		g->rtiming.d2h_ms = ms;
+	}
+	return MCC_GPU_OK;
+}
+#undef CK
+
+mcc_gpu_code
+mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
+			   const mcc_template_view *cands, uint32_t ncand,
+			   const mcc_gpu_pair *pairs, size_t npairs, int method,
+			   const mcc_match_params *mp, float *scores, mcc_error *err)
+{
+	double		t0 = mcc_cuda_now_ms();
+	mcc_gpu_code rc = MCC_GPU_OK;
+	rf_call    *c;
+
+	memset(&g->rtiming, 0, sizeof(g->rtiming));
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
+	if (!rp_method_ok(method))
+		return mcc_gpu_rt_err(err, MCC_GPU_UNSUPPORTED, "method \"%s\" is not computed on the GPU",
+							  mcc_method_name(method) ? mcc_method_name(method) : "?");
+	if (mp == NULL)
+		mp = mcc_match_params_std();
+	if (!mp->prepared)
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "matching parameters are not prepared");
+	if (nq < 0 || (nq > 0 && !probes) || (ncand > 0 && !cands) || (npairs > 0 && (!pairs || !scores)))
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "invalid refinement arguments");
+	if (npairs == 0)
+		return MCC_GPU_OK;
+	for (int q = 0; q < nq; q++)
+		if ((rc = check_view(g, &probes[q], "probe", (uint32_t) q, err)) != MCC_GPU_OK)
+			return rc;
+	for (uint32_t k = 0; k < ncand; k++)
+		if ((rc = check_view(g, &cands[k], "candidate", k, err)) != MCC_GPU_OK)
+			return rc;
+	if ((c = (rf_call *) calloc(1, sizeof(*c))) == NULL)
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+	c->probes = probes;
+	c->nq = nq;
+	c->cands = cands;
+	c->ncand = ncand;
+	c->pairs = pairs;
+	c->npairs = npairs;
+	c->method = method;
+	c->mp = mp;
+	c->scores = scores;
+	c->nsides = (uint32_t) nq + ncand;
+	c->threads = g->rf_threads ? g->rf_threads : 128;
+
+	/* the host's part: pairs classified, the host image, the pairs placed */
+	if ((rc = rf_classify(g, c, err)) != MCC_GPU_OK || (rc = rf_image(g, c, err)) != MCC_GPU_OK ||
+		(rc = rf_place(g, c, err)) != MCC_GPU_OK)
+		goto out;
 	g->rtiming.prep_ms = mcc_cuda_now_ms() - t0;
-	g->rtiming.pairs = ndev;
+	g->rtiming.pairs = c->ndev;
 
 	/* per partition: buffers, uploads, one launch per class, scores back */
-#define CK(call, what) \
-	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto fail; } } while (0)
 	for (int pi = 0; pi < g->nparts; pi++)
-	{
-		mcc_gpu_part *p = &g->part[pi];
-		rf_part    *q = &rp[pi];
-		size_t		slot_bytes[RP_NCLASS];
-		size_t		grid[RP_NCLASS];
-		size_t		scr = 0;
-		unsigned char *dbase;
-
-		if (q->count == 0)
-			continue;
-		q->pairs_off = common;
-		q->out_off = q->pairs_off + A16(sizeof(rb_pair_desc) * q->count);
-		q->dbg_off = q->out_off + A16(4 * q->count);
-		q->bytes = q->dbg_off + (g->rf_dbg ? A16(8 * q->count) : 0);
-		CK(cudaSetDevice(p->dev), "device selection");
-		if ((rc = ensure_buf(g, p, q->bytes, err)) != MCC_GPU_OK || (rc = ensure_tabs(g, p, err)) != MCC_GPU_OK)
+		if (c->rp[pi].count > 0 && (rc = rf_queue(g, c, pi, err)) != MCC_GPU_OK)
 			goto fail;
-		/* grids and per-block scratch (one buffer: the classes run one after the other) */
-		for (int c = 0; c < RP_NCLASS; c++)
-		{
-			uint32_t	nmax = rp_class_nmax[c];
-			uint32_t	kcap = g->rf_kcap ? (uint32_t) g->rf_kcap : rp_class_kcap[c];
-			size_t		smem = rb_ws_carve(NULL, NULL, nmax, kcap);
-			int			nb = 0;
-
-			grid[c] = cnt[pi][c];
-			slot_bytes[c] = A16(4 * gmax[pi][c]) + A16(8 * rmax[pi][c]);
-			if (cnt[pi][c] == 0)
-				continue;
-			CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, refine_kernel, threads, smem), "occupancy");
-			if (nb < 1)
-			{
-				rc = mcc_gpu_err(err, MCC_GPU_CUDA, "refinement needs %zu bytes of shared memory per block", smem);
-				goto fail;
-			}
-			if (pi == 0 && (c == 0 || g->rtiming.blocks_per_sm == 0))
-				g->rtiming.blocks_per_sm = nb;
-			if (slot_bytes[c])
-			{
-				size_t		resident = (size_t) p->sm_count * nb;
-
-				if (grid[c] > resident)
-					grid[c] = resident;
-				if (grid[c] * slot_bytes[c] > scr)
-					scr = grid[c] * slot_bytes[c];
-			}
-			else if (grid[c] > 0x7fffffffu)
-				grid[c] = 0x7fffffffu;
-		}
-		if (scr > p->rf_scr_cap)
-		{
-			size_t		room;
-
-			cudaFree(p->rf_scr);
-			p->rf_bytes -= p->rf_scr_cap;
-			p->rf_scr = NULL;
-			p->rf_scr_cap = 0;
-			room = mcc_gpu_room(g, p);
-			if (scr > room)
-			{
-				/* fewer resident blocks, down to one */
-				for (int c = 0; c < RP_NCLASS; c++)
-					if (slot_bytes[c] && grid[c] * slot_bytes[c] > room)
-						grid[c] = room / slot_bytes[c];
-				scr = 0;
-				for (int c = 0; c < RP_NCLASS; c++)
-				{
-					if (slot_bytes[c] && cnt[pi][c] && grid[c] == 0)
-					{
-						rc = mcc_gpu_err(err, MCC_GPU_OOM,
-										 "out of GPU memory: refinement of a pair needs %zu bytes of scratch on GPU %d, %zu are available",
-										 slot_bytes[c], p->dev, room);
-						goto fail;
-					}
-					if (slot_bytes[c] && grid[c] * slot_bytes[c] > scr)
-						scr = grid[c] * slot_bytes[c];
-				}
-			}
-			CK(cudaMalloc(&p->rf_scr, scr), "refinement scratch allocation");
-			p->rf_scr_cap = scr;
-			p->rf_bytes += scr;
-		}
-		dbase = p->rf_buf;
-		if (pi == 0)
-			CK(cudaEventRecord(p->ev[0], p->st), "event");
-		CK(cudaMemcpyAsync(dbase, h, common, cudaMemcpyHostToDevice, p->st), "refinement upload");
-		CK(cudaMemcpyAsync(dbase + q->pairs_off, hpair + q->first, sizeof(rb_pair_desc) * q->count,
-						   cudaMemcpyHostToDevice, p->st), "refinement upload");
-		if (pi == 0)
-			CK(cudaEventRecord(p->ev[1], p->st), "event");
-		for (int c = 0; c < RP_NCLASS; c++)
-		{
-			rb_args		a;
-			void	   *args[1] = {&a};
-			size_t		first = 0;
-
-			if (cnt[pi][c] == 0)
-				continue;
-			for (int k = 0; k < c; k++)
-				first += cnt[pi][k];
-			memset(&a, 0, sizeof(a));
-			a.pairs = (const rb_pair_desc *) (dbase + q->pairs_off) + first;
-			a.npairs = (uint32_t) cnt[pi][c];
-			a.cyl = (const rb_cyl *) dbase;
-			a.sides = (const rb_side *) (dbase + off_sides);
-			a.gal.lo = (const uint32_t *) p->lo;
-			a.gal.hi = (const uint32_t *) p->hi;
-			a.gal.meta = p->meta;
-			a.gal.tcoff = p->tcoff;
-			a.gal.tncyl = p->tncyl;
-			a.gal.sslot = p->sslot;
-			a.gal.rperm = p->rperm;
-			a.gal.rxy = p->rxy;
-			a.gal.ruix = p->ruix;
-			a.gal.utab = p->utab;
-			a.tabs = p->rf_tabs;
-			a.sqrt_tab = p->rf_sqrt;
-			a.plan = plan;
-			a.delta = g->profile->delta_theta;
-			a.nmax = rp_class_nmax[c];
-			a.kcap = g->rf_kcap ? (uint32_t) g->rf_kcap : rp_class_kcap[c];
-			if (slot_bytes[c])
-			{
-				size_t		gb = A16(4 * gmax[pi][c]);
-
-				a.gscr = gmax[pi][c] ? (float *) p->rf_scr : NULL;
-				a.gstride = gmax[pi][c] ? slot_bytes[c] / 4 : 0;
-				a.rscr = rmax[pi][c] ? (double *) (p->rf_scr + gb) : NULL;
-				a.rstride = rmax[pi][c] ? slot_bytes[c] / 8 : 0;
-			}
-			a.out = (float *) (dbase + q->out_off);
-			a.dbg = g->rf_dbg ? (double *) (dbase + q->dbg_off) : NULL;
-			a.fault = pi == 0 && g->fault_next ? 16 : 0;
-			g->fault_next = pi == 0 ? 0 : g->fault_next;
-			CK(cudaLaunchKernel((const void *) refine_kernel, dim3((unsigned) grid[c]), dim3(threads), args,
-								rb_ws_carve(NULL, NULL, a.nmax, a.kcap), p->st), "refinement kernel launch");
-			g->rtiming.launches++;
-		}
-		if (pi == 0)
-			CK(cudaEventRecord(p->ev[2], p->st), "event");
-		CK(cudaMemcpyAsync(hout + q->first, dbase + q->out_off, 4 * q->count, cudaMemcpyDeviceToHost, p->st),
-		   "score copy");
-		if (g->rf_dbg)
-			CK(cudaMemcpyAsync(hdbg + q->first, dbase + q->dbg_off, 8 * q->count, cudaMemcpyDeviceToHost, p->st),
-			   "score copy");
-		if (pi == 0)
-			CK(cudaEventRecord(p->ev[3], p->st), "event");
-	}
 	for (int pi = 0; pi < g->nparts; pi++)
+		if (c->rp[pi].count > 0 && (rc = rf_wait(g, pi, err)) != MCC_GPU_OK)
+			goto fail;
+	for (size_t j = 0; j < c->ndev; j++)
 	{
-		mcc_gpu_part *p = &g->part[pi];
-		float		ms;
-
-		if (rp[pi].count == 0)
-			continue;
-		CK(cudaSetDevice(p->dev), "device selection");
-		CK(cudaStreamSynchronize(p->st), "refinement");
-		if (pi == 0)
-		{
-			CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
-			g->rtiming.h2d_ms = ms;
-			CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
-			g->rtiming.kernel_ms = ms;
-			CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
-			g->rtiming.d2h_ms = ms;
-		}
-	}
-#undef CK
-	for (size_t j = 0; j < ndev; j++)
-	{
-		scores[idx[j]] = hout[j];
+		scores[c->idx[j]] = c->hout[j];
 		if (g->rf_dbg)
-			g->rf_dbg[idx[j]] = hdbg[j];
+			g->rf_dbg[c->idx[j]] = c->hdbg[j];
 	}
 	g->rtiming.total_ms = mcc_cuda_now_ms() - t0;
 	goto out;
@@ -671,8 +732,9 @@ fail:
 	if (rc != MCC_GPU_STICKY)
 		mcc_gpu_drain(g);
 out:
-	free(ppart);
-	free(used);
-	free(idx);
+	free(c->ppart);
+	free(c->used);
+	free(c->idx);
+	free(c);
 	return rc;
 }

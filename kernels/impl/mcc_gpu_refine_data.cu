@@ -89,17 +89,17 @@ static mcc_gpu_code
 attach_check(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uint32_t t0, uint32_t t1,
 			 mcc_error *err)
 {
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	if (!s || !geo || !s->profile || s->profile->id != g->profile->id)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "gallery profile differs from the GPU context's");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "gallery profile differs from the GPU context's");
 	if (t0 > t1 || t1 > g->n_tpl || t1 > s->n_tpl || t1 > geo->n_tpl)
-		return mcc_gpu_err(err, MCC_GPU_INVALID,
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 						   "refinement range [%u, %u) is not in the gallery (%u templates given, %u in the soa, %u in the geometry)",
 						   t0, t1, g->n_tpl, s->n_tpl, geo->n_tpl);
 	for (uint32_t i = t0; i < t1; i++)
 		if (geo->first[i + 1] - geo->first[i] != s->first[i + 1] - s->first[i])
-			return mcc_gpu_err(err, MCC_GPU_INVALID,
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 							   "template %u has %u cylinders in the gallery and %u in its geometry",
 							   i, s->first[i + 1] - s->first[i], geo->first[i + 1] - geo->first[i]);
 	return MCC_GPU_OK;
@@ -124,7 +124,7 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 	/* runs of consecutive local templates per partition (one per partition, by construction) */
 	runs = (run *) malloc(sizeof(run) * (t1 - t0));
 	if (!runs)
-		return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	for (int pi = 0; pi < g->nparts; pi++)
 	{
 		mcc_gpu_part *p = &g->part[pi];
@@ -156,7 +156,7 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 	huix = (uint32_t *) malloc(4 * total + 4);
 	if (!hperm || !hxy || !huix)
 	{
-		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 		goto done;
 	}
 	/* the records, and the new directions into the table */
@@ -174,7 +174,7 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 				i++;			/* the run's next template in gallery order */
 			if (rp_geom_records(geo, i, &g->utab, hperm + o, hxy + o, huix + o) != 0)
 			{
-				rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+				rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 				goto done;
 			}
 		}
@@ -194,7 +194,7 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 		need = mcc_gpu_grown(9, p->cap_ref, p->n_rc) + mcc_gpu_grown(16, p->cap_utab, g->utab.n);
 		if (need > mcc_gpu_room(g, p))
 		{
-			rc = mcc_gpu_err(err, MCC_GPU_OOM,
+			rc = mcc_gpu_rt_err(err, MCC_GPU_OOM,
 							 "out of GPU memory: refinement data needs %zu more bytes on GPU %d, %zu are available",
 							 need, p->dev, mcc_gpu_room(g, p));
 			goto done;

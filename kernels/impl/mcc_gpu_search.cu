@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcc_cuda_util.h"
+#include "mcc_gpu_rt.h"
 #include "mcc_gpu_int.h"
 #include "mcc_lss.h"
 
@@ -35,9 +35,9 @@ static mcc_gpu_code
 check_probe(mcc_gpu *g, const mcc_template_view *v, int q, mcc_error *err)
 {
 	if (!v->profile || v->profile->id != g->profile->id)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "probe %d has another profile than the gallery", q);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "probe %d has another profile than the gallery", q);
 	if (v->n_cyl < 0 || v->n_cyl > MCC_MAX_CYL || (v->n_cyl > 0 && v->words != 4))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "probe %d has an invalid cylinder layout", q);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "probe %d has an invalid cylinder layout", q);
 	for (int c = 0; c < v->n_cyl; c++)
 	{
 		uint16_t	pc;
@@ -50,12 +50,12 @@ check_probe(mcc_gpu *g, const mcc_template_view *v, int q, mcc_error *err)
 		memcpy(w, v->bits + (size_t) c * 32, 32);
 		w3 = w[3];
 		if (pc > 255 || (w3 >> 63))
-			return mcc_gpu_err(err, MCC_GPU_INVALID,
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 							   "probe %d: cylinder %d has bits beyond the profile's 255", q, c);
 		for (int i = 0; i < 4; i++)
 			bits += __builtin_popcountll(w[i]);
 		if (bits != pc)
-			return mcc_gpu_err(err, MCC_GPU_INVALID,
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 							   "probe %d: cylinder %d popcount %u does not match its bits", q, c, pc);
 	}
 	return MCC_GPU_OK;
@@ -197,7 +197,7 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 		mcc_gpu_part_free_select(p);
 		p->scratch_bytes = p->blob_cap + p->h_keys_cap * 0;
 		if (need > mcc_gpu_room(g, p))
-			return mcc_gpu_err(err, MCC_GPU_OOM,
+			return mcc_gpu_rt_err(err, MCC_GPU_OOM,
 							   "out of GPU memory: search buffers need %zu bytes on GPU %d, %zu are available",
 							   need, p->dev, mcc_gpu_room(g, p));
 		if ((e = cudaMalloc(&p->scores, (size_t) q * tpl * 4)) != cudaSuccess ||
@@ -310,6 +310,233 @@ queue_select(mcc_gpu_part *p, int nq, int k, uint32_t ccap, bool timed)
 						   cudaMemcpyDeviceToHost, p->st);
 }
 
+/* A CUDA call of one partition's pass; a failure returns its code (the caller drains). */
+#define CK(call, what) \
+	do { if ((e = (call)) != cudaSuccess) return mcc_gpu_fail(g, e, what, p->dev, err); } while (0)
+
+/* The probe image of a pass and the kernel it runs. */
+typedef struct chunk_plan
+{
+	size_t		blob;			/* probe image bytes */
+	int			zero;			/* a probe has an empty cylinder */
+	int			rcp,
+				csa,
+				cpl,
+				bt,
+				tc;				/* kernel parameters (mcc_gpu_variant_params) */
+	double		gate[256];		/* pairs per gallery cylinder angle, for timing.pairs */
+} chunk_plan;
+
+/*
+ * Queue partition i's pass on its stream: probe upload, the match kernel,
+ * the top-k selection when k > 0 (at most ccap[i] candidates), events
+ * ev[0..5] between the stages.
+ */
+static mcc_gpu_code
+queue_part(mcc_gpu *g, int i, int nq, int k, const chunk_plan *cp, uint32_t *ccap, mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[i];
+	mcc_gpu_code rc;
+	cudaError_t e;
+	const void *fn;
+	int			nb = 0;
+	size_t		smem = cp->blob + (size_t) (cp->bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
+	mcc_match_args a;
+	void	   *args[1] = {&a};
+
+	if ((rc = ensure_scratch(g, p, nq, k, cp->blob, err)) != MCC_GPU_OK)
+		return rc;
+	for (int ang = 0; ang < 256; ang++)
+		g->timing.pairs += p->angle_count[ang] * cp->gate[ang];
+	fn = mcc_gpu_match_kernel(cp->rcp, cp->csa, cp->zero && p->has_zero, cp->cpl, cp->bt, cp->tc);
+	CK(cudaEventRecord(p->ev[0], p->st), "event");
+	CK(cudaMemcpyAsync(p->blob, g->h_blob, cp->blob, cudaMemcpyHostToDevice, p->st), "probe upload");
+	CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
+	CK(cudaMemsetAsync(p->schist, 0, (size_t) nq * MCC_GPU_SC_BINS * 4, p->st), "buffer reset");
+	CK(cudaEventRecord(p->ev[1], p->st), "event");
+	if (p->n_tiles > 0)
+	{
+		CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(cp->tc), smem), "occupancy");
+		if (nb < 1)
+			return mcc_gpu_rt_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
+		if (i == 0)
+			g->timing.blocks_per_sm = nb;
+		memset(&a, 0, sizeof(a));
+		a.lo = p->lo;
+		a.hi = p->hi;
+		a.meta = p->meta;
+		a.tiles = p->tiles;
+		a.tncyl = p->tncyl;
+		a.alive = p->alive;
+		a.blob = p->blob;
+		a.blob_words = (uint32_t) (cp->blob / 16);
+		a.nq = nq;
+		a.n_items = p->n_tiles * nq;
+		a.delta = g->profile->delta_theta;
+		a.scores = p->scores;
+		a.score_stride = p->sc_tpl;
+		a.schist = p->schist;
+		a.counter = p->small;
+		a.fault = i == 0 && g->fault_next;
+		g->fault_next = 0;
+		CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(cp->tc)), args, smem, p->st),
+		   "match kernel launch");
+	}
+	CK(cudaEventRecord(p->ev[2], p->st), "event");
+	ccap[i] = cand_cap(p, k);
+	if (k > 0)
+		CK(queue_select(p, nq, k, ccap[i], true), "top-k selection");
+	else
+	{
+		CK(cudaEventRecord(p->ev[5], p->st), "event");
+		CK(cudaEventRecord(p->ev[3], p->st), "event");
+	}
+	CK(cudaEventRecord(p->ev[4], p->st), "event");
+	return MCC_GPU_OK;
+}
+
+/*
+ * Wait for partition i's pass; its stage times (partition 0), every score
+ * into scores when k == 0, else the selection again with room for every
+ * candidate when a probe had more exact ties than the fast path holds.
+ */
+static mcc_gpu_code
+collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[i];
+	cudaError_t e;
+	float		ms;
+
+	CK(cudaSetDevice(p->dev), "device selection");
+	CK(cudaStreamSynchronize(p->st), "search");
+	if (i == 0)
+	{
+		CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
+		g->timing.h2d_ms += ms;
+		CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
+		g->timing.match_ms += ms;
+		CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
+		g->timing.select_ms += ms;
+		CK(cudaEventElapsedTime(&ms, p->ev[5], p->ev[3]), "timing");
+		g->timing.sort_ms += ms;
+		CK(cudaEventElapsedTime(&ms, p->ev[3], p->ev[4]), "timing");
+		g->timing.d2h_ms += ms;
+	}
+	if (k == 0)
+	{
+		float	   *tmp = (float *) malloc(sizeof(float) * ((size_t) nq * p->n_tpl + 1));
+
+		if (!tmp)
+			return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+		e = p->n_tpl ? cudaMemcpy2D(tmp, (size_t) p->n_tpl * 4, p->scores, (size_t) p->sc_tpl * 4,
+									(size_t) p->n_tpl * 4, nq, cudaMemcpyDeviceToHost) : cudaSuccess;
+		if (e != cudaSuccess)
+		{
+			free(tmp);
+			return mcc_gpu_fail(g, e, "score copy", p->dev, err);
+		}
+		for (int q = 0; q < nq; q++)
+			for (uint32_t lt = 0; lt < p->n_tpl; lt++)
+				scores[(size_t) q * g->n_tpl + p->gidx[lt]] = tmp[(size_t) q * p->n_tpl + lt];
+		free(tmp);
+		return MCC_GPU_OK;
+	}
+	/* a probe with more exact ties than the fast path holds: again, with room for all */
+	for (int q = 0; q < nq; q++)
+		if (p->h_small[nq + q] && ccap[i] < p->sc_tpl)
+		{
+			ccap[i] = p->sc_tpl;
+			CK(queue_select(p, nq, k, ccap[i], false), "top-k selection");
+			CK(cudaStreamSynchronize(p->st), "search");
+			break;
+		}
+	return MCC_GPU_OK;
+}
+
+/* The hits of a probe from every partition, before the merge (grown as needed). */
+typedef struct hit_acc
+{
+	mcc_gpu_hit *h;
+	size_t		n;
+	size_t		cap;
+} hit_acc;
+
+/*
+ * Append partition i's candidates of probe q to acc: their keys (from the
+ * device when more than the copied window), gallery indices and ids.
+ */
+static mcc_gpu_code
+gather_part(mcc_gpu *g, int i, int q, int k, const uint32_t *ccap, hit_acc *acc, mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[i];
+	uint32_t	len = p->h_small[q];
+	uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
+	uint64_t   *keys, *more = NULL;
+	mcc_gpu_hit *h;
+	cudaError_t e;
+
+	if (w > ccap[i])
+		w = ccap[i];
+	keys = p->h_keys + (size_t) q * w;
+	if (len > w)
+	{
+		more = (uint64_t *) malloc(8 * (size_t) len);
+		if (!more)
+			return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+		if ((e = cudaSetDevice(p->dev)) != cudaSuccess)
+		{
+			free(more);
+			return mcc_gpu_fail(g, e, "device selection", p->dev, err);
+		}
+		if ((e = cudaMemcpy(more, p->sorted + (size_t) q * ccap[i], 8 * (size_t) len,
+							cudaMemcpyDeviceToHost)) != cudaSuccess)
+		{
+			free(more);
+			return mcc_gpu_fail(g, e, "result copy", p->dev, err);
+		}
+		keys = more;
+	}
+	if (acc->n + len > acc->cap)
+	{
+		size_t		nc = (acc->n + len) * 2 + 16;
+		mcc_gpu_hit *na = (mcc_gpu_hit *) realloc(acc->h, nc * sizeof(mcc_gpu_hit));
+
+		if (!na)
+		{
+			free(more);
+			return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+		}
+		acc->h = na;
+		acc->cap = nc;
+	}
+	/*
+	 * gidx and ids are gallery-sized and read at random: two passes, each
+	 * fetching a few hits ahead, keep several cache misses in flight (a
+	 * shortlist of thousands of hits per probe otherwise waits on each in
+	 * turn)
+	 */
+	h = acc->h + acc->n;
+	for (uint32_t j = 0; j < len; j++)
+	{
+		uint32_t	bits = ~(uint32_t) (keys[j] >> 32);
+
+		if (j + MERGE_AHEAD < len)
+			__builtin_prefetch(&p->gidx[(uint32_t) keys[j + MERGE_AHEAD]]);
+		memcpy(&h[j].score, &bits, 4);
+		h[j].index = p->gidx[(uint32_t) keys[j]];
+	}
+	for (uint32_t j = 0; j < len; j++)
+	{
+		if (j + MERGE_AHEAD < len)
+			__builtin_prefetch(&g->ids[h[j + MERGE_AHEAD].index]);
+		h[j].id = g->ids[h[j].index];
+	}
+	acc->n += len;
+	free(more);
+	return MCC_GPU_OK;
+}
+#undef CK
+
 /*
  * One pass of probes[0..nq) over every partition: match (and select when
  * k > 0), results into hits (k > 0) or scores (k == 0).
@@ -320,222 +547,48 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 {
 	mcc_gpu_code rc = MCC_GPU_OK;
 	double		t0 = mcc_cuda_now_ms();
-	double		gate[256];
-	int			zero;
-	int			vr, csa, cpl, bt, tc;
-	size_t		blob;
-	cudaError_t e;
-	mcc_gpu_hit *acc = NULL;
-	size_t		nacc = 0, capacc = 0;
+	int			vr;
+	chunk_plan	cp;
+	hit_acc		acc = {NULL, 0, 0};
 	uint32_t	ccap[MCC_GPU_MAX_DEVICES];
 
-	mcc_gpu_variant_params(g->opt.variant, &vr, &csa, &cpl, &bt, &tc);
-	memset(gate, 0, sizeof(gate));
-	blob = build_image(g, probes, nq, rcp, g->h_blob, &zero, gate);
+	memset(&cp, 0, sizeof(cp));
+	cp.rcp = rcp;
+	mcc_gpu_variant_params(g->opt.variant, &vr, &cp.csa, &cp.cpl, &cp.bt, &cp.tc);
+	cp.blob = build_image(g, probes, nq, rcp, g->h_blob, &cp.zero, cp.gate);
 	g->timing.prep_ms += mcc_cuda_now_ms() - t0;
 	g->timing.passes++;
 
-#define CK(call, what) \
-	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto fail; } } while (0)
 	for (int i = 0; i < g->nparts; i++)
-	{
-		mcc_gpu_part *p = &g->part[i];
-		const void *fn;
-		int			nb = 0;
-		size_t		smem = blob + (size_t) (bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
-		mcc_match_args a;
-		void	   *args[1] = {&a};
-
-		if ((rc = ensure_scratch(g, p, nq, k, blob, err)) != MCC_GPU_OK)
+		if ((rc = queue_part(g, i, nq, k, &cp, ccap, err)) != MCC_GPU_OK)
 			goto fail;
-		for (int ang = 0; ang < 256; ang++)
-			g->timing.pairs += p->angle_count[ang] * gate[ang];
-		fn = mcc_gpu_match_kernel(rcp, csa, zero && p->has_zero, cpl, bt, tc);
-		CK(cudaEventRecord(p->ev[0], p->st), "event");
-		CK(cudaMemcpyAsync(p->blob, g->h_blob, blob, cudaMemcpyHostToDevice, p->st), "probe upload");
-		CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
-		CK(cudaMemsetAsync(p->schist, 0, (size_t) nq * MCC_GPU_SC_BINS * 4, p->st), "buffer reset");
-		CK(cudaEventRecord(p->ev[1], p->st), "event");
-		if (p->n_tiles > 0)
-		{
-			CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(tc), smem), "occupancy");
-			if (nb < 1)
-			{
-				rc = mcc_gpu_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
-				goto fail;
-			}
-			if (i == 0)
-				g->timing.blocks_per_sm = nb;
-			memset(&a, 0, sizeof(a));
-			a.lo = p->lo;
-			a.hi = p->hi;
-			a.meta = p->meta;
-			a.tiles = p->tiles;
-			a.tncyl = p->tncyl;
-			a.alive = p->alive;
-			a.blob = p->blob;
-			a.blob_words = (uint32_t) (blob / 16);
-			a.nq = nq;
-			a.n_items = p->n_tiles * nq;
-			a.delta = g->profile->delta_theta;
-			a.scores = p->scores;
-			a.score_stride = p->sc_tpl;
-			a.schist = p->schist;
-			a.counter = p->small;
-			a.fault = i == 0 && g->fault_next;
-			g->fault_next = 0;
-			CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(tc)), args, smem, p->st),
-			   "match kernel launch");
-		}
-		CK(cudaEventRecord(p->ev[2], p->st), "event");
-		ccap[i] = cand_cap(p, k);
-		if (k > 0)
-			CK(queue_select(p, nq, k, ccap[i], true), "top-k selection");
-		else
-		{
-			CK(cudaEventRecord(p->ev[5], p->st), "event");
-			CK(cudaEventRecord(p->ev[3], p->st), "event");
-		}
-		CK(cudaEventRecord(p->ev[4], p->st), "event");
-	}
-
 	/* wait, then collect */
 	for (int i = 0; i < g->nparts; i++)
-	{
-		mcc_gpu_part *p = &g->part[i];
-		float		ms;
-
-		CK(cudaSetDevice(p->dev), "device selection");
-		CK(cudaStreamSynchronize(p->st), "search");
-		if (i == 0)
-		{
-			CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
-			g->timing.h2d_ms += ms;
-			CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
-			g->timing.match_ms += ms;
-			CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
-			g->timing.select_ms += ms;
-			CK(cudaEventElapsedTime(&ms, p->ev[5], p->ev[3]), "timing");
-			g->timing.sort_ms += ms;
-			CK(cudaEventElapsedTime(&ms, p->ev[3], p->ev[4]), "timing");
-			g->timing.d2h_ms += ms;
-		}
-		if (k == 0)
-		{
-			float	   *tmp = (float *) malloc(sizeof(float) * ((size_t) nq * p->n_tpl + 1));
-
-			if (!tmp)
-			{
-				rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
-				goto fail;
-			}
-			e = p->n_tpl ? cudaMemcpy2D(tmp, (size_t) p->n_tpl * 4, p->scores, (size_t) p->sc_tpl * 4,
-										(size_t) p->n_tpl * 4, nq, cudaMemcpyDeviceToHost) : cudaSuccess;
-			if (e != cudaSuccess)
-			{
-				free(tmp);
-				rc = mcc_gpu_fail(g, e, "score copy", p->dev, err);
-				goto fail;
-			}
-			for (int q = 0; q < nq; q++)
-				for (uint32_t lt = 0; lt < p->n_tpl; lt++)
-					scores[(size_t) q * g->n_tpl + p->gidx[lt]] = tmp[(size_t) q * p->n_tpl + lt];
-			free(tmp);
-			continue;
-		}
-		/* a probe with more exact ties than the fast path holds: again, with room for all */
-		for (int q = 0; q < nq; q++)
-			if (p->h_small[nq + q] && ccap[i] < p->sc_tpl)
-			{
-				ccap[i] = p->sc_tpl;
-				CK(queue_select(p, nq, k, ccap[i], false), "top-k selection");
-				CK(cudaStreamSynchronize(p->st), "search");
-				break;
-			}
-	}
+		if ((rc = collect_part(g, i, nq, k, scores, ccap, err)) != MCC_GPU_OK)
+			goto fail;
 	if (k == 0)
-		goto done;
+		return MCC_GPU_OK;
 
 	/* merge the partitions' candidates per probe */
 	t0 = mcc_cuda_now_ms();
 	for (int q = 0; q < nq; q++)
 	{
-		nacc = 0;
+		acc.n = 0;
 		for (int i = 0; i < g->nparts; i++)
-		{
-			mcc_gpu_part *p = &g->part[i];
-			uint32_t	len = p->h_small[q];
-			uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
-			uint64_t   *keys, *more = NULL;
-
-			if (w > ccap[i])
-				w = ccap[i];
-			keys = p->h_keys + (size_t) q * w;
-			if (len > w)
-			{
-				more = (uint64_t *) malloc(8 * (size_t) len);
-				if (!more)
-				{
-					rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
-					goto fail;
-				}
-				CK(cudaSetDevice(p->dev), "device selection");
-				CK(cudaMemcpy(more, p->sorted + (size_t) q * ccap[i], 8 * (size_t) len,
-							  cudaMemcpyDeviceToHost), "result copy");
-				keys = more;
-			}
-			if (nacc + len > capacc)
-			{
-				size_t		nc = (nacc + len) * 2 + 16;
-				mcc_gpu_hit *na = (mcc_gpu_hit *) realloc(acc, nc * sizeof(mcc_gpu_hit));
-
-				if (!na)
-				{
-					free(more);
-					rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
-					goto fail;
-				}
-				acc = na;
-				capacc = nc;
-			}
-			/*
-			 * gidx and ids are gallery-sized and read at random: two
-			 * passes, each fetching a few hits ahead, keep several cache
-			 * misses in flight (a shortlist of thousands of hits per probe
-			 * otherwise waits on each in turn)
-			 */
-			for (uint32_t j = 0; j < len; j++)
-			{
-				uint32_t	bits = ~(uint32_t) (keys[j] >> 32);
-
-				if (j + MERGE_AHEAD < len)
-					__builtin_prefetch(&p->gidx[(uint32_t) keys[j + MERGE_AHEAD]]);
-				memcpy(&acc[nacc + j].score, &bits, 4);
-				acc[nacc + j].index = p->gidx[(uint32_t) keys[j]];
-			}
-			for (uint32_t j = 0; j < len; j++)
-			{
-				if (j + MERGE_AHEAD < len)
-					__builtin_prefetch(&g->ids[acc[nacc + j + MERGE_AHEAD].index]);
-				acc[nacc + j].id = g->ids[acc[nacc + j].index];
-			}
-			nacc += len;
-			free(more);
-		}
+			if ((rc = gather_part(g, i, q, k, ccap, &acc, err)) != MCC_GPU_OK)
+				goto fail;
 		if (g->nparts == 1)
-			sort_ties(acc, nacc);	/* already by score: only equal scores to order by id */
+			sort_ties(acc.h, acc.n);	/* already by score: only equal scores to order by id */
 		else
-			qsort(acc, nacc, sizeof(mcc_gpu_hit), hit_cmp);
-		nhits[q] = (int) (nacc < (size_t) k ? nacc : (size_t) k);
-		memcpy(hits + (size_t) q * k, acc, sizeof(mcc_gpu_hit) * nhits[q]);
+			qsort(acc.h, acc.n, sizeof(mcc_gpu_hit), hit_cmp);
+		nhits[q] = (int) (acc.n < (size_t) k ? acc.n : (size_t) k);
+		memcpy(hits + (size_t) q * k, acc.h, sizeof(mcc_gpu_hit) * nhits[q]);
 	}
 	g->timing.merge_ms += mcc_cuda_now_ms() - t0;
-done:
-	free(acc);
+	free(acc.h);
 	return MCC_GPU_OK;
-#undef CK
 fail:
-	free(acc);
+	free(acc.h);
 	if (rc != MCC_GPU_STICKY)
 		mcc_gpu_drain(g);
 	return rc;
@@ -554,10 +607,10 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 
 	mcc_gpu_variant_params(g->opt.variant, &rcp, &csa, &cpl, &bt, &tc);
 	memset(&g->timing, 0, sizeof(g->timing));
-	if (g->broken)
-		return mcc_gpu_err(err, MCC_GPU_STICKY, "%s", g->broken_msg);
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
 	if (nq < 0 || (nq > 0 && !probes))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "invalid probe list");
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "invalid probe list");
 	for (int q = 0; q < nq; q++)
 		if ((rc = check_probe(g, &probes[q], q, err)) != MCC_GPU_OK)
 			return rc;
@@ -617,7 +670,7 @@ mcc_gpu_search(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			   mcc_gpu_hit *hits, int *nhits, mcc_error *err)
 {
 	if (k < 1 || k > (1 << 20))
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "k = %d is out of range", k);
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "k = %d is out of range", k);
 	return run(g, probes, nq, k, hits, nhits, NULL, err);
 }
 

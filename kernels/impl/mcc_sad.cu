@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcc_cuda_util.h"
+#include "mcc_gpu_rt.h"
 #include "mcc_sad_gpu.h"
 
 /* packed byte SAD with accumulate: vabsdiff4 on the device, a loop on the host */
@@ -299,7 +299,7 @@ struct mcc_sad_gpu
 	char		desc[192];
 	cudaStream_t stream;
 	cudaEvent_t ev[6];
-	int			sticky;
+	mcc_gpu_rt_lost lost;		/* a sticky error happened (mcc_gpu_rt.h) */
 	void	   *d_t;			/* padded target words */
 	size_t		cap_t;
 	void	   *d_p;			/* shifted pattern copies */
@@ -325,27 +325,11 @@ mcc_sad_gpu_variant_name(int variant)
 	return variant >= 0 && variant < MCC_SAD_GPU_VARIANTS ? variants[variant].name : NULL;
 }
 
-/* Turn a CUDA failure into a code and a message. */
-static mcc_sad_gpu_code
+/* A CUDA failure as a code and a message (the runtime's translation). */
+static mcc_gpu_code
 fail(mcc_sad_gpu *ctx, cudaError_t e, const char *what, mcc_error *err)
 {
-	if (e == cudaErrorMemoryAllocation)
-	{
-		(void) cudaGetLastError();
-		mcc_error_set(err, MCC_ERR_MEMORY, "out of GPU memory for a SAD search");
-		mcc_error_detail(err, "%s failed: %s.", what, cudaGetErrorString(e));
-		return MCC_SAD_GPU_OOM;
-	}
-	mcc_error_set(err, MCC_ERR_INTERNAL, "CUDA error in a SAD search: %s", cudaGetErrorString(e));
-	mcc_error_detail(err, "%s failed (error %d).", what, (int) e);
-	if (mcc_cuda_is_sticky(e))
-	{
-		if (ctx)
-			ctx->sticky = 1;
-		return MCC_SAD_GPU_STICKY;
-	}
-	(void) cudaGetLastError();
-	return MCC_SAD_GPU_CUDA;
+	return mcc_gpu_rt_fail(ctx ? &ctx->lost : NULL, e, what, ctx ? ctx->device : -1, err);
 }
 
 #define CK(call) \
@@ -370,65 +354,34 @@ grow(void **p, size_t *cap, size_t need)
 }
 
 /* Open a device after probing the driver. */
-extern "C" mcc_sad_gpu_code
+extern "C" mcc_gpu_code
 mcc_sad_gpu_open(int device, mcc_sad_gpu **out, mcc_error *err)
 {
 	mcc_sad_gpu *ctx = NULL;
-	cudaDeviceProp prop;
-	int			n = 0;
+	mcc_gpu_rt_dev d;
+	mcc_gpu_code c;
 	cudaError_t e;
 
 	*out = NULL;
-	e = cudaGetDeviceCount(&n);
-	if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0))
-	{
-		(void) cudaGetLastError();
-		mcc_error_set(err, MCC_ERR_INTERNAL, "no CUDA device is available");
-		return MCC_SAD_GPU_NO_DEVICE;
-	}
-	if (e != cudaSuccess)
-	{
-		(void) cudaGetLastError();
-		mcc_error_set(err, MCC_ERR_INTERNAL, "no usable CUDA driver");
-		mcc_error_detail(err, "cudaGetDeviceCount: %s.", cudaGetErrorString(e));
-		return MCC_SAD_GPU_NO_DRIVER;
-	}
-	if (device < 0 || device >= n)
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "CUDA device %d does not exist", device);
-		mcc_error_detail(err, "There are %d devices.", n);
-		return MCC_SAD_GPU_NO_DEVICE;
-	}
-	CK(cudaGetDeviceProperties(&prop, device));
-	if (prop.major < 9)
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "CUDA device %d has compute capability %d.%d",
-					  device, prop.major, prop.minor);
-		mcc_error_detail(err, "The SAD kernel is built for compute capability 9.0 and later.");
-		return MCC_SAD_GPU_NO_DEVICE;
-	}
+	if ((c = mcc_gpu_rt_open(device, 9, "SAD", &d, err)) != MCC_GPU_OK)
+		return c;
 	ctx = (mcc_sad_gpu *) calloc(1, sizeof(*ctx));
 	if (ctx == NULL)
-	{
-		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
-		return MCC_SAD_GPU_OOM;
-	}
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of memory");
 	ctx->device = device;
-	ctx->sm_count = prop.multiProcessorCount;
-	snprintf(ctx->desc, sizeof(ctx->desc), "%s, %d SMs, cc %d.%d", prop.name,
-			 prop.multiProcessorCount, prop.major, prop.minor);
-	if ((e = cudaSetDevice(device)) != cudaSuccess ||
-		(e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess)
+	ctx->sm_count = d.sm_count;
+	snprintf(ctx->desc, sizeof(ctx->desc), "%s, %d SMs, cc %d.%d", d.name, d.sm_count, d.cc_major,
+			 d.cc_minor);
+	if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess)
 	{
-		mcc_sad_gpu_code c = fail(NULL, e, "cudaSetDevice/cudaStreamCreate", err);
-
+		c = fail(NULL, e, "cudaStreamCreate", err);
 		free(ctx);
 		return c;
 	}
 	for (int i = 0; i < 6; i++)
 		if ((e = cudaEventCreate(&ctx->ev[i])) != cudaSuccess)
 		{
-			mcc_sad_gpu_code c = fail(NULL, e, "cudaEventCreate", err);
+			c = fail(NULL, e, "cudaEventCreate", err);
 
 			for (int k = 0; k < i; k++)
 				cudaEventDestroy(ctx->ev[k]);
@@ -437,7 +390,7 @@ mcc_sad_gpu_open(int device, mcc_sad_gpu **out, mcc_error *err)
 			return c;
 		}
 	*out = ctx;
-	return MCC_SAD_GPU_OK;
+	return MCC_GPU_OK;
 }
 
 /* Free everything. */
@@ -485,109 +438,137 @@ auto_variant(const mcc_sad_gpu *ctx, uint32_t W, uint32_t H, uint32_t w, uint32_
 	return MCC_SAD_GPU_J1_Y4;
 }
 
-/* Search on the GPU. */
-extern "C" mcc_sad_gpu_code
-mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *pattern,
-				   uint32_t k, mcc_sad_hit *hits, uint32_t *n_hits, uint64_t *map, int variant,
-				   const volatile int *cancel, mcc_sad_gpu_timing *timing, mcc_error *err)
+/* What one search computes, from its sizes (sad_plan_make). */
+typedef struct sad_plan
 {
-	const double t_start = mcc_cuda_now_ms();
+	int			variant;
+	const sad_variant *v;
+	sad_dims	d;
+	size_t		npos;			/* map positions */
+	size_t		tbytes;			/* padded target */
+	size_t		pwords;			/* shifted pattern copies, 32-bit words */
+	size_t		tmp_bytes;		/* CUB temporary storage */
+	uint32_t	nwant;			/* hits wanted: min(k, npos) */
+	uint32_t	rows_max;		/* pattern rows per launch */
+	uint32_t	band_rows;		/* map rows per band (cancel polled between bands) */
+} sad_plan;
+
+/* Check a search's arguments and size it. */
+static mcc_gpu_code
+sad_plan_make(const mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *pattern,
+			  uint32_t k, int variant, const volatile int *cancel, sad_plan *pl, mcc_error *err)
+{
 	const uint32_t W = target->width,
 				H = target->height,
 				w = pattern->width,
 				h = pattern->height;
-	sad_dims	d;
-	size_t		npos,
-				tbytes,
-				pwords,
-				tmp_bytes = 0;
-	uint32_t	nwant,
-				rows_max,
-				band_rows;
-	int			launches = 0;
 	const sad_variant *v;
-	float		ms;
 
-	*n_hits = 0;
-	if (ctx->sticky)
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "the CUDA context of this SAD engine is unusable");
-		return MCC_SAD_GPU_STICKY;
-	}
+	memset(pl, 0, sizeof(*pl));
 	if (w == 0 || h == 0 || w > W || h > H)
 	{
 		mcc_error_set(err, MCC_ERR_VALUE, "pattern is larger than the target");
 		mcc_error_detail(err, "The pattern is %u x %u pixels and the target %u x %u.", w, h, W, H);
-		return MCC_SAD_GPU_INVALID;
+		return MCC_GPU_INVALID;
 	}
 	if (k > MCC_SAD_MAX_K || (uint64_t) W * H > MCC_IMAGE_MAX_PIXELS)
 	{
 		mcc_error_set(err, MCC_ERR_LIMIT, "SAD search is too large for the GPU path");
-		return MCC_SAD_GPU_INVALID;
+		return MCC_GPU_INVALID;
 	}
 	if (variant == MCC_SAD_GPU_AUTO)
 		variant = auto_variant(ctx, W, H, w, h);
 	if (variant <= 0 || variant >= MCC_SAD_GPU_VARIANTS)
 	{
 		mcc_error_set(err, MCC_ERR_VALUE, "unknown SAD kernel variant %d", variant);
-		return MCC_SAD_GPU_INVALID;
+		return MCC_GPU_INVALID;
 	}
-	v = &variants[variant];
-	sad_dims_compute(W, H, w, h, v->j, v->y, SAD_BT, &d);
-	npos = (size_t) d.nx * d.ny;
-	nwant = (uint64_t) k < npos ? k : (uint32_t) npos;
-	tbytes = (size_t) d.tsw * 4 * d.trows;
-	pwords = (size_t) d.nw * h * 4;
+	pl->variant = variant;
+	pl->v = v = &variants[variant];
+	sad_dims_compute(W, H, w, h, v->j, v->y, SAD_BT, &pl->d);
+	pl->npos = (size_t) pl->d.nx * pl->d.ny;
+	pl->nwant = (uint64_t) k < pl->npos ? k : (uint32_t) pl->npos;
+	pl->tbytes = (size_t) pl->d.tsw * 4 * pl->d.trows;
+	pl->pwords = (size_t) pl->d.nw * h * 4;
 	/* 32-bit accumulators: at most 255 * 4 * nw per pattern row */
-	rows_max = (uint32_t) (0xFFFFFFFFull / (255ull * 4 * d.nw));
-	if (v->smem && rows_max > SAD_SMEM_ROWS)
-		rows_max = SAD_SMEM_ROWS;
+	pl->rows_max = (uint32_t) (0xFFFFFFFFull / (255ull * 4 * pl->d.nw));
+	if (v->smem && pl->rows_max > SAD_SMEM_ROWS)
+		pl->rows_max = SAD_SMEM_ROWS;
 	/* bands of map rows only when the caller may cancel: ~2^38 byte SADs each */
-	band_rows = d.ny;
+	pl->band_rows = pl->d.ny;
 	if (cancel)
 	{
-		uint64_t	per_row = (uint64_t) d.nx * h * 4 * d.nw;
-		uint64_t	rows = per_row ? (1ull << 38) / per_row : d.ny;
+		uint64_t	per_row = (uint64_t) pl->d.nx * h * 4 * pl->d.nw;
+		uint64_t	rows = per_row ? (1ull << 38) / per_row : pl->d.ny;
 
-		band_rows = (uint32_t) (rows < (uint64_t) v->y ? v->y : rows > d.ny ? d.ny : rows);
-		band_rows = (band_rows + v->y - 1) / v->y * v->y;
+		pl->band_rows = (uint32_t) (rows < (uint64_t) v->y ? v->y : rows > pl->d.ny ? pl->d.ny : rows);
+		pl->band_rows = (pl->band_rows + v->y - 1) / v->y * v->y;
 	}
+	return MCC_GPU_OK;
+}
+
+/* Grow the device buffers and the host staging to the plan; lay out the pattern. */
+static mcc_gpu_code
+sad_buffers(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *pattern, sad_plan *pl,
+			mcc_error *err)
+{
+	const uint32_t H = target->height;
+	const sad_dims d = pl->d;
 
 	CK(cudaSetDevice(ctx->device));
-	if (nwant == 1)
-		CK(cub::DeviceReduce::Min(NULL, tmp_bytes, (unsigned long long *) NULL,
-								  (unsigned long long *) NULL, (int) npos, ctx->stream));
-	else if (nwant > 1)
-		CK(cub::DeviceRadixSort::SortKeys(NULL, tmp_bytes, (unsigned long long *) NULL,
-										  (unsigned long long *) NULL, (int) npos, 0,
+	if (pl->nwant == 1)
+		CK(cub::DeviceReduce::Min(NULL, pl->tmp_bytes, (unsigned long long *) NULL,
+								  (unsigned long long *) NULL, (int) pl->npos, ctx->stream));
+	else if (pl->nwant > 1)
+		CK(cub::DeviceRadixSort::SortKeys(NULL, pl->tmp_bytes, (unsigned long long *) NULL,
+										  (unsigned long long *) NULL, (int) pl->npos, 0,
 										  MCC_SAD_KEY_BITS, ctx->stream));
-	CK(grow(&ctx->d_t, &ctx->cap_t, tbytes));
-	CK(grow(&ctx->d_p, &ctx->cap_p, pwords * 4));
+	CK(grow(&ctx->d_t, &ctx->cap_t, pl->tbytes));
+	CK(grow(&ctx->d_p, &ctx->cap_p, pl->pwords * 4));
 	CK(grow(&ctx->d_v, &ctx->cap_v, (size_t) (H + 1) * d.nx * 4));
 	CK(grow(&ctx->d_seg, &ctx->cap_seg,
 			(size_t) ((H + SAD_CORR_SEG - 1) / SAD_CORR_SEG) * d.nx * 4));
-	CK(grow(&ctx->d_keys, &ctx->cap_keys, npos * 8));
-	CK(grow(&ctx->d_alt, &ctx->cap_alt, (nwant > 1 ? npos : 1) * 8));
-	CK(grow(&ctx->d_tmp, &ctx->cap_tmp, tmp_bytes ? tmp_bytes : 1));
-	if (pwords > ctx->cap_hp)
+	CK(grow(&ctx->d_keys, &ctx->cap_keys, pl->npos * 8));
+	CK(grow(&ctx->d_alt, &ctx->cap_alt, (pl->nwant > 1 ? pl->npos : 1) * 8));
+	CK(grow(&ctx->d_tmp, &ctx->cap_tmp, pl->tmp_bytes ? pl->tmp_bytes : 1));
+	if (pl->pwords > ctx->cap_hp)
 	{
 		free(ctx->h_p);
-		ctx->h_p = (uint32_t *) malloc(pwords * 4);
-		ctx->cap_hp = ctx->h_p ? pwords : 0;
+		ctx->h_p = (uint32_t *) malloc(pl->pwords * 4);
+		ctx->cap_hp = ctx->h_p ? pl->pwords : 0;
 		if (ctx->h_p == NULL)
 		{
 			mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
-			return MCC_SAD_GPU_OOM;
+			return MCC_GPU_OOM;
 		}
 	}
-	sad_pattern_layout(pattern->pixels, pattern->stride, w, h, ctx->h_p);
+	sad_pattern_layout(pattern->pixels, pattern->stride, pattern->width, pattern->height, ctx->h_p);
+	return MCC_GPU_OK;
+}
+
+/*
+ * The device work, events ev[0..4] between its stages: upload, padding
+ * correction, the SAD kernels (bands of map rows, cancel polled between
+ * them), keys, then the reduction or sort. *launches counts SAD launches.
+ */
+static mcc_gpu_code
+sad_launch(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *pattern, const sad_plan *pl,
+		   const volatile int *cancel, int *launches, mcc_error *err)
+{
+	const uint32_t W = target->width,
+				H = target->height,
+				w = pattern->width,
+				h = pattern->height;
+	const sad_dims d = pl->d;
+	const sad_variant *v = pl->v;
+	size_t		tmp_bytes = pl->tmp_bytes;
 
 	/* upload: zero the padded target, copy its rows; the pattern copies */
 	CK(cudaEventRecord(ctx->ev[0], ctx->stream));
-	CK(cudaMemsetAsync(ctx->d_t, 0, tbytes, ctx->stream));
+	CK(cudaMemsetAsync(ctx->d_t, 0, pl->tbytes, ctx->stream));
 	CK(cudaMemcpy2DAsync(ctx->d_t, (size_t) d.tsw * 4, target->pixels, target->stride, W, H,
 						 cudaMemcpyHostToDevice, ctx->stream));
-	CK(cudaMemcpyAsync(ctx->d_p, ctx->h_p, pwords * 4, cudaMemcpyHostToDevice, ctx->stream));
+	CK(cudaMemcpyAsync(ctx->d_p, ctx->h_p, pl->pwords * 4, cudaMemcpyHostToDevice, ctx->stream));
 	CK(cudaEventRecord(ctx->ev[1], ctx->stream));
 	{
 		dim3		cgrid((d.nx + 127) / 128, (H + SAD_CORR_SEG - 1) / SAD_CORR_SEG);
@@ -602,14 +583,14 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 		CK(cudaGetLastError());
 	}
 	CK(cudaEventRecord(ctx->ev[2], ctx->stream));
-	for (uint32_t yb = 0; yb < d.ny; yb += band_rows)
+	for (uint32_t yb = 0; yb < d.ny; yb += pl->band_rows)
 	{
-		uint32_t	ye = yb + band_rows < d.ny ? yb + band_rows : d.ny;
+		uint32_t	ye = yb + pl->band_rows < d.ny ? yb + pl->band_rows : d.ny;
 		dim3		grid(d.gx, (ye - yb + v->y - 1) / v->y);
 
-		for (uint32_t rb = 0; rb < h; rb += rows_max)
+		for (uint32_t rb = 0; rb < h; rb += pl->rows_max)
 		{
-			uint32_t	re = rb + rows_max < h ? rb + rows_max : h;
+			uint32_t	re = rb + pl->rows_max < h ? rb + pl->rows_max : h;
 			size_t		smem = v->smem ? (size_t) (re - rb) * 16 : 0;
 
 			v->fn<<<grid, SAD_BT, smem, ctx->stream>>>
@@ -617,7 +598,7 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 				 (int) d.nw, d.nx, yb, ye, (int) rb, (int) re,
 				 (unsigned long long *) ctx->d_keys, rb > 0);
 			CK(cudaGetLastError());
-			launches++;
+			(*launches)++;
 		}
 		if (cancel && ye < d.ny)
 		{
@@ -625,13 +606,13 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 			if (*cancel)
 			{
 				mcc_error_set(err, MCC_ERR_INTERNAL, "SAD search was cancelled");
-				return MCC_SAD_GPU_CANCELLED;
+				return MCC_GPU_CANCELLED;
 			}
 		}
 	}
 	CK(cudaEventRecord(ctx->ev[3], ctx->stream));
 	{
-		int			blocks = (int) ((npos + 255) / 256);
+		int			blocks = (int) ((pl->npos + 255) / 256);
 
 		if (blocks > ctx->sm_count * 16)
 			blocks = ctx->sm_count * 16;
@@ -639,70 +620,103 @@ mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *p
 			((unsigned long long *) ctx->d_keys, (const uint32_t *) ctx->d_v, d.nx, d.ny, (int) h);
 		CK(cudaGetLastError());
 	}
-	if (nwant == 1)
+	if (pl->nwant == 1)
 		CK(cub::DeviceReduce::Min(ctx->d_tmp, tmp_bytes, (unsigned long long *) ctx->d_keys,
-								  (unsigned long long *) ctx->d_alt, (int) npos, ctx->stream));
-	else if (nwant > 1)
+								  (unsigned long long *) ctx->d_alt, (int) pl->npos, ctx->stream));
+	else if (pl->nwant > 1)
 		CK(cub::DeviceRadixSort::SortKeys(ctx->d_tmp, tmp_bytes, (unsigned long long *) ctx->d_keys,
-										  (unsigned long long *) ctx->d_alt, (int) npos, 0,
+										  (unsigned long long *) ctx->d_alt, (int) pl->npos, 0,
 										  MCC_SAD_KEY_BITS, ctx->stream));
 	CK(cudaEventRecord(ctx->ev[4], ctx->stream));
+	return MCC_GPU_OK;
+}
+
+/* The best keys (and the map) back, event ev[5]; hits decoded, map keys to SADs. */
+static mcc_gpu_code
+sad_download(mcc_sad_gpu *ctx, const sad_plan *pl, mcc_sad_hit *hits, uint32_t *n_hits,
+			 uint64_t *map, mcc_error *err)
+{
+	unsigned long long *keys = NULL;
+	cudaError_t e;
+
+	if (pl->nwant > 0)
 	{
-		unsigned long long *keys = NULL;
-
-		if (nwant > 0)
+		keys = (unsigned long long *) malloc((size_t) pl->nwant * 8);
+		if (keys == NULL)
 		{
-			keys = (unsigned long long *) malloc((size_t) nwant * 8);
-			if (keys == NULL)
-			{
-				mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
-				return MCC_SAD_GPU_OOM;
-			}
-			CK(cudaMemcpyAsync(keys, ctx->d_alt, (size_t) nwant * 8, cudaMemcpyDeviceToHost,
-							   ctx->stream));
+			mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+			return MCC_GPU_OOM;
 		}
-		if (map)
-			CK(cudaMemcpyAsync(map, ctx->d_keys, npos * 8, cudaMemcpyDeviceToHost, ctx->stream));
-		CK(cudaEventRecord(ctx->ev[5], ctx->stream));
-		{
-			cudaError_t e = cudaStreamSynchronize(ctx->stream);
-
-			if (e != cudaSuccess)
-			{
-				free(keys);
-				return fail(ctx, e, "cudaStreamSynchronize", err);
-			}
-		}
-		for (uint32_t i = 0; i < nwant; i++)
-		{
-			uint32_t	pos = (uint32_t) (keys[i] & ((1ull << MCC_SAD_KEY_POS_BITS) - 1));
-
-			hits[i].sad = keys[i] >> MCC_SAD_KEY_POS_BITS;
-			hits[i].y = pos / d.nx;
-			hits[i].x = pos % d.nx;
-		}
-		free(keys);
-		*n_hits = nwant;
+		CK(cudaMemcpyAsync(keys, ctx->d_alt, (size_t) pl->nwant * 8, cudaMemcpyDeviceToHost,
+						   ctx->stream));
 	}
 	if (map)
-		for (size_t i = 0; i < npos; i++)
-			map[i] >>= MCC_SAD_KEY_POS_BITS;
-	if (timing)
+		CK(cudaMemcpyAsync(map, ctx->d_keys, pl->npos * 8, cudaMemcpyDeviceToHost, ctx->stream));
+	CK(cudaEventRecord(ctx->ev[5], ctx->stream));
+	if ((e = cudaStreamSynchronize(ctx->stream)) != cudaSuccess)
 	{
-		memset(timing, 0, sizeof(*timing));
-		cudaEventElapsedTime(&ms, ctx->ev[0], ctx->ev[1]);
-		timing->upload_ms = ms;
-		cudaEventElapsedTime(&ms, ctx->ev[1], ctx->ev[2]);
-		timing->corr_ms = ms;
-		cudaEventElapsedTime(&ms, ctx->ev[2], ctx->ev[3]);
-		timing->sad_ms = ms;
-		cudaEventElapsedTime(&ms, ctx->ev[3], ctx->ev[4]);
-		timing->select_ms = ms;
-		cudaEventElapsedTime(&ms, ctx->ev[4], ctx->ev[5]);
-		timing->download_ms = ms;
-		timing->total_ms = mcc_cuda_now_ms() - t_start;
-		timing->variant = variant;
-		timing->launches = launches;
+		free(keys);
+		return fail(ctx, e, "cudaStreamSynchronize", err);
 	}
-	return MCC_SAD_GPU_OK;
+	for (uint32_t i = 0; i < pl->nwant; i++)
+	{
+		uint32_t	pos = (uint32_t) (keys[i] & ((1ull << MCC_SAD_KEY_POS_BITS) - 1));
+
+		hits[i].sad = keys[i] >> MCC_SAD_KEY_POS_BITS;
+		hits[i].y = pos / pl->d.nx;
+		hits[i].x = pos % pl->d.nx;
+	}
+	free(keys);
+	*n_hits = pl->nwant;
+	if (map)
+		for (size_t i = 0; i < pl->npos; i++)
+			map[i] >>= MCC_SAD_KEY_POS_BITS;
+	return MCC_GPU_OK;
+}
+
+/* The stage times of the search just done (events ev[0..5]). */
+static void
+sad_timing(const mcc_sad_gpu *ctx, double t_start, int variant, int launches,
+		   mcc_sad_gpu_timing *timing)
+{
+	float		ms;
+
+	memset(timing, 0, sizeof(*timing));
+	cudaEventElapsedTime(&ms, ctx->ev[0], ctx->ev[1]);
+	timing->upload_ms = ms;
+	cudaEventElapsedTime(&ms, ctx->ev[1], ctx->ev[2]);
+	timing->corr_ms = ms;
+	cudaEventElapsedTime(&ms, ctx->ev[2], ctx->ev[3]);
+	timing->sad_ms = ms;
+	cudaEventElapsedTime(&ms, ctx->ev[3], ctx->ev[4]);
+	timing->select_ms = ms;
+	cudaEventElapsedTime(&ms, ctx->ev[4], ctx->ev[5]);
+	timing->download_ms = ms;
+	timing->total_ms = mcc_cuda_now_ms() - t_start;
+	timing->variant = variant;
+	timing->launches = launches;
+}
+
+/* Search on the GPU: plan, buffers, device work, results. */
+extern "C" mcc_gpu_code
+mcc_sad_gpu_search(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *pattern,
+				   uint32_t k, mcc_sad_hit *hits, uint32_t *n_hits, uint64_t *map, int variant,
+				   const volatile int *cancel, mcc_sad_gpu_timing *timing, mcc_error *err)
+{
+	const double t_start = mcc_cuda_now_ms();
+	sad_plan	pl;
+	int			launches = 0;
+	mcc_gpu_code c;
+
+	*n_hits = 0;
+	if (ctx->lost.lost)
+		return mcc_gpu_rt_usable(&ctx->lost, err);
+	if ((c = sad_plan_make(ctx, target, pattern, k, variant, cancel, &pl, err)) != MCC_GPU_OK ||
+		(c = sad_buffers(ctx, target, pattern, &pl, err)) != MCC_GPU_OK ||
+		(c = sad_launch(ctx, target, pattern, &pl, cancel, &launches, err)) != MCC_GPU_OK ||
+		(c = sad_download(ctx, &pl, hits, n_hits, map, err)) != MCC_GPU_OK)
+		return c;
+	if (timing)
+		sad_timing(ctx, t_start, pl.variant, launches, timing);
+	return MCC_GPU_OK;
 }

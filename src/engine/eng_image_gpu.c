@@ -189,59 +189,21 @@ take_device(struct eng_img_gpu *ig, int lib)
 	return NULL;
 }
 
-/* Outcomes of the libraries' codes. */
+/* The outcome of a library's code (one code set for every library: mcc_gpu_runtime.h). */
 static eng_img_gpu_rc
-sad_rc(mcc_sad_gpu_code c)
+img_rc(mcc_gpu_code c)
 {
 	switch (c)
 	{
-		case MCC_SAD_GPU_OK:
+		case MCC_GPU_OK:
 			return ENG_IMG_GPU_OK;
-		case MCC_SAD_GPU_NO_DRIVER:
-		case MCC_SAD_GPU_NO_DEVICE:
+		case MCC_GPU_NO_DRIVER:
+		case MCC_GPU_NO_DEVICE:
+		case MCC_GPU_UNSUPPORTED:
 			return ENG_IMG_GPU_UNAVAILABLE;
-		case MCC_SAD_GPU_CANCELLED:
+		case MCC_GPU_CANCELLED:
 			return ENG_IMG_GPU_CANCELLED;
-		case MCC_SAD_GPU_STICKY:
-			return ENG_IMG_GPU_STICKY;
-		default:
-			return ENG_IMG_GPU_RETRY;
-	}
-}
-
-static eng_img_gpu_rc
-dp2d_rc(mcc_dp2d_gpu_code c)
-{
-	switch (c)
-	{
-		case MCC_DP2D_GPU_OK:
-			return ENG_IMG_GPU_OK;
-		case MCC_DP2D_GPU_NO_DRIVER:
-		case MCC_DP2D_GPU_NO_DEVICE:
-		case MCC_DP2D_GPU_UNSUPPORTED:
-			return ENG_IMG_GPU_UNAVAILABLE;
-		case MCC_DP2D_GPU_CANCELLED:
-			return ENG_IMG_GPU_CANCELLED;
-		case MCC_DP2D_GPU_STICKY:
-			return ENG_IMG_GPU_STICKY;
-		default:
-			return ENG_IMG_GPU_RETRY;
-	}
-}
-
-static eng_img_gpu_rc
-chamfer_rc(mcc_chamfer_gpu_code c)
-{
-	switch (c)
-	{
-		case MCC_CHAMFER_GPU_OK:
-			return ENG_IMG_GPU_OK;
-		case MCC_CHAMFER_GPU_NO_DRIVER:
-		case MCC_CHAMFER_GPU_NO_DEVICE:
-			return ENG_IMG_GPU_UNAVAILABLE;
-		case MCC_CHAMFER_GPU_CANCELED:
-			return ENG_IMG_GPU_CANCELLED;
-		case MCC_CHAMFER_GPU_STICKY:
+		case MCC_GPU_STICKY:
 			return ENG_IMG_GPU_STICKY;
 		default:
 			return ENG_IMG_GPU_RETRY;
@@ -255,11 +217,11 @@ ensure_context(img_dev *d, int lib, mcc_error *err)
 	eng_img_gpu_rc rc = ENG_IMG_GPU_OK;
 
 	if (lib == LIB_SAD && d->sad == NULL)
-		rc = sad_rc(mcc_sad_gpu_open(d->ordinal, &d->sad, err));
+		rc = img_rc(mcc_sad_gpu_open(d->ordinal, &d->sad, err));
 	else if (lib == LIB_DP2D && d->dp2d == NULL)
-		rc = dp2d_rc(mcc_dp2d_gpu_open(d->ordinal, &d->dp2d, err));
+		rc = img_rc(mcc_dp2d_gpu_open(d->ordinal, &d->dp2d, err));
 	else if (lib == LIB_CHAMFER && d->ch == NULL)
-		rc = chamfer_rc(mcc_chamfer_gpu_open(d->ordinal, &d->ch, err));
+		rc = img_rc(mcc_chamfer_gpu_open(d->ordinal, &d->ch, err));
 	else
 		return ENG_IMG_GPU_OK;
 	if (rc == ENG_IMG_GPU_OK)
@@ -274,7 +236,7 @@ run_sad(img_dev *d, eng_image_job *j)
 {
 	eng_img_sad *q = &j->u.sad;
 
-	return sad_rc(mcc_sad_gpu_search(d->sad, &q->target, &q->pattern, q->k, q->hits,
+	return img_rc(mcc_sad_gpu_search(d->sad, &q->target, &q->pattern, q->k, q->hits,
 									 &q->n_hits, q->map, MCC_SAD_GPU_AUTO, &j->cancel, NULL,
 									 &j->gpu_err));
 }
@@ -328,7 +290,7 @@ run_dp2d(img_dev *d, eng_image_job *j)
 	bt.distance = dist;
 	bt.differences = (q->flags & MCC_IMG_WARP) ? diff : NULL;
 	bt.warped = q->warped;
-	rc = dp2d_rc(mcc_dp2d_gpu_run(d->dp2d, &bt, &j->cancel, &j->gpu_err));
+	rc = img_rc(mcc_dp2d_gpu_run(d->dp2d, &bt, &j->cancel, &j->gpu_err));
 	if (rc == ENG_IMG_GPU_OK)
 		for (uint32_t i = 0; i < q->npairs; i++)
 		{
@@ -354,19 +316,19 @@ static eng_img_gpu_rc
 run_chamfer(img_dev *d, eng_image_job *j, const mcc_chamfer_ref *rf, const mcc_chamfer_opts *o)
 {
 	eng_img_chamfer *q = &j->u.ch;
-	mcc_chamfer_gpu_code c;
+	mcc_gpu_code c;
 
 	c = mcc_chamfer_gpu_set_reference(d->ch, rf, &j->gpu_err);
-	if (c == MCC_CHAMFER_GPU_OK)
+	if (c == MCC_GPU_OK)
 		c = mcc_chamfer_gpu_align_ref(d->ch, rf, q->obs, q->n_obs, o, &q->res, &j->gpu_err);
-	return chamfer_rc(c);
+	return img_rc(c);
 }
 
 /* mcc_align_opts.fit on a GPU context; a library failure is kept in code. */
 typedef struct gpu_fit_arg
 {
 	mcc_chamfer_gpu *ctx;
-	mcc_chamfer_gpu_code code;
+	mcc_gpu_code code;
 	mcc_error	err;
 } gpu_fit_arg;
 
@@ -377,7 +339,7 @@ gpu_fit(void *arg, const mcc_chamfer_ref *ref, const double *obs, size_t n,
 	gpu_fit_arg *fa = arg;
 	mcc_chamfer_opts o = *opts;
 	mcc_chamfer_obs ob;
-	mcc_chamfer_gpu_code c;
+	mcc_gpu_code c;
 
 	/* the observed set's own checks first: a refusal there is the data's */
 	memset(res, 0, sizeof(*res));
@@ -386,9 +348,9 @@ gpu_fit(void *arg, const mcc_chamfer_ref *ref, const double *obs, size_t n,
 	mcc_chamfer_obs_free(&ob);
 	o.pipelined = 1;
 	c = mcc_chamfer_gpu_align_ref(fa->ctx, ref, obs, n, &o, res, &fa->err);
-	if (c == MCC_CHAMFER_GPU_OK)
+	if (c == MCC_GPU_OK)
 		return MCC_OK;
-	if (c == MCC_CHAMFER_GPU_CANCELED)
+	if (c == MCC_GPU_CANCELLED)
 	{
 		res->canceled = 1;
 		return mcc_error_set(err, MCC_ERR_INTERNAL, "alignment canceled");
@@ -409,18 +371,18 @@ run_align(img_dev *d, eng_image_job *j, const mcc_chamfer_ref *rf, const mcc_ali
 
 	memset(&fa, 0, sizeof(fa));
 	fa.ctx = d->ch;
-	fa.code = MCC_CHAMFER_GPU_OK;
+	fa.code = MCC_GPU_OK;
 	o.fit = gpu_fit;
 	o.fit_arg = &fa;
 	/* the candidate's distance transform serves every start */
-	if ((fa.code = mcc_chamfer_gpu_set_reference(d->ch, rf, &j->gpu_err)) != MCC_CHAMFER_GPU_OK)
-		return chamfer_rc(fa.code);
+	if ((fa.code = mcc_chamfer_gpu_set_reference(d->ch, rf, &j->gpu_err)) != MCC_GPU_OK)
+		return img_rc(fa.code);
 	if (mcc_align_minutiae_ref(q->probe, q->cand, rf, &o, q->res, &err) == MCC_OK)
 		return ENG_IMG_GPU_OK;
-	if (fa.code != MCC_CHAMFER_GPU_OK)
+	if (fa.code != MCC_GPU_OK)
 	{
 		j->gpu_err = fa.err;
-		return chamfer_rc(fa.code);
+		return img_rc(fa.code);
 	}
 	if (j->cancel || q->res->fit.canceled)
 		return ENG_IMG_GPU_CANCELLED;

@@ -22,16 +22,7 @@
 #include "mcc_match.h"
 #include "mcc_synth.h"
 #include "mcc_template.h"
-
-/* Seconds of CPU time of this thread (steadier than wall time on a shared machine). */
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "../unit/testclock.h"
 
 /* Build impression imp of finger f as a template; exits on failure. */
 static uint8_t *
@@ -80,7 +71,7 @@ time_method(mcc_match_work *w, const mcc_match_params *mp, int m,
 
 		for (int r = 0; r < repeats; r++)
 		{
-			double		t0 = now();
+			double		t0 = tclock_cpu_s();
 			double		t;
 
 			mcc_match_set_probe(w, &probe[p]);
@@ -92,7 +83,7 @@ time_method(mcc_match_work *w, const mcc_match_params *mp, int m,
 				mcc_match_candidate(w, &cand[p * n_cand + c], m, mp, &s, &err);
 				*sink += s;
 			}
-			t = now() - t0;
+			t = tclock_cpu_s() - t0;
 			if (t < best)
 				best = t;
 		}

@@ -24,6 +24,7 @@
 
 #include "mcc_dp2d.h"
 #include "mcc_rng.h"
+#include "../unit/testclock.h"
 
 #ifdef MCC_DP2D_BENCH_GPU
 #include "mcc_dp2d_gpu.h"
@@ -32,31 +33,11 @@
 static double min_seconds = 1.0;
 static int cpu_kernel = MCC_DP2D_AUTO;
 
-/* Seconds of a monotonic clock. */
-static double
-now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static void
 die(const char *what, const mcc_error *err)
 {
 	fprintf(stderr, "dp2dbench: %s: %s\n", what, err->message);
 	exit(1);
-}
-
-/* CPU time of the calling thread, seconds. */
-static double
-thread_cpu(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
 /*
@@ -74,8 +55,8 @@ cpu_per_pair(const mcc_image *a, const mcc_image *b, int threads, int flags, uin
 	mcc_dp2d_out o;
 	mcc_dp2d_request req = {1, pa, pb, &o, flags, threads, cpu_kernel};
 	mcc_error	err;
-	double		t0 = now(),
-				c0 = thread_cpu(),
+	double		t0 = tclock_wall_s(),
+				c0 = tclock_cpu_s(),
 				t;
 	int			n = 0;
 
@@ -86,10 +67,10 @@ cpu_per_pair(const mcc_image *a, const mcc_image *b, int threads, int flags, uin
 		if (mcc_dp2d_run(&req, &err) != MCC_OK)
 			die("CPU match", &err);
 		n++;
-		t = now() - t0;
+		t = tclock_wall_s() - t0;
 	} while (t < min_seconds);
 	if (cpu)
-		*cpu = (thread_cpu() - c0) / n;
+		*cpu = (tclock_cpu_s() - c0) / n;
 	return t / n;
 }
 
@@ -109,10 +90,10 @@ cpu_batch(const mcc_image *a, const mcc_image *b, uint32_t npairs, int threads, 
 		pa[p] = a;
 		pb[p] = b;
 	}
-	t0 = now();
+	t0 = tclock_wall_s();
 	if (mcc_dp2d_run(&req, &err) != MCC_OK)
 		die("CPU batch", &err);
-	t0 = now() - t0;
+	t0 = tclock_wall_s() - t0;
 	free(pa);
 	free(pb);
 	free(o);
@@ -149,11 +130,11 @@ gpu_batch(mcc_dp2d_gpu *g, const mcc_image *a, const mcc_image *b, uint32_t npai
 	bt.differences = flags ? diff : NULL;
 	for (int r = 0; r < reps; r++)
 	{
-		double		t0 = now();
+		double		t0 = tclock_wall_s();
 
-		if (mcc_dp2d_gpu_run(g, &bt, NULL, &err) != MCC_DP2D_GPU_OK)
+		if (mcc_dp2d_gpu_run(g, &bt, NULL, &err) != MCC_GPU_OK)
 			die("GPU run", &err);
-		t0 = now() - t0;
+		t0 = tclock_wall_s() - t0;
 		if (t0 < best)
 			best = t0;
 	}
@@ -213,7 +194,7 @@ main(int argc, char **argv)
 		}
 	}
 #ifdef MCC_DP2D_BENCH_GPU
-	if (mcc_dp2d_gpu_open(-1, &g, &err) == MCC_DP2D_GPU_OK)
+	if (mcc_dp2d_gpu_open(-1, &g, &err) == MCC_GPU_OK)
 		gpu_name = mcc_dp2d_gpu_name(g);
 	else
 		printf("# GPU: none (%s)\n", err.message);

@@ -35,46 +35,9 @@
 #include "mcc_lss.h"
 #include "mcc_soa.h"
 #include "mcc_synth.h"
+#include "../unit/testclock.h"
 
 #define PAPER_LS_PER_MATCH (32.23 * 16.0)
-
-/* Seconds of a monotonic clock. */
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* CPU seconds of this thread: a shared, loaded machine does not inflate them. */
-static double
-cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Build a template blob of ms; NULL if it cannot be built. */
-static uint8_t *
-build(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
-{
-	mcc_error	err;
-	uint8_t    *b;
-
-	if (mcc_template_build(ms, p, NULL, size, &err) != MCC_OK)
-		return NULL;
-	b = malloc(*size);
-	if (b && mcc_template_build(ms, p, b, size, &err) != MCC_OK)
-	{
-		free(b);
-		return NULL;
-	}
-	return b;
-}
 
 /* Print the usage line and exit. */
 static void
@@ -173,7 +136,7 @@ main(int argc, char **argv)
 	sp.max_minutiae = max_m;
 
 	/* the distinct gallery templates */
-	t0 = now();
+	t0 = tclock_wall_s();
 	masters = malloc(sizeof(mcc_minutiae) * unique);
 	fingers_of = malloc(sizeof(uint64_t) * unique);
 	blobs = malloc(sizeof(uint8_t *) * unique);
@@ -190,19 +153,19 @@ main(int argc, char **argv)
 
 				mcc_synth_master(&sp, finger, &masters[i]);
 				mcc_synth_impression(&sp, &masters[i], finger, 0, &imp);
-				blobs[i] = build(&imp, p, &sizes[i]);
+				blobs[i] = tg_build_blob(&imp, p, &sizes[i]);
 			}
 			else
 			{
 				tg_minutiae(&r, &masters[i], min_m, max_m, 8.0);
-				blobs[i] = build(&masters[i], p, &sizes[i]);
+				blobs[i] = tg_build_blob(&masters[i], p, &sizes[i]);
 			}
 			finger += (uint64_t) unique;	/* an unusable finger: take another */
 		} while (blobs[i] == NULL);
 		fingers_of[i] = finger - (uint64_t) unique;
 	}
 	printf("# built %ld distinct templates in %.1f s (%.3f ms each)\n", unique,
-		   now() - t0, (now() - t0) * 1e3 / unique);
+		   tclock_wall_s() - t0, (tclock_wall_s() - t0) * 1e3 / unique);
 
 	/* the gallery: n templates cycling through the distinct ones */
 	if (mcc_soa_init(&g, p, (uint32_t) n, (uint32_t) (n * 34), &err) != MCC_OK)
@@ -239,7 +202,7 @@ main(int argc, char **argv)
 				mcc_synth_impression(&sp, &masters[m], fingers_of[m], 1, &imp);
 			else
 				tg_impression(&r, &masters[m], &imp, 0.85, 3, 0.15, 4);
-			pblobs[i] = build(&imp, p, &psizes[i]);
+			pblobs[i] = tg_build_blob(&imp, p, &psizes[i]);
 		} while (pblobs[i] == NULL);
 
 	/* workload shape: probe cylinders, and those that pass the gate per gallery cylinder */
@@ -304,18 +267,18 @@ main(int argc, char **argv)
 
 				mcc_template_open(pblobs[i], psizes[i], &v, &err);
 				mcc_probe_init(q, &v);
-				s = cpu_now();
-				sw = now();
+				s = tclock_cpu_s();
+				sw = tclock_wall_s();
 				mcc_soa_scan(q, &g, 0, (uint32_t) n, scores);
-				t += cpu_now() - s;
-				w += now() - sw;
+				t += tclock_cpu_s() - s;
+				w += tclock_wall_s() - sw;
 				for (long j = 0; j < n; j += 997)
 					checksum += scores[j];
 				/* the same templates scored in place, one by one (identify()'s backend scan) */
-				s = cpu_now();
+				s = tclock_cpu_s();
 				for (long j = 0; j < n; j++)
 					scores[j] = mcc_soa_score_view(q, &views[j % unique]);
-				tv += cpu_now() - s;
+				tv += tclock_cpu_s() - s;
 				for (long j = 0; j < n; j += 997)
 					checksum_view += scores[j];
 			}

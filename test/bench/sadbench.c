@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mcc_sad.h"
+#include "../unit/testclock.h"
 
 static double median(double *v, int n);
 
@@ -43,7 +44,7 @@ sad_gpu_bench_test(int id, const mcc_image *t, const mcc_image *p, uint32_t px, 
 
 	if (gpu_state == 0)
 	{
-		gpu_state = mcc_sad_gpu_open(0, &gpu_ctx, &err) == MCC_SAD_GPU_OK ? 1 : -1;
+		gpu_state = mcc_sad_gpu_open(0, &gpu_ctx, &err) == MCC_GPU_OK ? 1 : -1;
 		if (gpu_state > 0)
 			printf("# GPU: %s\n", mcc_sad_gpu_describe(gpu_ctx));
 		else
@@ -66,7 +67,7 @@ sad_gpu_bench_test(int id, const mcc_image *t, const mcc_image *p, uint32_t px, 
 
 		for (r = -1; r < repeat && r < 16; r++)
 		{
-			if (mcc_sad_gpu_search(gpu_ctx, t, p, 1, &hit, &n, NULL, v, NULL, &tm, &err) != MCC_SAD_GPU_OK)
+			if (mcc_sad_gpu_search(gpu_ctx, t, p, 1, &hit, &n, NULL, v, NULL, &tm, &err) != MCC_GPU_OK)
 			{
 				printf("# GPU variant %s: %s\n", mcc_sad_gpu_variant_name(v), err.message);
 				break;
@@ -107,16 +108,6 @@ static const struct
 				cuda;
 }			paper[3] = {{1500, 150, 33.52, 6.79, 1.09}, {2000, 200, 105.68, 21.47, 3.39},
 {2500, 250, 254.50, 51.80, 8.31}};
-
-/* Monotonic seconds. */
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Median of n doubles (sorts them). */
 static double
@@ -179,14 +170,14 @@ cpu_run(const mcc_image *t, const mcc_image *p, int kernel, int threads, uint32_
 	uint32_t	n;
 	mcc_error	err;
 	double		c0 = cpu_now();
-	double		t0 = now();
+	double		t0 = tclock_wall_s();
 
 	if (mcc_sad_run(&req, &hit, &n, &err) != MCC_OK)
 	{
 		fprintf(stderr, "sadbench: %s\n", err.message);
 		exit(1);
 	}
-	t0 = now() - t0;
+	t0 = tclock_wall_s() - t0;
 	*cpu = cpu_now() - c0;
 	if (n != 1 || hit.sad != 0 || hit.x != px || hit.y != py)
 	{

@@ -28,31 +28,12 @@
 
 #include "chamfer_synth.h"
 #include "mcc_chamfer.h"
+#include "../unit/testclock.h"
 #ifdef MCC_CHAMFER_GPU
 #include "mcc_chamfer_gpu.h"
 #endif
 
 #define N_REF	200000
-
-/* Wall-clock milliseconds. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-/* CPU time of the calling thread, milliseconds (what other load does not inflate). */
-static double
-thread_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 /* Ascending order of doubles, for qsort. */
 static int
@@ -146,12 +127,12 @@ time_cpu(const mcc_chamfer_ref *rf, const double *obs, size_t n, int type, int t
 	{
 		mcc_chamfer_result res;
 		mcc_error	err;
-		double		t0 = now_ms();
-		double		c0 = thread_ms();
+		double		t0 = tclock_wall_ms();
+		double		c0 = tclock_cpu_ms();
 
 		r.ok = mcc_chamfer_align_ref(rf, obs, n, &o, &res, &err) == MCC_OK;
-		t[k] = now_ms() - t0;
-		c[k] = thread_ms() - c0;
+		t[k] = tclock_wall_ms() - t0;
+		c[k] = tclock_cpu_ms() - c0;
 		if (!r.ok)
 		{
 			fprintf(stderr, "CPU alignment failed: %s\n", err.message);
@@ -185,15 +166,15 @@ time_gpu(mcc_chamfer_gpu *g, const mcc_chamfer_ref *rf, const double *obs, size_
 	{
 		mcc_chamfer_result res;
 		mcc_error	err;
-		double		t0 = now_ms();
-		mcc_chamfer_gpu_code c = mcc_chamfer_gpu_set_reference(g, rf, &err);
-		double		t1 = now_ms();
+		double		t0 = tclock_wall_ms();
+		mcc_gpu_code c = mcc_chamfer_gpu_set_reference(g, rf, &err);
+		double		t1 = tclock_wall_ms();
 
-		if (c == MCC_CHAMFER_GPU_OK)
+		if (c == MCC_GPU_OK)
 			c = mcc_chamfer_gpu_align_ref(g, rf, obs, n, &o, &res, &err);
-		t[k] = now_ms() - t0;
+		t[k] = tclock_wall_ms() - t0;
 		u[k] = t1 - t0;
-		if (c != MCC_CHAMFER_GPU_OK)
+		if (c != MCC_GPU_OK)
 		{
 			fprintf(stderr, "GPU alignment failed (%d): %s\n", c, err.message);
 			return r;
@@ -271,9 +252,9 @@ main(int argc, char **argv)
 	if (use_gpu)
 	{
 		mcc_error	err;
-		mcc_chamfer_gpu_code c = mcc_chamfer_gpu_open(0, &g, &err);
+		mcc_gpu_code c = mcc_chamfer_gpu_open(0, &g, &err);
 
-		if (c != MCC_CHAMFER_GPU_OK)
+		if (c != MCC_GPU_OK)
 		{
 			printf("# GPU: skipped (%s)\n", err.message);
 			g = NULL;
@@ -299,7 +280,7 @@ main(int argc, char **argv)
 		mcc_chamfer_opts o;
 		mcc_chamfer_ref rf;
 		mcc_error	err;
-		double		t0 = now_ms();
+		double		t0 = tclock_wall_ms();
 
 		mcc_chamfer_opts_init(&o);
 		if (mcc_chamfer_ref_build(ref, N_REF, dim, &o, &rf, &err) != MCC_OK)
@@ -308,7 +289,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 		{
-			double		t_dt = now_ms() - t0;
+			double		t_dt = tclock_wall_ms() - t0;
 			char		shape[64];
 
 			if (dim == 2)

@@ -98,7 +98,7 @@ check_sums(mcc_chamfer_gpu *g, int dim)
 
 	mcc_chamfer_opts_init(&o);
 	if (mcc_chamfer_ref_build(ref, N_REF, dim, &o, &rf, &err) != MCC_OK ||
-		mcc_chamfer_gpu_set_reference(g, &rf, &err) != MCC_CHAMFER_GPU_OK)
+		mcc_chamfer_gpu_set_reference(g, &rf, &err) != MCC_GPU_OK)
 	{
 		UNIT_CHECK(0, "%dD reference on the GPU: %s", dim, err.message);
 		free(ref);
@@ -119,7 +119,7 @@ check_sums(mcc_chamfer_gpu *g, int dim)
 		obs = cs_observed(type, ref, N_REF, dim, m, N_OBS_STRIDE, 0, 0.002 * (dim == 2 ? 1000 : 100),
 						  N_REF / 20, &n_obs, &n_clean);
 		if (mcc_chamfer_obs_prepare(&rf, obs, n_obs, type, &ob, &err) != MCC_OK ||
-			mcc_chamfer_gpu_set_observed(g, &ob, &err) != MCC_CHAMFER_GPU_OK ||
+			mcc_chamfer_gpu_set_observed(g, &ob, &err) != MCC_GPU_OK ||
 			mcc_chamfer_cpu_open(&rf, &ob, 1, NULL, &cpu, &err) != MCC_OK)
 		{
 			UNIT_CHECK(0, "%dD %s: set-up: %s", dim, mcc_xform_name(type), err.message);
@@ -198,9 +198,9 @@ check_alignments(mcc_chamfer_gpu *g, int dim)
 		mcc_chamfer_result pg2;
 		mcc_chamfer_result tg;
 		mcc_error	err;
-		mcc_chamfer_gpu_code c1;
-		mcc_chamfer_gpu_code c2;
-		mcc_chamfer_gpu_code c3;
+		mcc_gpu_code c1;
+		mcc_gpu_code c2;
+		mcc_gpu_code c3;
 		double		tr;
 
 		cs_random_params(23 + type, type, dim, params);
@@ -365,18 +365,18 @@ check_errors(mcc_chamfer_gpu *g)
 	double		bad[] = {0, 0, NAN, 0, 10, 10, 0, 10};
 	mcc_chamfer_result res;
 	mcc_error	err;
-	mcc_chamfer_gpu_code c;
+	mcc_gpu_code c;
 	mcc_chamfer_xf xf;
 	double		sums[MCC_CHAMFER_MAX_SUMS];
 	mcc_chamfer_gpu *fresh;
 
 	c = mcc_chamfer_gpu_align(g, bad, 4, sq, 4, 2, NULL, &res, &err);
-	UNIT_CHECK(c == MCC_CHAMFER_GPU_INVALID && err.status == MCC_ERR_VALUE,
+	UNIT_CHECK(c == MCC_GPU_INVALID && err.status == MCC_ERR_VALUE,
 			   "a NaN observed point is INVALID with the core's error: %s", err.message);
 	c = mcc_chamfer_gpu_align(g, sq, 4, sq, 4, 4, NULL, &res, &err);
-	UNIT_CHECK(c == MCC_CHAMFER_GPU_INVALID, "dimension 4 is INVALID: %s", err.message);
+	UNIT_CHECK(c == MCC_GPU_INVALID, "dimension 4 is INVALID: %s", err.message);
 	/* earlier checks left sets uploaded in g: a fresh context has none */
-	if (mcc_chamfer_gpu_open(0, &fresh, &err) != MCC_CHAMFER_GPU_OK)
+	if (mcc_chamfer_gpu_open(0, &fresh, &err) != MCC_GPU_OK)
 	{
 		UNIT_CHECK(0, "a second context opens: %s", err.message);
 		return;
@@ -396,27 +396,27 @@ main(int argc, char **argv)
 	int			no_device = argc > 1 && strcmp(argv[1], "--no-device") == 0;
 	int			count = 0;
 	mcc_error	err;
-	mcc_chamfer_gpu_code c = mcc_chamfer_gpu_device_count(&count, &err);
+	mcc_gpu_code c = mcc_chamfer_gpu_device_count(&count, &err);
 	mcc_chamfer_gpu *g = NULL;
 
 	if (no_device)
 	{
-		UNIT_CHECK((c == MCC_CHAMFER_GPU_NO_DEVICE || c == MCC_CHAMFER_GPU_NO_DRIVER) && count == 0,
+		UNIT_CHECK((c == MCC_GPU_NO_DEVICE || c == MCC_GPU_NO_DRIVER) && count == 0,
 				   "no visible device: device_count says %s (%s)",
-				   c == MCC_CHAMFER_GPU_NO_DRIVER ? "no driver" : c == MCC_CHAMFER_GPU_NO_DEVICE ?
+				   c == MCC_GPU_NO_DRIVER ? "no driver" : c == MCC_GPU_NO_DEVICE ?
 				   "no device" : "something else", err.message);
 		c = mcc_chamfer_gpu_open(0, &g, &err);
-		UNIT_CHECK((c == MCC_CHAMFER_GPU_NO_DEVICE || c == MCC_CHAMFER_GPU_NO_DRIVER) && g == NULL,
+		UNIT_CHECK((c == MCC_GPU_NO_DEVICE || c == MCC_GPU_NO_DRIVER) && g == NULL,
 				   "opening a context fails cleanly: %s", err.message);
 		return unit_done();
 	}
-	if (c != MCC_CHAMFER_GPU_OK)
+	if (c != MCC_GPU_OK)
 	{
 		printf("SKIP gpu-check-chamfer: no usable CUDA device (%s)\n", err.message);
 		UNIT_SKIP("no usable CUDA device: %s", err.message);
 		return unit_done();
 	}
-	if (mcc_chamfer_gpu_open(0, &g, &err) != MCC_CHAMFER_GPU_OK)
+	if (mcc_chamfer_gpu_open(0, &g, &err) != MCC_GPU_OK)
 	{
 		UNIT_CHECK(0, "open device 0: %s", err.message);
 		return unit_done();

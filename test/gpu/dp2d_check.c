@@ -83,7 +83,7 @@ run_case(mcc_dp2d_gpu *g, mcc_rng *r, uint32_t wa, uint32_t ha, uint32_t wb, uin
 			   *g_cmap = calloc((size_t) np * sa, 4);
 	uint8_t    *g_warp = calloc((size_t) np * sa, 1);
 	mcc_error	err;
-	mcc_dp2d_gpu_code code;
+	mcc_gpu_code code;
 	int			same = 1,
 				k = 0;
 
@@ -152,10 +152,10 @@ run_case(mcc_dp2d_gpu *g, mcc_rng *r, uint32_t wa, uint32_t ha, uint32_t wb, uin
 	bt.warped = g_warp;
 	bt.max_chunk = max_chunk;
 	code = mcc_dp2d_gpu_run(g, &bt, NULL, &err);
-	if (code != MCC_DP2D_GPU_OK)
+	if (code != MCC_GPU_OK)
 	{
 		check(0, "GPU run %ux%u onto %ux%u: %s", wb, hb, wa, ha, err.message);
-		return code == MCC_DP2D_GPU_STICKY ? -2 : -1;
+		return code == MCC_GPU_STICKY ? -2 : -1;
 	}
 	for (uint32_t p = 0; p < np; p++)
 	{
@@ -223,17 +223,17 @@ run_bad(mcc_dp2d_gpu *g)
 	bt.pair_a = pa;
 	bt.pair_b = pb;
 	bt.cost = cost;
-	check(mcc_dp2d_gpu_run(g, &bt, NULL, &err) == MCC_DP2D_GPU_INVALID,
+	check(mcc_dp2d_gpu_run(g, &bt, NULL, &err) == MCC_GPU_INVALID,
 		  "a pair naming a missing image is refused: %s", err.message);
 	bt.nb = 2;
 	bt.wb = 9;
-	check(mcc_dp2d_gpu_run(g, &bt, NULL, &err) == MCC_DP2D_GPU_INVALID,
+	check(mcc_dp2d_gpu_run(g, &bt, NULL, &err) == MCC_GPU_INVALID,
 		  "widths 4 and 9 are refused: %s", err.message);
 	bt.wb = 4;
-	check(mcc_dp2d_gpu_run(g, &bt, &cancel, &err) == MCC_DP2D_GPU_CANCELLED,
+	check(mcc_dp2d_gpu_run(g, &bt, &cancel, &err) == MCC_GPU_CANCELLED,
 		  "a raised cancel flag stops the run: %s", err.message);
 	cancel = 0;
-	check(mcc_dp2d_gpu_run(g, &bt, &cancel, &err) == MCC_DP2D_GPU_OK && cost[0] == 0,
+	check(mcc_dp2d_gpu_run(g, &bt, &cancel, &err) == MCC_GPU_OK && cost[0] == 0,
 		  "the context still works afterwards");
 }
 
@@ -242,7 +242,7 @@ main(int argc, char **argv)
 {
 	mcc_dp2d_gpu *g;
 	mcc_error	err;
-	mcc_dp2d_gpu_code code;
+	mcc_gpu_code code;
 	mcc_rng		r;
 	static const uint32_t sizes[][4] = {
 		/* wa, ha, wb, hb: inner K = ceil(wb/32), outer K = ceil(hb/32) */
@@ -257,16 +257,16 @@ main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--no-device") == 0)
 	{
 		code = mcc_dp2d_gpu_open(-1, &g, &err);
-		check(code == MCC_DP2D_GPU_NO_DEVICE || code == MCC_DP2D_GPU_NO_DRIVER,
+		check(code == MCC_GPU_NO_DEVICE || code == MCC_GPU_NO_DRIVER,
 			  "without a visible device the open fails cleanly: %s",
-			  code == MCC_DP2D_GPU_OK ? "it succeeded" : err.message);
-		if (code == MCC_DP2D_GPU_OK)
+			  code == MCC_GPU_OK ? "it succeeded" : err.message);
+		if (code == MCC_GPU_OK)
 			mcc_dp2d_gpu_close(g);
 		printf("1..%d\n", n_checks);
 		return n_failed ? 1 : 0;
 	}
 	code = mcc_dp2d_gpu_open(-1, &g, &err);
-	if (code != MCC_DP2D_GPU_OK)
+	if (code != MCC_GPU_OK)
 	{
 		printf("# SKIP: no usable GPU: %s\n", err.message);
 		printf("1..0 # SKIP no usable GPU\n");

@@ -39,6 +39,7 @@
 #include "eng_server.h"
 #include "mcc_match.h"
 #include "mcc_synth.h"
+#include "../unit/testclock.h"
 
 #define XMIN	2				/* snapshot xmin: rows loaded with xid 0 are certain */
 
@@ -60,15 +61,6 @@ typedef struct opts
 } opts;
 
 static const mcc_gallery_id G = {1, 42, 7};
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Impression imp of synthetic finger f. */
 static tl_tpl
@@ -171,7 +163,7 @@ round_feed(eng_server *s, eng_conn *c, const opts *o, const tl_tpl *probes, uint
 static double
 bench(eng_server *s, eng_conn *c, const opts *o, const tl_tpl *probes, const char *what)
 {
-	double		t0 = now_s();
+	double		t0 = tclock_wall_s();
 	double		wall;
 	double		nq = (double) o->rounds * o->probes;
 	eng_gpu_stats s0;
@@ -183,7 +175,7 @@ bench(eng_server *s, eng_conn *c, const opts *o, const tl_tpl *probes, const cha
 		round_feed(s, c, o, probes, 1000000 + (uint64_t) r * (uint64_t) o->probes);
 		ip_clear_out(c);
 	}
-	wall = now_s() - t0;
+	wall = tclock_wall_s() - t0;
 	eng_gpu_get_stats(s->gpu, &s1);
 	/* where a query's time goes, ms per query (wall time of each stage) */
 	printf("# bench stages, %s: %.3f ms per query: GPU search %.3f (library %.3f, hits to slots %.3f), "
@@ -383,7 +375,7 @@ main(int argc, char **argv)
 	}
 	eng_gpu_stop(probe);
 
-	t0 = now_s();
+	t0 = tclock_wall_s();
 	gal = calloc((size_t) o.distinct, sizeof(tl_tpl));
 	probes = calloc((size_t) o.probes, sizeof(tl_tpl));
 	for (int i = 0; i < o.distinct; i++)
@@ -393,28 +385,28 @@ main(int argc, char **argv)
 	printf("# %d rows (%d distinct synthetic impressions), %d probes, %s, fraction %g, "
 		   "refine_min %u, k %u, batch %d, %d threads: templates built in %.1f s\n",
 		   o.n, o.distinct, o.probes, mcc_method_name(o.method), o.fraction, o.refine_min,
-		   o.k, o.batch, o.threads, now_s() - t0);
+		   o.k, o.batch, o.threads, tclock_wall_s() - t0);
 
 	a = server_new(&o, ENG_GPU_ON, false, &ca);
 	b = server_new(&o, ENG_GPU_ON, true, &cb);
-	t0 = now_s();
+	t0 = tclock_wall_s();
 	ok = load(a, ca, &o, gal) && load(b, cb, &o, gal);
 	if (o.cpu_search)
 	{
 		c = server_new(&o, ENG_GPU_OFF, true, &cc);
 		ok = ok && load(c, cc, &o, gal);
 	}
-	UNIT_CHECK(ok, "every engine loaded the %d rows (%.1f s)", o.n, now_s() - t0);
+	UNIT_CHECK(ok, "every engine loaded the %d rows (%.1f s)", o.n, tclock_wall_s() - t0);
 	if (!ok)
 		return unit_done();
 
 	/* the first round: upload, refinement data, then the answers compared */
-	t0 = now_s();
+	t0 = tclock_wall_s();
 	round_feed(a, ca, &o, probes, 1);
-	first_a = now_s() - t0;
-	t0 = now_s();
+	first_a = tclock_wall_s() - t0;
+	t0 = tclock_wall_s();
 	round_feed(b, cb, &o, probes, 1);
-	first_b = now_s() - t0;
+	first_b = tclock_wall_s() - t0;
 	/* compared first: the message below reports the count it makes */
 	ok = same_results(ca, cb, &o, 1, &cands, "GPU rescoring against CPU threads");
 	UNIT_CHECK(ok && cands > 0,

@@ -27,17 +27,9 @@
 #include "mcc_gpu.h"
 #include "mcc_gpu_refine.h"
 #include "mcc_soa.h"
+#include "../unit/testclock.h"
 
 #define MAXQ 64
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 static int
 cmp_d(const void *a, const void *b)
@@ -136,7 +128,7 @@ time_call(mcc_gpu *g, const bdata *d, const mcc_gpu_pair *pairs, size_t np, int 
 		reps = 64;
 	for (int i = -2; i < reps; i++)
 	{
-		double		t0 = now_ms();
+		double		t0 = tclock_wall_ms();
 
 		if (mcc_gpu_refine(g, d->prb.v, nq, d->gal.v, (uint32_t) d->gal.n, pairs, np, method, NULL, sc, &err) !=
 			MCC_GPU_OK)
@@ -146,7 +138,7 @@ time_call(mcc_gpu *g, const bdata *d, const mcc_gpu_pair *pairs, size_t np, int 
 		}
 		if (i >= 0)
 		{
-			t[i] = now_ms() - t0;
+			t[i] = tclock_wall_ms() - t0;
 			mcc_gpu_refine_last_timing(g, &best[i]);
 		}
 	}
@@ -181,10 +173,10 @@ cpu_rows(const bdata *d, int ncand)
 		double		ms;
 
 		mcc_match_set_probe(w, &d->prb.v[0]);
-		t0 = now_ms();
+		t0 = tclock_wall_ms();
 		for (int c = 0; c < ncand; c++)
 			mcc_match_candidate(w, &d->gal.v[p[c].cand], meth[mi], NULL, &s, &err);
-		ms = now_ms() - t0;
+		ms = tclock_wall_ms() - t0;
 		gd_say("cpu, 1 thread                %-8s Q=1   pairs=%-6d call %8.3f ms  per 1000 cand %7.3f ms\n",
 			   mcc_method_name(meth[mi]), ncand, ms, ms * 1000.0 / ncand);
 	}
@@ -254,7 +246,7 @@ main(int argc, char **argv)
 		gd_logf = fopen(path, "w");
 	}
 	mcc_lss_init();
-	t0 = now_ms();
+	t0 = tclock_wall_ms();
 	if (bdata_build(&d, n, unique, MAXQ, 99) != 0)
 	{
 		gd_say("# data build failed\n");
@@ -262,7 +254,7 @@ main(int argc, char **argv)
 	}
 	gd_say("# data: gallery %u templates (%d distinct synthetic fingers, %.1f cylinders per template), %d probes, "
 		"%d candidates per probe; built in %.0f ms\n",
-		n, unique, (double) d.soa.n_cyl / n, MAXQ, ncand, now_ms() - t0);
+		n, unique, (double) d.soa.n_cyl / n, MAXQ, ncand, tclock_wall_ms() - t0);
 	{
 		long		c = 0;
 
@@ -283,20 +275,20 @@ main(int argc, char **argv)
 		gd_say("# open failed: %s\n", err.message);
 		return 1;
 	}
-	t0 = now_ms();
+	t0 = tclock_wall_ms();
 	if (mcc_gpu_upload(g, &d.soa, &err) != MCC_GPU_OK)
 	{
 		gd_say("# upload failed: %s\n", err.message);
 		return 1;
 	}
-	gd_say("# gallery upload: %.0f ms\n", now_ms() - t0);
-	t0 = now_ms();
+	gd_say("# gallery upload: %.0f ms\n", tclock_wall_ms() - t0);
+	t0 = tclock_wall_ms();
 	if (mcc_gpu_refine_attach(g, &d.soa, &d.geo, 0, n, &err) != MCC_GPU_OK)
 	{
 		gd_say("# attach failed: %s\n", err.message);
 		return 1;
 	}
-	gd_say("# refinement data attach: %.0f ms\n", now_ms() - t0);
+	gd_say("# refinement data attach: %.0f ms\n", tclock_wall_ms() - t0);
 	{
 		mcc_gpu_meminfo mi;
 		int			nm = 0;

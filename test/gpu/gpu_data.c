@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mcc_synth.h"
+#include "../unit/testgen.h"
 
 /* splitmix64 */
 uint64_t
@@ -402,24 +403,6 @@ gd_check_rcp_fp64(void)
 	return bad;
 }
 
-/* A template blob of ms, or NULL if it has no cylinder to build. */
-static uint8_t *
-build_blob(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
-{
-	mcc_error	err;
-	uint8_t    *b;
-
-	if (mcc_template_build(ms, p, NULL, size, &err) != MCC_OK)
-		return NULL;
-	b = malloc(*size);
-	if (b && mcc_template_build(ms, p, b, size, &err) != MCC_OK)
-	{
-		free(b);
-		return NULL;
-	}
-	return b;
-}
-
 /* Copy a template view into probe storage. */
 static void
 probe_from_view(gd_probe *p, const mcc_template_view *v)
@@ -463,7 +446,7 @@ gd_gallery_synth(mcc_soa *g, uint32_t n, uint32_t unique, uint64_t seed,
 
 			mcc_synth_master(&sp, finger, &masters[i]);
 			mcc_synth_impression(&sp, &masters[i], finger, 0, &imp);
-			blobs[i] = build_blob(&imp, p, &sizes[i]);
+			blobs[i] = tg_build_blob(&imp, p, &sizes[i]);
 			finger_of[i] = finger;
 			finger += unique;
 		}
@@ -490,7 +473,7 @@ gd_gallery_synth(mcc_soa *g, uint32_t n, uint32_t unique, uint64_t seed,
 			uint32_t	m = gd_below(&r, unique);
 
 			mcc_synth_impression(&sp, &masters[m], finger_of[m], 1 + (uint64_t) i, &imp);
-			b = build_blob(&imp, p, &sz);
+			b = tg_build_blob(&imp, p, &sz);
 		}
 		if (mcc_template_open(b, sz, &v, &err) != MCC_OK)
 		{

@@ -16,6 +16,7 @@
 
 #include "mcc_sad.h"
 #include "mcc_sad_gpu.h"
+#include "testimage.h"
 #include "unit.h"
 
 static uint64_t rng_state = 0xD1B54A32D192ED03ull;
@@ -25,22 +26,14 @@ static int	cpu_threads = 1;
 static uint32_t
 rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t) ((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+	return ti_rnd(&rng_state);
 }
 
 /* Random w x h image; the pattern of a case is cut from it and perturbed. */
 static mcc_image
 random_image(uint32_t w, uint32_t h)
 {
-	mcc_image	img = {w, h, w + rnd() % 4, NULL};
-
-	img.pixels = malloc(img.stride * h);
-	for (size_t i = 0; i < img.stride * h; i++)
-		img.pixels[i] = (uint8_t) rnd();
-	return img;
+	return ti_random_image(&rng_state, w, h, 4);
 }
 
 /* Compare one GPU search (variant, k, map) with the CPU's; 1 if identical. */
@@ -59,7 +52,7 @@ same_as_cpu(mcc_sad_gpu *g, const mcc_image *t, const mcc_image *p, int variant,
 				gn = 0;
 	mcc_sad_request req = {t, p, cmap, k, cpu_threads, MCC_SAD_AUTO};
 	mcc_error	err;
-	mcc_sad_gpu_code c;
+	mcc_gpu_code c;
 	int			ok = 1;
 
 	if (mcc_sad_run(&req, ch, &cn, &err) != MCC_OK)
@@ -67,7 +60,7 @@ same_as_cpu(mcc_sad_gpu *g, const mcc_image *t, const mcc_image *p, int variant,
 		snprintf(why, whylen, "CPU: %.150s", err.message);
 		ok = 0;
 	}
-	else if ((c = mcc_sad_gpu_search(g, t, p, k, gh, &gn, gmap, variant, NULL, NULL, &err)) != MCC_SAD_GPU_OK)
+	else if ((c = mcc_sad_gpu_search(g, t, p, k, gh, &gn, gmap, variant, NULL, NULL, &err)) != MCC_GPU_OK)
 	{
 		snprintf(why, whylen, "GPU code %d: %.150s (%.100s)", c, err.message, err.detail);
 		ok = 0;
@@ -197,21 +190,21 @@ check_cancel_and_errors(mcc_sad_gpu *g)
 	mcc_sad_hit h[2];
 	uint32_t	n;
 	mcc_error	err;
-	mcc_sad_gpu_code c;
+	mcc_gpu_code c;
 	char		why[400] = "";
 
 	c = mcc_sad_gpu_search(g, &t, &p, 1, h, &n, NULL, MCC_SAD_GPU_AUTO, &flag, NULL, &err);
-	UNIT_CHECK(c == MCC_SAD_GPU_CANCELLED, "a raised cancel flag stops a multi-band search (code %d)", c);
+	UNIT_CHECK(c == MCC_GPU_CANCELLED, "a raised cancel flag stops a multi-band search (code %d)", c);
 	flag = 0;
 	c = mcc_sad_gpu_search(g, &t, &p, 2, h, &n, NULL, MCC_SAD_GPU_AUTO, &flag, NULL, &err);
-	UNIT_CHECK(c == MCC_SAD_GPU_OK && n == 2 && h[0].sad == 0 && h[0].x == 100 && h[0].y == 200,
+	UNIT_CHECK(c == MCC_GPU_OK && n == 2 && h[0].sad == 0 && h[0].x == 100 && h[0].y == 200,
 			   "the context works after a cancel; banded search finds (100, 200)");
 	c = mcc_sad_gpu_search(g, &p, &t, 1, h, &n, NULL, MCC_SAD_GPU_AUTO, NULL, NULL, &err);
-	UNIT_CHECK(c == MCC_SAD_GPU_INVALID, "pattern larger than the target: %s", err.message);
+	UNIT_CHECK(c == MCC_GPU_INVALID, "pattern larger than the target: %s", err.message);
 	c = mcc_sad_gpu_search(g, &t, &p, MCC_SAD_MAX_K + 1, h, &n, NULL, MCC_SAD_GPU_AUTO, NULL, NULL, &err);
-	UNIT_CHECK(c == MCC_SAD_GPU_INVALID, "k over the limit: %s", err.message);
+	UNIT_CHECK(c == MCC_GPU_INVALID, "k over the limit: %s", err.message);
 	c = mcc_sad_gpu_search(g, &t, &p, 1, h, &n, NULL, 99, NULL, NULL, &err);
-	UNIT_CHECK(c == MCC_SAD_GPU_INVALID, "unknown variant: %s", err.message);
+	UNIT_CHECK(c == MCC_GPU_INVALID, "unknown variant: %s", err.message);
 	UNIT_CHECK(same_as_cpu(g, &big, &big, MCC_SAD_GPU_AUTO, 1, 1, why, sizeof(why)),
 			   "and still right afterwards %s", why);
 	free(t.pixels);
@@ -295,16 +288,16 @@ main(void)
 {
 	mcc_sad_gpu *g;
 	mcc_error	err;
-	mcc_sad_gpu_code c = mcc_sad_gpu_open(0, &g, &err);
+	mcc_gpu_code c = mcc_sad_gpu_open(0, &g, &err);
 	long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (c == MCC_SAD_GPU_NO_DRIVER || c == MCC_SAD_GPU_NO_DEVICE)
+	if (c == MCC_GPU_NO_DRIVER || c == MCC_GPU_NO_DEVICE || c == MCC_GPU_UNSUPPORTED)
 	{
 		UNIT_SKIP("no usable GPU (code %d): %s %s", c, err.message, err.detail);
 		return unit_done();
 	}
-	UNIT_CHECK(c == MCC_SAD_GPU_OK, "open device 0: %s", c == MCC_SAD_GPU_OK ? mcc_sad_gpu_describe(g) : err.message);
-	if (c != MCC_SAD_GPU_OK)
+	UNIT_CHECK(c == MCC_GPU_OK, "open device 0: %s", c == MCC_GPU_OK ? mcc_sad_gpu_describe(g) : err.message);
+	if (c != MCC_GPU_OK)
 		return unit_done();
 	printf("# %s\n", mcc_sad_gpu_describe(g));
 	cpu_threads = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int) ncpu;

@@ -90,34 +90,6 @@ random_rs(mcc_rng *r, int with_scale, double *theta, double *s)
 
 /* ---- point sets ---- */
 
-/* The shape of sql/align.sql: six lines and an arc, points 2 apart (malloc'd). */
-static double *
-sql_shape(size_t *n)
-{
-	static const int L[6][4] = {{20, 20, 380, 60}, {40, 350, 360, 300}, {50, 40, 90, 360},
-	{300, 30, 350, 380}, {100, 100, 300, 300}, {100, 300, 250, 120}};
-	double	   *p = malloc(sizeof(double) * 2 * 2000);
-	size_t		k = 0;
-
-	for (int l = 0; l < 6; l++)
-	{
-		int			m = (int) floor(hypot(L[l][2] - L[l][0], L[l][3] - L[l][1]) / 2);
-
-		for (int i = 0; i <= m; i++, k++)
-		{
-			p[2 * k] = L[l][0] + (L[l][2] - L[l][0]) * (double) i / m;
-			p[2 * k + 1] = L[l][1] + (L[l][3] - L[l][1]) * (double) i / m;
-		}
-	}
-	for (int i = 0; i <= 104; i++, k++)
-	{
-		p[2 * k] = 200 + 60 * cos(200.0 * M_PI / 180 * i / 104);
-		p[2 * k + 1] = 200 + 60 * sin(200.0 * M_PI / 180 * i / 104);
-	}
-	*n = k;
-	return p;
-}
-
 /* A point-set workload. */
 typedef struct workload
 {
@@ -213,7 +185,7 @@ run_points(int trials)
 	size_t		n_roads = 4000;
 	size_t		n_shape;
 	double	   *roads = cs_roads_2d(1, n_roads);
-	double	   *shape = sql_shape(&n_shape);
+	double	   *shape = cs_sql_shape(&n_shape);
 
 	printf("## Point sets: %d random poses per workload, search %s, %d thread%s\n\n", trials,
 		   opt_local ? "off (centroid start)" : "on", opt_threads, opt_threads == 1 ? "" : "s");

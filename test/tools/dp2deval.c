@@ -42,6 +42,7 @@
 #include "mcc_dp2d_overall.h"
 #include "mcc_dp2d_verify.h"
 #include "mcc_image.h"
+#include "../unit/testclock.h"
 
 #define N_FINGERS	10
 #define N_IMPR		8
@@ -59,26 +60,6 @@ typedef struct rates
 	double		fmr100;
 	double		fmr1000;
 } rates;
-
-/* Seconds of a monotonic clock. */
-static double
-now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-/* Seconds of CPU time of the calling thread (the restoration runs on it alone). */
-static double
-thread_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 /* Whole file into memory; NULL on failure. */
 static uint8_t *
@@ -263,7 +244,7 @@ eval_db(const char *data, int db, const mcc_dp2d_prep *prep, int threads, int ke
 		fprintf(stderr, "dp2deval: out of memory\n");
 		return -1;
 	}
-	t0 = now();
+	t0 = tclock_wall_s();
 	for (int k = 0; k < N_IMAGES; k++)
 	{
 		char		path[1024];
@@ -285,16 +266,16 @@ eval_db(const char *data, int db, const mcc_dp2d_prep *prep, int threads, int ke
 		if (dump)
 			dump_pgm(dump, db, 101 + k / N_IMPR, 1 + k % N_IMPR, work[k].pixels, prep->side);
 	}
-	t_enh = now() - t0;
+	t_enh = tclock_wall_s() - t0;
 	/* the overall algorithm's reference side: each image restored once */
-	t0 = thread_now();
+	t0 = tclock_cpu_s();
 	for (int k = 0; k < N_IMAGES; k++)
 		if (mcc_dp2d_overall_restore(bin + k * n, prep, restored + k * n, &err) != MCC_OK)
 		{
 			fprintf(stderr, "dp2deval: restoring DB%d image %d: %s\n", db, k, err.message);
 			return -1;
 		}
-	t_post = thread_now() - t0;
+	t_post = tclock_cpu_s() - t0;
 	if (dump)
 		for (int k = 0; k < N_IMAGES; k++)
 		{
@@ -321,15 +302,15 @@ eval_db(const char *data, int db, const mcc_dp2d_prep *prep, int threads, int ke
 	req.flags = MCC_DP2D_WARP;
 	req.threads = threads;
 	req.kernel = kernel;
-	t0 = now();
+	t0 = tclock_wall_s();
 	if (mcc_dp2d_run(&req, &err) != MCC_OK)
 	{
 		fprintf(stderr, "dp2deval: DB%d: %s\n", db, err.message);
 		return -1;
 	}
-	t_match = now() - t0;
+	t_match = tclock_wall_s() - t0;
 	/* the overall algorithm: the warped probe restored, compared with the restored reference */
-	t0 = thread_now();
+	t0 = tclock_cpu_s();
 	for (int i = 0; i < np; i++)
 	{
 		if (mcc_dp2d_overall_restore(out[i].warped, prep, scratch, &err) != MCC_OK)
@@ -339,7 +320,7 @@ eval_db(const char *data, int db, const mcc_dp2d_prep *prep, int threads, int ke
 		}
 		overall[i] = mcc_dp2d_overall_differences(restored + (size_t) ref[i] * n, scratch, n);
 	}
-	t_post += thread_now() - t0;
+	t_post += tclock_cpu_s() - t0;
 	for (int i = 0; i < np; i++)
 	{
 		s_all[i].s = (double) overall[i];

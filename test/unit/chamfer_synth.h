@@ -352,4 +352,32 @@ cs_transfer_rms(int dim, const double *a, const double *b, const double *pts, si
 	return sqrt(ss / (double) n);
 }
 
+/* The shape of sql/align.sql: six lines and an arc, points 2 apart (malloc'd). */
+static inline double *
+cs_sql_shape(size_t *n)
+{
+	static const int L[6][4] = {{20, 20, 380, 60}, {40, 350, 360, 300}, {50, 40, 90, 360},
+	{300, 30, 350, 380}, {100, 100, 300, 300}, {100, 300, 250, 120}};
+	double	   *p = malloc(sizeof(double) * 2 * 2000);
+	size_t		k = 0;
+
+	for (int l = 0; l < 6; l++)
+	{
+		int			m = (int) floor(hypot(L[l][2] - L[l][0], L[l][3] - L[l][1]) / 2);
+
+		for (int i = 0; i <= m; i++, k++)
+		{
+			p[2 * k] = L[l][0] + (L[l][2] - L[l][0]) * (double) i / m;
+			p[2 * k + 1] = L[l][1] + (L[l][3] - L[l][1]) * (double) i / m;
+		}
+	}
+	for (int i = 0; i <= 104; i++, k++)
+	{
+		p[2 * k] = 200 + 60 * cos(200.0 * M_PI / 180 * i / 104);
+		p[2 * k + 1] = 200 + 60 * sin(200.0 * M_PI / 180 * i / 104);
+	}
+	*n = k;
+	return p;
+}
+
 #endif							/* CHAMFER_SYNTH_H */

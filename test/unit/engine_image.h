@@ -1,15 +1,19 @@
 /*
  * engine_image.h: frames and replies of the engine's image and point jobs
- * (mcc_proto.h's SAD, DP2D, CHAMFER, ALIGN) for the engine's tests.
+ * (mcc_proto.h's SAD, DP2D, CHAMFER, ALIGN) for the engine's tests, and
+ * the in-process helpers of test_engine_image.c and
+ * test_engine_image_threads.c (a SAD job checked against the reference).
  */
 #ifndef ENGINE_IMAGE_H
 #define ENGINE_IMAGE_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_inproc.h"
 #include "engine_testlib.h"
 #include "eng_wire.h"
 #include "mcc_align.h"
@@ -176,6 +180,115 @@ ti_read_fit(eng_rd *r, ti_fit *fit)
 	fit->iterations = (int32_t) eng_rd_u32(r);
 	fit->converged = eng_rd_u32(r);
 	return !r->bad;
+}
+
+/* ---- in process (engine_inproc.h) -------------------------------------- */
+
+/* Run every stage to its end. */
+static inline void
+ti_pump(eng_server *s)
+{
+	ip_pump_all(s);
+}
+
+/* A w x h image of random pixels of r (malloc'd). */
+static inline mcc_image
+ti_random_image(tg_rng *rng, uint32_t w, uint32_t h)
+{
+	mcc_image	im = {w, h, w, malloc((size_t) w * h)};
+
+	for (size_t i = 0; i < (size_t) w * h; i++)
+		im.pixels[i] = (uint8_t) tg_int(rng, 0, 255);
+	return im;
+}
+
+/* The reply of request rid parsed (false: none, or no image result). */
+static inline bool
+ti_reply_of(eng_conn *c, uint64_t rid, ti_reply *r, uint8_t **copy)
+{
+	tl_frame	f;
+
+	if (ip_reply(c, rid, &f, copy) != 1)
+		return false;
+	return ti_parse(&f, r);
+}
+
+/* Does the job have run where `where` says ("cpu", or "gpu": anything else)? */
+static inline bool
+ti_ran_on(const ti_reply *r, const char *where)
+{
+	if (strcmp(where, "cpu") == 0)
+		return strcmp(r->device, "cpu") == 0;
+	return r->device[0] != '\0' && strcmp(r->device, "cpu") != 0;
+}
+
+/*
+ * SAD of pattern p in target t through the engine equals mcc_sad_run with
+ * the reference kernel: every hit and, with want_map, the whole map.
+ */
+static inline bool
+ti_sad_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char *where,
+		  const mcc_image *t, const mcc_image *p, uint32_t k, bool want_map)
+{
+	eng_buf		b;
+	ti_reply	r;
+	uint8_t    *cp;
+	uint32_t	nx,
+				ny,
+				n,
+				want,
+				n_ref = 0;
+	uint64_t   *map_ref;
+	mcc_sad_hit *hits_ref;
+	mcc_sad_request req;
+	mcc_error	err;
+	bool		ok;
+
+	eng_buf_init(&b);
+	ti_sad(&b, rid, device, k, want_map, t, p);
+	ip_feed(s, c, &b);
+	eng_buf_free(&b);
+	ti_pump(s);
+	if (!ti_reply_of(c, rid, &r, &cp) || r.type != MCC_MSG_SAD_RESULT || r.status != MCC_OK)
+	{
+		printf("# SAD %llu: no result (%s)\n", (unsigned long long) rid, r.message);
+		free(cp);
+		return false;
+	}
+	nx = eng_rd_u32(&r.rd);
+	ny = eng_rd_u32(&r.rd);
+	n = eng_rd_u32(&r.rd);
+	want = (uint64_t) nx * ny < k ? nx * ny : k;
+	map_ref = malloc(sizeof(uint64_t) * nx * ny);
+	hits_ref = malloc(sizeof(mcc_sad_hit) * (want ? want : 1));
+	memset(&req, 0, sizeof(req));
+	req.target = t;
+	req.pattern = p;
+	req.map = map_ref;
+	req.k = want;
+	req.threads = 1;
+	req.kernel = MCC_SAD_REFERENCE;
+	ok = mcc_sad_run(&req, hits_ref, &n_ref, &err) == MCC_OK && n == n_ref &&
+		nx == t->width - p->width + 1 && ny == t->height - p->height + 1 && ti_ran_on(&r, where);
+	for (uint32_t i = 0; ok && i < n; i++)
+	{
+		uint64_t	sad = eng_rd_u64(&r.rd);
+		uint32_t	x = eng_rd_u32(&r.rd);
+		uint32_t	y = eng_rd_u32(&r.rd);
+
+		ok = sad == hits_ref[i].sad && x == hits_ref[i].x && y == hits_ref[i].y;
+	}
+	if (ok && eng_rd_u32(&r.rd) != (want_map ? 1u : 0u))
+		ok = false;
+	if (ok && want_map)
+		for (size_t i = 0; ok && i < (size_t) nx * ny; i++)
+			ok = eng_rd_u64(&r.rd) == map_ref[i];
+	ok = ok && eng_rd_done(&r.rd);
+	free(map_ref);
+	free(hits_ref);
+	free(cp);
+	ip_clear_out(c);
+	return ok;
 }
 
 #endif							/* ENGINE_IMAGE_H */

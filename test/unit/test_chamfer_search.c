@@ -29,34 +29,6 @@
 
 #define N_ROADS		4000
 
-/* The shape of sql/align.sql: six lines and an arc, points 2 apart (malloc'd). */
-static double *
-sql_shape(size_t *n)
-{
-	static const int L[6][4] = {{20, 20, 380, 60}, {40, 350, 360, 300}, {50, 40, 90, 360},
-	{300, 30, 350, 380}, {100, 100, 300, 300}, {100, 300, 250, 120}};
-	double	   *p = malloc(sizeof(double) * 2 * 2000);
-	size_t		k = 0;
-
-	for (int l = 0; l < 6; l++)
-	{
-		int			m = (int) floor(hypot(L[l][2] - L[l][0], L[l][3] - L[l][1]) / 2);
-
-		for (int i = 0; i <= m; i++, k++)
-		{
-			p[2 * k] = L[l][0] + (L[l][2] - L[l][0]) * (double) i / m;
-			p[2 * k + 1] = L[l][1] + (L[l][3] - L[l][1]) * (double) i / m;
-		}
-	}
-	for (int i = 0; i <= 104; i++, k++)
-	{
-		p[2 * k] = 200 + 60 * cos(200.0 * M_PI / 180 * i / 104);
-		p[2 * k + 1] = 200 + 60 * sin(200.0 * M_PI / 180 * i / 104);
-	}
-	*n = k;
-	return p;
-}
-
 /* The similarity (s, theta, t) as a 3 x 3 matrix. */
 static void
 similarity(double s, double theta, double tx, double ty, double *m)
@@ -311,7 +283,7 @@ test_random_poses(void)
 {
 	double	   *roads = cs_roads_2d(1, N_ROADS);
 	size_t		n_shape;
-	double	   *shape = sql_shape(&n_shape);
+	double	   *shape = cs_sql_shape(&n_shape);
 	int			wt;
 	double		worst;
 	int			ok;
@@ -341,7 +313,7 @@ static void
 test_far_pose(void)
 {
 	size_t		n_shape;
-	double	   *shape = sql_shape(&n_shape);
+	double	   *shape = cs_sql_shape(&n_shape);
 	double		m[9];
 	double	   *ref = malloc(sizeof(double) * 2 * n_shape);
 	double	   *obs = malloc(sizeof(double) * 2 * n_shape);

@@ -19,10 +19,7 @@
  *     GPU; MCC_IMG_GPU without one is MCC_PERR_NO_GPU;
  *   - CANCEL, a closed connection and shutdown stop a job: no result;
  *     malformed frames close the connection;
- *   - image jobs have threads of their own: with every image thread held,
- *     a search is answered and a queued SAD waits; ENGINE_STATUS reports
- *     the image threads, the admitted jobs and their parts; beyond
- *     --image-queue a job gets MCC_PERR_BUSY;
+ *   - (image jobs' own threads and queue: test_engine_image_threads.c);
  *   - GPU only: injected failures send a job to the CPU (same answer, one
  *     WARNING) or, with MCC_IMG_GPU, give MCC_PERR_NO_GPU; a lost context
  *     stops the GPU for images and searches (last).
@@ -42,13 +39,6 @@
 
 static tg_rng rng = {20261130};
 
-/* Run every stage to its end. */
-static void
-pump(eng_server *s)
-{
-	ip_pump_all(s);
-}
-
 /* A server; gpu: the mode of its GPU path. */
 static void
 server(eng_server *s, eng_gpu_mode gpu)
@@ -56,17 +46,6 @@ server(eng_server *s, eng_gpu_mode gpu)
 	eng_config	cfg = {.threads = 2, .delta_timeout_ms = 2000, .max_batch = 64, .gpu = gpu};
 
 	eng_server_init(s, &cfg);
-}
-
-/* A w x h image of random pixels (malloc'd). */
-static mcc_image
-random_image(uint32_t w, uint32_t h)
-{
-	mcc_image	im = {w, h, w, malloc((size_t) w * h)};
-
-	for (size_t i = 0; i < (size_t) w * h; i++)
-		im.pixels[i] = (uint8_t) tg_int(&rng, 0, 255);
-	return im;
 }
 
 /*
@@ -94,101 +73,12 @@ print_image(uint32_t side, double phi, double r)
 	return im;
 }
 
-/* The reply of request rid parsed (false: none, or no image result). */
-static bool
-reply_of(eng_conn *c, uint64_t rid, ti_reply *r, uint8_t **copy)
-{
-	tl_frame	f;
-
-	if (ip_reply(c, rid, &f, copy) != 1)
-		return false;
-	return ti_parse(&f, r);
-}
-
-/* Does the job have run where `where` says ("cpu", or "gpu": anything else)? */
-static bool
-ran_on(const ti_reply *r, const char *where)
-{
-	if (strcmp(where, "cpu") == 0)
-		return strcmp(r->device, "cpu") == 0;
-	return r->device[0] != '\0' && strcmp(r->device, "cpu") != 0;
-}
-
 /* ---- SAD ------------------------------------------------------------------ */
-
-/*
- * SAD of pattern p in target t through the engine equals mcc_sad_run with
- * the reference kernel: every hit and, with want_map, the whole map.
- */
-static bool
-sad_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char *where,
-	   const mcc_image *t, const mcc_image *p, uint32_t k, bool want_map)
-{
-	eng_buf		b;
-	ti_reply	r;
-	uint8_t    *cp;
-	uint32_t	nx,
-				ny,
-				n,
-				want,
-				n_ref = 0;
-	uint64_t   *map_ref;
-	mcc_sad_hit *hits_ref;
-	mcc_sad_request req;
-	mcc_error	err;
-	bool		ok;
-
-	eng_buf_init(&b);
-	ti_sad(&b, rid, device, k, want_map, t, p);
-	ip_feed(s, c, &b);
-	eng_buf_free(&b);
-	pump(s);
-	if (!reply_of(c, rid, &r, &cp) || r.type != MCC_MSG_SAD_RESULT || r.status != MCC_OK)
-	{
-		printf("# SAD %llu: no result (%s)\n", (unsigned long long) rid, r.message);
-		free(cp);
-		return false;
-	}
-	nx = eng_rd_u32(&r.rd);
-	ny = eng_rd_u32(&r.rd);
-	n = eng_rd_u32(&r.rd);
-	want = (uint64_t) nx * ny < k ? nx * ny : k;
-	map_ref = malloc(sizeof(uint64_t) * nx * ny);
-	hits_ref = malloc(sizeof(mcc_sad_hit) * (want ? want : 1));
-	memset(&req, 0, sizeof(req));
-	req.target = t;
-	req.pattern = p;
-	req.map = map_ref;
-	req.k = want;
-	req.threads = 1;
-	req.kernel = MCC_SAD_REFERENCE;
-	ok = mcc_sad_run(&req, hits_ref, &n_ref, &err) == MCC_OK && n == n_ref &&
-		nx == t->width - p->width + 1 && ny == t->height - p->height + 1 && ran_on(&r, where);
-	for (uint32_t i = 0; ok && i < n; i++)
-	{
-		uint64_t	sad = eng_rd_u64(&r.rd);
-		uint32_t	x = eng_rd_u32(&r.rd);
-		uint32_t	y = eng_rd_u32(&r.rd);
-
-		ok = sad == hits_ref[i].sad && x == hits_ref[i].x && y == hits_ref[i].y;
-	}
-	if (ok && eng_rd_u32(&r.rd) != (want_map ? 1u : 0u))
-		ok = false;
-	if (ok && want_map)
-		for (size_t i = 0; ok && i < (size_t) nx * ny; i++)
-			ok = eng_rd_u64(&r.rd) == map_ref[i];
-	ok = ok && eng_rd_done(&r.rd);
-	free(map_ref);
-	free(hits_ref);
-	free(cp);
-	ip_clear_out(c);
-	return ok;
-}
 
 static void
 test_sad(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 {
-	mcc_image	t = random_image(120, 90);
+	mcc_image	t = ti_random_image(&rng, 120, 90);
 	mcc_image	p = {23, 17, 23, malloc(23 * 17)};
 	mcc_image	flat = {30, 20, 30, calloc(1, 30 * 20)};
 	mcc_image	dot = {3, 2, 3, calloc(1, 6)};
@@ -202,23 +92,23 @@ test_sad(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 	for (uint32_t y = 0; y < p.height; y++)
 		for (uint32_t x = 0; x < p.width; x++)
 			p.pixels[y * p.width + x] = (uint8_t) (t.pixels[(40 + y) * t.width + 61 + x] ^ (tg_int(&rng, 0, 9) == 0));
-	UNIT_CHECK(sad_ok(s, c, 101, device, where, &t, &p, 7, true),
+	UNIT_CHECK(ti_sad_ok(s, c, 101, device, where, &t, &p, 7, true),
 			   "SAD (%s): 7 best hits and the whole map equal the reference", where);
-	UNIT_CHECK(sad_ok(s, c, 102, device, where, &t, &p, 1, false),
+	UNIT_CHECK(ti_sad_ok(s, c, 102, device, where, &t, &p, 1, false),
 			   "SAD (%s): the best hit alone equals the reference", where);
-	UNIT_CHECK(sad_ok(s, c, 103, device, where, &t, &p, 0, true),
+	UNIT_CHECK(ti_sad_ok(s, c, 103, device, where, &t, &p, 0, true),
 			   "SAD (%s): the map alone equals the reference", where);
 	/* all SADs equal: the order is (y, x), and k beyond the shifts is cut */
-	UNIT_CHECK(sad_ok(s, c, 104, device, where, &flat, &dot, 10000, true),
+	UNIT_CHECK(ti_sad_ok(s, c, 104, device, where, &flat, &dot, 10000, true),
 			   "SAD (%s): ties in (y, x) order, k above the shift count cut to it", where);
 	/* a pattern larger than the target: the core's error */
 	eng_buf_init(&b);
 	ti_sad(&b, 105, device, 1, false, &p, &t);
 	ip_feed(s, c, &b);
 	eng_buf_free(&b);
-	pump(s);
+	ti_pump(s);
 	(void) mcc_sad_positions(&p, &t, &nx, &ny, &err);
-	UNIT_CHECK(reply_of(c, 105, &r, NULL) && r.status == (uint32_t) err.status &&
+	UNIT_CHECK(ti_reply_of(c, 105, &r, NULL) && r.status == (uint32_t) err.status &&
 			   strcmp(r.message, err.message) == 0 && strcmp(r.detail, err.detail) == 0,
 			   "SAD (%s): a pattern larger than the target gives the core's error (%s)", where,
 			   r.message);
@@ -253,8 +143,8 @@ dp2d_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char *w
 	ti_dp2d(&b, rid, device, flags, na, a, nb, bb, npairs, pa, pb);
 	ip_feed(s, c, &b);
 	eng_buf_free(&b);
-	pump(s);
-	if (!reply_of(c, rid, &r, &cp) || r.type != MCC_MSG_DP2D_RESULT || r.status != MCC_OK)
+	ti_pump(s);
+	if (!ti_reply_of(c, rid, &r, &cp) || r.type != MCC_MSG_DP2D_RESULT || r.status != MCC_OK)
 	{
 		printf("# DP2D %llu: no result (%s)\n", (unsigned long long) rid, r.message);
 		free(cp);
@@ -264,7 +154,7 @@ dp2d_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char *w
 	(void) eng_rd_u32(&r.rd);	/* side, index */
 	(void) eng_rd_u32(&r.rd);
 	n = eng_rd_u32(&r.rd);
-	ok = n == npairs && ran_on(&r, where);
+	ok = n == npairs && ti_ran_on(&r, where);
 	for (uint32_t i = 0; ok && i < n; i++)
 	{
 		mcc_dp2d_out out;
@@ -317,9 +207,9 @@ verify_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char 
 	ti_dp2d(&b, rid, device, MCC_IMG_WARP | MCC_IMG_ENHANCE, 1, ref, n, probes, n, pa, pb);
 	ip_feed(s, c, &b);
 	eng_buf_free(&b);
-	pump(s);
-	ok = reply_of(c, rid, &r, &cp) && r.type == MCC_MSG_DP2D_RESULT && r.status == MCC_OK &&
-		ran_on(&r, where);
+	ti_pump(s);
+	ok = ti_reply_of(c, rid, &r, &cp) && r.type == MCC_MSG_DP2D_RESULT && r.status == MCC_OK &&
+		ti_ran_on(&r, where);
 	(void) eng_rd_u32(&r.rd);
 	(void) eng_rd_u32(&r.rd);
 	ok = ok && eng_rd_u32(&r.rd) == n;
@@ -344,11 +234,11 @@ verify_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char 
 static void
 test_dp2d(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 {
-	mcc_image	a = random_image(31, 22);
+	mcc_image	a = ti_random_image(&rng, 31, 22);
 	mcc_image	bs[6];
 	mcc_image	prints[4];
-	mcc_image	tiny = random_image(8, 8);
-	mcc_image	wide = random_image(70, 22);
+	mcc_image	tiny = ti_random_image(&rng, 8, 8);
+	mcc_image	wide = ti_random_image(&rng, 70, 22);
 	uint32_t	pa[6] = {0, 0, 0, 0, 0, 0};
 	uint32_t	pb[6] = {0, 1, 2, 3, 4, 5};
 	eng_buf		b;
@@ -358,7 +248,7 @@ test_dp2d(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 	mcc_dp2d_out out;
 
 	for (int i = 0; i < 6; i++)
-		bs[i] = random_image(35, 19);
+		bs[i] = ti_random_image(&rng, 35, 19);
 	/* b[0] is a with a stretched column: a close match */
 	for (uint32_t y = 0; y < 19; y++)
 		for (uint32_t x = 0; x < 35; x++)
@@ -376,7 +266,7 @@ test_dp2d(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 	prints[0] = print_image(96, 0.0, 40);
 	prints[1] = print_image(96, 0.0, 38);
 	prints[2] = print_image(96, M_PI / 2, 40);
-	prints[3] = random_image(80, 100);
+	prints[3] = ti_random_image(&rng, 80, 100);
 	UNIT_CHECK(verify_ok(s, c, 205, device, where, &prints[0], 4, prints),
 			   "DP2D (%s): enhanced 1:4 verification equals mcc_dp2d_verify per probe", where);
 
@@ -384,10 +274,10 @@ test_dp2d(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 	eng_buf_init(&b);
 	ti_dp2d(&b, 206, device, 0, 1, &a, 1, &wide, 1, pa, pb);
 	ip_feed(s, c, &b);
-	pump(s);
+	ti_pump(s);
 	memset(&out, 0, sizeof(out));
 	(void) mcc_dp2d_match(&a, &wide, MCC_DP2D_AUTO, 0, &out, &err);
-	UNIT_CHECK(reply_of(c, 206, &r, NULL) && r.status == (uint32_t) err.status &&
+	UNIT_CHECK(ti_reply_of(c, 206, &r, NULL) && r.status == (uint32_t) err.status &&
 			   strcmp(r.message, err.message) == 0,
 			   "DP2D (%s): images too different in width give the core's error (%s)", where, r.message);
 	ip_clear_out(c);
@@ -398,7 +288,7 @@ test_dp2d(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 	memcpy(prints[3].pixels, tiny.pixels, 64);
 	ti_dp2d(&b, 207, device, MCC_IMG_WARP | MCC_IMG_ENHANCE, 1, prints, 4, prints, 4, pa, pb);
 	ip_feed(s, c, &b);
-	pump(s);
+	ti_pump(s);
 	mcc_dp2d_prep_default(&prep);
 	{
 		uint8_t    *tmp = malloc((size_t) prep.side * prep.side);
@@ -406,7 +296,7 @@ test_dp2d(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 		(void) mcc_dp2d_enhance(&tiny, &prep, tmp, &err);
 		free(tmp);
 	}
-	UNIT_CHECK(reply_of(c, 207, &r, NULL) && r.status == (uint32_t) err.status &&
+	UNIT_CHECK(ti_reply_of(c, 207, &r, NULL) && r.status == (uint32_t) err.status &&
 			   strcmp(r.message, err.message) == 0 && eng_rd_u32(&r.rd) == 2 && eng_rd_u32(&r.rd) == 3,
 			   "DP2D (%s): a probe too small to enhance: its error, side b, index 3", where);
 	ip_clear_out(c);
@@ -467,9 +357,9 @@ chamfer_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char
 	ti_chamfer(&b, rid, device, dim, o, obs, (uint32_t) n_obs, ref, (uint32_t) n_ref);
 	ip_feed(s, c, &b);
 	eng_buf_free(&b);
-	pump(s);
-	ok = reply_of(c, rid, &r, &cp) && r.type == MCC_MSG_CHAMFER_RESULT && r.status == MCC_OK &&
-		ran_on(&r, where) && ti_read_fit(&r.rd, &fit) && eng_rd_done(&r.rd) &&
+	ti_pump(s);
+	ok = ti_reply_of(c, rid, &r, &cp) && r.type == MCC_MSG_CHAMFER_RESULT && r.status == MCC_OK &&
+		ti_ran_on(&r, where) && ti_read_fit(&r.rd, &fit) && eng_rd_done(&r.rd) &&
 		mcc_chamfer_align(obs, n_obs, ref, n_ref, dim, o, &res, &err) == MCC_OK &&
 		fit_equal(&fit, &res, res.iterations, strcmp(where, "cpu") == 0);
 	if (!ok)
@@ -536,9 +426,9 @@ test_chamfer(eng_server *s, eng_conn *c, uint32_t device, const char *where)
 	ti_chamfer(&b, 305, device, 2, &o, obs2, 300, one, 1);
 	ip_feed(s, c, &b);
 	eng_buf_free(&b);
-	pump(s);
+	ti_pump(s);
 	(void) mcc_chamfer_align(obs2, 300, one, 1, 2, &o, &res, &err);
-	UNIT_CHECK(reply_of(c, 305, &r, NULL) && r.status == (uint32_t) err.status &&
+	UNIT_CHECK(ti_reply_of(c, 305, &r, NULL) && r.status == (uint32_t) err.status &&
 			   strcmp(r.message, err.message) == 0 && strcmp(r.detail, err.detail) == 0,
 			   "CHAMFER (%s): one reference point gives the core's error (%s)", where, r.message);
 	ip_clear_out(c);
@@ -571,13 +461,13 @@ align_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char *
 	ti_align(&b, rid, device, o, probe, cand);
 	ip_feed(s, c, &b);
 	eng_buf_free(&b);
-	pump(s);
+	ti_pump(s);
 	(void) mcc_template_open(probe->b, probe->n, &pv, &err);
 	(void) mcc_template_open(cand->b, cand->n, &cv, &err);
 	mcc_template_minutiae(&pv, pm);
 	mcc_template_minutiae(&cv, cm);
-	ok = reply_of(c, rid, &r, &cp) && r.type == MCC_MSG_ALIGN_RESULT && r.status == MCC_OK &&
-		ran_on(&r, where) && ti_read_fit(&r.rd, &fit) &&
+	ok = ti_reply_of(c, rid, &r, &cp) && r.type == MCC_MSG_ALIGN_RESULT && r.status == MCC_OK &&
+		ti_ran_on(&r, where) && ti_read_fit(&r.rd, &fit) &&
 		mcc_align_minutiae(pm, cm, o, res, &err) == MCC_OK &&
 		fit_equal(&fit, &res->fit, res->iterations, exact) &&
 		(n = eng_rd_u32(&r.rd)) == (uint32_t) res->n_probe;
@@ -660,8 +550,8 @@ hello_flags(eng_server *s, eng_conn *c)
 static void
 big_sad(eng_buf *b, uint64_t rid, uint32_t device, mcc_image *t, mcc_image *p)
 {
-	*t = random_image(1500, 1500);
-	*p = random_image(150, 150);
+	*t = ti_random_image(&rng, 1500, 1500);
+	*p = ti_random_image(&rng, 150, 150);
 	ti_sad(b, rid, device, 5, false, t, p);
 }
 
@@ -694,7 +584,7 @@ test_protocol(eng_gpu_mode mode)
 		eng_frame_end(&b, fr);
 	}
 	ip_feed(&s, c, &b);
-	pump(&s);
+	ti_pump(&s);
 	eng_image_get_stats(&s, &st);
 	UNIT_CHECK(ip_reply(c, 11, NULL, NULL) == 0 && st.cancelled == 1 && s.images == NULL,
 			   "CANCEL stops a job: no reply, nothing left");
@@ -704,7 +594,7 @@ test_protocol(eng_gpu_mode mode)
 	ti_sad(&b, 13, MCC_IMG_ANY, 5, false, &t, &p);
 	ip_feed(&s, c2, &b);
 	eng_conn_close(&s, c2);
-	pump(&s);
+	ti_pump(&s);
 	eng_image_get_stats(&s, &st);
 	UNIT_CHECK(st.cancelled == 2 && s.images == NULL, "a closed connection cancels its job");
 
@@ -712,7 +602,7 @@ test_protocol(eng_gpu_mode mode)
 	ti_sad(&b, 14, MCC_IMG_ANY, 5, false, &t, &p);
 	ip_feed(&s, c, &b);
 	eng_server_fail_all(&s, "shutting down");
-	pump(&s);
+	ti_pump(&s);
 	UNIT_CHECK(ip_reply(c, 14, &f, NULL) == 1 && tl_error_code(&f) == MCC_PERR_CANCELLED,
 			   "shutdown answers a running job with MCC_PERR_CANCELLED, once");
 	ip_clear_out(c);
@@ -722,11 +612,11 @@ test_protocol(eng_gpu_mode mode)
 	/* a GPU demanded where there is none */
 	if (!eng_image_has_gpu(&s))
 	{
-		mcc_image	a = random_image(10, 10);
+		mcc_image	a = ti_random_image(&rng, 10, 10);
 
 		ti_sad(&b, 15, MCC_IMG_GPU, 1, false, &a, &a);
 		ip_feed(&s, c, &b);
-		pump(&s);
+		ti_pump(&s);
 		UNIT_CHECK(ip_reply(c, 15, &f, NULL) == 1 && tl_error_code(&f) == MCC_PERR_NO_GPU,
 				   "MCC_IMG_GPU without a GPU: MCC_PERR_NO_GPU");
 		free(a.pixels);
@@ -735,7 +625,7 @@ test_protocol(eng_gpu_mode mode)
 
 	/* malformed: a cut image, then an unknown device; each closes its connection */
 	{
-		mcc_image	a = random_image(10, 10);
+		mcc_image	a = ti_random_image(&rng, 10, 10);
 		size_t		fr;
 
 		fr = eng_frame_begin(&b, MCC_MSG_SAD, 16);
@@ -757,7 +647,7 @@ test_protocol(eng_gpu_mode mode)
 		free(a.pixels);
 	}
 	eng_buf_free(&b);
-	pump(&s);
+	ti_pump(&s);
 	eng_server_destroy(&s);
 }
 
@@ -774,143 +664,6 @@ test_jobs(eng_server *s, uint32_t device, const char *where)
 	eng_conn_close(s, c);
 }
 
-
-/* ---- image threads apart from the searches' -------------------------------- */
-
-/* A job of the test's own that holds an image thread until released. */
-typedef struct holder
-{
-	eng_job		job;			/* first */
-	sem_t		started;
-	sem_t		release;
-} holder;
-
-static void
-holder_run(eng_job *job, uint32_t part, void *scratch)
-{
-	holder	   *h = (holder *) job;
-
-	sem_post(&h->started);
-	sem_wait(&h->release);
-}
-
-/* ENGINE_STATUS: image threads, queue limit, jobs, parts, parts done. */
-static bool
-engine_status(eng_server *s, eng_conn *c, uint32_t *threads, uint32_t *queue,
-			  uint32_t *jobs, uint64_t *parts, uint64_t *done)
-{
-	eng_buf		b;
-	tl_frame	f;
-	bool		ok = false;
-
-	eng_buf_init(&b);
-	tl_empty(&b, MCC_MSG_ENGINE_STATUS, 77);
-	ip_feed(s, c, &b);
-	eng_buf_free(&b);
-	if (ip_reply(c, 77, &f, NULL) == 1 && f.h.type == MCC_MSG_ENGINE_STATUS_REPLY &&
-		f.h.length == 3 * 8 + 3 * 4 + 2 * 8 + 4)
-	{
-		memcpy(threads, f.p + 24, 4);
-		memcpy(queue, f.p + 28, 4);
-		memcpy(jobs, f.p + 32, 4);
-		memcpy(parts, f.p + 36, 8);
-		memcpy(done, f.p + 44, 8);
-		ok = true;
-	}
-	ip_clear_out(c);
-	return ok;
-}
-
-/*
- * With the only image thread held, a search is still answered (it runs on
- * the search threads), a SAD job waits with none of its parts done, and a
- * second job is refused (--image-queue 1); released, the SAD completes.
- */
-static void
-test_image_threads(void)
-{
-	eng_server	s;
-	eng_config	cfg = {.threads = 2, .delta_timeout_ms = 2000, .max_batch = 64,
-		.gpu = ENG_GPU_OFF, .image_threads = 1, .image_queue = 1};
-	mcc_gallery_id gid = {5, 7001, 9};
-	tl_tpl	   *gt = tl_templates(61, 40, 5);
-	int64_t		keys[40];
-	uint64_t	xids[40];
-	eng_conn   *c;
-	eng_buf		b;
-	holder		h;
-	mcc_image	t = random_image(300, 200),
-				p = random_image(30, 20);
-	uint32_t	threads = 0,
-				queue = 0,
-				jobs = 0;
-	uint64_t	parts = 0,
-				done = 0;
-	tl_frame	f;
-	bool		ok;
-
-	eng_server_init(&s, &cfg);
-	c = eng_conn_add(&s, -1);
-	UNIT_CHECK(engine_status(&s, c, &threads, &queue, &jobs, &parts, &done) &&
-			   threads == 1 && queue == 1 && jobs == 0,
-			   "ENGINE_STATUS: 1 image thread, at most 1 image job, none now");
-	for (int i = 0; i < 40; i++)
-	{
-		keys[i] = i;
-		xids[i] = 0;
-	}
-	eng_buf_init(&b);
-	tl_load_begin(&b, 1, &gid, 1, 40);
-	tl_load_rows(&b, 1, 40, keys, xids, NULL, gt);
-	tl_load_end(&b, 1);
-	ip_feed(&s, c, &b);
-	pump(&s);
-	UNIT_CHECK(ip_reply(c, 1, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED, "a gallery is loaded");
-	ip_clear_out(c);
-
-	/* hold the image thread */
-	memset(&h, 0, sizeof(h));
-	sem_init(&h.started, 0, 0);
-	sem_init(&h.release, 0, 0);
-	h.job.run = holder_run;
-	h.job.tag = 99;
-	h.job.n_parts = 1;
-	eng_pool_submit(s.img_pool, &h.job);
-	sem_wait(&h.started);
-
-	ti_sad(&b, 2, MCC_IMG_CPU, 3, false, &t, &p);
-	ip_feed(&s, c, &b);
-	tl_search(&b, 3, &gid, 1, 5, 0.0f, 1, gt);
-	ip_feed(&s, c, &b);
-	eng_server_step(&s);
-	while (ip_reply(c, 3, NULL, NULL) == 0)
-		eng_server_pump(&s, 1000);
-	UNIT_CHECK(ip_reply(c, 3, &f, NULL) == 1 && f.h.type == MCC_MSG_RESULT &&
-			   ip_reply(c, 2, NULL, NULL) == 0,
-			   "with every image thread held, a search is answered and the SAD job waits");
-	ok = engine_status(&s, c, &threads, &queue, &jobs, &parts, &done);
-	UNIT_CHECK(ok && jobs == 1 && parts > 0 && done == 0,
-			   "ENGINE_STATUS: 1 image job, %llu parts, none done",
-			   (unsigned long long) parts);
-	ti_sad(&b, 4, MCC_IMG_CPU, 3, false, &t, &p);
-	ip_feed(&s, c, &b);
-	UNIT_CHECK(ip_error_of(c, 4) == MCC_PERR_BUSY && !c->closing,
-			   "a second image job beyond --image-queue 1: BUSY, connection kept");
-	ip_clear_out(c);
-
-	sem_post(&h.release);
-	pump(&s);
-	UNIT_CHECK(sad_ok(&s, c, 5, MCC_IMG_CPU, "cpu", &t, &p, 3, false) && s.n_images == 0,
-			   "released, the image thread runs SAD jobs again (equal to the reference)");
-	eng_buf_free(&b);
-	free(t.pixels);
-	free(p.pixels);
-	tl_templates_free(gt, 40);
-	eng_server_destroy(&s);
-	sem_destroy(&h.started);
-	sem_destroy(&h.release);
-}
-
 /* ---- GPU only ------------------------------------------------------------- */
 
 /* A small SAD job's reply: ran where, and equal to the reference. */
@@ -920,23 +673,23 @@ test_gpu_failures(void)
 	eng_server	s;
 	eng_conn   *c;
 	eng_buf		b;
-	mcc_image	t = random_image(60, 40),
-				p = random_image(12, 9);
+	mcc_image	t = ti_random_image(&rng, 60, 40),
+				p = ti_random_image(&rng, 12, 9);
 	tl_frame	f;
 	eng_image_stats st;
 
 	server(&s, ENG_GPU_ON);
 	c = eng_conn_add(&s, -1);
 	eng_img_gpu_test_inject(s.img_gpu, ENG_IMG_GPU_RETRY);
-	UNIT_CHECK(sad_ok(&s, c, 501, MCC_IMG_ANY, "cpu", &t, &p, 3, true),
+	UNIT_CHECK(ti_sad_ok(&s, c, 501, MCC_IMG_ANY, "cpu", &t, &p, 3, true),
 			   "GPU: a CUDA error sends the job to the CPU, same answer");
-	UNIT_CHECK(sad_ok(&s, c, 502, MCC_IMG_ANY, "gpu", &t, &p, 3, true),
+	UNIT_CHECK(ti_sad_ok(&s, c, 502, MCC_IMG_ANY, "gpu", &t, &p, 3, true),
 			   "GPU: the next job is on the GPU again");
 	eng_img_gpu_test_inject(s.img_gpu, ENG_IMG_GPU_RETRY);
 	eng_buf_init(&b);
 	ti_sad(&b, 503, MCC_IMG_GPU, 3, false, &t, &p);
 	ip_feed(&s, c, &b);
-	pump(&s);
+	ti_pump(&s);
 	UNIT_CHECK(ip_reply(c, 503, &f, NULL) == 1 && tl_error_code(&f) == MCC_PERR_NO_GPU,
 			   "GPU: with MCC_IMG_GPU a GPU failure is MCC_PERR_NO_GPU");
 	ip_clear_out(c);
@@ -950,7 +703,7 @@ test_gpu_failures(void)
 		ip_feed(&s, c, &b);
 		eng_server_step(&s);
 		eng_image_cancel(&s, c->id, 504);
-		pump(&s);
+		ti_pump(&s);
 		eng_image_get_stats(&s, &st);
 		UNIT_CHECK(ip_reply(c, 504, NULL, NULL) == 0 && st.cancelled == 1,
 				   "GPU: CANCEL of a running job: no reply");
@@ -960,12 +713,12 @@ test_gpu_failures(void)
 
 	/* a lost context: no GPU for images nor searches from now on */
 	eng_img_gpu_test_inject(s.img_gpu, ENG_IMG_GPU_STICKY);
-	UNIT_CHECK(sad_ok(&s, c, 505, MCC_IMG_ANY, "cpu", &t, &p, 3, true),
+	UNIT_CHECK(ti_sad_ok(&s, c, 505, MCC_IMG_ANY, "cpu", &t, &p, 3, true),
 			   "GPU: a lost context: this job on the CPU, same answer");
 	UNIT_CHECK(!eng_image_has_gpu(&s) && !eng_gpu_usable(s.gpu) &&
 			   (hello_flags(&s, c) & MCC_HELLO_GPU) == 0,
 			   "GPU: then no GPU for image jobs or searches, HELLO_OK says so");
-	UNIT_CHECK(sad_ok(&s, c, 506, MCC_IMG_ANY, "cpu", &t, &p, 3, true),
+	UNIT_CHECK(ti_sad_ok(&s, c, 506, MCC_IMG_ANY, "cpu", &t, &p, 3, true),
 			   "GPU: and jobs run on the CPU");
 	eng_buf_free(&b);
 	free(t.pixels);
@@ -988,7 +741,6 @@ main(int argc, char **argv)
 	test_jobs(&s, MCC_IMG_ANY, "cpu");
 	eng_server_destroy(&s);
 	test_protocol(ENG_GPU_OFF);
-	test_image_threads();
 
 	if (!eng_gpu_built())
 		UNIT_SKIP("built without the GPU path (make gpu-check builds it with nvcc): GPU image checks skipped");

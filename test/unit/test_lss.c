@@ -24,25 +24,6 @@ open_blob(const uint8_t *b, size_t size, mcc_template_view *v)
 	return mcc_template_open(b, size, v, &err) == MCC_OK;
 }
 
-/* Build and open a template from minutiae into a malloc'ed blob. */
-static uint8_t *
-build_open(const mcc_minutiae *ms, const mcc_profile *p, mcc_template_view *v)
-{
-	mcc_error	err;
-	size_t		size;
-	uint8_t    *b;
-
-	if (mcc_template_build(ms, p, NULL, &size, &err) != MCC_OK)
-		return NULL;
-	b = malloc(size);
-	if (mcc_template_build(ms, p, b, &size, &err) != MCC_OK || !open_blob(b, size, v))
-	{
-		free(b);
-		return NULL;
-	}
-	return b;
-}
-
 /* n_p of paper 000 eq. 2 against the table of mcc-spec §5.1. */
 static void
 test_np(void)
@@ -242,8 +223,8 @@ test_against_float(void)
 
 				tg_minutiae(&r, &ms, 20, 60, 8.0);
 				tg_impression(&r, &ms, &imp, 0.8, 3, 0.15, tg_int(&r, 0, 8));
-				ba = build_open(&ms, p, &va);
-				bb = build_open(&imp, p, &vb);
+				ba = tg_build_open(&ms, p, &va);
+				bb = tg_build_open(&imp, p, &vb);
 				if (ba == NULL || bb == NULL)
 				{
 					free(ba);
@@ -330,7 +311,7 @@ test_self(void)
 			int			filled = 0;
 
 			tg_minutiae(&r, &ms, 30, 60, 8.0);
-			b = build_open(&ms, p, &v);
+			b = tg_build_open(&ms, p, &v);
 			if (b == NULL)
 				continue;
 			for (int c = 0; c < v.n_cyl; c++)
@@ -361,8 +342,8 @@ test_profile_mismatch(void)
 	uint8_t    *b;
 
 	tg_minutiae(&r, &ms, 40, 40, 8.0);
-	a = build_open(&ms, mcc_profile_by_id(MCC_PROFILE_GPU2015), &va);
-	b = build_open(&ms, mcc_profile_by_id(MCC_PROFILE_TPAMI2010), &vb);
+	a = tg_build_open(&ms, mcc_profile_by_id(MCC_PROFILE_GPU2015), &va);
+	b = tg_build_open(&ms, mcc_profile_by_id(MCC_PROFILE_TPAMI2010), &vb);
 	UNIT_CHECK(a && b && mcc_lss_pair(&va, &vb, &s, &err) == MCC_ERR_VALUE,
 			   "different profiles refused: %s", err.message);
 	free(a);

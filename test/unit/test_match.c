@@ -20,26 +20,6 @@
 static mcc_match_work *w;
 static mcc_match_params mp;
 
-/* Build and open a template from minutiae into a malloc'ed blob. */
-static uint8_t *
-build_open(const mcc_minutiae *ms, const mcc_profile *p, mcc_template_view *v)
-{
-	mcc_error	err;
-	size_t		size;
-	uint8_t    *b;
-
-	if (mcc_template_build(ms, p, NULL, &size, &err) != MCC_OK)
-		return NULL;
-	b = malloc(size);
-	if (mcc_template_build(ms, p, b, &size, &err) != MCC_OK ||
-		mcc_template_open(b, size, v, &err) != MCC_OK)
-	{
-		free(b);
-		return NULL;
-	}
-	return b;
-}
-
 /* A minutia record. */
 static mcc_minutia
 mnt(int x, int y, double theta)
@@ -600,8 +580,8 @@ test_templates_lss(void)
 				tg_impression(&r, &ma, &mb, 0.8, 3, 0.1, 5);
 			else
 				tg_minutiae(&r, &mb, 20, 60, 10);
-			ba = build_open(&ma, p, &va);
-			bb = build_open(&mb, p, &vb);
+			ba = tg_build_open(&ma, p, &va);
+			bb = tg_build_open(&mb, p, &vb);
 			if (!ba || !bb)
 			{
 				UNIT_CHECK(0, "build templates");
@@ -697,8 +677,8 @@ test_templates_self(void)
 		mt.height = 460;
 		for (int i = 0; i < ma.count; i++)
 			mt.m[i] = mnt(ma.m[i].y + 20, 299 - ma.m[i].x + 30, ma.m[i].theta + PI / 2);
-		ba = build_open(&ma, p, &va);
-		bt = build_open(&mt, p, &vt);
+		ba = tg_build_open(&ma, p, &va);
+		bt = tg_build_open(&mt, p, &vt);
 		if (!ba || !bt)
 		{
 			UNIT_CHECK(0, "build templates");
@@ -792,8 +772,8 @@ test_templates_pairs(void)
 			tg_impression(&r, &ma, &mb, 0.75, 4, 0.15, 6);
 		else
 			tg_minutiae(&r, &mb, 20, 60, 10);
-		ba = build_open(&ma, p, &va);
-		bb = build_open(&mb, p, &vb);
+		ba = tg_build_open(&ma, p, &va);
+		bb = tg_build_open(&mb, p, &vb);
 		if (!ba || !bb)
 		{
 			UNIT_CHECK(0, "build templates");
@@ -847,9 +827,9 @@ test_templates_errors(void)
 
 	tg_minutiae(&r, &ma, 30, 40, 10);
 	lonely.m[0] = mnt(150, 200, 1.0);
-	ba = build_open(&ma, mcc_profile_by_id(MCC_PROFILE_GPU2015), &va);
-	bt = build_open(&ma, mcc_profile_by_id(MCC_PROFILE_TPAMI2010), &vt);
-	bl = build_open(&lonely, mcc_profile_by_id(MCC_PROFILE_GPU2015), &vl);
+	ba = tg_build_open(&ma, mcc_profile_by_id(MCC_PROFILE_GPU2015), &va);
+	bt = tg_build_open(&ma, mcc_profile_by_id(MCC_PROFILE_TPAMI2010), &vt);
+	bl = tg_build_open(&lonely, mcc_profile_by_id(MCC_PROFILE_GPU2015), &vl);
 	UNIT_CHECK(mcc_match_pair(w, &va, &vt, MCC_LSS_DTR, &mp, &s, &err) == MCC_ERR_VALUE &&
 			   strstr(err.message, "different profiles") != NULL && s == 0.0f,
 			   "different profiles: MCC_ERR_VALUE (%s)", err.message);

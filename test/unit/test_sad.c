@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mcc_sad.h"
+#include "testimage.h"
 #include "unit.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -20,10 +21,7 @@ static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint32_t
 rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t) ((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+	return ti_rnd(&rng_state);
 }
 
 /* A w x h image with random pixels (levels distinct values) and some stride slack. */

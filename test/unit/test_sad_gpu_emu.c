@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "mcc_sad.h"
+#include "testimage.h"
 #include "unit.h"
 
 /* packed byte SAD with accumulate, as PTX vabsdiff4.u32.u32.u32.add */
@@ -101,10 +102,7 @@ static uint64_t rng_state = 0x853C49E6748FEA9Bull;
 static uint32_t
 rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t) ((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+	return ti_rnd(&rng_state);
 }
 
 /* qsort of 64-bit keys */
@@ -193,12 +191,7 @@ emulate(const mcc_image *t, const mcc_image *p, int v, uint32_t band_rows, uint3
 static mcc_image
 random_image(uint32_t w, uint32_t h)
 {
-	mcc_image	img = {w, h, w + rnd() % 3, NULL};
-
-	img.pixels = malloc(img.stride * h);
-	for (size_t i = 0; i < img.stride * h; i++)
-		img.pixels[i] = (uint8_t) rnd();
-	return img;
+	return ti_random_image(&rng_state, w, h, 3);
 }
 
 /* One case: every variant, several band and chunk splits, against mcc_sad_at. */

@@ -21,26 +21,6 @@ typedef struct gallery
 	mcc_template_view *v;
 } gallery;
 
-/* Build and open a template from minutiae into a malloc'ed blob. */
-static uint8_t *
-build_open(const mcc_minutiae *ms, const mcc_profile *p, mcc_template_view *v)
-{
-	mcc_error	err;
-	size_t		size;
-	uint8_t    *b;
-
-	if (mcc_template_build(ms, p, NULL, &size, &err) != MCC_OK)
-		return NULL;
-	b = malloc(size);
-	if (mcc_template_build(ms, p, b, &size, &err) != MCC_OK ||
-		mcc_template_open(b, size, v, &err) != MCC_OK)
-	{
-		free(b);
-		return NULL;
-	}
-	return b;
-}
-
 /*
  * A random gallery of n templates: impressions of a few fingers (so that
  * high scores occur), unrelated fingers, templates without cylinders, and
@@ -92,7 +72,7 @@ make_gallery(tg_rng *r, const mcc_profile *p, const mcc_minutiae *fingers, int n
 			}
 			else
 				tg_minutiae(r, &ms, 20, 60, 8.0);
-			g->blob[i] = build_open(&ms, p, &g->v[i]);
+			g->blob[i] = tg_build_open(&ms, p, &g->v[i]);
 		}
 	}
 }
@@ -273,7 +253,7 @@ main(void)
 			uint8_t    *ob;
 
 			tg_minutiae(&r, &ms, 40, 40, 8.0);
-			ob = build_open(&ms, other, &ov);
+			ob = tg_build_open(&ms, other, &ov);
 			UNIT_CHECK(ob && mcc_soa_append(&tiny, &ov, 1, &err) == MCC_ERR_VALUE,
 					   "%s: a %s template is refused: %s", p->name, other->name, err.message);
 			free(ob);
@@ -307,7 +287,7 @@ main(void)
 		probes.n = 1;
 		probes.blob = calloc(1, sizeof(uint8_t *));
 		probes.v = calloc(1, sizeof(mcc_template_view));
-		probes.blob[0] = build_open(&ms, p, &probes.v[0]);
+		probes.blob[0] = tg_build_open(&ms, p, &probes.v[0]);
 		UNIT_CHECK(probes.blob[0] && probes.v[0].n_cyl > 200, "a probe of %d cylinders", probes.v[0].n_cyl);
 		for (int f = 0; f < 4; f++)
 			tg_minutiae(&r, &fingers[f], 30, 50, 8.0);

@@ -226,4 +226,38 @@ tg_cylinder_words(tg_rng *r, const mcc_profile *p, double density,
 	}
 }
 
+/* A template blob of ms (malloc'd), or NULL if it cannot be built. */
+static inline uint8_t *
+tg_build_blob(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
+{
+	mcc_error	err;
+	uint8_t    *b;
+
+	if (mcc_template_build(ms, p, NULL, size, &err) != MCC_OK)
+		return NULL;
+	b = malloc(*size);
+	if (b && mcc_template_build(ms, p, b, size, &err) != MCC_OK)
+	{
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* Build and open a template from minutiae into a malloc'ed blob (NULL on failure). */
+static inline uint8_t *
+tg_build_open(const mcc_minutiae *ms, const mcc_profile *p, mcc_template_view *v)
+{
+	mcc_error	err;
+	size_t		size;
+	uint8_t    *b = tg_build_blob(ms, p, &size);
+
+	if (b && mcc_template_open(b, size, v, &err) != MCC_OK)
+	{
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
 #endif							/* MCC_TESTGEN_H */
