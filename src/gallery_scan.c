@@ -38,10 +38,20 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
-/* out-of-line templates fetched between resets of the reader's TOAST memory */
-#define TOAST_RESET_EVERY	256
 /* out-of-line templates queued before the TOAST table is read for them */
 #define STREAM_BATCH		512
+/* rows gathered before they are handed over, their templates prefetched */
+#define ROW_BATCH			64
+/* how many rows ahead of the one handed over its template is prefetched */
+#define PREFETCH_ROWS		2
+
+/* A row waiting to be handed over; its template stays where it lies meanwhile. */
+typedef struct pending_row
+{
+	int64		key;
+	bool		key_null;
+	const struct varlena *tpl;
+} pending_row;
 
 /* One heap table of the gallery. */
 typedef struct heap_part
@@ -73,9 +83,13 @@ struct mcc_heap_rows
 	bool	   *queued_null;
 	mcc_heap_row_fn fn;
 	void	   *arg;
-	/* those the stream hands back (and what fetching them allocates) */
+	/* those the stream hands back, and those compressed (reset after each batch) */
 	MemoryContext toast_cxt;
-	int			toasted;
+	/* rows gathered, and the heap buffers those stored inline lie in (pinned) */
+	pending_row *pending;
+	int			n_pending;
+	Buffer	   *pins;
+	int			n_pins;
 };
 
 /*
@@ -157,6 +171,7 @@ mcc_heap_rows_estimate(const mcc_heap_rows *r)
 }
 
 static void flush_stream(mcc_heap_rows *r);
+static void hand_over(mcc_heap_rows *r);
 
 /* Close the table being read, if any, after the rows it queued. */
 static void
@@ -178,6 +193,7 @@ close_part(mcc_heap_rows *r)
 		mcc_toast_stream_end(r->stream);
 		r->stream = NULL;
 	}
+	hand_over(r);
 	if (BufferIsValid(r->ahead))
 		ReleaseBuffer(r->ahead);
 	r->ahead = InvalidBuffer;
@@ -266,15 +282,73 @@ template_bytes(mcc_heap_rows *r, Datum d)
 
 	if (!VARATT_IS_EXTENDED(v))
 		return v;
-	if (++r->toasted >= TOAST_RESET_EVERY)
-	{
-		MemoryContextReset(r->toast_cxt);
-		r->toasted = 0;
-	}
 	old = MemoryContextSwitchTo(r->toast_cxt);
 	v = detoast_attr(v);
 	MemoryContextSwitchTo(old);
 	return v;
+}
+
+/* Ask the CPU to bring a template's bytes into its caches. */
+static inline void
+prefetch_template(const struct varlena *tpl)
+{
+	const char *p = (const char *) tpl;
+	const char *end = p + VARSIZE(tpl);
+
+	for (; p < end; p += 64)
+		__builtin_prefetch(p);
+}
+
+/*
+ * Hand the gathered rows over, the template PREFETCH_ROWS rows ahead asked
+ * into the CPU's caches while a row is scored: a template is about 2 kB
+ * scattered in the shared buffers or the stream's memory, and scored as it
+ * is first read it stalls the kernel on memory (in mccbench the in-place
+ * scan gains about 15 % from the same prefetch). Then drop the pins and
+ * what fetching the templates allocated.
+ */
+static void
+hand_over(mcc_heap_rows *r)
+{
+	int			n = r->n_pending;
+
+	for (int i = 0; i < Min(n, PREFETCH_ROWS); i++)
+		prefetch_template(r->pending[i].tpl);
+	for (int i = 0; i < n; i++)
+	{
+		const pending_row *row = &r->pending[i];
+
+		if (i + PREFETCH_ROWS < n)
+			prefetch_template(r->pending[i + PREFETCH_ROWS].tpl);
+		r->fn(r->arg, row->key, row->key_null, row->tpl);
+	}
+	r->n_pending = 0;
+	for (int i = 0; i < r->n_pins; i++)
+		ReleaseBuffer(r->pins[i]);
+	r->n_pins = 0;
+	MemoryContextReset(r->toast_cxt);
+}
+
+/*
+ * Gather a row whose template lies in heap buffer buf (pinned until the
+ * row is handed over), or in the reader's or the stream's memory
+ * (InvalidBuffer), both valid until hand_over().
+ */
+static void
+gather_row(mcc_heap_rows *r, int64 key, bool key_null, const struct varlena *tpl, Buffer buf)
+{
+	pending_row *row = &r->pending[r->n_pending++];
+
+	row->key = key;
+	row->key_null = key_null;
+	row->tpl = tpl;
+	if (BufferIsValid(buf) && (r->n_pins == 0 || r->pins[r->n_pins - 1] != buf))
+	{
+		IncrBufferRefCount(buf);
+		r->pins[r->n_pins++] = buf;
+	}
+	if (r->n_pending == ROW_BATCH)
+		hand_over(r);
 }
 
 /* A value the stream delivers (or hands back) for a queued row. */
@@ -285,15 +359,21 @@ stream_row(void *arg, uint64 cookie, const struct varlena *value, const struct v
 
 	if (value == NULL)
 		value = template_bytes(r, PointerGetDatum(pointer));
-	r->fn(r->arg, r->queued_keys[cookie], r->queued_null[cookie], value);
+	gather_row(r, r->queued_keys[cookie], r->queued_null[cookie], value, InvalidBuffer);
 }
 
-/* Hand the queued rows over, their templates read from the TOAST table. */
+/*
+ * Gather the queued rows, their templates read from the TOAST table, and
+ * hand them over before the stream's next flush reuses its memory.
+ */
 static void
 flush_stream(mcc_heap_rows *r)
 {
 	if (mcc_toast_stream_pending(r->stream) > 0)
+	{
 		mcc_toast_stream_flush(r->stream, stream_row, r);
+		hand_over(r);
+	}
 }
 
 void
@@ -303,6 +383,8 @@ mcc_heap_rows_scan(mcc_heap_rows *r, mcc_heap_row_fn fn, void *arg)
 	r->arg = arg;
 	r->queued_keys = palloc(STREAM_BATCH * sizeof(int64));
 	r->queued_null = palloc(STREAM_BATCH * sizeof(bool));
+	r->pending = palloc(ROW_BATCH * sizeof(pending_row));
+	r->pins = palloc(ROW_BATCH * sizeof(Buffer));
 	while (r->scan != NULL || open_part(r))
 	{
 		TupleTableSlot *s = r->slot;
@@ -334,7 +416,8 @@ mcc_heap_rows_scan(mcc_heap_rows *r, mcc_heap_row_fn fn, void *arg)
 				flush_stream(r);
 			continue;
 		}
-		fn(arg, key, key_null, template_bytes(r, tpl));
+		gather_row(r, key, key_null, template_bytes(r, tpl),
+				   TTS_IS_BUFFERTUPLE(s) ? ((BufferHeapTupleTableSlot *) s)->buffer : InvalidBuffer);
 	}
 }
 

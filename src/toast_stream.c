@@ -435,6 +435,8 @@ mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *ar
 {
 	if (ts->n_values == 0)
 		return;
+	/* the last flush's values, valid until now */
+	MemoryContextReset(ts->cxt);
 	stream_pages(ts, deliver, arg);
 	/* what the pages did not give: the usual fetch, in the order queued */
 	for (int v = 0; v < ts->n_values; v++)
@@ -447,7 +449,6 @@ mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *ar
 	ts->n_wants = 0;
 	ts->remaining = 0;
 	memset(ts->slots, 0, ts->n_slots * sizeof(int));
-	MemoryContextReset(ts->cxt);
 }
 
 void
