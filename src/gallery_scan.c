@@ -340,6 +340,8 @@ hand_over(mcc_heap_rows *r)
 		if (i + PREFETCH_ROWS < n)
 			prefetch_template(r->pending[i + PREFETCH_ROWS].tpl);
 		prefetch_ahead_lines(r, AHEAD_LINES_PER_ROW);
+		if (r->stream != NULL)
+			mcc_toast_stream_prefetch(r->stream, AHEAD_LINES_PER_ROW);
 		r->fn(r->arg, row->key, row->key_null, row->tpl);
 	}
 	r->n_pending = 0;
@@ -380,6 +382,8 @@ stream_row(void *arg, uint64 cookie, const struct varlena *value, const struct v
 	if (value == NULL)
 		value = template_bytes(r, PointerGetDatum(pointer));
 	gather_row(r, r->queued_keys[cookie], r->queued_null[cookie], value, InvalidBuffer);
+	/* scored now, while the stream's next pages arrive (hand_over asks for them) */
+	hand_over(r);
 }
 
 /*

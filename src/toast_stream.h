@@ -74,6 +74,14 @@ extern int	mcc_toast_stream_pending(const mcc_toast_stream *ts);
  */
 extern void mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *arg);
 
+/*
+ * Ask up to lines more cache lines of the TOAST pages pinned ahead of the
+ * stream into the CPU's caches: a caller that does other work between
+ * deliveries (scoring the values) calls it there, so that the pages the
+ * stream reads next arrive meanwhile.
+ */
+extern void mcc_toast_stream_prefetch(mcc_toast_stream *ts, int lines);
+
 /* Counters: values delivered from the pages, values handed back, pages read. */
 extern void mcc_toast_stream_counts(const mcc_toast_stream *ts, uint64 *streamed,
 									uint64 *handed_back, uint64 *pages);
