@@ -14,6 +14,14 @@
  * over about 2 kB) is fetched from the TOAST table into memory that a
  * context recycles.
  *
+ * The rows are handed over a page (or at most 64 rows) at a time, each
+ * template asked into the CPU's caches two rows before it is scored and the
+ * next heap page a few lines per row, so that reading the gallery's bytes
+ * from memory overlaps the scoring instead of stalling it: the gallery is
+ * far larger than the caches, and the scan is bound by memory once the
+ * executor is gone (docs/benchmarks.md, "Backend scan"). Rows in heap
+ * buffers keep their pages pinned until handed over.
+ *
  * The scan is the executor's own sequential scan (table_beginscan): the
  * snapshot's visibility rules, the serializable predicate lock on each
  * relation, synchronized scans and the buffer ring strategy are the ones a
@@ -245,6 +253,7 @@ static inline void
 prefetch_buffer(Buffer buf)
 {
 	const char *page = (const char *) BufferGetPage(buf);
+
 	for (int off = 0; off < BLCKSZ; off += 64)
 		__builtin_prefetch(page + off);
 }
