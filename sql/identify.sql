@@ -360,6 +360,31 @@ SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gtoast', tpl, 2
 FROM probes WHERE pid IN (3, 17);
 ROLLBACK;
 
+-- Every way a template can be stored, in one gallery: compressed inline
+-- (STORAGE main), compressed out of line (a low toast_tuple_target),
+-- uncompressed inline and out of line. The backend scan hands rows over in
+-- batches that span heap pages and flushes of the TOAST stream, reading
+-- compressed values through detoasting and the others where they lie; all
+-- rank as brute force says, before and after the transaction itself
+-- rewrites and deletes rows (its new values in memory, on other pages)
+CREATE TABLE gstore (id bigint PRIMARY KEY, tpl mcc_template NOT NULL);
+ALTER TABLE gstore ALTER tpl SET STORAGE main, ALTER tpl SET COMPRESSION pglz;
+INSERT INTO gstore SELECT id, tpl FROM g WHERE id < 700;
+ALTER TABLE gstore ALTER tpl SET STORAGE extended, SET (toast_tuple_target = 128);
+INSERT INTO gstore SELECT id, tpl FROM g WHERE id >= 700 AND id < 1400;
+ALTER TABLE gstore ALTER tpl SET STORAGE external, RESET (toast_tuple_target);
+INSERT INTO gstore SELECT id, tpl FROM g WHERE id >= 1400;
+SELECT id / 700 AS part, pg_column_compression(tpl) AS compression, count(*)
+FROM gstore GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gstore', tpl, 2000)) AS equal
+FROM probes WHERE pid IN (5, 21);
+BEGIN;
+UPDATE gstore t SET tpl = s.tpl FROM g s WHERE s.id = 1999 - t.id AND t.id % 5 = 2;
+DELETE FROM gstore WHERE id % 11 = 4;
+SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gstore', tpl, 2000)) AS equal
+FROM probes WHERE pid IN (5, 21);
+ROLLBACK;
+
 -- declared properties
 SELECT provolatile, proisstrict, proparallel, proretset, prorows
 FROM pg_proc WHERE oid = 'identify'::regproc;
@@ -367,7 +392,7 @@ FROM pg_proc WHERE oid = 'identify'::regproc;
 DROP VIEW gv, gv_nullkey, gpriv_v;
 DROP MATERIALIZED VIEW gm;
 DROP TABLE g, probes, bf, bf_rank, ks, got, want, mins, got_min, want_min, gdup, gnull, gsnap,
-	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed, p1, gtoast;
+	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed, p1, gtoast, gstore;
 DROP FUNCTION brute, same_as_brute, sqlstate_of;
 DROP SEQUENCE not_a_table;
 DROP TYPE not_a_table_either;

@@ -14,6 +14,14 @@
  * over about 2 kB) is fetched from the TOAST table into memory that a
  * context recycles.
  *
+ * The rows are handed over a page (or at most 64 rows) at a time, each
+ * template asked into the CPU's caches two rows before it is scored and the
+ * next heap page a few lines per row, so that reading the gallery's bytes
+ * from memory overlaps the scoring instead of stalling it: the gallery is
+ * far larger than the caches, and the scan is bound by memory once the
+ * executor is gone (docs/benchmarks.md, "Backend scan"). Rows in heap
+ * buffers keep their pages pinned until handed over.
+ *
  * The scan is the executor's own sequential scan (table_beginscan): the
  * snapshot's visibility rules, the serializable predicate lock on each
  * relation, synchronized scans and the buffer ring strategy are the ones a
@@ -38,10 +46,22 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
-/* out-of-line templates fetched between resets of the reader's TOAST memory */
-#define TOAST_RESET_EVERY	256
 /* out-of-line templates queued before the TOAST table is read for them */
 #define STREAM_BATCH		512
+/* rows gathered before they are handed over, their templates prefetched */
+#define ROW_BATCH			64
+/* how many rows ahead of the one handed over its template is prefetched */
+#define PREFETCH_ROWS		2
+/* lines of the heap page ahead asked into the caches per row handed over */
+#define AHEAD_LINES_PER_ROW	32
+
+/* A row waiting to be handed over; its template stays where it lies meanwhile. */
+typedef struct pending_row
+{
+	int64		key;
+	bool		key_null;
+	const struct varlena *tpl;
+} pending_row;
 
 /* One heap table of the gallery. */
 typedef struct heap_part
@@ -67,15 +87,21 @@ struct mcc_heap_rows
 	Oid			key_type;
 	BlockNumber block;			/* the block the scan is on */
 	Buffer		ahead;			/* the next block, pinned ahead of the scan */
+	const char *pf_next;		/* its lines not yet asked into the caches */
+	const char *pf_end;
 	/* templates stored out of line: queued, read from the TOAST table's pages */
 	mcc_toast_stream *stream;
 	int64	   *queued_keys;	/* by cookie: the key (or QUEUED_NULL_KEY) */
 	bool	   *queued_null;
 	mcc_heap_row_fn fn;
 	void	   *arg;
-	/* those the stream hands back (and what fetching them allocates) */
+	/* those the stream hands back, and those compressed (reset after each batch) */
 	MemoryContext toast_cxt;
-	int			toasted;
+	/* rows gathered, and the heap buffers those stored inline lie in (pinned) */
+	pending_row *pending;
+	int			n_pending;
+	Buffer	   *pins;
+	int			n_pins;
 };
 
 /*
@@ -157,6 +183,7 @@ mcc_heap_rows_estimate(const mcc_heap_rows *r)
 }
 
 static void flush_stream(mcc_heap_rows *r);
+static void hand_over(mcc_heap_rows *r);
 
 /* Close the table being read, if any, after the rows it queued. */
 static void
@@ -178,9 +205,11 @@ close_part(mcc_heap_rows *r)
 		mcc_toast_stream_end(r->stream);
 		r->stream = NULL;
 	}
+	hand_over(r);
 	if (BufferIsValid(r->ahead))
 		ReleaseBuffer(r->ahead);
 	r->ahead = InvalidBuffer;
+	r->pf_next = r->pf_end = NULL;
 	ExecDropSingleTupleTableSlot(r->slot);
 	table_endscan(r->scan);
 	relation_close(r->rel, NoLock);
@@ -211,6 +240,14 @@ open_part(mcc_heap_rows *r)
 	return true;
 }
 
+/* Ask the CPU to bring up to n more lines of the page ahead into its caches. */
+static inline void
+prefetch_ahead_lines(mcc_heap_rows *r, int n)
+{
+	for (; n > 0 && r->pf_next < r->pf_end; n--, r->pf_next += 64)
+		__builtin_prefetch(r->pf_next);
+}
+
 /* Ask the CPU to bring a whole page into its caches. */
 static inline void
 prefetch_buffer(Buffer buf)
@@ -227,8 +264,11 @@ prefetch_buffer(Buffer buf)
  * checks of every tuple on it, as the scan enters it) does not stall on
  * memory: a page holds a few templates of about 2 kB each, the scan reads
  * every byte of them, and the hardware prefetcher stops at each 4 kB
- * boundary. The pin (with the scan's buffer strategy) is dropped once the
- * scan has pinned that page itself.
+ * boundary. Its 128 lines are asked for a few at a time while the rows of
+ * the page before are scored (hand_over), which this hands over now: asked
+ * all at once, most of them are lost (perf on the dev VM put the misses
+ * back on the tuples' first reads). The pin (with the scan's buffer
+ * strategy) is dropped once the scan has pinned that page itself.
  */
 static inline void
 prefetch_next_page(mcc_heap_rows *r)
@@ -239,6 +279,7 @@ prefetch_next_page(mcc_heap_rows *r)
 	if (h->rs_cblock == r->block || !BufferIsValid(h->rs_cbuf))
 		return;
 	r->block = h->rs_cblock;
+	prefetch_ahead_lines(r, BLCKSZ / 64);	/* what scoring left (a page with no rows to score) */
 	if (BufferIsValid(r->ahead))
 	{
 		ReleaseBuffer(r->ahead);
@@ -247,10 +288,13 @@ prefetch_next_page(mcc_heap_rows *r)
 	else
 		prefetch_buffer(h->rs_cbuf);	/* the first page, or a jump */
 	next = h->rs_cblock + 1 == h->rs_nblocks ? 0 : h->rs_cblock + 1;
-	if (next == h->rs_startblock || h->rs_nblocks <= 1)
-		return;					/* the scan ends here */
-	r->ahead = ReadBufferExtended(r->rel, MAIN_FORKNUM, next, RBM_NORMAL, h->rs_strategy);
-	prefetch_buffer(r->ahead);
+	if (next != h->rs_startblock && h->rs_nblocks > 1)
+	{
+		r->ahead = ReadBufferExtended(r->rel, MAIN_FORKNUM, next, RBM_NORMAL, h->rs_strategy);
+		r->pf_next = (const char *) BufferGetPage(r->ahead);
+		r->pf_end = r->pf_next + BLCKSZ;
+	}
+	hand_over(r);				/* the rows of the pages before */
 }
 
 /*
@@ -266,15 +310,76 @@ template_bytes(mcc_heap_rows *r, Datum d)
 
 	if (!VARATT_IS_EXTENDED(v))
 		return v;
-	if (++r->toasted >= TOAST_RESET_EVERY)
-	{
-		MemoryContextReset(r->toast_cxt);
-		r->toasted = 0;
-	}
 	old = MemoryContextSwitchTo(r->toast_cxt);
 	v = detoast_attr(v);
 	MemoryContextSwitchTo(old);
 	return v;
+}
+
+/* Ask the CPU to bring a template's bytes into its caches. */
+static inline void
+prefetch_template(const struct varlena *tpl)
+{
+	const char *p = (const char *) tpl;
+	const char *end = p + VARSIZE(tpl);
+
+	for (; p < end; p += 64)
+		__builtin_prefetch(p);
+}
+
+/*
+ * Hand the gathered rows over, the template PREFETCH_ROWS rows ahead asked
+ * into the CPU's caches while a row is scored: a template is about 2 kB
+ * scattered in the shared buffers or the stream's memory, and scored as it
+ * is first read it stalls the kernel on memory (in mccbench the in-place
+ * scan gains about 15 % from the same prefetch). Then drop the pins and
+ * what fetching the templates allocated.
+ */
+static void
+hand_over(mcc_heap_rows *r)
+{
+	int			n = r->n_pending;
+
+	for (int i = 0; i < Min(n, PREFETCH_ROWS); i++)
+		prefetch_template(r->pending[i].tpl);
+	for (int i = 0; i < n; i++)
+	{
+		const pending_row *row = &r->pending[i];
+
+		if (i + PREFETCH_ROWS < n)
+			prefetch_template(r->pending[i + PREFETCH_ROWS].tpl);
+		prefetch_ahead_lines(r, AHEAD_LINES_PER_ROW);
+		if (r->stream != NULL)
+			mcc_toast_stream_prefetch(r->stream, AHEAD_LINES_PER_ROW);
+		r->fn(r->arg, row->key, row->key_null, row->tpl);
+	}
+	r->n_pending = 0;
+	for (int i = 0; i < r->n_pins; i++)
+		ReleaseBuffer(r->pins[i]);
+	r->n_pins = 0;
+	MemoryContextReset(r->toast_cxt);
+}
+
+/*
+ * Gather a row whose template lies in heap buffer buf (pinned until the
+ * row is handed over), or in the reader's or the stream's memory
+ * (InvalidBuffer), both valid until hand_over().
+ */
+static void
+gather_row(mcc_heap_rows *r, int64 key, bool key_null, const struct varlena *tpl, Buffer buf)
+{
+	pending_row *row = &r->pending[r->n_pending++];
+
+	row->key = key;
+	row->key_null = key_null;
+	row->tpl = tpl;
+	if (BufferIsValid(buf) && (r->n_pins == 0 || r->pins[r->n_pins - 1] != buf))
+	{
+		IncrBufferRefCount(buf);
+		r->pins[r->n_pins++] = buf;
+	}
+	if (r->n_pending == ROW_BATCH)
+		hand_over(r);
 }
 
 /* A value the stream delivers (or hands back) for a queued row. */
@@ -285,15 +390,23 @@ stream_row(void *arg, uint64 cookie, const struct varlena *value, const struct v
 
 	if (value == NULL)
 		value = template_bytes(r, PointerGetDatum(pointer));
-	r->fn(r->arg, r->queued_keys[cookie], r->queued_null[cookie], value);
+	gather_row(r, r->queued_keys[cookie], r->queued_null[cookie], value, InvalidBuffer);
+	/* scored now, while the stream's next pages arrive (hand_over asks for them) */
+	hand_over(r);
 }
 
-/* Hand the queued rows over, their templates read from the TOAST table. */
+/*
+ * Gather the queued rows, their templates read from the TOAST table, and
+ * hand them over before the stream's next flush reuses its memory.
+ */
 static void
 flush_stream(mcc_heap_rows *r)
 {
 	if (mcc_toast_stream_pending(r->stream) > 0)
+	{
 		mcc_toast_stream_flush(r->stream, stream_row, r);
+		hand_over(r);
+	}
 }
 
 void
@@ -303,6 +416,8 @@ mcc_heap_rows_scan(mcc_heap_rows *r, mcc_heap_row_fn fn, void *arg)
 	r->arg = arg;
 	r->queued_keys = palloc(STREAM_BATCH * sizeof(int64));
 	r->queued_null = palloc(STREAM_BATCH * sizeof(bool));
+	r->pending = palloc(ROW_BATCH * sizeof(pending_row));
+	r->pins = palloc(ROW_BATCH * sizeof(Buffer));
 	while (r->scan != NULL || open_part(r))
 	{
 		TupleTableSlot *s = r->slot;
@@ -334,7 +449,8 @@ mcc_heap_rows_scan(mcc_heap_rows *r, mcc_heap_row_fn fn, void *arg)
 				flush_stream(r);
 			continue;
 		}
-		fn(arg, key, key_null, template_bytes(r, tpl));
+		gather_row(r, key, key_null, template_bytes(r, tpl),
+				   TTS_IS_BUFFERTUPLE(s) ? ((BufferHeapTupleTableSlot *) s)->buffer : InvalidBuffer);
 	}
 }
 

@@ -41,8 +41,8 @@ typedef void (*mcc_heap_row_fn) (void *arg, int64 key, bool key_null,
 
 /*
  * Hand every row with a non-NULL template to fn. Rows come in no particular
- * order (those whose template is stored out of line come a little later,
- * in batches).
+ * order, in batches: those stored inline a page later, those stored out of
+ * line a few hundred rows later.
  */
 extern void mcc_heap_rows_scan(mcc_heap_rows *r, mcc_heap_row_fn fn, void *arg);
 

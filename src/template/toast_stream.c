@@ -29,6 +29,7 @@
 
 #define STREAM_MISSES	8		/* pages without a queued chunk before giving up */
 #define STREAM_AHEAD	4		/* pages pinned and prefetched ahead of the one read */
+#define READ_PREFETCH_LINES 32	/* lines ahead asked for by each page read */
 #define TOAST_PTR_SIZE	(VARHDRSZ_EXTERNAL + sizeof(varatt_external))
 
 /* A queued value. */
@@ -64,6 +65,9 @@ struct mcc_toast_stream
 	Buffer		ahead[STREAM_AHEAD];	/* blocks ahead_blk.., pinned before they are read */
 	BlockNumber ahead_blk;
 	int			n_ahead;
+	BlockNumber pf_blk;			/* the page ahead whose lines are being asked for */
+	const char *pf_next;		/* its lines not asked for yet */
+	const char *pf_end;
 	MemoryContext cxt;			/* the values' buffers, reset after each flush */
 	stream_value *values;
 	int			n_values;
@@ -96,6 +100,7 @@ mcc_toast_stream_begin(Relation heap, Snapshot snapshot)
 	if (ts->nblocks > (BlockNumber) (NBuffers / 4))
 		ts->strategy = GetAccessStrategy(BAS_BULKREAD);
 	ts->cursor = InvalidBlockNumber;
+	ts->pf_blk = InvalidBlockNumber;
 	/*
 	 * A flush's values (a reader queues 512 of about 2.3 kB) fit in the
 	 * first block, which resets keep: no memory given back to the system
@@ -246,13 +251,39 @@ release_ahead(mcc_toast_stream *ts)
 	for (int i = 0; i < ts->n_ahead; i++)
 		ReleaseBuffer(ts->ahead[i]);
 	ts->n_ahead = 0;
+	ts->pf_blk = InvalidBlockNumber;
+	ts->pf_next = ts->pf_end = NULL;
+}
+
+void
+mcc_toast_stream_prefetch(mcc_toast_stream *ts, int lines)
+{
+	for (; lines > 0; lines--, ts->pf_next += 64)
+	{
+		if (ts->pf_next >= ts->pf_end)
+		{
+			/* the first page pinned ahead that was not asked for yet */
+			BlockNumber b = ts->pf_blk == InvalidBlockNumber || ts->pf_blk < ts->ahead_blk ?
+				ts->ahead_blk : ts->pf_blk + 1;
+
+			if (ts->n_ahead == 0 || b >= ts->ahead_blk + ts->n_ahead)
+				return;
+			ts->pf_blk = b;
+			ts->pf_next = (const char *) BufferGetPage(ts->ahead[b - ts->ahead_blk]);
+			ts->pf_end = ts->pf_next + BLCKSZ;
+		}
+		__builtin_prefetch(ts->pf_next);
+	}
 }
 
 /*
  * Pin block blk, and the next STREAM_AHEAD ones ahead of time: the first
  * touch of a page (every tuple's header, as read_page deforms them) would
  * otherwise stall on memory, page after page, the few copies per page being
- * too short to hide it.
+ * too short to hide it. Their lines are asked into the CPU's caches a few
+ * at a time (mcc_toast_stream_prefetch, by the caller between deliveries
+ * and by read_page), not all at once: most of a burst of 128 prefetches is
+ * lost.
  */
 static Buffer
 pin_page(mcc_toast_stream *ts, BlockNumber blk)
@@ -275,9 +306,8 @@ pin_page(mcc_toast_stream *ts, BlockNumber blk)
 	for (next = blk + 1 + ts->n_ahead;
 		 ts->n_ahead < STREAM_AHEAD && next < ts->nblocks; next++)
 	{
-		ts->ahead[ts->n_ahead] = ReadBufferExtended(ts->toastrel, MAIN_FORKNUM, next,
-													RBM_NORMAL, ts->strategy);
-		prefetch_buffer(ts->ahead[ts->n_ahead++]);
+		ts->ahead[ts->n_ahead++] = ReadBufferExtended(ts->toastrel, MAIN_FORKNUM, next,
+													  RBM_NORMAL, ts->strategy);
 	}
 	return buf;
 }
@@ -297,6 +327,7 @@ read_page(mcc_toast_stream *ts, BlockNumber blk, int *done, bool *hit)
 	int			n_done = 0;
 	bool		all_visible;
 
+	mcc_toast_stream_prefetch(ts, READ_PREFETCH_LINES);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	maxoff = PageGetMaxOffsetNumber(page);
@@ -435,6 +466,8 @@ mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *ar
 {
 	if (ts->n_values == 0)
 		return;
+	/* the last flush's values, valid until now */
+	MemoryContextReset(ts->cxt);
 	stream_pages(ts, deliver, arg);
 	/* what the pages did not give: the usual fetch, in the order queued */
 	for (int v = 0; v < ts->n_values; v++)
@@ -447,7 +480,6 @@ mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *ar
 	ts->n_wants = 0;
 	ts->remaining = 0;
 	memset(ts->slots, 0, ts->n_slots * sizeof(int));
-	MemoryContextReset(ts->cxt);
 }
 
 void

@@ -42,8 +42,8 @@
 typedef struct mcc_toast_stream mcc_toast_stream;
 
 /*
- * The value of a queued cookie: its bytes (a 4-byte header, valid during the
- * call), or NULL with the original TOAST pointer when the stream did not
+ * The value of a queued cookie: its bytes (a 4-byte header, valid until the
+ * next flush), or NULL with the original TOAST pointer when the stream did not
  * find it: the callee then fetches it the usual way.
  */
 typedef void (*mcc_toast_deliver) (void *arg, uint64 cookie, const struct varlena *value,
@@ -67,8 +67,20 @@ extern void mcc_toast_stream_want(mcc_toast_stream *ts, Datum d, uint64 cookie);
 /* Values queued and not delivered yet. */
 extern int	mcc_toast_stream_pending(const mcc_toast_stream *ts);
 
-/* Deliver every queued value, in the order the stream meets them. */
+/*
+ * Deliver every queued value, in the order the stream meets them. The bytes
+ * of the values delivered stay valid until the next flush or the end of the
+ * stream, so that the caller may use them after the flush returns.
+ */
 extern void mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *arg);
+
+/*
+ * Ask up to lines more cache lines of the TOAST pages pinned ahead of the
+ * stream into the CPU's caches: a caller that does other work between
+ * deliveries (scoring the values) calls it there, so that the pages the
+ * stream reads next arrive meanwhile.
+ */
+extern void mcc_toast_stream_prefetch(mcc_toast_stream *ts, int lines);
 
 /* Counters: values delivered from the pages, values handed back, pages read. */
 extern void mcc_toast_stream_counts(const mcc_toast_stream *ts, uint64 *streamed,
