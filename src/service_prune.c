@@ -16,8 +16,12 @@
  * an entry is never wrong: a standby that still lacked it finds the pruned
  * mark and reloads its cache; the rules only spare standbys that reload.
  *
- * Notes are lost at a restart: a database is pruned again from its next
- * logged write on (until then its log does not grow either). At most
+ * A worker takes its database's note and puts it back while entries are
+ * left that a later pass may remove; so a dropped database, or a log that
+ * holds only each gallery's last entry, costs nothing until the next logged
+ * write notes it again. Notes are lost at a restart: a database is pruned
+ * again from its next logged write on (until then its log does not grow
+ * either). At most
  * MCC_LOG_DBS databases are pruned automatically; beyond that a WARNING says
  * which database's log needs a scheduled mcc_change_log_prune().
  */
@@ -70,7 +74,7 @@ mcc_prune_note_database(Oid db)
 	}
 }
 
-/* Forget database db (its extension is gone). */
+/* Forget database db (the worker notes it again if its log may need pruning later). */
 static void
 forget_database(Oid db)
 {
@@ -183,9 +187,13 @@ mcc_prune_tick(void)
  * The worker.
  */
 
-/* Run mcc_change_log_prune(NULL) as the log's owner; the entries removed, -1 without the extension. */
+/*
+ * Run mcc_change_log_prune(NULL) as the log's owner; the entries removed,
+ * -1 without the extension. *more: whether entries are left that a later
+ * pass may remove (a gallery with more than its last entry).
+ */
 static int64
-prune_as_owner(void)
+prune_as_owner(bool *more)
 {
 	Oid			log = mcc_extension_relation("mcc_change_log");
 	Oid			save_user;
@@ -204,8 +212,16 @@ prune_as_owner(void)
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "mcc_change_log_prune() failed: %s", SPI_result_code_string(rc));
 	removed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (isnull)
+		removed = 0;
+	rc = SPI_execute(psprintf("SELECT EXISTS (SELECT FROM %s.mcc_change_log GROUP BY gallery HAVING count(*) > 1)",
+							  quote_identifier(get_namespace_name(get_rel_namespace(log)))),
+					 true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the change log: %s", SPI_result_code_string(rc));
+	*more = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SetUserIdAndSecContext(save_user, save_sec);
-	return isnull ? 0 : removed;
+	return removed;
 }
 
 void
@@ -213,8 +229,15 @@ mcc_prune_main(Datum arg)
 {
 	Oid			db = DatumGetObjectId(arg);
 	int64		removed;
+	bool		more = false;
 
 	BackgroundWorkerUnblockSignals();
+	/*
+	 * Noted again below while the log has more to prune: a database that
+	 * was dropped (the connection fails) or whose log holds only each
+	 * gallery's last entry is left alone until its next logged write.
+	 */
+	forget_database(db);
 	/* no user named: a background worker then runs as the bootstrap superuser */
 	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
 	pgstat_report_appname("mcc change log pruner");
@@ -224,14 +247,14 @@ mcc_prune_main(Datum arg)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "mcc_change_log_prune()");
-	removed = prune_as_owner();
+	removed = prune_as_owner(&more);
 	PopActiveSnapshot();
 	SPI_finish();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
-	if (removed < 0)
-		forget_database(db);	/* the extension was dropped here */
-	else
+	if (more)
+		mcc_prune_note_database(db);
+	if (removed >= 0)
 		ereport(DEBUG1,
 				(errmsg("mcc: change log pruning in database %u removed " INT64_FORMAT " entries",
 						db, removed)));

@@ -213,6 +213,17 @@ catalog_schema(void)
 	return quote_identifier(get_namespace_name(get_rel_namespace(mcc_galleries_relid())));
 }
 
+/* Raise unless mcc_galleries has column (added by the 0.2.0 update). */
+static void
+require_column(const char *column)
+{
+	if (mcc_column_attnum(mcc_galleries_relid(), column) == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table mcc_galleries has no %s column", column),
+				 errhint("Run ALTER EXTENSION mcc UPDATE.")));
+}
+
 /*
  * Record the registration (insert or update). change_log: 1 on, 0 off, -1
  * keep the current setting (off for a new registration). Returns whether
@@ -236,10 +247,7 @@ store_registration(const mcc_gallery *g, int change_log)
 	{
 		/* 0.1.0's table: no change log */
 		if (change_log == 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table mcc_galleries has no change_log column"),
-					 errhint("Run ALTER EXTENSION mcc UPDATE.")));
+			require_column("change_log");
 		catalog_exec(psprintf("INSERT INTO %s.mcc_galleries (gallery, id_column, template_column) "
 							  "VALUES ($1::pg_catalog.oid::pg_catalog.regclass, $2, $3) "
 							  "ON CONFLICT (gallery) DO UPDATE SET id_column = EXCLUDED.id_column, "
@@ -449,6 +457,30 @@ mcc_gallery_dropped(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
+/* Set one column of relid's registration; raise if it is not registered. */
+static void
+set_registration_column(Oid relid, const char *column, Oid type, Datum value)
+{
+	Oid			types[2] = {OIDOID, type};
+	Datum		values[2];
+	uint64		n;
+
+	require_column(column);
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = value;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	n = catalog_exec(psprintf("UPDATE %s.mcc_galleries SET %s = $2 WHERE gallery = $1::pg_catalog.oid",
+							  catalog_schema(), quote_identifier(column)),
+					 2, types, values);
+	SPI_finish();
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" is not a registered gallery", get_rel_name(relid)),
+				 errhint("Register it with mcc_gallery_register().")));
+}
+
 /*
  * mcc_gallery_set_priority(gallery regclass, priority integer) RETURNS void
  *
@@ -462,9 +494,6 @@ mcc_gallery_set_priority(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	int32		priority = PG_GETARG_INT32(1);
-	Oid			types[2] = {OIDOID, INT4OID};
-	Datum		values[2];
-	uint64		n;
 	uint32		epoch;
 	int			slot;
 
@@ -472,24 +501,7 @@ mcc_gallery_set_priority(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
-	if (mcc_column_attnum(mcc_galleries_relid(), "priority") == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table mcc_galleries has no priority column"),
-				 errhint("Run ALTER EXTENSION mcc UPDATE.")));
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = Int32GetDatum(priority);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	n = catalog_exec(psprintf("UPDATE %s.mcc_galleries SET priority = $2 WHERE gallery = $1::pg_catalog.oid",
-							  quote_identifier(get_namespace_name(get_rel_namespace(mcc_galleries_relid())))),
-					 2, types, values);
-	SPI_finish();
-	if (n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is not a registered gallery", get_rel_name(relid)),
-				 errhint("Register it with mcc_gallery_register().")));
+	set_registration_column(relid, "priority", INT4OID, Int32GetDatum(priority));
 	if (mcc_svc == NULL)
 		PG_RETURN_VOID();
 	/* the slot and the engine follow at once (a rollback leaves them until the next use) */
@@ -521,31 +533,12 @@ mcc_gallery_set_change_log(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	bool		enabled = PG_GETARG_BOOL(1);
-	Oid			types[2] = {OIDOID, BOOLOID};
-	Datum		values[2];
-	uint64		n;
 
 	PreventCommandDuringRecovery("mcc_gallery_set_change_log()");
 	mcc_check_owner(relid);
-	if (mcc_column_attnum(mcc_galleries_relid(), "change_log") == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table mcc_galleries has no change_log column"),
-				 errhint("Run ALTER EXTENSION mcc UPDATE.")));
+	require_column("change_log");
 	(void) find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = BoolGetDatum(enabled);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	n = catalog_exec(psprintf("UPDATE %s.mcc_galleries SET change_log = $2 WHERE gallery = $1::pg_catalog.oid",
-							  catalog_schema()),
-					 2, types, values);
-	SPI_finish();
-	if (n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is not a registered gallery", get_rel_name(relid)),
-				 errhint("Register it with mcc_gallery_register().")));
+	set_registration_column(relid, "change_log", BOOLOID, BoolGetDatum(enabled));
 	if (enabled)
 		mcc_changelog_start(relid);
 	PG_RETURN_VOID();
