@@ -58,8 +58,8 @@ psql_ -c "CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL
 	CREATE TABLE spare (i int PRIMARY KEY, tpl mcc_template NOT NULL);
 	INSERT INTO spare SELECT finger, template FROM mcc_synthetic(1000, 1, 2);
 	CREATE SEQUENCE new_id START $((n + 1));
-	VACUUM ANALYZE gallery, spare;
 	SELECT mcc_gallery_register('gallery');" >/dev/null
+psql_ -c "VACUUM ANALYZE gallery, spare"
 psql_ -tAc "SELECT mcc_gallery_preload('gallery')" >/dev/null
 echo "   mean template $(psql_ -tAc "SELECT round(avg(pg_column_size(tpl))) FROM gallery") bytes"
 
