@@ -3,14 +3,14 @@
 # primary's writers (docs/benchmarks.md, "Change log write cost";
 # docs/deployment.md).
 #
-#   scripts/bench-changelog.sh [gallery size, default 20000] [seconds per run, default 20] [clients, default 2]
+#   scripts/bench-changelog.sh [gallery size, default 20000] [seconds per run, default 20] [clients, default 2] [rounds, default 3]
 #
 # Needs mcc installed (make install) and runs as a user PostgreSQL accepts
 # (not root). Starts a throwaway cluster with mcc preloaded, enrols a
 # synthetic gallery, registers and preloads it (the primary serves it, so
 # its triggers also send deltas to its own engine), then runs pgbench
 # workloads against it with the gallery's change log off and on,
-# alternating, twice each:
+# alternating, for the given rounds:
 #   insert  one new template per transaction (and the oldest added row
 #           deleted again every 2nd transaction, so the table stays the size)
 #   update  one row's template replaced per transaction
@@ -21,6 +21,7 @@ set -euo pipefail
 n=${1:-20000}
 secs=${2:-20}
 clients=${3:-2}
+rounds=${4:-3}
 port=${MCC_BENCH_PORT:-54342}
 command -v pg_ctl >/dev/null || export PATH="$(pg_config --bindir):$PATH"
 dir=$(mktemp -d /tmp/mcc-bench.XXXXXX)
@@ -99,9 +100,9 @@ run() {
 }
 
 for work in insert update; do
-	for round in 1 2; do
+	for ((round = 1; round <= rounds; round++)); do
 		run "$work" false
 		run "$work" true
 	done
 done
-echo "   change log after the runs: $(psql_ -tAc "SELECT count(*) || ' entries, ' || pg_size_pretty(pg_total_relation_size('mcc_change_log'))")"
+echo "   change log after the runs: $(psql_ -tAc "SELECT count(*) || ' entries, ' || pg_size_pretty(pg_total_relation_size('mcc_change_log')) FROM mcc_change_log")"
