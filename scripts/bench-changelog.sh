@@ -11,8 +11,8 @@
 # its triggers also send deltas to its own engine), then runs pgbench
 # workloads against it with the gallery's change log off and on,
 # alternating, for the given rounds:
-#   insert  one new template per transaction (and the oldest added row
-#           deleted again every 2nd transaction, so the table stays the size)
+#   insert  one new template per transaction, and a third of the
+#           transactions delete the oldest added row again
 #   update  one row's template replaced per transaction
 # and prints per run: transactions/s, mean latency, WAL bytes per
 # transaction, and the change log's size at the end. Removes the cluster at

@@ -105,3 +105,5 @@ SELECT count(*) FROM mcc_change_log WHERE key = 30 AND op = 'd';
 SELECT mcc_gallery_unregister('cl'), mcc_gallery_unregister('cl2');
 DROP TABLE cl, cl2, unreg;
 DROP ROLE regress_mcc_clog;
+DROP VIEW log_of;
+DROP FUNCTION sqlstate_of(text);
