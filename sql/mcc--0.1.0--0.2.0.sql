@@ -1068,11 +1068,14 @@ CREATE SEQUENCE mcc_change_log_gen;
 COMMENT ON SEQUENCE mcc_change_log_gen IS
 'positions of mcc_change_log entries (taken under a per-gallery lock, so that a gallery''s entries enter the WAL in position order)';
 
--- Every row version a statement writes to a registered gallery on the
--- primary, written by the change triggers in the same (sub)transaction:
--- an entry commits or aborts with its change and reaches standbys by WAL.
--- A standby's identify() sends the entries its engine lacks. Part of the
--- extension: not dumped (a restored gallery is loaded afresh).
+-- Every row version a statement writes to a registered gallery whose change
+-- log is on (mcc_galleries.change_log), written on the primary by the
+-- change triggers in the same (sub)transaction: an entry commits or aborts
+-- with its change and reaches standbys by WAL. A standby's identify() sends
+-- the entries its engine lacks. lsn: the WAL insert position when the entry
+-- was written (its record lies after it), which automatic pruning compares
+-- with the replication slots' positions. Part of the extension: not dumped
+-- (a restored gallery is loaded afresh).
 CREATE TABLE mcc_change_log (
 	gallery oid NOT NULL,
 	gen bigint NOT NULL,
@@ -1082,11 +1085,12 @@ CREATE TABLE mcc_change_log (
 	hash bigint,
 	template bytea,
 	logged_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	lsn pg_lsn NOT NULL DEFAULT pg_catalog.pg_current_wal_insert_lsn(),
 	PRIMARY KEY (gallery, gen)
 );
 
 COMMENT ON TABLE mcc_change_log IS
-'changes of registered galleries for hot standbys'' matcher caches: position, writing (sub)transaction id, op (i insert, d delete, r reload), key, template hash, inserted template; appended by the change triggers, pruned by mcc_change_log_prune';
+'changes of registered galleries whose change log is on, for hot standbys'' matcher caches: position, writing (sub)transaction id, op (i insert, d delete, r reload), key, template hash, inserted template, time and WAL position; appended by the change triggers, pruned by the supervisor (mcc.change_log_prune_interval) or mcc_change_log_prune';
 
 -- Up to which position each gallery's log was pruned: a standby that
 -- still lacked a pruned entry reloads its cache instead.
@@ -1096,26 +1100,83 @@ CREATE TABLE mcc_change_log_pruned (
 );
 
 COMMENT ON TABLE mcc_change_log_pruned IS
-'per gallery, the change log position up to which mcc_change_log_prune removed entries (a standby behind it reloads)';
+'per gallery, the change log position up to which pruning removed entries (a standby behind it reloads)';
 
--- Removes the entries logged more than older_than ago, every gallery's,
--- and records how far. It keeps each gallery's last entry: a standby finds
--- the head of the log there, and a head that went back would hide entries
--- it lacks. VOLATILE; not for PUBLIC (the DBA schedules it, or grants it).
-CREATE FUNCTION mcc_change_log_prune(older_than interval DEFAULT '1 hour')
+-- The change log is opt-in per gallery: off by default, because a primary
+-- without standbys serving the gallery should not pay for it on every
+-- write. pg_dump keeps the column with the registrations.
+ALTER TABLE mcc_galleries ADD COLUMN change_log boolean NOT NULL DEFAULT false;
+
+COMMENT ON COLUMN mcc_galleries.change_log IS
+'whether writes to the gallery are logged to mcc_change_log for hot standbys'' caches (set by mcc_gallery_register(change_log =>) or mcc_gallery_set_change_log; off: standbys do not serve the gallery from their engine)';
+
+-- Registration gains change_log: NULL keeps the current setting (off for a
+-- new registration), so that registering again after adding partitions
+-- leaves it as it was.
+DROP FUNCTION mcc_gallery_register(regclass, name, name);
+
+CREATE FUNCTION mcc_gallery_register(gallery regclass, id_column name DEFAULT NULL,
+									 template_column name DEFAULT NULL,
+									 change_log boolean DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'mcc_gallery_register'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION mcc_gallery_register(regclass, name, name, boolean) IS
+'registers a gallery with the matcher service: records its key and template columns and installs the change triggers on it and its partitions (needs ownership, and the caller and the owner must be members of mcc_service_user; run again after adding partitions); change_log true logs its writes for hot standbys, false stops, NULL keeps the current setting (off for a new registration)';
+
+-- VOLATILE: writes mcc_galleries and, when turned on, the log's start
+-- point. Waits for the gallery's writers (a lock that conflicts with theirs)
+-- so that no write goes unlogged once standbys see the log on.
+CREATE FUNCTION mcc_gallery_set_change_log(gallery regclass, enabled boolean)
+RETURNS void
+AS 'MODULE_PATHNAME', 'mcc_gallery_set_change_log'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION mcc_gallery_set_change_log(regclass, boolean) IS
+'turns the change log of a registered gallery on or off (needs ownership; on the primary): on, its writes are logged for hot standbys from a reload entry that makes them load afresh; off, standbys stop serving it from their engine (mcc.fallback)';
+
+-- Removes the entries no standby needs any more and records how far, per
+-- gallery: entries logged more than older_than ago (NULL: the setting
+-- mcc.change_log_retention, 10 minutes if unset) whose WAL position every
+-- physical replication slot's standby has replayed (flushed, for one not
+-- connected now; lost slots do not count). It keeps each gallery's last
+-- entry: a standby finds the head of the log there, and a head that went
+-- back would hide entries it lacks. The supervisor runs it every
+-- mcc.change_log_prune_interval. VOLATILE; not for PUBLIC (the supervisor
+-- runs it as the log's owner; the DBA may run or grant it).
+CREATE FUNCTION mcc_change_log_prune(older_than interval DEFAULT NULL)
 RETURNS bigint
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE
 SET search_path = @extschema@, pg_catalog
 AS $$
 DECLARE
 	r record;
 	n bigint;
 	total bigint := 0;
+	keep interval;
+	hold pg_lsn;
 BEGIN
+	keep := coalesce(older_than,
+					 nullif(current_setting('mcc.change_log_retention', true), '')::interval,
+					 interval '10 minutes');
+	IF keep < interval '0' THEN
+		RAISE EXCEPTION 'older_than must not be negative'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- the oldest position a standby with a slot has not replayed yet
+	SELECT min(CASE WHEN a.replay_lsn IS NULL OR a.replay_lsn > s.restart_lsn
+					THEN s.restart_lsn ELSE a.replay_lsn END)
+	INTO hold
+	FROM pg_replication_slots s
+	LEFT JOIN pg_stat_replication a ON a.pid = s.active_pid
+	WHERE s.slot_type = 'physical' AND s.restart_lsn IS NOT NULL
+	  AND s.wal_status IS DISTINCT FROM 'lost';
 	FOR r IN
 		SELECT l.gallery, max(l.gen) AS upto
 		FROM mcc_change_log l
-		WHERE l.logged_at < now() - older_than
+		WHERE l.logged_at < now() - keep
+		  AND (hold IS NULL OR l.lsn < hold)
 		  AND l.gen < (SELECT max(h.gen) FROM mcc_change_log h WHERE h.gallery = l.gallery)
 		GROUP BY l.gallery
 	LOOP
@@ -1132,4 +1193,4 @@ $$;
 REVOKE EXECUTE ON FUNCTION mcc_change_log_prune(interval) FROM PUBLIC;
 
 COMMENT ON FUNCTION mcc_change_log_prune(interval) IS
-'removes change log entries older than older_than (default 1 hour) but each gallery''s last, and records how far; a hot standby that had not applied them yet reloads its cache. Returns the entries removed';
+'removes the change log entries no standby needs: logged more than older_than ago (NULL: mcc.change_log_retention) and replayed by every physical replication slot''s standby, keeping each gallery''s last; records how far (a standby that had not applied them yet reloads its cache). Run by the supervisor every mcc.change_log_prune_interval. Returns the entries removed';

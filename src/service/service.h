@@ -41,6 +41,8 @@ extern int	mcc_image_worker_threads;	/* mcc.image_worker_threads, 0 = half the w
 extern int	mcc_image_queue_limit;	/* mcc.image_queue_limit, 0 = 4 per image thread */
 extern bool mcc_cache_snapshots;	/* mcc.cache_snapshots */
 extern int	mcc_progress_interval;	/* mcc.progress_interval, ms, -1 = no NOTICEs */
+extern int	mcc_change_log_prune_interval;	/* mcc.change_log_prune_interval, s, 0 = off */
+extern int	mcc_change_log_retention;	/* mcc.change_log_retention, s */
 
 /*
  * The role whose members (and superusers) may have galleries cached by the
@@ -117,6 +119,8 @@ typedef struct mcc_svc_gallery
 	uint64		log_applied;
 } mcc_svc_gallery;
 
+#define MCC_LOG_DBS	64			/* databases with a change log pruned automatically */
+
 typedef struct mcc_svc_shared
 {
 	slock_t		mutex;			/* protects the fields up to slots */
@@ -129,6 +133,9 @@ typedef struct mcc_svc_shared
 	TimestampTz ready_since;
 	char		socket_path[MAXPGPATH];
 	uint64		gen_high;		/* highest generation ever handed out (table lock) */
+	/* databases whose change log the supervisor prunes (src/service_prune.c) */
+	int			n_log_dbs;
+	Oid			log_dbs[MCC_LOG_DBS];
 	int			n_slots;
 	LWLockPadded *locks;		/* [0]: slot table; [1 + i]: slot i */
 	mcc_svc_gallery slots[FLEXIBLE_ARRAY_MEMBER];
@@ -298,6 +305,7 @@ typedef struct mcc_registration
 	char	   *id_column;
 	char	   *template_column;
 	int32		priority;		/* 0 where mcc_galleries has no such column (0.1.0) */
+	bool		change_log;		/* writes logged for hot standbys (mcc_galleries.change_log) */
 } mcc_registration;
 
 /* OID of table mcc_galleries (InvalidOid if the extension is absent). */
@@ -493,6 +501,12 @@ extern Oid	mcc_extension_relation(const char *name);
  */
 extern void mcc_changelog_append(Oid gallery, uint64 xid, List *dels, List *ins, bool reload);
 
+/*
+ * The start point of a gallery's change log just turned on: a reload entry,
+ * in the current transaction, which must hold the gallery against writers.
+ */
+extern void mcc_changelog_start(Oid gallery);
+
 /* The highest position of gallery's log present in the heap (0: none). */
 extern uint64 mcc_changelog_head(Oid log, Oid gallery);
 
@@ -506,6 +520,20 @@ extern List *mcc_changelog_read(Oid log, Oid gallery, uint64 after, uint64 upto,
 extern uint64 mcc_changelog_pruned(Oid gallery);
 
 /* ---------------------------------------------------------------------
+ * Automatic pruning of the change log (src/service/service_prune.c)
+ */
+
+/* Remember that database db has a change log for the supervisor to prune. */
+extern void mcc_prune_note_database(Oid db);
+
+/*
+ * In the supervisor's loop: start the pruning workers that are due (on a
+ * primary, every mcc.change_log_prune_interval); returns the milliseconds
+ * until the next is due.
+ */
+extern long mcc_prune_tick(void);
+
+/* ---------------------------------------------------------------------
  * Hot standbys (src/service/service_standby.c)
  */
 typedef enum mcc_catchup_result
@@ -514,6 +542,12 @@ typedef enum mcc_catchup_result
 	MCC_CATCHUP_RELOAD,			/* the slot is marked: load again */
 	MCC_CATCHUP_FAILED			/* cannot serve (why says why) */
 } mcc_catchup_result;
+
+/*
+ * On a hot standby: NULL if the gallery's change log is on, else why the
+ * engine cannot serve it there (logged once per backend and gallery).
+ */
+extern char *mcc_standby_log_problem(Oid relid, const char *relname);
 
 /*
  * On a hot standby, after the caller's snapshot was taken: send the engine

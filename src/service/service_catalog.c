@@ -112,6 +112,7 @@ mcc_registration_get(Oid relid, mcc_registration *reg)
 		bool		isnull;
 
 		AttrNumber	prio_att = mcc_column_attnum(galleries, "priority");
+		AttrNumber	log_att = mcc_column_attnum(galleries, "change_log");
 		Datum		prio;
 
 		reg->relid = relid;
@@ -124,6 +125,14 @@ mcc_registration_get(Oid relid, mcc_registration *reg)
 			prio = mcc_pg_tuple_attr(tup, desc, prio_att, &isnull);
 			if (!isnull)
 				reg->priority = DatumGetInt32(prio);
+		}
+		/* ... nor a change_log column: no gallery's writes are logged */
+		reg->change_log = false;
+		if (log_att != InvalidAttrNumber)
+		{
+			Datum		on = mcc_pg_tuple_attr(tup, desc, log_att, &isnull);
+
+			reg->change_log = !isnull && DatumGetBool(on);
 		}
 		found = true;
 	}

@@ -4,7 +4,9 @@
  * Triggers do not fire on a hot standby, so its engine cannot learn changes
  * the way the primary's does. On the primary the change triggers
  * (src/service/service_triggers.c) therefore also append every row version a
- * statement wrote to table mcc_change_log, in the writing (sub)transaction:
+ * statement wrote to a gallery whose change log is on (mcc_galleries.
+ * change_log, off by default: a write cost only where standbys serve the
+ * gallery) to table mcc_change_log, in the writing (sub)transaction:
  * an entry is committed, aborted or in progress exactly when the change it
  * describes is, and it reaches a standby by WAL like any row.
  *
@@ -16,7 +18,8 @@
  * removed: aborted ones, which no snapshot needs, and pruned ones, which
  * mcc_change_log_pruned records. The standby's side is
  * src/service/service_standby.c; docs/matcher-service.md, "Hot standbys", gives the
- * argument.
+ * argument. Turning the log on writes a reload entry (mcc_changelog_start)
+ * that makes standbys load afresh; pruning is src/service/service_prune.c's.
  */
 #include "mcc_pg.h"
 #include "service.h"
@@ -27,6 +30,7 @@
 #include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -169,6 +173,7 @@ mcc_changelog_append(Oid gallery, uint64 xid, List *dels, List *ins, bool reload
 
 	if (!OidIsValid(log))
 		return;
+	mcc_prune_note_database(MyDatabaseId);	/* the supervisor prunes it from now on */
 	if (list_length(dels) + list_length(ins) > mcc_max_delta_rows)
 		reload = true;			/* a standby reloads rather than replaying them */
 	if (!reload && dels == NIL && ins == NIL)
@@ -180,6 +185,25 @@ mcc_changelog_append(Oid gallery, uint64 xid, List *dels, List *ins, bool reload
 	mcc_gallery_lock(gallery, MCC_LOCK_LOG);
 	append_as_owner(log, gallery, xid, dels, ins, reload);
 	mcc_gallery_unlock(gallery, MCC_LOCK_LOG);
+}
+
+/*
+ * The start point of a gallery's log that was just turned on: a reload
+ * entry in the current transaction (which holds the gallery against
+ * writers). A standby that sees the log on sees this entry too, and loads
+ * afresh whatever cache it had from before.
+ */
+void
+mcc_changelog_start(Oid gallery)
+{
+	uint64		xid = U64FromFullTransactionId(GetCurrentFullTransactionId());
+
+	if (!OidIsValid(mcc_extension_relation("mcc_change_log")))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the extension has no change log table"),
+				 errhint("Run ALTER EXTENSION mcc UPDATE.")));
+	mcc_changelog_append(gallery, xid, NIL, NIL, true);
 }
 
 /* ---------------------------------------------------------------------

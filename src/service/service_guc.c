@@ -25,6 +25,8 @@ int			mcc_image_worker_threads = 0;
 int			mcc_image_queue_limit = 0;
 bool		mcc_cache_snapshots = false;
 int			mcc_progress_interval = 5000;
+int			mcc_change_log_prune_interval = 60;
+int			mcc_change_log_retention = 600;
 
 static const struct config_enum_entry fallback_options[] = {
 	{"cpu", MCC_FALLBACK_CPU, false},
@@ -106,6 +108,19 @@ mcc_service_define_server_gucs(void)
 							"mcc.worker_threads, at least 1.",
 							&mcc_image_worker_threads, 0, 0, 1024,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.change_log_prune_interval",
+							"How often the supervisor prunes the change logs of hot standbys.",
+							"On a primary it removes the entries no standby needs any more "
+							"(mcc_change_log_prune()). 0 turns automatic pruning off.",
+							&mcc_change_log_prune_interval, 60, 0, INT_MAX / 1000,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.change_log_retention",
+							"How long change log entries stay for hot standbys without a "
+							"replication slot.",
+							"Entries a physical replication slot's standby has not replayed "
+							"stay longer; a standby that lacks a pruned entry reloads its cache.",
+							&mcc_change_log_retention, 600, 0, INT_MAX / 1000,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomBoolVariable("mcc.cache_snapshots",
 							 "Keeps snapshots of the gallery caches on disk, to serve again "
 							 "soon after a restart.",

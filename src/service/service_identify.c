@@ -683,6 +683,9 @@ serve_in(serve_req *r)
 		return fallback("mcc is not in shared_preload_libraries");
 	if ((why = registration_problem(r->g)) != NULL)
 		return fallback(why);
+	/* a hot standby serves only galleries whose writes are logged */
+	if (RecoveryInProgress() && (why = mcc_standby_log_problem(r->g->relid, r->g->relname)) != NULL)
+		return fallback(why);
 	if (check_enable_rls(r->g->relid, InvalidOid, false) == RLS_ENABLED)
 		return fallback("row-level security is active for the gallery");
 	if ((r->profile_id = probes_profile(r->probes, r->n_probes)) < 0)

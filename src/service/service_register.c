@@ -11,7 +11,9 @@
  * mcc_galleries is written as its owner (the extension's owner), so that
  * registering needs no privilege on it. Its priority column says which
  * caches give way first when memory or slots run short; only roles the DBA
- * grants EXECUTE on mcc_gallery_set_priority() may change it.
+ * grants EXECUTE on mcc_gallery_set_priority() may change it. Its
+ * change_log column (mcc_gallery_set_change_log(), or register's
+ * change_log argument) says whether writes are logged for hot standbys.
  */
 #include "mcc_pg.h"
 #include "service.h"
@@ -28,6 +30,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -39,6 +42,7 @@ PG_FUNCTION_INFO_V1(mcc_gallery_register);
 PG_FUNCTION_INFO_V1(mcc_gallery_unregister);
 PG_FUNCTION_INFO_V1(mcc_gallery_dropped);
 PG_FUNCTION_INFO_V1(mcc_gallery_set_priority);
+PG_FUNCTION_INFO_V1(mcc_gallery_set_change_log);
 
 /* The change triggers: name, event clause. */
 static const char *const trigger_defs[][2] = {
@@ -71,7 +75,7 @@ spi_exec(const char *sql)
  * the given types. Returns SPI_processed.
  */
 static uint64
-catalog_exec(const char *sql, int nargs, Oid *types, Datum *values)
+catalog_exec_nulls(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls)
 {
 	Oid			galleries = mcc_galleries_relid();
 	Oid			save_userid;
@@ -88,7 +92,7 @@ catalog_exec(const char *sql, int nargs, Oid *types, Datum *values)
 						   save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 	PG_TRY();
 	{
-		rc = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
+		rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
 		if (rc < 0)
 			elog(ERROR, "SPI_execute failed for \"%s\": %s", sql, SPI_result_code_string(rc));
 		processed = SPI_processed;
@@ -99,6 +103,13 @@ catalog_exec(const char *sql, int nargs, Oid *types, Datum *values)
 	}
 	PG_END_TRY();
 	return processed;
+}
+
+/* catalog_exec_nulls() without NULL arguments. */
+static uint64
+catalog_exec(const char *sql, int nargs, Oid *types, Datum *values)
+{
+	return catalog_exec_nulls(sql, nargs, types, values, NULL);
 }
 
 /* Refuse galleries the service cannot keep current. */
@@ -195,26 +206,67 @@ create_triggers(Oid relid, const char *func)
 	}
 }
 
-/* Record the registration (insert or update). */
-static void
-store_registration(const mcc_gallery *g)
+/* The extension's schema, quoted. */
+static const char *
+catalog_schema(void)
 {
-	Oid			types[3] = {OIDOID, NAMEOID, NAMEOID};
-	Datum		values[3];
+	return quote_identifier(get_namespace_name(get_rel_namespace(mcc_galleries_relid())));
+}
+
+/* Raise unless mcc_galleries has column (added by the 0.2.0 update). */
+static void
+require_column(const char *column)
+{
+	if (mcc_column_attnum(mcc_galleries_relid(), column) == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table mcc_galleries has no %s column", column),
+				 errhint("Run ALTER EXTENSION mcc UPDATE.")));
+}
+
+/*
+ * Record the registration (insert or update). change_log: 1 on, 0 off, -1
+ * keep the current setting (off for a new registration). Returns whether
+ * the gallery's change log is on afterwards.
+ */
+static bool
+store_registration(const mcc_gallery *g, int change_log)
+{
+	Oid			types[4] = {OIDOID, NAMEOID, NAMEOID, BOOLOID};
+	Datum		values[4];
 	NameData	key;
 	NameData	tpl;
+	bool		isnull;
 
 	namestrcpy(&key, g->key_name);
 	namestrcpy(&tpl, g->tpl_name);
 	values[0] = ObjectIdGetDatum(g->relid);
 	values[1] = NameGetDatum(&key);
 	values[2] = NameGetDatum(&tpl);
-	catalog_exec(psprintf("INSERT INTO %s.mcc_galleries (gallery, id_column, template_column) "
-						  "VALUES ($1::pg_catalog.oid::pg_catalog.regclass, $2, $3) "
+	if (mcc_column_attnum(mcc_galleries_relid(), "change_log") == InvalidAttrNumber)
+	{
+		/* 0.1.0's table: no change log */
+		if (change_log == 1)
+			require_column("change_log");
+		catalog_exec(psprintf("INSERT INTO %s.mcc_galleries (gallery, id_column, template_column) "
+							  "VALUES ($1::pg_catalog.oid::pg_catalog.regclass, $2, $3) "
+							  "ON CONFLICT (gallery) DO UPDATE SET id_column = EXCLUDED.id_column, "
+							  "template_column = EXCLUDED.template_column, registered_at = pg_catalog.now()",
+							  catalog_schema()),
+					 3, types, values);
+		return false;
+	}
+	/* NULL $4 keeps the setting; a new row gets the column's default (off) */
+	values[3] = BoolGetDatum(change_log == 1);
+	catalog_exec_nulls(psprintf("INSERT INTO %s.mcc_galleries AS r (gallery, id_column, template_column, change_log) "
+						  "VALUES ($1::pg_catalog.oid::pg_catalog.regclass, $2, $3, COALESCE($4, false)) "
 						  "ON CONFLICT (gallery) DO UPDATE SET id_column = EXCLUDED.id_column, "
-						  "template_column = EXCLUDED.template_column, registered_at = pg_catalog.now()",
-						  quote_identifier(get_namespace_name(get_rel_namespace(mcc_galleries_relid())))),
-				 3, types, values);
+						  "template_column = EXCLUDED.template_column, registered_at = pg_catalog.now(), "
+						  "change_log = COALESCE($4, r.change_log) "
+						  "RETURNING r.change_log",
+						  catalog_schema()),
+				 4, types, values, change_log < 0 ? "   n" : NULL);
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /*
@@ -283,11 +335,15 @@ mcc_service_evict(Oid relid)
 }
 
 /*
- * mcc_gallery_register(gallery regclass, id_column name, template_column name)
+ * mcc_gallery_register(gallery regclass, id_column name, template_column name,
+ *						change_log boolean)
  *
  * Registers the gallery with the matcher service: records it and installs
  * the change triggers on it and its partitions. Running it again refreshes
  * both (after new partitions, renamed columns or disabled triggers).
+ * change_log (absent in 0.1.0's declaration; NULL keeps the setting) turns
+ * the change log for hot standbys on or off; with it on, the log gets a
+ * reload entry as the standbys' start point (src/service_changelog.c).
  */
 Datum
 mcc_gallery_register(PG_FUNCTION_ARGS)
@@ -297,6 +353,8 @@ mcc_gallery_register(PG_FUNCTION_ARGS)
 	List	   *relids;
 	ListCell   *lc;
 	char	   *func;
+	int			change_log = -1;
+	bool		log_on;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -316,12 +374,17 @@ mcc_gallery_register(PG_FUNCTION_ARGS)
 	func = psprintf("%s.mcc_gallery_trigger",
 					quote_identifier(get_namespace_name(get_rel_namespace(mcc_galleries_relid()))));
 
+	if (PG_NARGS() >= 4 && !PG_ARGISNULL(3))
+		change_log = PG_GETARG_BOOL(3) ? 1 : 0;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	store_registration(&g);
+	log_on = store_registration(&g, change_log);
 	foreach(lc, relids)
 		create_triggers(lfirst_oid(lc), func);
 	SPI_finish();
+	/* writers are locked out (ShareRowExclusiveLock): a clean start point */
+	if (log_on)
+		mcc_changelog_start(relid);
 	/* a cache built under an older registration is not trusted */
 	mcc_slot_free(MyDatabaseId, relid);
 	PG_RETURN_VOID();
@@ -394,6 +457,30 @@ mcc_gallery_dropped(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
+/* Set one column of relid's registration; raise if it is not registered. */
+static void
+set_registration_column(Oid relid, const char *column, Oid type, Datum value)
+{
+	Oid			types[2] = {OIDOID, type};
+	Datum		values[2];
+	uint64		n;
+
+	require_column(column);
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = value;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	n = catalog_exec(psprintf("UPDATE %s.mcc_galleries SET %s = $2 WHERE gallery = $1::pg_catalog.oid",
+							  catalog_schema(), quote_identifier(column)),
+					 2, types, values);
+	SPI_finish();
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" is not a registered gallery", get_rel_name(relid)),
+				 errhint("Register it with mcc_gallery_register().")));
+}
+
 /*
  * mcc_gallery_set_priority(gallery regclass, priority integer) RETURNS void
  *
@@ -407,9 +494,6 @@ mcc_gallery_set_priority(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	int32		priority = PG_GETARG_INT32(1);
-	Oid			types[2] = {OIDOID, INT4OID};
-	Datum		values[2];
-	uint64		n;
 	uint32		epoch;
 	int			slot;
 
@@ -417,24 +501,7 @@ mcc_gallery_set_priority(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
-	if (mcc_column_attnum(mcc_galleries_relid(), "priority") == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table mcc_galleries has no priority column"),
-				 errhint("Run ALTER EXTENSION mcc UPDATE.")));
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = Int32GetDatum(priority);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	n = catalog_exec(psprintf("UPDATE %s.mcc_galleries SET priority = $2 WHERE gallery = $1::pg_catalog.oid",
-							  quote_identifier(get_namespace_name(get_rel_namespace(mcc_galleries_relid())))),
-					 2, types, values);
-	SPI_finish();
-	if (n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"%s\" is not a registered gallery", get_rel_name(relid)),
-				 errhint("Register it with mcc_gallery_register().")));
+	set_registration_column(relid, "priority", INT4OID, Int32GetDatum(priority));
 	if (mcc_svc == NULL)
 		PG_RETURN_VOID();
 	/* the slot and the engine follow at once (a rollback leaves them until the next use) */
@@ -445,5 +512,34 @@ mcc_gallery_set_priority(PG_FUNCTION_ARGS)
 		LWLockRelease(MCC_SLOT_LOCK(slot));
 	}
 	engine_gallery_request(MCC_MSG_PRIORITY, MyDatabaseId, relid, &priority);
+	PG_RETURN_VOID();
+}
+
+/*
+ * mcc_gallery_set_change_log(gallery regclass, enabled boolean) RETURNS void
+ *
+ * Turns the change log of a registered gallery on or off, on the primary,
+ * as its owner. The gallery and its partitions are locked against writers
+ * (ShareRowExclusiveLock, as registering does) until commit: a writer
+ * either finished before, or reads the new setting when it gets its lock.
+ * Turning it on appends a reload entry, in this transaction: a standby that
+ * sees the log on also sees that entry and loads afresh from its own
+ * tables, which hold every write made while the log was off. A standby that
+ * sees it off does not serve the gallery from its engine
+ * (src/service_standby.c).
+ */
+Datum
+mcc_gallery_set_change_log(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	bool		enabled = PG_GETARG_BOOL(1);
+
+	PreventCommandDuringRecovery("mcc_gallery_set_change_log()");
+	mcc_check_owner(relid);
+	require_column("change_log");
+	(void) find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
+	set_registration_column(relid, "change_log", BOOLOID, BoolGetDatum(enabled));
+	if (enabled)
+		mcc_changelog_start(relid);
 	PG_RETURN_VOID();
 }

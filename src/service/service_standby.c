@@ -28,12 +28,61 @@
  * Promotion: a cache fed from the log (slot log_fed) is reloaded by the
  * first identify() after recovery ended (mcc_slot_needs_load); from then on
  * the triggers feed it as on any primary.
+ *
+ * The change log is opt-in per gallery (mcc_galleries.change_log). A
+ * standby does not serve a gallery whose log it sees off: writes on the
+ * primary are not logged then, so no cache could be proved current; the
+ * search falls back per mcc.fallback, and the server log says why once per
+ * backend and gallery. The setting is read from the latest registration
+ * replayed, after the statement's snapshot was taken and before the log's
+ * head: if it is on, every write the snapshot sees was either logged or
+ * made while the log was off, and then the entry that turned it on again
+ * (mcc_changelog_start) lies at or below that head and forces a reload from
+ * the standby's tables, which hold the write.
  */
 #include "mcc_pg.h"
 #include "service.h"
 
 #include "access/xlog.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+/* Galleries this backend has logged as searched without a change log. */
+static List *logged_no_log = NIL;
+
+char *
+mcc_standby_log_problem(Oid relid, const char *relname)
+{
+	mcc_registration reg;
+	MemoryContext old;
+
+	if (mcc_registration_get(relid, &reg) && reg.change_log)
+	{
+		if (list_member_oid(logged_no_log, relid))
+		{
+			old = MemoryContextSwitchTo(TopMemoryContext);
+			logged_no_log = list_delete_oid(logged_no_log, relid);
+			MemoryContextSwitchTo(old);
+		}
+		return NULL;
+	}
+	if (!list_member_oid(logged_no_log, relid))
+	{
+		ereport(LOG,
+				(errmsg("mcc: gallery \"%s\" is searched on a hot standby but its change log is off; "
+						"the matcher engine cannot keep its cache current here, identify() follows mcc.fallback",
+						relname),
+				 errhint("On the primary: SELECT mcc_gallery_set_change_log('%s', true);",
+						 quote_identifier(relname))));
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		logged_no_log = lappend_oid(logged_no_log, relid);
+		MemoryContextSwitchTo(old);
+	}
+	return psprintf("gallery \"%s\" has no change log to keep a hot standby's cache current "
+					"(on the primary: SELECT mcc_gallery_set_change_log('%s', true))",
+					relname, quote_identifier(relname));
+}
 
 /* The slot's log_applied; false if the slot went away. */
 static bool

@@ -9,7 +9,8 @@
  * the engine with back-off when it exits, and stops it on SIGTERM or
  * postmaster death. The engine also watches a pipe from the supervisor and
  * exits when it closes, so no engine outlives its supervisor. The engine's
- * command line is described in src/engine/mcc_proto.h.
+ * command line is described in src/engine/mcc_proto.h. On a primary it also
+ * starts the change log's pruning on schedule (src/service_prune.c).
  */
 #include "mcc_pg.h"
 #include "service.h"
@@ -507,6 +508,7 @@ mcc_supervisor_main(Datum arg)
 			else
 				timeout = Min(timeout, ms_until(deadline));
 		}
+		timeout = Min(timeout, mcc_prune_tick());	/* src/service_prune.c */
 		wait_events(timeout);
 	}
 }

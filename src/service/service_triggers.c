@@ -31,9 +31,13 @@
  * cache of it exists, and any later load scans the heap after these rows
  * were written.
  *
- * Every statement's changes also go to the change log that feeds hot
- * standbys (src/service/service_changelog.c), whether or not this server caches the
- * gallery: a standby's engine learns them from there.
+ * When the gallery's change log is on (mcc_galleries.change_log, off by
+ * default), every statement's changes also go to the change log that feeds
+ * hot standbys (src/service/service_changelog.c), whether or not this server caches
+ * the gallery: a standby's engine learns them from there. The setting is
+ * read per statement from the latest committed registration; turning it on
+ * waits for the gallery's writers (src/service/service_changelog.c), so a writer
+ * either finished before or sees it on.
  */
 #include "mcc_pg.h"
 #include "service.h"
@@ -210,7 +214,7 @@ read_transition(Tuplestorestate *ts, TupleDesc desc, const capture_cols *cols,
 /*
  * Capture one statement's changes for registered gallery reg: for the
  * engine's cache on this server (when it has one) and for the change log
- * that feeds hot standbys (when the extension has one).
+ * that feeds hot standbys (when the gallery's is on).
  */
 static void
 capture(TriggerData *td, const mcc_registration *reg)
@@ -218,7 +222,8 @@ capture(TriggerData *td, const mcc_registration *reg)
 	xact_gallery *g = get_xact_gallery(reg->relid);
 	Relation	rel = td->tg_relation;
 	TupleDesc	desc = RelationGetDescr(rel);
-	bool		log = OidIsValid(mcc_extension_relation("mcc_change_log"));
+	/* the change log: only for galleries whose registration turned it on */
+	bool		log = reg->change_log && OidIsValid(mcc_extension_relation("mcc_change_log"));
 	bool		keep;
 	capture_cols cols;
 	MemoryContext cxt;

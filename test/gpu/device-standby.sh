@@ -177,7 +177,7 @@ psql_ 0 -c "CREATE TABLE probes AS
 	SELECT row_number() OVER ()::int AS pid, template AS tpl FROM (
 		SELECT template FROM mcc_synthetic(100, 2, 1) WHERE impression = 1
 		UNION ALL SELECT template FROM mcc_synthetic(100, 1, 2)) p;
-	SELECT mcc_gallery_register('gallery');" >/dev/null
+	SELECT mcc_gallery_register('gallery', change_log => true);" >/dev/null
 say "   preload and first identify(): $(preload_on 0) s"
 psql_ 0 -c "SELECT entries, device, pg_size_pretty(device_bytes) AS device_mem FROM mcc_gallery_status" | tee -a "$out/summary.txt"
 run_searches one-server 0

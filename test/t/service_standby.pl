@@ -7,6 +7,12 @@
 # snapshot sees them (each answer compared with brute force under the same
 # snapshot); a pruned change log makes a lagging standby reload; after
 # promotion the same engine keeps serving and sees the new primary's writes.
+# The change log is opt-in per gallery: a standby does not serve a gallery
+# whose log is off (mcc.fallback, and a LOG line), and serves it exactly
+# once it is turned on, also after writes made while it was off. The
+# primary's supervisor prunes the log on its own: it keeps the entries a
+# standby with a replication slot has not replayed (replay paused) and
+# removes them once nobody needs them, without the standby reloading.
 use strict;
 use warnings;
 
@@ -16,12 +22,18 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use MccServiceTest;
 
-my $primary = service_node('primary', allows_streaming => 1);
+# automatic pruning every second; the retention is lowered further down
+# (no timed checkpoint: a slot made below starts at the last one's redo)
+my $primary = service_node('primary', allows_streaming => 1,
+	'mcc.change_log_prune_interval' => "'1s'", checkpoint_timeout => "'1h'");
 create_gallery($primary, 'g', 400, 7);
 create_probes($primary, 7, 6, 2);
 install_checks($primary);
 $primary->safe_psql('postgres', q{
+	-- registered without a change log: the default
 	SELECT mcc_gallery_register('g');
+	-- the standby's slot, made before its base backup
+	SELECT pg_create_physical_replication_slot('standby_slot', true);
 	-- one probe's answer and brute force under one snapshot: 'ok' or both
 	-- answers (writes nothing: it runs on the standby)
 	CREATE FUNCTION standby_check(p int, k int, refine text DEFAULT 'none') RETURNS text
@@ -45,7 +57,7 @@ ok(!-e "$backup/pgsql_tmp_mcc_engine.sock", 'the socket is not in the backup');
 
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'bk', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "hot_standby_feedback = on\n");
+$standby->append_conf('postgresql.conf', "hot_standby_feedback = on\nprimary_slot_name = 'standby_slot'\n");
 $standby->start;
 $primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't', 'the standby is in recovery');
@@ -73,6 +85,30 @@ sub standby_round
 	return @bad;
 }
 
+# When the standby's engine last loaded the gallery.
+sub loaded_at
+{
+	return $standby->safe_psql('postgres',
+		q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass});
+}
+
+# the log is off: the standby does not serve the gallery from its engine
+my $probe1 = "SELECT string_agg(id::text, ',') FROM identify('g', (SELECT tpl FROM probes WHERE pid = 1), 5, 0, refine => 'none')";
+my ($rc, $stdout, $stderr) = $standby->psql('postgres', "SET mcc.fallback = 'error'; $probe1");
+like($stderr, qr/gallery "g" has no change log to keep a hot standby's cache current/,
+	'without a change log the standby refuses to serve the gallery (mcc.fallback = error)');
+ok($standby->log_contains(qr/gallery "g" is searched on a hot standby but its change log is off/),
+	"the standby's server log says the gallery has no change log");
+is($standby->safe_psql('postgres', "SET mcc.fallback = 'cpu'; SET client_min_messages = warning; $probe1"),
+	$primary->safe_psql('postgres', "SET mcc.fallback = 'error'; $probe1"),
+	'with mcc.fallback = cpu it scans in the backend and answers as the primary');
+($rc, $stdout, $stderr) = $standby->psql('postgres', "SELECT mcc_gallery_set_change_log('g', true)");
+like($stderr, qr/cannot execute mcc_gallery_set_change_log\(\) during recovery/,
+	'the change log is switched on the primary only');
+
+# on, on the primary: the standby serves it from then on
+$primary->safe_psql('postgres', "SELECT mcc_gallery_set_change_log('g', true)");
+$primary->wait_for_catchup($standby);
 my @bad = standby_round();
 is(scalar @bad, 0, 'identify() on the standby is served and equals brute force there')
   or diag join("\n", @bad);
@@ -143,8 +179,7 @@ END;
 \endif
 EOS
 close $fh;
-my $loaded_before = $standby->safe_psql('postgres',
-	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass});
+my $loaded_before = loaded_at();
 my ($pgb_out, $pgb_err) = ('', '');
 my $pgbench = IPC::Run::start(
 	['pgbench', '-n', '-c', '2', '-t', '300', '-R', '60', '-f', "$dir/changes.sql",
@@ -171,18 +206,38 @@ $primary->wait_for_catchup($standby);
 @bad = standby_round();
 is(scalar @bad, 0, 'exact after replay caught up') or diag join("\n", @bad);
 # 600 small transactions: the log brought them all, no reload was needed
-is($standby->safe_psql('postgres',
-	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass}),
-	$loaded_before, "the standby's cache followed replay from the change log without a reload");
+is(loaded_at(), $loaded_before, "the standby's cache followed replay from the change log without a reload");
+
+# off while the standby serves: writes made then are not logged, the standby
+# stops serving; on again: its stale cache reloads and answers exactly
+my $loaded_on = loaded_at();
+$primary->safe_psql('postgres', "SELECT mcc_gallery_set_change_log('g', false)");
+my $logged_off = $primary->safe_psql('postgres', 'SELECT count(*) FROM mcc_change_log');
+$primary->safe_psql('postgres', q{
+	DELETE FROM g WHERE id BETWEEN 20 AND 24;
+	INSERT INTO g SELECT 6000 + finger, 'while off', template FROM mcc_synthetic(6, 3, 7) WHERE impression = 0;
+});
+is($primary->safe_psql('postgres', 'SELECT count(*) FROM mcc_change_log'), $logged_off,
+	'writes to a gallery whose log is off are not logged');
+$primary->wait_for_catchup($standby);
+($rc, $stdout, $stderr) = $standby->psql('postgres', "SET mcc.fallback = 'error'; $probe1");
+like($stderr, qr/has no change log/, 'the standby stops serving a gallery whose log was turned off');
+$primary->safe_psql('postgres', "SELECT mcc_gallery_set_change_log('g', true)");
+$primary->wait_for_catchup($standby);
+@bad = standby_round();
+is(scalar @bad, 0, 'on again: exact, the writes made while it was off included')
+  or diag join("\n", @bad);
+isnt(loaded_at(), $loaded_on, 'the standby reloaded from its own tables at the new start point');
 
 # a standby that lags behind a pruned log reloads: changes it did not apply
-# yet are pruned on the primary and vacuumed away
-my $loaded_at = $standby->safe_psql('postgres',
-	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass});
+# yet are pruned on the primary and vacuumed away (replayed first: its slot
+# would keep them otherwise)
+my $loaded_at = loaded_at();
 $primary->safe_psql('postgres', q{
 	DELETE FROM g WHERE id BETWEEN 10 AND 19;
 	INSERT INTO g SELECT 5000 + finger, 'lagging', template FROM mcc_synthetic(6, 3, 7) WHERE impression = 1;
 });
+$primary->wait_for_catchup($standby);
 $primary->safe_psql('postgres', q{
 	SELECT mcc_change_log_prune('0');
 	VACUUM mcc_change_log;
@@ -193,9 +248,68 @@ is($standby->safe_psql('postgres', q{SELECT count(*) FROM mcc_change_log WHERE g
 @bad = standby_round();
 is(scalar @bad, 0, 'exact after the log was pruned past what the standby applied')
   or diag join("\n", @bad);
-isnt($standby->safe_psql('postgres',
-	q{SELECT loaded_at FROM mcc_gallery_status WHERE gallery = 'g'::regclass}),
-	$loaded_at, 'the standby reloaded the gallery');
+isnt(loaded_at(), $loaded_at, 'the standby reloaded the gallery');
+
+# automatic pruning: entries A, replayed and applied by the standby's engine;
+# a checkpoint; replay paused; entries B; then the retention drops to 0: the
+# supervisor's next passes remove A (nobody needs them) and keep B (the
+# slot's standby has not replayed them, though it received them). Then a
+# second slot, not in use, from the checkpoint's redo (before B), holds B
+# while replay resumes and the standby's engine applies B (without it the
+# supervisor could prune B between the replay and the standby's next
+# search: with the retention at 0 that costs a reload); dropping it lets the
+# supervisor remove B too.
+$primary->safe_psql('postgres', q{
+	DELETE FROM g WHERE id BETWEEN 30 AND 32;
+	INSERT INTO g SELECT 7000 + finger, 'A', template FROM mcc_synthetic(3, 3, 7) WHERE impression = 0;
+});
+my $head_a = $primary->safe_psql('postgres', 'SELECT max(gen) FROM mcc_change_log');
+$primary->wait_for_catchup($standby);
+@bad = standby_round();
+is(scalar @bad, 0, 'exact with entries A applied') or diag join("\n", @bad);
+my $loaded_a = loaded_at();
+$primary->safe_psql('postgres', 'CHECKPOINT');
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+$standby->poll_query_until('postgres', "SELECT pg_get_wal_replay_pause_state() = 'paused'")
+  or die 'replay did not pause';
+$primary->safe_psql('postgres', q{
+	DELETE FROM g WHERE id BETWEEN 33 AND 35;
+	INSERT INTO g SELECT 8000 + finger, 'B', template FROM mcc_synthetic(3, 3, 7) WHERE impression = 1;
+});
+my $n_b = $primary->safe_psql('postgres', "SELECT count(*) FROM mcc_change_log WHERE gen > $head_a");
+$primary->safe_psql('postgres', q{
+	ALTER SYSTEM SET mcc.change_log_retention = 0;
+	SELECT pg_reload_conf();
+});
+ok($primary->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM mcc_change_log WHERE gen < $head_a"),
+	'the supervisor pruned the entries every standby had replayed');
+is($primary->safe_psql('postgres', "SELECT count(*) FROM mcc_change_log WHERE gen > $head_a"), $n_b,
+	'it kept every entry the paused standby with a slot has not replayed');
+ok($primary->safe_psql('postgres', "SELECT upto FROM mcc_change_log_pruned WHERE gallery = 'g'::regclass") < $head_a + 1,
+	'the pruned mark stays below the entries kept');
+$primary->safe_psql('postgres', q{SELECT pg_create_physical_replication_slot('idle_slot', true)});
+is($primary->safe_psql('postgres', qq{SELECT restart_lsn <= (SELECT min(lsn) FROM mcc_change_log WHERE gen > $head_a)
+	FROM pg_replication_slots WHERE slot_name = 'idle_slot'}), 't', 'an idle slot holds B');
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+$primary->wait_for_catchup($standby);
+@bad = standby_round();
+is(scalar @bad, 0, 'exact once replay resumed') or diag join("\n", @bad);
+is(loaded_at(), $loaded_a, 'the kept entries brought B to the standby without a reload');
+is($primary->safe_psql('postgres', "SELECT count(*) FROM mcc_change_log WHERE gen > $head_a"), $n_b,
+	'the idle slot kept B after the standby replayed it');
+$primary->safe_psql('postgres', q{SELECT pg_drop_replication_slot('idle_slot')});
+ok($primary->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM mcc_change_log WHERE gallery = 'g'::regclass}),
+	'once replayed, the supervisor pruned them too (the last entry stays)');
+$primary->wait_for_catchup($standby);
+@bad = standby_round();
+is(scalar @bad, 0, 'exact after the automatic pruning') or diag join("\n", @bad);
+is(loaded_at(), $loaded_a, 'pruning what the standby had applied costs it no reload');
+$primary->safe_psql('postgres', q{
+	ALTER SYSTEM RESET mcc.change_log_retention;
+	SELECT pg_reload_conf();
+});
 
 # promotion: the same engine keeps serving and sees the new primary's writes
 $session->quit;
