@@ -372,6 +372,12 @@ side_bits_at(int n_min)
 	return ((size_t) MCC_TEMPLATE_HDRSZ + (size_t) MCC_MINUTIA_RECSZ * n_min + 7) & ~(size_t) 7;
 }
 
+uint64_t
+eng_cache_side_bytes(const eng_cache *c, uint32_t idx)
+{
+	return side_bits_at(side_n_min(c->side + c->entries[idx].side)) - 4 + c->soa.ncyl[idx];
+}
+
 size_t
 eng_cache_template_bytes(const eng_cache *c, uint32_t idx)
 {
@@ -471,6 +477,98 @@ eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
 	if (idx)
 		*idx = i;
 	return MCC_OK;
+}
+
+/* Room a restored cache keeps for rows appended after it: 1/32 more, at least a few. */
+static uint64_t
+restore_room(uint64_t n, uint64_t least)
+{
+	return n + n / 32 + least;
+}
+
+eng_cache *
+eng_cache_restore_begin(const mcc_profile *p, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_side,
+						mcc_error *err)
+{
+	uint64_t	cap_t = restore_room(n_tpl, 64);
+	uint64_t	cap_c = restore_room(n_cyl, 64 * 40);
+	uint64_t	cap_s = restore_room(n_side, 64 * 600);
+
+	if (cap_t > UINT32_MAX / 2 || cap_c > UINT32_MAX - 1)
+	{
+		mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
+		return NULL;
+	}
+	return cache_new(p, NULL, (uint32_t) cap_t, (uint32_t) cap_c, cap_s, err);
+}
+
+mcc_status
+eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_side,
+					  mcc_error *err)
+{
+	mcc_soa    *g = &c->soa;
+	uint64_t	cyl = 0;
+	uint64_t	side = 0;
+
+	if (n_tpl > g->cap_tpl || n_tpl > c->cap_entries || n_cyl > g->cap_cyl || n_side > c->cap_side)
+		return mcc_error_set(err, MCC_ERR_VALUE, "restored sizes exceed the cache's room");
+	for (uint32_t i = 0; i < n_tpl; i++)
+	{
+		eng_entry  *e = &c->entries[i];
+		uint32_t	nc = g->ncyl[i];
+		int			n_min;
+
+		g->first[i] = (uint32_t) cyl;
+		if (nc > MCC_MAX_CYL || nc > n_cyl - cyl || n_side - side < 14)
+			return mcc_error_set(err, MCC_ERR_VALUE, "restored entry %u overruns the cylinders or sides", i);
+		n_min = side_n_min(c->side + side);
+		if (n_min > MCC_MAX_MINUTIAE ||
+			side_bits_at(n_min) - 4 + nc > n_side - side)
+			return mcc_error_set(err, MCC_ERR_VALUE, "restored entry %u has a bad side", i);
+		for (uint32_t k = 0; k < nc; k++)
+			g->tpl[cyl + k] = i;
+		e->side = side;
+		e->key = g->id[i];
+		e->insert_xid = 0;
+		e->delete_xid = 0;
+		e->flags = ENG_E_PURGED;
+		cyl += nc;
+		side += side_bits_at(n_min) - 4 + nc;
+	}
+	if (cyl != n_cyl || side != n_side)
+		return mcc_error_set(err, MCC_ERR_VALUE, "restored counts disagree (%llu cylinders, %llu side bytes)",
+							 (unsigned long long) cyl, (unsigned long long) side);
+	g->first[n_tpl] = n_cyl;
+	g->n_tpl = n_tpl;
+	g->n_cyl = n_cyl;
+	c->n_side = n_side;
+	c->n_purged = n_tpl;
+	c->n_unsettled = 0;
+	c->version++;
+	if (!reindex(c, c->n_slots))
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	return MCC_OK;
+}
+
+void
+eng_cache_revive(eng_cache *c, uint32_t idx, uint64_t insert_xid, uint64_t delete_xid,
+				 uint32_t flags)
+{
+	eng_entry  *e = &c->entries[idx];
+
+	if (!(e->flags & ENG_E_PURGED))
+		return;
+	c->version++;
+	e->insert_xid = insert_xid;
+	e->delete_xid = delete_xid;
+	e->flags = flags & (ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
+	if (delete_xid == 0)
+		e->flags &= ~ENG_E_LOAD_DEL;
+	if (insert_xid < FIRST_NORMAL_XID)
+		e->flags |= ENG_E_INS_SETTLED;
+	c->n_purged--;
+	if (unsettled(e))
+		c->n_unsettled++;
 }
 
 uint32_t

@@ -141,6 +141,30 @@ eng_side_bytes(const mcc_template_view *t)
 	return (uint64_t) (t->bits - t->base) - 4 + (uint64_t) t->n_cyl;
 }
 
+/*
+ * Bulk restore (a cache snapshot read back, eng_snapfile.h), instead of an
+ * append per template: eng_cache_restore_begin gives an empty cache, not
+ * charged, with room for n_tpl templates, n_cyl cylinders and n_side bytes
+ * of sides and a little more (rows read from the table after it); the
+ * caller fills in place soa.ncyl, soa.id, soa.angle, soa.pc, the soa.bits
+ * planes (plane w at soa.bits + w * soa.cap_cyl), side, and the entries'
+ * hash, tid and xmin; then eng_cache_restore_end derives the rest (first
+ * cylinders, cylinders' templates, sides' offsets, the key index), checking
+ * that the counts agree. Every restored entry is then a tombstone until
+ * eng_cache_revive makes it live.
+ */
+eng_cache  *eng_cache_restore_begin(const mcc_profile *p, uint32_t n_tpl, uint32_t n_cyl,
+									uint64_t n_side, mcc_error *err);
+mcc_status	eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl,
+								  uint64_t n_side, mcc_error *err);
+
+/*
+ * Make restored entry idx (a tombstone of eng_cache_restore_end) live with
+ * these xids, flagged as eng_cache_append flags a load row.
+ */
+void		eng_cache_revive(eng_cache *c, uint32_t idx, uint64_t insert_xid,
+							 uint64_t delete_xid, uint32_t flags);
+
 /* Free a cache and release its charge. */
 void		eng_cache_free(eng_cache *c);
 
@@ -180,6 +204,9 @@ mcc_status	eng_cache_insert(eng_cache *c, int64_t key, uint64_t xid,
  * entry marked or absorbing it, or ENG_NONE if none matched.
  */
 uint32_t	eng_cache_delete(eng_cache *c, int64_t key, uint64_t hash, uint64_t xid);
+
+/* Bytes of entry idx's side (eng_side_bytes of its template). */
+uint64_t	eng_cache_side_bytes(const eng_cache *c, uint32_t idx);
 
 /* Bytes of entry idx's stored template. */
 size_t		eng_cache_template_bytes(const eng_cache *c, uint32_t idx);

@@ -212,17 +212,9 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	}
 	l->scan_lsn = scan_lsn;
 	l->next_xid = next_xid;
+	/* the snapshot SNAPSHOT read, if its profile is the load's: its cache is the build */
 	if (flags & MCC_LOAD_SNAPSHOT)
-	{
-		/* the snapshot SNAPSHOT read, if its profile is the load's */
-		if (l->gallery->snap != NULL && l->profile != NULL &&
-			l->gallery->snap->id.profile_id == (uint32_t) l->profile->id)
-		{
-			l->snap = l->gallery->snap;
-			l->snap_rows = l->snap->n_rows;
-			l->gallery->snap = NULL;
-		}
-	}
+		(void) eng_snapshot_take(s, l);
 	return true;
 }
 

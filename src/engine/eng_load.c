@@ -173,6 +173,27 @@ build_cache(eng_server *s, eng_load *l, uint32_t cap_tpl, uint32_t cap_cyl, mcc_
 	return c;
 }
 
+bool
+eng_load_adopt(eng_server *s, eng_load *l, eng_cache *c)
+{
+	mcc_error	err;
+
+	eng_cache_free(l->build);
+	l->build = NULL;
+	if (eng_budget_charge(&s->budget, c->bytes) ||
+		(make_room(s, l, c->bytes) && eng_budget_charge(&s->budget, c->bytes)))
+	{
+		eng_cache_adopt(c, &s->budget, c->bytes);
+		l->build = c;
+		return true;
+	}
+	mcc_error_clear(&err);
+	l->build = build_cache(s, l, 1024, 1024 * 36, &err);
+	if (l->build == NULL)
+		eng_load_fail(l, err.status == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_INTERNAL, &err);
+	return false;
+}
+
 eng_load *
 eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 			   const mcc_gallery_id *id, uint64_t gen, uint32_t profile_id,

@@ -11,6 +11,13 @@
 /* Record a load's first failure and free what it built (LOAD_END replies it). */
 void		eng_load_fail(eng_load *l, int perr, const mcc_error *err);
 
+/*
+ * Make cache c (not charged: a snapshot read back) the one load l builds,
+ * charging it and making room as a load does. False if there is no room:
+ * the load goes on with a new empty cache and c is left to the caller.
+ */
+bool		eng_load_adopt(eng_server *s, eng_load *l, eng_cache *c);
+
 /* Free a load and unlink it from its gallery and connection. */
 void		eng_load_free(eng_conn *c, eng_load *l);
 

@@ -130,6 +130,9 @@ job_done(eng_server *s, eng_job *job)
 		case ENG_JOB_SNAPSHOT:
 			eng_snapshot_job_done(s, job);
 			break;
+		case ENG_JOB_SNAPSHOT_READ:
+			eng_snapshot_read_done(s, job);
+			break;
 		case 1:					/* eng_gallery.c's passes and compactions */
 		case 2:
 		case ENG_JOB_RESCORE:	/* a refining pass's rescoring, which its pass awaits */

@@ -153,6 +153,7 @@ typedef struct eng_gallery
 	bool		snap_dirty;		/* the cache changed since its last snapshot */
 	int64_t		snap_due;		/* monotonic usec: write then */
 	struct eng_snap_job *snapshotting;	/* encoding in the pool, or NULL */
+	struct eng_snap_read *snap_reading; /* its file read in the pool, or NULL */
 	atomic_int	snap_writing;	/* a writer thread has its file open */
 } eng_gallery;
 
