@@ -74,6 +74,10 @@ extern uint64 mcc_load_relation_ordinal(const load_state *st, Oid relid);
 extern void mcc_load_progress_report(load_state *st);
 extern bool mcc_load_finish(load_state *st, mcc_reply *reply);
 
+/* service_load_progress.c */
+extern void mcc_load_slot_progress(const load_state *st, bool done);
+extern void mcc_load_forget_own(int code, Datum arg);
+
 /* service_load_check.c */
 extern bool mcc_load_engine_has_snapshot(const mcc_gallery_ref *g, int *profile_id);
 extern bool mcc_load_stream_snapshot(load_state *st, mcc_reply *reply, bool *full);
