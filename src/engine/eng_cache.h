@@ -192,6 +192,28 @@ mcc_status	eng_cache_append(eng_cache *c, int64_t key, uint64_t hash,
 							 uint32_t *idx, mcc_error *err);
 
 /*
+ * Appending many load rows at once (a LOAD_ROWS frame), in three steps:
+ * eng_cache_bulk_reserve makes room for n templates t[] and gives each its
+ * cylinders' and side's places in at[]; eng_cache_bulk_put writes row i
+ * (0..n-1) as eng_cache_append would with ENG_E_LOAD_INS | ENG_E_LOAD_DEL,
+ * tid and xmin, and may run in several threads at once for distinct rows
+ * (nothing else may touch c meanwhile); eng_cache_bulk_end then links the n
+ * rows into the key index and counts them (n_cyl, n_side: their sums).
+ */
+typedef struct eng_bulk_at
+{
+	uint64_t	cyl;			/* first cylinder */
+	uint64_t	side;			/* offset of its side */
+} eng_bulk_at;
+
+mcc_status	eng_cache_bulk_reserve(eng_cache *c, uint32_t n, const mcc_template_view *t,
+								   eng_bulk_at *at, mcc_error *err);
+void		eng_cache_bulk_put(eng_cache *c, uint32_t i, const eng_bulk_at *at, int64_t key,
+							   uint64_t hash, uint64_t insert_xid, uint64_t delete_xid,
+							   const mcc_template_view *t, uint64_t tid, uint64_t xmin);
+void		eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side);
+
+/*
  * A delta's insert: absorbed by an entry a load already brought (same key,
  * hash and inserting xid), else appended. *added tells which.
  */
