@@ -45,9 +45,54 @@ heads_flush(load_state *st, StringInfo f, uint32 *n)
 }
 
 /*
+ * The headers of the tuples on the page of buf (share-locked) that a load
+ * keeps, appended to f: tuple id, xmin, the page's LSN, the xids a load row
+ * carries.
+ */
+static void
+heads_page(load_state *st, Relation rel, Buffer buf, AttrNumber tpl_att, bool wal,
+		   StringInfo f, uint32 *n)
+{
+	Page		page = BufferGetPage(buf);
+	BlockNumber blk = BufferGetBlockNumber(buf);
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	/* pages of a relation without WAL keep no LSN: never "unchanged since" */
+	uint64		lsn = wal ? (uint64) BufferGetLSNAtomic(buf) : PG_UINT64_MAX;
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+	{
+		ItemId		lp = PageGetItemId(page, off);
+		HeapTupleData tup;
+		uint64		ins;
+		uint64		del;
+		bool		risky;
+
+		if (!ItemIdIsNormal(lp))
+			continue;
+		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tup.t_len = ItemIdGetLength(lp);
+		tup.t_tableOid = RelationGetRelid(rel);
+		ItemPointerSet(&tup.t_self, blk, off);
+		if (!mcc_load_tuple_xids(&tup, buf, st->horizon, st->pin_xmin, &ins, &del, &risky) ||
+			heap_attisnull(&tup, tpl_att, desc))
+			continue;
+		mcc_put_u64(f, mcc_load_tuple_tid(st, &tup));
+		mcc_put_u64(f, mcc_load_tuple_xmin_id(st, tup.t_data));
+		mcc_put_u64(f, lsn);
+		mcc_put_u64(f, ins);
+		mcc_put_u64(f, del);
+		(*n)++;
+		st->heads++;
+	}
+}
+
+/*
  * Send the tuple headers of one heap relation for a snapshot check: what a
  * load row carries but the key and template (nothing detoasted), with the
- * page's LSN. False (with st->why) if it cannot be loaded.
+ * page's LSN. A page at a time (one buffer lock per page, not two per
+ * tuple as heap_getnext with SnapshotAny takes), in block order. False
+ * (with st->why) if it cannot be loaded.
  */
 static bool
 heads_relation(load_state *st, Oid relid, StringInfo f, uint32 *n)
@@ -55,7 +100,7 @@ heads_relation(load_state *st, Oid relid, StringInfo f, uint32 *n)
 	Relation	rel = relation_open(relid, NoLock);
 	AttrNumber	tpl_att = mcc_column_attnum(relid, st->g->tpl_name);
 	TableScanDesc scan;
-	HeapTuple	tuple;
+	HeapScanDesc hscan;
 	bool		wal;
 
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
@@ -72,38 +117,24 @@ heads_relation(load_state *st, Oid relid, StringInfo f, uint32 *n)
 		relation_close(rel, NoLock);
 		return false;
 	}
-	/* pages of a relation without WAL keep no LSN: never "unchanged since" */
 	wal = RelationNeedsWAL(rel);
 	st->cur_ordinal = mcc_load_relation_ordinal(st, relid);
-	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
-	st->prog.scan = (HeapScanDesc) scan;
-	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	/* the scan for its buffer strategy, pruning and progress; no synchronized start */
+	scan = table_beginscan_strat(rel, SnapshotAny, 0, NULL, true, false);
+	hscan = (HeapScanDesc) scan;
+	st->prog.scan = hscan;
+	for (BlockNumber blk = 0; blk < hscan->rs_nblocks; blk++)
 	{
-		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
-		uint64		ins;
-		uint64		del;
-		uint64		lsn;
-		bool		keep;
-		bool		risky;
-
 		CHECK_FOR_INTERRUPTS();
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		keep = mcc_load_tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
-		lsn = wal ? (uint64) BufferGetLSNAtomic(buf) : PG_UINT64_MAX;
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		if (!keep || heap_attisnull(tuple, tpl_att, RelationGetDescr(rel)))
-			continue;
-		mcc_put_u64(f, mcc_load_tuple_tid(st, tuple));
-		mcc_put_u64(f, mcc_load_tuple_xmin_id(st, tuple->t_data));
-		mcc_put_u64(f, lsn);
-		mcc_put_u64(f, ins);
-		mcc_put_u64(f, del);
-		(*n)++;
-		st->heads++;
+		heapgetpage(scan, blk);
+		LockBuffer(hscan->rs_cbuf, BUFFER_LOCK_SHARE);
+		heads_page(st, rel, hscan->rs_cbuf, tpl_att, wal, f, n);
+		LockBuffer(hscan->rs_cbuf, BUFFER_LOCK_UNLOCK);
+		/* sent with no buffer locked */
 		if (f->len >= LOAD_FRAME_BYTES)
 			heads_flush(st, f, n);
 	}
-	st->prog.blocks_before += ((HeapScanDesc) scan)->rs_nblocks;
+	st->prog.blocks_before += hscan->rs_nblocks;
 	st->prog.scan = NULL;
 	table_endscan(scan);
 	relation_close(rel, NoLock);

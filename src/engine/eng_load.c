@@ -493,13 +493,16 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 	free(at);
 }
 
-/* Reply LOADED with a cache's size. */
+/*
+ * Reply LOADED with a cache's size: its searchable entries (a cache restored
+ * from a snapshot keeps the rows no tuple claimed as tombstones).
+ */
 static void
 reply_loaded(eng_conn *c, uint64_t request_id, const eng_cache *cache)
 {
 	size_t		f = eng_frame_begin(&c->out, MCC_MSG_LOADED, request_id);
 
-	eng_buf_u64(&c->out, cache->soa.n_tpl);
+	eng_buf_u64(&c->out, eng_cache_searchable(cache));
 	eng_buf_u64(&c->out, cache->bytes);
 	eng_frame_end(&c->out, f);
 }
