@@ -45,6 +45,7 @@ max_connections = 20
 mcc.worker_threads = 0
 mcc.cache_memory_limit = '8GB'
 mcc.fallback = 'error'
+mcc.cache_snapshots = on
 CONF
 pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
 psql_ -c "CREATE EXTENSION mcc" >/dev/null
@@ -89,4 +90,6 @@ for r in $(seq 1 "$rounds"); do
 	psql_ -c "UPDATE gallery g SET tpl = s.template FROM spare s WHERE g.id = s.finger + 1000 * $r" >/dev/null
 	serve_after_restart on
 	grep -o 'served from its cache snapshot: .*' "$dir/server.log" | tail -2 | sed 's/^/      /'
+	# the engine's account of the last restarts: file read, load (check or full)
+	grep -oE 'cache snapshot "[^"]*" read: .*|loaded: .* in [0-9.]+ s' "$dir/server.log" | tail -5 | sed 's/^/      engine: /'
 done

@@ -147,6 +147,9 @@ cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
 		free(c);
 		goto oom;
 	}
+	eng_soa_advise(&c->soa);
+	eng_advise_huge(c->entries, (size_t) cap_tpl * sizeof(eng_entry));
+	eng_advise_huge(c->side, (size_t) cap_side);
 	memset(c->slots, 0xff, (size_t) c->n_slots * sizeof(uint32_t));
 	c->budget = budget;
 	c->bytes = bytes;
@@ -333,17 +336,25 @@ eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
 	return grow(c, need_t, need_c, need_s, err);
 }
 
-/* Append t's side to the cache (room reserved); returns its offset. */
-static uint64_t
-side_append(eng_cache *c, const mcc_template_view *t)
+/* Write t's side at offset off of the cache's sides (room reserved). */
+static void
+side_write(eng_cache *c, uint64_t off, const mcc_template_view *t)
 {
-	uint64_t	off = c->n_side;
 	size_t		head = (size_t) (t->bits - t->base) - 4;
 	uint8_t    *d = c->side + off;
 
 	memcpy(d, t->base + 4, head);
 	for (int k = 0; k < t->n_cyl; k++)
 		d[head + k] = (uint8_t) mcc_template_cyl_minutia(t, k);
+}
+
+/* Append t's side to the cache (room reserved); returns its offset. */
+static uint64_t
+side_append(eng_cache *c, const mcc_template_view *t)
+{
+	uint64_t	off = c->n_side;
+
+	side_write(c, off, t);
 	c->n_side += eng_side_bytes(t);
 	return off;
 }
@@ -363,6 +374,12 @@ static inline size_t
 side_bits_at(int n_min)
 {
 	return ((size_t) MCC_TEMPLATE_HDRSZ + (size_t) MCC_MINUTIA_RECSZ * n_min + 7) & ~(size_t) 7;
+}
+
+uint64_t
+eng_cache_side_bytes(const eng_cache *c, uint32_t idx)
+{
+	return side_bits_at(side_n_min(c->side + c->entries[idx].side)) - 4 + c->soa.ncyl[idx];
 }
 
 size_t
@@ -464,6 +481,174 @@ eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
 	if (idx)
 		*idx = i;
 	return MCC_OK;
+}
+
+/* Room a restored cache keeps for rows appended after it: 1/32 more, at least a few. */
+static uint64_t
+restore_room(uint64_t n, uint64_t least)
+{
+	return n + n / 32 + least;
+}
+
+eng_cache *
+eng_cache_restore_begin(const mcc_profile *p, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_side,
+						mcc_error *err)
+{
+	uint64_t	cap_t = restore_room(n_tpl, 64);
+	uint64_t	cap_c = restore_room(n_cyl, 64 * 40);
+	uint64_t	cap_s = restore_room(n_side, 64 * 600);
+
+	if (cap_t > UINT32_MAX / 2 || cap_c > UINT32_MAX - 1)
+	{
+		mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
+		return NULL;
+	}
+	return cache_new(p, NULL, (uint32_t) cap_t, (uint32_t) cap_c, cap_s, err);
+}
+
+mcc_status
+eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_side,
+					  mcc_error *err)
+{
+	mcc_soa    *g = &c->soa;
+	uint64_t	cyl = 0;
+	uint64_t	side = 0;
+
+	if (n_tpl > g->cap_tpl || n_tpl > c->cap_entries || n_cyl > g->cap_cyl || n_side > c->cap_side)
+		return mcc_error_set(err, MCC_ERR_VALUE, "restored sizes exceed the cache's room");
+	for (uint32_t i = 0; i < n_tpl; i++)
+	{
+		eng_entry  *e = &c->entries[i];
+		uint32_t	nc = g->ncyl[i];
+		int			n_min;
+
+		g->first[i] = (uint32_t) cyl;
+		if (nc > MCC_MAX_CYL || nc > n_cyl - cyl || n_side - side < 14)
+			return mcc_error_set(err, MCC_ERR_VALUE, "restored entry %u overruns the cylinders or sides", i);
+		n_min = side_n_min(c->side + side);
+		if (n_min > MCC_MAX_MINUTIAE ||
+			side_bits_at(n_min) - 4 + nc > n_side - side)
+			return mcc_error_set(err, MCC_ERR_VALUE, "restored entry %u has a bad side", i);
+		for (uint32_t k = 0; k < nc; k++)
+			g->tpl[cyl + k] = i;
+		e->side = side;
+		e->key = g->id[i];
+		e->insert_xid = 0;
+		e->delete_xid = 0;
+		e->flags = ENG_E_PURGED;
+		cyl += nc;
+		side += side_bits_at(n_min) - 4 + nc;
+	}
+	if (cyl != n_cyl || side != n_side)
+		return mcc_error_set(err, MCC_ERR_VALUE, "restored counts disagree (%llu cylinders, %llu side bytes)",
+							 (unsigned long long) cyl, (unsigned long long) side);
+	g->first[n_tpl] = n_cyl;
+	g->n_tpl = n_tpl;
+	g->n_cyl = n_cyl;
+	c->n_side = n_side;
+	c->n_purged = n_tpl;
+	c->n_unsettled = 0;
+	c->version++;
+	if (!reindex(c, c->n_slots))
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	return MCC_OK;
+}
+
+mcc_status
+eng_cache_bulk_reserve(eng_cache *c, uint32_t n, const mcc_template_view *t,
+					   eng_bulk_at *at, mcc_error *err)
+{
+	uint64_t	cyl = 0;
+	uint64_t	side = 0;
+	mcc_status	st;
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		if (t[i].profile != c->profile)
+			return mcc_error_set(err, MCC_ERR_VALUE,
+								 "template profile \"%s\" differs from the gallery's \"%s\"",
+								 t[i].profile->name, c->profile->name);
+		at[i].cyl = cyl;
+		at[i].side = side;
+		cyl += (uint64_t) t[i].n_cyl;
+		side += eng_side_bytes(&t[i]);
+	}
+	if ((uint64_t) c->soa.n_cyl + cyl > UINT32_MAX || (uint64_t) c->soa.n_tpl + n >= UINT32_MAX)
+		return mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
+	st = eng_cache_reserve(c, n, cyl, side, err);
+	if (st != MCC_OK)
+		return st;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		at[i].cyl += c->soa.n_cyl;
+		at[i].side += c->n_side;
+	}
+	return MCC_OK;
+}
+
+void
+eng_cache_revive(eng_cache *c, uint32_t idx, uint64_t insert_xid, uint64_t delete_xid,
+				 uint32_t flags)
+{
+	eng_entry  *e = &c->entries[idx];
+
+	if (!(e->flags & ENG_E_PURGED))
+		return;
+	c->version++;
+	e->insert_xid = insert_xid;
+	e->delete_xid = delete_xid;
+	e->flags = flags & (ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
+	if (delete_xid == 0)
+		e->flags &= ~ENG_E_LOAD_DEL;
+	if (insert_xid < FIRST_NORMAL_XID)
+		e->flags |= ENG_E_INS_SETTLED;
+	c->n_purged--;
+	if (unsettled(e))
+		c->n_unsettled++;
+}
+
+void
+eng_cache_bulk_put(eng_cache *c, uint32_t i, const eng_bulk_at *at, int64_t key,
+				   uint64_t hash, uint64_t insert_xid, uint64_t delete_xid,
+				   const mcc_template_view *t, uint64_t tid, uint64_t xmin)
+{
+	uint32_t	k = c->soa.n_tpl + i;
+	eng_entry  *e = &c->entries[k];
+
+	mcc_soa_put(&c->soa, k, (uint32_t) at->cyl, t, key);
+	side_write(c, at->side, t);
+	e->side = at->side;
+	e->key = key;
+	e->hash = hash;
+	e->insert_xid = insert_xid;
+	e->delete_xid = delete_xid;
+	e->tid = tid;
+	e->xmin = xmin;
+	e->flags = ENG_E_LOAD_INS | (delete_xid != 0 ? ENG_E_LOAD_DEL : 0);
+	if (insert_xid < FIRST_NORMAL_XID)
+		e->flags |= ENG_E_INS_SETTLED;
+}
+
+void
+eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side)
+{
+	uint32_t	k0 = c->soa.n_tpl;
+
+	c->version++;
+	for (uint32_t k = k0; k < k0 + n; k++)
+	{
+		eng_entry  *e = &c->entries[k];
+		uint32_t	h = key_slot(c, e->key);
+
+		e->next = c->slots[h];
+		c->slots[h] = k;
+		if (unsettled(e))
+			c->n_unsettled++;
+	}
+	c->soa.n_tpl += n;
+	c->soa.n_cyl += (uint32_t) n_cyl;
+	c->soa.first[c->soa.n_tpl] = c->soa.n_cyl;
+	c->n_side += n_side;
 }
 
 uint32_t

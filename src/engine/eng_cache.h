@@ -144,6 +144,30 @@ eng_side_bytes(const mcc_template_view *t)
 	return (uint64_t) (t->bits - t->base) - 4 + (uint64_t) t->n_cyl;
 }
 
+/*
+ * Bulk restore (a cache snapshot read back, eng_snapfile.h), instead of an
+ * append per template: eng_cache_restore_begin gives an empty cache, not
+ * charged, with room for n_tpl templates, n_cyl cylinders and n_side bytes
+ * of sides and a little more (rows read from the table after it); the
+ * caller fills in place soa.ncyl, soa.id, soa.angle, soa.pc, the soa.bits
+ * planes (plane w at soa.bits + w * soa.cap_cyl), side, and the entries'
+ * hash, tid and xmin; then eng_cache_restore_end derives the rest (first
+ * cylinders, cylinders' templates, sides' offsets, the key index), checking
+ * that the counts agree. Every restored entry is then a tombstone until
+ * eng_cache_revive makes it live.
+ */
+eng_cache  *eng_cache_restore_begin(const mcc_profile *p, uint32_t n_tpl, uint32_t n_cyl,
+									uint64_t n_side, mcc_error *err);
+mcc_status	eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl,
+								  uint64_t n_side, mcc_error *err);
+
+/*
+ * Make restored entry idx (a tombstone of eng_cache_restore_end) live with
+ * these xids, flagged as eng_cache_append flags a load row.
+ */
+void		eng_cache_revive(eng_cache *c, uint32_t idx, uint64_t insert_xid,
+							 uint64_t delete_xid, uint32_t flags);
+
 /* Free a cache and release its charge. */
 void		eng_cache_free(eng_cache *c);
 
@@ -171,6 +195,28 @@ mcc_status	eng_cache_append(eng_cache *c, int64_t key, uint64_t hash,
 							 uint32_t *idx, mcc_error *err);
 
 /*
+ * Appending many load rows at once (a LOAD_ROWS frame), in three steps:
+ * eng_cache_bulk_reserve makes room for n templates t[] and gives each its
+ * cylinders' and side's places in at[]; eng_cache_bulk_put writes row i
+ * (0..n-1) as eng_cache_append would with ENG_E_LOAD_INS | ENG_E_LOAD_DEL,
+ * tid and xmin, and may run in several threads at once for distinct rows
+ * (nothing else may touch c meanwhile); eng_cache_bulk_end then links the n
+ * rows into the key index and counts them (n_cyl, n_side: their sums).
+ */
+typedef struct eng_bulk_at
+{
+	uint64_t	cyl;			/* first cylinder */
+	uint64_t	side;			/* offset of its side */
+} eng_bulk_at;
+
+mcc_status	eng_cache_bulk_reserve(eng_cache *c, uint32_t n, const mcc_template_view *t,
+								   eng_bulk_at *at, mcc_error *err);
+void		eng_cache_bulk_put(eng_cache *c, uint32_t i, const eng_bulk_at *at, int64_t key,
+							   uint64_t hash, uint64_t insert_xid, uint64_t delete_xid,
+							   const mcc_template_view *t, uint64_t tid, uint64_t xmin);
+void		eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side);
+
+/*
  * A delta's insert: absorbed by an entry a load already brought (same key,
  * hash and inserting xid), else appended. *added tells which.
  */
@@ -183,6 +229,9 @@ mcc_status	eng_cache_insert(eng_cache *c, int64_t key, uint64_t xid,
  * entry marked or absorbing it, or ENG_NONE if none matched.
  */
 uint32_t	eng_cache_delete(eng_cache *c, int64_t key, uint64_t hash, uint64_t xid);
+
+/* Bytes of entry idx's side (eng_side_bytes of its template). */
+uint64_t	eng_cache_side_bytes(const eng_cache *c, uint32_t idx);
 
 /* Bytes of entry idx's stored template. */
 size_t		eng_cache_template_bytes(const eng_cache *c, uint32_t idx);

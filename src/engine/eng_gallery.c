@@ -46,7 +46,8 @@ is_shell(const eng_gallery *g)
 {
 	return g->cache == NULL && g->loads == NULL && g->waiting == NULL &&
 		g->running == NULL && g->compacting == NULL && g->settles == NULL &&
-		g->snapshotting == NULL && atomic_load(&g->snap_writing) == 0;
+		g->snapshotting == NULL && g->snap_reading == NULL &&
+		atomic_load(&g->snap_writing) == 0;
 }
 
 /* Free a shell gallery (see is_shell). */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "eng_cache_settle.h"
+#include "eng_load.h"
 #include "eng_log.h"
 #include "eng_server.h"
 #include "eng_snapfile.h"
@@ -213,27 +214,22 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	}
 	l->scan_lsn = scan_lsn;
 	l->next_xid = next_xid;
+	/* the snapshot SNAPSHOT read, if its profile is the load's: its cache is the build */
 	if (flags & MCC_LOAD_SNAPSHOT)
-	{
-		/* the snapshot SNAPSHOT read, if its profile is the load's */
-		if (l->gallery->snap != NULL && l->profile != NULL &&
-			l->gallery->snap->id.profile_id == (uint32_t) l->profile->id)
-		{
-			l->snap = l->gallery->snap;
-			l->snap_rows = l->snap->n_rows;
-			l->gallery->snap = NULL;
-		}
-	}
+		(void) eng_snapshot_take(s, l);
 	return true;
 }
 
-/* LOAD_ROWS: add rows to the load of this request (others are ignored). */
+/*
+ * LOAD_ROWS: add rows to the load of this request (others are ignored), all
+ * of the frame at once (eng_load_rows).
+ */
 static bool
 h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 {
 	uint32_t	n = eng_rd_u32(r);
-	size_t		rows_at = r->pos;
 	eng_load   *l = c->load;
+	eng_load_in *in;
 	bool		ids;
 
 	if (l == NULL || l->request_id != h->request_id)
@@ -242,40 +238,36 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	ids = l != NULL && (l->flags & MCC_LOAD_IDS);
 	if (r->bad || (uint64_t) n * (ids ? 44 : 28) > eng_rd_left(r))
 		return false;
-	for (uint32_t i = 0; i < n; i++)
+	in = malloc(sizeof(*in) * (n > 0 ? n : 1));
+	if (in == NULL)
 	{
-		uint32_t	len;
-
-		(void) eng_rd_i64(r);
-		(void) eng_rd_u64(r);
-		(void) eng_rd_u64(r);
-		(void) eng_rd_bytes(r, &len);
-		if (ids)
+		if (l != NULL)
 		{
-			(void) eng_rd_u64(r);
-			(void) eng_rd_u64(r);
+			mcc_error	err;
+
+			mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
+			eng_load_fail(l, MCC_PERR_MEMORY, &err);
 		}
-	}
-	if (l == NULL)
-	{
-		/* a load cancelled or replaced meanwhile: its rows are not checked */
 		return true;
 	}
-	if (!eng_rd_done(r))
-		return false;
-	r->pos = rows_at;
 	for (uint32_t i = 0; i < n; i++)
 	{
-		int64_t		key = eng_rd_i64(r);
-		uint64_t	ixid = eng_rd_u64(r);
-		uint64_t	dxid = eng_rd_u64(r);
-		uint32_t	len;
-		const uint8_t *p = eng_rd_bytes(r, &len);
-		uint64_t	tid = ids ? eng_rd_u64(r) : 0;
-		uint64_t	xmin = ids ? eng_rd_u64(r) : 0;
-
-		eng_load_row(s, l, key, ixid, dxid, p, len, tid, xmin, false);
+		in[i].key = eng_rd_i64(r);
+		in[i].insert_xid = eng_rd_u64(r);
+		in[i].delete_xid = eng_rd_u64(r);
+		in[i].tpl = eng_rd_bytes(r, &in[i].len);
+		in[i].tid = ids ? eng_rd_u64(r) : 0;
+		in[i].xmin = ids ? eng_rd_u64(r) : 0;
 	}
+	/* a load cancelled or replaced meanwhile: its rows are not checked */
+	if (l != NULL && !eng_rd_done(r))
+	{
+		free(in);
+		return false;
+	}
+	if (l != NULL)
+		eng_load_rows(s, l, in, n, false);
+	free(in);
 	return true;
 }
 

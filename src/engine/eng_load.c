@@ -15,6 +15,7 @@
 #include "eng_log.h"
 #include "eng_server.h"
 #include "eng_snapfile.h"
+#include "eng_pool.h"
 #include "eng_snapshot.h"
 #include "mcc_hash.h"
 
@@ -173,6 +174,27 @@ build_cache(eng_server *s, eng_load *l, uint32_t cap_tpl, uint32_t cap_cyl, mcc_
 	return c;
 }
 
+bool
+eng_load_adopt(eng_server *s, eng_load *l, eng_cache *c)
+{
+	mcc_error	err;
+
+	eng_cache_free(l->build);
+	l->build = NULL;
+	if (eng_budget_charge(&s->budget, c->bytes) ||
+		(make_room(s, l, c->bytes) && eng_budget_charge(&s->budget, c->bytes)))
+	{
+		eng_cache_adopt(c, &s->budget, c->bytes);
+		l->build = c;
+		return true;
+	}
+	mcc_error_clear(&err);
+	l->build = build_cache(s, l, 1024, 1024 * 36, &err);
+	if (l->build == NULL)
+		eng_load_fail(l, err.status == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_INTERNAL, &err);
+	return false;
+}
+
 eng_load *
 eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 			   const mcc_gallery_id *id, uint64_t gen, uint32_t profile_id,
@@ -211,6 +233,7 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 	l->gen = gen;
 	l->profile = p;
 	l->flags = flags;
+	l->expected = expected_rows;
 	l->t_start = eng_now_usec();
 	g->priority = priority;
 	l->next = g->loads;
@@ -280,13 +303,206 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 	eng_load_fail(l, st == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_DATA, &err);
 }
 
-/* Reply LOADED with a cache's size. */
+/*
+ * Rows of a LOAD_ROWS frame in bulk: their templates opened and hashed,
+ * then written into room reserved once for the frame, both in the load
+ * threads (parts of ROWS_PER_PART rows) while the main thread waits; the key
+ * index is linked on the main thread. The cache being built is nobody
+ * else's, so the threads may write its distinct rows at once.
+ */
+#define ROWS_PER_PART	64
+
+typedef struct rows_job
+{
+	eng_job		job;			/* first */
+	bool		put;			/* second phase: write the rows */
+	const eng_load_in *in;
+	uint32_t	n;
+	bool		checked;		/* templates the engine cached before */
+	mcc_template_view *v;
+	uint64_t   *hash;
+	uint8_t    *bad;			/* rows whose template does not open */
+	eng_cache  *c;
+	const eng_bulk_at *at;
+} rows_job;
+
+/* Open (and check, unless checked) one row's template. */
+static mcc_status
+open_row(const eng_load_in *in, bool checked, mcc_template_view *v, mcc_error *err)
+{
+	mcc_error_clear(err);
+	return checked ? mcc_template_open_header(in->tpl, in->len, v, err) :
+		mcc_template_open(in->tpl, in->len, v, err);
+}
+
+static void
+rows_run(eng_job *job, uint32_t part, void *scratch)
+{
+	rows_job   *j = (rows_job *) job;
+	uint32_t	a = part * ROWS_PER_PART;
+	uint32_t	b = a + ROWS_PER_PART < j->n ? a + ROWS_PER_PART : j->n;
+	mcc_error	err;
+
+	(void) scratch;
+	for (uint32_t i = a; i < b; i++)
+	{
+		const eng_load_in *in = &j->in[i];
+
+		if (!j->put)
+		{
+			j->bad[i] = open_row(in, j->checked, &j->v[i], &err) != MCC_OK;
+			if (!j->bad[i])
+				j->hash[i] = mcc_template_hash(in->tpl, in->len);
+		}
+		else
+			eng_cache_bulk_put(j->c, i, &j->at[i], in->key, j->hash[i], in->insert_xid,
+							   in->delete_xid, &j->v[i], in->tid, in->xmin);
+	}
+}
+
+/* Run every part of j: in the load threads when there are several parts. */
+static void
+rows_in_threads(eng_server *s, rows_job *j)
+{
+	uint32_t	parts = (j->n + ROWS_PER_PART - 1) / ROWS_PER_PART;
+
+	memset(&j->job, 0, sizeof(j->job));
+	j->job.run = rows_run;
+	j->job.n_parts = parts;
+	if (s->load_pool == NULL || parts < 2)
+	{
+		for (uint32_t p = 0; p < parts; p++)
+			rows_run(&j->job, p, NULL);
+		return;
+	}
+	eng_pool_submit(s->load_pool, &j->job);
+	/* the load pool runs only this: the job done is ours */
+	while (eng_pool_take_done(s->load_pool) == NULL)
+		(void) eng_pool_wait(s->load_pool, -1);
+}
+
+/*
+ * Room for the rows the load still expects (LOAD_BEGIN's estimate, at this
+ * load's cylinders and side bytes per row so far) as soon as they would not
+ * fit: the cache grows once, early (while a copy is small), rather than by
+ * half again near the end. Best effort: the frame's own reserve follows.
+ */
+static void
+reserve_ahead(eng_load *l, const mcc_template_view *v, uint32_t n)
+{
+	eng_cache  *c = l->build;
+	uint64_t	rows = (uint64_t) c->soa.n_tpl + n;
+	uint64_t	cyl = c->soa.n_cyl;
+	uint64_t	side = c->n_side;
+	uint64_t	more;
+	mcc_error	err;
+
+	if (l->expected <= rows)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		cyl += (uint64_t) v[i].n_cyl;
+		side += eng_side_bytes(&v[i]);
+	}
+	more = l->expected - c->soa.n_tpl;
+	/* 2% above the average so far: a little variation costs no regrowth */
+	cyl = (uint64_t) ((double) cyl / rows * more * 1.02);
+	side = (uint64_t) ((double) side / rows * more * 1.02);
+	if ((uint64_t) c->soa.n_cyl + cyl <= c->soa.cap_cyl && (uint64_t) c->soa.n_tpl + more <= c->soa.cap_tpl &&
+		c->n_side + side <= c->cap_side)
+		return;
+	(void) eng_cache_reserve(c, more, cyl, side, &err);
+}
+
+/* Room for rows v[0..n) in l's cache, making room in the budget if it must. */
+static mcc_status
+reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
+			 eng_bulk_at *at, mcc_error *err)
+{
+	mcc_status	st;
+
+	reserve_ahead(l, v, n);
+	st = eng_cache_bulk_reserve(l->build, n, v, at, err);
+	/* growth takes half again the capacity: room for as much again (more if that was short) */
+	for (uint64_t need = l->build->bytes, tries = 0;
+		 st == MCC_ERR_MEMORY && tries < 3 && make_room(s, l, need); need *= 2, tries++)
+	{
+		mcc_error_clear(err);
+		st = eng_cache_bulk_reserve(l->build, n, v, at, err);
+	}
+	return st;
+}
+
+void
+eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, bool checked)
+{
+	rows_job	j = {.in = in, .n = n, .checked = checked};
+	eng_bulk_at *at;
+	uint32_t	ok_n = 0;
+	mcc_error	err;
+	mcc_status	st = MCC_OK;
+
+	if (l->build == NULL || n == 0)
+		return;
+	mcc_error_clear(&err);
+	j.v = malloc(sizeof(*j.v) * n);
+	j.hash = malloc(sizeof(*j.hash) * n);
+	j.bad = malloc(n);
+	at = malloc(sizeof(*at) * n);
+	if (j.v == NULL || j.hash == NULL || j.bad == NULL || at == NULL)
+		st = mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
+	else
+	{
+		rows_in_threads(s, &j);
+		while (ok_n < n && !j.bad[ok_n])
+			ok_n++;
+		/* the rows before a bad one go in: the load fails at it anyway */
+		if (ok_n > 0 && (st = reserve_rows(s, l, j.v, ok_n, at, &err)) == MCC_OK)
+		{
+			const mcc_template_view *last = &j.v[ok_n - 1];
+
+			j.put = true;
+			j.n = ok_n;
+			j.c = l->build;
+			j.at = at;
+			rows_in_threads(s, &j);
+			eng_cache_bulk_end(l->build, ok_n,
+							   at[ok_n - 1].cyl + (uint64_t) last->n_cyl - at[0].cyl,
+							   at[ok_n - 1].side + eng_side_bytes(last) - at[0].side);
+			l->rows += ok_n;
+		}
+		if (st == MCC_OK && ok_n < n)
+		{
+			mcc_template_view v;
+
+			st = open_row(&in[ok_n], checked, &v, &err);
+			if (st == MCC_OK)	/* it opened in a thread but not here: cannot be */
+				st = mcc_error_set(&err, MCC_ERR_INTERNAL, "template check not repeatable");
+			mcc_error_detail(&err, "The row with key %lld cannot be cached.",
+							 (long long) in[ok_n].key);
+		}
+		else if (st != MCC_OK && st != MCC_ERR_MEMORY)
+			mcc_error_detail(&err, "The rows from key %lld cannot be cached.",
+							 (long long) in[0].key);
+	}
+	if (st != MCC_OK)
+		eng_load_fail(l, st == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_DATA, &err);
+	free(j.v);
+	free(j.hash);
+	free(j.bad);
+	free(at);
+}
+
+/*
+ * Reply LOADED with a cache's size: its searchable entries (a cache restored
+ * from a snapshot keeps the rows no tuple claimed as tombstones).
+ */
 static void
 reply_loaded(eng_conn *c, uint64_t request_id, const eng_cache *cache)
 {
 	size_t		f = eng_frame_begin(&c->out, MCC_MSG_LOADED, request_id);
 
-	eng_buf_u64(&c->out, cache->soa.n_tpl);
+	eng_buf_u64(&c->out, eng_cache_searchable(cache));
 	eng_buf_u64(&c->out, cache->bytes);
 	eng_frame_end(&c->out, f);
 }

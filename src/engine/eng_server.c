@@ -84,6 +84,13 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 		s->pool = NULL;
 		return false;
 	}
+	/*
+	 * Load rows get threads of their own, which the main thread waits for
+	 * (a load's frame is opened and written in parallel): a pool of their
+	 * own keeps them out of the searches' queue and its done list.
+	 */
+	if (s->cfg.threads > 1)
+		s->load_pool = eng_pool_start(s->cfg.threads, 0);
 	/* the only place CUDA is initialized; no GPU means the CPU threads */
 	s->gpu = eng_gpu_start(s->cfg.gpu, s->cfg.gpu_memory_limit, s->cfg.gpu_partitions,
 						   s->cfg.threads);
@@ -100,6 +107,8 @@ eng_server_destroy(eng_server *s)
 	s->pool = NULL;
 	eng_pool_stop(s->img_pool);
 	s->img_pool = NULL;
+	eng_pool_stop(s->load_pool);
+	s->load_pool = NULL;
 	while (s->n_conns > 0)
 		eng_conn_close(s, s->conns[s->n_conns - 1]);
 	free(s->conns);
@@ -131,6 +140,9 @@ job_done(eng_server *s, eng_job *job)
 			break;
 		case ENG_JOB_SNAPSHOT:
 			eng_snapshot_job_done(s, job);
+			break;
+		case ENG_JOB_SNAPSHOT_READ:
+			eng_snapshot_read_done(s, job);
 			break;
 		case ENG_JOB_BATCH:		/* passes and compactions, via their gallery */
 		case ENG_JOB_COMPACTION:

@@ -90,6 +90,7 @@ typedef struct eng_load
 	int			perr;			/* 0, or the mcc_proto_error to reply at LOAD_END */
 	mcc_error	err;
 	uint64_t	rows;
+	uint64_t	expected;		/* LOAD_BEGIN's estimate of the rows (0: none) */
 	int64_t		t_start;
 	uint32_t	flags;			/* MCC_LOAD_* */
 	uint64_t	scan_lsn;		/* MCC_LOAD_IDS: LOAD_BEGIN's */
@@ -153,6 +154,7 @@ typedef struct eng_gallery
 	bool		snap_dirty;		/* the cache changed since its last snapshot */
 	int64_t		snap_due;		/* monotonic usec: write then */
 	struct eng_snap_job *snapshotting;	/* encoding in the pool, or NULL */
+	struct eng_snap_read *snap_reading; /* its file read in the pool, or NULL */
 	atomic_int	snap_writing;	/* a writer thread has its file open */
 } eng_gallery;
 
@@ -176,6 +178,7 @@ typedef struct eng_server
 	eng_budget	budget;
 	eng_pool   *pool;			/* searches, compactions, refinements */
 	eng_pool   *img_pool;		/* image and point jobs only (eng_image.h) */
+	eng_pool   *load_pool;		/* a frame's load rows only (eng_load.h); NULL: one thread */
 	uint64_t	evictions;		/* caches dropped to make room for a load */
 	eng_gpu    *gpu;			/* NULL: CPU threads only */
 	uint64_t	incarnation;

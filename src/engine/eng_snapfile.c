@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 #include "mcc_proto.h"
 #include "mcc_template.h"
 
-#define ROW_FIXED	28			/* tid, xmin, key, length */
+#define CHUNK		((size_t) 1 << 20)	/* bytes read (and checked) at a time */
 
 static void
 put32(uint8_t **p, uint32_t v)
@@ -61,29 +62,64 @@ written(const eng_cache *c, uint32_t i)
 	return !(c->entries[i].flags & ENG_E_PURGED) && c->entries[i].tid != 0;
 }
 
-mcc_status
-eng_snap_encode(const eng_cache *c, const eng_snap_ident *id, uint64_t scan_lsn,
-				int64_t written_at, uint8_t **out, size_t *out_len, mcc_error *err)
+/* Bytes of a file of these counts. */
+static uint64_t
+file_bytes(uint64_t rows, uint64_t cyl, uint64_t side, int words)
 {
-	uint64_t	rows = 0;
-	uint64_t	payload = 0;
-	uint8_t    *buf;
-	uint8_t    *p;
-	size_t		total;
-	uint32_t	crc;
+	return ENG_SNAP_HEADER_BYTES + rows * (2 + 4 * 8) + cyl * (1 + 2 + 8 * (uint64_t) words) +
+		side + 4;
+}
 
-	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
-		if (written(c, i))
-		{
-			rows++;
-			payload += ROW_FIXED + eng_cache_template_bytes(c, i);
-		}
-	total = ENG_SNAP_HEADER_BYTES + payload + 4;
-	buf = malloc(total);
-	if (buf == NULL)
-		return mcc_error_set(err, MCC_ERR_MEMORY, "no memory for a snapshot of %zu bytes", total);
-	p = buf;
-	memset(p, 0, 8);
+/* The first row at or after i that is written, and the end of its run. */
+static bool
+next_run(const eng_cache *c, uint32_t *i, uint32_t *end)
+{
+	while (*i < c->soa.n_tpl && !written(c, *i))
+		(*i)++;
+	if (*i >= c->soa.n_tpl)
+		return false;
+	*end = *i;
+	while (*end < c->soa.n_tpl && written(c, *end))
+		(*end)++;
+	return true;
+}
+
+/* Copy per-cylinder array src (elem bytes each) of the written rows' cylinders to *p. */
+static void
+put_cyl_array(const eng_cache *c, const void *src, size_t elem, uint8_t **p)
+{
+	const uint32_t *first = c->soa.first;
+
+	for (uint32_t i = 0, end; next_run(c, &i, &end); i = end)
+	{
+		size_t		n = (size_t) (first[end] - first[i]) * elem;
+
+		memcpy(*p, (const uint8_t *) src + (size_t) first[i] * elem, n);
+		*p += n;
+	}
+}
+
+/* Copy per-row array src (elem bytes each) of the written rows to *p. */
+static void
+put_row_array(const eng_cache *c, const void *src, size_t elem, uint8_t **p)
+{
+	for (uint32_t i = 0, end; next_run(c, &i, &end); i = end)
+	{
+		size_t		n = (size_t) (end - i) * elem;
+
+		memcpy(*p, (const uint8_t *) src + (size_t) i * elem, n);
+		*p += n;
+	}
+}
+
+/* Write the header (its CRC included) at p. */
+static void
+put_header(uint8_t *p, const eng_cache *c, const eng_snap_ident *id, uint64_t scan_lsn,
+		   int64_t written_at, uint64_t rows, uint64_t cyl, uint64_t side)
+{
+	uint8_t    *h = p;
+
+	memset(p, 0, ENG_SNAP_HEADER_BYTES);
 	memcpy(p, ENG_SNAP_MAGIC, sizeof(ENG_SNAP_MAGIC));
 	p += 8;
 	put32(&p, ENG_SNAP_FORMAT);
@@ -91,33 +127,132 @@ eng_snap_encode(const eng_cache *c, const eng_snap_ident *id, uint64_t scan_lsn,
 	put32(&p, (uint32_t) c->profile->id);
 	put32(&p, id->db_oid);
 	put32(&p, id->rel_oid);
-	put32(&p, 0);
+	put32(&p, (uint32_t) c->soa.words);
 	put64(&p, id->signature);
 	put64(&p, id->system_id);
 	put64(&p, scan_lsn);
 	put64(&p, rows);
-	put64(&p, payload);
+	put64(&p, cyl);
+	put64(&p, side);
 	put64(&p, (uint64_t) written_at);
-	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
-	{
-		mcc_template_view v;
-		size_t		n;
+	put32(&p, mcc_crc32c(0, h, (size_t) (p - h)));
+	put32(&p, 0);
+}
 
-		if (!written(c, i))
-			continue;
-		n = eng_cache_template_bytes(c, i);
-		put64(&p, c->entries[i].tid);
-		put64(&p, c->entries[i].xmin);
-		put64(&p, (uint64_t) c->entries[i].key);
-		put32(&p, (uint32_t) n);
-		eng_cache_template(c, i, p, &v);
-		p += n;
-	}
-	crc = mcc_crc32c(0, buf, (size_t) (p - buf));
-	put32(&p, crc);
+mcc_status
+eng_snap_encode(const eng_cache *c, const eng_snap_ident *id, uint64_t scan_lsn,
+				int64_t written_at, uint8_t **out, size_t *out_len, mcc_error *err)
+{
+	const mcc_soa *g = &c->soa;
+	uint64_t	rows = 0;
+	uint64_t	cyl = 0;
+	uint64_t	side = 0;
+	uint64_t	total;
+	uint8_t    *buf;
+	uint8_t    *p;
+
+	for (uint32_t i = 0; i < g->n_tpl; i++)
+		if (written(c, i))
+		{
+			rows++;
+			cyl += g->ncyl[i];
+			side += eng_cache_side_bytes(c, i);
+		}
+	total = file_bytes(rows, cyl, side, g->words);
+	buf = total <= SIZE_MAX ? malloc((size_t) total) : NULL;
+	if (buf == NULL)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "no memory for a snapshot of %llu bytes",
+							 (unsigned long long) total);
+	put_header(buf, c, id, scan_lsn, written_at, rows, cyl, side);
+	p = buf + ENG_SNAP_HEADER_BYTES;
+	put_row_array(c, g->ncyl, sizeof(uint16_t), &p);
+	put_row_array(c, g->id, sizeof(int64_t), &p);
+	for (int f = 0; f < 3; f++)
+		for (uint32_t i = 0; i < g->n_tpl; i++)
+			if (written(c, i))
+				put64(&p, f == 0 ? c->entries[i].hash :
+					  f == 1 ? c->entries[i].tid : c->entries[i].xmin);
+	put_cyl_array(c, g->angle, sizeof(uint8_t), &p);
+	put_cyl_array(c, g->pc, sizeof(uint16_t), &p);
+	for (int w = 0; w < g->words; w++)
+		put_cyl_array(c, g->bits + (size_t) w * g->cap_cyl, sizeof(uint64_t), &p);
+	for (uint32_t i = 0; i < g->n_tpl; i++)
+		if (written(c, i))
+		{
+			uint64_t	n = eng_cache_side_bytes(c, i);
+
+			memcpy(p, c->side + c->entries[i].side, (size_t) n);
+			p += n;
+		}
+	put32(&p, mcc_crc32c(0, buf, (size_t) (p - buf)));
 	*out = buf;
-	*out_len = total;
+	*out_len = (size_t) total;
 	return MCC_OK;
+}
+
+/* Where a snapshot is read from: a file or a buffer; the CRC of what was read. */
+typedef struct snap_src
+{
+	int			fd;				/* -1: mem */
+	const uint8_t *mem;
+	size_t		len;
+	size_t		pos;
+	uint32_t	crc;
+} snap_src;
+
+/* Read n bytes into dst, adding them to the CRC; false if the source ends first. */
+static bool
+src_read(snap_src *s, void *dst, size_t n)
+{
+	uint8_t    *d = dst;
+
+	while (n > 0)
+	{
+		size_t		want = n < CHUNK ? n : CHUNK;
+		size_t		got = 0;
+
+		if (s->fd < 0)
+		{
+			if (s->len - s->pos < want)
+				return false;
+			memcpy(d, s->mem + s->pos, want);
+			got = want;
+		}
+		else
+			while (got < want)
+			{
+				ssize_t		r = read(s->fd, d + got, want - got);
+
+				if (r < 0 && errno == EINTR)
+					continue;
+				if (r <= 0)
+					return false;
+				got += (size_t) r;
+			}
+		s->crc = mcc_crc32c(s->crc, d, got);
+		s->pos += got;
+		d += got;
+		n -= got;
+	}
+	return true;
+}
+
+/* Read n uint64 values into the field at byte offset off of each entry. */
+static bool
+src_read_entries(snap_src *s, eng_entry *e, uint64_t n, size_t off)
+{
+	uint64_t	tmp[4096];
+
+	for (uint64_t i = 0; i < n;)
+	{
+		uint64_t	k = n - i < 4096 ? n - i : 4096;
+
+		if (!src_read(s, tmp, (size_t) k * 8))
+			return false;
+		for (uint64_t j = 0; j < k; j++, i++)
+			memcpy((uint8_t *) &e[i] + off, &tmp[j], 8);
+	}
+	return true;
 }
 
 static uint32_t
@@ -130,142 +265,169 @@ tid_slot(const eng_snap *s, uint64_t tid)
 	return (uint32_t) (z ^ (z >> 31)) & (s->n_slots - 1);
 }
 
-/* Fail decoding: free what was built and buf. */
+/* Read and check the header (sizes against the source's length). */
 static mcc_status
-reject(eng_snap *s, uint8_t *buf, mcc_error *err, const char *fmt, const char *what)
+read_header(snap_src *src, const eng_snap_ident *expect, eng_snap *s, uint64_t *cyl,
+			uint64_t *side, mcc_error *err)
 {
-	if (s != NULL)
+	uint8_t		h[ENG_SNAP_HEADER_BYTES];
+	const uint8_t *p = h + 8;
+	uint32_t	words;
+	uint32_t	crc;
+	const mcc_profile *prof;
+	char		what[400];
+
+	if (src->len < ENG_SNAP_HEADER_BYTES + 4 || !src_read(src, h, sizeof(h)))
+		return mcc_error_set(err, MCC_ERR_VALUE, "the file is truncated (shorter than a header)");
+	if (memcmp(h, ENG_SNAP_MAGIC, sizeof(ENG_SNAP_MAGIC)) != 0)
+		return mcc_error_set(err, MCC_ERR_VALUE, "it is not a cache snapshot (bad magic)");
+	s->format = get32(&p);
+	if (s->format != ENG_SNAP_FORMAT)
+		return mcc_error_set(err, MCC_ERR_VALUE, "it has another format version (format %u, not %u)",
+							 s->format, ENG_SNAP_FORMAT);
+	memcpy(&crc, h + ENG_SNAP_HEADER_BYTES - 8, 4);
+	if (mcc_crc32c(0, h, ENG_SNAP_HEADER_BYTES - 8) != crc)
+		return mcc_error_set(err, MCC_ERR_VALUE, "its header checksum does not match (damaged)");
+	s->proto = get32(&p);
+	s->id.profile_id = get32(&p);
+	s->id.db_oid = get32(&p);
+	s->id.rel_oid = get32(&p);
+	words = get32(&p);
+	s->id.signature = get64(&p);
+	s->id.system_id = get64(&p);
+	s->scan_lsn = get64(&p);
+	s->n_rows = get64(&p);
+	*cyl = get64(&p);
+	*side = get64(&p);
+	s->written_at = (int64_t) get64(&p);
+	if (s->proto != MCC_PROTO_VERSION)
+		return mcc_error_set(err, MCC_ERR_VALUE, "it was written by an engine of another protocol "
+							 "(%u, not %u)", s->proto, MCC_PROTO_VERSION);
+	if (s->id.system_id != expect->system_id)
+		return mcc_error_set(err, MCC_ERR_VALUE,
+							 "it belongs to another database cluster (system identifier)");
+	if (s->id.db_oid != expect->db_oid || s->id.rel_oid != expect->rel_oid)
+		return mcc_error_set(err, MCC_ERR_VALUE, "it is the snapshot of another table "
+							 "(database %u, relation %u)", s->id.db_oid, s->id.rel_oid);
+	if (s->id.signature != expect->signature)
+		return mcc_error_set(err, MCC_ERR_VALUE,
+							 "the table was rewritten or its columns changed since (signature)");
+	if (expect->profile_id != 0 && s->id.profile_id != expect->profile_id)
+		return mcc_error_set(err, MCC_ERR_VALUE, "its templates have another profile (%u, not %u)",
+							 s->id.profile_id, expect->profile_id);
+	prof = s->id.profile_id <= 255 ? mcc_profile_by_id((int) s->id.profile_id) : NULL;
+	if (prof == NULL || (int) words != mcc_profile_cyl_words(prof))
+		return mcc_error_set(err, MCC_ERR_VALUE, "its profile is unknown to this engine");
+	snprintf(what, sizeof(what), "%llu rows, %llu cylinders, %llu side bytes in %zu bytes",
+			 (unsigned long long) s->n_rows, (unsigned long long) *cyl,
+			 (unsigned long long) *side, src->len);
+	if (s->n_rows >= UINT32_MAX / 4 || *cyl >= UINT32_MAX / 2 || *side > src->len ||
+		file_bytes(s->n_rows, *cyl, *side, (int) words) != src->len)
+		return mcc_error_set(err, MCC_ERR_VALUE, "it is truncated or its sizes are inconsistent "
+							 "(%s)", what);
+	return MCC_OK;
+}
+
+/* Read the arrays into s->cache and check the file's CRC. */
+static mcc_status
+read_arrays(snap_src *src, eng_snap *s, uint64_t cyl, uint64_t side, mcc_error *err)
+{
+	eng_cache  *c = s->cache;
+	mcc_soa    *g = &c->soa;
+	uint64_t	n = s->n_rows;
+	uint32_t	crc;
+	uint32_t	expect;
+	bool		ok;
+
+	ok = src_read(src, g->ncyl, (size_t) n * sizeof(uint16_t)) &&
+		src_read(src, g->id, (size_t) n * sizeof(int64_t)) &&
+		src_read_entries(src, c->entries, n, offsetof(eng_entry, hash)) &&
+		src_read_entries(src, c->entries, n, offsetof(eng_entry, tid)) &&
+		src_read_entries(src, c->entries, n, offsetof(eng_entry, xmin)) &&
+		src_read(src, g->angle, (size_t) cyl) &&
+		src_read(src, g->pc, (size_t) cyl * sizeof(uint16_t));
+	for (int w = 0; ok && w < g->words; w++)
+		ok = src_read(src, g->bits + (size_t) w * g->cap_cyl, (size_t) cyl * 8);
+	ok = ok && src_read(src, c->side, (size_t) side);
+	expect = src->crc;
+	if (!ok || !src_read(src, &crc, 4))
+		return mcc_error_set(err, MCC_ERR_VALUE, "its rows end early (truncated)");
+	if (crc != expect)
+		return mcc_error_set(err, MCC_ERR_VALUE, "its checksum does not match (damaged or truncated)");
+	return eng_cache_restore_end(c, (uint32_t) n, (uint32_t) cyl, side, err);
+}
+
+/* The tid index and the used flags of a restored snapshot. */
+static mcc_status
+index_rows(eng_snap *s, mcc_error *err)
+{
+	const eng_entry *e = s->cache->entries;
+	uint64_t	n = s->n_rows;
+
+	s->n_slots = 16;
+	while (s->n_slots < n * 2 && s->n_slots < (UINT32_C(1) << 31))
+		s->n_slots *= 2;
+	s->slots = malloc(sizeof(uint32_t) * s->n_slots);
+	s->next = malloc(sizeof(uint32_t) * (n ? n : 1));
+	s->used = calloc(n ? n : 1, 1);
+	if (s->slots == NULL || s->next == NULL || s->used == NULL)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	memset(s->slots, 0xff, sizeof(uint32_t) * s->n_slots);
+	for (uint64_t i = 0; i < n; i++)
 	{
-		s->buf = NULL;
-		eng_snap_free(s);
+		uint32_t	h = tid_slot(s, e[i].tid);
+
+		if (e[i].tid == 0)
+			return mcc_error_set(err, MCC_ERR_VALUE, "row %llu has no tuple id",
+								 (unsigned long long) i + 1);
+		s->next[i] = s->slots[h];
+		s->slots[h] = (uint32_t) i;
 	}
-	free(buf);
-	return mcc_error_set(err, MCC_ERR_VALUE, fmt, what);
+	return MCC_OK;
+}
+
+/* Decode a snapshot from src. */
+static mcc_status
+decode(snap_src *src, const eng_snap_ident *expect, eng_snap **out, mcc_error *err)
+{
+	eng_snap   *s = calloc(1, sizeof(*s));
+	uint64_t	cyl;
+	uint64_t	side;
+
+	*out = NULL;
+	if (s == NULL)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	s->len = src->len;
+	if (read_header(src, expect, s, &cyl, &side, err) != MCC_OK ||
+		(s->cache = eng_cache_restore_begin(mcc_profile_by_id((int) s->id.profile_id),
+											(uint32_t) s->n_rows, (uint32_t) cyl, side,
+											err)) == NULL ||
+		read_arrays(src, s, cyl, side, err) != MCC_OK ||
+		index_rows(s, err) != MCC_OK)
+	{
+		eng_snap_free(s);
+		return err->status;
+	}
+	*out = s;
+	return MCC_OK;
 }
 
 mcc_status
 eng_snap_decode(uint8_t *buf, size_t len, const eng_snap_ident *expect,
 				eng_snap **out, mcc_error *err)
 {
-	const uint8_t *p = buf;
-	const uint8_t *end;
-	eng_snap   *s;
-	uint32_t	crc;
-	uint64_t	payload;
-	char		what[400];
+	snap_src	src = {.fd = -1, .mem = buf, .len = len};
+	mcc_status	st = decode(&src, expect, out, err);
 
-	*out = NULL;
-	if (len < ENG_SNAP_HEADER_BYTES + 4)
-		return reject(NULL, buf, err, "%s", "the file is truncated (shorter than a header)");
-	if (memcmp(buf, ENG_SNAP_MAGIC, sizeof(ENG_SNAP_MAGIC)) != 0)
-		return reject(NULL, buf, err, "%s", "it is not a cache snapshot (bad magic)");
-	memcpy(&crc, buf + len - 4, 4);
-	if (mcc_crc32c(0, buf, len - 4) != crc)
-		return reject(NULL, buf, err, "%s", "its checksum does not match (damaged or truncated)");
-	s = calloc(1, sizeof(*s));
-	if (s == NULL)
-		return reject(NULL, buf, err, "%s", "out of memory");
-	p += 8;
-	s->format = get32(&p);
-	s->proto = get32(&p);
-	s->id.profile_id = get32(&p);
-	s->id.db_oid = get32(&p);
-	s->id.rel_oid = get32(&p);
-	(void) get32(&p);
-	s->id.signature = get64(&p);
-	s->id.system_id = get64(&p);
-	s->scan_lsn = get64(&p);
-	s->n_rows = get64(&p);
-	payload = get64(&p);
-	s->written_at = (int64_t) get64(&p);
-	if (s->format != ENG_SNAP_FORMAT)
-	{
-		snprintf(what, sizeof(what), "format %u, not %u", s->format, ENG_SNAP_FORMAT);
-		return reject(s, buf, err, "it has another format version (%s)", what);
-	}
-	if (s->proto != MCC_PROTO_VERSION)
-	{
-		snprintf(what, sizeof(what), "%u, not %u", s->proto, MCC_PROTO_VERSION);
-		return reject(s, buf, err, "it was written by an engine of another protocol (%s)", what);
-	}
-	if (s->id.system_id != expect->system_id)
-		return reject(s, buf, err, "%s", "it belongs to another database cluster (system identifier)");
-	if (s->id.db_oid != expect->db_oid || s->id.rel_oid != expect->rel_oid)
-	{
-		snprintf(what, sizeof(what), "database %u, relation %u", s->id.db_oid, s->id.rel_oid);
-		return reject(s, buf, err, "it is the snapshot of another table (%s)", what);
-	}
-	if (s->id.signature != expect->signature)
-		return reject(s, buf, err, "%s",
-					  "the table was rewritten or its columns changed since (signature)");
-	if (expect->profile_id != 0 && s->id.profile_id != expect->profile_id)
-	{
-		snprintf(what, sizeof(what), "%u, not %u", s->id.profile_id, expect->profile_id);
-		return reject(s, buf, err, "its templates have another profile (%s)", what);
-	}
-	if (mcc_profile_by_id((int) s->id.profile_id) == NULL)
-		return reject(s, buf, err, "%s", "its profile is unknown to this engine");
-	if (payload != len - 4 - ENG_SNAP_HEADER_BYTES || s->n_rows > payload / ROW_FIXED ||
-		s->n_rows >= ENG_NONE)
-		return reject(s, buf, err, "%s", "its sizes are inconsistent");
-	s->rows = malloc(sizeof(eng_snap_row) * (s->n_rows ? s->n_rows : 1));
-	s->n_slots = 16;
-	while (s->n_slots < s->n_rows * 2 && s->n_slots < (UINT32_C(1) << 31))
-		s->n_slots *= 2;
-	s->slots = malloc(sizeof(uint32_t) * s->n_slots);
-	s->next = malloc(sizeof(uint32_t) * (s->n_rows ? s->n_rows : 1));
-	if (s->rows == NULL || s->slots == NULL || s->next == NULL)
-		return reject(s, buf, err, "%s", "out of memory");
-	for (uint32_t i = 0; i < s->n_slots; i++)
-		s->slots[i] = ENG_NONE;
-	s->buf = buf;
-	s->len = len;
-	end = buf + len - 4;
-	for (uint64_t i = 0; i < s->n_rows; i++)
-	{
-		eng_snap_row *r = &s->rows[i];
-		mcc_template_view v;
-		mcc_error	terr;
-		uint32_t	h;
-
-		mcc_error_clear(&terr);
-		if ((size_t) (end - p) < ROW_FIXED)
-			return reject(s, buf, err, "%s", "its rows end early");
-		r->tid = get64(&p);
-		r->xmin = get64(&p);
-		r->key = (int64_t) get64(&p);
-		r->len = get32(&p);
-		r->used = false;
-		if (r->len > (size_t) (end - p))
-			return reject(s, buf, err, "%s", "its rows end early");
-		r->off = (uint64_t) (p - buf);
-		/*
-		 * The header only: the CRC says these are the bytes the engine wrote,
-		 * and every template was checked in full when it entered the cache.
-		 */
-		if (mcc_template_open_header(p, r->len, &v, &terr) != MCC_OK ||
-			(v.profile->id != (int) s->id.profile_id &&
-			 mcc_error_set(&terr, MCC_ERR_VALUE, "of another profile")))
-		{
-			snprintf(what, sizeof(what), "row %llu: %s", (unsigned long long) i + 1, terr.message);
-			return reject(s, buf, err, "it holds a bad template (%s)", what);
-		}
-		p += r->len;
-		h = tid_slot(s, r->tid);
-		s->next[i] = s->slots[h];
-		s->slots[h] = (uint32_t) i;
-	}
-	if (p != end)
-		return reject(s, buf, err, "%s", "bytes follow its last row");
-	*out = s;
-	return MCC_OK;
+	free(buf);
+	return st;
 }
 
 uint32_t
 eng_snap_find(const eng_snap *s, uint64_t tid)
 {
 	for (uint32_t i = s->slots[tid_slot(s, tid)]; i != ENG_NONE; i = s->next[i])
-		if (s->rows[i].tid == tid && !s->rows[i].used)
+		if (s->cache->entries[i].tid == tid && !s->used[i])
 			return i;
 	return ENG_NONE;
 }
@@ -275,8 +437,9 @@ eng_snap_free(eng_snap *s)
 {
 	if (s == NULL)
 		return;
-	free(s->buf);
-	free(s->rows);
+	if (!s->cache_taken)
+		eng_cache_free(s->cache);
+	free(s->used);
 	free(s->slots);
 	free(s->next);
 	free(s);
@@ -354,8 +517,8 @@ eng_snap_read_file(const char *path, const eng_snap_ident *expect, eng_snap **ou
 {
 	int			fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	uint8_t    *buf;
-	size_t		done = 0;
+	snap_src	src = {.fd = fd};
+	mcc_status	rc;
 
 	*out = NULL;
 	*missing = false;
@@ -369,25 +532,11 @@ eng_snap_read_file(const char *path, const eng_snap_ident *expect, eng_snap **ou
 		close(fd);
 		return mcc_error_set(err, MCC_ERR_INTERNAL, "could not stat it: %s", strerror(errno));
 	}
-	buf = malloc(st.st_size > 0 ? (size_t) st.st_size : 1);
-	if (buf == NULL)
-	{
-		close(fd);
-		return mcc_error_set(err, MCC_ERR_MEMORY, "no memory to read %lld bytes",
-							 (long long) st.st_size);
-	}
-	while (done < (size_t) st.st_size)
-	{
-		ssize_t		n = read(fd, buf + done, (size_t) st.st_size - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		done += (size_t) n;
-	}
+	src.len = (size_t) st.st_size;
+	(void) posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	rc = decode(&src, expect, out, err);
 	close(fd);
-	return eng_snap_decode(buf, done, expect, out, err);
+	return rc;
 }
 
 bool

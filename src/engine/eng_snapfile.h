@@ -2,24 +2,34 @@
  * eng_snapfile.h: the file format of a gallery cache's snapshot on disk
  * (docs/matcher-service.md, "Cache snapshots").
  *
- * A snapshot keeps, for every live cache entry whose tuple identity is
- * known (entries a load or a snapshot check read from the heap; those of
- * deltas have no ctid), that identity (the gallery-wide tuple id and the
- * xmin, eng_cache.h), its key and its stored template. It keeps no xids
- * that decide visibility: after a restart those come from the heap again.
+ * A snapshot keeps the cache's own arrays for every live cache entry whose
+ * tuple identity is known (entries a load or a snapshot check read from the
+ * heap; those of deltas have no ctid): the identity (the gallery-wide tuple
+ * id and the xmin, eng_cache.h), its key and template hash, and its
+ * template as the cache holds it (cylinder planes, sides). Reading one back
+ * puts these arrays in place in a new cache (eng_cache_restore_begin): no
+ * template is rebuilt. It keeps no xids that decide visibility: after a
+ * restart those come from the heap again.
  *
- * Layout, host byte order (the engine and PostgreSQL share the machine):
+ * Layout (format 2), host byte order (the engine and PostgreSQL share the
+ * machine):
  *   header (ENG_SNAP_HEADER_BYTES): magic "MCCSNAP\0", uint32 format,
  *     uint32 protocol (MCC_PROTO_VERSION), uint32 profile id, uint32 db
- *     oid, uint32 relation oid, uint32 0, uint64 signature (the relations'
- *     relfilenodes and columns), uint64 system identifier, uint64 scan_lsn
- *     (the WAL insert position before the heap scan that last read the
- *     identities), uint64 rows, uint64 payload bytes, int64 written at
- *     (realtime usec)
- *   rows: uint64 tid, uint64 xmin, int64 key, uint32 length, template
+ *     oid, uint32 relation oid, uint32 words per cylinder, uint64
+ *     signature (the relations' relfilenodes and columns), uint64 system
+ *     identifier, uint64 scan_lsn (the WAL insert position before the heap
+ *     scan that last read the identities), uint64 rows, uint64 cylinders,
+ *     uint64 side bytes, int64 written at (realtime usec), uint32 CRC-32C
+ *     of the header before it, uint32 0
+ *   per row: uint16 cylinders, then int64 keys, uint64 template hashes,
+ *     uint64 tuple ids, uint64 xmins (each array whole, in row order)
+ *   per cylinder: uint8 angles, uint16 bit counts, then the words' planes
+ *     (plane w: word w of every cylinder), uint64 each
+ *   the rows' sides (eng_cache.h), in row order
  *   uint32 CRC-32C of everything before it
- * Nothing is trusted before the whole file is read and its CRC checked;
- * then every row's template is opened (a bad one rejects the file).
+ * The header is checked (its CRC, then what it is of) before its sizes are
+ * used; the rest is read into place and trusted only once the whole
+ * file's CRC matches. Format 1 (rows of whole templates) is rejected.
  */
 #ifndef ENG_SNAPFILE_H
 #define ENG_SNAPFILE_H
@@ -32,8 +42,8 @@
 #include "mcc_error.h"
 
 #define ENG_SNAP_MAGIC		"MCCSNAP"	/* 8 bytes with its NUL */
-#define ENG_SNAP_FORMAT		1
-#define ENG_SNAP_HEADER_BYTES 80
+#define ENG_SNAP_FORMAT		2
+#define ENG_SNAP_HEADER_BYTES 96
 
 /* What a snapshot is of: the header fields a reader must find equal. */
 typedef struct eng_snap_ident
@@ -45,18 +55,11 @@ typedef struct eng_snap_ident
 	uint32_t	profile_id;		/* reading: 0 accepts any profile */
 } eng_snap_ident;
 
-/* One row of a snapshot read back. */
-typedef struct eng_snap_row
-{
-	uint64_t	tid;
-	uint64_t	xmin;
-	int64_t		key;
-	uint64_t	off;			/* of its template in buf */
-	uint32_t	len;
-	bool		used;			/* taken by a heap tuple of the check */
-} eng_snap_row;
-
-/* A snapshot read back and checked. */
+/*
+ * A snapshot read back and checked: its rows restored as the entries of a
+ * cache (row i is entry i, a tombstone until a heap tuple proves it:
+ * eng_cache_revive), with an index of their tuple ids.
+ */
 typedef struct eng_snap
 {
 	eng_snap_ident id;
@@ -64,10 +67,11 @@ typedef struct eng_snap
 	uint32_t	proto;
 	uint64_t	scan_lsn;
 	int64_t		written_at;
-	uint8_t    *buf;			/* the whole file */
-	size_t		len;
-	eng_snap_row *rows;
+	size_t		len;			/* bytes of the file */
 	uint64_t	n_rows;
+	eng_cache  *cache;			/* not charged until a load takes it */
+	bool		cache_taken;	/* a load's build now: not freed with the snapshot */
+	uint8_t    *used;			/* per row: taken by a heap tuple of the check */
 	uint32_t   *slots;			/* tid index: first row of each slot, ENG_NONE */
 	uint32_t   *next;			/* next row of the same slot */
 	uint32_t	n_slots;		/* a power of two */
@@ -83,10 +87,10 @@ mcc_status	eng_snap_encode(const eng_cache *c, const eng_snap_ident *id,
 							uint8_t **out, size_t *out_len, mcc_error *err);
 
 /*
- * Decode and check a snapshot held in buf (taken over: freed with the
- * snapshot, or here on failure). MCC_OK with *out, or an error saying
- * what is wrong (truncated, bad checksum, another format, protocol,
- * profile, relation, signature or system, a bad template).
+ * Decode and check a snapshot held in buf (taken over: freed here). MCC_OK
+ * with *out, or an error saying what is wrong (truncated, bad checksum,
+ * another format, protocol, profile, relation, signature or system,
+ * inconsistent sizes).
  */
 mcc_status	eng_snap_decode(uint8_t *buf, size_t len, const eng_snap_ident *expect,
 							eng_snap **out, mcc_error *err);
@@ -99,13 +103,14 @@ mcc_status	eng_snap_write_file(const char *path, const uint8_t *buf, size_t len,
 								mcc_error *err);
 
 /*
- * Read and decode path. MCC_ERR_NOT_FOUND-like: *missing is set (and an
- * error returned) when there is no file.
+ * Read and decode path, its arrays read straight into the cache's (as
+ * eng_snap_decode checks). *missing is set (and an error returned) when
+ * there is no file.
  */
 mcc_status	eng_snap_read_file(const char *path, const eng_snap_ident *expect,
 							   eng_snap **out, bool *missing, mcc_error *err);
 
-/* The row with this tuple id, or ENG_NONE. */
+/* The row with this tuple id not yet used, or ENG_NONE. */
 uint32_t	eng_snap_find(const eng_snap *s, uint64_t tid);
 
 void		eng_snap_free(eng_snap *s);

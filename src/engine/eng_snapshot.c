@@ -7,6 +7,13 @@
  * detached thread writes the file (temporary file, fsync, rename). At
  * shutdown the caches that changed since their last snapshot are written
  * by the main thread, which serves nobody any more.
+ *
+ * Reading does not hold it up either: SNAPSHOT starts a pool job that reads
+ * and checks the file into a cache of its own (eng_snapfile.h), and the
+ * main thread answers every SNAPSHOT that waited for it when it comes back.
+ * A load that checks the snapshot then takes that cache as the one it
+ * builds: a heap tuple that proves a row makes its entry live
+ * (eng_cache_revive), nothing is copied or rebuilt.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eng_load.h"
 #include "eng_log.h"
 #include "eng_snapfile.h"
 #include "eng_snapshot.h"
@@ -47,6 +55,31 @@ typedef struct snap_writer
 	size_t		len;
 	atomic_int *writing;		/* the gallery's snap_writing */
 } snap_writer;
+
+/* A SNAPSHOT waiting for its gallery's file to be read. */
+typedef struct snap_waiter
+{
+	uint64_t	conn_id;
+	uint64_t	request_id;
+	uint32_t	profile_id;
+} snap_waiter;
+
+/* A snapshot file being read and checked in the pool. */
+typedef struct eng_snap_read
+{
+	eng_job		job;			/* first */
+	eng_gallery *gallery;
+	char		path[4096];
+	eng_snap_ident want;		/* profile 0: any */
+	eng_snap   *snap;			/* the result, or NULL */
+	bool		missing;
+	bool		cancelled;		/* EVICT removed the file meanwhile */
+	double		seconds;
+	mcc_error	err;
+	snap_waiter *waiters;
+	uint32_t	n_waiters;
+	uint32_t	cap_waiters;
+} eng_snap_read;
 
 static atomic_int writers_running = 0;
 
@@ -98,22 +131,64 @@ reply_info(eng_conn *c, uint64_t request_id, const eng_snap *snap)
 	eng_frame_end(&c->out, f);
 }
 
+/* Reply SNAPSHOT_INFO to a waiter still connected. */
+static void
+reply_waiter(eng_server *s, const snap_waiter *w, const eng_snap *snap)
+{
+	eng_conn   *c = eng_conn_by_id(s, w->conn_id);
+
+	if (c == NULL)
+		return;
+	if (snap != NULL && w->profile_id != 0 && snap->id.profile_id != w->profile_id)
+		snap = NULL;
+	reply_info(c, w->request_id, snap);
+}
+
+/* Add a SNAPSHOT to those a read answers; false if out of memory. */
+static bool
+add_waiter(eng_snap_read *r, const eng_conn *c, uint64_t request_id, uint32_t profile_id)
+{
+	if (r->n_waiters == r->cap_waiters)
+	{
+		uint32_t	cap = r->cap_waiters ? r->cap_waiters * 2 : 4;
+		snap_waiter *w = realloc(r->waiters, sizeof(*w) * cap);
+
+		if (w == NULL)
+			return false;
+		r->waiters = w;
+		r->cap_waiters = cap;
+	}
+	r->waiters[r->n_waiters++] = (snap_waiter) {c->id, request_id, profile_id};
+	return true;
+}
+
+static void
+read_run(eng_job *job, uint32_t part, void *scratch)
+{
+	eng_snap_read *r = (eng_snap_read *) job;
+	int64_t		t0 = eng_now_usec();
+
+	mcc_error_clear(&r->err);
+	(void) eng_snap_read_file(r->path, &r->want, &r->snap, &r->missing, &r->err);
+	r->seconds = (double) (eng_now_usec() - t0) / 1e6;
+}
+
+static void
+read_free(eng_snap_read *r)
+{
+	eng_snap_free(r->snap);
+	free(r->waiters);
+	free(r);
+}
+
 void
 eng_snapshot_info(eng_server *s, eng_conn *c, uint64_t request_id,
 				  const mcc_gallery_id *id, uint32_t profile_id)
 {
 	eng_gallery *g;
-	eng_snap_ident want = ident_of(s, id, profile_id);
-	char		path[4096];
-	char		name[64];
-	bool		missing;
-	mcc_error	err;
-	eng_snap   *snap;
-	int64_t		t0;
+	eng_snap_read *r;
 
-	if (s->cfg.snapshot_dir == NULL ||
-		!snap_path(s, id->db_oid, id->rel_oid, path, sizeof(path)) ||
-		(g = eng_gallery_get(s, id, true)) == NULL)
+	if (s->cfg.snapshot_dir == NULL || (g = eng_gallery_get(s, id, true)) == NULL)
 	{
 		reply_info(c, request_id, NULL);
 		return;
@@ -123,33 +198,70 @@ eng_snapshot_info(eng_server *s, eng_conn *c, uint64_t request_id,
 		reply_info(c, request_id, g->snap);
 		return;
 	}
+	if (g->snap_reading != NULL)
+	{
+		/* the read under way answers it too */
+		if (!add_waiter(g->snap_reading, c, request_id, profile_id))
+			reply_info(c, request_id, NULL);
+		return;
+	}
 	eng_snap_free(g->snap);
 	g->snap = NULL;
 	/* one writer at a time: a file being replaced is read after */
-	if (atomic_load(&g->snap_writing) || g->snapshotting)
+	if (atomic_load(&g->snap_writing) || g->snapshotting || (r = calloc(1, sizeof(*r))) == NULL)
 	{
 		reply_info(c, request_id, NULL);
 		return;
 	}
-	mcc_error_clear(&err);
-	t0 = eng_now_usec();
-	if (eng_snap_read_file(path, &want, &snap, &missing, &err) != MCC_OK)
+	if (!snap_path(s, id->db_oid, id->rel_oid, r->path, sizeof(r->path)) ||
+		!add_waiter(r, c, request_id, profile_id))
 	{
-		if (!missing)
-		{
-			eng_log(ENG_LOG_INFO, "gallery %s: cache snapshot \"%s\" ignored and removed: %s",
-					gname(id, name, sizeof(name)), path, err.message);
-			unlink(path);
-		}
+		read_free(r);
 		reply_info(c, request_id, NULL);
 		return;
 	}
-	eng_log(ENG_LOG_INFO, "gallery %s: cache snapshot \"%s\" read: %llu rows (%.1f MB) in %.2f s, "
-			"to check against the table", gname(id, name, sizeof(name)), path,
-			(unsigned long long) snap->n_rows, (double) snap->len / 1048576.0,
-			(double) (eng_now_usec() - t0) / 1e6);
-	g->snap = snap;
-	reply_info(c, request_id, snap);
+	r->job.run = read_run;
+	r->job.tag = ENG_JOB_SNAPSHOT_READ;
+	r->job.n_parts = 1;
+	r->gallery = g;
+	r->want = ident_of(s, id, 0);
+	g->snap_reading = r;
+	s->jobs++;
+	eng_pool_submit(s->pool, &r->job);
+}
+
+void
+eng_snapshot_read_done(eng_server *s, eng_job *job)
+{
+	eng_snap_read *r = (eng_snap_read *) job;
+	eng_gallery *g = r->gallery;
+	char		name[64];
+
+	s->jobs--;
+	g->snap_reading = NULL;
+	gname(&g->id, name, sizeof(name));
+	if (r->cancelled)
+	{
+		eng_snap_free(r->snap);
+		r->snap = NULL;
+	}
+	else if (r->snap == NULL && !r->missing)
+	{
+		eng_log(ENG_LOG_INFO, "gallery %s: cache snapshot \"%s\" ignored and removed: %s",
+				name, r->path, r->err.message);
+		unlink(r->path);
+	}
+	else if (r->snap != NULL)
+		eng_log(ENG_LOG_INFO, "gallery %s: cache snapshot \"%s\" read: %llu rows (%.1f MB) "
+				"in %.2f s, to check against the table", name, r->path,
+				(unsigned long long) r->snap->n_rows, (double) r->snap->len / 1048576.0,
+				r->seconds);
+	eng_snap_free(g->snap);
+	g->snap = r->snap;
+	r->snap = NULL;
+	for (uint32_t i = 0; i < r->n_waiters; i++)
+		reply_waiter(s, &r->waiters[i], g->snap);
+	read_free(r);
 }
 
 void
@@ -290,6 +402,12 @@ eng_snapshot_forget(eng_gallery *g)
 {
 	eng_snap_free(g->snap);
 	g->snap = NULL;
+	if (g->snap_reading != NULL)
+	{
+		/* the pool stopped with the read queued or done: nobody hands it back */
+		read_free(g->snap_reading);
+		g->snap_reading = NULL;
+	}
 	if (g->snapshotting != NULL)
 	{
 		/* the pool stopped with the encoding queued or done: nobody hands it back */
@@ -366,6 +484,8 @@ eng_snapshot_remove(eng_server *s, const mcc_gallery_id *id)
 			eng_snap_free(g->snap);
 			g->snap = NULL;
 			g->snap_dirty = false;
+			if (g->snap_reading != NULL)
+				g->snap_reading->cancelled = true;
 		}
 	}
 	d = opendir(s->cfg.snapshot_dir);
@@ -416,26 +536,47 @@ eng_snapshot_head(eng_server *s, eng_load *l, uint64_t tid, uint64_t xmin,
 				  uint64_t page_lsn, uint64_t insert_xid, uint64_t delete_xid)
 {
 	uint32_t	i;
-	eng_snap_row *r;
 
 	if (l->build == NULL || l->snap == NULL || l->perr != 0)
 		return;
 	i = eng_snap_find(l->snap, tid);
-	if (i == ENG_NONE)
+	if (i == ENG_NONE ||
+		!eng_snap_same_version(xmin, page_lsn, l->build->entries[i].xmin, l->snap->scan_lsn,
+							   l->next_xid))
 	{
 		want(l, tid);
 		return;
 	}
-	r = &l->snap->rows[i];
-	if (!eng_snap_same_version(xmin, page_lsn, r->xmin, l->snap->scan_lsn, l->next_xid))
-	{
-		want(l, tid);
-		return;
-	}
-	r->used = true;
-	eng_load_row(s, l, r->key, insert_xid, delete_xid, l->snap->buf + r->off, r->len, tid,
-				 (xmin & MCC_XMIN_FROZEN) ? r->xmin : xmin, true);
+	/* the entry keeps the snapshot's xmin: the heap's is equal, or frozen since */
+	l->snap->used[i] = 1;
+	eng_cache_revive(l->build, i, insert_xid, delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
+	l->rows++;
 	l->from_snap++;
+}
+
+bool
+eng_snapshot_take(eng_server *s, eng_load *l)
+{
+	eng_gallery *g = l->gallery;
+	eng_snap   *snap = g->snap;
+	char		name[64];
+
+	if (snap == NULL || snap->cache_taken || l->profile == NULL || l->perr != 0 ||
+		snap->id.profile_id != (uint32_t) l->profile->id)
+		return false;
+	g->snap = NULL;
+	if (!eng_load_adopt(s, l, snap->cache))
+	{
+		eng_log(ENG_LOG_INFO, "gallery %s: cache snapshot not used: no room for its %.1f MB "
+				"under the memory limit", gname(&g->id, name, sizeof(name)),
+				(double) snap->cache->bytes / 1048576.0);
+		eng_snap_free(snap);
+		return false;
+	}
+	snap->cache_taken = true;	/* the load's now; its index serves until WANT */
+	l->snap = snap;
+	l->snap_rows = snap->n_rows;
+	return true;
 }
 
 void

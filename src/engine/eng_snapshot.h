@@ -13,15 +13,30 @@
 #include "eng_server.h"
 
 #define ENG_JOB_SNAPSHOT	6		/* eng_job.tag (1-5: see eng_rescore.h) */
+#define ENG_JOB_SNAPSHOT_READ	7	/* a snapshot file read in the pool */
 #define ENG_SNAP_SETTLE_DELAY_USEC	((int64_t) 60 * 1000000)	/* after settles, at most this often */
 #define ENG_SNAP_LOAD_DELAY_USEC	((int64_t) 5 * 1000000)	/* after a load */
 
 /* Make the snapshot directory (if snapshots are on); false if it cannot be. */
 bool		eng_snapshot_init(eng_server *s);
 
-/* SNAPSHOT: read and check the gallery's snapshot, reply SNAPSHOT_INFO. */
+/*
+ * SNAPSHOT: reply SNAPSHOT_INFO with the gallery's snapshot, read and
+ * checked by a pool job first if it is not read yet (the reply comes then).
+ */
 void		eng_snapshot_info(eng_server *s, eng_conn *c, uint64_t request_id,
 							  const mcc_gallery_id *id, uint32_t profile_id);
+
+/* A snapshot's read came back from the pool: answer the SNAPSHOTs waiting. */
+void		eng_snapshot_read_done(eng_server *s, eng_job *job);
+
+/*
+ * LOAD_BEGIN of a snapshot-checked load: take the snapshot read for the
+ * gallery (if of the load's profile) and its cache as the one the load
+ * builds (charged, making room as a load does). False if there is none or
+ * no room: the load then has no snapshot to check.
+ */
+bool		eng_snapshot_take(eng_server *s, eng_load *l);
 
 /* The gallery's cache changed: write a snapshot within delay_usec. */
 void		eng_snapshot_due(eng_server *s, eng_gallery *g, int64_t delay_usec);

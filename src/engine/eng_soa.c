@@ -4,6 +4,8 @@
  */
 #include "eng_soa.h"
 
+#include <sys/mman.h>
+
 #include <string.h>
 
 uint64_t
@@ -22,6 +24,27 @@ eng_soa_bytes(const mcc_soa *g)
 	return eng_soa_bytes_for(g->profile, g->cap_tpl, g->cap_cyl);
 }
 
+void
+eng_advise_huge(void *p, size_t n)
+{
+	const uintptr_t huge = (uintptr_t) 2 << 20;
+	uintptr_t	a = ((uintptr_t) p + huge - 1) & ~(huge - 1);
+	uintptr_t	b = ((uintptr_t) p + n) & ~(huge - 1);
+
+	/* only whole huge pages inside the block; a refusal changes nothing */
+	if (p != NULL && b > a)
+		(void) madvise((void *) a, b - a, MADV_HUGEPAGE);
+}
+
+void
+eng_soa_advise(const mcc_soa *g)
+{
+	eng_advise_huge(g->bits, sizeof(uint64_t) * g->words * (size_t) g->cap_cyl);
+	eng_advise_huge(g->tpl, sizeof(uint32_t) * (size_t) g->cap_cyl);
+	eng_advise_huge(g->pc, sizeof(uint16_t) * (size_t) g->cap_cyl);
+	eng_advise_huge(g->angle, (size_t) g->cap_cyl);
+}
+
 mcc_status
 eng_soa_regrow(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err)
 {
@@ -34,6 +57,7 @@ eng_soa_regrow(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err)
 	st = mcc_soa_init(&n, g->profile, cap_tpl, cap_cyl, err);
 	if (st != MCC_OK)
 		return st;
+	eng_soa_advise(&n);
 	for (int w = 0; w < g->words; w++)
 		memcpy(n.bits + (size_t) w * n.cap_cyl, g->bits + (size_t) w * g->cap_cyl,
 			   (size_t) g->n_cyl * sizeof(uint64_t));

@@ -24,6 +24,18 @@ uint64_t	eng_soa_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_
 uint64_t	eng_soa_bytes(const mcc_soa *g);
 
 /*
+ * Ask the kernel for transparent huge pages in the block p of n bytes
+ * (those whole 2 MB pages inside it), before it is first written: a
+ * gallery's arrays are hundreds of MB written once, and a page fault per 4
+ * kB was most of a load's time on a virtual machine. Harmless where the
+ * kernel says no.
+ */
+void		eng_advise_huge(void *p, size_t n);
+
+/* The same for g's per-cylinder arrays. */
+void		eng_soa_advise(const mcc_soa *g);
+
+/*
  * Replace g by a copy with capacities cap_tpl >= g->n_tpl and
  * cap_cyl >= g->n_cyl; g is unchanged on failure.
  */

@@ -68,7 +68,7 @@
  *                 fails with MCC_PERR_MEMORY)
  *   LOAD_ROWS    uint32 n, n x load_row          (any number of frames)
  *   LOAD_END     (empty)
- *                -> LOADED uint64 entries, uint64 bytes   or ERROR
+ *                -> LOADED uint64 entries (searchable), uint64 bytes   or ERROR
  *                (LOAD_BEGIN/ROWS carry the request_id of LOAD_END's reply;
  *                 deltas of generation > `generation` that arrive during the
  *                 load are applied after it)
@@ -121,15 +121,17 @@
  *                -> SNAPSHOT_INFO uint32 usable (1: a snapshot of this
  *                   gallery, signature and profile was read and checked),
  *                   uint32 profile_id, uint64 rows
- *                (a damaged or foreign file is logged, removed, usable 0)
+ *                (a damaged or foreign file is logged, removed, usable 0;
+ *                the file is read in a pool thread: the reply comes then)
  *   LOAD_BEGIN with MCC_LOAD_SNAPSHOT, then
  *   LOAD_HEADS   uint32 n, n x head                   (any number of frames)
  *   LOAD_HEADS_END (empty)
  *                -> WANT uint32 n, n x uint64 tid: the heap tuples whose
  *                   version the snapshot does not prove (the client sends
  *                   them as LOAD_ROWS, then LOAD_END as for any load);
- *                   every other head became an entry with the snapshot's
- *                   key and template and the head's xids
+ *                   every other head made the snapshot's row of its
+ *                   tuple id live with the head's xids; rows no head
+ *                   claimed stay tombstones
  *                -> ERROR MCC_PERR_NOT_LOADED (no usable snapshot any more),
  *                   MCC_PERR_TOO_LARGE (WANT would pass the frame limit):
  *                   the client loads in full instead

@@ -23,7 +23,7 @@ int			mcc_max_delta_rows = 10000;
 int			mcc_max_galleries = 64;
 int			mcc_image_worker_threads = 0;
 int			mcc_image_queue_limit = 0;
-bool		mcc_cache_snapshots = false;
+bool		mcc_cache_snapshots = true;
 int			mcc_progress_interval = 5000;
 int			mcc_change_log_prune_interval = 60;
 int			mcc_change_log_retention = 600;
@@ -127,9 +127,8 @@ mcc_service_define_server_gucs(void)
 							 "The matcher engine writes each cache to the data directory's "
 							 "mcc/ folder; after a restart a load checks it against the "
 							 "table's tuple headers and reads only the rows it cannot prove "
-							 "unchanged. Off (the default until a check restores faster "
-							 "than a load): nothing is written or read.",
-							 &mcc_cache_snapshots, false,
+							 "unchanged. Off: nothing is written or read.",
+							 &mcc_cache_snapshots, true,
 							 PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mcc.image_queue_limit",
 							"Image and point jobs the matcher engine takes at once.",

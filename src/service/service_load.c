@@ -31,9 +31,13 @@
  * Progress: the slot records the load's rows and heap blocks so far, for
  * mcc_gallery_status; an interactive mcc_gallery_preload() also gets a
  * NOTICE every mcc.progress_interval.
+ *
+ * A load that checks the engine's cache snapshot first is in
+ * src/service_load_check.c; both share src/service_load.h.
  */
 #include "mcc_pg.h"
 #include "service.h"
+#include "service_load.h"
 #include "gallery.h"
 #include "mcc_match.h"
 
@@ -59,56 +63,8 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
-#define LOAD_FRAME_BYTES	(1024 * 1024)	/* LOAD_ROWS frames of about this size */
 #define LOAD_RETRY_MS		10000	/* after a load over the memory limit */
 
-/* progress of a load as its slot and NOTICEs report it */
-typedef struct load_progress
-{
-	bool		notices;		/* MCC_LOADOPT_PROGRESS for an interactive caller */
-	TimestampTz started;
-	TimestampTz last_notice;
-	bool		noticed;		/* a NOTICE went out */
-	uint64		rows_expected;	/* the planner's estimate (0: none) */
-	uint64		blocks_total;
-	uint64		blocks_before;	/* of the relations scanned before the current one */
-	HeapScanDesc scan;			/* the current relation's, or NULL */
-} load_progress;
-
-/* A load in progress. */
-typedef struct load_state
-{
-	mcc_gallery_ref *g;
-	int			profile_id;		/* 0: take the first row's */
-	uint64		request_id;
-	uint64		gen;			/* generation the load claims */
-	bool		begun;			/* LOAD_BEGIN sent */
-	MemoryContext cxt;			/* for the frames (rows use a context reset per row) */
-	TransactionId horizon;
-	bool		in_recovery;	/* a hot standby's load */
-	uint64		log_head;		/* then: the change log position it claims */
-	StringInfoData frame;		/* LOAD_ROWS being filled */
-	uint32		n_rows;			/* rows in frame */
-	uint64		rows_sent;
-	mcc_load_result result;		/* set with why when the load cannot proceed */
-	char	   *why;
-	TransactionId pin_xmin;		/* our snapshot's xmin: what no vacuum can remove */
-	uint64		guarded;		/* versions read in a subtransaction */
-	uint64		vanished;		/* versions whose TOAST vacuum removed meanwhile */
-	uint32		flags;			/* LOAD_BEGIN's MCC_LOAD_* */
-	load_progress prog;
-	/* tuple identities (MCC_LOAD_IDS) and cache snapshots */
-	uint64		scan_lsn;		/* WAL insert position before the scan */
-	uint64		next_xid;		/* next full xid before the scan */
-	Oid		   *rel_order;		/* the gallery's relations by OID: tid ordinals */
-	int			n_rel_order;
-	uint64		cur_ordinal;	/* of the relation being read, << 48 */
-	bool		snapshot;		/* check the engine's snapshot (heads first) */
-	uint64		heads;			/* heads sent */
-	uint64		wanted;			/* tuples the engine asked for */
-} load_state;
-
-static void progress_report(load_state *st);
 
 /* Relations, columns and signature of gallery g. */
 void
@@ -197,8 +153,8 @@ mcc_slot_mark_reload(const mcc_gallery_ref *g)
 }
 
 /* Send LOAD_BEGIN (once the profile is known). */
-static void
-send_begin(load_state *st)
+void
+mcc_load_send_begin(load_state *st)
 {
 	StringInfoData f;
 
@@ -222,8 +178,8 @@ send_begin(load_state *st)
 }
 
 /* Start a LOAD_ROWS frame. */
-static void
-rows_frame_begin(load_state *st)
+void
+mcc_load_rows_frame_begin(load_state *st)
 {
 	MemoryContext old = MemoryContextSwitchTo(st->cxt);
 
@@ -243,8 +199,8 @@ rows_flush(load_state *st)
 	mcc_conn_send(&st->frame, MCC_MSG_LOAD_ROWS, st->request_id);
 	st->rows_sent += st->n_rows;
 	pfree(st->frame.data);
-	rows_frame_begin(st);
-	progress_report(st);
+	mcc_load_rows_frame_begin(st);
+	mcc_load_progress_report(st);
 }
 
 /*
@@ -257,8 +213,8 @@ rows_flush(load_state *st)
  * by another transaction still running (it may abort). Our snapshot pins
  * every other version we keep.
  */
-static bool
-tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon, TransactionId pin_xmin,
+bool
+mcc_load_tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon, TransactionId pin_xmin,
 		   uint64 *ins, uint64 *del, bool *risky)
 {
 	HeapTupleHeader h = tuple->t_data;
@@ -337,8 +293,8 @@ mcc_guarded_detoast(struct varlena *v)
 }
 
 /* A tuple's gallery-wide id (mcc_proto.h's load_ids): ordinal, block, offset. */
-static uint64
-tuple_tid(const load_state *st, HeapTuple tuple)
+uint64
+mcc_load_tuple_tid(const load_state *st, HeapTuple tuple)
 {
 	return st->cur_ordinal |
 		((uint64) ItemPointerGetBlockNumberNoCheck(&tuple->t_self) << 16) |
@@ -350,8 +306,8 @@ tuple_tid(const load_state *st, HeapTuple tuple)
  * with the raw xmin when the tuple is frozen (its epoch is then unknown: a
  * frozen xmin may be older than 2^31 xids).
  */
-static uint64
-tuple_xmin_id(const load_state *st, HeapTupleHeader h)
+uint64
+mcc_load_tuple_xmin_id(const load_state *st, HeapTupleHeader h)
 {
 	TransactionId raw = HeapTupleHeaderGetRawXmin(h);
 	TransactionId next = XidFromFullTransactionId(FullTransactionIdFromU64(st->next_xid));
@@ -363,8 +319,8 @@ tuple_xmin_id(const load_state *st, HeapTupleHeader h)
 }
 
 /* Append one row to the LOAD_ROWS frame; false (with st->why) if unloadable. */
-static bool
-add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
+bool
+mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 		AttrNumber tpl_att, uint64 ins, uint64 del, bool risky)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -405,15 +361,15 @@ add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 		return false;
 	}
 	if (!st->begun)
-		send_begin(st);
+		mcc_load_send_begin(st);
 	mcc_put_i64(&st->frame, mcc_key_int64(key, TupleDescAttr(desc, key_att - 1)->atttypid));
 	mcc_put_u64(&st->frame, ins);
 	mcc_put_u64(&st->frame, del);
 	mcc_put_bytes(&st->frame, t, VARSIZE(t));
 	if (st->flags & MCC_LOAD_IDS)
 	{
-		mcc_put_u64(&st->frame, tuple_tid(st, tuple));
-		mcc_put_u64(&st->frame, tuple_xmin_id(st, tuple->t_data));
+		mcc_put_u64(&st->frame, mcc_load_tuple_tid(st, tuple));
+		mcc_put_u64(&st->frame, mcc_load_tuple_xmin_id(st, tuple->t_data));
 	}
 	st->n_rows++;
 	if ((Pointer) t != DatumGetPointer(tpl))
@@ -447,8 +403,8 @@ relation_order(load_state *st)
 }
 
 /* relid's ordinal, shifted into a tid's top 16 bits. */
-static uint64
-relation_ordinal(const load_state *st, Oid relid)
+uint64
+mcc_load_relation_ordinal(const load_state *st, Oid relid)
 {
 	for (int i = 0; i < st->n_rel_order; i++)
 		if (st->rel_order[i] == relid)
@@ -484,7 +440,7 @@ load_relation(load_state *st, Oid relid)
 		relation_close(rel, NoLock);
 		return false;
 	}
-	st->cur_ordinal = relation_ordinal(st, relid);
+	st->cur_ordinal = mcc_load_relation_ordinal(st, relid);
 	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row", ALLOCSET_DEFAULT_SIZES);
 	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
 	st->prog.scan = (HeapScanDesc) scan;
@@ -499,13 +455,13 @@ load_relation(load_state *st, Oid relid)
 
 		CHECK_FOR_INTERRUPTS();
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		keep = tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
+		keep = mcc_load_tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
 		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 		if (!keep)
 			continue;
 		/* the pin keeps the tuple's data in place without the lock */
 		old = MemoryContextSwitchTo(row_cxt);
-		ok = add_row(st, rel, tuple, key_att, tpl_att, ins, del, risky);
+		ok = mcc_load_add_row(st, rel, tuple, key_att, tpl_att, ins, del, risky);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(row_cxt);
 	}
@@ -539,119 +495,6 @@ gallery_size(List *relids, uint64 *rows, uint64 *blocks)
 		relation_close(rel, NoLock);
 	}
 	*rows = (uint64) total;
-}
-
-/* Heap blocks the load has read (a synchronized scan may start mid-table). */
-static uint64
-blocks_done(const load_progress *p)
-{
-	uint64		d = p->blocks_before;
-	HeapScanDesc h = p->scan;
-
-	if (h != NULL && h->rs_nblocks > 0 && BlockNumberIsValid(h->rs_cblock))
-		d += ((uint64) h->rs_cblock + h->rs_nblocks - h->rs_startblock) % h->rs_nblocks + 1;
-	return Min(d, p->blocks_total);
-}
-
-/*
- * Estimates of a load in progress: its total rows, its rate (rows per
- * second) and the seconds left, each -1 when unknown. The fraction done is
- * that of the heap blocks read; the total is the planner's estimate, or
- * extrapolated from the blocks when there is none, and exact once every
- * block is read.
- */
-void
-mcc_load_estimate(uint64 rows, uint64 rows_expected, uint64 blocks, uint64 blocks_total,
-				  double elapsed, double *total, double *rate, double *left)
-{
-	double		fraction = blocks_total > 0 ? (double) blocks / blocks_total :
-		rows_expected > 0 ? Min(1.0, (double) rows / rows_expected) : -1;
-
-	*rate = elapsed > 0 ? rows / elapsed : -1;
-	if (fraction >= 1.0)
-		*total = (double) rows;
-	else if (rows_expected > 0)
-		*total = (double) Max(rows_expected, rows);
-	else
-		*total = fraction > 0 ? rows / fraction : -1;
-	*left = fraction >= 1.0 ? 0 : fraction > 0 ? elapsed * (1 - fraction) / fraction : -1;
-}
-
-/* The load's progress in its slot; done: the load is over. */
-static void
-slot_progress(const load_state *st, bool done)
-{
-	const mcc_gallery_ref *g = st->g;
-	mcc_svc_gallery *s = &mcc_svc->slots[g->slot];
-
-	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_EXCLUSIVE))
-		return;
-	if (done)
-	{
-		if (s->load_pid == MyProcPid)
-			s->load_pid = 0;
-	}
-	else
-	{
-		s->load_pid = MyProcPid;
-		s->load_started = st->prog.started;
-		s->load_rows = st->rows_sent;
-		s->load_rows_expected = st->prog.rows_expected;
-		s->load_blocks = blocks_done(&st->prog);
-		s->load_blocks_total = st->prog.blocks_total;
-	}
-	LWLockRelease(MCC_SLOT_LOCK(g->slot));
-}
-
-/* A FATAL exit in the middle of a load must not leave it marked in progress. */
-static void
-forget_own_loads(int code, Datum arg)
-{
-	int			i;
-
-	if (mcc_svc == NULL)
-		return;
-	/* a plain store of our own pid's mark: no lock needed, none may be held */
-	for (i = 0; i < mcc_svc->n_slots; i++)
-		if (mcc_svc->slots[i].load_pid == MyProcPid)
-			mcc_svc->slots[i].load_pid = 0;
-}
-
-/* "2 min 46 s" */
-static char *
-duration_text(double secs)
-{
-	if (secs < 90)
-		return psprintf("%.0f s", secs);
-	if (secs < 5400)
-		return psprintf("%d min %d s", (int) (secs / 60), (int) secs % 60);
-	return psprintf("%d h %d min", (int) (secs / 3600), ((int) secs % 3600) / 60);
-}
-
-/* Publish the progress; a NOTICE every mcc.progress_interval when asked for. */
-static void
-progress_report(load_state *st)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	double		elapsed = (double) (now - st->prog.started) / USECS_PER_SEC;
-	double		total;
-	double		rate;
-	double		left;
-	uint64		blocks = blocks_done(&st->prog);
-
-	slot_progress(st, false);
-	if (!st->prog.notices || mcc_progress_interval < 0 ||
-		!TimestampDifferenceExceeds(st->prog.last_notice, now, mcc_progress_interval))
-		return;
-	st->prog.last_notice = now;
-	st->prog.noticed = true;
-	mcc_load_estimate(st->rows_sent, st->prog.rows_expected, blocks, st->prog.blocks_total,
-					  elapsed, &total, &rate, &left);
-	ereport(NOTICE,
-			(errmsg("gallery \"%s\": " UINT64_FORMAT " of about %.0f rows loaded (%d%%), %.0f rows/s, about %s left",
-					get_rel_name(st->g->relid), st->rows_sent, Max(total, 0),
-					st->prog.blocks_total > 0 ? (int) (100 * blocks / st->prog.blocks_total) : 0,
-					Max(rate, 0), left >= 0 ? duration_text(left) : "an unknown time")));
 }
 
 /* The generation to claim for a load: the slot's current one. */
@@ -702,13 +545,13 @@ slot_load_refused(const mcc_gallery_ref *g)
 }
 
 /* Send the last rows and LOAD_END; the engine's answer in *reply. */
-static bool
-finish_load(load_state *st, mcc_reply *reply)
+bool
+mcc_load_finish(load_state *st, mcc_reply *reply)
 {
 	StringInfoData f;
 
 	if (!st->begun)
-		send_begin(st);			/* an empty gallery */
+		mcc_load_send_begin(st);			/* an empty gallery */
 	rows_flush(st);
 	mcc_frame_begin(&f);
 	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);
@@ -722,253 +565,6 @@ finish_load(load_state *st, mcc_reply *reply)
 	return true;
 }
 
-/* Start a LOAD_HEADS frame (its count patched when sent). */
-static void
-heads_frame_begin(load_state *st, StringInfo f)
-{
-	MemoryContext old = MemoryContextSwitchTo(st->cxt);
-
-	mcc_frame_begin(f);
-	MemoryContextSwitchTo(old);
-	mcc_put_u32(f, 0);
-}
-
-static void
-heads_flush(load_state *st, StringInfo f, uint32 *n)
-{
-	if (*n == 0)
-		return;
-	memcpy(f->data + sizeof(mcc_frame_hdr), n, sizeof(uint32));
-	mcc_conn_send(f, MCC_MSG_LOAD_HEADS, st->request_id);
-	pfree(f->data);
-	heads_frame_begin(st, f);
-	*n = 0;
-	progress_report(st);
-}
-
-/*
- * Send the tuple headers of one heap relation for a snapshot check: what a
- * load row carries but the key and template (nothing detoasted), with the
- * page's LSN. False (with st->why) if it cannot be loaded.
- */
-static bool
-heads_relation(load_state *st, Oid relid, StringInfo f, uint32 *n)
-{
-	Relation	rel = relation_open(relid, NoLock);
-	AttrNumber	tpl_att = mcc_column_attnum(relid, st->g->tpl_name);
-	TableScanDesc scan;
-	HeapTuple	tuple;
-	bool		wal;
-
-	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-	{
-		relation_close(rel, NoLock);
-		return true;
-	}
-	if (rel->rd_rel->relkind != RELKIND_RELATION ||
-		rel->rd_tableam != GetHeapamTableAmRoutine() || tpl_att == InvalidAttrNumber)
-	{
-		st->result = MCC_LOAD_MIXED;
-		st->why = psprintf("relation \"%s\" is not a heap table with the gallery's columns",
-						   RelationGetRelationName(rel));
-		relation_close(rel, NoLock);
-		return false;
-	}
-	/* pages of a relation without WAL keep no LSN: never "unchanged since" */
-	wal = RelationNeedsWAL(rel);
-	st->cur_ordinal = relation_ordinal(st, relid);
-	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
-	st->prog.scan = (HeapScanDesc) scan;
-	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
-	{
-		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
-		uint64		ins;
-		uint64		del;
-		uint64		lsn;
-		bool		keep;
-		bool		risky;
-
-		CHECK_FOR_INTERRUPTS();
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		keep = tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
-		lsn = wal ? (uint64) BufferGetLSNAtomic(buf) : PG_UINT64_MAX;
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		if (!keep || heap_attisnull(tuple, tpl_att, RelationGetDescr(rel)))
-			continue;
-		mcc_put_u64(f, tuple_tid(st, tuple));
-		mcc_put_u64(f, tuple_xmin_id(st, tuple->t_data));
-		mcc_put_u64(f, lsn);
-		mcc_put_u64(f, ins);
-		mcc_put_u64(f, del);
-		(*n)++;
-		st->heads++;
-		if (f->len >= LOAD_FRAME_BYTES)
-			heads_flush(st, f, n);
-	}
-	st->prog.blocks_before += ((HeapScanDesc) scan)->rs_nblocks;
-	st->prog.scan = NULL;
-	table_endscan(scan);
-	relation_close(rel, NoLock);
-	return true;
-}
-
-/*
- * Read the tuples the engine wants (tids in scan order) and send them as
- * load rows. A tuple gone since the heads were read is dead to every
- * snapshot; a new one in its place is read as a load reads any tuple it
- * meets (the engine absorbs its delta). False (with st->why) if unloadable.
- */
-static bool
-fetch_wanted(load_state *st, const uint64 *tids, uint32 n)
-{
-	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row",
-												  ALLOCSET_DEFAULT_SIZES);
-	Relation	rel = NULL;
-	int			cur = -1;
-	AttrNumber	key_att = InvalidAttrNumber;
-	AttrNumber	tpl_att = InvalidAttrNumber;
-	BlockNumber nblocks = 0;
-	bool		ok = true;
-
-	for (uint32 i = 0; ok && i < n; i++)
-	{
-		int			ordinal = (int) (tids[i] >> 48);
-		BlockNumber blk = (BlockNumber) ((tids[i] >> 16) & 0xFFFFFFFF);
-		OffsetNumber off = (OffsetNumber) (tids[i] & 0xFFFF);
-		Buffer		buf;
-		Page		page;
-		ItemId		lp;
-		HeapTupleData tup;
-		uint64		ins;
-		uint64		del;
-		bool		keep;
-		bool		risky;
-		MemoryContext old;
-
-		CHECK_FOR_INTERRUPTS();
-		if (ordinal >= st->n_rel_order)
-			elog(ERROR, "matcher engine asked for tuple id " UINT64_FORMAT " of no relation", tids[i]);
-		if (ordinal != cur)
-		{
-			if (rel != NULL)
-				relation_close(rel, NoLock);
-			rel = relation_open(st->rel_order[ordinal], NoLock);
-			key_att = mcc_column_attnum(RelationGetRelid(rel), st->g->key_name);
-			tpl_att = mcc_column_attnum(RelationGetRelid(rel), st->g->tpl_name);
-			nblocks = RelationGetNumberOfBlocks(rel);
-			st->cur_ordinal = (uint64) ordinal << 48;
-			cur = ordinal;
-		}
-		if (blk >= nblocks)
-			continue;
-		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page) ||
-			!ItemIdIsNormal(lp = PageGetItemId(page, off)))
-		{
-			UnlockReleaseBuffer(buf);
-			continue;
-		}
-		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tup.t_len = ItemIdGetLength(lp);
-		tup.t_tableOid = RelationGetRelid(rel);
-		ItemPointerSet(&tup.t_self, blk, off);
-		keep = tuple_xids(&tup, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		if (keep)
-		{
-			/* the pin keeps the tuple's data in place without the lock */
-			old = MemoryContextSwitchTo(row_cxt);
-			ok = add_row(st, rel, &tup, key_att, tpl_att, ins, del, risky);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(row_cxt);
-		}
-		ReleaseBuffer(buf);
-	}
-	if (rel != NULL)
-		relation_close(rel, NoLock);
-	MemoryContextDelete(row_cxt);
-	return ok;
-}
-
-/*
- * A load that checks the engine's snapshot: LOAD_BEGIN, every tuple's
- * header, then the tuples the engine wants as rows, then LOAD_END. *full
- * is set (and nothing more sent) when the engine has no usable snapshot
- * any more or wants too many tuples to say: the caller loads in full.
- */
-static bool
-stream_snapshot_load(load_state *st, mcc_reply *reply, bool *full)
-{
-	StringInfoData f;
-	StringInfoData heads;
-	uint32		n = 0;
-	uint32		n_want;
-	uint64	   *tids;
-	ListCell   *lc;
-
-	*full = false;
-	send_begin(st);
-	heads_frame_begin(st, &heads);
-	foreach(lc, st->g->relids)
-		if (!heads_relation(st, lfirst_oid(lc), &heads, &n))
-			return false;
-	heads_flush(st, &heads, &n);
-	mcc_frame_begin(&f);
-	mcc_conn_send(&f, MCC_MSG_LOAD_HEADS_END, st->request_id);
-	pfree(f.data);
-	if (!mcc_conn_wait_reply(st->request_id, reply))
-	{
-		st->result = MCC_LOAD_UNAVAILABLE;
-		st->why = pstrdup("the matcher engine did not check the cache snapshot within mcc.request_timeout");
-		return false;
-	}
-	if (reply->type == MCC_MSG_ERROR &&
-		(reply->err_code == MCC_PERR_NOT_LOADED || reply->err_code == MCC_PERR_TOO_LARGE))
-	{
-		elog(DEBUG1, "mcc: gallery %u: cache snapshot not used: %s", st->g->relid,
-			 reply->err_message);
-		*full = true;
-		return true;
-	}
-	if (reply->type != MCC_MSG_WANT)
-		return true;			/* the load's answer (an error) */
-	n_want = mcc_get_u32(&reply->body);
-	tids = palloc(sizeof(uint64) * Max(n_want, 1));
-	for (uint32 i = 0; i < n_want; i++)
-		tids[i] = mcc_get_u64(&reply->body);
-	st->wanted = n_want;
-	rows_frame_begin(st);
-	if (!fetch_wanted(st, tids, n_want))
-		return false;
-	pfree(tids);
-	return finish_load(st, reply);
-}
-
-/*
- * Has the engine a snapshot of this gallery that a load can check (it
- * reads and checks the file now)? Its profile goes to *profile_id.
- */
-static bool
-engine_has_snapshot(const mcc_gallery_ref *g, int *profile_id)
-{
-	StringInfoData f;
-	uint64		id = mcc_conn_next_id();
-	mcc_reply	reply;
-
-	mcc_frame_begin(&f);
-	mcc_put_gallery(&f, &g->id);
-	mcc_put_u32(&f, (uint32) *profile_id);
-	mcc_conn_send(&f, MCC_MSG_SNAPSHOT, id);
-	pfree(f.data);
-	if (!mcc_conn_wait_reply(id, &reply) || reply.type != MCC_MSG_SNAPSHOT_INFO ||
-		mcc_get_u32(&reply.body) == 0)
-		return false;
-	*profile_id = (int) mcc_get_u32(&reply.body);
-	return true;
-}
-
 /* Send LOAD_BEGIN, every row, LOAD_END; the engine's answer in *reply. */
 static bool
 stream_load(load_state *st, mcc_reply *reply)
@@ -979,7 +575,7 @@ stream_load(load_state *st, mcc_reply *reply)
 	{
 		bool		full;
 
-		if (!stream_snapshot_load(st, reply, &full))
+		if (!mcc_load_stream_snapshot(st, reply, &full))
 			return false;
 		if (!full)
 			return true;
@@ -990,11 +586,11 @@ stream_load(load_state *st, mcc_reply *reply)
 		st->request_id = mcc_conn_next_id();
 		st->prog.blocks_before = 0;
 	}
-	rows_frame_begin(st);
+	mcc_load_rows_frame_begin(st);
 	foreach(lc, st->g->relids)
 		if (!load_relation(st, lfirst_oid(lc)))
 			return false;
-	return finish_load(st, reply);
+	return mcc_load_finish(st, reply);
 }
 
 /* Run the load; any error in the middle abandons it by closing the connection. */
@@ -1071,7 +667,7 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	if (mcc_cache_snapshots && st.n_rel_order <= 0xFFFF)
 		st.flags |= MCC_LOAD_IDS;
 	/* a cache that must be loaded anyway may come from the engine's snapshot */
-	if (replace && (st.flags & MCC_LOAD_IDS) && engine_has_snapshot(g, &st.profile_id))
+	if (replace && (st.flags & MCC_LOAD_IDS) && mcc_load_engine_has_snapshot(g, &st.profile_id))
 	{
 		st.snapshot = true;
 		st.flags |= MCC_LOAD_SNAPSHOT;
@@ -1111,17 +707,17 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	gallery_size(g->relids, &st.prog.rows_expected, &st.prog.blocks_total);
 	if (!watching)
 	{
-		before_shmem_exit(forget_own_loads, 0);
+		before_shmem_exit(mcc_load_forget_own, 0);
 		watching = true;
 	}
-	slot_progress(&st, false);
+	mcc_load_slot_progress(&st, false);
 	PG_TRY();
 	{
 		ok = stream_load_guarded(&st, &reply);
 	}
 	PG_FINALLY();
 	{
-		slot_progress(&st, true);
+		mcc_load_slot_progress(&st, true);
 	}
 	PG_END_TRY();
 	if (!ok)

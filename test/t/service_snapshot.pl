@@ -3,9 +3,10 @@
 # tuple headers prove it current, reading from the table only the rows that
 # changed (before the shutdown without the snapshot refreshed, and right
 # after the start), also after VACUUM FREEZE; identify() under
-# mcc.fallback = error equals brute force every time. A damaged snapshot, one
-# of another table and one of the table before a rewrite are ignored with a
-# log line and the gallery is loaded in full.
+# mcc.fallback = error equals brute force every time. A damaged snapshot, a
+# truncated one, one of the old format, one of another table and one of the
+# table before a rewrite are ignored with a log line and the gallery is
+# loaded in full.
 use strict;
 use warnings;
 
@@ -120,6 +121,28 @@ $off = restart();
 is(check_all_probes($node, 'g', 5), 0, 'exact answers after a restart (rows frozen when read)');
 ($heads, $read) = snapshot_use($off);
 is($read, 0, 'no row read: frozen rows on pages unchanged since they were read');
+
+# a truncated snapshot, then one of format 1 (an engine before the bulk
+# restore): each ignored with a log line, the gallery loaded in full
+# (the file of the last restart is still current: nothing was read)
+$off = restart(sub { truncate($file, (-s $file) - 1000) or die "truncate: $!" });
+is(check_all_probes($node, 'g', 5), 0, 'exact answers after a restart with a truncated snapshot');
+ok($node->log_contains(qr/${db}_$rel\.snap" ignored and removed: it is truncated/, $off),
+	'the truncated snapshot is ignored with a log line');
+ok(!defined((snapshot_use($off))[0]), 'and not used');
+ok(wait_written($rel, $off), 'a new snapshot was written after the full load');
+$off = restart(sub {
+	open(my $fh, '+<', $file) or die "open: $!";
+	binmode $fh;
+	seek($fh, 8, 0);
+	print $fh pack('L', 1);
+	close $fh;
+});
+is(check_all_probes($node, 'g', 5), 0, 'exact answers after a restart with a format-1 snapshot');
+ok($node->log_contains(qr/${db}_$rel\.snap" ignored and removed: it has another format version \(format 1, not 2\)/, $off),
+	'a snapshot of the old format is ignored with a log line');
+ok(!defined((snapshot_use($off))[0]), 'and not used');
+ok(wait_written($rel, $off), 'a new snapshot was written after the full load');
 
 # another table's snapshot put in place of h's
 $off = -s $node->logfile;

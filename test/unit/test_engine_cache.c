@@ -458,6 +458,99 @@ test_rebuild_other_profile(const tl_tpl *t, int n)
 	tl_templates_free(o, n);
 }
 
+/*
+ * Rows appended in bulk (eng_cache_bulk_*: a load's frame) leave the cache
+ * exactly as eng_cache_append row by row would, in two frames, with rows
+ * written out of order (as threads may), settled and unsettled xids and
+ * deletes.
+ */
+static void
+test_bulk_equals_append(const tl_tpl *t, int n)
+{
+	mcc_error	err;
+	eng_cache  *a = eng_cache_new(prof, NULL, 8, 8, &err);
+	eng_cache  *b = eng_cache_new(prof, NULL, 8, 8, &err);
+	mcc_template_view *v = calloc((size_t) n, sizeof(*v));
+	eng_bulk_at *at = calloc((size_t) n, sizeof(*at));
+	bool		ok = a != NULL && b != NULL && v != NULL && at != NULL;
+	int			split = n / 3;
+
+	for (int i = 0; ok && i < n; i++)
+	{
+		uint64_t	ixid = i % 4 == 0 ? 0 : 100 + (uint64_t) i % 7;
+		uint64_t	dxid = i % 5 == 0 ? 200 + (uint64_t) i % 3 : 0;
+		uint32_t	idx;
+
+		v[i] = tl_view(&t[i]);
+		ok = eng_cache_append(a, i % 50, mcc_template_hash(t[i].b, t[i].n), ixid, dxid,
+							  ENG_E_LOAD_INS | ENG_E_LOAD_DEL, &v[i], &idx, &err) == MCC_OK;
+		a->entries[idx].tid = (uint64_t) i + 1;
+		a->entries[idx].xmin = 7;
+	}
+	for (int f = 0; ok && f < 2; f++)
+	{
+		int			lo = f == 0 ? 0 : split;
+		int			m = (f == 0 ? split : n) - lo;
+		uint64_t	cyl = 0;
+		uint64_t	side = 0;
+
+		ok = eng_cache_bulk_reserve(b, (uint32_t) m, v + lo, at, &err) == MCC_OK;
+		/* backwards: the order of the writes must not matter */
+		for (int i = m - 1; ok && i >= 0; i--)
+		{
+			int			r = lo + i;
+
+			eng_cache_bulk_put(b, (uint32_t) i, &at[i], r % 50, mcc_template_hash(t[r].b, t[r].n),
+							   r % 4 == 0 ? 0 : 100 + (uint64_t) r % 7,
+							   r % 5 == 0 ? 200 + (uint64_t) r % 3 : 0, &v[r], (uint64_t) r + 1, 7);
+			cyl += (uint64_t) v[r].n_cyl;
+			side += eng_side_bytes(&v[r]);
+		}
+		if (ok)
+			eng_cache_bulk_end(b, (uint32_t) m, cyl, side);
+	}
+	UNIT_CHECK(ok && a->soa.n_tpl == b->soa.n_tpl && a->soa.n_cyl == b->soa.n_cyl &&
+			   a->n_side == b->n_side && a->n_unsettled == b->n_unsettled,
+			   "bulk append: the same counts as row by row (%u entries)", ok ? b->soa.n_tpl : 0);
+	for (uint32_t k = 0; ok && k < a->soa.n_tpl; k++)
+	{
+		const eng_entry *x = &a->entries[k];
+		const eng_entry *y = &b->entries[k];
+
+		ok = x->key == y->key && x->hash == y->hash && x->insert_xid == y->insert_xid &&
+			x->delete_xid == y->delete_xid && x->side == y->side && x->flags == y->flags &&
+			x->tid == y->tid && x->xmin == y->xmin &&
+			a->soa.first[k] == b->soa.first[k] && a->soa.ncyl[k] == b->soa.ncyl[k] &&
+			a->soa.id[k] == b->soa.id[k];
+	}
+	ok = ok && a->soa.first[a->soa.n_tpl] == b->soa.first[b->soa.n_tpl] &&
+		memcmp(a->side, b->side, a->n_side) == 0 &&
+		memcmp(a->soa.pc, b->soa.pc, a->soa.n_cyl * sizeof(uint16_t)) == 0 &&
+		memcmp(a->soa.angle, b->soa.angle, a->soa.n_cyl) == 0 &&
+		memcmp(a->soa.tpl, b->soa.tpl, a->soa.n_cyl * sizeof(uint32_t)) == 0;
+	for (int w = 0; ok && w < a->soa.words; w++)
+		ok = memcmp(a->soa.bits + (size_t) w * a->soa.cap_cyl, b->soa.bits + (size_t) w * b->soa.cap_cyl,
+					a->soa.n_cyl * sizeof(uint64_t)) == 0;
+	UNIT_CHECK(ok, "bulk append: entries, sides and cylinders equal to row by row");
+	/* the key index finds the same versions */
+	for (int64_t key = 0; ok && key < 50; key++)
+	{
+		int			na = 0;
+		int			nb = 0;
+
+		for (uint32_t k = eng_cache_find_key(a, key); k != ENG_NONE; k = eng_cache_next_key(a, k))
+			na++;
+		for (uint32_t k = eng_cache_find_key(b, key); k != ENG_NONE; k = eng_cache_next_key(b, k))
+			nb++;
+		ok = na == nb;
+	}
+	UNIT_CHECK(ok, "bulk append: the key index finds the same entries");
+	eng_cache_free(a);
+	eng_cache_free(b);
+	free(v);
+	free(at);
+}
+
 int
 main(void)
 {
@@ -475,6 +568,7 @@ main(void)
 	test_count_memo(t);
 	test_compaction(t, n);
 	test_rebuild_other_profile(t, n);
+	test_bulk_equals_append(t, n);
 	tl_templates_free(t, n);
 	return unit_done();
 }

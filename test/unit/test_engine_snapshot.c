@@ -1,7 +1,7 @@
 /*
  * test_engine_snapshot.c: the cache snapshot file (eng_snapfile.h): CRC-32C,
  * a round trip of a cache (entries without a tuple id or purged are left
- * out), and every kind of damaged or foreign file detected: truncated,
+ * out) restored in bulk as the arrays of a new cache, and every kind of damaged or foreign file detected: truncated,
  * bytes flipped anywhere, another table, database, signature or cluster,
  * another format version, protocol or profile. Then the rule that says
  * whether a heap tuple is the snapshot's version (frozen xmins included),
@@ -104,7 +104,10 @@ accepts(const uint8_t *buf, size_t len, const eng_snap_ident *expect, char *why,
 	return st == MCC_OK;
 }
 
-/* Patch a uint32 header field at off and fix the CRC (a well-formed file of another kind). */
+/*
+ * Patch a uint32 header field at off and fix both CRCs (a well-formed file
+ * of another kind).
+ */
 static uint8_t *
 patched(const uint8_t *buf, size_t len, size_t off, uint32_t v)
 {
@@ -113,6 +116,8 @@ patched(const uint8_t *buf, size_t len, size_t off, uint32_t v)
 
 	memcpy(p, buf, len);
 	memcpy(p + off, &v, 4);
+	crc = mcc_crc32c(0, p, ENG_SNAP_HEADER_BYTES - 8);
+	memcpy(p + ENG_SNAP_HEADER_BYTES - 8, &crc, 4);
 	crc = mcc_crc32c(0, p, len - 4);
 	memcpy(p + len - 4, &crc, 4);
 	return p;
@@ -152,6 +157,9 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 	{
 		uint32_t	r = eng_snap_find(s, (uint64_t) i + 1);
 		bool		written = i % 5 != 4 && i % 7 != 6;
+		const eng_entry *e;
+		uint8_t    *tb;
+		mcc_template_view v;
 
 		if (!written)
 		{
@@ -159,15 +167,45 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 			continue;
 		}
 		rows++;
-		ok = r != ENG_NONE && s->rows[r].key == 100 + i &&
-			s->rows[r].xmin == (i % 3 == 0 ? (MCC_XMIN_FROZEN | (uint64_t) (1000 + i)) :
-								(uint64_t) (1000 + i)) &&
-			s->rows[r].len == t[i].n &&
-			mcc_template_hash(s->buf + s->rows[r].off, s->rows[r].len) ==
-			mcc_template_hash(t[i].b, t[i].n);
+		ok = r != ENG_NONE;
+		if (!ok)
+			break;
+		e = &s->cache->entries[r];
+		/* the template rebuilt from the restored arrays is the stored one, byte for byte */
+		tb = malloc(eng_template_max_bytes());
+		eng_cache_template(s->cache, r, tb, &v);
+		ok = e->key == 100 + i && s->cache->soa.id[r] == 100 + i &&
+			e->xmin == (i % 3 == 0 ? (MCC_XMIN_FROZEN | (uint64_t) (1000 + i)) :
+						(uint64_t) (1000 + i)) &&
+			e->hash == mcc_template_hash(t[i].b, t[i].n) &&
+			eng_cache_template_bytes(s->cache, r) == t[i].n &&
+			memcmp(tb + 4, t[i].b + 4, t[i].n - 4) == 0 &&
+			(e->flags & ENG_E_PURGED);
+		free(tb);
 	}
 	UNIT_CHECK(ok && rows == expect_rows,
-			   "round trip: every row's tuple id, xmin, key and template (by hash) come back");
+			   "round trip: every row's tuple id, xmin, key, hash and template (byte for byte) "
+			   "come back, as tombstones until revived");
+	/* the restored cache: rows in order, key index, counts; revived entries searchable */
+	ok = s->cache->soa.n_tpl == (uint32_t) expect_rows &&
+		eng_cache_searchable(s->cache) == 0 && s->cache->n_unsettled == 0;
+	for (uint32_t r = 0; r < s->cache->soa.n_tpl; r++)
+		eng_cache_revive(s->cache, r, r % 2 ? 0 : 700 + r, 0, ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
+	ok = ok && eng_cache_searchable(s->cache) == (uint32_t) expect_rows &&
+		s->cache->n_unsettled == ((uint32_t) expect_rows + 1) / 2 &&
+		eng_cache_find_key(s->cache, 100) != ENG_NONE &&
+		eng_cache_find_key(s->cache, 104) == ENG_NONE;
+	{
+		/* a row appended after a restore goes after the restored ones */
+		mcc_template_view v = tl_view(&t[4]);
+		uint32_t	idx = ENG_NONE;
+
+		ok = ok && eng_cache_append(s->cache, 104, mcc_template_hash(t[4].b, t[4].n), 0, 0, 0,
+									&v, &idx, &err) == MCC_OK &&
+			idx == (uint32_t) expect_rows && eng_cache_find_key(s->cache, 104) == idx &&
+			s->cache->soa.first[idx] + (uint32_t) v.n_cyl == s->cache->soa.n_cyl;
+	}
+	UNIT_CHECK(ok, "the restored cache: counts, key index, revived entries live, appends after");
 	UNIT_CHECK(eng_snap_find(s, 9999) == ENG_NONE, "an unknown tuple id is not found");
 	eng_snap_free(s);
 
@@ -178,7 +216,16 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 	ok &= !accepts(buf, len - 1, &ident, NULL, 0);
 	UNIT_CHECK(ok, "every truncated file is rejected (%zu bytes in all)", len);
 	accepts(buf, len - 100, &ident, why, sizeof(why));
-	UNIT_CHECK(strstr(why, "checksum") != NULL, "truncation: \"%s\"", why);
+	UNIT_CHECK(strstr(why, "truncated") != NULL, "truncation: \"%s\"", why);
+	{
+		/* bytes added at the end */
+		uint8_t    *p = malloc(len + 8);
+
+		memcpy(p, buf, len);
+		memset(p + len, 0, 8);
+		UNIT_CHECK(!accepts(p, len + 8, &ident, why, sizeof(why)), "a file with bytes added is rejected: \"%s\"", why);
+		free(p);
+	}
 
 	/* flipped bytes: every byte of the header and trailer, a spread over the rows */
 	for (size_t pos = 0; pos < len; pos += (pos < ENG_SNAP_HEADER_BYTES + 64 || pos + 64 > len) ? 1 : 61)
@@ -232,6 +279,19 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 		p = patched(buf, len, 16, MCC_PROFILE_TPAMI2010);
 		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)),
 				   "a header claiming another profile than its templates' is rejected: \"%s\"", why);
+		free(p);
+		p = patched(buf, len, 28, 3);
+		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)),
+				   "a header with another cylinder size is rejected: \"%s\"", why);
+		free(p);
+		p = patched(buf, len, 56, (uint32_t) expect_rows + 1);
+		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "inconsistent"),
+				   "a header with another row count is rejected: \"%s\"", why);
+		free(p);
+		/* a format-1 file (rows of whole templates), its CRC right */
+		p = patched(buf, len, 8, 1);
+		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "format 1, not 2"),
+				   "a file of format 1 is rejected: \"%s\"", why);
 		free(p);
 		p = patched(buf, len, 0, 0x5850414e);
 		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "magic"),

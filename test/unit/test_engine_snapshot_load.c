@@ -130,6 +130,7 @@ snapshot_info(eng_server *s, eng_conn *c, uint64_t rid, uint64_t *rows)
 	eng_buf_u32(&b, MCC_PROFILE_DEFAULT);
 	eng_frame_end(&b, x);
 	ip_feed(s, c, &b);
+	ip_pump_all(s);				/* the file is read in the pool; the reply comes after */
 	if (ip_reply(c, rid, &f, NULL) == 1 && f.h.type == MCC_MSG_SNAPSHOT_INFO)
 	{
 		memcpy(&usable, f.p, 4);

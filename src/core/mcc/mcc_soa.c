@@ -141,21 +141,21 @@ grow_tpl(mcc_soa *g, uint64_t need, mcc_error *err)
 /*
  * Copy t's cylinders to positions base.. of the arrays, in the layout of
  * mcc_soa.h: word w of each cylinder to its own array, and from the
- * metadata records (popcount, angle) the per-cylinder arrays. The blob's
- * words may be unaligned. One pass per array keeps each store stream
- * sequential.
+ * metadata records (popcount, angle) the per-cylinder arrays, as template
+ * k's. The blob's words may be unaligned. One pass per array keeps each
+ * store stream sequential.
  */
-static void
-copy_cylinders(mcc_soa *g, const mcc_template_view *t, uint32_t base)
+void
+mcc_soa_put(mcc_soa *g, uint32_t k, uint32_t base, const mcc_template_view *t, int64_t id)
 {
 	uint32_t	nc = (uint32_t) t->n_cyl;
 	size_t		stride = (size_t) t->words * 8;
 	const uint8_t *meta = t->meta;
 
-	for (int k = 0; k < g->words; k++)
+	for (int w = 0; w < g->words; w++)
 	{
-		uint64_t   *dst = g->bits + (size_t) k * g->cap_cyl + base;
-		const uint8_t *src = t->bits + (size_t) k * 8;
+		uint64_t   *dst = g->bits + (size_t) w * g->cap_cyl + base;
+		const uint8_t *src = t->bits + (size_t) w * 8;
 
 		for (uint32_t c = 0; c < nc; c++)
 			memcpy(&dst[c], src + c * stride, sizeof(uint64_t));
@@ -167,8 +167,11 @@ copy_cylinders(mcc_soa *g, const mcc_template_view *t, uint32_t base)
 		memcpy(&pc, meta + (size_t) c * MCC_CYLMETA_RECSZ, sizeof(pc));
 		g->pc[base + c] = pc;
 		g->angle[base + c] = meta[(size_t) c * MCC_CYLMETA_RECSZ + 2];
-		g->tpl[base + c] = g->n_tpl;
+		g->tpl[base + c] = k;
 	}
+	g->first[k] = base;
+	g->ncyl[k] = (uint16_t) nc;
+	g->id[k] = id;
 }
 
 /* Append one template's cylinders, growing the arrays as needed. */
@@ -192,9 +195,7 @@ mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id, mcc_error *er
 	if (g->n_tpl + 1 > g->cap_tpl &&
 		(st = grow_tpl(g, (uint64_t) g->n_tpl + 1, err)) != MCC_OK)
 		return st;
-	copy_cylinders(g, t, base);
-	g->ncyl[g->n_tpl] = (uint16_t) nc;
-	g->id[g->n_tpl] = id;
+	mcc_soa_put(g, g->n_tpl, base, t, id);
 	g->n_cyl += nc;
 	g->n_tpl++;
 	g->first[g->n_tpl] = g->n_cyl;

@@ -53,6 +53,16 @@ mcc_status	mcc_soa_append(mcc_soa *g, const mcc_template_view *t, int64_t id,
 						   mcc_error *err);
 
 /*
+ * Write t (the gallery's profile) as template k with its cylinders at
+ * base.. (room there: k < cap_tpl, base + t->n_cyl <= cap_cyl): cylinders,
+ * first[k], ncyl[k], id[k]. n_tpl, n_cyl and first[n_tpl] are left to the
+ * caller, so that threads can write several templates at places computed
+ * beforehand (the matcher engine's bulk load); mcc_soa_append uses it.
+ */
+void		mcc_soa_put(mcc_soa *g, uint32_t k, uint32_t base, const mcc_template_view *t,
+						int64_t id);
+
+/*
  * LSS scores of probe q against templates [t0, t1) of g into
  * scores[0 .. t1-t0). Pure function of its inputs; safe to call from several
  * threads on disjoint ranges.

@@ -1,0 +1,85 @@
+/*
+ * service_load.h: what the full load of a gallery (src/service_load.c) and
+ * the load that checks the engine's cache snapshot (src/service_load_check.c)
+ * share: a load's state and the helpers that read a tuple into a load row.
+ */
+#ifndef SERVICE_LOAD_H
+#define SERVICE_LOAD_H
+
+#include "service.h"
+
+#include "access/heapam.h"
+#include "access/htup.h"
+#include "storage/buf.h"
+#include "utils/rel.h"
+
+#define LOAD_FRAME_BYTES	(1024 * 1024)	/* LOAD_ROWS frames of about this size */
+
+/* progress of a load as its slot and NOTICEs report it */
+typedef struct load_progress
+{
+	bool		notices;		/* MCC_LOADOPT_PROGRESS for an interactive caller */
+	TimestampTz started;
+	TimestampTz last_notice;
+	bool		noticed;		/* a NOTICE went out */
+	uint64		rows_expected;	/* the planner's estimate (0: none) */
+	uint64		blocks_total;
+	uint64		blocks_before;	/* of the relations scanned before the current one */
+	HeapScanDesc scan;			/* the current relation's, or NULL */
+} load_progress;
+
+/* A load in progress. */
+typedef struct load_state
+{
+	mcc_gallery_ref *g;
+	int			profile_id;		/* 0: take the first row's */
+	uint64		request_id;
+	uint64		gen;			/* generation the load claims */
+	bool		begun;			/* LOAD_BEGIN sent */
+	MemoryContext cxt;			/* for the frames (rows use a context reset per row) */
+	TransactionId horizon;
+	bool		in_recovery;	/* a hot standby's load */
+	uint64		log_head;		/* then: the change log position it claims */
+	StringInfoData frame;		/* LOAD_ROWS being filled */
+	uint32		n_rows;			/* rows in frame */
+	uint64		rows_sent;
+	mcc_load_result result;		/* set with why when the load cannot proceed */
+	char	   *why;
+	TransactionId pin_xmin;		/* our snapshot's xmin: what no vacuum can remove */
+	uint64		guarded;		/* versions read in a subtransaction */
+	uint64		vanished;		/* versions whose TOAST vacuum removed meanwhile */
+	uint32		flags;			/* LOAD_BEGIN's MCC_LOAD_* */
+	load_progress prog;
+	/* tuple identities (MCC_LOAD_IDS) and cache snapshots */
+	uint64		scan_lsn;		/* WAL insert position before the scan */
+	uint64		next_xid;		/* next full xid before the scan */
+	Oid		   *rel_order;		/* the gallery's relations by OID: tid ordinals */
+	int			n_rel_order;
+	uint64		cur_ordinal;	/* of the relation being read, << 48 */
+	bool		snapshot;		/* check the engine's snapshot (heads first) */
+	uint64		heads;			/* heads sent */
+	uint64		wanted;			/* tuples the engine asked for */
+} load_state;
+
+/* service_load.c */
+extern void mcc_load_send_begin(load_state *st);
+extern void mcc_load_rows_frame_begin(load_state *st);
+extern bool mcc_load_tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon,
+								TransactionId pin_xmin, uint64 *ins, uint64 *del, bool *risky);
+extern uint64 mcc_load_tuple_tid(const load_state *st, HeapTuple tuple);
+extern uint64 mcc_load_tuple_xmin_id(const load_state *st, HeapTupleHeader h);
+extern bool mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
+							 AttrNumber tpl_att, uint64 ins, uint64 del, bool risky);
+extern uint64 mcc_load_relation_ordinal(const load_state *st, Oid relid);
+extern void mcc_load_progress_report(load_state *st);
+extern bool mcc_load_finish(load_state *st, mcc_reply *reply);
+
+/* service_load_progress.c */
+extern void mcc_load_slot_progress(const load_state *st, bool done);
+extern void mcc_load_forget_own(int code, Datum arg);
+
+/* service_load_check.c */
+extern bool mcc_load_engine_has_snapshot(const mcc_gallery_ref *g, int *profile_id);
+extern bool mcc_load_stream_snapshot(load_state *st, mcc_reply *reply, bool *full);
+
+#endif							/* SERVICE_LOAD_H */
