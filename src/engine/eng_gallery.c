@@ -10,6 +10,7 @@
 
 #include "eng_cache_settle.h"
 #include "eng_compact.h"
+#include "eng_conn.h"
 #include "eng_gallery.h"
 #include "eng_load.h"
 #include "eng_log.h"

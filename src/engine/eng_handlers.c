@@ -9,6 +9,10 @@
 #include <string.h>
 
 #include "eng_cache_settle.h"
+#include "eng_conn.h"
+#include "eng_gallery.h"
+#include "eng_handlers.h"
+#include "eng_load.h"
 #include "eng_log.h"
 #include "eng_server.h"
 #include "eng_snapfile.h"
