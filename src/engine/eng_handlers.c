@@ -1,5 +1,7 @@
 /*
- * eng_handlers.c: one handler per client message of mcc_proto.h.
+ * eng_handlers.c: one handler per client message of mcc_proto.h, reached
+ * through a table by message type that also names the checks the handler
+ * needs before it runs (eng_handle_frame).
  *
  * A handler returns false only when the frame is malformed (the caller then
  * closes the connection after an ERROR); requests that are well formed but
@@ -326,15 +328,6 @@ h_load_heads(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 static bool
 h_load_heads_end(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 {
-	if (!eng_rd_done(r))
-		return false;
-	if (c->load == NULL || c->load->request_id != h->request_id ||
-		!(c->load->flags & MCC_LOAD_SNAPSHOT))
-	{
-		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
-						"no snapshot-checked load in progress for this request");
-		return true;
-	}
 	eng_snapshot_heads_end(s, c, h->request_id);
 	return true;
 }
@@ -343,14 +336,6 @@ h_load_heads_end(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 static bool
 h_load_end(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 {
-	if (!eng_rd_done(r))
-		return false;
-	if (c->load == NULL || c->load->request_id != h->request_id)
-	{
-		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
-						"no load in progress for this request");
-		return true;
-	}
 	eng_load_end(s, c);
 	return true;
 }
@@ -548,8 +533,6 @@ h_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	uint32_t	n = 0;
 	size_t		f;
 
-	if (!eng_rd_done(r))
-		return false;
 	for (uint32_t i = 0; i < s->n_gal; i++)
 		n += s->gal[i]->cache != NULL;
 	f = eng_frame_begin(o, MCC_MSG_STATUS_REPLY, h->request_id);
@@ -591,8 +574,6 @@ h_engine_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	uint64_t	done;
 	size_t		f;
 
-	if (!eng_rd_done(r))
-		return false;
 	eng_image_progress(s, &parts, &done);
 	f = eng_frame_begin(o, MCC_MSG_ENGINE_STATUS_REPLY, h->request_id);
 	eng_buf_u64(o, s->budget.used);
@@ -639,57 +620,81 @@ h_evict(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	return true;
 }
 
+typedef bool (*handler_fn) (eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r);
+
+/* What eng_handle_frame checks before a handler runs. */
+#define CHECK_EMPTY		0x01	/* no payload: a longer frame is malformed */
+#define CHECK_LOAD		0x02	/* the connection's load is this request's, else ERROR */
+#define CHECK_SNAP_LOAD	0x04	/* ... and it checks a snapshot (MCC_LOAD_SNAPSHOT) */
+
+typedef struct handler
+{
+	handler_fn	fn;				/* NULL: not a client's message */
+	uint32_t	checks;			/* CHECK_* */
+} handler;
+
+/* The client messages of mcc_proto.h, by type; replies and unknown types have none. */
+static const handler handlers[MCC_MSG_ALIGN_RESULT + 1] = {
+	[MCC_MSG_HELLO] = {h_hello, 0},
+	[MCC_MSG_SEARCH] = {h_search, 0},
+	[MCC_MSG_LOAD_BEGIN] = {h_load_begin, 0},
+	[MCC_MSG_LOAD_ROWS] = {h_load_rows, 0},
+	[MCC_MSG_LOAD_END] = {h_load_end, CHECK_EMPTY | CHECK_LOAD},
+	[MCC_MSG_DELTA] = {h_delta, 0},
+	[MCC_MSG_RELOAD] = {h_reload, 0},
+	[MCC_MSG_XIDS] = {h_xids, 0},
+	[MCC_MSG_SETTLE] = {h_settle, 0},
+	[MCC_MSG_CANCEL] = {h_cancel, 0},
+	[MCC_MSG_STATUS] = {h_status, CHECK_EMPTY},
+	[MCC_MSG_EVICT] = {h_evict, 0},
+	[MCC_MSG_REFINE] = {h_refine, 0},
+	[MCC_MSG_ENGINE_STATUS] = {h_engine_status, CHECK_EMPTY},
+	[MCC_MSG_PRIORITY] = {h_priority, 0},
+	[MCC_MSG_SNAPSHOT] = {h_snapshot, 0},
+	[MCC_MSG_LOAD_HEADS] = {h_load_heads, 0},
+	[MCC_MSG_LOAD_HEADS_END] = {h_load_heads_end, CHECK_EMPTY | CHECK_LOAD | CHECK_SNAP_LOAD},
+	[MCC_MSG_SAD] = {eng_image_request, 0},
+	[MCC_MSG_DP2D] = {eng_image_request, 0},
+	[MCC_MSG_CHAMFER] = {eng_image_request, 0},
+	[MCC_MSG_ALIGN] = {eng_image_request, 0},
+};
+
+/*
+ * The checks of a handler's entry: false if the frame is malformed; true
+ * with *replied set if a request that cannot be served got its ERROR.
+ */
+static bool
+check_frame(eng_conn *c, const mcc_frame_hdr *h, eng_rd *r, uint32_t checks, bool *replied)
+{
+	*replied = false;
+	if ((checks & CHECK_EMPTY) && !eng_rd_done(r))
+		return false;
+	if ((checks & CHECK_LOAD) &&
+		(c->load == NULL || c->load->request_id != h->request_id ||
+		 ((checks & CHECK_SNAP_LOAD) && !(c->load->flags & MCC_LOAD_SNAPSHOT))))
+	{
+		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
+						(checks & CHECK_SNAP_LOAD) ?
+						"no snapshot-checked load in progress for this request" :
+						"no load in progress for this request");
+		*replied = true;
+	}
+	return true;
+}
+
 bool
 eng_handle_frame(eng_server *s, eng_conn *c, const mcc_frame_hdr *h,
 				 const uint8_t *payload)
 {
+	const handler *hd;
 	eng_rd		r;
+	bool		replied;
 
+	if (h->type >= sizeof(handlers) / sizeof(handlers[0]) || handlers[h->type].fn == NULL)
+		return false;			/* unknown, or a reply type */
+	hd = &handlers[h->type];
 	eng_rd_init(&r, payload, h->length);
-	switch (h->type)
-	{
-		case MCC_MSG_HELLO:
-			return h_hello(s, c, h, &r);
-		case MCC_MSG_SEARCH:
-			return h_search(s, c, h, &r);
-		case MCC_MSG_LOAD_BEGIN:
-			return h_load_begin(s, c, h, &r);
-		case MCC_MSG_LOAD_ROWS:
-			return h_load_rows(s, c, h, &r);
-		case MCC_MSG_LOAD_END:
-			return h_load_end(s, c, h, &r);
-		case MCC_MSG_DELTA:
-			return h_delta(s, c, h, &r);
-		case MCC_MSG_RELOAD:
-			return h_reload(s, c, h, &r);
-		case MCC_MSG_XIDS:
-			return h_xids(s, c, h, &r);
-		case MCC_MSG_SETTLE:
-			return h_settle(s, c, h, &r);
-		case MCC_MSG_CANCEL:
-			return h_cancel(s, c, h, &r);
-		case MCC_MSG_STATUS:
-			return h_status(s, c, h, &r);
-		case MCC_MSG_EVICT:
-			return h_evict(s, c, h, &r);
-		case MCC_MSG_ENGINE_STATUS:
-			return h_engine_status(s, c, h, &r);
-		case MCC_MSG_PRIORITY:
-			return h_priority(s, c, h, &r);
-		case MCC_MSG_SNAPSHOT:
-			return h_snapshot(s, c, h, &r);
-		case MCC_MSG_LOAD_HEADS:
-			return h_load_heads(s, c, h, &r);
-		case MCC_MSG_LOAD_HEADS_END:
-			return h_load_heads_end(s, c, h, &r);
-		case MCC_MSG_REFINE:
-			return h_refine(s, c, h, &r);
-		case MCC_MSG_SAD:
-		case MCC_MSG_DP2D:
-		case MCC_MSG_CHAMFER:
-		case MCC_MSG_ALIGN:
-			return eng_image_request(s, c, h, &r);
-		default:
-			return false;		/* unknown, or a reply type */
-	}
+	if (!check_frame(c, h, &r, hd->checks, &replied))
+		return false;
+	return replied || hd->fn(s, c, h, &r);
 }
