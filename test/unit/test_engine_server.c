@@ -508,6 +508,7 @@ static void
 test_dispatch_checks(eng_server *s)
 {
 	static const uint16_t bad_types[] = {MCC_MSG_RESULT, MCC_MSG_OK, 0, 40, 200};
+	static const uint16_t empty_types[] = {MCC_MSG_STATUS, MCC_MSG_LOAD_END};
 	eng_buf		b;
 	eng_conn   *x;
 	size_t		f;
@@ -531,25 +532,21 @@ test_dispatch_checks(eng_server *s)
 			   "LOAD_HEADS_END of a load that checks no snapshot: PROTOCOL error");
 	eng_conn_close(s, x);
 
-	x = eng_conn_add(s, -1);
-	f = eng_frame_begin(&b, MCC_MSG_STATUS, 83);
-	eng_buf_u32(&b, 0);
-	eng_frame_end(&b, f);
-	ip_feed(s, x, &b);
-	UNIT_CHECK((x->closing || x->dead) && ip_reply(x, 83, &e, NULL) == 1 &&
-			   e.h.type == MCC_MSG_ERROR,
-			   "STATUS with a payload is malformed: an ERROR, and the connection closes");
-	eng_conn_close(s, x);
+	for (size_t i = 0; i < sizeof(empty_types) / sizeof(empty_types[0]); i++)
+	{
+		uint16_t	type = empty_types[i];
 
-	x = eng_conn_add(s, -1);
-	f = eng_frame_begin(&b, MCC_MSG_LOAD_END, 84);
-	eng_buf_u32(&b, 0);
-	eng_frame_end(&b, f);
-	ip_feed(s, x, &b);
-	UNIT_CHECK(x->closing || x->dead,
-			   "LOAD_END with a payload is malformed, load or not: the connection closes");
-	eng_conn_close(s, x);
-
+		x = eng_conn_add(s, -1);
+		f = eng_frame_begin(&b, type, 83);
+		eng_buf_u32(&b, 0);
+		eng_frame_end(&b, f);
+		ip_feed(s, x, &b);
+		UNIT_CHECK((x->closing || x->dead) && ip_reply(x, 83, &e, NULL) == 1 &&
+				   e.h.type == MCC_MSG_ERROR,
+				   "%s with a payload is malformed (load or not): an ERROR, and the connection closes",
+				   type == MCC_MSG_STATUS ? "STATUS" : "LOAD_END");
+		eng_conn_close(s, x);
+	}
 	for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++)
 	{
 		x = eng_conn_add(s, -1);
