@@ -69,6 +69,56 @@ make_probe(const uint8_t *p, uint32_t len, mcc_error *err)
 	return q;
 }
 
+/*
+ * Prepare SEARCH's n probes (their framing checked) into req, keeping the
+ * blobs that the GPU path or a refinement reads. False, with the ERROR
+ * replied, if a probe is bad or memory runs out.
+ */
+static bool
+read_probes(eng_server *s, eng_conn *c, uint64_t request_id, eng_rd *r, eng_request *req,
+			uint32_t n)
+{
+	mcc_error	err;
+
+	req->probes = calloc(n ? n : 1, sizeof(mcc_probe *));
+	req->tpls = calloc(n ? n : 1, sizeof(uint8_t *));
+	req->tpl_lens = calloc(n ? n : 1, sizeof(uint32_t));
+	if (req->probes == NULL || req->tpls == NULL || req->tpl_lens == NULL)
+	{
+		eng_reply_error(c, request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
+		return false;
+	}
+	mcc_error_clear(&err);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	len;
+		const uint8_t *p = eng_rd_bytes(r, &len);
+
+		req->probes[i] = make_probe(p, len, &err);
+		/* the GPU path reads the blob itself; a refinement sets it as its probe */
+		if (req->probes[i] != NULL && (s->gpu != NULL || req->refine != MCC_LSS) &&
+			(req->tpls[i] = malloc(len ? len : 1)) == NULL)
+		{
+			free(req->probes[i]);
+			req->probes[i] = NULL;
+			mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
+		}
+		if (req->probes[i] == NULL)
+		{
+			eng_reply_error(c, request_id, MCC_PERR_DATA, err.status,
+							"probe %u: %s", i + 1, err.message);
+			return false;
+		}
+		if (req->tpls[i] != NULL)
+		{
+			memcpy(req->tpls[i], p, len);
+			req->tpl_lens[i] = len;
+		}
+		req->n_probes++;
+	}
+	return true;
+}
+
 /* SEARCH: queue a request on its gallery (it waits for its generation). */
 static bool
 h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
@@ -76,7 +126,6 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	mcc_gallery_id id;
 	eng_request *req;
 	eng_gallery *g;
-	mcc_error	err;
 	size_t		probes_at;
 	uint32_t	n;
 	uint32_t	refine;
@@ -134,43 +183,10 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	req->top = top;
 	req->conn_id = c->id;
 	req->request_id = h->request_id;
-	req->probes = calloc(n ? n : 1, sizeof(mcc_probe *));
-	req->tpls = calloc(n ? n : 1, sizeof(uint8_t *));
-	req->tpl_lens = calloc(n ? n : 1, sizeof(uint32_t));
-	if (req->probes == NULL || req->tpls == NULL || req->tpl_lens == NULL)
+	if (!read_probes(s, c, h->request_id, r, req, n))
 	{
 		eng_request_free(req);
-		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
 		return true;
-	}
-	mcc_error_clear(&err);
-	for (uint32_t i = 0; i < n; i++)
-	{
-		uint32_t	len;
-		const uint8_t *p = eng_rd_bytes(r, &len);
-
-		req->probes[i] = make_probe(p, len, &err);
-		/* the GPU path reads the blob itself; a refinement sets it as its probe */
-		if (req->probes[i] != NULL && (s->gpu != NULL || req->refine != MCC_LSS) &&
-			(req->tpls[i] = malloc(len ? len : 1)) == NULL)
-		{
-			free(req->probes[i]);
-			req->probes[i] = NULL;
-			mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
-		}
-		if (req->probes[i] == NULL)
-		{
-			eng_reply_error(c, h->request_id, MCC_PERR_DATA, err.status,
-							"probe %u: %s", i + 1, err.message);
-			eng_request_free(req);
-			return true;
-		}
-		if (req->tpls[i] != NULL)
-		{
-			memcpy(req->tpls[i], p, len);
-			req->tpl_lens[i] = len;
-		}
-		req->n_probes++;
 	}
 	g = eng_gallery_get(s, &id, false);
 	if (g == NULL || g->cache == NULL)
