@@ -111,20 +111,48 @@ typedef struct eng_gallery
 	atomic_int	snap_writing;	/* a writer thread has its file open */
 } eng_gallery;
 
+/* The gallery of id; with create, a new one (NULL: out of memory) if none. */
 eng_gallery *eng_gallery_get(struct eng_server *s, const mcc_gallery_id *id, bool create);
+
+/* Forget the cache (freed by its last reader) and fail the waiting searches. */
 void		eng_gallery_drop_cache(struct eng_server *s, eng_gallery *g, const char *why);
+
+/*
+ * Bring g forward: apply deltas and SETTLEs if nothing reads the cache,
+ * start a compaction, a pass for the ready searches, or a GPU upload.
+ */
 void		eng_gallery_advance(struct eng_server *s, eng_gallery *g);
+
+/* Queue a search; it starts with the next eng_gallery_advance. */
 void		eng_gallery_submit(struct eng_server *s, eng_gallery *g, eng_request *r);
+
+/* Queue a SETTLE; applied by the next eng_gallery_advance with no reader. */
 void		eng_gallery_settle(struct eng_server *s, eng_gallery *g, eng_settle *st);
+
+/* A pass, rescoring stage or compaction came back from the pool. */
 void		eng_gallery_job_done(struct eng_server *s, eng_job *job);
+
+/* A connection closed: cancel its searches, forget its SETTLEs and cut-off deltas. */
 void		eng_gallery_conn_closed(struct eng_server *s, uint64_t conn_id);
+
+/* CANCEL of a search; false if no gallery has it. */
 bool		eng_gallery_cancel(struct eng_server *s, uint64_t conn_id, uint64_t request_id);
+
+/* EVICT: drop the caches, loads and deltas of the galleries matching id (0: any). */
 void		eng_gallery_evict(struct eng_server *s, const mcc_gallery_id *id);
+
+/* PRIORITY: set the priority of the galleries matching id (signature 0: any). */
 void		eng_gallery_set_priority(struct eng_server *s, const mcc_gallery_id *id, int32_t priority);
+
+/* Free every gallery (the pool is stopped). */
 void		eng_gallery_free_all(struct eng_server *s);
-/* A reader (a snapshot's encoding) is done with cache c. */
+
+/* A reader (a pass, a compaction, a snapshot's encoding) is done with cache c. */
 void		eng_gallery_unpin(eng_gallery *g, eng_cache *c);
+
+/* The earliest deadline of a waiting search (INT64_MAX: none). */
 int64_t		eng_gallery_next_deadline(struct eng_server *s);
+
 void		eng_request_free(eng_request *r);
 void		eng_settle_free(eng_settle *st);
 
