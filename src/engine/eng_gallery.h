@@ -132,7 +132,7 @@ void		eng_gallery_settle(struct eng_server *s, eng_gallery *g, eng_settle *st);
 /* A pass, rescoring stage or compaction came back from the pool. */
 void		eng_gallery_job_done(struct eng_server *s, eng_job *job);
 
-/* A connection closed: cancel its searches, forget its SETTLEs and cut-off deltas. */
+/* A connection closed: cancel its searches; its SETTLEs get no reply, its cut-off deltas become reload marks. */
 void		eng_gallery_conn_closed(struct eng_server *s, uint64_t conn_id);
 
 /* CANCEL of a search; false if no gallery has it. */
