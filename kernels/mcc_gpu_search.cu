@@ -310,234 +310,6 @@ queue_select(mcc_gpu_part *p, int nq, int k, uint32_t ccap, bool timed)
 						   cudaMemcpyDeviceToHost, p->st);
 }
 
-#define CK(call, what) \
-	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto fail; } } while (0)
-
-/* The match kernel's shape for a pass (mcc_gpu_variant_params) and its probe image. */
-typedef struct chunk_shape
-{
-	int			csa, cpl, bt, tc;
-	int			rcp;
-	int			zero;			/* the image has a probe cylinder of popcount 0 */
-	size_t		blob;			/* bytes of the probe image */
-} chunk_shape;
-
-/*
- * Queue partition i's part of a pass of nq probes: the probe image's
- * upload, the match kernel, the selection of each probe's k best (k > 0)
- * into *ccap candidates, and the events that time them.
- */
-static mcc_gpu_code
-launch_part(mcc_gpu *g, int i, int nq, int k, const chunk_shape *sh, const double *gate,
-			uint32_t *ccap, mcc_error *err)
-{
-	mcc_gpu_code rc = MCC_GPU_OK;
-	cudaError_t e;
-	mcc_gpu_part *p = &g->part[i];
-	const void *fn;
-	int			nb = 0;
-	size_t		smem = sh->blob + (size_t) (sh->bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
-	mcc_match_args a;
-	void	   *args[1] = {&a};
-
-	if ((rc = ensure_scratch(g, p, nq, k, sh->blob, err)) != MCC_GPU_OK)
-		return rc;
-	for (int ang = 0; ang < 256; ang++)
-		g->timing.pairs += p->angle_count[ang] * gate[ang];
-	fn = mcc_gpu_match_kernel(sh->rcp, sh->csa, sh->zero && p->has_zero, sh->cpl, sh->bt, sh->tc);
-	CK(cudaEventRecord(p->ev[0], p->st), "event");
-	CK(cudaMemcpyAsync(p->blob, g->h_blob, sh->blob, cudaMemcpyHostToDevice, p->st), "probe upload");
-	CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
-	CK(cudaMemsetAsync(p->schist, 0, (size_t) nq * MCC_GPU_SC_BINS * 4, p->st), "buffer reset");
-	CK(cudaEventRecord(p->ev[1], p->st), "event");
-	if (p->n_tiles > 0)
-	{
-		CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(sh->tc), smem), "occupancy");
-		if (nb < 1)
-			return mcc_gpu_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
-		if (i == 0)
-			g->timing.blocks_per_sm = nb;
-		memset(&a, 0, sizeof(a));
-		a.lo = p->lo;
-		a.hi = p->hi;
-		a.meta = p->meta;
-		a.tiles = p->tiles;
-		a.tncyl = p->tncyl;
-		a.alive = p->alive;
-		a.blob = p->blob;
-		a.blob_words = (uint32_t) (sh->blob / 16);
-		a.nq = nq;
-		a.n_items = p->n_tiles * nq;
-		a.delta = g->profile->delta_theta;
-		a.scores = p->scores;
-		a.score_stride = p->sc_tpl;
-		a.schist = p->schist;
-		a.counter = p->small;
-		a.fault = i == 0 && g->fault_next;
-		g->fault_next = 0;
-		CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(sh->tc)), args, smem, p->st),
-		   "match kernel launch");
-	}
-	CK(cudaEventRecord(p->ev[2], p->st), "event");
-	*ccap = cand_cap(p, k);
-	if (k > 0)
-		CK(queue_select(p, nq, k, *ccap, true), "top-k selection");
-	else
-	{
-		CK(cudaEventRecord(p->ev[5], p->st), "event");
-		CK(cudaEventRecord(p->ev[3], p->st), "event");
-	}
-	CK(cudaEventRecord(p->ev[4], p->st), "event");
-fail:
-	return rc;
-}
-
-/*
- * Wait for partition i's part of the pass and take its results: every
- * score into scores (k == 0), or the selection again with room for every
- * candidate (*ccap) for a probe with more exact ties than the fast path
- * holds.
- */
-static mcc_gpu_code
-collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, mcc_error *err)
-{
-	mcc_gpu_code rc = MCC_GPU_OK;
-	cudaError_t e;
-	mcc_gpu_part *p = &g->part[i];
-	float		ms;
-
-	CK(cudaSetDevice(p->dev), "device selection");
-	CK(cudaStreamSynchronize(p->st), "search");
-	if (i == 0)
-	{
-		CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
-		g->timing.h2d_ms += ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
-		g->timing.match_ms += ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
-		g->timing.select_ms += ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[5], p->ev[3]), "timing");
-		g->timing.sort_ms += ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[3], p->ev[4]), "timing");
-		g->timing.d2h_ms += ms;
-	}
-	if (k == 0)
-	{
-		float	   *tmp = (float *) malloc(sizeof(float) * ((size_t) nq * p->n_tpl + 1));
-
-		if (!tmp)
-			return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
-		e = p->n_tpl ? cudaMemcpy2D(tmp, (size_t) p->n_tpl * 4, p->scores, (size_t) p->sc_tpl * 4,
-									(size_t) p->n_tpl * 4, nq, cudaMemcpyDeviceToHost) : cudaSuccess;
-		if (e != cudaSuccess)
-		{
-			free(tmp);
-			return mcc_gpu_fail(g, e, "score copy", p->dev, err);
-		}
-		for (int q = 0; q < nq; q++)
-			for (uint32_t lt = 0; lt < p->n_tpl; lt++)
-				scores[(size_t) q * g->n_tpl + p->gidx[lt]] = tmp[(size_t) q * p->n_tpl + lt];
-		free(tmp);
-		return MCC_GPU_OK;
-	}
-	/* a probe with more exact ties than the fast path holds: again, with room for all */
-	for (int q = 0; q < nq; q++)
-		if (p->h_small[nq + q] && *ccap < p->sc_tpl)
-		{
-			*ccap = p->sc_tpl;
-			CK(queue_select(p, nq, k, *ccap, false), "top-k selection");
-			CK(cudaStreamSynchronize(p->st), "search");
-			break;
-		}
-fail:
-	return rc;
-}
-
-/*
- * Merge the partitions' candidates of probe q (ccap[i]: partition i's
- * room) into its k best hits, in *acc (grown as needed, *capacc its room).
- */
-static mcc_gpu_code
-merge_probe(mcc_gpu *g, int q, int k, const uint32_t *ccap, mcc_gpu_hit **acc, size_t *capacc,
-			mcc_gpu_hit *hits, int *nhits, mcc_error *err)
-{
-	mcc_gpu_code rc = MCC_GPU_OK;
-	cudaError_t e;
-	size_t		nacc = 0;
-	uint64_t   *more = NULL;
-
-	for (int i = 0; i < g->nparts; i++)
-	{
-		mcc_gpu_part *p = &g->part[i];
-		uint32_t	len = p->h_small[q];
-		uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
-		uint64_t   *keys;
-
-		more = NULL;
-		if (w > ccap[i])
-			w = ccap[i];
-		keys = p->h_keys + (size_t) q * w;
-		if (len > w)
-		{
-			more = (uint64_t *) malloc(8 * (size_t) len);
-			if (!more)
-				return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
-			CK(cudaSetDevice(p->dev), "device selection");
-			CK(cudaMemcpy(more, p->sorted + (size_t) q * ccap[i], 8 * (size_t) len,
-						  cudaMemcpyDeviceToHost), "result copy");
-			keys = more;
-		}
-		if (nacc + len > *capacc)
-		{
-			size_t		nc = (nacc + len) * 2 + 16;
-			mcc_gpu_hit *na = (mcc_gpu_hit *) realloc(*acc, nc * sizeof(mcc_gpu_hit));
-
-			if (!na)
-			{
-				free(more);
-				return mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
-			}
-			*acc = na;
-			*capacc = nc;
-		}
-		/*
-		 * gidx and ids are gallery-sized and read at random: two
-		 * passes, each fetching a few hits ahead, keep several cache
-		 * misses in flight (a shortlist of thousands of hits per probe
-		 * otherwise waits on each in turn)
-		 */
-		for (uint32_t j = 0; j < len; j++)
-		{
-			uint32_t	bits = ~(uint32_t) (keys[j] >> 32);
-
-			if (j + MERGE_AHEAD < len)
-				__builtin_prefetch(&p->gidx[(uint32_t) keys[j + MERGE_AHEAD]]);
-			memcpy(&(*acc)[nacc + j].score, &bits, 4);
-			(*acc)[nacc + j].index = p->gidx[(uint32_t) keys[j]];
-		}
-		for (uint32_t j = 0; j < len; j++)
-		{
-			if (j + MERGE_AHEAD < len)
-				__builtin_prefetch(&g->ids[(*acc)[nacc + j + MERGE_AHEAD].index]);
-			(*acc)[nacc + j].id = g->ids[(*acc)[nacc + j].index];
-		}
-		nacc += len;
-		free(more);
-	}
-	if (g->nparts == 1)
-		sort_ties(*acc, nacc);	/* already by score: only equal scores to order by id */
-	else
-		qsort(*acc, nacc, sizeof(mcc_gpu_hit), hit_cmp);
-	nhits[q] = (int) (nacc < (size_t) k ? nacc : (size_t) k);
-	memcpy(hits + (size_t) q * k, *acc, sizeof(mcc_gpu_hit) * nhits[q]);
-	return MCC_GPU_OK;
-fail:
-	free(more);
-	return rc;
-}
-
-#undef CK
-
 /*
  * One pass of probes[0..nq) over every partition: match (and select when
  * k > 0), results into hits (k > 0) or scores (k == 0).
@@ -549,37 +321,219 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	mcc_gpu_code rc = MCC_GPU_OK;
 	double		t0 = mcc_cuda_now_ms();
 	double		gate[256];
-	int			vr;
-	chunk_shape sh;
+	int			zero;
+	int			vr, csa, cpl, bt, tc;
+	size_t		blob;
+	cudaError_t e;
 	mcc_gpu_hit *acc = NULL;
-	size_t		capacc = 0;
+	size_t		nacc = 0, capacc = 0;
 	uint32_t	ccap[MCC_GPU_MAX_DEVICES];
 
-	mcc_gpu_variant_params(g->opt.variant, &vr, &sh.csa, &sh.cpl, &sh.bt, &sh.tc);
-	sh.rcp = rcp;
+	mcc_gpu_variant_params(g->opt.variant, &vr, &csa, &cpl, &bt, &tc);
 	memset(gate, 0, sizeof(gate));
-	sh.blob = build_image(g, probes, nq, rcp, g->h_blob, &sh.zero, gate);
+	blob = build_image(g, probes, nq, rcp, g->h_blob, &zero, gate);
 	g->timing.prep_ms += mcc_cuda_now_ms() - t0;
 	g->timing.passes++;
 
+#define CK(call, what) \
+	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto fail; } } while (0)
 	for (int i = 0; i < g->nparts; i++)
-		if ((rc = launch_part(g, i, nq, k, &sh, gate, &ccap[i], err)) != MCC_GPU_OK)
+	{
+		mcc_gpu_part *p = &g->part[i];
+		const void *fn;
+		int			nb = 0;
+		size_t		smem = blob + (size_t) (bt ? 1 : MCC_GPU_WARPS) * MCC_GPU_HIST_BYTES;
+		mcc_match_args a;
+		void	   *args[1] = {&a};
+
+		if ((rc = ensure_scratch(g, p, nq, k, blob, err)) != MCC_GPU_OK)
 			goto fail;
+		for (int ang = 0; ang < 256; ang++)
+			g->timing.pairs += p->angle_count[ang] * gate[ang];
+		fn = mcc_gpu_match_kernel(rcp, csa, zero && p->has_zero, cpl, bt, tc);
+		CK(cudaEventRecord(p->ev[0], p->st), "event");
+		CK(cudaMemcpyAsync(p->blob, g->h_blob, blob, cudaMemcpyHostToDevice, p->st), "probe upload");
+		CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
+		CK(cudaMemsetAsync(p->schist, 0, (size_t) nq * MCC_GPU_SC_BINS * 4, p->st), "buffer reset");
+		CK(cudaEventRecord(p->ev[1], p->st), "event");
+		if (p->n_tiles > 0)
+		{
+			CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(tc), smem), "occupancy");
+			if (nb < 1)
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
+				goto fail;
+			}
+			if (i == 0)
+				g->timing.blocks_per_sm = nb;
+			memset(&a, 0, sizeof(a));
+			a.lo = p->lo;
+			a.hi = p->hi;
+			a.meta = p->meta;
+			a.tiles = p->tiles;
+			a.tncyl = p->tncyl;
+			a.alive = p->alive;
+			a.blob = p->blob;
+			a.blob_words = (uint32_t) (blob / 16);
+			a.nq = nq;
+			a.n_items = p->n_tiles * nq;
+			a.delta = g->profile->delta_theta;
+			a.scores = p->scores;
+			a.score_stride = p->sc_tpl;
+			a.schist = p->schist;
+			a.counter = p->small;
+			a.fault = i == 0 && g->fault_next;
+			g->fault_next = 0;
+			CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(tc)), args, smem, p->st),
+			   "match kernel launch");
+		}
+		CK(cudaEventRecord(p->ev[2], p->st), "event");
+		ccap[i] = cand_cap(p, k);
+		if (k > 0)
+			CK(queue_select(p, nq, k, ccap[i], true), "top-k selection");
+		else
+		{
+			CK(cudaEventRecord(p->ev[5], p->st), "event");
+			CK(cudaEventRecord(p->ev[3], p->st), "event");
+		}
+		CK(cudaEventRecord(p->ev[4], p->st), "event");
+	}
+
 	/* wait, then collect */
 	for (int i = 0; i < g->nparts; i++)
-		if ((rc = collect_part(g, i, nq, k, scores, &ccap[i], err)) != MCC_GPU_OK)
-			goto fail;
+	{
+		mcc_gpu_part *p = &g->part[i];
+		float		ms;
+
+		CK(cudaSetDevice(p->dev), "device selection");
+		CK(cudaStreamSynchronize(p->st), "search");
+		if (i == 0)
+		{
+			CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
+			g->timing.h2d_ms += ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
+			g->timing.match_ms += ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
+			g->timing.select_ms += ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[5], p->ev[3]), "timing");
+			g->timing.sort_ms += ms;
+			CK(cudaEventElapsedTime(&ms, p->ev[3], p->ev[4]), "timing");
+			g->timing.d2h_ms += ms;
+		}
+		if (k == 0)
+		{
+			float	   *tmp = (float *) malloc(sizeof(float) * ((size_t) nq * p->n_tpl + 1));
+
+			if (!tmp)
+			{
+				rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+				goto fail;
+			}
+			e = p->n_tpl ? cudaMemcpy2D(tmp, (size_t) p->n_tpl * 4, p->scores, (size_t) p->sc_tpl * 4,
+										(size_t) p->n_tpl * 4, nq, cudaMemcpyDeviceToHost) : cudaSuccess;
+			if (e != cudaSuccess)
+			{
+				free(tmp);
+				rc = mcc_gpu_fail(g, e, "score copy", p->dev, err);
+				goto fail;
+			}
+			for (int q = 0; q < nq; q++)
+				for (uint32_t lt = 0; lt < p->n_tpl; lt++)
+					scores[(size_t) q * g->n_tpl + p->gidx[lt]] = tmp[(size_t) q * p->n_tpl + lt];
+			free(tmp);
+			continue;
+		}
+		/* a probe with more exact ties than the fast path holds: again, with room for all */
+		for (int q = 0; q < nq; q++)
+			if (p->h_small[nq + q] && ccap[i] < p->sc_tpl)
+			{
+				ccap[i] = p->sc_tpl;
+				CK(queue_select(p, nq, k, ccap[i], false), "top-k selection");
+				CK(cudaStreamSynchronize(p->st), "search");
+				break;
+			}
+	}
 	if (k == 0)
-		return MCC_GPU_OK;
+		goto done;
 
 	/* merge the partitions' candidates per probe */
 	t0 = mcc_cuda_now_ms();
 	for (int q = 0; q < nq; q++)
-		if ((rc = merge_probe(g, q, k, ccap, &acc, &capacc, hits, nhits, err)) != MCC_GPU_OK)
-			goto fail;
+	{
+		nacc = 0;
+		for (int i = 0; i < g->nparts; i++)
+		{
+			mcc_gpu_part *p = &g->part[i];
+			uint32_t	len = p->h_small[q];
+			uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
+			uint64_t   *keys, *more = NULL;
+
+			if (w > ccap[i])
+				w = ccap[i];
+			keys = p->h_keys + (size_t) q * w;
+			if (len > w)
+			{
+				more = (uint64_t *) malloc(8 * (size_t) len);
+				if (!more)
+				{
+					rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+					goto fail;
+				}
+				CK(cudaSetDevice(p->dev), "device selection");
+				CK(cudaMemcpy(more, p->sorted + (size_t) q * ccap[i], 8 * (size_t) len,
+							  cudaMemcpyDeviceToHost), "result copy");
+				keys = more;
+			}
+			if (nacc + len > capacc)
+			{
+				size_t		nc = (nacc + len) * 2 + 16;
+				mcc_gpu_hit *na = (mcc_gpu_hit *) realloc(acc, nc * sizeof(mcc_gpu_hit));
+
+				if (!na)
+				{
+					free(more);
+					rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
+					goto fail;
+				}
+				acc = na;
+				capacc = nc;
+			}
+			/*
+			 * gidx and ids are gallery-sized and read at random: two
+			 * passes, each fetching a few hits ahead, keep several cache
+			 * misses in flight (a shortlist of thousands of hits per probe
+			 * otherwise waits on each in turn)
+			 */
+			for (uint32_t j = 0; j < len; j++)
+			{
+				uint32_t	bits = ~(uint32_t) (keys[j] >> 32);
+
+				if (j + MERGE_AHEAD < len)
+					__builtin_prefetch(&p->gidx[(uint32_t) keys[j + MERGE_AHEAD]]);
+				memcpy(&acc[nacc + j].score, &bits, 4);
+				acc[nacc + j].index = p->gidx[(uint32_t) keys[j]];
+			}
+			for (uint32_t j = 0; j < len; j++)
+			{
+				if (j + MERGE_AHEAD < len)
+					__builtin_prefetch(&g->ids[acc[nacc + j + MERGE_AHEAD].index]);
+				acc[nacc + j].id = g->ids[acc[nacc + j].index];
+			}
+			nacc += len;
+			free(more);
+		}
+		if (g->nparts == 1)
+			sort_ties(acc, nacc);	/* already by score: only equal scores to order by id */
+		else
+			qsort(acc, nacc, sizeof(mcc_gpu_hit), hit_cmp);
+		nhits[q] = (int) (nacc < (size_t) k ? nacc : (size_t) k);
+		memcpy(hits + (size_t) q * k, acc, sizeof(mcc_gpu_hit) * nhits[q]);
+	}
 	g->timing.merge_ms += mcc_cuda_now_ms() - t0;
+done:
 	free(acc);
 	return MCC_GPU_OK;
+#undef CK
 fail:
 	free(acc);
 	if (rc != MCC_GPU_STICKY)
