@@ -105,17 +105,39 @@ check_soa(mcc_gpu *g, const mcc_soa *s, mcc_error *err)
 }
 
 /*
- * Grow p's host index maps for n_tiles tiles and record the gallery
- * indices gl[0..cnt) of the templates added, with their template-major
- * record offsets (h_tcoff).
+ * Add templates gl[0..cnt) (gallery indices of s) to partition p: rebuild
+ * its partial last tile, append the new tiles, upload the changed part.
  */
 static mcc_gpu_code
-part_maps(mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl, uint32_t cnt,
-		  uint32_t n_tiles, mcc_error *err)
+part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
+		 uint32_t cnt, mcc_error *err)
 {
+	mcc_gpu_code rc = MCC_GPU_OK;
+	uint32_t	t0 = p->n_tpl / MCC_GPU_TILE;	/* first tile to (re)build */
 	uint32_t	n_tpl = p->n_tpl + cnt;
-	uint32_t   *gidx, *toff, *tco;
+	uint32_t	n_tiles = (n_tpl + MCC_GPU_TILE - 1) / MCC_GPU_TILE;
+	uint32_t	c0 = t0 < p->n_tiles ? p->tile_off[t0] : p->n_cyl;
+	uint64_t	ncyl_new = 0;
+	uint32_t   *gidx = NULL, *toff = NULL;
+	uint4	   *hlo = NULL, *hhi = NULL;
+	uint32_t   *hmeta = NULL;
+	uint2	   *htile = NULL;
+	uint16_t   *hnc = NULL;
+	uint8_t    *hal = NULL;
+	uint32_t   *ord = NULL, *ord2 = NULL;
+	uint8_t    *otl = NULL, *otl2 = NULL;
+	uint32_t	win = g->opt.pc_window;
+	size_t		need;
+	uint32_t	c;
+	uint32_t   *tco;
+	uint32_t   *hss = NULL;		/* sslot of the rebuilt templates' records */
+	uint32_t	rc0;			/* their first record */
+	uint32_t	n_rc;			/* records after the add */
 
+	if (cnt == 0)
+		return MCC_GPU_OK;
+
+	/* host index maps */
 	gidx = (uint32_t *) realloc(p->gidx, sizeof(uint32_t) * ((size_t) n_tiles * MCC_GPU_TILE));
 	if (gidx)
 		p->gidx = gidx;
@@ -144,15 +166,10 @@ part_maps(mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl, uint32_t cnt,
 			p->h_tcoff[k + 1] = (uint32_t) acc;
 		}
 	}
-	return MCC_GPU_OK;
-}
+	rc0 = p->h_tcoff[t0 * MCC_GPU_TILE];
+	n_rc = p->h_tcoff[n_tpl];
 
-/* Cylinder slots of tiles [t0, n_tiles) of p's first n_tpl templates, in *ncyl_new. */
-static mcc_gpu_code
-tile_slots(const mcc_gpu_part *p, const mcc_soa *s, uint32_t t0, uint32_t n_tiles,
-		   uint32_t n_tpl, uint64_t *ncyl_new, mcc_error *err)
-{
-	*ncyl_new = 0;
+	/* cylinder slots of the tiles to build */
 	for (uint32_t t = t0; t < n_tiles; t++)
 	{
 		uint32_t	nc = 0;
@@ -165,25 +182,13 @@ tile_slots(const mcc_gpu_part *p, const mcc_soa *s, uint32_t t0, uint32_t n_tile
 		}
 		if (nc > 0xffff)
 			return mcc_gpu_err(err, MCC_GPU_INVALID, "a tile holds %u cylinders", nc);
-		*ncyl_new += (nc + 31) & ~31u;
+		ncyl_new += (nc + 31) & ~31u;
 	}
-	return MCC_GPU_OK;
-}
+	if (c0 + ncyl_new > 0xffffffe0ull)
+		return mcc_gpu_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
 
-/*
- * Device memory for p to hold c1 cylinder slots, n_tiles tiles, n_tpl
- * templates and n_rc records: check the limit, then grow (keeping what is
- * there).
- */
-static mcc_gpu_code
-part_reserve(mcc_gpu *g, mcc_gpu_part *p, uint32_t c0, uint32_t c1, uint32_t n_tiles,
-			 uint32_t n_tpl, uint32_t n_rc, mcc_error *err)
-{
-	mcc_gpu_code rc = MCC_GPU_OK;
-	uint32_t	cc = p->cap_cyl, ct = p->cap_tpl;
-	size_t		need;
-
-	need = mcc_gpu_grown(32, p->cap_cyl, c1) + mcc_gpu_grown(4, p->cap_cyl, c1) +
+	/* device memory: check the limit, then grow */
+	need = mcc_gpu_grown(32, p->cap_cyl, c0 + (uint32_t) ncyl_new) + mcc_gpu_grown(4, p->cap_cyl, c0 + (uint32_t) ncyl_new) +
 		mcc_gpu_grown(8, p->cap_tiles, n_tiles) + mcc_gpu_grown(3, p->cap_tpl, n_tiles * MCC_GPU_TILE) +
 		mcc_gpu_grown(4, p->cap_tco, n_tpl + 1) + mcc_gpu_grown(4, p->cap_rc, n_rc);
 	if (need > mcc_gpu_room(g, p))
@@ -191,278 +196,155 @@ part_reserve(mcc_gpu *g, mcc_gpu_part *p, uint32_t c0, uint32_t c1, uint32_t n_t
 						   "out of GPU memory: the gallery needs %zu more bytes on GPU %d, %zu are available",
 						   need, p->dev, mcc_gpu_room(g, p));
 	CK(cudaSetDevice(p->dev), "device selection");
-	CK(mcc_gpu_grow((void **) &p->lo, 16, &cc, c1, c0, &p->gallery_bytes), "gallery allocation");
-	cc = p->cap_cyl;
-	CK(mcc_gpu_grow((void **) &p->hi, 16, &cc, c1, c0, &p->gallery_bytes), "gallery allocation");
-	cc = p->cap_cyl;
-	CK(mcc_gpu_grow((void **) &p->meta, 4, &cc, c1, c0, &p->gallery_bytes), "gallery allocation");
-	p->cap_cyl = cc;
-	CK(mcc_gpu_grow((void **) &p->tiles, 8, &p->cap_tiles, n_tiles, p->n_tiles, &p->gallery_bytes), "gallery allocation");
-	CK(mcc_gpu_grow((void **) &p->tncyl, 2, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
-	ct = p->cap_tpl;
-	CK(mcc_gpu_grow((void **) &p->alive, 1, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
-	p->cap_tpl = ct;
-	CK(mcc_gpu_grow((void **) &p->tcoff, 4, &p->cap_tco, n_tpl + 1, p->n_tpl + 1, &p->gallery_bytes),
-	   "gallery allocation");
-	CK(mcc_gpu_grow((void **) &p->sslot, 4, &p->cap_rc, n_rc, p->n_rc, &p->gallery_bytes), "gallery allocation");
-fail:
-	return rc;
-}
-
-/* What part_add builds on the host for the device, and its sort scratch. */
-typedef struct tile_host
-{
-	uint4	   *lo, *hi;		/* the rebuilt and new tiles' cylinders */
-	uint32_t   *meta;
-	uint2	   *tile;
-	uint16_t   *nc;				/* the added templates' cylinders ... */
-	uint8_t    *alive;			/* ... and alive flags */
-	uint32_t   *ss;				/* sslot of the rebuilt templates' records */
-	uint32_t   *ord, *ord2;		/* one tile's cylinders in slot order */
-	uint8_t    *otl, *otl2;		/* and their templates in the tile */
-} tile_host;
-
-static void
-tile_host_free(tile_host *th)
-{
-	free(th->ss);
-	free(th->ord);
-	free(th->ord2);
-	free(th->otl);
-	free(th->otl2);
-	free(th->lo);
-	free(th->hi);
-	free(th->meta);
-	free(th->tile);
-	free(th->nc);
-	free(th->alive);
-}
-
-/* Room for ncyl cylinder slots, n_tiles tiles, cnt templates, n_rec records. */
-static bool
-tile_host_alloc(tile_host *th, uint64_t ncyl, uint32_t n_tiles, uint32_t cnt, uint32_t n_rec)
-{
-	th->lo = (uint4 *) malloc(16 * (ncyl + 1));
-	th->hi = (uint4 *) malloc(16 * (ncyl + 1));
-	th->meta = (uint32_t *) calloc(ncyl + 1, 4);
-	th->tile = (uint2 *) malloc(8 * n_tiles);
-	th->nc = (uint16_t *) malloc(2 * (size_t) cnt);
-	th->alive = (uint8_t *) malloc(cnt);
-	th->ord = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	th->ord2 = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	th->otl = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	th->otl2 = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	th->ss = (uint32_t *) malloc(sizeof(uint32_t) * ((size_t) n_rec + 1));
-	if (!th->lo || !th->hi || !th->meta || !th->tile || !th->nc || !th->alive || !th->ord ||
-		!th->ord2 || !th->otl || !th->otl2 || !th->ss)
-		return false;
-	memset(th->lo, 0, 16 * (ncyl + 1));
-	memset(th->hi, 0, 16 * (ncyl + 1));
-	return true;
-}
-
-/*
- * Sort tile t's cylinders (templates k0..k1 of p) into th->ord: by angle,
- * stably, then optionally by popcount inside windows of win slots; *nc gets
- * their number. Checks each cylinder's bits and popcount.
- */
-static mcc_gpu_code
-sort_tile(const mcc_gpu_part *p, const mcc_soa *s, tile_host *th, uint32_t k0, uint32_t k1,
-		  uint32_t win, uint32_t *nc_out, mcc_error *err)
-{
-	uint32_t   *ord = th->ord, *ord2 = th->ord2;
-	uint8_t    *otl = th->otl, *otl2 = th->otl2;
-	uint32_t	pos[257];
-	uint32_t	nc = 0;
-
-	/* counting sort of the tile's cylinders by angle (stable) */
-	memset(pos, 0, sizeof(pos));
-	for (uint32_t k = k0; k < k1; k++)
 	{
-		uint32_t	gi = p->gidx[k];
+		uint32_t	cc = p->cap_cyl, ct = p->cap_tpl;
 
-		for (uint32_t j = s->first[gi]; j < s->first[gi + 1]; j++)
-			pos[s->angle[j] + 1]++;
-		nc += s->first[gi + 1] - s->first[gi];
+		CK(mcc_gpu_grow((void **) &p->lo, 16, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
+		cc = p->cap_cyl;
+		CK(mcc_gpu_grow((void **) &p->hi, 16, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
+		cc = p->cap_cyl;
+		CK(mcc_gpu_grow((void **) &p->meta, 4, &cc, c0 + (uint32_t) ncyl_new, c0, &p->gallery_bytes), "gallery allocation");
+		p->cap_cyl = cc;
+		CK(mcc_gpu_grow((void **) &p->tiles, 8, &p->cap_tiles, n_tiles, p->n_tiles, &p->gallery_bytes), "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->tncyl, 2, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
+		ct = p->cap_tpl;
+		CK(mcc_gpu_grow((void **) &p->alive, 1, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
+		p->cap_tpl = ct;
+		CK(mcc_gpu_grow((void **) &p->tcoff, 4, &p->cap_tco, n_tpl + 1, p->n_tpl + 1, &p->gallery_bytes),
+		   "gallery allocation");
+		CK(mcc_gpu_grow((void **) &p->sslot, 4, &p->cap_rc, n_rc, p->n_rc, &p->gallery_bytes), "gallery allocation");
 	}
-	for (int a = 0; a < 256; a++)
-		pos[a + 1] += pos[a];
-	for (uint32_t k = k0; k < k1; k++)
-	{
-		uint32_t	gi = p->gidx[k];
-
-		for (uint32_t j = s->first[gi]; j < s->first[gi + 1]; j++)
-		{
-			uint32_t	d = pos[s->angle[j]]++;
-
-			ord[d] = j;
-			otl[d] = (uint8_t) (k - k0);
-			/*
-			 * 255-bit cylinders: bit 255 and popcount 256 cannot occur,
-			 * and the stored popcount is that of the bits (the tensor-core
-			 * kernel derives the xor popcount from it).
-			 */
-			if (s->pc[j] > 255 || (s->bits[3 * (size_t) s->cap_cyl + j] >> 63) ||
-				s->pc[j] != __builtin_popcountll(s->bits[j]) +
-				__builtin_popcountll(s->bits[(size_t) s->cap_cyl + j]) +
-				__builtin_popcountll(s->bits[2 * (size_t) s->cap_cyl + j]) +
-				__builtin_popcountll(s->bits[3 * (size_t) s->cap_cyl + j]))
-				return mcc_gpu_err(err, MCC_GPU_INVALID,
-								   "gallery cylinder %u has bits beyond the profile's 255 or a wrong popcount", j);
-		}
-	}
-	/* optionally, popcount order inside windows of the angle order */
-	for (uint32_t w0 = 0; win > 32 && w0 < nc; w0 += win)
-	{
-		uint32_t	w1 = nc < w0 + win ? nc : w0 + win;
-		uint32_t	pcs[258];
-
-		memset(pcs, 0, sizeof(pcs));
-		for (uint32_t i = w0; i < w1; i++)
-			pcs[s->pc[ord[i]] + 1]++;
-		for (int v = 0; v < 257; v++)
-			pcs[v + 1] += pcs[v];
-		for (uint32_t i = w0; i < w1; i++)
-		{
-			uint32_t	d = w0 + pcs[s->pc[ord[i]]]++;
-
-			ord2[d] = ord[i];
-			otl2[d] = otl[i];
-		}
-		memcpy(ord + w0, ord2 + w0, 4 * (size_t) (w1 - w0));
-		memcpy(otl + w0, otl2 + w0, w1 - w0);
-	}
-	*nc_out = nc;
-	return MCC_GPU_OK;
-}
-
-/*
- * Build tile t of p (its first template k0 = t * MCC_GPU_TILE, n_tpl
- * templates in all) at slot c of the host copy th (slot c0 + c on the
- * device; rc0: the first rebuilt record); *used gets its slots.
- */
-static mcc_gpu_code
-build_tile(mcc_gpu_part *p, const mcc_soa *s, tile_host *th, uint32_t t, uint32_t t0,
-		   uint32_t n_tpl, uint32_t c0, uint32_t c, uint32_t rc0, uint32_t win,
-		   uint32_t *used, mcc_error *err)
-{
-	uint32_t	k0 = t * MCC_GPU_TILE;
-	uint32_t	k1 = n_tpl < k0 + MCC_GPU_TILE ? n_tpl : k0 + MCC_GPU_TILE;
-	uint32_t	nc;
-	mcc_gpu_code rc;
-
-	if ((rc = sort_tile(p, s, th, k0, k1, win, &nc, err)) != MCC_GPU_OK)
-		return rc;
-	for (uint32_t i = 0; i < nc; i++)
-	{
-		uint32_t	j = th->ord[i];
-		uint32_t	d = c + i;
-		uint64_t	w0 = s->bits[0 * (size_t) s->cap_cyl + j];
-		uint64_t	w1 = s->bits[1 * (size_t) s->cap_cyl + j];
-		uint64_t	w2 = s->bits[2 * (size_t) s->cap_cyl + j];
-		uint64_t	w3 = s->bits[3 * (size_t) s->cap_cyl + j];
-		uint32_t	pc = s->pc[j];
-		uint8_t		ot = th->otl[i];
-
-		th->lo[d] = make_uint4((uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, (uint32_t) (w1 >> 32));
-		th->hi[d] = make_uint4((uint32_t) w2, (uint32_t) (w2 >> 32), (uint32_t) w3, (uint32_t) (w3 >> 32));
-		th->meta[d] = s->angle[j] | (uint32_t) ot << 8 | pc << 16 | 1u << 31;
-		/* the slot of the template's stored cylinder j - first, for refinement */
-		th->ss[p->h_tcoff[k0 + ot] - rc0 + (j - s->first[p->gidx[k0 + ot]])] = c0 + d;
-		if (pc == 0)
-			p->has_zero = 1;
-		if (k0 + ot >= p->n_tpl)
-			p->angle_count[s->angle[j]] += 1;
-	}
-	th->tile[t - t0] = make_uint2(c0 + c, nc | (k1 - k0) << 16);
-	p->tile_off[t] = c0 + c;
-	*used = (nc + 31) & ~31u;
-	return MCC_GPU_OK;
-}
-
-/*
- * Upload what part_add built: ncyl slots from c0, tiles from t0, the cnt
- * added templates' counts, flags and record offsets, records from rc0.
- */
-static mcc_gpu_code
-part_upload(mcc_gpu *g, mcc_gpu_part *p, const tile_host *th, uint32_t c0, uint64_t ncyl,
-			uint32_t t0, uint32_t n_tiles, uint32_t cnt, uint32_t rc0, uint32_t n_rc,
-			mcc_error *err)
-{
-	mcc_gpu_code rc = MCC_GPU_OK;
-
-	CK(cudaMemcpy(p->lo + c0, th->lo, 16 * ncyl, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->hi + c0, th->hi, 16 * ncyl, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->meta + c0, th->meta, 4 * ncyl, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->tiles + t0, th->tile, 8 * (size_t) (n_tiles - t0), cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->tncyl + p->n_tpl, th->nc, 2 * (size_t) cnt, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->alive + p->n_tpl, th->alive, cnt, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->tcoff + p->n_tpl, p->h_tcoff + p->n_tpl, 4 * ((size_t) cnt + 1), cudaMemcpyHostToDevice),
-	   "gallery upload");
-	if (n_rc > rc0)
-		CK(cudaMemcpy(p->sslot + rc0, th->ss, 4 * (size_t) (n_rc - rc0), cudaMemcpyHostToDevice), "gallery upload");
-fail:
-	return rc;
-}
-
-/*
- * Add templates gl[0..cnt) (gallery indices of s) to partition p: rebuild
- * its partial last tile, append the new tiles, upload the changed part.
- */
-static mcc_gpu_code
-part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
-		 uint32_t cnt, mcc_error *err)
-{
-	mcc_gpu_code rc = MCC_GPU_OK;
-	uint32_t	t0 = p->n_tpl / MCC_GPU_TILE;	/* first tile to (re)build */
-	uint32_t	n_tpl = p->n_tpl + cnt;
-	uint32_t	n_tiles = (n_tpl + MCC_GPU_TILE - 1) / MCC_GPU_TILE;
-	uint32_t	c0 = t0 < p->n_tiles ? p->tile_off[t0] : p->n_cyl;
-	uint64_t	ncyl_new = 0;
-	tile_host	th;
-	uint32_t	c;
-	uint32_t	rc0;			/* the rebuilt templates' first record */
-	uint32_t	n_rc;			/* records after the add */
-
-	if (cnt == 0)
-		return MCC_GPU_OK;
-	if ((rc = part_maps(p, s, gl, cnt, n_tiles, err)) != MCC_GPU_OK)
-		return rc;
-	rc0 = p->h_tcoff[t0 * MCC_GPU_TILE];
-	n_rc = p->h_tcoff[n_tpl];
-	if ((rc = tile_slots(p, s, t0, n_tiles, n_tpl, &ncyl_new, err)) != MCC_GPU_OK)
-		return rc;
-	if (c0 + ncyl_new > 0xffffffe0ull)
-		return mcc_gpu_err(err, MCC_GPU_INVALID, "too many cylinders for one GPU partition");
-	if ((rc = part_reserve(g, p, c0, c0 + (uint32_t) ncyl_new, n_tiles, n_tpl, n_rc, err)) != MCC_GPU_OK)
-		return rc;
 
 	/* build the tiles on the host */
-	memset(&th, 0, sizeof(th));
-	if (!tile_host_alloc(&th, ncyl_new, n_tiles - t0, cnt, n_rc - rc0))
+	hlo = (uint4 *) malloc(16 * (ncyl_new + 1));
+	hhi = (uint4 *) malloc(16 * (ncyl_new + 1));
+	hmeta = (uint32_t *) calloc(ncyl_new + 1, 4);
+	htile = (uint2 *) malloc(8 * (n_tiles - t0));
+	hnc = (uint16_t *) malloc(2 * (size_t) cnt);
+	hal = (uint8_t *) malloc(cnt);
+	ord = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	ord2 = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	otl = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	otl2 = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	hss = (uint32_t *) malloc(sizeof(uint32_t) * ((size_t) (n_rc - rc0) + 1));
+	if (!hlo || !hhi || !hmeta || !htile || !hnc || !hal || !ord || !ord2 || !otl || !otl2 || !hss)
 	{
 		rc = mcc_gpu_err(err, MCC_GPU_OOM, "out of host memory");
 		goto fail;
 	}
+	memset(hlo, 0, 16 * (ncyl_new + 1));
+	memset(hhi, 0, 16 * (ncyl_new + 1));
 	c = 0;
 	for (uint32_t t = t0; t < n_tiles; t++)
 	{
-		uint32_t	used;
+		uint32_t	k0 = t * MCC_GPU_TILE;
+		uint32_t	k1 = n_tpl < k0 + MCC_GPU_TILE ? n_tpl : k0 + MCC_GPU_TILE;
+		uint32_t	pos[257];
+		uint32_t	nc = 0;
 
-		if ((rc = build_tile(p, s, &th, t, t0, n_tpl, c0, c, rc0, g->opt.pc_window, &used,
-							 err)) != MCC_GPU_OK)
-			goto fail;
-		c += used;
+		/* counting sort of the tile's cylinders by angle (stable) */
+		memset(pos, 0, sizeof(pos));
+		for (uint32_t k = k0; k < k1; k++)
+		{
+			uint32_t	gi = p->gidx[k];
+
+			for (uint32_t j = s->first[gi]; j < s->first[gi + 1]; j++)
+				pos[s->angle[j] + 1]++;
+			nc += s->first[gi + 1] - s->first[gi];
+		}
+		for (int a = 0; a < 256; a++)
+			pos[a + 1] += pos[a];
+		for (uint32_t k = k0; k < k1; k++)
+		{
+			uint32_t	gi = p->gidx[k];
+
+			for (uint32_t j = s->first[gi]; j < s->first[gi + 1]; j++)
+			{
+				uint32_t	d = pos[s->angle[j]]++;
+
+				ord[d] = j;
+				otl[d] = (uint8_t) (k - k0);
+				/*
+				 * 255-bit cylinders: bit 255 and popcount 256 cannot occur,
+				 * and the stored popcount is that of the bits (the tensor-core
+				 * kernel derives the xor popcount from it).
+				 */
+				if (s->pc[j] > 255 || (s->bits[3 * (size_t) s->cap_cyl + j] >> 63) ||
+					s->pc[j] != __builtin_popcountll(s->bits[j]) +
+					__builtin_popcountll(s->bits[(size_t) s->cap_cyl + j]) +
+					__builtin_popcountll(s->bits[2 * (size_t) s->cap_cyl + j]) +
+					__builtin_popcountll(s->bits[3 * (size_t) s->cap_cyl + j]))
+				{
+					rc = mcc_gpu_err(err, MCC_GPU_INVALID,
+									 "gallery cylinder %u has bits beyond the profile's 255 or a wrong popcount", j);
+					goto fail;
+				}
+			}
+		}
+		/* optionally, popcount order inside windows of the angle order */
+		for (uint32_t w0 = 0; win > 32 && w0 < nc; w0 += win)
+		{
+			uint32_t	w1 = nc < w0 + win ? nc : w0 + win;
+			uint32_t	pcs[258];
+
+			memset(pcs, 0, sizeof(pcs));
+			for (uint32_t i = w0; i < w1; i++)
+				pcs[s->pc[ord[i]] + 1]++;
+			for (int v = 0; v < 257; v++)
+				pcs[v + 1] += pcs[v];
+			for (uint32_t i = w0; i < w1; i++)
+			{
+				uint32_t	d = w0 + pcs[s->pc[ord[i]]]++;
+
+				ord2[d] = ord[i];
+				otl2[d] = otl[i];
+			}
+			memcpy(ord + w0, ord2 + w0, 4 * (size_t) (w1 - w0));
+			memcpy(otl + w0, otl2 + w0, w1 - w0);
+		}
+		for (uint32_t i = 0; i < nc; i++)
+		{
+			uint32_t	j = ord[i];
+			uint32_t	d = c + i;
+			uint64_t	w0 = s->bits[0 * (size_t) s->cap_cyl + j];
+			uint64_t	w1 = s->bits[1 * (size_t) s->cap_cyl + j];
+			uint64_t	w2 = s->bits[2 * (size_t) s->cap_cyl + j];
+			uint64_t	w3 = s->bits[3 * (size_t) s->cap_cyl + j];
+			uint32_t	pc = s->pc[j];
+
+			hlo[d] = make_uint4((uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, (uint32_t) (w1 >> 32));
+			hhi[d] = make_uint4((uint32_t) w2, (uint32_t) (w2 >> 32), (uint32_t) w3, (uint32_t) (w3 >> 32));
+			hmeta[d] = s->angle[j] | (uint32_t) otl[i] << 8 | pc << 16 | 1u << 31;
+			/* the slot of the template's stored cylinder j - first, for refinement */
+			hss[p->h_tcoff[k0 + otl[i]] - rc0 + (j - s->first[p->gidx[k0 + otl[i]]])] = c0 + d;
+			if (pc == 0)
+				p->has_zero = 1;
+			if (k0 + otl[i] >= p->n_tpl)
+				p->angle_count[s->angle[j]] += 1;
+		}
+		htile[t - t0] = make_uint2(c0 + c, nc | (k1 - k0) << 16);
+		p->tile_off[t] = c0 + c;
+		c += (nc + 31) & ~31u;
 	}
 	for (uint32_t i = 0; i < cnt; i++)
 	{
 		uint32_t	gi = gl[i];
 
-		th.nc[i] = (uint16_t) (s->first[gi + 1] - s->first[gi]);
-		th.alive[i] = 1;
+		hnc[i] = (uint16_t) (s->first[gi + 1] - s->first[gi]);
+		hal[i] = 1;
 	}
-	if ((rc = part_upload(g, p, &th, c0, ncyl_new, t0, n_tiles, cnt, rc0, n_rc, err)) != MCC_GPU_OK)
-		goto fail;
+
+	/* upload the changed part */
+	CK(cudaMemcpy(p->lo + c0, hlo, 16 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->hi + c0, hhi, 16 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->meta + c0, hmeta, 4 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->tiles + t0, htile, 8 * (size_t) (n_tiles - t0), cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->tncyl + p->n_tpl, hnc, 2 * (size_t) cnt, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->alive + p->n_tpl, hal, cnt, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->tcoff + p->n_tpl, p->h_tcoff + p->n_tpl, 4 * ((size_t) cnt + 1), cudaMemcpyHostToDevice),
+	   "gallery upload");
+	if (n_rc > rc0)
+		CK(cudaMemcpy(p->sslot + rc0, hss, 4 * (size_t) (n_rc - rc0), cudaMemcpyHostToDevice), "gallery upload");
 	for (uint32_t i = 0; i < cnt; i++)
 	{
 		g->where[gl[i]] = (uint8_t) (p - g->part);
@@ -475,7 +357,17 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	p->n_rc = n_rc;
 
 fail:
-	tile_host_free(&th);
+	free(hss);
+	free(ord);
+	free(ord2);
+	free(otl);
+	free(otl2);
+	free(hlo);
+	free(hhi);
+	free(hmeta);
+	free(htile);
+	free(hnc);
+	free(hal);
 	return rc;
 }
 
