@@ -603,7 +603,7 @@ eng_cache_revive(eng_cache *c, uint32_t idx, uint64_t insert_xid, uint64_t delet
 	if (insert_xid < FIRST_NORMAL_XID)
 		e->flags |= ENG_E_INS_SETTLED;
 	c->n_purged--;
-	if (unsettled(e))
+	if (eng_entry_unsettled(e))
 		c->n_unsettled++;
 }
 
@@ -642,7 +642,7 @@ eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side)
 
 		e->next = c->slots[h];
 		c->slots[h] = k;
-		if (unsettled(e))
+		if (eng_entry_unsettled(e))
 			c->n_unsettled++;
 	}
 	c->soa.n_tpl += n;

@@ -8,6 +8,7 @@
 #ifndef ENG_COMPACT_H
 #define ENG_COMPACT_H
 
+#include "eng_gallery.h"
 #include "eng_server.h"
 
 #define ENG_JOB_COMPACTION	2	/* eng_job.tag (1-6: see eng_rescore.h) */

@@ -10,6 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "eng_conn.h"
+#include "eng_gallery.h"
+#include "eng_handlers.h"
+#include "eng_load.h"
 #include "eng_log.h"
 #include "eng_server.h"
 

@@ -2,7 +2,87 @@
  * eng_gallery.c: galleries: which cache serves each one, the deltas and
  * settles it applies between passes, the searches waiting for it, and what
  * comes back from the pool for it. The passes are eng_pass.c's, their
- * RESULTs eng_result.c's, the compactions eng_compact.c's.
+ * RESULTs eng_result.c's, the compactions eng_compact.c's, full loads
+ * eng_load.c's.
+ *
+ * The gallery cache
+ * -----------------
+ *
+ * A search in the engine must answer for a snapshot it never sees: the
+ * backend took it, and only the backend can decide what it sees. So the
+ * cache does not try to be "the table now". It holds tuple versions (key,
+ * template hash, inserting xid, deleting xid; eng_cache.h), a superset of
+ * what any snapshot in the system can see, and promises one thing, the
+ * visibility contract: once the cache has applied generation G, every row
+ * visible to a snapshot that read G after it was taken is in the cache, and
+ * ranks where its score puts it. The backend asks for more candidates than
+ * it needs and re-checks them under its own snapshot; every visible row
+ * outside the candidates ranks below them, so the survivors are exactly its
+ * top k (docs/matcher-service.md, "identify() with the service"). Each rule
+ * below exists to keep that promise without reading the heap again.
+ *
+ * Versions, not rows. A delete marks a version and the version stays
+ * searchable: a snapshot older than the deleter still sees the row. It goes
+ * only when SETTLE reports its deleter committed below the horizon (no
+ * snapshot can see it any more); a version whose inserter aborted goes at
+ * the SETTLE that reports the abort. Deleted and unsettled versions cost a
+ * little speed and some memory; keeping only the newest would lose rows
+ * that older snapshots see.
+ *
+ * Deltas. Every commit that changes a gallery with a cache slot bumps its
+ * generation before it becomes visible and sends its changes, one or more
+ * DELTA frames of one generation, not netted, so the engine can queue them
+ * (eng_delta.h) and apply them strictly in generation order, inserts of all
+ * its parts before their deletes (apply_gen). A load that ran while a
+ * transaction was open may have seen any intermediate state of its rows;
+ * entries a load brought carry flags that absorb the one delta insert or
+ * delete they already reflect (eng_cache_insert, eng_cache_delete), which
+ * is why nothing may be netted on the way. A generation that cannot be
+ * described (a TRUNCATE, too many rows, a cut connection) arrives as a
+ * reload mark: the cache stops at the generation before it (reload_at), and
+ * searches that need more get NOT_LOADED so that the backend loads again.
+ * The queue is bounded (ENG_GENQ_MAX_N, ENG_GENQ_MAX_BYTES); losing a
+ * record the cache still needs sets the same mark, trading a reload for
+ * bounded memory. Records are kept back as far as the oldest load in
+ * progress needs: a load builds its cache aside from a scan at generation L
+ * and applies the queued generations above L when it is swapped in
+ * (eng_load.c).
+ *
+ * A SEARCH names the generation its snapshot needs and waits until the
+ * cache has applied it. The wait is bounded by the delta timeout only while
+ * some generation up to it has not arrived (queue_covers in eng_pass.c): a
+ * delta that is here but not applied yet waits for a pass, not for the
+ * network, and must not time out.
+ *
+ * Passes. The main thread changes a cache only when no thread reads it
+ * (pins == 0), so no entry needs a lock. A gallery runs at most one pass at
+ * a time, a batch of every search that is ready, scanning each chunk of the
+ * cache once for all their probes; searches that arrive meanwhile wait and
+ * form the next batch, after the deltas and SETTLEs that arrived meanwhile
+ * are applied (eng_gallery_advance). A pass with refining searches keeps
+ * the cache pinned through the rescoring of their shortlists, so the
+ * entries it names stay what the pass saw.
+ *
+ * SETTLE changes entries too (it settles, purges and undoes deletes), so it
+ * is deferred like a delta and answered only once applied: its OK means the
+ * states it carried are in the cache.
+ *
+ * Compaction. Purged entries become tombstones that the scan still scores
+ * and drops; rebuilding the cache at every purge would cost a copy per
+ * SETTLE. When tombstones are a quarter of the cache and at least 64
+ * (eng_cache_wants_compaction) and nothing reads it, a thread copies the
+ * live entries while passes go on reading the original, which the copy
+ * pins: deltas and SETTLEs wait for it, searches do not. The copy replaces
+ * the cache only if the cache is still the gallery's current one when it
+ * returns (a load or an eviction may have replaced it); since nothing
+ * changed the pinned original, the copy is equal to it but for the
+ * tombstones.
+ *
+ * Cache replacement. A load, a compaction or a drop replaces g->cache while
+ * passes may still read the old one: the old cache lives on, pinned, until
+ * its last reader unpins it (eng_gallery_unpin), and each reader answers
+ * from the cache it started with, whose applied_gen its RESULT reports.
+ * Nothing waits for readers to drain.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +90,7 @@
 
 #include "eng_cache_settle.h"
 #include "eng_compact.h"
+#include "eng_conn.h"
 #include "eng_gallery.h"
 #include "eng_load.h"
 #include "eng_log.h"

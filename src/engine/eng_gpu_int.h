@@ -75,6 +75,21 @@ mcc_gpu_code eng_gpu_remove_purged(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c,
 mcc_gpu_code eng_gpu_sync_mirror(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c,
 								 mcc_error *err);
 
+/*
+ * Why the GPU or mirror m cannot take a job now (lock held), err saying so;
+ * ENG_GPU_DONE if it can. refining: a rescoring (its refinement must be on).
+ */
+eng_gpu_outcome eng_gpu_job_blocked(eng_gpu *g, const eng_gpu_mirror *m, bool refining,
+									mcc_error *err);
+
+/*
+ * Bring m up to date with c before a job (lock held); on failure (*rc) the
+ * context is closed unless the error is sticky, and the outcome says what
+ * the failure means.
+ */
+eng_gpu_outcome eng_gpu_sync_for_job(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c,
+									 mcc_gpu_code *rc, mcc_error *err);
+
 /* A failure a test injected for the next job (lock held), consumed; MCC_GPU_OK if none. */
 mcc_gpu_code eng_gpu_take_injected(mcc_gpu_code *slot, const char *what, mcc_error *err);
 

@@ -199,6 +199,45 @@ eng_gpu_take_injected(mcc_gpu_code *slot, const char *what, mcc_error *err)
 	return rc;
 }
 
+/*
+ * Why the GPU or mirror m cannot take a job now (lock held): the GPU off
+ * for the process, or m off the GPU (for a rescoring, its refinement too);
+ * err says so. ENG_GPU_DONE if it can.
+ */
+eng_gpu_outcome
+eng_gpu_job_blocked(eng_gpu *g, const eng_gpu_mirror *m, bool refining, mcc_error *err)
+{
+	if (atomic_load(&g->broken))
+	{
+		mcc_error_set(err, MCC_ERR_INTERNAL, "the GPU was disabled by an earlier error");
+		return ENG_GPU_PROCESS_CPU;
+	}
+	if (m == NULL || atomic_load(&((eng_gpu_mirror *) m)->failed) ||
+		(refining && atomic_load(&((eng_gpu_mirror *) m)->ref_failed)))
+	{
+		mcc_error_set(err, MCC_ERR_INTERNAL, "the cache has no GPU copy");
+		/* a pass says the cache stays on the CPU; a rescoring job just runs there */
+		return refining ? ENG_GPU_RETRY_CPU : ENG_GPU_CACHE_CPU;
+	}
+	return ENG_GPU_DONE;
+}
+
+/*
+ * Bring m up to date with c before a job (lock held). On failure (*rc) the
+ * context is closed, unless the error is sticky, and the outcome says what
+ * the failure means.
+ */
+eng_gpu_outcome
+eng_gpu_sync_for_job(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc_gpu_code *rc,
+					 mcc_error *err)
+{
+	if ((*rc = eng_gpu_sync_mirror(g, m, c, err)) == MCC_GPU_OK)
+		return ENG_GPU_DONE;
+	if (*rc != MCC_GPU_STICKY)
+		eng_gpu_close_ctx(g, m);
+	return eng_gpu_outcome_of(*rc, true);
+}
+
 /* What a library failure means for the engine. */
 eng_gpu_outcome
 eng_gpu_outcome_of(mcc_gpu_code rc, bool syncing)

@@ -186,16 +186,14 @@ refine_all(eng_gpu *g, eng_gpu_mirror *m, eng_rescore *rs, mcc_error *err)
 static eng_gpu_outcome
 refine_outcome(eng_gpu *g, eng_gpu_mirror *m, mcc_gpu_code rc, bool attaching, mcc_error *err)
 {
+	eng_gpu_outcome out = eng_gpu_outcome_of(rc, false);
 	bool		for_good = false;
 
+	/* done, or the process off the GPU, as for a pass */
+	if (out == ENG_GPU_DONE || out == ENG_GPU_PROCESS_CPU)
+		return out;
 	switch (rc)
 	{
-		case MCC_GPU_OK:
-			return ENG_GPU_DONE;
-		case MCC_GPU_STICKY:
-		case MCC_GPU_NO_DRIVER:
-		case MCC_GPU_NO_DEVICE:
-			return ENG_GPU_PROCESS_CPU;
 		case MCC_GPU_UNSUPPORTED:
 			for_good = true;
 			break;
@@ -228,18 +226,8 @@ eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
 	double		t_in = eng_gpu_now_s();
 
 	pthread_mutex_lock(&g->lock);
-	if (atomic_load(&g->broken))
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "the GPU was disabled by an earlier error");
-		out = ENG_GPU_PROCESS_CPU;
+	if ((out = eng_gpu_job_blocked(g, m, true, err)) != ENG_GPU_DONE)
 		goto failed;
-	}
-	if (m == NULL || atomic_load(&m->failed) || atomic_load(&m->ref_failed))
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "the cache has no GPU copy");
-		out = ENG_GPU_RETRY_CPU;
-		goto failed;
-	}
 	/* a test's failure stands for one of the refinement data */
 	if ((rc = eng_gpu_take_injected(&g->inject_refine, "refinement ", err)) != MCC_GPU_OK)
 	{
@@ -247,13 +235,8 @@ eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
 		goto failed;
 	}
 	/* the pass synced the mirror unless it ran on the CPU */
-	if ((rc = eng_gpu_sync_mirror(g, m, c, err)) != MCC_GPU_OK)
-	{
-		if (rc != MCC_GPU_STICKY)
-			eng_gpu_close_ctx(g, m);
-		out = eng_gpu_outcome_of(rc, true);
+	if ((out = eng_gpu_sync_for_job(g, m, c, &rc, err)) != ENG_GPU_DONE)
 		goto failed;
-	}
 	if ((rc = attach_refinement(g, m, c, err)) != MCC_GPU_OK)
 	{
 		out = refine_outcome(g, m, rc, true, err);

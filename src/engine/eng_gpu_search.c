@@ -219,30 +219,18 @@ eng_gpu_pass(eng_gpu *g, eng_batch *b, mcc_error *err)
 	double		t_in = eng_gpu_now_s();
 
 	pthread_mutex_lock(&g->lock);
-	if (atomic_load(&g->broken))
+	if ((out = eng_gpu_job_blocked(g, m, false, err)) != ENG_GPU_DONE)
 	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "the GPU was disabled by an earlier error");
 		pthread_mutex_unlock(&g->lock);
-		return ENG_GPU_PROCESS_CPU;
-	}
-	if (m == NULL || atomic_load(&m->failed))
-	{
-		mcc_error_set(err, MCC_ERR_INTERNAL, "the cache has no GPU copy");
-		pthread_mutex_unlock(&g->lock);
-		return ENG_GPU_CACHE_CPU;
+		return out;
 	}
 	if ((rc = eng_gpu_take_injected(&g->inject, "", err)) != MCC_GPU_OK)
 	{
 		out = eng_gpu_outcome_of(rc, false);
 		goto failed;
 	}
-	if ((rc = eng_gpu_sync_mirror(g, m, c, err)) != MCC_GPU_OK)
-	{
-		if (rc != MCC_GPU_STICKY)
-			eng_gpu_close_ctx(g, m);
-		out = eng_gpu_outcome_of(rc, true);
+	if ((out = eng_gpu_sync_for_job(g, m, c, &rc, err)) != ENG_GPU_DONE)
 		goto failed;
-	}
 	if ((rc = search(g, m, b, err)) != MCC_GPU_OK)
 	{
 		out = eng_gpu_outcome_of(rc, false);

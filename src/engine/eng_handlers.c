@@ -1,5 +1,7 @@
 /*
- * eng_handlers.c: one handler per client message of mcc_proto.h.
+ * eng_handlers.c: one handler per client message of mcc_proto.h, reached
+ * through a table by message type that also names the checks the handler
+ * needs before it runs (eng_handle_frame).
  *
  * A handler returns false only when the frame is malformed (the caller then
  * closes the connection after an ERROR); requests that are well formed but
@@ -9,6 +11,9 @@
 #include <string.h>
 
 #include "eng_cache_settle.h"
+#include "eng_conn.h"
+#include "eng_gallery.h"
+#include "eng_handlers.h"
 #include "eng_load.h"
 #include "eng_log.h"
 #include "eng_server.h"
@@ -64,6 +69,56 @@ make_probe(const uint8_t *p, uint32_t len, mcc_error *err)
 	return q;
 }
 
+/*
+ * Prepare SEARCH's n probes (their framing checked) into req, keeping the
+ * blobs that the GPU path or a refinement reads. False, with the ERROR
+ * replied, if a probe is bad or memory runs out.
+ */
+static bool
+read_probes(eng_server *s, eng_conn *c, uint64_t request_id, eng_rd *r, eng_request *req,
+			uint32_t n)
+{
+	mcc_error	err;
+
+	req->probes = calloc(n ? n : 1, sizeof(mcc_probe *));
+	req->tpls = calloc(n ? n : 1, sizeof(uint8_t *));
+	req->tpl_lens = calloc(n ? n : 1, sizeof(uint32_t));
+	if (req->probes == NULL || req->tpls == NULL || req->tpl_lens == NULL)
+	{
+		eng_reply_error(c, request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
+		return false;
+	}
+	mcc_error_clear(&err);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	len;
+		const uint8_t *p = eng_rd_bytes(r, &len);
+
+		req->probes[i] = make_probe(p, len, &err);
+		/* the GPU path reads the blob itself; a refinement sets it as its probe */
+		if (req->probes[i] != NULL && (s->gpu != NULL || req->refine != MCC_LSS) &&
+			(req->tpls[i] = malloc(len ? len : 1)) == NULL)
+		{
+			free(req->probes[i]);
+			req->probes[i] = NULL;
+			mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
+		}
+		if (req->probes[i] == NULL)
+		{
+			eng_reply_error(c, request_id, MCC_PERR_DATA, err.status,
+							"probe %u: %s", i + 1, err.message);
+			return false;
+		}
+		if (req->tpls[i] != NULL)
+		{
+			memcpy(req->tpls[i], p, len);
+			req->tpl_lens[i] = len;
+		}
+		req->n_probes++;
+	}
+	return true;
+}
+
 /* SEARCH: queue a request on its gallery (it waits for its generation). */
 static bool
 h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
@@ -71,7 +126,6 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	mcc_gallery_id id;
 	eng_request *req;
 	eng_gallery *g;
-	mcc_error	err;
 	size_t		probes_at;
 	uint32_t	n;
 	uint32_t	refine;
@@ -129,43 +183,10 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	req->top = top;
 	req->conn_id = c->id;
 	req->request_id = h->request_id;
-	req->probes = calloc(n ? n : 1, sizeof(mcc_probe *));
-	req->tpls = calloc(n ? n : 1, sizeof(uint8_t *));
-	req->tpl_lens = calloc(n ? n : 1, sizeof(uint32_t));
-	if (req->probes == NULL || req->tpls == NULL || req->tpl_lens == NULL)
+	if (!read_probes(s, c, h->request_id, r, req, n))
 	{
 		eng_request_free(req);
-		eng_reply_error(c, h->request_id, MCC_PERR_INTERNAL, MCC_ERR_MEMORY, "out of memory");
 		return true;
-	}
-	mcc_error_clear(&err);
-	for (uint32_t i = 0; i < n; i++)
-	{
-		uint32_t	len;
-		const uint8_t *p = eng_rd_bytes(r, &len);
-
-		req->probes[i] = make_probe(p, len, &err);
-		/* the GPU path reads the blob itself; a refinement sets it as its probe */
-		if (req->probes[i] != NULL && (s->gpu != NULL || req->refine != MCC_LSS) &&
-			(req->tpls[i] = malloc(len ? len : 1)) == NULL)
-		{
-			free(req->probes[i]);
-			req->probes[i] = NULL;
-			mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
-		}
-		if (req->probes[i] == NULL)
-		{
-			eng_reply_error(c, h->request_id, MCC_PERR_DATA, err.status,
-							"probe %u: %s", i + 1, err.message);
-			eng_request_free(req);
-			return true;
-		}
-		if (req->tpls[i] != NULL)
-		{
-			memcpy(req->tpls[i], p, len);
-			req->tpl_lens[i] = len;
-		}
-		req->n_probes++;
 	}
 	g = eng_gallery_get(s, &id, false);
 	if (g == NULL || g->cache == NULL)
@@ -314,15 +335,6 @@ h_load_heads(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 static bool
 h_load_heads_end(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 {
-	if (!eng_rd_done(r))
-		return false;
-	if (c->load == NULL || c->load->request_id != h->request_id ||
-		!(c->load->flags & MCC_LOAD_SNAPSHOT))
-	{
-		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
-						"no snapshot-checked load in progress for this request");
-		return true;
-	}
 	eng_snapshot_heads_end(s, c, h->request_id);
 	return true;
 }
@@ -331,14 +343,6 @@ h_load_heads_end(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 static bool
 h_load_end(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 {
-	if (!eng_rd_done(r))
-		return false;
-	if (c->load == NULL || c->load->request_id != h->request_id)
-	{
-		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
-						"no load in progress for this request");
-		return true;
-	}
 	eng_load_end(s, c);
 	return true;
 }
@@ -536,8 +540,6 @@ h_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	uint32_t	n = 0;
 	size_t		f;
 
-	if (!eng_rd_done(r))
-		return false;
 	for (uint32_t i = 0; i < s->n_gal; i++)
 		n += s->gal[i]->cache != NULL;
 	f = eng_frame_begin(o, MCC_MSG_STATUS_REPLY, h->request_id);
@@ -579,8 +581,6 @@ h_engine_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	uint64_t	done;
 	size_t		f;
 
-	if (!eng_rd_done(r))
-		return false;
 	eng_image_progress(s, &parts, &done);
 	f = eng_frame_begin(o, MCC_MSG_ENGINE_STATUS_REPLY, h->request_id);
 	eng_buf_u64(o, s->budget.used);
@@ -627,57 +627,81 @@ h_evict(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	return true;
 }
 
+typedef bool (*handler_fn) (eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r);
+
+/* What eng_handle_frame checks before a handler runs. */
+#define CHECK_EMPTY		0x01	/* no payload: a longer frame is malformed */
+#define CHECK_LOAD		0x02	/* the connection's load is this request's, else ERROR */
+#define CHECK_SNAP_LOAD	0x04	/* ... and it checks a snapshot (MCC_LOAD_SNAPSHOT) */
+
+typedef struct handler
+{
+	handler_fn	fn;				/* NULL: not a client's message */
+	uint32_t	checks;			/* CHECK_* */
+} handler;
+
+/* The client messages of mcc_proto.h, by type; replies and unknown types have none. */
+static const handler handlers[MCC_MSG_ALIGN_RESULT + 1] = {
+	[MCC_MSG_HELLO] = {h_hello, 0},
+	[MCC_MSG_SEARCH] = {h_search, 0},
+	[MCC_MSG_LOAD_BEGIN] = {h_load_begin, 0},
+	[MCC_MSG_LOAD_ROWS] = {h_load_rows, 0},
+	[MCC_MSG_LOAD_END] = {h_load_end, CHECK_EMPTY | CHECK_LOAD},
+	[MCC_MSG_DELTA] = {h_delta, 0},
+	[MCC_MSG_RELOAD] = {h_reload, 0},
+	[MCC_MSG_XIDS] = {h_xids, 0},
+	[MCC_MSG_SETTLE] = {h_settle, 0},
+	[MCC_MSG_CANCEL] = {h_cancel, 0},
+	[MCC_MSG_STATUS] = {h_status, CHECK_EMPTY},
+	[MCC_MSG_EVICT] = {h_evict, 0},
+	[MCC_MSG_REFINE] = {h_refine, 0},
+	[MCC_MSG_ENGINE_STATUS] = {h_engine_status, CHECK_EMPTY},
+	[MCC_MSG_PRIORITY] = {h_priority, 0},
+	[MCC_MSG_SNAPSHOT] = {h_snapshot, 0},
+	[MCC_MSG_LOAD_HEADS] = {h_load_heads, 0},
+	[MCC_MSG_LOAD_HEADS_END] = {h_load_heads_end, CHECK_EMPTY | CHECK_LOAD | CHECK_SNAP_LOAD},
+	[MCC_MSG_SAD] = {eng_image_request, 0},
+	[MCC_MSG_DP2D] = {eng_image_request, 0},
+	[MCC_MSG_CHAMFER] = {eng_image_request, 0},
+	[MCC_MSG_ALIGN] = {eng_image_request, 0},
+};
+
+/*
+ * The checks of a handler's entry: false if the frame is malformed; true
+ * with *replied set if a request that cannot be served got its ERROR.
+ */
+static bool
+check_frame(eng_conn *c, const mcc_frame_hdr *h, eng_rd *r, uint32_t checks, bool *replied)
+{
+	*replied = false;
+	if ((checks & CHECK_EMPTY) && !eng_rd_done(r))
+		return false;
+	if ((checks & CHECK_LOAD) &&
+		(c->load == NULL || c->load->request_id != h->request_id ||
+		 ((checks & CHECK_SNAP_LOAD) && !(c->load->flags & MCC_LOAD_SNAPSHOT))))
+	{
+		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
+						(checks & CHECK_SNAP_LOAD) ?
+						"no snapshot-checked load in progress for this request" :
+						"no load in progress for this request");
+		*replied = true;
+	}
+	return true;
+}
+
 bool
 eng_handle_frame(eng_server *s, eng_conn *c, const mcc_frame_hdr *h,
 				 const uint8_t *payload)
 {
+	const handler *hd;
 	eng_rd		r;
+	bool		replied;
 
+	if (h->type >= sizeof(handlers) / sizeof(handlers[0]) || handlers[h->type].fn == NULL)
+		return false;			/* unknown, or a reply type */
+	hd = &handlers[h->type];
 	eng_rd_init(&r, payload, h->length);
-	switch (h->type)
-	{
-		case MCC_MSG_HELLO:
-			return h_hello(s, c, h, &r);
-		case MCC_MSG_SEARCH:
-			return h_search(s, c, h, &r);
-		case MCC_MSG_LOAD_BEGIN:
-			return h_load_begin(s, c, h, &r);
-		case MCC_MSG_LOAD_ROWS:
-			return h_load_rows(s, c, h, &r);
-		case MCC_MSG_LOAD_END:
-			return h_load_end(s, c, h, &r);
-		case MCC_MSG_DELTA:
-			return h_delta(s, c, h, &r);
-		case MCC_MSG_RELOAD:
-			return h_reload(s, c, h, &r);
-		case MCC_MSG_XIDS:
-			return h_xids(s, c, h, &r);
-		case MCC_MSG_SETTLE:
-			return h_settle(s, c, h, &r);
-		case MCC_MSG_CANCEL:
-			return h_cancel(s, c, h, &r);
-		case MCC_MSG_STATUS:
-			return h_status(s, c, h, &r);
-		case MCC_MSG_EVICT:
-			return h_evict(s, c, h, &r);
-		case MCC_MSG_ENGINE_STATUS:
-			return h_engine_status(s, c, h, &r);
-		case MCC_MSG_PRIORITY:
-			return h_priority(s, c, h, &r);
-		case MCC_MSG_SNAPSHOT:
-			return h_snapshot(s, c, h, &r);
-		case MCC_MSG_LOAD_HEADS:
-			return h_load_heads(s, c, h, &r);
-		case MCC_MSG_LOAD_HEADS_END:
-			return h_load_heads_end(s, c, h, &r);
-		case MCC_MSG_REFINE:
-			return h_refine(s, c, h, &r);
-		case MCC_MSG_SAD:
-		case MCC_MSG_DP2D:
-		case MCC_MSG_CHAMFER:
-		case MCC_MSG_ALIGN:
-			return eng_image_request(s, c, h, &r);
-		default:
-			return false;		/* unknown, or a reply type */
-	}
+	if (!check_frame(c, h, &r, hd->checks, &replied))
+		return false;
+	return replied || hd->fn(s, c, h, &r);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eng_image.h"
+#include "eng_conn.h"
 #include "eng_log.h"
 #include "eng_server.h"
 

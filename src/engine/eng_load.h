@@ -1,12 +1,57 @@
 /*
- * eng_load.h: full loads of a gallery cache (eng_load.c) beyond the entry
- * points eng_server.h declares: what eng_gallery.c needs when it evicts a
- * gallery whose load is in progress or closes a connection.
+ * eng_load.h: full loads of a gallery cache (eng_load.c): LOAD_BEGIN, ROWS
+ * and END, and what eng_gallery.c needs when it evicts a gallery whose load
+ * is in progress or closes a connection.
  */
 #ifndef ENG_LOAD_H
 #define ENG_LOAD_H
 
-#include "eng_server.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "eng_cache.h"
+#include "eng_conn.h"
+#include "eng_gallery.h"
+#include "mcc_error.h"
+
+struct eng_server;
+struct eng_snap;
+
+/* A full load a connection is streaming. */
+typedef struct eng_load
+{
+	struct eng_load *next;		/* gallery's loads */
+	struct eng_gallery *gallery;
+	uint64_t	conn_id;
+	uint64_t	request_id;
+	uint64_t	gen;
+	const mcc_profile *profile;
+	eng_cache  *build;			/* built aside; NULL after a failure */
+	int			perr;			/* 0, or the mcc_proto_error to reply at LOAD_END */
+	mcc_error	err;
+	uint64_t	rows;
+	uint64_t	expected;		/* LOAD_BEGIN's estimate of the rows (0: none) */
+	int64_t		t_start;
+	uint32_t	flags;			/* MCC_LOAD_* */
+	uint64_t	scan_lsn;		/* MCC_LOAD_IDS: LOAD_BEGIN's */
+	uint64_t	next_xid;
+	struct eng_snap *snap;		/* MCC_LOAD_SNAPSHOT: the snapshot checked, until WANT */
+	uint64_t   *want;			/* tids the snapshot did not prove */
+	uint32_t	n_want;
+	uint32_t	cap_want;
+	uint64_t	from_snap;		/* rows taken from the snapshot */
+	uint64_t	snap_rows;		/* rows the snapshot had */
+} eng_load;
+
+eng_load   *eng_load_begin(struct eng_server *s, struct eng_conn *c, uint64_t request_id,
+						   const mcc_gallery_id *id, uint64_t gen,
+						   uint32_t profile_id, uint64_t expected_rows,
+						   int32_t priority, uint32_t flags);
+void		eng_load_row(struct eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
+						 uint64_t delete_xid, const uint8_t *tpl, uint32_t len,
+						 uint64_t tid, uint64_t xmin, bool checked);
+void		eng_load_end(struct eng_server *s, struct eng_conn *c);
+void		eng_load_abort(struct eng_server *s, struct eng_conn *c);
 
 /* Record a load's first failure and free what it built (LOAD_END replies it). */
 void		eng_load_fail(eng_load *l, int perr, const mcc_error *err);
@@ -19,7 +64,7 @@ void		eng_load_fail(eng_load *l, int perr, const mcc_error *err);
 bool		eng_load_adopt(eng_server *s, eng_load *l, eng_cache *c);
 
 /* Free a load and unlink it from its gallery and connection. */
-void		eng_load_free(eng_conn *c, eng_load *l);
+void		eng_load_free(struct eng_conn *c, eng_load *l);
 
 /* One load row as a LOAD_ROWS frame carries it (load_ids 0 when absent). */
 typedef struct eng_load_in

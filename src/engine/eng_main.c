@@ -208,76 +208,97 @@ setup_signals(void)
 	return true;
 }
 
+/* The command line's values that are not the server's configuration. */
+typedef struct eng_args
+{
+	const char *socket_path;
+	long		ready_fd;
+	long		parent_fd;
+} eng_args;
+
+/* Option a with its value val (NULL: none follows) into cfg or args; false if invalid. */
+static bool
+parse_option(const char *a, const char *val, eng_config *cfg, eng_args *args)
+{
+	long		v;
+	bool		ok = val != NULL;
+
+	if (ok && strcmp(a, "--socket") == 0)
+		args->socket_path = val;
+	else if (ok && strcmp(a, "--ready-fd") == 0)
+		ok = parse_int(val, 0, 1 << 20, &args->ready_fd);
+	else if (ok && strcmp(a, "--parent-fd") == 0)
+		ok = parse_int(val, 0, 1 << 20, &args->parent_fd);
+	else if (ok && strcmp(a, "--threads") == 0)
+		ok = parse_int(val, 0, 1024, &v) && ((cfg->threads = (int) v), true);
+	else if (ok && strcmp(a, "--memory-limit") == 0)
+		ok = parse_size(val, &cfg->memory_limit);
+	else if (ok && strcmp(a, "--log-level") == 0)
+		ok = (v = eng_log_parse_level(val)) >= 0 && (eng_log_set_level((eng_log_level) v), true);
+	else if (ok && strcmp(a, "--delta-timeout") == 0)
+		ok = parse_int(val, 0, 3600 * 1000, &v) && ((cfg->delta_timeout_ms = (int) v), true);
+	else if (ok && strcmp(a, "--max-batch") == 0)
+		ok = parse_int(val, 1, 1 << 20, &v) && ((cfg->max_batch = (uint32_t) v), true);
+	else if (ok && strcmp(a, "--gpu") == 0)
+		ok = parse_gpu_mode(val, &cfg->gpu);
+	else if (ok && strcmp(a, "--gpu-memory-limit") == 0)
+		ok = parse_size(val, &cfg->gpu_memory_limit);
+	else if (ok && strcmp(a, "--gpu-partitions") == 0)
+		ok = parse_int(val, 0, 16, &v) && ((cfg->gpu_partitions = (int) v), true);
+	else if (ok && strcmp(a, "--gpu-refine") == 0)
+		ok = (strcmp(val, "on") == 0 || strcmp(val, "off") == 0) &&
+			((cfg->gpu_refine_off = strcmp(val, "off") == 0), true);
+	else if (ok && strcmp(a, "--image-threads") == 0)
+		ok = parse_int(val, 0, 1024, &v) && ((cfg->image_threads = (int) v), true);
+	else if (ok && strcmp(a, "--image-queue") == 0)
+		ok = parse_int(val, 0, 1 << 20, &v) && ((cfg->image_queue = (uint32_t) v), true);
+	else if (ok && strcmp(a, "--snapshot-dir") == 0)
+		cfg->snapshot_dir = val;
+	else if (ok && strcmp(a, "--system-id") == 0)
+	{
+		char	   *end;
+
+		errno = 0;
+		cfg->system_id = strtoull(val, &end, 10);
+		ok = errno == 0 && end != val && *end == '\0';
+	}
+	else
+		ok = false;
+	return ok;
+}
+
+/* Tell the supervisor on ready_fd that the engine listens (if it asked). */
+static void
+say_ready(long ready_fd, uint64_t incarnation)
+{
+	char		line[64];
+	int			n;
+
+	if (ready_fd < 0)
+		return;
+	n = snprintf(line, sizeof(line), "ready %llu\n", (unsigned long long) incarnation);
+	if (write((int) ready_fd, line, (size_t) n) != n)
+		eng_log(ENG_LOG_WARNING, "could not write the ready line: %s", strerror(errno));
+	close((int) ready_fd);
+}
+
 int
 main(int argc, char **argv)
 {
-	const char *socket_path = NULL;
-	long		ready_fd = -1;
-	long		parent_fd = -1;
-	long		v;
+	eng_args	args = {NULL, -1, -1};
 	eng_config	cfg = {.threads = 0, .memory_limit = 0, .delta_timeout_ms = 5000,
 	.max_batch = 64, .gpu = ENG_GPU_AUTO};
 	eng_server	s;
-	char		line[64];
 	int			rc;
 
-	for (int i = 1; i < argc; i++)
-	{
-		const char *a = argv[i];
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-		bool		ok = val != NULL;
-
-		if (ok && strcmp(a, "--socket") == 0)
-			socket_path = val;
-		else if (ok && strcmp(a, "--ready-fd") == 0)
-			ok = parse_int(val, 0, 1 << 20, &ready_fd);
-		else if (ok && strcmp(a, "--parent-fd") == 0)
-			ok = parse_int(val, 0, 1 << 20, &parent_fd);
-		else if (ok && strcmp(a, "--threads") == 0)
-			ok = parse_int(val, 0, 1024, &v) && ((cfg.threads = (int) v), true);
-		else if (ok && strcmp(a, "--memory-limit") == 0)
-			ok = parse_size(val, &cfg.memory_limit);
-		else if (ok && strcmp(a, "--log-level") == 0)
-			ok = (v = eng_log_parse_level(val)) >= 0 && (eng_log_set_level((eng_log_level) v), true);
-		else if (ok && strcmp(a, "--delta-timeout") == 0)
-			ok = parse_int(val, 0, 3600 * 1000, &v) && ((cfg.delta_timeout_ms = (int) v), true);
-		else if (ok && strcmp(a, "--max-batch") == 0)
-			ok = parse_int(val, 1, 1 << 20, &v) && ((cfg.max_batch = (uint32_t) v), true);
-		else if (ok && strcmp(a, "--gpu") == 0)
-			ok = parse_gpu_mode(val, &cfg.gpu);
-		else if (ok && strcmp(a, "--gpu-memory-limit") == 0)
-			ok = parse_size(val, &cfg.gpu_memory_limit);
-		else if (ok && strcmp(a, "--gpu-partitions") == 0)
-			ok = parse_int(val, 0, 16, &v) && ((cfg.gpu_partitions = (int) v), true);
-		else if (ok && strcmp(a, "--gpu-refine") == 0)
-			ok = (strcmp(val, "on") == 0 || strcmp(val, "off") == 0) &&
-				((cfg.gpu_refine_off = strcmp(val, "off") == 0), true);
-
-		else if (ok && strcmp(a, "--image-threads") == 0)
-			ok = parse_int(val, 0, 1024, &v) && ((cfg.image_threads = (int) v), true);
-		else if (ok && strcmp(a, "--image-queue") == 0)
-			ok = parse_int(val, 0, 1 << 20, &v) && ((cfg.image_queue = (uint32_t) v), true);
-		else if (ok && strcmp(a, "--snapshot-dir") == 0)
-			cfg.snapshot_dir = val;
-		else if (ok && strcmp(a, "--system-id") == 0)
+	for (int i = 1; i < argc; i += 2)
+		if (!parse_option(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &cfg, &args))
 		{
-			char	   *end;
-
-			errno = 0;
-			cfg.system_id = strtoull(val, &end, 10);
-			ok = errno == 0 && end != val && *end == '\0';
-		}
-		else
-			ok = false;
-		if (!ok)
-		{
-			fprintf(stderr, "mcc_engine: invalid argument \"%s\"\n", a);
+			fprintf(stderr, "mcc_engine: invalid argument \"%s\"\n", argv[i]);
 			usage();
 			return 2;
 		}
-		i++;
-	}
-	if (socket_path == NULL)
+	if (args.socket_path == NULL)
 	{
 		usage();
 		return 2;
@@ -288,8 +309,8 @@ main(int argc, char **argv)
 
 		cfg.threads = n > 0 ? (int) n : 1;
 	}
-	if (parent_fd >= 0)
-		fcntl((int) parent_fd, F_SETFL, fcntl((int) parent_fd, F_GETFL) | O_NONBLOCK);
+	if (args.parent_fd >= 0)
+		fcntl((int) args.parent_fd, F_SETFL, fcntl((int) args.parent_fd, F_GETFL) | O_NONBLOCK);
 	if (!setup_signals())
 	{
 		eng_log(ENG_LOG_ERROR, "could not create the signal pipe: %s", strerror(errno));
@@ -301,7 +322,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	eng_snapshot_init(&s);
-	s.listen_fd = listen_on(socket_path);
+	s.listen_fd = listen_on(args.socket_path);
 	if (s.listen_fd < 0)
 	{
 		eng_server_destroy(&s);
@@ -311,23 +332,15 @@ main(int argc, char **argv)
 	eng_log(ENG_LOG_INFO,
 			"listening on \"%s\": %d threads, %d image threads (at most %u image jobs), "
 			"memory limit %llu bytes, kernel %s, %s, incarnation %llu",
-			socket_path, cfg.threads, s.cfg.image_threads, s.cfg.image_queue,
+			args.socket_path, cfg.threads, s.cfg.image_threads, s.cfg.image_queue,
 			(unsigned long long) cfg.memory_limit,
 			mcc_soa_kernel_name(), s.gpu ? "with the GPU" : "CPU only",
 			(unsigned long long) s.incarnation);
-	if (ready_fd >= 0)
-	{
-		int			n = snprintf(line, sizeof(line), "ready %llu\n",
-								 (unsigned long long) s.incarnation);
-
-		if (write((int) ready_fd, line, (size_t) n) != n)
-			eng_log(ENG_LOG_WARNING, "could not write the ready line: %s", strerror(errno));
-		close((int) ready_fd);
-	}
-	rc = eng_server_run(&s, (int) parent_fd, signal_pipe[0]);
+	say_ready(args.ready_fd, s.incarnation);
+	rc = eng_server_run(&s, (int) args.parent_fd, signal_pipe[0]);
 	eng_server_fail_all(&s, "matcher engine is shutting down");
 	eng_snapshot_shutdown(&s);
-	unlink(socket_path);
+	unlink(args.socket_path);
 	eng_server_destroy(&s);
 	eng_log(ENG_LOG_INFO, "exited");
 	return rc;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "eng_conn.h"
 #include "eng_gallery.h"
 #include "eng_log.h"
 #include "eng_result.h"

@@ -8,6 +8,7 @@
 #ifndef ENG_PASS_H
 #define ENG_PASS_H
 
+#include "eng_gallery.h"
 #include "eng_server.h"
 
 #define ENG_JOB_BATCH		1	/* eng_job.tag (1-6: see eng_rescore.h) */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_conn.h"
 #include "eng_log.h"
 #include "eng_refine.h"
 #include "eng_server.h"

@@ -69,4 +69,20 @@ void		eng_refine_free(eng_refine *r);
 /* Run every part on the calling thread (tests). */
 void		eng_refine_run_here(eng_refine *r);
 
+struct eng_server;
+struct eng_conn;
+
+/* Queue a parsed REFINE for connection c (replies at once if it is empty). */
+void		eng_refine_submit(struct eng_server *s, struct eng_conn *c, uint64_t request_id,
+							  eng_refine *r);
+
+/* A finished REFINE job: reply unless cancelled, free it. */
+void		eng_refine_done(struct eng_server *s, eng_job *job);
+bool		eng_refine_cancel(struct eng_server *s, uint64_t conn_id, uint64_t request_id);
+void		eng_refine_conn_closed(struct eng_server *s, uint64_t conn_id);
+void		eng_refine_fail_all(struct eng_server *s, const char *why);
+
+/* Free the refinements the stopped pool did not hand back. */
+void		eng_refine_free_all(struct eng_server *s);
+
 #endif							/* ENG_REFINE_H */

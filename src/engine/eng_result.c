@@ -4,6 +4,8 @@
  * hits, with a refining search's refined scores and visibility or its TOP.
  */
 #include "eng_result.h"
+#include "eng_conn.h"
+#include "eng_gallery.h"
 
 #include <stdlib.h>
 

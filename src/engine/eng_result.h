@@ -5,6 +5,7 @@
 #ifndef ENG_RESULT_H
 #define ENG_RESULT_H
 
+#include "eng_gallery.h"
 #include "eng_server.h"
 
 /*

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "eng_compact.h"
+#include "eng_conn.h"
+#include "eng_gallery.h"
 #include "eng_log.h"
 #include "eng_pass.h"
 #include "eng_server.h"

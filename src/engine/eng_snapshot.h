@@ -10,6 +10,9 @@
 #ifndef ENG_SNAPSHOT_H
 #define ENG_SNAPSHOT_H
 
+#include "eng_conn.h"
+#include "eng_gallery.h"
+#include "eng_load.h"
 #include "eng_server.h"
 
 #define ENG_JOB_SNAPSHOT	6		/* eng_job.tag (1-5: see eng_rescore.h) */

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_conn.h"
+#include "eng_gallery.h"
 #include "eng_log.h"
 #include "eng_server.h"
 #include "mcc_hash.h"

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eng_conn.h"
 #include "unit.h"
 #include "engine_inproc.h"
 #include "eng_log.h"

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_conn.h"
 #include "engine_testlib.h"
 #include "eng_server.h"
 

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "eng_conn.h"
+#include "eng_gallery.h"
 #include "unit.h"
 #include "engine_inproc.h"
 #include "eng_log.h"

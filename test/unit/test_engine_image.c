@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_conn.h"
 #include "unit.h"
 #include "engine_image.h"
 #include "engine_inproc.h"

@@ -18,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_conn.h"
 #include "unit.h"
 #include "engine_inproc.h"
+#include "eng_cache_count.h"
 #include "eng_cache_settle.h"
 #include "eng_log.h"
 #include "eng_server.h"

@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_conn.h"
+#include "eng_gallery.h"
 #include "unit.h"
 #include "engine_inproc.h"
 #include "eng_log.h"

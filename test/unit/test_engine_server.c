@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "eng_conn.h"
+#include "eng_gallery.h"
 #include "unit.h"
 #include "engine_inproc.h"
 #include "eng_log.h"
@@ -537,6 +539,65 @@ test_load_bad_row(eng_server *s, eng_conn *c)
 	free(keys);
 	free(xid);
 	free(t);
+ * The checks eng_handle_frame's table makes before a handler runs: a frame
+ * that must be empty and is not, a reply type, an unknown type close the
+ * connection; LOAD_END and LOAD_HEADS_END without their load get a
+ * PROTOCOL error and the connection stays.
+ */
+static void
+test_dispatch_checks(eng_server *s)
+{
+	static const uint16_t bad_types[] = {MCC_MSG_RESULT, MCC_MSG_OK, 0, 40, 200};
+	static const uint16_t empty_types[] = {MCC_MSG_STATUS, MCC_MSG_LOAD_END};
+	eng_buf		b;
+	eng_conn   *x;
+	size_t		f;
+	tl_frame	e;
+
+	eng_buf_init(&b);
+	x = eng_conn_add(s, -1);
+	tl_empty(&b, MCC_MSG_LOAD_END, 80);
+	tl_empty(&b, MCC_MSG_LOAD_HEADS_END, 81);
+	ip_feed(s, x, &b);
+	UNIT_CHECK(ip_error_of(x, 80) == MCC_PERR_PROTOCOL && ip_error_of(x, 81) == MCC_PERR_PROTOCOL &&
+			   !x->closing && !x->dead,
+			   "LOAD_END and LOAD_HEADS_END without a load: PROTOCOL error, connection kept");
+	UNIT_CHECK(ip_reply(x, 81, &e, NULL) == 1 && e.h.length > 0 &&
+			   memmem(e.p, e.h.length, "snapshot-checked", 16) != NULL,
+			   "LOAD_HEADS_END's error names the snapshot-checked load");
+	tl_load_begin(&b, 82, &G, 50, 1);
+	tl_empty(&b, MCC_MSG_LOAD_HEADS_END, 82);
+	ip_feed(s, x, &b);
+	UNIT_CHECK(ip_error_of(x, 82) == MCC_PERR_PROTOCOL && !x->closing && !x->dead,
+			   "LOAD_HEADS_END of a load that checks no snapshot: PROTOCOL error");
+	eng_conn_close(s, x);
+
+	for (size_t i = 0; i < sizeof(empty_types) / sizeof(empty_types[0]); i++)
+	{
+		uint16_t	type = empty_types[i];
+
+		x = eng_conn_add(s, -1);
+		f = eng_frame_begin(&b, type, 83);
+		eng_buf_u32(&b, 0);
+		eng_frame_end(&b, f);
+		ip_feed(s, x, &b);
+		UNIT_CHECK((x->closing || x->dead) && ip_reply(x, 83, &e, NULL) == 1 &&
+				   e.h.type == MCC_MSG_ERROR,
+				   "%s with a payload is malformed (load or not): an ERROR, and the connection closes",
+				   type == MCC_MSG_STATUS ? "STATUS" : "LOAD_END");
+		eng_conn_close(s, x);
+	}
+	for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++)
+	{
+		x = eng_conn_add(s, -1);
+		tl_empty(&b, bad_types[i], 85);
+		ip_feed(s, x, &b);
+		UNIT_CHECK(x->closing || x->dead, "a frame of type %u from a client closes the connection",
+				   (unsigned) bad_types[i]);
+		eng_conn_close(s, x);
+	}
+	ip_pump_all(s);
+	eng_buf_free(&b);
 }
 
 /* Bad input: each malformed frame closes only its connection. */
@@ -858,6 +919,7 @@ main(int argc, char **argv)
 	test_status(&s, c);
 	if (gpu_mode != ENG_GPU_OFF)
 		check_gpu_served(&s);	/* (damaged frames below may evict the gallery) */
+	test_dispatch_checks(&s);
 	test_malformed(&s, c);
 	eng_server_destroy(&s);
 	UNIT_CHECK(s.budget.used == 0, "destroying the server releases every cache's memory");

@@ -1,0 +1,57 @@
+/*
+ * eng_conn.h: a client's connection to the engine (eng_conn.c): its input
+ * and output buffers, the frames read from it, the replies written to it.
+ * A connection is known by its id to everything that answers it later
+ * (a search, a SETTLE, a load): the connection may be gone by then.
+ */
+#ifndef ENG_CONN_H
+#define ENG_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eng_wire.h"
+#include "mcc_error.h"
+#include "mcc_proto.h"
+
+struct eng_server;
+struct eng_load;
+
+#define ENG_OUT_MAX			((size_t) 512 << 20)	/* unread replies: close */
+
+typedef struct eng_conn
+{
+	uint64_t	id;
+	int			fd;				/* -1: fed in-process (tests, fuzzing) */
+	eng_buf		in;
+	size_t		in_pos;			/* first unprocessed byte */
+	eng_buf		out;
+	size_t		out_pos;		/* first unsent byte */
+	bool		closing;		/* close once out is sent */
+	bool		dead;			/* close now */
+	struct eng_load *load;
+	uint32_t	pid;
+} eng_conn;
+
+eng_conn   *eng_conn_add(struct eng_server *s, int fd);
+eng_conn   *eng_conn_by_id(struct eng_server *s, uint64_t id);
+void		eng_conn_close(struct eng_server *s, eng_conn *c);
+
+/* Append bytes received and handle the complete frames among them. */
+void		eng_conn_input(struct eng_server *s, eng_conn *c, const void *data, size_t len);
+
+/* Read what the socket has (false: closed). */
+bool		eng_conn_read(struct eng_server *s, eng_conn *c);
+
+/* Send what is queued (false: the peer is gone). */
+bool		eng_conn_flush(eng_conn *c);
+
+void		eng_reply_error(eng_conn *c, uint64_t request_id, mcc_proto_error code,
+							int status, const char *fmt,...)
+			__attribute__((format(printf, 5, 6)));
+void		eng_reply_error_by_id(struct eng_server *s, uint64_t conn_id, uint64_t request_id,
+								  mcc_proto_error code, const mcc_error *err);
+void		eng_reply_ok(eng_conn *c, uint64_t request_id);
+
+#endif							/* ENG_CONN_H */
