@@ -56,7 +56,6 @@ typedef struct eng_server
 	eng_pool   *pool;			/* searches, compactions, refinements */
 	eng_pool   *img_pool;		/* image and point jobs only (eng_image.h) */
 	eng_pool   *load_pool;		/* a frame's load rows only (eng_load.h); NULL: one thread */
-	eng_pool   *load_pool;		/* a frame's load rows only (eng_load.h); NULL: one thread */
 	uint64_t	evictions;		/* caches dropped to make room for a load */
 	eng_gpu    *gpu;			/* NULL: CPU threads only */
 	uint64_t	incarnation;
