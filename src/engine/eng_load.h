@@ -61,7 +61,7 @@ void		eng_load_fail(eng_load *l, int perr, const mcc_error *err);
  * charging it and making room as a load does. False if there is no room:
  * the load goes on with a new empty cache and c is left to the caller.
  */
-bool		eng_load_adopt(eng_server *s, eng_load *l, eng_cache *c);
+bool		eng_load_adopt(struct eng_server *s, eng_load *l, eng_cache *c);
 
 /* Free a load and unlink it from its gallery and connection. */
 void		eng_load_free(struct eng_conn *c, eng_load *l);
@@ -83,7 +83,7 @@ typedef struct eng_load_in
  * threads): the first row that cannot be cached fails the load, as does a
  * cache that cannot grow. checked: templates the engine cached before.
  */
-void		eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n,
+void		eng_load_rows(struct eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n,
 						  bool checked);
 
 #endif							/* ENG_LOAD_H */
