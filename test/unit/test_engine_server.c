@@ -539,6 +539,9 @@ test_load_bad_row(eng_server *s, eng_conn *c)
 	free(keys);
 	free(xid);
 	free(t);
+}
+
+/*
  * The checks eng_handle_frame's table makes before a handler runs: a frame
  * that must be empty and is not, a reply type, an unknown type close the
  * connection; LOAD_END and LOAD_HEADS_END without their load get a
