@@ -86,7 +86,7 @@ GPU_ENGINE_CFLAGS = $(GPU_CFLAGS) -D_GNU_SOURCE -Isrc/engine -DMCC_ENGINE_GPU
 GPU_ENGINE_SRCS = $(filter-out src/engine/eng_main.c,$(sort $(wildcard src/engine/*.c)))
 GPU_ENGINE_OBJS = $(patsubst src/engine/%.c,$(BUILD)/gpu/engine/%.o,$(GPU_ENGINE_SRCS))
 GPU_ENGINE_TESTS = $(BUILD)/gpu/test_engine_gpu $(BUILD)/gpu/test_engine_server $(BUILD)/gpu/test_engine_e2e \
-	$(BUILD)/gpu/test_engine_image $(BUILD)/gpu/test_engine_rescore
+	$(BUILD)/gpu/test_engine_image $(BUILD)/gpu/test_engine_image_threads $(BUILD)/gpu/test_engine_rescore
 # the image libraries' own checks (kernels/sad.mk, dp2d.mk, chamfer.mk)
 GPU_LIB_CHECKS = $(BUILD)/sad/sad_gpu_check $(BUILD)/dp2d/dp2d_check $(BUILD)/chamfer/gpu_check_chamfer
 
@@ -168,6 +168,7 @@ gpu-check: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(GPU_ENGINE_TES
 	MCC_ENGINE=$(BUILD)/gpu/mcc_engine $(BUILD)/gpu/test_engine_e2e --gpu || status=1; \
 	echo "# gpu-check: image jobs in the engine, GPU path"; \
 	$(BUILD)/gpu/test_engine_image || status=1; \
+	$(BUILD)/gpu/test_engine_image_threads || status=1; \
 	echo "# gpu-check: SAD library (kernels/impl/mcc_sad.cu)"; \
 	$(BUILD)/sad/sad_gpu_check || status=1; \
 	echo "# gpu-check: elastic matching library (kernels/impl/mcc_dp2d.cu)"; \
