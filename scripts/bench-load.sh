@@ -11,8 +11,10 @@
 # that psql reaches through PGHOST/PGPORT/PGUSER instead (on the GPU machine
 # the device kit's, as test/gpu/device-e2e.sh starts it; it must run on this
 # machine, whose /proc the script reads). It enrols a synthetic gallery
-# (table bench_load_gallery, kept between runs of the same size), then per
-# round forces a full load with mcc_gallery_preload() and prints:
+# (table bench_load_gallery, kept between runs of the same size; with
+# MCC_BENCH_TABLE=name an existing table of the caller's instead, which it
+# registers if needed), then per round forces a full load with
+# mcc_gallery_preload() as the table's owner and prints:
 #   - rows/s of the whole preload (wall clock);
 #   - the backend's CPU seconds (heap scan, detoast, framing, socket writes)
 #     and the engine's (frame parse, template checks, cache build), from
@@ -35,7 +37,7 @@ cpu() {
 }
 
 if [ -n "${MCC_BENCH_EXISTING:-}" ]; then
-	psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+	psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@" "${PGDATABASE:-postgres}"; }
 	log=
 else
 	dir=$(mktemp -d /tmp/mcc-bench.XXXXXX)
@@ -66,9 +68,13 @@ until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q 
 done
 
 echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-have=$(psql_ -tAc "SELECT CASE WHEN to_regclass('bench_load_gallery') IS NULL THEN -1
-	ELSE (SELECT count(*) FROM bench_load_gallery) END")
-if [ "$have" != "$n" ]; then
+tbl=${MCC_BENCH_TABLE:-bench_load_gallery}
+have=$(psql_ -tAc "SELECT CASE WHEN to_regclass('$tbl') IS NULL THEN -1
+	ELSE (SELECT count(*) FROM $tbl) END")
+if [ -n "${MCC_BENCH_TABLE:-}" ]; then
+	[ "$have" -ge 0 ] || { echo "no table $tbl"; exit 1; }
+	n=$have
+elif [ "$have" != "$n" ]; then
 	echo "== enrolling $n synthetic templates (4 sessions)"
 	psql_ -c "DROP TABLE IF EXISTS bench_load_gallery;
 		CREATE TABLE bench_load_gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL)"
@@ -82,11 +88,11 @@ if [ "$have" != "$n" ]; then
 	wait
 	psql_ -c "VACUUM ANALYZE bench_load_gallery"
 fi
-psql_ -tAc "SELECT mcc_gallery_register('bench_load_gallery')
-	WHERE NOT EXISTS (SELECT 1 FROM mcc_gallery_status WHERE gallery = 'bench_load_gallery'::regclass)" >/dev/null
+psql_ -tAc "SELECT mcc_gallery_register('$tbl')
+	WHERE NOT EXISTS (SELECT 1 FROM mcc_gallery_status WHERE gallery = '$tbl'::regclass)" >/dev/null
 psql_ -c "CREATE TABLE IF NOT EXISTS bench_load_probe AS
 	SELECT template AS tpl FROM mcc_synthetic(1, 2, 1) WHERE impression = 1" >/dev/null
-echo "   heap $(psql_ -tAc "SELECT pg_size_pretty(pg_table_size('bench_load_gallery'))"), engine threads: $(psql_ -tAc "SHOW mcc.worker_threads") (0: one per core)"
+echo "   heap $(psql_ -tAc "SELECT pg_size_pretty(pg_table_size('$tbl'))"), engine threads: $(psql_ -tAc "SHOW mcc.worker_threads") (0: one per core)"
 
 # One forced full load, timed: wall, backend CPU, engine CPU, engine's own seconds.
 # The session runs in the background so that its backend's pid is known first.
@@ -97,18 +103,18 @@ load_once() {
 	b0=$(cpu "$pid")
 	e0=$(cpu "$epid")
 	t0=$(now)
-	echo "SELECT mcc_gallery_preload('bench_load_gallery');" >&3
+	echo "SELECT mcc_gallery_preload('$tbl');" >&3
 	echo "\\echo done" >&3
 	read -r rows <&4
 	read -r _ <&4
 	t1=$(now)
 	b1=$(cpu "$pid")
 	e1=$(cpu "$epid")
-	eng=$(psql_ -tAc "SELECT round(load_seconds::numeric, 3) FROM mcc_gallery_status WHERE gallery = 'bench_load_gallery'::regclass")
+	eng=$(psql_ -tAc "SELECT round(load_seconds::numeric, 3) FROM mcc_gallery_status WHERE gallery = '$tbl'::regclass")
 	echo "   $rows rows in $(calc "$t1 - $t0" 3) s: $(calc "$rows / ($t1 - $t0)" 0) rows/s;" \
 		"backend $(calc "$b1 - $b0" 3) CPU-s, engine $(calc "$e1 - $e0" 3) CPU-s (engine's load $eng s)"
 	t0=$(now)
-	psql_ -tAc "SELECT count(*) FROM identify('bench_load_gallery', (SELECT tpl FROM bench_load_probe), 5)" >/dev/null
+	psql_ -tAc "SELECT count(*) FROM identify('$tbl', (SELECT tpl FROM bench_load_probe), 5)" >/dev/null
 	echo "   first identify() after it: $(calc "$(now) - $t0" 3) s"
 }
 
