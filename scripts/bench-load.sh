@@ -69,8 +69,9 @@ done
 
 echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 tbl=${MCC_BENCH_TABLE:-bench_load_gallery}
-have=$(psql_ -tAc "SELECT CASE WHEN to_regclass('$tbl') IS NULL THEN -1
-	ELSE (SELECT count(*) FROM $tbl) END")
+have=-1
+[ "$(psql_ -tAc "SELECT to_regclass('$tbl') IS NOT NULL")" = t ] &&
+	have=$(psql_ -tAc "SELECT count(*) FROM $tbl")
 if [ -n "${MCC_BENCH_TABLE:-}" ]; then
 	[ "$have" -ge 0 ] || { echo "no table $tbl"; exit 1; }
 	n=$have
