@@ -60,34 +60,6 @@ typedef struct worker
 
 static atomic_int go;
 
-/* Synthetic impressions: realistic minutiae counts and cylinder counts. */
-static tl_tpl *
-synth_templates(uint64_t seed, int n, bool probes)
-{
-	mcc_synth_params sp;
-	mcc_minutiae master;
-	mcc_minutiae imp;
-	tl_tpl	   *t = calloc((size_t) n, sizeof(tl_tpl));
-
-	mcc_synth_defaults(&sp);
-	sp.seed = seed;
-	for (int i = 0; i < n; i++)
-	{
-		/* gallery: impressions 0 and 1 of finger i / 2; probes: impression 5 of finger i */
-		uint64_t	finger = probes ? (uint64_t) i : (uint64_t) (i / 2);
-
-		mcc_synth_master(&sp, finger, &master);
-		mcc_synth_impression(&sp, &master, finger, probes ? 5 : (uint64_t) (i % 2), &imp);
-		t[i] = tl_build(&imp);
-		if (t[i].b == NULL)
-		{
-			fprintf(stderr, "could not build template %d\n", i);
-			exit(1);
-		}
-	}
-	return t;
-}
-
 /* One client: SEARCH, wait, repeat until time is up. */
 static void *
 client(void *arg)
@@ -365,8 +337,8 @@ main(int argc, char **argv)
 		return 2;
 	}
 	mcc_lss_init();
-	gallery_t = synth_templates(1, o.distinct, false);
-	probe_t = synth_templates(1, n_probes, true);
+	gallery_t = tl_synth_templates(1, o.distinct, false);
+	probe_t = tl_synth_templates(1, n_probes, true);
 	{
 		double		cyl = 0;
 

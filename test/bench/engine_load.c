@@ -52,30 +52,6 @@ clock_s(clockid_t id)
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static tl_tpl *
-synth_templates(uint64_t seed, int n)
-{
-	mcc_synth_params sp;
-	mcc_minutiae master;
-	mcc_minutiae imp;
-	tl_tpl	   *t = calloc((size_t) n, sizeof(tl_tpl));
-
-	mcc_synth_defaults(&sp);
-	sp.seed = seed;
-	for (int i = 0; i < n; i++)
-	{
-		mcc_synth_master(&sp, (uint64_t) (i / 2), &master);
-		mcc_synth_impression(&sp, &master, (uint64_t) (i / 2), (uint64_t) (i % 2), &imp);
-		t[i] = tl_build(&imp);
-		if (t[i].b == NULL)
-		{
-			fprintf(stderr, "could not build template %d\n", i);
-			exit(1);
-		}
-	}
-	return t;
-}
-
 /* Frames of LOAD_ROWS (about 1 MB each) for n rows, with load_ids. */
 static eng_buf
 rows_frames(const tl_tpl *t, int n, int distinct, uint64_t rid, int *n_frames)
@@ -154,7 +130,7 @@ main(int argc, char **argv)
 	}
 	if (distinct > n)
 		distinct = n;
-	t = synth_templates(42, distinct);
+	t = tl_synth_templates(42, distinct, false);
 	frames = rows_frames(t, n, distinct, 1, &n_frames);
 	for (int i = 0; i < distinct; i++)
 		cyl += (uint64_t) tl_view(&t[i]).n_cyl;

@@ -20,7 +20,9 @@
 #      Skipped, saying so, when this tree has no matcher service yet.
 #
 # STAGES (default "check engine sql") picks stages 2, 3 and 4; stage 4 runs
-# as root here (the kit's server runs as the user "pgkit").
+# as root here (the kit's server runs as the user "pgkit"). "load" added to
+# them (STAGES="sql load") times the gallery's load per stage after stage 4's
+# preload (scripts/bench-load.sh).
 set -u
 n=${1:-1000000}
 secs=${2:-20}
@@ -168,6 +170,13 @@ psql_ -c "SELECT entries, cylinders, pg_size_pretty(host_bytes) AS host, pg_size
 	device, round(load_seconds::numeric, 2) AS engine_load_s FROM mcc_gallery_status" | tee -a "$out/summary.txt"
 say "   enrolment $enrol s (8 sessions); mcc_gallery_preload $preload s; first identify() after it $first s"
 grep -E "mcc_engine.*(GPU|upload)" /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
+# with "load" in STAGES: that gallery's full load again, per stage
+# (scripts/bench-load.sh: rows/s, backend and engine CPU, the first
+# identify() after it, which waits for the GPU upload)
+if has load; then
+	step "gallery load per stage: scripts/bench-load.sh on the same $n rows"
+	MCC_BENCH_EXISTING=1 MCC_BENCH_TABLE=gallery scripts/bench-load.sh "$n" 3 2>&1 | tee -a "$out/summary.txt"
+fi
 
 cat >"$out/identify.sql" <<'EOF'
 \set p random(1, 200)

@@ -8,6 +8,7 @@
 #define ENGINE_TESTLIB_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "mcc_hash.h"
 #include "mcc_lss.h"
 #include "mcc_proto.h"
+#include "mcc_synth.h"
 #include "mcc_template.h"
 #include "testgen.h"
 
@@ -71,6 +73,37 @@ tl_templates(uint64_t seed, int n, int fingers)
 		} while (t[i].b == NULL);
 	}
 	free(master);
+	return t;
+}
+
+/*
+ * Synthetic impressions from mcc_synth (realistic minutiae and cylinder
+ * counts): for a gallery impressions 0 and 1 of finger i / 2, for probes
+ * impression 5 of finger i. Exits if one cannot be built (benchmarks).
+ */
+static inline tl_tpl *
+tl_synth_templates(uint64_t seed, int n, bool probes)
+{
+	mcc_synth_params sp;
+	mcc_minutiae master;
+	mcc_minutiae imp;
+	tl_tpl	   *t = calloc((size_t) n, sizeof(tl_tpl));
+
+	mcc_synth_defaults(&sp);
+	sp.seed = seed;
+	for (int i = 0; i < n; i++)
+	{
+		uint64_t	finger = probes ? (uint64_t) i : (uint64_t) (i / 2);
+
+		mcc_synth_master(&sp, finger, &master);
+		mcc_synth_impression(&sp, &master, finger, probes ? 5 : (uint64_t) (i % 2), &imp);
+		t[i] = tl_build(&imp);
+		if (t[i].b == NULL)
+		{
+			fprintf(stderr, "could not build template %d\n", i);
+			exit(1);
+		}
+	}
 	return t;
 }
 
