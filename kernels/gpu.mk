@@ -80,15 +80,19 @@ $(BUILD)/gpu/mcceval: test/tools/mcceval.c $(BUILD)/libmccgpu.a $(GPU_CORE_OBJS)
 		$(GPU_CORE_OBJS) $(GPU_LINK)
 
 # The matcher engine with its GPU path, and its tests linked against it.
-GPU_ENGINE_CFLAGS = $(GPU_CFLAGS) -D_GNU_SOURCE -Isrc/engine -DMCC_ENGINE_GPU
-GPU_ENGINE_SRCS = $(filter-out src/engine/eng_main.c,$(sort $(wildcard src/engine/*.c)))
-GPU_ENGINE_OBJS = $(patsubst src/engine/%.c,$(BUILD)/gpu/engine/%.o,$(GPU_ENGINE_SRCS))
+GPU_ENGINE_CFLAGS = $(GPU_CFLAGS) -D_GNU_SOURCE -Isrc/engine -Isrc/proto -DMCC_ENGINE_GPU
+GPU_ENGINE_SRCS = $(filter-out src/engine/eng_main.c,$(sort $(wildcard src/engine/*.c))) $(PROTO_SRCS)
+GPU_ENGINE_OBJS = $(patsubst src/%.c,$(BUILD)/gpu/%.o,$(GPU_ENGINE_SRCS))
 GPU_ENGINE_TESTS = $(BUILD)/gpu/test_engine_gpu $(BUILD)/gpu/test_engine_server $(BUILD)/gpu/test_engine_e2e \
 	$(BUILD)/gpu/test_engine_image $(BUILD)/gpu/test_engine_rescore
 # the image libraries' own checks (kernels/sad.mk, dp2d.mk, chamfer.mk)
 GPU_LIB_CHECKS = $(BUILD)/sad/sad_gpu_check $(BUILD)/dp2d/dp2d_check $(BUILD)/chamfer/gpu_check_chamfer
 
-$(BUILD)/gpu/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard kernels/*.h) $(CORE_HDRS)
+$(BUILD)/gpu/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard kernels/*.h) $(CORE_HDRS) $(PROTO_HDRS)
+	@mkdir -p $(dir $@)
+	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -c $< -o $@
+
+$(BUILD)/gpu/proto/%.o: src/proto/%.c $(PROTO_HDRS)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -c $< -o $@
 

@@ -11,6 +11,10 @@
 #
 # Sources include each other's headers by name ("mcc_error.h"): CORE_INC
 # puts every folder on the include path. docs/architecture.md draws the map.
+#
+# Also named here, as the other plain-C code more than one program builds:
+# src/proto/, the wire protocol (mcc_proto.h) and its one encoder and
+# decoder (mcc_wire.c), compiled into mcc.so and into the matcher engine.
 
 ifndef MCC_CORE_MK
 MCC_CORE_MK := 1
@@ -19,5 +23,8 @@ CORE_DIRS = src/core/common src/core/mcc src/core/image
 CORE_SRCS = $(sort $(wildcard $(addsuffix /*.c,$(CORE_DIRS))))
 CORE_HDRS = $(wildcard $(addsuffix /*.h,$(CORE_DIRS)))
 CORE_INC = $(addprefix -I,$(CORE_DIRS))
+
+PROTO_SRCS = $(sort $(wildcard src/proto/*.c))
+PROTO_HDRS = $(wildcard src/proto/*.h)
 
 endif # MCC_CORE_MK

@@ -9,7 +9,7 @@
  * the engine with back-off when it exits, and stops it on SIGTERM or
  * postmaster death. The engine also watches a pipe from the supervisor and
  * exits when it closes, so no engine outlives its supervisor. The engine's
- * command line is described in src/engine/mcc_proto.h.
+ * command line is described in src/proto/mcc_proto.h.
  */
 #include "mcc_pg.h"
 #include "service.h"
