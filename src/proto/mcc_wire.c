@@ -61,47 +61,21 @@ mcc_wire_buf_put(mcc_wire_buf *b, const void *p, size_t n)
 	b->len += n;
 }
 
-void
-mcc_wire_buf_u16(mcc_wire_buf *b, uint16_t v)
-{
-	if (mcc_wire_buf_reserve(b, sizeof(v)))
-		b->len += mcc_wire_enc_u16(b->data + b->len, v);
-}
+/* A fixed-size field: its encoder's bytes, where there is room. */
+#define WIRE_BUF_PUT(name, enc, type) \
+	void \
+	name(mcc_wire_buf *b, type v) \
+	{ \
+		if (mcc_wire_buf_reserve(b, sizeof(v))) \
+			b->len += enc(b->data + b->len, v); \
+	}
 
-void
-mcc_wire_buf_u32(mcc_wire_buf *b, uint32_t v)
-{
-	if (mcc_wire_buf_reserve(b, sizeof(v)))
-		b->len += mcc_wire_enc_u32(b->data + b->len, v);
-}
-
-void
-mcc_wire_buf_u64(mcc_wire_buf *b, uint64_t v)
-{
-	if (mcc_wire_buf_reserve(b, sizeof(v)))
-		b->len += mcc_wire_enc_u64(b->data + b->len, v);
-}
-
-void
-mcc_wire_buf_i64(mcc_wire_buf *b, int64_t v)
-{
-	if (mcc_wire_buf_reserve(b, sizeof(v)))
-		b->len += mcc_wire_enc_i64(b->data + b->len, v);
-}
-
-void
-mcc_wire_buf_f32(mcc_wire_buf *b, float v)
-{
-	if (mcc_wire_buf_reserve(b, sizeof(v)))
-		b->len += mcc_wire_enc_f32(b->data + b->len, v);
-}
-
-void
-mcc_wire_buf_f64(mcc_wire_buf *b, double v)
-{
-	if (mcc_wire_buf_reserve(b, sizeof(v)))
-		b->len += mcc_wire_enc_f64(b->data + b->len, v);
-}
+WIRE_BUF_PUT(mcc_wire_buf_u16, mcc_wire_enc_u16, uint16_t)
+WIRE_BUF_PUT(mcc_wire_buf_u32, mcc_wire_enc_u32, uint32_t)
+WIRE_BUF_PUT(mcc_wire_buf_u64, mcc_wire_enc_u64, uint64_t)
+WIRE_BUF_PUT(mcc_wire_buf_i64, mcc_wire_enc_i64, int64_t)
+WIRE_BUF_PUT(mcc_wire_buf_f32, mcc_wire_enc_f32, float)
+WIRE_BUF_PUT(mcc_wire_buf_f64, mcc_wire_enc_f64, double)
 
 void
 mcc_wire_buf_bytes(mcc_wire_buf *b, const void *p, uint32_t n)
@@ -203,50 +177,22 @@ rd_take(mcc_wire_rd *r, void *out, size_t n)
 	r->pos += n;
 }
 
-uint32_t
-mcc_wire_rd_u32(mcc_wire_rd *r)
-{
-	uint32_t	v;
+/* A fixed-size field, or 0 (and `bad`) past the end. */
+#define WIRE_RD_GET(name, type) \
+	type \
+	name(mcc_wire_rd *r) \
+	{ \
+		type		v; \
+ \
+		rd_take(r, &v, sizeof(v)); \
+		return v; \
+	}
 
-	rd_take(r, &v, sizeof(v));
-	return v;
-}
-
-uint64_t
-mcc_wire_rd_u64(mcc_wire_rd *r)
-{
-	uint64_t	v;
-
-	rd_take(r, &v, sizeof(v));
-	return v;
-}
-
-int64_t
-mcc_wire_rd_i64(mcc_wire_rd *r)
-{
-	int64_t		v;
-
-	rd_take(r, &v, sizeof(v));
-	return v;
-}
-
-float
-mcc_wire_rd_f32(mcc_wire_rd *r)
-{
-	float		v;
-
-	rd_take(r, &v, sizeof(v));
-	return v;
-}
-
-double
-mcc_wire_rd_f64(mcc_wire_rd *r)
-{
-	double		v;
-
-	rd_take(r, &v, sizeof(v));
-	return v;
-}
+WIRE_RD_GET(mcc_wire_rd_u32, uint32_t)
+WIRE_RD_GET(mcc_wire_rd_u64, uint64_t)
+WIRE_RD_GET(mcc_wire_rd_i64, int64_t)
+WIRE_RD_GET(mcc_wire_rd_f32, float)
+WIRE_RD_GET(mcc_wire_rd_f64, double)
 
 void
 mcc_wire_rd_gallery(mcc_wire_rd *r, mcc_gallery_id *g)

@@ -31,47 +31,21 @@
 
 /* ---- field encoders: write at dst, return the bytes written ---- */
 
-static inline size_t
-mcc_wire_enc_u16(uint8_t *dst, uint16_t v)
-{
-	memcpy(dst, &v, sizeof(v));
-	return sizeof(v);
-}
+/* Each is the bytes of its C type (host byte order). */
+#define MCC_WIRE_ENC(name, type) \
+	static inline size_t \
+	name(uint8_t *dst, type v) \
+	{ \
+		memcpy(dst, &v, sizeof(v)); \
+		return sizeof(v); \
+	}
 
-static inline size_t
-mcc_wire_enc_u32(uint8_t *dst, uint32_t v)
-{
-	memcpy(dst, &v, sizeof(v));
-	return sizeof(v);
-}
-
-static inline size_t
-mcc_wire_enc_u64(uint8_t *dst, uint64_t v)
-{
-	memcpy(dst, &v, sizeof(v));
-	return sizeof(v);
-}
-
-static inline size_t
-mcc_wire_enc_i64(uint8_t *dst, int64_t v)
-{
-	memcpy(dst, &v, sizeof(v));
-	return sizeof(v);
-}
-
-static inline size_t
-mcc_wire_enc_f32(uint8_t *dst, float v)
-{
-	memcpy(dst, &v, sizeof(v));
-	return sizeof(v);
-}
-
-static inline size_t
-mcc_wire_enc_f64(uint8_t *dst, double v)
-{
-	memcpy(dst, &v, sizeof(v));
-	return sizeof(v);
-}
+MCC_WIRE_ENC(mcc_wire_enc_u16, uint16_t)
+MCC_WIRE_ENC(mcc_wire_enc_u32, uint32_t)
+MCC_WIRE_ENC(mcc_wire_enc_u64, uint64_t)
+MCC_WIRE_ENC(mcc_wire_enc_i64, int64_t)
+MCC_WIRE_ENC(mcc_wire_enc_f32, float)
+MCC_WIRE_ENC(mcc_wire_enc_f64, double)
 
 /* A gallery id: db_oid, rel_oid, signature (MCC_WIRE_GALLERYSZ bytes). */
 size_t		mcc_wire_enc_gallery(uint8_t *dst, const mcc_gallery_id *g);

@@ -575,50 +575,21 @@ mcc_conn_ensure(char **why)
 
 /* ---- payload writers: the shared encoder into a StringInfo ---- */
 
-/* Append a uint32. */
-void
-mcc_put_u32(StringInfo s, uint32 v)
-{
-	uint8		b[sizeof(v)];
+/* Append a fixed-size field: the shared encoder's bytes. */
+#define PUT_FIELD(name, enc, type) \
+	void \
+	name(StringInfo s, type v) \
+	{ \
+		uint8		b[sizeof(v)]; \
+ \
+		appendBinaryStringInfo(s, (const char *) b, enc(b, v)); \
+	}
 
-	appendBinaryStringInfo(s, (const char *) b, mcc_wire_enc_u32(b, v));
-}
-
-/* Append a uint64. */
-void
-mcc_put_u64(StringInfo s, uint64 v)
-{
-	uint8		b[sizeof(v)];
-
-	appendBinaryStringInfo(s, (const char *) b, mcc_wire_enc_u64(b, v));
-}
-
-/* Append an int64. */
-void
-mcc_put_i64(StringInfo s, int64 v)
-{
-	uint8		b[sizeof(v)];
-
-	appendBinaryStringInfo(s, (const char *) b, mcc_wire_enc_i64(b, v));
-}
-
-/* Append a float. */
-void
-mcc_put_f32(StringInfo s, float v)
-{
-	uint8		b[sizeof(v)];
-
-	appendBinaryStringInfo(s, (const char *) b, mcc_wire_enc_f32(b, v));
-}
-
-/* Append a double. */
-void
-mcc_put_f64(StringInfo s, double v)
-{
-	uint8		b[sizeof(v)];
-
-	appendBinaryStringInfo(s, (const char *) b, mcc_wire_enc_f64(b, v));
-}
+PUT_FIELD(mcc_put_u32, mcc_wire_enc_u32, uint32)
+PUT_FIELD(mcc_put_u64, mcc_wire_enc_u64, uint64)
+PUT_FIELD(mcc_put_i64, mcc_wire_enc_i64, int64)
+PUT_FIELD(mcc_put_f32, mcc_wire_enc_f32, float)
+PUT_FIELD(mcc_put_f64, mcc_wire_enc_f64, double)
 
 /* A "bytes" field: uint32 length, then the bytes. */
 void
@@ -678,55 +649,22 @@ mcc_get_raw(mcc_reader *r, size_t n)
 	return mcc_reader_take(r, n, ENDED_EARLY);
 }
 
-/* Read a uint32. */
-uint32
-mcc_get_u32(mcc_reader *r)
-{
-	uint32		v = mcc_wire_rd_u32(r);
+/* Read a fixed-size field with the shared decoder; raise past the end. */
+#define GET_FIELD(name, dec, type) \
+	type \
+	name(mcc_reader *r) \
+	{ \
+		type		v = dec(r); \
+ \
+		mcc_reader_check(r, ENDED_EARLY); \
+		return v; \
+	}
 
-	mcc_reader_check(r, ENDED_EARLY);
-	return v;
-}
-
-/* Read a uint64. */
-uint64
-mcc_get_u64(mcc_reader *r)
-{
-	uint64		v = mcc_wire_rd_u64(r);
-
-	mcc_reader_check(r, ENDED_EARLY);
-	return v;
-}
-
-/* Read an int64. */
-int64
-mcc_get_i64(mcc_reader *r)
-{
-	int64		v = mcc_wire_rd_i64(r);
-
-	mcc_reader_check(r, ENDED_EARLY);
-	return v;
-}
-
-/* Read a float. */
-float
-mcc_get_f32(mcc_reader *r)
-{
-	float		v = mcc_wire_rd_f32(r);
-
-	mcc_reader_check(r, ENDED_EARLY);
-	return v;
-}
-
-/* Read a double. */
-double
-mcc_get_f64(mcc_reader *r)
-{
-	double		v = mcc_wire_rd_f64(r);
-
-	mcc_reader_check(r, ENDED_EARLY);
-	return v;
-}
+GET_FIELD(mcc_get_u32, mcc_wire_rd_u32, uint32)
+GET_FIELD(mcc_get_u64, mcc_wire_rd_u64, uint64)
+GET_FIELD(mcc_get_i64, mcc_wire_rd_i64, int64)
+GET_FIELD(mcc_get_f32, mcc_wire_rd_f32, float)
+GET_FIELD(mcc_get_f64, mcc_wire_rd_f64, double)
 
 /* Read a gallery id. */
 void
