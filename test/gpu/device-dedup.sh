@@ -36,15 +36,7 @@ if ! dev_find_kit; then
 fi
 step "PostgreSQL from $kit, mcc built and installed"
 dev_kit_install
-cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
-shared_preload_libraries = 'mcc'
-shared_buffers = '4GB'
-max_connections = 60
-fsync = off
-synchronous_commit = off
-mcc.worker_threads = 0
-mcc.cache_memory_limit = '16GB'
-EOF
+dev_conf_bench
 pgkit_down >/dev/null 2>&1
 dev_shim
 dev_start

@@ -78,15 +78,7 @@ dev_kit_install
 say "   installed: $(ls "$PGKIT_HOME"/package/native/lib/postgresql/mcc* 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
 say "   mcc.so links CUDA: $(ldd "$PGKIT_HOME/package/native/lib/postgresql/mcc.so" | grep -ci cuda) libraries," \
 	"$(nm -D "$PGKIT_HOME/package/native/lib/postgresql/mcc.so" | grep -ci cuda) symbols (both must be 0)"
-cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
-shared_preload_libraries = 'mcc'
-shared_buffers = '4GB'
-max_connections = 60
-fsync = off
-synchronous_commit = off
-mcc.worker_threads = 0
-mcc.cache_memory_limit = '16GB'
-EOF
+dev_conf_bench
 pgkit_down >/dev/null 2>&1
 dev_shim say
 dev_start

@@ -73,6 +73,20 @@ dev_kit_install() {
 	native="$PGKIT_HOME/package/native"
 }
 
+# dev_conf_bench: the kit server's settings of the benchmarks (e2e, dedup):
+# mcc preloaded, large buffers and cache, no fsync.
+dev_conf_bench() {
+	cat >>"$PGKIT_DATA/postgresql.conf" <<-EOF
+	shared_preload_libraries = 'mcc'
+	shared_buffers = '4GB'
+	max_connections = 60
+	fsync = off
+	synchronous_commit = off
+	mcc.worker_threads = 0
+	mcc.cache_memory_limit = '16GB'
+	EOF
+}
+
 # dev_shim [say]: $preload, an LD_PRELOAD that resolves heap_datum_check
 # where the kit's 15.18 server lacks a symbol its 15.20 headers inline
 # (15.18 makes no tuples that reach it, so a no-op serves); say: tell so.
