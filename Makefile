@@ -71,20 +71,10 @@ CU_SRCS = $(sort $(wildcard kernels/*.cu))
 include kernels/chamfer.mk
 
 # ---------------------------------------------------------------------------
-# src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.
-CORE_CC ?= gcc
-CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare $(CORE_INC) \
-	$(WERROR_FLAG) $(if $(filter yes,$(MCC_SANITIZE)),$(SANITIZE_FLAGS))
-CORE_LIBS = -lpng -lm -lpthread
+# src/core alone, with no PostgreSQL flags, built once as build/libmcccore.a
+# (CORE_CC, CORE_CFLAGS, CORE_LIBS and its rules: src/core/core.mk) for the
+# engine, unit tests, tools, fuzzers and every kernels/*.mk program.
 BUILD = build
-CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
-
-$(BUILD)/core/%.o: src/core/%.c $(CORE_HDRS)
-	@mkdir -p $(dir $@)
-	$(CORE_CC) $(CORE_CFLAGS) -c $< -o $@
-
-$(BUILD)/libmcccore.a: $(CORE_OBJS)
-	rm -f $@ && ar rcs $@ $^
 
 # ---------------------------------------------------------------------------
 # The matcher engine (src/engine/, docs/matcher-service.md): a program of its

@@ -26,14 +26,13 @@ GPU_CC ?= gcc
 GPU_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -D_DEFAULT_SOURCE $(CORE_INC) -Ikernels $(WERROR_FLAG)
 BENCH_GPU_ARGS ?=
-# src/core reads PNG with libpng where png.h exists (src/core/image/mcc_image_png.c)
-MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 
 ifneq ($(strip $(NVCC)),)
 GPU_LINK = $(CUDA_LINK) $(MCC_PNG_LIB)
 
 GPU_OBJS = $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
-GPU_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/gpu/core/%.o,$(CORE_SRCS))
+# the core, built once (src/core/core.mk); $(MCC_PNG_LIB) is in GPU_LINK
+GPU_CORE_OBJS = $(BUILD)/libmcccore.a
 GPU_TEST_OBJS = $(BUILD)/gpu/gpu_data.o
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(wildcard kernels/*.h) $(CORE_HDRS)
@@ -52,10 +51,6 @@ $(BUILD)/kernels/mcc_chamfer.o: kernels/gpu.mk
 
 $(BUILD)/libmccgpu.a: $(GPU_OBJS)
 	rm -f $@ && ar rcs $@ $^
-
-$(BUILD)/gpu/core/%.o: src/core/%.c $(CORE_HDRS)
-	@mkdir -p $(dir $@)
-	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
 
 $(BUILD)/gpu/%.o: test/gpu/%.c $(wildcard test/gpu/*.h) $(wildcard kernels/*.h) $(CORE_HDRS)
 	@mkdir -p $(dir $@)

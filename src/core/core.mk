@@ -27,4 +27,23 @@ CORE_INC = $(addprefix -I,$(CORE_DIRS))
 PROTO_SRCS = $(sort $(wildcard src/proto/*.c))
 PROTO_HDRS = $(wildcard src/proto/*.h)
 
+# The core built once, into $(BUILD)/libmcccore.a, which the engine, the
+# unit tests, the tools and every kernels/*.mk program link (each with
+# $(CORE_LIBS)). libpng where png.h exists (a GPU machine may lack it: the
+# core is then built without PNG input, src/core/image/mcc_image_png.c).
+BUILD ?= build
+MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
+CORE_CC ?= gcc
+CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare $(CORE_INC) \
+	$(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG) $(if $(filter yes,$(MCC_SANITIZE)),$(SANITIZE_FLAGS))
+CORE_LIBS = $(MCC_PNG_LIB) -lm -lpthread
+CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
+
+$(BUILD)/core/%.o: src/core/%.c $(CORE_HDRS)
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(CORE_CFLAGS) -c $< -o $@
+
+$(BUILD)/libmcccore.a: $(CORE_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
 endif # MCC_CORE_MK
