@@ -25,7 +25,9 @@ MODULE_big = mcc
 #   wire protocol and its one encoder (shared with the engine)
 include src/core/core.mk
 PG_DIRS = src/module src/template src/identify src/image src/service src/proto
-PG_SRCS = $(sort $(wildcard $(addsuffix /*.c,$(PG_DIRS))))
+# (src/*.c too: a file a branch adds where the layer used to be still builds
+# until it is moved into its folder)
+PG_SRCS = $(sort $(wildcard $(addsuffix /*.c,$(PG_DIRS)) src/*.c))
 OBJS = $(CORE_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 
 DATA = sql/$(EXTENSION)--$(EXTBASE).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
@@ -41,7 +43,7 @@ REGRESS_OPTS = --load-extension=$(EXTENSION)
 MCC_WERROR ?= no
 WERROR_FLAG = $(if $(filter yes,$(MCC_WERROR)),-Werror)
 
-PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(CORE_DIRS) $(PG_DIRS)) -I$(srcdir)/src -MMD -MP
+PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(CORE_DIRS) src/core $(PG_DIRS)) -I$(srcdir)/src -MMD -MP
 PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off $(WERROR_FLAG)
 SHLIB_LINK = -lpng -lm -lpthread
 

@@ -20,9 +20,11 @@ ifndef MCC_CORE_MK
 MCC_CORE_MK := 1
 
 CORE_DIRS = src/core/common src/core/mcc src/core/image
-CORE_SRCS = $(sort $(wildcard $(addsuffix /*.c,$(CORE_DIRS))))
-CORE_HDRS = $(wildcard $(addsuffix /*.h,$(CORE_DIRS)))
-CORE_INC = $(addprefix -I,$(CORE_DIRS))
+# (src/core itself too: a file a branch adds where the core used to be still
+# builds until it is moved into its folder)
+CORE_SRCS = $(sort $(wildcard $(addsuffix /*.c,$(CORE_DIRS)) src/core/*.c))
+CORE_HDRS = $(wildcard $(addsuffix /*.h,$(CORE_DIRS)) src/core/*.h)
+CORE_INC = $(addprefix -I,$(CORE_DIRS)) -Isrc/core
 
 PROTO_SRCS = $(sort $(wildcard src/proto/*.c))
 PROTO_HDRS = $(wildcard src/proto/*.h)
