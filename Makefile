@@ -21,10 +21,13 @@ MODULE_big = mcc
 # PostgreSQL layer, one folder per subsystem (docs/architecture.md):
 #   module/ _PG_init and the error mapping, template/ the template type and
 #   its formats, identify/ galleries, scans and identify(), image/ the image
-#   functions, service/ the backend side of the matcher service
+#   functions, service/ the backend side of the matcher service, proto/ the
+#   wire protocol and its one encoder (shared with the engine)
 include src/core/core.mk
-PG_DIRS = src/module src/template src/identify src/image src/service
-PG_SRCS = $(sort $(wildcard $(addsuffix /*.c,$(PG_DIRS))))
+PG_DIRS = src/module src/template src/identify src/image src/service src/proto
+# (src/*.c too: a file a branch adds where the layer used to be still builds
+# until it is moved into its folder)
+PG_SRCS = $(sort $(wildcard $(addsuffix /*.c,$(PG_DIRS)) src/*.c))
 OBJS = $(CORE_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 
 DATA = sql/$(EXTENSION)--$(EXTBASE).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
@@ -40,7 +43,7 @@ REGRESS_OPTS = --load-extension=$(EXTENSION)
 MCC_WERROR ?= no
 WERROR_FLAG = $(if $(filter yes,$(MCC_WERROR)),-Werror)
 
-PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(CORE_DIRS) $(PG_DIRS)) -I$(srcdir)/src -MMD -MP
+PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(CORE_DIRS) src/core $(PG_DIRS)) -I$(srcdir)/src -MMD -MP
 PG_CFLAGS = -Wno-declaration-after-statement -ffp-contract=off $(WERROR_FLAG)
 SHLIB_LINK = -lpng -lm -lpthread
 
@@ -70,31 +73,26 @@ CU_SRCS = $(sort $(wildcard kernels/impl/*.cu))
 include kernels/chamfer.mk
 
 # ---------------------------------------------------------------------------
-# src/core alone, with no PostgreSQL flags: unit tests, tools, fuzzers.
-CORE_CC ?= gcc
-CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare $(CORE_INC) \
-	$(WERROR_FLAG) $(if $(filter yes,$(MCC_SANITIZE)),$(SANITIZE_FLAGS))
-CORE_LIBS = -lpng -lm -lpthread
+# src/core alone, with no PostgreSQL flags, built once as build/libmcccore.a
+# (CORE_CC, CORE_CFLAGS, CORE_LIBS and its rules: src/core/core.mk) for the
+# engine, unit tests, tools, fuzzers and every kernels/*.mk program.
 BUILD = build
-CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
-
-$(BUILD)/core/%.o: src/core/%.c $(CORE_HDRS)
-	@mkdir -p $(dir $@)
-	$(CORE_CC) $(CORE_CFLAGS) -c $< -o $@
-
-$(BUILD)/libmcccore.a: $(CORE_OBJS)
-	rm -f $@ && ar rcs $@ $^
 
 # ---------------------------------------------------------------------------
 # The matcher engine (src/engine/, docs/matcher-service.md): a program of its
 # own, plain C with no PostgreSQL headers, installed next to the module as
 # $(pkglibdir)/mcc_engine and started by the supervisor background worker.
-ENGINE_SRCS = $(sort $(wildcard src/engine/*.c))
-ENGINE_OBJS = $(patsubst src/engine/%.c,$(BUILD)/engine/%.o,$(ENGINE_SRCS))
+# src/proto (the protocol's encoder, shared with the backends) is part of it.
+ENGINE_SRCS = $(sort $(wildcard src/engine/*.c)) $(PROTO_SRCS)
+ENGINE_OBJS = $(patsubst src/%.c,$(BUILD)/%.o,$(ENGINE_SRCS))
 ENGINE_LIB_OBJS = $(filter-out $(BUILD)/engine/eng_main.o,$(ENGINE_OBJS))
-ENGINE_CFLAGS = $(CORE_CFLAGS) -D_GNU_SOURCE -Isrc/engine
+ENGINE_CFLAGS = $(CORE_CFLAGS) -D_GNU_SOURCE -Isrc/engine -Isrc/proto
 
-$(BUILD)/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(CORE_HDRS)
+$(BUILD)/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(PROTO_HDRS) $(CORE_HDRS)
+	@mkdir -p $(dir $@)
+	$(CORE_CC) $(ENGINE_CFLAGS) -c $< -o $@
+
+$(BUILD)/proto/%.o: src/proto/%.c $(PROTO_HDRS)
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(ENGINE_CFLAGS) -c $< -o $@
 
@@ -224,10 +222,11 @@ $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(CORE_HDRS) $(wildcard test/fuzz/*.
 
 # the engine's harnesses also build its sources (all but main)
 ENGINE_LIB_SRCS = $(filter-out src/engine/eng_main.c,$(ENGINE_SRCS))
-$(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_HDRS) $(wildcard src/engine/*.h)
+$(BUILD)/fuzz/fuzz_engine_%: test/fuzz/fuzz_engine_%.c $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_HDRS) $(wildcard src/engine/*.h) \
+		$(PROTO_HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer $(SANITIZE_FLAGS) $(WERROR_FLAG) \
-		-D_GNU_SOURCE $(CORE_INC) -Isrc/engine $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_LIBS) -o $@
+		-D_GNU_SOURCE $(CORE_INC) -Isrc/engine -Isrc/proto $< $(CORE_SRCS) $(ENGINE_LIB_SRCS) $(CORE_LIBS) -o $@
 
 # ASan keeps freed blocks in a quarantine to catch use after free; the
 # image harness frees up to a few MB per input (images up to 1 Mpixel), and

@@ -10,8 +10,9 @@
 #                            thread, all threads, GPU when built and present;
 #                            BENCH_CHAMFER_ARGS, e.g. --sizes 1000,1000000 --reps 5
 #
-# Builds into build/chamfer/ with its own objects of the src/core files it
-# needs, so that it needs nothing else of the tree. No fused multiply-add on either side (the CPU
+# Builds into build/chamfer/, linking the core built once (build/libmcccore.a,
+# src/core/core.mk), from which only what alignment uses is linked.
+# No fused multiply-add on either side (the CPU
 # gets -ffp-contract=off, nvcc --fmad=false): per-point terms are the same bits.
 
 ifndef MCC_CHAMFER_MK
@@ -23,17 +24,9 @@ CH_CC ?= gcc
 CH_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	-D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(WERROR_FLAG)
 CH_DIR = $(BUILD)/chamfer
-# only the parts of src/core that alignment uses (others may need libraries
-# such as libpng that a GPU machine lacks)
-CH_CORE_SRCS = $(addprefix src/core/image/,mcc_edt.c mcc_chamfer.c mcc_chamfer_cpu.c mcc_chamfer_lm.c mcc_chamfer_search.c \
-	mcc_chamfer_math.c) $(addprefix src/core/common/,mcc_job.c mcc_error.c mcc_rng.c mcc_detmath.c)
-CH_CORE_OBJS = $(patsubst src/core/%.c,$(CH_DIR)/core/%.o,$(CH_CORE_SRCS))
+CH_CORE_OBJS = $(BUILD)/libmcccore.a
 CH_TEST_DEPS = test/unit/unit.h test/unit/chamfer_synth.h $(CORE_HDRS)
 BENCH_CHAMFER_ARGS ?=
-
-$(CH_DIR)/core/%.o: src/core/%.c $(CORE_HDRS)
-	@mkdir -p $(dir $@)
-	$(CH_CC) $(CH_CFLAGS) -c $< -o $@
 
 .PHONY: gpu-check-chamfer bench-chamfer
 
@@ -46,10 +39,10 @@ $(CH_DIR)/mcc_chamfer_cu.o: kernels/impl/mcc_chamfer.cu kernels/mcc_chamfer_gpu.
 	$(NVCC) $(CH_NVCCFLAGS) -c $< -o $@
 
 $(CH_DIR)/gpu_check_chamfer: test/chamfer/gpu_check_chamfer.c $(CH_DIR)/mcc_chamfer_cu.o $(CH_CORE_OBJS) $(CH_TEST_DEPS)
-	$(CH_CC) $(CH_CFLAGS) -DMCC_CHAMFER_GPU $(filter %.c %.o,$^) $(CH_GPU_LINK) -o $@
+	$(CH_CC) $(CH_CFLAGS) -DMCC_CHAMFER_GPU $(filter %.c %.o %.a,$^) $(CH_GPU_LINK) $(CORE_LIBS) -o $@
 
 $(CH_DIR)/bench_chamfer: test/chamfer/bench_chamfer.c $(CH_DIR)/mcc_chamfer_cu.o $(CH_CORE_OBJS) $(CH_TEST_DEPS)
-	$(CH_CC) $(CH_CFLAGS) -DMCC_CHAMFER_GPU $(filter %.c %.o,$^) $(CH_GPU_LINK) -o $@
+	$(CH_CC) $(CH_CFLAGS) -DMCC_CHAMFER_GPU $(filter %.c %.o %.a,$^) $(CH_GPU_LINK) $(CORE_LIBS) -o $@
 
 # First with every device hidden: the interface must fail cleanly.
 gpu-check-chamfer: $(CH_DIR)/gpu_check_chamfer
@@ -57,7 +50,7 @@ gpu-check-chamfer: $(CH_DIR)/gpu_check_chamfer
 	$(CH_DIR)/gpu_check_chamfer
 else
 $(CH_DIR)/bench_chamfer: test/chamfer/bench_chamfer.c $(CH_CORE_OBJS) $(CH_TEST_DEPS)
-	$(CH_CC) $(CH_CFLAGS) $(filter %.c %.o,$^) -lm -lpthread -o $@
+	$(CH_CC) $(CH_CFLAGS) $(filter %.c %.o %.a,$^) $(CORE_LIBS) -o $@
 
 gpu-check-chamfer:
 	@echo "SKIP gpu-check-chamfer: nvcc not found"

@@ -10,7 +10,7 @@
 #
 # Included by the top Makefile after kernels/gpu.mk; alone (no PostgreSQL):
 #   make -f kernels/dp2d.mk gpu-check-dp2d bench-dp2d
-# Needs no libpng: src/core/image/mcc_image_png.c is left out of these programs.
+# Links the core built once (build/libmcccore.a, src/core/core.mk).
 
 ifndef MCC_DP2D_MK
 MCC_DP2D_MK := 1
@@ -20,34 +20,25 @@ include kernels/gpu.mk
 endif
 
 BENCH_DP2D_ARGS ?=
-DP2D_CORE_SRCS = $(filter-out src/core/image/mcc_image_png.c,$(CORE_SRCS))
-DP2D_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/dp2d/core/%.o,$(DP2D_CORE_SRCS))
-DP2D_LIBS = -lm -lpthread
-
-$(BUILD)/dp2d/core/%.o: src/core/%.c $(CORE_HDRS)
-	@mkdir -p $(dir $@)
-	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
-
-$(BUILD)/dp2d/libcore.a: $(DP2D_CORE_OBJS)
-	rm -f $@ && ar rcs $@ $^
+DP2D_LIBS = $(CORE_LIBS)
 
 # the CPU-only benchmark
-$(BUILD)/dp2d/dp2dbench-cpu: test/bench/dp2dbench.c $(BUILD)/dp2d/libcore.a
+$(BUILD)/dp2d/dp2dbench-cpu: test/bench/dp2dbench.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
-	$(GPU_CC) $(GPU_CFLAGS) $< $(BUILD)/dp2d/libcore.a $(DP2D_LIBS) -o $@
+	$(GPU_CC) $(GPU_CFLAGS) $< $(BUILD)/libmcccore.a $(DP2D_LIBS) -o $@
 
 .PHONY: gpu-check-dp2d bench-dp2d
 
 ifneq ($(strip $(NVCC)),)
-$(BUILD)/dp2d/dp2d_check: test/gpu/dp2d_check.c $(BUILD)/libmccgpu.a $(BUILD)/dp2d/libcore.a \
+$(BUILD)/dp2d/dp2d_check: test/gpu/dp2d_check.c $(BUILD)/libmccgpu.a $(BUILD)/libmcccore.a \
 		kernels/mcc_dp2d_gpu.h
 	@mkdir -p $(dir $@)
-	$(GPU_CC) $(GPU_CFLAGS) $< $(BUILD)/libmccgpu.a $(BUILD)/dp2d/libcore.a $(GPU_LINK) -o $@
+	$(GPU_CC) $(GPU_CFLAGS) $< $(BUILD)/libmccgpu.a $(BUILD)/libmcccore.a $(GPU_LINK) -o $@
 
-$(BUILD)/dp2d/dp2dbench-gpu: test/bench/dp2dbench.c $(BUILD)/libmccgpu.a $(BUILD)/dp2d/libcore.a \
+$(BUILD)/dp2d/dp2dbench-gpu: test/bench/dp2dbench.c $(BUILD)/libmccgpu.a $(BUILD)/libmcccore.a \
 		kernels/mcc_dp2d_gpu.h
 	@mkdir -p $(dir $@)
-	$(GPU_CC) $(GPU_CFLAGS) -DMCC_DP2D_BENCH_GPU $< $(BUILD)/libmccgpu.a $(BUILD)/dp2d/libcore.a \
+	$(GPU_CC) $(GPU_CFLAGS) -DMCC_DP2D_BENCH_GPU $< $(BUILD)/libmccgpu.a $(BUILD)/libmcccore.a \
 		$(GPU_LINK) -o $@
 
 # A second run hides every device: opening must fail cleanly.

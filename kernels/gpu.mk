@@ -27,14 +27,13 @@ GPU_CC ?= gcc
 GPU_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -D_DEFAULT_SOURCE $(CORE_INC) -Ikernels $(WERROR_FLAG)
 BENCH_GPU_ARGS ?=
-# src/core reads PNG with libpng where png.h exists (src/core/image/mcc_image_png.c)
-MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 
 ifneq ($(strip $(NVCC)),)
 GPU_LINK = $(CUDA_LINK) $(MCC_PNG_LIB)
 
 GPU_OBJS = $(patsubst kernels/impl/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
-GPU_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/gpu/core/%.o,$(CORE_SRCS))
+# the core, built once (src/core/core.mk); $(MCC_PNG_LIB) is in GPU_LINK
+GPU_CORE_OBJS = $(BUILD)/libmcccore.a
 GPU_TEST_OBJS = $(BUILD)/gpu/gpu_data.o
 
 $(BUILD)/kernels/%.o: kernels/impl/%.cu $(wildcard kernels/*.h kernels/impl/*.h) $(CORE_HDRS)
@@ -53,10 +52,6 @@ $(BUILD)/kernels/mcc_chamfer.o: kernels/gpu.mk
 
 $(BUILD)/libmccgpu.a: $(GPU_OBJS)
 	rm -f $@ && ar rcs $@ $^
-
-$(BUILD)/gpu/core/%.o: src/core/%.c $(CORE_HDRS)
-	@mkdir -p $(dir $@)
-	$(GPU_CC) $(GPU_CFLAGS) -c $< -o $@
 
 $(BUILD)/gpu/%.o: test/gpu/%.c $(wildcard test/gpu/*.h test/unit/*.h) $(wildcard kernels/*.h) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
@@ -82,15 +77,19 @@ $(BUILD)/gpu/mcceval: $(MCCEVAL_SRCS) test/tools/mcceval.h $(BUILD)/libmccgpu.a 
 		$(GPU_CORE_OBJS) $(GPU_LINK)
 
 # The matcher engine with its GPU path, and its tests linked against it.
-GPU_ENGINE_CFLAGS = $(GPU_CFLAGS) -D_GNU_SOURCE -Isrc/engine -DMCC_ENGINE_GPU
-GPU_ENGINE_SRCS = $(filter-out src/engine/eng_main.c,$(sort $(wildcard src/engine/*.c)))
-GPU_ENGINE_OBJS = $(patsubst src/engine/%.c,$(BUILD)/gpu/engine/%.o,$(GPU_ENGINE_SRCS))
+GPU_ENGINE_CFLAGS = $(GPU_CFLAGS) -D_GNU_SOURCE -Isrc/engine -Isrc/proto -DMCC_ENGINE_GPU
+GPU_ENGINE_SRCS = $(filter-out src/engine/eng_main.c,$(sort $(wildcard src/engine/*.c))) $(PROTO_SRCS)
+GPU_ENGINE_OBJS = $(patsubst src/%.c,$(BUILD)/gpu/%.o,$(GPU_ENGINE_SRCS))
 GPU_ENGINE_TESTS = $(BUILD)/gpu/test_engine_gpu $(BUILD)/gpu/test_engine_server $(BUILD)/gpu/test_engine_e2e \
 	$(BUILD)/gpu/test_engine_image $(BUILD)/gpu/test_engine_image_threads $(BUILD)/gpu/test_engine_rescore
 # the image libraries' own checks (kernels/sad.mk, dp2d.mk, chamfer.mk)
 GPU_LIB_CHECKS = $(BUILD)/sad/sad_gpu_check $(BUILD)/dp2d/dp2d_check $(BUILD)/chamfer/gpu_check_chamfer
 
-$(BUILD)/gpu/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard kernels/*.h) $(CORE_HDRS)
+$(BUILD)/gpu/engine/%.o: src/engine/%.c $(wildcard src/engine/*.h) $(wildcard kernels/*.h) $(CORE_HDRS) $(PROTO_HDRS)
+	@mkdir -p $(dir $@)
+	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -c $< -o $@
+
+$(BUILD)/gpu/proto/%.o: src/proto/%.c $(PROTO_HDRS)
 	@mkdir -p $(dir $@)
 	$(GPU_CC) $(GPU_ENGINE_CFLAGS) -c $< -o $@
 

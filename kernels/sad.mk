@@ -21,21 +21,15 @@ MCC_SAD_MK := 1
 BUILD ?= build
 include kernels/nvcc.mk
 SAD_CC ?= gcc
-# src/core uses libpng where png.h exists (mcc_image_png.c checks it too)
-MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 SAD_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	-D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG)
-SAD_LIBS = $(MCC_PNG_LIB) -lm -lpthread
-SAD_CORE_SRCS = $(CORE_SRCS)
-SAD_CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/sad/core/%.o,$(SAD_CORE_SRCS))
+SAD_LIBS = $(CORE_LIBS)
+# the core, built once (src/core/core.mk)
+SAD_CORE_OBJS = $(BUILD)/libmcccore.a
 BENCH_SAD_ARGS ?=
 
 # the emulation unit test compiles the kernel body header
 $(BUILD)/unit/test_sad_gpu_emu: kernels/impl/mcc_sad_body.h
-
-$(BUILD)/sad/core/%.o: src/core/%.c $(CORE_HDRS)
-	@mkdir -p $(dir $@)
-	$(SAD_CC) $(SAD_CFLAGS) -c $< -o $@
 
 .PHONY: gpu-check-sad bench-sad sass-sad
 

@@ -22,39 +22,18 @@
 set -euo pipefail
 n=${1:-250000}
 secs=${2:-30}
-port=${MCC_BENCH_PORT:-54331}
 nb=${MCC_BENCH_PROBES:-64}		# probes of the batching comparison
 refine=${MCC_BENCH_REFINE:-}
 rounds=${MCC_BENCH_ROUNDS:-2}
 clients=${MCC_BENCH_CLIENTS:-"1 4"}
-command -v pg_ctl >/dev/null || export PATH="$(pg_config --bindir):$PATH"
-dir=$(mktemp -d /tmp/mcc-bench.XXXXXX)
-cleanup() {
-	pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
-	[ -n "${MCC_BENCH_KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-psql_() { psql -X -q -h "$dir" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@" postgres; }
-calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
-
-initdb -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log"
-cat >>"$dir/data/postgresql.conf" <<EOF
-listen_addresses = ''
-unix_socket_directories = '$dir'
-port = $port
-shared_preload_libraries = 'mcc'
-shared_buffers = '1GB'
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
+bench_cluster 54331 <<EOF
 max_connections = 40
 fsync = off
 synchronous_commit = off
-mcc.worker_threads = 0
-mcc.cache_memory_limit = '8GB'
 EOF
-pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
-until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do
-	psql_ -c "CREATE EXTENSION IF NOT EXISTS mcc" >/dev/null 2>&1 || true
-	sleep 0.5
-done
+bench_service_ready
 
 echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== enrolling $n synthetic templates (2 sessions)"

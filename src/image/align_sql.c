@@ -31,7 +31,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
-#include "engine/mcc_proto.h"
+#include "mcc_proto.h"
 #include "mcc_align.h"
 #include "mcc_chamfer.h"
 

@@ -16,7 +16,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "engine/mcc_proto.h"
+#include "mcc_proto.h"
 #include "mcc_dp2d_overall.h"
 
 /* The algorithm named by a SQL text argument. */

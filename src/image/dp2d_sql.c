@@ -30,7 +30,7 @@
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
 
-#include "engine/mcc_proto.h"
+#include "mcc_proto.h"
 #include "mcc_dp2d.h"
 #include "mcc_dp2d_verify.h"
 #include "mcc_image.h"

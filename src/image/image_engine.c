@@ -198,7 +198,7 @@ mcc_image_put_u64(StringInfo s, uint64 v)
 void
 mcc_image_put_f64(StringInfo s, double v)
 {
-	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
+	mcc_put_f64(s, v);
 }
 
 /* An image field: width, height, the pixels row by row. */
@@ -251,8 +251,7 @@ mcc_image_engine_run(StringInfo frame, uint16 type, const char *fn, mcc_image_re
 	if (reply.type != type + 1)
 		mcc_raise_engine_error(&reply);
 	memset(res, 0, sizeof(*res));
-	res->p = reply.body.p;
-	res->end = reply.body.end;
+	res->body = reply.body;
 	res->err.status = (mcc_status) mcc_image_get_u32(res);
 	s = get_string(res, MCC_ERRMSG_LEN - 1);
 	strlcpy(res->err.message, s, sizeof(res->err.message));
@@ -264,40 +263,38 @@ mcc_image_engine_run(StringInfo frame, uint16 type, const char *fn, mcc_image_re
 	return true;
 }
 
+#define RESULT_ENDED "An image job's result ended early."
+
 /* Raw bytes of a result; a short result is a protocol violation. */
 const char *
 mcc_image_get_raw(mcc_image_result *res, size_t n)
 {
-	mcc_reader	r = {res->p, res->end};
-	const char *p = mcc_reader_take(&r, n, "An image job's result ended early.");
-
-	res->p = r.p;
-	return p;
+	return mcc_reader_take(&res->body, n, RESULT_ENDED);
 }
 
 uint32
 mcc_image_get_u32(mcc_image_result *res)
 {
-	uint32		v;
+	uint32		v = mcc_wire_rd_u32(&res->body);
 
-	memcpy(&v, mcc_image_get_raw(res, sizeof(v)), sizeof(v));
+	mcc_reader_check(&res->body, RESULT_ENDED);
 	return v;
 }
 
 uint64
 mcc_image_get_u64(mcc_image_result *res)
 {
-	uint64		v;
+	uint64		v = mcc_wire_rd_u64(&res->body);
 
-	memcpy(&v, mcc_image_get_raw(res, sizeof(v)), sizeof(v));
+	mcc_reader_check(&res->body, RESULT_ENDED);
 	return v;
 }
 
 double
 mcc_image_get_f64(mcc_image_result *res)
 {
-	double		v;
+	double		v = mcc_wire_rd_f64(&res->body);
 
-	memcpy(&v, mcc_image_get_raw(res, sizeof(v)), sizeof(v));
+	mcc_reader_check(&res->body, RESULT_ENDED);
 	return v;
 }

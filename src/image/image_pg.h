@@ -18,6 +18,7 @@
 #include "utils/array.h"
 
 #include "mcc_image.h"
+#include "mcc_wire.h"
 
 /* mcc.image_threads: worker threads of one image search (src/image/image_io.c). */
 extern int	mcc_image_threads;
@@ -61,8 +62,7 @@ typedef struct mcc_image_result
 {
 	mcc_error	err;
 	char	   *device;
-	const char *p;				/* the fields after job_status */
-	const char *end;
+	mcc_wire_rd body;			/* the fields after job_status */
 } mcc_image_result;
 
 /* Start a request: the frame with room for its header, then the device. */

@@ -17,7 +17,7 @@
 #include "utils/array.h"
 #include "utils/tuplestore.h"
 
-#include "engine/mcc_proto.h"
+#include "mcc_proto.h"
 #include "mcc_sad.h"
 
 /* How long the backend waits on the threads between interrupt checks. */

@@ -1,7 +1,7 @@
 /*
  * service.h: what the matcher service's PostgreSQL-side files share
  * (src/service/service_*.c). docs/matcher-service.md explains the design; the wire
- * protocol is src/engine/mcc_proto.h.
+ * protocol is src/proto/mcc_proto.h.
  */
 #ifndef MCC_SERVICE_H
 #define MCC_SERVICE_H
@@ -17,7 +17,7 @@
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
-#include "engine/mcc_proto.h"
+#include "mcc_wire.h"
 
 /* ---------------------------------------------------------------------
  * Configuration (src/service/service_guc.c)
@@ -190,12 +190,11 @@ extern void mcc_slot_free(Oid db, Oid relid);
  * The connection to the engine (src/service/service_client.c)
  */
 
-/* A cursor over a received payload; reads past the end raise ERROR. */
-typedef struct mcc_reader
-{
-	const char *p;
-	const char *end;
-} mcc_reader;
+/*
+ * A cursor over a received payload: the shared decoder's (mcc_wire.h); the
+ * mcc_get_* wrappers below raise ERROR where it reads past the end.
+ */
+typedef mcc_wire_rd mcc_reader;
 
 /* A reply frame. */
 typedef struct mcc_reply
@@ -270,7 +269,7 @@ extern bool mcc_conn_wait_reply_units(uint64 request_id, mcc_reply *reply, int u
  */
 extern void mcc_conn_wait_reply_unbounded(uint64 request_id, mcc_reply *reply);
 
-/* Payload writers (host byte order, packed). */
+/* Payload writers: the shared encoder's fields (mcc_wire.h) appended to s. */
 extern void mcc_put_u32(StringInfo s, uint32 v);
 extern void mcc_put_u64(StringInfo s, uint64 v);
 extern void mcc_put_i64(StringInfo s, int64 v);
@@ -290,6 +289,12 @@ extern void mcc_get_gallery(mcc_reader *r, mcc_gallery_id *g);
 
 /* n raw bytes of a payload; a shorter one raises a protocol violation with detail. */
 extern const char *mcc_reader_take(mcc_reader *r, size_t n, const char *detail);
+
+/* Raise a protocol violation with detail if r was read past its end. */
+extern void mcc_reader_check(const mcc_reader *r, const char *detail);
+
+/* Raise unless n items of `each` bytes are left (before allocating for them). */
+extern void mcc_reader_need(mcc_reader *r, uint32 n, size_t each);
 
 /* Raise the engine's ERROR reply as an ERROR. */
 extern void mcc_raise_engine_error(const mcc_reply *reply) pg_attribute_noreturn();

@@ -26,7 +26,7 @@
 #include "storage/latch.h"
 #include "utils/memutils.h"
 
-#define HDR_SIZE		((int) sizeof(mcc_frame_hdr))
+#define HDR_SIZE		MCC_WIRE_HDRSZ
 #define HELLO_TIMEOUT_MS 2000
 #define UNRESPONSIVE_MS	5000		/* after a HELLO timeout, do not retry for this long */
 #define RBUF_KEEP		(4 << 20)	/* a receive buffer above this is freed once empty */
@@ -158,7 +158,7 @@ frame_finish(StringInfo frame, uint16 type, uint64 request_id, uint16 flags)
 	hdr.type = type;
 	hdr.flags = flags;
 	hdr.request_id = request_id;
-	memcpy(frame->data, &hdr, HDR_SIZE);
+	mcc_wire_enc_header((uint8 *) frame->data, &hdr);
 }
 
 /* Write all of buf, waiting interruptibly; closes the connection on any error. */
@@ -243,7 +243,7 @@ mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags, uint64 request
 static void
 send_cancel(uint64 request_id)
 {
-	char		buf[HDR_SIZE + 8];
+	uint8		buf[HDR_SIZE + 8];
 	mcc_frame_hdr hdr;
 	ssize_t		n;
 
@@ -253,8 +253,8 @@ send_cancel(uint64 request_id)
 	hdr.type = MCC_MSG_CANCEL;
 	hdr.flags = 0;
 	hdr.request_id = mcc_conn_next_id();
-	memcpy(buf, &hdr, HDR_SIZE);
-	memcpy(buf + HDR_SIZE, &request_id, 8);
+	mcc_wire_enc_header(buf, &hdr);
+	mcc_wire_enc_u64(buf + HDR_SIZE, request_id);
 	n = send(conn_fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n != (ssize_t) sizeof(buf))
 		mcc_conn_close();		/* a cut frame would corrupt the stream */
@@ -288,7 +288,7 @@ take_frame(uint64 request_id, mcc_reply *reply, bool *took_any)
 	*took_any = false;
 	if (avail < HDR_SIZE)
 		return false;
-	memcpy(&hdr, rbuf.data + rbuf_start, HDR_SIZE);
+	mcc_wire_dec_header((const uint8 *) rbuf.data + rbuf_start, &hdr);
 	if (hdr.length > MCC_PROTO_MAX_FRAME)
 	{
 		mcc_conn_close();
@@ -310,8 +310,7 @@ take_frame(uint64 request_id, mcc_reply *reply, bool *took_any)
 	rbuf_start += HDR_SIZE + hdr.length;
 	memset(reply, 0, sizeof(*reply));
 	reply->type = hdr.type;
-	reply->body.p = body;
-	reply->body.end = body + hdr.length;
+	mcc_wire_rd_init(&reply->body, body, hdr.length);
 	if (hdr.type == MCC_MSG_ERROR)
 		parse_error(reply);
 	return true;
@@ -574,42 +573,23 @@ mcc_conn_ensure(char **why)
 	return MCC_CONN_FAILED;
 }
 
-/* ---- payload writers ---- */
+/* ---- payload writers: the shared encoder into a StringInfo ---- */
 
-/* Append a uint32. */
-void
-mcc_put_u32(StringInfo s, uint32 v)
-{
-	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
-}
+/* Append a fixed-size field: the shared encoder's bytes. */
+#define PUT_FIELD(name, enc, type) \
+	void \
+	name(StringInfo s, type v) \
+	{ \
+		uint8		b[sizeof(v)]; \
+ \
+		appendBinaryStringInfo(s, (const char *) b, enc(b, v)); \
+	}
 
-/* Append a uint64. */
-void
-mcc_put_u64(StringInfo s, uint64 v)
-{
-	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
-}
-
-/* Append an int64. */
-void
-mcc_put_i64(StringInfo s, int64 v)
-{
-	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
-}
-
-/* Append a float. */
-void
-mcc_put_f32(StringInfo s, float v)
-{
-	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
-}
-
-/* Append a double. */
-void
-mcc_put_f64(StringInfo s, double v)
-{
-	appendBinaryStringInfo(s, (const char *) &v, sizeof(v));
-}
+PUT_FIELD(mcc_put_u32, mcc_wire_enc_u32, uint32)
+PUT_FIELD(mcc_put_u64, mcc_wire_enc_u64, uint64)
+PUT_FIELD(mcc_put_i64, mcc_wire_enc_i64, int64)
+PUT_FIELD(mcc_put_f32, mcc_wire_enc_f32, float)
+PUT_FIELD(mcc_put_f64, mcc_wire_enc_f64, double)
 
 /* A "bytes" field: uint32 length, then the bytes. */
 void
@@ -623,92 +603,75 @@ mcc_put_bytes(StringInfo s, const void *p, uint32 len)
 void
 mcc_put_gallery(StringInfo s, const mcc_gallery_id *g)
 {
-	mcc_put_u32(s, g->db_oid);
-	mcc_put_u32(s, g->rel_oid);
-	mcc_put_u64(s, g->signature);
+	uint8		b[MCC_WIRE_GALLERYSZ];
+
+	appendBinaryStringInfo(s, (const char *) b, mcc_wire_enc_gallery(b, g));
 }
 
-/* ---- payload readers ---- */
+/* ---- payload readers: the shared decoder, its error flag raised ---- */
+
+/* Raise the protocol violation of a payload read past its end. */
+void
+mcc_reader_check(const mcc_reader *r, const char *detail)
+{
+	if (r->bad)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed reply from the matcher engine"),
+				 errdetail_internal("%s", detail)));
+}
+
+#define ENDED_EARLY "The reply ended early."
 
 /* n raw bytes of a payload; a shorter one raises, detail saying what ended. */
 const char *
 mcc_reader_take(mcc_reader *r, size_t n, const char *detail)
 {
-	const char *p = r->p;
+	const char *p = (const char *) mcc_wire_rd_raw(r, n);
 
-	if ((size_t) (r->end - r->p) < n)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail_internal("%s", detail)));
-	r->p += n;
+	mcc_reader_check(r, detail);
 	return p;
+}
+
+/* Raise unless n items of `each` bytes are left. */
+void
+mcc_reader_need(mcc_reader *r, uint32 n, size_t each)
+{
+	if (mcc_wire_rd_left(r) / each < n)
+		r->bad = true;
+	mcc_reader_check(r, ENDED_EARLY);
 }
 
 /* n raw bytes of a payload; raises if the payload is shorter. */
 const char *
 mcc_get_raw(mcc_reader *r, size_t n)
 {
-	return mcc_reader_take(r, n, "The reply ended early.");
+	return mcc_reader_take(r, n, ENDED_EARLY);
 }
 
-/* Read a uint32. */
-uint32
-mcc_get_u32(mcc_reader *r)
-{
-	uint32		v;
+/* Read a fixed-size field with the shared decoder; raise past the end. */
+#define GET_FIELD(name, dec, type) \
+	type \
+	name(mcc_reader *r) \
+	{ \
+		type		v = dec(r); \
+ \
+		mcc_reader_check(r, ENDED_EARLY); \
+		return v; \
+	}
 
-	memcpy(&v, mcc_get_raw(r, sizeof(v)), sizeof(v));
-	return v;
-}
-
-/* Read a uint64. */
-uint64
-mcc_get_u64(mcc_reader *r)
-{
-	uint64		v;
-
-	memcpy(&v, mcc_get_raw(r, sizeof(v)), sizeof(v));
-	return v;
-}
-
-/* Read an int64. */
-int64
-mcc_get_i64(mcc_reader *r)
-{
-	int64		v;
-
-	memcpy(&v, mcc_get_raw(r, sizeof(v)), sizeof(v));
-	return v;
-}
-
-/* Read a float. */
-float
-mcc_get_f32(mcc_reader *r)
-{
-	float		v;
-
-	memcpy(&v, mcc_get_raw(r, sizeof(v)), sizeof(v));
-	return v;
-}
-
-/* Read a double. */
-double
-mcc_get_f64(mcc_reader *r)
-{
-	double		v;
-
-	memcpy(&v, mcc_get_raw(r, sizeof(v)), sizeof(v));
-	return v;
-}
+GET_FIELD(mcc_get_u32, mcc_wire_rd_u32, uint32)
+GET_FIELD(mcc_get_u64, mcc_wire_rd_u64, uint64)
+GET_FIELD(mcc_get_i64, mcc_wire_rd_i64, int64)
+GET_FIELD(mcc_get_f32, mcc_wire_rd_f32, float)
+GET_FIELD(mcc_get_f64, mcc_wire_rd_f64, double)
 
 /* Read a gallery id. */
 void
 mcc_get_gallery(mcc_reader *r, mcc_gallery_id *g)
 {
-	g->db_oid = mcc_get_u32(r);
-	g->rel_oid = mcc_get_u32(r);
-	g->signature = mcc_get_u64(r);
+	mcc_wire_rd_gallery(r, g);
+	mcc_reader_check(r, ENDED_EARLY);
 }
 
 /* SQLSTATE of an engine error code. */

@@ -1,7 +1,7 @@
 /*
  * service_search_msg.c: the SEARCH request of identify() and its RESULT
  * reply, encoded and parsed (service_search_msg.h; the layouts are in
- * src/engine/mcc_proto.h).
+ * src/proto/mcc_proto.h).
  */
 #include "postgres.h"
 
@@ -61,8 +61,7 @@ parse_count(serve_req *r, mcc_reader *b)
 	r->count_state = mcc_get_u32(b);
 	r->count_certain = mcc_get_u64(b);
 	n = mcc_get_u32(b);
-	if ((size_t) (b->end - b->p) / 24 < n)
-		(void) mcc_get_raw(b, (size_t) n * 24);	/* raises: too short */
+	mcc_reader_need(b, n, 24);
 	r->count_groups = palloc(Max(n, 1) * sizeof(mcc_count_group));
 	r->count_n_groups = n;
 	for (i = 0; i < n; i++)
@@ -81,8 +80,7 @@ parse_rhits(probe_answer *a, mcc_reader *b)
 	uint32		n = mcc_get_u32(b);
 	uint32		j;
 
-	if ((size_t) (b->end - b->p) / 40 < n)
-		(void) mcc_get_raw(b, (size_t) n * 40);	/* raises: too short */
+	mcc_reader_need(b, n, 40);
 	a->rc = palloc(Max(n, 1) * sizeof(mcc_rhit));
 	a->n_rc = (int) n;
 	for (j = 0; j < n; j++)
@@ -130,8 +128,7 @@ parse_result(serve_req *r, mcc_reply *reply, bool in_engine)
 			continue;
 		}
 		n = mcc_get_u32(b);
-		if ((size_t) (b->end - b->p) / 20 < n)
-			(void) mcc_get_raw(b, (size_t) n * 20);	/* raises: too short */
+		mcc_reader_need(b, n, 20);
 		a->cand = palloc(Max(n, 1) * sizeof(candidate));
 		a->n_cand = (int) n;
 		for (j = 0; j < n; j++)

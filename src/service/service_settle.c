@@ -101,8 +101,7 @@ settle_round(serve_req *r)
 	horizon = mcc_full_xid(GetOldestNonRemovableTransactionId(rel));
 	relation_close(rel, NoLock);
 	n = mcc_get_u32(&reply.body);
-	if ((size_t) (reply.body.end - reply.body.p) / 8 < n)
-		(void) mcc_get_raw(&reply.body, (size_t) n * 8);
+	mcc_reader_need(&reply.body, n, 8);
 	xids = palloc(Max(n, 1) * sizeof(uint64));
 	for (i = 0; i < n; i++)
 		xids[i] = mcc_get_u64(&reply.body);

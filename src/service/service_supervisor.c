@@ -9,8 +9,8 @@
  * the engine with back-off when it exits, and stops it on SIGTERM or
  * postmaster death. The engine also watches a pipe from the supervisor and
  * exits when it closes, so no engine outlives its supervisor. The engine's
- * command line is described in src/engine/mcc_proto.h. On a primary it also
- * starts the change log's pruning on schedule (src/service_prune.c).
+ * command line is described in src/proto/mcc_proto.h. On a primary it also
+ * starts the change log's pruning on schedule (src/service/service_prune.c).
  */
 #include "mcc_pg.h"
 #include "service.h"

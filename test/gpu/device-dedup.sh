@@ -24,66 +24,25 @@
 set -u
 n=${1:-1000000}
 probes=${2:-16384}
-out=${OUT:-build/device-out}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-jobs=$(nproc)
-step() { echo "== $*" | tee -a "$out/summary.txt"; }
-say() { echo "$*" | tee -a "$out/summary.txt"; }
-: >"$out/summary.txt"
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
+dev_out build/device-out
 
-step "device"
-{
-	date -u
-	nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader 2>&1
-	nvcc --version 2>&1 | tail -1
-	echo "$jobs CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-} | tee -a "$out/summary.txt"
+dev_machine name,driver_version,clocks.max.sm,memory.total
 
-kit=${KIT:-}
-for k in .device-kit ../.device-kit; do
-	[ -z "$kit" ] && [ -f "$k/on-device.sh" ] && kit=$k
-done
-if [ -z "$kit" ]; then
+if ! dev_find_kit; then
 	step "SKIP: no device kit (run ../shared/device/make-kit.sh and carry it)"
 	exit 1
 fi
 step "PostgreSQL from $kit, mcc built and installed"
-# shellcheck source=/dev/null
-source "$kit/on-device.sh" || exit 1
-pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
-make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
-	{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
-cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
-shared_preload_libraries = 'mcc'
-shared_buffers = '4GB'
-max_connections = 60
-fsync = off
-synchronous_commit = off
-mcc.worker_threads = 0
-mcc.cache_memory_limit = '16GB'
-EOF
+dev_kit_install
+dev_conf_bench
 pgkit_down >/dev/null 2>&1
-native="$PGKIT_HOME/package/native"
-preload=
-if nm -D "$native/lib/postgresql/mcc.so" | grep -q " U heap_datum_check" &&
-	! nm -D "$native/bin/postgres" | grep -q " T heap_datum_check"; then
-	# as in device-e2e.sh: the kit's 15.18 server under 15.20 headers
-	printf 'void heap_datum_check(void *t, void *d) { (void) t; (void) d; }\n' >/tmp/pgkit-shim.c
-	gcc -shared -fPIC -o /tmp/pgkit-shim.so /tmp/pgkit-shim.c && chmod 755 /tmp/pgkit-shim.so &&
-		preload=LD_PRELOAD=/tmp/pgkit-shim.so
-fi
-runuser -u pgkit -- env $preload "$native/bin/pg_ctl" -D "$PGKIT_DATA" \
-	-o "-p 55432 -k /tmp -c listen_addresses=''" -l /tmp/pgkit.log -w start >/dev/null ||
-	{ tail -30 /tmp/pgkit.log; exit 1; }
-psql -X -q -c "CREATE EXTENSION IF NOT EXISTS mcc" postgres || { tail -30 /tmp/pgkit.log; exit 1; }
-for i in $(seq 1 120); do
-	psql -X -tAc "SELECT state FROM mcc_service_status()" postgres 2>/dev/null | grep -q ready && break
-	sleep 0.5
-done
+dev_shim
+dev_start
+dev_service_ready
 
 step "deduplication: $n templates, the first $probes probes"
-status=0
 MCC_BENCH_SESSIONS=${MCC_BENCH_SESSIONS:-8} scripts/bench-dedup-run.sh "$n" "$probes" 2>&1 |
 	tee -a "$out/summary.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -28,35 +28,16 @@ n=${1:-1000000}
 secs=${2:-20}
 stages=${STAGES:-check engine sql}
 has() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
-out=${OUT:-build/device-out}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
+dev_out build/device-out
 root=$(pwd)
-jobs=$(nproc)
-status=0
-calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
-step() { echo "== $*" | tee -a "$out/summary.txt"; }
-say() { echo "$*" | tee -a "$out/summary.txt"; }
-: >"$out/summary.txt"
 # At most 8 files come back from a device call: summary.txt, gpu-check.log
 # and logs.tgz holding the rest.
-pack() {
-	local tgz
-	tgz=$(mktemp /tmp/device-e2e-logs.XXXXXX)
-	( cd "$out" && tar czf "$tgz" --exclude=./summary.txt --exclude=./gpu-check.log . ) &&
-		find "$out" -mindepth 1 -maxdepth 1 ! -name summary.txt ! -name gpu-check.log \
-			-exec rm -rf {} + && mv "$tgz" "$out/logs.tgz"
-}
-trap pack EXIT
+trap 'dev_pack device-e2e gpu-check.log' EXIT
 
 # --- 1. the machine -----------------------------------------------------------
-step "device"
-{
-	date -u
-	nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader 2>&1
-	nvcc --version 2>&1 | tail -1
-	echo "$jobs CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-} | tee -a "$out/summary.txt"
+dev_machine name,driver_version,clocks.max.sm,memory.total
 
 # --- 2. build, make gpu-check --------------------------------------------------
 step "build and make gpu-check"
@@ -90,73 +71,24 @@ if ! grep -q "mcc_gallery_preload" sql/mcc--*.sql 2>/dev/null; then
 	step "identify() through SQL: SKIP (this tree has no matcher service: no mcc_gallery_preload)"
 	exit $status
 fi
-kit=${KIT:-}
-for k in .device-kit ../.device-kit; do
-	[ -z "$kit" ] && [ -f "$k/on-device.sh" ] && kit=$k
-done
-if [ -z "$kit" ]; then
+if ! dev_find_kit; then
 	step "identify() through SQL: SKIP (no device kit: run ../shared/device/make-kit.sh and carry it)"
 	exit 1
 fi
 step "identify() through SQL: $n templates, PostgreSQL from $kit"
-# shellcheck source=/dev/null
-source "$kit/on-device.sh" || exit 1
-pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
-make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
-	{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
+dev_kit_install
 say "   installed: $(ls "$PGKIT_HOME"/package/native/lib/postgresql/mcc* 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
 say "   mcc.so links CUDA: $(ldd "$PGKIT_HOME/package/native/lib/postgresql/mcc.so" | grep -ci cuda) libraries," \
 	"$(nm -D "$PGKIT_HOME/package/native/lib/postgresql/mcc.so" | grep -ci cuda) symbols (both must be 0)"
-cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
-shared_preload_libraries = 'mcc'
-shared_buffers = '4GB'
-max_connections = 60
-fsync = off
-synchronous_commit = off
-mcc.worker_threads = 0
-mcc.cache_memory_limit = '16GB'
-EOF
+dev_conf_bench
 pgkit_down >/dev/null 2>&1
-native="$PGKIT_HOME/package/native"
-preload=
-if nm -D "$native/lib/postgresql/mcc.so" | grep -q " U heap_datum_check" &&
-	! nm -D "$native/bin/postgres" | grep -q " T heap_datum_check"; then
-	# The kit's headers (Debian 15.20) inline a call that its 15.18 server
-	# lacks; 15.18 makes no tuples that reach it, so a no-op resolves it.
-	printf 'void heap_datum_check(void *t, void *d) { (void) t; (void) d; }\n' >/tmp/pgkit-shim.c
-	gcc -shared -fPIC -o /tmp/pgkit-shim.so /tmp/pgkit-shim.c && chmod 755 /tmp/pgkit-shim.so &&
-		preload=LD_PRELOAD=/tmp/pgkit-shim.so
-	say "   kit: server 15.18 under 15.20 headers: heap_datum_check resolved by $preload"
-fi
-runuser -u pgkit -- env $preload "$native/bin/pg_ctl" -D "$PGKIT_DATA" \
-	-o "-p 55432 -k /tmp -c listen_addresses=''" -l /tmp/pgkit.log -w start >/dev/null ||
-	{ tail -30 /tmp/pgkit.log; exit 1; }
-psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@" postgres; }
-psql_ -c "CREATE EXTENSION IF NOT EXISTS mcc" || { tail -30 /tmp/pgkit.log; exit 1; }
-for i in $(seq 1 120); do
-	psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready && break
-	sleep 0.5
-done
+dev_shim say
+dev_start
+dev_service_ready
 say "   service: $(psql_ -tAc "SELECT state || ', engine pid ' || engine_pid FROM mcc_service_status()")"
 
 # enrolment: 8 sessions of mcc_synthetic
-psql_ -c "CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL)"
-t0=$(date +%s.%N)
-per=$(((n + 7) / 8))
-for s in 0 1 2 3 4 5 6 7; do
-	first=$((s * per))
-	cnt=$((n - first < per ? n - first : per))
-	[ "$cnt" -gt 0 ] && psql_ -c "INSERT INTO gallery SELECT finger, template FROM mcc_synthetic($cnt, 1, 1, $first)" &
-done
-wait
-t1=$(date +%s.%N)
-enrol=$(calc "$t1 - $t0" 1)
-psql_ -c "VACUUM ANALYZE gallery"
-psql_ -c "CREATE TABLE probes AS
-	SELECT row_number() OVER ()::int AS pid, template AS tpl FROM (
-		SELECT template FROM mcc_synthetic(100, 2, 1) WHERE impression = 1
-		UNION ALL SELECT template FROM mcc_synthetic(100, 1, 2)) p;
-	SELECT mcc_gallery_register('gallery');" >/dev/null
+dev_gallery psql_
 t0=$(date +%s.%N)
 psql_ -tAc "SELECT mcc_gallery_preload('gallery')" >/dev/null || status=1
 t1=$(date +%s.%N)

@@ -34,51 +34,22 @@
 set -u
 device=${DEVICE:-gpu}
 reps=${1:-3}
-out=${OUT:-build/device-images}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-jobs=$(nproc)
-status=0
-say() { echo "$*" | tee -a "$out/summary.txt"; }
-step() { say "== $*"; }
-: >"$out/summary.txt"
-pack() {
-	local tgz
-	tgz=$(mktemp /tmp/device-images-logs.XXXXXX)
-	cp /tmp/pgkit.log "$out/server.log" 2>/dev/null
-	( cd "$out" && tar czf "$tgz" --exclude=./summary.txt . ) &&
-		find "$out" -mindepth 1 -maxdepth 1 ! -name summary.txt -exec rm -rf {} + &&
-		mv "$tgz" "$out/logs.tgz"
-}
-trap pack EXIT
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
+dev_out build/device-images
+trap 'cp /tmp/pgkit.log "$out/server.log" 2>/dev/null; dev_pack device-images' EXIT
 
 # --- 1. the server ---------------------------------------------------------------
-step "device"
-{
-	date -u
-	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
-	nvcc --version 2>&1 | tail -1
-	echo "$jobs CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-} | tee -a "$out/summary.txt"
-kit=${KIT:-}
-for k in .device-kit ../.device-kit; do
-	[ -z "$kit" ] && [ -f "$k/on-device.sh" ] && kit=$k
-done
-if [ -z "$kit" ]; then
+dev_machine name,driver_version,memory.total
+if ! dev_find_kit; then
 	step "SKIP: no device kit (run ../shared/device/make-kit.sh and carry .device-kit)"
 	exit 1
 fi
-psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@" postgres; }
 if [ "$kit" = none ]; then
 	say "   the running server at ${PGHOST:-}:${PGPORT:-} (KIT=none), mcc.image_device = $device"
 	pgkit_down() { :; }
 else
-	# shellcheck source=/dev/null
-	source "$kit/on-device.sh" || exit 1
-	pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
-	make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
-		{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
-	native="$PGKIT_HOME/package/native"
+	dev_kit_install
 	say "   mcc.so links CUDA: $(ldd "$native/lib/postgresql/mcc.so" | grep -ci cuda) libraries," \
 		"$(nm -D "$native/lib/postgresql/mcc.so" | grep -ci cuda) symbols (both must be 0);" \
 		"mcc_engine: $(nm "$native/lib/postgresql/mcc_engine" 2>/dev/null | grep -o 'mcc_sad_gpu_search\|mcc_dp2d_gpu_run\|mcc_chamfer_gpu_align_ref' | sort -u | wc -l) of 3 GPU entry points"
@@ -89,23 +60,10 @@ else
 	mcc.worker_threads = 0
 	EOF
 	pgkit_down >/dev/null 2>&1
-	preload=
-	if nm -D "$native/lib/postgresql/mcc.so" | grep -q " U heap_datum_check" &&
-		! nm -D "$native/bin/postgres" | grep -q " T heap_datum_check"; then
-		# the kit's 15.18 server lacks a symbol its 15.20 headers inline (device-e2e.sh)
-		printf 'void heap_datum_check(void *t, void *d) { (void) t; (void) d; }\n' >/tmp/pgkit-shim.c
-		gcc -shared -fPIC -o /tmp/pgkit-shim.so /tmp/pgkit-shim.c && chmod 755 /tmp/pgkit-shim.so &&
-			preload=LD_PRELOAD=/tmp/pgkit-shim.so
-	fi
-	runuser -u pgkit -- env $preload "$native/bin/pg_ctl" -D "$PGKIT_DATA" \
-		-o "-p 55432 -k /tmp -c listen_addresses=''" -l /tmp/pgkit.log -w start >/dev/null ||
-		{ tail -30 /tmp/pgkit.log; exit 1; }
+	dev_shim
+	dev_start
 fi
-psql_ -c "CREATE EXTENSION IF NOT EXISTS mcc" || { tail -30 /tmp/pgkit.log; exit 1; }
-for i in $(seq 1 120); do
-	psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready && break
-	sleep 0.5
-done
+dev_service_ready
 say "   service: $(psql_ -tAc "SELECT state || ', engine pid ' || engine_pid FROM mcc_service_status()")"
 grep -E "mcc_engine.*(GPU|listening)" /tmp/pgkit.log 2>/dev/null | sed 's/^/   /' | tee -a "$out/summary.txt"
 

@@ -27,53 +27,19 @@ n=${1:-1000000}
 secs=${2:-30}
 clients=${3:-64}
 writes=${WRITES:-50}
-out=${OUT:-build/device-out}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-jobs=$(nproc)
-status=0
-calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
-step() { echo "== $*" | tee -a "$out/summary.txt"; }
-say() { echo "$*" | tee -a "$out/summary.txt"; }
-: >"$out/summary.txt"
-pack() {
-	local tgz
-	tgz=$(mktemp /tmp/device-standby-logs.XXXXXX)
-	( cd "$out" && tar czf "$tgz" --exclude=./summary.txt . ) &&
-		find "$out" -mindepth 1 -maxdepth 1 ! -name summary.txt -exec rm -rf {} + &&
-		mv "$tgz" "$out/logs.tgz"
-}
-trap 'stop_all; cp /tmp/pgkit-node*.log "$out/" 2>/dev/null; pack' EXIT
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
+dev_out build/device-out
+trap 'stop_all; cp /tmp/pgkit-node*.log "$out/" 2>/dev/null; dev_pack device-standby' EXIT
 
-step "device"
-{
-	date -u
-	nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>&1
-	echo "$jobs CPUs"
-} | tee -a "$out/summary.txt"
+dev_machine index,name,memory.total short
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 [ "$gpus" -ge 4 ] || { say "needs 4 GPUs, found $gpus"; exit 1; }
 
-kit=${KIT:-}
-for k in .device-kit ../.device-kit; do
-	[ -z "$kit" ] && [ -f "$k/on-device.sh" ] && kit=$k
-done
-[ -n "$kit" ] || { say "no device kit: run ../shared/device/make-kit.sh and carry it"; exit 1; }
-# shellcheck source=/dev/null
-source "$kit/on-device.sh" || exit 1
-pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
-make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
-	{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
+dev_find_kit || { say "no device kit: run ../shared/device/make-kit.sh and carry it"; exit 1; }
+dev_kit_install
 pgkit_down >/dev/null 2>&1
-native="$PGKIT_HOME/package/native"
-preload=
-if nm -D "$native/lib/postgresql/mcc.so" | grep -q " U heap_datum_check" &&
-	! nm -D "$native/bin/postgres" | grep -q " T heap_datum_check"; then
-	# as in device-e2e.sh: the kit's 15.18 server under 15.20 headers
-	printf 'void heap_datum_check(void *t, void *d) { (void) t; (void) d; }\n' >/tmp/pgkit-shim.c
-	gcc -shared -fPIC -o /tmp/pgkit-shim.so /tmp/pgkit-shim.c && chmod 755 /tmp/pgkit-shim.so &&
-		preload=LD_PRELOAD=/tmp/pgkit-shim.so
-fi
+dev_shim
 
 cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
 shared_preload_libraries = 'mcc'
@@ -165,19 +131,8 @@ table="| run | node | clients | identify()/s | p50 ms | p99 ms | requests |\n|--
 step "1. one server with $gpus GPUs: $n templates, $clients clients, $secs s"
 start_node 0 ""
 psql_ 0 -c "CREATE EXTENSION IF NOT EXISTS mcc"
-psql_ 0 -c "CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL)"
-per=$(((n + 7) / 8))
-for s in 0 1 2 3 4 5 6 7; do
-	first=$((s * per)); cnt=$((n - first < per ? n - first : per))
-	[ "$cnt" -gt 0 ] && psql_ 0 -c "INSERT INTO gallery SELECT finger, template FROM mcc_synthetic($cnt, 1, 1, $first)" &
-done
-wait
-psql_ 0 -c "VACUUM ANALYZE gallery"
-psql_ 0 -c "CREATE TABLE probes AS
-	SELECT row_number() OVER ()::int AS pid, template AS tpl FROM (
-		SELECT template FROM mcc_synthetic(100, 2, 1) WHERE impression = 1
-		UNION ALL SELECT template FROM mcc_synthetic(100, 1, 2)) p;
-	SELECT mcc_gallery_register('gallery', change_log => true);" >/dev/null
+dev_gallery psql_ 0
+psql_ 0 -c "SELECT mcc_gallery_set_change_log('gallery', true)" >/dev/null
 say "   preload and first identify(): $(preload_on 0) s"
 psql_ 0 -c "SELECT entries, device, pg_size_pretty(device_bytes) AS device_mem FROM mcc_gallery_status" | tee -a "$out/summary.txt"
 run_searches one-server 0

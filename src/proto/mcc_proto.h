@@ -2,8 +2,9 @@
  * mcc_proto.h: the wire protocol between backends and the matcher engine.
  *
  * Plain C (no PostgreSQL headers): included by the engine (src/engine/) and
- * by the PostgreSQL layer (src/service_*.c). Both ends run on the same
- * machine, so integers travel in host byte order. See docs/matcher-service.md.
+ * by the PostgreSQL layer (src/service/, src/image/). Both ends run on the
+ * same machine, so integers travel in host byte order; both encode and
+ * decode through mcc_wire.h, the one encoder. See docs/matcher-service.md.
  *
  * A connection is a UNIX stream socket. Every message is a frame: a 16-byte
  * header followed by `length` payload bytes. Requests carry a client-chosen

@@ -1,0 +1,49 @@
+# shellcheck shell=bash
+# scripts/bench-lib.sh: the throwaway cluster the benchmark scripts share
+# (bench-service.sh, bench-snapshot.sh, bench-dedup.sh). Sourced, not run.
+#
+#   bench_cluster DEFAULT_PORT <<EOF
+#   extra postgresql.conf lines
+#   EOF
+# initdb in $dir (a new /tmp/mcc-bench.XXXXXX, removed at exit unless
+# MCC_BENCH_KEEP=1), the settings every benchmark uses (Unix socket in $dir
+# only, port MCC_BENCH_PORT or DEFAULT_PORT, mcc preloaded, 1GB of shared
+# buffers, the engine's threads = cores, an 8GB cache) and stdin's, then
+# starts it. Gives $dir, $port, psql_ and calc.
+
+bench_cleanup() {
+	pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
+	[ -n "${MCC_BENCH_KEEP:-}" ] || rm -rf "$dir"
+}
+psql_() { psql -X -q -h "$dir" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@" postgres; }
+calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
+
+bench_cluster() {
+	port=${MCC_BENCH_PORT:-$1}
+	command -v pg_ctl >/dev/null || export PATH="$(pg_config --bindir):$PATH"
+	dir=$(mktemp -d /tmp/mcc-bench.XXXXXX)
+	trap bench_cleanup EXIT
+	initdb -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log"
+	{
+		cat <<-CONF
+		listen_addresses = ''
+		unix_socket_directories = '$dir'
+		port = $port
+		shared_preload_libraries = 'mcc'
+		shared_buffers = '1GB'
+		mcc.worker_threads = 0
+		mcc.cache_memory_limit = '8GB'
+		CONF
+		cat
+	} >>"$dir/data/postgresql.conf"
+	pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+}
+
+# bench_service_ready: CREATE EXTENSION (retried while the server starts
+# its service), then wait until the matcher service is ready.
+bench_service_ready() {
+	until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do
+		psql_ -c "CREATE EXTENSION IF NOT EXISTS mcc" >/dev/null 2>&1 || true
+		sleep 0.5
+	done
+}

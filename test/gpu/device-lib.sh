@@ -1,0 +1,149 @@
+# shellcheck shell=bash
+# test/gpu/device-lib.sh: the start-up that the device scripts share
+# (device-e2e.sh, device-dedup.sh, device-standby.sh, device-images-sql.sh):
+# the output folder and its summary, the machine's description, the device
+# kit's PostgreSQL with mcc built and installed, the server start and the
+# wait for the matcher service. Sourced, not run; every function that fails
+# ends the script (exit 1), as the scripts did before they shared it.
+
+# dev_out DEFAULT: $out (absolute, from $OUT or DEFAULT), $jobs, $status,
+# an empty $out/summary.txt, and step / say / calc.
+dev_out() {
+	out=${OUT:-$1}
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	jobs=$(nproc)
+	status=0
+	: >"$out/summary.txt"
+}
+say() { echo "$*" | tee -a "$out/summary.txt"; }
+step() { say "== $*"; }
+calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
+
+# dev_pack PREFIX [NAME...]: tar everything in $out but summary.txt and the
+# NAMEs into $out/logs.tgz (a device call brings back a few files only).
+dev_pack() {
+	local prefix=$1 tgz keep=(--exclude=./summary.txt) find_keep=(! -name summary.txt) f
+	shift
+	for f in "$@"; do
+		keep+=(--exclude="./$f")
+		find_keep+=(! -name "$f")
+	done
+	tgz=$(mktemp "/tmp/$prefix-logs.XXXXXX")
+	( cd "$out" && tar czf "$tgz" "${keep[@]}" . ) &&
+		find "$out" -mindepth 1 -maxdepth 1 "${find_keep[@]}" -exec rm -rf {} + &&
+		mv "$tgz" "$out/logs.tgz"
+}
+
+# dev_machine QUERY [short]: the date, nvidia-smi's QUERY fields, nvcc and
+# the CPUs (short: only their number, without nvcc) into the summary.
+dev_machine() {
+	step "device"
+	{
+		date -u
+		nvidia-smi --query-gpu="$1" --format=csv,noheader 2>&1
+		if [ "${2:-}" = short ]; then
+			echo "$jobs CPUs"
+		else
+			nvcc --version 2>&1 | tail -1
+			echo "$jobs CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+		fi
+	} | tee -a "$out/summary.txt"
+}
+
+# dev_find_kit: $kit, the device kit (KIT, else .device-kit or ../.device-kit;
+# see ../shared/device/make-kit.sh); false if there is none.
+dev_find_kit() {
+	local k
+	kit=${KIT:-}
+	for k in .device-kit ../.device-kit; do
+		[ -z "$kit" ] && [ -f "$k/on-device.sh" ] && kit=$k
+	done
+	[ -n "$kit" ]
+}
+
+# dev_kit_install: the kit's PostgreSQL up, mcc built and installed into it;
+# $native, the kit's installation.
+dev_kit_install() {
+	# shellcheck source=/dev/null
+	source "$kit/on-device.sh" || exit 1
+	pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
+	make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
+		{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
+	native="$PGKIT_HOME/package/native"
+}
+
+# dev_conf_bench: the kit server's settings of the benchmarks (e2e, dedup):
+# mcc preloaded, large buffers and cache, no fsync.
+dev_conf_bench() {
+	cat >>"$PGKIT_DATA/postgresql.conf" <<-EOF
+	shared_preload_libraries = 'mcc'
+	shared_buffers = '4GB'
+	max_connections = 60
+	fsync = off
+	synchronous_commit = off
+	mcc.worker_threads = 0
+	mcc.cache_memory_limit = '16GB'
+	EOF
+}
+
+# dev_shim [say]: $preload, an LD_PRELOAD that resolves heap_datum_check
+# where the kit's 15.18 server lacks a symbol its 15.20 headers inline
+# (15.18 makes no tuples that reach it, so a no-op serves); say: tell so.
+dev_shim() {
+	preload=
+	if nm -D "$native/lib/postgresql/mcc.so" | grep -q " U heap_datum_check" &&
+		! nm -D "$native/bin/postgres" | grep -q " T heap_datum_check"; then
+		printf 'void heap_datum_check(void *t, void *d) { (void) t; (void) d; }\n' >/tmp/pgkit-shim.c
+		gcc -shared -fPIC -o /tmp/pgkit-shim.so /tmp/pgkit-shim.c && chmod 755 /tmp/pgkit-shim.so &&
+			preload=LD_PRELOAD=/tmp/pgkit-shim.so
+		[ "${1:-}" = say ] &&
+			say "   kit: server 15.18 under 15.20 headers: heap_datum_check resolved by $preload"
+	fi
+	return 0
+}
+
+# dev_start: the kit's server on port 55432 (socket in /tmp, log /tmp/pgkit.log).
+dev_start() {
+	runuser -u pgkit -- env $preload "$native/bin/pg_ctl" -D "$PGKIT_DATA" \
+		-o "-p 55432 -k /tmp -c listen_addresses=''" -l /tmp/pgkit.log -w start >/dev/null ||
+		{ tail -30 /tmp/pgkit.log; exit 1; }
+}
+
+psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@" postgres; }
+
+# dev_service_ready: CREATE EXTENSION, then wait (up to a minute) for the
+# matcher service.
+dev_service_ready() {
+	local i
+	psql_ -c "CREATE EXTENSION IF NOT EXISTS mcc" || { tail -30 /tmp/pgkit.log; exit 1; }
+	for i in $(seq 1 120); do
+		psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready && break
+		sleep 0.5
+	done
+}
+
+# dev_gallery PSQL... : the table gallery of $n synthetic templates (8
+# sessions of mcc_synthetic), VACUUM ANALYZE, the table probes (100 mates,
+# 100 non-mates) and the gallery registered; PSQL is the psql command
+# (e.g. psql_ or "psql_ 0"). $enrol: the enrolment's seconds.
+dev_gallery() {
+	local per s first cnt t0 t1
+	"$@" -c "CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL)"
+	t0=$(date +%s.%N)
+	per=$(((n + 7) / 8))
+	for s in 0 1 2 3 4 5 6 7; do
+		first=$((s * per))
+		cnt=$((n - first < per ? n - first : per))
+		[ "$cnt" -gt 0 ] && "$@" -c "INSERT INTO gallery SELECT finger, template FROM mcc_synthetic($cnt, 1, 1, $first)" &
+	done
+	wait
+	t1=$(date +%s.%N)
+	enrol=$(calc "$t1 - $t0" 1)
+	"$@" -c "VACUUM ANALYZE gallery"
+	"$@" -c "CREATE TABLE probes AS
+		SELECT row_number() OVER ()::int AS pid, template AS tpl FROM (
+			SELECT template FROM mcc_synthetic(100, 2, 1) WHERE impression = 1
+			UNION ALL SELECT template FROM mcc_synthetic(100, 1, 2)) p;
+		SELECT mcc_gallery_register('gallery');" >/dev/null
+}
