@@ -1,5 +1,5 @@
 /*
- * mcc_dp2d_gpu.h: elastic image matching (src/core/mcc_dp2d.h) on a CUDA
+ * mcc_dp2d_gpu.h: elastic image matching (src/core/image/mcc_dp2d.h) on a CUDA
  * GPU, behind a plain C interface with no CUDA types.
  *
  * One call matches a batch of pairs (1:N verification: a probe against N

@@ -1,7 +1,7 @@
 /*
  * mcc_gpu_refine.h: the second stage of identification on the GPU: lists of
  * (probe, candidate) pairs rescored with the global methods of
- * src/core/mcc_match.h, every score bit-identical to what
+ * src/core/mcc/mcc_match.h, every score bit-identical to what
  * mcc_match_candidate() gives on the CPU for the same pair, method and
  * parameters. Plain C, no CUDA types; works on an mcc_gpu context
  * (mcc_gpu.h), whose gallery templates can be candidates.

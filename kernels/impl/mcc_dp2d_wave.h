@@ -1,6 +1,6 @@
 /*
  * mcc_dp2d_wave.h: the wavefront form of the constrained 1D-DP of
- * src/core/mcc_dp2d.h, as one warp computes it. Shared, unchanged, by the
+ * src/core/image/mcc_dp2d.h, as one warp computes it. Shared, unchanged, by the
  * CUDA kernels (kernels/impl/mcc_dp2d.cu) and by a host emulation of a warp
  * (test/unit/test_dp2d_wave.c), which checks this logic against the CPU
  * reference on machines without a GPU. Valid C11 and CUDA C++.

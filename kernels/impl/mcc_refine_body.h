@@ -14,9 +14,9 @@
  * identically as CUDA (every thread runs the driver, RB_PHASE = call,
  * then __syncthreads) and as C (one driver, RB_PHASE = loop over tid).
  *
- * The steps mirror src/core/mcc_match.c and mcc_relax.c line by line, and
+ * The steps mirror src/core/mcc/mcc_match.c and mcc_relax.c line by line, and
  * share their arithmetic (keys, sigmoid tables, rho) through
- * src/core/mcc_relax_hd.h:
+ * src/core/mcc/mcc_relax_hd.h:
  *   load      side A (the probe) and side B (the candidate) in minutia
  *             order into shared memory: bits, popcount, byte angle,
  *             position, unit vector;

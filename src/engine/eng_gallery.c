@@ -275,7 +275,7 @@ gallery_fail_waiting(eng_server *s, eng_gallery *g, mcc_proto_error code,
  * Apply one generation: the inserts of all its parts, then the deletes of
  * all its parts. Its parts (one per subtransaction xid, or one xid cut into
  * several frames) may delete a version another part inserts, and nothing is
- * netted (src/service_triggers.c): inserting first lets every delete find
+ * netted (src/service/service_triggers.c): inserting first lets every delete find
  * its version (see eng_cache_delete).
  */
 static mcc_status

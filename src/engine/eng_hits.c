@@ -1,6 +1,6 @@
 /*
  * eng_hits.c: a bounded binary heap of hits, worst at the root
- * (src/core/mcc_heap.h).
+ * (src/core/common/mcc_heap.h).
  */
 #include "eng_hits.h"
 

@@ -1,6 +1,6 @@
 /*
  * eng_image_dp2d.c: elastic matching jobs (mcc_proto.h's DP2D;
- * src/core/mcc_dp2d.h, mcc_dp2d_verify.h).
+ * src/core/image/mcc_dp2d.h, mcc_dp2d_verify.h).
  *
  * With MCC_IMG_ENHANCE every image is first enhanced and binarized
  * (mcc_dp2d_enhance, default parameters), one image per part of the pool;

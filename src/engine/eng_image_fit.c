@@ -1,6 +1,6 @@
 /*
  * eng_image_fit.c: chamfer alignment of point sets and of minutiae
- * (mcc_proto.h's CHAMFER and ALIGN; src/core/mcc_chamfer.h, mcc_align.h).
+ * (mcc_proto.h's CHAMFER and ALIGN; src/core/image/mcc_chamfer.h, mcc_align.h).
  *
  * On the CPU a job is one part that runs the core's alignment with the
  * job's cancel flag; a chamfer fit of many points sums them on core

@@ -1,5 +1,5 @@
 /*
- * eng_image_sad.c: SAD jobs (mcc_proto.h's SAD; src/core/mcc_sad.h).
+ * eng_image_sad.c: SAD jobs (mcc_proto.h's SAD; src/core/image/mcc_sad.h).
  *
  * On the CPU a job is a plan whose bands of map rows are the pool's
  * parts: each part computes its band into the map and its own best k,

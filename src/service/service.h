@@ -133,7 +133,7 @@ typedef struct mcc_svc_shared
 	TimestampTz ready_since;
 	char		socket_path[MAXPGPATH];
 	uint64		gen_high;		/* highest generation ever handed out (table lock) */
-	/* databases whose change log the supervisor prunes (src/service_prune.c) */
+	/* databases whose change log the supervisor prunes (src/service/service_prune.c) */
 	int			n_log_dbs;
 	Oid			log_dbs[MCC_LOG_DBS];
 	int			n_slots;

@@ -71,7 +71,7 @@ mcc_gallery_preload(PG_FUNCTION_ARGS)
 	mcc_gallery_resolve(relid, reg.id_column, reg.template_column, &g);
 	if (mcc_svc == NULL)
 		unavailable("preload", "mcc is not in shared_preload_libraries");
-	/* a standby would load a cache it cannot keep current (src/service_standby.c) */
+	/* a standby would load a cache it cannot keep current (src/service/service_standby.c) */
 	if (RecoveryInProgress() && (why = mcc_standby_log_problem(relid, get_rel_name(relid))) != NULL)
 		unavailable("preload", why);
 	if ((why = mcc_gallery_owner_problem(relid)) != NULL)

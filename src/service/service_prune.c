@@ -1,6 +1,6 @@
 /*
  * service_prune.c: automatic pruning of the change log that feeds hot
- * standbys (src/service_changelog.c).
+ * standbys (src/service/service_changelog.c).
  *
  * The log lives in each database that has the extension, and the supervisor
  * has no database connection. So a backend that appends to a database's log

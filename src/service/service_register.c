@@ -343,7 +343,7 @@ mcc_service_evict(Oid relid)
  * both (after new partitions, renamed columns or disabled triggers).
  * change_log (absent in 0.1.0's declaration; NULL keeps the setting) turns
  * the change log for hot standbys on or off; with it on, the log gets a
- * reload entry as the standbys' start point (src/service_changelog.c).
+ * reload entry as the standbys' start point (src/service/service_changelog.c).
  */
 Datum
 mcc_gallery_register(PG_FUNCTION_ARGS)
@@ -526,7 +526,7 @@ mcc_gallery_set_priority(PG_FUNCTION_ARGS)
  * sees the log on also sees that entry and loads afresh from its own
  * tables, which hold every write made while the log was off. A standby that
  * sees it off does not serve the gallery from its engine
- * (src/service_standby.c).
+ * (src/service/service_standby.c).
  */
 Datum
 mcc_gallery_set_change_log(PG_FUNCTION_ARGS)

@@ -508,7 +508,7 @@ mcc_supervisor_main(Datum arg)
 			else
 				timeout = Min(timeout, ms_until(deadline));
 		}
-		timeout = Min(timeout, mcc_prune_tick());	/* src/service_prune.c */
+		timeout = Min(timeout, mcc_prune_tick());	/* src/service/service_prune.c */
 		wait_events(timeout);
 	}
 }

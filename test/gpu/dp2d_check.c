@@ -1,6 +1,6 @@
 /*
  * dp2d_check.c: the GPU's elastic matching (kernels/mcc_dp2d_gpu.h) equals
- * the CPU's (src/core/mcc_dp2d.h) in every output: cost, distance,
+ * the CPU's (src/core/image/mcc_dp2d.h) in every output: cost, distance,
  * differences, row maps, column maps and warped images, on random and
  * structured images of sizes that reach every columns-per-lane count
  * (1..16) of both wavefronts, with chunk boundaries inside a batch; bad

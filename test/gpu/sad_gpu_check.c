@@ -1,6 +1,6 @@
 /*
  * sad_gpu_check.c: the GPU SAD search (kernels/mcc_sad_gpu.h) against the
- * CPU (src/core/mcc_sad.h): identical hits and identical whole maps, for
+ * CPU (src/core/image/mcc_sad.h): identical hits and identical whole maps, for
  * every kernel variant, on random images of many shapes, paper 002's test
  * sizes, a pattern tall enough to need 64-bit row chunks, and the FVC2002
  * images when ../shared/data is there. Without a GPU it prints one SKIP

@@ -1,5 +1,5 @@
 # Image and point functions through the matcher engine (mcc.image_device,
-# src/image_engine.c, docs/matcher-engine.md "Image jobs"): with the service
+# src/image/image_engine.c, docs/matcher-engine.md "Image jobs"): with the service
 # preloaded, every function's answer with mcc.image_device = engine (the
 # engine's GPU where it has one, else its CPU threads, as in CI) equals its
 # answer in the backend (mcc.image_device = cpu), errors included; a DEBUG1

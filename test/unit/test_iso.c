@@ -2,7 +2,7 @@
  * test_iso.c: ISO/IEC 19794-2 and ANSI/INCITS 378 records.
  *
  * Synthetic records are built here byte by byte from the layouts in
- * docs/formats.md (independently of src/core/mcc_iso_write.c), then read
+ * docs/formats.md (independently of src/core/mcc/mcc_iso_write.c), then read
  * back; malformed variants of them cover every error class. The published
  * samples and the FVC2002 records: test_iso_samples.c.
  */

@@ -4,7 +4,7 @@
  * MCC_LOAD_SNAPSHOT, every kept tuple's header (LOAD_HEADS, nothing
  * detoasted), then only the tuples the engine wants as load rows, then
  * LOAD_END. The tuples are read and kept by the same rules as a full load
- * (src/service_load.c), whose state and row helpers it shares.
+ * (src/service/service_load.c), whose state and row helpers it shares.
  */
 #include "mcc_pg.h"
 #include "service.h"

@@ -1,6 +1,6 @@
 /*
- * service_load.h: what the full load of a gallery (src/service_load.c) and
- * the load that checks the engine's cache snapshot (src/service_load_check.c)
+ * service_load.h: what the full load of a gallery (src/service/service_load.c) and
+ * the load that checks the engine's cache snapshot (src/service/service_load_check.c)
  * share: a load's state and the helpers that read a tuple into a load row.
  */
 #ifndef SERVICE_LOAD_H
