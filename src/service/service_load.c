@@ -33,7 +33,7 @@
  * NOTICE every mcc.progress_interval.
  *
  * A load that checks the engine's cache snapshot first is in
- * src/service/service_load_check.c; both share src/service_load.h.
+ * src/service/service_load_check.c; both share src/service/service_load.h.
  */
 #include "mcc_pg.h"
 #include "service.h"
