@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# device-restart.sh: serving again after a restart on a GPU machine, with and
+# without the engine's cache snapshot (issue 19; docs/benchmarks.md,
+# "Serving after a restart"). Run from the repository root (or a copy of
+# it); logs go to $OUT (default build/device-out).
+#
+#   test/gpu/device-restart.sh [gallery size, default 10000000]
+#
+#   1. the device; PostgreSQL from the device kit with mcc built and
+#      installed (test/gpu/device-lib.sh), mcc.cache_snapshots = on,
+#      mcc.fallback = error (an answer the service cannot give fails);
+#   2. a synthetic gallery of N templates (8 sessions of mcc_synthetic),
+#      registered, then mcc_gallery_preload (the load's rows per second) and
+#      the first identify() after it (the GPU upload);
+#   3. restarts of the server (pg_ctl -m fast), each timed from pg_ctl start
+#      to the end of the first identify() after the service is ready: with
+#      the snapshot and the table unchanged, after 50 rows were replaced
+#      while the server ran, and with mcc.cache_snapshots = off (a full load).
+# MCC_BENCH_CACHE sets mcc.cache_memory_limit (default 64GB).
+set -u
+n=${1:-10000000}
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
+dev_out build/device-out
+dev_machine name,driver_version,clocks.max.sm,memory.total
+if ! dev_find_kit; then
+	step "SKIP: no device kit (run ../shared/device/make-kit.sh and carry it)"
+	exit 1
+fi
+step "PostgreSQL from $kit, mcc built and installed"
+dev_kit_install
+dev_conf_bench
+cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
+mcc.cache_memory_limit = '${MCC_BENCH_CACHE:-64GB}'
+mcc.cache_snapshots = on
+mcc.fallback = 'error'
+EOF
+pgkit_down >/dev/null 2>&1
+dev_shim
+dev_start
+dev_service_ready
+
+step "gallery of $n synthetic templates"
+dev_gallery psql_
+say "   enrolment $enrol s; heap $(psql_ -tAc "SELECT pg_size_pretty(pg_table_size('gallery'))")"
+t0=$(date +%s.%N)
+psql_ -tAc "SELECT mcc_gallery_preload('gallery')" >/dev/null || status=1
+t1=$(date +%s.%N)
+probe="SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = 1), 10)"
+psql_ -tAc "$probe" >/dev/null || status=1
+t2=$(date +%s.%N)
+say "   mcc_gallery_preload $(calc "$t1 - $t0") s ($(calc "$n / ($t1 - $t0)" 0) rows/s); first identify() after it $(calc "$t2 - $t1") s"
+psql_ -c "SELECT entries, cylinders, pg_size_pretty(host_bytes) AS host, pg_size_pretty(device_bytes) AS device_mem,
+	round(host_bytes::numeric / entries) AS host_per_tpl, round(device_bytes::numeric / entries) AS device_per_tpl,
+	round(load_seconds::numeric, 2) AS engine_load_s FROM mcc_gallery_status" | tee -a "$out/summary.txt"
+grep -E "mcc_engine.*(load|GPU|upload)" /tmp/pgkit.log | tail -6 | sed 's/^/   /' | tee -a "$out/summary.txt"
+for i in $(seq 1 600); do grep -q "cache snapshot written" /tmp/pgkit.log && break; sleep 1; done
+say "   snapshot: $(du -sh "$PGKIT_DATA/mcc" 2>/dev/null | cut -f1) in $PGKIT_DATA/mcc"
+
+restart() {
+	local what=$1 t0 t1 t2
+	runuser -u pgkit -- "$native/bin/pg_ctl" -D "$PGKIT_DATA" -m fast -w -t 600 stop >/dev/null
+	t0=$(date +%s.%N)
+	dev_start
+	until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do sleep 0.05; done
+	t1=$(date +%s.%N)
+	psql_ -tAc "$probe" >/dev/null || status=1
+	t2=$(date +%s.%N)
+	say "   $what: server ready $(calc "$t1 - $t0") s after start, first identify() $(calc "$t2 - $t1") s later: serving $(calc "$t2 - $t0") s after start"
+	grep -E "mcc_engine.*(snapshot|load)" /tmp/pgkit.log | tail -3 | sed 's/^/      /' | tee -a "$out/summary.txt"
+}
+step "restarts"
+restart "snapshot, table unchanged"
+psql_ -c "UPDATE gallery g SET tpl = p.tpl FROM probes p WHERE g.id = p.pid * 1000 AND p.pid <= 50" >/dev/null
+restart "snapshot, 50 rows replaced"
+psql_ -c "ALTER SYSTEM SET mcc.cache_snapshots = off" >/dev/null
+restart "mcc.cache_snapshots = off (full load)"
+cp /tmp/pgkit.log "$out/server.log"
+runuser -u pgkit -- "$native/bin/pg_ctl" -D "$PGKIT_DATA" -m fast -w stop >/dev/null 2>&1
+dev_pack device-restart
+exit $status
