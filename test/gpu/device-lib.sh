@@ -123,16 +123,16 @@ dev_service_ready() {
 	done
 }
 
-# dev_gallery PSQL... : the table gallery of $n synthetic templates (8
-# sessions of mcc_synthetic), VACUUM ANALYZE, the table probes (100 mates,
+# dev_gallery PSQL... : the table gallery of $n synthetic templates
+# ($DEV_SESSIONS sessions of mcc_synthetic, default 8), VACUUM ANALYZE, the table probes (100 mates,
 # 100 non-mates) and the gallery registered; PSQL is the psql command
 # (e.g. psql_ or "psql_ 0"). $enrol: the enrolment's seconds.
 dev_gallery() {
-	local per s first cnt t0 t1
+	local per s first cnt t0 t1 k=${DEV_SESSIONS:-8}
 	"$@" -c "CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL)"
 	t0=$(date +%s.%N)
-	per=$(((n + 7) / 8))
-	for s in 0 1 2 3 4 5 6 7; do
+	per=$(((n + k - 1) / k))
+	for s in $(seq 0 $((k - 1))); do
 		first=$((s * per))
 		cnt=$((n - first < per ? n - first : per))
 		[ "$cnt" -gt 0 ] && "$@" -c "INSERT INTO gallery SELECT finger, template FROM mcc_synthetic($cnt, 1, 1, $first)" &

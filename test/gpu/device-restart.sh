@@ -9,7 +9,8 @@
 #   1. the device; PostgreSQL from the device kit with mcc built and
 #      installed (test/gpu/device-lib.sh), mcc.cache_snapshots = on,
 #      mcc.fallback = error (an answer the service cannot give fails);
-#   2. a synthetic gallery of N templates (8 sessions of mcc_synthetic),
+#   2. a synthetic gallery of N templates ($DEV_SESSIONS sessions of
+#      mcc_synthetic, default 16),
 #      registered, then mcc_gallery_preload (the load's rows per second) and
 #      the first identify() after it (the GPU upload);
 #   3. restarts of the server (pg_ctl -m fast), each timed from pg_ctl start
@@ -41,6 +42,7 @@ dev_start
 dev_service_ready
 
 step "gallery of $n synthetic templates"
+export DEV_SESSIONS=${DEV_SESSIONS:-16}
 dev_gallery psql_
 say "   enrolment $enrol s; heap $(psql_ -tAc "SELECT pg_size_pretty(pg_table_size('gallery'))")"
 t0=$(date +%s.%N)
