@@ -499,49 +499,6 @@ test_status(eng_server *s, eng_conn *c)
 }
 
 /*
- * A frame whose rows go in at once (in the load threads, parts of 64 rows)
- * with one bad template among them: the load fails with DATA at LOAD_END,
- * nothing is served, and the connection stays usable.
- */
-static void
-test_load_bad_row(eng_server *s, eng_conn *c)
-{
-	const mcc_gallery_id g3 = {5, 16390, 78};
-	int			n = NT < 200 ? NT : 200;
-	int64_t    *keys = calloc((size_t) n, sizeof(int64_t));
-	uint64_t   *xid = calloc((size_t) n, sizeof(uint64_t));
-	tl_tpl	   *t = calloc((size_t) n, sizeof(tl_tpl));
-	tl_tpl		bad = {malloc(gt[0].n), gt[0].n};
-	eng_buf		b;
-
-	memcpy(bad.b, gt[0].b, gt[0].n);
-	bad.b[5] ^= 0x7f;			/* its profile: unknown */
-	for (int i = 0; i < n; i++)
-	{
-		keys[i] = i;
-		xid[i] = 5;
-		t[i] = i == n - 20 ? bad : gt[i];
-	}
-	eng_buf_init(&b);
-	tl_load_begin(&b, 90, &g3, 3, (uint64_t) n);
-	tl_load_rows(&b, 90, n, keys, xid, NULL, t);
-	tl_load_end(&b, 90);
-	tl_search(&b, 91, &g3, 0, 10, 0.0f, 1, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
-	UNIT_CHECK(ip_error_of(c, 90) == MCC_PERR_DATA && !c->closing,
-			   "a bad template in a frame's rows: the load fails with DATA, connection kept");
-	UNIT_CHECK(ip_error_of(c, 91) == MCC_PERR_NOT_LOADED,
-			   "nothing of the failed load is served");
-	ip_clear_out(c);
-	eng_buf_free(&b);
-	free(bad.b);
-	free(keys);
-	free(xid);
-	free(t);
-}
-
-/*
  * The checks eng_handle_frame's table makes before a handler runs: a frame
  * that must be empty and is not, a reply type, an unknown type close the
  * connection; LOAD_END and LOAD_HEADS_END without their load get a
@@ -913,7 +870,6 @@ main(int argc, char **argv)
 	c = eng_conn_add(&s, -1);
 	test_hello_and_not_loaded(&s, c);
 	test_load_and_search(&s, c);
-	test_load_bad_row(&s, c);
 	test_batching(&s, c);
 	test_deltas(&s, c);
 	test_reload_and_load_races(&s, c);
