@@ -6,10 +6,16 @@
  * tiles of 32 (mcc_gpu_int.h); an append rebuilds only the last, partial
  * tile and adds new ones after it, and a removal clears one alive flag.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mcc_gpu_int.h"
+
+/* src/core/common/mcc_job.h's one way to start threads (that header is C11) */
+extern "C" int mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *), void *args,
+									 size_t stride);
 
 #define CK(call, what) \
 	do { cudaError_t e_ = (call); \
@@ -124,10 +130,6 @@ typedef struct part_build
 	uint2	   *htile;			/* first slot, cylinders | templates << 16 */
 	uint16_t   *hnc;			/* cylinders of the new templates */
 	uint8_t    *hal;			/* their alive flags */
-	uint32_t   *ord,
-			   *ord2;			/* a tile's cylinders in slot order */
-	uint8_t    *otl,
-			   *otl2;			/* their templates in the tile */
 	uint32_t   *hss;			/* sslot of the rebuilt templates' records */
 } part_build;
 
@@ -135,10 +137,6 @@ static void
 part_build_free(part_build *b)
 {
 	free(b->hss);
-	free(b->ord);
-	free(b->ord2);
-	free(b->otl);
-	free(b->otl2);
 	free(b->hlo);
 	free(b->hhi);
 	free(b->hmeta);
@@ -264,13 +262,8 @@ part_build_alloc(part_build *b, uint32_t cnt)
 	b->htile = (uint2 *) malloc(8 * (b->n_tiles - b->t0));
 	b->hnc = (uint16_t *) malloc(2 * (size_t) cnt);
 	b->hal = (uint8_t *) malloc(cnt);
-	b->ord = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	b->ord2 = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	b->otl = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
-	b->otl2 = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
 	b->hss = (uint32_t *) malloc(sizeof(uint32_t) * ((size_t) (b->n_rc - b->rc0) + 1));
-	if (!b->hlo || !b->hhi || !b->hmeta || !b->htile || !b->hnc || !b->hal || !b->ord || !b->ord2 ||
-		!b->otl || !b->otl2 || !b->hss)
+	if (!b->hlo || !b->hhi || !b->hmeta || !b->htile || !b->hnc || !b->hal || !b->hss)
 		return false;
 	memset(b->hlo, 0, 16 * (b->ncyl_new + 1));
 	memset(b->hhi, 0, 16 * (b->ncyl_new + 1));
@@ -278,20 +271,47 @@ part_build_alloc(part_build *b, uint32_t cnt)
 }
 
 /*
+ * What one builder thread owns while it builds its tiles: the scratch of a
+ * tile's order and what the partition learns from them (merged after the
+ * threads end: integer counts, so the order of the sums does not matter).
+ */
+typedef struct tile_worker
+{
+	mcc_gpu_part *p;
+	const mcc_soa *s;
+	part_build *b;
+	uint32_t	t0,
+				t1;				/* its tiles */
+	uint32_t	c;				/* the first tile's first slot, from b->c0 */
+	uint32_t	win;
+	uint32_t   *ord,
+			   *ord2;
+	uint8_t    *otl,
+			   *otl2;
+	int			has_zero;
+	double		angle_count[256];
+	mcc_gpu_code rc;
+	mcc_error	err;
+} tile_worker;
+
+/*
  * Build tile t of p on the host into b from slot *c on (advanced past the
  * tile's slots): its cylinders by angle (a stable counting sort), then by
  * popcount inside windows of win cylinders when win > 32.
  */
 static mcc_gpu_code
-tile_build(mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32_t t, uint32_t win, uint32_t *c,
-		   mcc_error *err)
+tile_build(tile_worker *w, uint32_t t, uint32_t *c, mcc_error *err)
 {
+	mcc_gpu_part *p = w->p;
+	const mcc_soa *s = w->s;
+	part_build *b = w->b;
+	uint32_t	win = w->win;
 	uint32_t	k0 = t * MCC_GPU_TILE;
 	uint32_t	k1 = b->n_tpl < k0 + MCC_GPU_TILE ? b->n_tpl : k0 + MCC_GPU_TILE;
 	uint32_t	pos[257];
 	uint32_t	nc = 0;
-	uint32_t   *ord = b->ord;
-	uint8_t    *otl = b->otl;
+	uint32_t   *ord = w->ord;
+	uint8_t    *otl = w->otl;
 
 	/* counting sort of the tile's cylinders by angle (stable) */
 	memset(pos, 0, sizeof(pos));
@@ -344,11 +364,11 @@ tile_build(mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32_t t, uint32_
 		{
 			uint32_t	d = w0 + pcs[s->pc[ord[i]]]++;
 
-			b->ord2[d] = ord[i];
-			b->otl2[d] = otl[i];
+			w->ord2[d] = ord[i];
+			w->otl2[d] = otl[i];
 		}
-		memcpy(ord + w0, b->ord2 + w0, 4 * (size_t) (w1 - w0));
-		memcpy(otl + w0, b->otl2 + w0, w1 - w0);
+		memcpy(ord + w0, w->ord2 + w0, 4 * (size_t) (w1 - w0));
+		memcpy(otl + w0, w->otl2 + w0, w1 - w0);
 	}
 	for (uint32_t i = 0; i < nc; i++)
 	{
@@ -366,14 +386,116 @@ tile_build(mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32_t t, uint32_
 		/* the slot of the template's stored cylinder j - first, for refinement */
 		b->hss[p->h_tcoff[k0 + otl[i]] - b->rc0 + (j - s->first[p->gidx[k0 + otl[i]]])] = b->c0 + d;
 		if (pc == 0)
-			p->has_zero = 1;
+			w->has_zero = 1;
 		if (k0 + otl[i] >= p->n_tpl)
-			p->angle_count[s->angle[j]] += 1;
+			w->angle_count[s->angle[j]] += 1;
 	}
 	b->htile[t - b->t0] = make_uint2(b->c0 + *c, nc | (k1 - k0) << 16);
 	p->tile_off[t] = b->c0 + *c;
 	*c += (nc + 31) & ~31u;
 	return MCC_GPU_OK;
+}
+
+/* A worker's tiles, in order, each from the slot after the one before. */
+static void *
+tile_worker_run(void *arg)
+{
+	tile_worker *w = (tile_worker *) arg;
+	uint32_t	c = w->c;
+
+	w->ord = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	w->ord2 = (uint32_t *) malloc(4 * MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	w->otl = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	w->otl2 = (uint8_t *) malloc(MCC_GPU_TILE * (MCC_MAX_CYL + 1));
+	if (!w->ord || !w->ord2 || !w->otl || !w->otl2)
+		w->rc = mcc_gpu_rt_err(&w->err, MCC_GPU_OOM, "out of host memory");
+	for (uint32_t t = w->t0; w->rc == MCC_GPU_OK && t < w->t1; t++)
+		w->rc = tile_build(w, t, &c, &w->err);
+	free(w->ord);
+	free(w->ord2);
+	free(w->otl);
+	free(w->otl2);
+	return NULL;
+}
+
+/*
+ * Build tiles [b->t0, b->n_tiles) of p into b. A tile's slots start where
+ * the tiles before it end (each rounded up to 32), so with those offsets
+ * summed first the tiles are independent: a large upload builds them on
+ * several threads (the host-side packing, not the copy, is most of an
+ * upload's time), a small append on this one. Every output goes where the
+ * one-thread order puts it, and the first failing tile's error is returned,
+ * as the one-thread loop would.
+ */
+static mcc_gpu_code
+tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, mcc_error *err)
+{
+	uint32_t	ntiles = b->n_tiles - b->t0;
+	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t	nth = ntiles / 1024 + 1;
+	tile_worker *w;
+	pthread_t  *tid;
+	int			started = 0;
+	uint32_t	off = 0;
+	mcc_gpu_code rc = MCC_GPU_OK;
+
+	if (nth > (uint32_t) (cpus > 1 ? cpus : 1))
+		nth = (uint32_t) (cpus > 1 ? cpus : 1);
+	if (nth > 16)
+		nth = 16;
+	w = (tile_worker *) calloc(nth, sizeof(tile_worker));
+	tid = (pthread_t *) calloc(nth, sizeof(pthread_t));
+	if (!w || !tid)
+	{
+		free(w);
+		free(tid);
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+	}
+	for (uint32_t i = 0, t = b->t0; i < nth; i++)
+	{
+		w[i].p = p;
+		w[i].s = s;
+		w[i].b = b;
+		w[i].win = g->opt.pc_window;
+		w[i].t0 = b->t0 + (uint32_t) ((uint64_t) ntiles * i / nth);
+		w[i].t1 = b->t0 + (uint32_t) ((uint64_t) ntiles * (i + 1) / nth);
+		w[i].rc = MCC_GPU_OK;
+		mcc_error_clear(&w[i].err);
+		for (; t < w[i].t0; t++)
+		{
+			uint32_t	nc = 0;
+
+			for (uint32_t k = t * MCC_GPU_TILE; k < b->n_tpl && k < (t + 1) * MCC_GPU_TILE; k++)
+				nc += s->first[p->gidx[k] + 1] - s->first[p->gidx[k]];
+			off += (nc + 31) & ~31u;
+		}
+		w[i].c = off;
+	}
+	/* workers 1 .. started on threads, the rest (0 and any not started) here */
+	if (nth > 1)
+		started = mcc_job_start_threads(tid, (int) nth - 1, tile_worker_run, &w[1], sizeof(tile_worker));
+	tile_worker_run(&w[0]);
+	for (uint32_t i = (uint32_t) started + 1; i < nth; i++)
+		tile_worker_run(&w[i]);
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	for (uint32_t i = 0; i < nth; i++)
+	{
+		if (w[i].rc != MCC_GPU_OK && rc == MCC_GPU_OK)
+		{
+			rc = w[i].rc;
+			*err = w[i].err;
+		}
+	}
+	for (uint32_t i = 0; rc == MCC_GPU_OK && i < nth; i++)
+	{
+		p->has_zero |= w[i].has_zero;
+		for (int a = 0; a < 256; a++)
+			p->angle_count[a] += w[i].angle_count[a];
+	}
+	free(w);
+	free(tid);
+	return rc;
 }
 
 /* Upload what b rebuilt and added, then count gl[0..cnt) in p. */
@@ -421,7 +543,6 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 {
 	mcc_gpu_code rc;
 	part_build	b;
-	uint32_t	c = 0;
 
 	if (cnt == 0)
 		return MCC_GPU_OK;
@@ -431,8 +552,8 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 		return rc;
 	if (!part_build_alloc(&b, cnt))
 		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
-	for (uint32_t t = b.t0; rc == MCC_GPU_OK && t < b.n_tiles; t++)
-		rc = tile_build(p, s, &b, t, g->opt.pc_window, &c, err);
+	if (rc == MCC_GPU_OK)
+		rc = tiles_build(g, p, s, &b, err);
 	if (rc == MCC_GPU_OK)
 	{
 		for (uint32_t i = 0; i < cnt; i++)
