@@ -131,12 +131,14 @@ typedef struct part_build
 	uint16_t   *hnc;			/* cylinders of the new templates */
 	uint8_t    *hal;			/* their alive flags */
 	uint32_t   *hss;			/* sslot of the rebuilt templates' records */
+	uint32_t   *tslot;			/* each tile's first slot, from c0 */
 } part_build;
 
 static void
 part_build_free(part_build *b)
 {
 	free(b->hss);
+	free(b->tslot);
 	free(b->hlo);
 	free(b->hhi);
 	free(b->hmeta);
@@ -193,6 +195,9 @@ part_index(mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl, uint32_t cnt, 
 	b->n_rc = p->h_tcoff[n_tpl];
 
 	/* cylinder slots of the tiles to build */
+	b->tslot = (uint32_t *) malloc(sizeof(uint32_t) * (n_tiles - b->t0 + 1));
+	if (!b->tslot)
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	b->ncyl_new = 0;
 	for (uint32_t t = b->t0; t < n_tiles; t++)
 	{
@@ -206,6 +211,7 @@ part_index(mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl, uint32_t cnt, 
 		}
 		if (nc > 0xffff)
 			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "a tile holds %u cylinders", nc);
+		b->tslot[t - b->t0] = (uint32_t) b->ncyl_new;
 		b->ncyl_new += (nc + 31) & ~31u;
 	}
 	if (b->c0 + b->ncyl_new > 0xffffffe0ull)
@@ -421,7 +427,7 @@ tile_worker_run(void *arg)
 /*
  * Build tiles [b->t0, b->n_tiles) of p into b. A tile's slots start where
  * the tiles before it end (each rounded up to 32), so with those offsets
- * summed first the tiles are independent: a large upload builds them on
+ * (b->tslot, from part_index) the tiles are independent: a large upload builds them on
  * several threads (the host-side packing, not the copy, is most of an
  * upload's time), a small append on this one. Every output goes where the
  * one-thread order puts it, and the first failing tile's error is returned,
@@ -436,7 +442,6 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, mcc_er
 	tile_worker *w;
 	pthread_t  *tid;
 	int			started = 0;
-	uint32_t	off = 0;
 	mcc_gpu_code rc = MCC_GPU_OK;
 
 	if (nth > (uint32_t) (cpus > 1 ? cpus : 1))
@@ -451,7 +456,7 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, mcc_er
 		free(tid);
 		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	}
-	for (uint32_t i = 0, t = b->t0; i < nth; i++)
+	for (uint32_t i = 0; i < nth; i++)
 	{
 		w[i].p = p;
 		w[i].s = s;
@@ -461,15 +466,7 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, mcc_er
 		w[i].t1 = b->t0 + (uint32_t) ((uint64_t) ntiles * (i + 1) / nth);
 		w[i].rc = MCC_GPU_OK;
 		mcc_error_clear(&w[i].err);
-		for (; t < w[i].t0; t++)
-		{
-			uint32_t	nc = 0;
-
-			for (uint32_t k = t * MCC_GPU_TILE; k < b->n_tpl && k < (t + 1) * MCC_GPU_TILE; k++)
-				nc += s->first[p->gidx[k] + 1] - s->first[p->gidx[k]];
-			off += (nc + 31) & ~31u;
-		}
-		w[i].c = off;
+		w[i].c = b->tslot[w[i].t0 - b->t0];	/* part_index summed the tiles before */
 	}
 	/* workers 1 .. started on threads, the rest (0 and any not started) here */
 	if (nth > 1)
@@ -547,10 +544,9 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	if (cnt == 0)
 		return MCC_GPU_OK;
 	memset(&b, 0, sizeof(b));
-	if ((rc = part_index(p, s, gl, cnt, &b, err)) != MCC_GPU_OK ||
-		(rc = part_reserve(g, p, &b, err)) != MCC_GPU_OK)
-		return rc;
-	if (!part_build_alloc(&b, cnt))
+	if ((rc = part_index(p, s, gl, cnt, &b, err)) == MCC_GPU_OK)
+		rc = part_reserve(g, p, &b, err);
+	if (rc == MCC_GPU_OK && !part_build_alloc(&b, cnt))
 		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	if (rc == MCC_GPU_OK)
 		rc = tiles_build(g, p, s, &b, err);
