@@ -101,6 +101,7 @@ eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions, int cpu_thr
 	}
 	pthread_mutex_init(&g->lock, NULL);
 	g->mem_limit = mem_limit;
+	g->build_threads = cpu_threads > 0 ? cpu_threads : 1;
 	g->nparts = partitions > 0 ?
 		(partitions < MCC_GPU_MAX_DEVICES ? partitions : MCC_GPU_MAX_DEVICES) : g->ndev;
 	for (int i = 0; i < g->nparts; i++)

@@ -83,6 +83,8 @@ typedef struct eng_gpu_stats
 	double		search_fill_s;	/* of which hits into the slots (ties asked again) */
 	double		refine_s;		/* eng_gpu_refine: attach, pairs, library, scores back */
 	double		refine_lib_s;	/* of which mcc_gpu_refine calls */
+	double		upload_s;		/* full uploads of the LSS gallery */
+	double		refine_attach_s;	/* refinement data rebuilt and sent */
 	double		lib_ms[8];		/* the libraries' own stage times (ENG_GPU_T_*), ms */
 } eng_gpu_stats;
 

@@ -32,6 +32,7 @@ struct eng_gpu
 	atomic_bool broken;			/* a sticky error: the CPU from now on */
 	bool		broken_logged;	/* main thread */
 	char		name[128];		/* for STATUS (cut to 31 bytes there) */
+	int			build_threads;	/* threads that rebuild refinement data (the CPU pass's) */
 	mcc_gpu_code inject;		/* test: fail the next pass with this code */
 	mcc_gpu_code inject_refine; /* test: fail the next rescoring job with it */
 	eng_gpu_stats stats;
@@ -89,6 +90,15 @@ eng_gpu_outcome eng_gpu_job_blocked(eng_gpu *g, const eng_gpu_mirror *m, bool re
  */
 eng_gpu_outcome eng_gpu_sync_for_job(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c,
 									 mcc_gpu_code *rc, mcc_error *err);
+
+/*
+ * Send the refinement data of templates [m->ref_given, m->given) to m's
+ * context (lock held; eng_gpu_refdata.c): their geometry rebuilt from c on
+ * up to build_threads threads, sent in gallery order. m->ref_given says how
+ * far it got.
+ */
+mcc_gpu_code eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c,
+									   mcc_error *err);
 
 /* A failure a test injected for the next job (lock held), consumed; MCC_GPU_OK if none. */
 mcc_gpu_code eng_gpu_take_injected(mcc_gpu_code *slot, const char *what, mcc_error *err);

@@ -162,6 +162,7 @@ eng_gpu_sync_mirror(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc_error
 		m->given = c->soa.n_tpl;
 		m->ref_given = 0;		/* an upload drops the refinement data */
 		g->stats.uploads++;
+		g->stats.upload_s += eng_gpu_now_s() - t0;
 		eng_log(ENG_LOG_INFO, "uploaded %u templates (%u cylinders) to the GPU in %.3f s",
 				c->soa.n_tpl, c->soa.n_cyl, eng_gpu_now_s() - t0);
 		if ((rc = eng_gpu_remove_purged(g, m->ctx, c, err)) != MCC_GPU_OK)

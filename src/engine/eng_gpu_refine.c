@@ -31,61 +31,6 @@ eng_gpu_refine_method(int method)
 }
 
 /*
- * Send the refinement data of templates [m->ref_given, m->given) (lock
- * held), rebuilt from c's sides: the geometry of GPU_GEOM_CHUNK templates
- * at a time, so that the host never holds the whole gallery's. The library
- * reads the records of [t0, t1) only, so a chunk's geometry starts at
- * template t0 with nothing before it (first[t0] = 0).
- */
-static mcc_gpu_code
-attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc_error *err)
-{
-	mcc_gpu_geom geo;
-	uint8_t    *buf;
-	uint32_t	from = m->ref_given;
-	double		t_start = eng_gpu_now_s();
-	mcc_gpu_code rc = MCC_GPU_OK;
-
-	if (m->ref_given >= m->given)
-		return MCC_GPU_OK;
-	buf = malloc(eng_template_max_bytes());
-	if (buf == NULL || mcc_gpu_geom_init(&geo, m->given, 0, err) != MCC_OK)
-	{
-		free(buf);
-		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the refinement data");
-		return MCC_GPU_OOM;
-	}
-	while (m->ref_given < m->given && rc == MCC_GPU_OK)
-	{
-		uint32_t	t0 = m->ref_given;
-		uint32_t	t1 = m->given - t0 > GPU_GEOM_CHUNK ? t0 + GPU_GEOM_CHUNK : m->given;
-
-		geo.n_tpl = t0;
-		geo.n_cyl = 0;
-		geo.first[t0] = 0;
-		for (uint32_t k = t0; k < t1 && rc == MCC_GPU_OK; k++)
-		{
-			mcc_template_view v;
-
-			eng_cache_template(c, k, buf, &v);
-			if (mcc_gpu_geom_append(&geo, &v, err) != MCC_OK)
-				rc = err->status == MCC_ERR_MEMORY ? MCC_GPU_OOM : MCC_GPU_INVALID;
-		}
-		if (rc == MCC_GPU_OK)
-			rc = mcc_gpu_refine_attach(m->ctx, &c->soa, &geo, t0, t1, err);
-		if (rc == MCC_GPU_OK)
-			m->ref_given = t1;
-	}
-	mcc_gpu_geom_free(&geo);
-	free(buf);
-	g->stats.refine_attached += m->ref_given - from;
-	if (rc == MCC_GPU_OK)
-		eng_log(ENG_LOG_INFO, "sent the refinement data of %u templates to the GPU in %.3f s",
-				m->ref_given - from, eng_gpu_now_s() - t_start);
-	return rc;
-}
-
-/*
  * Score the pairs of rs's live probes of one method (lock held): one
  * library call, its probes the job's probes of that method.
  */
@@ -237,7 +182,7 @@ eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
 	/* the pass synced the mirror unless it ran on the CPU */
 	if ((out = eng_gpu_sync_for_job(g, m, c, &rc, err)) != ENG_GPU_DONE)
 		goto failed;
-	if ((rc = attach_refinement(g, m, c, err)) != MCC_GPU_OK)
+	if ((rc = eng_gpu_attach_refinement(g, m, c, err)) != MCC_GPU_OK)
 	{
 		out = refine_outcome(g, m, rc, true, err);
 		goto failed;
