@@ -153,8 +153,9 @@ bool		eng_gpu_disable_all(eng_gpu *g);
  * where entry k is gallery template k. The mirror holds, next to the LSS
  * gallery, each template's refinement data (minutiae in the order of
  * mcc_match.c's sides, from the templates eng_cache_template rebuilds): sent
- * by the first rescoring job on the device, then for the templates appended
- * since by each later one, and again after every full upload. Scores are
+ * by the gallery's GPU sync right after a full upload
+ * (eng_gpu_prepare_refinement), else by the first rescoring job on the
+ * device; for the templates appended since by each later job. Scores are
  * mcc_match_candidate's bit for bit, so the CPU threads and the GPU give
  * the same answer.
  *
@@ -176,6 +177,15 @@ bool		eng_gpu_refine_method(int method);
  * ENG_GPU_PROCESS_CPU as for a pass.
  */
 eng_gpu_outcome eng_gpu_refine(eng_gpu *g, struct eng_rescore *rs, mcc_error *err);
+
+/*
+ * Send the refinement data c's mirror lacks, right after a sync (a pool
+ * thread, cache pinned), so that the first refining search after a load or
+ * a restart finds it on the device. A failure is logged: the CPU threads
+ * rescore c from then on when the device cannot hold or take the data, and
+ * the next rescoring job tries again after a CUDA error.
+ */
+void		eng_gpu_prepare_refinement(eng_gpu *g, const struct eng_cache *c);
 
 /* Release a cache's mirror (eng_cache_free). */
 void		eng_gpu_mirror_free(eng_gpu_mirror *m);

@@ -315,4 +315,54 @@ out:
 	return rc;
 }
 
+void
+eng_gpu_prepare_refinement(eng_gpu *g, const eng_cache *c)
+{
+	eng_gpu_mirror *m = c->gpu;
+	mcc_gpu_code rc;
+	mcc_error	err;
+
+	mcc_error_clear(&err);
+	pthread_mutex_lock(&g->lock);
+	if (atomic_load(&g->broken) || m == NULL || m->ctx == NULL || atomic_load(&m->failed) ||
+		atomic_load(&m->ref_failed) || m->ref_given >= m->given)
+	{
+		pthread_mutex_unlock(&g->lock);
+		return;
+	}
+	rc = eng_gpu_attach_refinement(g, m, c, &err);
+	switch (rc)
+	{
+		case MCC_GPU_OK:
+			break;
+		case MCC_GPU_STICKY:
+		case MCC_GPU_NO_DRIVER:
+		case MCC_GPU_NO_DEVICE:
+			/* the next job finds the GPU gone and says so */
+			atomic_store(&g->broken, true);
+			break;
+		case MCC_GPU_OOM:
+		case MCC_GPU_INVALID:
+		case MCC_GPU_UNSUPPORTED:
+			/* as a rescoring job's attach would: the LSS copy stays */
+			atomic_store(&m->ref_failed, true);
+			eng_log(ENG_LOG_WARNING, "GPU refinement data not sent, rescoring of this cache "
+					"stays on the CPU threads: %s", err.message);
+			break;
+		default:
+			/* the next rescoring job sends what is missing, or fails there */
+			eng_log(ENG_LOG_WARNING, "GPU refinement data not sent (the next refining search "
+					"tries again): %s", err.message);
+			break;
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+#else							/* !MCC_ENGINE_GPU */
+
+void
+eng_gpu_prepare_refinement(eng_gpu *g, const eng_cache *c)
+{
+}
+
 #endif							/* MCC_ENGINE_GPU */

@@ -265,6 +265,8 @@ eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g)
 		eng_batch_free(b);
 		return;
 	}
+	/* the first refining search then finds the refinement data there */
+	b->gpu_refdata = !s->cfg.gpu_refine_off;
 	g->gpu_syncs++;
 	run_pass(s, g, b, NULL);
 }

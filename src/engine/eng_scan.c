@@ -131,6 +131,8 @@ gpu_run(eng_job *job, uint32_t part, void *scratch)
 	}
 	mcc_error_clear(&b->gpu_err);
 	b->gpu_outcome = eng_gpu_pass(b->gpu, b, &b->gpu_err);
+	if (b->gpu_outcome == ENG_GPU_DONE && b->gpu_refdata)
+		eng_gpu_prepare_refinement(b->gpu, b->cache);
 }
 
 eng_batch *

@@ -66,6 +66,7 @@ typedef struct eng_batch
 	eng_gpu    *gpu;			/* non-NULL: the pass runs on the GPU */
 	eng_gpu_outcome gpu_outcome;	/* how the GPU pass ended */
 	mcc_error	gpu_err;		/* why it did not answer */
+	bool		gpu_refdata;	/* a mirror's sync: its refinement data too */
 } eng_batch;
 
 /* Templates per chunk for this cache and thread count. */

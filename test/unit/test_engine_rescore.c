@@ -663,10 +663,11 @@ test_gpu_refine(void)
 	/*
 	 * The error closed the cache's context; the gallery's GPU sync (when
 	 * the pass ended, or this round's pass) uploaded the copy again, which
-	 * drops the refinement data: this round's job sends it afresh.
+	 * drops the refinement data: the sync (eng_gpu_prepare_refinement) or
+	 * this round's job sent it afresh.
 	 */
 	UNIT_CHECK(ok && st1.refines == st0.refines + 1 && st1.refine_fallbacks == st0.refine_fallbacks &&
-			   st1.uploads > before.uploads && st1.refine_attached >= st0.refine_attached + NT,
+			   st1.uploads > before.uploads && st1.refine_attached >= before.refine_attached + NT,
 			   "... and the next one is on the GPU again (the copy uploaded afresh, its refinement data sent again)");
 
 	eng_gpu_test_inject_refine(s->gpu, ENG_GPU_FAULT_PROBE);
