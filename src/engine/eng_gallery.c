@@ -126,7 +126,7 @@ static bool
 is_shell(const eng_gallery *g)
 {
 	return g->cache == NULL && g->loads == NULL && g->waiting == NULL &&
-		g->running == NULL && g->compacting == NULL && g->settles == NULL &&
+		g->running == NULL && g->gpu_building == NULL && g->compacting == NULL && g->settles == NULL &&
 		g->snapshotting == NULL && g->snap_reading == NULL &&
 		atomic_load(&g->snap_writing) == 0;
 }
@@ -431,12 +431,17 @@ eng_gallery_advance(eng_server *s, eng_gallery *g)
 		apply_settles(s, g);
 	eng_gallery_trim_queue(g);
 	eng_compaction_maybe_start(s, g);
+	/* a full upload (a load, a restore) beside the passes, which meanwhile run on the CPU */
+	if (g->gpu_building == NULL && g->compacting == NULL && g->cache != NULL &&
+		(g->running == NULL || g->running_cache != g->cache) &&
+		eng_gpu_needs_upload(s->gpu, g->cache))
+		eng_pass_start_gpu_build(s, g);
 	ready = eng_pass_collect_ready(s, g);
 	if (ready)
 		eng_pass_start(s, g, ready);
-	else if (g->running == NULL && g->compacting == NULL && g->cache != NULL &&
-			 eng_gpu_stale(s->gpu, g->cache))
-		eng_pass_start_gpu_sync(s, g);	/* upload after a load, appends after deltas */
+	else if (g->running == NULL && g->gpu_building == NULL && g->compacting == NULL &&
+			 g->cache != NULL && eng_gpu_stale(s->gpu, g->cache))
+		eng_pass_start_gpu_sync(s, g);	/* appends after deltas */
 }
 
 /*
@@ -597,6 +602,14 @@ eng_gallery_free_all(eng_server *s)
 			eng_rescore_free(g->rescoring);
 			if (g->running_cache != g->cache)
 				eng_cache_free(g->running_cache);
+		}
+		if (g->gpu_building)
+		{
+			eng_cache  *bc = (eng_cache *) g->gpu_building->cache;
+
+			eng_batch_free(g->gpu_building);
+			if (bc != g->cache && (g->running == NULL || bc != g->running_cache))
+				eng_cache_free(bc);
 		}
 		if (g->compacting)
 		{

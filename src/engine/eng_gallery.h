@@ -91,6 +91,7 @@ typedef struct eng_gallery
 	eng_request *running_reqs;
 	eng_cache  *running_cache;	/* what `running` reads (pinned) */
 	eng_rescore *rescoring;		/* the pass's second stage (refining searches), or NULL */
+	eng_batch  *gpu_building;	/* a full GPU upload beside the passes (pins its cache), or NULL */
 	eng_compaction *compacting;
 	struct eng_load *loads;
 	eng_settle *settles;		/* FIFO of deferred SETTLEs */

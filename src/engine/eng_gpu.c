@@ -141,7 +141,7 @@ eng_gpu_wants(const eng_gpu *g, const eng_cache *c)
 {
 	return eng_gpu_usable(g) && c != NULL && c->profile->id == MCC_PROFILE_GPU2015 &&
 		c->soa.n_tpl > 0 && eng_cache_searchable(c) > 0 &&
-		(c->gpu == NULL || !atomic_load(&c->gpu->failed));
+		(c->gpu == NULL || (!atomic_load(&c->gpu->failed) && !atomic_load(&c->gpu->building)));
 }
 
 bool

@@ -127,6 +127,21 @@ bool		eng_gpu_wants(const eng_gpu *g, const struct eng_cache *c);
  */
 bool		eng_gpu_stale(const eng_gpu *g, const struct eng_cache *c);
 
+/*
+ * Does c's mirror need a full upload (no copy on the device yet: after a
+ * load, a restore, a compaction, a CUDA error)? Main thread, while no pass
+ * runs on c; false after a failed pass, as eng_gpu_stale.
+ */
+bool		eng_gpu_needs_upload(const eng_gpu *g, const struct eng_cache *c);
+
+/*
+ * Mark c's mirror as being built by a job beside the passes (main thread):
+ * meanwhile eng_gpu_wants and eng_gpu_refine_wants say no, so searches and
+ * rescoring run on the CPU threads instead of waiting for the lock, and
+ * STATUS says "cpu".
+ */
+void		eng_gpu_set_building(struct eng_cache *c, bool on);
+
 /* Give c a mirror (no device work yet; main thread). false: no memory. */
 bool		eng_gpu_attach(eng_gpu *g, struct eng_cache *c);
 

@@ -51,6 +51,7 @@ struct eng_gpu_mirror
 	int			ref_failures;	/* rescoring jobs handed back in a row */
 	atomic_bool ref_failed;		/* this cache's rescoring stays on the CPU */
 	atomic_bool on_device;		/* for STATUS (read without the lock) */
+	atomic_bool building;		/* a job beside the passes uploads it (set by the main thread) */
 	atomic_uint_fast64_t bytes;
 };
 

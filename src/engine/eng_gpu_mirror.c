@@ -37,6 +37,26 @@ eng_gpu_stale(const eng_gpu *g, const eng_cache *c)
 }
 
 bool
+eng_gpu_needs_upload(const eng_gpu *g, const eng_cache *c)
+{
+	const eng_gpu_mirror *m = c ? c->gpu : NULL;
+
+	if (!eng_gpu_wants(g, c))
+		return false;
+	if (m == NULL)
+		return true;
+	return m->failures == 0 &&
+		(m->ctx == NULL || m->given > c->soa.n_tpl || c->purge_log_lost);
+}
+
+void
+eng_gpu_set_building(eng_cache *c, bool on)
+{
+	if (c->gpu != NULL)
+		atomic_store(&c->gpu->building, on);
+}
+
+bool
 eng_gpu_attach(eng_gpu *g, eng_cache *c)
 {
 	if (c->gpu != NULL)
@@ -291,7 +311,8 @@ eng_gpu_describe(const eng_gpu *g, const eng_cache *c, char *device, size_t len,
 {
 	const eng_gpu_mirror *m = c ? c->gpu : NULL;
 
-	if (g != NULL && m != NULL && atomic_load(&((eng_gpu_mirror *) m)->on_device))
+	if (g != NULL && m != NULL && atomic_load(&((eng_gpu_mirror *) m)->on_device) &&
+		!atomic_load(&((eng_gpu_mirror *) m)->building))
 	{
 		snprintf(device, len, "%s", g->name);
 		*bytes = atomic_load(&((eng_gpu_mirror *) m)->bytes);
@@ -307,6 +328,17 @@ bool
 eng_gpu_stale(const eng_gpu *g, const eng_cache *c)
 {
 	return false;
+}
+
+bool
+eng_gpu_needs_upload(const eng_gpu *g, const eng_cache *c)
+{
+	return false;
+}
+
+void
+eng_gpu_set_building(eng_cache *c, bool on)
+{
 }
 
 bool

@@ -271,6 +271,30 @@ eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g)
 	run_pass(s, g, b, NULL);
 }
 
+void
+eng_pass_start_gpu_build(eng_server *s, eng_gallery *g)
+{
+	eng_batch  *b = eng_batch_new(g->cache, 0, eng_pool_threads(s->pool));
+
+	if (b == NULL)
+		return;
+	maybe_gpu(s, g->cache, b);
+	if (b->gpu == NULL)
+	{
+		eng_batch_free(b);
+		return;
+	}
+	b->gpu_refdata = !s->cfg.gpu_refine_off;
+	b->job.tag = ENG_JOB_BATCH;
+	b->owner = g;
+	g->gpu_building = b;
+	g->cache->pins++;
+	eng_gpu_set_building(g->cache, true);
+	g->gpu_syncs++;
+	s->jobs++;
+	eng_pool_submit(s->pool, &b->job);
+}
+
 /*
  * The hits of a refining probe to rescore and return: the shortest prefix
  * holding r->shortlist entries certain for its count_xmin, or all. Every
@@ -356,10 +380,9 @@ start_rescore(eng_server *s, eng_gallery *g, eng_batch *b)
  * requires. The caller runs the job again on the CPU threads.
  */
 static void
-gpu_give_up(eng_server *s, eng_gallery *g, eng_gpu_outcome outcome, const mcc_error *err,
-			const char *what)
+gpu_give_up(eng_server *s, eng_gallery *g, eng_cache *c, eng_gpu_outcome outcome,
+			const mcc_error *err, const char *what)
 {
-	eng_cache  *c = g->running_cache;
 	const char *why = err->message[0] ? err->message : "unknown error";
 
 	switch (outcome)
@@ -405,7 +428,7 @@ gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
 
 	if (b->gpu_outcome == ENG_GPU_DONE)
 		return false;
-	gpu_give_up(s, g, b->gpu_outcome, &b->gpu_err, "search");
+	gpu_give_up(s, g, g->running_cache, b->gpu_outcome, &b->gpu_err, "search");
 	eng_batch_to_cpu(b);
 	for (uint32_t i = 0; i < b->n_slots; i++)
 		if (b->slots[i].cancel == NULL || !atomic_load(b->slots[i].cancel))
@@ -446,11 +469,38 @@ pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs)
  * searches need their rescoring first (the pass goes on running, its cache
  * pinned, until that comes back).
  */
+/*
+ * The end of a background upload (eng_pass_start_gpu_build): the mirror
+ * serves the next passes, or, if it failed, the next pass tries again in
+ * line (a CUDA error) or the cache stays on the CPU threads.
+ */
+static void
+gpu_build_done(eng_server *s, eng_gallery *g, eng_batch *b)
+{
+	eng_cache  *c = (eng_cache *) b->cache;
+
+	g->gpu_building = NULL;
+	eng_gpu_set_building(c, false);
+	if (b->gpu_outcome == ENG_GPU_RETRY_CPU)
+		eng_log(ENG_LOG_WARNING, "gallery %s: GPU upload failed, searching on the CPU until "
+				"the next search uploads it again: %s", eng_gallery_name(g),
+				b->gpu_err.message[0] ? b->gpu_err.message : "unknown error");
+	else if (b->gpu_outcome != ENG_GPU_DONE)
+		gpu_give_up(s, g, c, b->gpu_outcome, &b->gpu_err, "upload");
+	eng_gallery_unpin(g, c);
+	eng_batch_free(b);
+}
+
 void
 eng_pass_batch_done(eng_server *s, eng_batch *b)
 {
 	eng_gallery *g = b->owner;
 
+	if (b == g->gpu_building)
+	{
+		gpu_build_done(s, g, b);
+		return;
+	}
 	if (b->gpu != NULL && b->gpu_outcome != ENG_GPU_DONE && gpu_fallback(s, g, b))
 		return;
 	eng_batch_finish(b);
@@ -467,7 +517,7 @@ eng_pass_rescore_done(eng_server *s, eng_rescore *rs)
 
 	/* a failed GPU stage: the same shortlists on the CPU threads, the same scores */
 	if (eng_rescore_gpu_failed(rs))
-		gpu_give_up(s, g, rs->gpu_outcome, &rs->gpu_err, "refinement");
+		gpu_give_up(s, g, g->running_cache, rs->gpu_outcome, &rs->gpu_err, "refinement");
 	if (!eng_rescore_next(s, rs))
 		pass_end(s, g, b, rs);
 	return g;

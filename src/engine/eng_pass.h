@@ -26,6 +26,14 @@ void		eng_pass_start(eng_server *s, eng_gallery *g, eng_request *ready);
 void		eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g);
 
 /*
+ * Start the full upload of the cache's GPU mirror (and its refinement data)
+ * as a job beside the passes: g->gpu_building until it comes back, the
+ * cache pinned; the passes started meanwhile search on the CPU threads
+ * (eng_gpu_wants says no while the mirror builds).
+ */
+void		eng_pass_start_gpu_build(eng_server *s, eng_gallery *g);
+
+/*
  * A finished pass: reply to the requests still wanting it, unless refining
  * searches need their rescoring first (the pass goes on running, its cache
  * pinned, until that comes back).
