@@ -11,12 +11,17 @@
 #      mcc.fallback = error (an answer the service cannot give fails);
 #   2. a synthetic gallery of N templates ($DEV_SESSIONS sessions of
 #      mcc_synthetic, default 16),
-#      registered, then mcc_gallery_preload (the load's rows per second) and
-#      the first identify() after it (the GPU upload);
+#      registered, then mcc_gallery_preload (the load's rows per second), the
+#      first identify() after it (answered on the CPU threads while the GPU
+#      copy is built beside it) and the time until the gallery is on the GPU
+#      (mcc_gallery_status.device, set once the LSS gallery and its
+#      refinement data are there);
 #   3. restarts of the server (pg_ctl -m fast), each timed from pg_ctl start
-#      to the end of the first identify() after the service is ready: with
-#      the snapshot and the table unchanged, after 50 rows were replaced
-#      while the server ran, and with mcc.cache_snapshots = off (a full load).
+#      to the end of the first identify() after the service is ready and to
+#      the gallery being on the GPU: with the snapshot and the table
+#      unchanged, after 50 rows were replaced while the server ran, and with
+#      mcc.cache_snapshots = off (a full load). The engine's log lines of
+#      each stage (snapshot or load, GPU upload, refinement data) follow.
 # MCC_BENCH_CACHE sets mcc.cache_memory_limit (default 64GB).
 set -u
 n=${1:-10000000}
@@ -51,7 +56,18 @@ t1=$(date +%s.%N)
 probe="SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = 1), 10)"
 psql_ -tAc "$probe" >/dev/null || status=1
 t2=$(date +%s.%N)
-say "   mcc_gallery_preload $(calc "$t1 - $t0") s ($(calc "$n / ($t1 - $t0)" 0) rows/s); first identify() after it $(calc "$t2 - $t1") s"
+# the GPU copy is built beside the searches: wait for it (at most 10 minutes)
+wait_gpu() {
+	local i
+	for i in $(seq 1 6000); do
+		[ "$(psql_ -tAc "SELECT device FROM mcc_gallery_status" 2>/dev/null)" != cpu ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+wait_gpu || status=1
+t3=$(date +%s.%N)
+say "   mcc_gallery_preload $(calc "$t1 - $t0") s ($(calc "$n / ($t1 - $t0)" 0) rows/s); first identify() after it $(calc "$t2 - $t1") s; on the GPU $(calc "$t3 - $t1") s after the preload"
 psql_ -c "SELECT entries, cylinders, pg_size_pretty(host_bytes) AS host, pg_size_pretty(device_bytes) AS device_mem,
 	round(host_bytes::numeric / entries) AS host_per_tpl, round(device_bytes::numeric / entries) AS device_per_tpl,
 	round(load_seconds::numeric, 2) AS engine_load_s FROM mcc_gallery_status" | tee -a "$out/summary.txt"
@@ -60,7 +76,7 @@ for i in $(seq 1 600); do grep -q "cache snapshot written" /tmp/pgkit.log && bre
 say "   snapshot: $(du -sh "$PGKIT_DATA/mcc" 2>/dev/null | cut -f1) in $PGKIT_DATA/mcc"
 
 restart() {
-	local what=$1 t0 t1 t2
+	local what=$1 t0 t1 t2 t3
 	runuser -u pgkit -- "$native/bin/pg_ctl" -D "$PGKIT_DATA" -m fast -w -t 600 stop >/dev/null
 	t0=$(date +%s.%N)
 	dev_start
@@ -68,8 +84,10 @@ restart() {
 	t1=$(date +%s.%N)
 	psql_ -tAc "$probe" >/dev/null || status=1
 	t2=$(date +%s.%N)
-	say "   $what: server ready $(calc "$t1 - $t0") s after start, first identify() $(calc "$t2 - $t1") s later: serving $(calc "$t2 - $t0") s after start"
-	grep -E "mcc_engine.*(snapshot|load)" /tmp/pgkit.log | tail -3 | sed 's/^/      /' | tee -a "$out/summary.txt"
+	wait_gpu || status=1
+	t3=$(date +%s.%N)
+	say "   $what: server ready $(calc "$t1 - $t0") s after start, first identify() $(calc "$t2 - $t1") s later: serving $(calc "$t2 - $t0") s after start, from the GPU $(calc "$t3 - $t0") s after start"
+	grep -E "mcc_engine.*(snapshot|load|upload|refinement data)" /tmp/pgkit.log | tail -5 | sed 's/^/      /' | tee -a "$out/summary.txt"
 }
 step "restarts"
 restart "snapshot, table unchanged"
