@@ -5,6 +5,12 @@
  * the emptiest partition on append). A partition stores its templates in
  * tiles of 32 (mcc_gpu_int.h); an append rebuilds only the last, partial
  * tile and adds new ones after it, and a removal clears one alive flag.
+ *
+ * The cylinders (36 bytes each, nearly all of an upload's bytes) are built
+ * into pinned staging buffers a run of tiles at a time and copied with
+ * cudaMemcpyAsync on a stream of their own, so that the next run is built
+ * while the previous one travels, at the speed of pinned copies; the host
+ * never holds the whole partition's cylinders.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -125,8 +131,9 @@ typedef struct part_build
 	uint32_t	rc0;			/* first record of the rebuilt templates */
 	uint32_t	n_rc;			/* records after the add */
 	uint4	   *hlo,
-			   *hhi;			/* cylinder bits */
+			   *hhi;			/* cylinder bits (a staging buffer: slot d at d - sbase) */
 	uint32_t   *hmeta;			/* angle, template in tile, popcount, valid */
+	uint32_t	sbase;			/* the staging buffer's first slot, from c0 */
 	uint2	   *htile;			/* first slot, cylinders | templates << 16 */
 	uint16_t   *hnc;			/* cylinders of the new templates */
 	uint8_t    *hal;			/* their alive flags */
@@ -139,9 +146,6 @@ part_build_free(part_build *b)
 {
 	free(b->hss);
 	free(b->tslot);
-	free(b->hlo);
-	free(b->hhi);
-	free(b->hmeta);
 	free(b->htile);
 	free(b->hnc);
 	free(b->hal);
@@ -262,18 +266,11 @@ fail:
 static bool
 part_build_alloc(part_build *b, uint32_t cnt)
 {
-	b->hlo = (uint4 *) malloc(16 * (b->ncyl_new + 1));
-	b->hhi = (uint4 *) malloc(16 * (b->ncyl_new + 1));
-	b->hmeta = (uint32_t *) calloc(b->ncyl_new + 1, 4);
 	b->htile = (uint2 *) malloc(8 * (b->n_tiles - b->t0));
 	b->hnc = (uint16_t *) malloc(2 * (size_t) cnt);
 	b->hal = (uint8_t *) malloc(cnt);
 	b->hss = (uint32_t *) malloc(sizeof(uint32_t) * ((size_t) (b->n_rc - b->rc0) + 1));
-	if (!b->hlo || !b->hhi || !b->hmeta || !b->htile || !b->hnc || !b->hal || !b->hss)
-		return false;
-	memset(b->hlo, 0, 16 * (b->ncyl_new + 1));
-	memset(b->hhi, 0, 16 * (b->ncyl_new + 1));
-	return true;
+	return b->htile && b->hnc && b->hal && b->hss;
 }
 
 /*
@@ -380,21 +377,31 @@ tile_build(tile_worker *w, uint32_t t, uint32_t *c, mcc_error *err)
 	{
 		uint32_t	j = ord[i];
 		uint32_t	d = *c + i;
+		uint32_t	h = d - b->sbase;	/* in the staging buffer */
 		uint64_t	w0 = s->bits[0 * (size_t) s->cap_cyl + j];
 		uint64_t	w1 = s->bits[1 * (size_t) s->cap_cyl + j];
 		uint64_t	w2 = s->bits[2 * (size_t) s->cap_cyl + j];
 		uint64_t	w3 = s->bits[3 * (size_t) s->cap_cyl + j];
 		uint32_t	pc = s->pc[j];
 
-		b->hlo[d] = make_uint4((uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, (uint32_t) (w1 >> 32));
-		b->hhi[d] = make_uint4((uint32_t) w2, (uint32_t) (w2 >> 32), (uint32_t) w3, (uint32_t) (w3 >> 32));
-		b->hmeta[d] = s->angle[j] | (uint32_t) otl[i] << 8 | pc << 16 | 1u << 31;
+		b->hlo[h] = make_uint4((uint32_t) w0, (uint32_t) (w0 >> 32), (uint32_t) w1, (uint32_t) (w1 >> 32));
+		b->hhi[h] = make_uint4((uint32_t) w2, (uint32_t) (w2 >> 32), (uint32_t) w3, (uint32_t) (w3 >> 32));
+		b->hmeta[h] = s->angle[j] | (uint32_t) otl[i] << 8 | pc << 16 | 1u << 31;
 		/* the slot of the template's stored cylinder j - first, for refinement */
 		b->hss[p->h_tcoff[k0 + otl[i]] - b->rc0 + (j - s->first[p->gidx[k0 + otl[i]]])] = b->c0 + d;
 		if (pc == 0)
 			w->has_zero = 1;
 		if (k0 + otl[i] >= p->n_tpl)
 			w->angle_count[s->angle[j]] += 1;
+	}
+	/* the padding up to 32 slots: empty, not valid (the buffer is reused) */
+	for (uint32_t i = nc; i < ((nc + 31) & ~31u); i++)
+	{
+		uint32_t	h = *c + i - b->sbase;
+
+		b->hlo[h] = make_uint4(0, 0, 0, 0);
+		b->hhi[h] = make_uint4(0, 0, 0, 0);
+		b->hmeta[h] = 0;
 	}
 	b->htile[t - b->t0] = make_uint2(b->c0 + *c, nc | (k1 - k0) << 16);
 	p->tile_off[t] = b->c0 + *c;
@@ -425,7 +432,7 @@ tile_worker_run(void *arg)
 }
 
 /*
- * Build tiles [b->t0, b->n_tiles) of p into b. A tile's slots start where
+ * Build tiles [ta, tb) of p into b. A tile's slots start where
  * the tiles before it end (each rounded up to 32), so with those offsets
  * (b->tslot, from part_index) the tiles are independent: a large upload builds them on
  * several threads (the host-side packing, not the copy, is most of an
@@ -434,11 +441,12 @@ tile_worker_run(void *arg)
  * as the one-thread loop would.
  */
 static mcc_gpu_code
-tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, mcc_error *err)
+tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32_t ta,
+			uint32_t tb, mcc_error *err)
 {
-	uint32_t	ntiles = b->n_tiles - b->t0;
+	uint32_t	ntiles = tb - ta;
 	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	uint32_t	nth = ntiles / 1024 + 1;
+	uint32_t	nth = ntiles / 256 + 1;
 	tile_worker *w;
 	pthread_t  *tid;
 	int			started = 0;
@@ -462,8 +470,8 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, mcc_er
 		w[i].s = s;
 		w[i].b = b;
 		w[i].win = g->opt.pc_window;
-		w[i].t0 = b->t0 + (uint32_t) ((uint64_t) ntiles * i / nth);
-		w[i].t1 = b->t0 + (uint32_t) ((uint64_t) ntiles * (i + 1) / nth);
+		w[i].t0 = ta + (uint32_t) ((uint64_t) ntiles * i / nth);
+		w[i].t1 = ta + (uint32_t) ((uint64_t) ntiles * (i + 1) / nth);
 		w[i].rc = MCC_GPU_OK;
 		mcc_error_clear(&w[i].err);
 		w[i].c = b->tslot[w[i].t0 - b->t0];	/* part_index summed the tiles before */
@@ -495,6 +503,153 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, mcc_er
 	return rc;
 }
 
+#define STAGE_SLOTS		(4u << 20)	/* cylinder slots per staging buffer (144 MB) */
+#define STAGE_BUFS		2			/* one built while the other is copied */
+
+/* A staging buffer: one host allocation holding lo, hi and meta. */
+typedef struct stage_buf
+{
+	void	   *mem;
+	int			pinned;			/* cudaHostAlloc'ed (else malloc'ed) */
+	uint4	   *lo,
+			   *hi;
+	uint32_t   *meta;
+	cudaEvent_t done;			/* recorded after its last copies */
+	int			used;			/* done was recorded */
+} stage_buf;
+
+typedef struct stage
+{
+	cudaStream_t stream;
+	int			has_stream;
+	stage_buf	buf[STAGE_BUFS];
+} stage;
+
+/*
+ * Buffers of cap slots on p's device. Pinned memory refused (a host
+ * limit): pageable buffers, copied the same way at pageable speed.
+ */
+static mcc_gpu_code
+stage_open(mcc_gpu *g, mcc_gpu_part *p, stage *st, size_t cap, mcc_error *err)
+{
+	mcc_gpu_code rc = MCC_GPU_OK;
+
+	memset(st, 0, sizeof(*st));
+	CK(cudaSetDevice(p->dev), "device selection");
+	CK(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking), "upload stream");
+	st->has_stream = 1;
+	for (int i = 0; i < STAGE_BUFS; i++)
+	{
+		stage_buf  *sb = &st->buf[i];
+
+		if (cudaHostAlloc(&sb->mem, 36 * cap, cudaHostAllocPortable) == cudaSuccess)
+			sb->pinned = 1;
+		else
+		{
+			(void) cudaGetLastError();	/* not sticky: forget it */
+			sb->mem = malloc(36 * cap);
+			if (!sb->mem)
+				return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+		}
+		sb->lo = (uint4 *) sb->mem;
+		sb->hi = sb->lo + cap;
+		sb->meta = (uint32_t *) (sb->hi + cap);
+		CK(cudaEventCreateWithFlags(&sb->done, cudaEventDisableTiming), "upload event");
+	}
+fail:
+	return rc;
+}
+
+/* Wait for the copies in flight, then free the buffers (on every path). */
+static void
+stage_close(mcc_gpu_part *p, stage *st)
+{
+	cudaSetDevice(p->dev);
+	if (st->has_stream)
+		cudaStreamSynchronize(st->stream);
+	for (int i = 0; i < STAGE_BUFS; i++)
+	{
+		stage_buf  *sb = &st->buf[i];
+
+		if (sb->done)
+			cudaEventDestroy(sb->done);
+		if (sb->pinned)
+			cudaFreeHost(sb->mem);
+		else
+			free(sb->mem);
+	}
+	if (st->has_stream)
+		cudaStreamDestroy(st->stream);
+}
+
+/* Slot of tile t from c0 (the end of the build for t = n_tiles). */
+static uint32_t
+tile_slot(const part_build *b, uint32_t t)
+{
+	return t < b->n_tiles ? b->tslot[t - b->t0] : (uint32_t) b->ncyl_new;
+}
+
+/*
+ * Build tiles [b->t0, b->n_tiles) of p and send their cylinders to slots
+ * c0... of the device: runs of tiles that fit a staging buffer, each built
+ * (tiles_build, several threads) into the buffer whose previous copies are
+ * done, then copied asynchronously while the next run is built. Every slot
+ * gets what the one-buffer build gave it: the tiles' slots do not depend on
+ * the runs, and the padding is cleared by tile_build. An append that fits
+ * one buffer copies nothing unless every tile was built; a failure after
+ * the first run of a larger add leaves slots from c0 written, which
+ * nothing counts but the rebuilt partial tile (the engine then closes the
+ * context, as after any failed add).
+ */
+static mcc_gpu_code
+tiles_stream(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, mcc_error *err)
+{
+	stage		st;
+	mcc_gpu_code rc;
+	/* a small append: buffers of its size (a tile holds at most 0xffff + 31 slots) */
+	size_t		cap = b->ncyl_new < STAGE_SLOTS ? (size_t) b->ncyl_new + 32 : STAGE_SLOTS;
+	uint32_t	ta = b->t0;
+	int			k = 0;
+
+	if ((rc = stage_open(g, p, &st, cap, err)) != MCC_GPU_OK)
+		goto fail;
+	while (ta < b->n_tiles)
+	{
+		stage_buf  *sb = &st.buf[k++ % STAGE_BUFS];
+		uint32_t	s0 = tile_slot(b, ta);
+		uint32_t	tb = ta + 1;
+		size_t		n;
+
+		/* one tile always fits */
+		while (tb < b->n_tiles && tile_slot(b, tb + 1) - s0 <= cap)
+			tb++;
+		if (sb->used)
+			CK(cudaEventSynchronize(sb->done), "gallery upload");
+		b->hlo = sb->lo;
+		b->hhi = sb->hi;
+		b->hmeta = sb->meta;
+		b->sbase = s0;
+		if ((rc = tiles_build(g, p, s, b, ta, tb, err)) != MCC_GPU_OK)
+			goto fail;
+		n = tile_slot(b, tb) - s0;
+		CK(cudaMemcpyAsync(p->lo + b->c0 + s0, sb->lo, 16 * n, cudaMemcpyHostToDevice, st.stream),
+		   "gallery upload");
+		CK(cudaMemcpyAsync(p->hi + b->c0 + s0, sb->hi, 16 * n, cudaMemcpyHostToDevice, st.stream),
+		   "gallery upload");
+		CK(cudaMemcpyAsync(p->meta + b->c0 + s0, sb->meta, 4 * n, cudaMemcpyHostToDevice, st.stream),
+		   "gallery upload");
+		CK(cudaEventRecord(sb->done, st.stream), "gallery upload");
+		sb->used = 1;
+		ta = tb;
+	}
+	CK(cudaStreamSynchronize(st.stream), "gallery upload");
+fail:
+	stage_close(p, &st);
+	b->hlo = b->hhi = NULL;
+	b->hmeta = NULL;
+	return rc;
+}
+
 /* Upload what b rebuilt and added, then count gl[0..cnt) in p. */
 static mcc_gpu_code
 part_upload(mcc_gpu *g, mcc_gpu_part *p, const uint32_t *gl, uint32_t cnt, const part_build *b,
@@ -505,9 +660,7 @@ part_upload(mcc_gpu *g, mcc_gpu_part *p, const uint32_t *gl, uint32_t cnt, const
 				t0 = b->t0;
 	uint64_t	ncyl_new = b->ncyl_new;
 
-	CK(cudaMemcpy(p->lo + c0, b->hlo, 16 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->hi + c0, b->hhi, 16 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
-	CK(cudaMemcpy(p->meta + c0, b->hmeta, 4 * ncyl_new, cudaMemcpyHostToDevice), "gallery upload");
+	/* the cylinders went up with tiles_stream */
 	CK(cudaMemcpy(p->tiles + t0, b->htile, 8 * (size_t) (b->n_tiles - t0), cudaMemcpyHostToDevice), "gallery upload");
 	CK(cudaMemcpy(p->tncyl + p->n_tpl, b->hnc, 2 * (size_t) cnt, cudaMemcpyHostToDevice), "gallery upload");
 	CK(cudaMemcpy(p->alive + p->n_tpl, b->hal, cnt, cudaMemcpyHostToDevice), "gallery upload");
@@ -549,7 +702,7 @@ part_add(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl,
 	if (rc == MCC_GPU_OK && !part_build_alloc(&b, cnt))
 		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	if (rc == MCC_GPU_OK)
-		rc = tiles_build(g, p, s, &b, err);
+		rc = tiles_stream(g, p, s, &b, err);
 	if (rc == MCC_GPU_OK)
 	{
 		for (uint32_t i = 0; i < cnt; i++)
