@@ -19,10 +19,6 @@
 
 #include "mcc_gpu_int.h"
 
-/* src/core/common/mcc_job.h's one way to start threads (that header is C11) */
-extern "C" int mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *), void *args,
-									 size_t stride);
-
 #define CK(call, what) \
 	do { cudaError_t e_ = (call); \
 		if (e_ != cudaSuccess) { rc = mcc_gpu_fail(g, e_, what, p->dev, err); goto fail; } \

@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mcc_gpu_int.h"
 
@@ -84,6 +85,29 @@ typedef struct run
 	size_t		off;			/* into the staging arrays */
 } run;
 
+#define REC_MAX_THREADS	16
+
+/*
+ * The records of items[0..n) (total records) into the staging arrays and
+ * their directions into the context's table, on up to REC_MAX_THREADS
+ * threads (rp_records_build: as one loop of rp_geom_records would).
+ */
+static mcc_gpu_code
+records_build(mcc_gpu *g, const mcc_gpu_geom *geo, const rp_rec_item *items, uint32_t n,
+			  size_t total, uint8_t *hperm, uint32_t *hxy, uint32_t *huix, mcc_error *err)
+{
+	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int			nth = (int) (total / 65536) + 1;
+
+	if (nth > (cpus > 1 ? cpus : 1))
+		nth = (int) (cpus > 1 ? cpus : 1);
+	if (nth > REC_MAX_THREADS)
+		nth = REC_MAX_THREADS;
+	if (rp_records_build(&g->utab, geo, items, n, nth, hperm, hxy, huix) != 0)
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+	return MCC_GPU_OK;
+}
+
 /* Check the arguments of an attach. */
 static mcc_gpu_code
 attach_check(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uint32_t t0, uint32_t t1,
@@ -116,6 +140,8 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 	uint8_t    *hperm = NULL;
 	uint32_t   *hxy = NULL;
 	uint32_t   *huix = NULL;
+	rp_rec_item   *items = NULL;
+	uint32_t	nitems = 0;
 
 	if ((rc = attach_check(g, s, geo, t0, t1, err)) != MCC_GPU_OK)
 		return rc;
@@ -159,7 +185,13 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 		goto done;
 	}
-	/* the records, and the new directions into the table */
+	/* the records, and the new directions into the table, in the order of the runs */
+	items = (rp_rec_item *) malloc(sizeof(rp_rec_item) * (t1 - t0));
+	if (!items)
+	{
+		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+		goto done;
+	}
 	for (int k = 0; k < nruns; k++)
 	{
 		run		   *r = &runs[k];
@@ -168,17 +200,16 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 
 		for (uint32_t lt = r->l0; lt < r->l0 + r->nt; lt++, i++)
 		{
-			size_t		o = r->off + (p->h_tcoff[lt] - r->r0);
-
 			while (g->where[i] != r->part)
 				i++;			/* the run's next template in gallery order */
-			if (rp_geom_records(geo, i, &g->utab, hperm + o, hxy + o, huix + o) != 0)
-			{
-				rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
-				goto done;
-			}
+			items[nitems].tpl = i;
+			items[nitems].n = geo->first[i + 1] - geo->first[i];
+			items[nitems].off = r->off + (p->h_tcoff[lt] - r->r0);
+			nitems++;
 		}
 	}
+	if ((rc = records_build(g, geo, items, nitems, total, hperm, hxy, huix, err)) != MCC_GPU_OK)
+		goto done;
 	/* per partition: room, unit vectors, records */
 	for (int pi = 0; pi < g->nparts; pi++)
 	{
@@ -238,6 +269,7 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 done:
 	/* on failure the new directions stay in the host table: each partition uploads what it lacks next time */
 	free(runs);
+	free(items);
 	free(hperm);
 	free(hxy);
 	free(huix);

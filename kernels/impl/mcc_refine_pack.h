@@ -2,13 +2,15 @@
  * mcc_refine_pack.h: the host side of GPU refinement that the unit tests
  * can run without a GPU: a template's cylinders in minutia order (the order
  * of mcc_match.c's side_load), a side of the kernel (rb_cyl) from a view,
- * the geometry records of mcc_gpu_geom, the table of unit vectors with its
- * bounded de-duplication, and the kernel's plan of a method. C and C++
+ * the geometry records of mcc_gpu_geom (of many templates on several
+ * threads), the table of unit vectors with its bounded de-duplication, and
+ * the kernel's plan of a method. C and C++
  * (kernels/mcc_gpu_refine*.cu include it), static functions only.
  */
 #ifndef MCC_REFINE_PACK_H
 #define MCC_REFINE_PACK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,13 @@ extern "C"
 #endif
 #include "mcc_detmath.h"
 #include "mcc_template.h"
+
+/*
+ * src/core/common/mcc_job.h's one way to start threads (that header is
+ * C11, not C++): the host-side packing of refinement data and uploads.
+ */
+int			mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *), void *args,
+								  size_t stride);
 #ifdef __cplusplus
 }
 #endif
@@ -133,6 +142,74 @@ rp_utab_clear(rp_utab *u)
 		memset(u->hkey, 0xFF, sizeof(uint32_t) * RP_UHASH);
 }
 
+/*
+ * Look direction bits up in the hash (which exists): 1 and *idx if there,
+ * else 0 and *slot, the empty slot it would take. Reads only: threads may
+ * look up while nothing adds.
+ */
+static inline int
+rp_utab_find(const rp_utab *u, uint32_t bits, uint32_t *idx, uint32_t *slot)
+{
+	uint32_t	h = (bits * 0x9E3779B1u) >> 15;
+
+	while (u->hkey[h] != RP_UEMPTY)
+	{
+		if (u->hkey[h] == bits)
+		{
+			*idx = u->hval[h];
+			return 1;
+		}
+		h = (h + 1) & (RP_UHASH - 1);
+	}
+	*slot = h;
+	return 0;
+}
+
+/* Room for n entries; -1 if out of memory. */
+static inline int
+rp_utab_reserve(rp_utab *u, uint32_t n)
+{
+	uint32_t	nc = u->cap ? u->cap : 1024;
+	double	   *nv;
+
+	if (n <= u->cap)
+		return 0;
+	while (nc < n)
+		nc = nc > 0x7fffffffu ? n : nc * 2;
+	nv = (double *) realloc(u->v, sizeof(double) * 2 * (size_t) nc);
+	if (!nv)
+		return -1;
+	u->v = nv;
+	u->cap = nc;
+	return 0;
+}
+
+/* Is the hash full (every direction not in it now gets an entry of its own)? */
+static inline int
+rp_utab_frozen(const rp_utab *u)
+{
+	return u->hkey != NULL && u->nh >= RP_UHASH_MAX;
+}
+
+/* The hash, allocated empty the first time; -1 if out of memory. */
+static inline int
+rp_utab_hash(rp_utab *u)
+{
+	if (u->hkey)
+		return 0;
+	u->hkey = (uint32_t *) malloc(sizeof(uint32_t) * RP_UHASH);
+	u->hval = (uint32_t *) malloc(sizeof(uint32_t) * RP_UHASH);
+	if (!u->hkey || !u->hval)
+	{
+		free(u->hkey);
+		free(u->hval);
+		u->hkey = u->hval = NULL;
+		return -1;
+	}
+	memset(u->hkey, 0xFF, sizeof(uint32_t) * RP_UHASH);
+	return 0;
+}
+
 /* The entry of direction theta, added if new; -1 if out of memory. */
 static inline int
 rp_utab_index(rp_utab *u, float theta, uint32_t *idx)
@@ -141,34 +218,12 @@ rp_utab_index(rp_utab *u, float theta, uint32_t *idx)
 	uint32_t	h;
 
 	memcpy(&bits, &theta, sizeof(bits));
-	if (!u->hkey)
-	{
-		u->hkey = (uint32_t *) malloc(sizeof(uint32_t) * RP_UHASH);
-		u->hval = (uint32_t *) malloc(sizeof(uint32_t) * RP_UHASH);
-		if (!u->hkey || !u->hval)
-			return -1;
-		memset(u->hkey, 0xFF, sizeof(uint32_t) * RP_UHASH);
-	}
-	h = (bits * 0x9E3779B1u) >> 15;
-	while (u->hkey[h] != RP_UEMPTY)
-	{
-		if (u->hkey[h] == bits)
-		{
-			*idx = u->hval[h];
-			return 0;
-		}
-		h = (h + 1) & (RP_UHASH - 1);
-	}
-	if (u->n == u->cap)
-	{
-		uint32_t	nc = u->cap ? u->cap * 2 : 1024;
-		double	   *nv = (double *) realloc(u->v, sizeof(double) * 2 * (size_t) nc);
-
-		if (!nv)
-			return -1;
-		u->v = nv;
-		u->cap = nc;
-	}
+	if (rp_utab_hash(u) != 0)
+		return -1;
+	if (rp_utab_find(u, bits, idx, &h))
+		return 0;
+	if (rp_utab_reserve(u, u->n + 1) != 0)
+		return -1;
 	mcc_dm_sincos((double) theta, &u->v[2 * (size_t) u->n + 1], &u->v[2 * (size_t) u->n]);
 	*idx = u->n++;
 	if (u->nh < RP_UHASH_MAX)
@@ -308,6 +363,168 @@ rp_geom_records(const mcc_gpu_geom *geo, uint32_t k, rp_utab *u, uint8_t *rperm,
 		rxy[i] = geo->xy[f + i];
 		if (rp_utab_index(u, geo->theta[f + i], &ruix[i]) != 0)
 			return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the records of many templates, on several threads                  */
+
+/* A template's records and their place in the staging arrays, in packing order. */
+typedef struct rp_rec_item
+{
+	uint32_t	tpl;			/* gallery template */
+	uint32_t	n;				/* its records */
+	size_t		off;			/* its first, in the staging arrays */
+} rp_rec_item;
+
+#define RP_REC_MISS		0xFFFFFFFFu	/* a direction not in the table's hash */
+#define RP_REC_MAX_THREADS	64
+
+/*
+ * A thread's run of items. Phase 1: the records, each direction looked up
+ * in the hash (read only), RP_REC_MISS where it is not there, counted. Phase
+ * 2 (the hash full): each miss gets the next new entry from base on, its
+ * unit vector written there.
+ */
+typedef struct rp_rec_worker
+{
+	const mcc_gpu_geom *geo;
+	rp_utab    *u;
+	const rp_rec_item *items;
+	uint32_t	i0,
+				i1;
+	uint8_t    *hperm;
+	uint32_t   *hxy,
+			   *huix;
+	int			phase;
+	uint32_t	misses;
+	uint32_t	base;
+} rp_rec_worker;
+
+static inline void *
+rp_rec_worker_run(void *arg)
+{
+	rp_rec_worker *w = (rp_rec_worker *) arg;
+	const mcc_gpu_geom *geo = w->geo;
+
+	for (uint32_t it = w->i0; it < w->i1; it++)
+	{
+		const rp_rec_item *r = &w->items[it];
+		uint32_t	f = geo->first[r->tpl];
+
+		for (uint32_t c = 0; c < r->n; c++)
+		{
+			size_t		o = r->off + c;
+
+			if (w->phase == 1)
+			{
+				uint32_t	bits;
+				uint32_t	slot;
+
+				w->hperm[o] = geo->perm[f + c];
+				w->hxy[o] = geo->xy[f + c];
+				memcpy(&bits, &geo->theta[f + c], sizeof(bits));
+				if (!rp_utab_find(w->u, bits, &w->huix[o], &slot))
+				{
+					w->huix[o] = RP_REC_MISS;
+					w->misses++;
+				}
+			}
+			else if (w->huix[o] == RP_REC_MISS)
+			{
+				uint32_t	idx = w->base++;
+
+				mcc_dm_sincos((double) geo->theta[f + c], &w->u->v[2 * (size_t) idx + 1],
+							  &w->u->v[2 * (size_t) idx]);
+				w->huix[o] = idx;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Run phase `phase` of n workers: w[1..] on threads, w[0] and any not started here. */
+static inline void
+rp_rec_run(rp_rec_worker *w, int n, int phase)
+{
+	pthread_t	tid[RP_REC_MAX_THREADS];
+	int			started = 0;
+
+	for (int i = 0; i < n; i++)
+		w[i].phase = phase;
+	if (n > 1)
+		started = mcc_job_start_threads(tid, n - 1, rp_rec_worker_run, &w[1], sizeof(rp_rec_worker));
+	rp_rec_worker_run(&w[0]);
+	for (int i = started + 1; i < n; i++)
+		rp_rec_worker_run(&w[i]);
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+}
+
+/*
+ * The records of items[0..n) into the staging arrays, and their
+ * directions into table u, on nth threads, exactly as one loop of
+ * rp_geom_records over them in order would: a direction in the hash at the
+ * start gets its
+ * entry whatever comes before it (entries are never removed or moved);
+ * only the misses depend on the order. Looked up on several threads; then,
+ * while the hash can still take keys, the misses resolved in order here
+ * (a few hundred with real data's quantized angles, at most RP_UHASH_MAX
+ * before the hash is full); once it is full, every miss is a new entry in
+ * order, so each thread's misses take the entries after those of the
+ * threads before it and the threads write them. 0, or -1 (memory: the
+ * table may hold new entries, as after a failed rp_geom_records).
+ */
+static inline int
+rp_records_build(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, uint32_t n,
+				 int nth, uint8_t *hperm, uint32_t *hxy, uint32_t *huix)
+{
+	rp_rec_worker w[RP_REC_MAX_THREADS];
+	int			frozen = rp_utab_frozen(u);
+
+	if (rp_utab_hash(u) != 0)
+		return -1;
+	if (nth < 1)
+		nth = 1;
+	if (nth > RP_REC_MAX_THREADS)
+		nth = RP_REC_MAX_THREADS;
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < nth; i++)
+	{
+		w[i].geo = geo;
+		w[i].u = u;
+		w[i].items = items;
+		w[i].i0 = (uint32_t) ((uint64_t) n * i / nth);
+		w[i].i1 = (uint32_t) ((uint64_t) n * (i + 1) / nth);
+		w[i].hperm = hperm;
+		w[i].hxy = hxy;
+		w[i].huix = huix;
+	}
+	rp_rec_run(w, nth, 1);
+	if (frozen)
+	{
+		uint64_t	next = u->n;
+
+		for (int i = 0; i < nth; i++)
+		{
+			w[i].base = (uint32_t) next;
+			next += w[i].misses;
+		}
+		if (next >= RP_REC_MISS || rp_utab_reserve(u, (uint32_t) next) != 0)
+			return -1;
+		rp_rec_run(w, nth, 2);
+		u->n = (uint32_t) next;
+		return 0;
+	}
+	for (uint32_t it = 0; it < n; it++)
+	{
+		uint32_t	f = geo->first[items[it].tpl];
+
+		for (uint32_t c = 0; c < items[it].n; c++)
+			if (huix[items[it].off + c] == RP_REC_MISS &&
+				rp_utab_index(u, geo->theta[f + c], &huix[items[it].off + c]) != 0)
+				return -1;
 	}
 	return 0;
 }

@@ -18,6 +18,7 @@
  * make gpu-check runs the real kernel where there is a GPU
  * (test/gpu/gpu_check_refine.c, on the same kinds of data).
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -468,6 +469,104 @@ test_utab(void)
 	rp_utab_free(&u);
 }
 
+/*
+ * Records of geo's templates sent in chunks of `chunk` with items in
+ * reverse order inside each chunk (as partitions interleave them): by one
+ * rp_geom_records loop into ref, by rp_records_build on nth threads into
+ * got. Same records, same table entries, bit for bit?
+ */
+static int
+records_same(const mcc_gpu_geom *geo, uint32_t chunk, int nth, uint32_t *entries, uint32_t *hashed)
+{
+	size_t		total = geo->first[geo->n_tpl];
+	uint8_t    *p1 = malloc(total + 1),
+			   *p2 = malloc(total + 1);
+	uint32_t   *x1 = malloc(4 * total + 4),
+			   *x2 = malloc(4 * total + 4),
+			   *u1 = malloc(4 * total + 4),
+			   *u2 = malloc(4 * total + 4);
+	rp_rec_item *items = malloc(sizeof(rp_rec_item) * (chunk + 1));
+	rp_utab		ref;
+	rp_utab		got;
+	int			ok = p1 && p2 && x1 && x2 && u1 && u2 && items;
+
+	memset(&ref, 0, sizeof(ref));
+	memset(&got, 0, sizeof(got));
+	for (uint32_t t0 = 0; ok && t0 < geo->n_tpl; t0 += chunk)
+	{
+		uint32_t	t1 = geo->n_tpl - t0 > chunk ? t0 + chunk : geo->n_tpl;
+		uint32_t	n = 0;
+
+		for (uint32_t t = t1; t-- > t0;)
+		{
+			items[n].tpl = t;
+			items[n].n = geo->first[t + 1] - geo->first[t];
+			items[n].off = geo->first[t];
+			ok &= rp_geom_records(geo, t, &ref, p1 + geo->first[t], x1 + geo->first[t],
+								  u1 + geo->first[t]) == 0;
+			n++;
+		}
+		ok &= rp_records_build(&got, geo, items, n, nth, p2, x2, u2) == 0;
+	}
+	ok = ok && memcmp(p1, p2, total) == 0 && memcmp(x1, x2, 4 * total) == 0 &&
+		memcmp(u1, u2, 4 * total) == 0 && ref.n == got.n && ref.nh == got.nh &&
+		memcmp(ref.v, got.v, 16 * (size_t) ref.n) == 0;
+	*entries = got.n;
+	*hashed = got.nh;
+	rp_utab_free(&ref);
+	rp_utab_free(&got);
+	free(p1);
+	free(p2);
+	free(x1);
+	free(x2);
+	free(u1);
+	free(u2);
+	free(items);
+	return ok;
+}
+
+/*
+ * The records of a gallery built on several threads (what an attach sends)
+ * equal one loop's: continuous synthetic directions (the hash fills up
+ * within the first chunks, then every direction is new) and the same
+ * quantized to 256 (every direction found after the first chunk).
+ */
+static void
+test_records_threads(void)
+{
+	rt_set		s;
+	mcc_gpu_geom geo;
+	uint32_t	entries = 0;
+	uint32_t	hashed = 0;
+	int			ok;
+
+	memset(&s, 0, sizeof(s));
+	rt_add_synth(&s, 800, 0, 99);
+	ok = rp_geom_init(&geo, 64, 1024) == 0;
+	for (int t = 0; ok && t < s.n; t++)
+		ok = rp_geom_append(&geo, &s.v[t]) == 0;
+	UNIT_CHECK(ok && geo.first[geo.n_tpl] > RP_UHASH_MAX, "%u templates, %u cylinders",
+			   geo.n_tpl, geo.first[geo.n_tpl]);
+	for (int nth = 1; nth <= 7; nth += 3)
+	{
+		ok = records_same(&geo, 300, nth, &entries, &hashed);
+		UNIT_CHECK(ok && hashed == RP_UHASH_MAX && entries > RP_UHASH_MAX,
+				   "continuous directions on %d thread(s): records and %u table entries equal one loop's",
+				   nth, entries);
+	}
+	for (uint32_t i = 0; i < geo.first[geo.n_tpl]; i++)
+		geo.theta[i] = mcc_angle_normalize((float) (roundf(geo.theta[i] * (256 / MCC_TWO_PI)) *
+													(MCC_TWO_PI / 256)));
+	ok = records_same(&geo, 300, 5, &entries, &hashed);
+	UNIT_CHECK(ok && entries <= 257, "quantized directions on 5 threads: records and %u table entries "
+			   "equal one loop's", entries);
+	free(geo.first);
+	free(geo.perm);
+	free(geo.xy);
+	free(geo.theta);
+	rt_free(&s);
+}
+
 /* The kernel runs the methods that have a plan; LSA and consolidation stay on the CPU. */
 static void
 test_methods(void)
@@ -496,6 +595,7 @@ main(void)
 	test_keys();
 	test_sort();
 	test_utab();
+	test_records_threads();
 	test_methods();
 
 	memset(&s, 0, sizeof(s));
