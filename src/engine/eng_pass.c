@@ -246,7 +246,9 @@ eng_pass_start(eng_server *s, eng_gallery *g, eng_request *ready)
 		if (r->count_xmin != 0 && eng_cache_searchable(g->cache) > r->count_above)
 			r->count_index = eng_batch_add_count(b, r->count_xmin);
 	}
-	maybe_gpu(s, g->cache, b);
+	/* a copy not on the device yet is uploaded by its own job: not in this pass's way */
+	if (!eng_gpu_needs_upload(s->gpu, g->cache))
+		maybe_gpu(s, g->cache, b);
 	g->passes++;
 	run_pass(s, g, b, ready);
 }
