@@ -123,6 +123,21 @@ dev_service_ready() {
 	done
 }
 
+# Wait (at most 10 minutes) until gallery $1 (default: gallery) is on the
+# GPU: the engine builds a GPU copy beside the searches, which run on its
+# CPU threads until then (mcc_gallery_status.device says cpu). 1 if it
+# never is (no GPU, a profile the GPU does not run, a failed upload).
+dev_wait_gpu() {
+	local i q="SELECT device FROM mcc_gallery_status WHERE gallery = '${1:-gallery}'::regclass"
+	for i in $(seq 1 6000); do
+		case "$(psql_ -tAc "$q" 2>/dev/null)" in
+			cpu | '') sleep 0.1 ;;
+			*) return 0 ;;
+		esac
+	done
+	return 1
+}
+
 # dev_gallery PSQL... : the table gallery of $n synthetic templates
 # ($DEV_SESSIONS sessions of mcc_synthetic, default 8), VACUUM ANALYZE, the table probes (100 mates,
 # 100 non-mates) and the gallery registered; PSQL is the psql command

@@ -56,16 +56,7 @@ t1=$(date +%s.%N)
 probe="SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = 1), 10)"
 psql_ -tAc "$probe" >/dev/null || status=1
 t2=$(date +%s.%N)
-# the GPU copy is built beside the searches: wait for it (at most 10 minutes)
-wait_gpu() {
-	local i
-	for i in $(seq 1 6000); do
-		[ "$(psql_ -tAc "SELECT device FROM mcc_gallery_status" 2>/dev/null)" != cpu ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-wait_gpu || status=1
+dev_wait_gpu || status=1
 t3=$(date +%s.%N)
 say "   mcc_gallery_preload $(calc "$t1 - $t0") s ($(calc "$n / ($t1 - $t0)" 0) rows/s); first identify() after it $(calc "$t2 - $t1") s; on the GPU $(calc "$t3 - $t1") s after the preload"
 psql_ -c "SELECT entries, cylinders, pg_size_pretty(host_bytes) AS host, pg_size_pretty(device_bytes) AS device_mem,
@@ -84,7 +75,7 @@ restart() {
 	t1=$(date +%s.%N)
 	psql_ -tAc "$probe" >/dev/null || status=1
 	t2=$(date +%s.%N)
-	wait_gpu || status=1
+	dev_wait_gpu || status=1
 	t3=$(date +%s.%N)
 	say "   $what: server ready $(calc "$t1 - $t0") s after start, first identify() $(calc "$t2 - $t1") s later: serving $(calc "$t2 - $t0") s after start, from the GPU $(calc "$t3 - $t0") s after start"
 	grep -E "mcc_engine.*(snapshot|load|upload|refinement data)" /tmp/pgkit.log | tail -5 | sed 's/^/      /' | tee -a "$out/summary.txt"
