@@ -19,34 +19,37 @@
 #include "eng_gpu_int.h"
 
 /*
- * Read by the main thread only while no pass runs on c (the pool's done
- * list orders it after the last pass's writes).
+ * How far c's mirror lags: 0 not at all (or no GPU work wanted, or a pass
+ * failed: the next search retries), 1 appends or tombstones, 2 a full
+ * upload. Read by the main thread only while no pass runs on c (the pool's
+ * done list orders it after the last pass's writes).
  */
-bool
-eng_gpu_stale(const eng_gpu *g, const eng_cache *c)
+static int
+mirror_lag(const eng_gpu *g, const eng_cache *c)
 {
 	const eng_gpu_mirror *m = c ? c->gpu : NULL;
 
 	if (!eng_gpu_wants(g, c))
-		return false;
+		return 0;
 	if (m == NULL)
-		return true;
-	return m->failures == 0 &&
-		(m->ctx == NULL || m->given != c->soa.n_tpl ||
-		 m->purges_sent != c->n_purge_log || c->purge_log_lost);
+		return 2;
+	if (m->failures != 0)
+		return 0;
+	if (m->ctx == NULL || m->given > c->soa.n_tpl || c->purge_log_lost)
+		return 2;
+	return m->given != c->soa.n_tpl || m->purges_sent != c->n_purge_log;
+}
+
+bool
+eng_gpu_stale(const eng_gpu *g, const eng_cache *c)
+{
+	return mirror_lag(g, c) > 0;
 }
 
 bool
 eng_gpu_needs_upload(const eng_gpu *g, const eng_cache *c)
 {
-	const eng_gpu_mirror *m = c ? c->gpu : NULL;
-
-	if (!eng_gpu_wants(g, c))
-		return false;
-	if (m == NULL)
-		return true;
-	return m->failures == 0 &&
-		(m->ctx == NULL || m->given > c->soa.n_tpl || c->purge_log_lost);
+	return mirror_lag(g, c) == 2;
 }
 
 void

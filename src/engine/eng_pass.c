@@ -253,46 +253,51 @@ eng_pass_start(eng_server *s, eng_gallery *g, eng_request *ready)
 	run_pass(s, g, b, ready);
 }
 
-/* Start a pass that only brings the cache's GPU mirror up to date. */
-void
-eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g)
+/*
+ * A GPU job with no search over the cache: its mirror brought up to date,
+ * then its refinement data (so that the first refining search finds it
+ * there). NULL if the cache does not go to the GPU or memory is short.
+ */
+static eng_batch *
+gpu_sync_batch(eng_server *s, eng_gallery *g)
 {
 	eng_batch  *b = eng_batch_new(g->cache, 0, eng_pool_threads(s->pool));
 
 	if (b == NULL)
-		return;
+		return NULL;
 	maybe_gpu(s, g->cache, b);
 	if (b->gpu == NULL)
 	{
 		eng_batch_free(b);
-		return;
+		return NULL;
 	}
-	/* the first refining search then finds the refinement data there */
 	b->gpu_refdata = !s->cfg.gpu_refine_off;
 	g->gpu_syncs++;
-	run_pass(s, g, b, NULL);
+	return b;
+}
+
+/* Start a pass that only brings the cache's GPU mirror up to date. */
+void
+eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g)
+{
+	eng_batch  *b = gpu_sync_batch(s, g);
+
+	if (b != NULL)
+		run_pass(s, g, b, NULL);
 }
 
 void
 eng_pass_start_gpu_build(eng_server *s, eng_gallery *g)
 {
-	eng_batch  *b = eng_batch_new(g->cache, 0, eng_pool_threads(s->pool));
+	eng_batch  *b = gpu_sync_batch(s, g);
 
 	if (b == NULL)
 		return;
-	maybe_gpu(s, g->cache, b);
-	if (b->gpu == NULL)
-	{
-		eng_batch_free(b);
-		return;
-	}
-	b->gpu_refdata = !s->cfg.gpu_refine_off;
 	b->job.tag = ENG_JOB_BATCH;
 	b->owner = g;
 	g->gpu_building = b;
 	g->cache->pins++;
 	eng_gpu_set_building(g->cache, true);
-	g->gpu_syncs++;
 	s->jobs++;
 	eng_pool_submit(s->pool, &b->job);
 }
