@@ -83,6 +83,16 @@ mcc_gpu_refine_debug(mcc_gpu *g, double *last)
 /* Pairs read ahead of the one being prepared. */
 #define RF_AHEAD 8
 
+/* Pair i's gallery template in *t, if the pair exists and names one. */
+static inline bool
+gallery_pair(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, size_t i, uint32_t *t)
+{
+	if (i >= npairs || pairs[i].from != MCC_GPU_FROM_GALLERY || pairs[i].cand >= g->n_tpl)
+		return false;
+	*t = pairs[i].cand;
+	return true;
+}
+
 /*
  * Ask for the host records of pair i's gallery template ahead of their use:
  * they are gallery-sized arrays read at random, and a shortlist of
@@ -93,13 +103,26 @@ prefetch_gallery(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, siz
 {
 	uint32_t	t;
 
-	if (i >= npairs || pairs[i].from != MCC_GPU_FROM_GALLERY || pairs[i].cand >= g->n_tpl)
+	if (!gallery_pair(g, pairs, npairs, i, &t))
 		return;
-	t = pairs[i].cand;
 	__builtin_prefetch(&g->removed[t]);
 	__builtin_prefetch(&g->refd[t]);
 	__builtin_prefetch(&g->where[t]);
 	__builtin_prefetch(&g->local[t]);
+}
+
+/*
+ * The second step of the same: pair i's template's cylinder offsets, whose
+ * place is known once its where and local (asked for RF_AHEAD pairs
+ * earlier) have come.
+ */
+static inline void
+prefetch_tcoff(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, size_t i)
+{
+	uint32_t	t;
+
+	if (gallery_pair(g, pairs, npairs, i, &t) && g->where[t] < g->nparts)
+		__builtin_prefetch(&g->part[g->where[t]].h_tcoff[g->local[t]]);
 }
 
 /* Check a view against the context. */
@@ -218,6 +241,8 @@ typedef struct rf_call
 	int			threads;		/* per block */
 	/* rf_classify */
 	uint8_t    *ppart;			/* per pair: partition * RP_NCLASS + class, or 0xFF when scored on the host */
+	uint32_t   *pb;				/* per device pair: its candidate's side (local template, or nq + candidate) ... */
+	uint32_t   *pnb;			/* ... and that side's cylinders (rf_place reads no gallery array again) */
 	uint8_t    *used;			/* per side: referenced by a pair scored on a device */
 	size_t		ndev;			/* pairs scored on the devices */
 	size_t		cnt[MCC_GPU_MAX_DEVICES][RP_NCLASS];	/* their number by partition and class */
@@ -251,7 +276,9 @@ rf_classify(mcc_gpu *g, rf_call *c, mcc_error *err)
 
 	c->ppart = (uint8_t *) malloc(npairs);
 	c->used = (uint8_t *) calloc((size_t) c->nsides + 1, 1);
-	if (!c->ppart || !c->used)
+	c->pb = (uint32_t *) malloc(sizeof(uint32_t) * (npairs + 1));
+	c->pnb = (uint32_t *) malloc(sizeof(uint32_t) * (npairs + 1));
+	if (!c->ppart || !c->used || !c->pb || !c->pnb)
 		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	for (size_t i = 0; i < npairs; i++)
 		nview += pairs[i].from == MCC_GPU_FROM_VIEW;
@@ -264,7 +291,8 @@ rf_classify(mcc_gpu *g, rf_call *c, mcc_error *err)
 		int			cls;
 		uint32_t	kcap;
 
-		prefetch_gallery(g, pairs, npairs, i + RF_AHEAD);
+		prefetch_gallery(g, pairs, npairs, i + 2 * RF_AHEAD);
+		prefetch_tcoff(g, pairs, npairs, i + RF_AHEAD);
 
 		if (pr->probe >= (uint32_t) c->nq)
 			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: probe %u does not exist (%d given)", i,
@@ -278,6 +306,7 @@ rf_classify(mcc_gpu *g, rf_call *c, mcc_error *err)
 			nb = (uint32_t) c->cands[pr->cand].n_cyl;
 			/* contiguous shares of the template candidates per partition */
 			part = (int) (vview++ * (size_t) g->nparts / (nview ? nview : 1));
+			c->pb[i] = (uint32_t) c->nq + pr->cand;
 		}
 		else if (pr->from == MCC_GPU_FROM_GALLERY)
 		{
@@ -296,7 +325,8 @@ rf_classify(mcc_gpu *g, rf_call *c, mcc_error *err)
 									  "gallery template %u has no refinement data on the GPU (mcc_gpu_refine_attach)",
 									  pr->cand);
 			part = g->where[pr->cand];
-			nb = g->part[part].h_tcoff[g->local[pr->cand] + 1] - g->part[part].h_tcoff[g->local[pr->cand]];
+			c->pb[i] = g->local[pr->cand];
+			nb = g->part[part].h_tcoff[c->pb[i] + 1] - g->part[part].h_tcoff[c->pb[i]];
 		}
 		else
 			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: unknown candidate source %u", i, pr->from);
@@ -306,6 +336,7 @@ rf_classify(mcc_gpu *g, rf_call *c, mcc_error *err)
 			c->ppart[i] = 0xFF;
 			continue;
 		}
+		c->pnb[i] = nb;
 		c->used[pr->probe] = 1;
 		if (pr->from == MCC_GPU_FROM_VIEW)
 			c->used[(uint32_t) c->nq + pr->cand] = 1;
@@ -428,8 +459,6 @@ rf_place(mcc_gpu *g, rf_call *c, mcc_error *err)
 		uint32_t	na;
 		uint32_t	nb;
 
-		prefetch_gallery(g, c->pairs, c->npairs, i + RF_AHEAD);
-
 		if (c->ppart[i] == 0xFF)
 			continue;
 		part = c->ppart[i] / RP_NCLASS;
@@ -438,17 +467,10 @@ rf_place(mcc_gpu *g, rf_call *c, mcc_error *err)
 		d = &c->hpair[j];
 		memset(d, 0, sizeof(*d));
 		d->a = pr->probe;
-		if (pr->from == MCC_GPU_FROM_VIEW)
-		{
-			d->b = (uint32_t) c->nq + pr->cand;
-			d->bside = 1;
-			nb = c->hside[d->b].n;
-		}
-		else
-		{
-			d->b = g->local[pr->cand];
-			nb = g->part[part].h_tcoff[d->b + 1] - g->part[part].h_tcoff[d->b];
-		}
+		d->b = c->pb[i];
+		d->bside = pr->from == MCC_GPU_FROM_VIEW;
+		/* a view's side: its cylinders as rf_image wrote them (as classified, or rp_side refused it) */
+		nb = d->bside ? c->hside[d->b].n : c->pnb[i];
 		na = c->hside[d->a].n;
 		d->out = (uint32_t) (j - c->rp[part].first);
 		{
@@ -734,6 +756,8 @@ fail:
 out:
 	free(c->ppart);
 	free(c->used);
+	free(c->pb);
+	free(c->pnb);
 	free(c->idx);
 	free(c);
 	return rc;

@@ -55,13 +55,15 @@
  * network, and must not time out.
  *
  * Passes. The main thread changes a cache only when no thread reads it
- * (pins == 0), so no entry needs a lock. A gallery runs at most one pass at
- * a time, a batch of every search that is ready, scanning each chunk of the
- * cache once for all their probes; searches that arrive meanwhile wait and
- * form the next batch, after the deltas and SETTLEs that arrived meanwhile
- * are applied (eng_gallery_advance). A pass with refining searches keeps
- * the cache pinned through the rescoring of their shortlists, so the
- * entries it names stay what the pass saw.
+ * (pins == 0), so no entry needs a lock. A gallery runs at most one pass's
+ * search at a time, a batch of every search that is ready, scanning each
+ * chunk of the cache once for all their probes; searches that arrive
+ * meanwhile wait and form the next batch, after the deltas and SETTLEs that
+ * arrived meanwhile are applied (eng_gallery_advance). A pass with refining
+ * searches keeps the cache pinned through the rescoring of their
+ * shortlists, so the entries it names stay what the pass saw; the next
+ * pass may search during that rescoring unless a delta, a SETTLE or a
+ * compaction waits for the cache to be free (eng_pass.h).
  *
  * SETTLE changes entries too (it settles, purges and undoes deletes), so it
  * is deferred like a delta and answered only once applied: its OK means the
@@ -126,7 +128,8 @@ static bool
 is_shell(const eng_gallery *g)
 {
 	return g->cache == NULL && g->loads == NULL && g->waiting == NULL &&
-		g->running == NULL && g->gpu_building == NULL && g->compacting == NULL && g->settles == NULL &&
+		g->running == NULL && g->rescored == NULL && g->gpu_building == NULL &&
+		g->compacting == NULL && g->settles == NULL &&
 		g->snapshotting == NULL && g->snap_reading == NULL &&
 		atomic_load(&g->snap_writing) == 0;
 }
@@ -434,13 +437,14 @@ eng_gallery_advance(eng_server *s, eng_gallery *g)
 	/* a full upload (a load, a restore) beside the passes, which meanwhile run on the CPU */
 	if (g->gpu_building == NULL && g->compacting == NULL && g->cache != NULL &&
 		(g->running == NULL || g->running_cache != g->cache) &&
+		(g->rescored == NULL || g->rescored_cache != g->cache) &&
 		eng_gpu_needs_upload(s->gpu, g->cache))
 		eng_pass_start_gpu_build(s, g);
 	ready = eng_pass_collect_ready(s, g);
 	if (ready)
 		eng_pass_start(s, g, ready);
-	else if (g->running == NULL && g->gpu_building == NULL && g->compacting == NULL &&
-			 g->cache != NULL && eng_gpu_stale(s->gpu, g->cache))
+	else if (g->running == NULL && g->rescored == NULL && g->gpu_building == NULL &&
+			 g->compacting == NULL && g->cache != NULL && eng_gpu_stale(s->gpu, g->cache))
 		eng_pass_start_gpu_sync(s, g);	/* appends after deltas */
 }
 
@@ -480,6 +484,9 @@ eng_gallery_conn_closed(eng_server *s, uint64_t conn_id)
 		for (eng_request *r = g->running_reqs; r; r = r->next)
 			if (r->conn_id == conn_id)
 				atomic_store(&r->cancelled, 1);
+		for (eng_request *r = g->rescored_reqs; r; r = r->next)
+			if (r->conn_id == conn_id)
+				atomic_store(&r->cancelled, 1);
 		for (eng_settle *st = g->settles; st; st = st->next)
 			if (st->conn_id == conn_id)
 				st->conn_id = 0;
@@ -511,6 +518,12 @@ eng_gallery_cancel(eng_server *s, uint64_t conn_id, uint64_t request_id)
 				found = true;
 			}
 		for (eng_request *r = g->running_reqs; r; r = r->next)
+			if (r->conn_id == conn_id && r->request_id == request_id)
+			{
+				atomic_store(&r->cancelled, 1);
+				found = true;
+			}
+		for (eng_request *r = g->rescored_reqs; r; r = r->next)
 			if (r->conn_id == conn_id && r->request_id == request_id)
 			{
 				atomic_store(&r->cancelled, 1);
@@ -581,6 +594,19 @@ eng_gallery_next_deadline(eng_server *s)
 	return d;
 }
 
+/* Free a list of requests. */
+static void
+free_requests(eng_request *r)
+{
+	while (r)
+	{
+		eng_request *next = r->next;
+
+		eng_request_free(r);
+		r = next;
+	}
+}
+
 void
 eng_gallery_free_all(eng_server *s)
 {
@@ -591,29 +617,32 @@ eng_gallery_free_all(eng_server *s)
 		/* the pool is stopped: jobs that did not come back are freed here */
 		if (g->running)
 		{
-			while (g->running_reqs)
-			{
-				eng_request *r = g->running_reqs;
-
-				g->running_reqs = r->next;
-				eng_request_free(r);
-			}
+			free_requests(g->running_reqs);
 			eng_batch_free(g->running);
-			eng_rescore_free(g->rescoring);
 			if (g->running_cache != g->cache)
 				eng_cache_free(g->running_cache);
+		}
+		if (g->rescored)
+		{
+			free_requests(g->rescored_reqs);
+			eng_batch_free(g->rescored);
+			eng_rescore_free(g->rescoring);
+			if (g->rescored_cache != g->cache && g->rescored_cache != g->running_cache)
+				eng_cache_free(g->rescored_cache);
 		}
 		if (g->gpu_building)
 		{
 			eng_cache  *bc = (eng_cache *) g->gpu_building->cache;
 
 			eng_batch_free(g->gpu_building);
-			if (bc != g->cache && (g->running == NULL || bc != g->running_cache))
+			if (bc != g->cache && bc != g->running_cache && bc != g->rescored_cache)
 				eng_cache_free(bc);
 		}
 		if (g->compacting)
 		{
-			if (g->compacting->from != g->cache && g->compacting->from != g->running_cache)
+			if (g->compacting->from != g->cache && g->compacting->from != g->running_cache &&
+				g->compacting->from != g->rescored_cache &&
+				(g->gpu_building == NULL || g->compacting->from != g->gpu_building->cache))
 				eng_cache_free(g->compacting->from);
 			eng_cache_free(g->compacting->result);
 			free(g->compacting);
@@ -621,13 +650,8 @@ eng_gallery_free_all(eng_server *s)
 		eng_snapshot_forget(g);
 		eng_cache_free(g->cache);
 		g->cache = NULL;
-		while (g->waiting)
-		{
-			eng_request *r = g->waiting;
-
-			g->waiting = r->next;
-			eng_request_free(r);
-		}
+		free_requests(g->waiting);
+		g->waiting = NULL;
 		while (g->settles)
 		{
 			eng_settle *st = g->settles;

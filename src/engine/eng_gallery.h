@@ -87,10 +87,14 @@ typedef struct eng_gallery
 	eng_genq	q;				/* deltas and reload marks not yet dropped */
 	eng_request *waiting;		/* FIFO */
 	eng_request **waiting_tail;
-	eng_batch  *running;		/* the pass in progress, or NULL */
+	eng_batch  *running;		/* the pass in its search stage, or NULL */
 	eng_request *running_reqs;
 	eng_cache  *running_cache;	/* what `running` reads (pinned) */
-	eng_rescore *rescoring;		/* the pass's second stage (refining searches), or NULL */
+	bool		running_done;	/* `running` has searched; it waits for `rescored` to end */
+	eng_batch  *rescored;		/* the pass in its rescoring stage (refining searches), or NULL */
+	eng_request *rescored_reqs;
+	eng_cache  *rescored_cache; /* what `rescored` read (pinned) */
+	eng_rescore *rescoring;		/* its second stage, the job in flight */
 	eng_batch  *gpu_building;	/* a full GPU upload beside the passes (pins its cache), or NULL */
 	eng_compaction *compacting;
 	struct eng_load *loads;

@@ -45,6 +45,7 @@ fill_slot(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c, eng_slot *sl,
 {
 	const mcc_gpu_hit *use = hits;
 	mcc_gpu_hit *own = NULL;
+	eng_hit    *out;
 	uint32_t	k = sl->k;
 	uint64_t	ge = 0;
 	mcc_gpu_code rc = MCC_GPU_OK;
@@ -77,10 +78,19 @@ fill_slot(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c, eng_slot *sl,
 		use = own;
 		g->stats.requeries++;
 	}
+	/*
+	 * the hits come ranked: straight into the slot's storage, no heap (the
+	 * same k best in the same order, eng_hits.h)
+	 */
+	if ((out = eng_hits_fill_begin(&sl->hits, (uint32_t) n)) == NULL)
+	{
+		free(own);
+		return MCC_GPU_OK;		/* hits.failed: the request's reply says out of memory */
+	}
 	for (int i = 0; i < n; i++)
 	{
 		const eng_entry *e;
-		eng_hit		h;
+		eng_hit	   *h;
 
 		/* entries are read at random: keep a few misses in flight */
 		if (i + FILL_AHEAD < n && use[i + FILL_AHEAD].index < c->soa.n_tpl)
@@ -97,14 +107,13 @@ fill_slot(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c, eng_slot *sl,
 		if (!(use[i].score >= sl->min_score))
 			continue;
 		e = &c->entries[use[i].index];
-		ge++;
-		h.score = use[i].score;
-		h.key = e->key;
-		h.hash = e->hash;
-		h.entry = use[i].index;
-		if (eng_hits_may_enter(&sl->hits, h.score))
-			eng_hits_push(&sl->hits, &h);
+		h = &out[ge++];
+		h->score = use[i].score;
+		h->key = e->key;
+		h->hash = e->hash;
+		h->entry = use[i].index;
 	}
+	eng_hits_fill_end(&sl->hits, (uint32_t) ge);
 	sl->n_ge = ge;
 	free(own);
 	return MCC_GPU_OK;

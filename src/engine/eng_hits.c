@@ -54,9 +54,51 @@ eng_hits_push(eng_hits *t, const eng_hit *hit)
 	t->n = (uint32_t) hits_offer(t->h, t->n, t->k, hit);
 }
 
+/* Are h[0..n) best first? (A heap's root is its worst: this fails at once.) */
+static bool
+in_order(const eng_hit *h, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++)
+		if (!eng_hit_better(&h[i - 1], &h[i]))
+			return false;
+	return true;
+}
+
 void
 eng_hits_sort(eng_hits *t)
 {
-	if (t->n > 1)
+	if (t->n > 1 && !in_order(t->h, t->n))
 		qsort(t->h, t->n, sizeof(eng_hit), hits_cmp);
+}
+
+eng_hit *
+eng_hits_fill_begin(eng_hits *t, uint32_t n)
+{
+	uint64_t	need = (uint64_t) t->n + n;
+
+	if (need > t->cap || t->h == NULL)
+	{
+		eng_hit    *h;
+
+		if (need > UINT32_MAX ||
+			(h = realloc(t->h, (size_t) (need ? need : 1) * sizeof(eng_hit))) == NULL)
+		{
+			t->failed = true;
+			return NULL;
+		}
+		t->h = h;
+		t->cap = (uint32_t) need;
+	}
+	return t->h + t->n;
+}
+
+void
+eng_hits_fill_end(eng_hits *t, uint32_t added)
+{
+	uint32_t	n = t->n + added;
+
+	/* out of order only around ties of (score, key) or after held hits */
+	if (n > 1 && !in_order(t->h, n))
+		qsort(t->h, n, sizeof(eng_hit), hits_cmp);
+	t->n = n < t->k ? n : t->k;
 }

@@ -56,7 +56,20 @@ eng_hits_may_enter(const eng_hits *t, float score)
 /* Offer a hit; keeps it if it is among the k best so far. */
 void		eng_hits_push(eng_hits *t, const eng_hit *hit);
 
-/* Sort the held hits best first (ends the heap). */
+/* Sort the held hits best first (ends the heap; nothing to do if already in order). */
 void		eng_hits_sort(eng_hits *t);
+
+/*
+ * Hits that arrive ranked (a GPU search's: score desc, key asc, equal
+ * (score, key) pairs in any order) go straight into storage instead of
+ * through the heap: eng_hits_fill_begin returns room for n hits after the
+ * held ones (NULL and t->failed if no memory), the caller writes `added`
+ * of them, and eng_hits_fill_end keeps the k best of all held, sorted best
+ * first: the hits, and their order, that pushing each and eng_hits_sort
+ * give (the order is total), for the cost of one check of the order when
+ * they came ranked. The heap is over after it: no push may follow.
+ */
+eng_hit    *eng_hits_fill_begin(eng_hits *t, uint32_t n);
+void		eng_hits_fill_end(eng_hits *t, uint32_t added);
 
 #endif							/* ENG_HITS_H */

@@ -80,6 +80,36 @@ probes_match(const eng_request *r, const eng_cache *c)
 }
 
 /*
+ * Does cache c wait for no reader (pins == 0) to change: a delta or a
+ * SETTLE to apply, a compaction to start? Then no pass starts beside a
+ * rescoring, so that the cache's readers drain and the change is applied
+ * between passes as without the overlap.
+ */
+static bool
+waits_for_quiet(const eng_gallery *g, const eng_cache *c)
+{
+	const eng_gen *r;
+
+	if (g->settles != NULL)
+		return true;
+	if (c->reload_at == 0 && (r = eng_genq_find(&g->q, c->applied_gen + 1)) != NULL &&
+		r->complete)
+		return true;
+	return g->compacting == NULL && eng_cache_wants_compaction(c);
+}
+
+/*
+ * May a pass start now? One searches at a time; it may run while the
+ * previous pass's shortlists are rescored (the host work of one beside the
+ * device work of the other), unless the cache waits for quiet.
+ */
+static bool
+pass_may_start(const eng_gallery *g, const eng_cache *c)
+{
+	return g->running == NULL && (g->rescoring == NULL || !waits_for_quiet(g, c));
+}
+
+/*
  * Sort the waiting requests: answer those that cannot be served, and return
  * (unlinked, in arrival order) up to max_batch that are ready now.
  */
@@ -136,7 +166,7 @@ eng_pass_collect_ready(eng_server *s, eng_gallery *g)
 				eng_result_reply_empty(s, r, c);
 				code = -1;
 			}
-			else if (g->running == NULL && n_ready < s->cfg.max_batch)
+			else if (n_ready < s->cfg.max_batch && pass_may_start(g, c))
 			{
 				*pp = r->next;
 				r->next = NULL;
@@ -326,9 +356,10 @@ refine_cut(const eng_cache *c, const eng_slot *sl, const eng_request *r)
 
 /*
  * After a pass whose requests include live refining searches: their
- * shortlists as one rescoring job over the still pinned cache. False if
- * there is none (or no memory: the requests are then answered with an
- * error by reply_result).
+ * shortlists as one rescoring job over the still pinned cache, the pass
+ * moved from the search stage (g->running) to the rescoring stage
+ * (g->rescored). False if there is none (or no memory: the requests are
+ * then answered with an error by eng_result_reply).
  */
 static bool
 start_rescore(eng_server *s, eng_gallery *g, eng_batch *b)
@@ -376,7 +407,15 @@ start_rescore(eng_server *s, eng_gallery *g, eng_batch *b)
 		return false;
 	}
 	rs->owner = b;
+	/* the pass leaves the search stage: the next one may start beside it */
 	g->rescoring = rs;
+	g->rescored = b;
+	g->rescored_reqs = g->running_reqs;
+	g->rescored_cache = g->running_cache;
+	g->running = NULL;
+	g->running_reqs = NULL;
+	g->running_cache = NULL;
+	g->running_done = false;
 	eng_refine_candidates(s, rs);
 	return true;
 }
@@ -417,6 +456,8 @@ gpu_give_up(eng_server *s, eng_gallery *g, eng_cache *c, eng_gpu_outcome outcome
 					eng_gpu_disable_cache(s->gpu, s->gal[i]->cache);
 				if (s->gal[i]->running_cache)
 					eng_gpu_disable_cache(s->gpu, s->gal[i]->running_cache);
+				if (s->gal[i]->rescored_cache)
+					eng_gpu_disable_cache(s->gpu, s->gal[i]->rescored_cache);
 			}
 			break;
 		case ENG_GPU_DONE:
@@ -447,15 +488,19 @@ gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
 	return true;
 }
 
-/* The end of pass b (and of its rescoring rs): reply, unpin, free. */
+/*
+ * The end of pass b (and of its rescoring rs): reply to its requests reqs,
+ * unpin its cache c, free.
+ */
 static void
-pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs)
+pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs, eng_request *reqs,
+		 eng_cache *c)
 {
-	while (g->running_reqs)
+	while (reqs)
 	{
-		eng_request *r = g->running_reqs;
+		eng_request *r = reqs;
 
-		g->running_reqs = r->next;
+		reqs = r->next;
 		if (!atomic_load(&r->cancelled))
 		{
 			eng_result_reply(s, b, rs, r);
@@ -463,19 +508,31 @@ pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs)
 		}
 		eng_request_free(r);
 	}
-	g->running = NULL;
-	g->rescoring = NULL;
-	eng_gallery_unpin(g, g->running_cache);
-	g->running_cache = NULL;
+	eng_gallery_unpin(g, c);
 	eng_batch_free(b);
 	eng_rescore_free(rs);
 }
 
 /*
- * A finished pass: reply to the requests still wanting it, unless refining
- * searches need their rescoring first (the pass goes on running, its cache
- * pinned, until that comes back).
+ * The search stage of g's running pass is over (and no rescoring is in
+ * flight): its rescoring, or its end.
  */
+static void
+after_search(eng_server *s, eng_gallery *g)
+{
+	eng_batch  *b = g->running;
+	eng_request *reqs = g->running_reqs;
+	eng_cache  *c = g->running_cache;
+
+	if (start_rescore(s, g, b))
+		return;
+	g->running = NULL;
+	g->running_reqs = NULL;
+	g->running_cache = NULL;
+	g->running_done = false;
+	pass_end(s, g, b, NULL, reqs, c);
+}
+
 /*
  * The end of a background upload (eng_pass_start_gpu_build): the mirror
  * serves the next passes, or, if it failed, the next pass tries again in
@@ -498,6 +555,12 @@ gpu_build_done(eng_server *s, eng_gallery *g, eng_batch *b)
 	eng_batch_free(b);
 }
 
+/*
+ * A finished pass: reply to the requests still wanting it, unless refining
+ * searches need their rescoring first (the pass then moves to the rescoring
+ * stage, its cache pinned, until that comes back). While the previous pass
+ * is still being rescored, this one waits for it (running_done).
+ */
 void
 eng_pass_batch_done(eng_server *s, eng_batch *b)
 {
@@ -511,9 +574,12 @@ eng_pass_batch_done(eng_server *s, eng_batch *b)
 	if (b->gpu != NULL && b->gpu_outcome != ENG_GPU_DONE && gpu_fallback(s, g, b))
 		return;
 	eng_batch_finish(b);
-	if (start_rescore(s, g, b))
+	if (g->rescoring != NULL)
+	{
+		g->running_done = true;
 		return;
-	pass_end(s, g, b, NULL);
+	}
+	after_search(s, g);
 }
 
 eng_gallery *
@@ -521,11 +587,21 @@ eng_pass_rescore_done(eng_server *s, eng_rescore *rs)
 {
 	eng_batch  *b = rs->owner;
 	eng_gallery *g = b->owner;
+	eng_request *reqs = g->rescored_reqs;
+	eng_cache  *c = g->rescored_cache;
 
 	/* a failed GPU stage: the same shortlists on the CPU threads, the same scores */
 	if (eng_rescore_gpu_failed(rs))
-		gpu_give_up(s, g, g->running_cache, rs->gpu_outcome, &rs->gpu_err, "refinement");
-	if (!eng_rescore_next(s, rs))
-		pass_end(s, g, b, rs);
+		gpu_give_up(s, g, c, rs->gpu_outcome, &rs->gpu_err, "refinement");
+	if (eng_rescore_next(s, rs))
+		return g;
+	g->rescoring = NULL;
+	g->rescored = NULL;
+	g->rescored_reqs = NULL;
+	g->rescored_cache = NULL;
+	pass_end(s, g, b, rs, reqs, c);
+	/* the pass that searched meanwhile */
+	if (g->running != NULL && g->running_done)
+		after_search(s, g);
 	return g;
 }

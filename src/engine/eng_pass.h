@@ -1,9 +1,14 @@
 /*
  * eng_pass.h: the passes over a gallery's cache (eng_pass.c). A gallery
- * runs at most one pass at a time: the searches ready when it starts form
- * its batch (one scan of the pinned cache for all their probes), those that
- * arrive meanwhile wait for the next one. A pass with refining searches
- * goes on, its cache still pinned, with a rescoring of their shortlists.
+ * runs at most one pass's search at a time: the searches ready when it
+ * starts form its batch (one scan of the pinned cache for all their
+ * probes), those that arrive meanwhile wait for the next one. A pass with
+ * refining searches goes on, its cache still pinned, with a rescoring of
+ * their shortlists; the next pass may search meanwhile (one pass in each
+ * stage: the host work of one beside the device work of the other), unless
+ * a delta, a SETTLE or a compaction waits for the cache to have no reader.
+ * Each request's answer is the same either way: a pass reads only its own
+ * pinned cache.
  */
 #ifndef ENG_PASS_H
 #define ENG_PASS_H
@@ -35,8 +40,9 @@ void		eng_pass_start_gpu_build(eng_server *s, eng_gallery *g);
 
 /*
  * A finished pass: reply to the requests still wanting it, unless refining
- * searches need their rescoring first (the pass goes on running, its cache
- * pinned, until that comes back).
+ * searches need their rescoring first (the pass moves to the rescoring
+ * stage, its cache pinned, until that comes back; it first waits for the
+ * previous pass's rescoring to end).
  */
 void		eng_pass_batch_done(eng_server *s, eng_batch *b);
 

@@ -200,9 +200,9 @@ eng_server_fail_all(eng_server *s, const char *why)
 	for (uint32_t i = 0; i < s->n_gal; i++)
 	{
 		eng_gallery *g = s->gal[i];
-		eng_request *lists[2] = {g->waiting, g->running_reqs};
+		eng_request *lists[3] = {g->waiting, g->running_reqs, g->rescored_reqs};
 
-		for (int k = 0; k < 2; k++)
+		for (int k = 0; k < 3; k++)
 			for (eng_request *r = lists[k]; r; r = r->next)
 			{
 				eng_conn   *c = eng_conn_by_id(s, r->conn_id);

@@ -17,7 +17,10 @@
  * - a bad method, fraction or k is a DATA error that keeps the connection;
  * - CANCEL during the rescoring: never answered, the job and the cache's
  *   pin released; a connection closed during it: the same, the engine
- *   serves on.
+ *   serves on;
+ * - the next pass searches during a rescoring, both passes' answers exact;
+ *   a delta waiting for the cache holds the next pass back until the
+ *   rescoring ends.
  *
  * --gpu P (make gpu-check): every pass on the GPU path with P partitions,
  * so that the shortlists come from the GPU's hits, and every rescoring of a
@@ -535,6 +538,83 @@ test_cancel(void)
 }
 
 /*
+ * The next pass searches while a pass's shortlists are rescored: it starts
+ * at once, and every answer of both equals the reference (whichever of the
+ * two ends first). A delta waiting to be applied keeps the next pass back
+ * until the rescoring has ended, so the delta is applied between passes and
+ * a search of its generation sees it.
+ */
+static void
+test_overlap(void)
+{
+	eng_conn   *c;
+	eng_server *s = server_new(1, &c);
+	eng_gallery *g = eng_gallery_get(s, &G, false);
+	eng_buf		b;
+	tl_refine_spec slow = {MCC_LSA_DTR, 5, 1.0, 0};
+	tl_refine_spec rf = {MCC_FUSED, 6, 0.1, 12};
+	tl_entry	ref[NT];
+	int64_t		ikeys[NI];
+	uint64_t	passes;
+	bool		caught;
+	bool		beside;
+
+	for (int i = 0; i < NT; i++)
+		ref[i] = (tl_entry) {rows[i].key, &gt[i], true};
+	eng_buf_init(&b);
+	tl_search_full(&b, 500, &G, 1, 0, 0.0f, XMIN, UINT64_MAX, &slow, 2, probes);
+	ip_feed(s, c, &b);
+	caught = pump_to_rescoring(s, g);
+	passes = g->passes;
+	tl_search(&b, 501, &G, 1, 10, 0.0f, 2, probes + 2);
+	tl_search_full(&b, 502, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &rf, NP, probes);
+	ip_feed(s, c, &b);
+	eng_server_step(s);
+	beside = g->passes == passes + 1 && g->rescoring != NULL;
+	ip_pump_all(s);
+	UNIT_CHECK(caught && beside, "a pass starts while the previous pass's shortlists are rescored");
+	UNIT_CHECK(refined_ok(c, 500, probes, 2, &slow, 0, XMIN) &&
+			   ip_result_ok(c, 501, 2, probes + 2, 10, 0.0f, NULL, ref, NT) &&
+			   refined_ok(c, 502, probes, NP, &rf, 8, XMIN),
+			   "... the rescored pass, and the plain and refining searches of the pass beside it, "
+			   "each get the reference answer");
+	UNIT_CHECK(g->running == NULL && g->rescored == NULL && g->rescoring == NULL &&
+			   g->cache->pins == 0 && s->jobs == 0,
+			   "... both passes ended, the cache unpinned");
+	ip_clear_out(c);
+
+	/* a delta arrives during a rescoring: no pass beside it */
+	tl_search_full(&b, 510, &G, 1, 0, 0.0f, XMIN, UINT64_MAX, &slow, 2, probes);
+	ip_feed(s, c, &b);
+	caught = pump_to_rescoring(s, g);
+	passes = g->passes;
+	for (int i = 0; i < NI; i++)
+	{
+		ikeys[i] = 1000 + i;
+		rows[n_rows++] = (ref_row) {1000 + i, 8000, 0, false, false, true};
+	}
+	tl_delta(&b, &G, 2, 8000, NI, ikeys, gt + NT, 0, NULL, NULL, false);
+	tl_search_full(&b, 511, &G, 1, 8, 0.0f, 9000, UINT64_MAX, &rf, NP, probes);
+	tl_search_full(&b, 512, &G, 2, 8, 0.0f, 9000, UINT64_MAX, &rf, NP, probes);
+	ip_feed(s, c, &b);
+	eng_server_step(s);
+	beside = g->passes != passes || g->running != NULL;
+	ip_pump_all(s);
+	UNIT_CHECK(caught && !beside && g->cache->applied_gen == 2,
+			   "a delta waiting for the cache: no pass beside the rescoring, the delta applied after it");
+	/* 511 (generation 1) was served after the delta was applied: the new rows are in it too */
+	n_rows -= NI;				/* 510's pass saw the rows before the delta */
+	beside = refined_ok(c, 510, probes, 2, &slow, 0, XMIN);
+	n_rows += NI;
+	UNIT_CHECK(beside && refined_ok(c, 511, probes, NP, &rf, 8, 9000) &&
+			   refined_ok(c, 512, probes, NP, &rf, 8, 9000),
+			   "... and every answer equals the reference of the rows it saw");
+	ip_clear_out(c);
+	eng_buf_free(&b);
+	server_free(s);
+}
+
+/*
  * A job whose GPU stage rescored some probes: the CPU stage that follows
  * (eng_rescore_next: the probes of methods the GPU does not run) scores
  * only its own probes' pairs and leaves the GPU's scores as they are. The
@@ -841,6 +921,7 @@ main(int argc, char **argv)
 	test_cut_and_batch();
 	test_after_changes();
 	test_cancel();
+	test_overlap();
 	test_cpu_stage_after_gpu();
 	test_top();
 	if (gpu_mode != ENG_GPU_OFF)

@@ -91,6 +91,88 @@ test_hits(void)
 	eng_hits_free(&h);
 }
 
+/* A list of hits by score desc, key asc, with (score, key) ties in any order. */
+static uint32_t
+ranked_hits(eng_hit *x, uint32_t n, tg_rng *r)
+{
+	float		score = 1.0f;
+	int64_t		key = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+	{
+		int			step = tg_int(r, 0, 3);
+
+		if (step == 1)
+			key++;
+		else if (step >= 2)
+		{
+			score -= 1.0f / 64.0f;
+			key = tg_int(r, 0, 20);
+		}
+		x[i].score = score;
+		x[i].key = key;
+		/* versions of one key: hash and entry not in order */
+		x[i].hash = (uint64_t) tg_int(r, 0, 3);
+		x[i].entry = (uint32_t) (n - i);
+	}
+	return n;
+}
+
+/*
+ * Hits written ranked (eng_hits_fill_begin/end, a GPU pass's path) give the
+ * heap's k best in the heap's order: ranked input with ties out of order,
+ * input in no order, after held hits, fewer than k, k = 0, nothing.
+ */
+static void
+test_hits_fill(void)
+{
+	tg_rng		r = {9};
+	eng_hit		x[300];
+	uint32_t	ks[5] = {50, 299, 300, 1000, 0};
+
+	for (int round = 0; round < 10; round++)
+		for (int c = 0; c < 5; c++)
+		{
+			eng_hits	heap;
+			eng_hits	fill;
+			uint32_t	n = ranked_hits(x, round == 9 ? 0 : 300, &r);
+			uint32_t	held = round >= 7 && n > 10 ? 10 : 0;
+			eng_hit    *to;
+			bool		same;
+
+			if (round >= 5 && round < 7)	/* no order at all */
+				for (uint32_t i = n; i > 1; i--)
+				{
+					uint32_t	j = (uint32_t) tg_int(&r, 0, (int) i - 1);
+					eng_hit		t = x[i - 1];
+
+					x[i - 1] = x[j];
+					x[j] = t;
+				}
+			eng_hits_init(&heap, ks[c]);
+			eng_hits_init(&fill, ks[c]);
+			for (uint32_t i = 0; i < n; i++)
+				eng_hits_push(&heap, &x[i]);
+			eng_hits_sort(&heap);
+			for (uint32_t i = 0; i < held; i++)	/* some pushed first */
+				eng_hits_push(&fill, &x[n - 1 - i]);
+			to = eng_hits_fill_begin(&fill, n - held);
+			UNIT_CHECK(to != NULL, "fill: storage");
+			if (to == NULL)
+				return;
+			memcpy(to, x, (size_t) (n - held) * sizeof(eng_hit));
+			eng_hits_fill_end(&fill, n - held);
+			same = heap.n == fill.n;
+			for (uint32_t i = 0; same && i < heap.n; i++)
+				same = heap.h[i].score == fill.h[i].score && heap.h[i].key == fill.h[i].key &&
+					heap.h[i].hash == fill.h[i].hash && heap.h[i].entry == fill.h[i].entry;
+			UNIT_CHECK(same, "fill: the heap's k best in its order (round %d, k %u, n %u)",
+					   round, ks[c], n);
+			eng_hits_free(&heap);
+			eng_hits_free(&fill);
+		}
+}
+
 int
 main(void)
 {
@@ -115,6 +197,7 @@ main(void)
 	mcc_lss_init();
 	prof = mcc_profile_by_id(MCC_PROFILE_DEFAULT);
 	test_hits();
+	test_hits_fill();
 
 	/* gallery: n templates; keys with duplicates (versions) and equal templates */
 	t = tl_templates(21, n, 12);
