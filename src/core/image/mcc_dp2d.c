@@ -315,13 +315,19 @@ outer_dp(const uint32_t *cost, uint32_t ha, uint32_t hb, mcc_dp2d_scratch *s)
 	return e[hb - 1];
 }
 
-/* Back-trace the outer DP into map[i] = first j paired with row i. */
-static void
-outer_trace(const uint8_t *odir, uint32_t ha, uint32_t hb, uint32_t *map)
+/*
+ * Back-trace an n x m DP into map[i] = the first column paired with row i
+ * (the tie rules of mcc_dp2d.h): bit(ctx, i, j, 0) says cell (i, j) came
+ * from the diagonal, bit(ctx, i, j, 1) that up was at least as good as left.
+ */
+typedef uint32_t (*trace_bit_fn) (const void *ctx, uint32_t i, uint32_t j, uint32_t b);
+
+static inline void
+back_trace(trace_bit_fn bit, const void *ctx, uint32_t n, uint32_t m, uint32_t *map)
 {
-	uint32_t	i = ha - 1,
-				j = hb - 1;
-	int			diagonal = odir[(size_t) i * hb + j] & 1;
+	uint32_t	i = n - 1,
+				j = m - 1;
+	uint32_t	diagonal = bit(ctx, i, j, 0);
 
 	for (;;)
 	{
@@ -332,11 +338,11 @@ outer_trace(const uint8_t *odir, uint32_t ha, uint32_t hb, uint32_t *map)
 		{
 			i--;
 			j--;
-			diagonal = odir[(size_t) i * hb + j] & 1;
+			diagonal = bit(ctx, i, j, 0);
 		}
 		else
 		{
-			if (odir[(size_t) i * hb + j] & 2)
+			if (bit(ctx, i, j, 1))
 				i--;
 			else
 				j--;
@@ -345,34 +351,53 @@ outer_trace(const uint8_t *odir, uint32_t ha, uint32_t hb, uint32_t *map)
 	}
 }
 
+/* The outer DP's bits: odir, ha x hb bytes. */
+typedef struct outer_bits
+{
+	const uint8_t *odir;
+	uint32_t	hb;
+} outer_bits;
+
+static uint32_t
+outer_bit(const void *ctx, uint32_t i, uint32_t j, uint32_t b)
+{
+	const outer_bits *o = ctx;
+
+	return (o->odir[(size_t) i * o->hb + j] >> b) & 1u;
+}
+
+/* Back-trace the outer DP into map[i] = first j paired with row i. */
+static void
+outer_trace(const uint8_t *odir, uint32_t ha, uint32_t hb, uint32_t *map)
+{
+	outer_bits	o = {odir, hb};
+
+	back_trace(outer_bit, &o, ha, hb, map);
+}
+
+/* Lane l's bits of a row DP: the kernel's masks, wa x wb pairs of words. */
+typedef struct lane_bits
+{
+	const uint32_t *masks;
+	uint32_t	wb;
+	uint32_t	l;
+} lane_bits;
+
+static uint32_t
+lane_bit(const void *ctx, uint32_t p, uint32_t q, uint32_t b)
+{
+	const lane_bits *lb = ctx;
+
+	return (lb->masks[2 * ((size_t) p * lb->wb + q) + b] >> lb->l) & 1u;
+}
+
 /* Back-trace lane l of a row DP from the kernel's masks into map[p]. */
 static void
 lane_trace(const uint32_t *masks, uint32_t wa, uint32_t wb, uint32_t l, uint32_t *map)
 {
-	uint32_t	p = wa - 1,
-				q = wb - 1;
-	int			diagonal = (masks[2 * ((size_t) p * wb + q)] >> l) & 1;
+	lane_bits	lb = {masks, wb, l};
 
-	for (;;)
-	{
-		map[p] = q;
-		if (p == 0 && q == 0)
-			break;
-		if (diagonal)
-		{
-			p--;
-			q--;
-			diagonal = (masks[2 * ((size_t) p * wb + q)] >> l) & 1;
-		}
-		else
-		{
-			if ((masks[2 * ((size_t) p * wb + q) + 1] >> l) & 1)
-				p--;
-			else
-				q--;
-			diagonal = 1;
-		}
-	}
+	back_trace(lane_bit, &lb, wa, wb, map);
 }
 
 /* Step 3: column maps of the rows (i, row_map[i]), the warp, the differences. */
