@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "mcc_dp2d_int.h"
+#include "mcc_dp2d_trace.h"
 
 #define INF MCC_DP2D_INF64
 
@@ -315,89 +316,22 @@ outer_dp(const uint32_t *cost, uint32_t ha, uint32_t hb, mcc_dp2d_scratch *s)
 	return e[hb - 1];
 }
 
-/*
- * Back-trace an n x m DP into map[i] = the first column paired with row i
- * (the tie rules of mcc_dp2d.h): bit(ctx, i, j, 0) says cell (i, j) came
- * from the diagonal, bit(ctx, i, j, 1) that up was at least as good as left.
- */
-typedef uint32_t (*trace_bit_fn) (const void *ctx, uint32_t i, uint32_t j, uint32_t b);
-
-static inline void
-back_trace(trace_bit_fn bit, const void *ctx, uint32_t n, uint32_t m, uint32_t *map)
-{
-	uint32_t	i = n - 1,
-				j = m - 1;
-	uint32_t	diagonal = bit(ctx, i, j, 0);
-
-	for (;;)
-	{
-		map[i] = j;
-		if (i == 0 && j == 0)
-			break;
-		if (diagonal)
-		{
-			i--;
-			j--;
-			diagonal = bit(ctx, i, j, 0);
-		}
-		else
-		{
-			if (bit(ctx, i, j, 1))
-				i--;
-			else
-				j--;
-			diagonal = 1;
-		}
-	}
-}
-
-/* The outer DP's bits: odir, ha x hb bytes. */
-typedef struct outer_bits
-{
-	const uint8_t *odir;
-	uint32_t	hb;
-} outer_bits;
-
-static uint32_t
-outer_bit(const void *ctx, uint32_t i, uint32_t j, uint32_t b)
-{
-	const outer_bits *o = ctx;
-
-	return (o->odir[(size_t) i * o->hb + j] >> b) & 1u;
-}
-
 /* Back-trace the outer DP into map[i] = first j paired with row i. */
 static void
 outer_trace(const uint8_t *odir, uint32_t ha, uint32_t hb, uint32_t *map)
 {
-	outer_bits	o = {odir, hb};
-
-	back_trace(outer_bit, &o, ha, hb, map);
-}
-
-/* Lane l's bits of a row DP: the kernel's masks, wa x wb pairs of words. */
-typedef struct lane_bits
-{
-	const uint32_t *masks;
-	uint32_t	wb;
-	uint32_t	l;
-} lane_bits;
-
-static uint32_t
-lane_bit(const void *ctx, uint32_t p, uint32_t q, uint32_t b)
-{
-	const lane_bits *lb = ctx;
-
-	return (lb->masks[2 * ((size_t) p * lb->wb + q) + b] >> lb->l) & 1u;
+#define OUTER_BIT(i, j, b) ((odir[(size_t) (i) * hb + (j)] >> (b)) & 1u)
+	MCC_DP2D_BACK_TRACE(ha, hb, map, OUTER_BIT);
+#undef OUTER_BIT
 }
 
 /* Back-trace lane l of a row DP from the kernel's masks into map[p]. */
 static void
 lane_trace(const uint32_t *masks, uint32_t wa, uint32_t wb, uint32_t l, uint32_t *map)
 {
-	lane_bits	lb = {masks, wb, l};
-
-	back_trace(lane_bit, &lb, wa, wb, map);
+#define LANE_BIT(p, q, b) ((masks[2 * ((size_t) (p) * wb + (q)) + (b)] >> l) & 1u)
+	MCC_DP2D_BACK_TRACE(wa, wb, map, LANE_BIT);
+#undef LANE_BIT
 }
 
 /* Step 3: column maps of the rows (i, row_map[i]), the warp, the differences. */
