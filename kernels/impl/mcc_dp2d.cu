@@ -77,14 +77,37 @@ lane_e(const mcc_dp2d_lane &st, uint32_t c)
 }
 
 /*
- * The row DP of x (n pixels, shared memory) against this lane's K pixels
- * y of a row of m pixels, in wavefront order. words: NULL, or the warp's
- * ballot words (steps x K x 2). Returns E(n-1, m-1) in every lane.
+ * Wavefront step s's traceback bits into the warp's ballot words: bit c of
+ * each lane's b0 and b1 gathered over the warp, stored by lane 0 at
+ * words[(s * K + c) * 2] and the word after it.
  */
 template <int K>
+__device__ __forceinline__ void
+store_ballots(uint32_t b0, uint32_t b1, uint32_t lane, uint32_t s, uint32_t *words)
+{
+#pragma unroll
+	for (int c = 0; c < K; c++)
+	{
+		uint32_t	w0 = __ballot_sync(FULL_MASK, (b0 >> c) & 1u);
+		uint32_t	w1 = __ballot_sync(FULL_MASK, (b1 >> c) & 1u);
+
+		if (lane == 0)
+		{
+			words[((size_t) s * K + c) * 2] = w0;
+			words[((size_t) s * K + c) * 2 + 1] = w1;
+		}
+	}
+}
+
+/*
+ * The wavefront DP of n rows against m columns, the lane owning columns
+ * lane * K .. lane * K + K - 1: cost(i, cst) gives row i's K local
+ * distances of the lane. words: NULL, or the warp's ballot words (steps x
+ * K x 2). Returns E(n-1, m-1) in every lane.
+ */
+template <int K, typename Cost>
 __device__ __forceinline__ uint32_t
-row_wave(const uint8_t *x, uint32_t n, const uint32_t *y, uint32_t m, uint32_t lane,
-		 uint32_t *words)
+wave(uint32_t n, uint32_t m, uint32_t lane, uint32_t *words, Cost cost)
 {
 	mcc_dp2d_lane st;
 	uint32_t	steps = n + (m - 1) / K;
@@ -101,12 +124,9 @@ row_wave(const uint8_t *x, uint32_t n, const uint32_t *y, uint32_t m, uint32_t l
 
 		if (i >= 0 && i < (int) n)
 		{
-			uint32_t	xv = x[i];
 			uint32_t	cst[K];
 
-#pragma unroll
-			for (int c = 0; c < K; c++)
-				cst[c] = absdiff(xv, y[c]);
+			cost((uint32_t) i, cst);
 			if (words)
 				mcc_dp2d_lane_row(&st, K, lane, (uint32_t) i, cst, le, ld, &b0, &b1);
 			else
@@ -114,22 +134,64 @@ row_wave(const uint8_t *x, uint32_t n, const uint32_t *y, uint32_t m, uint32_t l
 		}
 		mcc_dp2d_lane_shift(&st, le);
 		if (words)
-		{
-#pragma unroll
-			for (int c = 0; c < K; c++)
-			{
-				uint32_t	w0 = __ballot_sync(FULL_MASK, (b0 >> c) & 1u);
-				uint32_t	w1 = __ballot_sync(FULL_MASK, (b1 >> c) & 1u);
-
-				if (lane == 0)
-				{
-					words[((size_t) s * K + c) * 2] = w0;
-					words[((size_t) s * K + c) * 2 + 1] = w1;
-				}
-			}
-		}
+			store_ballots<K>(b0, b1, lane, s, words);
 	}
 	return __shfl_sync(FULL_MASK, lane_e<K>(st, (m - 1) % K), tl);
+}
+
+/* Local distances of a row DP: pixel x[i] against the lane's K pixels y. */
+template <int K>
+struct row_cost
+{
+	const uint8_t *x;
+	const uint32_t *y;
+
+	__device__ __forceinline__ void operator() (uint32_t i, uint32_t *cst) const
+	{
+		uint32_t	xv = x[i];
+
+#pragma unroll
+		for (int c = 0; c < K; c++)
+			cst[c] = absdiff(xv, y[c]);
+	}
+};
+
+/* Local distances of the outer DP: row i of the pair's cost matrix C (hb columns). */
+template <int K>
+struct outer_cost
+{
+	const uint32_t *C;
+	uint32_t	hb;
+	uint32_t	lane;
+
+	__device__ __forceinline__ void operator() (uint32_t i, uint32_t *cst) const
+	{
+#pragma unroll
+		for (int c = 0; c < K; c++)
+			cst[c] = lane * K + c < hb ? C[(size_t) i * hb + lane * K + c] : 0;
+	}
+};
+
+/*
+ * The row DP of row xa (n pixels) against row yb (m pixels), in wavefront
+ * order: xa copied to the warp's shared x, this lane's K pixels of yb in
+ * registers. words: NULL, or the warp's ballot words (steps x K x 2).
+ * Returns E(n-1, m-1) in every lane.
+ */
+template <int K>
+__device__ __forceinline__ uint32_t
+row_wave(const uint8_t *xa, uint32_t n, const uint8_t *yb, uint32_t m, uint32_t lane,
+		 uint8_t *x, uint32_t *words)
+{
+	uint32_t	y[K];
+
+	for (uint32_t q = lane; q < n; q += 32)
+		x[q] = xa[q];
+#pragma unroll
+	for (int c = 0; c < K; c++)
+		y[c] = lane * K + c < m ? yb[lane * K + c] : 0;
+	__syncwarp();
+	return wave<K>(n, m, lane, words, row_cost<K> {x, y});
 }
 
 /* Kernel 1: the local distance of every row pair of every pair. */
@@ -145,7 +207,6 @@ k_rows(const uint8_t *A, const uint8_t *B, const uint32_t *pa, const uint32_t *p
 	uint64_t	gw = (uint64_t) blockIdx.x * (blockDim.x / 32) + warp;
 	uint64_t	per_pair = (uint64_t) ha * hb;
 	uint8_t    *x = smem_rows + (size_t) warp * xstride;
-	uint32_t	y[K];
 	uint32_t	p,
 				i,
 				j,
@@ -160,13 +221,7 @@ k_rows(const uint8_t *A, const uint8_t *B, const uint32_t *pa, const uint32_t *p
 	j = (uint32_t) (gw % hb);
 	xa = A + (size_t) pa[p] * wa * ha + (size_t) i * wa;
 	yb = B + (size_t) pb[p] * wb * hb + (size_t) j * wb;
-	for (uint32_t q = lane; q < wa; q += 32)
-		x[q] = xa[q];
-#pragma unroll
-	for (int c = 0; c < K; c++)
-		y[c] = lane * K + c < wb ? yb[lane * K + c] : 0;
-	__syncwarp();
-	v = row_wave<K>(x, wa, y, wb, lane, NULL);
+	v = row_wave<K>(xa, wa, yb, wb, lane, x, NULL);
 	if (lane == 0)
 		cost[gw] = v;
 }
@@ -181,46 +236,11 @@ k_outer(const uint32_t *cost, uint32_t npairs, uint32_t ha, uint32_t hb, uint32_
 	uint32_t	lane = threadIdx.x;
 	uint32_t	p = blockIdx.x;
 	const uint32_t *C = cost + (size_t) p * ha * hb;
-	uint32_t	steps = ha + (hb - 1) / K;
-	uint32_t	tl = (hb - 1) / K;
-	mcc_dp2d_lane st;
 	uint32_t	v;
 
 	if (p >= npairs)
 		return;
-	mcc_dp2d_lane_init(&st, K);
-	for (uint32_t s = 0; s < steps; s++)
-	{
-		uint32_t	le = __shfl_up_sync(FULL_MASK, st.e[K - 1], 1);
-		uint32_t	ld = __shfl_up_sync(FULL_MASK, st.d[K - 1], 1);
-		int			i = (int) s - (int) lane;
-		uint32_t	b0 = 0,
-					b1 = 0;
-
-		if (i >= 0 && i < (int) ha)
-		{
-			uint32_t	cst[K];
-
-#pragma unroll
-			for (int c = 0; c < K; c++)
-				cst[c] = lane * K + c < hb ? C[(size_t) i * hb + lane * K + c] : 0;
-			mcc_dp2d_lane_row(&st, K, lane, (uint32_t) i, cst, le, ld, &b0, &b1);
-		}
-		mcc_dp2d_lane_shift(&st, le);
-#pragma unroll
-		for (int c = 0; c < K; c++)
-		{
-			uint32_t	w0 = __ballot_sync(FULL_MASK, (b0 >> c) & 1u);
-			uint32_t	w1 = __ballot_sync(FULL_MASK, (b1 >> c) & 1u);
-
-			if (lane == 0)
-			{
-				words_outer[((size_t) s * K + c) * 2] = w0;
-				words_outer[((size_t) s * K + c) * 2 + 1] = w1;
-			}
-		}
-	}
-	v = __shfl_sync(FULL_MASK, lane_e<K>(st, (hb - 1) % K), tl);
+	v = wave<K>(ha, hb, lane, words_outer, outer_cost<K> {C, hb, lane});
 	if (lane == 0)
 	{
 		total[p] = v;
@@ -246,7 +266,6 @@ k_warp(const uint8_t *A, const uint8_t *B, const uint32_t *pa, const uint32_t *p
 	uint32_t   *words = (uint32_t *) ((uint8_t *) smem_warp + (size_t) warp * warp_bytes);
 	uint32_t   *cmap = words + nwords;
 	uint8_t    *x = (uint8_t *) (cmap + wa);
-	uint32_t	y[K];
 	uint32_t	p,
 				i,
 				j,
@@ -262,13 +281,7 @@ k_warp(const uint8_t *A, const uint8_t *B, const uint32_t *pa, const uint32_t *p
 	j = rmap[gw];
 	xa = A + (size_t) pa[p] * wa * ha + (size_t) i * wa;
 	yb = B + (size_t) pb[p] * wb * hb + (size_t) j * wb;
-	for (uint32_t q = lane; q < wa; q += 32)
-		x[q] = xa[q];
-#pragma unroll
-	for (int c = 0; c < K; c++)
-		y[c] = lane * K + c < wb ? yb[lane * K + c] : 0;
-	__syncwarp();
-	v = row_wave<K>(x, wa, y, wb, lane, words);
+	v = row_wave<K>(xa, wa, yb, wb, lane, x, words);
 	if (lane == 0)
 	{
 		if (v != cost[(size_t) p * ha * hb + (size_t) i * hb + j])

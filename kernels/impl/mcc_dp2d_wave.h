@@ -35,6 +35,8 @@
 
 #include <stdint.h>
 
+#include "mcc_dp2d_trace.h"
+
 #ifdef __CUDACC__
 #define MCC_WAVE_FN static __host__ __device__ __forceinline__
 #else
@@ -143,30 +145,9 @@ mcc_dp2d_wave_bit(const uint32_t *words, uint32_t k, uint32_t i, uint32_t j, uin
 MCC_WAVE_FN void
 mcc_dp2d_wave_trace(const uint32_t *words, uint32_t k, uint32_t n, uint32_t m, uint32_t *map)
 {
-	uint32_t	i = n - 1,
-				j = m - 1;
-	uint32_t	diagonal = mcc_dp2d_wave_bit(words, k, i, j, 0);
-
-	for (;;)
-	{
-		map[i] = j;
-		if (i == 0 && j == 0)
-			break;
-		if (diagonal)
-		{
-			i--;
-			j--;
-			diagonal = mcc_dp2d_wave_bit(words, k, i, j, 0);
-		}
-		else
-		{
-			if (mcc_dp2d_wave_bit(words, k, i, j, 1))
-				i--;
-			else
-				j--;
-			diagonal = 1;
-		}
-	}
+#define MCC_WAVE_BIT(i, j, b) mcc_dp2d_wave_bit(words, k, (i), (j), (b))
+	MCC_DP2D_BACK_TRACE(n, m, map, MCC_WAVE_BIT);
+#undef MCC_WAVE_BIT
 }
 
 #endif							/* MCC_DP2D_WAVE_H */

@@ -198,6 +198,40 @@ sad_key(uint64_t raw, uint32_t corr, uint32_t pos)
 
 #ifdef SAD_COLUMN_FN
 /*
+ * One step of the slide in SAD_COLUMN_FN: target row m0 + q + Y - 1 into
+ * the slot the oldest row leaves, then pattern row m0 + q against the Y
+ * target rows of the window. A macro over the column's tcol, tsw, pcol, win
+ * and acc, not a function, so that win and acc stay registers (every index
+ * is a constant once the loops are unrolled).
+ */
+#define SAD_STEP(m0, q) \
+	do \
+	{ \
+		const uint32_t *trow = tcol + (size_t) ((m0) + (q) + SAD_Y - 1) * tsw; \
+		uint32_t	p0, \
+					p1, \
+					p2, \
+					p3; \
+\
+		SAD_UNROLL \
+		for (int j = 0; j < SAD_J; j++) \
+			win[((q) + SAD_Y - 1) % SAD_Y][j] = SAD_LDT(trow + j); \
+		SAD_LDP(pcol + (size_t) ((m0) + (q)) * 4, p0, p1, p2, p3); \
+		SAD_UNROLL \
+		for (int dy = 0; dy < SAD_Y; dy++) \
+			SAD_UNROLL \
+			for (int j = 0; j < SAD_J; j++) \
+			{ \
+				const uint32_t t = win[((q) + dy) % SAD_Y][j]; \
+\
+				acc[dy][j][0] = SAD_VSAD(t, p0, acc[dy][j][0]); \
+				acc[dy][j][1] = SAD_VSAD(t, p1, acc[dy][j][1]); \
+				acc[dy][j][2] = SAD_VSAD(t, p2, acc[dy][j][2]); \
+				acc[dy][j][3] = SAD_VSAD(t, p3, acc[dy][j][3]); \
+			} \
+	} while (0)
+
+/*
  * One word column i: pattern rows r_begin .. r_end - 1 against the
  * thread's sliding target window. tcol points at target word
  * (y0 + r_begin, xw0 + i); pcol at the 4 pattern words of (i, r_begin),
@@ -223,60 +257,14 @@ SAD_COLUMN_FN(const uint32_t *tcol, size_t tsw, const uint32_t *pcol, int nrows,
 	{
 		SAD_UNROLL
 		for (int q = 0; q < SAD_Y; q++)
-		{
-			const uint32_t *trow = tcol + (size_t) (m0 + q + SAD_Y - 1) * tsw;
-			uint32_t	p0,
-						p1,
-						p2,
-						p3;
-
-			SAD_UNROLL
-			for (int j = 0; j < SAD_J; j++)
-				win[(q + SAD_Y - 1) % SAD_Y][j] = SAD_LDT(trow + j);
-			SAD_LDP(pcol + (size_t) (m0 + q) * 4, p0, p1, p2, p3);
-			SAD_UNROLL
-			for (int dy = 0; dy < SAD_Y; dy++)
-				SAD_UNROLL
-				for (int j = 0; j < SAD_J; j++)
-				{
-					const uint32_t t = win[(q + dy) % SAD_Y][j];
-
-					acc[dy][j][0] = SAD_VSAD(t, p0, acc[dy][j][0]);
-					acc[dy][j][1] = SAD_VSAD(t, p1, acc[dy][j][1]);
-					acc[dy][j][2] = SAD_VSAD(t, p2, acc[dy][j][2]);
-					acc[dy][j][3] = SAD_VSAD(t, p3, acc[dy][j][3]);
-				}
-		}
+			SAD_STEP(m0, q);
 	}
 	/* the last nrows mod Y rows, same slots */
 	SAD_UNROLL
 	for (int q = 0; q < SAD_Y; q++)
 	{
 		if (m0 + q < nrows)
-		{
-			const uint32_t *trow = tcol + (size_t) (m0 + q + SAD_Y - 1) * tsw;
-			uint32_t	p0,
-						p1,
-						p2,
-						p3;
-
-			SAD_UNROLL
-			for (int j = 0; j < SAD_J; j++)
-				win[(q + SAD_Y - 1) % SAD_Y][j] = SAD_LDT(trow + j);
-			SAD_LDP(pcol + (size_t) (m0 + q) * 4, p0, p1, p2, p3);
-			SAD_UNROLL
-			for (int dy = 0; dy < SAD_Y; dy++)
-				SAD_UNROLL
-				for (int j = 0; j < SAD_J; j++)
-				{
-					const uint32_t t = win[(q + dy) % SAD_Y][j];
-
-					acc[dy][j][0] = SAD_VSAD(t, p0, acc[dy][j][0]);
-					acc[dy][j][1] = SAD_VSAD(t, p1, acc[dy][j][1]);
-					acc[dy][j][2] = SAD_VSAD(t, p2, acc[dy][j][2]);
-					acc[dy][j][3] = SAD_VSAD(t, p3, acc[dy][j][3]);
-				}
-		}
+			SAD_STEP(m0, q);
 	}
 }
 

@@ -12,61 +12,61 @@
 #include "eng_log.h"
 #include "eng_server.h"
 
+/*
+ * What differs between the kinds of job, in one place: the request and
+ * reply message types, the name for the log, and the kind's parser, CPU
+ * stage part, reply body and release.
+ */
+typedef struct img_ops
+{
+	eng_img_kind kind;
+	uint16_t	request;
+	uint16_t	result;
+	const char *name;
+	bool		(*parse) (eng_image_job *j, eng_rd *r);
+	void		(*cpu_part) (eng_image_job *j, uint32_t part);
+	void		(*reply) (const eng_image_job *j, eng_buf *o);
+	void		(*free) (eng_image_job *j);
+} img_ops;
+
+static const img_ops kinds[] = {
+	{ENG_IMG_SAD, MCC_MSG_SAD, MCC_MSG_SAD_RESULT, "SAD", eng_img_sad_parse,
+	eng_img_sad_cpu_part, eng_img_sad_reply, eng_img_sad_free},
+	{ENG_IMG_DP2D, MCC_MSG_DP2D, MCC_MSG_DP2D_RESULT, "DP2D", eng_img_dp2d_parse,
+	eng_img_dp2d_cpu_part, eng_img_dp2d_reply, eng_img_dp2d_free},
+	{ENG_IMG_CHAMFER, MCC_MSG_CHAMFER, MCC_MSG_CHAMFER_RESULT, "CHAMFER", eng_img_chamfer_parse,
+	eng_img_chamfer_cpu, eng_img_chamfer_reply, eng_img_chamfer_free},
+	{ENG_IMG_ALIGN, MCC_MSG_ALIGN, MCC_MSG_ALIGN_RESULT, "ALIGN", eng_img_align_parse,
+	eng_img_align_cpu, eng_img_align_reply, eng_img_align_free},
+};
+
+/* The entry of a kind; NULL for a job whose request was none of them. */
+static const img_ops *
+ops_of(eng_img_kind kind)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds[i].kind == kind)
+			return &kinds[i];
+	return NULL;
+}
+
 /* The request's name for the log. */
 static const char *
 kind_name(eng_img_kind kind)
 {
-	switch (kind)
-	{
-		case ENG_IMG_SAD:
-			return "SAD";
-		case ENG_IMG_DP2D:
-			return "DP2D";
-		case ENG_IMG_CHAMFER:
-			return "CHAMFER";
-		case ENG_IMG_ALIGN:
-			return "ALIGN";
-	}
-	return "image";
-}
+	const img_ops *k = ops_of(kind);
 
-/* The reply type of a kind. */
-static uint16_t
-result_type(eng_img_kind kind)
-{
-	switch (kind)
-	{
-		case ENG_IMG_SAD:
-			return MCC_MSG_SAD_RESULT;
-		case ENG_IMG_DP2D:
-			return MCC_MSG_DP2D_RESULT;
-		case ENG_IMG_CHAMFER:
-			return MCC_MSG_CHAMFER_RESULT;
-		case ENG_IMG_ALIGN:
-			return MCC_MSG_ALIGN_RESULT;
-	}
-	return MCC_MSG_ERROR;
+	return k ? k->name : "image";
 }
 
 /* Free a job and everything it owns (not linked, not in the pool). */
 static void
 job_free(eng_image_job *j)
 {
-	switch (j->kind)
-	{
-		case ENG_IMG_SAD:
-			eng_img_sad_free(j);
-			break;
-		case ENG_IMG_DP2D:
-			eng_img_dp2d_free(j);
-			break;
-		case ENG_IMG_CHAMFER:
-			eng_img_chamfer_free(j);
-			break;
-		case ENG_IMG_ALIGN:
-			eng_img_align_free(j);
-			break;
-	}
+	const img_ops *k = ops_of(j->kind);
+
+	if (k != NULL)
+		k->free(j);
 	pthread_mutex_destroy(&j->lock);
 	free(j);
 }
@@ -142,21 +142,7 @@ run_part(eng_job *job, uint32_t part, void *scratch)
 			eng_img_gpu_run(j->gpu, j);
 			break;
 		case ENG_IMG_STAGE_CPU:
-			switch (j->kind)
-			{
-				case ENG_IMG_SAD:
-					eng_img_sad_cpu_part(j, part);
-					break;
-				case ENG_IMG_DP2D:
-					eng_img_dp2d_cpu_part(j, part);
-					break;
-				case ENG_IMG_CHAMFER:
-					eng_img_chamfer_cpu(j);
-					break;
-				case ENG_IMG_ALIGN:
-					eng_img_align_cpu(j);
-					break;
-			}
+			ops_of(j->kind)->cpu_part(j, part);
 			break;
 	}
 }
@@ -198,7 +184,7 @@ reply_result(eng_server *s, eng_image_job *j)
 		mcc_error_detail(&j->err, "A reply holds at most %u bytes.", MCC_PROTO_MAX_FRAME);
 	}
 	o = &c->out;
-	f = eng_frame_begin(o, result_type(j->kind), j->request_id);
+	f = eng_frame_begin(o, ops_of(j->kind)->result, j->request_id);
 	eng_buf_u32(o, (uint32_t) j->err.status);
 	eng_buf_bytes(o, j->err.message, (uint32_t) strlen(j->err.message));
 	eng_buf_bytes(o, j->err.detail, (uint32_t) strlen(j->err.detail));
@@ -209,23 +195,7 @@ reply_result(eng_server *s, eng_image_job *j)
 		eng_buf_u32(o, j->u.dp2d.fail_index);
 	}
 	if (j->err.status == MCC_OK)
-	{
-		switch (j->kind)
-		{
-			case ENG_IMG_SAD:
-				eng_img_sad_reply(j, o);
-				break;
-			case ENG_IMG_DP2D:
-				eng_img_dp2d_reply(j, o);
-				break;
-			case ENG_IMG_CHAMFER:
-				eng_img_chamfer_reply(j, o);
-				break;
-			case ENG_IMG_ALIGN:
-				eng_img_align_reply(j, o);
-				break;
-		}
-	}
+		ops_of(j->kind)->reply(j, o);
 	eng_frame_end(o, f);
 }
 
@@ -440,25 +410,13 @@ eng_image_request(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	mcc_error_clear(&j->err);
 	strcpy(j->ran_on, "cpu");
 	j->device = eng_rd_u32(r);
-	switch (h->type)
-	{
-		case MCC_MSG_SAD:
-			j->kind = ENG_IMG_SAD;
-			ok = eng_img_sad_parse(j, r);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds[i].request == h->type)
+		{
+			j->kind = kinds[i].kind;
+			ok = kinds[i].parse(j, r);
 			break;
-		case MCC_MSG_DP2D:
-			j->kind = ENG_IMG_DP2D;
-			ok = eng_img_dp2d_parse(j, r);
-			break;
-		case MCC_MSG_CHAMFER:
-			j->kind = ENG_IMG_CHAMFER;
-			ok = eng_img_chamfer_parse(j, r);
-			break;
-		case MCC_MSG_ALIGN:
-			j->kind = ENG_IMG_ALIGN;
-			ok = eng_img_align_parse(j, r);
-			break;
-	}
+		}
 	if (!ok || !eng_rd_done(r) || j->device > MCC_IMG_CPU)
 	{
 		job_free(j);

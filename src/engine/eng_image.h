@@ -213,8 +213,9 @@ uint32_t	eng_img_dp2d_enhance_setup(eng_image_job *j);
 void		eng_img_sad_cpu_part(eng_image_job *j, uint32_t part);
 void		eng_img_dp2d_cpu_part(eng_image_job *j, uint32_t part);
 void		eng_img_dp2d_enhance_part(eng_image_job *j, uint32_t part);
-void		eng_img_chamfer_cpu(eng_image_job *j);
-void		eng_img_align_cpu(eng_image_job *j);
+/* (chamfer and align: one part, the whole fit, on the core's own threads) */
+void		eng_img_chamfer_cpu(eng_image_job *j, uint32_t part);
+void		eng_img_align_cpu(eng_image_job *j, uint32_t part);
 
 /* After the ENHANCE stage: the enhanced images replace the raw ones. */
 void		eng_img_dp2d_enhance_done(eng_image_job *j);

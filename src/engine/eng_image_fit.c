@@ -127,7 +127,7 @@ eng_img_align_parse(eng_image_job *j, eng_rd *r)
 }
 
 void
-eng_img_chamfer_cpu(eng_image_job *j)
+eng_img_chamfer_cpu(eng_image_job *j, uint32_t part)
 {
 	eng_img_chamfer *q = &j->u.ch;
 	mcc_chamfer_opts o = q->opts;
@@ -144,7 +144,7 @@ eng_img_chamfer_cpu(eng_image_job *j)
 }
 
 void
-eng_img_align_cpu(eng_image_job *j)
+eng_img_align_cpu(eng_image_job *j, uint32_t part)
 {
 	eng_img_align *q = &j->u.al;
 	mcc_align_opts o = q->opts;

@@ -62,20 +62,16 @@ mcc_wire_buf_put(mcc_wire_buf *b, const void *p, size_t n)
 }
 
 /* A fixed-size field: its encoder's bytes, where there is room. */
-#define WIRE_BUF_PUT(name, enc, type) \
+#define WIRE_BUF_PUT(sfx, type) \
 	void \
-	name(mcc_wire_buf *b, type v) \
+	mcc_wire_buf_##sfx(mcc_wire_buf *b, type v) \
 	{ \
 		if (mcc_wire_buf_reserve(b, sizeof(v))) \
-			b->len += enc(b->data + b->len, v); \
+			b->len += mcc_wire_enc_##sfx(b->data + b->len, v); \
 	}
 
-WIRE_BUF_PUT(mcc_wire_buf_u16, mcc_wire_enc_u16, uint16_t)
-WIRE_BUF_PUT(mcc_wire_buf_u32, mcc_wire_enc_u32, uint32_t)
-WIRE_BUF_PUT(mcc_wire_buf_u64, mcc_wire_enc_u64, uint64_t)
-WIRE_BUF_PUT(mcc_wire_buf_i64, mcc_wire_enc_i64, int64_t)
-WIRE_BUF_PUT(mcc_wire_buf_f32, mcc_wire_enc_f32, float)
-WIRE_BUF_PUT(mcc_wire_buf_f64, mcc_wire_enc_f64, double)
+WIRE_BUF_PUT(u16, uint16_t)
+MCC_WIRE_SCALARS(WIRE_BUF_PUT)
 
 void
 mcc_wire_buf_bytes(mcc_wire_buf *b, const void *p, uint32_t n)
@@ -178,9 +174,9 @@ rd_take(mcc_wire_rd *r, void *out, size_t n)
 }
 
 /* A fixed-size field, or 0 (and `bad`) past the end. */
-#define WIRE_RD_GET(name, type) \
+#define WIRE_RD_GET(sfx, type) \
 	type \
-	name(mcc_wire_rd *r) \
+	mcc_wire_rd_##sfx(mcc_wire_rd *r) \
 	{ \
 		type		v; \
  \
@@ -188,11 +184,7 @@ rd_take(mcc_wire_rd *r, void *out, size_t n)
 		return v; \
 	}
 
-WIRE_RD_GET(mcc_wire_rd_u32, uint32_t)
-WIRE_RD_GET(mcc_wire_rd_u64, uint64_t)
-WIRE_RD_GET(mcc_wire_rd_i64, int64_t)
-WIRE_RD_GET(mcc_wire_rd_f32, float)
-WIRE_RD_GET(mcc_wire_rd_f64, double)
+MCC_WIRE_SCALARS(WIRE_RD_GET)
 
 void
 mcc_wire_rd_gallery(mcc_wire_rd *r, mcc_gallery_id *g)

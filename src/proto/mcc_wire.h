@@ -31,21 +31,31 @@
 
 /* ---- field encoders: write at dst, return the bytes written ---- */
 
-/* Each is the bytes of its C type (host byte order). */
-#define MCC_WIRE_ENC(name, type) \
+/*
+ * The scalar fields of payloads, as (suffix, C type): the one list from
+ * which every family of scalar encoders, writers and readers is defined
+ * (X(suffix, type) for each), here, in mcc_wire.c and in the backend's
+ * service_client.c. (u16 is only in frame headers: an encoder and a
+ * buffer writer, no reader.)
+ */
+#define MCC_WIRE_SCALARS(X) \
+	X(u32, uint32_t) \
+	X(u64, uint64_t) \
+	X(i64, int64_t) \
+	X(f32, float) \
+	X(f64, double)
+
+/* mcc_wire_enc_<sfx>: the bytes of its C type (host byte order). */
+#define MCC_WIRE_ENC(sfx, type) \
 	static inline size_t \
-	name(uint8_t *dst, type v) \
+	mcc_wire_enc_##sfx(uint8_t *dst, type v) \
 	{ \
 		memcpy(dst, &v, sizeof(v)); \
 		return sizeof(v); \
 	}
 
-MCC_WIRE_ENC(mcc_wire_enc_u16, uint16_t)
-MCC_WIRE_ENC(mcc_wire_enc_u32, uint32_t)
-MCC_WIRE_ENC(mcc_wire_enc_u64, uint64_t)
-MCC_WIRE_ENC(mcc_wire_enc_i64, int64_t)
-MCC_WIRE_ENC(mcc_wire_enc_f32, float)
-MCC_WIRE_ENC(mcc_wire_enc_f64, double)
+MCC_WIRE_ENC(u16, uint16_t)
+MCC_WIRE_SCALARS(MCC_WIRE_ENC)
 
 /* A gallery id: db_oid, rel_oid, signature (MCC_WIRE_GALLERYSZ bytes). */
 size_t		mcc_wire_enc_gallery(uint8_t *dst, const mcc_gallery_id *g);

@@ -269,7 +269,10 @@ extern bool mcc_conn_wait_reply_units(uint64 request_id, mcc_reply *reply, int u
  */
 extern void mcc_conn_wait_reply_unbounded(uint64 request_id, mcc_reply *reply);
 
-/* Payload writers: the shared encoder's fields (mcc_wire.h) appended to s. */
+/*
+ * Payload writers: the shared encoder's fields (mcc_wire.h) appended to s;
+ * the scalar ones defined from MCC_WIRE_SCALARS in service_client.c.
+ */
 extern void mcc_put_u32(StringInfo s, uint32 v);
 extern void mcc_put_u64(StringInfo s, uint64 v);
 extern void mcc_put_i64(StringInfo s, int64 v);

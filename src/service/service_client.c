@@ -576,20 +576,16 @@ mcc_conn_ensure(char **why)
 /* ---- payload writers: the shared encoder into a StringInfo ---- */
 
 /* Append a fixed-size field: the shared encoder's bytes. */
-#define PUT_FIELD(name, enc, type) \
+#define PUT_FIELD(sfx, type) \
 	void \
-	name(StringInfo s, type v) \
+	mcc_put_##sfx(StringInfo s, type v) \
 	{ \
 		uint8		b[sizeof(v)]; \
  \
-		appendBinaryStringInfo(s, (const char *) b, enc(b, v)); \
+		appendBinaryStringInfo(s, (const char *) b, mcc_wire_enc_##sfx(b, v)); \
 	}
 
-PUT_FIELD(mcc_put_u32, mcc_wire_enc_u32, uint32)
-PUT_FIELD(mcc_put_u64, mcc_wire_enc_u64, uint64)
-PUT_FIELD(mcc_put_i64, mcc_wire_enc_i64, int64)
-PUT_FIELD(mcc_put_f32, mcc_wire_enc_f32, float)
-PUT_FIELD(mcc_put_f64, mcc_wire_enc_f64, double)
+MCC_WIRE_SCALARS(PUT_FIELD)
 
 /* A "bytes" field: uint32 length, then the bytes. */
 void
@@ -650,21 +646,17 @@ mcc_get_raw(mcc_reader *r, size_t n)
 }
 
 /* Read a fixed-size field with the shared decoder; raise past the end. */
-#define GET_FIELD(name, dec, type) \
+#define GET_FIELD(sfx, type) \
 	type \
-	name(mcc_reader *r) \
+	mcc_get_##sfx(mcc_reader *r) \
 	{ \
-		type		v = dec(r); \
+		type		v = mcc_wire_rd_##sfx(r); \
  \
 		mcc_reader_check(r, ENDED_EARLY); \
 		return v; \
 	}
 
-GET_FIELD(mcc_get_u32, mcc_wire_rd_u32, uint32)
-GET_FIELD(mcc_get_u64, mcc_wire_rd_u64, uint64)
-GET_FIELD(mcc_get_i64, mcc_wire_rd_i64, int64)
-GET_FIELD(mcc_get_f32, mcc_wire_rd_f32, float)
-GET_FIELD(mcc_get_f64, mcc_wire_rd_f64, double)
+MCC_WIRE_SCALARS(GET_FIELD)
 
 /* Read a gallery id. */
 void

@@ -35,106 +35,147 @@ static const struct config_enum_entry fallback_options[] = {
 	{NULL, 0, false}
 };
 
+/*
+ * One parameter: its name, descriptions, variable (boolean, integer, or
+ * enum when options is set), range, context and flags. The boot value is
+ * the variable's initial value above, so each default is written once.
+ */
+typedef struct guc_def
+{
+	const char *name;
+	const char *short_desc;
+	const char *long_desc;
+	bool	   *bool_var;
+	int		   *int_var;
+	int			min;
+	int			max;
+	const struct config_enum_entry *options;
+	GucContext	context;
+	int			flags;
+} guc_def;
+
 /* Parameters any session may set. */
+static const guc_def session_gucs[] = {
+	{.name = "mcc.service",
+		.short_desc = "Lets identify() use the matcher service.",
+		.long_desc = "When off, identify() scans the gallery in the backend. "
+		"Writers keep the service's caches current either way.",
+		.bool_var = &mcc_service_enabled, .context = PGC_USERSET},
+	{.name = "mcc.refine_in_engine",
+		.short_desc = "Lets the matcher engine refine identify()'s shortlists from its cache.",
+		.long_desc = "When off, the backend re-checks every shortlisted row, reads "
+		"its template and sends it to the engine to be rescored "
+		"(the same answer, more work).",
+		.bool_var = &mcc_refine_in_engine, .context = PGC_USERSET},
+	{.name = "mcc.fallback",
+		.short_desc = "What identify() does when the matcher service cannot serve it.",
+		.long_desc = "cpu: scan in the backend; notice: the same with a NOTICE "
+		"saying why; error: raise an ERROR saying why.",
+		.int_var = &mcc_fallback, .options = fallback_options, .context = PGC_USERSET},
+	{.name = "mcc.request_timeout",
+		.short_desc = "How long a backend waits for one reply of the matcher engine.",
+		.long_desc = "0 waits without limit (statement_timeout still applies). "
+		"On expiry mcc.fallback decides.",
+		.int_var = &mcc_request_timeout, .min = 0, .max = INT_MAX,
+		.context = PGC_USERSET, .flags = GUC_UNIT_MS},
+	{.name = "mcc.max_delta_rows",
+		.short_desc = "Most changed rows of one gallery a transaction sends to the "
+		"matcher engine as a delta.",
+		.long_desc = "A transaction that changes more rows marks the cache for a "
+		"full reload instead.",
+		.int_var = &mcc_max_delta_rows, .min = 0, .max = INT_MAX / 2, .context = PGC_USERSET},
+	{.name = "mcc.progress_interval",
+		.short_desc = "How often a long maintenance call reports its progress.",
+		.long_desc = "An interactive mcc_gallery_preload() sends a NOTICE this often "
+		"(if client_min_messages lets NOTICEs through); 0 after every "
+		"step, -1 never. mcc_gallery_status shows the progress anyway.",
+		.int_var = &mcc_progress_interval, .min = -1, .max = INT_MAX,
+		.context = PGC_USERSET, .flags = GUC_UNIT_MS},
+};
+
+/* Parameters fixed at server start (or, PGC_SIGHUP, at a reload). */
+static const guc_def server_gucs[] = {
+	{.name = "mcc.cache_memory_limit",
+		.short_desc = "Memory the matcher engine may use for gallery caches.",
+		.long_desc = "0 means no limit. A load beyond the limit fails and "
+		"mcc.fallback decides.",
+		.int_var = &mcc_cache_memory_limit, .min = 0, .max = INT_MAX,
+		.context = PGC_POSTMASTER, .flags = GUC_UNIT_MB},
+	{.name = "mcc.worker_threads",
+		.short_desc = "Scan threads of the matcher engine.",
+		.long_desc = "0 starts one per CPU.",
+		.int_var = &mcc_worker_threads, .min = 0, .max = 1024, .context = PGC_POSTMASTER},
+	{.name = "mcc.max_galleries",
+		.short_desc = "Galleries the matcher service tracks at once.",
+		.long_desc = "When all are tracked, a gallery takes the slot of the one of "
+		"lowest priority at or below its own, least recently used first.",
+		.int_var = &mcc_max_galleries, .min = 1, .max = 100000, .context = PGC_POSTMASTER},
+	{.name = "mcc.image_worker_threads",
+		.short_desc = "Threads of the matcher engine for image and point jobs.",
+		.long_desc = "Apart from the scan threads, at a lower scheduling priority, so "
+		"that image jobs never hold up identify(). 0: half of "
+		"mcc.worker_threads, at least 1.",
+		.int_var = &mcc_image_worker_threads, .min = 0, .max = 1024, .context = PGC_POSTMASTER},
+	{.name = "mcc.change_log_prune_interval",
+		.short_desc = "How often the supervisor prunes the change logs of hot standbys.",
+		.long_desc = "On a primary it removes the entries no standby needs any more "
+		"(mcc_change_log_prune()). 0 turns automatic pruning off.",
+		.int_var = &mcc_change_log_prune_interval, .min = 0, .max = INT_MAX / 1000,
+		.context = PGC_SIGHUP, .flags = GUC_UNIT_S},
+	{.name = "mcc.change_log_retention",
+		.short_desc = "How long change log entries stay for hot standbys without a "
+		"replication slot.",
+		.long_desc = "Entries a physical replication slot's standby has not replayed "
+		"stay longer; a standby that lacks a pruned entry reloads its cache.",
+		.int_var = &mcc_change_log_retention, .min = 0, .max = INT_MAX / 1000,
+		.context = PGC_SIGHUP, .flags = GUC_UNIT_S},
+	{.name = "mcc.cache_snapshots",
+		.short_desc = "Keeps snapshots of the gallery caches on disk, to serve again "
+		"soon after a restart.",
+		.long_desc = "The matcher engine writes each cache to the data directory's "
+		"mcc/ folder; after a restart a load checks it against the "
+		"table's tuple headers and reads only the rows it cannot prove "
+		"unchanged. Off: nothing is written or read.",
+		.bool_var = &mcc_cache_snapshots, .context = PGC_POSTMASTER},
+	{.name = "mcc.image_queue_limit",
+		.short_desc = "Image and point jobs the matcher engine takes at once.",
+		.long_desc = "Each holds its images until it is answered; beyond the limit "
+		"a call runs in its backend (mcc.image_device = auto) or fails. "
+		"0: four per image thread.",
+		.int_var = &mcc_image_queue_limit, .min = 0, .max = 1 << 20, .context = PGC_POSTMASTER},
+};
+
+/* Defines the n parameters of defs, each with its variable's initial value. */
+static void
+define_gucs(const guc_def *defs, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		const guc_def *d = &defs[i];
+
+		if (d->bool_var)
+			DefineCustomBoolVariable(d->name, d->short_desc, d->long_desc,
+									 d->bool_var, *d->bool_var,
+									 d->context, d->flags, NULL, NULL, NULL);
+		else if (d->options)
+			DefineCustomEnumVariable(d->name, d->short_desc, d->long_desc,
+									 d->int_var, *d->int_var, d->options,
+									 d->context, d->flags, NULL, NULL, NULL);
+		else
+			DefineCustomIntVariable(d->name, d->short_desc, d->long_desc,
+									d->int_var, *d->int_var, d->min, d->max,
+									d->context, d->flags, NULL, NULL, NULL);
+	}
+}
+
 void
 mcc_service_define_session_gucs(void)
 {
-	DefineCustomBoolVariable("mcc.service",
-							 "Lets identify() use the matcher service.",
-							 "When off, identify() scans the gallery in the backend. "
-							 "Writers keep the service's caches current either way.",
-							 &mcc_service_enabled, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("mcc.refine_in_engine",
-							 "Lets the matcher engine refine identify()'s shortlists from its cache.",
-							 "When off, the backend re-checks every shortlisted row, reads "
-							 "its template and sends it to the engine to be rescored "
-							 "(the same answer, more work).",
-							 &mcc_refine_in_engine, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomEnumVariable("mcc.fallback",
-							 "What identify() does when the matcher service cannot serve it.",
-							 "cpu: scan in the backend; notice: the same with a NOTICE "
-							 "saying why; error: raise an ERROR saying why.",
-							 &mcc_fallback, MCC_FALLBACK_CPU, fallback_options,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mcc.request_timeout",
-							"How long a backend waits for one reply of the matcher engine.",
-							"0 waits without limit (statement_timeout still applies). "
-							"On expiry mcc.fallback decides.",
-							&mcc_request_timeout, 30000, 0, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("mcc.max_delta_rows",
-							"Most changed rows of one gallery a transaction sends to the "
-							"matcher engine as a delta.",
-							"A transaction that changes more rows marks the cache for a "
-							"full reload instead.",
-							&mcc_max_delta_rows, 10000, 0, INT_MAX / 2,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mcc.progress_interval",
-							"How often a long maintenance call reports its progress.",
-							"An interactive mcc_gallery_preload() sends a NOTICE this often "
-							"(if client_min_messages lets NOTICEs through); 0 after every "
-							"step, -1 never. mcc_gallery_status shows the progress anyway.",
-							&mcc_progress_interval, 5000, -1, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	define_gucs(session_gucs, lengthof(session_gucs));
 }
 
-/* Parameters fixed at server start. */
 void
 mcc_service_define_server_gucs(void)
 {
-	DefineCustomIntVariable("mcc.cache_memory_limit",
-							"Memory the matcher engine may use for gallery caches.",
-							"0 means no limit. A load beyond the limit fails and "
-							"mcc.fallback decides.",
-							&mcc_cache_memory_limit, 4096, 0, INT_MAX,
-							PGC_POSTMASTER, GUC_UNIT_MB, NULL, NULL, NULL);
-	DefineCustomIntVariable("mcc.worker_threads",
-							"Scan threads of the matcher engine.",
-							"0 starts one per CPU.",
-							&mcc_worker_threads, 0, 0, 1024,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mcc.max_galleries",
-							"Galleries the matcher service tracks at once.",
-							"When all are tracked, a gallery takes the slot of the one of "
-							"lowest priority at or below its own, least recently used first.",
-							&mcc_max_galleries, 64, 1, 100000,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mcc.image_worker_threads",
-							"Threads of the matcher engine for image and point jobs.",
-							"Apart from the scan threads, at a lower scheduling priority, so "
-							"that image jobs never hold up identify(). 0: half of "
-							"mcc.worker_threads, at least 1.",
-							&mcc_image_worker_threads, 0, 0, 1024,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mcc.change_log_prune_interval",
-							"How often the supervisor prunes the change logs of hot standbys.",
-							"On a primary it removes the entries no standby needs any more "
-							"(mcc_change_log_prune()). 0 turns automatic pruning off.",
-							&mcc_change_log_prune_interval, 60, 0, INT_MAX / 1000,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomIntVariable("mcc.change_log_retention",
-							"How long change log entries stay for hot standbys without a "
-							"replication slot.",
-							"Entries a physical replication slot's standby has not replayed "
-							"stay longer; a standby that lacks a pruned entry reloads its cache.",
-							&mcc_change_log_retention, 600, 0, INT_MAX / 1000,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomBoolVariable("mcc.cache_snapshots",
-							 "Keeps snapshots of the gallery caches on disk, to serve again "
-							 "soon after a restart.",
-							 "The matcher engine writes each cache to the data directory's "
-							 "mcc/ folder; after a restart a load checks it against the "
-							 "table's tuple headers and reads only the rows it cannot prove "
-							 "unchanged. Off: nothing is written or read.",
-							 &mcc_cache_snapshots, true,
-							 PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("mcc.image_queue_limit",
-							"Image and point jobs the matcher engine takes at once.",
-							"Each holds its images until it is answered; beyond the limit "
-							"a call runs in its backend (mcc.image_device = auto) or fails. "
-							"0: four per image thread.",
-							&mcc_image_queue_limit, 0, 0, 1 << 20,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	define_gucs(server_gucs, lengthof(server_gucs));
 }

@@ -766,6 +766,23 @@ mcc_chamfer_solve(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs,
 	return fill_result(ref, obs, &st, S, opts->transform, res, err);
 }
 
+/*
+ * *o: opts, or the defaults when opts is NULL, with local_cancel as its
+ * cancel flag when it has none (a flag of our own, so that a poll's cancel
+ * is told from a failure).
+ */
+static void
+opts_resolve(const mcc_chamfer_opts *opts, volatile int *local_cancel,
+			 mcc_chamfer_opts *o)
+{
+	if (opts == NULL)
+		mcc_chamfer_opts_init(o);
+	else
+		*o = *opts;
+	if (o->cancel == NULL)
+		o->cancel = local_cancel;
+}
+
 /* Align with a prepared reference on the CPU. */
 mcc_status
 mcc_chamfer_align_ref(const mcc_chamfer_ref *ref, const double *obs, size_t n,
@@ -778,12 +795,7 @@ mcc_chamfer_align_ref(const mcc_chamfer_ref *ref, const double *obs, size_t n,
 	mcc_chamfer_evaluator ev;
 	mcc_status	rc;
 
-	if (opts == NULL)
-		mcc_chamfer_opts_init(&o);
-	else
-		o = *opts;
-	if (o.cancel == NULL)
-		o.cancel = &local_cancel;
+	opts_resolve(opts, &local_cancel, &o);
 	memset(res, 0, sizeof(*res));
 	if ((rc = mcc_chamfer_obs_prepare(ref, obs, n, o.transform, &ob, err)) != MCC_OK)
 		return rc;
@@ -813,12 +825,7 @@ mcc_chamfer_align(const double *obs, size_t n_obs, const double *ref, size_t n_r
 	mcc_chamfer_ref rf;
 	mcc_status	rc;
 
-	if (opts == NULL)
-		mcc_chamfer_opts_init(&o);
-	else
-		o = *opts;
-	if (o.cancel == NULL)
-		o.cancel = &local_cancel;
+	opts_resolve(opts, &local_cancel, &o);
 	memset(res, 0, sizeof(*res));
 	if ((rc = mcc_chamfer_ref_build(ref, n_ref, dim, &o, &rf, err)) != MCC_OK)
 	{

@@ -93,6 +93,27 @@ mcc_chamfer_nsums(int type, int dim)
 }
 
 /*
+ * The affine part of one inlier's terms, 2D, at point (x, y) with residual
+ * (rx, ry): J^T r into b[0..6), the 5 terms of Table 2 into h. 2D affine
+ * is only this; 2D projective adds its own terms at p' = T(p).
+ */
+MCC_HD void
+mcc_chamfer_affine_2d(double x, double y, double rx, double ry, double *b, double *h)
+{
+	b[0] += x * rx;
+	b[1] += y * rx;
+	b[2] += rx;
+	b[3] += x * ry;
+	b[4] += y * ry;
+	b[5] += ry;
+	h[0] += x * x;
+	h[1] += x * y;
+	h[2] += x;
+	h[3] += y * y;
+	h[4] += y;
+}
+
+/*
  * Add one inlier's b and h terms, 2D. (px, py) = T(p), (ux, uy) = R p for
  * euclidean and similarity, (x, y) = p.
  */
@@ -128,21 +149,7 @@ mcc_chamfer_terms_2d(int type, double s, double x, double y, double ux, double u
 		h[2] += uy;
 	}
 	else if (type == MCC_XFORM_AFFINE)
-	{
-		double	   *h = b + 6;
-
-		b[0] += x * rx;
-		b[1] += y * rx;
-		b[2] += rx;
-		b[3] += x * ry;
-		b[4] += y * ry;
-		b[5] += ry;
-		h[0] += x * x;
-		h[1] += x * y;
-		h[2] += x;
-		h[3] += y * y;
-		h[4] += y;
-	}
+		mcc_chamfer_affine_2d(x, y, rx, ry, b, b + 6);
 	else
 	{
 		/* eq. 14 at p' = (px, py) */
@@ -153,19 +160,9 @@ mcc_chamfer_terms_2d(int type, double s, double x, double y, double ux, double u
 		double		rho2 = xx + yy;
 		double	   *h = b + 8;
 
-		b[0] += px * rx;
-		b[1] += py * rx;
-		b[2] += rx;
-		b[3] += px * ry;
-		b[4] += py * ry;
-		b[5] += ry;
+		mcc_chamfer_affine_2d(px, py, rx, ry, b, h);
 		b[6] -= px * pr;
 		b[7] -= py * pr;
-		h[0] += xx;
-		h[1] += xy;
-		h[2] += px;
-		h[3] += yy;
-		h[4] += py;
 		h[5] += xx * px;
 		h[6] += xx * py;
 		h[7] += xy * py;
@@ -189,6 +186,19 @@ mcc_chamfer_moments_3d(const double *v, double *h)
 	h[6] += v[1];
 	h[7] += v[2] * v[2];
 	h[8] += v[2];
+}
+
+/* The affine part of J^T r, 3D, at point v with residual r: b[0..12). */
+MCC_HD void
+mcc_chamfer_affine_b_3d(const double *v, const double *r, double *b)
+{
+	for (int c = 0; c < 3; c++)
+	{
+		b[4 * c + 0] += v[0] * r[c];
+		b[4 * c + 1] += v[1] * r[c];
+		b[4 * c + 2] += v[2] * r[c];
+		b[4 * c + 3] += r[c];
+	}
 }
 
 /*
@@ -230,13 +240,7 @@ mcc_chamfer_terms_3d(int type, double s, const double *p, const double *u,
 	}
 	else if (type == MCC_XFORM_AFFINE)
 	{
-		for (int c = 0; c < 3; c++)
-		{
-			b[4 * c + 0] += p[0] * r[c];
-			b[4 * c + 1] += p[1] * r[c];
-			b[4 * c + 2] += p[2] * r[c];
-			b[4 * c + 3] += r[c];
-		}
+		mcc_chamfer_affine_b_3d(p, r, b);
 		mcc_chamfer_moments_3d(p, b + 12);
 	}
 	else
@@ -248,13 +252,7 @@ mcc_chamfer_terms_3d(int type, double s, const double *p, const double *u,
 		double		y = pt[1];
 		double		z = pt[2];
 
-		for (int c = 0; c < 3; c++)
-		{
-			b[4 * c + 0] += x * r[c];
-			b[4 * c + 1] += y * r[c];
-			b[4 * c + 2] += z * r[c];
-			b[4 * c + 3] += r[c];
-		}
+		mcc_chamfer_affine_b_3d(pt, r, b);
 		b[12] -= x * pr;
 		b[13] -= y * pr;
 		b[14] -= z * pr;
@@ -278,6 +276,24 @@ mcc_chamfer_terms_3d(int type, double s, const double *p, const double *u,
 		h[23] += rho2 * (y * z);
 		h[24] += rho2 * (z * z);
 	}
+}
+
+/*
+ * A point's f and N into S from its squared distance d2: an outlier
+ * (d2 > tau2) adds tau2 to f and nothing else; an inlier adds d2 and 1.
+ * Returns whether it is an inlier (whose b and h terms follow).
+ */
+MCC_HD int
+mcc_chamfer_add_f(double d2, double tau2, double *S)
+{
+	if (d2 > tau2)
+	{
+		S[0] += tau2;
+		return 0;
+	}
+	S[0] += d2;
+	S[1] += 1.0;
+	return 1;
 }
 
 /*
@@ -332,14 +348,7 @@ mcc_chamfer_point(const mcc_chamfer_xf *xf, int dim, int type, int gh,
 		r[0] = q[0] - pt[0];
 		r[1] = q[1] - pt[1];
 		d2 = r[0] * r[0] + r[1] * r[1];
-		if (d2 > xf->tau2)
-		{
-			S[0] += xf->tau2;
-			return;
-		}
-		S[0] += d2;
-		S[1] += 1.0;
-		if (gh)
+		if (mcc_chamfer_add_f(d2, xf->tau2, S) && gh)
 			mcc_chamfer_terms_2d(type, xf->s, x, y, u[0], u[1], pt[0], pt[1], r[0], r[1], S);
 	}
 	else
@@ -373,14 +382,7 @@ mcc_chamfer_point(const mcc_chamfer_xf *xf, int dim, int type, int gh,
 		r[1] = q[1] - pt[1];
 		r[2] = q[2] - pt[2];
 		d2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-		if (d2 > xf->tau2)
-		{
-			S[0] += xf->tau2;
-			return;
-		}
-		S[0] += d2;
-		S[1] += 1.0;
-		if (gh)
+		if (mcc_chamfer_add_f(d2, xf->tau2, S) && gh)
 			mcc_chamfer_terms_3d(type, xf->s, p, u, pt, r, S);
 	}
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "mcc_dp2d_int.h"
+#include "mcc_dp2d_trace.h"
 
 #define INF MCC_DP2D_INF64
 
@@ -319,60 +320,18 @@ outer_dp(const uint32_t *cost, uint32_t ha, uint32_t hb, mcc_dp2d_scratch *s)
 static void
 outer_trace(const uint8_t *odir, uint32_t ha, uint32_t hb, uint32_t *map)
 {
-	uint32_t	i = ha - 1,
-				j = hb - 1;
-	int			diagonal = odir[(size_t) i * hb + j] & 1;
-
-	for (;;)
-	{
-		map[i] = j;
-		if (i == 0 && j == 0)
-			break;
-		if (diagonal)
-		{
-			i--;
-			j--;
-			diagonal = odir[(size_t) i * hb + j] & 1;
-		}
-		else
-		{
-			if (odir[(size_t) i * hb + j] & 2)
-				i--;
-			else
-				j--;
-			diagonal = 1;
-		}
-	}
+#define OUTER_BIT(i, j, b) ((odir[(size_t) (i) * hb + (j)] >> (b)) & 1u)
+	MCC_DP2D_BACK_TRACE(ha, hb, map, OUTER_BIT);
+#undef OUTER_BIT
 }
 
 /* Back-trace lane l of a row DP from the kernel's masks into map[p]. */
 static void
 lane_trace(const uint32_t *masks, uint32_t wa, uint32_t wb, uint32_t l, uint32_t *map)
 {
-	uint32_t	p = wa - 1,
-				q = wb - 1;
-	int			diagonal = (masks[2 * ((size_t) p * wb + q)] >> l) & 1;
-
-	for (;;)
-	{
-		map[p] = q;
-		if (p == 0 && q == 0)
-			break;
-		if (diagonal)
-		{
-			p--;
-			q--;
-			diagonal = (masks[2 * ((size_t) p * wb + q)] >> l) & 1;
-		}
-		else
-		{
-			if ((masks[2 * ((size_t) p * wb + q) + 1] >> l) & 1)
-				p--;
-			else
-				q--;
-			diagonal = 1;
-		}
-	}
+#define LANE_BIT(p, q, b) ((masks[2 * ((size_t) (p) * wb + (q)) + (b)] >> l) & 1u)
+	MCC_DP2D_BACK_TRACE(wa, wb, map, LANE_BIT);
+#undef LANE_BIT
 }
 
 /* Step 3: column maps of the rows (i, row_map[i]), the warp, the differences. */

@@ -19,40 +19,66 @@
 typedef uint16_t g16 __attribute__((vector_size(2 * GL16)));
 typedef uint32_t g32 __attribute__((vector_size(4 * GL32)));
 
-/* 16-bit lanes, sums saturating at 0xFFFF */
-static inline g16
-g16_load(const uint16_t *p)
-{
-	g16			r;
-
-	memcpy(&r, p, sizeof(r));
-	return r;
+/*
+ * The operations both widths share, written once for a vector type V of
+ * NL elements of type E: unaligned load and store, broadcast, select by
+ * mask, absolute difference, minimum, and the a <= b mask as one bit a lane.
+ */
+#define G_LANE_OPS(V, E, NL) \
+static inline V \
+V##_load(const E *p) \
+{ \
+	V			r; \
+\
+	memcpy(&r, p, sizeof(r)); \
+	return r; \
+} \
+\
+static inline void \
+V##_store(E *p, V a) \
+{ \
+	memcpy(p, &a, sizeof(a)); \
+} \
+\
+static inline V \
+V##_set1(uint32_t x) \
+{ \
+	return (V) {0} + (E) x; \
+} \
+\
+static inline V \
+V##_sel(V mask, V a, V b) \
+{ \
+	return (a & mask) | (b & ~mask); \
+} \
+\
+static inline V \
+V##_absdiff(V a, V b) \
+{ \
+	return V##_sel((V) (a > b), a - b, b - a); \
+} \
+\
+static inline V \
+V##_min(V a, V b) \
+{ \
+	return V##_sel((V) (a < b), a, b); \
+} \
+\
+static inline uint32_t \
+V##_le(V a, V b) \
+{ \
+	V			m = (V) (a <= b); \
+	uint32_t	r = 0; \
+\
+	for (int l = 0; l < (NL); l++) \
+		r |= (uint32_t) (m[l] & 1u) << l; \
+	return r; \
 }
 
-static inline void
-g16_store(uint16_t *p, g16 a)
-{
-	memcpy(p, &a, sizeof(a));
-}
+G_LANE_OPS(g16, uint16_t, GL16)
+G_LANE_OPS(g32, uint32_t, GL32)
 
-static inline g16
-g16_set1(uint32_t x)
-{
-	return (g16) {0} + (uint16_t) x;
-}
-
-static inline g16
-g16_sel(g16 mask, g16 a, g16 b)
-{
-	return (a & mask) | (b & ~mask);
-}
-
-static inline g16
-g16_absdiff(g16 a, g16 b)
-{
-	return g16_sel((g16) (a > b), a - b, b - a);
-}
-
+/* 16-bit lanes: sums saturate at 0xFFFF */
 static inline g16
 g16_adds(g16 a, g16 b)
 {
@@ -61,78 +87,11 @@ g16_adds(g16 a, g16 b)
 	return s | (g16) (s < a);	/* wrapped: all ones */
 }
 
-static inline g16
-g16_min(g16 a, g16 b)
-{
-	return g16_sel((g16) (a < b), a, b);
-}
-
-static inline uint32_t
-g16_le(g16 a, g16 b)
-{
-	g16			m = (g16) (a <= b);
-	uint32_t	r = 0;
-
-	for (int l = 0; l < GL16; l++)
-		r |= (uint32_t) (m[l] & 1u) << l;
-	return r;
-}
-
-/* 32-bit lanes; no sum comes near 2^32 within the size limits */
-static inline g32
-g32_load(const uint32_t *p)
-{
-	g32			r;
-
-	memcpy(&r, p, sizeof(r));
-	return r;
-}
-
-static inline void
-g32_store(uint32_t *p, g32 a)
-{
-	memcpy(p, &a, sizeof(a));
-}
-
-static inline g32
-g32_set1(uint32_t x)
-{
-	return (g32) {0} + x;
-}
-
-static inline g32
-g32_sel(g32 mask, g32 a, g32 b)
-{
-	return (a & mask) | (b & ~mask);
-}
-
-static inline g32
-g32_absdiff(g32 a, g32 b)
-{
-	return g32_sel((g32) (a > b), a - b, b - a);
-}
-
+/* 32-bit lanes: no sum comes near 2^32 within the size limits */
 static inline g32
 g32_add(g32 a, g32 b)
 {
 	return a + b;
-}
-
-static inline g32
-g32_min(g32 a, g32 b)
-{
-	return g32_sel((g32) (a < b), a, b);
-}
-
-static inline uint32_t
-g32_le(g32 a, g32 b)
-{
-	g32			m = (g32) (a <= b);
-	uint32_t	r = 0;
-
-	for (int l = 0; l < GL32; l++)
-		r |= (m[l] & 1u) << l;
-	return r;
 }
 
 #define LANES_FN	lanes_generic16

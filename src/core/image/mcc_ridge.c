@@ -71,6 +71,45 @@ degree(const ridge *r, int32_t i)
 }
 
 /*
+ * Flood the component of pixel s: the pixels whose px is nonzero (on = 1)
+ * or zero (on = 0), 4-connected (step 2 through dx8/dy8) or 8-connected
+ * (step 1), into r->queue, each marked in r->mark. Returns its size;
+ * *border says whether it touches the image border.
+ */
+static int
+flood(ridge *r, const uint8_t *px, int on, int step, size_t s, int *border)
+{
+	int			head = 0;
+	int			tail = 0;
+
+	*border = 0;
+	r->mark[s] = 1;
+	r->queue[tail++] = (int32_t) s;
+	while (head < tail)
+	{
+		int32_t		i = r->queue[head++];
+		int			x = i % (int) r->w;
+		int			y = i / (int) r->w;
+
+		if (x == 0 || y == 0 || x == (int) r->w - 1 || y == (int) r->h - 1)
+			*border = 1;
+		for (int d = 0; d < 8; d += step)
+		{
+			int			u = x + dx8[d];
+			int			v = y + dy8[d];
+			int32_t		j = v * (int) r->w + u;
+
+			if (inside(r, u, v) && (px[j] != 0) == on && !r->mark[j])
+			{
+				r->mark[j] = 1;
+				r->queue[tail++] = j;
+			}
+		}
+	}
+	return tail;
+}
+
+/*
  * Phase 1: valley components (4-connected) of img (1 ridge, 0 valley) that
  * touch no border and hold at most fill_max pixels become ridge.
  */
@@ -83,35 +122,12 @@ fill_holes(ridge *r, uint8_t *img, int fill_max)
 	memset(r->mark, 0, n);
 	for (size_t s = 0; s < n; s++)
 	{
-		int			head = 0;
-		int			tail = 0;
-		int			border = 0;
+		int			border;
+		int			tail;
 
 		if (img[s] || r->mark[s])
 			continue;
-		r->mark[s] = 1;
-		r->queue[tail++] = (int32_t) s;
-		while (head < tail)
-		{
-			int32_t		i = r->queue[head++];
-			int			x = i % (int) r->w;
-			int			y = i / (int) r->w;
-
-			if (x == 0 || y == 0 || x == (int) r->w - 1 || y == (int) r->h - 1)
-				border = 1;
-			for (int d = 0; d < 8; d += 2)
-			{
-				int			u = x + dx8[d];
-				int			v = y + dy8[d];
-				int32_t		j = v * (int) r->w + u;
-
-				if (inside(r, u, v) && !img[j] && !r->mark[j])
-				{
-					r->mark[j] = 1;
-					r->queue[tail++] = j;
-				}
-			}
-		}
+		tail = flood(r, img, 0, 2, s, &border);
 		if (!border && tail <= fill_max)
 		{
 			for (int k = 0; k < tail; k++)
@@ -132,32 +148,12 @@ remove_small(ridge *r, int min)
 	memset(r->mark, 0, n);
 	for (size_t s = 0; s < n; s++)
 	{
-		int			head = 0;
-		int			tail = 0;
+		int			border;
+		int			tail;
 
 		if (!r->sk[s] || r->mark[s])
 			continue;
-		r->mark[s] = 1;
-		r->queue[tail++] = (int32_t) s;
-		while (head < tail)
-		{
-			int32_t		i = r->queue[head++];
-			int			x = i % (int) r->w;
-			int			y = i / (int) r->w;
-
-			for (int d = 0; d < 8; d++)
-			{
-				int			u = x + dx8[d];
-				int			v = y + dy8[d];
-				int32_t		j = v * (int) r->w + u;
-
-				if (inside(r, u, v) && r->sk[j] && !r->mark[j])
-				{
-					r->mark[j] = 1;
-					r->queue[tail++] = j;
-				}
-			}
-		}
+		tail = flood(r, r->sk, 1, 1, s, &border);
 		if (tail < min)
 		{
 			for (int k = 0; k < tail; k++)
