@@ -1,16 +1,8 @@
 -- score: 1:1 LSS score, the % and <=> operators, mcc.match_threshold
 
--- run a statement; its SQLSTATE ('00000' if it succeeds), message and detail
-CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT detail text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		detail = PG_EXCEPTION_DETAIL;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 -- A finger-like set: 40 minutiae spread over [110, 390) x [110, 390) of a
 -- 500x500 image, far enough from the borders that no cylinder reaches them;
@@ -104,7 +96,7 @@ FROM tpl a, tpl b WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu
 
 -- different profiles are never compared (22023)
 SELECT mcc_score(a.t, b.t) FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010';
-SELECT v.op, t.* FROM (VALUES
+SELECT v.op, t.state, t.message, t.detail FROM (VALUES
 	(1, 'mcc_score', $q$SELECT mcc_score(a.t, b.t) FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010'$q$),
 	(2, '%', $q$SELECT a.t % b.t FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010'$q$),
 	(3, '<=>', $q$SELECT a.t <=> b.t FROM tpl a, tpl b WHERE a.name = 'A tpami2010' AND b.name = 'A'$q$)
@@ -155,7 +147,7 @@ EXECUTE m;
 DEALLOCATE m;
 RESET mcc.match_threshold;
 -- range (22023) and reserved prefix (42602)
-SELECT v.stmt, t.* FROM (VALUES
+SELECT v.stmt, t.state, t.message, t.detail FROM (VALUES
 	(1, 'SET mcc.match_threshold = 1.5'),
 	(2, 'SET mcc.match_threshold = -0.1'),
 	(3, 'SET mcc.no_such_setting = 1')
@@ -170,4 +162,4 @@ FROM pg_operator o LEFT JOIN pg_operator c ON c.oid = o.oprcom
 WHERE o.oprleft = 'mcc_template'::regtype ORDER BY 1;
 
 DROP TABLE tpl, mnt;
-DROP FUNCTION theta(int), try(text);
+DROP FUNCTION theta(int), try(text), sqlstate_of(text);

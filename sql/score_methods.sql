@@ -1,16 +1,8 @@
 -- score_methods: mcc_score(a, b, method) for every matching method
 
--- run a statement; its SQLSTATE ('00000' if it succeeds), message, detail and hint
-CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT hint text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		hint = PG_EXCEPTION_HINT;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 -- The templates of the score test: a finger-like set A of 40 minutiae, A
 -- turned by 90 degrees and moved, A turned by 180 degrees (beyond the
@@ -100,7 +92,7 @@ FROM tpl a, tpl b, methods m
 WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu2015';
 
 -- errors: an unknown method or different profiles (22023); NULL in, NULL out
-SELECT v.ord, t.* FROM (VALUES
+SELECT v.ord, t.state, t.message, t.hint FROM (VALUES
 	(1, $q$SELECT mcc_score(t, t, 'dtr') FROM tpl WHERE name = 'A'$q$),
 	(2, $q$SELECT mcc_score(t, t, 'LSS') FROM tpl WHERE name = 'A'$q$),
 	(3, $q$SELECT mcc_score(t, t, '') FROM tpl WHERE name = 'A'$q$),
@@ -115,4 +107,4 @@ FROM pg_proc p WHERE p.proname = 'mcc_score' ORDER BY 1::text;
 SELECT obj_description('mcc_score(mcc_template, mcc_template, text)'::regprocedure, 'pg_proc') IS NOT NULL AS commented;
 
 DROP TABLE tpl, mnt, methods;
-DROP FUNCTION theta(int), try(text), z(float8, float8, float8);
+DROP FUNCTION theta(int), try(text), sqlstate_of(text), z(float8, float8, float8);
