@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testpoll.h"
 #include "mcc_align.h"
 #include "mcc_rng.h"
 #include "mcc_xyt.h"
@@ -344,16 +345,6 @@ test_fvc(void)
 				   "%s: a same-finger pair has the lower residual in %.1f%% of (same, different) "
 				   "pairs (floor 75%%)", fvc_dbs[db].db, 100.0 * ordered / ((double) ng * ni));
 	}
-}
-
-static int	polls;
-static int	poll_limit;
-
-/* A poll that asks to stop after poll_limit calls. */
-static int
-stop_after(void *arg)
-{
-	return ++polls > poll_limit;
 }
 
 /* A poll stops an alignment in its distance transform and in its fits, and says so. */
