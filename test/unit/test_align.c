@@ -21,6 +21,7 @@
 
 #include "unit.h"
 #include "testpoll.h"
+#include "testangle.h"
 #include "mcc_align.h"
 #include "mcc_rng.h"
 #include "mcc_xyt.h"
@@ -98,19 +99,6 @@ impression(const mcc_minutiae *a, uint64_t seed, double ang, double s, double tx
 	}
 }
 
-/* Wrapped angle difference in (-pi, pi]. */
-static double
-angle_diff(double a, double b)
-{
-	double		d = fmod(a - b, 2 * M_PI);
-
-	if (d > M_PI)
-		d -= 2 * M_PI;
-	if (d <= -M_PI)
-		d += 2 * M_PI;
-	return d;
-}
-
 /* Synthetic impressions aligned back onto their master. */
 static void
 test_synthetic(void)
@@ -165,7 +153,7 @@ test_synthetic(void)
 				continue;
 			m = res.mapped[kept[i]];
 			ss += (m[0] - a.m[i].x) * (m[0] - a.m[i].x) + (m[1] - a.m[i].y) * (m[1] - a.m[i].y);
-			worst_dir = fmax(worst_dir, fabs(angle_diff(m[2], a.m[i].theta)));
+			worst_dir = fmax(worst_dir, fabs(tangle_sub(m[2], a.m[i].theta)));
 			n++;
 		}
 		UNIT_CHECK(st == MCC_OK && n > 0 && sqrt(ss / n) <= 3.0 && worst_dir <= 0.2 &&
@@ -206,7 +194,7 @@ test_initial(void)
 	memcpy(o.init, truth, sizeof(truth));
 	st = mcc_align_minutiae(&b, &a, &o, &res, &err);
 	UNIT_CHECK(st == MCC_OK && res.starts_tried == 1 &&
-			   fabs(angle_diff(res.fit.params[0], -ang)) < 0.02 && res.mated >= 20,
+			   fabs(tangle_sub(res.fit.params[0], -ang)) < 0.02 && res.mated >= 20,
 			   "from the answer: one start, theta %.4f (truth %.4f), %d mated", res.fit.params[0], -ang,
 			   res.mated);
 	{
@@ -216,7 +204,7 @@ test_initial(void)
 	}
 	st = mcc_align_minutiae(&b, &a, &o, &far, &err);
 	UNIT_CHECK(st == MCC_OK && far.starts_tried == 1 &&
-			   fabs(angle_diff(far.fit.params[0], -ang)) > 1.0 && far.fit.residual > res.fit.residual,
+			   fabs(tangle_sub(far.fit.params[0], -ang)) > 1.0 && far.fit.residual > res.fit.residual,
 			   "half a turn off: one start, the local fit stays off (theta %.4f, residual %.2f vs %.2f)",
 			   far.fit.params[0], far.fit.residual, res.fit.residual);
 }
