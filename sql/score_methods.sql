@@ -4,31 +4,11 @@
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/sql/include/try.sql
 
--- The templates of the score test: a finger-like set A of 40 minutiae, A
--- turned by 90 degrees and moved, A turned by 180 degrees (beyond the
--- angular gate), the first 30 minutiae of A, another finger B, a template
--- without cylinders, and A with the tpami2010 profile.
-CREATE TABLE mnt AS
-SELECT i, 110 + (i * 67) % 280 AS x, 110 + (i * 139) % 280 AS y, (i * 53) % 256 AS q,
-	   (ARRAY['other', 'ending', 'bifurcation'])[i % 3 + 1] AS type
-FROM generate_series(0, 39) i;
-CREATE FUNCTION theta(q int) RETURNS float8 LANGUAGE sql IMMUTABLE
-	AS $$ SELECT (q % 256) * 2 * pi() / 256 $$;
-CREATE TABLE tpl (name text PRIMARY KEY, t mcc_template);
-INSERT INTO tpl SELECT 'A', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt;
-INSERT INTO tpl SELECT 'A rotated 90', jsonb_build_object('width', 560, 'height', 560, 'minutiae',
-	jsonb_agg(jsonb_build_array(y + 37, 499 - x + 21, theta(q + 64), type, 50) ORDER BY i)) FROM mnt;
-INSERT INTO tpl SELECT 'A rotated 180', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(499 - x, 499 - y, theta(q + 128), type, 50) ORDER BY i)) FROM mnt;
-INSERT INTO tpl SELECT 'A partial', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt WHERE i < 30;
-INSERT INTO tpl SELECT 'B', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(110 + (i * 101) % 280, 110 + (i * 43) % 280, theta(i * 97), 'ending', 50) ORDER BY i))
-FROM generate_series(0, 39) i;
-INSERT INTO tpl VALUES ('lonely', '{"width":500,"height":500,"minutiae":[[250,250,1]]}');
-INSERT INTO tpl SELECT 'A tpami2010', jsonb_build_object('profile', 'tpami2010', 'width', 500, 'height', 500,
-	'minutiae', jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt;
+-- The templates of the score test (sql/include/finger_a.sql): a finger-like
+-- set A of 40 minutiae, A turned by 90 degrees and moved, A turned by 180
+-- degrees (beyond the angular gate), the first 30 minutiae of A, another
+-- finger B, a template without cylinders, and A with the tpami2010 profile.
+\i :abs_srcdir/sql/include/finger_a.sql
 
 CREATE TABLE methods (ord int, m text);
 INSERT INTO methods VALUES (1, 'lss'), (2, 'lss-r'), (3, 'lss-dtr'), (4, 'lsa'), (5, 'lsa-r'),
