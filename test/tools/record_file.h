@@ -1,0 +1,76 @@
+/*
+ * record_file.h: what the evaluation tools (mcceval, mccpersons) share
+ * about minutiae record files: the FINGER_IMPRESSION.ext names of a
+ * directory, and one file read into minutiae by its extension (xyt, json,
+ * else an ISO/ANSI record).
+ */
+#ifndef MCC_RECORD_FILE_H
+#define MCC_RECORD_FILE_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcc_error.h"
+#include "mcc_iso.h"
+#include "mcc_json.h"
+#include "mcc_xyt.h"
+
+/*
+ * Whether name is FINGER_IMPRESSION.EXT, with EXT = ext unless ext is NULL;
+ * if so, its finger, impression and '.' (the extension follows it).
+ */
+static inline int
+rf_parse_name(const char *name, const char *ext, long *finger, int *imp, const char **dot)
+{
+	int			used = 0;
+
+	*dot = strrchr(name, '.');
+	return *dot != NULL && sscanf(name, "%ld_%d%n", finger, imp, &used) == 2 &&
+		name + used == *dot && (ext == NULL || strcmp(*dot + 1, ext) == 0);
+}
+
+/*
+ * Read the record file path into ms by its extension ext; an xyt file is in
+ * a frame of w x h pixels at dpi. MCC_OK, or the reader's status with err
+ * (MCC_ERR_VALUE if the file cannot be read).
+ */
+static inline mcc_status
+rf_read(const char *path, const char *ext, int w, int h, int dpi, mcc_minutiae *ms,
+		mcc_error *err)
+{
+	FILE	   *f = fopen(path, "rb");
+	uint8_t    *buf;
+	long		n;
+	size_t		len;
+	mcc_status	st;
+
+	if (f == NULL)
+		return mcc_error_set(err, MCC_ERR_VALUE, "cannot open: %s", strerror(errno));
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc((size_t) (n > 0 ? n : 0) + 1, 1);
+	if (buf == NULL)
+	{
+		fclose(f);
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory reading %s", path);
+	}
+	len = fread(buf, 1, (size_t) (n > 0 ? n : 0), f);
+	fclose(f);
+	if (strcmp(ext, "xyt") == 0)
+		st = mcc_xyt_read((const char *) buf, len, w, h, dpi, ms, err);
+	else if (strcmp(ext, "json") == 0)
+	{
+		const mcc_profile *p;
+
+		st = mcc_json_read((const char *) buf, len, ms, &p, err);
+	}
+	else
+		st = mcc_iso_read(buf, len, 1, ms, NULL, err);
+	free(buf);
+	return st;
+}
+
+#endif
