@@ -182,26 +182,19 @@ load_dir(const char *dir, int *n_out)
 	record	   *r = NULL;
 	int			n = 0;
 	int			cap = 0;
+	long		finger;
+	int			imp;
+	const char *dot;
 	mcc_minutiae *ms = xmalloc(sizeof(mcc_minutiae));
 
 	if (d == NULL)
 		die("cannot open directory %s: %s", dir, strerror(errno));
-	while ((e = readdir(d)) != NULL)
+	while ((e = rf_next(d, opt.ext, &finger, &imp, &dot)) != NULL)
 	{
-		long		finger;
-		int			imp;
-		const char *dot;
 		char		path[4096];
 
-		if (!rf_parse_name(e->d_name, opt.ext, &finger, &imp, &dot))
-			continue;
-		if (n == cap)
-		{
-			cap = cap ? 2 * cap : 128;
-			r = realloc(r, sizeof(record) * cap);
-			if (r == NULL)
-				die("out of memory");
-		}
+		if (!rf_grow((void **) &r, n, &cap, sizeof(record), 128))
+			die("out of memory");
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		read_minutiae(path, dot + 1, ms);
 		memset(&r[n], 0, sizeof(record));

@@ -506,25 +506,18 @@ load_dirs(int *n_out)
 	{
 		DIR		   *dp = opendir(opt.dir[d]);
 		struct dirent *e;
+		long		finger;
+		int			imp;
+		const char *dot;
 
 		if (dp == NULL)
 			die("cannot open directory %s: %s", opt.dir[d], strerror(errno));
-		while ((e = readdir(dp)) != NULL)
+		while ((e = rf_next(dp, opt.ext, &finger, &imp, &dot)) != NULL)
 		{
-			long		finger;
-			int			imp;
-			const char *dot;
 			char		path[4096];
 
-			if (!rf_parse_name(e->d_name, opt.ext, &finger, &imp, &dot))
-				continue;
-			if (n == cap)
-			{
-				cap = cap ? 2 * cap : 256;
-				r = realloc(r, sizeof(rec) * cap);
-				if (r == NULL)
-					die("out of memory");
-			}
+			if (!rf_grow((void **) &r, n, &cap, sizeof(rec), 256))
+				die("out of memory");
 			snprintf(path, sizeof(path), "%s/%s", opt.dir[d], e->d_name);
 			read_record(path, dot + 1, ms);
 			memset(&r[n], 0, sizeof(rec));

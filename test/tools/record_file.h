@@ -7,6 +7,7 @@
 #ifndef MCC_RECORD_FILE_H
 #define MCC_RECORD_FILE_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,40 @@ rf_parse_name(const char *name, const char *ext, long *finger, int *imp, const c
 	*dot = strrchr(name, '.');
 	return *dot != NULL && sscanf(name, "%ld_%d%n", finger, imp, &used) == 2 &&
 		name + used == *dot && (ext == NULL || strcmp(*dot + 1, ext) == 0);
+}
+
+/*
+ * The next FINGER_IMPRESSION.EXT entry of an open directory (as
+ * rf_parse_name takes it), NULL at the end.
+ */
+static inline struct dirent *
+rf_next(DIR *d, const char *ext, long *finger, int *imp, const char **dot)
+{
+	struct dirent *e;
+
+	while ((e = readdir(d)) != NULL)
+		if (rf_parse_name(e->d_name, ext, finger, imp, dot))
+			return e;
+	return NULL;
+}
+
+/*
+ * Room for element n of the array *p of elements of size bytes (*cap of
+ * them, doubled from first when full); false if out of memory.
+ */
+static inline int
+rf_grow(void **p, int n, int *cap, size_t size, int first)
+{
+	void	   *q;
+
+	if (n < *cap)
+		return 1;
+	q = realloc(*p, size * (size_t) (*cap ? 2 * *cap : first));
+	if (q == NULL)
+		return 0;
+	*p = q;
+	*cap = *cap ? 2 * *cap : first;
+	return 1;
 }
 
 /*
