@@ -19,10 +19,7 @@ use MccServiceTest;
 use MccBackend;
 
 my $node = service_node('cancel', 'mcc.worker_threads' => 1);
-create_gallery($node, 'big', 2000, 13);
-create_probes($node, 13, 6, 2);
-install_checks($node);
-$node->safe_psql('postgres', "SELECT mcc_gallery_register('big')");
+served_gallery($node, 'big', 2000, 13, 6, 2);
 $node->safe_psql('postgres', "SELECT mcc_gallery_preload('big')");
 $node->safe_psql('postgres', q{
 	CREATE FUNCTION held_request() RETURNS void LANGUAGE plpgsql AS $$

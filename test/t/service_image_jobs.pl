@@ -26,11 +26,8 @@ use MccBackend;
 
 my $node = service_node('image_jobs', 'mcc.image_worker_threads' => 1,
 	'mcc.image_queue_limit' => 1);
-create_gallery($node, 'g', 300, 61);
-create_probes($node, 61, 6, 2);
-install_checks($node);
+served_gallery($node, 'g', 300, 61, 6, 2);
 $node->safe_psql('postgres', q{
-	SELECT mcc_gallery_register('g');
 	SELECT mcc_gallery_preload('g');
 	CREATE ROLE plain LOGIN;
 	CREATE ROLE imager LOGIN;
