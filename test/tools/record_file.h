@@ -1,8 +1,9 @@
 /*
- * record_file.h: what the evaluation tools (mcceval, mccpersons) share
- * about minutiae record files: the FINGER_IMPRESSION.ext names of a
- * directory, and one file read into minutiae by its extension (xyt, json,
- * else an ISO/ANSI record).
+ * record_file.h: what the evaluation tools (mcceval, mccpersons,
+ * aligneval) and test_align share about minutiae record files: the
+ * FINGER_IMPRESSION.ext names of a directory, one file read into minutiae
+ * by its extension (xyt, json, else an ISO/ANSI record), and the FVC2002
+ * set-B minutiae of the shared data.
  */
 #ifndef MCC_RECORD_FILE_H
 #define MCC_RECORD_FILE_H
@@ -106,6 +107,29 @@ rf_read(const char *path, const char *ext, int w, int h, int dpi, mcc_minutiae *
 		st = mcc_iso_read(buf, len, 1, ms, NULL, err);
 	free(buf);
 	return st;
+}
+
+/* FVC2002 set B (shared/data/README.md): each database's folder and image size. */
+static const struct rf_fvc_db
+{
+	const char *db;
+	int			w;
+	int			h;
+}			rf_fvc2002[4] = {{"DB1_B", 388, 374}, {"DB2_B", 296, 560}, {"DB3_B", 300, 300}, {"DB4_B", 288, 384}};
+
+/*
+ * Finger 101 + f, impression i + 1 of FVC2002 database db (0..3) as NBIS
+ * mindtct extracted it, under data (the shared data); 1 on success.
+ */
+static inline int
+rf_read_fvc2002(const char *data, int db, int f, int i, mcc_minutiae *ms)
+{
+	char		path[1024];
+	mcc_error	err;
+
+	snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data,
+			 rf_fvc2002[db].db, 101 + f, i + 1);
+	return rf_read(path, "xyt", rf_fvc2002[db].w, rf_fvc2002[db].h, 500, ms, &err) == MCC_OK;
 }
 
 #endif
