@@ -196,6 +196,15 @@ def selection_table(out):
     print()
 
 
+def method_rows(r0):
+    """The rows of a synthetic table: each method of r0, its columns 2..5 as percentages."""
+    for m in METHODS:
+        r = r0.get(m)
+        if r:
+            print("| %s | %s | %s | %s | %s |" % (m, pct(r[2]), pct(r[3]), pct(r[4]), pct(r[5])))
+    print()
+
+
 def synth_tables(out):
     rows = load(os.path.join(out, "synth-ident.tsv"))
     rows.update(load(os.path.join(out, "synth-hard-ident.tsv")))
@@ -205,11 +214,7 @@ def synth_tables(out):
         print("### Synthetic identification, %s (%d mated and %d non-mated probes)\n" % (label, m0[0], m0[1]))
         print("| method | FNIR at FPIR = 0 | FNIR at FPIR = 1 % | rank-1 | EER (FNIR = FPIR) |")
         print("|---|---|---|---|---|")
-        for m in METHODS:
-            r = r0.get(m)
-            if r:
-                print("| %s | %s | %s | %s | %s |" % (m, pct(r[2]), pct(r[3]), pct(r[4]), pct(r[5])))
-        print()
+        method_rows(r0)
     rows = load(os.path.join(out, "synth-fvc.tsv"))
     for label in rows:
         r0 = rows[label]["all"]
@@ -217,11 +222,7 @@ def synth_tables(out):
         print("### Synthetic fingers, all pairs (%d genuine, %d impostor)\n" % (m0[0], m0[1]))
         print("| method | EER | FMR100 | FMR1000 | FMRzero |")
         print("|---|---|---|---|---|")
-        for m in METHODS:
-            r = r0.get(m)
-            if r:
-                print("| %s | %s | %s | %s | %s |" % (m, pct(r[2]), pct(r[3]), pct(r[4]), pct(r[5])))
-        print()
+        method_rows(r0)
 
 
 def extract_tables(out):

@@ -22,32 +22,19 @@ n=${1:-20000}
 secs=${2:-20}
 clients=${3:-2}
 rounds=${4:-3}
-port=${MCC_BENCH_PORT:-54342}
-command -v pg_ctl >/dev/null || export PATH="$(pg_config --bindir):$PATH"
-dir=$(mktemp -d /tmp/mcc-bench.XXXXXX)
-cleanup() {
-	pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
-	[ -n "${MCC_BENCH_KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-psql_() { psql -X -q -h "$dir" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@" postgres; }
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
 wait_ready() {
 	until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do
 		sleep 0.05
 	done
 }
 
-initdb -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log"
-cat >>"$dir/data/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$dir'
-port = $port
-shared_preload_libraries = 'mcc'
+bench_cluster 54342 <<CONF
 shared_buffers = '512MB'
 max_connections = 20
 mcc.worker_threads = 1
 CONF
-pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
 psql_ -c "CREATE EXTENSION mcc" >/dev/null
 wait_ready
 

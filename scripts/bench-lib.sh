@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # scripts/bench-lib.sh: the throwaway cluster the benchmark scripts share
-# (bench-service.sh, bench-snapshot.sh, bench-dedup.sh). Sourced, not run.
+# (bench-service.sh, bench-snapshot.sh, bench-dedup.sh, bench-changelog.sh,
+# bench-load.sh). Sourced, not run.
 #
 #   bench_cluster DEFAULT_PORT <<EOF
 #   extra postgresql.conf lines

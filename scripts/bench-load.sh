@@ -26,9 +26,8 @@
 set -euo pipefail
 n=${1:-200000}
 rounds=${2:-3}
-port=${MCC_BENCH_PORT:-54333}
-command -v pg_ctl >/dev/null || export PATH="$(pg_config --bindir):$PATH"
-calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
 now() { date +%s.%N; }
 # CPU seconds (user + system) of a process, from /proc (0 if gone)
 cpu() {
@@ -40,27 +39,11 @@ if [ -n "${MCC_BENCH_EXISTING:-}" ]; then
 	psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@" "${PGDATABASE:-postgres}"; }
 	log=
 else
-	dir=$(mktemp -d /tmp/mcc-bench.XXXXXX)
-	cleanup() {
-		pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
-		[ -n "${MCC_BENCH_KEEP:-}" ] || rm -rf "$dir"
-	}
-	trap cleanup EXIT
-	psql_() { psql -X -q -h "$dir" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@" postgres; }
-	initdb -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log"
-	cat >>"$dir/data/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$dir'
-port = $port
-shared_preload_libraries = 'mcc'
-shared_buffers = '1GB'
+	bench_cluster 54333 <<CONF
 max_connections = 20
-mcc.worker_threads = 0
-mcc.cache_memory_limit = '8GB'
 mcc.fallback = 'error'
 CONF
 	log=$dir/server.log
-	pg_ctl -D "$dir/data" -l "$log" -w start >/dev/null
 	psql_ -c "CREATE EXTENSION mcc" >/dev/null
 fi
 until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do

@@ -5,17 +5,9 @@
 -- partial impression above another finger; thread count does not change
 -- results; every kind of bad input raises its error.
 
--- run a statement; its SQLSTATE ('00000' if it succeeds), message and detail
-CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT detail text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		detail = PG_EXCEPTION_DETAIL;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 -- parameters rounded for display
 CREATE FUNCTION r4(p float8[]) RETURNS numeric[] LANGUAGE sql IMMUTABLE
@@ -278,5 +270,5 @@ FROM (VALUES
 ) AS v(ord, what, stmt), LATERAL try(v.stmt) t ORDER BY v.ord;
 
 DROP TABLE s2, t2, sets2, one_thread, far, s3, sets3, mnt, tpl;
-DROP FUNCTION try(text), r4(float8[]), map2(float8[], float8, float8),
+DROP FUNCTION try(text), sqlstate_of(text), r4(float8[]), map2(float8[], float8, float8),
 	map3(float8, float8[], float8[], float8[]), theta(int);

@@ -6,14 +6,9 @@
 -- privileges and errors with their SQLSTATEs. The standbys' side is TAP
 -- test/t/service_standby.pl.
 
--- the SQLSTATE and message of a statement's error
-CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 -- a gallery's log, in order, without the volatile columns
 CREATE VIEW log_of AS
@@ -106,4 +101,4 @@ SELECT mcc_gallery_unregister('cl'), mcc_gallery_unregister('cl2');
 DROP TABLE cl, cl2, unreg;
 DROP ROLE regress_mcc_clog;
 DROP VIEW log_of;
-DROP FUNCTION sqlstate_of(text);
+DROP FUNCTION try(text), sqlstate_of(text);

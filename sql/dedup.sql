@@ -46,14 +46,9 @@ BEGIN
 				ELSE 'DIFFERENT: ' || coalesce(a::text, '{}') || ' vs ' || coalesce(b::text, '{}') END;
 END $$;
 
--- the SQLSTATE and message of a statement's error
-CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 -- LSS is symmetric on these templates (the same score either way round);
 -- the refined score is not, hence the canonical order of the definition
@@ -263,4 +258,4 @@ SELECT sqlstate_of('SELECT mcc_refine_method(''nope'')') AS unknown, mcc_refine_
 DELETE FROM mcc_dedup_jobs;
 DROP VIEW dd_v;
 DROP TABLE dd, dd2, no_template, ppl, newcomers, dd_pairs, dd_pairs2;
-DROP FUNCTION brute_dedup, same, brute_probes, brute_persons, sqlstate_of;
+DROP FUNCTION brute_dedup, same, brute_probes, brute_persons, try, sqlstate_of;

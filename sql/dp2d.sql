@@ -18,16 +18,9 @@ CREATE FUNCTION pixels(img bytea) RETURNS int[] LANGUAGE sql IMMUTABLE AS $$
 						 length(img) - 1) i
 $$;
 
--- run a statement; its SQLSTATE ('00000' if it succeeds) and message
-CREATE FUNCTION try_dp2d(stmt text, OUT state text, OUT message text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 -- Identical images: distance 0 (the diagonal paths cost nothing).
 SELECT mcc_dp2d_distance(pgm(3, 3, '{1,2,3,4,5,6,7,8,9}'), pgm(3, 3, '{1,2,3,4,5,6,7,8,9}'));
@@ -80,7 +73,7 @@ SELECT mcc_dp2d_distance(
 SET mcc.dp2d_threads = 3;
 SELECT mcc_dp2d_distance(pgm(3, 1, '{0,255,0}'), pgm(3, 1, '{255,0,0}'));
 RESET mcc.dp2d_threads;
-SELECT try_dp2d('SET mcc.dp2d_threads = 0');
+SELECT state, message FROM try('SET mcc.dp2d_threads = 0');
 
 -- Verification (Sec. 8) on a print-like image: stripes of period 9 in a
 -- disc of radius 60 on a light background, 160 x 160.
@@ -128,23 +121,23 @@ FROM prints a, prints b, mcc_dp2d_verify_many(a.img, ARRAY[b.img, NULL, a.img], 
 WHERE a.name = 'across' AND b.name = 'along' ORDER BY v.probe;
 
 -- Bad inputs.
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance('\x50350a3320780a3235350a'::bytea, '\x00'::bytea)$$);
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance(pgm(2, 1, '{1,2}'), '\x50350a3220310a3235350a00'::bytea)$$);
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance(pgm(2, 1, '{1,2}'), '\x50350a3220310a36353533350a00000000'::bytea)$$);
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance(pgm(1, 1, '{1}'),
+SELECT state, message FROM try($$SELECT mcc_dp2d_distance('\x50350a3320780a3235350a'::bytea, '\x00'::bytea)$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_distance(pgm(2, 1, '{1,2}'), '\x50350a3220310a3235350a00'::bytea)$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_distance(pgm(2, 1, '{1,2}'), '\x50350a3220310a36353533350a00000000'::bytea)$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_distance(pgm(1, 1, '{1}'),
 	'\x89504e470d0a1a0a0000000d494844520000000100000001010300000025db56ca00000003504c54450102030d8764d50000000a4944415408996360000000020001f47164a60000000049454e44ae426082'::bytea)$$);
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance('hello'::bytea, pgm(1, 1, '{1}'))$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_distance('hello'::bytea, pgm(1, 1, '{1}'))$$);
 -- widths 2 and 5: more than twice, no path obeys the slope constraint
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance(pgm(2, 1, '{1,2}'), pgm(5, 1, '{1,2,3,4,5}'))$$);
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_warp(pgm(1, 3, '{1,2,3}'), pgm(1, 1, '{1}'))$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_distance(pgm(2, 1, '{1,2}'), pgm(5, 1, '{1,2,3,4,5}'))$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_warp(pgm(1, 3, '{1,2,3}'), pgm(1, 1, '{1}'))$$);
 -- 600 pixels wide: above the 512 limit of elastic matching
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_distance(pgm(600, 1, array_fill(7, ARRAY[600])),
+SELECT state, message FROM try($$SELECT mcc_dp2d_distance(pgm(600, 1, array_fill(7, ARRAY[600])),
 												   pgm(600, 1, array_fill(7, ARRAY[600])))$$);
 -- prints below 16 pixels cannot be enhanced
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_enhance(pgm(8, 8, array_fill(7, ARRAY[64])))$$);
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_verify(img, img, -1) FROM prints WHERE name = 'across'$$);
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_differences(img, img, 'complete') FROM prints WHERE name = 'across'$$);
-SELECT * FROM try_dp2d($$SELECT mcc_dp2d_differences(img, pgm(8, 8, array_fill(7, ARRAY[64])), 'overall') FROM prints WHERE name = 'across'$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_enhance(pgm(8, 8, array_fill(7, ARRAY[64])))$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_verify(img, img, -1) FROM prints WHERE name = 'across'$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_differences(img, img, 'complete') FROM prints WHERE name = 'across'$$);
+SELECT state, message FROM try($$SELECT mcc_dp2d_differences(img, pgm(8, 8, array_fill(7, ARRAY[64])), 'overall') FROM prints WHERE name = 'across'$$);
 SELECT mcc_dp2d_distance(NULL, pgm(1, 1, '{1}')) IS NULL AS strict;
 
 -- Interrupts are honoured: a 512 x 512 match takes seconds; a statement
@@ -158,4 +151,4 @@ RESET statement_timeout;
 SELECT mcc_dp2d_distance(pgm(1, 1, '{10}'), pgm(1, 1, '{30}'));
 
 DROP TABLE big, prints;
-DROP FUNCTION pgm(int, int, int[]), pixels(bytea), try_dp2d(text);
+DROP FUNCTION pgm(int, int, int[]), pixels(bytea), try(text), sqlstate_of(text);

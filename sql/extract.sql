@@ -27,17 +27,9 @@ CREATE FUNCTION synthetic_print(off float8) RETURNS bytea LANGUAGE sql IMMUTABLE
 		FROM generate_series(0, 159) x, generate_series(0, 159) y) s
 $$;
 
--- run a statement; its SQLSTATE ('00000' if it succeeds) and message
-CREATE FUNCTION try_extract(stmt text, OUT state text, OUT message text, OUT detail text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		detail = PG_EXCEPTION_DETAIL;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 CREATE TABLE prints (name text PRIMARY KEY, img bytea);
 INSERT INTO prints VALUES ('endings', synthetic_print(0)), ('bifurcations', synthetic_print(pi()));
@@ -70,28 +62,28 @@ SELECT count(*) FROM mcc_minutiae_from_image(NULL);
 
 -- Errors.
 -- the default asks for 5 minutiae; these prints have 2
-SELECT * FROM try_extract($$SELECT mcc_template_from_image(img) FROM prints WHERE name = 'endings'$$);
+SELECT state, message, detail FROM try($$SELECT mcc_template_from_image(img) FROM prints WHERE name = 'endings'$$);
 -- an empty bytea, data that is no image
-SELECT * FROM try_extract($$SELECT mcc_template_from_image(''::bytea)$$);
-SELECT * FROM try_extract($$SELECT mcc_template_from_image('hello'::bytea)$$);
+SELECT state, message, detail FROM try($$SELECT mcc_template_from_image(''::bytea)$$);
+SELECT state, message, detail FROM try($$SELECT mcc_template_from_image('hello'::bytea)$$);
 -- too small: each side must be at least 48 pixels
-SELECT * FROM try_extract($$SELECT mcc_template_from_image(extract_pgm(47, 60, array_fill(100, ARRAY[47 * 60])))$$);
+SELECT state, message, detail FROM try($$SELECT mcc_template_from_image(extract_pgm(47, 60, array_fill(100, ARRAY[47 * 60])))$$);
 -- no ridges: a flat image, or noise too faint to be a print
-SELECT * FROM try_extract($$SELECT mcc_template_from_image(extract_pgm(64, 64, array_fill(200, ARRAY[64 * 64])))$$);
-SELECT * FROM try_extract($$SELECT * FROM mcc_minutiae_from_image(extract_pgm(64, 64,
+SELECT state, message, detail FROM try($$SELECT mcc_template_from_image(extract_pgm(64, 64, array_fill(200, ARRAY[64 * 64])))$$);
+SELECT state, message, detail FROM try($$SELECT * FROM mcc_minutiae_from_image(extract_pgm(64, 64,
 	(SELECT array_agg(100 + k * 7919 % 5 ORDER BY k) FROM generate_series(1, 64 * 64) k)))$$);
 -- the resolution: 250..1000 dpi
-SELECT * FROM try_extract($$SELECT mcc_template_from_image(img, 249) FROM prints WHERE name = 'endings'$$);
-SELECT * FROM try_extract($$SELECT m.* FROM prints p, mcc_minutiae_from_image(p.img, 1001) m WHERE p.name = 'endings'$$);
+SELECT state, message, detail FROM try($$SELECT mcc_template_from_image(img, 249) FROM prints WHERE name = 'endings'$$);
+SELECT state, message, detail FROM try($$SELECT m.* FROM prints p, mcc_minutiae_from_image(p.img, 1001) m WHERE p.name = 'endings'$$);
 -- min_minutiae 0..256, an unknown profile
-SELECT * FROM try_extract($$SELECT mcc_template_from_image(img, min_minutiae => -1) FROM prints WHERE name = 'endings'$$);
-SELECT * FROM try_extract($$SELECT mcc_template_from_image(img, min_minutiae => 257) FROM prints WHERE name = 'endings'$$);
-SELECT * FROM try_extract($$SELECT mcc_template_from_image(img, 500, 'nosuch', 2) FROM prints WHERE name = 'endings'$$);
+SELECT state, message, detail FROM try($$SELECT mcc_template_from_image(img, min_minutiae => -1) FROM prints WHERE name = 'endings'$$);
+SELECT state, message, detail FROM try($$SELECT mcc_template_from_image(img, min_minutiae => 257) FROM prints WHERE name = 'endings'$$);
+SELECT state, message, detail FROM try($$SELECT mcc_template_from_image(img, 500, 'nosuch', 2) FROM prints WHERE name = 'endings'$$);
 -- a failed enrolment leaves the table as it was
 CREATE TABLE enrolled (name text, tpl mcc_template NOT NULL);
-SELECT * FROM try_extract($$INSERT INTO enrolled SELECT name, mcc_template_from_image(img) FROM prints$$);
+SELECT state, message, detail FROM try($$INSERT INTO enrolled SELECT name, mcc_template_from_image(img) FROM prints$$);
 INSERT INTO enrolled SELECT name, mcc_template_from_image(img, min_minutiae => 2) FROM prints;
 SELECT name, mcc_minutiae_count(tpl) FROM enrolled ORDER BY name;
 
 DROP TABLE enrolled, prints;
-DROP FUNCTION extract_pgm(int, int, int[]), synthetic_print(float8), try_extract(text);
+DROP FUNCTION extract_pgm(int, int, int[]), synthetic_print(float8), try(text), sqlstate_of(text);

@@ -277,14 +277,9 @@ SELECT count(*) AS through_view FROM identify('gpriv_v', (SELECT tpl FROM probes
 SELECT * FROM identify('gpriv', (SELECT tpl FROM probes WHERE pid = 1));
 RESET ROLE;
 
--- Errors, with their SQLSTATE
-CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 CREATE TABLE p1 AS SELECT tpl FROM probes WHERE pid = 1;
 CREATE SEQUENCE not_a_table;
 CREATE TYPE not_a_table_either AS (a int);
@@ -393,7 +388,7 @@ DROP VIEW gv, gv_nullkey, gpriv_v;
 DROP MATERIALIZED VIEW gm;
 DROP TABLE g, probes, bf, bf_rank, ks, got, want, mins, got_min, want_min, gdup, gnull, gsnap,
 	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed, p1, gtoast, gstore;
-DROP FUNCTION brute, same_as_brute, sqlstate_of;
+DROP FUNCTION brute, same_as_brute, try, sqlstate_of;
 DROP SEQUENCE not_a_table;
 DROP TYPE not_a_table_either;
 DROP DOMAIN code_t;

@@ -2,16 +2,9 @@
 -- paper 002 (mcc_sad_locate, mcc_sad_map, mcc_sad_map_array), checked
 -- against a brute-force SAD written in SQL, and every class of bad input
 
--- run a statement; its SQLSTATE ('00000' if it succeeds) and message
-CREATE FUNCTION img_try(stmt text, OUT state text, OUT message text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 -- an image from a formula of x (column) and y (row): smallint[h][w]
 CREATE FUNCTION img_make(w int, h int, f text) RETURNS smallint[]
@@ -96,7 +89,7 @@ SET mcc.image_threads = 1;
 SELECT l.* FROM img, mcc_sad_locate(t, p, 2) l;
 SET mcc.image_threads = 3;
 SELECT l.* FROM img, mcc_sad_locate(t, p, 2) l;
-SELECT * FROM img_try('SET mcc.image_threads = 0');
+SELECT state, message FROM try('SET mcc.image_threads = 0');
 RESET mcc.image_threads;
 SELECT current_setting('mcc.image_threads')::int BETWEEN 1 AND 16 AS default_in_range;
 
@@ -128,7 +121,7 @@ SELECT mcc_image_info(NULL) IS NULL AS info_null, mcc_sad_map(NULL::bytea, NULL:
 SELECT count(*) AS no_rows FROM mcc_sad_locate(NULL::smallint[], '{{1}}'::smallint[]);
 
 -- bad input, every class with its SQLSTATE
-SELECT name, (img_try(stmt)).* FROM (VALUES
+SELECT v.name, t.state, t.message FROM (VALUES
 	('not an image', $$SELECT mcc_image_info('hello')$$),
 	('empty', $$SELECT mcc_image_info('')$$),
 	('PGM, letter for the width', $$SELECT mcc_image_info(convert_to(E'P5\nx 3\n255\n', 'SQL_ASCII'))$$),
@@ -162,7 +155,7 @@ SELECT name, (img_try(stmt)).* FROM (VALUES
 	('array, too wide', $$SELECT mcc_image_from_array(array_fill(0::smallint, ARRAY[1, 16385]))$$),
 	('crop outside', $$SELECT mcc_image_crop(mcc_image_from_array('{{1,2},{3,4}}'), 1, 1, 2, 1)$$),
 	('crop empty', $$SELECT mcc_image_crop(mcc_image_from_array('{{1,2},{3,4}}'), 0, 0, 0, 1)$$)
-) v(name, stmt);
+) v(name, stmt), LATERAL try(v.stmt) t;
 
 DROP TABLE img, noisy, png;
-DROP FUNCTION img_try, img_make, img_brute;
+DROP FUNCTION try, sqlstate_of, img_make, img_brute;

@@ -1,17 +1,9 @@
 -- import: constructors from ISO/ANSI records, xyt and JSON, exporters, and
 -- every class of malformed input
 
--- run a statement; its SQLSTATE ('00000' if it succeeds), message and detail
-CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT detail text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		detail = PG_EXCEPTION_DETAIL;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 -- Records crafted by hand, 3 minutiae each on a 300x300 image at 197 px/cm:
 --   (100, 100) ending, angle 90 degrees, quality 50
@@ -115,12 +107,12 @@ LATERAL (VALUES
 	('resolution 0',      overlay(good placing '\x0000' from 19 for 2)),
 	('extended data cut', overlay(good placing '\x0010' from 47 for 2))
 ) AS v(name, r);
-SELECT b.name, t.* FROM bad_rec b,
+SELECT b.name, t.state, t.message, t.detail FROM bad_rec b,
 	LATERAL try(format('SELECT mcc_template_from_iso(%L::bytea)', b.r)) t
 ORDER BY b.ord;
 -- view numbers count from 1 up to the record's view count; profiles,
 -- formats
-SELECT v.call, t.* FROM (SELECT r FROM rec WHERE name = 'iso2005') g,
+SELECT v.call, t.state, t.message, t.detail FROM (SELECT r FROM rec WHERE name = 'iso2005') g,
 LATERAL (VALUES
 	('view 2',           format('SELECT mcc_template_from_iso(%L::bytea, 2)', r)),
 	('view 0',           format('SELECT mcc_template_from_iso(%L::bytea, 0)', r)),
@@ -143,7 +135,7 @@ SELECT mcc_template_from_xyt(E'\n100 200 270 50\r\n\r\n150 180 0 80\n', 300, 300
 SELECT mcc_template_to_xyt(mcc_template_from_xyt(E'100 200 270 50\n150 180 0 80\n120 120 90 7\n', 300, 300));
 SELECT mcc_template_from_xyt(NULL) IS NULL AS null_in_null_out;
 -- malformed xyt and bad arguments
-SELECT v.name, t.* FROM (VALUES
+SELECT v.name, t.state, t.message, t.detail FROM (VALUES
 	(1, 'junk field',     $q$SELECT mcc_template_from_xyt(E'100 200 270 50\n150 abc 0 80\n', 300, 300)$q$),
 	(2, 'two fields',     $q$SELECT mcc_template_from_xyt(E'100 200\n', 300, 300)$q$),
 	(3, 'five fields',    $q$SELECT mcc_template_from_xyt(E'100 200 270 50 9\n', 300, 300)$q$),
@@ -174,14 +166,14 @@ SELECT mcc_template_from_json('{"width":300,"height":300,"minutiae":[{"x":100,"y
 SELECT mcc_template_from_json(NULL) IS NULL AS strict;
 -- NaN and Infinity are not JSON: text input rejects them, and jsonb would
 -- not accept them in the first place
-SELECT v.j, t.* FROM (VALUES
+SELECT v.j, t.state, t.message, t.detail FROM (VALUES
 	(1, '{"width":300,"height":300,"minutiae":[[100,100,NaN]]}'),
 	(2, '{"width":300,"height":300,"minutiae":[[100,100,Infinity]]}'),
 	(3, '{"width":300,"height":300,"minutiae":[[100,100,-Infinity]]}')
 ) AS v(ord, j), LATERAL try(format('SELECT %L::mcc_template', v.j)) t ORDER BY v.ord;
 SELECT '{"width":300,"height":300,"minutiae":[[100,100,NaN]]}'::jsonb;
 -- out of range angles, coordinates, sizes, qualities; schema violations
-SELECT v.j, t.* FROM (VALUES
+SELECT v.j, t.state, t.message, t.detail FROM (VALUES
 	(1, '{"width":300,"height":300,"minutiae":[[100,100,"NaN"]]}'),
 	(2, '{"width":300,"height":300,"minutiae":[[100,100,6.3]]}'),
 	(3, '{"width":300,"height":300,"minutiae":[[100,100,-0.1]]}'),
@@ -206,7 +198,7 @@ SELECT v.j, t.* FROM (VALUES
 	(22, '{"profile":"gpu2015x","width":300,"height":300,"minutiae":[[100,100,1]]}')
 ) AS v(ord, j), LATERAL try(format('SELECT mcc_template_from_json(%L)', v.j)) t ORDER BY v.ord;
 -- more than 256 minutiae
-SELECT * FROM try($q$SELECT mcc_template_from_json(jsonb_build_object('width', 300, 'height', 300, 'minutiae',
+SELECT state, message, detail FROM try($q$SELECT mcc_template_from_json(jsonb_build_object('width', 300, 'height', 300, 'minutiae',
 	(SELECT jsonb_agg(jsonb_build_array(i % 300, i / 300, 1)) FROM generate_series(1, 257) i)))$q$);
 SELECT mcc_minutiae_count(mcc_template_from_json(jsonb_build_object('width', 300, 'height', 300, 'minutiae',
 	(SELECT jsonb_agg(jsonb_build_array(i % 300, i / 300, 1)) FROM generate_series(1, 256) i))));
@@ -220,5 +212,5 @@ SELECT mcc_template_from_iso(pg_read_binary_file('mcc_import_test.ist'))::text =
 	   mcc_template_from_iso(r)::text AS via_file
 FROM rec WHERE name = 'iso2005';
 
-DROP FUNCTION try(text);
+DROP FUNCTION try(text), sqlstate_of(text);
 DROP TABLE rec, bad_rec;

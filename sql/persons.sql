@@ -154,14 +154,9 @@ REVOKE ALL ON people, probe FROM regress_mcc_persons, regress_mcc_persons_cols;
 DROP POLICY odd_persons ON people;
 DROP ROLE regress_mcc_persons, regress_mcc_persons_cols;
 
--- errors, with their SQLSTATE
-CREATE FUNCTION sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 CREATE TABLE people_text (id int PRIMARY KEY, person text, finger smallint, tpl mcc_template);
 CREATE TABLE p1 AS SELECT fingers(1, '{1,2}') AS f;
 SELECT q AS arguments, sqlstate_of('SELECT * FROM identify_persons(' || q || ')') AS error FROM (VALUES
@@ -203,3 +198,4 @@ FROM people WHERE id = 1;
 SELECT sqlstate_of('SELECT mcc_iso_finger_position(mcc_template_to_iso(tpl), 2) FROM people WHERE id = 1') AS no_view_2,
 	   sqlstate_of('SELECT mcc_iso_finger_position(mcc_template_to_iso(tpl), 0) FROM people WHERE id = 1') AS view_0,
 	   sqlstate_of('SELECT mcc_iso_finger_position(''\x00''::bytea)') AS not_a_record;
+DROP FUNCTION try(text), sqlstate_of(text);

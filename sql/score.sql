@@ -1,53 +1,17 @@
 -- score: 1:1 LSS score, the % and <=> operators, mcc.match_threshold
 
--- run a statement; its SQLSTATE ('00000' if it succeeds), message and detail
-CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT detail text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		detail = PG_EXCEPTION_DETAIL;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
--- A finger-like set: 40 minutiae spread over [110, 390) x [110, 390) of a
--- 500x500 image, far enough from the borders that no cylinder reaches them;
--- byte angles q (theta = q * 2pi / 256).
-CREATE TABLE mnt AS
-SELECT i, 110 + (i * 67) % 280 AS x, 110 + (i * 139) % 280 AS y, (i * 53) % 256 AS q,
-	   (ARRAY['other', 'ending', 'bifurcation'])[i % 3 + 1] AS type
-FROM generate_series(0, 39) i;
-
-CREATE FUNCTION theta(q int) RETURNS float8 LANGUAGE sql IMMUTABLE
-	AS $$ SELECT (q % 256) * 2 * pi() / 256 $$;
-
-CREATE TABLE tpl (name text PRIMARY KEY, t mcc_template);
-INSERT INTO tpl SELECT 'A', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt;
--- rotated by 90 degrees counter-clockwise as seen on screen, then translated:
--- (x, y) -> (y + 37, 499 - x + 21), theta + pi/2, in a 560x560 image
-INSERT INTO tpl SELECT 'A rotated 90', jsonb_build_object('width', 560, 'height', 560, 'minutiae',
-	jsonb_agg(jsonb_build_array(y + 37, 499 - x + 21, theta(q + 64), type, 50) ORDER BY i)) FROM mnt;
+-- the templates (sql/include/finger_a.sql): a finger-like set A of 40
+-- minutiae, A turned by 90 degrees and moved, A turned by 180 degrees
+-- (beyond the angular gate), the first 30 minutiae of A, another finger B, a
+-- template without cylinders ('lonely'), and A with the tpami2010 profile
+\i :abs_srcdir/sql/include/finger_a.sql
 -- translated only
 INSERT INTO tpl SELECT 'A shifted', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
 	jsonb_agg(jsonb_build_array(x + 25, y - 10, theta(q), type, 50) ORDER BY i)) FROM mnt;
--- rotated by 180 degrees: beyond the angular gate delta_theta = 3pi/4
-INSERT INTO tpl SELECT 'A rotated 180', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(499 - x, 499 - y, theta(q + 128), type, 50) ORDER BY i)) FROM mnt;
--- a partial impression: the first 30 minutiae
-INSERT INTO tpl SELECT 'A partial', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt WHERE i < 30;
--- another finger
-INSERT INTO tpl SELECT 'B', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(110 + (i * 101) % 280, 110 + (i * 43) % 280, theta(i * 97), 'ending', 50) ORDER BY i))
-FROM generate_series(0, 39) i;
--- one minutia: no neighbour, so no valid cylinder
-INSERT INTO tpl VALUES ('lonely', '{"width":500,"height":500,"minutiae":[[250,250,1]]}');
--- A with the tpami2010 profile
-INSERT INTO tpl SELECT 'A tpami2010', jsonb_build_object('profile', 'tpami2010', 'width', 500, 'height', 500,
-	'minutiae', jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt;
 
 SELECT name, mcc_minutiae_count(t), mcc_cylinder_count(t) > 0 AS has_cylinders
 FROM tpl ORDER BY name;
@@ -104,7 +68,7 @@ FROM tpl a, tpl b WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu
 
 -- different profiles are never compared (22023)
 SELECT mcc_score(a.t, b.t) FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010';
-SELECT v.op, t.* FROM (VALUES
+SELECT v.op, t.state, t.message, t.detail FROM (VALUES
 	(1, 'mcc_score', $q$SELECT mcc_score(a.t, b.t) FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010'$q$),
 	(2, '%', $q$SELECT a.t % b.t FROM tpl a, tpl b WHERE a.name = 'A' AND b.name = 'A tpami2010'$q$),
 	(3, '<=>', $q$SELECT a.t <=> b.t FROM tpl a, tpl b WHERE a.name = 'A tpami2010' AND b.name = 'A'$q$)
@@ -155,7 +119,7 @@ EXECUTE m;
 DEALLOCATE m;
 RESET mcc.match_threshold;
 -- range (22023) and reserved prefix (42602)
-SELECT v.stmt, t.* FROM (VALUES
+SELECT v.stmt, t.state, t.message, t.detail FROM (VALUES
 	(1, 'SET mcc.match_threshold = 1.5'),
 	(2, 'SET mcc.match_threshold = -0.1'),
 	(3, 'SET mcc.no_such_setting = 1')
@@ -170,4 +134,4 @@ FROM pg_operator o LEFT JOIN pg_operator c ON c.oid = o.oprcom
 WHERE o.oprleft = 'mcc_template'::regtype ORDER BY 1;
 
 DROP TABLE tpl, mnt;
-DROP FUNCTION theta(int), try(text);
+DROP FUNCTION theta(int), try(text), sqlstate_of(text);

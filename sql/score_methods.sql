@@ -1,42 +1,14 @@
 -- score_methods: mcc_score(a, b, method) for every matching method
 
--- run a statement; its SQLSTATE ('00000' if it succeeds), message, detail and hint
-CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT hint text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		hint = PG_EXCEPTION_HINT;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
--- The templates of the score test: a finger-like set A of 40 minutiae, A
--- turned by 90 degrees and moved, A turned by 180 degrees (beyond the
--- angular gate), the first 30 minutiae of A, another finger B, a template
--- without cylinders, and A with the tpami2010 profile.
-CREATE TABLE mnt AS
-SELECT i, 110 + (i * 67) % 280 AS x, 110 + (i * 139) % 280 AS y, (i * 53) % 256 AS q,
-	   (ARRAY['other', 'ending', 'bifurcation'])[i % 3 + 1] AS type
-FROM generate_series(0, 39) i;
-CREATE FUNCTION theta(q int) RETURNS float8 LANGUAGE sql IMMUTABLE
-	AS $$ SELECT (q % 256) * 2 * pi() / 256 $$;
-CREATE TABLE tpl (name text PRIMARY KEY, t mcc_template);
-INSERT INTO tpl SELECT 'A', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt;
-INSERT INTO tpl SELECT 'A rotated 90', jsonb_build_object('width', 560, 'height', 560, 'minutiae',
-	jsonb_agg(jsonb_build_array(y + 37, 499 - x + 21, theta(q + 64), type, 50) ORDER BY i)) FROM mnt;
-INSERT INTO tpl SELECT 'A rotated 180', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(499 - x, 499 - y, theta(q + 128), type, 50) ORDER BY i)) FROM mnt;
-INSERT INTO tpl SELECT 'A partial', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt WHERE i < 30;
-INSERT INTO tpl SELECT 'B', jsonb_build_object('width', 500, 'height', 500, 'minutiae',
-	jsonb_agg(jsonb_build_array(110 + (i * 101) % 280, 110 + (i * 43) % 280, theta(i * 97), 'ending', 50) ORDER BY i))
-FROM generate_series(0, 39) i;
-INSERT INTO tpl VALUES ('lonely', '{"width":500,"height":500,"minutiae":[[250,250,1]]}');
-INSERT INTO tpl SELECT 'A tpami2010', jsonb_build_object('profile', 'tpami2010', 'width', 500, 'height', 500,
-	'minutiae', jsonb_agg(jsonb_build_array(x, y, theta(q), type, 50) ORDER BY i)) FROM mnt;
+-- The templates of the score test (sql/include/finger_a.sql): a finger-like
+-- set A of 40 minutiae, A turned by 90 degrees and moved, A turned by 180
+-- degrees (beyond the angular gate), the first 30 minutiae of A, another
+-- finger B, a template without cylinders, and A with the tpami2010 profile.
+\i :abs_srcdir/sql/include/finger_a.sql
 
 CREATE TABLE methods (ord int, m text);
 INSERT INTO methods VALUES (1, 'lss'), (2, 'lss-r'), (3, 'lss-dtr'), (4, 'lsa'), (5, 'lsa-r'),
@@ -100,7 +72,7 @@ FROM tpl a, tpl b, methods m
 WHERE mcc_profile(a.t) = 'gpu2015' AND mcc_profile(b.t) = 'gpu2015';
 
 -- errors: an unknown method or different profiles (22023); NULL in, NULL out
-SELECT v.ord, t.* FROM (VALUES
+SELECT v.ord, t.state, t.message, t.hint FROM (VALUES
 	(1, $q$SELECT mcc_score(t, t, 'dtr') FROM tpl WHERE name = 'A'$q$),
 	(2, $q$SELECT mcc_score(t, t, 'LSS') FROM tpl WHERE name = 'A'$q$),
 	(3, $q$SELECT mcc_score(t, t, '') FROM tpl WHERE name = 'A'$q$),
@@ -115,4 +87,4 @@ FROM pg_proc p WHERE p.proname = 'mcc_score' ORDER BY 1::text;
 SELECT obj_description('mcc_score(mcc_template, mcc_template, text)'::regprocedure, 'pg_proc') IS NOT NULL AS commented;
 
 DROP TABLE tpl, mnt, methods;
-DROP FUNCTION theta(int), try(text), z(float8, float8, float8);
+DROP FUNCTION theta(int), try(text), sqlstate_of(text), z(float8, float8, float8);

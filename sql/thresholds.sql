@@ -28,14 +28,10 @@ LOAD 'mcc';
 SELECT abs(current_setting('mcc.match_threshold')::float8 - mcc_threshold(0.001)) < 1e-6 AS match_threshold_is_fmr_0_1;
 
 -- errors: an unknown method (22023), a rate outside the measured range (22003)
-CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT detail text) LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := 'ok';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL;
-END $$;
-SELECT v.stmt, t.* FROM (VALUES
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
+SELECT v.stmt, t.state, t.message, t.detail FROM (VALUES
 	(1, $q$SELECT mcc_threshold(0.001, 'nosuch')$q$),
 	(2, $q$SELECT mcc_threshold(0.001, 'FUSED')$q$),
 	(3, $q$SELECT mcc_threshold(0.5)$q$),
@@ -72,4 +68,4 @@ SELECT has_table_privilege('public', 'mcc_thresholds', 'SELECT') AS public_selec
 	   (SELECT count(*) FROM pg_depend d WHERE d.objid = 'mcc_thresholds'::regclass AND d.deptype = 'e') AS member;
 
 DROP TABLE thr_set, thr_pairs;
-DROP FUNCTION try(text);
+DROP FUNCTION try(text), sqlstate_of(text);

@@ -1,16 +1,8 @@
 -- type_io: text and binary I/O of mcc_template
 
--- run a statement; its SQLSTATE ('00000' if it succeeds), message and detail
-CREATE FUNCTION try(stmt text, OUT state text, OUT message text, OUT detail text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-		detail = PG_EXCEPTION_DETAIL;
-END
-$$;
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/try.sql
 
 -- a small template: 5 minutiae of both forms (array and object), keys out of
 -- canonical order, defaults (type "other", quality 0, dpi 500, gpu2015)
@@ -53,7 +45,7 @@ DELETE FROM io WHERE id IN (5, 6);
 
 -- text input errors
 SELECT ''::mcc_template;
-SELECT v.input, t.* FROM (VALUES
+SELECT v.input, t.state, t.message, t.detail FROM (VALUES
 	(1, ''),
 	(2, '{'),
 	(3, '[]'),
@@ -153,5 +145,5 @@ SELECT c.name, r.* FROM crafted c, LATERAL recv_check(c.b) r ORDER BY c.ord;
 -- the storage parameters of the type
 SELECT typname, typlen, typalign, typstorage FROM pg_type WHERE typname = 'mcc_template';
 
-DROP FUNCTION try(text), recv_check(bytea);
+DROP FUNCTION try(text), sqlstate_of(text), recv_check(bytea);
 DROP TABLE io, io2, io_json, crafted, landing, one;

@@ -30,12 +30,7 @@ dev_out build/device-out
 
 dev_machine name,driver_version,clocks.max.sm,memory.total
 
-if ! dev_find_kit; then
-	step "SKIP: no device kit (run ../shared/device/make-kit.sh and carry it)"
-	exit 1
-fi
-step "PostgreSQL from $kit, mcc built and installed"
-dev_kit_install
+dev_kit_ready
 dev_conf_bench
 pgkit_down >/dev/null 2>&1
 dev_shim

@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # test/gpu/device-lib.sh: the start-up that the device scripts share
-# (device-e2e.sh, device-dedup.sh, device-standby.sh, device-images-sql.sh):
+# (device-e2e.sh, device-dedup.sh, device-standby.sh, device-images-sql.sh,
+# device-restart.sh; the device-run scripts use dev_run_record and
+# dev_run_build):
 # the output folder and its summary, the machine's description, the device
 # kit's PostgreSQL with mcc built and installed, the server start and the
 # wait for the matcher service. Sourced, not run; every function that fails
@@ -51,6 +53,35 @@ dev_machine() {
 	} | tee -a "$out/summary.txt"
 }
 
+# dev_run_record DEFAULT: the device-run scripts' start (they need no
+# PostgreSQL): $out (from $OUT or DEFAULT) created, $status 0, and the
+# record of the machine: the date, nvidia-smi, nvcc and the CPUs into
+# $out/device.txt and on stdout.
+dev_run_record() {
+	out=${OUT:-$1}
+	status=0
+	mkdir -p "$out"
+	{
+		date -u
+		nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,memory.total --format=csv 2>&1
+		command -v nvcc >/dev/null && nvcc --version 2>&1 | tail -1
+		echo "$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+	} | tee "$out/device.txt"
+}
+
+# dev_run_build MAKEFILE TARGET...: make -f MAKEFILE the targets (log
+# $out/build.log), "ok - build (N s)"; on failure the log's tail, "not ok -
+# build failed" and exit 1. SKIP_BUILD=1 skips it (binaries built before).
+dev_run_build() {
+	local mk=$1 t0
+	shift
+	[ "${SKIP_BUILD:-0}" = 1 ] && return 0
+	t0=$(date +%s)
+	make -s -f "$mk" -j"$(nproc)" "$@" >"$out/build.log" 2>&1 ||
+		{ tail -40 "$out/build.log"; echo "not ok - build failed"; exit 1; }
+	echo "ok - build ($(( $(date +%s) - t0 )) s)"
+}
+
 # dev_find_kit: $kit, the device kit (KIT, else .device-kit or ../.device-kit;
 # see ../shared/device/make-kit.sh); false if there is none.
 dev_find_kit() {
@@ -71,6 +102,17 @@ dev_kit_install() {
 	make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
 		{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
 	native="$PGKIT_HOME/package/native"
+}
+
+# dev_kit_ready: the device kit found (else a SKIP line and exit 1), its
+# PostgreSQL up, mcc built and installed into it (dev_kit_install).
+dev_kit_ready() {
+	if ! dev_find_kit; then
+		step "SKIP: no device kit (run ../shared/device/make-kit.sh and carry it)"
+		exit 1
+	fi
+	step "PostgreSQL from $kit, mcc built and installed"
+	dev_kit_install
 }
 
 # dev_conf_bench: the kit server's settings of the benchmarks (e2e, dedup):

@@ -29,12 +29,7 @@ n=${1:-10000000}
 source "$(dirname "$0")/device-lib.sh"
 dev_out build/device-out
 dev_machine name,driver_version,clocks.max.sm,memory.total
-if ! dev_find_kit; then
-	step "SKIP: no device kit (run ../shared/device/make-kit.sh and carry it)"
-	exit 1
-fi
-step "PostgreSQL from $kit, mcc built and installed"
-dev_kit_install
+dev_kit_ready
 dev_conf_bench
 cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
 mcc.cache_memory_limit = '${MCC_BENCH_CACHE:-64GB}'

@@ -14,27 +14,15 @@
 # synthetic impressions, repeated under distinct keys), PROBES=512, ROUNDS=3,
 # BATCH=64. SKIP_BUILD=1 runs binaries built beforehand.
 set -u
-out=${OUT:-build/device-out}
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
 sizes=${SIZES:-100000 1000000}
 distinct=${DISTINCT:-20000}
 probes=${PROBES:-512}
 rounds=${ROUNDS:-3}
 batch=${BATCH:-64}
-mkdir -p "$out"
-{
-	date -u
-	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,memory.total --format=csv 2>&1
-	command -v nvcc >/dev/null && nvcc --version 2>&1 | tail -1
-	nproc
-} | tee "$out/device.txt"
-bins="build/gpu/test_engine_rescore build/gpu/test_engine_gpu build/gpu/engine_refine_check build/gpu/mcceval"
-if [ "${SKIP_BUILD:-0}" != 1 ]; then
-	t0=$(date +%s)
-	make -s -f kernels/gpu.mk -j"$(nproc)" $bins >"$out/build.log" 2>&1 \
-		|| { tail -40 "$out/build.log"; echo "not ok - build failed"; exit 1; }
-	echo "ok - build ($(( $(date +%s) - t0 )) s)"
-fi
-status=0
+dev_run_record build/device-out
+dev_run_build kernels/gpu.mk build/gpu/test_engine_rescore build/gpu/test_engine_gpu build/gpu/engine_refine_check build/gpu/mcceval
 
 # A TAP program: its log, its not-ok lines, one summary line.
 tap() {

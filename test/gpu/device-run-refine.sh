@@ -11,25 +11,14 @@
 # FVC2002 checks need $MCC_SHARED_DATA or shared/data/fvc2002/minutiae in the
 # tree; without them the check says so and runs on synthetic data only.
 set -u
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
 # real data for the check: $MCC_SHARED_DATA, or shared/data in this tree (carried), else skipped
 if [ -z "${MCC_SHARED_DATA:-}" ] && [ -d shared/data/fvc2002 ]; then
 	export MCC_SHARED_DATA=$PWD/shared/data
 fi
-out=${OUT:-build/device-out}
-mkdir -p "$out"
-{
-	date -u
-	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,memory.total --format=csv 2>&1
-	command -v nvcc >/dev/null && nvcc --version 2>&1 | tail -1
-} | tee "$out/device.txt"
-bins="build/gpu/gpu_check_refine build/gpu/gpu_bench_refine build/gpu/gpu_check"
-if [ "${SKIP_BUILD:-0}" != 1 ]; then
-	t0=$(date +%s)
-	make -s -f kernels/gpu.mk -j"$(nproc)" $bins >"$out/build.log" 2>&1 \
-		|| { tail -40 "$out/build.log"; echo "not ok - build failed"; exit 1; }
-	echo "ok - build ($(( $(date +%s) - t0 )) s)"
-fi
-status=0
+dev_run_record build/device-out
+dev_run_build kernels/gpu.mk build/gpu/gpu_check_refine build/gpu/gpu_bench_refine build/gpu/gpu_check
 
 t0=$(date +%s)
 build/gpu/gpu_check_refine >"$out/gpu-check-refine.log" 2>&1 || status=1

@@ -4,16 +4,10 @@
 # (the repository root or a copy of those). Logs go to $OUT (default build/).
 #   test/gpu/device-run.sh [bench args...]
 set -u
-out=${OUT:-build/device-out}
-mkdir -p "$out"
-{
-	date -u
-	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,memory.total --format=csv 2>&1
-	nvcc --version 2>&1 | tail -1
-} | tee "$out/device.txt"
-make -s -f kernels/gpu.mk -j"$(nproc)" build/gpu/gpu_check build/gpu/gpu_bench >"$out/build.log" 2>&1 \
-	|| { tail -40 "$out/build.log"; echo "build failed"; exit 1; }
-status=0
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
+dev_run_record build/device-out
+dev_run_build kernels/gpu.mk build/gpu/gpu_check build/gpu/gpu_bench
 make -s -f kernels/gpu.mk gpu-check >"$out/gpu-check.log" 2>&1 || status=1
 grep -E "^not ok|^#   " "$out/gpu-check.log" | head -40
 echo "gpu-check: $(grep -c '^ok' "$out/gpu-check.log") ok, $(grep -c '^not ok' "$out/gpu-check.log") not ok (exit $status)"

@@ -36,8 +36,7 @@ dev_machine index,name,memory.total short
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 [ "$gpus" -ge 4 ] || { say "needs 4 GPUs, found $gpus"; exit 1; }
 
-dev_find_kit || { say "no device kit: run ../shared/device/make-kit.sh and carry it"; exit 1; }
-dev_kit_install
+dev_kit_ready
 pgkit_down >/dev/null 2>&1
 dev_shim
 

@@ -197,17 +197,11 @@ gd_gallery_more(mcc_soa *g, uint32_t n, const gd_params *gp, uint64_t seed)
 	return 0;
 }
 
-/* Free a gallery. */
+/* Free a gallery (its arrays are mcc_soa's). */
 void
 gd_gallery_free(mcc_soa *g)
 {
-	free(g->bits);
-	free(g->angle);
-	free(g->pc);
-	free(g->tpl);
-	free(g->first);
-	free(g->ncyl);
-	free(g->id);
+	mcc_soa_free(g);
 	memset(g, 0, sizeof(*g));
 }
 

@@ -5,17 +5,10 @@
 # No PostgreSQL needed. Logs go to $OUT (default build/sad-device).
 #   test/gpu/sad-device-run.sh [bench-sad options, e.g. --repeat 5]
 set -u
-out=${OUT:-build/sad-device}
-mkdir -p "$out"
-{
-	date -u
-	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv 2>&1
-	nvcc --version 2>&1 | tail -1
-	lscpu 2>/dev/null | grep -E "Model name|^CPU\(s\)"
-} | tee "$out/device.txt"
-status=0
-make -s -f kernels/sad.mk -j"$(nproc)" build/sad/sad_gpu_check build/sad/sadbench >"$out/build.log" 2>&1 \
-	|| { tail -40 "$out/build.log"; echo "build failed"; exit 1; }
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
+dev_run_record build/sad-device
+dev_run_build kernels/sad.mk build/sad/sad_gpu_check build/sad/sadbench
 make -s -f kernels/sad.mk gpu-check-sad >"$out/gpu-check-sad.log" 2>&1 || status=1
 grep -E "^not ok|^#" "$out/gpu-check-sad.log" | head -40
 echo "gpu-check-sad: $(grep -c '^ok' "$out/gpu-check-sad.log") ok, $(grep -c '^not ok' "$out/gpu-check-sad.log") not ok"

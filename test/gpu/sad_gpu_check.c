@@ -212,32 +212,6 @@ check_cancel_and_errors(mcc_sad_gpu *g)
 	free(big.pixels);
 }
 
-/* Decode a PNG file; 0 on success. */
-static int
-load_png(const char *path, mcc_image *img)
-{
-	size_t		len;
-	uint8_t    *d = unit_read_file(path, &len);
-	mcc_image_info info;
-	mcc_error	err;
-	int			ok;
-
-	img->pixels = NULL;
-	if (d == NULL)
-		return -1;
-	ok = mcc_image_probe(d, len, &info, &err) == MCC_OK;
-	if (ok)
-	{
-		img->stride = info.width;
-		img->pixels = malloc((size_t) info.width * info.height);
-		ok = mcc_image_decode(d, len, img, &err) == MCC_OK;
-	}
-	free(d);
-	if (!ok)
-		printf("# %s: %s\n", path, err.message);
-	return ok ? 0 : -1;
-}
-
 /* FVC2002: a patch of impression 1 in impressions 1..8 of each DB's first finger. */
 static void
 check_fvc(mcc_sad_gpu *g)
@@ -255,7 +229,7 @@ check_fvc(mcc_sad_gpu *g)
 		char		why[400] = "";
 
 		snprintf(path, sizeof(path), "%s/fvc2002/images/%s/101_1.png", root ? root : ".", dbs[db]);
-		if (root == NULL || load_png(path, &a) != 0)
+		if (root == NULL || ti_load_image(path, &a) != 0)
 		{
 			UNIT_SKIP("FVC2002 %s images absent or PNG not built in", dbs[db]);
 			continue;
@@ -266,7 +240,7 @@ check_fvc(mcc_sad_gpu *g)
 			mcc_image	b;
 
 			snprintf(path, sizeof(path), "%s/fvc2002/images/%s/101_%d.png", root, dbs[db], imp);
-			if (load_png(path, &b) != 0)
+			if (ti_load_image(path, &b) != 0)
 				continue;
 			n++;
 			if (!same_as_cpu(g, &b, &p, MCC_SAD_GPU_AUTO, 5, 1, why, sizeof(why)))

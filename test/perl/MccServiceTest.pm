@@ -13,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(service_node wait_ready create_gallery install_checks
-  check_all_probes service_pid);
+  served_gallery check_all_probes service_pid);
 
 # A started cluster with mcc created in database postgres. Options:
 # preload => 0 leaves mcc out of shared_preload_libraries; allows_streaming
@@ -186,6 +186,19 @@ sub install_checks
 			RETURN a = b;
 		END $$;
 	});
+}
+
+# The start most service tests share: gallery $name (create_gallery with
+# $n, $seed), its probes (create_probes with $seed, $mated, $other), the
+# SQL helpers (install_checks), and the gallery registered.
+sub served_gallery
+{
+	my ($node, $name, $n, $seed, $mated, $other) = @_;
+	create_gallery($node, $name, $n, $seed);
+	create_probes($node, $seed, $mated, $other);
+	install_checks($node);
+	$node->safe_psql('postgres', "SELECT mcc_gallery_register('$name')");
+	return;
 }
 
 # Compare identify() with brute force for every probe (one REPEATABLE READ

@@ -12,6 +12,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use MccBackend;
 
 my $base = 2000;		# distinct synthetic templates
 my $small_copies = 10;	# small gallery: 20,000 rows
@@ -70,23 +71,6 @@ like($err, qr/canceling statement due to statement timeout/,
 note(sprintf("statement_timeout %d ms: the statement ended after %.0f ms (psql start included)",
 		$timeout_ms, 1000 * $elapsed));
 
-# The pid of the backend running a statement matching $like under
-# application_name $app, polled as fast as psql starts (not every 100 ms as
-# poll_query_until does: a scan may last well under a second).
-sub wait_for_backend
-{
-	my ($app, $like) = @_;
-	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-	while (time < $deadline)
-	{
-		my $pid = $node->safe_psql('postgres',
-			"SELECT pid FROM pg_stat_activity WHERE application_name = '$app'
-			   AND state = 'active' AND query LIKE '$like'");
-		return $pid if $pid ne '';
-	}
-	die "no backend of $app running $like";
-}
-
 # pg_cancel_backend() from another session, a quarter into the scan.
 my ($c_out, $c_err) = ('', '');
 my $h = IPC::Run::start(
@@ -96,7 +80,7 @@ my $h = IPC::Run::start(
 		'-c', "SELECT count(*) FROM identify('big', $probe, 10)"
 	],
 	'>', \$c_out, '2>', \$c_err);
-my $pid = wait_for_backend('mcc_cancel', '%identify%');
+my $pid = backend_pid($node, 'mcc_cancel', '%identify%');
 usleep(int(1e6 * $full / 4));
 $t0 = time;
 is($node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
@@ -136,7 +120,7 @@ sub peak_growth_kb
 			'-c', "SELECT count(*) FROM identify('$table', $probe, 10)"
 		],
 		'>', \$o, '2>', \$e);
-	my $pid = wait_for_backend($app, '%pg_sleep%');
+	my $pid = backend_pid($node, $app, '%pg_sleep%');
 	my $level = rss_anon_kb($pid);
 	my $peak = $level;
 	while ($run->pumpable)

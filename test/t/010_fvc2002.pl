@@ -7,14 +7,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccSharedData;
 
-my $data = $ENV{MCC_SHARED_DATA} || '';
-if (!$data || !-d "$data/fvc2002/minutiae")
-{
-	plan skip_all => 'FVC2002 data absent (set MCC_SHARED_DATA to ../shared/data)';
-}
-$data = `cd '$data' && pwd`;
-chomp $data;
+my $data = shared_data('fvc2002/minutiae');
+plan skip_all => 'FVC2002 data absent (set MCC_SHARED_DATA to ../shared/data)' unless $data;
 
 # image size and resolution per database (shared/data README)
 my %frame = (

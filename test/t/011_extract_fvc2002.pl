@@ -11,14 +11,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccSharedData;
 
-my $data = $ENV{MCC_SHARED_DATA} || '';
-if (!$data || !-d "$data/fvc2002/images")
-{
-	plan skip_all => 'FVC2002 images absent (set MCC_SHARED_DATA to ../shared/data)';
-}
-$data = `cd '$data' && pwd`;
-chomp $data;
+my $data = shared_data('fvc2002/images');
+plan skip_all => 'FVC2002 images absent (set MCC_SHARED_DATA to ../shared/data)' unless $data;
 
 # resolution per database (shared/data README)
 my %dpi = (DB1_B => 500, DB2_B => 569, DB3_B => 500, DB4_B => 500);

@@ -12,7 +12,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccSharedData;
 use Time::HiRes qw(time usleep);
+use MccBackend;
 
 my $node = PostgreSQL::Test::Cluster->new('image_sad');
 $node->init;
@@ -36,21 +38,6 @@ sub threads_of
 	return undef;
 }
 
-# The pid of the backend of application $app running a statement like $like.
-sub wait_for_backend
-{
-	my ($app, $like) = @_;
-	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-	while (time < $deadline)
-	{
-		my $pid = $node->safe_psql('postgres',
-			"SELECT pid FROM pg_stat_activity WHERE application_name = '$app'
-			   AND state = 'active' AND query LIKE '$like'");
-		return $pid if $pid ne '';
-	}
-	die "no backend of $app running $like";
-}
-
 # A search of about 2 * 10^12 absolute differences (seconds of work even on
 # many cores), cancelled from another session while it runs; then the same
 # session sleeps, so its backend can be looked at.
@@ -65,7 +52,7 @@ my $h = IPC::Run::start(
 		'-c', q{SELECT x, y, sad FROM mcc_sad_locate('{{1,2,3},{4,5,6}}'::smallint[], '{{5,6}}'::smallint[])}
 	],
 	'>', \$out, '2>', \$err);
-my $pid = wait_for_backend('mcc_sad_cancel', '%mcc_sad_locate(t, p)%');
+my $pid = backend_pid($node, 'mcc_sad_cancel', '%mcc_sad_locate(t, p)%');
 my $during;
 for (1 .. 200)
 {
@@ -76,7 +63,7 @@ for (1 .. 200)
 my $t0 = time;
 is($node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"), 't',
 	'cancel sent to the backend running mcc_sad_locate');
-wait_for_backend('mcc_sad_cancel', '%pg_sleep%');
+backend_pid($node, 'mcc_sad_cancel', '%pg_sleep%');
 my $elapsed = time - $t0;
 my $after = threads_of($pid);
 $h->finish;
@@ -91,13 +78,10 @@ SKIP:
 like($out, qr/^1\|1\|0$/m, 'the session goes on: the next search finds (1, 1) with SAD 0');
 
 # Real fingerprint images, when the shared data is there.
-my $data = $ENV{MCC_SHARED_DATA} || '';
+my $data = shared_data('fvc2002/images');
 SKIP:
 {
-	skip 'FVC2002 images absent (set MCC_SHARED_DATA to ../shared/data)', 8
-	  unless $data && -d "$data/fvc2002/images";
-	$data = `cd '$data' && pwd`;
-	chomp $data;
+	skip 'FVC2002 images absent (set MCC_SHARED_DATA to ../shared/data)', 8 unless $data;
 	my %size = (DB1_B => [ 388, 374 ], DB2_B => [ 296, 560 ], DB3_B => [ 300, 300 ], DB4_B => [ 288, 384 ]);
 	foreach my $db (sort keys %size)
 	{

@@ -14,6 +14,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccSharedData;
 use MccServiceTest;
 
 my $node = service_node('image_engine');
@@ -196,13 +197,10 @@ $node->safe_psql('postgres',
 }
 
 # --- real prints ------------------------------------------------------------------
-my $data = $ENV{MCC_SHARED_DATA} || '';
+my $data = shared_data('fvc2002/images');
 SKIP:
 {
-	skip 'FVC2002 images absent (set MCC_SHARED_DATA to ../shared/data)', 1
-	  unless $data && -d "$data/fvc2002/images";
-	$data = `cd '$data' && pwd`;
-	chomp $data;
+	skip 'FVC2002 images absent (set MCC_SHARED_DATA to ../shared/data)', 1 unless $data;
 	my $dir = "$data/fvc2002/images/DB1_B";
 	same('mcc_dp2d_verify_many on FVC2002 DB1_B prints', qq{
 		SELECT v.* FROM mcc_dp2d_verify_many(pg_read_binary_file('$dir/101_1.png'),

@@ -16,12 +16,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 use MccServiceTest;
+use MccBackend;
 
 my $node = service_node('cancel', 'mcc.worker_threads' => 1);
-create_gallery($node, 'big', 2000, 13);
-create_probes($node, 13, 6, 2);
-install_checks($node);
-$node->safe_psql('postgres', "SELECT mcc_gallery_register('big')");
+served_gallery($node, 'big', 2000, 13, 6, 2);
 $node->safe_psql('postgres', "SELECT mcc_gallery_preload('big')");
 $node->safe_psql('postgres', q{
 	CREATE FUNCTION held_request() RETURNS void LANGUAGE plpgsql AS $$
@@ -61,10 +59,7 @@ sub start_held_request
 	my ($s, $name, $setup) = @_;
 	$s->{stderr} = '';
 	$s->query_until(qr/started/, "\\echo started\n$setup SELECT held_request();\n");
-	$node->poll_query_until('postgres', qq{
-		SELECT count(*) = 1 FROM pg_stat_activity
-		WHERE application_name = '$name' AND state = 'active' AND wait_event_type = 'Extension'})
-	  or die "the request of $name did not reach the engine";
+	wait_on_engine($node, $name, "the request of $name");
 }
 
 my $s = warm_session('cancel_me');

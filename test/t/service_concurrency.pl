@@ -19,10 +19,7 @@ my $node = service_node('concurrency',
 	'mcc.max_delta_rows' => 15,
 	'mcc.fallback' => "'error'");	# a silent fallback would hide the service
 
-create_gallery($node, 'g', 1500, 7);
-create_probes($node, 7, 24, 8);
-install_checks($node);
-$node->safe_psql('postgres', "SELECT mcc_gallery_register('g')");
+served_gallery($node, 'g', 1500, 7, 24, 8);
 # the cache (and its slot, which takes every commit's generation) exists
 # before the writers start: commits before a slot exists take none
 $node->safe_psql('postgres', "SELECT mcc_gallery_preload('g')");

@@ -13,10 +13,7 @@ use Test::More;
 use MccServiceTest;
 
 my $node = service_node('ddl', 'max_prepared_transactions' => 4);
-create_gallery($node, 'g', 500, 31);
-create_probes($node, 31, 10, 2);
-install_checks($node);
-$node->safe_psql('postgres', "SELECT mcc_gallery_register('g')");
+served_gallery($node, 'g', 500, 31, 10, 2);
 
 # all probes exact, served by the engine (mcc.fallback = error refuses
 # any other path)

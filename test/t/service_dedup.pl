@@ -16,6 +16,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use MccServiceTest;
+use MccBackend;
 
 my $node = service_node('dedup');
 # 100 fingers x 3 impressions: genuine pairs within a finger (key 10 f + i)
@@ -129,10 +130,7 @@ like($s->{stderr}, qr/canceling statement due to statement timeout/,
 	'statement_timeout interrupts a dedup that waits on the engine');
 $s->{stderr} = '';
 $s->query_until(qr/started/, "\\echo started\nSELECT count(*) FROM mcc_dedup_probes('dg', ARRAY(SELECT tpl FROM newcomers));\n");
-$node->poll_query_until('postgres', q{
-	SELECT count(*) = 1 FROM pg_stat_activity
-	WHERE application_name = 'dedup_cancel' AND state = 'active' AND wait_event_type = 'Extension'})
-  or die 'the dedup did not reach the engine';
+wait_on_engine($node, 'dedup_cancel', 'the dedup');
 is($node->safe_psql('postgres', q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'dedup_cancel'}),
 	't', 'pg_cancel_backend() sent to a dedup waiting on the engine');
 $s->query('SELECT 1');

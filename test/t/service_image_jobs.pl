@@ -22,14 +22,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use MccServiceTest;
+use MccBackend;
 
 my $node = service_node('image_jobs', 'mcc.image_worker_threads' => 1,
 	'mcc.image_queue_limit' => 1);
-create_gallery($node, 'g', 300, 61);
-create_probes($node, 61, 6, 2);
-install_checks($node);
+served_gallery($node, 'g', 300, 61, 6, 2);
 $node->safe_psql('postgres', q{
-	SELECT mcc_gallery_register('g');
 	SELECT mcc_gallery_preload('g');
 	CREATE ROLE plain LOGIN;
 	CREATE ROLE imager LOGIN;
@@ -85,10 +83,7 @@ $s->query_safe("SET ROLE imager");
 $s->query_safe("SET mcc.image_device = engine");
 $s->query_safe("SET application_name = 'huge_sad'");
 $s->query_until(qr/started/, "\\echo started\nSELECT x, y FROM huge, mcc_sad_locate(t, p);\n");
-$node->poll_query_until('postgres', q{
-	SELECT count(*) = 1 FROM pg_stat_activity
-	WHERE application_name = 'huge_sad' AND state = 'active' AND wait_event_type = 'Extension'})
-  or die 'the SAD job did not reach the engine';
+wait_on_engine($node, 'huge_sad', 'the SAD job');
 $node->poll_query_until('postgres', 'SELECT image_jobs = 1 OR image_gpu FROM mcc_service_status()')
   or die 'the engine does not show the SAD job';
 

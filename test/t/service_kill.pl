@@ -12,10 +12,7 @@ use Time::HiRes qw(time);
 use MccServiceTest;
 
 my $node = service_node('kill', 'mcc.worker_threads' => 1);
-create_gallery($node, 'big', 4000, 11);
-create_probes($node, 11, 8, 4);
-install_checks($node);
-$node->safe_psql('postgres', "SELECT mcc_gallery_register('big')");
+served_gallery($node, 'big', 4000, 11, 8, 4);
 is(check_all_probes($node, 'big', 5), 0, 'exact answers before the kill');
 
 # long requests: a batch sized to keep the engine busy for seconds

@@ -11,11 +11,8 @@ use Test::More;
 use MccServiceTest;
 
 my $node = service_node('privileges');
-create_gallery($node, 'g', 600, 21);
-create_probes($node, 21, 10, 2);
-install_checks($node);
+served_gallery($node, 'g', 600, 21, 10, 2);
 $node->safe_psql('postgres', q{
-	SELECT mcc_gallery_register('g');
 	CREATE ROLE reader LOGIN;
 	CREATE ROLE stranger LOGIN;
 	CREATE ROLE tenant LOGIN;

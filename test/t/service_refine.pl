@@ -23,11 +23,8 @@ my $node = service_node('refine',
 	'mcc.fallback' => "'error'",
 	'max_prepared_transactions' => 4,
 	'mcc.worker_threads' => 2);
-create_gallery($node, 'g', 1500, 21);
-create_probes($node, 21, 16, 4);
-install_checks($node);
+served_gallery($node, 'g', 1500, 21, 16, 4);
 $node->safe_psql('postgres', q{
-	SELECT mcc_gallery_register('g');
 	SELECT mcc_gallery_preload('g');
 	CREATE TABLE methods (refine text);
 	INSERT INTO methods VALUES ('none'), ('dtr'), ('lss'), ('lss-r'), ('lss-dtr'), ('lsa'),

@@ -27,11 +27,8 @@ my $node = service_node('refine_engine',
 	# n' = 5 % of the rows the statement sees: n' follows every visibility rule
 	'mcc.refine_fraction' => '0.05',
 	'mcc.refine_min' => '0');
-create_gallery($node, 'g', 1200, 31);
-create_probes($node, 31, 12, 4);
-install_checks($node);
+served_gallery($node, 'g', 1200, 31, 12, 4);
 $node->safe_psql('postgres', q{
-	SELECT mcc_gallery_register('g');
 	SELECT mcc_gallery_preload('g');
 	-- rows that score 1 against a probe (its own template): any error in
 	-- judging their versions changes the answer

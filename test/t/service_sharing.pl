@@ -26,11 +26,8 @@ use MccServiceTest;
 # two do not
 my $node = service_node('sharing', 'mcc.cache_memory_limit' => "'6MB'",
 	'mcc.max_galleries' => 4);
-create_gallery($node, 'big', 3000, 51);
-create_probes($node, 51, 6, 2);
-install_checks($node);
+served_gallery($node, 'big', 3000, 51, 6, 2);
 $node->safe_psql('postgres', q{
-	SELECT mcc_gallery_register('big');
 	CREATE ROLE reader LOGIN;
 	CREATE ROLE tenant LOGIN;
 	CREATE ROLE stranger LOGIN;

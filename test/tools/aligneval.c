@@ -57,6 +57,7 @@
 #include "mcc_chamfer.h"
 #include "mcc_rng.h"
 #include "mcc_xyt.h"
+#include "record_file.h"
 
 #define FRAME		1000.0
 #define MIN_MATES	12
@@ -261,32 +262,6 @@ run_points(int trials)
 
 /* ---- minutiae ---- */
 
-static const struct
-{
-	const char *db;
-	int			w;
-	int			h;
-}			fvc_dbs[] = {{"DB1_B", 388, 374}, {"DB2_B", 296, 560}, {"DB3_B", 300, 300}, {"DB4_B", 288, 384}};
-
-/* Read finger f, impression i of a database; 1 on success. */
-static int
-read_fvc(const char *data, int db, int f, int i, mcc_minutiae *ms)
-{
-	char		path[1024];
-	FILE	   *fp;
-	static char buf[1 << 17];
-	size_t		n;
-	mcc_error	err;
-
-	snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data,
-			 fvc_dbs[db].db, 101 + f, i + 1);
-	if ((fp = fopen(path, "rb")) == NULL)
-		return 0;
-	n = fread(buf, 1, sizeof(buf), fp);
-	fclose(fp);
-	return mcc_xyt_read(buf, n, fvc_dbs[db].w, fvc_dbs[db].h, 500, ms, &err) == MCC_OK;
-}
-
 /*
  * Mates of probe under the 3 x 3 matrix M (probe pixels -> candidate
  * pixels): one to one, nearest first in probe order, within 15 px and
@@ -421,10 +396,10 @@ run_minutiae(const char *data, int poses)
 		int			read = 1;
 
 		for (int k = 0; k < 80 && read; k++)
-			read = read_fvc(data, db, k / 8, k % 8, &ms[k]);
+			read = rf_read_fvc2002(data, db, k / 8, k % 8, &ms[k]);
 		if (!read)
 		{
-			printf("%s: minutiae not found under %s, skipped\n", fvc_dbs[db].db, data);
+			printf("%s: minutiae not found under %s, skipped\n", rf_fvc2002[db].db, data);
 			continue;
 		}
 		for (int c = 0; c < 80; c++)

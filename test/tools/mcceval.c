@@ -77,6 +77,7 @@
  * same scores, so this is for checking that on whole data sets.
  */
 #include "mcceval.h"
+#include "record_file.h"
 
 
 options opt;
@@ -152,35 +153,9 @@ unstretch(mcc_minutiae *ms, int w, int h)
 static void
 read_minutiae(const char *path, const char *ext, mcc_minutiae *ms)
 {
-	size_t		len;
-	uint8_t    *buf;
-	FILE	   *f = fopen(path, "rb");
-	long		n;
 	mcc_error	err;
-	mcc_status	st;
 
-	if (f == NULL)
-		die("cannot open %s: %s", path, strerror(errno));
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = xmalloc((size_t) n + 1);
-	len = fread(buf, 1, (size_t) n, f);
-	fclose(f);
-	buf[len] = 0;
-	if (strcmp(ext, "xyt") == 0)
-		st = mcc_xyt_read((const char *) buf, len, opt.frame_w, opt.frame_h,
-						  opt.frame_dpi, ms, &err);
-	else if (strcmp(ext, "json") == 0)
-	{
-		const mcc_profile *p;
-
-		st = mcc_json_read((const char *) buf, len, ms, &p, &err);
-	}
-	else
-		st = mcc_iso_read(buf, len, 1, ms, NULL, &err);
-	free(buf);
-	if (st != MCC_OK)
+	if (rf_read(path, ext, opt.frame_w, opt.frame_h, opt.frame_dpi, ms, &err) != MCC_OK)
 		die("%s: %s", path, err.message);
 	if (opt.unstretch_w > 0)
 		unstretch(ms, opt.unstretch_w, opt.unstretch_h);
@@ -207,30 +182,19 @@ load_dir(const char *dir, int *n_out)
 	record	   *r = NULL;
 	int			n = 0;
 	int			cap = 0;
+	long		finger;
+	int			imp;
+	const char *dot;
 	mcc_minutiae *ms = xmalloc(sizeof(mcc_minutiae));
 
 	if (d == NULL)
 		die("cannot open directory %s: %s", dir, strerror(errno));
-	while ((e = readdir(d)) != NULL)
+	while ((e = rf_next(d, opt.ext, &finger, &imp, &dot)) != NULL)
 	{
-		long		finger;
-		int			imp;
-		int			used = 0;
-		const char *dot = strrchr(e->d_name, '.');
 		char		path[4096];
 
-		if (dot == NULL || sscanf(e->d_name, "%ld_%d%n", &finger, &imp, &used) != 2 ||
-			e->d_name + used != dot)
-			continue;
-		if (opt.ext && strcmp(dot + 1, opt.ext) != 0)
-			continue;
-		if (n == cap)
-		{
-			cap = cap ? 2 * cap : 128;
-			r = realloc(r, sizeof(record) * cap);
-			if (r == NULL)
-				die("out of memory");
-		}
+		if (!rf_grow((void **) &r, n, &cap, sizeof(record), 128))
+			die("out of memory");
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		read_minutiae(path, dot + 1, ms);
 		memset(&r[n], 0, sizeof(record));

@@ -134,7 +134,7 @@ enum
 {
 	OPT_FINGERS = 256, OPT_FIRST, OPT_IMPRESSION, OPT_IMPRESSIONS, OPT_COUNT,
 	OPT_GALLERY_FINGERS, OPT_MATED, OPT_FIRST_ID, OPT_IMPOSTORS, OPT_FINGER,
-	OPT_FORMAT, OPT_OUT, OPT_TRUTH, OPT_HEADER, OPT_PROFILE, OPT_HELP
+	OPT_FORMAT, OPT_OUT, OPT_TRUTH, OPT_HEADER
 };
 
 static const struct option own_options[] = {
@@ -152,8 +152,6 @@ static const struct option own_options[] = {
 	{"out", required_argument, NULL, OPT_OUT},
 	{"truth", required_argument, NULL, OPT_TRUTH},
 	{"header", no_argument, NULL, OPT_HEADER},
-	{"profile", required_argument, NULL, OPT_PROFILE},
-	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0}
 };
 
@@ -162,8 +160,8 @@ static void
 parse_options(int argc, char **argv, options *o)
 {
 	struct option *lo = cli_options(own_options);
-	int			c,
-				idx;
+	int			c;
+	const char *name;
 
 	memset(o, 0, sizeof(*o));
 	mcc_synth_defaults(&o->sp);
@@ -174,13 +172,8 @@ parse_options(int argc, char **argv, options *o)
 	o->mated_fraction = 0.5;
 	cli_pre_clean(argc, argv, &o->sp);
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1)
+	while ((c = cli_next_option(argc, argv, lo, &o->sp, &o->profile, usage, &name)) != -1)
 	{
-		const char *name = c == '?' || c == ':' || c == 'h' ? "" : lo[idx].name;
-
-		if (cli_model_option(c, optarg, &o->sp))
-			continue;
 		switch (c)
 		{
 			case OPT_FINGERS:
@@ -241,21 +234,6 @@ parse_options(int argc, char **argv, options *o)
 			case OPT_HEADER:
 				o->header = 1;
 				break;
-			case OPT_PROFILE:
-				o->profile = mcc_profile_by_name(optarg, (int) strlen(optarg));
-				if (!o->profile)
-					cli_die("unknown profile \"%s\"", optarg);
-				break;
-			case OPT_HELP:
-			case 'h':
-				usage(stdout);
-				exit(0);
-			case ':':
-				cli_die("option \"%s\" needs a value\nTry \"mccgen --help\" for more information.",
-						argv[optind - 1]);
-			default:
-				cli_die("unrecognized option \"%s\"\nTry \"mccgen --help\" for more information.",
-						argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

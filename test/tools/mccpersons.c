@@ -65,6 +65,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "synth_cli.h"
+#include "record_file.h"
 #pragma GCC diagnostic pop
 
 #define MAX_FINGERS 4			/* positions searched: 1..4 */
@@ -464,30 +465,9 @@ synth_fold(int *n_folds)
 static void
 read_record(const char *path, const char *ext, mcc_minutiae *ms)
 {
-	FILE	   *fp = fopen(path, "rb");
-	uint8_t    *buf;
-	long		n;
-	size_t		len;
 	mcc_error	err;
-	mcc_status	st;
-	const mcc_profile *p;
 
-	if (fp == NULL)
-		die("cannot open %s: %s", path, strerror(errno));
-	fseek(fp, 0, SEEK_END);
-	n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	buf = xcalloc((size_t) n + 1, 1);
-	len = fread(buf, 1, (size_t) n, fp);
-	fclose(fp);
-	if (strcmp(ext, "xyt") == 0)
-		st = mcc_xyt_read((const char *) buf, len, 0, 0, 500, ms, &err);
-	else if (strcmp(ext, "json") == 0)
-		st = mcc_json_read((const char *) buf, len, ms, &p, &err);
-	else
-		st = mcc_iso_read(buf, len, 1, ms, NULL, &err);
-	free(buf);
-	if (st != MCC_OK)
+	if (rf_read(path, ext, 0, 0, 500, ms, &err) != MCC_OK)
 		die("%s: %s", path, err.message);
 }
 
@@ -526,27 +506,18 @@ load_dirs(int *n_out)
 	{
 		DIR		   *dp = opendir(opt.dir[d]);
 		struct dirent *e;
+		long		finger;
+		int			imp;
+		const char *dot;
 
 		if (dp == NULL)
 			die("cannot open directory %s: %s", opt.dir[d], strerror(errno));
-		while ((e = readdir(dp)) != NULL)
+		while ((e = rf_next(dp, opt.ext, &finger, &imp, &dot)) != NULL)
 		{
-			long		finger;
-			int			imp;
-			int			used = 0;
-			const char *dot = strrchr(e->d_name, '.');
 			char		path[4096];
 
-			if (dot == NULL || sscanf(e->d_name, "%ld_%d%n", &finger, &imp, &used) != 2 ||
-				e->d_name + used != dot || (opt.ext && strcmp(dot + 1, opt.ext) != 0))
-				continue;
-			if (n == cap)
-			{
-				cap = cap ? 2 * cap : 256;
-				r = realloc(r, sizeof(rec) * cap);
-				if (r == NULL)
-					die("out of memory");
-			}
+			if (!rf_grow((void **) &r, n, &cap, sizeof(rec), 256))
+				die("out of memory");
 			snprintf(path, sizeof(path), "%s/%s", opt.dir[d], e->d_name);
 			read_record(path, dot + 1, ms);
 			memset(&r[n], 0, sizeof(rec));

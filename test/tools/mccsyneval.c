@@ -30,7 +30,7 @@
 
 enum
 {
-	OPT_GALLERY = 256, OPT_PROBES, OPT_NONMATED, OPT_FIRST, OPT_PROFILE, OPT_HELP
+	OPT_GALLERY = 256, OPT_PROBES, OPT_NONMATED, OPT_FIRST
 };
 
 static const struct option own_options[] = {
@@ -38,8 +38,6 @@ static const struct option own_options[] = {
 	{"probes", required_argument, NULL, OPT_PROBES},
 	{"nonmated", required_argument, NULL, OPT_NONMATED},
 	{"first", required_argument, NULL, OPT_FIRST},
-	{"profile", required_argument, NULL, OPT_PROFILE},
-	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0}
 };
 
@@ -81,8 +79,8 @@ static void
 parse(int argc, char **argv, eval_opts *o)
 {
 	struct option *lo = cli_options(own_options);
-	int			c,
-				idx;
+	int			c;
+	const char *name;
 
 	memset(o, 0, sizeof(*o));
 	mcc_synth_defaults(&o->sp);
@@ -92,13 +90,8 @@ parse(int argc, char **argv, eval_opts *o)
 	o->first = 1;
 	o->profile = mcc_profile_by_id(MCC_PROFILE_DEFAULT);
 	cli_pre_clean(argc, argv, &o->sp);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1)
+	while ((c = cli_next_option(argc, argv, lo, &o->sp, &o->profile, usage, &name)) != -1)
 	{
-		const char *name = c == '?' || c == ':' || c == 'h' ? "" : lo[idx].name;
-
-		if (cli_model_option(c, optarg, &o->sp))
-			continue;
 		switch (c)
 		{
 			case OPT_GALLERY:
@@ -113,20 +106,6 @@ parse(int argc, char **argv, eval_opts *o)
 			case OPT_FIRST:
 				o->first = cli_u64(name, optarg, UINT64_C(1) << 62);
 				break;
-			case OPT_PROFILE:
-				o->profile = mcc_profile_by_name(optarg, (int) strlen(optarg));
-				if (!o->profile)
-					cli_die("unknown profile \"%s\"", optarg);
-				break;
-			case OPT_HELP:
-			case 'h':
-				usage(stdout);
-				exit(0);
-			case ':':
-				cli_die("option \"%s\" needs a value", argv[optind - 1]);
-			default:
-				cli_die("unrecognized option \"%s\"\nTry \"mccsyneval --help\" for more information.",
-						argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_profile.h"
 #include "mcc_synth.h"
 
 static const char *cli_progname = "mcc";
@@ -112,6 +113,8 @@ static const cli_model_opt cli_model_opts[] = {
 /* Option codes: the tool's own below CLI_MODEL_BASE, model options above. */
 #define CLI_MODEL_BASE	1000
 #define CLI_CLEAN		999
+#define CLI_PROFILE		998
+#define CLI_HELP		997
 
 /* Zero every perturbation of an impression (--clean). */
 static void
@@ -134,7 +137,7 @@ cli_set_clean(mcc_synth_params *sp)
 
 /*
  * The long options of a tool: its own (own, terminated by a NULL name)
- * followed by the model options and --clean. malloc'ed, never freed.
+ * followed by the model options, --clean, --profile and --help. malloc'ed, never freed.
  */
 static struct option *
 cli_options(const struct option *own)
@@ -145,7 +148,7 @@ cli_options(const struct option *own)
 
 	while (own[n_own].name)
 		n_own++;
-	all = calloc((size_t) (n_own + CLI_N_MODEL + 2), sizeof(struct option));
+	all = calloc((size_t) (n_own + CLI_N_MODEL + 4), sizeof(struct option));
 	if (!all)
 		cli_die("out of memory");
 	for (int i = 0; i < n_own; i++)
@@ -160,6 +163,14 @@ cli_options(const struct option *own)
 	all[k].name = "clean";
 	all[k].has_arg = no_argument;
 	all[k].val = CLI_CLEAN;
+	k++;
+	all[k].name = "profile";
+	all[k].has_arg = required_argument;
+	all[k].val = CLI_PROFILE;
+	k++;
+	all[k].name = "help";
+	all[k].has_arg = no_argument;
+	all[k].val = CLI_HELP;
 	return all;
 }
 
@@ -208,6 +219,58 @@ cli_model_option(int c, const char *arg, mcc_synth_params *sp)
 		memcpy(field, &v, sizeof(v));
 	}
 	return 1;
+}
+
+/* --profile NAME: the profile so named, or exit with an error. */
+static const mcc_profile *
+cli_profile(const char *name)
+{
+	const mcc_profile *p = mcc_profile_by_name(name, (int) strlen(name));
+
+	if (!p)
+		cli_die("unknown profile \"%s\"", name);
+	return p;
+}
+
+/*
+ * The next of a tool's own options on its command line (lo from
+ * cli_options): returns its code, -1 at the end, and its long name in
+ * *name. The shared options are handled on the way: a model option or
+ * --clean applies to sp, --profile sets *profile, -h or --help prints usage
+ * on stdout and exits 0, a missing value or an unknown option exits 1.
+ */
+static int
+cli_next_option(int argc, char **argv, const struct option *lo, mcc_synth_params *sp,
+				const mcc_profile **profile, void (*usage) (FILE *), const char **name)
+{
+	int			c,
+				idx = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1)
+	{
+		if (cli_model_option(c, optarg, sp))
+			continue;
+		if (c == CLI_PROFILE)
+			*profile = cli_profile(optarg);
+		else if (c == 'h' || c == CLI_HELP)
+		{
+			usage(stdout);
+			exit(0);
+		}
+		else if (c == ':')
+			cli_die("option \"%s\" needs a value\nTry \"%s --help\" for more information.",
+					argv[optind - 1], cli_progname);
+		else if (c == '?')
+			cli_die("unrecognized option \"%s\"\nTry \"%s --help\" for more information.",
+					argv[optind - 1], cli_progname);
+		else
+		{
+			*name = lo[idx].name;
+			return c;
+		}
+	}
+	return -1;
 }
 
 /* Check the model parameters, exiting with the generator's message. */

@@ -12,6 +12,7 @@
 
 #include "mcc_iso.h"
 #include "mcc_minutiae.h"
+#include "testsets.h"
 
 #define TWO_PI 6.28318530717958647692
 
@@ -45,21 +46,6 @@ same_view(const mcc_minutiae *ms, const raw_minutia *m, int n, int units,
 			fabs(g->theta - want) > 1e-5)
 			return false;
 	}
-	return true;
-}
-
-/* Are two minutiae sets equal, field by field? */
-static inline bool
-same_set(const mcc_minutiae *a, const mcc_minutiae *b)
-{
-	if (a->width != b->width || a->height != b->height || a->dpi != b->dpi ||
-		a->count != b->count)
-		return false;
-	for (int i = 0; i < a->count; i++)
-		if (a->m[i].x != b->m[i].x || a->m[i].y != b->m[i].y ||
-			a->m[i].theta != b->m[i].theta || a->m[i].type != b->m[i].type ||
-			a->m[i].quality != b->m[i].quality)
-			return false;
 	return true;
 }
 

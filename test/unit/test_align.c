@@ -20,6 +20,9 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testpoll.h"
+#include "testangle.h"
+#include "../tools/record_file.h"
 #include "mcc_align.h"
 #include "mcc_rng.h"
 #include "mcc_xyt.h"
@@ -97,19 +100,6 @@ impression(const mcc_minutiae *a, uint64_t seed, double ang, double s, double tx
 	}
 }
 
-/* Wrapped angle difference in (-pi, pi]. */
-static double
-angle_diff(double a, double b)
-{
-	double		d = fmod(a - b, 2 * M_PI);
-
-	if (d > M_PI)
-		d -= 2 * M_PI;
-	if (d <= -M_PI)
-		d += 2 * M_PI;
-	return d;
-}
-
 /* Synthetic impressions aligned back onto their master. */
 static void
 test_synthetic(void)
@@ -164,7 +154,7 @@ test_synthetic(void)
 				continue;
 			m = res.mapped[kept[i]];
 			ss += (m[0] - a.m[i].x) * (m[0] - a.m[i].x) + (m[1] - a.m[i].y) * (m[1] - a.m[i].y);
-			worst_dir = fmax(worst_dir, fabs(angle_diff(m[2], a.m[i].theta)));
+			worst_dir = fmax(worst_dir, fabs(tangle_sub(m[2], a.m[i].theta)));
 			n++;
 		}
 		UNIT_CHECK(st == MCC_OK && n > 0 && sqrt(ss / n) <= 3.0 && worst_dir <= 0.2 &&
@@ -205,7 +195,7 @@ test_initial(void)
 	memcpy(o.init, truth, sizeof(truth));
 	st = mcc_align_minutiae(&b, &a, &o, &res, &err);
 	UNIT_CHECK(st == MCC_OK && res.starts_tried == 1 &&
-			   fabs(angle_diff(res.fit.params[0], -ang)) < 0.02 && res.mated >= 20,
+			   fabs(tangle_sub(res.fit.params[0], -ang)) < 0.02 && res.mated >= 20,
 			   "from the answer: one start, theta %.4f (truth %.4f), %d mated", res.fit.params[0], -ang,
 			   res.mated);
 	{
@@ -215,37 +205,9 @@ test_initial(void)
 	}
 	st = mcc_align_minutiae(&b, &a, &o, &far, &err);
 	UNIT_CHECK(st == MCC_OK && far.starts_tried == 1 &&
-			   fabs(angle_diff(far.fit.params[0], -ang)) > 1.0 && far.fit.residual > res.fit.residual,
+			   fabs(tangle_sub(far.fit.params[0], -ang)) > 1.0 && far.fit.residual > res.fit.residual,
 			   "half a turn off: one start, the local fit stays off (theta %.4f, residual %.2f vs %.2f)",
 			   far.fit.params[0], far.fit.residual, res.fit.residual);
-}
-
-/* FVC2002 image sizes, README of the shared data. */
-static const struct
-{
-	const char *db;
-	int			w;
-	int			h;
-}			fvc_dbs[] = {{"DB1_B", 388, 374}, {"DB2_B", 296, 560}, {"DB3_B", 300, 300}, {"DB4_B", 288, 384}};
-
-/* Read finger f (0..9), impression i (0..7) of a database; 1 on success. */
-static int
-read_fvc(const char *data, int db, int f, int i, mcc_minutiae *ms)
-{
-	char		path[1024];
-	size_t		len;
-	unsigned char *text;
-	mcc_error	err;
-	int			ok;
-
-	snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data,
-			 fvc_dbs[db].db, 101 + f, i + 1);
-	text = unit_read_file(path, &len);
-	if (text == NULL)
-		return 0;
-	ok = mcc_xyt_read((const char *) text, len, fvc_dbs[db].w, fvc_dbs[db].h, 500, ms, &err) == MCC_OK;
-	free(text);
-	return ok;
 }
 
 /* Ascending order of doubles, for qsort. */
@@ -288,10 +250,10 @@ test_fvc(void)
 		int			failed = 0;
 
 		for (int k = 0; k < 80 && read; k++)
-			read = read_fvc(data, db, k / 8, k % 8, &ms[k]);
+			read = rf_read_fvc2002(data, db, k / 8, k % 8, &ms[k]);
 		if (!read)
 		{
-			UNIT_SKIP("FVC2002 %s mindtct minutiae not found", fvc_dbs[db].db);
+			UNIT_SKIP("FVC2002 %s mindtct minutiae not found", rf_fvc2002[db].db);
 			continue;
 		}
 		mcc_align_opts_init(&o);
@@ -325,7 +287,7 @@ test_fvc(void)
 			mcc_chamfer_ref_free(&ref);
 		}
 		UNIT_CHECK(failed == 0 && ng == 280 && ni == 90, "%s: %d genuine and %d impostor alignments, %d failed",
-				   fvc_dbs[db].db, ng, ni, failed);
+				   rf_fvc2002[db].db, ng, ni, failed);
 		if (ng == 0 || ni == 0)
 			continue;
 		qsort(gen, ng, sizeof(double), cmp_double);
@@ -335,25 +297,15 @@ test_fvc(void)
 				ordered += gen[i] < imp[j];
 		printf("# %s residual (px RMS, truncated at 15): same finger q10 %.2f q25 %.2f median %.2f "
 			   "q75 %.2f q90 %.2f; different fingers q10 %.2f q25 %.2f median %.2f q75 %.2f q90 %.2f\n",
-			   fvc_dbs[db].db, gen[ng / 10], gen[ng / 4], gen[ng / 2], gen[3 * ng / 4], gen[9 * ng / 10],
+			   rf_fvc2002[db].db, gen[ng / 10], gen[ng / 4], gen[ng / 2], gen[3 * ng / 4], gen[9 * ng / 10],
 			   imp[ni / 10], imp[ni / 4], imp[ni / 2], imp[3 * ni / 4], imp[9 * ni / 10]);
 		UNIT_CHECK(gen[ng / 2] < imp[ni / 2],
 				   "%s: the median same-finger residual %.2f is below the median different-finger %.2f",
-				   fvc_dbs[db].db, gen[ng / 2], imp[ni / 2]);
+				   rf_fvc2002[db].db, gen[ng / 2], imp[ni / 2]);
 		UNIT_CHECK((double) ordered / ((double) ng * ni) >= 0.75,
 				   "%s: a same-finger pair has the lower residual in %.1f%% of (same, different) "
-				   "pairs (floor 75%%)", fvc_dbs[db].db, 100.0 * ordered / ((double) ng * ni));
+				   "pairs (floor 75%%)", rf_fvc2002[db].db, 100.0 * ordered / ((double) ng * ni));
 	}
-}
-
-static int	polls;
-static int	poll_limit;
-
-/* A poll that asks to stop after poll_limit calls. */
-static int
-stop_after(void *arg)
-{
-	return ++polls > poll_limit;
 }
 
 /* A poll stops an alignment in its distance transform and in its fits, and says so. */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testpoll.h"
 #include "chamfer_synth.h"
 #include "mcc_chamfer.h"
 
@@ -698,16 +699,6 @@ test_initial(void)
 	UNIT_CHECK(warm.stages == 1, "hierarchical = 0 runs one stage");
 	free(obs);
 	free(ref);
-}
-
-static int	polls;
-static int	poll_limit;
-
-/* A poll that asks to stop after poll_limit calls. */
-static int
-stop_after(void *arg)
-{
-	return ++polls > poll_limit;
 }
 
 /* A cancel during the distance transform and during LM, with threads. */

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testpoll.h"
 #include "chamfer_synth.h"
 #include "mcc_chamfer.h"
 #include "mcc_chamfer_search.h"
@@ -370,15 +371,6 @@ test_far_pose(void)
 }
 
 /* Thread counts, the euclidean search, the scale range, errors, cancel. */
-static int	polls;
-static int	poll_limit;
-
-static int
-stop_after(void *arg)
-{
-	return ++polls > poll_limit;
-}
-
 static void
 test_options(void)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "refcyl.h"
 #include "testgen.h"
 #include "mcc_cylinder.h"
 #include "mcc_profile.h"
@@ -26,27 +27,6 @@ typedef struct ref_cyl
 	int			pc;
 	double		v[MCC_MAX_BITS];
 } ref_cyl;
-
-/* Angle difference wrapped into [-pi, pi). */
-static double
-ref_dphi(double a, double b)
-{
-	double		d = a - b;
-
-	while (d < -M_PI)
-		d += 2 * M_PI;
-	while (d >= M_PI)
-		d -= 2 * M_PI;
-	return d;
-}
-
-/* Gaussian mass of sigma_d on [alpha - w/2, alpha + w/2]. */
-static double
-ref_gd(double alpha, double sigma_d, double w)
-{
-	return 0.5 * (erf((alpha + w / 2) / (sigma_d * M_SQRT2)) -
-				  erf((alpha - w / 2) / (sigma_d * M_SQRT2)));
-}
 
 /* qsort order of doubles, ascending. */
 static int

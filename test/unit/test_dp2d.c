@@ -489,6 +489,45 @@ test_kernels_vs_reference(void)
 	UNIT_CHECK(compared > 0, "at least one lane kernel was compared with the reference");
 }
 
+/*
+ * Run the batch req into res[0..npairs-1] (fresh outputs through req->out,
+ * shaped by each pair's image a); every result gets the run's status,
+ * which is returned.
+ */
+static mcc_status
+run_into(const mcc_dp2d_request *req, result *res)
+{
+	mcc_error	err;
+	mcc_status	st;
+
+	for (uint32_t p = 0; p < req->npairs; p++)
+	{
+		result_init(&res[p], req->a[p]);
+		req->out[p] = res[p].o;
+	}
+	st = mcc_dp2d_run(req, &err);
+	for (uint32_t p = 0; p < req->npairs; p++)
+	{
+		res[p].o = req->out[p];
+		res[p].st = st;
+	}
+	return st;
+}
+
+/* Whether every result of res equals that of one; frees res. */
+static int
+same_then_free(const mcc_dp2d_request *req, const result *one, result *res)
+{
+	int			same = 1;
+
+	for (uint32_t p = 0; p < req->npairs; p++)
+	{
+		same &= result_same(&one[p], &res[p], req->a[p]);
+		result_free(&res[p]);
+	}
+	return same;
+}
+
 /* A batch with threads equals the batch on one thread, in both modes. */
 static void
 test_threads(void)
@@ -519,61 +558,28 @@ test_threads(void)
 	for (size_t np = 0; np < sizeof(npairs) / sizeof(npairs[0]); np++)
 	{
 		mcc_dp2d_request req = {npairs[np], pa, pb, outs, MCC_DP2D_WARP, 1, MCC_DP2D_AUTO};
-		mcc_error	err;
 		mcc_status	st;
 
-		for (uint32_t p = 0; p < npairs[np]; p++)
-		{
-			result_init(&one[p], pa[p]);
-			outs[p] = one[p].o;
-		}
-		st = mcc_dp2d_run(&req, &err);
-		for (uint32_t p = 0; p < npairs[np]; p++)
-		{
-			one[p].o = outs[p];
-			one[p].st = st;
-		}
+		run_into(&req, one);
 		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
 		{
-			int			same = 1;
+			int			same;
 
 			req.threads = counts[c];
-			for (uint32_t p = 0; p < npairs[np]; p++)
-			{
-				result_init(&many[p], pa[p]);
-				outs[p] = many[p].o;
-			}
-			st = mcc_dp2d_run(&req, &err);
-			for (uint32_t p = 0; p < npairs[np]; p++)
-			{
-				many[p].o = outs[p];
-				many[p].st = st;
-				same &= result_same(&one[p], &many[p], pa[p]);
-				result_free(&many[p]);
-			}
+			st = run_into(&req, many);
+			same = same_then_free(&req, one, many);
 			UNIT_CHECK(st == MCC_OK && same, "%u pairs on %d threads (%s) == one thread",
 					   npairs[np], counts[c],
 					   npairs[np] < (uint32_t) counts[c] ? "rows shared" : "whole pairs");
 		}
 		/* the reference kernel through a job too */
 		{
-			int			same = 1;
+			int			same;
 
 			req.threads = 2;
 			req.kernel = MCC_DP2D_REFERENCE;
-			for (uint32_t p = 0; p < npairs[np]; p++)
-			{
-				result_init(&many[p], pa[p]);
-				outs[p] = many[p].o;
-			}
-			st = mcc_dp2d_run(&req, &err);
-			for (uint32_t p = 0; p < npairs[np]; p++)
-			{
-				many[p].o = outs[p];
-				many[p].st = st;
-				same &= result_same(&one[p], &many[p], pa[p]);
-				result_free(&many[p]);
-			}
+			st = run_into(&req, many);
+			same = same_then_free(&req, one, many);
 			UNIT_CHECK(st == MCC_OK && same, "%u pairs, reference kernel in a job == lane kernel",
 					   npairs[np]);
 		}

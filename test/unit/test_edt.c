@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testpoll.h"
 #include "mcc_edt.h"
 #include "mcc_rng.h"
 
@@ -283,15 +284,6 @@ test_errors(void)
 	mcc_edt_free(&e);			/* empty after a failure: must be harmless */
 }
 
-static int	poll_calls;
-
-/* A poll that asks to stop on its third call. */
-static int
-stop_third(void *arg)
-{
-	return ++poll_calls >= 3;
-}
-
 /* A build stops when polled to, and says so. */
 static void
 test_cancel(void)
@@ -305,12 +297,14 @@ test_cancel(void)
 
 	o.resolution = 0.5;			/* 201^3 cells: many polls */
 	o.max_cells = (size_t) 1 << 24;
-	o.poll = stop_third;
+	o.poll = stop_after;
+	polls = 0;
+	poll_limit = 2;				/* stop on the third call */
 	o.cancel = &flag;
 	st = mcc_edt_build(p, 500, 3, &o, &e, &err);
-	UNIT_CHECK(st == MCC_ERR_INTERNAL && flag == 1 && e.site == NULL && poll_calls == 3,
+	UNIT_CHECK(st == MCC_ERR_INTERNAL && flag == 1 && e.site == NULL && polls == 3,
 			   "a poll returning nonzero cancels the build (%s, flag %d, %d polls)", err.message,
-			   flag, poll_calls);
+			   flag, polls);
 	o.poll = NULL;
 	flag = 1;
 	st = mcc_edt_build(p, 500, 3, &o, &e, &err);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "refcyl.h"
 #include "mcc_cylinder.h"
 #include "mcc_lss.h"
 #include "mcc_soa.h"
@@ -41,27 +42,6 @@ read_xyt(const char *data, int f, int i, mcc_minutiae *ms)
 	ok = mcc_xyt_read((const char *) text, len, 388, 374, 500, ms, &err) == MCC_OK;
 	free(text);
 	return ok;
-}
-
-/* Gaussian mass of sigma_d on [alpha - w/2, alpha + w/2], for the reference. */
-static double
-ref_gd(double alpha, double sigma_d, double w)
-{
-	return 0.5 * (erf((alpha + w / 2) / (sigma_d * M_SQRT2)) -
-				  erf((alpha - w / 2) / (sigma_d * M_SQRT2)));
-}
-
-/* Angle difference wrapped into [-pi, pi). */
-static double
-ref_dphi(double a, double b)
-{
-	double		d = a - b;
-
-	while (d < -M_PI)
-		d += 2 * M_PI;
-	while (d >= M_PI)
-		d -= 2 * M_PI;
-	return d;
 }
 
 /*

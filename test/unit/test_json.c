@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testsets.h"
 #include "mcc_iso.h"
 #include "mcc_json.h"
 #include "mcc_xyt.h"
@@ -35,21 +36,6 @@ expect_fail(const char *text, mcc_status want, const char *needle, const char *n
 
 	UNIT_CHECK(st == want && strstr(err.message, needle) != NULL,
 			   "%s: status %d (want %d), \"%s\"", name, st, want, err.message);
-}
-
-/* Are two sets equal, floats bit for bit? */
-static bool
-same_set(const mcc_minutiae *a, const mcc_minutiae *b)
-{
-	if (a->width != b->width || a->height != b->height || a->dpi != b->dpi ||
-		a->count != b->count)
-		return false;
-	for (int i = 0; i < a->count; i++)
-		if (a->m[i].x != b->m[i].x || a->m[i].y != b->m[i].y ||
-			memcmp(&a->m[i].theta, &b->m[i].theta, sizeof(float)) != 0 ||
-			a->m[i].type != b->m[i].type || a->m[i].quality != b->m[i].quality)
-			return false;
-	return true;
 }
 
 /*

@@ -545,6 +545,35 @@ order_of(const mcc_template_view *v, int *pos)
 }
 
 /*
+ * A pair of random templates built and opened with profile p: a random set
+ * a, and b an impression of it (tg_impression's keep, jitter, turn and
+ * spurious) if genuine, else another random set. 0 if a build failed (a
+ * failed check says so).
+ */
+static int
+make_pair(tg_rng *r, int genuine, double keep, int jitter, double turn, int spurious,
+		  const mcc_profile *p, mcc_template_view *va, mcc_template_view *vb,
+		  uint8_t **ba, uint8_t **bb)
+{
+	mcc_minutiae ma;
+	mcc_minutiae mb;
+
+	tg_minutiae(r, &ma, 20, 60, 10);
+	if (genuine)
+		tg_impression(r, &ma, &mb, keep, jitter, turn, spurious);
+	else
+		tg_minutiae(r, &mb, 20, 60, 10);
+	*ba = tg_build_open(&ma, p, va);
+	*bb = tg_build_open(&mb, p, vb);
+	if (!*ba || !*bb)
+	{
+		UNIT_CHECK(0, "build templates");
+		return 0;
+	}
+	return 1;
+}
+
+/*
  * Gamma against the definition, and the LSS of the matrix pass against
  * mcc_lss_pair, on templates of both profiles.
  */
@@ -563,8 +592,6 @@ test_templates_lss(void)
 
 		for (int k = 0; k < (id == MCC_PROFILE_GPU2015 ? 40 : 10); k++)
 		{
-			mcc_minutiae ma;
-			mcc_minutiae mb;
 			mcc_template_view va;
 			mcc_template_view vb;
 			uint8_t    *ba;
@@ -575,18 +602,8 @@ test_templates_lss(void)
 			int			pos_b[MCC_MAX_CYL];
 			mcc_error	err;
 
-			tg_minutiae(&r, &ma, 20, 60, 10);
-			if (k % 2)
-				tg_impression(&r, &ma, &mb, 0.8, 3, 0.1, 5);
-			else
-				tg_minutiae(&r, &mb, 20, 60, 10);
-			ba = tg_build_open(&ma, p, &va);
-			bb = tg_build_open(&mb, p, &vb);
-			if (!ba || !bb)
-			{
-				UNIT_CHECK(0, "build templates");
+			if (!make_pair(&r, k % 2, 0.8, 3, 0.1, 5, p, &va, &vb, &ba, &bb))
 				return;
-			}
 			mcc_match_pair(w, &va, &vb, MCC_LSS, &mp, &s, &err);
 			mcc_lss_pair(&va, &vb, &ref, &err);
 			order_of(&va, pos_a);
@@ -757,8 +774,6 @@ test_templates_pairs(void)
 
 	for (int k = 0; k < n_pairs; k++)
 	{
-		mcc_minutiae ma;
-		mcc_minutiae mb;
 		mcc_template_view va;
 		mcc_template_view vb;
 		uint8_t    *ba;
@@ -767,18 +782,8 @@ test_templates_pairs(void)
 		float		ba_s[MCC_NMETHODS];
 		mcc_error	err;
 
-		tg_minutiae(&r, &ma, 20, 60, 10);
-		if (k % 2)
-			tg_impression(&r, &ma, &mb, 0.75, 4, 0.15, 6);
-		else
-			tg_minutiae(&r, &mb, 20, 60, 10);
-		ba = tg_build_open(&ma, p, &va);
-		bb = tg_build_open(&mb, p, &vb);
-		if (!ba || !bb)
-		{
-			UNIT_CHECK(0, "build templates");
+		if (!make_pair(&r, k % 2, 0.75, 4, 0.15, 6, p, &va, &vb, &ba, &bb))
 			return;
-		}
 		mcc_match_pair(w, &va, &vb, MCC_LSS, &mp, &ab[0], &err);
 		for (int m = 0; m < MCC_NMETHODS; m++)
 			ab[m] = mcc_match_rescore(w, m, &mp);

@@ -33,6 +33,8 @@
 #include "mcc_sad.h"
 #include "mcc_xyt.h"
 #include "unit.h"
+#include "testangle.h"
+#include "testimage.h"
 
 #define PATCH		64
 #define NEAR_R		60.0		/* minutiae within this of the patch centre vote */
@@ -43,32 +45,6 @@
 #define TOLERANCE	16.0
 
 static const char *const dbs[4] = {"DB1_B", "DB2_B", "DB3_B", "DB4_B"};
-
-/* Decode a PNG into a malloc'd image; 0 on success. */
-static int
-load_image(const char *path, mcc_image *img)
-{
-	size_t		len;
-	uint8_t    *d = unit_read_file(path, &len);
-	mcc_image_info info;
-	mcc_error	err;
-	int			bad;
-
-	img->pixels = NULL;
-	if (d == NULL)
-		return -1;
-	bad = mcc_image_probe(d, len, &info, &err) != MCC_OK;
-	if (!bad)
-	{
-		img->stride = info.width;
-		img->pixels = malloc((size_t) info.width * info.height);
-		bad = mcc_image_decode(d, len, img, &err) != MCC_OK;
-	}
-	if (bad)
-		printf("# %s: %s\n", path, err.message);
-	free(d);
-	return bad ? -1 : 0;
-}
 
 /* Read mindtct xyt minutiae in the image frame; 0 on success. */
 static int
@@ -93,19 +69,6 @@ angle_diff(double a, double b)
 	double		d = fmod(fabs(a - b), 2 * M_PI);
 
 	return d > M_PI ? 2 * M_PI - d : d;
-}
-
-/* Signed b - a in (-pi, pi]. */
-static double
-angle_signed(double a, double b)
-{
-	double		d = fmod(b - a, 2 * M_PI);
-
-	if (d > M_PI)
-		d -= 2 * M_PI;
-	if (d <= -M_PI)
-		d += 2 * M_PI;
-	return d;
 }
 
 /*
@@ -179,7 +142,7 @@ minutiae_offset(const mcc_minutiae *a, const mcc_minutiae *b, double cx, double 
 		{
 			sx += b->m[bj].x - a->m[i].x;
 			sy += b->m[bj].y - a->m[i].y;
-			sr += angle_signed(a->m[i].theta, b->m[bj].theta);
+			sr += tangle_sub(b->m[bj].theta, a->m[i].theta);
 			n++;
 		}
 	}
@@ -239,7 +202,7 @@ test_db(const char *root, int db, int *near_total, int *tried_total)
 		uint32_t	n;
 
 		snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_1.png", root, dbs[db], f);
-		if (load_image(path, &a) != 0)
+		if (ti_load_image(path, &a) != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_1.xyt", root, dbs[db], f);
 		if (load_minutiae(path, &a, &ma) != 0)
@@ -296,7 +259,7 @@ test_db(const char *root, int db, int *near_total, int *tried_total)
 			int			pairs;
 
 			snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", root, dbs[db], f, imp);
-			if (load_image(path, &b) != 0)
+			if (ti_load_image(path, &b) != 0)
 				continue;
 			snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", root,
 					 dbs[db], f, imp);
