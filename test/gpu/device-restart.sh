@@ -45,6 +45,7 @@ step "gallery of $n synthetic templates"
 export DEV_SESSIONS=${DEV_SESSIONS:-16}
 dev_gallery psql_
 say "   enrolment $enrol s; heap $(psql_ -tAc "SELECT pg_size_pretty(pg_table_size('gallery'))")"
+log0=$(($(wc -l </tmp/pgkit.log) + 1))
 t0=$(date +%s.%N)
 psql_ -tAc "SELECT mcc_gallery_preload('gallery')" >/dev/null || status=1
 t1=$(date +%s.%N)
@@ -58,7 +59,8 @@ psql_ -c "SELECT entries, cylinders, pg_size_pretty(host_bytes) AS host, pg_size
 	round(host_bytes::numeric / entries) AS host_per_tpl, round(device_bytes::numeric / entries) AS device_per_tpl,
 	round(load_seconds::numeric, 2) AS engine_load_s FROM mcc_gallery_status" | tee -a "$out/summary.txt"
 grep -E "mcc_engine.*(load|GPU|upload)" /tmp/pgkit.log | tail -6 | sed 's/^/   /' | tee -a "$out/summary.txt"
-for i in $(seq 1 600); do grep -q "cache snapshot written" /tmp/pgkit.log && break; sleep 1; done
+# wait for this gallery's snapshot (the log may hold an earlier run's lines)
+for i in $(seq 1 600); do tail -n +"$log0" /tmp/pgkit.log | grep -q "cache snapshot written" && break; sleep 1; done
 say "   snapshot: $(du -sh "$PGKIT_DATA/mcc" 2>/dev/null | cut -f1) in $PGKIT_DATA/mcc"
 
 restart() {
