@@ -81,8 +81,10 @@ step "restarts"
 restart "snapshot, table unchanged"
 psql_ -c "UPDATE gallery g SET tpl = p.tpl FROM probes p WHERE g.id = p.pid * 1000 AND p.pid <= 50" >/dev/null
 restart "snapshot, 50 rows replaced"
-psql_ -c "ALTER SYSTEM SET mcc.cache_snapshots = off" >/dev/null
-restart "mcc.cache_snapshots = off (full load)"
+if [ "${RESTART_FULL:-1}" = 1 ]; then	# RESTART_FULL=0: skip the full-load restart
+	psql_ -c "ALTER SYSTEM SET mcc.cache_snapshots = off" >/dev/null
+	restart "mcc.cache_snapshots = off (full load)"
+fi
 cp /tmp/pgkit.log "$out/server.log"
 runuser -u pgkit -- "$native/bin/pg_ctl" -D "$PGKIT_DATA" -m fast -w stop >/dev/null 2>&1
 dev_pack device-restart
