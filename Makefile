@@ -23,6 +23,8 @@ MODULE_big = mcc
 #   its formats, identify/ galleries, scans and identify(), image/ the image
 #   functions, service/ the backend side of the matcher service, proto/ the
 #   wire protocol and its one encoder (shared with the engine)
+# core.mk's rules come before PGXS's: a plain `make` must still build `all`
+.DEFAULT_GOAL := all
 include src/core/core.mk
 PG_DIRS = src/module src/template src/identify src/image src/service src/proto
 # (src/*.c too: a file a branch adds where the layer used to be still builds
