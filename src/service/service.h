@@ -39,6 +39,7 @@ extern int	mcc_max_delta_rows; /* mcc.max_delta_rows */
 extern int	mcc_max_galleries;	/* mcc.max_galleries */
 extern int	mcc_image_worker_threads;	/* mcc.image_worker_threads, 0 = half the workers */
 extern int	mcc_image_queue_limit;	/* mcc.image_queue_limit, 0 = 4 per image thread */
+extern int	mcc_load_workers;	/* mcc.load_workers */
 extern bool mcc_cache_snapshots;	/* mcc.cache_snapshots */
 extern int	mcc_progress_interval;	/* mcc.progress_interval, ms, -1 = no NOTICEs */
 extern int	mcc_change_log_prune_interval;	/* mcc.change_log_prune_interval, s, 0 = off */

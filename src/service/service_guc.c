@@ -25,6 +25,7 @@ int			mcc_image_worker_threads = 0;
 int			mcc_image_queue_limit = 0;
 bool		mcc_cache_snapshots = true;
 int			mcc_progress_interval = 5000;
+int			mcc_load_workers = 4;
 int			mcc_change_log_prune_interval = 60;
 int			mcc_change_log_retention = 600;
 
@@ -58,6 +59,14 @@ mcc_service_define_session_gucs(void)
 							 "saying why; error: raise an ERROR saying why.",
 							 &mcc_fallback, MCC_FALLBACK_CPU, fallback_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("mcc.load_workers",
+							"Parallel workers that read a gallery for a full load.",
+							"0 reads in the loading backend alone. Galleries whose heaps are "
+							"smaller than min_parallel_table_scan_size load serially; "
+							"max_parallel_workers and max_worker_processes bound the "
+							"workers started.",
+							&mcc_load_workers, 4, 0, 64,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mcc.request_timeout",
 							"How long a backend waits for one reply of the matcher engine.",
 							"0 waits without limit (statement_timeout still applies). "

@@ -189,18 +189,23 @@ mcc_load_rows_frame_begin(load_state *st)
 	st->n_rows = 0;
 }
 
-/* Send the LOAD_ROWS frame if it has rows. */
-static void
-rows_flush(load_state *st)
+/* Send the LOAD_ROWS frame if it has rows (a parallel worker's to its leader). */
+void
+mcc_load_rows_flush(load_state *st)
 {
 	if (st->n_rows == 0)
 		return;
 	memcpy(st->frame.data + sizeof(mcc_frame_hdr), &st->n_rows, sizeof(uint32));
-	mcc_conn_send(&st->frame, MCC_MSG_LOAD_ROWS, st->request_id);
+	if (st->mq != NULL)
+		mcc_load_worker_frame(st);
+	else
+		mcc_conn_send(&st->frame, MCC_MSG_LOAD_ROWS, st->request_id);
 	st->rows_sent += st->n_rows;
-	pfree(st->frame.data);
-	mcc_load_rows_frame_begin(st);
-	mcc_load_progress_report(st);
+	/* the next frame reuses the buffer, grown to a frame's size once */
+	st->frame.len = sizeof(mcc_frame_hdr) + sizeof(uint32);
+	st->n_rows = 0;
+	if (st->mq == NULL)
+		mcc_load_progress_report(st);	/* a parallel worker's leader reports */
 }
 
 /*
@@ -339,6 +344,14 @@ mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_a
 						   RelationGetRelationName(rel));
 		return false;
 	}
+	if (risky && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(tpl)) && st->mq != NULL)
+	{
+		/* a parallel worker cannot run the subtransaction: the leader reads it */
+		load_deferred d = {mcc_load_tuple_tid(st, tuple), HeapTupleHeaderGetRawXmin(tuple->t_data)};
+
+		appendBinaryStringInfo(&st->deferred, (const char *) &d, sizeof(d));
+		return true;
+	}
 	if (risky && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(tpl)))
 	{
 		t = mcc_guarded_detoast((struct varlena *) DatumGetPointer(tpl));
@@ -375,7 +388,7 @@ mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_a
 	if ((Pointer) t != DatumGetPointer(tpl))
 		pfree(t);
 	if (st->frame.len >= LOAD_FRAME_BYTES)
-		rows_flush(st);
+		mcc_load_rows_flush(st);
 	return true;
 }
 
@@ -413,37 +426,35 @@ mcc_load_relation_ordinal(const load_state *st, Oid relid)
 	return 0;
 }
 
-/* Stream one heap relation; false (with st->why) if it cannot be loaded. */
-static bool
-load_relation(load_state *st, Oid relid)
+/* Can rel be loaded (a heap with the gallery's columns)? false with st->why if not. */
+bool
+mcc_load_relation_usable(load_state *st, Relation rel, AttrNumber key_att, AttrNumber tpl_att)
 {
-	Relation	rel = relation_open(relid, NoLock);
-	AttrNumber	key_att = mcc_column_attnum(relid, st->g->key_name);
-	AttrNumber	tpl_att = mcc_column_attnum(relid, st->g->tpl_name);
+	if (rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->rd_tableam == GetHeapamTableAmRoutine() &&
+		key_att != InvalidAttrNumber && tpl_att != InvalidAttrNumber)
+		return true;
+	st->result = MCC_LOAD_MIXED;
+	st->why = psprintf("relation \"%s\" is not a heap table with the gallery's columns",
+					   RelationGetRelationName(rel));
+	return false;
+}
+
+/*
+ * Add every tuple of scan (SnapshotAny, or a parallel worker's share of
+ * one) that a load keeps; false (with st->why) if the relation cannot be
+ * loaded. The scan stays open.
+ */
+bool
+mcc_load_scan(load_state *st, Relation rel, TableScanDesc scan, AttrNumber key_att,
+			  AttrNumber tpl_att)
+{
 	MemoryContext row_cxt;
-	TableScanDesc scan;
 	HeapTuple	tuple;
 	bool		ok = true;
 
-	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-	{
-		relation_close(rel, NoLock);
-		return true;			/* no storage; its partitions follow */
-	}
-	if (rel->rd_rel->relkind != RELKIND_RELATION ||
-		rel->rd_tableam != GetHeapamTableAmRoutine() ||
-		key_att == InvalidAttrNumber || tpl_att == InvalidAttrNumber)
-	{
-		st->result = MCC_LOAD_MIXED;
-		st->why = psprintf("relation \"%s\" is not a heap table with the gallery's columns",
-						   RelationGetRelationName(rel));
-		relation_close(rel, NoLock);
-		return false;
-	}
-	st->cur_ordinal = mcc_load_relation_ordinal(st, relid);
+	st->cur_ordinal = mcc_load_relation_ordinal(st, RelationGetRelid(rel));
 	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row", ALLOCSET_DEFAULT_SIZES);
-	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
-	st->prog.scan = (HeapScanDesc) scan;
 	while (ok && (tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
 		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
@@ -465,10 +476,36 @@ load_relation(load_state *st, Oid relid)
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(row_cxt);
 	}
+	MemoryContextDelete(row_cxt);
+	return ok;
+}
+
+/* Stream one heap relation; false (with st->why) if it cannot be loaded. */
+static bool
+load_relation(load_state *st, Oid relid)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	AttrNumber	key_att = mcc_column_attnum(relid, st->g->key_name);
+	AttrNumber	tpl_att = mcc_column_attnum(relid, st->g->tpl_name);
+	TableScanDesc scan;
+	bool		ok;
+
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		relation_close(rel, NoLock);
+		return true;			/* no storage; its partitions follow */
+	}
+	if (!mcc_load_relation_usable(st, rel, key_att, tpl_att))
+	{
+		relation_close(rel, NoLock);
+		return false;
+	}
+	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
+	st->prog.scan = (HeapScanDesc) scan;
+	ok = mcc_load_scan(st, rel, scan, key_att, tpl_att);
 	st->prog.blocks_before += ((HeapScanDesc) scan)->rs_nblocks;
 	st->prog.scan = NULL;
 	table_endscan(scan);
-	MemoryContextDelete(row_cxt);
 	relation_close(rel, NoLock);
 	return ok;
 }
@@ -552,7 +589,7 @@ mcc_load_finish(load_state *st, mcc_reply *reply)
 
 	if (!st->begun)
 		mcc_load_send_begin(st);			/* an empty gallery */
-	rows_flush(st);
+	mcc_load_rows_flush(st);
 	mcc_frame_begin(&f);
 	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);
 	pfree(f.data);
@@ -570,6 +607,7 @@ static bool
 stream_load(load_state *st, mcc_reply *reply)
 {
 	ListCell   *lc;
+	int			nworkers;
 
 	if (st->snapshot)
 	{
@@ -587,6 +625,17 @@ stream_load(load_state *st, mcc_reply *reply)
 		st->prog.blocks_before = 0;
 	}
 	mcc_load_rows_frame_begin(st);
+	nworkers = mcc_load_parallel_workers(st);
+	if (nworkers > 0)
+	{
+		/* several readers; then the rows they left to us */
+		bool		serial;
+
+		if (!mcc_load_parallel(st, nworkers, &serial))
+			return false;
+		if (!serial)
+			return mcc_load_deferred(st) && mcc_load_finish(st, reply);
+	}
 	foreach(lc, st->g->relids)
 		if (!load_relation(st, lfirst_oid(lc)))
 			return false;
