@@ -441,6 +441,33 @@ mcc_load_relation_usable(load_state *st, Relation rel, AttrNumber key_att, AttrN
 }
 
 /*
+ * Judge a tuple of buf (share-locked by the caller, unlocked here) with the
+ * load's rules and add its row if a load keeps it; false (with st->why) if
+ * unloadable. The pin keeps the tuple's data in place without the lock.
+ */
+static bool
+keep_tuple(load_state *st, Relation rel, HeapTuple tuple, Buffer buf, AttrNumber key_att,
+		   AttrNumber tpl_att, MemoryContext row_cxt)
+{
+	uint64		ins;
+	uint64		del;
+	bool		risky;
+	bool		keep;
+	bool		ok;
+	MemoryContext old;
+
+	keep = mcc_load_tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	if (!keep)
+		return true;
+	old = MemoryContextSwitchTo(row_cxt);
+	ok = mcc_load_add_row(st, rel, tuple, key_att, tpl_att, ins, del, risky);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(row_cxt);
+	return ok;
+}
+
+/*
  * Add every tuple of scan (SnapshotAny, or a parallel worker's share of
  * one) that a load keeps; false (with st->why) if the relation cannot be
  * loaded. The scan stays open.
@@ -458,23 +485,10 @@ mcc_load_scan(load_state *st, Relation rel, TableScanDesc scan, AttrNumber key_a
 	while (ok && (tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
 		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
-		uint64		ins;
-		uint64		del;
-		bool		keep;
-		bool		risky;
-		MemoryContext old;
 
 		CHECK_FOR_INTERRUPTS();
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		keep = mcc_load_tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		if (!keep)
-			continue;
-		/* the pin keeps the tuple's data in place without the lock */
-		old = MemoryContextSwitchTo(row_cxt);
-		ok = mcc_load_add_row(st, rel, tuple, key_att, tpl_att, ins, del, risky);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(row_cxt);
+		ok = keep_tuple(st, rel, tuple, buf, key_att, tpl_att, row_cxt);
 	}
 	MemoryContextDelete(row_cxt);
 	return ok;
@@ -507,6 +521,83 @@ load_relation(load_state *st, Oid relid)
 	st->prog.scan = NULL;
 	table_endscan(scan);
 	relation_close(rel, NoLock);
+	return ok;
+}
+
+/*
+ * Read tuples again by their ids (mcc_load_tuple_tid, in scan order) and add
+ * those a load keeps, judged now with the load's rules; false (with
+ * st->why) if unloadable. xmins (or NULL): the raw xmin each tuple had
+ * when its id was taken. A tuple gone meanwhile (its page truncated away,
+ * its line pointer unused, dead or redirected, or, with xmins, holding
+ * another tuple) was removed by VACUUM, which removes only versions dead
+ * to every snapshot; a new tuple in its place is one the load had not met
+ * (its writer's delta comes above the load's generation), read as a load
+ * reads any tuple it meets or, with xmins, left to that delta.
+ */
+bool
+mcc_load_fetch_tids(load_state *st, const uint64 *tids, const TransactionId *xmins, size_t n)
+{
+	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row",
+												  ALLOCSET_DEFAULT_SIZES);
+	Relation	rel = NULL;
+	int			cur = -1;
+	AttrNumber	key_att = InvalidAttrNumber;
+	AttrNumber	tpl_att = InvalidAttrNumber;
+	BlockNumber nblocks = 0;
+	bool		ok = true;
+
+	for (size_t i = 0; ok && i < n; i++)
+	{
+		int			ordinal = (int) (tids[i] >> 48);
+		BlockNumber blk = (BlockNumber) ((tids[i] >> 16) & 0xFFFFFFFF);
+		OffsetNumber off = (OffsetNumber) (tids[i] & 0xFFFF);
+		Buffer		buf;
+		Page		page;
+		ItemId		lp;
+		HeapTupleData tup;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ordinal >= st->n_rel_order)
+			elog(ERROR, "mcc: tuple id " UINT64_FORMAT " of no relation of the gallery", tids[i]);
+		if (ordinal != cur)
+		{
+			if (rel != NULL)
+				relation_close(rel, NoLock);
+			rel = relation_open(st->rel_order[ordinal], NoLock);
+			key_att = mcc_column_attnum(RelationGetRelid(rel), st->g->key_name);
+			tpl_att = mcc_column_attnum(RelationGetRelid(rel), st->g->tpl_name);
+			nblocks = RelationGetNumberOfBlocks(rel);
+			st->cur_ordinal = (uint64) ordinal << 48;
+			cur = ordinal;
+		}
+		if (blk >= nblocks)
+		{
+			st->vanished++;
+			continue;
+		}
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page) ||
+			!ItemIdIsNormal(lp = PageGetItemId(page, off)) ||
+			(xmins != NULL &&
+			 HeapTupleHeaderGetRawXmin((HeapTupleHeader) PageGetItem(page, lp)) != xmins[i]))
+		{
+			UnlockReleaseBuffer(buf);
+			st->vanished++;
+			continue;
+		}
+		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tup.t_len = ItemIdGetLength(lp);
+		tup.t_tableOid = RelationGetRelid(rel);
+		ItemPointerSet(&tup.t_self, blk, off);
+		ok = keep_tuple(st, rel, &tup, buf, key_att, tpl_att, row_cxt);
+		ReleaseBuffer(buf);
+	}
+	if (rel != NULL)
+		relation_close(rel, NoLock);
+	MemoryContextDelete(row_cxt);
 	return ok;
 }
 

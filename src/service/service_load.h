@@ -90,6 +90,8 @@ extern bool mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, Attr
 							 AttrNumber tpl_att, uint64 ins, uint64 del, bool risky);
 extern uint64 mcc_load_relation_ordinal(const load_state *st, Oid relid);
 extern void mcc_load_rows_flush(load_state *st);
+extern bool mcc_load_fetch_tids(load_state *st, const uint64 *tids, const TransactionId *xmins,
+								size_t n);
 extern bool mcc_load_relation_usable(load_state *st, Relation rel, AttrNumber key_att,
 									 AttrNumber tpl_att);
 extern bool mcc_load_scan(load_state *st, Relation rel, TableScanDesc scan, AttrNumber key_att,

@@ -41,22 +41,18 @@
 #include "service_load.h"
 
 #include "access/heapam.h"
-#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/relation.h"
 #include "access/relscan.h"
 #include "access/tableam.h"
-#include "access/xact.h"
 #include "miscadmin.h"
 #include "optimizer/paths.h"
 #include "pgstat.h"
-#include "storage/bufmgr.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/shm_mq.h"
 #include "storage/shm_toc.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 /* shm_toc keys of a load's DSM */
@@ -400,93 +396,33 @@ deferred_cmp(const void *a, const void *b)
 }
 
 /*
- * The tuple d names, fetched into *tuple with its buffer pinned (*buf);
- * false if it is gone: its page truncated away, its line pointer unused,
- * dead, redirected or holding another tuple (another xmin).
- */
-static bool
-deferred_fetch(Relation rel, BlockNumber nblocks, const load_deferred *d, HeapTuple tuple,
-			   Buffer *buf)
-{
-	BlockNumber blk = (BlockNumber) ((d->tid >> 16) & 0xFFFFFFFF);
-
-	if (blk >= nblocks)
-		return false;
-	ItemPointerSet(&tuple->t_self, blk, (OffsetNumber) (d->tid & 0xFFFF));
-	if (!heap_fetch(rel, SnapshotAny, tuple, buf, false))
-		return false;
-	if (HeapTupleHeaderGetRawXmin(tuple->t_data) == d->xmin)
-		return true;
-	ReleaseBuffer(*buf);
-	*buf = InvalidBuffer;
-	return false;
-}
-
-/*
  * Add the rows the workers left to the leader (out of parallel mode: the
  * guarded detoast may start its subtransaction), each read again by its
- * tid and judged with the load's rules; false with st->why if unloadable.
+ * tid and judged anew; a line pointer that holds another tuple now (another
+ * xmin) is one VACUUM emptied. False with st->why if unloadable.
  */
 bool
 mcc_load_deferred(load_state *st)
 {
 	load_deferred *d = (load_deferred *) st->deferred.data;
 	size_t		n = st->deferred.len / sizeof(load_deferred);
-	MemoryContext row_cxt;
-	Relation	rel = NULL;
-	BlockNumber nblocks = 0;
-	AttrNumber	key_att = InvalidAttrNumber;
-	AttrNumber	tpl_att = InvalidAttrNumber;
-	bool		ok = true;
+	uint64	   *tids;
+	TransactionId *xmins;
+	bool		ok;
 
 	if (n == 0)
 		return true;
 	qsort(d, n, sizeof(load_deferred), deferred_cmp);	/* relation, then page order */
-	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row", ALLOCSET_DEFAULT_SIZES);
-	for (size_t i = 0; ok && i < n; i++)
+	tids = palloc(sizeof(uint64) * n);
+	xmins = palloc(sizeof(TransactionId) * n);
+	for (size_t i = 0; i < n; i++)
 	{
-		uint64		ordinal = d[i].tid & ~UINT64CONST(0xFFFFFFFFFFFF);
-		HeapTupleData tuple;
-		Buffer		buf;
-		uint64		ins;
-		uint64		del;
-		bool		risky;
-		bool		keep;
-		MemoryContext old;
-
-		CHECK_FOR_INTERRUPTS();
-		if (rel == NULL || ordinal != st->cur_ordinal)
-		{
-			Oid			relid = st->rel_order[ordinal >> 48];
-
-			if (rel != NULL)
-				relation_close(rel, AccessShareLock);
-			rel = relation_open(relid, AccessShareLock);
-			nblocks = RelationGetNumberOfBlocks(rel);
-			key_att = mcc_column_attnum(relid, st->g->key_name);
-			tpl_att = mcc_column_attnum(relid, st->g->tpl_name);
-			st->cur_ordinal = ordinal;
-		}
-		if (!deferred_fetch(rel, nblocks, &d[i], &tuple, &buf))
-		{
-			st->vanished++;		/* removed by VACUUM: dead to every snapshot */
-			continue;
-		}
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		keep = mcc_load_tuple_xids(&tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		if (keep)
-		{
-			old = MemoryContextSwitchTo(row_cxt);
-			ok = mcc_load_add_row(st, rel, &tuple, key_att, tpl_att, ins, del, risky);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(row_cxt);
-		}
-		ReleaseBuffer(buf);
+		tids[i] = d[i].tid;
+		xmins[i] = d[i].xmin;
 	}
-	if (rel != NULL)
-		relation_close(rel, AccessShareLock);
-	MemoryContextDelete(row_cxt);
+	ok = mcc_load_fetch_tids(st, tids, xmins, n);
+	pfree(tids);
+	pfree(xmins);
 	return ok;
 }
 
