@@ -13,7 +13,7 @@
  * judges each tuple with the serial load's rules (mcc_load_tuple_xids),
  * encodes the rows exactly as the serial load does into LOAD_ROWS frame
  * bodies and passes them to the leader through its own shm_mq; the leader
- * forwards whole frames on its engine connection. The engine's load does
+ * forwards whole frames on its engine connection, from the queue (no copy). The engine's load does
  * not depend on the order of rows, so the cache equals the serial load's.
  *
  * Risky rows stored out of line (a version deleted before our snapshot's
@@ -97,7 +97,6 @@ typedef struct load_leader
 	load_shared *sh;
 	char	   *scans;
 	shm_mq_handle **mqh;
-	StringInfoData f;			/* the frame being forwarded */
 } load_leader;
 
 /*
@@ -272,9 +271,8 @@ leader_message(load_state *st, load_leader *ld, const char *data, Size len)
 			}
 			if (!st->begun)
 				mcc_load_send_begin(st);
-			ld->f.len = sizeof(mcc_frame_hdr);
-			appendBinaryStringInfo(&ld->f, data + sizeof(uint32), len - sizeof(uint32));
-			mcc_conn_send(&ld->f, MCC_MSG_LOAD_ROWS, st->request_id);
+			mcc_conn_send_body(MCC_MSG_LOAD_ROWS, st->request_id, data + sizeof(uint32),
+							   len - sizeof(uint32));
 			st->rows_sent += n_rows;
 			st->prog.blocks_before = blocks_taken(ld);
 			mcc_load_progress_report(st);
@@ -370,7 +368,6 @@ mcc_load_parallel(load_state *st, int nworkers, bool *serial)
 	}
 	for (int i = 0; i < ld.pcxt->nworkers_launched; i++)
 		shm_mq_set_handle(ld.mqh[i], ld.pcxt->worker[i].bgwhandle);
-	mcc_frame_begin(&ld.f);
 	ok = leader_receive(st, &ld);
 	/* a worker's ERROR is raised here, if not already */
 	if (ok)
@@ -382,7 +379,6 @@ mcc_load_parallel(load_state *st, int nworkers, bool *serial)
 		 (uint64) (st->deferred.len / sizeof(load_deferred)));
 	DestroyParallelContext(ld.pcxt);
 	ExitParallelMode();
-	pfree(ld.f.data);
 	return ok;
 }
 
