@@ -149,6 +149,12 @@ set_workers() {
 	read -r _ <&4
 	echo "   mcc.load_workers = $1"
 }
+if [ -n "$log" ]; then
+	# our own cluster: the parallel workers' CPU (start-up, reading) in its log
+	echo "SET log_min_messages = debug1;" >&3
+	echo "\\echo set" >&3
+	read -r _ <&4
+fi
 echo "== full loads (mcc_gallery_preload by the owner), backend pid $bpid"
 for r in $(seq 1 "$rounds"); do
 	for w in ${MCC_BENCH_WORKERS:-default}; do
@@ -179,3 +185,4 @@ exec 3>&- 4<&-
 wait "$psql_pid" 2>/dev/null || true
 rm -rf "$work"
 [ -n "$log" ] && grep -E "mcc_engine.*(loaded:|GPU|upload)" "$log" | tail -4 | sed 's/^/   /' || true
+[ -n "$log" ] && grep -oE "read by [0-9]+ parallel workers.*" "$log" | sed 's/^/   /' || true

@@ -55,6 +55,8 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
+#include <sys/resource.h>
+
 /* shm_toc keys of a load's DSM */
 #define LOAD_KEY_SHARED		UINT64CONST(0x4D43434C4F414401)
 #define LOAD_KEY_ORDER		UINT64CONST(0x4D43434C4F414402)
@@ -67,6 +69,7 @@
 #define LOAD_MSG_ROWS		1	/* u32 profile, then a LOAD_ROWS frame's body */
 #define LOAD_MSG_DEFERRED	2	/* load_deferred[] */
 #define LOAD_MSG_FAILED		3	/* u32 mcc_load_result, then why (text) */
+#define LOAD_MSG_CPU		4	/* double[3]: CPU-s of start-up, of reading; page faults */
 
 /* one heap of the gallery, as the workers read it */
 typedef struct load_shared_rel
@@ -97,6 +100,7 @@ typedef struct load_leader
 	load_shared *sh;
 	char	   *scans;
 	shm_mq_handle **mqh;
+	double		cpu[3];			/* the workers' CPU-s (start-up, reading), page faults */
 } load_leader;
 
 /*
@@ -280,6 +284,16 @@ leader_message(load_state *st, load_leader *ld, const char *data, Size len)
 		case LOAD_MSG_DEFERRED:
 			appendBinaryStringInfo(&st->deferred, data, len);
 			return true;
+		case LOAD_MSG_CPU:
+			if (len >= sizeof(ld->cpu))
+			{
+				double		c[3];
+
+				memcpy(c, data, sizeof(c));
+				for (int i = 0; i < 3; i++)
+					ld->cpu[i] += c[i];
+			}
+			return true;
 		case LOAD_MSG_FAILED:
 			if (len < sizeof(uint32))
 				elog(ERROR, "mcc: short failure message from a parallel load worker");
@@ -374,9 +388,9 @@ mcc_load_parallel(load_state *st, int nworkers, bool *serial)
 		WaitForParallelWorkersToFinish(ld.pcxt);
 	st->prog.blocks_before = ok ? st->prog.blocks_total : blocks_taken(&ld);
 	elog(DEBUG1, "mcc: gallery %u read by %d parallel workers: " UINT64_FORMAT
-		 " rows, " UINT64_FORMAT " left to the leader",
+		 " rows, " UINT64_FORMAT " left to the leader; workers' CPU: %.3f s start-up, %.3f s reading, %.0f page faults",
 		 st->g->relid, ld.pcxt->nworkers_launched, st->rows_sent,
-		 (uint64) (st->deferred.len / sizeof(load_deferred)));
+		 (uint64) (st->deferred.len / sizeof(load_deferred)), ld.cpu[0], ld.cpu[1], ld.cpu[2]);
 	DestroyParallelContext(ld.pcxt);
 	ExitParallelMode();
 	return ok;
@@ -452,6 +466,21 @@ mcc_load_worker_frame(load_state *st)
 				st->frame.data + sizeof(mcc_frame_hdr), st->frame.len - sizeof(mcc_frame_hdr));
 }
 
+/*
+ * CPU seconds (user and system) this process has used; *faults: its page
+ * faults (a new process faults in every page of shared buffers it touches).
+ */
+static double
+own_cpu(double *faults)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*faults = (double) (ru.ru_minflt + ru.ru_majflt);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* A parallel worker of a gallery load (CreateParallelContext's entry point). */
 void
 mcc_load_worker_main(dsm_segment *seg, shm_toc *toc)
@@ -462,6 +491,8 @@ mcc_load_worker_main(dsm_segment *seg, shm_toc *toc)
 	shm_mq	   *mq = (shm_mq *) (queues + (Size) ParallelWorkerNumber * LOAD_QUEUE_BYTES);
 	load_state	st;
 	bool		ok = true;
+	double		faults0;
+	double		cpu[3] = {own_cpu(&faults0), 0, 0};
 
 	memset(&st, 0, sizeof(st));
 	shm_mq_set_sender(mq, MyProc);
@@ -493,6 +524,9 @@ mcc_load_worker_main(dsm_segment *seg, shm_toc *toc)
 		mcc_load_rows_flush(&st);
 		if (st.deferred.len > 0)
 			worker_send(&st, LOAD_MSG_DEFERRED, st.deferred.data, st.deferred.len, "", 0);
+		cpu[1] = own_cpu(&cpu[2]) - cpu[0];
+		cpu[2] -= faults0;
+		worker_send(&st, LOAD_MSG_CPU, (const char *) cpu, sizeof(cpu), "", 0);
 	}
 	else
 	{
