@@ -25,7 +25,7 @@ int			mcc_image_worker_threads = 0;
 int			mcc_image_queue_limit = 0;
 bool		mcc_cache_snapshots = true;
 int			mcc_progress_interval = 5000;
-int			mcc_load_workers = 4;
+int			mcc_load_workers = -1;
 int			mcc_change_log_prune_interval = 60;
 int			mcc_change_log_retention = 600;
 
@@ -61,11 +61,12 @@ mcc_service_define_session_gucs(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mcc.load_workers",
 							"Parallel workers that read a gallery for a full load.",
+							"-1: one per 4 CPUs of the machine, at most 8 (none below 8 CPUs); "
 							"0 reads in the loading backend alone. Galleries whose heaps are "
 							"smaller than min_parallel_table_scan_size load serially; "
 							"max_parallel_workers and max_worker_processes bound the "
 							"workers started.",
-							&mcc_load_workers, 4, 0, 64,
+							&mcc_load_workers, -1, -1, 64,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("mcc.request_timeout",
 							"How long a backend waits for one reply of the matcher engine.",

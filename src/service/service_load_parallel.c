@@ -5,7 +5,7 @@
  *
  * The loading backend (the leader) computes what a serial load computes
  * (horizon, generation, our snapshot's xmin, flags, profile) and starts
- * mcc.load_workers parallel workers, as a parallel CREATE INDEX does. They
+ * parallel workers (mcc.load_workers), as a parallel CREATE INDEX does. They
  * share its transaction (so TransactionIdIsCurrentTransactionId answers as
  * in the leader) and its snapshot (which pins the TOAST data of every
  * version a load keeps, except the "risky" ones). Each worker takes blocks
@@ -35,6 +35,9 @@
  * are smaller than min_parallel_table_scan_size, loads inside parallel mode
  * and calls without an active snapshot load serially, and so does every
  * load when no worker can be started.
+ *
+ * How many: mcc.load_workers, by default one per 4 CPUs (at most 8, none
+ * below 8 CPUs).
  */
 #include "mcc_pg.h"
 #include "service.h"
@@ -56,6 +59,7 @@
 #include "utils/snapmgr.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* shm_toc keys of a load's DSM */
 #define LOAD_KEY_SHARED		UINT64CONST(0x4D43434C4F414401)
@@ -111,12 +115,24 @@ typedef struct load_leader
 int
 mcc_load_parallel_workers(const load_state *st)
 {
-	if (mcc_load_workers <= 0 || st->snapshot || IsInParallelMode() ||
-		!ActiveSnapshotSet() || !IsUnderPostmaster)
+	int			n = mcc_load_workers;
+
+	if (n < 0)
+	{
+		/*
+		 * One per 4 CPUs, at most 8: on a machine of 2 shared cores the
+		 * workers made loads slower (docs/benchmarks.md, "Several readers")
+		 */
+		long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n = cpus >= 8 ? (int) Min(cpus / 4, 8) : 0;
+	}
+	if (n <= 0 || st->snapshot || IsInParallelMode() || !ActiveSnapshotSet() ||
+		!IsUnderPostmaster)
 		return 0;
 	if (st->prog.blocks_total < (uint64) Max(min_parallel_table_scan_size, 1))
 		return 0;
-	return mcc_load_workers;
+	return n;
 }
 
 /* The gallery's heaps, checked as the serial load checks them; false with st->why. */
