@@ -20,6 +20,10 @@
 #     and the engine's (frame parse, template checks, cache build), from
 #     /proc, and the engine's own load time (mcc_gallery_status);
 #   - the first identify() after it (it waits for the GPU upload, if any).
+# MCC_BENCH_WORKERS="0 4" runs each round once per mcc.load_workers setting
+# listed, in turn (default: the server's; 0 = one reader, the loading backend);
+# the parallel workers' CPU seconds come from
+# the postmaster's reaped children (nothing else exits during a load here).
 # MCC_BENCH_PERF=1 also samples the backend with perf during one more load
 # and splits its CPU into heap scan, detoast, framing, socket and other by
 # symbol. The engine's stages in process: build/bench/engine_load.
@@ -78,14 +82,22 @@ psql_ -c "CREATE TABLE IF NOT EXISTS bench_load_probe AS
 	SELECT template AS tpl FROM mcc_synthetic(1, 2, 1) WHERE impression = 1" >/dev/null
 echo "   heap $(psql_ -tAc "SELECT pg_size_pretty(pg_table_size('$tbl'))"), engine threads: $(psql_ -tAc "SHOW mcc.worker_threads") (0: one per core)"
 
+# CPU seconds of the reaped children of a process (cutime + cstime)
+child_cpu() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); split($0, f, " "); printf "%.3f", (f[14] + f[15]) / hz }' \
+		"/proc/$1/stat" 2>/dev/null || echo 0
+}
+pm_pid=$(head -1 "$(psql_ -tAc "SHOW data_directory")/postmaster.pid" 2>/dev/null || echo 0)
+
 # One forced full load, timed: wall, backend CPU, engine CPU, engine's own seconds.
 # The session runs in the background so that its backend's pid is known first.
 load_once() {
-	local fifo=$1 pid epid t0 t1 b0 b1 e0 e1 rows eng
+	local fifo=$1 pid epid t0 t1 b0 b1 e0 e1 w0 w1 rows eng
 	pid=$(head -1 "$fifo.pid")
 	epid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")
 	b0=$(cpu "$pid")
 	e0=$(cpu "$epid")
+	w0=$(child_cpu "$pm_pid")
 	t0=$(now)
 	echo "SELECT mcc_gallery_preload('$tbl');" >&3
 	echo "\\echo done" >&3
@@ -94,9 +106,11 @@ load_once() {
 	t1=$(now)
 	b1=$(cpu "$pid")
 	e1=$(cpu "$epid")
+	w1=$(child_cpu "$pm_pid")
 	eng=$(psql_ -tAc "SELECT round(load_seconds::numeric, 3) FROM mcc_gallery_status WHERE gallery = '$tbl'::regclass")
 	echo "   $rows rows in $(calc "$t1 - $t0" 3) s: $(calc "$rows / ($t1 - $t0)" 0) rows/s;" \
-		"backend $(calc "$b1 - $b0" 3) CPU-s, engine $(calc "$e1 - $e0" 3) CPU-s (engine's load $eng s)"
+		"backend $(calc "$b1 - $b0" 3) CPU-s, parallel workers $(calc "$w1 - $w0" 3) CPU-s," \
+		"engine $(calc "$e1 - $e0" 3) CPU-s (engine's load $eng s)"
 	t0=$(now)
 	psql_ -tAc "SELECT count(*) FROM identify('$tbl', (SELECT tpl FROM bench_load_probe), 5)" >/dev/null
 	echo "   first identify() after it: $(calc "$(now) - $t0" 3) s"
@@ -111,9 +125,25 @@ exec 3>"$work/in" 4<"$work/out"
 echo "SELECT pg_backend_pid();" >&3
 read -r bpid <&4
 echo "$bpid" >"$work/s.pid"
+# mcc.load_workers for the loads that follow
+set_workers() {
+	echo "SET mcc.load_workers = $1;" >&3
+	echo "\\echo set" >&3
+	read -r _ <&4
+	echo "   mcc.load_workers = $1"
+}
+if [ -n "$log" ]; then
+	# our own cluster: the parallel workers' CPU (start-up, reading) in its log
+	echo "SET log_min_messages = debug1;" >&3
+	echo "\\echo set" >&3
+	read -r _ <&4
+fi
 echo "== full loads (mcc_gallery_preload by the owner), backend pid $bpid"
 for r in $(seq 1 "$rounds"); do
-	load_once "$work/s"
+	for w in ${MCC_BENCH_WORKERS:-default}; do
+		[ "$w" = default ] || set_workers "$w"
+		load_once "$work/s"
+	done
 done
 if [ -n "${MCC_BENCH_PERF:-}" ] && command -v perf >/dev/null; then
 	echo "== perf of the backend during one more load"
@@ -138,3 +168,4 @@ exec 3>&- 4<&-
 wait "$psql_pid" 2>/dev/null || true
 rm -rf "$work"
 [ -n "$log" ] && grep -E "mcc_engine.*(loaded:|GPU|upload)" "$log" | tail -4 | sed 's/^/   /' || true
+[ -n "$log" ] && grep -oE "read by [0-9]+ parallel workers.*" "$log" | sed 's/^/   /' || true

@@ -39,6 +39,7 @@ extern int	mcc_max_delta_rows; /* mcc.max_delta_rows */
 extern int	mcc_max_galleries;	/* mcc.max_galleries */
 extern int	mcc_image_worker_threads;	/* mcc.image_worker_threads, 0 = half the workers */
 extern int	mcc_image_queue_limit;	/* mcc.image_queue_limit, 0 = 4 per image thread */
+extern int	mcc_load_workers;	/* mcc.load_workers */
 extern bool mcc_cache_snapshots;	/* mcc.cache_snapshots */
 extern int	mcc_progress_interval;	/* mcc.progress_interval, ms, -1 = no NOTICEs */
 extern int	mcc_change_log_prune_interval;	/* mcc.change_log_prune_interval, s, 0 = off */
@@ -238,6 +239,8 @@ extern void mcc_frame_begin(StringInfo buf);
  * (interrupt, engine gone) closes the connection first.
  */
 extern void mcc_conn_send(StringInfo frame, uint16 type, uint64 request_id);
+/* The same for a body that lies elsewhere: header, then body (no copy). */
+extern void mcc_conn_send_body(uint16 type, uint64 request_id, const char *body, size_t len);
 
 /*
  * Send with frame flags, without waiting on interrupts (under an LWLock);

@@ -25,6 +25,7 @@ int			mcc_image_worker_threads = 0;
 int			mcc_image_queue_limit = 0;
 bool		mcc_cache_snapshots = true;
 int			mcc_progress_interval = 5000;
+int			mcc_load_workers = -1;
 int			mcc_change_log_prune_interval = 60;
 int			mcc_change_log_retention = 600;
 
@@ -72,6 +73,14 @@ static const guc_def session_gucs[] = {
 		.long_desc = "cpu: scan in the backend; notice: the same with a NOTICE "
 		"saying why; error: raise an ERROR saying why.",
 		.int_var = &mcc_fallback, .options = fallback_options, .context = PGC_USERSET},
+	{.name = "mcc.load_workers",
+		.short_desc = "Parallel workers that read a gallery for a full load.",
+		.long_desc = "-1: one per 4 CPUs of the machine, at most 8 (none below 8 CPUs); "
+		"0 reads in the loading backend alone. Galleries whose heaps are "
+		"smaller than min_parallel_table_scan_size load serially; "
+		"max_parallel_workers and max_worker_processes bound the "
+		"workers started.",
+		.int_var = &mcc_load_workers, .min = -1, .max = 64, .context = PGC_USERSET},
 	{.name = "mcc.request_timeout",
 		.short_desc = "How long a backend waits for one reply of the matcher engine.",
 		.long_desc = "0 waits without limit (statement_timeout still applies). "

@@ -189,18 +189,23 @@ mcc_load_rows_frame_begin(load_state *st)
 	st->n_rows = 0;
 }
 
-/* Send the LOAD_ROWS frame if it has rows. */
-static void
-rows_flush(load_state *st)
+/* Send the LOAD_ROWS frame if it has rows (a parallel worker's to its leader). */
+void
+mcc_load_rows_flush(load_state *st)
 {
 	if (st->n_rows == 0)
 		return;
 	memcpy(st->frame.data + sizeof(mcc_frame_hdr), &st->n_rows, sizeof(uint32));
-	mcc_conn_send(&st->frame, MCC_MSG_LOAD_ROWS, st->request_id);
+	if (st->mq != NULL)
+		mcc_load_worker_frame(st);
+	else
+		mcc_conn_send(&st->frame, MCC_MSG_LOAD_ROWS, st->request_id);
 	st->rows_sent += st->n_rows;
-	pfree(st->frame.data);
-	mcc_load_rows_frame_begin(st);
-	mcc_load_progress_report(st);
+	/* the next frame reuses the buffer, grown to a frame's size once */
+	st->frame.len = sizeof(mcc_frame_hdr) + sizeof(uint32);
+	st->n_rows = 0;
+	if (st->mq == NULL)
+		mcc_load_progress_report(st);	/* a parallel worker's leader reports */
 }
 
 /*
@@ -339,6 +344,14 @@ mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_a
 						   RelationGetRelationName(rel));
 		return false;
 	}
+	if (risky && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(tpl)) && st->mq != NULL)
+	{
+		/* a parallel worker cannot run the subtransaction: the leader reads it */
+		load_deferred d = {mcc_load_tuple_tid(st, tuple), HeapTupleHeaderGetRawXmin(tuple->t_data)};
+
+		appendBinaryStringInfo(&st->deferred, (const char *) &d, sizeof(d));
+		return true;
+	}
 	if (risky && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(tpl)))
 	{
 		t = mcc_guarded_detoast((struct varlena *) DatumGetPointer(tpl));
@@ -375,7 +388,7 @@ mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_a
 	if ((Pointer) t != DatumGetPointer(tpl))
 		pfree(t);
 	if (st->frame.len >= LOAD_FRAME_BYTES)
-		rows_flush(st);
+		mcc_load_rows_flush(st);
 	return true;
 }
 
@@ -413,6 +426,74 @@ mcc_load_relation_ordinal(const load_state *st, Oid relid)
 	return 0;
 }
 
+/* Can rel be loaded (a heap with the gallery's columns)? false with st->why if not. */
+bool
+mcc_load_relation_usable(load_state *st, Relation rel, AttrNumber key_att, AttrNumber tpl_att)
+{
+	if (rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->rd_tableam == GetHeapamTableAmRoutine() &&
+		key_att != InvalidAttrNumber && tpl_att != InvalidAttrNumber)
+		return true;
+	st->result = MCC_LOAD_MIXED;
+	st->why = psprintf("relation \"%s\" is not a heap table with the gallery's columns",
+					   RelationGetRelationName(rel));
+	return false;
+}
+
+/*
+ * Judge a tuple of buf (share-locked by the caller, unlocked here) with the
+ * load's rules and add its row if a load keeps it; false (with st->why) if
+ * unloadable. The pin keeps the tuple's data in place without the lock.
+ */
+static bool
+keep_tuple(load_state *st, Relation rel, HeapTuple tuple, Buffer buf, AttrNumber key_att,
+		   AttrNumber tpl_att, MemoryContext row_cxt)
+{
+	uint64		ins;
+	uint64		del;
+	bool		risky;
+	bool		keep;
+	bool		ok;
+	MemoryContext old;
+
+	keep = mcc_load_tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	if (!keep)
+		return true;
+	old = MemoryContextSwitchTo(row_cxt);
+	ok = mcc_load_add_row(st, rel, tuple, key_att, tpl_att, ins, del, risky);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(row_cxt);
+	return ok;
+}
+
+/*
+ * Add every tuple of scan (SnapshotAny, or a parallel worker's share of
+ * one) that a load keeps; false (with st->why) if the relation cannot be
+ * loaded. The scan stays open.
+ */
+bool
+mcc_load_scan(load_state *st, Relation rel, TableScanDesc scan, AttrNumber key_att,
+			  AttrNumber tpl_att)
+{
+	MemoryContext row_cxt;
+	HeapTuple	tuple;
+	bool		ok = true;
+
+	st->cur_ordinal = mcc_load_relation_ordinal(st, RelationGetRelid(rel));
+	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row", ALLOCSET_DEFAULT_SIZES);
+	while (ok && (tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
+
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		ok = keep_tuple(st, rel, tuple, buf, key_att, tpl_att, row_cxt);
+	}
+	MemoryContextDelete(row_cxt);
+	return ok;
+}
+
 /* Stream one heap relation; false (with st->why) if it cannot be loaded. */
 static bool
 load_relation(load_state *st, Oid relid)
@@ -420,56 +501,103 @@ load_relation(load_state *st, Oid relid)
 	Relation	rel = relation_open(relid, NoLock);
 	AttrNumber	key_att = mcc_column_attnum(relid, st->g->key_name);
 	AttrNumber	tpl_att = mcc_column_attnum(relid, st->g->tpl_name);
-	MemoryContext row_cxt;
 	TableScanDesc scan;
-	HeapTuple	tuple;
-	bool		ok = true;
+	bool		ok;
 
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 	{
 		relation_close(rel, NoLock);
 		return true;			/* no storage; its partitions follow */
 	}
-	if (rel->rd_rel->relkind != RELKIND_RELATION ||
-		rel->rd_tableam != GetHeapamTableAmRoutine() ||
-		key_att == InvalidAttrNumber || tpl_att == InvalidAttrNumber)
+	if (!mcc_load_relation_usable(st, rel, key_att, tpl_att))
 	{
-		st->result = MCC_LOAD_MIXED;
-		st->why = psprintf("relation \"%s\" is not a heap table with the gallery's columns",
-						   RelationGetRelationName(rel));
 		relation_close(rel, NoLock);
 		return false;
 	}
-	st->cur_ordinal = mcc_load_relation_ordinal(st, relid);
-	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row", ALLOCSET_DEFAULT_SIZES);
 	scan = table_beginscan(rel, SnapshotAny, 0, NULL);
 	st->prog.scan = (HeapScanDesc) scan;
-	while (ok && (tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
-	{
-		Buffer		buf = ((HeapScanDesc) scan)->rs_cbuf;
-		uint64		ins;
-		uint64		del;
-		bool		keep;
-		bool		risky;
-		MemoryContext old;
-
-		CHECK_FOR_INTERRUPTS();
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		keep = mcc_load_tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		if (!keep)
-			continue;
-		/* the pin keeps the tuple's data in place without the lock */
-		old = MemoryContextSwitchTo(row_cxt);
-		ok = mcc_load_add_row(st, rel, tuple, key_att, tpl_att, ins, del, risky);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(row_cxt);
-	}
+	ok = mcc_load_scan(st, rel, scan, key_att, tpl_att);
 	st->prog.blocks_before += ((HeapScanDesc) scan)->rs_nblocks;
 	st->prog.scan = NULL;
 	table_endscan(scan);
-	MemoryContextDelete(row_cxt);
 	relation_close(rel, NoLock);
+	return ok;
+}
+
+/*
+ * Read tuples again by their ids (mcc_load_tuple_tid, in scan order) and add
+ * those a load keeps, judged now with the load's rules; false (with
+ * st->why) if unloadable. xmins (or NULL): the raw xmin each tuple had
+ * when its id was taken. A tuple gone meanwhile (its page truncated away,
+ * its line pointer unused, dead or redirected, or, with xmins, holding
+ * another tuple) was removed by VACUUM, which removes only versions dead
+ * to every snapshot; a new tuple in its place is one the load had not met
+ * (its writer's delta comes above the load's generation), read as a load
+ * reads any tuple it meets or, with xmins, left to that delta.
+ */
+bool
+mcc_load_fetch_tids(load_state *st, const uint64 *tids, const TransactionId *xmins, size_t n)
+{
+	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row",
+												  ALLOCSET_DEFAULT_SIZES);
+	Relation	rel = NULL;
+	int			cur = -1;
+	AttrNumber	key_att = InvalidAttrNumber;
+	AttrNumber	tpl_att = InvalidAttrNumber;
+	BlockNumber nblocks = 0;
+	bool		ok = true;
+
+	for (size_t i = 0; ok && i < n; i++)
+	{
+		int			ordinal = (int) (tids[i] >> 48);
+		BlockNumber blk = (BlockNumber) ((tids[i] >> 16) & 0xFFFFFFFF);
+		OffsetNumber off = (OffsetNumber) (tids[i] & 0xFFFF);
+		Buffer		buf;
+		Page		page;
+		ItemId		lp;
+		HeapTupleData tup;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ordinal >= st->n_rel_order)
+			elog(ERROR, "mcc: tuple id " UINT64_FORMAT " of no relation of the gallery", tids[i]);
+		if (ordinal != cur)
+		{
+			if (rel != NULL)
+				relation_close(rel, NoLock);
+			rel = relation_open(st->rel_order[ordinal], NoLock);
+			key_att = mcc_column_attnum(RelationGetRelid(rel), st->g->key_name);
+			tpl_att = mcc_column_attnum(RelationGetRelid(rel), st->g->tpl_name);
+			nblocks = RelationGetNumberOfBlocks(rel);
+			st->cur_ordinal = (uint64) ordinal << 48;
+			cur = ordinal;
+		}
+		if (blk >= nblocks)
+		{
+			st->vanished++;
+			continue;
+		}
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page) ||
+			!ItemIdIsNormal(lp = PageGetItemId(page, off)) ||
+			(xmins != NULL &&
+			 HeapTupleHeaderGetRawXmin((HeapTupleHeader) PageGetItem(page, lp)) != xmins[i]))
+		{
+			UnlockReleaseBuffer(buf);
+			st->vanished++;
+			continue;
+		}
+		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tup.t_len = ItemIdGetLength(lp);
+		tup.t_tableOid = RelationGetRelid(rel);
+		ItemPointerSet(&tup.t_self, blk, off);
+		ok = keep_tuple(st, rel, &tup, buf, key_att, tpl_att, row_cxt);
+		ReleaseBuffer(buf);
+	}
+	if (rel != NULL)
+		relation_close(rel, NoLock);
+	MemoryContextDelete(row_cxt);
 	return ok;
 }
 
@@ -552,7 +680,7 @@ mcc_load_finish(load_state *st, mcc_reply *reply)
 
 	if (!st->begun)
 		mcc_load_send_begin(st);			/* an empty gallery */
-	rows_flush(st);
+	mcc_load_rows_flush(st);
 	mcc_frame_begin(&f);
 	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);
 	pfree(f.data);
@@ -570,6 +698,7 @@ static bool
 stream_load(load_state *st, mcc_reply *reply)
 {
 	ListCell   *lc;
+	int			nworkers;
 
 	if (st->snapshot)
 	{
@@ -587,6 +716,17 @@ stream_load(load_state *st, mcc_reply *reply)
 		st->prog.blocks_before = 0;
 	}
 	mcc_load_rows_frame_begin(st);
+	nworkers = mcc_load_parallel_workers(st);
+	if (nworkers > 0)
+	{
+		/* several readers; then the rows they left to us */
+		bool		serial;
+
+		if (!mcc_load_parallel(st, nworkers, &serial))
+			return false;
+		if (!serial)
+			return mcc_load_deferred(st) && mcc_load_finish(st, reply);
+	}
 	foreach(lc, st->g->relids)
 		if (!load_relation(st, lfirst_oid(lc)))
 			return false;

@@ -10,6 +10,9 @@
 
 #include "access/heapam.h"
 #include "access/htup.h"
+#include "access/relscan.h"
+#include "storage/dsm.h"
+#include "storage/shm_toc.h"
 #include "storage/buf.h"
 #include "utils/rel.h"
 
@@ -59,7 +62,22 @@ typedef struct load_state
 	bool		snapshot;		/* check the engine's snapshot (heads first) */
 	uint64		heads;			/* heads sent */
 	uint64		wanted;			/* tuples the engine asked for */
+	/* a parallel worker's load (src/service/service_load_parallel.c) */
+	struct shm_mq_handle *mq;	/* frames go to the leader, not the engine */
+	StringInfoData deferred;	/* risky rows left to the leader: load_deferred */
 } load_state;
+
+/*
+ * A row a parallel worker left to the leader (it needs the guarded detoast,
+ * whose subtransaction a parallel worker cannot run): its tuple id as
+ * mcc_load_tuple_tid gives it and its raw xmin, which tells whether the
+ * line pointer still holds that tuple when the leader reads it again.
+ */
+typedef struct load_deferred
+{
+	uint64		tid;
+	TransactionId xmin;
+} load_deferred;
 
 /* service_load.c */
 extern void mcc_load_send_begin(load_state *st);
@@ -71,12 +89,26 @@ extern uint64 mcc_load_tuple_xmin_id(const load_state *st, HeapTupleHeader h);
 extern bool mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 							 AttrNumber tpl_att, uint64 ins, uint64 del, bool risky);
 extern uint64 mcc_load_relation_ordinal(const load_state *st, Oid relid);
+extern void mcc_load_rows_flush(load_state *st);
+extern bool mcc_load_fetch_tids(load_state *st, const uint64 *tids, const TransactionId *xmins,
+								size_t n);
+extern bool mcc_load_relation_usable(load_state *st, Relation rel, AttrNumber key_att,
+									 AttrNumber tpl_att);
+extern bool mcc_load_scan(load_state *st, Relation rel, TableScanDesc scan, AttrNumber key_att,
+						  AttrNumber tpl_att);
 extern void mcc_load_progress_report(load_state *st);
 extern bool mcc_load_finish(load_state *st, mcc_reply *reply);
 
 /* service_load_progress.c */
 extern void mcc_load_slot_progress(const load_state *st, bool done);
 extern void mcc_load_forget_own(int code, Datum arg);
+
+/* service_load_parallel.c */
+extern int	mcc_load_parallel_workers(const load_state *st);
+extern bool mcc_load_parallel(load_state *st, int nworkers, bool *serial);
+extern bool mcc_load_deferred(load_state *st);
+extern void mcc_load_worker_frame(load_state *st);
+extern PGDLLEXPORT void mcc_load_worker_main(dsm_segment *seg, shm_toc *toc);
 
 /* service_load_check.c */
 extern bool mcc_load_engine_has_snapshot(const mcc_gallery_ref *g, int *profile_id);

@@ -142,86 +142,6 @@ heads_relation(load_state *st, Oid relid, StringInfo f, uint32 *n)
 }
 
 /*
- * Read the tuples the engine wants (tids in scan order) and send them as
- * load rows. A tuple gone since the heads were read is dead to every
- * snapshot; a new one in its place is read as a load reads any tuple it
- * meets (the engine absorbs its delta). False (with st->why) if unloadable.
- */
-static bool
-fetch_wanted(load_state *st, const uint64 *tids, uint32 n)
-{
-	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc load row",
-												  ALLOCSET_DEFAULT_SIZES);
-	Relation	rel = NULL;
-	int			cur = -1;
-	AttrNumber	key_att = InvalidAttrNumber;
-	AttrNumber	tpl_att = InvalidAttrNumber;
-	BlockNumber nblocks = 0;
-	bool		ok = true;
-
-	for (uint32 i = 0; ok && i < n; i++)
-	{
-		int			ordinal = (int) (tids[i] >> 48);
-		BlockNumber blk = (BlockNumber) ((tids[i] >> 16) & 0xFFFFFFFF);
-		OffsetNumber off = (OffsetNumber) (tids[i] & 0xFFFF);
-		Buffer		buf;
-		Page		page;
-		ItemId		lp;
-		HeapTupleData tup;
-		uint64		ins;
-		uint64		del;
-		bool		keep;
-		bool		risky;
-		MemoryContext old;
-
-		CHECK_FOR_INTERRUPTS();
-		if (ordinal >= st->n_rel_order)
-			elog(ERROR, "matcher engine asked for tuple id " UINT64_FORMAT " of no relation", tids[i]);
-		if (ordinal != cur)
-		{
-			if (rel != NULL)
-				relation_close(rel, NoLock);
-			rel = relation_open(st->rel_order[ordinal], NoLock);
-			key_att = mcc_column_attnum(RelationGetRelid(rel), st->g->key_name);
-			tpl_att = mcc_column_attnum(RelationGetRelid(rel), st->g->tpl_name);
-			nblocks = RelationGetNumberOfBlocks(rel);
-			st->cur_ordinal = (uint64) ordinal << 48;
-			cur = ordinal;
-		}
-		if (blk >= nblocks)
-			continue;
-		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page) ||
-			!ItemIdIsNormal(lp = PageGetItemId(page, off)))
-		{
-			UnlockReleaseBuffer(buf);
-			continue;
-		}
-		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tup.t_len = ItemIdGetLength(lp);
-		tup.t_tableOid = RelationGetRelid(rel);
-		ItemPointerSet(&tup.t_self, blk, off);
-		keep = mcc_load_tuple_xids(&tup, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		if (keep)
-		{
-			/* the pin keeps the tuple's data in place without the lock */
-			old = MemoryContextSwitchTo(row_cxt);
-			ok = mcc_load_add_row(st, rel, &tup, key_att, tpl_att, ins, del, risky);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(row_cxt);
-		}
-		ReleaseBuffer(buf);
-	}
-	if (rel != NULL)
-		relation_close(rel, NoLock);
-	MemoryContextDelete(row_cxt);
-	return ok;
-}
-
-/*
  * A load that checks the engine's snapshot: LOAD_BEGIN, every tuple's
  * header, then the tuples the engine wants as rows, then LOAD_END. *full
  * is set (and nothing more sent) when the engine has no usable snapshot
@@ -269,7 +189,7 @@ mcc_load_stream_snapshot(load_state *st, mcc_reply *reply, bool *full)
 		tids[i] = mcc_get_u64(&reply->body);
 	st->wanted = n_want;
 	mcc_load_rows_frame_begin(st);
-	if (!fetch_wanted(st, tids, n_want))
+	if (!mcc_load_fetch_tids(st, tids, NULL, n_want))
 		return false;
 	pfree(tids);
 	return mcc_load_finish(st, reply);
