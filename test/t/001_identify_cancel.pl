@@ -59,28 +59,38 @@ is($n, 10, 'identify over the big gallery returns k rows');
 note(sprintf("uninterrupted identify over %d templates: %.0f ms (%.2f M templates/s)",
 		$big_rows, 1000 * $full, $big_rows / $full / 1e6));
 
-# statement_timeout at a tenth of the full scan.
+# The statements to interrupt scan the big gallery eight times (one
+# statement, eight function scans), so that a timeout or cancel set at a
+# fraction of the one scan timed above always lands in the middle of them:
+# no check below depends on that timing being repeatable (a warm cache, a
+# quieter machine), only on its being within a factor 30 or more.
+my $scans = 8;
+my $long = 'SELECT count(*) FROM ('
+  . join(' UNION ALL ', map { "SELECT * FROM identify('big', $probe, 10)" } 1 .. $scans)
+  . ') s';
+
+# statement_timeout at a tenth of one full scan.
 my $timeout_ms = int(1000 * $full / 10);
 $timeout_ms = 20 if $timeout_ms < 20;
 $t0 = time;
 my ($ret, $out, $err) = $node->psql('postgres',
-	"SET statement_timeout = $timeout_ms; SELECT count(*) FROM identify('big', $probe, 10)");
+	"SET statement_timeout = $timeout_ms; $long");
 my $elapsed = time - $t0;
 like($err, qr/canceling statement due to statement timeout/,
 	'statement_timeout interrupts identify');
 note(sprintf("statement_timeout %d ms: the statement ended after %.0f ms (psql start included)",
 		$timeout_ms, 1000 * $elapsed));
 
-# pg_cancel_backend() from another session, a quarter into the scan.
+# pg_cancel_backend() from another session, a quarter into the first scan.
 my ($c_out, $c_err) = ('', '');
 my $h = IPC::Run::start(
 	[
 		'psql', '-XAtq', '-d',
 		$node->connstr('postgres') . ' application_name=mcc_cancel',
-		'-c', "SELECT count(*) FROM identify('big', $probe, 10)"
+		'-c', $long
 	],
 	'>', \$c_out, '2>', \$c_err);
-my $pid = backend_pid($node, 'mcc_cancel', '%identify%');
+my $pid = backend_pid($node, 'mcc_cancel', '%UNION ALL%');
 usleep(int(1e6 * $full / 4));
 $t0 = time;
 is($node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
@@ -153,9 +163,8 @@ my $rss = q{SELECT 'rss=' || substring(pg_read_file('/proc/self/status') FROM 'R
 my @cmds = (
 	"SELECT count(*) FROM identify('tiny', $probe, 10)",
 	"SET statement_timeout = $interrupt_ms",
-	"SELECT count(*) FROM identify('big', $probe, 10)",
-	"SELECT count(*) FROM identify('big', $probe, 10)", $rss);
-push @cmds, "SELECT count(*) FROM identify('big', $probe, 10)" for 1 .. $cancels;
+	$long, $long, $rss);
+push @cmds, $long for 1 .. $cancels;
 push @cmds, $rss, 'RESET statement_timeout',
   "SELECT 'after=' || count(*) FROM identify('small', $probe, 10)";
 my ($l_out, $l_err) = ('', '');
