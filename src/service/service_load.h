@@ -79,27 +79,30 @@ typedef struct load_deferred
 	TransactionId xmin;
 } load_deferred;
 
-/* service_load.c */
+/* service_load_rows.c */
 extern void mcc_load_send_begin(load_state *st);
 extern void mcc_load_rows_frame_begin(load_state *st);
+extern void mcc_load_rows_flush(load_state *st);
 extern bool mcc_load_tuple_xids(HeapTuple tuple, Buffer buf, TransactionId horizon,
 								TransactionId pin_xmin, uint64 *ins, uint64 *del, bool *risky);
 extern uint64 mcc_load_tuple_tid(const load_state *st, HeapTuple tuple);
 extern uint64 mcc_load_tuple_xmin_id(const load_state *st, HeapTupleHeader h);
 extern bool mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_att,
 							 AttrNumber tpl_att, uint64 ins, uint64 del, bool risky);
-extern uint64 mcc_load_relation_ordinal(const load_state *st, Oid relid);
-extern void mcc_load_rows_flush(load_state *st);
 extern bool mcc_load_fetch_tids(load_state *st, const uint64 *tids, const TransactionId *xmins,
 								size_t n);
 extern bool mcc_load_relation_usable(load_state *st, Relation rel, AttrNumber key_att,
 									 AttrNumber tpl_att);
+extern bool mcc_load_relation(load_state *st, Oid relid);
 extern bool mcc_load_scan(load_state *st, Relation rel, TableScanDesc scan, AttrNumber key_att,
 						  AttrNumber tpl_att);
-extern void mcc_load_progress_report(load_state *st);
+
+/* service_load.c */
+extern uint64 mcc_load_relation_ordinal(const load_state *st, Oid relid);
 extern bool mcc_load_finish(load_state *st, mcc_reply *reply);
 
 /* service_load_progress.c */
+extern void mcc_load_progress_report(load_state *st);
 extern void mcc_load_slot_progress(const load_state *st, bool done);
 extern void mcc_load_forget_own(int code, Datum arg);
 
