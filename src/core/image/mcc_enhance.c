@@ -383,27 +383,111 @@ gabor_four(const double *const f[4], size_t stride, const double *const g[4], in
 	*out[3] = a3;
 }
 
-mcc_status
-mcc_enh_gabor(mcc_enh *e, double period, double sigma, uint32_t x0, uint32_t y0, uint32_t x1,
-			  uint32_t y1, mcc_error *err)
+/*
+ * Period bin of a period map: 3 px + k steps of MCC_ENH_PERIOD_STEP (the
+ * map's periods clamped to 3..30 first).
+ */
+int
+mcc_enh_period_bin(double period)
+{
+	double		p = fmin(30.0, fmax(3.0, period));
+
+	return (int) lround((p - 3.0) / MCC_ENH_PERIOD_STEP);
+}
+
+double
+mcc_enh_bin_period(int bin)
+{
+	return 3.0 + bin * MCC_ENH_PERIOD_STEP;
+}
+
+/*
+ * Kernels made when first used: kernel (bin, orientation) at
+ * slot[(bin - lo) * 16 + k], for the bins lo..hi the map holds; with a
+ * fixed period, one bin holds it exactly.
+ */
+typedef struct gabor_bank
+{
+	double	  **slot;
+	double	   *store;			/* kernels made so far, ks * ks doubles each */
+	int			used;
+	int			lo;
+	int			kr;
+	double		sigma;
+	double		fixed;			/* > 0: the one period (no map) */
+} gabor_bank;
+
+static const double *
+bank_kernel(gabor_bank *b, int bin, int k)
+{
+	int			ks = 2 * b->kr + 1;
+	double	  **s = &b->slot[(bin - b->lo) * MCC_ENH_ORIENTS + k];
+
+	if (*s == NULL)
+	{
+		/* the store never moves: it is sized for every slot up front */
+		*s = b->store + (size_t) b->used++ * ks * ks;
+		gabor_kernel(k, b->fixed > 0 ? b->fixed : mcc_enh_bin_period(bin), b->sigma, b->kr, *s);
+	}
+	return *s;
+}
+
+/* The bins of pmap over the rectangle's foreground: *lo..*hi (0..0 without any). */
+static void
+map_bins(const mcc_enh *e, const float *pmap, uint32_t x0, uint32_t y0, uint32_t x1,
+		 uint32_t y1, int *lo, int *hi)
+{
+	*lo = 1 << 30;
+	*hi = -1;
+	for (uint32_t y = y0; y < y1; y++)
+		for (uint32_t x = x0; x < x1; x++)
+		{
+			size_t		p = (size_t) y * e->w + x;
+			int			bin;
+
+			if (!e->mask[p])
+				continue;
+			bin = mcc_enh_period_bin(pmap[p]);
+			*lo = bin < *lo ? bin : *lo;
+			*hi = bin > *hi ? bin : *hi;
+		}
+	if (*hi < 0)
+		*lo = *hi = 0;
+}
+
+static mcc_status
+gabor_filter(mcc_enh *e, const float *pmap, double period, double sigma, uint32_t x0,
+			 uint32_t y0, uint32_t x1, uint32_t y1, mcc_error *err)
 {
 	int			kr = (int) ceil(3 * sigma),
 				ks = 2 * kr + 1;
+	int			lo = 0,
+				hi = 0,
+				nslots;
 	size_t		pw = (size_t) e->w + 2 * kr,
 				ph = (size_t) e->h + 2 * kr;
-	double	   *kern = malloc(((size_t) MCC_ENH_ORIENTS * ks * ks + pw * ph) * sizeof(double));
-	double	   *pad;
+	double	   *pad = malloc(pw * ph * sizeof(double));
 	int		   *kidx = malloc((size_t) e->w * sizeof(int));
+	gabor_bank	b;
 
-	if (kern == NULL || kidx == NULL)
+	if (pmap)
+		map_bins(e, pmap, x0, y0, x1, y1, &lo, &hi);
+	nslots = (hi - lo + 1) * MCC_ENH_ORIENTS;
+	memset(&b, 0, sizeof(b));
+	b.lo = lo;
+	b.kr = kr;
+	b.sigma = sigma;
+	b.fixed = pmap ? 0 : period;
+	b.slot = calloc((size_t) nslots, sizeof(double *));
+	b.store = malloc((size_t) nslots * ks * ks * sizeof(double));
+	if (pad == NULL || kidx == NULL || b.slot == NULL || b.store == NULL)
 	{
-		free(kern);
+		free(pad);
 		free(kidx);
+		free(b.slot);
+		free(b.store);
 		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for Gabor filtering");
 	}
-	pad = kern + (size_t) MCC_ENH_ORIENTS * ks * ks;
-	for (int k = 0; k < MCC_ENH_ORIENTS; k++)
-		gabor_kernel(k, period, sigma, kr, kern + (size_t) k * ks * ks);
 	memset(pad, 0, pw * ph * sizeof(double));
 	for (uint32_t y = 0; y < e->h; y++)
 		memcpy(pad + (y + kr) * pw + kr, e->norm + (size_t) y * e->w, e->w * sizeof(double));
@@ -424,24 +508,28 @@ mcc_enh_gabor(mcc_enh *e, double period, double sigma, uint32_t x0, uint32_t y0,
 			kidx[xx] = e->mask[p] ? kernel_index(e, p) : -1;
 			if (kidx[xx] < 0)
 				e->resp[p] = 0;
+			else if (pmap)
+				kidx[xx] += mcc_enh_period_bin(pmap[p]) * MCC_ENH_ORIENTS;
 		}
 		while (x < x1)
 		{
 			uint32_t	run = 1;
 			int			k = kidx[x];
+			const double *kern;
 
 			if (k < 0)
 			{
 				x++;
 				continue;
 			}
+			kern = bank_kernel(&b, k / MCC_ENH_ORIENTS, k % MCC_ENH_ORIENTS);
 			while (x + run < x1 && kidx[x + run] == k)
 				run++;
 			while (run >= 4)
 			{
 				int			step = run >= 8 ? 8 : 4;
 
-				gabor_run(pad + (size_t) y * pw + x, pw, kern + (size_t) k * ks * ks, kr,
+				gabor_run(pad + (size_t) y * pw + x, pw, kern, kr,
 						  step, e->resp + (size_t) y * e->w + x);
 				run -= step;
 				x += step;
@@ -449,7 +537,7 @@ mcc_enh_gabor(mcc_enh *e, double period, double sigma, uint32_t x0, uint32_t y0,
 			for (; run > 0; run--, x++)
 			{
 				f[q] = pad + (size_t) y * pw + x;
-				g[q] = kern + (size_t) k * ks * ks;
+				g[q] = kern;
 				o[q++] = e->resp + (size_t) y * e->w + x;
 				if (q == 4)
 				{
@@ -472,7 +560,23 @@ mcc_enh_gabor(mcc_enh *e, double period, double sigma, uint32_t x0, uint32_t y0,
 			gabor_four(f, pw, g, kr, o);
 		}
 	}
-	free(kern);
+	free(pad);
 	free(kidx);
+	free(b.slot);
+	free(b.store);
 	return MCC_OK;
+}
+
+mcc_status
+mcc_enh_gabor(mcc_enh *e, double period, double sigma, uint32_t x0, uint32_t y0, uint32_t x1,
+			  uint32_t y1, mcc_error *err)
+{
+	return gabor_filter(e, NULL, period, sigma, x0, y0, x1, y1, err);
+}
+
+mcc_status
+mcc_enh_gabor_map(mcc_enh *e, const float *pmap, double sigma, uint32_t x0, uint32_t y0,
+				  uint32_t x1, uint32_t y1, mcc_error *err)
+{
+	return gabor_filter(e, pmap, 0, sigma, x0, y0, x1, y1, err);
 }

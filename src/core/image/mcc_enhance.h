@@ -34,6 +34,7 @@
 
 #define MCC_ENH_MIN_STD		6.0		/* grey levels: flatter tiles are background */
 #define MCC_ENH_ORIENTS		16		/* Gabor orientations */
+#define MCC_ENH_PERIOD_STEP	0.25	/* pixels: the period bins of a period map */
 
 /* The field of one image; every array is w x h, row-major, stride w. */
 typedef struct mcc_enh
@@ -70,6 +71,18 @@ void		mcc_enh_free(mcc_enh *e);
  */
 mcc_status	mcc_enh_gabor(mcc_enh *e, double period, double sigma, uint32_t x0, uint32_t y0,
 						  uint32_t x1, uint32_t y1, mcc_error *err);
+
+/*
+ * Step 4 with a period per pixel: pmap (w x h, pixels), each pixel's
+ * period clamped to 3..30 and rounded to a bin of MCC_ENH_PERIOD_STEP
+ * (kernels are made for the bins and orientations met). MCC_ERR_MEMORY.
+ */
+mcc_status	mcc_enh_gabor_map(mcc_enh *e, const float *pmap, double sigma, uint32_t x0,
+							  uint32_t y0, uint32_t x1, uint32_t y1, mcc_error *err);
+
+/* The bin of a period (clamped to 3..30), and the period of a bin. */
+int			mcc_enh_period_bin(double period);
+double		mcc_enh_bin_period(int bin);
 
 /*
  * The response of the Gabor kernels to a cosine of amplitude 1 and the

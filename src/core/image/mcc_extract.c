@@ -16,6 +16,7 @@ mcc_extract_params_default(mcc_extract_params *p)
 	p->min_minutiae = 0;
 	p->block = 16;
 	p->period = 7.5;
+	p->period_ratio = 0.0;
 	p->sigma = 4.0;
 	p->min_blob = 40.0;
 	p->trace = 10.0;
@@ -42,6 +43,7 @@ typedef struct xp_field
 #define XP(f, lo, hi) {#f, offsetof(mcc_extract_params, f), lo, hi}
 static const xp_field fields[] = {
 	XP(period, 3, 30),
+	XP(period_ratio, 0, 2),
 	XP(sigma, 1, 16),
 	XP(min_blob, 0, 10000),
 	XP(trace, 2, 64),
@@ -128,15 +130,42 @@ by_position(const void *a, const void *b)
  * block, relative to what perfect ridges give (1; noise and blur give
  * less). The normalized image is not needed any more and holds |resp|.
  */
+static double
+perfect_response(double period, double sigma)
+{
+	double		unit = mcc_enh_gabor_gain(period, sigma) * sqrt(2.0) * 2.0 / 3.14159265358979323846;
+
+	return unit > 0 ? unit : 1;
+}
+
 static void
 clarity_map(xt_ctx *c)
 {
 	size_t		n = (size_t) c->w * c->h;
-	double		unit = mcc_enh_gabor_gain(c->p.period, c->p.sigma) *
-		sqrt(2.0) * 2.0 / 3.14159265358979323846;
 
-	for (size_t k = 0; k < n; k++)
-		c->e.norm[k] = fabs(c->e.resp[k]) / (unit > 0 ? unit : 1);
+	if (c->gperiod == NULL)
+	{
+		double		unit = perfect_response(c->p.period, c->p.sigma);
+
+		for (size_t k = 0; k < n; k++)
+			c->e.norm[k] = fabs(c->e.resp[k]) / unit;
+	}
+	else
+	{
+		/* each pixel against its own kernel's gain (per period bin) */
+		double		unit[128];
+
+		for (int i = 0; i < 128; i++)
+			unit[i] = 0;
+		for (size_t k = 0; k < n; k++)
+		{
+			int			bin = mcc_enh_period_bin(c->gperiod[k]);
+
+			if (unit[bin] == 0)
+				unit[bin] = perfect_response(mcc_enh_bin_period(bin), c->p.sigma);
+			c->e.norm[k] = fabs(c->e.resp[k]) / unit[bin];
+		}
+	}
 	mcc_enh_box_mean(c->e.norm, c->w, c->h, c->e.block / 2, c->e.integral, c->e.scratch);
 }
 
@@ -145,6 +174,7 @@ free_ctx(xt_ctx *c)
 {
 	mcc_enh_free(&c->e);
 	free(c->fg);
+	free(c->gperiod);
 	free(c->m);
 }
 
@@ -213,8 +243,27 @@ extract_working(const mcc_image *img, const mcc_extract_params *params, mcc_minu
 	}
 	memcpy(c.e.mask, c.fg, n);
 
-	/* 3. Gabor filtering and binarization */
-	if ((rc = mcc_enh_gabor(&c.e, c.p.period, c.p.sigma, 0, 0, w, h, err)) != MCC_OK)
+	/* 3. Gabor filtering (at the local ridge period, if asked) and binarization */
+	if (c.p.period_ratio > 0)
+	{
+		double		median;		/* not used here; tools may want it one day */
+
+		if ((c.gperiod = malloc(n * sizeof(float))) == NULL)
+			rc = mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the ridge period map");
+		else
+			rc = xt_ridge_period(&c, c.p.period / c.p.period_ratio, c.gperiod, &median, err);
+		if (rc != MCC_OK)
+		{
+			free_ctx(&c);
+			return rc;
+		}
+		for (size_t k = 0; k < n; k++)
+			c.gperiod[k] = (float) (c.gperiod[k] * c.p.period_ratio);
+		rc = mcc_enh_gabor_map(&c.e, c.gperiod, c.p.sigma, 0, 0, w, h, err);
+	}
+	else
+		rc = mcc_enh_gabor(&c.e, c.p.period, c.p.sigma, 0, 0, w, h, err);
+	if (rc != MCC_OK)
 	{
 		free_ctx(&c);
 		return rc;

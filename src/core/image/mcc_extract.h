@@ -76,6 +76,7 @@ typedef struct mcc_extract_params
 	uint32_t	min_minutiae;	/* fewer is an error, 0: never (0) */
 	uint32_t	block;			/* segmentation tile, 4..32 (16) */
 	double		period;			/* Gabor period across the ridges (7.5) */
+	double		period_ratio;	/* > 0: Gabor period = this x the local ridge period (0: off) */
 	double		sigma;			/* Gabor envelope (4) */
 	double		min_blob;		/* smallest ridge fragment or hole kept, pixels (40) */
 	double		trace;			/* branch length that gives directions (10) */

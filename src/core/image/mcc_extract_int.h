@@ -67,6 +67,7 @@ typedef struct xt_ctx
 	mcc_extract_params p;		/* at 500 dpi, the working resolution */
 	mcc_enh		e;
 	uint8_t    *fg;				/* 1 foreground (refined) */
+	float	   *gperiod;		/* Gabor period per pixel, or NULL (the fixed p.period) */
 	float	   *dist;			/* distance to the background or the edge, pixels */
 	uint8_t    *bin;			/* 1 ridge */
 	uint8_t    *skel;			/* 1 skeleton */
@@ -80,6 +81,14 @@ typedef struct xt_ctx
 
 /* Refine e.mask into fg and compute dist: returns the foreground pixels. */
 uint32_t	xt_foreground(xt_ctx *c);
+
+/*
+ * The local ridge period (mcc_extract_freq.c), pixels, into period (w x h
+ * floats); fallback where the print shows no measurable ridges; *median:
+ * the median over the blocks measured (fallback if none). MCC_ERR_MEMORY.
+ */
+mcc_status	xt_ridge_period(xt_ctx *c, double fallback, float *period, double *median,
+							mcc_error *err);
 
 /* Remove ridge fragments and valley holes under p.min_blob pixels from bin. */
 void		xt_clean_blobs(xt_ctx *c);
