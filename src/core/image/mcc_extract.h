@@ -27,7 +27,11 @@
  *      it keeps neighbouring ridges apart where they run close, and gave
  *      the lowest error rates on FVC2002 (docs/accuracy.md, section 11);
  *      the clarity of the ridges is the mean absolute response over a
- *      block, relative to what perfect ridges give (1);
+ *      block, relative to what perfect ridges give (1). With
+ *      period_ratio > 0 (off by default: measured worse on FVC2002 DB2,
+ *      DB4, docs/accuracy.md section 11) the period is instead that
+ *      ratio times the local ridge period (mcc_extract_freq.c, Hong, Wan
+ *      and Jain 1998), each pixel's clarity against its own kernel;
  *   4. ridge fragments and valley holes smaller than min_blob pixels are
  *      removed;
  *   5. thinning (mcc_thin.h, 8-connected one-pixel-wide skeleton);
