@@ -74,6 +74,15 @@ field(xt_ctx *c, const mcc_image *im)
 	return 1;
 }
 
+/* Free what field() and a test allocated. */
+static void
+release(xt_ctx *c, float *per, mcc_image *im)
+{
+	mcc_enh_free(&c->e);
+	free(per);
+	free(im->pixels);
+}
+
 /* Foreground pixels of [x0, x1) whose period is farther than tol from want. */
 static long
 off_period(const xt_ctx *c, const float *per, int x0, int x1, double want, double tol,
@@ -127,9 +136,7 @@ test_constant(void)
 				UNIT_CHECK(bad == 0, "period %.1f, %.1f rad: %ld pixels off by more than %.2f "
 						   "(worst %.2f)", periods[i], rot, bad, tol, worst);
 			}
-			mcc_enh_free(&c.e);
-			free(per);
-			free(im.pixels);
+			release(&c, per, &im);
 		}
 }
 
@@ -173,9 +180,7 @@ test_varying(void)
 				   "varying period: the map follows it (mean error %.2f left, %.2f right)",
 				   wl, wr);
 	}
-	mcc_enh_free(&c.e);
-	free(per);
-	free(im.pixels);
+	release(&c, per, &im);
 }
 
 static void
@@ -199,9 +204,7 @@ test_flat(void)
 		UNIT_CHECK(median == 8.25 && other == 0,
 				   "flat: the fallback everywhere (median %.2f, %ld other pixels)", median, other);
 	}
-	mcc_enh_free(&c.e);
-	free(per);
-	free(im.pixels);
+	release(&c, per, &im);
 }
 
 static void

@@ -208,6 +208,45 @@ smooth_blocks(const double *v, double *out, int nx, int ny)
 		}
 }
 
+/*
+ * Pixel p's place between block centres along an axis of n blocks of b
+ * pixels: the blocks before (*lo) and after (*hi), clamped to the map, and
+ * the fraction of the way (*f).
+ */
+static void
+axis_cell(uint32_t p, int b, int n, int *lo, int *hi, double *f)
+{
+	double		g = ((double) p - (b - 1) / 2.0) / b;
+	int			i = (int) floor(g);
+
+	*f = g - i;
+	*lo = i < 0 ? 0 : (i >= n ? n - 1 : i);
+	*hi = i + 1 < 0 ? 0 : (i + 1 >= n ? n - 1 : i + 1);
+}
+
+/*
+ * The map m (nx blocks a row) between blocks (xa..xb, ya..yb) at fractions
+ * fx, fy; corners without a value (far from the print) do not count, and
+ * none gives `none`.
+ */
+static double
+bilinear(const double *m, int nx, int xa, int xb, int ya, int yb, double fx, double fy,
+		 double none)
+{
+	double		q[4] = {m[ya * nx + xa], m[ya * nx + xb], m[yb * nx + xa], m[yb * nx + xb]};
+	double		wq[4] = {(1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy};
+	double		s = 0,
+				ws = 0;
+
+	for (int i = 0; i < 4; i++)
+		if (q[i] > 0)
+		{
+			s += wq[i] * q[i];
+			ws += wq[i];
+		}
+	return ws > 0 ? s / ws : none;
+}
+
 mcc_status
 xt_ridge_period(xt_ctx *c, double fallback, float *period, double *median, mcc_error *err)
 {
@@ -273,32 +312,20 @@ xt_ridge_period(xt_ctx *c, double fallback, float *period, double *median, mcc_e
 	/* 5. per pixel, bilinear between block centres (clamped at the map's edges) */
 	for (uint32_t y = 0; y < c->h; y++)
 	{
-		double		gy = ((double) y - (b - 1) / 2.0) / b;
-		int			y0 = (int) floor(gy);
-		double		fy = gy - y0;
-		int			ya = y0 < 0 ? 0 : (y0 >= ny ? ny - 1 : y0),
-					yb = y0 + 1 < 0 ? 0 : (y0 + 1 >= ny ? ny - 1 : y0 + 1);
+		int			ya,
+					yb;
+		double		fy;
 
+		axis_cell(y, b, ny, &ya, &yb, &fy);
 		for (uint32_t x = 0; x < c->w; x++)
 		{
-			double		gx = ((double) x - (b - 1) / 2.0) / b;
-			int			x0 = (int) floor(gx);
-			double		fx = gx - x0;
-			int			xa = x0 < 0 ? 0 : (x0 >= nx ? nx - 1 : x0),
-						xb = x0 + 1 < 0 ? 0 : (x0 + 1 >= nx ? nx - 1 : x0 + 1);
-			double		q[4] = {sm[ya * nx + xa], sm[ya * nx + xb], sm[yb * nx + xa], sm[yb * nx + xb]};
-			double		wq[4] = {(1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy};
-			double		s = 0,
-						ws = 0;
+			int			xa,
+						xb;
+			double		fx;
 
-			/* corners without a value (far from the print) do not count */
-			for (int i = 0; i < 4; i++)
-				if (q[i] > 0)
-				{
-					s += wq[i] * q[i];
-					ws += wq[i];
-				}
-			period[(size_t) y * c->w + x] = (float) (ws > 0 ? s / ws : *median);
+			axis_cell(x, b, nx, &xa, &xb, &fx);
+			period[(size_t) y * c->w + x] = (float) bilinear(sm, nx, xa, xb, ya, yb, fx, fy,
+															 *median);
 		}
 	}
 	free(v);
