@@ -35,6 +35,7 @@
 #define MCC_ENH_MIN_STD		6.0		/* grey levels: flatter tiles are background */
 #define MCC_ENH_ORIENTS		16		/* Gabor orientations */
 #define MCC_ENH_PERIOD_STEP	0.25	/* pixels: the period bins of a period map */
+#define MCC_ENH_PERIOD_BINS	109		/* bins 0..108: 3 to 30 pixels */
 
 /* The field of one image; every array is w x h, row-major, stride w. */
 typedef struct mcc_enh

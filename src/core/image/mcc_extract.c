@@ -125,11 +125,7 @@ by_position(const void *a, const void *b)
 	return (x->x > y->x) - (x->x < y->x);
 }
 
-/*
- * Ridge clarity in e.scratch: the mean absolute Gabor response over a
- * block, relative to what perfect ridges give (1; noise and blur give
- * less). The normalized image is not needed any more and holds |resp|.
- */
+/* The mean absolute Gabor response to perfect ridges of the kernel's period (unit deviation). */
 static double
 perfect_response(double period, double sigma)
 {
@@ -138,6 +134,11 @@ perfect_response(double period, double sigma)
 	return unit > 0 ? unit : 1;
 }
 
+/*
+ * Ridge clarity in e.scratch: the mean absolute Gabor response over a
+ * block, relative to what perfect ridges give (1; noise and blur give
+ * less). The normalized image is not needed any more and holds |resp|.
+ */
 static void
 clarity_map(xt_ctx *c)
 {
@@ -153,10 +154,8 @@ clarity_map(xt_ctx *c)
 	else
 	{
 		/* each pixel against its own kernel's gain (per period bin) */
-		double		unit[128];
+		double		unit[MCC_ENH_PERIOD_BINS] = {0};
 
-		for (int i = 0; i < 128; i++)
-			unit[i] = 0;
 		for (size_t k = 0; k < n; k++)
 		{
 			int			bin = mcc_enh_period_bin(c->gperiod[k]);
@@ -246,12 +245,10 @@ extract_working(const mcc_image *img, const mcc_extract_params *params, mcc_minu
 	/* 3. Gabor filtering (at the local ridge period, if asked) and binarization */
 	if (c.p.period_ratio > 0)
 	{
-		double		median;		/* not used here; tools may want it one day */
-
 		if ((c.gperiod = malloc(n * sizeof(float))) == NULL)
 			rc = mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the ridge period map");
 		else
-			rc = xt_ridge_period(&c, c.p.period / c.p.period_ratio, c.gperiod, &median, err);
+			rc = xt_ridge_period(&c, c.p.period / c.p.period_ratio, c.gperiod, NULL, err);
 		if (rc != MCC_OK)
 		{
 			free_ctx(&c);

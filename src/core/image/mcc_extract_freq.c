@@ -248,8 +248,11 @@ bilinear(const double *m, int nx, int xa, int xb, int ya, int yb, double fx, dou
 }
 
 mcc_status
-xt_ridge_period(xt_ctx *c, double fallback, float *period, double *median, mcc_error *err)
+xt_ridge_period(xt_ctx *c, double fallback, float *period, double *median_out,
+				mcc_error *err)
 {
+	double		med = fallback,
+			   *median = median_out ? median_out : &med;
 	int			b = (int) c->p.block,
 				nx = ((int) c->w + b - 1) / b,
 				ny = ((int) c->h + b - 1) / b,

@@ -84,8 +84,9 @@ uint32_t	xt_foreground(xt_ctx *c);
 
 /*
  * The local ridge period (mcc_extract_freq.c), pixels, into period (w x h
- * floats); fallback where the print shows no measurable ridges; *median:
- * the median over the blocks measured (fallback if none). MCC_ERR_MEMORY.
+ * floats); fallback where the print shows no measurable ridges; *median
+ * (median may be NULL): the median over the blocks measured (fallback if
+ * none). MCC_ERR_MEMORY.
  */
 mcc_status	xt_ridge_period(xt_ctx *c, double fallback, float *period, double *median,
 							mcc_error *err);
