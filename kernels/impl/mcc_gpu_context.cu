@@ -187,8 +187,10 @@ mcc_gpu_part_free_gallery(mcc_gpu_part *p)
 	p->n_cyl = p->n_tiles = p->n_tpl = 0;
 	p->gallery_bytes = 0;
 	free(p->gidx);
+	free(p->lid);
 	free(p->tile_off);
 	p->gidx = NULL;
+	p->lid = NULL;
 	p->tile_off = NULL;
 }
 
@@ -266,11 +268,8 @@ mcc_gpu_close(mcc_gpu *g)
 	cudaFreeHost(g->h_blob);
 	cudaFreeHost(g->rf_h);
 	rp_utab_free(&g->utab);
-	free(g->refd);
 	free(g->ids);
-	free(g->where);
-	free(g->local);
-	free(g->removed);
+	free(g->tref);
 	free(g->rcp_tab);
 	free(g);
 }

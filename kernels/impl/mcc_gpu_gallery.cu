@@ -71,8 +71,7 @@ map_reserve(mcc_gpu *g, uint32_t n)
 {
 	uint32_t	cap = g->map_cap ? g->map_cap : 1024;
 	int64_t    *ids;
-	uint8_t    *where, *removed, *refd;
-	uint32_t   *local;
+	mcc_gpu_tref *tref;
 
 	if (n <= g->map_cap)
 		return true;
@@ -81,19 +80,10 @@ map_reserve(mcc_gpu *g, uint32_t n)
 	ids = (int64_t *) realloc(g->ids, sizeof(int64_t) * cap);
 	if (ids)
 		g->ids = ids;
-	where = (uint8_t *) realloc(g->where, cap);
-	if (where)
-		g->where = where;
-	local = (uint32_t *) realloc(g->local, sizeof(uint32_t) * cap);
-	if (local)
-		g->local = local;
-	removed = (uint8_t *) realloc(g->removed, cap);
-	if (removed)
-		g->removed = removed;
-	refd = (uint8_t *) realloc(g->refd, cap);
-	if (refd)
-		g->refd = refd;
-	if (!ids || !where || !local || !removed || !refd)
+	tref = (mcc_gpu_tref *) realloc(g->tref, sizeof(mcc_gpu_tref) * cap);
+	if (tref)
+		g->tref = tref;
+	if (!ids || !tref)
 		return false;
 	g->map_cap = cap;
 	return true;
@@ -156,6 +146,7 @@ part_index(mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl, uint32_t cnt, 
 		   mcc_error *err)
 {
 	uint32_t   *gidx, *toff, *tco;
+	int64_t    *lid;
 	uint32_t	n_tpl = p->n_tpl + cnt;
 	uint32_t	n_tiles = (n_tpl + MCC_GPU_TILE - 1) / MCC_GPU_TILE;
 
@@ -166,15 +157,20 @@ part_index(mcc_gpu_part *p, const mcc_soa *s, const uint32_t *gl, uint32_t cnt, 
 	gidx = (uint32_t *) realloc(p->gidx, sizeof(uint32_t) * ((size_t) n_tiles * MCC_GPU_TILE));
 	if (gidx)
 		p->gidx = gidx;
+	lid = (int64_t *) realloc(p->lid, sizeof(int64_t) * ((size_t) n_tiles * MCC_GPU_TILE));
+	if (lid)
+		p->lid = lid;
 	toff = (uint32_t *) realloc(p->tile_off, sizeof(uint32_t) * (n_tiles + 1));
 	if (toff)
 		p->tile_off = toff;
 	tco = (uint32_t *) realloc(p->h_tcoff, sizeof(uint32_t) * ((size_t) n_tiles * MCC_GPU_TILE + 1));
 	if (tco)
 		p->h_tcoff = tco;
-	if (!gidx || !toff || !tco)
+	if (!gidx || !lid || !toff || !tco)
 		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	memcpy(p->gidx + p->n_tpl, gl, sizeof(uint32_t) * cnt);
+	for (uint32_t i = 0; i < cnt; i++)
+		p->lid[p->n_tpl + i] = s->id[gl[i]];
 	/* template-major records of the new templates */
 	if (p->n_tpl == 0)
 		p->h_tcoff[0] = 0;
@@ -667,8 +663,9 @@ part_upload(mcc_gpu *g, mcc_gpu_part *p, const uint32_t *gl, uint32_t cnt, const
 		   "gallery upload");
 	for (uint32_t i = 0; i < cnt; i++)
 	{
-		g->where[gl[i]] = (uint8_t) (p - g->part);
-		g->local[gl[i]] = p->n_tpl + i;
+		g->tref[gl[i]].where = (uint8_t) (p - g->part);
+		g->tref[gl[i]].local = p->n_tpl + i;
+		g->tref[gl[i]].ncyl = b->hnc[i];
 	}
 	p->n_tpl = b->n_tpl;
 	p->n_tiles = b->n_tiles;
@@ -723,10 +720,7 @@ map_add(mcc_gpu *g, const mcc_soa *s, uint32_t t0, uint32_t t1, mcc_error *err)
 	for (uint32_t i = t0; i < t1; i++)
 	{
 		g->ids[i] = s->id[i];
-		g->removed[i] = 0;
-		g->refd[i] = 0;
-		g->where[i] = 0;
-		g->local[i] = 0;
+		memset(&g->tref[i], 0, sizeof(mcc_gpu_tref));
 	}
 	return MCC_GPU_OK;
 }
@@ -840,13 +834,13 @@ mcc_gpu_remove(mcc_gpu *g, uint32_t index, mcc_error *err)
 	if (index >= g->n_tpl)
 		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "template index %u is out of range (%u templates)",
 						   index, g->n_tpl);
-	if (g->removed[index])
+	if (g->tref[index].removed)
 		return MCC_GPU_OK;
-	p = &g->part[g->where[index]];
+	p = &g->part[g->tref[index].where];
 	if ((e = cudaSetDevice(p->dev)) != cudaSuccess ||
-		(e = cudaMemsetAsync(p->alive + g->local[index], 0, 1, p->st)) != cudaSuccess ||
+		(e = cudaMemsetAsync(p->alive + g->tref[index].local, 0, 1, p->st)) != cudaSuccess ||
 		(e = cudaStreamSynchronize(p->st)) != cudaSuccess)
 		return mcc_gpu_fail(g, e, "template removal", p->dev, err);
-	g->removed[index] = 1;
+	g->tref[index].removed = 1;
 	return MCC_GPU_OK;
 }

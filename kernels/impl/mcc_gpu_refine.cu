@@ -94,9 +94,9 @@ gallery_pair(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, size_t 
 }
 
 /*
- * Ask for the host records of pair i's gallery template ahead of their use:
- * they are gallery-sized arrays read at random, and a shortlist of
- * thousands of candidates would otherwise wait on each miss in turn.
+ * Ask for the host record of pair i's gallery template ahead of its use:
+ * records are read at random, and a shortlist of thousands of candidates
+ * would otherwise wait on each miss in turn.
  */
 static inline void
 prefetch_gallery(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, size_t i)
@@ -105,24 +105,7 @@ prefetch_gallery(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, siz
 
 	if (!gallery_pair(g, pairs, npairs, i, &t))
 		return;
-	__builtin_prefetch(&g->removed[t]);
-	__builtin_prefetch(&g->refd[t]);
-	__builtin_prefetch(&g->where[t]);
-	__builtin_prefetch(&g->local[t]);
-}
-
-/*
- * The second step of the same: pair i's template's cylinder offsets, whose
- * place is known once its where and local (asked for RF_AHEAD pairs
- * earlier) have come.
- */
-static inline void
-prefetch_tcoff(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, size_t i)
-{
-	uint32_t	t;
-
-	if (gallery_pair(g, pairs, npairs, i, &t) && g->where[t] < g->nparts)
-		__builtin_prefetch(&g->part[g->where[t]].h_tcoff[g->local[t]]);
+	__builtin_prefetch(&g->tref[t]);
 }
 
 /* Check a view against the context. */
@@ -292,7 +275,6 @@ rf_classify(mcc_gpu *g, rf_call *c, mcc_error *err)
 		uint32_t	kcap;
 
 		prefetch_gallery(g, pairs, npairs, i + 2 * RF_AHEAD);
-		prefetch_tcoff(g, pairs, npairs, i + RF_AHEAD);
 
 		if (pr->probe >= (uint32_t) c->nq)
 			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: probe %u does not exist (%d given)", i,
@@ -314,19 +296,21 @@ rf_classify(mcc_gpu *g, rf_call *c, mcc_error *err)
 				return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 									  "pair %zu: gallery template %u does not exist (%u given)",
 									  i, pr->cand, g->n_tpl);
-			if (g->removed[pr->cand])
+			const mcc_gpu_tref *tr = &g->tref[pr->cand];
+
+			if (tr->removed)
 			{
 				c->scores[i] = -1.0f;
 				c->ppart[i] = 0xFF;
 				continue;
 			}
-			if (!g->refd[pr->cand])
+			if (!tr->refd)
 				return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
 									  "gallery template %u has no refinement data on the GPU (mcc_gpu_refine_attach)",
 									  pr->cand);
-			part = g->where[pr->cand];
-			c->pb[i] = g->local[pr->cand];
-			nb = g->part[part].h_tcoff[c->pb[i] + 1] - g->part[part].h_tcoff[c->pb[i]];
+			part = tr->where;
+			c->pb[i] = tr->local;
+			nb = tr->ncyl;
 		}
 		else
 			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: unknown candidate source %u", i, pr->from);

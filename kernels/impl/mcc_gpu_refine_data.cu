@@ -158,9 +158,9 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 		for (uint32_t i = t0; i < t1; i++)
 		{
 			run		   *r = nruns ? &runs[nruns - 1] : NULL;
-			uint32_t	l = g->local[i];
+			uint32_t	l = g->tref[i].local;
 
-			if (g->where[i] != pi)
+			if (g->tref[i].where != pi)
 				continue;
 			if (!r || r->part != pi || r->l0 + r->nt != l)
 			{
@@ -200,7 +200,7 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 
 		for (uint32_t lt = r->l0; lt < r->l0 + r->nt; lt++, i++)
 		{
-			while (g->where[i] != r->part)
+			while (g->tref[i].where != r->part)
 				i++;			/* the run's next template in gallery order */
 			items[nitems].tpl = i;
 			items[nitems].n = geo->first[i + 1] - geo->first[i];
@@ -265,7 +265,7 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 #undef CK
 	}
 	for (uint32_t i = t0; i < t1; i++)
-		g->refd[i] = 1;
+		g->tref[i].refd = 1;
 done:
 	/* on failure the new directions stay in the host table: each partition uploads what it lacks next time */
 	free(runs);

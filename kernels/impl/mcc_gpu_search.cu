@@ -248,7 +248,7 @@ hit_cmp(const void *a, const void *b)
 }
 
 /* Hits read ahead of the one being merged (random reads of gallery-sized arrays). */
-#define MERGE_AHEAD 8
+#define MERGE_AHEAD 16
 
 /*
  * hits[0 .. n) in score order (one partition's selection: score desc, then
@@ -510,26 +510,25 @@ gather_part(mcc_gpu *g, int i, int q, int k, const uint32_t *ccap, hit_acc *acc,
 		acc->cap = nc;
 	}
 	/*
-	 * gidx and ids are gallery-sized and read at random: two passes, each
-	 * fetching a few hits ahead, keep several cache misses in flight (a
-	 * shortlist of thousands of hits per probe otherwise waits on each in
-	 * turn)
+	 * gidx and lid are partition-sized and read at random, both by the
+	 * key: fetching a few hits ahead keeps several cache misses in flight
+	 * (a shortlist of thousands of hits per probe otherwise waits on each
+	 * in turn)
 	 */
 	h = acc->h + acc->n;
 	for (uint32_t j = 0; j < len; j++)
 	{
 		uint32_t	bits = ~(uint32_t) (keys[j] >> 32);
+		uint32_t	lt = (uint32_t) keys[j];
 
 		if (j + MERGE_AHEAD < len)
+		{
 			__builtin_prefetch(&p->gidx[(uint32_t) keys[j + MERGE_AHEAD]]);
+			__builtin_prefetch(&p->lid[(uint32_t) keys[j + MERGE_AHEAD]]);
+		}
 		memcpy(&h[j].score, &bits, 4);
-		h[j].index = p->gidx[(uint32_t) keys[j]];
-	}
-	for (uint32_t j = 0; j < len; j++)
-	{
-		if (j + MERGE_AHEAD < len)
-			__builtin_prefetch(&g->ids[h[j + MERGE_AHEAD].index]);
-		h[j].id = g->ids[h[j].index];
+		h[j].index = p->gidx[lt];
+		h[j].id = p->lid[lt];
 	}
 	acc->n += len;
 	free(more);
