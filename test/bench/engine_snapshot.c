@@ -19,31 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "engine_testlib.h"
 #include "eng_cache.h"
 #include "eng_snapfile.h"
 #include "mcc_crc32c.h"
-
-static double
-wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double
-cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "testclock.h"
 
 int
 main(int argc, char **argv)
@@ -121,17 +103,17 @@ main(int argc, char **argv)
 		eng_snap   *s = NULL;
 		bool		missing;
 
-		double		c0 = cpu_s();
+		double		c0 = tclock_process_cpu_s();
 
 		mcc_error_clear(&err);
-		t0 = wall_s();
+		t0 = tclock_wall_s();
 		if (eng_snap_read_file(path, &id, threads, &s, &missing, &err) != MCC_OK)
 		{
 			fprintf(stderr, "read: %s\n", err.message);
 			return 1;
 		}
-		t0 = wall_s() - t0;
-		c0 = cpu_s() - c0;
+		t0 = tclock_wall_s() - t0;
+		c0 = tclock_process_cpu_s() - c0;
 		printf("read_file %.3f s (%.0f MB/s): arrays + CRC %.3f s, rebuild %.3f s, "
 			   "tid index %.3f s, %d thread(s); %.3f CPU s (%.0f MB per CPU-second)\n", t0,
 			   len / 1048576.0 / t0, s->io_s, s->rebuild_s, s->index_s, s->threads, c0,
