@@ -5,12 +5,14 @@
  */
 #include "eng_cache.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eng_gpu.h"
 #include "eng_soa.h"
 #include "mcc_hash.h"
+#include "mcc_job.h"
 #include "mcc_proto.h"
 
 #define MIN_CAP			16
@@ -506,19 +508,63 @@ eng_cache_restore_begin(const mcc_profile *p, uint32_t n_tpl, uint32_t n_cyl, ui
 	return cache_new(p, NULL, (uint32_t) cap_t, (uint32_t) cap_c, cap_s, err);
 }
 
+/* Rows of a restored cache that the threads of eng_cache_restore_end fill in turn. */
+typedef struct restore_fill
+{
+	eng_cache  *c;
+	uint32_t	n_tpl;
+	atomic_uint next;			/* the next block of RESTORE_BLOCK rows */
+} restore_fill;
+
+#define RESTORE_BLOCK 65536
+
+/* Fill what each row of a block derives alone: its cylinders' template, its entry. */
+static void *
+restore_fill_main(void *arg)
+{
+	restore_fill *f = arg;
+	eng_cache  *c = f->c;
+	mcc_soa    *g = &c->soa;
+
+	for (;;)
+	{
+		uint64_t	i0 = (uint64_t) atomic_fetch_add(&f->next, 1) * RESTORE_BLOCK;
+		uint32_t	i1;
+
+		if (i0 >= f->n_tpl)
+			break;
+		i1 = f->n_tpl - i0 > RESTORE_BLOCK ? (uint32_t) i0 + RESTORE_BLOCK : f->n_tpl;
+		for (uint32_t i = (uint32_t) i0; i < i1; i++)
+		{
+			eng_entry  *e = &c->entries[i];
+
+			for (uint32_t k = g->first[i]; k < g->first[i + 1]; k++)
+				g->tpl[k] = i;
+			e->key = g->id[i];
+			e->insert_xid = 0;
+			e->delete_xid = 0;
+			e->flags = ENG_E_PURGED;
+		}
+	}
+	return NULL;
+}
+
 mcc_status
 eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_side,
-					  mcc_error *err)
+					  int threads, mcc_error *err)
 {
 	mcc_soa    *g = &c->soa;
 	uint64_t	cyl = 0;
 	uint64_t	side = 0;
+	restore_fill f = {.c = c, .n_tpl = n_tpl};
+	pthread_t	tids[64];
+	int			started = 0;
 
 	if (n_tpl > g->cap_tpl || n_tpl > c->cap_entries || n_cyl > g->cap_cyl || n_side > c->cap_side)
 		return mcc_error_set(err, MCC_ERR_VALUE, "restored sizes exceed the cache's room");
+	/* each side's offset follows from the one before: one pass, checking every row */
 	for (uint32_t i = 0; i < n_tpl; i++)
 	{
-		eng_entry  *e = &c->entries[i];
 		uint32_t	nc = g->ncyl[i];
 		int			n_min;
 
@@ -529,13 +575,7 @@ eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_s
 		if (n_min > MCC_MAX_MINUTIAE ||
 			side_bits_at(n_min) - 4 + nc > n_side - side)
 			return mcc_error_set(err, MCC_ERR_VALUE, "restored entry %u has a bad side", i);
-		for (uint32_t k = 0; k < nc; k++)
-			g->tpl[cyl + k] = i;
-		e->side = side;
-		e->key = g->id[i];
-		e->insert_xid = 0;
-		e->delete_xid = 0;
-		e->flags = ENG_E_PURGED;
+		c->entries[i].side = side;
 		cyl += nc;
 		side += side_bits_at(n_min) - 4 + nc;
 	}
@@ -543,6 +583,16 @@ eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_s
 		return mcc_error_set(err, MCC_ERR_VALUE, "restored counts disagree (%llu cylinders, %llu side bytes)",
 							 (unsigned long long) cyl, (unsigned long long) side);
 	g->first[n_tpl] = n_cyl;
+	/* the rest of each row on several threads (this one too) */
+	if (threads > 64)
+		threads = 64;
+	if ((uint64_t) threads > n_tpl / RESTORE_BLOCK + 1)
+		threads = (int) (n_tpl / RESTORE_BLOCK + 1);
+	if (threads > 1)
+		started = mcc_job_start_threads(tids, threads - 1, restore_fill_main, &f, 0);
+	restore_fill_main(&f);
+	for (int i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
 	g->n_tpl = n_tpl;
 	g->n_cyl = n_cyl;
 	c->n_side = n_side;

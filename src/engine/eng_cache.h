@@ -153,13 +153,14 @@ eng_side_bytes(const mcc_template_view *t)
  * planes (plane w at soa.bits + w * soa.cap_cyl), side, and the entries'
  * hash, tid and xmin; then eng_cache_restore_end derives the rest (first
  * cylinders, cylinders' templates, sides' offsets, the key index), checking
- * that the counts agree. Every restored entry is then a tombstone until
+ * that the counts agree (the per-row part on up to `threads` threads, the
+ * caller's included). Every restored entry is then a tombstone until
  * eng_cache_revive makes it live.
  */
 eng_cache  *eng_cache_restore_begin(const mcc_profile *p, uint32_t n_tpl, uint32_t n_cyl,
 									uint64_t n_side, mcc_error *err);
 mcc_status	eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl,
-								  uint64_t n_side, mcc_error *err);
+								  uint64_t n_side, int threads, mcc_error *err);
 
 /*
  * Make restored entry idx (a tombstone of eng_cache_restore_end) live with

@@ -193,11 +193,14 @@ build_code(mcc_status st)
 /*
  * The chunks of r, built by workers (n of them started, tids) or, with
  * none, here; each sent as soon as it is built, in order. m->ref_given
- * follows what went up.
+ * follows what went up. *wait_s: seconds this thread waited for (or
+ * built) geometry; *send_s: seconds in mcc_gpu_refine_attach (the records,
+ * the direction table, the copies to the device): which of the two bounds
+ * the time, for the log.
  */
 static mcc_gpu_code
 send_all(eng_gpu_mirror *m, ref_ring *r, pthread_t *tids, int n, mcc_gpu_geom *abs,
-		 mcc_error *err)
+		 double *wait_s, double *send_s, mcc_error *err)
 {
 	mcc_gpu_code rc = MCC_GPU_OK;
 	uint8_t    *buf = n == 0 ? malloc(eng_template_max_bytes()) : NULL;
@@ -212,6 +215,7 @@ send_all(eng_gpu_mirror *m, ref_ring *r, pthread_t *tids, int n, mcc_gpu_geom *a
 		ref_slot   *sl;
 		uint32_t	t0;
 		uint32_t	t1;
+		double		at = eng_gpu_now_s();
 
 		if (n == 0)
 		{
@@ -228,7 +232,10 @@ send_all(eng_gpu_mirror *m, ref_ring *r, pthread_t *tids, int n, mcc_gpu_geom *a
 			break;
 		}
 		chunk_range(r, i, &t0, &t1);
+		*wait_s += eng_gpu_now_s() - at;
+		at = eng_gpu_now_s();
 		rc = send_chunk(m, r->c, abs, &sl->geo, t0, t1, err);
+		*send_s += eng_gpu_now_s() - at;
 		if (rc == MCC_GPU_OK)
 			m->ref_given = t1;
 		if (n > 0)
@@ -255,6 +262,8 @@ eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc
 	int			n = 0;
 	uint32_t	from = m->ref_given;
 	double		t_start = eng_gpu_now_s();
+	double		wait_s = 0;
+	double		send_s = 0;
 	mcc_gpu_code rc = MCC_GPU_OK;
 
 	if (m->ref_given >= m->given)
@@ -294,7 +303,7 @@ eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc
 	pthread_cond_init(&r.cv, NULL);
 	if (want > 0)
 		n = mcc_job_start_threads(tids, want, ref_worker, &r, 0);
-	rc = send_all(m, &r, tids, n, &abs, err);
+	rc = send_all(m, &r, tids, n, &abs, &wait_s, &send_s, err);
 	stop_workers(&r, tids, n);
 	pthread_cond_destroy(&r.cv);
 	pthread_mutex_destroy(&r.mu);
@@ -305,7 +314,9 @@ eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc
 		g->stats.refine_attach_s += took;
 		if (rc == MCC_GPU_OK)
 			eng_log(ENG_LOG_INFO, "sent the refinement data of %u templates to the GPU in %.3f s "
-					"(geometry rebuilt on %d thread(s))", m->ref_given - from, took, n > 0 ? n : 1);
+					"(geometry rebuilt on %d thread(s); the sender waited %.3f s for geometry "
+					"and spent %.3f s attaching records)", m->ref_given - from, took,
+					n > 0 ? n : 1, wait_s, send_s);
 	}
 out:
 	for (int i = 0; r.slots != NULL && i < r.n_slots; i++)

@@ -7,19 +7,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mcc_crc32c.h"
 #include "mcc_hash.h"
+#include "mcc_job.h"
 #include "mcc_proto.h"
 #include "mcc_template.h"
 
-#define CHUNK		((size_t) 1 << 20)	/* bytes read (and checked) at a time */
+#define CHUNK		((size_t) 1 << 20)	/* bytes read (and checked) at a time: the header */
+#define PIECE		((size_t) 8 << 20)	/* bytes a reading thread takes at a time */
+#define MAX_READERS 64
 
 static void
 put32(uint8_t **p, uint32_t v)
@@ -190,6 +196,21 @@ eng_snap_encode(const eng_cache *c, const eng_snap_ident *id, uint64_t scan_lsn,
 	return MCC_OK;
 }
 
+static int64_t
+now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static double
+seconds_since(int64_t t0)
+{
+	return (double) (now_usec() - t0) / 1e6;
+}
+
 /* Where a snapshot is read from: a file or a buffer; the CRC of what was read. */
 typedef struct snap_src
 {
@@ -237,22 +258,118 @@ src_read(snap_src *s, void *dst, size_t n)
 	return true;
 }
 
-/* Read n uint64 values into the field at byte offset off of each entry. */
-static bool
-src_read_entries(snap_src *s, eng_entry *e, uint64_t n, size_t off)
+/*
+ * A piece of the file read by one thread: PIECE bytes at most, inside one
+ * array (so that it lands at one place), with its own CRC-32C. The file's
+ * CRC is the pieces' combined in file order (mcc_crc32c_combine).
+ */
+typedef struct snap_piece
 {
-	uint64_t	tmp[4096];
+	size_t		off;			/* in the file */
+	uint8_t    *dst;
+	size_t		len;
+	uint32_t	crc;
+} snap_piece;
 
-	for (uint64_t i = 0; i < n;)
+/* The pieces of a read and the threads taking them in turn. */
+typedef struct snap_reader
+{
+	const snap_src *src;
+	snap_piece *pieces;
+	uint32_t	n;
+	uint32_t	cap;
+	atomic_uint next;
+	atomic_bool failed;			/* a piece could not be read: the file ends early */
+} snap_reader;
+
+/* Add the pieces of n bytes of the file at *off, read to dst. */
+static bool
+add_array(snap_reader *r, size_t *off, void *dst, size_t n)
+{
+	for (size_t done = 0, k; done < n; done += k)
 	{
-		uint64_t	k = n - i < 4096 ? n - i : 4096;
+		k = n - done < PIECE ? n - done : PIECE;
 
-		if (!src_read(s, tmp, (size_t) k * 8))
-			return false;
-		for (uint64_t j = 0; j < k; j++, i++)
-			memcpy((uint8_t *) &e[i] + off, &tmp[j], 8);
+		if (r->n == r->cap)
+		{
+			uint32_t	cap = r->cap ? r->cap * 2 : 64;
+			snap_piece *p = realloc(r->pieces, sizeof(*p) * cap);
+
+			if (p == NULL)
+				return false;
+			r->pieces = p;
+			r->cap = cap;
+		}
+		r->pieces[r->n++] = (snap_piece) {*off + done, (uint8_t *) dst + done, k, 0};
 	}
+	*off += n;
 	return true;
+}
+
+/* Read piece p (pread or memcpy) and its CRC; false if the source ends first. */
+static bool
+read_piece(const snap_src *s, snap_piece *p)
+{
+	size_t		got = 0;
+
+	if (s->fd < 0)
+	{
+		if (p->off > s->len || s->len - p->off < p->len)
+			return false;
+		memcpy(p->dst, s->mem + p->off, p->len);
+	}
+	else
+		while (got < p->len)
+		{
+			ssize_t		r = pread(s->fd, p->dst + got, p->len - got, (off_t) (p->off + got));
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return false;
+			got += (size_t) r;
+		}
+	p->crc = mcc_crc32c(0, p->dst, p->len);
+	return true;
+}
+
+/* A reading thread: the next piece not taken, until none is left. */
+static void *
+reader_main(void *arg)
+{
+	snap_reader *r = arg;
+
+	for (;;)
+	{
+		uint32_t	i = atomic_fetch_add(&r->next, 1);
+
+		if (i >= r->n || atomic_load(&r->failed))
+			break;
+		if (!read_piece(r->src, &r->pieces[i]))
+			atomic_store(&r->failed, true);
+	}
+	return NULL;
+}
+
+/*
+ * Read the pieces on up to `threads` threads, this one included (fewer if
+ * some cannot start: the others take their pieces). False if one failed.
+ */
+static bool
+read_pieces(snap_reader *r, int threads)
+{
+	pthread_t	tids[MAX_READERS];
+	int			started;
+
+	if (threads > MAX_READERS)
+		threads = MAX_READERS;
+	if ((uint32_t) threads > r->n / 2 + 1)
+		threads = (int) (r->n / 2 + 1);
+	started = threads > 1 ? mcc_job_start_threads(tids, threads - 1, reader_main, r, 0) : 0;
+	reader_main(r);
+	for (int i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	return !atomic_load(&r->failed);
 }
 
 static uint32_t
@@ -328,33 +445,70 @@ read_header(snap_src *src, const eng_snap_ident *expect, eng_snap *s, uint64_t *
 	return MCC_OK;
 }
 
-/* Read the arrays into s->cache and check the file's CRC. */
+/*
+ * Read the arrays into s->cache on up to `threads` threads and check the
+ * file's CRC. The per-row hashes, tuple ids and xmins go through a buffer
+ * of their own, then into the entries.
+ */
 static mcc_status
-read_arrays(snap_src *src, eng_snap *s, uint64_t cyl, uint64_t side, mcc_error *err)
+read_arrays(snap_src *src, eng_snap *s, uint64_t cyl, uint64_t side, int threads,
+			mcc_error *err)
 {
 	eng_cache  *c = s->cache;
 	mcc_soa    *g = &c->soa;
 	uint64_t	n = s->n_rows;
-	uint32_t	crc;
-	uint32_t	expect;
+	uint64_t   *ent = malloc((size_t) (n ? n : 1) * 3 * sizeof(uint64_t));
+	snap_reader r = {.src = src};
+	size_t		off = src->pos;
+	uint32_t	crc = src->crc;
+	uint32_t	stored = 0;
 	bool		ok;
+	int64_t		t0 = now_usec();
+	mcc_status	st;
 
-	ok = src_read(src, g->ncyl, (size_t) n * sizeof(uint16_t)) &&
-		src_read(src, g->id, (size_t) n * sizeof(int64_t)) &&
-		src_read_entries(src, c->entries, n, offsetof(eng_entry, hash)) &&
-		src_read_entries(src, c->entries, n, offsetof(eng_entry, tid)) &&
-		src_read_entries(src, c->entries, n, offsetof(eng_entry, xmin)) &&
-		src_read(src, g->angle, (size_t) cyl) &&
-		src_read(src, g->pc, (size_t) cyl * sizeof(uint16_t));
+	ok = ent != NULL &&
+		add_array(&r, &off, g->ncyl, (size_t) n * sizeof(uint16_t)) &&
+		add_array(&r, &off, g->id, (size_t) n * sizeof(int64_t)) &&
+		add_array(&r, &off, ent, (size_t) n * 3 * sizeof(uint64_t)) &&
+		add_array(&r, &off, g->angle, (size_t) cyl) &&
+		add_array(&r, &off, g->pc, (size_t) cyl * sizeof(uint16_t));
 	for (int w = 0; ok && w < g->words; w++)
-		ok = src_read(src, g->bits + (size_t) w * g->cap_cyl, (size_t) cyl * 8);
-	ok = ok && src_read(src, c->side, (size_t) side);
-	expect = src->crc;
-	if (!ok || !src_read(src, &crc, 4))
+		ok = add_array(&r, &off, g->bits + (size_t) w * g->cap_cyl, (size_t) cyl * 8);
+	ok = ok && add_array(&r, &off, c->side, (size_t) side) &&
+		add_array(&r, &off, &stored, 4);
+	if (!ok)
+	{
+		free(ent);
+		free(r.pieces);
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	}
+	s->threads = threads < 1 ? 1 : threads;
+	ok = read_pieces(&r, s->threads);
+	for (uint32_t i = 0; ok && i + 1 < r.n; i++)
+		crc = mcc_crc32c_combine(crc, r.pieces[i].crc, r.pieces[i].len);
+	free(r.pieces);
+	if (!ok)
+	{
+		free(ent);
 		return mcc_error_set(err, MCC_ERR_VALUE, "its rows end early (truncated)");
-	if (crc != expect)
+	}
+	if (crc != stored)
+	{
+		free(ent);
 		return mcc_error_set(err, MCC_ERR_VALUE, "its checksum does not match (damaged or truncated)");
-	return eng_cache_restore_end(c, (uint32_t) n, (uint32_t) cyl, side, err);
+	}
+	for (uint64_t i = 0; i < n; i++)
+	{
+		c->entries[i].hash = ent[i];
+		c->entries[i].tid = ent[n + i];
+		c->entries[i].xmin = ent[2 * n + i];
+	}
+	free(ent);
+	s->io_s = seconds_since(t0);
+	t0 = now_usec();
+	st = eng_cache_restore_end(c, (uint32_t) n, (uint32_t) cyl, side, s->threads, err);
+	s->rebuild_s = seconds_since(t0);
+	return st;
 }
 
 /* The tid index and the used flags of a restored snapshot. */
@@ -363,6 +517,7 @@ index_rows(eng_snap *s, mcc_error *err)
 {
 	const eng_entry *e = s->cache->entries;
 	uint64_t	n = s->n_rows;
+	int64_t		t0 = now_usec();
 
 	s->n_slots = 16;
 	while (s->n_slots < n * 2 && s->n_slots < (UINT32_C(1) << 31))
@@ -383,12 +538,14 @@ index_rows(eng_snap *s, mcc_error *err)
 		s->next[i] = s->slots[h];
 		s->slots[h] = (uint32_t) i;
 	}
+	s->index_s = seconds_since(t0);
 	return MCC_OK;
 }
 
 /* Decode a snapshot from src. */
 static mcc_status
-decode(snap_src *src, const eng_snap_ident *expect, eng_snap **out, mcc_error *err)
+decode(snap_src *src, const eng_snap_ident *expect, int threads, eng_snap **out,
+	   mcc_error *err)
 {
 	eng_snap   *s = calloc(1, sizeof(*s));
 	uint64_t	cyl;
@@ -402,7 +559,7 @@ decode(snap_src *src, const eng_snap_ident *expect, eng_snap **out, mcc_error *e
 		(s->cache = eng_cache_restore_begin(mcc_profile_by_id((int) s->id.profile_id),
 											(uint32_t) s->n_rows, (uint32_t) cyl, side,
 											err)) == NULL ||
-		read_arrays(src, s, cyl, side, err) != MCC_OK ||
+		read_arrays(src, s, cyl, side, threads, err) != MCC_OK ||
 		index_rows(s, err) != MCC_OK)
 	{
 		eng_snap_free(s);
@@ -417,7 +574,7 @@ eng_snap_decode(uint8_t *buf, size_t len, const eng_snap_ident *expect,
 				eng_snap **out, mcc_error *err)
 {
 	snap_src	src = {.fd = -1, .mem = buf, .len = len};
-	mcc_status	st = decode(&src, expect, out, err);
+	mcc_status	st = decode(&src, expect, 1, out, err);
 
 	free(buf);
 	return st;
@@ -512,8 +669,8 @@ eng_snap_write_file(const char *path, const uint8_t *buf, size_t len, mcc_error 
 }
 
 mcc_status
-eng_snap_read_file(const char *path, const eng_snap_ident *expect, eng_snap **out,
-				   bool *missing, mcc_error *err)
+eng_snap_read_file(const char *path, const eng_snap_ident *expect, int threads,
+				   eng_snap **out, bool *missing, mcc_error *err)
 {
 	int			fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -534,7 +691,7 @@ eng_snap_read_file(const char *path, const eng_snap_ident *expect, eng_snap **ou
 	}
 	src.len = (size_t) st.st_size;
 	(void) posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	rc = decode(&src, expect, out, err);
+	rc = decode(&src, expect, threads, out, err);
 	close(fd);
 	return rc;
 }

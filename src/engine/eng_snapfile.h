@@ -30,6 +30,10 @@
  * The header is checked (its CRC, then what it is of) before its sizes are
  * used; the rest is read into place and trusted only once the whole
  * file's CRC matches. Format 1 (rows of whole templates) is rejected.
+ * Reading a file splits the arrays into pieces of 8 MB that several
+ * threads read (pread) and checksum at once; the pieces' CRCs combined in
+ * file order (mcc_crc32c_combine) give the file's, so the format is the
+ * one a single thread writes and reads.
  */
 #ifndef ENG_SNAPFILE_H
 #define ENG_SNAPFILE_H
@@ -75,6 +79,11 @@ typedef struct eng_snap
 	uint32_t   *slots;			/* tid index: first row of each slot, ENG_NONE */
 	uint32_t   *next;			/* next row of the same slot */
 	uint32_t	n_slots;		/* a power of two */
+	/* where a read's time went (wall seconds; the engine logs them) */
+	double		io_s;			/* reading the arrays into place and their CRC */
+	double		rebuild_s;		/* eng_cache_restore_end: offsets, key index */
+	double		index_s;		/* the tuple id index */
+	int			threads;		/* threads that read */
 } eng_snap;
 
 /*
@@ -104,10 +113,10 @@ mcc_status	eng_snap_write_file(const char *path, const uint8_t *buf, size_t len,
 
 /*
  * Read and decode path, its arrays read straight into the cache's (as
- * eng_snap_decode checks). *missing is set (and an error returned) when
- * there is no file.
+ * eng_snap_decode checks), on up to `threads` threads (this one included).
+ * *missing is set (and an error returned) when there is no file.
  */
-mcc_status	eng_snap_read_file(const char *path, const eng_snap_ident *expect,
+mcc_status	eng_snap_read_file(const char *path, const eng_snap_ident *expect, int threads,
 							   eng_snap **out, bool *missing, mcc_error *err);
 
 /* The row with this tuple id not yet used, or ENG_NONE. */

@@ -71,6 +71,7 @@ typedef struct eng_snap_read
 	eng_gallery *gallery;
 	char		path[4096];
 	eng_snap_ident want;		/* profile 0: any */
+	int			threads;		/* to read on (the pool's count: idle at a restart) */
 	eng_snap   *snap;			/* the result, or NULL */
 	bool		missing;
 	bool		cancelled;		/* EVICT removed the file meanwhile */
@@ -169,7 +170,7 @@ read_run(eng_job *job, uint32_t part, void *scratch)
 	int64_t		t0 = eng_now_usec();
 
 	mcc_error_clear(&r->err);
-	(void) eng_snap_read_file(r->path, &r->want, &r->snap, &r->missing, &r->err);
+	(void) eng_snap_read_file(r->path, &r->want, r->threads, &r->snap, &r->missing, &r->err);
 	r->seconds = (double) (eng_now_usec() - t0) / 1e6;
 }
 
@@ -225,6 +226,7 @@ eng_snapshot_info(eng_server *s, eng_conn *c, uint64_t request_id,
 	r->job.n_parts = 1;
 	r->gallery = g;
 	r->want = ident_of(s, id, 0);
+	r->threads = eng_pool_threads(s->pool);
 	g->snap_reading = r;
 	s->jobs++;
 	eng_pool_submit(s->pool, &r->job);
@@ -253,9 +255,11 @@ eng_snapshot_read_done(eng_server *s, eng_job *job)
 	}
 	else if (r->snap != NULL)
 		eng_log(ENG_LOG_INFO, "gallery %s: cache snapshot \"%s\" read: %llu rows (%.1f MB) "
-				"in %.2f s, to check against the table", name, r->path,
+				"in %.2f s, to check against the table (arrays and checksum %.2f s on %d "
+				"thread(s), cache rebuilt %.2f s, tuple id index %.2f s)", name, r->path,
 				(unsigned long long) r->snap->n_rows, (double) r->snap->len / 1048576.0,
-				r->seconds);
+				r->seconds, r->snap->io_s, r->snap->threads, r->snap->rebuild_s,
+				r->snap->index_s);
 	eng_snap_free(g->snap);
 	g->snap = r->snap;
 	r->snap = NULL;

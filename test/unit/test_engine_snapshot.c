@@ -49,6 +49,23 @@ test_crc(void)
 	UNIT_CHECK(ok, "CRC-32C equals the bitwise definition at every offset and length");
 	UNIT_CHECK(mcc_crc32c(mcc_crc32c(0, buf, 100), buf + 100, 200) == crc_ref(buf, 300),
 			   "CRC-32C continues over pieces");
+	ok = true;
+	for (size_t cut = 0; cut <= sizeof(buf); cut += 1 + cut / 4)
+		ok &= mcc_crc32c_combine(mcc_crc32c(0, buf, cut), mcc_crc32c(0, buf + cut, sizeof(buf) - cut),
+								 sizeof(buf) - cut) == crc_ref(buf, sizeof(buf));
+	UNIT_CHECK(ok, "CRC-32C of pieces checked apart, combined, equals the whole's at every cut");
+	{
+		/* a long piece: the combination's powers of x beyond a few bytes */
+		size_t		big = (size_t) 3 << 20;
+		uint8_t    *p = malloc(big);
+
+		for (size_t i = 0; i < big; i++)
+			p[i] = (uint8_t) (i * 131 + (i >> 9));
+		UNIT_CHECK(mcc_crc32c_combine(mcc_crc32c(0, p, 12345), mcc_crc32c(0, p + 12345, big - 12345),
+									  big - 12345) == mcc_crc32c(0, p, big),
+				   "CRC-32C combined over a 3 MB piece");
+		free(p);
+	}
 }
 
 static const eng_snap_ident ident = {.db_oid = 16384, .rel_oid = 16500,
@@ -356,7 +373,7 @@ test_files(const tl_tpl *t, int n)
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/1_2.snap", dir);
-	UNIT_CHECK(eng_snap_read_file(path, &ident, &s, &missing, &err) != MCC_OK && missing,
+	UNIT_CHECK(eng_snap_read_file(path, &ident, 3, &s, &missing, &err) != MCC_OK && missing,
 			   "no file: said missing");
 	eng_snap_encode(c, &ident, 1, 1, &buf, &len, &err);
 	mcc_error_clear(&err);
@@ -364,9 +381,24 @@ test_files(const tl_tpl *t, int n)
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".tmp");
 	UNIT_CHECK(access(path, F_OK) != 0, "no temporary file is left");
 	path[strlen(path) - 4] = '\0';
-	UNIT_CHECK(eng_snap_read_file(path, &ident, &s, &missing, &err) == MCC_OK &&
+	UNIT_CHECK(eng_snap_read_file(path, &ident, 3, &s, &missing, &err) == MCC_OK &&
 			   s->n_rows == (uint64_t) expect_rows, "read back");
+	UNIT_CHECK(s != NULL && s->threads == 3,
+			   "read back on 3 threads: its pieces' CRCs combined equal the file's");
 	eng_snap_free(s);
+	/* a byte flipped in the rows: the pieces read apart still catch it */
+	f = fopen(path, "r+");
+	if (f != NULL)
+	{
+		uint8_t		b = buf[len / 2] ^ 0x10;
+
+		fseek(f, (long) (len / 2), SEEK_SET);
+		fwrite(&b, 1, 1, f);
+		fclose(f);
+	}
+	UNIT_CHECK(eng_snap_read_file(path, &ident, 3, &s, &missing, &err) != MCC_OK &&
+			   strstr(err.message, "checksum") != NULL,
+			   "a file with a byte flipped is rejected on 3 threads: \"%s\"", err.message);
 	/* truncate the file on disk */
 	f = fopen(path, "r+");
 	if (f != NULL)
@@ -374,7 +406,7 @@ test_files(const tl_tpl *t, int n)
 		(void) ftruncate(fileno(f), (off_t) len / 2);
 		fclose(f);
 	}
-	UNIT_CHECK(eng_snap_read_file(path, &ident, &s, &missing, &err) != MCC_OK && !missing,
+	UNIT_CHECK(eng_snap_read_file(path, &ident, 3, &s, &missing, &err) != MCC_OK && !missing,
 			   "a truncated file is rejected: \"%s\"", err.message);
 	unlink(path);
 	rmdir(dir);

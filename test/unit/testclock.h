@@ -28,6 +28,16 @@ tclock_cpu_s(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* CPU seconds of every thread of the process (a benchmark's own threads). */
+static inline double
+tclock_process_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* Milliseconds of a monotonic clock. */
 static inline double
 tclock_wall_ms(void)

@@ -97,3 +97,44 @@ mcc_crc32c(uint32_t crc, const void *data, size_t len)
 #endif
 	return ~crc_soft(c, data, len);
 }
+
+/* a * b modulo the polynomial, both reflected (bit 31: x^0) */
+static uint32_t
+mult_mod(uint32_t a, uint32_t b)
+{
+	uint32_t	m = UINT32_C(1) << 31;
+	uint32_t	p = 0;
+
+	for (;;)
+	{
+		if (a & m)
+		{
+			p ^= b;
+			if ((a & (m - 1)) == 0)
+				break;
+		}
+		m >>= 1;
+		b = b & 1 ? (b >> 1) ^ POLY : b >> 1;
+	}
+	return p;
+}
+
+uint32_t
+mcc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+	uint32_t	x = UINT32_C(1) << 30;	/* x^1 */
+	uint32_t	p = UINT32_C(1) << 31;	/* x^0 */
+	uint64_t	bits = len_b;
+
+	/* p = x^(8 len_b): square x up to x^8 first, then by the bits of len_b */
+	for (int k = 0; k < 3; k++)
+		x = mult_mod(x, x);
+	while (bits)
+	{
+		if (bits & 1)
+			p = mult_mod(x, p);
+		x = mult_mod(x, x);
+		bits >>= 1;
+	}
+	return mult_mod(p, crc_a) ^ crc_b;
+}

@@ -17,4 +17,11 @@
  */
 uint32_t	mcc_crc32c(uint32_t crc, const void *data, size_t len);
 
+/*
+ * The CRC-32C of A followed by B from crc_a (of A) and crc_b (of B, len_b
+ * bytes), as zlib's crc32_combine: pieces checked on several threads give
+ * the checksum of the whole.
+ */
+uint32_t	mcc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 #endif							/* MCC_CRC32C_H */

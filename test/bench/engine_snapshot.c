@@ -1,0 +1,126 @@
+/*
+ * engine_snapshot.c: where the read of a gallery cache's snapshot spends
+ * its time (issue 19, part 2: serving from the snapshot after a restart),
+ * in process (no PostgreSQL).
+ *
+ *   build/bench/engine_snapshot [--templates N] [--distinct M] [--threads T]
+ *                               [--rounds R] [--dir D]
+ *
+ * Builds a cache of N rows (template i % M of M distinct synthetic
+ * templates under key i, tuple id i + 1), writes its snapshot to
+ * D/bench.snap (default /tmp), then R times reads it back with
+ * eng_snap_read_file on T threads (the file is in the page cache: it was
+ * just written; the read after a restart finds it there too unless the
+ * machine rebooted) and prints the wall time and its stages as the engine
+ * logs them: the arrays read into place with their CRC, the cache's
+ * rebuild (eng_cache_restore_end), the tuple id index, and the CPU
+ * seconds of all threads (the wall time depends on what else runs).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine_testlib.h"
+#include "eng_cache.h"
+#include "eng_snapfile.h"
+#include "mcc_crc32c.h"
+#include "testclock.h"
+
+int
+main(int argc, char **argv)
+{
+	int			n = 1000000;
+	int			distinct = 2000;
+	int			threads = 2;
+	int			rounds = 3;
+	const char *dir = "/tmp";
+	char		path[4096];
+	const eng_snap_ident id = {.db_oid = 1, .rel_oid = 42, .signature = 7, .system_id = 9,
+	.profile_id = 0};
+	tl_tpl	   *t;
+	eng_cache  *c;
+	uint64_t	cyl = 0;
+	uint8_t    *buf;
+	size_t		len;
+	mcc_error	err;
+	double		t0;
+
+	for (int i = 1; i + 1 < argc; i += 2)
+	{
+		if (strcmp(argv[i], "--templates") == 0)
+			n = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--distinct") == 0)
+			distinct = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--threads") == 0)
+			threads = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--rounds") == 0)
+			rounds = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--dir") == 0)
+			dir = argv[i + 1];
+		else
+		{
+			fprintf(stderr, "usage: %s [--templates N] [--distinct M] [--threads T] "
+					"[--rounds R] [--dir D]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (distinct > n)
+		distinct = n;
+	mcc_lss_init();
+	t = tl_synth_templates(42, distinct, false);
+	for (int i = 0; i < distinct; i++)
+		cyl += (uint64_t) tl_view(&t[i]).n_cyl;
+	c = eng_cache_new(mcc_profile_by_id(MCC_PROFILE_DEFAULT), NULL, (uint32_t) n,
+					  (uint32_t) (cyl * ((uint64_t) n / distinct + 1)), &err);
+	if (c == NULL)
+		return 1;
+	for (int i = 0; i < n; i++)
+	{
+		mcc_template_view v = tl_view(&t[i % distinct]);
+		uint32_t	idx;
+
+		if (eng_cache_append(c, i, 1, 0, 0, ENG_E_LOAD_INS, &v, &idx, &err) != MCC_OK)
+		{
+			fprintf(stderr, "append: %s\n", err.message);
+			return 1;
+		}
+		c->entries[idx].tid = (uint64_t) i + 1;
+		c->entries[idx].xmin = 1000 + (uint64_t) i;
+	}
+	snprintf(path, sizeof(path), "%s/bench.snap", dir);
+	if (eng_snap_encode(c, &id, 1, 1, &buf, &len, &err) != MCC_OK ||
+		eng_snap_write_file(path, buf, len, &err) != MCC_OK)
+	{
+		fprintf(stderr, "snapshot: %s\n", err.message);
+		return 1;
+	}
+	eng_cache_free(c);
+	printf("# %d rows (%d distinct synthetic templates, %.1f cylinders each), snapshot %.1f MB, "
+		   "%d thread(s)\n", n, distinct, (double) cyl / distinct, len / 1048576.0, threads);
+	for (int r = 0; r < rounds; r++)
+	{
+		eng_snap   *s = NULL;
+		bool		missing;
+
+		double		c0 = tclock_process_cpu_s();
+
+		mcc_error_clear(&err);
+		t0 = tclock_wall_s();
+		if (eng_snap_read_file(path, &id, threads, &s, &missing, &err) != MCC_OK)
+		{
+			fprintf(stderr, "read: %s\n", err.message);
+			return 1;
+		}
+		t0 = tclock_wall_s() - t0;
+		c0 = tclock_process_cpu_s() - c0;
+		printf("read_file %.3f s (%.0f MB/s): arrays + CRC %.3f s, rebuild %.3f s, "
+			   "tid index %.3f s, %d thread(s); %.3f CPU s (%.0f MB per CPU-second)\n", t0,
+			   len / 1048576.0 / t0, s->io_s, s->rebuild_s, s->index_s, s->threads, c0,
+			   len / 1048576.0 / c0);
+		eng_snap_free(s);
+	}
+	unlink(path);
+	free(buf);
+	return 0;
+}
