@@ -19,6 +19,40 @@ mcc_kernel_always(void)
 	return 1;
 }
 
+int
+mcc_kernel_never(void)
+{
+	return 0;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+int
+mcc_kernel_avx2(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2");
+}
+
+int
+mcc_kernel_avx512bw(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+}
+#else
+int
+mcc_kernel_avx2(void)
+{
+	return 0;
+}
+
+int
+mcc_kernel_avx512bw(void)
+{
+	return 0;
+}
+#endif
+
 const void *
 mcc_kernel_current(mcc_kernel_table *t)
 {

@@ -32,6 +32,17 @@ typedef struct mcc_kernel_table
 /* Always usable (the portable variant). */
 int			mcc_kernel_always(void);
 
+/* Never usable (an x86 variant built for another architecture). */
+int			mcc_kernel_never(void);
+
+/*
+ * The usable() of the image kernels' x86 variants (SAD, DP2D): AVX2, and
+ * AVX-512 F with BW; 0 off x86. (The gallery scan's variants need more:
+ * mcc_cpu_has_avx2 and mcc_cpu_has_avx512, mcc_soa.h.)
+ */
+int			mcc_kernel_avx2(void);
+int			mcc_kernel_avx512bw(void);
+
 /* The entry in use, chosen on first call. Thread-safe. */
 const void *mcc_kernel_current(mcc_kernel_table *t);
 
