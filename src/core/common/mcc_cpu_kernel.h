@@ -36,12 +36,15 @@ int			mcc_kernel_always(void);
 int			mcc_kernel_never(void);
 
 /*
- * The usable() of the image kernels' x86 variants (SAD, DP2D): AVX2, and
- * AVX-512 F with BW; 0 off x86. (The gallery scan's variants need more:
- * mcc_cpu_has_avx2 and mcc_cpu_has_avx512, mcc_soa.h.)
+ * The usable() of the x86 variants, 0 off x86. The image kernels (SAD,
+ * DP2D): AVX2, AVX-512 F with BW. The gallery scan and the comparisons:
+ * POPCNT; AVX2 and POPCNT; AVX-512 F/BW/VL/VPOPCNTDQ and POPCNT.
  */
 int			mcc_kernel_avx2(void);
 int			mcc_kernel_avx512bw(void);
+int			mcc_cpu_has_popcnt(void);
+int			mcc_cpu_has_avx2(void);
+int			mcc_cpu_has_avx512(void);
 
 /* The entry in use, chosen on first call. Thread-safe. */
 const void *mcc_kernel_current(mcc_kernel_table *t);
