@@ -115,6 +115,27 @@ load_ref(eng_server *s, eng_conn *c, uint64_t rid, uint64_t gen, const uint64_t 
 	eng_buf_free(&b);
 }
 
+/* The reference: the NT templates of gt as keys 0..NT-1, nothing else. */
+static void
+ref_all(void)
+{
+	ref_reset();
+	for (int i = 0; i < NT; i++)
+		ref_add(i, &gt[i]);
+}
+
+/* A server on the GPU (one partition), the reference loaded: its connection. */
+static eng_conn *
+server_loaded(eng_server *s, uint32_t prof_id)
+{
+	eng_conn   *c;
+
+	server(s, 0, 0);
+	c = eng_conn_add(s, -1);
+	load_ref(s, c, 1, 1, NULL, prof_id);
+	return c;
+}
+
 /* The current cache of G. */
 static eng_cache *
 cache_of(eng_server *s)
@@ -241,9 +262,7 @@ test_updates(int parts)
 	char		what[48];
 
 	snprintf(what, sizeof(what), "%d partition(s)", parts ? parts : 1);
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
+	ref_all();
 	for (int i = 0; i < n_ref; i++)
 		ix[i] = i % 10 == 2 ? 9 : 10;
 	server(&s, parts, 0);
@@ -351,12 +370,8 @@ test_batches(void)
 	eng_gpu_stats st;
 	bool		ok = true;
 
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
+	ref_all();
+	c = server_loaded(&s, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
 	st0 = stats(&s);
 	tl_search(&b, 10, &G, 1, 20, 0.0f, NP, pt);
@@ -432,9 +447,7 @@ test_ties(void)
 		for (int j = 0; j < i; j++)
 			distinct = distinct && mcc_template_hash(v[i].b, v[i].n) != mcc_template_hash(v[j].b, v[j].n);
 	UNIT_CHECK(distinct, "20 versions of keys 3 and 7: equal cylinders, distinct hashes");
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
+	c = server_loaded(&s, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
 	for (uint32_t k = 1; k <= 24; k++)
 		tl_search(&b, rid++, &G, 1, k, 0.0f, 1, pt);
@@ -494,9 +507,7 @@ test_tpami(void)
 	ref_reset();
 	for (int i = 0; i < 50; i++)
 		ref_add(i, &t[i]);
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_TPAMI2010);
+	c = server_loaded(&s, MCC_PROFILE_TPAMI2010);
 	eng_buf_init(&b);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 10, t + 50);
 	ip_feed(&s, c, &b);
@@ -582,12 +593,8 @@ test_injected(void)
 	bool		ok;
 	int			warnings;
 
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
+	ref_all();
+	c = server_loaded(&s, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
 
 	/* a CUDA error: this search on the CPU, a WARNING; the next on the GPU */
@@ -661,9 +668,7 @@ test_memory_limit(void)
 	eng_gpu_stats st;
 	int			warnings;
 
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
+	ref_all();
 	server(&s, 0, 64 * 1024);
 	c = eng_conn_add(&s, -1);
 	capture_start();
@@ -694,12 +699,8 @@ test_sticky(void)
 	bool		ok;
 	int			warnings;
 
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
+	ref_all();
+	c = server_loaded(&s, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
 	/* a second gallery on the GPU too: its context must close as well */
 	{
@@ -768,9 +769,7 @@ test_no_device(void)
 
 	UNIT_CHECK(eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1) == NULL, "--gpu auto without a device: no GPU path");
 	capture_start();
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
+	ref_all();
 	server(&s, 0, 0);
 	errors = capture_count("ERROR", "no GPU found (the NVIDIA driver reports no device): searching on");
 	UNIT_CHECK(s.gpu == NULL && errors == 1, "--gpu on without a device: one error-level line");
