@@ -59,6 +59,16 @@ ip_reply(eng_conn *c, uint64_t rid, tl_frame *f, uint8_t **copy)
 	return n;
 }
 
+/* The server's GPU counters (eng_gpu.h; zero without a GPU path). */
+static inline eng_gpu_stats
+ip_gpu_stats(eng_server *s)
+{
+	eng_gpu_stats st;
+
+	eng_gpu_get_stats(s->gpu, &st);
+	return st;
+}
+
 /* Drop everything in c's output. */
 static inline void
 ip_clear_out(eng_conn *c)

@@ -156,15 +156,6 @@ device_of(eng_server *s)
 	return dev;
 }
 
-static eng_gpu_stats
-stats(eng_server *s)
-{
-	eng_gpu_stats st;
-
-	eng_gpu_get_stats(s->gpu, &st);
-	return st;
-}
-
 /*
  * Every score of probes pt[0..np) on the cache's GPU copy (incremental),
  * on a fresh full upload, and by mcc_soa_scan (tombstones: -1 on the GPU):
@@ -268,15 +259,15 @@ test_updates(int parts)
 	server(&s, parts, 0);
 	c = eng_conn_add(&s, -1);
 	load_ref(&s, c, 1, 1, ix, MCC_PROFILE_DEFAULT);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(st.uploads == 1 && strcmp(device_of(&s), "cpu") != 0,
 			   "%s: the load is uploaded at once (device %s)", what, device_of(&s));
 	d = score_diffs(&s, 4, &cmp);
 	UNIT_CHECK(d == 0 && cmp > 0, "%s: after the load, %llu scores equal mcc_soa_scan's",
 			   what, (unsigned long long) cmp);
-	st0 = stats(&s);
+	st0 = ip_gpu_stats(&s);
 	UNIT_CHECK(searches_ok(&s, c, 1, 100), "%s: searches after the load equal brute force", what);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(st.passes == st0.passes + 1 && st.fallbacks == 0,
 			   "%s: 5 searches arriving together: one GPU pass", what);
 
@@ -298,7 +289,7 @@ test_updates(int parts)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	UNIT_CHECK(searches_ok(&s, c, 4, 200), "%s: after 3 deltas, searches equal brute force", what);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(st.appends >= 1 && st.uploads == 1, "%s: deltas appended (%llu appends), no reload",
 			   what, (unsigned long long) st.appends);
 
@@ -318,7 +309,7 @@ test_updates(int parts)
 				ref[i].live = false;
 	}
 	UNIT_CHECK(searches_ok(&s, c, 4, 400), "%s: after the settle, searches equal brute force", what);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(cache_of(&s)->n_purged > 0 && st.removes > 0 && st.uploads == 1,
 			   "%s: %u tombstones sent to the GPU without a reload", what, cache_of(&s)->n_purged);
 	d = score_diffs(&s, 4, &cmp);
@@ -346,14 +337,14 @@ test_updates(int parts)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	ip_pump_all(&s);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(cache_of(&s)->n_purged == 0 && st.uploads == 2,
 			   "%s: compacted to %u entries, uploaded again", what, cache_of(&s)->soa.n_tpl);
 	UNIT_CHECK(searches_ok(&s, c, 5, 600), "%s: after compaction, searches equal brute force", what);
 	d = score_diffs(&s, 4, &cmp);
 	UNIT_CHECK(d == 0 && cmp > 0, "%s: after compaction, %llu scores equal",
 			   what, (unsigned long long) cmp);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(st.fallbacks == 0 && eng_gpu_usable(s.gpu), "%s: no search left the GPU", what);
 	eng_buf_free(&b);
 	eng_server_destroy(&s);
@@ -373,13 +364,13 @@ test_batches(void)
 	ref_all();
 	c = server_loaded(&s, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
-	st0 = stats(&s);
+	st0 = ip_gpu_stats(&s);
 	tl_search(&b, 10, &G, 1, 20, 0.0f, NP, pt);
 	for (int i = 0; i < NP; i++)
 		tl_search(&b, 20 + i, &G, 1, (uint32_t) (5 + 7 * i), 0.0f, 1, pt + i);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	ok = result_ok(c, 10, NP, pt, 20, 0.0f);
 	for (int i = 0; i < NP; i++)
 		ok = ok && result_ok(c, 20 + i, 1, pt + i, (uint32_t) (5 + 7 * i), 0.0f);
@@ -396,7 +387,7 @@ test_batches(void)
 	for (int i = 0; i < NP; i++)
 		ok = ok && result_ok(c, 40 + i, 1, pt + i, 20, 0.0f);
 	st0 = st;
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.passes == st0.passes + NP, "batching off: %d GPU passes, same results", NP);
 	ip_clear_out(c);
 	eng_buf_free(&b);
@@ -458,7 +449,7 @@ test_ties(void)
 	for (uint32_t k = 1; k <= 24; k++)
 		ok = result_ok(c, rid++, 1, pt, k, 0.0f) && ok;
 	ok = result_ok(c, rid++, 1, pt, 10, 0.999f) && ok;
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.fallbacks == 0,
 			   "k = 1 .. 24 over 8 + 12 tied versions: equal to brute force, on the GPU");
 	UNIT_CHECK(st.requeries > 0, "ties at the cut were asked again (%llu times)",
@@ -513,7 +504,7 @@ test_tpami(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	ok = result_ok(c, 2, 10, t + 50, 10, 0.0f);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.passes == 0 && st.uploads == 0 && strcmp(device_of(&s), "cpu") == 0,
 			   "profile tpami2010: searched on the CPU, nothing uploaded, equal to brute force");
 	eng_buf_free(&b);
@@ -598,14 +589,14 @@ test_injected(void)
 	eng_buf_init(&b);
 
 	/* a CUDA error: this search on the CPU, a WARNING; the next on the GPU */
-	st0 = stats(&s);
+	st0 = ip_gpu_stats(&s);
 	capture_start();
 	eng_gpu_test_inject(s.gpu, ENG_GPU_FAULT_CUDA);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 2, pt);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "this search runs on the CPU");
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f) && st.fallbacks == st0.fallbacks + 1 &&
 			   st.passes == st0.passes && warnings == 1,
 			   "a CUDA error: that search answered on the CPU, one WARNING");
@@ -613,7 +604,7 @@ test_injected(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	st0 = st;
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 3, 2, pt + 2, 10, 0.0f) && st.passes == st0.passes + 1,
 			   "the next search is on the GPU again");
 
@@ -624,7 +615,7 @@ test_injected(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	st0 = st;
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 4, 1, pt + 4, 10, 0.0f) && result_ok(c, 5, 1, pt + 5, 10, 0.0f) &&
 			   st.fallbacks == st0.fallbacks + 1 && strcmp(device_of(&s), "cpu") != 0,
 			   "a refused probe: searched on the CPU, the gallery stays on the GPU");
@@ -640,7 +631,7 @@ test_injected(void)
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "GPU not used for this cache");
 	st0 = st;
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	ok = result_ok(c, 6, 2, pt + 6, 10, 0.0f) && result_ok(c, 7, 2, pt + 8, 10, 0.0f);
 	UNIT_CHECK(ok && st.passes == st0.passes && warnings == 1 && strcmp(device_of(&s), "cpu") == 0,
 			   "out of GPU memory: one WARNING, the gallery searched on the CPU");
@@ -649,7 +640,7 @@ test_injected(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	st0 = st;
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 9, 2, pt, 10, 0.0f) && st.uploads == st0.uploads + 1 &&
 			   st.passes == st0.passes + 1 && strcmp(device_of(&s), "cpu") != 0,
 			   "its next load goes to the GPU again");
@@ -678,7 +669,7 @@ test_memory_limit(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "out of GPU memory");
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f) && st.passes == 0 && warnings == 1 &&
 			   strcmp(device_of(&s), "cpu") == 0,
 			   "--gpu-memory-limit 64 kB: out of GPU memory, one WARNING, searched on the CPU");
@@ -721,7 +712,7 @@ test_sticky(void)
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 2, pt);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
-	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f) && stats(&s).passes == 1,
+	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f) && ip_gpu_stats(&s).passes == 1,
 			   "before the fault: answered on the GPU");
 	UNIT_CHECK(eng_gpu_test_fault(s.gpu, cache_of(&s)), "the next kernel is made to fault");
 	capture_start();
@@ -737,7 +728,7 @@ test_sticky(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "GPU disabled for the rest of the process");
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	ok = result_ok(c, 3, 3, pt + 3, 10, 0.0f) && result_ok(c, 4, 2, pt + 6, 10, 0.0f) &&
 		result_ok(c, 7, 2, pt + 8, 10, 0.0f);
 	UNIT_CHECK(ok, "the faulting search and every later one answered on the CPU, equal to brute force");

@@ -393,16 +393,6 @@ test_cpu_stage_after_gpu(void)
 	server_free(s);
 }
 
-/* The server's GPU counters. */
-static eng_gpu_stats
-gpu_stats(eng_server *s)
-{
-	eng_gpu_stats st;
-
-	eng_gpu_get_stats(s->gpu, &st);
-	return st;
-}
-
 /* One round of refining searches with fused (on the GPU) and lsa-dtr (not). */
 static bool
 refine_round(eng_server *s, eng_conn *c, uint64_t rid)
@@ -435,9 +425,9 @@ test_gpu_refine(void)
 	eng_gpu_stats before;
 	bool		ok;
 
-	st0 = gpu_stats(s);
+	st0 = ip_gpu_stats(s);
 	ok = refine_round(s, c, 500);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 	UNIT_CHECK(ok && st1.refines == st0.refines + 1 && st1.refine_pairs > st0.refine_pairs &&
 			   st1.refine_fallbacks == 0 && st1.refine_attached >= NT,
 			   "fused and lss-dtr searches of one pass: one rescoring job on the GPU (%llu pairs), "
@@ -445,15 +435,15 @@ test_gpu_refine(void)
 			   (unsigned long long) (st1.refine_pairs - st0.refine_pairs));
 
 	eng_gpu_test_inject_refine(s->gpu, ENG_GPU_FAULT_CUDA);
-	st0 = gpu_stats(s);
+	st0 = ip_gpu_stats(s);
 	before = st0;
 	ok = refine_round(s, c, 510);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 	UNIT_CHECK(ok && st1.refine_fallbacks == st0.refine_fallbacks + 1 && st1.refines == st0.refines,
 			   "a CUDA error in a rescoring: the job runs again on the CPU threads, same answers");
 	st0 = st1;
 	ok = refine_round(s, c, 520);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 
 	/*
 	 * The error closed the cache's context; the gallery's GPU sync (when
@@ -466,9 +456,9 @@ test_gpu_refine(void)
 			   "... and the next one is on the GPU again (the copy uploaded afresh, its refinement data sent again)");
 
 	eng_gpu_test_inject_refine(s->gpu, ENG_GPU_FAULT_PROBE);
-	st0 = gpu_stats(s);
+	st0 = ip_gpu_stats(s);
 	ok = refine_round(s, c, 530) && refine_round(s, c, 540);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 	UNIT_CHECK(ok && st1.refine_fallbacks == st0.refine_fallbacks + 1 &&
 			   st1.refines == st0.refines && st1.passes >= st0.passes + 2,
 			   "data the refinement library refuses: this cache rescored on the CPU from then on "
@@ -477,9 +467,9 @@ test_gpu_refine(void)
 
 	gpu_refine_off = true;
 	s = server_new(2, &c);
-	st0 = gpu_stats(s);
+	st0 = ip_gpu_stats(s);
 	ok = refine_round(s, c, 550);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 	UNIT_CHECK(ok && st1.refines == 0 && st1.passes > st0.passes,
 			   "--gpu-refine off: passes on the GPU, rescoring on the CPU threads, same answers");
 	server_free(s);
