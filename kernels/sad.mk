@@ -29,7 +29,7 @@ SAD_CORE_OBJS = $(BUILD)/libmcccore.a
 BENCH_SAD_ARGS ?=
 
 # the emulation unit test compiles the kernel body header
-$(BUILD)/unit/test_sad_gpu_emu: kernels/impl/mcc_sad_body.h
+$(BUILD)/unit/test_sad_gpu_emu: kernels/impl/mcc_sad_body.h kernels/impl/mcc_sad_variants.h
 
 .PHONY: gpu-check-sad bench-sad sass-sad
 
@@ -37,7 +37,7 @@ ifneq ($(strip $(NVCC)),)
 SAD_NVCCFLAGS ?= $(NVCCFLAGS)
 SAD_GPU_LINK = $(CUDA_LINK)
 
-$(BUILD)/sad/mcc_sad_cu.o: kernels/impl/mcc_sad.cu kernels/impl/mcc_sad_body.h kernels/mcc_sad_gpu.h kernels/impl/mcc_gpu_rt.h \
+$(BUILD)/sad/mcc_sad_cu.o: kernels/impl/mcc_sad.cu kernels/impl/mcc_sad_body.h kernels/impl/mcc_sad_variants.h kernels/mcc_sad_gpu.h kernels/impl/mcc_gpu_rt.h \
 		$(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(SAD_NVCCFLAGS) -c $< -o $@
