@@ -212,18 +212,25 @@ tl_refine(eng_buf *b, uint64_t rid, uint32_t method, int n_items,
 
 /* LOAD_BEGIN with a priority and MCC_LOAD_* flags. */
 static inline void
-tl_load_begin_p(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
-				uint64_t expected, int32_t priority, uint32_t flags)
+tl_load_begin_prof(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
+				   uint64_t expected, int32_t priority, uint32_t flags, uint32_t prof_id)
 {
 	size_t		f = eng_frame_begin(b, MCC_MSG_LOAD_BEGIN, rid);
 
 	eng_buf_gallery(b, g);
 	eng_buf_u64(b, gen);
-	eng_buf_u32(b, MCC_PROFILE_DEFAULT);
+	eng_buf_u32(b, prof_id);
 	eng_buf_u64(b, expected);
 	eng_buf_u32(b, (uint32_t) priority);
 	eng_buf_u32(b, flags);
 	eng_frame_end(b, f);
+}
+
+static inline void
+tl_load_begin_p(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
+				uint64_t expected, int32_t priority, uint32_t flags)
+{
+	tl_load_begin_prof(b, rid, g, gen, expected, priority, flags, MCC_PROFILE_DEFAULT);
 }
 
 static inline void

@@ -43,30 +43,8 @@ static tl_tpl *xt;
 static tl_tpl *pt;
 static const mcc_gallery_id G = {7, 24576, 99};
 
-static tl_entry ref[NT + NX + 64];
-static int	n_ref;
-
-static void
-ref_reset(void)
-{
-	n_ref = 0;
-}
-
-static void
-ref_add(int64_t key, const tl_tpl *t)
-{
-	ref[n_ref].key = key;
-	ref[n_ref].t = t;
-	ref[n_ref].live = true;
-	n_ref++;
-}
-
-static bool
-result_ok(eng_conn *c, uint64_t rid, int np, const tl_tpl *probes, uint32_t k,
-		  float min_score)
-{
-	return ip_result_ok(c, rid, np, probes, k, min_score, NULL, ref, n_ref);
-}
+#define REF_CAP (NT + NX + 64)
+#include "engine_ref.h"
 
 /* A server whose passes go to the GPU (partitions: 0 = one per device). */
 static void
@@ -84,44 +62,12 @@ load_ref(eng_server *s, eng_conn *c, uint64_t rid, uint64_t gen, const uint64_t 
 		 uint32_t prof_id)
 {
 	eng_buf		b;
-	int64_t		keys[NT + NX + 64];
-	uint64_t	xid[NT + NX + 64];
-	tl_tpl		t[NT + NX + 64];
-	size_t		f;
-	int			n = 0;
 
 	eng_buf_init(&b);
-	for (int i = 0; i < n_ref; i++)
-		if (ref[i].live)
-		{
-			keys[n] = ref[i].key;
-			xid[n] = ixid ? ixid[i] : 5;
-			t[n] = *ref[i].t;
-			n++;
-		}
-	f = eng_frame_begin(&b, MCC_MSG_LOAD_BEGIN, rid);
-	eng_buf_gallery(&b, &G);
-	eng_buf_u64(&b, gen);
-	eng_buf_u32(&b, prof_id);
-	eng_buf_u64(&b, (uint64_t) n);
-	eng_buf_u32(&b, 0);			/* priority */
-	eng_buf_u32(&b, 0);			/* flags */
-	eng_frame_end(&b, f);
-	for (int i = 0; i < n; i += 100)
-		tl_load_rows(&b, rid, n - i < 100 ? n - i : 100, keys + i, xid + i, NULL, t + i);
-	tl_load_end(&b, rid);
+	ref_load_frames(&b, rid, gen, ixid, prof_id);
 	ip_feed(s, c, &b);
 	ip_pump_all(s);
 	eng_buf_free(&b);
-}
-
-/* The reference: the NT templates of gt as keys 0..NT-1, nothing else. */
-static void
-ref_all(void)
-{
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
 }
 
 /* A server on the GPU (one partition), the reference loaded: its connection. */
@@ -224,7 +170,7 @@ searches_ok(eng_server *s, eng_conn *c, uint64_t gen, uint64_t rid0)
 	ip_feed(s, c, &b);
 	ip_pump_all(s);
 	for (int i = 0; i < 5; i++)
-		if (!result_ok(c, rid0 + i, 3, pt + (i % 4) * 3, ks[i], mins[i]))
+		if (!result_ok(c, rid0 + i, 3, pt + (i % 4) * 3, ks[i], mins[i], NULL))
 		{
 			printf("# search %d (k %u, min_score %.2f) differs\n", i, ks[i], mins[i]);
 			ok = false;
@@ -371,9 +317,9 @@ test_batches(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	st = ip_gpu_stats(&s);
-	ok = result_ok(c, 10, NP, pt, 20, 0.0f);
+	ok = result_ok(c, 10, NP, pt, 20, 0.0f, NULL);
 	for (int i = 0; i < NP; i++)
-		ok = ok && result_ok(c, 20 + i, 1, pt + i, (uint32_t) (5 + 7 * i), 0.0f);
+		ok = ok && result_ok(c, 20 + i, 1, pt + i, (uint32_t) (5 + 7 * i), 0.0f, NULL);
 	UNIT_CHECK(ok && st.passes == st0.passes + 1,
 			   "%d probes in one SEARCH and %d searches of other k: one GPU pass, all equal brute force",
 			   NP, NP);
@@ -385,7 +331,7 @@ test_batches(void)
 	ip_pump_all(&s);
 	ok = true;
 	for (int i = 0; i < NP; i++)
-		ok = ok && result_ok(c, 40 + i, 1, pt + i, 20, 0.0f);
+		ok = ok && result_ok(c, 40 + i, 1, pt + i, 20, 0.0f, NULL);
 	st0 = st;
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.passes == st0.passes + NP, "batching off: %d GPU passes, same results", NP);
@@ -447,8 +393,8 @@ test_ties(void)
 	ip_pump_all(&s);
 	rid = 10;
 	for (uint32_t k = 1; k <= 24; k++)
-		ok = result_ok(c, rid++, 1, pt, k, 0.0f) && ok;
-	ok = result_ok(c, rid++, 1, pt, 10, 0.999f) && ok;
+		ok = result_ok(c, rid++, 1, pt, k, 0.0f, NULL) && ok;
+	ok = result_ok(c, rid++, 1, pt, 10, 0.999f, NULL) && ok;
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.fallbacks == 0,
 			   "k = 1 .. 24 over 8 + 12 tied versions: equal to brute force, on the GPU");
@@ -503,7 +449,7 @@ test_tpami(void)
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 10, t + 50);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
-	ok = result_ok(c, 2, 10, t + 50, 10, 0.0f);
+	ok = result_ok(c, 2, 10, t + 50, 10, 0.0f, NULL);
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.passes == 0 && st.uploads == 0 && strcmp(device_of(&s), "cpu") == 0,
 			   "profile tpami2010: searched on the CPU, nothing uploaded, equal to brute force");
@@ -597,7 +543,7 @@ test_injected(void)
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "this search runs on the CPU");
 	st = ip_gpu_stats(&s);
-	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f) && st.fallbacks == st0.fallbacks + 1 &&
+	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f, NULL) && st.fallbacks == st0.fallbacks + 1 &&
 			   st.passes == st0.passes && warnings == 1,
 			   "a CUDA error: that search answered on the CPU, one WARNING");
 	tl_search(&b, 3, &G, 1, 10, 0.0f, 2, pt + 2);
@@ -605,7 +551,7 @@ test_injected(void)
 	ip_pump_all(&s);
 	st0 = st;
 	st = ip_gpu_stats(&s);
-	UNIT_CHECK(result_ok(c, 3, 2, pt + 2, 10, 0.0f) && st.passes == st0.passes + 1,
+	UNIT_CHECK(result_ok(c, 3, 2, pt + 2, 10, 0.0f, NULL) && st.passes == st0.passes + 1,
 			   "the next search is on the GPU again");
 
 	/* a probe the kernels refuse: that search on the CPU */
@@ -616,7 +562,7 @@ test_injected(void)
 	ip_pump_all(&s);
 	st0 = st;
 	st = ip_gpu_stats(&s);
-	UNIT_CHECK(result_ok(c, 4, 1, pt + 4, 10, 0.0f) && result_ok(c, 5, 1, pt + 5, 10, 0.0f) &&
+	UNIT_CHECK(result_ok(c, 4, 1, pt + 4, 10, 0.0f, NULL) && result_ok(c, 5, 1, pt + 5, 10, 0.0f, NULL) &&
 			   st.fallbacks == st0.fallbacks + 1 && strcmp(device_of(&s), "cpu") != 0,
 			   "a refused probe: searched on the CPU, the gallery stays on the GPU");
 
@@ -632,7 +578,7 @@ test_injected(void)
 	warnings = capture_count("WARNING", "GPU not used for this cache");
 	st0 = st;
 	st = ip_gpu_stats(&s);
-	ok = result_ok(c, 6, 2, pt + 6, 10, 0.0f) && result_ok(c, 7, 2, pt + 8, 10, 0.0f);
+	ok = result_ok(c, 6, 2, pt + 6, 10, 0.0f, NULL) && result_ok(c, 7, 2, pt + 8, 10, 0.0f, NULL);
 	UNIT_CHECK(ok && st.passes == st0.passes && warnings == 1 && strcmp(device_of(&s), "cpu") == 0,
 			   "out of GPU memory: one WARNING, the gallery searched on the CPU");
 	load_ref(&s, c, 8, 2, NULL, MCC_PROFILE_DEFAULT);
@@ -641,7 +587,7 @@ test_injected(void)
 	ip_pump_all(&s);
 	st0 = st;
 	st = ip_gpu_stats(&s);
-	UNIT_CHECK(result_ok(c, 9, 2, pt, 10, 0.0f) && st.uploads == st0.uploads + 1 &&
+	UNIT_CHECK(result_ok(c, 9, 2, pt, 10, 0.0f, NULL) && st.uploads == st0.uploads + 1 &&
 			   st.passes == st0.passes + 1 && strcmp(device_of(&s), "cpu") != 0,
 			   "its next load goes to the GPU again");
 	ip_clear_out(c);
@@ -670,7 +616,7 @@ test_memory_limit(void)
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "out of GPU memory");
 	st = ip_gpu_stats(&s);
-	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f) && st.passes == 0 && warnings == 1 &&
+	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f, NULL) && st.passes == 0 && warnings == 1 &&
 			   strcmp(device_of(&s), "cpu") == 0,
 			   "--gpu-memory-limit 64 kB: out of GPU memory, one WARNING, searched on the CPU");
 	ip_clear_out(c);
@@ -712,7 +658,7 @@ test_sticky(void)
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 2, pt);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
-	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f) && ip_gpu_stats(&s).passes == 1,
+	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f, NULL) && ip_gpu_stats(&s).passes == 1,
 			   "before the fault: answered on the GPU");
 	UNIT_CHECK(eng_gpu_test_fault(s.gpu, cache_of(&s)), "the next kernel is made to fault");
 	capture_start();
@@ -729,8 +675,8 @@ test_sticky(void)
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "GPU disabled for the rest of the process");
 	st = ip_gpu_stats(&s);
-	ok = result_ok(c, 3, 3, pt + 3, 10, 0.0f) && result_ok(c, 4, 2, pt + 6, 10, 0.0f) &&
-		result_ok(c, 7, 2, pt + 8, 10, 0.0f);
+	ok = result_ok(c, 3, 3, pt + 3, 10, 0.0f, NULL) && result_ok(c, 4, 2, pt + 6, 10, 0.0f, NULL) &&
+		result_ok(c, 7, 2, pt + 8, 10, 0.0f, NULL);
 	UNIT_CHECK(ok, "the faulting search and every later one answered on the CPU, equal to brute force");
 	UNIT_CHECK(ip_reply(c, 5, NULL, NULL) == 1 && ip_error_of(c, 5) == 0,
 			   "the other gallery answered too");
@@ -770,7 +716,7 @@ test_no_device(void)
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 3, pt);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
-	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f) && strcmp(device_of(&s), "cpu") == 0,
+	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f, NULL) && strcmp(device_of(&s), "cpu") == 0,
 			   "and serves searches on the CPU, equal to brute force");
 	eng_buf_free(&b);
 	eng_server_destroy(&s);
