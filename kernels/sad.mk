@@ -21,8 +21,7 @@ MCC_SAD_MK := 1
 BUILD ?= build
 include kernels/nvcc.mk
 SAD_CC ?= gcc
-SAD_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG)
+SAD_CFLAGS = $(MCC_C_FLAGS) -D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG)
 SAD_LIBS = $(CORE_LIBS)
 # the core, built once (src/core/core.mk)
 SAD_CORE_OBJS = $(BUILD)/libmcccore.a
