@@ -597,20 +597,10 @@ main(int argc, char **argv)
 
 	eng_log_set_level(ENG_LOG_ERROR);
 	mcc_lss_init();
-	if (argc == 3 && strcmp(argv[1], "--gpu") == 0)
+	if (ip_gpu_option(argc, argv, &gpu_mode, &gpu_parts) < 0)
 	{
-		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1);
-
-		if (probe == NULL)
-		{
-			UNIT_SKIP("no usable GPU%s: refining searches on the GPU path are skipped",
-					  eng_gpu_built() ? "" : " (built without GPU support)");
-			return unit_done();
-		}
-		eng_gpu_stop(probe);
-		gpu_mode = ENG_GPU_ON;
-		gpu_parts = atoi(argv[2]);
-		printf("# every pass on the GPU path, %d partition(s)\n", gpu_parts);
+		UNIT_SKIP("no usable GPU%s: refining searches on the GPU path are skipped", ip_no_gpu_why());
+		return unit_done();
 	}
 	gt = tl_templates(51, NT + NI, 30);
 	other = tl_templates(52, 2, 0);

@@ -801,20 +801,10 @@ main(int argc, char **argv)
 
 	mcc_lss_init();
 	eng_log_set_level(ENG_LOG_ERROR);
-	if (argc == 3 && strcmp(argv[1], "--gpu") == 0)
+	if (ip_gpu_option(argc, argv, &gpu_mode, &gpu_parts) < 0)
 	{
-		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1);
-
-		if (probe == NULL)
-		{
-			UNIT_SKIP("no usable GPU%s: the engine suite on the GPU path is skipped",
-					  eng_gpu_built() ? "" : " (built without GPU support)");
-			return unit_done();
-		}
-		eng_gpu_stop(probe);
-		gpu_mode = ENG_GPU_ON;
-		gpu_parts = atoi(argv[2]);
-		printf("# every pass on the GPU path, %d partition(s) (0: one per device)\n", gpu_parts);
+		UNIT_SKIP("no usable GPU%s: the engine suite on the GPU path is skipped", ip_no_gpu_why());
+		return unit_done();
 	}
 	gt = tl_templates(31, NT, 15);
 	xt = tl_templates(32, NX, 15);
