@@ -21,8 +21,7 @@ MCC_CHAMFER_MK := 1
 BUILD ?= build
 include kernels/nvcc.mk
 CH_CC ?= gcc
-CH_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(WERROR_FLAG)
+CH_CFLAGS = $(MCC_C_FLAGS) -D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(WERROR_FLAG)
 CH_DIR = $(BUILD)/chamfer
 CH_CORE_OBJS = $(BUILD)/libmcccore.a
 CH_TEST_DEPS = test/unit/unit.h test/unit/chamfer_synth.h $(CORE_HDRS)

@@ -24,8 +24,7 @@ BUILD ?= build
 include kernels/nvcc.mk
 CU_SRCS ?= $(sort $(wildcard kernels/impl/*.cu))
 GPU_CC ?= gcc
-GPU_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter \
-	-Wno-sign-compare -D_DEFAULT_SOURCE $(CORE_INC) -Ikernels $(WERROR_FLAG)
+GPU_CFLAGS = $(MCC_C_FLAGS) -D_DEFAULT_SOURCE $(CORE_INC) -Ikernels $(WERROR_FLAG)
 BENCH_GPU_ARGS ?=
 
 ifneq ($(strip $(NVCC)),)

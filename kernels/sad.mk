@@ -21,15 +21,14 @@ MCC_SAD_MK := 1
 BUILD ?= build
 include kernels/nvcc.mk
 SAD_CC ?= gcc
-SAD_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-	-D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG)
+SAD_CFLAGS = $(MCC_C_FLAGS) -D_DEFAULT_SOURCE $(CORE_INC) -Ikernels -Itest/unit $(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG)
 SAD_LIBS = $(CORE_LIBS)
 # the core, built once (src/core/core.mk)
 SAD_CORE_OBJS = $(BUILD)/libmcccore.a
 BENCH_SAD_ARGS ?=
 
 # the emulation unit test compiles the kernel body header
-$(BUILD)/unit/test_sad_gpu_emu: kernels/impl/mcc_sad_body.h
+$(BUILD)/unit/test_sad_gpu_emu: kernels/impl/mcc_sad_body.h kernels/impl/mcc_sad_variants.h
 
 .PHONY: gpu-check-sad bench-sad sass-sad
 
@@ -37,7 +36,7 @@ ifneq ($(strip $(NVCC)),)
 SAD_NVCCFLAGS ?= $(NVCCFLAGS)
 SAD_GPU_LINK = $(CUDA_LINK)
 
-$(BUILD)/sad/mcc_sad_cu.o: kernels/impl/mcc_sad.cu kernels/impl/mcc_sad_body.h kernels/mcc_sad_gpu.h kernels/impl/mcc_gpu_rt.h \
+$(BUILD)/sad/mcc_sad_cu.o: kernels/impl/mcc_sad.cu kernels/impl/mcc_sad_body.h kernels/impl/mcc_sad_variants.h kernels/mcc_sad_gpu.h kernels/impl/mcc_gpu_rt.h \
 		$(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(SAD_NVCCFLAGS) -c $< -o $@

@@ -33,22 +33,12 @@ BEGIN
 	USING start_after, max_rows, method, lss_thr, thr;
 END $$;
 
--- the result of a query over (id_a, id_b, lss, score) equals another's,
--- row for row and score for score; says how many rows
-CREATE FUNCTION same(q1 text, q2 text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	a text[];
-	b text[];
-BEGIN
-	EXECUTE format('SELECT array_agg(r::text ORDER BY r) FROM (%s) r', q1) INTO a;
-	EXECUTE format('SELECT array_agg(r::text ORDER BY r) FROM (%s) r', q2) INTO b;
-	RETURN CASE WHEN a IS NOT DISTINCT FROM b THEN 'same, ' || coalesce(cardinality(a), 0) || ' rows'
-				ELSE 'DIFFERENT: ' || coalesce(a::text, '{}') || ' vs ' || coalesce(b::text, '{}') END;
-END $$;
-
--- try(stmt) and sqlstate_of(stmt): a statement's error, if any
+-- try(stmt) and sqlstate_of(stmt): a statement's error, if any; same(q1,
+-- q2): the result of a query over (id_a, id_b, lss, score) equals another's,
+-- row for row and score for score, and how many rows
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/sql/include/try.sql
+\i :abs_srcdir/sql/include/same.sql
 
 -- LSS is symmetric on these templates (the same score either way round);
 -- the refined score is not, hence the canonical order of the definition

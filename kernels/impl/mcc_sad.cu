@@ -88,45 +88,8 @@ vsad4_dp4a(uint32_t a, uint32_t b, uint32_t c)
 
 #include "mcc_sad_body.h"
 
-#define SAD_J 2
-#define SAD_Y 8
-#define SAD_COLUMN_FN sad_column_j2y8
-#define SAD_THREAD_FN sad_thread_j2y8
-#include "mcc_sad_body.h"
-#undef SAD_J
-#undef SAD_Y
-#undef SAD_COLUMN_FN
-#undef SAD_THREAD_FN
-
-#define SAD_J 2
-#define SAD_Y 4
-#define SAD_COLUMN_FN sad_column_j2y4
-#define SAD_THREAD_FN sad_thread_j2y4
-#include "mcc_sad_body.h"
-#undef SAD_J
-#undef SAD_Y
-#undef SAD_COLUMN_FN
-#undef SAD_THREAD_FN
-
-#define SAD_J 1
-#define SAD_Y 4
-#define SAD_COLUMN_FN sad_column_j1y4
-#define SAD_THREAD_FN sad_thread_j1y4
-#include "mcc_sad_body.h"
-#undef SAD_J
-#undef SAD_Y
-#undef SAD_COLUMN_FN
-#undef SAD_THREAD_FN
-
-#define SAD_J 4
-#define SAD_Y 4
-#define SAD_COLUMN_FN sad_column_j4y4
-#define SAD_THREAD_FN sad_thread_j4y4
-#include "mcc_sad_body.h"
-#undef SAD_J
-#undef SAD_Y
-#undef SAD_COLUMN_FN
-#undef SAD_THREAD_FN
+#define SAD_NAME(x) sad_##x
+#include "mcc_sad_variants.h"
 
 /* the DP4A variant: the packed SAD as two instructions that are surely native */
 #undef SAD_VSAD

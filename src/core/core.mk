@@ -36,7 +36,11 @@ PROTO_HDRS = $(wildcard src/proto/*.h)
 BUILD ?= build
 MCC_PNG_LIB ?= $(if $(wildcard /usr/include/png.h),-lpng)
 CORE_CC ?= gcc
-CORE_CFLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare $(CORE_INC) \
+# The C compiler's flags of every program on the core (the core itself, the
+# engine, tests and tools, the GPU libraries' host programs in kernels/*.mk):
+# one list, no fused multiply-add (the CPU's bits are the GPU's).
+MCC_C_FLAGS = -std=c11 -O2 -ffp-contract=off -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare
+CORE_CFLAGS = $(MCC_C_FLAGS) $(CORE_INC) \
 	$(if $(MCC_PNG_LIB),,-DMCC_NO_PNG) $(WERROR_FLAG) $(if $(filter yes,$(MCC_SANITIZE)),$(SANITIZE_FLAGS))
 CORE_LIBS = $(MCC_PNG_LIB) -lm -lpthread
 CORE_OBJS = $(patsubst src/core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))

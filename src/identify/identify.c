@@ -78,15 +78,6 @@ typedef struct identify_state
 	int64		n_rows;			/* rows scanned: n of src/identify/refine.h */
 } identify_state;
 
-/* Raise 22004 for a NULL argument. */
-static void
-null_argument(const char *name)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("%s of identify() must not be null", name)));
-}
-
 /* Check k and min_score. */
 static void
 check_limits(int32 k, float4 min_score)
@@ -414,14 +405,8 @@ mcc_identify(PG_FUNCTION_ARGS)
 	struct varlena *probe;
 	int64		cap;
 
-	if (PG_ARGISNULL(0))
-		null_argument("gallery");
-	if (PG_ARGISNULL(1))
-		null_argument("probe");
-	if (PG_ARGISNULL(2))
-		null_argument("k");
-	if (PG_ARGISNULL(3))
-		null_argument("min_score");
+	mcc_pg_require_args(fcinfo, "identify()",
+						(const char *const[]) {"gallery", "probe", "k", "min_score"}, 4);
 	memset(&st, 0, sizeof(st));
 	st.k = PG_GETARG_INT32(2);
 	st.min_score = PG_GETARG_FLOAT4(3);

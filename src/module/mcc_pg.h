@@ -29,6 +29,14 @@ extern void mcc_dp2d_sql_init(void);
 /* Raise err as an ERROR with the SQLSTATE of its status (src/module/pg_error.c). */
 extern void mcc_pg_raise(const mcc_error *err) pg_attribute_noreturn();
 
+/*
+ * Raise 22004 null_value_not_allowed ("NAME of FN must not be null") for
+ * the first NULL among the arguments 0 .. n - 1, named names[i], of the SQL
+ * function fn (e.g. "identify()").
+ */
+extern void mcc_pg_require_args(FunctionCallInfo fcinfo, const char *fn,
+								const char *const *names, int n);
+
 /* SQLSTATE for a core status. */
 extern int	mcc_pg_sqlstate(mcc_status status);
 

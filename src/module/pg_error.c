@@ -49,6 +49,17 @@ mcc_pg_raise(const mcc_error *err)
 	pg_unreachable();
 }
 
+/* The first NULL argument among 0 .. n - 1 (mcc_pg.h). */
+void
+mcc_pg_require_args(FunctionCallInfo fcinfo, const char *fn, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s of %s must not be null", names[i], fn)));
+}
+
 /* Raise data_corrupted for a value that failed to open. */
 static void
 raise_corrupt(const mcc_error *err)

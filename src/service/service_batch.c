@@ -103,15 +103,6 @@ batch_in_backend(FunctionCallInfo fcinfo, Oid tpltype, struct varlena **probes, 
 	SPI_finish();
 }
 
-/* Raise 22004 for a NULL argument of identify_batch(). */
-static void
-batch_null(const char *name)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("%s of identify_batch() must not be null", name)));
-}
-
 /* The probes of the array, detoasted and validated. */
 static struct varlena **
 batch_probes(ArrayType *arr, int *n)
@@ -179,14 +170,8 @@ mcc_identify_batch(PG_FUNCTION_ARGS)
 	int			max_probes = BATCH_MAX_PROBES;
 	int			i;
 
-	if (PG_ARGISNULL(0))
-		batch_null("gallery");
-	if (PG_ARGISNULL(1))
-		batch_null("probes");
-	if (PG_ARGISNULL(2))
-		batch_null("k");
-	if (PG_ARGISNULL(3))
-		batch_null("min_score");
+	mcc_pg_require_args(fcinfo, "identify_batch()",
+						(const char *const[]) {"gallery", "probes", "k", "min_score"}, 4);
 	memset(&r, 0, sizeof(r));
 	r.k = PG_GETARG_INT32(2);
 	r.min_score = PG_GETARG_FLOAT4(3);

@@ -356,10 +356,7 @@ mcc_gallery_register(PG_FUNCTION_ARGS)
 	int			change_log = -1;
 	bool		log_on;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("gallery of mcc_gallery_register() must not be null")));
+	mcc_pg_require_args(fcinfo, "mcc_gallery_register()", (const char *const[]) {"gallery"}, 1);
 	relid = PG_GETARG_OID(0);
 	mcc_check_owner(relid);
 	check_service_member(GetUserId(), get_rel_name(relid), true);

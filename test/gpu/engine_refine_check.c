@@ -194,48 +194,19 @@ bench(eng_server *s, eng_conn *c, const opts *o, const tl_tpl *probes, const cha
 	return nq / wall;
 }
 
-/* Candidates in a refining RESULT (mcc_proto.h: 44-byte rhits); 0 if malformed. */
+/* Candidates in a refining RESULT (mcc_proto.h); 0 if malformed. */
 static uint64_t
 n_candidates(const tl_frame *f)
 {
-	eng_rd		rd;
-	uint32_t	ng;
+	uint64_t	searchable;
 	uint32_t	np;
 	uint64_t	n = 0;
+	tl_rprobe  *p = tl_parse_refined(f, 1u << 24, &searchable, &np);
 
-	eng_rd_init(&rd, f->p, f->h.length);
-	(void) eng_rd_u64(&rd);
-	(void) eng_rd_u32(&rd);
-	(void) eng_rd_u64(&rd);
-	(void) eng_rd_u32(&rd);
-	(void) eng_rd_u64(&rd);
-	ng = eng_rd_u32(&rd);
-	for (uint32_t i = 0; i < ng && !rd.bad; i++)
-	{
-		(void) eng_rd_u64(&rd);
-		(void) eng_rd_u64(&rd);
-		(void) eng_rd_u64(&rd);
-	}
-	np = eng_rd_u32(&rd);
-	for (uint32_t i = 0; i < np && !rd.bad; i++)
-	{
-		uint32_t	m;
-
-		(void) eng_rd_u32(&rd);
-		m = eng_rd_u32(&rd);
-		for (uint32_t j = 0; j < m && !rd.bad; j++)
-		{
-			(void) eng_rd_f32(&rd);	/* LSS score, key, hash */
-			(void) eng_rd_i64(&rd);
-			(void) eng_rd_u64(&rd);
-			(void) eng_rd_f32(&rd);	/* refined, insert xid, delete xid, flags */
-			(void) eng_rd_u64(&rd);
-			(void) eng_rd_u64(&rd);
-			(void) eng_rd_u32(&rd);
-		}
-		n += m;
-	}
-	return eng_rd_done(&rd) ? n : 0;
+	for (uint32_t i = 0; p != NULL && i < np; i++)
+		n += p[i].n;
+	tl_rprobes_free(p, p ? np : 0);
+	return n;
 }
 
 /*

@@ -132,6 +132,19 @@ line(const char *what, int variant, uint32_t n, int nq, double up_ms, const resu
 		r->t.select_ms, r->t.sort_ms);
 }
 
+/* The end of a run: the gallery freed (synthetic or read), the log closed. */
+static int
+finish(mcc_soa *g, uint32_t synth)
+{
+	if (synth)
+		mcc_soa_free(g);
+	else
+		gd_gallery_free(g);
+	if (gd_logf)
+		fclose(gd_logf);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -250,13 +263,7 @@ main(int argc, char **argv)
 			mcc_gpu_close(c);
 		}
 		ndevs = 1;
-		if (synth)
-			mcc_soa_free(&g);
-		else
-			gd_gallery_free(&g);
-		if (gd_logf)
-			fclose(gd_logf);
-		return 0;
+		return finish(&g, synth);
 	}
 	if (only >= 0)
 	{
@@ -267,13 +274,7 @@ main(int argc, char **argv)
 					line("only", only, g.n_tpl, qi ? 8 : 1, up, &res, (double) g.n_cyl / g.n_tpl);
 			mcc_gpu_close(c);
 		}
-		if (synth)
-			mcc_soa_free(&g);
-		else
-			gd_gallery_free(&g);
-		if (gd_logf)
-			fclose(gd_logf);
-		return 0;
+		return finish(&g, synth);
 	}
 
 	/* 1. variants */
@@ -409,11 +410,5 @@ main(int argc, char **argv)
 	for (int i = 0; i < nsum; i++)
 		gd_say("%10.0f %3.0f %10.1f %10.1f\n", summary[i][0], summary[i][1], summary[i][2] / 1e6,
 			summary[i][3] / 1e6);
-	if (synth)
-		mcc_soa_free(&g);
-	else
-		gd_gallery_free(&g);
-	if (gd_logf)
-		fclose(gd_logf);
-	return 0;
+	return finish(&g, synth);
 }

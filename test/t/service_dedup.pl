@@ -41,16 +41,10 @@ $node->safe_psql('postgres', q{
 							  mcc_score(p.tpl, g.tpl, method) AS score
 					   FROM newcomers p JOIN dg g ON g.tpl IS NOT NULL) r
 		WHERE lss >= lss_thr AND score >= thr $$;
-	-- 'same, N rows' when the two queries give the same rows and scores
-	CREATE FUNCTION same(q1 text, q2 text) RETURNS text LANGUAGE plpgsql AS $$
-	DECLARE a text[]; b text[];
-	BEGIN
-		EXECUTE format('SELECT array_agg(r::text ORDER BY r) FROM (%s) r', q1) INTO a;
-		EXECUTE format('SELECT array_agg(r::text ORDER BY r) FROM (%s) r', q2) INTO b;
-		RETURN CASE WHEN a IS NOT DISTINCT FROM b THEN 'same, ' || coalesce(cardinality(a), 0) || ' rows'
-					ELSE 'DIFFERENT: ' || coalesce(a::text, '{}') || ' vs ' || coalesce(b::text, '{}') END;
-	END $$;
 });
+# 'same, N rows' when two queries give the same rows and scores (the
+# pg_regress tests' same(), sql/include/same.sql)
+$node->safe_psql('postgres', slurp_file("$ENV{MCC_SRCDIR}/sql/include/same.sql"));
 $node->safe_psql('postgres', "SELECT mcc_gallery_register('dg')");
 $node->safe_psql('postgres', "SELECT mcc_gallery_preload('dg')");
 

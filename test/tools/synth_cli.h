@@ -116,25 +116,6 @@ static const cli_model_opt cli_model_opts[] = {
 #define CLI_PROFILE		998
 #define CLI_HELP		997
 
-/* Zero every perturbation of an impression (--clean). */
-static void
-cli_set_clean(mcc_synth_params *sp)
-{
-	sp->max_rotation = 0;
-	sp->max_translation = 0;
-	sp->distortion = 0;
-	sp->p_missing = 0;
-	sp->max_spurious = 0;
-	sp->pos_noise = 0;
-	sp->angle_noise = 0;
-	sp->contact_loss = 0;
-	sp->border = 0;
-	sp->p_type_flip = 0;
-	sp->p_dir_flip = 0;
-	sp->quality_noise = 0;
-	sp->variability = 0;
-}
-
 /*
  * The long options of a tool: its own (own, terminated by a NULL name)
  * followed by the model options, --clean, --profile and --help. malloc'ed, never freed.
@@ -183,7 +164,7 @@ cli_pre_clean(int argc, char **argv, mcc_synth_params *sp)
 		if (strcmp(argv[i], "--") == 0)
 			break;
 		if (strcmp(argv[i], "--clean") == 0)
-			cli_set_clean(sp);
+			mcc_synth_clean(sp);
 	}
 }
 

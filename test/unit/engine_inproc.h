@@ -59,6 +59,45 @@ ip_reply(eng_conn *c, uint64_t rid, tl_frame *f, uint8_t **copy)
 	return n;
 }
 
+/*
+ * The engine tests' option --gpu P (make gpu-check): every pass on the GPU
+ * path with P partitions (0: one per device). 0 without the option; 1 with
+ * *mode ENG_GPU_ON and *parts P, said on stdout; -1 when no GPU is usable
+ * (the test skips, with ip_no_gpu_why()).
+ */
+static inline int
+ip_gpu_option(int argc, char **argv, eng_gpu_mode *mode, int *parts)
+{
+	eng_gpu    *probe;
+
+	if (argc != 3 || strcmp(argv[1], "--gpu") != 0)
+		return 0;
+	if ((probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1)) == NULL)
+		return -1;
+	eng_gpu_stop(probe);
+	*mode = ENG_GPU_ON;
+	*parts = atoi(argv[2]);
+	printf("# every pass on the GPU path, %d partition(s) (0: one per device)\n", *parts);
+	return 1;
+}
+
+/* Why ip_gpu_option found no GPU: "" or that this build has no GPU path. */
+static inline const char *
+ip_no_gpu_why(void)
+{
+	return eng_gpu_built() ? "" : " (built without GPU support)";
+}
+
+/* The server's GPU counters (eng_gpu.h; zero without a GPU path). */
+static inline eng_gpu_stats
+ip_gpu_stats(eng_server *s)
+{
+	eng_gpu_stats st;
+
+	eng_gpu_get_stats(s->gpu, &st);
+	return st;
+}
+
 /* Drop everything in c's output. */
 static inline void
 ip_clear_out(eng_conn *c)

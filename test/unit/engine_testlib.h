@@ -212,18 +212,25 @@ tl_refine(eng_buf *b, uint64_t rid, uint32_t method, int n_items,
 
 /* LOAD_BEGIN with a priority and MCC_LOAD_* flags. */
 static inline void
-tl_load_begin_p(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
-				uint64_t expected, int32_t priority, uint32_t flags)
+tl_load_begin_prof(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
+				   uint64_t expected, int32_t priority, uint32_t flags, uint32_t prof_id)
 {
 	size_t		f = eng_frame_begin(b, MCC_MSG_LOAD_BEGIN, rid);
 
 	eng_buf_gallery(b, g);
 	eng_buf_u64(b, gen);
-	eng_buf_u32(b, MCC_PROFILE_DEFAULT);
+	eng_buf_u32(b, prof_id);
 	eng_buf_u64(b, expected);
 	eng_buf_u32(b, (uint32_t) priority);
 	eng_buf_u32(b, flags);
 	eng_frame_end(b, f);
+}
+
+static inline void
+tl_load_begin_p(eng_buf *b, uint64_t rid, const mcc_gallery_id *g, uint64_t gen,
+				uint64_t expected, int32_t priority, uint32_t flags)
+{
+	tl_load_begin_prof(b, rid, g, gen, expected, priority, flags, MCC_PROFILE_DEFAULT);
 }
 
 static inline void
@@ -398,6 +405,32 @@ typedef struct tl_result
 	tl_probe_result *p;			/* n, malloc'ed */
 } tl_result;
 
+/*
+ * Read a RESULT's head (mcc_proto.h: counts and version groups) into r, the
+ * groups malloc'ed; false if malformed. Plain and refining RESULTs share it.
+ */
+static inline bool
+tl_rd_result_head(eng_rd *rd, tl_result *r)
+{
+	r->applied = eng_rd_u64(rd);
+	r->unsettled = eng_rd_u32(rd);
+	r->searchable = eng_rd_u64(rd);
+	r->count_state = eng_rd_u32(rd);
+	r->certain = eng_rd_u64(rd);
+	r->n_groups = eng_rd_u32(rd);
+	if (rd->bad || r->n_groups > MCC_PROTO_MAX_GROUPS)
+		return false;
+	r->groups = calloc(r->n_groups ? r->n_groups : 1, sizeof(tl_group));
+	for (uint32_t i = 0; i < r->n_groups; i++)
+	{
+		r->groups[i].ixid = eng_rd_u64(rd);
+		r->groups[i].dxid = eng_rd_u64(rd);
+		r->groups[i].flags = eng_rd_u32(rd);
+		r->groups[i].entries = eng_rd_u32(rd);
+	}
+	return !rd->bad;
+}
+
 /* Parse a RESULT payload; false if malformed. */
 static inline bool
 tl_parse_result(const tl_frame *f, tl_result *r)
@@ -408,22 +441,8 @@ tl_parse_result(const tl_frame *f, tl_result *r)
 	if (f->h.type != MCC_MSG_RESULT)
 		return false;
 	eng_rd_init(&rd, f->p, f->h.length);
-	r->applied = eng_rd_u64(&rd);
-	r->unsettled = eng_rd_u32(&rd);
-	r->searchable = eng_rd_u64(&rd);
-	r->count_state = eng_rd_u32(&rd);
-	r->certain = eng_rd_u64(&rd);
-	r->n_groups = eng_rd_u32(&rd);
-	if (rd.bad || r->n_groups > MCC_PROTO_MAX_GROUPS)
+	if (!tl_rd_result_head(&rd, r))
 		return false;
-	r->groups = calloc(r->n_groups ? r->n_groups : 1, sizeof(tl_group));
-	for (uint32_t i = 0; i < r->n_groups; i++)
-	{
-		r->groups[i].ixid = eng_rd_u64(&rd);
-		r->groups[i].dxid = eng_rd_u64(&rd);
-		r->groups[i].flags = eng_rd_u32(&rd);
-		r->groups[i].entries = eng_rd_u32(&rd);
-	}
 	r->n = eng_rd_u32(&rd);
 	if (rd.bad || r->n > 4096)
 		return false;
@@ -451,6 +470,86 @@ tl_result_free(tl_result *r)
 	r->p = NULL;
 	free(r->groups);
 	r->groups = NULL;
+}
+
+/* One candidate of a refining RESULT (mcc_proto.h: SEARCH with `refine`). */
+typedef struct tl_rhit
+{
+	float		score;			/* LSS */
+	int64_t		key;
+	uint64_t	hash;
+	float		refined;
+	uint64_t	ixid;
+	uint64_t	dxid;
+	uint32_t	flags;
+} tl_rhit;
+
+typedef struct tl_rprobe
+{
+	uint32_t	more;
+	uint32_t	total;			/* MCC_RESULT_TOP: the shortlist's size */
+	uint32_t	n;
+	tl_rhit    *h;				/* n (+1), malloc'ed */
+} tl_rprobe;
+
+static inline void
+tl_rprobes_free(tl_rprobe *p, uint32_t np)
+{
+	for (uint32_t i = 0; p != NULL && i < np; i++)
+		free(p[i].h);
+	free(p);
+}
+
+/*
+ * Parse a refining RESULT: its probes (*np of them, each at most max_hits
+ * candidates), malloc'ed, and its searchable count; NULL if malformed.
+ */
+static inline tl_rprobe *
+tl_parse_refined(const tl_frame *f, uint32_t max_hits, uint64_t *searchable, uint32_t *np)
+{
+	eng_rd		rd;
+	tl_result	head;
+	tl_rprobe  *out;
+	bool		ok;
+
+	memset(&head, 0, sizeof(head));
+	if (f->h.type != MCC_MSG_RESULT)
+		return NULL;
+	eng_rd_init(&rd, f->p, f->h.length);
+	ok = tl_rd_result_head(&rd, &head);
+	tl_result_free(&head);
+	*searchable = head.searchable;
+	*np = eng_rd_u32(&rd);
+	if (!ok || rd.bad || *np > 4096)
+		return NULL;
+	out = calloc(*np ? *np : 1, sizeof(tl_rprobe));
+	for (uint32_t i = 0; i < *np && !rd.bad; i++)
+	{
+		out[i].more = eng_rd_u32(&rd);
+		out[i].total = (out[i].more & MCC_RESULT_TOP) ? eng_rd_u32(&rd) : 0;
+		out[i].n = eng_rd_u32(&rd);
+		if (rd.bad || out[i].n > max_hits)
+			break;
+		out[i].h = calloc(out[i].n + 1, sizeof(tl_rhit));
+		for (uint32_t j = 0; j < out[i].n; j++)
+		{
+			tl_rhit    *h = &out[i].h[j];
+
+			h->score = eng_rd_f32(&rd);
+			h->key = eng_rd_i64(&rd);
+			h->hash = eng_rd_u64(&rd);
+			h->refined = eng_rd_f32(&rd);
+			h->ixid = eng_rd_u64(&rd);
+			h->dxid = eng_rd_u64(&rd);
+			h->flags = eng_rd_u32(&rd);
+		}
+	}
+	if (!eng_rd_done(&rd))
+	{
+		tl_rprobes_free(out, *np);
+		return NULL;
+	}
+	return out;
 }
 
 /* The code of an ERROR frame (0 if not an error). */

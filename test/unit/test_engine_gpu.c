@@ -43,30 +43,8 @@ static tl_tpl *xt;
 static tl_tpl *pt;
 static const mcc_gallery_id G = {7, 24576, 99};
 
-static tl_entry ref[NT + NX + 64];
-static int	n_ref;
-
-static void
-ref_reset(void)
-{
-	n_ref = 0;
-}
-
-static void
-ref_add(int64_t key, const tl_tpl *t)
-{
-	ref[n_ref].key = key;
-	ref[n_ref].t = t;
-	ref[n_ref].live = true;
-	n_ref++;
-}
-
-static bool
-result_ok(eng_conn *c, uint64_t rid, int np, const tl_tpl *probes, uint32_t k,
-		  float min_score)
-{
-	return ip_result_ok(c, rid, np, probes, k, min_score, NULL, ref, n_ref);
-}
+#define REF_CAP (NT + NX + 64)
+#include "engine_ref.h"
 
 /* A server whose passes go to the GPU (partitions: 0 = one per device). */
 static void
@@ -84,35 +62,24 @@ load_ref(eng_server *s, eng_conn *c, uint64_t rid, uint64_t gen, const uint64_t 
 		 uint32_t prof_id)
 {
 	eng_buf		b;
-	int64_t		keys[NT + NX + 64];
-	uint64_t	xid[NT + NX + 64];
-	tl_tpl		t[NT + NX + 64];
-	size_t		f;
-	int			n = 0;
 
 	eng_buf_init(&b);
-	for (int i = 0; i < n_ref; i++)
-		if (ref[i].live)
-		{
-			keys[n] = ref[i].key;
-			xid[n] = ixid ? ixid[i] : 5;
-			t[n] = *ref[i].t;
-			n++;
-		}
-	f = eng_frame_begin(&b, MCC_MSG_LOAD_BEGIN, rid);
-	eng_buf_gallery(&b, &G);
-	eng_buf_u64(&b, gen);
-	eng_buf_u32(&b, prof_id);
-	eng_buf_u64(&b, (uint64_t) n);
-	eng_buf_u32(&b, 0);			/* priority */
-	eng_buf_u32(&b, 0);			/* flags */
-	eng_frame_end(&b, f);
-	for (int i = 0; i < n; i += 100)
-		tl_load_rows(&b, rid, n - i < 100 ? n - i : 100, keys + i, xid + i, NULL, t + i);
-	tl_load_end(&b, rid);
+	ref_load_frames(&b, rid, gen, ixid, prof_id);
 	ip_feed(s, c, &b);
 	ip_pump_all(s);
 	eng_buf_free(&b);
+}
+
+/* A server on the GPU (one partition), the reference loaded: its connection. */
+static eng_conn *
+server_loaded(eng_server *s, uint32_t prof_id)
+{
+	eng_conn   *c;
+
+	server(s, 0, 0);
+	c = eng_conn_add(s, -1);
+	load_ref(s, c, 1, 1, NULL, prof_id);
+	return c;
 }
 
 /* The current cache of G. */
@@ -133,15 +100,6 @@ device_of(eng_server *s)
 
 	eng_gpu_describe(s->gpu, cache_of(s), dev, sizeof(dev), &bytes);
 	return dev;
-}
-
-static eng_gpu_stats
-stats(eng_server *s)
-{
-	eng_gpu_stats st;
-
-	eng_gpu_get_stats(s->gpu, &st);
-	return st;
 }
 
 /*
@@ -212,7 +170,7 @@ searches_ok(eng_server *s, eng_conn *c, uint64_t gen, uint64_t rid0)
 	ip_feed(s, c, &b);
 	ip_pump_all(s);
 	for (int i = 0; i < 5; i++)
-		if (!result_ok(c, rid0 + i, 3, pt + (i % 4) * 3, ks[i], mins[i]))
+		if (!result_ok(c, rid0 + i, 3, pt + (i % 4) * 3, ks[i], mins[i], NULL))
 		{
 			printf("# search %d (k %u, min_score %.2f) differs\n", i, ks[i], mins[i]);
 			ok = false;
@@ -241,23 +199,21 @@ test_updates(int parts)
 	char		what[48];
 
 	snprintf(what, sizeof(what), "%d partition(s)", parts ? parts : 1);
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
+	ref_all();
 	for (int i = 0; i < n_ref; i++)
 		ix[i] = i % 10 == 2 ? 9 : 10;
 	server(&s, parts, 0);
 	c = eng_conn_add(&s, -1);
 	load_ref(&s, c, 1, 1, ix, MCC_PROFILE_DEFAULT);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(st.uploads == 1 && strcmp(device_of(&s), "cpu") != 0,
 			   "%s: the load is uploaded at once (device %s)", what, device_of(&s));
 	d = score_diffs(&s, 4, &cmp);
 	UNIT_CHECK(d == 0 && cmp > 0, "%s: after the load, %llu scores equal mcc_soa_scan's",
 			   what, (unsigned long long) cmp);
-	st0 = stats(&s);
+	st0 = ip_gpu_stats(&s);
 	UNIT_CHECK(searches_ok(&s, c, 1, 100), "%s: searches after the load equal brute force", what);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(st.passes == st0.passes + 1 && st.fallbacks == 0,
 			   "%s: 5 searches arriving together: one GPU pass", what);
 
@@ -279,7 +235,7 @@ test_updates(int parts)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	UNIT_CHECK(searches_ok(&s, c, 4, 200), "%s: after 3 deltas, searches equal brute force", what);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(st.appends >= 1 && st.uploads == 1, "%s: deltas appended (%llu appends), no reload",
 			   what, (unsigned long long) st.appends);
 
@@ -299,7 +255,7 @@ test_updates(int parts)
 				ref[i].live = false;
 	}
 	UNIT_CHECK(searches_ok(&s, c, 4, 400), "%s: after the settle, searches equal brute force", what);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(cache_of(&s)->n_purged > 0 && st.removes > 0 && st.uploads == 1,
 			   "%s: %u tombstones sent to the GPU without a reload", what, cache_of(&s)->n_purged);
 	d = score_diffs(&s, 4, &cmp);
@@ -327,14 +283,14 @@ test_updates(int parts)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	ip_pump_all(&s);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(cache_of(&s)->n_purged == 0 && st.uploads == 2,
 			   "%s: compacted to %u entries, uploaded again", what, cache_of(&s)->soa.n_tpl);
 	UNIT_CHECK(searches_ok(&s, c, 5, 600), "%s: after compaction, searches equal brute force", what);
 	d = score_diffs(&s, 4, &cmp);
 	UNIT_CHECK(d == 0 && cmp > 0, "%s: after compaction, %llu scores equal",
 			   what, (unsigned long long) cmp);
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(st.fallbacks == 0 && eng_gpu_usable(s.gpu), "%s: no search left the GPU", what);
 	eng_buf_free(&b);
 	eng_server_destroy(&s);
@@ -351,23 +307,19 @@ test_batches(void)
 	eng_gpu_stats st;
 	bool		ok = true;
 
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
+	ref_all();
+	c = server_loaded(&s, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
-	st0 = stats(&s);
+	st0 = ip_gpu_stats(&s);
 	tl_search(&b, 10, &G, 1, 20, 0.0f, NP, pt);
 	for (int i = 0; i < NP; i++)
 		tl_search(&b, 20 + i, &G, 1, (uint32_t) (5 + 7 * i), 0.0f, 1, pt + i);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
-	st = stats(&s);
-	ok = result_ok(c, 10, NP, pt, 20, 0.0f);
+	st = ip_gpu_stats(&s);
+	ok = result_ok(c, 10, NP, pt, 20, 0.0f, NULL);
 	for (int i = 0; i < NP; i++)
-		ok = ok && result_ok(c, 20 + i, 1, pt + i, (uint32_t) (5 + 7 * i), 0.0f);
+		ok = ok && result_ok(c, 20 + i, 1, pt + i, (uint32_t) (5 + 7 * i), 0.0f, NULL);
 	UNIT_CHECK(ok && st.passes == st0.passes + 1,
 			   "%d probes in one SEARCH and %d searches of other k: one GPU pass, all equal brute force",
 			   NP, NP);
@@ -379,9 +331,9 @@ test_batches(void)
 	ip_pump_all(&s);
 	ok = true;
 	for (int i = 0; i < NP; i++)
-		ok = ok && result_ok(c, 40 + i, 1, pt + i, 20, 0.0f);
+		ok = ok && result_ok(c, 40 + i, 1, pt + i, 20, 0.0f, NULL);
 	st0 = st;
-	st = stats(&s);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.passes == st0.passes + NP, "batching off: %d GPU passes, same results", NP);
 	ip_clear_out(c);
 	eng_buf_free(&b);
@@ -432,9 +384,7 @@ test_ties(void)
 		for (int j = 0; j < i; j++)
 			distinct = distinct && mcc_template_hash(v[i].b, v[i].n) != mcc_template_hash(v[j].b, v[j].n);
 	UNIT_CHECK(distinct, "20 versions of keys 3 and 7: equal cylinders, distinct hashes");
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
+	c = server_loaded(&s, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
 	for (uint32_t k = 1; k <= 24; k++)
 		tl_search(&b, rid++, &G, 1, k, 0.0f, 1, pt);
@@ -443,9 +393,9 @@ test_ties(void)
 	ip_pump_all(&s);
 	rid = 10;
 	for (uint32_t k = 1; k <= 24; k++)
-		ok = result_ok(c, rid++, 1, pt, k, 0.0f) && ok;
-	ok = result_ok(c, rid++, 1, pt, 10, 0.999f) && ok;
-	st = stats(&s);
+		ok = result_ok(c, rid++, 1, pt, k, 0.0f, NULL) && ok;
+	ok = result_ok(c, rid++, 1, pt, 10, 0.999f, NULL) && ok;
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.fallbacks == 0,
 			   "k = 1 .. 24 over 8 + 12 tied versions: equal to brute force, on the GPU");
 	UNIT_CHECK(st.requeries > 0, "ties at the cut were asked again (%llu times)",
@@ -494,15 +444,13 @@ test_tpami(void)
 	ref_reset();
 	for (int i = 0; i < 50; i++)
 		ref_add(i, &t[i]);
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_TPAMI2010);
+	c = server_loaded(&s, MCC_PROFILE_TPAMI2010);
 	eng_buf_init(&b);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 10, t + 50);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
-	ok = result_ok(c, 2, 10, t + 50, 10, 0.0f);
-	st = stats(&s);
+	ok = result_ok(c, 2, 10, t + 50, 10, 0.0f, NULL);
+	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.passes == 0 && st.uploads == 0 && strcmp(device_of(&s), "cpu") == 0,
 			   "profile tpami2010: searched on the CPU, nothing uploaded, equal to brute force");
 	eng_buf_free(&b);
@@ -582,32 +530,28 @@ test_injected(void)
 	bool		ok;
 	int			warnings;
 
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
+	ref_all();
+	c = server_loaded(&s, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
 
 	/* a CUDA error: this search on the CPU, a WARNING; the next on the GPU */
-	st0 = stats(&s);
+	st0 = ip_gpu_stats(&s);
 	capture_start();
 	eng_gpu_test_inject(s.gpu, ENG_GPU_FAULT_CUDA);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 2, pt);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "this search runs on the CPU");
-	st = stats(&s);
-	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f) && st.fallbacks == st0.fallbacks + 1 &&
+	st = ip_gpu_stats(&s);
+	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f, NULL) && st.fallbacks == st0.fallbacks + 1 &&
 			   st.passes == st0.passes && warnings == 1,
 			   "a CUDA error: that search answered on the CPU, one WARNING");
 	tl_search(&b, 3, &G, 1, 10, 0.0f, 2, pt + 2);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	st0 = st;
-	st = stats(&s);
-	UNIT_CHECK(result_ok(c, 3, 2, pt + 2, 10, 0.0f) && st.passes == st0.passes + 1,
+	st = ip_gpu_stats(&s);
+	UNIT_CHECK(result_ok(c, 3, 2, pt + 2, 10, 0.0f, NULL) && st.passes == st0.passes + 1,
 			   "the next search is on the GPU again");
 
 	/* a probe the kernels refuse: that search on the CPU */
@@ -617,8 +561,8 @@ test_injected(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	st0 = st;
-	st = stats(&s);
-	UNIT_CHECK(result_ok(c, 4, 1, pt + 4, 10, 0.0f) && result_ok(c, 5, 1, pt + 5, 10, 0.0f) &&
+	st = ip_gpu_stats(&s);
+	UNIT_CHECK(result_ok(c, 4, 1, pt + 4, 10, 0.0f, NULL) && result_ok(c, 5, 1, pt + 5, 10, 0.0f, NULL) &&
 			   st.fallbacks == st0.fallbacks + 1 && strcmp(device_of(&s), "cpu") != 0,
 			   "a refused probe: searched on the CPU, the gallery stays on the GPU");
 
@@ -633,8 +577,8 @@ test_injected(void)
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "GPU not used for this cache");
 	st0 = st;
-	st = stats(&s);
-	ok = result_ok(c, 6, 2, pt + 6, 10, 0.0f) && result_ok(c, 7, 2, pt + 8, 10, 0.0f);
+	st = ip_gpu_stats(&s);
+	ok = result_ok(c, 6, 2, pt + 6, 10, 0.0f, NULL) && result_ok(c, 7, 2, pt + 8, 10, 0.0f, NULL);
 	UNIT_CHECK(ok && st.passes == st0.passes && warnings == 1 && strcmp(device_of(&s), "cpu") == 0,
 			   "out of GPU memory: one WARNING, the gallery searched on the CPU");
 	load_ref(&s, c, 8, 2, NULL, MCC_PROFILE_DEFAULT);
@@ -642,8 +586,8 @@ test_injected(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	st0 = st;
-	st = stats(&s);
-	UNIT_CHECK(result_ok(c, 9, 2, pt, 10, 0.0f) && st.uploads == st0.uploads + 1 &&
+	st = ip_gpu_stats(&s);
+	UNIT_CHECK(result_ok(c, 9, 2, pt, 10, 0.0f, NULL) && st.uploads == st0.uploads + 1 &&
 			   st.passes == st0.passes + 1 && strcmp(device_of(&s), "cpu") != 0,
 			   "its next load goes to the GPU again");
 	ip_clear_out(c);
@@ -661,9 +605,7 @@ test_memory_limit(void)
 	eng_gpu_stats st;
 	int			warnings;
 
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
+	ref_all();
 	server(&s, 0, 64 * 1024);
 	c = eng_conn_add(&s, -1);
 	capture_start();
@@ -673,8 +615,8 @@ test_memory_limit(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "out of GPU memory");
-	st = stats(&s);
-	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f) && st.passes == 0 && warnings == 1 &&
+	st = ip_gpu_stats(&s);
+	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f, NULL) && st.passes == 0 && warnings == 1 &&
 			   strcmp(device_of(&s), "cpu") == 0,
 			   "--gpu-memory-limit 64 kB: out of GPU memory, one WARNING, searched on the CPU");
 	ip_clear_out(c);
@@ -694,12 +636,8 @@ test_sticky(void)
 	bool		ok;
 	int			warnings;
 
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
-	server(&s, 0, 0);
-	c = eng_conn_add(&s, -1);
-	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
+	ref_all();
+	c = server_loaded(&s, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
 	/* a second gallery on the GPU too: its context must close as well */
 	{
@@ -720,7 +658,7 @@ test_sticky(void)
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 2, pt);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
-	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f) && stats(&s).passes == 1,
+	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f, NULL) && ip_gpu_stats(&s).passes == 1,
 			   "before the fault: answered on the GPU");
 	UNIT_CHECK(eng_gpu_test_fault(s.gpu, cache_of(&s)), "the next kernel is made to fault");
 	capture_start();
@@ -736,9 +674,9 @@ test_sticky(void)
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
 	warnings = capture_count("WARNING", "GPU disabled for the rest of the process");
-	st = stats(&s);
-	ok = result_ok(c, 3, 3, pt + 3, 10, 0.0f) && result_ok(c, 4, 2, pt + 6, 10, 0.0f) &&
-		result_ok(c, 7, 2, pt + 8, 10, 0.0f);
+	st = ip_gpu_stats(&s);
+	ok = result_ok(c, 3, 3, pt + 3, 10, 0.0f, NULL) && result_ok(c, 4, 2, pt + 6, 10, 0.0f, NULL) &&
+		result_ok(c, 7, 2, pt + 8, 10, 0.0f, NULL);
 	UNIT_CHECK(ok, "the faulting search and every later one answered on the CPU, equal to brute force");
 	UNIT_CHECK(ip_reply(c, 5, NULL, NULL) == 1 && ip_error_of(c, 5) == 0,
 			   "the other gallery answered too");
@@ -768,9 +706,7 @@ test_no_device(void)
 
 	UNIT_CHECK(eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1) == NULL, "--gpu auto without a device: no GPU path");
 	capture_start();
-	ref_reset();
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
+	ref_all();
 	server(&s, 0, 0);
 	errors = capture_count("ERROR", "no GPU found (the NVIDIA driver reports no device): searching on");
 	UNIT_CHECK(s.gpu == NULL && errors == 1, "--gpu on without a device: one error-level line");
@@ -780,7 +716,7 @@ test_no_device(void)
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 3, pt);
 	ip_feed(&s, c, &b);
 	ip_pump_all(&s);
-	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f) && strcmp(device_of(&s), "cpu") == 0,
+	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f, NULL) && strcmp(device_of(&s), "cpu") == 0,
 			   "and serves searches on the CPU, equal to brute force");
 	eng_buf_free(&b);
 	eng_server_destroy(&s);

@@ -35,295 +35,10 @@
  * - --gpu-refine off (gpu_refine_off): passes on the GPU, rescoring on the
  *   CPU threads, the same answers.
  */
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "eng_conn.h"
-#include "eng_gallery.h"
-#include "unit.h"
-#include "engine_inproc.h"
-#include "eng_log.h"
-#include "eng_server.h"
-#include "mcc_match.h"
-
-#define NT 320					/* gallery rows loaded */
-#define NI 24					/* rows a delta inserts */
-#define NP 4					/* probes */
-#define XMIN 6000				/* the snapshot xmin of the searches */
-
-static eng_gpu_mode gpu_mode = ENG_GPU_OFF;
-static int	gpu_parts;
-static bool gpu_refine_off;
-static tl_tpl *gt;				/* NT + NI templates, by key */
-static tl_tpl probes[NP];
-static const mcc_gallery_id G = {5, 16500, 77};
-
-/* What the reference knows of a row version. */
-typedef struct ref_row
-{
-	int64_t		key;
-	uint64_t	ixid;
-	uint64_t	dxid;
-	bool		ins_settled;
-	bool		del_committed;
-	bool		live;			/* searchable (not purged) */
-} ref_row;
-
-static ref_row rows[NT + NI];
-static int	n_rows;
-static bool all_certain;		/* initial_rows: every row settled and live */
-
-/* The xids a row is loaded with: settled, unknown inserters, deleted. */
-static void
-initial_rows(void)
-{
-	for (int i = 0; i < NT; i++)
-	{
-		ref_row    *r = &rows[i];
-
-		memset(r, 0, sizeof(*r));
-		r->key = i;
-		r->live = true;
-		switch (all_certain ? 0 : i % 4)
-		{
-			case 0:
-			case 3:
-				r->ixid = 0;	/* committed before every snapshot */
-				break;
-			case 1:
-				r->ixid = i % 8 == 1 ? 5000 : 5001;
-				break;
-			case 2:
-				r->ixid = 0;
-				r->dxid = 7000;
-				break;
-		}
-		r->ins_settled = r->ixid == 0;
-	}
-	n_rows = NT;
-}
-
-static bool
-certain(const ref_row *r, uint64_t xmin)
-{
-	return r->ins_settled && r->ixid < xmin && r->dxid == 0;
-}
-
-/* ---- frames and replies --------------------------------------------------- */
-
-static void
-load_gallery(eng_server *s, eng_conn *c)
-{
-	eng_buf		b;
-	int64_t		keys[NT];
-	uint64_t	ix[NT];
-	uint64_t	dx[NT];
-
-	for (int i = 0; i < NT; i++)
-	{
-		keys[i] = rows[i].key;
-		ix[i] = rows[i].ixid;
-		dx[i] = rows[i].dxid;
-	}
-	eng_buf_init(&b);
-	tl_load_begin(&b, 1, &G, 1, NT);
-	tl_load_rows(&b, 1, NT, keys, ix, dx, gt);
-	tl_load_end(&b, 1);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
-	eng_buf_free(&b);
-}
-
-/* One candidate of a refining search. */
-typedef struct rhit
-{
-	float		score;
-	int64_t		key;
-	uint64_t	hash;
-	float		refined;
-	uint64_t	ixid;
-	uint64_t	dxid;
-	uint32_t	flags;
-} rhit;
-
-typedef struct rprobe
-{
-	uint32_t	more;
-	uint32_t	total;			/* MCC_RESULT_TOP: the shortlist's size */
-	uint32_t	n;
-	rhit	   *h;
-} rprobe;
-
-/* Parse a refining RESULT (np probes); false if malformed. */
-static bool
-parse_rresult(const tl_frame *f, int np, uint64_t *searchable, rprobe *out)
-{
-	eng_rd		rd;
-	uint32_t	ng;
-
-	if (f->h.type != MCC_MSG_RESULT)
-		return false;
-	eng_rd_init(&rd, f->p, f->h.length);
-	(void) eng_rd_u64(&rd);
-	(void) eng_rd_u32(&rd);
-	*searchable = eng_rd_u64(&rd);
-	(void) eng_rd_u32(&rd);
-	(void) eng_rd_u64(&rd);
-	ng = eng_rd_u32(&rd);
-	for (uint32_t i = 0; i < ng && !rd.bad; i++)
-	{
-		(void) eng_rd_u64(&rd);
-		(void) eng_rd_u64(&rd);
-		(void) eng_rd_u64(&rd);
-	}
-	if (eng_rd_u32(&rd) != (uint32_t) np)
-		return false;
-	for (int i = 0; i < np && !rd.bad; i++)
-	{
-		out[i].more = eng_rd_u32(&rd);
-		out[i].total = (out[i].more & MCC_RESULT_TOP) ? eng_rd_u32(&rd) : 0;
-		out[i].n = eng_rd_u32(&rd);
-		if (rd.bad || out[i].n > NT + NI)
-			return false;
-		out[i].h = calloc(out[i].n + 1, sizeof(rhit));
-		for (uint32_t j = 0; j < out[i].n; j++)
-		{
-			rhit	   *h = &out[i].h[j];
-
-			h->score = eng_rd_f32(&rd);
-			h->key = eng_rd_i64(&rd);
-			h->hash = eng_rd_u64(&rd);
-			h->refined = eng_rd_f32(&rd);
-			h->ixid = eng_rd_u64(&rd);
-			h->dxid = eng_rd_u64(&rd);
-			h->flags = eng_rd_u32(&rd);
-		}
-	}
-	return eng_rd_done(&rd);
-}
-
-static void
-free_rprobes(rprobe *p, int np)
-{
-	for (int i = 0; i < np; i++)
-		free(p[i].h);
-}
-
-/* ---- the reference -------------------------------------------------------- */
-
-static const ref_row *
-row_of(int64_t key)
-{
-	for (int i = 0; i < n_rows; i++)
-		if (rows[i].key == key && rows[i].live)
-			return &rows[i];
-	return NULL;
-}
-
-/*
- * Does RESULT rid hold, for probes p[0 .. np), exactly the candidates the
- * definition gives: LSS order, the certain cut, scores of mcc_match_pair,
- * the rows' xids and flags?
- */
-static bool
-refined_ok(eng_conn *c, uint64_t rid, const tl_tpl *p, int np, const tl_refine_spec *rf,
-		   uint32_t extra, uint64_t xmin)
-{
-	static mcc_match_work *w;
-	tl_entry	ref[NT + NI];
-	tl_probe_result *want = malloc(sizeof(tl_probe_result));
-	rprobe		got[NP];
-	tl_frame	f;
-	uint8_t    *cp;
-	uint64_t	searchable = 0;
-	uint64_t	live = 0;
-	int64_t		s;
-	uint64_t	keep;
-	bool		ok;
-
-	if (w == NULL)
-	{
-		w = malloc(mcc_match_work_size());
-		mcc_match_work_init(w);
-	}
-	memset(got, 0, sizeof(got));
-	for (int i = 0; i < n_rows; i++)
-	{
-		ref[i].key = rows[i].key;
-		ref[i].t = &gt[rows[i].key < NT ? rows[i].key : NT + rows[i].key - 1000];
-		ref[i].live = rows[i].live;
-		live += rows[i].live;
-	}
-	s = mcc_refine_count((int64_t) live, rf->fraction, rf->refine_min, rf->final_k);
-	keep = (uint64_t) s + extra < live ? (uint64_t) s + extra : live;
-	ok = ip_reply(c, rid, &f, &cp) == 1 && parse_rresult(&f, np, &searchable, got) &&
-		searchable == live;
-	for (int i = 0; ok && i < np; i++)
-	{
-		mcc_template_view pv = tl_view(&p[i]);
-		uint32_t	n = 0;
-		int64_t		n_certain = 0;
-
-		tl_reference(&p[i], ref, n_rows, (uint32_t) keep, 0.0f, want);
-		/* the cut: the shortest prefix with s certain entries, else all */
-		while (n < want->n && n_certain < s)
-			n_certain += certain(row_of(want->key[n++]), xmin);
-		ok = got[i].n == n && got[i].more == (live > n);
-		for (uint32_t j = 0; ok && j < n; j++)
-		{
-			const rhit *h = &got[i].h[j];
-			const ref_row *r = row_of(want->key[j]);
-			mcc_template_view cv = tl_view(&gt[h->key < NT ? h->key : NT + h->key - 1000]);
-			uint32_t	flags = (r->ins_settled ? MCC_COUNT_F_INS_COMMITTED : 0) |
-				(r->dxid != 0 && r->del_committed ? MCC_COUNT_F_DEL_COMMITTED : 0) |
-				(xmin != 0 && certain(r, xmin) ? MCC_CAND_F_CERTAIN : 0);
-			float		score;
-			mcc_error	err;
-
-			ok = h->score == want->score[j] && h->key == want->key[j] &&
-				h->hash == want->hash[j] &&
-				mcc_match_pair(w, &pv, &cv, (mcc_method) rf->method, NULL, &score, &err) == MCC_OK &&
-				memcmp(&score, &h->refined, sizeof(float)) == 0 &&
-				h->ixid == r->ixid && h->dxid == r->dxid && h->flags == flags;
-			if (!ok)
-				printf("# probe %d hit %u: key %lld (want %lld), refined %.9g (want %.9g), flags %u (want %u)\n",
-					   i, j, (long long) h->key, (long long) want->key[j], h->refined, score,
-					   h->flags, flags);
-		}
-		if (!ok && got[i].n != n)
-			printf("# probe %d: %u candidates (more %u), want %u of %u\n", i, got[i].n,
-				   got[i].more, n, want->n);
-	}
-	free_rprobes(got, np);
-	free(cp);
-	free(want);
-	return ok;
-}
+#include "engine_rescore.h"
 
 /* ---- the tests ------------------------------------------------------------ */
 
-
-static eng_server *
-server_new(int threads, eng_conn **c)
-{
-	eng_server *s = calloc(1, sizeof(*s));
-	eng_config	cfg = {.threads = threads, .delta_timeout_ms = 1000, .max_batch = 64,
-	.gpu = gpu_mode, .gpu_partitions = gpu_parts, .gpu_refine_off = gpu_refine_off};
-
-	eng_server_init(s, &cfg);
-	*c = eng_conn_add(s, -1);
-	initial_rows();
-	load_gallery(s, *c);
-	return s;
-}
-
-static void
-server_free(eng_server *s)
-{
-	eng_server_destroy(s);
-	free(s);
-}
 
 /* Every method on `threads` threads. */
 static void
@@ -678,16 +393,6 @@ test_cpu_stage_after_gpu(void)
 	server_free(s);
 }
 
-/* The server's GPU counters. */
-static eng_gpu_stats
-gpu_stats(eng_server *s)
-{
-	eng_gpu_stats st;
-
-	eng_gpu_get_stats(s->gpu, &st);
-	return st;
-}
-
 /* One round of refining searches with fused (on the GPU) and lsa-dtr (not). */
 static bool
 refine_round(eng_server *s, eng_conn *c, uint64_t rid)
@@ -720,9 +425,9 @@ test_gpu_refine(void)
 	eng_gpu_stats before;
 	bool		ok;
 
-	st0 = gpu_stats(s);
+	st0 = ip_gpu_stats(s);
 	ok = refine_round(s, c, 500);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 	UNIT_CHECK(ok && st1.refines == st0.refines + 1 && st1.refine_pairs > st0.refine_pairs &&
 			   st1.refine_fallbacks == 0 && st1.refine_attached >= NT,
 			   "fused and lss-dtr searches of one pass: one rescoring job on the GPU (%llu pairs), "
@@ -730,15 +435,15 @@ test_gpu_refine(void)
 			   (unsigned long long) (st1.refine_pairs - st0.refine_pairs));
 
 	eng_gpu_test_inject_refine(s->gpu, ENG_GPU_FAULT_CUDA);
-	st0 = gpu_stats(s);
+	st0 = ip_gpu_stats(s);
 	before = st0;
 	ok = refine_round(s, c, 510);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 	UNIT_CHECK(ok && st1.refine_fallbacks == st0.refine_fallbacks + 1 && st1.refines == st0.refines,
 			   "a CUDA error in a rescoring: the job runs again on the CPU threads, same answers");
 	st0 = st1;
 	ok = refine_round(s, c, 520);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 
 	/*
 	 * The error closed the cache's context; the gallery's GPU sync (when
@@ -751,9 +456,9 @@ test_gpu_refine(void)
 			   "... and the next one is on the GPU again (the copy uploaded afresh, its refinement data sent again)");
 
 	eng_gpu_test_inject_refine(s->gpu, ENG_GPU_FAULT_PROBE);
-	st0 = gpu_stats(s);
+	st0 = ip_gpu_stats(s);
 	ok = refine_round(s, c, 530) && refine_round(s, c, 540);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 	UNIT_CHECK(ok && st1.refine_fallbacks == st0.refine_fallbacks + 1 &&
 			   st1.refines == st0.refines && st1.passes >= st0.passes + 2,
 			   "data the refinement library refuses: this cache rescored on the CPU from then on "
@@ -762,9 +467,9 @@ test_gpu_refine(void)
 
 	gpu_refine_off = true;
 	s = server_new(2, &c);
-	st0 = gpu_stats(s);
+	st0 = ip_gpu_stats(s);
 	ok = refine_round(s, c, 550);
-	st1 = gpu_stats(s);
+	st1 = ip_gpu_stats(s);
 	UNIT_CHECK(ok && st1.refines == 0 && st1.passes > st0.passes,
 			   "--gpu-refine off: passes on the GPU, rescoring on the CPU threads, same answers");
 	server_free(s);
@@ -773,7 +478,7 @@ test_gpu_refine(void)
 
 /* Is refined hit a before b in the final ranking (score desc, key asc)? */
 static bool
-ranks_before(const rhit *a, const rhit *b)
+ranks_before(const tl_rhit *a, const tl_rhit *b)
 {
 	if (a->refined != b->refined)
 		return a->refined > b->refined;
@@ -785,17 +490,17 @@ ranks_before(const rhit *a, const rhit *b)
  * final_k of it in ranking order, every field equal. True when it is one.
  */
 static bool
-top_matches(const rprobe *full, const rprobe *top, uint32_t final_k)
+top_matches(const tl_rprobe *full, const tl_rprobe *top, uint32_t final_k)
 {
-	rhit	   *sorted = malloc(sizeof(rhit) * (full->n + 1));
+	tl_rhit	   *sorted = malloc(sizeof(tl_rhit) * (full->n + 1));
 	uint32_t	t = final_k < full->n ? final_k : full->n;
 	bool		ok;
 
-	memcpy(sorted, full->h, sizeof(rhit) * full->n);
+	memcpy(sorted, full->h, sizeof(tl_rhit) * full->n);
 	/* insertion sort: a few hundred candidates */
 	for (uint32_t i = 1; i < full->n; i++)
 	{
-		rhit		x = sorted[i];
+		tl_rhit		x = sorted[i];
 		uint32_t	j = i;
 
 		while (j > 0 && ranks_before(&x, &sorted[j - 1]))
@@ -806,7 +511,7 @@ top_matches(const rprobe *full, const rprobe *top, uint32_t final_k)
 		sorted[j] = x;
 	}
 	ok = top->more == (MCC_RESULT_MORE | MCC_RESULT_TOP) && top->total == full->n && top->n == t &&
-		memcmp(top->h, sorted, sizeof(rhit) * t) == 0;
+		memcmp(top->h, sorted, sizeof(tl_rhit) * t) == 0;
 	free(sorted);
 	return ok;
 }
@@ -834,7 +539,7 @@ test_top(void)
 		eng_buf		b;
 		tl_frame	f[4];
 		uint8_t    *cp[4];
-		rprobe		got[4][NP];
+		tl_rprobe		got[4][NP];
 		uint64_t	searchable;
 
 		all_certain = pass == 0;
@@ -864,7 +569,7 @@ test_top(void)
 			}
 			else
 				ok = pass == 1 && got[1][i].n == got[0][i].n &&
-					memcmp(got[1][i].h, got[0][i].h, sizeof(rhit) * got[0][i].n) == 0;
+					memcmp(got[1][i].h, got[0][i].h, sizeof(tl_rhit) * got[0][i].n) == 0;
 			if (!ok)
 				printf("# pass %d probe %d: TOP reply of %u (more %u, total %u) against %u\n",
 					   pass, i, got[1][i].n, got[1][i].more, got[1][i].total, got[0][i].n);
@@ -892,20 +597,10 @@ main(int argc, char **argv)
 
 	eng_log_set_level(ENG_LOG_ERROR);
 	mcc_lss_init();
-	if (argc == 3 && strcmp(argv[1], "--gpu") == 0)
+	if (ip_gpu_option(argc, argv, &gpu_mode, &gpu_parts) < 0)
 	{
-		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1);
-
-		if (probe == NULL)
-		{
-			UNIT_SKIP("no usable GPU%s: refining searches on the GPU path are skipped",
-					  eng_gpu_built() ? "" : " (built without GPU support)");
-			return unit_done();
-		}
-		eng_gpu_stop(probe);
-		gpu_mode = ENG_GPU_ON;
-		gpu_parts = atoi(argv[2]);
-		printf("# every pass on the GPU path, %d partition(s)\n", gpu_parts);
+		UNIT_SKIP("no usable GPU%s: refining searches on the GPU path are skipped", ip_no_gpu_why());
+		return unit_done();
 	}
 	gt = tl_templates(51, NT + NI, 30);
 	other = tl_templates(52, 2, 0);

@@ -28,58 +28,17 @@ static tl_tpl *pt;				/* probes */
 static const mcc_gallery_id G = {5, 16384, 77};
 
 /* What the table holds: the reference the engine must match. */
-static tl_entry ref[NT + NX + 16];
-static int	n_ref;
-
-static void
-ref_add(int64_t key, const tl_tpl *t)
-{
-	ref[n_ref].key = key;
-	ref[n_ref].t = t;
-	ref[n_ref].live = true;
-	n_ref++;
-}
-
-/* The reference holds the NT templates of gt as keys 0..NT-1, and nothing else. */
-static void
-ref_all(void)
-{
-	n_ref = 0;
-	for (int i = 0; i < NT; i++)
-		ref_add(i, &gt[i]);
-}
-
-/* ip_result_ok (engine_inproc.h) on this file's reference. */
-static bool
-result_ok(eng_conn *c, uint64_t rid, int np, const tl_tpl *probes, uint32_t k,
-		  float min_score, uint64_t *applied)
-{
-	return ip_result_ok(c, rid, np, probes, k, min_score, applied, ref, n_ref);
-}
+#define REF_CAP (NT + NX + 16)
+#include "engine_ref.h"
 
 /* Stream the reference's live rows as a load of generation gen. */
 static void
 load_ref(eng_server *s, eng_conn *c, uint64_t rid, uint64_t gen, const uint64_t *ixid)
 {
 	eng_buf		b;
-	int64_t		keys[NT + NX + 16];
-	uint64_t	xid[NT + NX + 16];
-	tl_tpl		t[NT + NX + 16];
-	int			n = 0;
 
 	eng_buf_init(&b);
-	for (int i = 0; i < n_ref; i++)
-		if (ref[i].live)
-		{
-			keys[n] = ref[i].key;
-			xid[n] = ixid ? ixid[i] : 5;
-			t[n] = *ref[i].t;
-			n++;
-		}
-	tl_load_begin(&b, rid, &G, gen, (uint64_t) n);
-	for (int i = 0; i < n; i += 100)
-		tl_load_rows(&b, rid, n - i < 100 ? n - i : 100, keys + i, xid + i, NULL, t + i);
-	tl_load_end(&b, rid);
+	ref_load_frames(&b, rid, gen, ixid, MCC_PROFILE_DEFAULT);
 	ip_feed(s, c, &b);
 	eng_buf_free(&b);
 }
@@ -842,20 +801,10 @@ main(int argc, char **argv)
 
 	mcc_lss_init();
 	eng_log_set_level(ENG_LOG_ERROR);
-	if (argc == 3 && strcmp(argv[1], "--gpu") == 0)
+	if (ip_gpu_option(argc, argv, &gpu_mode, &gpu_parts) < 0)
 	{
-		eng_gpu    *probe = eng_gpu_start(ENG_GPU_AUTO, 0, 0, 1);
-
-		if (probe == NULL)
-		{
-			UNIT_SKIP("no usable GPU%s: the engine suite on the GPU path is skipped",
-					  eng_gpu_built() ? "" : " (built without GPU support)");
-			return unit_done();
-		}
-		eng_gpu_stop(probe);
-		gpu_mode = ENG_GPU_ON;
-		gpu_parts = atoi(argv[2]);
-		printf("# every pass on the GPU path, %d partition(s) (0: one per device)\n", gpu_parts);
+		UNIT_SKIP("no usable GPU%s: the engine suite on the GPU path is skipped", ip_no_gpu_why());
+		return unit_done();
 	}
 	gt = tl_templates(31, NT, 15);
 	xt = tl_templates(32, NX, 15);

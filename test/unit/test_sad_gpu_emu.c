@@ -42,45 +42,8 @@ vsad4_c(uint32_t a, uint32_t b, uint32_t c)
 
 #include "../../kernels/impl/mcc_sad_body.h"
 
-#define SAD_J 2
-#define SAD_Y 8
-#define SAD_COLUMN_FN column_j2y8
-#define SAD_THREAD_FN thread_j2y8
-#include "../../kernels/impl/mcc_sad_body.h"
-#undef SAD_J
-#undef SAD_Y
-#undef SAD_COLUMN_FN
-#undef SAD_THREAD_FN
-
-#define SAD_J 2
-#define SAD_Y 4
-#define SAD_COLUMN_FN column_j2y4
-#define SAD_THREAD_FN thread_j2y4
-#include "../../kernels/impl/mcc_sad_body.h"
-#undef SAD_J
-#undef SAD_Y
-#undef SAD_COLUMN_FN
-#undef SAD_THREAD_FN
-
-#define SAD_J 1
-#define SAD_Y 4
-#define SAD_COLUMN_FN column_j1y4
-#define SAD_THREAD_FN thread_j1y4
-#include "../../kernels/impl/mcc_sad_body.h"
-#undef SAD_J
-#undef SAD_Y
-#undef SAD_COLUMN_FN
-#undef SAD_THREAD_FN
-
-#define SAD_J 4
-#define SAD_Y 4
-#define SAD_COLUMN_FN column_j4y4
-#define SAD_THREAD_FN thread_j4y4
-#include "../../kernels/impl/mcc_sad_body.h"
-#undef SAD_J
-#undef SAD_Y
-#undef SAD_COLUMN_FN
-#undef SAD_THREAD_FN
+#define SAD_NAME(x) x
+#include "../../kernels/impl/mcc_sad_variants.h"
 
 typedef void (*thread_fn) (const uint32_t *, uint32_t, const uint32_t *, int, int, uint32_t,
 						   uint32_t, int, int, uint64_t *, int, uint32_t, uint32_t);

@@ -35,25 +35,6 @@ angle_diff(double a, double b)
 	return d;
 }
 
-/* Parameters with every perturbation of an impression switched off. */
-static void
-no_perturbation(mcc_synth_params *sp)
-{
-	sp->max_rotation = 0;
-	sp->max_translation = 0;
-	sp->distortion = 0;
-	sp->p_missing = 0;
-	sp->max_spurious = 0;
-	sp->pos_noise = 0;
-	sp->angle_noise = 0;
-	sp->contact_loss = 0;
-	sp->border = 0;
-	sp->p_type_flip = 0;
-	sp->p_dir_flip = 0;
-	sp->quality_noise = 0;
-	sp->variability = 0;
-}
-
 /* Floor of v / 2 for any sign, computed independently of the generator. */
 static int
 half_floor(int v)
@@ -344,7 +325,7 @@ test_identity(void)
 						k = 0;
 
 			mcc_synth_defaults(&sp);
-			no_perturbation(&sp);
+			mcc_synth_clean(&sp);
 			sp.width = sizes[s][0];
 			sp.height = sizes[s][1];
 			mcc_synth_master(&sp, finger, &master);
@@ -471,7 +452,7 @@ test_perturbations(void)
 				expect;
 
 	mcc_synth_defaults(&base);
-	no_perturbation(&base);
+	mcc_synth_clean(&base);
 	/* a window larger than any master: nothing is cropped */
 	base.width = 640;
 	base.height = 640;
@@ -591,7 +572,7 @@ test_rotation(void)
 	double		max_rot = 0;
 
 	mcc_synth_defaults(&sp);
-	no_perturbation(&sp);
+	mcc_synth_clean(&sp);
 	sp.width = 640;
 	sp.height = 640;
 	sp.max_rotation = 25;

@@ -19,6 +19,32 @@ mcc_kernel_always(void)
 	return 1;
 }
 
+int
+mcc_kernel_never(void)
+{
+	return 0;
+}
+
+/*
+ * What this CPU and OS support, for the kernels' usable(): one definition
+ * per check; off x86, every check is 0.
+ */
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_CHECK(name, cond) \
+	int name(void) { __builtin_cpu_init(); return (cond); }
+#define HAS(feature) __builtin_cpu_supports(feature)
+#else
+#define CPU_CHECK(name, cond) \
+	int name(void) { return 0; }
+#endif
+
+CPU_CHECK(mcc_kernel_avx2, HAS("avx2"))
+CPU_CHECK(mcc_kernel_avx512bw, HAS("avx512f") && HAS("avx512bw"))
+CPU_CHECK(mcc_cpu_has_popcnt, HAS("popcnt"))
+CPU_CHECK(mcc_cpu_has_avx2, HAS("popcnt") && HAS("avx2"))
+CPU_CHECK(mcc_cpu_has_avx512, HAS("popcnt") && HAS("avx512f") && HAS("avx512bw") &&
+		  HAS("avx512vl") && HAS("avx512vpopcntdq"))
+
 const void *
 mcc_kernel_current(mcc_kernel_table *t)
 {

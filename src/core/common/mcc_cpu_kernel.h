@@ -32,6 +32,20 @@ typedef struct mcc_kernel_table
 /* Always usable (the portable variant). */
 int			mcc_kernel_always(void);
 
+/* Never usable (an x86 variant built for another architecture). */
+int			mcc_kernel_never(void);
+
+/*
+ * The usable() of the x86 variants, 0 off x86. The image kernels (SAD,
+ * DP2D): AVX2, AVX-512 F with BW. The gallery scan and the comparisons:
+ * POPCNT; AVX2 and POPCNT; AVX-512 F/BW/VL/VPOPCNTDQ and POPCNT.
+ */
+int			mcc_kernel_avx2(void);
+int			mcc_kernel_avx512bw(void);
+int			mcc_cpu_has_popcnt(void);
+int			mcc_cpu_has_avx2(void);
+int			mcc_cpu_has_avx512(void);
+
 /* The entry in use, chosen on first call. Thread-safe. */
 const void *mcc_kernel_current(mcc_kernel_table *t);
 

@@ -2,6 +2,7 @@
  * mcc_dp2d_avx2.c: the lane kernel with AVX2, 16 lanes of 16-bit elements
  * (saturating adds) or 8 lanes of 32-bit elements.
  */
+#include "mcc_cpu_kernel.h"
 #include "mcc_dp2d_int.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -80,27 +81,11 @@ absdiff32(__m256i a, __m256i b)
 #define VLE_BITS(a, b) le32((a), (b))
 #include "mcc_dp2d_kernel.h"
 
-/* Whether the CPU has AVX2. */
-static int
-avx2_usable(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2");
-}
-
 const mcc_dp2d_kern mcc_dp2d_kern_avx2 = {
-	MCC_DP2D_AVX2, "avx2", 16, 8, lanes_avx2_16, lanes_avx2_32, avx2_usable
+	MCC_DP2D_AVX2, "avx2", 16, 8, lanes_avx2_16, lanes_avx2_32, mcc_kernel_avx2
 };
 #else
-
-/* Not an x86 CPU. */
-static int
-avx2_usable(void)
-{
-	return 0;
-}
-
 const mcc_dp2d_kern mcc_dp2d_kern_avx2 = {
-	MCC_DP2D_AVX2, "avx2", 16, 8, NULL, NULL, avx2_usable
+	MCC_DP2D_AVX2, "avx2", 16, 8, NULL, NULL, mcc_kernel_never
 };
 #endif

@@ -3,6 +3,7 @@
  * elements (saturating adds) or 16 lanes of 32-bit elements; compares give
  * the lane bits directly as mask registers.
  */
+#include "mcc_cpu_kernel.h"
 #include "mcc_dp2d_int.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -58,27 +59,11 @@ absdiff32(__m512i a, __m512i b)
 #define VLE_BITS(a, b) ((uint32_t) _mm512_cmple_epu32_mask((a), (b)))
 #include "mcc_dp2d_kernel.h"
 
-/* Whether the CPU has AVX-512F and BW. */
-static int
-avx512_usable(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-}
-
 const mcc_dp2d_kern mcc_dp2d_kern_avx512 = {
-	MCC_DP2D_AVX512, "avx512", 32, 16, lanes_avx512_16, lanes_avx512_32, avx512_usable
+	MCC_DP2D_AVX512, "avx512", 32, 16, lanes_avx512_16, lanes_avx512_32, mcc_kernel_avx512bw
 };
 #else
-
-/* Not an x86 CPU. */
-static int
-avx512_usable(void)
-{
-	return 0;
-}
-
 const mcc_dp2d_kern mcc_dp2d_kern_avx512 = {
-	MCC_DP2D_AVX512, "avx512", 32, 16, NULL, NULL, avx512_usable
+	MCC_DP2D_AVX512, "avx512", 32, 16, NULL, NULL, mcc_kernel_never
 };
 #endif

@@ -3,6 +3,7 @@
  * per instruction, blocks of 4 x 3 positions (12 of the 16 vector
  * registers hold accumulators).
  */
+#include "mcc_cpu_kernel.h"
 #include "mcc_sad_int.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -32,25 +33,9 @@ hsum256(__m256i v)
 
 #include "mcc_sad_kernel.h"
 
-/* Whether the CPU and OS support AVX2. */
-static int
-usable(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2");
-}
-
 const mcc_sad_kern mcc_sad_kern_avx2 = {
-	MCC_SAD_AVX2, "avx2", VBYTES, BX, BY, sad_band_avx2, usable
+	MCC_SAD_AVX2, "avx2", VBYTES, BX, BY, sad_band_avx2, mcc_kernel_avx2
 };
 #else
-
-/* Never usable off x86. */
-static int
-usable(void)
-{
-	return 0;
-}
-
-const mcc_sad_kern mcc_sad_kern_avx2 = {MCC_SAD_AVX2, "avx2", 32, 4, 3, NULL, usable};
+const mcc_sad_kern mcc_sad_kern_avx2 = {MCC_SAD_AVX2, "avx2", 32, 4, 3, NULL, mcc_kernel_never};
 #endif

@@ -3,6 +3,7 @@
  * of a row per instruction, blocks of 4 x 4 positions (16 of the 32 vector
  * registers hold accumulators).
  */
+#include "mcc_cpu_kernel.h"
 #include "mcc_sad_int.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -22,25 +23,9 @@
 
 #include "mcc_sad_kernel.h"
 
-/* Whether the CPU and OS support AVX-512 F and BW. */
-static int
-usable(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-}
-
 const mcc_sad_kern mcc_sad_kern_avx512 = {
-	MCC_SAD_AVX512, "avx512", VBYTES, BX, BY, sad_band_avx512, usable
+	MCC_SAD_AVX512, "avx512", VBYTES, BX, BY, sad_band_avx512, mcc_kernel_avx512bw
 };
 #else
-
-/* Never usable off x86. */
-static int
-usable(void)
-{
-	return 0;
-}
-
-const mcc_sad_kern mcc_sad_kern_avx512 = {MCC_SAD_AVX512, "avx512", 64, 4, 4, NULL, usable};
+const mcc_sad_kern mcc_sad_kern_avx512 = {MCC_SAD_AVX512, "avx512", 64, 4, 4, NULL, mcc_kernel_never};
 #endif

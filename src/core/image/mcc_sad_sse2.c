@@ -3,6 +3,7 @@
  * itself), 16 bytes of a row per instruction, blocks of 4 x 3 positions.
  * On other architectures only the reference kernel exists.
  */
+#include "mcc_cpu_kernel.h"
 #include "mcc_sad_int.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -30,23 +31,9 @@ hsum128(__m128i v)
 #include "mcc_sad_kernel.h"
 
 /* SSE2 is part of x86-64. */
-static int
-usable(void)
-{
-	return 1;
-}
-
 const mcc_sad_kern mcc_sad_kern_sse2 = {
-	MCC_SAD_SSE2, "sse2", VBYTES, BX, BY, sad_band_sse2, usable
+	MCC_SAD_SSE2, "sse2", VBYTES, BX, BY, sad_band_sse2, mcc_kernel_always
 };
 #else
-
-/* Never usable off x86. */
-static int
-usable(void)
-{
-	return 0;
-}
-
-const mcc_sad_kern mcc_sad_kern_sse2 = {MCC_SAD_SSE2, "sse2", 16, 4, 3, NULL, usable};
+const mcc_sad_kern mcc_sad_kern_sse2 = {MCC_SAD_SSE2, "sse2", 16, 4, 3, NULL, mcc_kernel_never};
 #endif

@@ -259,34 +259,6 @@ mcc_score_view_popcnt(const mcc_probe *q, const mcc_template_view *t)
 	return score;
 }
 
-/* Whether the CPU has POPCNT. */
-int
-mcc_cpu_has_popcnt(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("popcnt");
-}
-
-/* Whether the CPU and OS support AVX2 (and POPCNT). */
-int
-mcc_cpu_has_avx2(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2");
-}
-
-/* Whether the CPU and OS support AVX-512 F/BW/VL/VPOPCNTDQ. */
-int
-mcc_cpu_has_avx512(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("popcnt") &&
-		__builtin_cpu_supports("avx512f") &&
-		__builtin_cpu_supports("avx512bw") &&
-		__builtin_cpu_supports("avx512vl") &&
-		__builtin_cpu_supports("avx512vpopcntdq");
-}
-
 typedef struct kernel
 {
 	mcc_kernel_head h;

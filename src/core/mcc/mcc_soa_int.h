@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "mcc_cpu_kernel.h"
 #include "mcc_probe_int.h"
 #include "mcc_soa.h"
 
@@ -40,11 +41,6 @@ float		mcc_score_view_generic(const mcc_probe *q, const mcc_template_view *t);
 float		mcc_score_view_popcnt(const mcc_probe *q, const mcc_template_view *t);
 float		mcc_score_view_avx512(const mcc_probe *q, const mcc_template_view *t);
 float		mcc_score_view_avx2(const mcc_probe *q, const mcc_template_view *t);
-
-/* Whether this CPU (and OS) can run the POPCNT / AVX2 / AVX-512 instructions. */
-int			mcc_cpu_has_popcnt(void);
-int			mcc_cpu_has_avx2(void);
-int			mcc_cpu_has_avx512(void);
 
 /* Whether the AVX2 / AVX-512 kernel can run here and computes LUT_sqrt exactly. */
 int			mcc_avx2_ok(void);

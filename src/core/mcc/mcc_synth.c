@@ -51,6 +51,23 @@ mcc_synth_defaults(mcc_synth_params *sp)
 	sp->variability = 0.5;
 }
 
+/*
+ * Every perturbation of an impression off: the master finger's parameters
+ * (seed, sensor, minutiae counts and spacing) kept, every other field zero
+ * ("no perturbation", mcc_synth_params).
+ */
+void
+mcc_synth_clean(mcc_synth_params *sp)
+{
+	mcc_synth_params clean = {
+		.seed = sp->seed, .width = sp->width, .height = sp->height, .dpi = sp->dpi,
+		.min_minutiae = sp->min_minutiae, .max_minutiae = sp->max_minutiae,
+		.min_spacing = sp->min_spacing
+	};
+
+	*sp = clean;
+}
+
 /* A non-negative finite value no larger than hi (NaN becomes 0). */
 static double
 clampd(double v, double hi)

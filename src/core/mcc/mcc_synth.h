@@ -90,6 +90,9 @@ typedef struct mcc_synth_finger
 /* The defaults used by the demo, the tests and the benchmarks. */
 void		mcc_synth_defaults(mcc_synth_params *sp);
 
+/* Impressions without perturbation (tests, --clean): the master kept. */
+void		mcc_synth_clean(mcc_synth_params *sp);
+
 /*
  * Check parameters for the CLI: sizes, counts and probabilities in range.
  * The generator itself clamps out-of-range values instead of failing.
