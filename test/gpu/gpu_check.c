@@ -148,8 +148,36 @@ same_hits(const mcc_gpu_hit *h, const int *nh, const float *ref, const mcc_soa *
 	return ok;
 }
 
+/*
+ * The largest d = (sqrt_fx[p] * rcp(sqrt_fx[x] + sqrt_fx[y])) >> 32 over
+ * popcounts x, y <= 255 and every xor popcount p they allow (|x - y| <= p
+ * <= min(x + y, 255), p of the parity of x + y).
+ */
+static uint32_t
+max_dist(void)
+{
+	uint32_t	mx = 0;
+
+	for (int x = 0; x <= 255; x++)
+		for (int y = 0; y <= 255; y++)
+		{
+			uint32_t	R = mcc_lss_rcp(mcc_lss_sqrt_fx(x) + mcc_lss_sqrt_fx(y));
+			int			hi = x + y > 255 ? 255 : x + y;
+
+			for (int p = x > y ? x - y : y - x; p <= hi; p += 2)
+			{
+				uint32_t	d = mcc_lss_dist(mcc_lss_sqrt_fx(p), R);
+
+				if (d > mx)
+					mx = d;
+			}
+		}
+	return mx;
+}
+
 /* Open a context, upload g; NULL (and a failed check) on error. */
 static int	pc_window = 0;
+static int	lss_thr = 0;			/* options.lss_thr of the contexts opened */
 
 static mcc_gpu *
 open_up(const int *dev, int ndev, int variant, size_t limit, int batch, const mcc_soa *g)
@@ -164,6 +192,7 @@ open_up(const int *dev, int ndev, int variant, size_t limit, int batch, const mc
 	o.mem_limit = limit;
 	o.max_batch = batch;
 	o.pc_window = pc_window;
+	o.lss_thr = lss_thr;
 	rc = mcc_gpu_open(dev, ndev, prof, &o, &c, &err);
 	if (rc != MCC_GPU_OK)
 	{
@@ -271,6 +300,8 @@ main(int argc, char **argv)
 	prof = mcc_profile_by_id(MCC_PROFILE_GPU2015);
 	mcc_lss_init();
 	UNIT_CHECK(gd_check_rcp_fp64() == 0, "FP64 rcp of the kernels equals floor(2^38/den) for every den <= 2^17");
+	UNIT_CHECK(max_dist() <= 64, "d <= 64 for every pair of popcounts and xor popcount that can occur "
+			   "(tc-lean votes d without a clamp)");
 
 	rc = mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err);
 	if (argc > 1 && strcmp(argv[1], "--no-device") == 0)
@@ -330,7 +361,8 @@ main(int argc, char **argv)
 		static gd_probe ps[8];
 		float	   *cs;
 		static const int vs[] = {0, MCC_GPU_VARIANT_FP64_CSA2, MCC_GPU_VARIANT_BLK_TABLE_CSA2,
-		MCC_GPU_VARIANT_TC_FP64, MCC_GPU_VARIANT_TC_TABLE_W10_SP};
+			MCC_GPU_VARIANT_TC_FP64, MCC_GPU_VARIANT_TC_TABLE_W10_SP, MCC_GPU_VARIANT_TC_LEAN,
+		MCC_GPU_VARIANT_TC_THR, MCC_GPU_VARIANT_TC_THR_LOOP};
 
 		if (gd_gallery_synth(&gs, 3000, 1500, 77, ps, 8) == 0 && (cs = gd_core_scores(ps, 8, &gs, NULL)))
 		{
@@ -375,6 +407,37 @@ main(int argc, char **argv)
 			mcc_gpu_close(c);
 		}
 	}
+
+	/*
+	 * The threshold filter at other T: 1 (only d = 0 votes: nearly every
+	 * template falls back to the exact votes), 20 and 33 (some do), 64 (all
+	 * pairs below w pass); every score must still equal the reference.
+	 */
+	for (int ti = 0; ti < 4; ti++)
+	{
+		static const int ts[] = {1, 20, 33, 64};
+
+		lss_thr = ts[ti];
+		for (int v = MCC_GPU_VARIANT_TC_THR; v <= MCC_GPU_VARIANT_TC_THR_LOOP; v++)
+		{
+			char		what[64];
+
+			snprintf(what, sizeof(what), "%s, T = %d, gallery 1", mcc_gpu_variant_name(v), lss_thr);
+			if ((c = open_up(&dev0, 1, v, 0, 0, &g1)) != NULL)
+			{
+				free(check_all(c, pr, NQ, r1, g1.n_tpl, what));
+				check_search(c, pr, NQ, r1, &g1, what);
+				mcc_gpu_close(c);
+			}
+			snprintf(what, sizeof(what), "%s, T = %d, empty cylinders", mcc_gpu_variant_name(v), lss_thr);
+			if ((c = open_up(&dev0, 1, v, 0, 0, &g2)) != NULL)
+			{
+				free(check_all(c, pz, NQ, r2, g2.n_tpl, what));
+				mcc_gpu_close(c);
+			}
+		}
+	}
+	lss_thr = 0;
 
 	/* tiles in popcount order inside angle windows (groups not angle sorted) */
 	for (int w = 64; w <= 256; w *= 2)
