@@ -218,8 +218,8 @@ struct mcc_gpu
  */
 void		mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *tc);
 
-/* Threads per block of the match kernel for a tensor-core configuration. */
-int			mcc_gpu_block_threads(int tc);
+/* Threads per block of the match kernel for a tensor-core configuration and rcp mode. */
+int			mcc_gpu_block_threads(int tc, int rcp);
 
 /* The match kernel of (rcp, csa, zero-safe, cpl, block tile, tc); NULL if not built. */
 const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int tc);

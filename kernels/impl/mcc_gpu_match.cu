@@ -773,11 +773,12 @@ mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *
 	*tc = v[i][4];
 }
 
-/* Threads per block of a kernel configuration. */
+/* Threads per block of a kernel configuration (rcp: mode of the pass). */
 int
-mcc_gpu_block_threads(int tc)
+mcc_gpu_block_threads(int tc, int rcp)
 {
-	return (tc >= 3 ? 10 : MCC_GPU_WARPS) * 32;
+	/* tc 5, 6 without the rcp table run the 10-warp FP64 kernel */
+	return ((tc == 5 || tc == 6) && rcp ? 13 : tc >= 3 ? 10 : MCC_GPU_WARPS) * 32;
 }
 
 #define K2(r, c, p, b) {(const void *) mcc_match<r, c, 0, p, b>, (const void *) mcc_match<r, c, 1, p, b>}
@@ -796,7 +797,8 @@ mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int tc)
 		{KT(0, 8, 0, 0, 0), KT(0, 8, 1, 0, 0), KT(0, 10, 0, 0, 0), KT(0, 10, 1, 0, 0)},
 		{KT(1, 8, 0, 0, 0), KT(1, 8, 1, 0, 0), KT(1, 10, 0, 0, 0), KT(1, 10, 1, 0, 0)},
 	};
-	static const void *const kthr[3][2] = {KT(1, 10, 1, 1, 1), KT(1, 10, 1, 2, 1), KT(1, 10, 1, 0, 1)};
+	/* the filter's 8 KB table leaves room for 3 blocks per SM: 13 warps each */
+	static const void *const kthr[3][2] = {KT(1, 13, 1, 1, 1), KT(1, 13, 1, 2, 1), KT(1, 10, 1, 0, 1)};
 	int			i = (cpl == 2 ? 8 : bt ? 4 : 0) + (rcp ? 2 : 0) + (csa == 4 ? 1 : 0);
 
 	/* the filter needs the threshold table, which comes with the rcp table */

@@ -449,7 +449,7 @@ queue_part(mcc_gpu *g, int i, int nq, int k, const chunk_plan *cp, uint32_t *cca
 	CK(cudaEventRecord(p->ev[1], p->st), "event");
 	if (p->n_tiles > 0)
 	{
-		CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(cp->tc), smem), "occupancy");
+		CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(cp->tc, cp->rcp), smem), "occupancy");
 		if (nb < 1)
 			return mcc_gpu_rt_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
 		if (i == 0)
@@ -473,7 +473,7 @@ queue_part(mcc_gpu *g, int i, int nq, int k, const chunk_plan *cp, uint32_t *cca
 		a.nfail = nfail_of(p);
 		a.fault = i == 0 && g->fault_next;
 		g->fault_next = 0;
-		CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(cp->tc)), args, smem, p->st),
+		CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(cp->tc, cp->rcp)), args, smem, p->st),
 		   "match kernel launch");
 	}
 	CK(cudaEventRecord(p->ev[2], p->st), "event");
