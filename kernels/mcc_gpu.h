@@ -60,14 +60,9 @@ typedef struct mcc_gpu mcc_gpu;
  * cylinders per lane ("x2": each probe cylinder read serves two); "tc":
  * popcounts by binary tensor-core MMA (AND + POPC) with the same exact
  * epilogue ("sp": software pipelined, "w10": 10 warps per block).
- * tc-lean: tc-table-w10-sp with fewer instructions per pair slot (byte
- * addresses from per-row and per-column parts, no clamp). tc-thr,
- * tc-thr-loop: tc-lean with the threshold filter of perf-notes §2.4: only
- * pairs with d < T (options.lss_thr) vote, tested as popc(a and b) >= a
- * per-probe table entry; a template left with fewer than n_p votes gets its
- * other pairs voted exactly in a second walk of its tile, so every score
- * equals the others' ("loop": each lane's passing pairs in a loop instead of
- * one warp vote per pair slot).
+ * tc-lean: tc-table-w10-sp with fewer instructions per pair slot (a
+ * column word per probe entry, byte addresses from per-row and per-column
+ * parts, no clamp); tc-lean-pa: the same with predicated atomics.
  */
 typedef enum mcc_gpu_variant
 {
@@ -90,9 +85,8 @@ typedef enum mcc_gpu_variant
 	MCC_GPU_VARIANT_TC_TABLE_W10 = 16,	/* 10 warps per block (more warps per SM) */
 	MCC_GPU_VARIANT_TC_TABLE_W10_SP = 17,
 	MCC_GPU_VARIANT_TC_LEAN = 18,	/* w10-sp with a leaner epilogue */
-	MCC_GPU_VARIANT_TC_THR = 19,	/* tc-lean + threshold filter, exact fallback */
-	MCC_GPU_VARIANT_TC_THR_LOOP = 20,
-	MCC_GPU_VARIANT_COUNT = 21
+	MCC_GPU_VARIANT_TC_LEAN_PA = 19,	/* tc-lean, inactive pairs' atomics predicated off */
+	MCC_GPU_VARIANT_COUNT = 20
 } mcc_gpu_variant;
 
 /* Options of mcc_gpu_open(); zero-fill for the defaults. */
@@ -104,15 +98,7 @@ typedef struct mcc_gpu_options
 	int			pc_window;		/* tiles: popcount order inside windows of this
 								 * many cylinders of the angle order (fewer
 								 * bank conflicts on rcp); 0 = angle order */
-	int			lss_thr;		/* tc-thr variants: threshold T on the bucket
-								 * d (1..64). Any T gives the same scores; a
-								 * low T makes templates fall back to the
-								 * exact votes. 0: the context adapts T pass
-								 * by pass from MCC_GPU_THR_DEFAULT */
 } mcc_gpu_options;
-
-/* Default T of the threshold filter (docs/gpu-notes.md says how it was chosen). */
-#define MCC_GPU_THR_DEFAULT 35
 
 /* Device memory of one partition. */
 typedef struct mcc_gpu_meminfo
@@ -148,8 +134,6 @@ typedef struct mcc_gpu_timing
 	double		pairs;			/* local similarities computed (gate passed) */
 	int			blocks_per_sm;	/* match kernel occupancy (last pass) */
 	int			passes;			/* device passes (probe chunks) */
-	int			lss_thr;		/* tc-thr: T of the last pass (0: no filter) */
-	double		fallbacks;		/* tc-thr: templates voted again exactly */
 } mcc_gpu_timing;
 
 /*

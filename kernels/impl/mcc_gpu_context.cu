@@ -272,7 +272,6 @@ mcc_gpu_close(mcc_gpu *g)
 	free(g->local);
 	free(g->removed);
 	free(g->rcp_tab);
-	free(g->thr_tab);
 	free(g);
 }
 
@@ -347,7 +346,7 @@ mcc_gpu_variant_name(int variant)
 		"blk-fp64-csa2", "blk-fp64-csa4", "blk-table-csa2", "blk-table-csa4",
 		"blk-fp64-csa2-x2", "blk-fp64-csa4-x2", "blk-table-csa2-x2", "blk-table-csa4-x2",
 		"tc-table", "tc-fp64", "tc-table-sp", "tc-table-w10", "tc-table-w10-sp",
-		"tc-lean", "tc-thr", "tc-thr-loop"
+		"tc-lean", "tc-lean-pa"
 	};
 
 	return variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? names[variant] : "unknown";

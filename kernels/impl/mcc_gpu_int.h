@@ -65,7 +65,7 @@ typedef struct mcc_pdesc
 	uint32_t	hi_off;			/* uint4[3n]: words 2-3 */
 	uint32_t	e_off;			/* double[3n]: eta = LUT_sqrt[pc] */
 	uint32_t	row_off;		/* uint32[3n]: rcp row (words) | pc << 16 | pc==0 << 31 */
-	uint32_t	thr_k;			/* threshold variants: byte of (rcp row word + pc) = that + thr_k */
+	uint32_t	col_off;		/* tc-lean: uint2[3n]: {rcp row (bytes), 2 pc} */
 	uint32_t	pad1;
 } mcc_pdesc;
 
@@ -87,7 +87,6 @@ typedef struct mcc_match_args
 	uint32_t	score_stride;
 	uint32_t   *schist;			/* [nq][MCC_GPU_SC_BINS] */
 	uint32_t   *counter;		/* work items handed out */
-	uint32_t   *nfail;			/* threshold variants: templates that fell back */
 	int			fault;			/* test hook: write through NULL */
 } mcc_match_args;
 
@@ -187,10 +186,6 @@ struct mcc_gpu
 	uint32_t	sqrt_fx[MCC_GPU_LUT];
 	uint8_t		lutp[MCC_GPU_LUT];
 	uint32_t   *rcp_tab;		/* [257][MCC_GPU_TROW]: rcp(eta[a] + eta[b]) */
-	uint8_t    *thr_tab;		/* [257][MCC_GPU_TROW]: cmin for T = thr_T (mcc_gpu_search.cu) */
-	int			thr_T;
-	int			thr_auto;		/* T of the next pass when options.lss_thr = 0 (0: default) */
-	double		thr_fail;		/* templates that fell back in this chunk's pass */
 
 	/* pinned probe image */
 	uint8_t    *h_blob;
@@ -218,8 +213,8 @@ struct mcc_gpu
  */
 void		mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *tc);
 
-/* Threads per block of the match kernel for a tensor-core configuration and rcp mode. */
-int			mcc_gpu_block_threads(int tc, int rcp);
+/* Threads per block of the match kernel for a tensor-core configuration. */
+int			mcc_gpu_block_threads(int tc);
 
 /* The match kernel of (rcp, csa, zero-safe, cpl, block tile, tc); NULL if not built. */
 const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int tc);

@@ -364,168 +364,222 @@ bmma_and(const uint32_t a[4], uint32_t b0, uint32_t b1, int c[4])
 }
 
 /*
- * Step-1 of the tensor-core kernel over one tile: the block's warps take 16
- * gallery cylinders (the A rows, in angle order) at a time and walk the
- * union of their gate ranges over the probe entries 8 at a time (the B
- * columns); each lane then finishes 4 of the 128 pairs with the same
- * integer steps as the other kernels.
+ * The tensor-core kernel: the same items, histograms and Step-2 as the
+ * block-tile kernel, but the popcounts come from binary MMA (AND + POPC,
+ * the only b1 operation of sm_90): popc(a xor b) = pc(a) + pc(b) -
+ * 2 popc(a and b). A warp takes 16 gallery cylinders (the A rows, in angle
+ * order) and walks the union of their gate ranges over the probe entries 8
+ * at a time (the B columns); each lane then finishes 4 of the 128 pairs
+ * with the same integer steps as the other kernels.
  *
  * Fragments of m16n8k256 (g = lane / 4, t = lane % 4): A registers hold
  * 32-bit word t (then t + 4) of rows g and g + 8; B registers word t (then
  * t + 4) of column g; C holds (g, 2t), (g, 2t + 1), (g + 8, 2t),
  * (g + 8, 2t + 1).
  *
- * MODE 0: every gated pair votes its d (d >= w into the padding bucket 64).
- * MODE 1, the threshold filter (perf-notes §2.4): only the pairs with d < T
- * vote. The test is c >= cmin, c = popc(a and b) from the MMA and cmin a
- * byte of the probe's threshold table (row of the probe cylinder, column
- * of the gallery popcount; built by the host with the integer steps of
- * mcc_lss.h, so it is exact: d does not grow with c). It costs a load and a
- * compare per pair slot instead of two loads, the product, the clamp and
- * the atomic; d is computed only where some lane passes: THR 1 per pair
- * slot under a warp vote, THR 2 by a loop over each lane's passing slots.
- * MODE 2: the pairs MODE 1 left out (c < cmin) of the templates in fm (those
- * with fewer than n_p votes), so that their rows become the exact
- * histograms of MODE 0.
- *
- * RCP: MCC_RCP_FP64 or MCC_RCP_TABLE (MODE 1 and 2: table only). NW: warps
- * per block. SP: software pipelining, the MMA of the next 8 entries issued
- * before the epilogue of the current ones (one spare MMA per 16 rows).
- * LEAN (MODE 0, table): the same steps with fewer instructions per pair
- * slot (byte addresses built from per-row and per-column parts, no clamp).
- * pd.thr_k: byte offset of the threshold table from the rcp table's words.
+ * RCP: MCC_RCP_FP64 or MCC_RCP_TABLE. NW: warps per block. SP: software
+ * pipelining, the MMA of the next 8 entries issued before the epilogue of
+ * the current ones (one spare MMA per 16 rows). LEAN (table only): the
+ * same integer steps in fewer instructions per pair slot (tc-lean):
+ * - per probe entry one 8-byte word {byte offset of its rcp row, 2 pc}
+ *   (pd.col_off) instead of the packed row word that needs 4 shifts and
+ *   masks per column;
+ * - byte addresses from per-row and per-column parts: LUT_sqrt at
+ *   2 pc_r + 2 pc_c - 4 c (= 2 popc(a xor b), in [0, 510]: every row read
+ *   is a stored cylinder or zero padding), rcp at row + 4 pc_r, the bucket
+ *   at the row's histogram + 4 d;
+ * - no clamp of d: d <= 64 for every pair of popcounts and xor popcount
+ *   that can occur (gpu_check checks all of them), so an inactive pair only
+ *   needs its bucket moved to the padding word 64 (LEAN 1) or its atomic
+ *   predicated off (LEAN 2).
  */
-template <int RCP, int ZS, int NW, int SP, int MODE, int THR, int LEAN>
-__device__ __forceinline__ void
-tc_step1(const mcc_match_args &a, const uint8_t *sb, uint32_t *hist, const mcc_pdesc &pd,
-		 uint32_t off, uint32_t ncyl, uint32_t fm)
+template <int RCP, int ZS, int NW, int SP, int LEAN>
+__global__ void __launch_bounds__(NW * 32, LEAN ? 4 : 1)	/* LEAN: 4 blocks (40 warps) per SM, as the others */
+mcc_match_tc(mcc_match_args a)
 {
+	extern __shared__ uint4 smem[];
 	const int	lane = threadIdx.x & 31;
 	const int	warp = threadIdx.x >> 5;
 	const int	g = lane >> 2;
 	const int	tq = lane & 3;
+	const uint8_t *sb = (const uint8_t *) smem;
 	const uint16_t *s_sqrt = (const uint16_t *) (sb + MCC_BLOB_SQRT);
 	const double *s_E = (const double *) (sb + MCC_BLOB_E);
+	const uint8_t *s_lutp = sb + MCC_BLOB_LUTP;
+	const mcc_pdesc *s_pd = (const mcc_pdesc *) (sb + MCC_BLOB_PDESC);
 	const uint32_t *s_words = (const uint32_t *) sb;
-	const uint16_t *cnt = (const uint16_t *) (sb + pd.cnt_off);
-	const uint32_t *wlo = (const uint32_t *) (sb + pd.lo_off);
-	const uint32_t *whi = (const uint32_t *) (sb + pd.hi_off);
-	const double *eE = (const double *) (sb + pd.e_off);
-	const uint32_t *erow = (const uint32_t *) (sb + pd.row_off);
-	const uint8_t *s_thr = sb + pd.thr_k;
-	uint32_t	n = pd.n;
+	uint32_t   *hist;
 	uint32_t	window = 2 * a.delta + 1;
+	__shared__ uint32_t s_item;
 
-	for (uint32_t r0 = warp * 16; n > 0 && r0 < ncyl; r0 += NW * 16)
+	for (uint32_t i = threadIdx.x; i < a.blob_words; i += blockDim.x)
+		smem[i] = a.blob[i];
+	hist = (uint32_t *) (smem + a.blob_words);
+	for (int i = threadIdx.x; i < MCC_GPU_TILE * MCC_GPU_HROW; i += blockDim.x)
+		hist[i] = 0;
+	__syncthreads();
+	if (a.fault && blockIdx.x == 0 && threadIdx.x == 0)
+		*(volatile int *) (uintptr_t) 8 = 1;
+
+	for (;;)
 	{
-		uint32_t	aw[4];
-		uint32_t	m[2], s[2], span[2], pcr[2], pcr2[2], pcr4[2], hb[2];
-		double		Er[2];
-		bool		valid[2];
-		uint32_t	a0 = 255, S = 0xffffffffu, E = 0;
+		uint32_t	item, t, q, off, ncyl, ntpl, n, lt;
+		uint2		ti;
+		mcc_pdesc	pd;
+		const uint16_t *cnt;
+		const uint32_t *wlo, *whi, *erow;
+		const uint2 *ecol;
+		const double *eE;
+		float		sc = -1.0f;
+
+		if (threadIdx.x == 0)
+			s_item = atomicAdd(a.counter, 1u);
+		__syncthreads();
+		item = s_item;
+		if (item >= a.n_items)
+			break;
+		t = item / a.nq;
+		q = item - t * a.nq;
+		ti = a.tiles[t];
+		off = ti.x;
+		ncyl = ti.y & 0xffff;
+		ntpl = ti.y >> 16;
+		pd = s_pd[q];
+		n = pd.n;
+		cnt = (const uint16_t *) (sb + pd.cnt_off);
+		wlo = (const uint32_t *) (sb + pd.lo_off);
+		whi = (const uint32_t *) (sb + pd.hi_off);
+		eE = (const double *) (sb + pd.e_off);
+		erow = (const uint32_t *) (sb + pd.row_off);
+		ecol = (const uint2 *) (sb + pd.col_off);
+
+		/* Step-1: 16 gallery cylinders per warp at a time */
+		for (uint32_t r0 = warp * 16; n > 0 && r0 < ncyl; r0 += NW * 16)
+		{
+			uint32_t	aw[4];
+			uint32_t	m[2], s[2], span[2], pcr[2], hb[2];
+			uint32_t	pcr2[2], pcr4[2];
+			uint32_t   *hrow[2];
+			double		Er[2];
+			bool		valid[2];
+			uint32_t	a0 = 255, S = 0xffffffffu, E = 0;
 
 #pragma unroll
-		for (int h = 0; h < 2; h++)
-		{
-			uint32_t	pos = r0 + g + 8 * h;
-			uint32_t	j;
-
-			valid[h] = pos < ncyl;
-			j = off + (valid[h] ? pos : 0);
-			m[h] = __ldg(a.meta + j);
-			aw[h] = __ldg((const uint32_t *) (a.lo + j) + tq);
-			aw[h + 2] = __ldg((const uint32_t *) (a.hi + j) + tq);
-			valid[h] = valid[h] && (m[h] >> 31) != 0;
-			if (MODE == 2)
-				valid[h] = valid[h] && ((fm >> ((m[h] >> 8) & 31)) & 1);
-			a0 = min(a0, valid[h] ? (m[h] & 255) : 255u);
-		}
-		/* MODE 2: no row of a failed template among these 16 (warp-uniform) */
-		if (MODE == 2 && !__any_sync(FULL, valid[0] || valid[1]))
-			continue;
-		a0 = __reduce_min_sync(FULL, a0);
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-		{
-			uint32_t	L = ((a0 - a.delta) & 255) + ((valid[h] ? (m[h] & 255) : a0) - a0);
-			uint32_t	L2 = L + window;
-			uint32_t	e = n * (L2 >> 8) + cnt[L2 & 255];
-
-			s[h] = n * (L >> 8) + cnt[L & 255];
-			if (!valid[h])
+			for (int h = 0; h < 2; h++)
 			{
-				s[h] = 0xffffffffu;
-				e = 0;
+				uint32_t	pos = r0 + g + 8 * h;
+				uint32_t	j;
+
+				valid[h] = pos < ncyl;
+				j = off + (valid[h] ? pos : 0);
+				m[h] = __ldg(a.meta + j);
+				aw[h] = __ldg((const uint32_t *) (a.lo + j) + tq);
+				aw[h + 2] = __ldg((const uint32_t *) (a.hi + j) + tq);
+				valid[h] = valid[h] && (m[h] >> 31) != 0;
+				a0 = min(a0, valid[h] ? (m[h] & 255) : 255u);
 			}
-			span[h] = valid[h] ? e - s[h] : 0;
-			S = min(S, s[h]);
-			E = max(E, e);
-			pcr[h] = (m[h] >> 16) & 511;
-			pcr2[h] = 2 * pcr[h];
-			pcr4[h] = 4 * pcr[h];
-			hb[h] = ((m[h] >> 8) & 31) * MCC_GPU_HROW;
-			Er[h] = s_E[pcr[h]];
-		}
-		S = __reduce_min_sync(FULL, S);
-		E = __reduce_max_sync(FULL, E);
+			a0 = __reduce_min_sync(FULL, a0);
+#pragma unroll
+			for (int h = 0; h < 2; h++)
+			{
+				uint32_t	L = ((a0 - a.delta) & 255) + ((valid[h] ? (m[h] & 255) : a0) - a0);
+				uint32_t	L2 = L + window;
+				uint32_t	e = n * (L2 >> 8) + cnt[L2 & 255];
 
-		int			cn[4];
+				s[h] = n * (L >> 8) + cnt[L & 255];
+				if (!valid[h])
+				{
+					s[h] = 0xffffffffu;
+					e = 0;
+				}
+				span[h] = valid[h] ? e - s[h] : 0;
+				S = min(S, s[h]);
+				E = max(E, e);
+				pcr[h] = (m[h] >> 16) & 511;
+				pcr2[h] = 2 * pcr[h];
+				pcr4[h] = 4 * pcr[h];
+				hb[h] = ((m[h] >> 8) & 31) * MCC_GPU_HROW;
+				hrow[h] = hist + hb[h];
+				Er[h] = s_E[pcr[h]];
+			}
+			S = __reduce_min_sync(FULL, S);
+			E = __reduce_max_sync(FULL, E);
 
-		/*
-		 * B: column g = probe entry u0 + g. Columns at or past E read
-		 * entry E - 1 and are masked below (no lane's window reaches E).
-		 */
-		if (SP)
-		{
-			uint32_t	ub = min(S + g, E - 1);
+			int			cn[4];
 
-			bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], cn);
-		}
-#pragma unroll 2
-		for (uint32_t u0 = S; u0 < E; u0 += 8)
-		{
-			int			c[4];
-			uint32_t	pm = 0;		/* THR 2: the lane's passing slots */
-			uint32_t	cmk[2];
-
+			/*
+			 * B: column g = probe entry u0 + g. Columns at or past E read
+			 * entry E - 1 and are masked below (no lane's window reaches E).
+			 */
 			if (SP)
 			{
-				uint32_t	ub = min(u0 + 8 + g, E - 1);
+				uint32_t	ub = min(S + g, E - 1);
 
-#pragma unroll
-				for (int i = 0; i < 4; i++)
-					c[i] = cn[i];
 				bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], cn);
 			}
-			else
+#pragma unroll 2
+			for (uint32_t u0 = S; u0 < E; u0 += 8)
 			{
-				uint32_t	ub = min(u0 + g, E - 1);
+				int			c[4];
 
-				bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], c);
-			}
-#pragma unroll
-			for (int k = 0; k < 2; k++)
-			{
-				uint32_t	u = u0 + 2 * tq + k;
-				uint32_t	uc = min(u, E - 1);
-				uint32_t	cm = erow[uc];
-				uint32_t	pcc = (cm >> 16) & 511;
-				double		Ec = RCP == MCC_RCP_FP64 ? eE[uc] : 0.0;
-				uint32_t	rowB = (cm & 0xffff) << 2;	/* LEAN: byte offsets */
-				uint32_t	pcc2 = (cm >> 15) & 0x3fe;
-
-				cmk[k] = cm;
-#pragma unroll
-				for (int h = 0; h < 2; h++)
+				if (SP)
 				{
-					bool		act = (u - s[h]) < span[h];
-					uint32_t	cc = (uint32_t) c[2 * h + k];
-					uint32_t	pop = pcr[h] + pcc - 2 * cc;
-					uint32_t	R, d;
+					uint32_t	ub = min(u0 + 8 + g, E - 1);
 
-					if (MODE == 0 && !LEAN)
+#pragma unroll
+					for (int i = 0; i < 4; i++)
+						c[i] = cn[i];
+					bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], cn);
+				}
+				else
+				{
+					uint32_t	ub = min(u0 + g, E - 1);
+
+					bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], c);
+				}
+#pragma unroll
+				for (int k = 0; k < 2; k++)
+				{
+					uint32_t	u = u0 + 2 * tq + k;
+					uint32_t	uc = min(u, E - 1);
+
+					if (LEAN)
 					{
+						uint2		cw = ecol[uc];	/* {rcp row byte offset, 2 pc} */
+
+#pragma unroll
+						for (int h = 0; h < 2; h++)
+						{
+							bool		act = (u - s[h]) < span[h];
+							uint32_t	cc = (uint32_t) c[2 * h + k];
+							uint32_t	sf = *(const uint16_t *) (sb + MCC_BLOB_SQRT + (pcr2[h] + cw.y - 4 * cc));
+							uint32_t	R = *(const uint32_t *) (sb + cw.x + pcr4[h]);
+							uint32_t	d = __umulhi(sf, R);
+
+							if (ZS)
+								act = act && !(cw.y == 0 && pcr[h] == 0);
+							if (LEAN == 2)
+							{
+								if (act)
+									atomicAdd(hrow[h] + d, 1u);
+							}
+							else
+								atomicAdd(hrow[h] + (act ? d : 64u), 1u);
+						}
+						continue;
+					}
+
+					uint32_t	cm = erow[uc];
+					uint32_t	pcc = (cm >> 16) & 511;
+					double		Ec = RCP == MCC_RCP_FP64 ? eE[uc] : 0.0;
+
+#pragma unroll
+					for (int h = 0; h < 2; h++)
+					{
+						bool		act = (u - s[h]) < span[h];
+						uint32_t	pop = pcr[h] + pcc - 2 * (uint32_t) c[2 * h + k];
 						uint32_t	sf = s_sqrt[pop & 255];
+						uint32_t	R, d;
 
 						if (RCP == MCC_RCP_FP64)
 						{
@@ -545,192 +599,10 @@ tc_step1(const mcc_match_args &a, const uint8_t *sb, uint32_t *hist, const mcc_p
 						d = act ? min(d, 64u) : 64u;
 						atomicAdd(hist + hb[h] + d, 1u);
 					}
-					else if (MODE == 0)
-					{
-						/*
-						 * LEAN: byte addresses from per-row and per-column parts
-						 * (2 pop = pcr + pcc - 2c, always in [0, 510] since
-						 * every row read is a stored cylinder or zero padding)
-						 * and no clamp: d <= 64 for every pair of popcounts
-						 * that can occur (checked for all of them in gpu_check),
-						 * so an inactive pair only needs its bucket moved to 64.
-						 */
-						uint32_t	sf = *(const uint16_t *) (sb + MCC_BLOB_SQRT + (pcr2[h] + pcc2 - 4 * cc));
-
-						R = *(const uint32_t *) (sb + rowB + pcr4[h]);
-						if (ZS)
-							act = act && !((cm >> 31) && pcr[h] == 0);
-						d = __umulhi(sf, R);
-						d = act ? d : 64u;
-						atomicAdd(hist + hb[h] + d, 1u);
-					}
-					else
-					{
-						uint32_t	ix = (cm & 0xffff) + pcr[h];
-						uint32_t	cmin = s_thr[ix];
-
-						if (MODE == 1)
-						{
-							/* c >= cmin <=> d < T (cmin = 1 for den = 0: never) */
-							bool		pass = act && cc >= cmin;
-
-							if (THR == 1)
-							{
-								if (__any_sync(FULL, pass))
-								{
-									uint32_t	sf = *(const uint16_t *) (sb + MCC_BLOB_SQRT + ((pcr2[h] + pcc2 - 4 * cc) & 511));
-
-									d = min(__umulhi(sf, *(const uint32_t *) (sb + rowB + pcr4[h])), 64u);
-									if (pass)
-										atomicAdd(hist + hb[h] + d, 1u);
-								}
-							}
-							else
-								pm |= (uint32_t) pass << (2 * h + k);
-						}
-						else
-						{
-							if (ZS)
-								act = act && !((cm >> 31) && pcr[h] == 0);
-							act = act && cc < cmin;
-							d = __umulhi(s_sqrt[pop & 255], s_words[ix]);
-							d = act ? min(d, 64u) : 64u;
-							atomicAdd(hist + hb[h] + d, 1u);
-						}
-					}
-				}
-			}
-			if (MODE == 1 && THR == 2)
-			{
-				/* each lane's passing slots, lowest first, until no lane has one */
-				while (__any_sync(FULL, pm != 0))
-				{
-					if (pm)
-					{
-						uint32_t	sl = __ffs(pm) - 1;
-						uint32_t	h = sl >> 1;
-						uint32_t	cm = (sl & 1) ? cmk[1] : cmk[0];
-						uint32_t	cc = (uint32_t) (sl == 0 ? c[0] : sl == 1 ? c[1] : sl == 2 ? c[2] : c[3]);
-						uint32_t	pr = h ? pcr[1] : pcr[0];
-						uint32_t	pop = pr + ((cm >> 16) & 511) - 2 * cc;
-						uint32_t	d = min(__umulhi(s_sqrt[pop & 255], s_words[(cm & 0xffff) + pr]), 64u);
-
-						atomicAdd(hist + (h ? hb[1] : hb[0]) + d, 1u);
-						pm &= pm - 1;
-					}
 				}
 			}
 		}
-	}
-}
-
-/*
- * THR: the templates of the tile (lanes of warp 0) whose row holds fewer
- * than n_p votes after the filtered pass, as a mask (0 for dead templates,
- * an empty probe or n_p = 0: their scores need no votes).
- */
-__device__ __forceinline__ uint32_t
-tc_short_rows(const mcc_match_args &a, const uint8_t *s_lutp, const uint32_t *hist,
-			  uint32_t t, uint32_t ntpl, uint32_t n)
-{
-	int			lane = threadIdx.x & 31;
-	bool		f = false;
-
-	if (lane < ntpl && n > 0)
-	{
-		uint32_t	lt = t * MCC_GPU_TILE + lane;
-		uint32_t	mn = min((uint32_t) a.tncyl[lt], n);
-		uint32_t	np = mn ? s_lutp[mn] : 0;
-
-		if (a.alive[lt] && np > 0)
-		{
-			const uint32_t *row = hist + lane * MCC_GPU_HROW;
-			uint32_t	cnt = 0;
-
-			for (int i = 0; i < 64 && cnt < np; i++)
-				cnt += row[i];
-			f = cnt < np;
-		}
-	}
-	return __ballot_sync(FULL, f);
-}
-
-/*
- * The tensor-core kernel: the same items, histograms and Step-2 as the
- * block-tile kernel, but the popcounts come from binary MMA (AND + POPC,
- * the only b1 operation of sm_90): popc(a xor b) = pc(a) + pc(b) -
- * 2 popc(a and b) (tc_step1). THR 0: every pair votes. THR 1, 2: the
- * threshold filter (tc_step1, MODE 1), then the exact votes of the
- * templates left with fewer than n_p (MODE 2): every score equals THR 0's.
- */
-template <int RCP, int ZS, int NW, int SP, int THR, int LEAN>
-__global__ void __launch_bounds__(NW * 32)
-mcc_match_tc(mcc_match_args a)
-{
-	extern __shared__ uint4 smem[];
-	const int	lane = threadIdx.x & 31;
-	const int	warp = threadIdx.x >> 5;
-	const uint8_t *sb = (const uint8_t *) smem;
-	const uint8_t *s_lutp = sb + MCC_BLOB_LUTP;
-	const mcc_pdesc *s_pd = (const mcc_pdesc *) (sb + MCC_BLOB_PDESC);
-	uint32_t   *hist;
-	__shared__ uint32_t s_item;
-	__shared__ uint32_t s_fm;
-
-	for (uint32_t i = threadIdx.x; i < a.blob_words; i += blockDim.x)
-		smem[i] = a.blob[i];
-	hist = (uint32_t *) (smem + a.blob_words);
-	for (int i = threadIdx.x; i < MCC_GPU_TILE * MCC_GPU_HROW; i += blockDim.x)
-		hist[i] = 0;
-	__syncthreads();
-	if (a.fault && blockIdx.x == 0 && threadIdx.x == 0)
-		*(volatile int *) (uintptr_t) 8 = 1;
-
-	for (;;)
-	{
-		uint32_t	item, t, q, off, ncyl, ntpl, n, lt;
-		uint2		ti;
-		mcc_pdesc	pd;
-		float		sc = -1.0f;
-
-		if (threadIdx.x == 0)
-			s_item = atomicAdd(a.counter, 1u);
 		__syncthreads();
-		item = s_item;
-		if (item >= a.n_items)
-			break;
-		t = item / a.nq;
-		q = item - t * a.nq;
-		ti = a.tiles[t];
-		off = ti.x;
-		ncyl = ti.y & 0xffff;
-		ntpl = ti.y >> 16;
-		pd = s_pd[q];
-		n = pd.n;
-
-		tc_step1<RCP, ZS, NW, SP, THR ? 1 : 0, THR, LEAN>(a, sb, hist, pd, off, ncyl, 0);
-		__syncthreads();
-		if (THR)
-		{
-			/* templates short of n_p votes below T: their remaining pairs, exactly */
-			if (warp == 0)
-			{
-				uint32_t	fm = tc_short_rows(a, s_lutp, hist, t, ntpl, n);
-
-				if (lane == 0)
-				{
-					s_fm = fm;
-					if (fm)
-						atomicAdd(a.nfail, __popc(fm));
-				}
-			}
-			__syncthreads();
-			if (s_fm)
-			{
-				tc_step1<RCP, ZS, NW, SP, 2, THR, LEAN>(a, sb, hist, pd, off, ncyl, s_fm);
-				__syncthreads();
-			}
-		}
 
 		/* Step-2: warp 0, one lane per template of the tile */
 		lt = t * MCC_GPU_TILE + lane;
@@ -753,8 +625,8 @@ mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *
 {
 	/*
 	 * rcp, csa, cpl, bt, tc (tensor cores: 1 = 8 warps, 2 = 8 + pipelined, 3 = 10,
-	 * 4 = 10 + pipelined, 7 = 4 with the lean epilogue, 5 and 6 = 7 with the
-	 * threshold filter, THR 1 and 2)
+	 * 4 = 10 + pipelined, 5 = 4 with the lean epilogue, 6 = 5 with predicated
+	 * atomics)
 	 */
 	static const int8_t v[MCC_GPU_VARIANT_COUNT][5] = {
 		{1, 0, 1, 1, 4},		/* default = tc-table-w10-sp, the fastest measured (docs/gpu-notes.md) */
@@ -762,7 +634,7 @@ mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *
 		{0, 2, 1, 1, 0}, {0, 4, 1, 1, 0}, {1, 2, 1, 1, 0}, {1, 4, 1, 1, 0},
 		{0, 2, 2, 1, 0}, {0, 4, 2, 1, 0}, {1, 2, 2, 1, 0}, {1, 4, 2, 1, 0},
 		{1, 0, 1, 1, 1}, {0, 0, 1, 1, 1}, {1, 0, 1, 1, 2}, {1, 0, 1, 1, 3}, {1, 0, 1, 1, 4},
-		{1, 0, 1, 1, 7}, {1, 0, 1, 1, 5}, {1, 0, 1, 1, 6},
+		{1, 0, 1, 1, 5}, {1, 0, 1, 1, 6},
 	};
 	int			i = variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? variant : 0;
 
@@ -773,12 +645,11 @@ mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *
 	*tc = v[i][4];
 }
 
-/* Threads per block of a kernel configuration (rcp: mode of the pass). */
+/* Threads per block of a kernel configuration. */
 int
-mcc_gpu_block_threads(int tc, int rcp)
+mcc_gpu_block_threads(int tc)
 {
-	/* tc 5, 6 without the rcp table run the 10-warp FP64 kernel */
-	return ((tc == 5 || tc == 6) && rcp ? 13 : tc >= 3 ? 10 : MCC_GPU_WARPS) * 32;
+	return (tc >= 3 ? 10 : MCC_GPU_WARPS) * 32;
 }
 
 #define K2(r, c, p, b) {(const void *) mcc_match<r, c, 0, p, b>, (const void *) mcc_match<r, c, 1, p, b>}
@@ -792,18 +663,17 @@ mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int tc)
 		K2(0, 2, 1, 1), K2(0, 4, 1, 1), K2(1, 2, 1, 1), K2(1, 4, 1, 1),
 		K2(0, 2, 2, 1), K2(0, 4, 2, 1), K2(1, 2, 2, 1), K2(1, 4, 2, 1),
 	};
-#define KT(r, w, p, f, l) {(const void *) mcc_match_tc<r, 0, w, p, f, l>, (const void *) mcc_match_tc<r, 1, w, p, f, l>}
+#define KT(r, w, p, l) {(const void *) mcc_match_tc<r, 0, w, p, l>, (const void *) mcc_match_tc<r, 1, w, p, l>}
 	static const void *const ktc[2][4][2] = {
-		{KT(0, 8, 0, 0, 0), KT(0, 8, 1, 0, 0), KT(0, 10, 0, 0, 0), KT(0, 10, 1, 0, 0)},
-		{KT(1, 8, 0, 0, 0), KT(1, 8, 1, 0, 0), KT(1, 10, 0, 0, 0), KT(1, 10, 1, 0, 0)},
+		{KT(0, 8, 0, 0), KT(0, 8, 1, 0), KT(0, 10, 0, 0), KT(0, 10, 1, 0)},
+		{KT(1, 8, 0, 0), KT(1, 8, 1, 0), KT(1, 10, 0, 0), KT(1, 10, 1, 0)},
 	};
-	/* the filter's 8 KB table leaves room for 3 blocks per SM: 13 warps each */
-	static const void *const kthr[3][2] = {KT(1, 13, 1, 1, 1), KT(1, 13, 1, 2, 1), KT(1, 10, 1, 0, 1)};
+	static const void *const klean[2][2] = {KT(1, 10, 1, 1), KT(1, 10, 1, 2)};
 	int			i = (cpl == 2 ? 8 : bt ? 4 : 0) + (rcp ? 2 : 0) + (csa == 4 ? 1 : 0);
 
-	/* the filter needs the threshold table, which comes with the rcp table */
-	if (tc >= 5 && tc <= 7)
-		return rcp ? kthr[tc - 5][zs ? 1 : 0] : ktc[0][3][zs ? 1 : 0];
+	/* the lean epilogue reads the rcp table; without it, tc-table-w10-sp's FP64 twin */
+	if (tc >= 5 && tc <= 6)
+		return rcp ? klean[tc - 5][zs ? 1 : 0] : ktc[0][3][zs ? 1 : 0];
 	if (tc >= 1 && tc <= 4)
 		return ktc[rcp ? 1 : 0][tc - 1][zs ? 1 : 0];
 	if (cpl == 2 && !bt)

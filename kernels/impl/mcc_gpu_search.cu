@@ -18,95 +18,25 @@
 
 #define A16(x) (((x) + 15) & ~(size_t) 15)
 
-/* The last word of p->small (unused by the selection): the fallback count. */
-#define SMALL_NFAIL(p) (16 + 10 * (size_t) (p)->sc_q - 1)
-#define nfail_of(p) ((p)->small + SMALL_NFAIL(p))
-
-/* Image bytes of one probe (thr: with the threshold table). */
+/* Image bytes of one probe (lean: with the column words of tc-lean). */
 static size_t
-probe_bytes(int n, int rcp, int thr)
+probe_bytes(int n, int rcp, int lean)
 {
 	size_t		b = sizeof(mcc_pdesc) + A16(2 * 257) + 2 * 48 * (size_t) n +
 		A16(24 * (size_t) n) + A16(12 * (size_t) n);
 
 	if (rcp != MCC_RCP_FP64)
 		b += 4 * (size_t) MCC_GPU_TROW * n;
-	if (rcp != MCC_RCP_FP64 && thr)
-		b += A16((size_t) MCC_GPU_TROW * n);
+	if (rcp != MCC_RCP_FP64 && lean)
+		b += A16(24 * (size_t) n);
 	return b;
 }
 
-/*
- * Threshold T of the filter variants: options.lss_thr, or when 0 the
- * context's own, which follows the data (thr_adapt).
- */
+/* The variant's kernel has the lean epilogue (tc-lean: its column words). */
 static int
-thr_of(const mcc_gpu *g)
+lean_of(int tc)
 {
-	int			T = g->opt.lss_thr;
-
-	if (T >= 1 && T <= 64)
-		return T;
-	return g->thr_auto >= 1 && g->thr_auto <= 64 ? g->thr_auto : MCC_GPU_THR_DEFAULT;
-}
-
-/*
- * After a pass of nq probes over n templates with fails fallbacks: the T of
- * the next pass (options.lss_thr = 0). A fallback walks much of its tile a
- * second time, so T goes up while more than 0.3 % of the templates fell
- * back (by 2 above 5 %), and down while fewer than 0.03 % did (a lower T
- * lets fewer pairs vote). Scores do not depend on T, only the time does.
- */
-static void
-thr_adapt(mcc_gpu *g, double fails, double n)
-{
-	int			T = thr_of(g);
-
-	if (g->opt.lss_thr != 0 || n <= 0)
-		return;
-	if (fails > 0.05 * n)
-		T += 2;
-	else if (fails > 0.003 * n)
-		T += 1;
-	else if (fails < 0.0003 * n)
-		T -= 1;
-	g->thr_auto = T < 1 ? 1 : T > 64 ? 64 : T;
-}
-
-/*
- * The threshold table for T (perf-notes §2.4), kept in g: cmin[x][y] is the
- * smallest c = popc(a and b) for which cylinders of popcounts x (probe) and
- * y (gallery) have d < T, with d = (sqrt_fx[x + y - 2c] * rcp(den)) >> 32
- * of mcc_lss.h: d does not grow with c, so "c >= cmin" is exactly "d < T".
- * c runs over the values that can occur (x + y - 2c <= 255, c <= min(x, y));
- * none passing gives min(x, y) + 1; den = 0 (x = y = 0) gives 1: never.
- */
-static int
-thr_table(mcc_gpu *g, int T)
-{
-	if (g->thr_tab && g->thr_T == T)
-		return 0;
-	if (!g->thr_tab && !(g->thr_tab = (uint8_t *) malloc((size_t) 257 * MCC_GPU_TROW)))
-		return -1;
-	for (int x = 0; x <= 256; x++)
-		for (int y = 0; y < MCC_GPU_TROW; y++)
-		{
-			int			hi = x < y ? x : y;
-			int			lo = x + y > 255 ? (x + y - 255 + 1) / 2 : 0;
-			int			c = hi + 1;
-			uint32_t	R = g->rcp_tab[(size_t) x * MCC_GPU_TROW + y];
-
-			if (y > 256)
-				c = 255;
-			else if (x == 0 && y == 0)
-				c = 1;
-			else
-				while (c - 1 >= lo && mcc_lss_dist(g->sqrt_fx[x + y - 2 * (c - 1)], R) < (uint32_t) T)
-					c--;
-			g->thr_tab[(size_t) x * MCC_GPU_TROW + y] = (uint8_t) (c > 255 ? 255 : c);
-		}
-	g->thr_T = T;
-	return 0;
+	return tc == 5 || tc == 6;
 }
 
 /* Check a probe against the context. */
@@ -146,7 +76,7 @@ check_probe(mcc_gpu *g, const mcc_template_view *v, int q, mcc_error *err)
  * gallery angle to gate[256].
  */
 static size_t
-build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp, int thr,
+build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp, int lean,
 			uint8_t *out, int *zero, double *gate)
 {
 	size_t		off = A16(MCC_BLOB_PDESC + sizeof(mcc_pdesc) * nq);
@@ -171,7 +101,7 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp, int th
 		double	   *e;
 		uint32_t   *row;
 		uint32_t   *tab = NULL;
-		uint8_t    *ttab = NULL;
+		uint2	   *col = NULL;
 		int			order[MCC_MAX_CYL];
 		int			hist[257];
 
@@ -197,12 +127,11 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp, int th
 			tab = (uint32_t *) (out + off);
 			off += 4 * (size_t) MCC_GPU_TROW * n;
 		}
-		if (tab && thr)
+		if (tab && lean)
 		{
-			/* row i of the threshold table at byte (word of rcp row i) + thr_k */
-			ttab = out + off;
-			pd->thr_k = (uint32_t) (off - ((uint8_t *) tab - out) / 4);
-			off += A16((size_t) MCC_GPU_TROW * n);	/* the next probe's arrays stay 16-aligned */
+			pd->col_off = (uint32_t) off;
+			col = (uint2 *) (out + off);
+			off += A16(24 * (size_t) n);
 		}
 
 		/* sort by angle (stable), prefix counts */
@@ -232,9 +161,6 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp, int th
 				memcpy(tab + (size_t) i * MCC_GPU_TROW, g->rcp_tab + (size_t) pc * MCC_GPU_TROW,
 					   4 * MCC_GPU_TROW);
 				r = (uint32_t) (((uint8_t *) (tab + (size_t) i * MCC_GPU_TROW) - out) / 4);
-				if (ttab)
-					memcpy(ttab + (size_t) i * MCC_GPU_TROW, g->thr_tab + (size_t) pc * MCC_GPU_TROW,
-						   MCC_GPU_TROW);
 			}
 			else
 				r = 0;
@@ -248,6 +174,8 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp, int th
 				hi[en] = make_uint4((uint32_t) w[2], (uint32_t) (w[2] >> 32), (uint32_t) w[3], (uint32_t) (w[3] >> 32));
 				e[en] = (double) g->sqrt_fx[pc];
 				row[en] = r;
+				if (col)
+					col[en] = make_uint2((r & 0xffff) * 4, 2 * (uint32_t) pc);
 			}
 			/* pairs that pass the gate, per gallery angle */
 			for (int a = 0; gate && a < 256; a++)
@@ -414,7 +342,6 @@ typedef struct chunk_plan
 				cpl,
 				bt,
 				tc;				/* kernel parameters (mcc_gpu_variant_params) */
-	int			thr;			/* threshold filter (tc-thr with the rcp table) */
 	double		gate[256];		/* pairs per gallery cylinder angle, for timing.pairs */
 } chunk_plan;
 
@@ -443,13 +370,11 @@ queue_part(mcc_gpu *g, int i, int nq, int k, const chunk_plan *cp, uint32_t *cca
 	CK(cudaEventRecord(p->ev[0], p->st), "event");
 	CK(cudaMemcpyAsync(p->blob, g->h_blob, cp->blob, cudaMemcpyHostToDevice, p->st), "probe upload");
 	CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
-	if (cp->thr)
-		CK(cudaMemsetAsync(nfail_of(p), 0, 4, p->st), "buffer reset");
 	CK(cudaMemsetAsync(p->schist, 0, (size_t) nq * MCC_GPU_SC_BINS * 4, p->st), "buffer reset");
 	CK(cudaEventRecord(p->ev[1], p->st), "event");
 	if (p->n_tiles > 0)
 	{
-		CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(cp->tc, cp->rcp), smem), "occupancy");
+		CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, mcc_gpu_block_threads(cp->tc), smem), "occupancy");
 		if (nb < 1)
 			return mcc_gpu_rt_err(err, MCC_GPU_CUDA, "probe batch needs %zu bytes of shared memory", smem);
 		if (i == 0)
@@ -470,16 +395,12 @@ queue_part(mcc_gpu *g, int i, int nq, int k, const chunk_plan *cp, uint32_t *cca
 		a.score_stride = p->sc_tpl;
 		a.schist = p->schist;
 		a.counter = p->small;
-		a.nfail = nfail_of(p);
 		a.fault = i == 0 && g->fault_next;
 		g->fault_next = 0;
-		CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(cp->tc, cp->rcp)), args, smem, p->st),
+		CK(cudaLaunchKernel(fn, dim3(p->sm_count * nb), dim3(mcc_gpu_block_threads(cp->tc)), args, smem, p->st),
 		   "match kernel launch");
 	}
 	CK(cudaEventRecord(p->ev[2], p->st), "event");
-	if (cp->thr)
-		CK(cudaMemcpyAsync(p->h_small + SMALL_NFAIL(p), nfail_of(p), 4, cudaMemcpyDeviceToHost, p->st),
-		   "fallback count");
 	ccap[i] = cand_cap(p, k);
 	if (k > 0)
 		CK(queue_select(p, nq, k, ccap[i], true), "top-k selection");
@@ -498,7 +419,7 @@ queue_part(mcc_gpu *g, int i, int nq, int k, const chunk_plan *cp, uint32_t *cca
  * candidate when a probe had more exact ties than the fast path holds.
  */
 static mcc_gpu_code
-collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, int thr, mcc_error *err)
+collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[i];
 	cudaError_t e;
@@ -506,8 +427,6 @@ collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, in
 
 	CK(cudaSetDevice(p->dev), "device selection");
 	CK(cudaStreamSynchronize(p->st), "search");
-	if (thr)
-		g->thr_fail += p->h_small[SMALL_NFAIL(p)];
 	if (i == 0)
 	{
 		CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
@@ -654,27 +573,17 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	memset(&cp, 0, sizeof(cp));
 	cp.rcp = rcp;
 	mcc_gpu_variant_params(g->opt.variant, &vr, &cp.csa, &cp.cpl, &cp.bt, &cp.tc);
-	cp.thr = rcp != MCC_RCP_FP64 && cp.tc >= 5 && cp.tc <= 6;
-	if (cp.thr && thr_table(g, thr_of(g)) != 0)
-		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory for the threshold table");
-	cp.blob = build_image(g, probes, nq, rcp, cp.thr, g->h_blob, &cp.zero, cp.gate);
+	cp.blob = build_image(g, probes, nq, rcp, lean_of(cp.tc), g->h_blob, &cp.zero, cp.gate);
 	g->timing.prep_ms += mcc_cuda_now_ms() - t0;
 	g->timing.passes++;
 
-	g->thr_fail = 0;
 	for (int i = 0; i < g->nparts; i++)
 		if ((rc = queue_part(g, i, nq, k, &cp, ccap, err)) != MCC_GPU_OK)
 			goto fail;
 	/* wait, then collect */
 	for (int i = 0; i < g->nparts; i++)
-		if ((rc = collect_part(g, i, nq, k, scores, ccap, cp.thr, err)) != MCC_GPU_OK)
+		if ((rc = collect_part(g, i, nq, k, scores, ccap, err)) != MCC_GPU_OK)
 			goto fail;
-	if (cp.thr)
-	{
-		g->timing.fallbacks += g->thr_fail;
-		g->timing.lss_thr = thr_of(g);
-		thr_adapt(g, g->thr_fail, (double) nq * g->n_tpl);
-	}
 	if (k == 0)
 		return MCC_GPU_OK;
 
@@ -710,12 +619,11 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 {
 	mcc_gpu_code rc;
 	double		t0 = mcc_cuda_now_ms();
-	int			rcp, csa, cpl, bt, tc, thr;
+	int			rcp, csa, cpl, bt, tc;
 	size_t		big = (size_t) -1;
 	int			q0 = 0;
 
 	mcc_gpu_variant_params(g->opt.variant, &rcp, &csa, &cpl, &bt, &tc);
-	thr = tc >= 5 && tc <= 6;
 	memset(&g->timing, 0, sizeof(g->timing));
 	if (g->lost.lost)
 		return mcc_gpu_rt_usable(&g->lost, err);
@@ -740,7 +648,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		/* grow the pass while the image keeps 2 blocks per SM */
 		while (q1 < nq && q1 - q0 < g->opt.max_batch)
 		{
-			size_t		add = probe_bytes(probes[q1].n_cyl, crcp, thr) + sizeof(mcc_pdesc);
+			size_t		add = probe_bytes(probes[q1].n_cyl, crcp, lean_of(tc)) + sizeof(mcc_pdesc);
 
 			if (q1 > q0 && sz + add > MCC_GPU_BLOB_SMALL)
 				break;

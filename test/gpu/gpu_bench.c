@@ -2,11 +2,9 @@
  * gpu_bench.c: throughput of the GPU engine (make bench-gpu).
  *
  *   gpu_bench [--max N] [--angles oriented|uniform] [--reps R] [--out DIR]
- *             [--only V[,V...]] [--thr T[,T...]] [--synth U] [--scale]
+ *             [--only V[,V...]] [--synth U] [--scale]
  *
- * --only: those variants only, at --max, Q = 1 and 8 (one gallery for all);
- * --thr: the threshold T of the tc-thr variants (options.lss_thr), each
- * value in turn.
+ * --only: those variants only, at --max, Q = 1 and 8 (one gallery for all).
  *
  * 1. every kernel variant at N = 250,000 (or --max), Q = 1 and 8;
  * 2. the best variant over gallery sizes 10 .. --max (paper 000 Fig. 12),
@@ -86,7 +84,6 @@ measure(mcc_gpu *c, gd_probe *pr, int npr, int nq, int reps, result *res)
 
 /* Open a context with a variant; upload time in *up_ms. */
 static int	pc_window = 0;
-static int	lss_thr = 0;
 
 static int	ndevs = 1;
 
@@ -104,7 +101,6 @@ open_variant(int variant, const mcc_soa *g, double *up_ms)
 	memset(&o, 0, sizeof(o));
 	o.variant = variant;
 	o.pc_window = pc_window;
-	o.lss_thr = lss_thr;
 	if (mcc_gpu_open(dev, ndevs, g->profile, &o, &c, &err) != MCC_GPU_OK)
 	{
 		gd_say("# open failed: %s\n", err.message);
@@ -137,9 +133,6 @@ line(const char *what, int variant, uint32_t n, int nq, double up_ms, const resu
 		what, mcc_gpu_variant_name(variant), n, nq, r->match_ms, r->total_ms, mps / 1e6, e2e / 1e6,
 		lss / 1e9, omega, lss / PAPER_LS / 1e6, up_ms, r->t.blocks_per_sm, r->t.passes,
 		r->t.select_ms, r->t.sort_ms);
-	if (r->t.lss_thr)
-		gd_say("#   T = %d, fallbacks %.0f of %.0f templates (%.3f%%)\n", r->t.lss_thr, r->t.fallbacks,
-			(double) nq * n, 100.0 * r->t.fallbacks / ((double) nq * n));
 }
 
 int
@@ -169,7 +162,6 @@ main(int argc, char **argv)
 	int			nsum = 0;
 	int			only = -1;		/* --only V[,V..]: those variants at --max, Q = 1 and 8 */
 	int			onlys[32], nonly = 0;
-	int			thrs[16], nthr = 0;	/* --thr T[,T..] */
 	uint32_t	synth = 0;		/* --synth U: src/core's synthetic fingers, U distinct */
 	int			scale = 0;		/* --scale: 1..all devices at --max, Q = 1 and 8 */
 
@@ -188,11 +180,6 @@ main(int argc, char **argv)
 			for (char *t = strtok(argv[++i], ","); t && nonly < 32; t = strtok(NULL, ","))
 				onlys[nonly++] = atoi(t);
 			only = nonly ? onlys[0] : -1;
-		}
-		else if (!strcmp(argv[i], "--thr") && i + 1 < argc)
-		{
-			for (char *t = strtok(argv[++i], ","); t && nthr < 16; t = strtok(NULL, ","))
-				thrs[nthr++] = atoi(t);
 		}
 		else if (!strcmp(argv[i], "--synth") && i + 1 < argc)
 			synth = (uint32_t) atol(argv[++i]);
@@ -282,25 +269,13 @@ main(int argc, char **argv)
 	if (only >= 0)
 	{
 		for (int oi = 0; oi < nonly; oi++)
-			for (int ti = 0; ti < (nthr ? nthr : 1); ti++)
+			if ((c = open_variant(onlys[oi], &g, &up)) != NULL)
 			{
-				int			v = onlys[oi];
-				int			thr_v = v == MCC_GPU_VARIANT_TC_THR || v == MCC_GPU_VARIANT_TC_THR_LOOP;
-
-				if (ti > 0 && !thr_v)
-					break;
-				lss_thr = nthr ? thrs[ti] : 0;
-				if (thr_v)
-					gd_say("# %s, T = %d\n", mcc_gpu_variant_name(v), lss_thr ? lss_thr : MCC_GPU_THR_DEFAULT);
-				if ((c = open_variant(v, &g, &up)) != NULL)
-				{
-					for (int qi = 0; qi < 2; qi++)
-						if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
-							line("only", v, g.n_tpl, qi ? 8 : 1, up, &res, (double) g.n_cyl / g.n_tpl);
-					mcc_gpu_close(c);
-				}
+				for (int qi = 0; qi < 2; qi++)
+					if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
+						line("only", onlys[oi], g.n_tpl, qi ? 8 : 1, up, &res, (double) g.n_cyl / g.n_tpl);
+				mcc_gpu_close(c);
 			}
-		lss_thr = 0;
 		if (synth)
 			mcc_soa_free(&g);
 		else

@@ -177,7 +177,6 @@ max_dist(void)
 
 /* Open a context, upload g; NULL (and a failed check) on error. */
 static int	pc_window = 0;
-static int	lss_thr = 0;			/* options.lss_thr of the contexts opened */
 
 static mcc_gpu *
 open_up(const int *dev, int ndev, int variant, size_t limit, int batch, const mcc_soa *g)
@@ -192,7 +191,6 @@ open_up(const int *dev, int ndev, int variant, size_t limit, int batch, const mc
 	o.mem_limit = limit;
 	o.max_batch = batch;
 	o.pc_window = pc_window;
-	o.lss_thr = lss_thr;
 	rc = mcc_gpu_open(dev, ndev, prof, &o, &c, &err);
 	if (rc != MCC_GPU_OK)
 	{
@@ -361,8 +359,8 @@ main(int argc, char **argv)
 		static gd_probe ps[8];
 		float	   *cs;
 		static const int vs[] = {0, MCC_GPU_VARIANT_FP64_CSA2, MCC_GPU_VARIANT_BLK_TABLE_CSA2,
-			MCC_GPU_VARIANT_TC_FP64, MCC_GPU_VARIANT_TC_TABLE_W10_SP, MCC_GPU_VARIANT_TC_LEAN,
-		MCC_GPU_VARIANT_TC_THR, MCC_GPU_VARIANT_TC_THR_LOOP};
+		MCC_GPU_VARIANT_TC_FP64, MCC_GPU_VARIANT_TC_TABLE_W10_SP, MCC_GPU_VARIANT_TC_LEAN,
+		MCC_GPU_VARIANT_TC_LEAN_PA};
 
 		if (gd_gallery_synth(&gs, 3000, 1500, 77, ps, 8) == 0 && (cs = gd_core_scores(ps, 8, &gs, NULL)))
 		{
@@ -407,37 +405,6 @@ main(int argc, char **argv)
 			mcc_gpu_close(c);
 		}
 	}
-
-	/*
-	 * The threshold filter at other T: 1 (only d = 0 votes: nearly every
-	 * template falls back to the exact votes), 20 and 33 (some do), 64 (all
-	 * pairs below w pass); every score must still equal the reference.
-	 */
-	for (int ti = 0; ti < 4; ti++)
-	{
-		static const int ts[] = {1, 20, 33, 64};
-
-		lss_thr = ts[ti];
-		for (int v = MCC_GPU_VARIANT_TC_THR; v <= MCC_GPU_VARIANT_TC_THR_LOOP; v++)
-		{
-			char		what[64];
-
-			snprintf(what, sizeof(what), "%s, T = %d, gallery 1", mcc_gpu_variant_name(v), lss_thr);
-			if ((c = open_up(&dev0, 1, v, 0, 0, &g1)) != NULL)
-			{
-				free(check_all(c, pr, NQ, r1, g1.n_tpl, what));
-				check_search(c, pr, NQ, r1, &g1, what);
-				mcc_gpu_close(c);
-			}
-			snprintf(what, sizeof(what), "%s, T = %d, empty cylinders", mcc_gpu_variant_name(v), lss_thr);
-			if ((c = open_up(&dev0, 1, v, 0, 0, &g2)) != NULL)
-			{
-				free(check_all(c, pz, NQ, r2, g2.n_tpl, what));
-				mcc_gpu_close(c);
-			}
-		}
-	}
-	lss_thr = 0;
 
 	/* tiles in popcount order inside angle windows (groups not angle sorted) */
 	for (int w = 64; w <= 256; w *= 2)
