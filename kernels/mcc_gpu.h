@@ -52,7 +52,7 @@ typedef struct mcc_gpu mcc_gpu;
 
 /*
  * Kernel variants (tests and benchmarks pick one; 0 = the fastest measured,
- * now tc-table-w10-sp; docs/gpu-notes.md).
+ * now tc-lean; docs/gpu-notes.md).
  * rcp(den) by exact FP64 Newton steps or from a per-probe table in shared
  * memory; popcount with 6 POPC (two carry-save adders) or 4 (four); one
  * histogram set per warp ("warp tile") or per block ("blk": the warps of a

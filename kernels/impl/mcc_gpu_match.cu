@@ -629,7 +629,7 @@ mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *
 	 * atomics)
 	 */
 	static const int8_t v[MCC_GPU_VARIANT_COUNT][5] = {
-		{1, 0, 1, 1, 4},		/* default = tc-table-w10-sp, the fastest measured (docs/gpu-notes.md) */
+		{1, 0, 1, 1, 5},		/* default = tc-lean, the fastest measured (docs/gpu-notes.md) */
 		{0, 2, 1, 0, 0}, {0, 4, 1, 0, 0}, {1, 2, 1, 0, 0}, {1, 4, 1, 0, 0},
 		{0, 2, 1, 1, 0}, {0, 4, 1, 1, 0}, {1, 2, 1, 1, 0}, {1, 4, 1, 1, 0},
 		{0, 2, 2, 1, 0}, {0, 4, 2, 1, 0}, {1, 2, 2, 1, 0}, {1, 4, 2, 1, 0},
