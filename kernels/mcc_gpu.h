@@ -62,7 +62,8 @@ typedef struct mcc_gpu mcc_gpu;
  * epilogue ("sp": software pipelined, "w10": 10 warps per block).
  * tc-lean: tc-table-w10-sp with fewer instructions per pair slot (a
  * column word per probe entry, byte addresses from per-row and per-column
- * parts, no clamp); tc-lean-pa: the same with predicated atomics.
+ * parts, no clamp); tc-lean-u4: the same with the loop over 8-entry chunks
+ * unrolled 4 times instead of 2.
  */
 typedef enum mcc_gpu_variant
 {
@@ -85,7 +86,7 @@ typedef enum mcc_gpu_variant
 	MCC_GPU_VARIANT_TC_TABLE_W10 = 16,	/* 10 warps per block (more warps per SM) */
 	MCC_GPU_VARIANT_TC_TABLE_W10_SP = 17,
 	MCC_GPU_VARIANT_TC_LEAN = 18,	/* w10-sp with a leaner epilogue */
-	MCC_GPU_VARIANT_TC_LEAN_PA = 19,	/* tc-lean, inactive pairs' atomics predicated off */
+	MCC_GPU_VARIANT_TC_LEAN_U4 = 19,	/* tc-lean, chunk loop unrolled 4 times */
 	MCC_GPU_VARIANT_COUNT = 20
 } mcc_gpu_variant;
 

@@ -360,7 +360,7 @@ main(int argc, char **argv)
 		float	   *cs;
 		static const int vs[] = {0, MCC_GPU_VARIANT_FP64_CSA2, MCC_GPU_VARIANT_BLK_TABLE_CSA2,
 		MCC_GPU_VARIANT_TC_FP64, MCC_GPU_VARIANT_TC_TABLE_W10_SP, MCC_GPU_VARIANT_TC_LEAN,
-		MCC_GPU_VARIANT_TC_LEAN_PA};
+		MCC_GPU_VARIANT_TC_LEAN_U4};
 
 		if (gd_gallery_synth(&gs, 3000, 1500, 77, ps, 8) == 0 && (cs = gd_core_scores(ps, 8, &gs, NULL)))
 		{
