@@ -52,7 +52,7 @@ typedef struct mcc_gpu mcc_gpu;
 
 /*
  * Kernel variants (tests and benchmarks pick one; 0 = the fastest measured,
- * now tc-table-w10-sp; docs/gpu-notes.md).
+ * now tc-lean; docs/gpu-notes.md).
  * rcp(den) by exact FP64 Newton steps or from a per-probe table in shared
  * memory; popcount with 6 POPC (two carry-save adders) or 4 (four); one
  * histogram set per warp ("warp tile") or per block ("blk": the warps of a
@@ -60,6 +60,10 @@ typedef struct mcc_gpu mcc_gpu;
  * cylinders per lane ("x2": each probe cylinder read serves two); "tc":
  * popcounts by binary tensor-core MMA (AND + POPC) with the same exact
  * epilogue ("sp": software pipelined, "w10": 10 warps per block).
+ * tc-lean: tc-table-w10-sp with fewer instructions per pair slot (a
+ * column word per probe entry, byte addresses from per-row and per-column
+ * parts, no clamp); tc-lean-u4: the same with the loop over 8-entry chunks
+ * unrolled 4 times instead of 2.
  */
 typedef enum mcc_gpu_variant
 {
@@ -81,7 +85,9 @@ typedef enum mcc_gpu_variant
 	MCC_GPU_VARIANT_TC_TABLE_SP = 15,	/* next MMA issued before the epilogue */
 	MCC_GPU_VARIANT_TC_TABLE_W10 = 16,	/* 10 warps per block (more warps per SM) */
 	MCC_GPU_VARIANT_TC_TABLE_W10_SP = 17,
-	MCC_GPU_VARIANT_COUNT = 18
+	MCC_GPU_VARIANT_TC_LEAN = 18,	/* w10-sp with a leaner epilogue */
+	MCC_GPU_VARIANT_TC_LEAN_U4 = 19,	/* tc-lean, chunk loop unrolled 4 times */
+	MCC_GPU_VARIANT_COUNT = 20
 } mcc_gpu_variant;
 
 /* Options of mcc_gpu_open(); zero-fill for the defaults. */

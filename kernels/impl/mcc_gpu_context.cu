@@ -344,7 +344,8 @@ mcc_gpu_variant_name(int variant)
 		"default", "fp64-csa2", "fp64-csa4", "table-csa2", "table-csa4",
 		"blk-fp64-csa2", "blk-fp64-csa4", "blk-table-csa2", "blk-table-csa4",
 		"blk-fp64-csa2-x2", "blk-fp64-csa4-x2", "blk-table-csa2-x2", "blk-table-csa4-x2",
-		"tc-table", "tc-fp64", "tc-table-sp", "tc-table-w10", "tc-table-w10-sp"
+		"tc-table", "tc-fp64", "tc-table-sp", "tc-table-w10", "tc-table-w10-sp",
+		"tc-lean", "tc-lean-u4"
 	};
 
 	return variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? names[variant] : "unknown";

@@ -65,7 +65,7 @@ typedef struct mcc_pdesc
 	uint32_t	hi_off;			/* uint4[3n]: words 2-3 */
 	uint32_t	e_off;			/* double[3n]: eta = LUT_sqrt[pc] */
 	uint32_t	row_off;		/* uint32[3n]: rcp row (words) | pc << 16 | pc==0 << 31 */
-	uint32_t	pad0;
+	uint32_t	col_off;		/* tc-lean: uint2[3n]: {rcp row (bytes), 2 pc} */
 	uint32_t	pad1;
 } mcc_pdesc;
 

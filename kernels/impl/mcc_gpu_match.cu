@@ -379,10 +379,24 @@ bmma_and(const uint32_t a[4], uint32_t b0, uint32_t b1, int c[4])
  *
  * RCP: MCC_RCP_FP64 or MCC_RCP_TABLE. NW: warps per block. SP: software
  * pipelining, the MMA of the next 8 entries issued before the epilogue of
- * the current ones (one spare MMA per 16 rows).
+ * the current ones (one spare MMA per 16 rows). LEAN (table only): the
+ * same integer steps in fewer instructions per pair slot (tc-lean):
+ * - per probe entry one 8-byte word {byte offset of its rcp row, 2 pc}
+ *   (pd.col_off) instead of the packed row word that needs 4 shifts and
+ *   masks per column;
+ * - byte addresses from per-row and per-column parts: LUT_sqrt at
+ *   2 pc_r + 2 pc_c - 4 c (= 2 popc(a xor b), in [0, 510]: every row read
+ *   is a stored cylinder or zero padding), rcp at row + 4 pc_r, the bucket
+ *   at the row's histogram + 4 d;
+ * - no clamp of d: d <= 64 for every pair of popcounts and xor popcount
+ *   that can occur (gpu_check checks all of them), so an inactive pair only
+ *   needs its bucket moved to the padding word 64.
+ * LEAN 2: the same, the chunk loop unrolled 4 times instead of 2.
+ * (Tried and slower: the inactive pairs' atomics predicated off instead of
+ * moved to bucket 64, -2 .. -5 %.)
  */
-template <int RCP, int ZS, int NW, int SP>
-__global__ void __launch_bounds__(NW * 32)
+template <int RCP, int ZS, int NW, int SP, int LEAN>
+__global__ void __launch_bounds__(NW * 32, LEAN ? 4 : 1)	/* LEAN: 4 blocks (40 warps) per SM, as the others */
 mcc_match_tc(mcc_match_args a)
 {
 	extern __shared__ uint4 smem[];
@@ -416,6 +430,7 @@ mcc_match_tc(mcc_match_args a)
 		mcc_pdesc	pd;
 		const uint16_t *cnt;
 		const uint32_t *wlo, *whi, *erow;
+		const uint2 *ecol;
 		const double *eE;
 		float		sc = -1.0f;
 
@@ -438,12 +453,15 @@ mcc_match_tc(mcc_match_args a)
 		whi = (const uint32_t *) (sb + pd.hi_off);
 		eE = (const double *) (sb + pd.e_off);
 		erow = (const uint32_t *) (sb + pd.row_off);
+		ecol = (const uint2 *) (sb + pd.col_off);
 
 		/* Step-1: 16 gallery cylinders per warp at a time */
 		for (uint32_t r0 = warp * 16; n > 0 && r0 < ncyl; r0 += NW * 16)
 		{
 			uint32_t	aw[4];
 			uint32_t	m[2], s[2], span[2], pcr[2], hb[2];
+			uint32_t	pcr2[2], pcr4[2];
+			uint32_t   *hrow[2];
 			double		Er[2];
 			bool		valid[2];
 			uint32_t	a0 = 255, S = 0xffffffffu, E = 0;
@@ -480,7 +498,10 @@ mcc_match_tc(mcc_match_args a)
 				S = min(S, s[h]);
 				E = max(E, e);
 				pcr[h] = (m[h] >> 16) & 511;
+				pcr2[h] = 2 * pcr[h];
+				pcr4[h] = 4 * pcr[h];
 				hb[h] = ((m[h] >> 8) & 31) * MCC_GPU_HROW;
+				hrow[h] = hist + hb[h];
 				Er[h] = s_E[pcr[h]];
 			}
 			S = __reduce_min_sync(FULL, S);
@@ -498,7 +519,9 @@ mcc_match_tc(mcc_match_args a)
 
 				bmma_and(aw, wlo[4 * ub + tq], whi[4 * ub + tq], cn);
 			}
-#pragma unroll 2
+			constexpr int UNR = LEAN == 2 ? 4 : 2;	/* chunks per loop trip */
+
+#pragma unroll UNR
 			for (uint32_t u0 = S; u0 < E; u0 += 8)
 			{
 				int			c[4];
@@ -523,6 +546,27 @@ mcc_match_tc(mcc_match_args a)
 				{
 					uint32_t	u = u0 + 2 * tq + k;
 					uint32_t	uc = min(u, E - 1);
+
+					if (LEAN)
+					{
+						uint2		cw = ecol[uc];	/* {rcp row byte offset, 2 pc} */
+
+#pragma unroll
+						for (int h = 0; h < 2; h++)
+						{
+							bool		act = (u - s[h]) < span[h];
+							uint32_t	cc = (uint32_t) c[2 * h + k];
+							uint32_t	sf = *(const uint16_t *) (sb + MCC_BLOB_SQRT + (pcr2[h] + cw.y - 4 * cc));
+							uint32_t	R = *(const uint32_t *) (sb + cw.x + pcr4[h]);
+							uint32_t	d = __umulhi(sf, R);
+
+							if (ZS)
+								act = act && !(cw.y == 0 && pcr[h] == 0);
+							atomicAdd(hrow[h] + (act ? d : 64u), 1u);
+						}
+						continue;
+					}
+
 					uint32_t	cm = erow[uc];
 					uint32_t	pcc = (cm >> 16) & 511;
 					double		Ec = RCP == MCC_RCP_FP64 ? eE[uc] : 0.0;
@@ -577,13 +621,17 @@ mcc_match_tc(mcc_match_args a)
 void
 mcc_gpu_variant_params(int variant, int *rcp, int *csa, int *cpl, int *bt, int *tc)
 {
-	/* rcp, csa, cpl, bt, tc (tensor cores: 1 = 8 warps, 2 = 8 + pipelined, 3 = 10, 4 = 10 + pipelined) */
+	/*
+	 * rcp, csa, cpl, bt, tc (tensor cores: 1 = 8 warps, 2 = 8 + pipelined, 3 = 10,
+	 * 4 = 10 + pipelined, 5 = 4 with the lean epilogue, 6 = 5 unrolled 4 times)
+	 */
 	static const int8_t v[MCC_GPU_VARIANT_COUNT][5] = {
-		{1, 0, 1, 1, 4},		/* default = tc-table-w10-sp, the fastest measured (docs/gpu-notes.md) */
+		{1, 0, 1, 1, 5},		/* default = tc-lean, the fastest measured (docs/gpu-notes.md) */
 		{0, 2, 1, 0, 0}, {0, 4, 1, 0, 0}, {1, 2, 1, 0, 0}, {1, 4, 1, 0, 0},
 		{0, 2, 1, 1, 0}, {0, 4, 1, 1, 0}, {1, 2, 1, 1, 0}, {1, 4, 1, 1, 0},
 		{0, 2, 2, 1, 0}, {0, 4, 2, 1, 0}, {1, 2, 2, 1, 0}, {1, 4, 2, 1, 0},
 		{1, 0, 1, 1, 1}, {0, 0, 1, 1, 1}, {1, 0, 1, 1, 2}, {1, 0, 1, 1, 3}, {1, 0, 1, 1, 4},
+		{1, 0, 1, 1, 5}, {1, 0, 1, 1, 6},
 	};
 	int			i = variant >= 0 && variant < MCC_GPU_VARIANT_COUNT ? variant : 0;
 
@@ -612,13 +660,17 @@ mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int tc)
 		K2(0, 2, 1, 1), K2(0, 4, 1, 1), K2(1, 2, 1, 1), K2(1, 4, 1, 1),
 		K2(0, 2, 2, 1), K2(0, 4, 2, 1), K2(1, 2, 2, 1), K2(1, 4, 2, 1),
 	};
-#define KT(r, w, p) {(const void *) mcc_match_tc<r, 0, w, p>, (const void *) mcc_match_tc<r, 1, w, p>}
+#define KT(r, w, p, l) {(const void *) mcc_match_tc<r, 0, w, p, l>, (const void *) mcc_match_tc<r, 1, w, p, l>}
 	static const void *const ktc[2][4][2] = {
-		{KT(0, 8, 0), KT(0, 8, 1), KT(0, 10, 0), KT(0, 10, 1)},
-		{KT(1, 8, 0), KT(1, 8, 1), KT(1, 10, 0), KT(1, 10, 1)},
+		{KT(0, 8, 0, 0), KT(0, 8, 1, 0), KT(0, 10, 0, 0), KT(0, 10, 1, 0)},
+		{KT(1, 8, 0, 0), KT(1, 8, 1, 0), KT(1, 10, 0, 0), KT(1, 10, 1, 0)},
 	};
+	static const void *const klean[2][2] = {KT(1, 10, 1, 1), KT(1, 10, 1, 2)};
 	int			i = (cpl == 2 ? 8 : bt ? 4 : 0) + (rcp ? 2 : 0) + (csa == 4 ? 1 : 0);
 
+	/* the lean epilogue reads the rcp table; without it, tc-table-w10-sp's FP64 twin */
+	if (tc >= 5 && tc <= 6)
+		return rcp ? klean[tc - 5][zs ? 1 : 0] : ktc[0][3][zs ? 1 : 0];
 	if (tc >= 1 && tc <= 4)
 		return ktc[rcp ? 1 : 0][tc - 1][zs ? 1 : 0];
 	if (cpl == 2 && !bt)

@@ -18,16 +18,25 @@
 
 #define A16(x) (((x) + 15) & ~(size_t) 15)
 
-/* Image bytes of one probe. */
+/* Image bytes of one probe (lean: with the column words of tc-lean). */
 static size_t
-probe_bytes(int n, int rcp)
+probe_bytes(int n, int rcp, int lean)
 {
 	size_t		b = sizeof(mcc_pdesc) + A16(2 * 257) + 2 * 48 * (size_t) n +
 		A16(24 * (size_t) n) + A16(12 * (size_t) n);
 
 	if (rcp != MCC_RCP_FP64)
 		b += 4 * (size_t) MCC_GPU_TROW * n;
+	if (rcp != MCC_RCP_FP64 && lean)
+		b += A16(24 * (size_t) n);
 	return b;
+}
+
+/* The variant's kernel has the lean epilogue (tc-lean: its column words). */
+static int
+lean_of(int tc)
+{
+	return tc == 5 || tc == 6;
 }
 
 /* Check a probe against the context. */
@@ -67,7 +76,7 @@ check_probe(mcc_gpu *g, const mcc_template_view *v, int q, mcc_error *err)
  * gallery angle to gate[256].
  */
 static size_t
-build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp,
+build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp, int lean,
 			uint8_t *out, int *zero, double *gate)
 {
 	size_t		off = A16(MCC_BLOB_PDESC + sizeof(mcc_pdesc) * nq);
@@ -92,6 +101,7 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp,
 		double	   *e;
 		uint32_t   *row;
 		uint32_t   *tab = NULL;
+		uint2	   *col = NULL;
 		int			order[MCC_MAX_CYL];
 		int			hist[257];
 
@@ -116,6 +126,12 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp,
 		{
 			tab = (uint32_t *) (out + off);
 			off += 4 * (size_t) MCC_GPU_TROW * n;
+		}
+		if (tab && lean)
+		{
+			pd->col_off = (uint32_t) off;
+			col = (uint2 *) (out + off);
+			off += A16(24 * (size_t) n);
 		}
 
 		/* sort by angle (stable), prefix counts */
@@ -158,6 +174,8 @@ build_image(mcc_gpu *g, const mcc_template_view *probes, int nq, int rcp,
 				hi[en] = make_uint4((uint32_t) w[2], (uint32_t) (w[2] >> 32), (uint32_t) w[3], (uint32_t) (w[3] >> 32));
 				e[en] = (double) g->sqrt_fx[pc];
 				row[en] = r;
+				if (col)
+					col[en] = make_uint2((r & 0xffff) * 4, 2 * (uint32_t) pc);
 			}
 			/* pairs that pass the gate, per gallery angle */
 			for (int a = 0; gate && a < 256; a++)
@@ -554,7 +572,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	memset(&cp, 0, sizeof(cp));
 	cp.rcp = rcp;
 	mcc_gpu_variant_params(g->opt.variant, &vr, &cp.csa, &cp.cpl, &cp.bt, &cp.tc);
-	cp.blob = build_image(g, probes, nq, rcp, g->h_blob, &cp.zero, cp.gate);
+	cp.blob = build_image(g, probes, nq, rcp, lean_of(cp.tc), g->h_blob, &cp.zero, cp.gate);
 	g->timing.prep_ms += mcc_cuda_now_ms() - t0;
 	g->timing.passes++;
 
@@ -629,7 +647,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		/* grow the pass while the image keeps 2 blocks per SM */
 		while (q1 < nq && q1 - q0 < g->opt.max_batch)
 		{
-			size_t		add = probe_bytes(probes[q1].n_cyl, crcp) + sizeof(mcc_pdesc);
+			size_t		add = probe_bytes(probes[q1].n_cyl, crcp, lean_of(tc)) + sizeof(mcc_pdesc);
 
 			if (q1 > q0 && sz + add > MCC_GPU_BLOB_SMALL)
 				break;
@@ -640,7 +658,7 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		{
 			/* a probe too large for its rcp table in shared memory */
 			crcp = MCC_RCP_FP64;
-			sz = A16(MCC_BLOB_PDESC + sizeof(mcc_pdesc) * 2) + probe_bytes(probes[q0].n_cyl, crcp);
+			sz = A16(MCC_BLOB_PDESC + sizeof(mcc_pdesc) * 2) + probe_bytes(probes[q0].n_cyl, crcp, 0);
 			q1 = q0 + 1;
 		}
 		if (sz + 64 > g->h_blob_cap)

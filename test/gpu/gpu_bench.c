@@ -2,6 +2,9 @@
  * gpu_bench.c: throughput of the GPU engine (make bench-gpu).
  *
  *   gpu_bench [--max N] [--angles oriented|uniform] [--reps R] [--out DIR]
+ *             [--only V[,V...]] [--synth U] [--scale]
+ *
+ * --only: those variants only, at --max, Q = 1 and 8 (one gallery for all).
  *
  * 1. every kernel variant at N = 250,000 (or --max), Q = 1 and 8;
  * 2. the best variant over gallery sizes 10 .. --max (paper 000 Fig. 12),
@@ -170,7 +173,8 @@ main(int argc, char **argv)
 	char		path[512];
 	double		summary[16][4];
 	int			nsum = 0;
-	int			only = -1;		/* --only V: one variant at --max, Q = 1 and 8 */
+	int			only = -1;		/* --only V[,V..]: those variants at --max, Q = 1 and 8 */
+	int			onlys[32], nonly = 0;
 	uint32_t	synth = 0;		/* --synth U: src/core's synthetic fingers, U distinct */
 	int			scale = 0;		/* --scale: 1..all devices at --max, Q = 1 and 8 */
 
@@ -185,7 +189,11 @@ main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out = argv[++i];
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-			only = atoi(argv[++i]);
+		{
+			for (char *t = strtok(argv[++i], ","); t && nonly < 32; t = strtok(NULL, ","))
+				onlys[nonly++] = atoi(t);
+			only = nonly ? onlys[0] : -1;
+		}
 		else if (!strcmp(argv[i], "--synth") && i + 1 < argc)
 			synth = (uint32_t) atol(argv[++i]);
 		else if (!strcmp(argv[i], "--scale"))
@@ -267,13 +275,14 @@ main(int argc, char **argv)
 	}
 	if (only >= 0)
 	{
-		if ((c = open_variant(only, &g, &up)) != NULL)
-		{
-			for (int qi = 0; qi < 2; qi++)
-				if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
-					line("only", only, g.n_tpl, qi ? 8 : 1, up, &res, (double) g.n_cyl / g.n_tpl);
-			mcc_gpu_close(c);
-		}
+		for (int oi = 0; oi < nonly; oi++)
+			if ((c = open_variant(onlys[oi], &g, &up)) != NULL)
+			{
+				for (int qi = 0; qi < 2; qi++)
+					if (measure(c, pr, 64, qi ? 8 : 1, reps, &res) == 0)
+						line("only", onlys[oi], g.n_tpl, qi ? 8 : 1, up, &res, (double) g.n_cyl / g.n_tpl);
+				mcc_gpu_close(c);
+			}
 		return finish(&g, synth);
 	}
 

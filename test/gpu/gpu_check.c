@@ -148,6 +148,33 @@ same_hits(const mcc_gpu_hit *h, const int *nh, const float *ref, const mcc_soa *
 	return ok;
 }
 
+/*
+ * The largest d = (sqrt_fx[p] * rcp(sqrt_fx[x] + sqrt_fx[y])) >> 32 over
+ * popcounts x, y <= 255 and every xor popcount p they allow (|x - y| <= p
+ * <= min(x + y, 255), p of the parity of x + y).
+ */
+static uint32_t
+max_dist(void)
+{
+	uint32_t	mx = 0;
+
+	for (int x = 0; x <= 255; x++)
+		for (int y = 0; y <= 255; y++)
+		{
+			uint32_t	R = mcc_lss_rcp(mcc_lss_sqrt_fx(x) + mcc_lss_sqrt_fx(y));
+			int			hi = x + y > 255 ? 255 : x + y;
+
+			for (int p = x > y ? x - y : y - x; p <= hi; p += 2)
+			{
+				uint32_t	d = mcc_lss_dist(mcc_lss_sqrt_fx(p), R);
+
+				if (d > mx)
+					mx = d;
+			}
+		}
+	return mx;
+}
+
 /* Open a context, upload g; NULL (and a failed check) on error. */
 static int	pc_window = 0;
 
@@ -271,6 +298,8 @@ main(int argc, char **argv)
 	prof = mcc_profile_by_id(MCC_PROFILE_GPU2015);
 	mcc_lss_init();
 	UNIT_CHECK(gd_check_rcp_fp64() == 0, "FP64 rcp of the kernels equals floor(2^38/den) for every den <= 2^17");
+	UNIT_CHECK(max_dist() <= 64, "d <= 64 for every pair of popcounts and xor popcount that can occur "
+			   "(tc-lean votes d without a clamp)");
 
 	rc = mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err);
 	if (argc > 1 && strcmp(argv[1], "--no-device") == 0)
@@ -330,7 +359,8 @@ main(int argc, char **argv)
 		static gd_probe ps[8];
 		float	   *cs;
 		static const int vs[] = {0, MCC_GPU_VARIANT_FP64_CSA2, MCC_GPU_VARIANT_BLK_TABLE_CSA2,
-		MCC_GPU_VARIANT_TC_FP64, MCC_GPU_VARIANT_TC_TABLE_W10_SP};
+		MCC_GPU_VARIANT_TC_FP64, MCC_GPU_VARIANT_TC_TABLE_W10_SP, MCC_GPU_VARIANT_TC_LEAN,
+		MCC_GPU_VARIANT_TC_LEAN_U4};
 
 		if (gd_gallery_synth(&gs, 3000, 1500, 77, ps, 8) == 0 && (cs = gd_core_scores(ps, 8, &gs, NULL)))
 		{
