@@ -75,7 +75,7 @@ restart() {
 	dev_wait_gpu || status=1
 	t3=$(date +%s.%N)
 	say "   $what: server ready $(calc "$t1 - $t0") s after start, first identify() $(calc "$t2 - $t1") s later: serving $(calc "$t2 - $t0") s after start, from the GPU $(calc "$t3 - $t0") s after start"
-	grep -E "mcc_engine.*(snapshot|load|upload|refinement data)" /tmp/pgkit.log | tail -5 | sed 's/^/      /' | tee -a "$out/summary.txt"
+	grep -E "mcc_engine.*(snapshot|load|upload|refinement data)" /tmp/pgkit.log | tail -6 | sed 's/^/      /' | tee -a "$out/summary.txt"
 }
 step "restarts"
 restart "snapshot, table unchanged"
