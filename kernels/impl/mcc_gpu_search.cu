@@ -268,10 +268,26 @@ hit_cmp(const void *a, const void *b)
 /* Hits read ahead of the one being merged (random reads of gallery-sized arrays). */
 #define MERGE_AHEAD 16
 
+/* qsort: by id (within a run of equal scores) */
+static int
+hit_id_cmp(const void *a, const void *b)
+{
+	const mcc_gpu_hit *x = (const mcc_gpu_hit *) a;
+	const mcc_gpu_hit *y = (const mcc_gpu_hit *) b;
+
+	return x->id < y->id ? -1 : x->id > y->id ? 1 : 0;
+}
+
+/* Tie runs up to this long are ordered by insertion, inline. */
+#define TIE_INSERTION_MAX 64
+
 /*
  * hits[0 .. n) in score order (one partition's selection: score desc, then
  * local index): order each run of equal scores by id, which makes the
- * whole list hit_cmp's order.
+ * whole list hit_cmp's order. Runs are short (a template and its copies):
+ * an inline insertion sort saves qsort's call per comparison there (a
+ * gallery holding each template many times, as the engine benches' do, has
+ * thousands of such runs in a shortlist).
  */
 static void
 sort_ties(mcc_gpu_hit *h, size_t n)
@@ -282,8 +298,18 @@ sort_ties(mcc_gpu_hit *h, size_t n)
 
 		while (j < n && h[j].score == h[i].score)
 			j++;
-		if (j - i > 1)
-			qsort(h + i, j - i, sizeof(mcc_gpu_hit), hit_cmp);
+		if (j - i > TIE_INSERTION_MAX)
+			qsort(h + i, j - i, sizeof(mcc_gpu_hit), hit_id_cmp);
+		else
+			for (size_t a = i + 1; a < j; a++)
+			{
+				mcc_gpu_hit x = h[a];
+				size_t		b = a;
+
+				for (; b > i && h[b - 1].id > x.id; b--)
+					h[b] = h[b - 1];
+				h[b] = x;
+			}
 		i = j;
 	}
 }
