@@ -6,6 +6,8 @@
  * (docs/matcher-engine.md). Split from eng_gallery.c, which serves the
  * caches once loaded.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,9 +362,36 @@ rows_run(eng_job *job, uint32_t part, void *scratch)
 	}
 }
 
+/*
+ * Wait for the load pool's job, receiving meanwhile what connection c (or
+ * NULL) sends: its socket drains while the load threads work, so that the
+ * client keeps writing its next frames (one frame at a time, the client and
+ * the load threads took turns).
+ */
+static void
+wait_reading_ahead(eng_pool *pool, eng_conn *c)
+{
+	bool		ahead = c != NULL && c->fd >= 0;
+
+	while (eng_pool_take_done(pool) == NULL)
+	{
+		struct pollfd pfd[2] = {{.fd = eng_pool_fd(pool), .events = POLLIN},
+		{.fd = ahead ? c->fd : -1, .events = POLLIN}};
+		int			got = ahead ? eng_conn_read_ahead(c) : 0;
+
+		if (got > 0)
+			continue;
+		if (got < 0 || c == NULL || c->in.cap == c->in.len)
+			ahead = false;
+		pfd[1].fd = ahead ? c->fd : -1;
+		while (poll(pfd, 2, -1) < 0 && errno == EINTR)
+			;
+	}
+}
+
 /* Run every part of j: in the load threads when there are several parts. */
 static void
-rows_in_threads(eng_server *s, rows_job *j)
+rows_in_threads(eng_server *s, rows_job *j, eng_conn *ahead)
 {
 	uint32_t	parts = (j->n + ROWS_PER_PART - 1) / ROWS_PER_PART;
 
@@ -377,8 +406,7 @@ rows_in_threads(eng_server *s, rows_job *j)
 	}
 	eng_pool_submit(s->load_pool, &j->job);
 	/* the load pool runs only this: the job done is ours */
-	while (eng_pool_take_done(s->load_pool) == NULL)
-		(void) eng_pool_wait(s->load_pool, -1);
+	wait_reading_ahead(s->load_pool, ahead);
 }
 
 /*
@@ -434,7 +462,8 @@ reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
 }
 
 void
-eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, bool checked)
+eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, bool checked,
+			  eng_conn *ahead)
 {
 	rows_job	j = {.in = in, .n = n, .checked = checked};
 	eng_bulk_at *at;
@@ -453,7 +482,7 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 		st = mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
 	else
 	{
-		rows_in_threads(s, &j);
+		rows_in_threads(s, &j, ahead);
 		while (ok_n < n && !j.bad[ok_n])
 			ok_n++;
 		/* the rows before a bad one go in: the load fails at it anyway */
@@ -465,7 +494,7 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 			j.n = ok_n;
 			j.c = l->build;
 			j.at = at;
-			rows_in_threads(s, &j);
+			rows_in_threads(s, &j, ahead);
 			eng_cache_bulk_end(l->build, ok_n,
 							   at[ok_n - 1].cyl + (uint64_t) last->n_cyl - at[0].cyl,
 							   at[ok_n - 1].side + eng_side_bytes(last) - at[0].side);
