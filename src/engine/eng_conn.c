@@ -158,6 +158,8 @@ eng_conn_read(eng_server *s, eng_conn *c)
 {
 	size_t		total = 0;
 
+	/* a turn's frames read ahead are bounded too: other clients wait meanwhile */
+	c->ahead_left = READ_PER_CALL;
 	while (!c->dead && !c->closing && total < READ_PER_CALL)
 	{
 		ssize_t		n;
@@ -186,15 +188,19 @@ eng_conn_read(eng_server *s, eng_conn *c)
 int
 eng_conn_read_ahead(eng_conn *c)
 {
+	size_t		room = c->in.cap - c->in.len;
 	ssize_t		n;
 
-	if (c->fd < 0 || c->in.cap == c->in.len)
+	if (room > c->ahead_left)
+		room = c->ahead_left;
+	if (c->fd < 0 || room == 0)
 		return 0;
 	/* into the room there is: the buffer must not move under the frame being handled */
-	n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, MSG_DONTWAIT);
+	n = recv(c->fd, c->in.data + c->in.len, room, MSG_DONTWAIT);
 	if (n > 0)
 	{
 		c->in.len += (size_t) n;
+		c->ahead_left -= (size_t) n;
 		return 1;
 	}
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))

@@ -26,6 +26,7 @@ typedef struct eng_conn
 	int			fd;				/* -1: fed in-process (tests, fuzzing) */
 	eng_buf		in;
 	size_t		in_pos;			/* first unprocessed byte */
+	size_t		ahead_left;		/* bytes eng_conn_read_ahead may take in this turn */
 	eng_buf		out;
 	size_t		out_pos;		/* first unsent byte */
 	bool		closing;		/* close once out is sent */

@@ -381,7 +381,7 @@ wait_reading_ahead(eng_pool *pool, eng_conn *c)
 
 		if (got > 0)
 			continue;
-		if (got < 0 || c == NULL || c->in.cap == c->in.len)
+		if (got < 0 || c == NULL || c->in.cap == c->in.len || c->ahead_left == 0)
 			ahead = false;
 		pfd[1].fd = ahead ? c->fd : -1;
 		while (poll(pfd, 2, -1) < 0 && errno == EINTR)
