@@ -308,11 +308,14 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 /*
  * Rows of a LOAD_ROWS frame in bulk: their templates opened and hashed,
  * then written into room reserved once for the frame, both in the load
- * threads (parts of ROWS_PER_PART rows) while the main thread waits; the key
+ * threads (parts of per_part rows) while the main thread waits; the key
  * index is linked on the main thread. The cache being built is nobody
  * else's, so the threads may write its distinct rows at once.
  */
-#define ROWS_PER_PART	64
+#define ROWS_PER_PART	64		/* at most */
+#define ROWS_PER_PART_MIN 8
+/* the load threads that make reading ahead pay: cores beyond the client's and the main thread's */
+#define AHEAD_MIN_THREADS 4
 
 typedef struct rows_job
 {
@@ -326,6 +329,7 @@ typedef struct rows_job
 	uint8_t    *bad;			/* rows whose template does not open */
 	eng_cache  *c;
 	const eng_bulk_at *at;
+	uint32_t	per_part;		/* rows per part */
 } rows_job;
 
 /* Open (and check, unless checked) one row's template. */
@@ -341,8 +345,8 @@ static void
 rows_run(eng_job *job, uint32_t part, void *scratch)
 {
 	rows_job   *j = (rows_job *) job;
-	uint32_t	a = part * ROWS_PER_PART;
-	uint32_t	b = a + ROWS_PER_PART < j->n ? a + ROWS_PER_PART : j->n;
+	uint32_t	a = part * j->per_part;
+	uint32_t	b = a + j->per_part < j->n ? a + j->per_part : j->n;
 	mcc_error	err;
 
 	(void) scratch;
@@ -393,8 +397,17 @@ wait_reading_ahead(eng_pool *pool, eng_conn *c)
 static void
 rows_in_threads(eng_server *s, rows_job *j, eng_conn *ahead)
 {
-	uint32_t	parts = (j->n + ROWS_PER_PART - 1) / ROWS_PER_PART;
+	int			threads = s->load_pool != NULL ? eng_pool_threads(s->load_pool) : 1;
+	uint32_t	parts;
 
+	/*
+	 * Two parts per thread, of 8 to 64 rows: a 1 MB frame has about 380
+	 * rows, which parts of 64 gave to 6 threads only on a 16-core machine
+	 */
+	j->per_part = j->n / (2 * (uint32_t) threads);
+	j->per_part = j->per_part < ROWS_PER_PART_MIN ? ROWS_PER_PART_MIN :
+		j->per_part > ROWS_PER_PART ? ROWS_PER_PART : j->per_part;
+	parts = (j->n + j->per_part - 1) / j->per_part;
 	memset(&j->job, 0, sizeof(j->job));
 	j->job.run = rows_run;
 	j->job.n_parts = parts;
@@ -405,8 +418,12 @@ rows_in_threads(eng_server *s, rows_job *j, eng_conn *ahead)
 		return;
 	}
 	eng_pool_submit(s->load_pool, &j->job);
-	/* the load pool runs only this: the job done is ours */
-	wait_reading_ahead(s->load_pool, ahead);
+	/*
+	 * The load pool runs only this: the job done is ours. Reading ahead
+	 * needs cores to spare: on two cores the client's writes and the main
+	 * thread's reads only took CPU from the load threads.
+	 */
+	wait_reading_ahead(s->load_pool, threads >= AHEAD_MIN_THREADS ? ahead : NULL);
 }
 
 /*
