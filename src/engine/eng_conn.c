@@ -124,7 +124,15 @@ process_frames(eng_server *s, eng_conn *c)
 			protocol_violation(c, h.request_id, "malformed frame");
 	}
 	if (c->in_pos == c->in.len)
+	{
 		c->in.len = c->in_pos = 0;
+		/* a finished load's room for reading ahead goes back */
+		if (c->load == NULL && c->in.cap > LOAD_AHEAD)
+		{
+			eng_buf_free(&c->in);
+			eng_buf_init(&c->in);
+		}
+	}
 	else if (c->in_pos > 0)
 	{
 		eng_buf_consume(&c->in, c->in_pos);
