@@ -122,6 +122,8 @@ mkfifo "$work/in" "$work/out"
 psql_ -tA <"$work/in" >"$work/out" 2>&1 &
 psql_pid=$!
 exec 3>"$work/in" 4<"$work/out"
+# the load's progress NOTICEs would come through the fifo
+echo "SET client_min_messages = warning;" >&3
 echo "SELECT pg_backend_pid();" >&3
 read -r bpid <&4
 echo "$bpid" >"$work/s.pid"

@@ -18,6 +18,12 @@
 #include "eng_server.h"
 
 #define READ_CHUNK		(64 * 1024)
+/*
+ * Room kept free in a loading connection's input for the frames that
+ * arrive while the load threads add one (eng_conn_read_ahead): about three
+ * of the backend's 1 MB LOAD_ROWS frames.
+ */
+#define LOAD_AHEAD		((size_t) 4 << 20)
 #define READ_PER_CALL	((size_t) 4 << 20)	/* then let other clients in */
 
 eng_conn *
@@ -118,7 +124,15 @@ process_frames(eng_server *s, eng_conn *c)
 			protocol_violation(c, h.request_id, "malformed frame");
 	}
 	if (c->in_pos == c->in.len)
+	{
 		c->in.len = c->in_pos = 0;
+		/* a finished load's room for reading ahead goes back */
+		if (c->load == NULL && c->in.cap > LOAD_AHEAD)
+		{
+			eng_buf_free(&c->in);
+			eng_buf_init(&c->in);
+		}
+	}
 	else if (c->in_pos > 0)
 	{
 		eng_buf_consume(&c->in, c->in_pos);
@@ -152,11 +166,13 @@ eng_conn_read(eng_server *s, eng_conn *c)
 {
 	size_t		total = 0;
 
+	/* a turn's frames read ahead are bounded too: other clients wait meanwhile */
+	c->ahead_left = READ_PER_CALL;
 	while (!c->dead && !c->closing && total < READ_PER_CALL)
 	{
 		ssize_t		n;
 
-		if (!eng_buf_reserve(&c->in, READ_CHUNK))
+		if (!eng_buf_reserve(&c->in, c->load != NULL ? LOAD_AHEAD : READ_CHUNK))
 			return false;
 		n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
 		if (n > 0)
@@ -175,6 +191,29 @@ eng_conn_read(eng_server *s, eng_conn *c)
 		return false;
 	}
 	return true;
+}
+
+int
+eng_conn_read_ahead(eng_conn *c)
+{
+	size_t		room = c->in.cap - c->in.len;
+	ssize_t		n;
+
+	if (room > c->ahead_left)
+		room = c->ahead_left;
+	if (c->fd < 0 || room == 0)
+		return 0;
+	/* into the room there is: the buffer must not move under the frame being handled */
+	n = recv(c->fd, c->in.data + c->in.len, room, MSG_DONTWAIT);
+	if (n > 0)
+	{
+		c->in.len += (size_t) n;
+		c->ahead_left -= (size_t) n;
+		return 1;
+	}
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return -1;					/* closed or broken: the next eng_conn_read says so */
 }
 
 bool

@@ -26,6 +26,7 @@ typedef struct eng_conn
 	int			fd;				/* -1: fed in-process (tests, fuzzing) */
 	eng_buf		in;
 	size_t		in_pos;			/* first unprocessed byte */
+	size_t		ahead_left;		/* bytes eng_conn_read_ahead may take in this turn */
 	eng_buf		out;
 	size_t		out_pos;		/* first unsent byte */
 	bool		closing;		/* close once out is sent */
@@ -43,6 +44,16 @@ void		eng_conn_input(struct eng_server *s, eng_conn *c, const void *data, size_t
 
 /* Read what the socket has (false: closed). */
 bool		eng_conn_read(struct eng_server *s, eng_conn *c);
+
+/*
+ * Receive what the socket has into the input buffer's free room, never
+ * moving the buffer (a frame being handled points into it); the frames
+ * are handled once the current one is done. 1: bytes came; 0: none now
+ * (or no room); -1: closed or broken (eng_conn_read will say so). While a
+ * load's rows are added on the load threads, the client's next frames come
+ * in meanwhile instead of waiting in its socket.
+ */
+int			eng_conn_read_ahead(eng_conn *c);
 
 /* Send what is queued (false: the peer is gone). */
 bool		eng_conn_flush(eng_conn *c);

@@ -287,7 +287,7 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		return false;
 	}
 	if (l != NULL)
-		eng_load_rows(s, l, in, n, false);
+		eng_load_rows(s, l, in, n, false, c);
 	free(in);
 	return true;
 }

@@ -6,6 +6,8 @@
  * (docs/matcher-engine.md). Split from eng_gallery.c, which serves the
  * caches once loaded.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,11 +308,14 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 /*
  * Rows of a LOAD_ROWS frame in bulk: their templates opened and hashed,
  * then written into room reserved once for the frame, both in the load
- * threads (parts of ROWS_PER_PART rows) while the main thread waits; the key
+ * threads (parts of per_part rows) while the main thread waits; the key
  * index is linked on the main thread. The cache being built is nobody
  * else's, so the threads may write its distinct rows at once.
  */
-#define ROWS_PER_PART	64
+#define ROWS_PER_PART	64		/* at most */
+#define ROWS_PER_PART_MIN 8
+/* the load threads that make reading ahead pay: cores beyond the client's and the main thread's */
+#define AHEAD_MIN_THREADS 4
 
 typedef struct rows_job
 {
@@ -324,6 +329,7 @@ typedef struct rows_job
 	uint8_t    *bad;			/* rows whose template does not open */
 	eng_cache  *c;
 	const eng_bulk_at *at;
+	uint32_t	per_part;		/* rows per part */
 } rows_job;
 
 /* Open (and check, unless checked) one row's template. */
@@ -339,8 +345,8 @@ static void
 rows_run(eng_job *job, uint32_t part, void *scratch)
 {
 	rows_job   *j = (rows_job *) job;
-	uint32_t	a = part * ROWS_PER_PART;
-	uint32_t	b = a + ROWS_PER_PART < j->n ? a + ROWS_PER_PART : j->n;
+	uint32_t	a = part * j->per_part;
+	uint32_t	b = a + j->per_part < j->n ? a + j->per_part : j->n;
 	mcc_error	err;
 
 	(void) scratch;
@@ -360,12 +366,48 @@ rows_run(eng_job *job, uint32_t part, void *scratch)
 	}
 }
 
+/*
+ * Wait for the load pool's job, receiving meanwhile what connection c (or
+ * NULL) sends: its socket drains while the load threads work, so that the
+ * client keeps writing its next frames (one frame at a time, the client and
+ * the load threads took turns).
+ */
+static void
+wait_reading_ahead(eng_pool *pool, eng_conn *c)
+{
+	bool		ahead = c != NULL && c->fd >= 0;
+
+	while (eng_pool_take_done(pool) == NULL)
+	{
+		struct pollfd pfd[2] = {{.fd = eng_pool_fd(pool), .events = POLLIN},
+		{.fd = ahead ? c->fd : -1, .events = POLLIN}};
+		int			got = ahead ? eng_conn_read_ahead(c) : 0;
+
+		if (got > 0)
+			continue;
+		if (got < 0 || c == NULL || c->in.cap == c->in.len || c->ahead_left == 0)
+			ahead = false;
+		pfd[1].fd = ahead ? c->fd : -1;
+		while (poll(pfd, 2, -1) < 0 && errno == EINTR)
+			;
+	}
+}
+
 /* Run every part of j: in the load threads when there are several parts. */
 static void
-rows_in_threads(eng_server *s, rows_job *j)
+rows_in_threads(eng_server *s, rows_job *j, eng_conn *ahead)
 {
-	uint32_t	parts = (j->n + ROWS_PER_PART - 1) / ROWS_PER_PART;
+	int			threads = s->load_pool != NULL ? eng_pool_threads(s->load_pool) : 1;
+	uint32_t	parts;
 
+	/*
+	 * Two parts per thread, of 8 to 64 rows: a 1 MB frame has about 380
+	 * rows, which parts of 64 gave to 6 threads only on a 16-core machine
+	 */
+	j->per_part = j->n / (2 * (uint32_t) threads);
+	j->per_part = j->per_part < ROWS_PER_PART_MIN ? ROWS_PER_PART_MIN :
+		j->per_part > ROWS_PER_PART ? ROWS_PER_PART : j->per_part;
+	parts = (j->n + j->per_part - 1) / j->per_part;
 	memset(&j->job, 0, sizeof(j->job));
 	j->job.run = rows_run;
 	j->job.n_parts = parts;
@@ -376,9 +418,12 @@ rows_in_threads(eng_server *s, rows_job *j)
 		return;
 	}
 	eng_pool_submit(s->load_pool, &j->job);
-	/* the load pool runs only this: the job done is ours */
-	while (eng_pool_take_done(s->load_pool) == NULL)
-		(void) eng_pool_wait(s->load_pool, -1);
+	/*
+	 * The load pool runs only this: the job done is ours. Reading ahead
+	 * needs cores to spare: on two cores the client's writes and the main
+	 * thread's reads only took CPU from the load threads.
+	 */
+	wait_reading_ahead(s->load_pool, threads >= AHEAD_MIN_THREADS ? ahead : NULL);
 }
 
 /*
@@ -434,7 +479,8 @@ reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
 }
 
 void
-eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, bool checked)
+eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, bool checked,
+			  eng_conn *ahead)
 {
 	rows_job	j = {.in = in, .n = n, .checked = checked};
 	eng_bulk_at *at;
@@ -453,7 +499,7 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 		st = mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
 	else
 	{
-		rows_in_threads(s, &j);
+		rows_in_threads(s, &j, ahead);
 		while (ok_n < n && !j.bad[ok_n])
 			ok_n++;
 		/* the rows before a bad one go in: the load fails at it anyway */
@@ -465,7 +511,7 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 			j.n = ok_n;
 			j.c = l->build;
 			j.at = at;
-			rows_in_threads(s, &j);
+			rows_in_threads(s, &j, ahead);
 			eng_cache_bulk_end(l->build, ok_n,
 							   at[ok_n - 1].cyl + (uint64_t) last->n_cyl - at[0].cyl,
 							   at[ok_n - 1].side + eng_side_bytes(last) - at[0].side);

@@ -82,8 +82,10 @@ typedef struct eng_load_in
  * Add n rows to load l at once (eng_load_row's work for each, in the load
  * threads): the first row that cannot be cached fails the load, as does a
  * cache that cannot grow. checked: templates the engine cached before.
+ * ahead (or NULL): the connection the rows came on, whose next frames are
+ * received meanwhile (eng_conn_read_ahead; in points into its input).
  */
 void		eng_load_rows(struct eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n,
-						  bool checked);
+						  bool checked, struct eng_conn *ahead);
 
 #endif							/* ENG_LOAD_H */

@@ -4,6 +4,7 @@
  */
 #include "mcc_pg.h"
 #include "service.h"
+#include "service_load.h"
 #include "gallery.h"
 
 #include "access/xlog.h"
@@ -91,6 +92,7 @@ mcc_gallery_preload(PG_FUNCTION_ARGS)
 		unavailable("preload", "the matcher service already tracks mcc.max_galleries galleries of higher priority or being loaded");
 	if (mcc_conn_ensure(&why) != MCC_CONN_OK)
 		unavailable("preload", why);
+	mcc_load_visible_forget();
 	switch (mcc_gallery_load(&ref, 0, opts, &entries, &why))
 	{
 		case MCC_LOAD_OK:
@@ -110,7 +112,12 @@ mcc_gallery_preload(PG_FUNCTION_ARGS)
 		case MCC_LOAD_UNAVAILABLE:
 			unavailable("preload", why);
 	}
-	/* what the caller may know: its own rows, not the cache's tuple versions */
+	/*
+	 * What the caller may know: its own rows, not the cache's tuple
+	 * versions; the load's scan counted them if it could
+	 */
+	if (mcc_load_visible_rows(relid, &entries))
+		PG_RETURN_INT64((int64) entries);
 	PG_RETURN_INT64(mcc_count_rows(&g));
 }
 

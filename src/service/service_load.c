@@ -59,8 +59,12 @@
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "tcop/tcopprot.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/rls.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
@@ -370,6 +374,54 @@ engine_holds_cache(const mcc_gallery_ref *g)
 	return mcc_conn_wait_reply(id, &reply) && reply.type == MCC_MSG_RESULT;
 }
 
+/* The last full load's count of the rows the caller's snapshot sees (mcc_load_visible_rows). */
+static struct
+{
+	bool		valid;
+	Oid			relid;
+	Snapshot	snap;
+	CommandId	curcid;
+	uint64		rows;
+} last_visible;
+
+/*
+ * May the load's scan count the rows the caller's snapshot sees, in place
+ * of SELECT count(*) FROM g WHERE template IS NOT NULL? When that query
+ * would read exactly the heap the load scans, under that snapshot: one
+ * plain table without children, readable by the caller, with no
+ * row-level security applying to it.
+ */
+static bool
+may_count_visible(const mcc_gallery_ref *g)
+{
+	Oid			relid = g->relid;
+
+	return ActiveSnapshotSet() && IsMVCCSnapshot(GetActiveSnapshot()) &&
+		list_length(g->relids) == 1 && linitial_oid(g->relids) == relid &&
+		get_rel_relkind(relid) == RELKIND_RELATION && !has_subclass(relid) &&
+		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
+		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
+}
+
+void
+mcc_load_visible_forget(void)
+{
+	last_visible.valid = false;
+}
+
+bool
+mcc_load_visible_rows(Oid relid, uint64 *rows)
+{
+	bool		ok = last_visible.valid && last_visible.relid == relid &&
+		ActiveSnapshotSet() && GetActiveSnapshot() == last_visible.snap &&
+		last_visible.snap->curcid == last_visible.curcid;
+
+	last_visible.valid = false;
+	if (ok)
+		*rows = last_visible.rows;
+	return ok;
+}
+
 /* The load itself, with the load lock held; replace: the current cache may give way. */
 static mcc_load_result
 load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *entries,
@@ -399,6 +451,11 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	{
 		st.snapshot = true;
 		st.flags |= MCC_LOAD_SNAPSHOT;
+	}
+	if (!st.snapshot && may_count_visible(g))
+	{
+		st.count_visible = true;
+		st.count_snap = GetActiveSnapshot();
 	}
 	/* horizon first, then the generation: see the file comment */
 	rel = relation_open(g->relid, NoLock);
@@ -471,6 +528,14 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 		mcc_raise_engine_error(&reply);
 	*entries = mcc_get_u64(&reply.body);
 	slot_loaded(g, st.gen, st.profile_id, st.in_recovery, st.log_head);
+	if (st.count_visible)
+	{
+		last_visible.valid = true;
+		last_visible.relid = g->relid;
+		last_visible.snap = st.count_snap;
+		last_visible.curcid = st.count_snap->curcid;
+		last_visible.rows = st.visible;
+	}
 	if (st.prog.noticed)
 	{
 		double		secs = (double) (GetCurrentTimestamp() - st.prog.started) / USECS_PER_SEC;

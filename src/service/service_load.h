@@ -62,6 +62,14 @@ typedef struct load_state
 	bool		snapshot;		/* check the engine's snapshot (heads first) */
 	uint64		heads;			/* heads sent */
 	uint64		wanted;			/* tuples the engine asked for */
+	/*
+	 * While count_visible: rows with a template that count_snap (the
+	 * caller's snapshot) sees, counted as the scan meets them, so that
+	 * mcc_gallery_preload need not scan the gallery again for its answer
+	 */
+	bool		count_visible;
+	Snapshot	count_snap;
+	uint64		visible;
 	/* a parallel worker's load (src/service/service_load_parallel.c) */
 	struct shm_mq_handle *mq;	/* frames go to the leader, not the engine */
 	StringInfoData deferred;	/* risky rows left to the leader: load_deferred */
@@ -78,6 +86,16 @@ typedef struct load_deferred
 	uint64		tid;
 	TransactionId xmin;
 } load_deferred;
+
+/*
+ * The rows with a template that the caller's snapshot sees in gallery
+ * relid, as the full load this command just made counted them; false when
+ * none did (another snapshot, a gallery of several relations, row-level
+ * security, a load from the cache snapshot): then count them. One answer
+ * per load. mcc_load_visible_forget drops it first.
+ */
+extern bool mcc_load_visible_rows(Oid relid, uint64 *rows);
+extern void mcc_load_visible_forget(void);
 
 /* service_load_rows.c */
 extern void mcc_load_send_begin(load_state *st);

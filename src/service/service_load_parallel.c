@@ -74,6 +74,7 @@
 #define LOAD_MSG_DEFERRED	2	/* load_deferred[] */
 #define LOAD_MSG_FAILED		3	/* u32 mcc_load_result, then why (text) */
 #define LOAD_MSG_CPU		4	/* double[3]: CPU-s of start-up, of reading; page faults */
+#define LOAD_MSG_VISIBLE	5	/* uint64: rows with a template our snapshot sees */
 
 /* one heap of the gallery, as the workers read it */
 typedef struct load_shared_rel
@@ -90,6 +91,7 @@ typedef struct load_shared
 	TransactionId horizon;
 	TransactionId pin_xmin;
 	uint32		flags;
+	bool		count_visible;	/* count what the active snapshot (ours) sees */
 	int			profile_id;		/* 0: each worker takes its first row's */
 	uint64		next_xid;
 	int			n_order;		/* OIDs in LOAD_KEY_ORDER */
@@ -198,6 +200,7 @@ leader_setup(load_state *st, load_leader *ld, List *heaps)
 	ld->sh->horizon = st->horizon;
 	ld->sh->pin_xmin = st->pin_xmin;
 	ld->sh->flags = st->flags;
+	ld->sh->count_visible = st->count_visible;
 	ld->sh->profile_id = st->profile_id;
 	ld->sh->next_xid = st->next_xid;
 	ld->sh->n_order = st->n_rel_order;
@@ -308,6 +311,16 @@ leader_message(load_state *st, load_leader *ld, const char *data, Size len)
 				memcpy(c, data, sizeof(c));
 				for (int i = 0; i < 3; i++)
 					ld->cpu[i] += c[i];
+			}
+			return true;
+		case LOAD_MSG_VISIBLE:
+			if (len < sizeof(uint64))
+				elog(ERROR, "mcc: short count message from a parallel load worker");
+			{
+				uint64		v;
+
+				memcpy(&v, data, sizeof(uint64));
+				st->visible += v;
 			}
 			return true;
 		case LOAD_MSG_FAILED:
@@ -516,6 +529,9 @@ mcc_load_worker_main(dsm_segment *seg, shm_toc *toc)
 	st.horizon = sh->horizon;
 	st.pin_xmin = sh->pin_xmin;
 	st.flags = sh->flags;
+	/* the leader's active snapshot, which the parallel machinery restored */
+	st.count_visible = sh->count_visible;
+	st.count_snap = sh->count_visible ? GetActiveSnapshot() : NULL;
 	st.profile_id = sh->profile_id;
 	st.next_xid = sh->next_xid;
 	st.rel_order = shm_toc_lookup(toc, LOAD_KEY_ORDER, false);
@@ -540,6 +556,8 @@ mcc_load_worker_main(dsm_segment *seg, shm_toc *toc)
 		mcc_load_rows_flush(&st);
 		if (st.deferred.len > 0)
 			worker_send(&st, LOAD_MSG_DEFERRED, st.deferred.data, st.deferred.len, "", 0);
+		if (st.count_visible)
+			worker_send(&st, LOAD_MSG_VISIBLE, (const char *) &st.visible, sizeof(uint64), "", 0);
 		cpu[1] = own_cpu(&cpu[2]) - cpu[0];
 		cpu[2] -= faults0;
 		worker_send(&st, LOAD_MSG_CPU, (const char *) cpu, sizeof(cpu), "", 0);

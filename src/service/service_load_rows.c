@@ -299,6 +299,10 @@ keep_tuple(load_state *st, Relation rel, HeapTuple tuple, Buffer buf, AttrNumber
 	MemoryContext old;
 
 	keep = mcc_load_tuple_xids(tuple, buf, st->horizon, st->pin_xmin, &ins, &del, &risky);
+	/* what SELECT count(*) ... WHERE template IS NOT NULL would count */
+	if (st->count_visible && !heap_attisnull(tuple, tpl_att, RelationGetDescr(rel)) &&
+		HeapTupleSatisfiesVisibility(tuple, st->count_snap, buf))
+		st->visible++;
 	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 	if (!keep)
 		return true;
@@ -388,7 +392,10 @@ mcc_load_fetch_tids(load_state *st, const uint64 *tids, const TransactionId *xmi
 	AttrNumber	tpl_att = InvalidAttrNumber;
 	BlockNumber nblocks = 0;
 	bool		ok = true;
+	bool		counting = st->count_visible;
 
+	/* these were met (and counted) in the scan, or are a snapshot check's */
+	st->count_visible = false;
 	for (size_t i = 0; ok && i < n; i++)
 	{
 		int			ordinal = (int) (tids[i] >> 48);
@@ -440,5 +447,6 @@ mcc_load_fetch_tids(load_state *st, const uint64 *tids, const TransactionId *xmi
 	if (rel != NULL)
 		relation_close(rel, NoLock);
 	MemoryContextDelete(row_cxt);
+	st->count_visible = counting;
 	return ok;
 }

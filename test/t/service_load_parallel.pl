@@ -9,6 +9,8 @@
 #  - with a writer updating, deleting and inserting rows during the loads.
 # A worker's ERROR (a cancelled worker) fails the load whole and the
 # gallery is not served; a cancelled leader stops its workers.
+# mcc_gallery_preload's answer, which the load's scan counts (workers and
+# leader), equals SELECT count(*) under the same snapshot throughout.
 use strict;
 use warnings;
 
@@ -50,9 +52,13 @@ sub workers_log
 	return @runs;
 }
 
+# preload with the count(*) of the same statement's snapshot: their difference
+my $preload_diff = "SELECT mcc_gallery_preload('g') - (SELECT count(*) FROM g WHERE tpl IS NOT NULL)";
+
 # 1. a plain parallel load
 my $pos = -s $node->logfile;
-$node->safe_psql('postgres', "$par SELECT mcc_gallery_preload('g')");
+is($node->safe_psql('postgres', "$par $preload_diff"), 0,
+	"preload's answer is count(*)'s after a parallel load");
 my @r = workers_log($pos);
 ok(@r && $r[0] >= 1, "the load ran on parallel workers (@r)");
 is(check_all_probes($node, 'g', 5), 0, 'identify() equals brute force after a parallel load');
@@ -69,13 +75,20 @@ $w->query_safe('BEGIN');
 $w->query_safe('INSERT INTO g SELECT id, \'new\', tpl FROM spare WHERE id < 5100');
 $w->query_safe('DELETE FROM g WHERE id % 10 = 4');
 $pos = -s $node->logfile;
-$node->safe_psql('postgres', "$par SELECT mcc_gallery_preload('g')");
+is($node->safe_psql('postgres', "$par $preload_diff"), 0,
+	"preload's answer is count(*)'s with versions left to the leader");
 @r = workers_log($pos);
 ok(@r && $r[0] >= 1 && $r[2] > 0, "risky versions were left to the leader (@r)");
+is($node->safe_psql('postgres', "SET mcc.load_workers = 0; $preload_diff"), 0,
+	"a serial load's answer is count(*)'s while the writer is open");
 is(check_all_probes($node, 'g', 5), 0, 'identify() exact while the writer is open');
 $w->query_safe('COMMIT');
 $w->quit;
 is(check_all_probes($node, 'g', 5), 0, 'identify() exact after the writer committed');
+# the caller's own deletes, not committed, in the loading transaction
+is($node->safe_psql('postgres',
+		"BEGIN; DELETE FROM g WHERE id < 40 AND id % 10 IN (1, 2); $par $preload_diff; ROLLBACK"), 0,
+	"preload's answer counts the caller's own uncommitted deletes as count(*) does");
 $old->query_safe('COMMIT');
 $old->quit;
 
@@ -97,7 +110,8 @@ my $churn = $node->background_psql('postgres', on_error_stop => 1);
 $churn->query_until(qr/started/, "\\echo started\nCALL churn(400);\n\\echo finished\n");
 for (1 .. 4)
 {
-	$node->safe_psql('postgres', "$par SELECT mcc_gallery_preload('g')");
+	is($node->safe_psql('postgres', "$par $preload_diff"), 0,
+		"preload's answer is count(*)'s during the writer's changes ($_)");
 	is(check_all_probes($node, 'g', 5), 0, "identify() exact during the writer's changes ($_)");
 }
 $churn->query_until(qr/finished/, '');
