@@ -4,6 +4,7 @@
  * eng_cache_settle.c, the visibility count in eng_cache_count.c.
  */
 #include "eng_cache.h"
+#include "eng_cache_int.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -18,7 +19,6 @@
 #define MIN_CAP			16
 #define SIDE_PER_TPL	24		/* room for sides a new cache estimates ... */
 #define SIDE_PER_CYL	14		/* ... (a minutia record and index per cylinder) */
-#define FIRST_NORMAL_XID 3		/* PostgreSQL's xids below this are special */
 
 bool
 eng_budget_charge(eng_budget *b, uint64_t n)
@@ -57,17 +57,6 @@ pow2_at_least(uint64_t n)
 	return (uint32_t) p;
 }
 
-/* Index slot of a key (splitmix64 finalizer: keys are often sequential). */
-static inline uint32_t
-key_slot(const eng_cache *c, int64_t key)
-{
-	uint64_t	z = (uint64_t) key + UINT64_C(0x9e3779b97f4a7c15);
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	z ^= z >> 31;
-	return (uint32_t) z & (c->n_slots - 1);
-}
 
 uint64_t
 eng_cache_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl,
@@ -100,9 +89,9 @@ limit_error(const eng_budget *b, uint64_t need, mcc_error *err)
 }
 
 /* An empty cache with these capacities (see eng_cache_new). */
-static eng_cache *
-cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
-		  uint32_t cap_cyl, uint64_t cap_side, mcc_error *err)
+eng_cache *
+eng_cache_alloc(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
+				uint32_t cap_cyl, uint64_t cap_side, mcc_error *err)
 {
 	eng_cache  *c;
 	uint64_t	bytes;
@@ -176,7 +165,7 @@ eng_cache *
 eng_cache_new(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
 			  uint32_t cap_cyl, mcc_error *err)
 {
-	return cache_new(p, budget, cap_tpl, cap_cyl, side_estimate(cap_tpl, cap_cyl), err);
+	return eng_cache_alloc(p, budget, cap_tpl, cap_cyl, side_estimate(cap_tpl, cap_cyl), err);
 }
 
 uint64_t
@@ -184,7 +173,7 @@ eng_cache_new_bytes(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl)
 {
 	uint64_t	side;
 
-	/* cache_new's clamps, so that the figure is what it charges */
+	/* eng_cache_alloc's clamps, so that the figure is what it charges */
 	if (cap_tpl < MIN_CAP)
 		cap_tpl = MIN_CAP;
 	if (cap_cyl < MIN_CAP)
@@ -211,8 +200,8 @@ eng_cache_free(eng_cache *c)
 }
 
 /* Rebuild the key index with n slots (a power of two). */
-static bool
-reindex(eng_cache *c, uint32_t n)
+bool
+eng_cache_reindex(eng_cache *c, uint32_t n)
 {
 	uint32_t   *s = malloc((size_t) n * sizeof(uint32_t));
 
@@ -224,7 +213,7 @@ reindex(eng_cache *c, uint32_t n)
 	memset(s, 0xff, (size_t) n * sizeof(uint32_t));
 	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
 	{
-		uint32_t	h = key_slot(c, c->entries[i].key);
+		uint32_t	h = eng_cache_key_slot(c, c->entries[i].key);
 
 		c->entries[i].next = s[h];
 		s[h] = i;
@@ -314,7 +303,7 @@ grow(eng_cache *c, uint64_t need_t, uint64_t need_c, uint64_t need_s, mcc_error 
 		eng_soa_regrow(&c->soa, (uint32_t) want_t, (uint32_t) want_c, err) != MCC_OK)
 		goto oom;
 	if (pow2_at_least(c->cap_entries) > c->n_slots &&
-		!reindex(c, pow2_at_least(c->cap_entries)))
+		!eng_cache_reindex(c, pow2_at_least(c->cap_entries)))
 		goto oom;
 	settle_charge(c, now);
 	return MCC_OK;
@@ -339,8 +328,8 @@ eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
 }
 
 /* Write t's side at offset off of the cache's sides (room reserved). */
-static void
-side_write(eng_cache *c, uint64_t off, const mcc_template_view *t)
+void
+eng_cache_side_write(eng_cache *c, uint64_t off, const mcc_template_view *t)
 {
 	size_t		head = (size_t) (t->bits - t->base) - 4;
 	uint8_t    *d = c->side + off;
@@ -356,38 +345,21 @@ side_append(eng_cache *c, const mcc_template_view *t)
 {
 	uint64_t	off = c->n_side;
 
-	side_write(c, off, t);
+	eng_cache_side_write(c, off, t);
 	c->n_side += eng_side_bytes(t);
 	return off;
-}
-
-/* Minutiae of the template whose side starts at d (the header's n_min). */
-static inline int
-side_n_min(const uint8_t *d)
-{
-	uint16_t	n;
-
-	memcpy(&n, d + 14 - 4, sizeof(n));
-	return n;
-}
-
-/* Bytes from the template's start to its cylinder bits, for n_min minutiae. */
-static inline size_t
-side_bits_at(int n_min)
-{
-	return ((size_t) MCC_TEMPLATE_HDRSZ + (size_t) MCC_MINUTIA_RECSZ * n_min + 7) & ~(size_t) 7;
 }
 
 uint64_t
 eng_cache_side_bytes(const eng_cache *c, uint32_t idx)
 {
-	return side_bits_at(side_n_min(c->side + c->entries[idx].side)) - 4 + c->soa.ncyl[idx];
+	return eng_side_bits_at(eng_side_n_min(c->side + c->entries[idx].side)) - 4 + c->soa.ncyl[idx];
 }
 
 size_t
 eng_cache_template_bytes(const eng_cache *c, uint32_t idx)
 {
-	return mcc_template_size(c->profile, side_n_min(c->side + c->entries[idx].side),
+	return mcc_template_size(c->profile, eng_side_n_min(c->side + c->entries[idx].side),
 							 c->soa.ncyl[idx]);
 }
 
@@ -396,7 +368,7 @@ eng_cache_template(const eng_cache *c, uint32_t idx, uint8_t *buf, mcc_template_
 {
 	const uint8_t *d = c->side + c->entries[idx].side;
 	const mcc_soa *g = &c->soa;
-	size_t		b0 = side_bits_at(side_n_min(d));
+	size_t		b0 = eng_side_bits_at(eng_side_n_min(d));
 	uint32_t	nc = g->ncyl[idx];
 	uint32_t	j0 = g->first[idx];
 	int			words = g->words;
@@ -475,7 +447,7 @@ eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
 		e->flags &= ~ENG_E_LOAD_DEL;
 	if (insert_xid < FIRST_NORMAL_XID)
 		e->flags |= ENG_E_INS_SETTLED;
-	h = key_slot(c, key);
+	h = eng_cache_key_slot(c, key);
 	e->next = c->slots[h];
 	c->slots[h] = i;
 	if (eng_entry_unsettled(e))
@@ -485,226 +457,10 @@ eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
 	return MCC_OK;
 }
 
-/* Room a restored cache keeps for rows appended after it: 1/32 more, at least a few. */
-static uint64_t
-restore_room(uint64_t n, uint64_t least)
-{
-	return n + n / 32 + least;
-}
-
-eng_cache *
-eng_cache_restore_begin(const mcc_profile *p, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_side,
-						mcc_error *err)
-{
-	uint64_t	cap_t = restore_room(n_tpl, 64);
-	uint64_t	cap_c = restore_room(n_cyl, 64 * 40);
-	uint64_t	cap_s = restore_room(n_side, 64 * 600);
-
-	if (cap_t > UINT32_MAX / 2 || cap_c > UINT32_MAX - 1)
-	{
-		mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
-		return NULL;
-	}
-	return cache_new(p, NULL, (uint32_t) cap_t, (uint32_t) cap_c, cap_s, err);
-}
-
-/* Rows of a restored cache that the threads of eng_cache_restore_end fill in turn. */
-typedef struct restore_fill
-{
-	eng_cache  *c;
-	uint32_t	n_tpl;
-	atomic_uint next;			/* the next block of RESTORE_BLOCK rows */
-} restore_fill;
-
-#define RESTORE_BLOCK 65536
-
-/* Fill what each row of a block derives alone: its cylinders' template, its entry. */
-static void *
-restore_fill_main(void *arg)
-{
-	restore_fill *f = arg;
-	eng_cache  *c = f->c;
-	mcc_soa    *g = &c->soa;
-
-	for (;;)
-	{
-		uint64_t	i0 = (uint64_t) atomic_fetch_add(&f->next, 1) * RESTORE_BLOCK;
-		uint32_t	i1;
-
-		if (i0 >= f->n_tpl)
-			break;
-		i1 = f->n_tpl - i0 > RESTORE_BLOCK ? (uint32_t) i0 + RESTORE_BLOCK : f->n_tpl;
-		for (uint32_t i = (uint32_t) i0; i < i1; i++)
-		{
-			eng_entry  *e = &c->entries[i];
-
-			for (uint32_t k = g->first[i]; k < g->first[i + 1]; k++)
-				g->tpl[k] = i;
-			e->key = g->id[i];
-			e->insert_xid = 0;
-			e->delete_xid = 0;
-			e->flags = ENG_E_PURGED;
-		}
-	}
-	return NULL;
-}
-
-mcc_status
-eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_side,
-					  int threads, mcc_error *err)
-{
-	mcc_soa    *g = &c->soa;
-	uint64_t	cyl = 0;
-	uint64_t	side = 0;
-	restore_fill f = {.c = c, .n_tpl = n_tpl};
-	pthread_t	tids[64];
-	int			started = 0;
-
-	if (n_tpl > g->cap_tpl || n_tpl > c->cap_entries || n_cyl > g->cap_cyl || n_side > c->cap_side)
-		return mcc_error_set(err, MCC_ERR_VALUE, "restored sizes exceed the cache's room");
-	/* each side's offset follows from the one before: one pass, checking every row */
-	for (uint32_t i = 0; i < n_tpl; i++)
-	{
-		uint32_t	nc = g->ncyl[i];
-		int			n_min;
-
-		g->first[i] = (uint32_t) cyl;
-		if (nc > MCC_MAX_CYL || nc > n_cyl - cyl || n_side - side < 14)
-			return mcc_error_set(err, MCC_ERR_VALUE, "restored entry %u overruns the cylinders or sides", i);
-		n_min = side_n_min(c->side + side);
-		if (n_min > MCC_MAX_MINUTIAE ||
-			side_bits_at(n_min) - 4 + nc > n_side - side)
-			return mcc_error_set(err, MCC_ERR_VALUE, "restored entry %u has a bad side", i);
-		c->entries[i].side = side;
-		cyl += nc;
-		side += side_bits_at(n_min) - 4 + nc;
-	}
-	if (cyl != n_cyl || side != n_side)
-		return mcc_error_set(err, MCC_ERR_VALUE, "restored counts disagree (%llu cylinders, %llu side bytes)",
-							 (unsigned long long) cyl, (unsigned long long) side);
-	g->first[n_tpl] = n_cyl;
-	/* the rest of each row on several threads (this one too) */
-	if (threads > 64)
-		threads = 64;
-	if ((uint64_t) threads > n_tpl / RESTORE_BLOCK + 1)
-		threads = (int) (n_tpl / RESTORE_BLOCK + 1);
-	if (threads > 1)
-		started = mcc_job_start_threads(tids, threads - 1, restore_fill_main, &f, 0);
-	restore_fill_main(&f);
-	for (int i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
-	g->n_tpl = n_tpl;
-	g->n_cyl = n_cyl;
-	c->n_side = n_side;
-	c->n_purged = n_tpl;
-	c->n_unsettled = 0;
-	c->version++;
-	if (!reindex(c, c->n_slots))
-		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
-	return MCC_OK;
-}
-
-mcc_status
-eng_cache_bulk_reserve(eng_cache *c, uint32_t n, const mcc_template_view *t,
-					   eng_bulk_at *at, mcc_error *err)
-{
-	uint64_t	cyl = 0;
-	uint64_t	side = 0;
-	mcc_status	st;
-
-	for (uint32_t i = 0; i < n; i++)
-	{
-		if (t[i].profile != c->profile)
-			return mcc_error_set(err, MCC_ERR_VALUE,
-								 "template profile \"%s\" differs from the gallery's \"%s\"",
-								 t[i].profile->name, c->profile->name);
-		at[i].cyl = cyl;
-		at[i].side = side;
-		cyl += (uint64_t) t[i].n_cyl;
-		side += eng_side_bytes(&t[i]);
-	}
-	if ((uint64_t) c->soa.n_cyl + cyl > UINT32_MAX || (uint64_t) c->soa.n_tpl + n >= UINT32_MAX)
-		return mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
-	st = eng_cache_reserve(c, n, cyl, side, err);
-	if (st != MCC_OK)
-		return st;
-	for (uint32_t i = 0; i < n; i++)
-	{
-		at[i].cyl += c->soa.n_cyl;
-		at[i].side += c->n_side;
-	}
-	return MCC_OK;
-}
-
-void
-eng_cache_revive(eng_cache *c, uint32_t idx, uint64_t insert_xid, uint64_t delete_xid,
-				 uint32_t flags)
-{
-	eng_entry  *e = &c->entries[idx];
-
-	if (!(e->flags & ENG_E_PURGED))
-		return;
-	c->version++;
-	e->insert_xid = insert_xid;
-	e->delete_xid = delete_xid;
-	e->flags = flags & (ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
-	if (delete_xid == 0)
-		e->flags &= ~ENG_E_LOAD_DEL;
-	if (insert_xid < FIRST_NORMAL_XID)
-		e->flags |= ENG_E_INS_SETTLED;
-	c->n_purged--;
-	if (eng_entry_unsettled(e))
-		c->n_unsettled++;
-}
-
-void
-eng_cache_bulk_put(eng_cache *c, uint32_t i, const eng_bulk_at *at, int64_t key,
-				   uint64_t hash, uint64_t insert_xid, uint64_t delete_xid,
-				   const mcc_template_view *t, uint64_t tid, uint64_t xmin)
-{
-	uint32_t	k = c->soa.n_tpl + i;
-	eng_entry  *e = &c->entries[k];
-
-	mcc_soa_put(&c->soa, k, (uint32_t) at->cyl, t, key);
-	side_write(c, at->side, t);
-	e->side = at->side;
-	e->key = key;
-	e->hash = hash;
-	e->insert_xid = insert_xid;
-	e->delete_xid = delete_xid;
-	e->tid = tid;
-	e->xmin = xmin;
-	e->flags = ENG_E_LOAD_INS | (delete_xid != 0 ? ENG_E_LOAD_DEL : 0);
-	if (insert_xid < FIRST_NORMAL_XID)
-		e->flags |= ENG_E_INS_SETTLED;
-}
-
-void
-eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side)
-{
-	uint32_t	k0 = c->soa.n_tpl;
-
-	c->version++;
-	for (uint32_t k = k0; k < k0 + n; k++)
-	{
-		eng_entry  *e = &c->entries[k];
-		uint32_t	h = key_slot(c, e->key);
-
-		e->next = c->slots[h];
-		c->slots[h] = k;
-		if (eng_entry_unsettled(e))
-			c->n_unsettled++;
-	}
-	c->soa.n_tpl += n;
-	c->soa.n_cyl += (uint32_t) n_cyl;
-	c->soa.first[c->soa.n_tpl] = c->soa.n_cyl;
-	c->n_side += n_side;
-}
-
 uint32_t
 eng_cache_find_key(const eng_cache *c, int64_t key)
 {
-	uint32_t	i = c->slots[key_slot(c, key)];
+	uint32_t	i = c->slots[eng_cache_key_slot(c, key)];
 
 	while (i != ENG_NONE &&
 		   (c->entries[i].key != key || (c->entries[i].flags & ENG_E_PURGED)))
@@ -858,7 +614,7 @@ side_len(const eng_cache *c, uint32_t idx)
 {
 	const uint8_t *d = c->side + c->entries[idx].side;
 
-	return side_bits_at(side_n_min(d)) - 4 + c->soa.ncyl[idx];
+	return eng_side_bits_at(eng_side_n_min(d)) - 4 + c->soa.ncyl[idx];
 }
 
 /* Templates, cylinders and bytes of sides of the live entries. */
@@ -902,7 +658,7 @@ eng_cache_compacted(const eng_cache *c, mcc_error *err)
 	uint64_t	sb;
 
 	live_counts(c, &t, &y, &sb);
-	n = cache_new(c->profile, NULL, t, y, sb, err);
+	n = eng_cache_alloc(c->profile, NULL, t, y, sb, err);
 	if (n == NULL)
 		return NULL;
 	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
@@ -919,7 +675,7 @@ eng_cache_compacted(const eng_cache *c, mcc_error *err)
 		n->entries[j].side = n->n_side;
 		memcpy(n->side + n->n_side, c->side + e->side, (size_t) len);
 		n->n_side += len;
-		h = key_slot(n, e->key);
+		h = eng_cache_key_slot(n, e->key);
 		n->entries[j].next = n->slots[h];
 		n->slots[h] = j;
 	}
