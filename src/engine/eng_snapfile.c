@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "eng_server.h"
 #include "mcc_crc32c.h"
 #include "mcc_hash.h"
 #include "mcc_job.h"
@@ -196,19 +196,10 @@ eng_snap_encode(const eng_cache *c, const eng_snap_ident *id, uint64_t scan_lsn,
 	return MCC_OK;
 }
 
-static int64_t
-now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static double
 seconds_since(int64_t t0)
 {
-	return (double) (now_usec() - t0) / 1e6;
+	return (double) (eng_now_usec() - t0) / 1e6;
 }
 
 /* Where a snapshot is read from: a file or a buffer; the CRC of what was read. */
@@ -463,7 +454,7 @@ read_arrays(snap_src *src, eng_snap *s, uint64_t cyl, uint64_t side, int threads
 	uint32_t	crc = src->crc;
 	uint32_t	stored = 0;
 	bool		ok;
-	int64_t		t0 = now_usec();
+	int64_t		t0 = eng_now_usec();
 	mcc_status	st;
 
 	ok = ent != NULL &&
@@ -505,7 +496,7 @@ read_arrays(snap_src *src, eng_snap *s, uint64_t cyl, uint64_t side, int threads
 	}
 	free(ent);
 	s->io_s = seconds_since(t0);
-	t0 = now_usec();
+	t0 = eng_now_usec();
 	st = eng_cache_restore_end(c, (uint32_t) n, (uint32_t) cyl, side, s->threads, err);
 	s->rebuild_s = seconds_since(t0);
 	return st;
@@ -517,7 +508,7 @@ index_rows(eng_snap *s, mcc_error *err)
 {
 	const eng_entry *e = s->cache->entries;
 	uint64_t	n = s->n_rows;
-	int64_t		t0 = now_usec();
+	int64_t		t0 = eng_now_usec();
 
 	s->n_slots = 16;
 	while (s->n_slots < n * 2 && s->n_slots < (UINT32_C(1) << 31))
