@@ -263,6 +263,12 @@ mcc_gpu_close(mcc_gpu *g)
 				cudaEventDestroy(p->ev[k]);
 		if (p->st)
 			cudaStreamDestroy(p->st);
+		for (int k = 0; k < MCC_GPU_RF_CLASSES; k++)
+			if (p->rf_st[k])
+				cudaStreamDestroy(p->rf_st[k]);
+		for (int k = 0; k <= MCC_GPU_RF_CLASSES; k++)
+			if (p->rf_ev[k])
+				cudaEventDestroy(p->rf_ev[k]);
 	}
 	(void) cudaGetLastError();
 	cudaFreeHost(g->h_blob);

@@ -90,6 +90,9 @@ typedef struct mcc_match_args
 	int			fault;			/* test hook: write through NULL */
 } mcc_match_args;
 
+/* Size classes of the refinement kernel (RP_NCLASS of mcc_refine_pack.h). */
+#define MCC_GPU_RF_CLASSES 5
+
 /* One partition. */
 typedef struct mcc_gpu_part
 {
@@ -143,8 +146,10 @@ typedef struct mcc_gpu_part
 	mcc_sigmoid_tab *rf_tabs;	/* [2][3] */
 	uint32_t   *rf_sqrt;		/* LUT_sqrt, RB_LUT entries */
 	int			rf_tabs_gen;	/* generation of the tables uploaded */
-	int			rf_ready;		/* kernel attributes set on this device */
+	int			rf_ready;		/* kernel attributes set, streams made on this device */
 	size_t		rf_bytes;		/* allocated for refinement scratch */
+	cudaStream_t rf_st[MCC_GPU_RF_CLASSES];	/* a size class's launch beside the others */
+	cudaEvent_t rf_ev[MCC_GPU_RF_CLASSES + 1];	/* its end; [last]: the call's upload done */
 
 	/* search scratch */
 	uint4	   *blob;

@@ -3,7 +3,8 @@
  * one block per (probe, candidate) pair, and the host side of a call.
  *
  * The kernel's arithmetic is kernels/impl/mcc_refine_body.h, phase by phase;
- * here a phase is a call followed by __syncthreads(). This file must be
+ * here a phase is a call followed by __syncthreads(), a warp step (the
+ * sort's short distances) a call followed by __syncwarp(). This file must be
  * built with -fmad=false (kernels/gpu.mk): the relaxation's sums and
  * products round as the CPU's do only without fused multiply-adds.
  *
@@ -28,10 +29,13 @@
 /* the driver of mcc_refine_body.h, as device code */
 #define RB_DRIVER static __device__ __forceinline__
 #define RB_PHASE(...) do { const int tid = (int) threadIdx.x; __VA_ARGS__; __syncthreads(); } while (0)
+#define RB_WSTEP(...) do { const int tid = (int) threadIdx.x; __VA_ARGS__; __syncwarp(); } while (0)
 #include "mcc_refine_body.h"
 
 #define A16(x) (((x) + 15) & ~(size_t) 15)
 #define RF_MAX_THREADS 256
+
+static_assert(RP_NCLASS == MCC_GPU_RF_CLASSES, "a stream and an event per size class");
 
 /* The kernel: blocks take pairs blockIdx.x, + gridDim.x, ... */
 __global__ void __launch_bounds__(RF_MAX_THREADS)
@@ -203,6 +207,12 @@ ensure_tabs(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
 			(e = cudaFuncSetAttribute((const void *) refine_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 									  (int) (p->smem_optin - fa.sharedSizeBytes))) != cudaSuccess)
 			return mcc_gpu_fail(g, e, "refinement kernel setup", p->dev, err);
+		for (int k = 0; k < RP_NCLASS; k++)
+			if (!p->rf_st[k] && (e = cudaStreamCreateWithFlags(&p->rf_st[k], cudaStreamNonBlocking)) != cudaSuccess)
+				return mcc_gpu_fail(g, e, "refinement stream creation", p->dev, err);
+		for (int k = 0; k <= RP_NCLASS; k++)
+			if (!p->rf_ev[k] && (e = cudaEventCreateWithFlags(&p->rf_ev[k], cudaEventDisableTiming)) != cudaSuccess)
+				return mcc_gpu_fail(g, e, "refinement event creation", p->dev, err);
 		p->rf_ready = 1;
 	}
 	return MCC_GPU_OK;
@@ -568,6 +578,7 @@ rf_queue(mcc_gpu *g, rf_call *c, int pi, mcc_error *err)
 	unsigned char *dbase;
 	mcc_gpu_code rc;
 	cudaError_t e;
+	int			nside = 0;
 
 	q->pairs_off = c->common;
 	q->out_off = q->pairs_off + A16(sizeof(rb_pair_desc) * q->count);
@@ -585,14 +596,31 @@ rf_queue(mcc_gpu *g, rf_call *c, int pi, mcc_error *err)
 					   cudaMemcpyHostToDevice, p->st), "refinement upload");
 	if (pi == 0)
 		CK(cudaEventRecord(p->ev[1], p->st), "event");
+	/*
+	 * Classes without global scratch run side by side, each on its own
+	 * stream after the upload (a small class of big templates would
+	 * otherwise leave most of the device idle at its end); the others share
+	 * the scratch buffer and run in turn on the partition's stream.
+	 */
 	for (int k = 0; k < RP_NCLASS; k++)
+		nside += c->cnt[pi][k] > 0 && slot_bytes[k] == 0;
+	if (nside > 1)
+		CK(cudaEventRecord(p->rf_ev[RP_NCLASS], p->st), "event");
+	/* the classes of the biggest templates (the longest blocks) first */
+	for (int k = RP_NCLASS - 1; k >= 0; k--)
 	{
 		rb_args		a;
 		void	   *args[1] = {&a};
 		size_t		first = 0;
+		cudaStream_t st = p->st;
 
 		if (c->cnt[pi][k] == 0)
 			continue;
+		if (nside > 1 && slot_bytes[k] == 0)
+		{
+			st = p->rf_st[k];
+			CK(cudaStreamWaitEvent(st, p->rf_ev[RP_NCLASS], 0), "refinement stream wait");
+		}
 		for (int kk = 0; kk < k; kk++)
 			first += c->cnt[pi][kk];
 		memset(&a, 0, sizeof(a));
@@ -630,8 +658,13 @@ rf_queue(mcc_gpu *g, rf_call *c, int pi, mcc_error *err)
 		a.fault = pi == 0 && g->fault_next ? 16 : 0;
 		g->fault_next = pi == 0 ? 0 : g->fault_next;
 		CK(cudaLaunchKernel((const void *) refine_kernel, dim3((unsigned) grid[k]), dim3(c->threads), args,
-							rb_ws_carve(NULL, NULL, a.nmax, a.kcap), p->st), "refinement kernel launch");
+							rb_ws_carve(NULL, NULL, a.nmax, a.kcap), st), "refinement kernel launch");
 		g->rtiming.launches++;
+		if (st != p->st)
+		{
+			CK(cudaEventRecord(p->rf_ev[k], st), "event");
+			CK(cudaStreamWaitEvent(p->st, p->rf_ev[k], 0), "refinement stream wait");
+		}
 	}
 	if (pi == 0)
 		CK(cudaEventRecord(p->ev[2], p->st), "event");

@@ -320,7 +320,12 @@ mcc_gpu_drain(mcc_gpu *g)
 {
 	for (int i = 0; i < g->nparts; i++)
 		if (cudaSetDevice(g->part[i].dev) == cudaSuccess)
+		{
 			cudaStreamSynchronize(g->part[i].st);
+			for (int k = 0; k < MCC_GPU_RF_CLASSES; k++)
+				if (g->part[i].rf_st[k])
+					cudaStreamSynchronize(g->part[i].rf_st[k]);
+		}
 	(void) cudaGetLastError();
 }
 

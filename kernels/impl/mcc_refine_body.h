@@ -156,7 +156,6 @@ rb_ph_load(const rb_ws *ws, const rb_args *a, const rb_job *j, int tid, int nt)
 		ws->sc[RB_SC_CNT] = 0;
 		ws->sc[RB_SC_NG0] = 0;
 		ws->sc[RB_SC_NG0 + 1] = 0;
-		ws->sc[RB_SC_MASK] = 0;
 	}
 }
 
@@ -174,10 +173,13 @@ rb_ph_matrix(const rb_ws *ws, const rb_args *a, const rb_job *j, int tid, int nt
 	int			votes = a->plan.votes;
 	const uint32_t *sq = ws->sqrt_tab;
 
-	for (uint32_t e = tid; e < ne; e += nt)
+	uint32_t	r = (uint32_t) tid / nb;	/* entry e = r nb + c, stepped without dividing */
+	uint32_t	c = (uint32_t) tid - r * nb;
+	uint32_t	dr = (uint32_t) nt / nb;
+	uint32_t	dc = (uint32_t) nt - dr * nb;
+
+	for (uint32_t e = tid; e < ne; e += nt, r += dr, c += dc, r += c >= nb, c -= c >= nb ? nb : 0)
 	{
-		uint32_t	r = e / nb;
-		uint32_t	c = e - r * nb;
 		float		g = 0.0f;
 
 		if (rb_gate(ws->aang[r], ws->bang[c], a->delta))
@@ -328,7 +330,8 @@ rb_ph_bitonic(const rb_ws *ws, uint32_t p, uint32_t k, uint32_t jj, int tid, int
 {
 	for (uint32_t i = tid; i < p / 2; i += nt)
 	{
-		uint32_t	l = (i / jj) * 2 * jj + (i % jj);
+		/* (i / jj) * 2 jj + i % jj, jj a power of two */
+		uint32_t	l = ((i & ~(jj - 1)) << 1) | (i & (jj - 1));
 		uint32_t	r = l + jj;
 		uint64_t	x = ws->keys[l];
 		uint64_t	y = ws->keys[r];
@@ -374,73 +377,68 @@ rb_ph_consume(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t m,
 	}
 }
 
-/*
- * The LGS walk (pairs_lgs: greedy one-to-one in key order), 32 keys at a
- * time. Lanes: bit l of the mask for key base + l if its row and column
- * are free.
- */
+/* The LGS walk: key `key` becomes pair n of set s; its row and column are used. */
 MCC_HD void
-rb_ph_lgs_lanes(const rb_ws *ws, uint32_t base, uint32_t m, int tid, int nt)
+rb_lgs_accept(const rb_ws *ws, int s, uint32_t n, uint64_t key)
 {
-	for (int l = tid; l < 32; l += nt)
-		if (base + l < m)
-		{
-			uint64_t	key = ws->keys[base + l];
+	uint32_t	r = rb_key_r(key);
+	uint32_t	c = rb_key_c(key);
 
-			if (!ws->used_r[rb_key_r(key)] && !ws->used_c[rb_key_c(key)])
-				RB_ATOMIC_OR(&ws->sc[RB_SC_MASK], 1u << l);
-		}
-}
-
-/*
- * The LGS walk (thread 0): the lowest free lane's key is the next greedy
- * pair (every lower key has a used row or column); none when the mask is
- * empty or the set is full (the mask is then left 0 for the next chunk).
- */
-MCC_HD void
-rb_lgs_take(const rb_ws *ws, const rb_job *j, int s, uint32_t base)
-{
-	uint32_t	mask = ws->sc[RB_SC_MASK];
-	uint32_t	n = ws->sc[RB_SC_NG0 + s];
-	uint32_t	w;
-	uint64_t	key;
-	uint32_t	r;
-	uint32_t	c;
-
-	if (mask == 0 || n >= j->nr[s])
-	{
-		ws->sc[RB_SC_WIN] = 32;
-		ws->sc[RB_SC_MASK] = 0;
-		return;
-	}
-	w = (uint32_t) RB_FFS(mask) - 1;
-	key = ws->keys[base + w];
-	r = rb_key_r(key);
-	c = rb_key_c(key);
 	ws->used_r[r] = ws->used_c[c] = 1;
 	ws->pr[s][n] = (uint8_t) r;
 	ws->pcc[s][n] = (uint8_t) c;
 	ws->pl0[s][n] = (double) mcc_key_gamma(key);
-	ws->sc[RB_SC_NG0 + s] = n + 1;
-	ws->sc[RB_SC_WIN] = w;
 }
 
-/* The LGS walk. Lanes: drop the keys that share a row or column with the accepted one. */
+/*
+ * The LGS walk of set s (pairs_lgs: greedy one-to-one in key order) over
+ * the sorted round keys[0 .. m): a key whose row and column are both free
+ * is taken, until the set has j->nr[s] pairs. One phase: on the GPU the
+ * first warp walks 32 keys at a time (a ballot of the free lanes; the
+ * lowest is taken and the lanes sharing its row or column are dropped,
+ * which is the sequential greedy's order) with no block barrier; as C,
+ * thread 0 walks the keys one by one.
+ */
 MCC_HD void
-rb_ph_lgs_clear(const rb_ws *ws, uint32_t base, uint32_t m, uint32_t win, int tid, int nt)
+rb_ph_lgs_walk(const rb_ws *ws, const rb_job *j, int s, uint32_t m, int tid)
 {
-	uint64_t	wk = ws->keys[base + win];
-	uint32_t	wr = rb_key_r(wk);
-	uint32_t	wc = rb_key_c(wk);
+	uint32_t	n = ws->sc[RB_SC_NG0 + s];
+	uint32_t	want = j->nr[s];
 
-	for (int l = tid; l < 32; l += nt)
-		if (base + l < m && ((ws->sc[RB_SC_MASK] >> l) & 1))
+#ifdef __CUDA_ARCH__
+	if (tid >= 32)
+		return;
+	for (uint32_t base = 0; base < m && n < want; base += 32)
+	{
+		uint32_t	i = base + (uint32_t) tid;
+		uint64_t	key = i < m ? ws->keys[i] : 0;
+		uint32_t	r = rb_key_r(key);
+		uint32_t	c = rb_key_c(key);
+		uint32_t	mask = __ballot_sync(0xFFFFFFFFu, i < m && !ws->used_r[r] && !ws->used_c[c]);
+
+		while (mask != 0 && n < want)
 		{
-			uint64_t	key = ws->keys[base + l];
+			int			w = __ffs(mask) - 1;
+			uint32_t	wr = __shfl_sync(0xFFFFFFFFu, r, w);
+			uint32_t	wc = __shfl_sync(0xFFFFFFFFu, c, w);
 
-			if (rb_key_r(key) == wr || rb_key_c(key) == wc)
-				RB_ATOMIC_AND(&ws->sc[RB_SC_MASK], ~(1u << l));
+			if (tid == w)
+				rb_lgs_accept(ws, s, n, key);
+			n++;
+			mask &= ~__ballot_sync(0xFFFFFFFFu, r == wr || c == wc);
 		}
+		__syncwarp();			/* the used rows and columns, for the next keys */
+	}
+	if (tid == 0)
+		ws->sc[RB_SC_NG0 + s] = n;
+#else
+	if (tid != 0)
+		return;
+	for (uint32_t i = 0; i < m && n < want; i++)
+		if (!ws->used_r[rb_key_r(ws->keys[i])] && !ws->used_c[rb_key_c(ws->keys[i])])
+			rb_lgs_accept(ws, s, n++, ws->keys[i]);
+	ws->sc[RB_SC_NG0 + s] = n;
+#endif
 }
 
 /* Relaxation, set s: positions and phi_t of the pairs, lambda_0. */
@@ -466,10 +464,13 @@ rb_ph_rho(const rb_ws *ws, const rb_args *a, int s, uint32_t n, double *rho, int
 	const mcc_sigmoid_tab *tab = a->tabs + 3 * rx->tab;
 	uint32_t	ne = n * n;
 
-	for (uint32_t e = tid; e < ne; e += nt)
+	uint32_t	t = (uint32_t) tid / n;	/* entry e = t n + k, stepped without dividing */
+	uint32_t	k = (uint32_t) tid - t * n;
+	uint32_t	dt = (uint32_t) nt / n;
+	uint32_t	dk = (uint32_t) nt - dt * n;
+
+	for (uint32_t e = tid; e < ne; e += nt, t += dt, k += dk, t += k >= n, k -= k >= n ? n : 0)
 	{
-		uint32_t	t = e / n;
-		uint32_t	k = e - t * n;
 		uint32_t	rt = ws->pr[s][t];
 		uint32_t	ct = ws->pcc[s][t];
 		uint32_t	rk = ws->pr[s][k];

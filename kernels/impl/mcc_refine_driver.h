@@ -2,9 +2,11 @@
  * mcc_refine_driver.h: the driver of a GPU refinement block, rb_pair():
  * the phases of mcc_refine_body.h in their order, with the block barriers
  * between them. Compiled where the includer defines RB_DRIVER, RB_PHASE
- * and RB_SYNC (kernels/impl/mcc_gpu_refine.cu as CUDA: every thread runs
- * it; test/unit/test_refine_gpu_emu.c as C: one driver, phases looped
- * over tid); mcc_refine_body.h includes it then, once.
+ * (a phase, then a block barrier) and RB_WSTEP (a step, then a warp
+ * barrier: only where every shared value a step reads was written by its
+ * own warp) (kernels/impl/mcc_gpu_refine.cu as CUDA: every thread runs it;
+ * test/unit/test_refine_gpu_emu.c as C: one driver, phases and steps
+ * looped over tid); mcc_refine_body.h includes it then, once.
  */
 #ifndef MCC_REFINE_DRIVER_DONE
 #define MCC_REFINE_DRIVER_DONE
@@ -57,30 +59,38 @@ rb_relax_set(const rb_ws *ws, const rb_args *a, const rb_job *j, int s, uint32_t
 }
 
 /*
- * The LGS walk of set s over the sorted round keys[0 .. m): chunks of 32
- * keys; in each, the lowest free key is accepted and the keys sharing its
- * row or column are dropped, until none is free or the set is full. The
- * order of acceptance is the sequential greedy's.
+ * Sort keys[0 .. m) in descending order (the bitonic network, padded with
+ * zero keys to p = rb_pow2(m)). The steps of distance jj >= 32 exchange
+ * keys across warps and each ends at a block barrier; those of distance 16
+ * down to 1 stay inside aligned runs of 32 keys, which one warp owns for
+ * every such step (the pairs i of a run are 16 consecutive tids of the
+ * block, as nt is a multiple of 32 on the GPU), so they follow each other
+ * at warp barriers (RB_WSTEP) and one block barrier closes them.
  */
 RB_DRIVER void
-rb_lgs_walk(const rb_ws *ws, const rb_job *j, int s, uint32_t m, int nt)
+rb_sort_round(const rb_ws *ws, uint32_t m, int nt)
 {
-	for (uint32_t base = 0; base < m; base += 32)
-	{
-		RB_PHASE(rb_ph_lgs_lanes(ws, base, m, tid, nt));
-		for (;;)
-		{
-			uint32_t	win;
+	uint32_t	p = rb_pow2(m);
+	int			warp_steps = 0;	/* since the last block barrier */
 
-			RB_PHASE(if (tid == 0) rb_lgs_take(ws, j, s, base));
-			win = ws->sc[RB_SC_WIN];
-			if (win >= 32)
-				break;
-			RB_PHASE(rb_ph_lgs_clear(ws, base, m, win, tid, nt));
+	if (p > m)
+		RB_PHASE(rb_ph_pad(ws, m, p, tid, nt));
+	for (uint32_t k = 2; k <= p; k <<= 1)
+		for (uint32_t jj = k >> 1; jj > 0; jj >>= 1)
+		{
+			if (jj < 32)
+			{
+				RB_WSTEP(rb_ph_bitonic(ws, p, k, jj, tid, nt));
+				warp_steps = 1;
+				continue;
+			}
+			if (warp_steps)
+				RB_PHASE((void) tid);
+			warp_steps = 0;
+			RB_PHASE(rb_ph_bitonic(ws, p, k, jj, tid, nt));
 		}
-		if (ws->sc[RB_SC_NG0 + s] >= j->nr[s])
-			break;
-	}
+	if (warp_steps)
+		RB_PHASE((void) tid);
 }
 
 /*
@@ -100,7 +110,6 @@ rb_rank_pairs(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t e,
 	for (;;)
 	{
 		uint32_t	m;
-		uint32_t	p;
 		int			more = 0;
 
 		for (int s = 0; s < a->plan.nsets; s++)
@@ -133,12 +142,7 @@ rb_rank_pairs(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t e,
 			RB_PHASE(rb_ph_collect(ws, a, j, lo, hi, tid, nt));
 		}
 		first = 0;
-		p = rb_pow2(m);
-		if (p > m)
-			RB_PHASE(rb_ph_pad(ws, m, p, tid, nt));
-		for (uint32_t k = 2; k <= p; k <<= 1)
-			for (uint32_t jj = k >> 1; jj > 0; jj >>= 1)
-				RB_PHASE(rb_ph_bitonic(ws, p, k, jj, tid, nt));
+		rb_sort_round(ws, m, nt);
 		RB_PHASE(rb_ph_consume(ws, a, j, m, got, tid, nt));
 		for (int s = 0; s < a->plan.nsets; s++)
 		{
@@ -146,7 +150,7 @@ rb_rank_pairs(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t e,
 				got[s] += j->nr[s] - got[s] < m ? j->nr[s] - got[s] : m;
 			else if (got[s] < j->nr[s])
 			{
-				rb_lgs_walk(ws, j, s, m, nt);
+				RB_PHASE(rb_ph_lgs_walk(ws, j, s, m, tid));
 				got[s] = ws->sc[RB_SC_NG0 + s];
 			}
 		}

@@ -36,8 +36,6 @@ extern "C"
 #define RB_SC_DIG		2		/* radix select: digit */
 #define RB_SC_WANT		3		/* radix select: rank still wanted */
 #define RB_SC_NG0		4		/* LGS pairs found, set 0 and 1 */
-#define RB_SC_MASK		6		/* LGS walk: free keys of the chunk (bit per lane) */
-#define RB_SC_WIN		7		/* LGS walk: lane accepted, 32 = none */
 /* 64-bit scalars */
 #define RB_SC64_HI		0		/* smallest key of the last round */
 #define RB_SC64_S0		1		/* score of set 0 and 1 (double bits) */

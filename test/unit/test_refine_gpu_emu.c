@@ -26,6 +26,7 @@
 
 #define RB_DRIVER static
 #define RB_PHASE(...) do { for (int tid = 0; tid < nt; tid++) { __VA_ARGS__; } } while (0)
+#define RB_WSTEP RB_PHASE
 #include "../../kernels/impl/mcc_refine_pack.h"
 
 #include "mcc_soa.h"
@@ -394,16 +395,45 @@ test_sort(void)
 				ws.keys[i] = (tg_next(&r) >> 17) | 1;
 			if (m > 3)
 				ws.keys[m - 1] = ws.keys[0];	/* a duplicate */
-			RB_PHASE(rb_ph_pad(&ws, m, p, tid, nt));
-			for (uint32_t k = 2; k <= p; k <<= 1)
-				for (uint32_t jj = k >> 1; jj > 0; jj >>= 1)
-					RB_PHASE(rb_ph_bitonic(&ws, p, k, jj, tid, nt));
+			rb_sort_round(&ws, m, nt);
 			for (uint32_t i = 1; i < p; i++)
 				ok &= ws.keys[i - 1] >= ws.keys[i];
 			ok &= ws.keys[m - 1] != 0 && (p == m || ws.keys[m] == 0);
 		}
 	UNIT_CHECK(ok, "bitonic steps sort 1 .. 1024 keys in descending order, any block size");
 	free(smem);
+}
+
+/*
+ * rb_sort_round's warp steps: for every distance jj < 32, the thread that
+ * exchanges a key belongs to one warp, the same for every such step (what
+ * lets those steps end at warp barriers on the GPU), for the block sizes
+ * the GPU library launches and every key count up to 8192.
+ */
+static void
+test_sort_warps(void)
+{
+	static int	owner[8192];
+	int			ok = 1;
+
+	for (int nt = 64; nt <= 256; nt *= 2)
+		for (uint32_t p = 2; p <= 8192; p <<= 1)
+		{
+			for (uint32_t x = 0; x < p; x++)
+				owner[x] = -1;
+			for (uint32_t jj = 1; jj < 32 && jj < p; jj <<= 1)
+				for (uint32_t i = 0; i < p / 2; i++)
+				{
+					uint32_t	l = (i / jj) * 2 * jj + (i % jj);
+					int			w = (int) (i % (uint32_t) nt) / 32;
+
+					ok &= owner[l] < 0 || owner[l] == w;
+					ok &= owner[l + jj] < 0 || owner[l + jj] == w;
+					owner[l] = owner[l + jj] = w;
+				}
+		}
+	UNIT_CHECK(ok, "the sort's steps of distance below 32 touch each key from one warp only "
+			   "(64, 128 and 256 threads, 2 .. 8192 keys)");
 }
 
 /* Keys order as mcc_entry_key does and give back Gamma, r and c. */
@@ -594,6 +624,7 @@ main(void)
 	UNIT_CHECK(mcc_match_set_kernel("generic") == 0, "the CPU reference is the generic kernel");
 	test_keys();
 	test_sort();
+	test_sort_warps();
 	test_utab();
 	test_records_threads();
 	test_methods();
