@@ -190,6 +190,7 @@ sweep_variants=(
 	"no clarity rule|--set min_clarity=0"
 	"clarity 0.3|--set min_clarity=0.3"
 	"no coherence rule|--set min_coherence=0"
+	"tile mask alone, no pixel edge|--set edge_floor=0"
 	"16-px border, no ray|--set border=16 --set border_ray=0"
 	"spur rule on (7 px)|--set spur=7"
 	"longer rules (18/12/12/14/6)|--set short_ridge=18 --set spur=12 --set bridge=12 --set gap=14 --set close=6"

@@ -316,6 +316,78 @@ test_images(void)
 	free(im.pixels);
 }
 
+/*
+ * The foreground of im (mask image), with the default edge_floor or f when
+ * f >= 0: its pixel count, its farthest pixel from (128, 128) and the
+ * background pixels inside radius 118 (holes).
+ */
+static void
+mask_reach(const mcc_image *im, double f, size_t *count, double *reach, size_t *holes)
+{
+	mcc_extract_params p;
+	mcc_minutiae ms;
+	mcc_error	err;
+	uint8_t    *mask = malloc(256 * 256);
+	mcc_extract_images out = {mask, NULL, NULL};
+
+	mcc_extract_params_default(&p);
+	if (f >= 0)
+		p.edge_floor = f;
+	*count = 0;
+	*reach = 0;
+	*holes = 256 * 256;
+	if (mcc_extract_minutiae(im, &p, &ms, NULL, &out, &err) == MCC_OK)
+	{
+		*holes = 0;
+		for (int y = 0; y < 256; y++)
+			for (int x = 0; x < 256; x++)
+			{
+				double		r = hypot(x + 0.5 - 128, y + 0.5 - 128);
+
+				if (mask[y * 256 + x])
+				{
+					(*count)++;
+					*reach = fmax(*reach, r);
+				}
+				else if (r < 118)
+					(*holes)++;
+			}
+	}
+	free(mask);
+}
+
+/*
+ * The foreground at the print's edge: the 16 x 16 tiles that the disc's
+ * edge crosses reach past it into the flat background (the tiles' corners
+ * by up to 16 sqrt 2 pixels); refined to pixels (edge_floor, the default),
+ * the mask ends where the local window (a square of radius 8) no longer
+ * holds ridges, within 8 sqrt 2 pixels of the disc, and still holds the
+ * whole disc.
+ */
+static void
+test_edge(void)
+{
+	mcc_image	im = render(1, DX, DY, SG, 4, 0, 0);
+	size_t		n_tile,
+				n_pix,
+				h_tile,
+				h_pix;
+	double		r_tile,
+				r_pix;
+
+	mask_reach(&im, 0, &n_tile, &r_tile, &h_tile);
+	mask_reach(&im, -1, &n_pix, &r_pix, &h_pix);
+	UNIT_CHECK(r_tile > 130, "edge: the tile mask reaches %.1f px from the centre (disc: 120)",
+			   r_tile);
+	UNIT_CHECK(r_pix >= 119 && r_pix <= 120 + 8 * sqrt(2.0) + 1,
+			   "edge: refined to pixels it reaches %.1f px (disc 120, square window of radius 8)",
+			   r_pix);
+	UNIT_CHECK(h_tile == 0 && h_pix == 0 && n_pix < n_tile,
+			   "edge: no hole inside the disc (%zu, %zu); %zu foreground pixels refined, %zu on "
+			   "tiles", h_tile, h_pix, n_pix, n_tile);
+	free(im.pixels);
+}
+
 static void
 test_errors(void)
 {
@@ -501,6 +573,7 @@ main(void)
 {
 	test_synthetic();
 	test_images();
+	test_edge();
 	test_errors();
 	test_fvc();
 	return unit_done();

@@ -29,6 +29,7 @@ mcc_extract_params_default(mcc_extract_params *p)
 	p->border_ray = 16.0;
 	p->min_coherence = 0.15;
 	p->min_clarity = 0.25;
+	p->edge_floor = 0.15;
 }
 
 /* The tunable lengths by name, with their ranges at 500 dpi. */
@@ -56,6 +57,7 @@ static const xp_field fields[] = {
 	XP(border_ray, 0, 200),
 	XP(min_coherence, 0, 1),
 	XP(min_clarity, 0, 2),
+	XP(edge_floor, 0, 1),
 };
 #undef XP
 
@@ -230,6 +232,7 @@ extract_working(const mcc_image *img, const mcc_extract_params *params, mcc_minu
 	memset(c.stamp, 0, n * sizeof(uint32_t));
 
 	/* 2. the foreground */
+	c.img = img;
 	st.foreground = xt_foreground(&c);
 	put_image(images ? images->mask : NULL, c.fg, n, 255, 0);
 	if (st.foreground == 0)

@@ -19,8 +19,12 @@
  *   1. the ridge field of mcc_enhance.h: segmentation into 16 x 16 tiles,
  *      local normalization, orientation and its coherence;
  *   2. the foreground: the tile mask with its holes filled and its largest
- *      component kept, and the distance of every pixel to the background
- *      or the image edge;
+ *      component kept, refined to pixels at the print's edge (a pixel
+ *      stays where the grey levels' standard deviation over the local
+ *      normalization's window is at least edge_floor times its 95th
+ *      percentile over the tile mask: the flat part of a tile that the
+ *      edge crosses goes), and the distance of every pixel to the
+ *      background or the image edge;
  *   3. Gabor filtering of the foreground (period 7.5, sigma 4 pixels) and
  *      binarization at 0: ridge where the response is negative. The
  *      period is shorter than the ridges' own (about 9 pixels at 500 dpi):
@@ -93,6 +97,7 @@ typedef struct mcc_extract_params
 	double		border_ray;		/* (16) */
 	double		min_coherence;	/* 0..1 (0.15) */
 	double		min_clarity;	/* 0..2 (0.25) */
+	double		edge_floor;		/* 0..1 (0.15; 0: the tile mask alone) */
 } mcc_extract_params;
 
 /* The defaults (above, in brackets). */

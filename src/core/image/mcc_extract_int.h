@@ -65,6 +65,7 @@ typedef struct xt_ctx
 	uint32_t	w;
 	uint32_t	h;
 	mcc_extract_params p;		/* at 500 dpi, the working resolution */
+	const mcc_image *img;		/* the image at the working resolution */
 	mcc_enh		e;
 	uint8_t    *fg;				/* 1 foreground (refined) */
 	float	   *gperiod;		/* Gabor period per pixel, or NULL (the fixed p.period) */
@@ -79,7 +80,7 @@ typedef struct xt_ctx
 	int			cap;
 } xt_ctx;
 
-/* Refine e.mask into fg and compute dist: returns the foreground pixels. */
+/* Refine e.mask into fg (tiles, then pixels at the edge) and compute dist: returns the foreground pixels. */
 uint32_t	xt_foreground(xt_ctx *c);
 
 /*

@@ -3,6 +3,8 @@
  * pixel to the background, and the removal of small ridge fragments and
  * valley holes (mcc_extract_int.h).
  */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mcc_extract_int.h"
@@ -111,6 +113,62 @@ distances(xt_ctx *c)
 }
 
 /*
+ * The tile mask refined to pixels at the print's edge. A tile that the
+ * edge crosses is kept whole, so up to a tile of flat background (or the
+ * bright, ridgeless margin of a pressed print) lies inside the mask; the
+ * Gabor filter draws ridges there, which hides the endings of the ridges
+ * cut by the edge from the border rules and puts minutiae where there is
+ * no print. A pixel stays foreground where the grey levels' standard
+ * deviation over the local normalization's window (radius block / 2, two
+ * ridge periods across at 500 dpi) is at least p.edge_floor times its
+ * 95th percentile over the tile mask (the print's well-contrasted ridges).
+ * Scratch: e.resp and e.scratch, which the Gabor step fills later.
+ */
+static void
+refine_edge(xt_ctx *c)
+{
+	size_t		n = (size_t) c->w * c->h,
+				cnt = 0;
+	uint32_t	hist[512] = {0},
+				acc = 0;
+	double	   *m = c->e.resp,
+			   *sd = c->e.scratch,
+			   thr;
+	int			b = 0;
+
+	if (!(c->p.edge_floor > 0))
+		return;
+	/* the grey levels, then their squares, through sd */
+	for (uint32_t y = 0; y < c->h; y++)
+		for (uint32_t x = 0; x < c->w; x++)
+			sd[(size_t) y * c->w + x] = c->img->pixels[(size_t) y * c->img->stride + x];
+	mcc_enh_box_mean(sd, c->w, c->h, c->e.block / 2, c->e.integral, m);
+	for (size_t k = 0; k < n; k++)
+		sd[k] *= sd[k];
+	mcc_enh_box_mean(sd, c->w, c->h, c->e.block / 2, c->e.integral, sd);	/* in place: the sums are taken first */
+	for (size_t k = 0; k < n; k++)
+	{
+		sd[k] = sqrt(fmax(sd[k] - m[k] * m[k], 0.0));
+		if (c->fg[k])
+		{
+			/* quarter grey-level bins up to 128 */
+			hist[(int) fmin(511.0, sd[k] * 4)]++;
+			cnt++;
+		}
+	}
+	if (cnt > 0)
+	{
+		while (b < 511 && (acc += hist[b]) < 0.95 * (double) cnt)
+			b++;
+		thr = c->p.edge_floor * (b + 0.5) / 4;
+		for (size_t k = 0; k < n; k++)
+			if (c->fg[k] && sd[k] < thr)
+				c->fg[k] = 0;
+	}
+	memset(m, 0, n * sizeof(double));
+}
+
+/*
  * The foreground on the tile grid of the segmentation (e.mask is constant
  * on each block x block tile): holes (background tiles that do not reach
  * the edge) filled, the largest 8-connected component kept; then expanded
@@ -169,6 +227,10 @@ xt_foreground(xt_ctx *c)
 			c->fg[(size_t) y * w + x] = v;
 			count += v;
 		}
+	refine_edge(c);
+	count = 0;
+	for (size_t k = 0; k < (size_t) w * h; k++)
+		count += c->fg[k];
 	memset(c->stamp, 0, (size_t) w * h * sizeof(uint32_t));
 	distances(c);
 	return count;
