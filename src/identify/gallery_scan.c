@@ -95,7 +95,7 @@ struct mcc_heap_rows
 	TupleDesc	desc;
 	AttrNumber	key_att;
 	AttrNumber	tpl_att;
-	Oid			key_type;
+	int16		key_len;		/* the key's attlen: an int2, int4 or int8 (or a domain over one) */
 	BlockNumber nblocks;		/* its blocks when the scan began */
 	BlockNumber next_block;		/* the next one to read */
 	BufferAccessStrategy strategy;
@@ -238,7 +238,7 @@ open_part(mcc_heap_rows *r)
 	r->desc = RelationGetDescr(r->rel);
 	r->key_att = p->key_att;
 	r->tpl_att = p->tpl_att;
-	r->key_type = TupleDescAttr(r->desc, p->key_att - 1)->atttypid;
+	r->key_len = TupleDescAttr(r->desc, p->key_att - 1)->attlen;
 	/* as heap_beginscan and initscan do for a sequential scan */
 	r->nblocks = RelationGetNumberOfBlocks(r->rel);
 	r->next_block = 0;
@@ -388,6 +388,24 @@ flush_stream(mcc_heap_rows *r)
 	}
 }
 
+/*
+ * The key as int64, by its length (mcc_key_int64 asks the type cache for the
+ * base type on every call: a tenth of a microsecond per row).
+ */
+static inline int64
+key_int64(Datum d, int16 len)
+{
+	switch (len)
+	{
+		case sizeof(int16):
+			return DatumGetInt16(d);
+		case sizeof(int32):
+			return DatumGetInt32(d);
+		default:
+			return DatumGetInt64(d);
+	}
+}
+
 /* A visible tuple: its row gathered, or queued for the TOAST stream. */
 static void
 read_tuple(mcc_heap_rows *r, HeapTuple tup)
@@ -402,7 +420,7 @@ read_tuple(mcc_heap_rows *r, HeapTuple tup)
 	if (tpl_null)
 		return;					/* WHERE template IS NOT NULL */
 	keyd = heap_getattr(tup, r->key_att, r->desc, &key_null);
-	key = key_null ? 0 : mcc_key_int64(keyd, r->key_type);
+	key = key_null ? 0 : key_int64(keyd, r->key_len);
 	if (r->stream != NULL && mcc_toast_stream_can(r->stream, tpl))
 	{
 		int			n = mcc_toast_stream_pending(r->stream);
