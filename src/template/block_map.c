@@ -10,7 +10,7 @@
 #include "utils/rel.h"
 
 /* relations whose maps a backend keeps (a gallery's heap and TOAST table, a few galleries) */
-#define MAX_MAPS	8
+#define MAX_MAPS	4
 
 struct mcc_block_map
 {
