@@ -17,7 +17,7 @@
 # mccbench (the scan kernel alone, one thread, CPU time) on the same shape:
 # the gallery's size, the same probes (second impressions of fingers
 # 0, 997, .. 8973) (MCCBENCH=path, default build/bench/mccbench next to this script;
-# skipped if absent). Removes the cluster at the end (MCC_BENCH_KEEP=1
+# skipped if absent; MCCBENCH_KERNELS=list, default avx512,avx2). Removes the cluster at the end (MCC_BENCH_KEEP=1
 # keeps it). MCC_BENCH_DIR=dir keeps the cluster in dir and reuses it (and
 # its gallery) on the next run: to compare two installations on the same
 # gallery, run the script once with each PATH (enrolling 100,000 synthetic
@@ -112,7 +112,7 @@ EOF
 bench=${MCCBENCH:-$(dirname "$0")/../build/bench/mccbench}
 if [ -x "$bench" ]; then
 	echo "== mccbench: the scan kernel alone on the same shape"
-	"$bench" -n "$n" -u "$((n < 20000 ? n : 20000))" -p 10 -P 997 -g synth -r 3 | grep -v '^# built'
+	"$bench" -n "$n" -u "$((n < 20000 ? n : 20000))" -p 10 -P 997 -g synth -r 3 -k "${MCCBENCH_KERNELS:-avx512,avx2}" | grep -v '^# built'
 else
 	echo "== mccbench not found at $bench: skipped"
 fi
