@@ -377,19 +377,8 @@ mcc_template_open_stored(const uint8_t *base, size_t size, mcc_template_view *v,
 	mcc_status	st = open_header(base, size, v, err);
 	int			nbits = v->profile != NULL ? v->profile->nbits : 0;
 
-	int			most = 0;
-
 	if (st != MCC_OK)
 		return st;
-	/* the largest first, in a loop without exits that the compiler vectorizes */
-	for (int c = 0; c < v->n_cyl; c++)
-	{
-		int			pc = rd16(v->meta + (size_t) c * MCC_CYLMETA_RECSZ);
-
-		most = pc > most ? pc : most;
-	}
-	if (most <= nbits)
-		return MCC_OK;
 	for (int c = 0; c < v->n_cyl; c++)
 		if (rd16(v->meta + (size_t) c * MCC_CYLMETA_RECSZ) > nbits)
 			return CORRUPT("Cylinder %d records popcount %d; the profile has %d bits.",
