@@ -9,9 +9,10 @@
  * are faulted in again for the next batch). Here the heap's pages are read
  * with the statement's snapshot (the one SPI's read-only cursor uses), the
  * two columns read from each visible tuple in the pinned buffer, and a
- * template stored inline without compression is used where it lies. One stored out of line (the type's STORAGE is external: values
- * over about 2 kB) is fetched from the TOAST table into memory that a
- * context recycles.
+ * template stored inline without compression is used where it lies. One
+ * stored out of line (the type's STORAGE is external: values over about
+ * 2 kB) is fetched from the TOAST table into memory that a context
+ * recycles.
  *
  * The rows are handed over a page (or at most 64 rows) at a time, each
  * template asked into the CPU's caches two rows before it is scored and the

@@ -18,7 +18,10 @@
  *
  * Maps live in the backend's memory for a few relations at a time, one
  * Buffer per block (4 bytes per 8 kB), only for relations in shared buffers
- * that fit in them (NBuffers blocks or fewer).
+ * that fit in them (NBuffers blocks or fewer). One difference from a pin
+ * through the lookup: ReadRecentBuffer does not raise the buffer's usage
+ * count on a backend's first pin of it, so under eviction pressure the
+ * clock sweep may pick a gallery's pages somewhat sooner.
  */
 #ifndef MCC_BLOCK_MAP_H
 #define MCC_BLOCK_MAP_H
