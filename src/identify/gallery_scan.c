@@ -101,6 +101,7 @@ struct mcc_heap_rows
 	BlockNumber next_block;		/* the next one to read */
 	BufferAccessStrategy strategy;
 	mcc_block_map *map;			/* where its blocks lay on the last scan */
+	Buffer		ahead;			/* the next block, pinned ahead when the map had no guess */
 	const char *pf_next;		/* lines of the next page not yet asked into the caches */
 	const char *pf_end;
 	/* templates stored out of line: queued, read from the TOAST table's pages */
@@ -219,6 +220,9 @@ close_part(mcc_heap_rows *r)
 	}
 	hand_over(r);
 	r->pf_next = r->pf_end = NULL;
+	if (BufferIsValid(r->ahead))
+		ReleaseBuffer(r->ahead);
+	r->ahead = InvalidBuffer;
 	if (r->strategy != NULL)
 		FreeAccessStrategy(r->strategy);
 	r->strategy = NULL;
@@ -249,6 +253,7 @@ open_part(mcc_heap_rows *r)
 	PredicateLockRelation(r->rel, r->snapshot);
 	pgstat_count_heap_scan(r->rel);
 	r->map = mcc_block_map_get(r->rel, r->nblocks);
+	r->ahead = InvalidBuffer;
 	r->pf_next = r->pf_end = NULL;
 	if (OidIsValid(r->rel->rd_rel->reltoastrelid))
 		r->stream = mcc_toast_stream_begin(r->rel, r->snapshot);
@@ -267,20 +272,31 @@ prefetch_ahead_lines(mcc_heap_rows *r, int n)
  * Before block blk is read: its lines that scoring the page before did not
  * ask for, then the page after it to be asked for a few lines per row
  * scored (hand_over), and the buffer header and line pointers of the one
- * after that, from where the map saw them last. A page holds a few templates
- * of about 2 kB each, the scan reads every byte of them and the hardware
- * prefetcher stops at each 4 kB boundary; asked all at once, most of a
- * page's 128 lines are lost (perf on the dev VM put the misses back on the
- * tuples' first reads).
+ * after that, from where the map saw them last. Without a guess (the
+ * session's first scan of the relation, or no map) the next page is pinned
+ * ahead instead, which tells where it is (and the map remembers it). A page
+ * holds a few templates of about 2 kB each, the scan reads every byte of
+ * them and the hardware prefetcher stops at each 4 kB boundary; asked all
+ * at once, most of a page's 128 lines are lost (perf on the dev VM put the
+ * misses back on the tuples' first reads).
  */
 static void
 prefetch_pages_ahead(mcc_heap_rows *r, BlockNumber blk)
 {
-	const char *next = mcc_block_map_guess(r->map, blk + 1);
+	const char *next = NULL;
 
 	prefetch_ahead_lines(r, BLCKSZ / 64);
+	if (blk + 1 < r->nblocks)
+	{
+		next = mcc_block_map_guess(r->map, blk + 1);
+		if (next == NULL)
+		{
+			r->ahead = mcc_block_map_read(r->map, r->rel, blk + 1, r->strategy);
+			next = (const char *) BufferGetPage(r->ahead);
+		}
+	}
 	r->pf_next = next;
-	r->pf_end = next != NULL && blk + 1 < r->nblocks ? next + BLCKSZ : next;
+	r->pf_end = next != NULL ? next + BLCKSZ : NULL;
 	if (blk + 2 < r->nblocks)
 		mcc_block_map_prefetch(r->map, blk + 2);
 }
@@ -450,10 +466,12 @@ read_block(mcc_heap_rows *r, BlockNumber blk)
 	OffsetNumber maxoff;
 	bool		all_visible;
 	HeapTupleData tup;
+	Buffer		held = r->ahead;	/* blk, if it was pinned ahead */
 
 	CHECK_FOR_INTERRUPTS();
+	r->ahead = InvalidBuffer;
 	prefetch_pages_ahead(r, blk);
-	buf = mcc_block_map_read(r->map, r->rel, blk, r->strategy);
+	buf = BufferIsValid(held) ? held : mcc_block_map_read(r->map, r->rel, blk, r->strategy);
 	heap_page_prune_opt(r->rel, buf);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
