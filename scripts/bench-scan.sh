@@ -17,7 +17,7 @@
 # mccbench (the scan kernel alone, one thread, CPU time) on the same shape:
 # the gallery's size, the same probes (second impressions of fingers
 # 0, 997, .. 8973) (MCCBENCH=path, default build/bench/mccbench next to this script;
-# skipped if absent). Removes the cluster at the end (MCC_BENCH_KEEP=1
+# skipped if absent; MCCBENCH_KERNELS=list, default avx512,avx2). Removes the cluster at the end (MCC_BENCH_KEEP=1
 # keeps it). MCC_BENCH_DIR=dir keeps the cluster in dir and reuses it (and
 # its gallery) on the next run: to compare two installations on the same
 # gallery, run the script once with each PATH (enrolling 100,000 synthetic
@@ -56,13 +56,20 @@ CREATE EXTENSION mcc;
 CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL);
 INSERT INTO gallery SELECT finger, template FROM mcc_synthetic($n, 1, 1, 0);
 EOF
+# The same rows with every template inline (a DBA's choice: toast_tuple_target
+# = 8160 keeps values of up to about 8 kB in the heap page, docs/benchmarks.md).
+psql_ <<EOF
+CREATE TABLE IF NOT EXISTS gallery_inline (id bigint PRIMARY KEY, tpl mcc_template NOT NULL)
+	WITH (toast_tuple_target = 8160);
+INSERT INTO gallery_inline SELECT * FROM gallery WHERE NOT EXISTS (SELECT FROM gallery_inline);
+EOF
 psql_ <<EOF
 DROP TABLE IF EXISTS probe;
 CREATE TABLE probe AS SELECT template AS tpl FROM generate_series(0, 9) i,
 	mcc_synthetic(1, 2, 1, (i * 997) % $n) WHERE impression = 1;
 EOF
 # all-visible pages, as autovacuum leaves a table that is not being written
-psql_ -c "VACUUM ANALYZE gallery"
+psql_ -c "VACUUM ANALYZE gallery, gallery_inline"
 psql_ -tAc "SELECT 'gallery: ' || count(*) || ' templates, ' || round(avg(mcc_cylinder_count(tpl)), 2) || ' cylinders on average (probes ' || (SELECT round(avg(mcc_cylinder_count(tpl)), 2) FROM probe) || '), ' || pg_size_pretty(pg_total_relation_size('gallery')) || ' with its TOAST table (' || pg_size_pretty(pg_relation_size((SELECT reltoastrelid FROM pg_class WHERE relname = 'gallery'))) || '), ' || (SELECT round(100.0 * relallvisible / relpages) FROM pg_class WHERE relname = 'gallery') || ' % of its pages all-visible' FROM gallery"
 
 # One session: a warm-up, then $reps identifications of each kind, each with
@@ -75,15 +82,18 @@ CREATE FUNCTION pg_temp.cpu() RETURNS float8 LANGUAGE sql AS
 \$\$ SELECT (split_part(s, ' ', 12)::float8 + split_part(s, ' ', 13)::float8) / $hz
    FROM (SELECT split_part(pg_read_file('/proc/self/stat'), ') ', 2) AS s) x \$\$;
 SELECT count(*) FROM probe, identify('gallery', probe.tpl, 10, refine => 'none');
+SELECT count(*) FROM probe, identify('gallery_inline', probe.tpl, 10, refine => 'none');
 CREATE TEMP TABLE runs (refine text, cpu float8, wall float8);
 DO \$\$
 DECLARE c0 float8; t0 timestamptz; m text;
 BEGIN
-	FOREACH m IN ARRAY ARRAY['none', 'default'] LOOP
+	FOREACH m IN ARRAY ARRAY['none', 'default', 'none inline'] LOOP
 		FOR i IN 1..$reps LOOP
 			c0 := pg_temp.cpu(); t0 := clock_timestamp();
 			IF m = 'none' THEN
 				PERFORM count(*) FROM probe, identify('gallery', probe.tpl, 10, refine => 'none');
+			ELSIF m = 'none inline' THEN
+				PERFORM count(*) FROM probe, identify('gallery_inline', probe.tpl, 10, refine => 'none');
 			ELSE
 				PERFORM count(*) FROM probe, identify('gallery', probe.tpl, 10);
 			END IF;
@@ -92,17 +102,17 @@ BEGIN
 		END LOOP;
 	END LOOP;
 END \$\$;
-SELECT format('refine %-8s %s runs of 10 probes: CPU %s s per identify() (min %s), wall %s s: %s M matches per CPU-second (best run %s)',
+SELECT format('refine %-12s %s runs of 10 probes: CPU %s s per identify() (min %s), wall %s s: %s M matches per CPU-second (best run %s)',
 		refine, count(*), round((avg(cpu) / 10)::numeric, 4), round((min(cpu) / 10)::numeric, 4),
 		round((avg(wall) / 10)::numeric, 4),
 		round((10 * $n / avg(cpu) / 1e6)::numeric, 3), round((10 * $n / min(cpu) / 1e6)::numeric, 3))
-	FROM runs GROUP BY refine ORDER BY refine DESC;
+	FROM runs GROUP BY refine ORDER BY refine = 'default', refine;
 EOF
 
 bench=${MCCBENCH:-$(dirname "$0")/../build/bench/mccbench}
 if [ -x "$bench" ]; then
 	echo "== mccbench: the scan kernel alone on the same shape"
-	"$bench" -n "$n" -u "$((n < 20000 ? n : 20000))" -p 10 -P 997 -g synth -r 3 | grep -v '^# built'
+	"$bench" -n "$n" -u "$((n < 20000 ? n : 20000))" -p 10 -P 997 -g synth -r 3 -k "${MCCBENCH_KERNELS:-avx512,avx2}" | grep -v '^# built'
 else
 	echo "== mccbench not found at $bench: skipped"
 fi

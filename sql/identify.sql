@@ -380,6 +380,30 @@ SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gstore', tpl, 2
 FROM probes WHERE pid IN (5, 21);
 ROLLBACK;
 
+-- Pages are pinned through the buffers that held them on the session's
+-- last scan of the gallery (src/template/block_map.h), a guess checked
+-- against each buffer's tag. After the gallery is emptied and vacuumed, then
+-- refilled in another order and grown past its old size, and after VACUUM
+-- FULL gives it new files, the guesses point at buffers that hold other
+-- blocks or none; a temporary gallery (local buffers) keeps no guesses. All
+-- rank as brute force says.
+CREATE TABLE gmoved (id bigint PRIMARY KEY, tpl mcc_template NOT NULL);
+INSERT INTO gmoved SELECT id, tpl FROM g WHERE id < 1000;
+SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gmoved', tpl, 1000)) AS equal
+FROM probes WHERE pid IN (4, 19);
+DELETE FROM gmoved;
+VACUUM gmoved;
+INSERT INTO gmoved SELECT 1999 - id, tpl FROM g ORDER BY id DESC;
+SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gmoved', tpl, 2000)) AS equal
+FROM probes WHERE pid IN (4, 19);
+VACUUM FULL gmoved;
+SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gmoved', tpl, 2000)) AS equal
+FROM probes WHERE pid IN (4, 19);
+CREATE TEMP TABLE gtemp (id bigint PRIMARY KEY, tpl mcc_template NOT NULL);
+INSERT INTO gtemp SELECT id, tpl FROM g;
+SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gtemp', tpl, 2000)) AS equal
+FROM probes WHERE pid IN (4, 19);
+
 -- declared properties
 SELECT provolatile, proisstrict, proparallel, proretset, prorows
 FROM pg_proc WHERE oid = 'identify'::regproc;
@@ -387,7 +411,8 @@ FROM pg_proc WHERE oid = 'identify'::regproc;
 DROP VIEW gv, gv_nullkey, gpriv_v;
 DROP MATERIALIZED VIEW gm;
 DROP TABLE g, probes, bf, bf_rank, ks, got, want, mins, got_min, want_min, gdup, gnull, gsnap,
-	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed, p1, gtoast, gstore;
+	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed, p1, gtoast, gstore,
+	gmoved, gtemp;
 DROP FUNCTION brute, same_as_brute, try, sqlstate_of;
 DROP SEQUENCE not_a_table;
 DROP TYPE not_a_table_either;

@@ -6,41 +6,54 @@
  * NOT NULL` through SPI costs per row, and this reader does not: the
  * executor's per-row calls, a copy of every tuple into SPI's tuple table,
  * and memory allocated per batch and given back to the system (its pages
- * are faulted in again for the next batch). Here a heap scan with the
- * statement's snapshot (the one SPI's read-only cursor uses) returns
- * tuples in the pinned buffer, a slot deforms only the columns up to the two
- * it reads, and a template stored inline without compression is used where
- * it lies. One stored out of line (the type's STORAGE is external: values
- * over about 2 kB) is fetched from the TOAST table into memory that a
- * context recycles.
+ * are faulted in again for the next batch). Here the heap's pages are read
+ * with the statement's snapshot (the one SPI's read-only cursor uses), the
+ * two columns read from each visible tuple in the pinned buffer, and a
+ * template stored inline without compression is used where it lies. One
+ * stored out of line (the type's STORAGE is external: values over about
+ * 2 kB) is fetched from the TOAST table into memory that a context
+ * recycles.
  *
  * The rows are handed over a page (or at most 64 rows) at a time, each
  * template asked into the CPU's caches two rows before it is scored and the
  * next heap page a few lines per row, so that reading the gallery's bytes
  * from memory overlaps the scoring instead of stalling it: the gallery is
  * far larger than the caches, and the scan is bound by memory once the
- * executor is gone (docs/benchmarks.md, "Backend scan"). Rows in heap
- * buffers keep their pages pinned until handed over.
+ * executor is gone (docs/benchmarks.md, "Backend scan"). A page stays
+ * pinned until its rows are handed over.
  *
- * The scan is the executor's own sequential scan (table_beginscan): the
- * snapshot's visibility rules, the serializable predicate lock on each
- * relation, synchronized scans and the buffer ring strategy are the ones a
- * SELECT gets.
+ * The pages are read as the executor's sequential scan reads them in page
+ * mode (heapgetpage): the relation's predicate lock in serializable
+ * transactions, each page pruned if it can be, its tuples' visibility
+ * checked under a share lock (skipped on an all-visible page, as there) with
+ * each one's serializable conflict check, then the visible tuples read under
+ * the pin alone; the same buffer ring strategy for a relation larger than a
+ * quarter of shared buffers, and the same statistics (a sequential scan, its
+ * tuples). What differs is how a page is pinned: through the buffer that held
+ * it on this backend's last scan when it still does (src/template/block_map.h),
+ * without the buffer mapping's hash lookup, which stalled on memory for every
+ * page (a tenth of the backend's time). The map also says where the next page
+ * lies, so that its lines are asked into the CPU's caches while the rows of
+ * the page before are scored, without pinning it. (Synchronized scans are
+ * not joined: the rows' order does not matter here.)
  */
 #include "mcc_pg.h"
+#include "block_map.h"
 #include "gallery_scan.h"
 #include "service.h"
 #include "toast_stream.h"
 
 #include "access/detoast.h"
 #include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/tableam.h"
 #include "catalog/pg_inherits.h"
-#include "executor/tuptable.h"
 #include "storage/bufmgr.h"
 #include "miscadmin.h"
 #include "optimizer/plancat.h"
+#include "pgstat.h"
+#include "storage/predicate.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -80,14 +93,16 @@ struct mcc_heap_rows
 	double		reltuples;
 	/* the table being read */
 	Relation	rel;
-	TableScanDesc scan;
-	TupleTableSlot *slot;
+	TupleDesc	desc;
 	AttrNumber	key_att;
 	AttrNumber	tpl_att;
-	Oid			key_type;
-	BlockNumber block;			/* the block the scan is on */
-	Buffer		ahead;			/* the next block, pinned ahead of the scan */
-	const char *pf_next;		/* its lines not yet asked into the caches */
+	int16		key_len;		/* the key's attlen: an int2, int4 or int8 (or a domain over one) */
+	BlockNumber nblocks;		/* its blocks when the scan began */
+	BlockNumber next_block;		/* the next one to read */
+	BufferAccessStrategy strategy;
+	mcc_block_map *map;			/* where its blocks lay on the last scan */
+	Buffer		ahead;			/* the next block, pinned ahead when the map had no guess */
+	const char *pf_next;		/* lines of the next page not yet asked into the caches */
 	const char *pf_end;
 	/* templates stored out of line: queued, read from the TOAST table's pages */
 	mcc_toast_stream *stream;
@@ -97,11 +112,9 @@ struct mcc_heap_rows
 	void	   *arg;
 	/* those the stream hands back, and those compressed (reset after each batch) */
 	MemoryContext toast_cxt;
-	/* rows gathered, and the heap buffers those stored inline lie in (pinned) */
+	/* rows gathered (those stored inline lie in the page being read, pinned) */
 	pending_row *pending;
 	int			n_pending;
-	Buffer	   *pins;
-	int			n_pins;
 };
 
 /*
@@ -189,7 +202,7 @@ static void hand_over(mcc_heap_rows *r);
 static void
 close_part(mcc_heap_rows *r)
 {
-	if (r->scan == NULL)
+	if (r->rel == NULL)
 		return;
 	if (r->stream != NULL)
 	{
@@ -206,15 +219,14 @@ close_part(mcc_heap_rows *r)
 		r->stream = NULL;
 	}
 	hand_over(r);
+	r->pf_next = r->pf_end = NULL;
 	if (BufferIsValid(r->ahead))
 		ReleaseBuffer(r->ahead);
 	r->ahead = InvalidBuffer;
-	r->pf_next = r->pf_end = NULL;
-	ExecDropSingleTupleTableSlot(r->slot);
-	table_endscan(r->scan);
+	if (r->strategy != NULL)
+		FreeAccessStrategy(r->strategy);
+	r->strategy = NULL;
 	relation_close(r->rel, NoLock);
-	r->slot = NULL;
-	r->scan = NULL;
 	r->rel = NULL;
 }
 
@@ -228,13 +240,21 @@ open_part(mcc_heap_rows *r)
 		return false;
 	p = &r->parts[r->next_part++];
 	r->rel = relation_open(p->relid, NoLock);
-	r->scan = table_beginscan(r->rel, r->snapshot, 0, NULL);
-	r->slot = table_slot_create(r->rel, NULL);
+	r->desc = RelationGetDescr(r->rel);
 	r->key_att = p->key_att;
 	r->tpl_att = p->tpl_att;
-	r->key_type = TupleDescAttr(RelationGetDescr(r->rel), p->key_att - 1)->atttypid;
-	r->block = InvalidBlockNumber;
+	r->key_len = TupleDescAttr(r->desc, p->key_att - 1)->attlen;
+	/* as heap_beginscan and initscan do for a sequential scan */
+	r->nblocks = RelationGetNumberOfBlocks(r->rel);
+	r->next_block = 0;
+	r->strategy = NULL;
+	if (!RelationUsesLocalBuffers(r->rel) && r->nblocks > (BlockNumber) (NBuffers / 4))
+		r->strategy = GetAccessStrategy(BAS_BULKREAD);
+	PredicateLockRelation(r->rel, r->snapshot);
+	pgstat_count_heap_scan(r->rel);
+	r->map = mcc_block_map_get(r->rel, r->nblocks);
 	r->ahead = InvalidBuffer;
+	r->pf_next = r->pf_end = NULL;
 	if (OidIsValid(r->rel->rd_rel->reltoastrelid))
 		r->stream = mcc_toast_stream_begin(r->rel, r->snapshot);
 	return true;
@@ -248,53 +268,37 @@ prefetch_ahead_lines(mcc_heap_rows *r, int n)
 		__builtin_prefetch(r->pf_next);
 }
 
-/* Ask the CPU to bring a whole page into its caches. */
-static inline void
-prefetch_buffer(Buffer buf)
-{
-	const char *page = (const char *) BufferGetPage(buf);
-
-	for (int off = 0; off < BLCKSZ; off += 64)
-		__builtin_prefetch(page + off);
-}
-
 /*
- * On the first tuple of a page, pin the page the scan reads next and ask the
- * CPU to bring it into its caches, so that its first touch (the visibility
- * checks of every tuple on it, as the scan enters it) does not stall on
- * memory: a page holds a few templates of about 2 kB each, the scan reads
- * every byte of them, and the hardware prefetcher stops at each 4 kB
- * boundary. Its 128 lines are asked for a few at a time while the rows of
- * the page before are scored (hand_over), which this hands over now: asked
- * all at once, most of them are lost (perf on the dev VM put the misses
- * back on the tuples' first reads). The pin (with the scan's buffer
- * strategy) is dropped once the scan has pinned that page itself.
+ * Before block blk is read: its lines that scoring the page before did not
+ * ask for, then the page after it to be asked for a few lines per row
+ * scored (hand_over), and the buffer header and line pointers of the one
+ * after that, from where the map saw them last. Without a guess (the
+ * session's first scan of the relation, or no map) the next page is pinned
+ * ahead instead, which tells where it is (and the map remembers it). A page
+ * holds a few templates of about 2 kB each, the scan reads every byte of
+ * them and the hardware prefetcher stops at each 4 kB boundary; asked all
+ * at once, most of a page's 128 lines are lost (perf on the dev VM put the
+ * misses back on the tuples' first reads).
  */
-static inline void
-prefetch_next_page(mcc_heap_rows *r)
+static void
+prefetch_pages_ahead(mcc_heap_rows *r, BlockNumber blk)
 {
-	HeapScanDesc h = (HeapScanDesc) r->scan;
-	BlockNumber next;
+	const char *next = NULL;
 
-	if (h->rs_cblock == r->block || !BufferIsValid(h->rs_cbuf))
-		return;
-	r->block = h->rs_cblock;
-	prefetch_ahead_lines(r, BLCKSZ / 64);	/* what scoring left (a page with no rows to score) */
-	if (BufferIsValid(r->ahead))
+	prefetch_ahead_lines(r, BLCKSZ / 64);
+	if (blk + 1 < r->nblocks)
 	{
-		ReleaseBuffer(r->ahead);
-		r->ahead = InvalidBuffer;
+		next = mcc_block_map_guess(r->map, blk + 1);
+		if (next == NULL)
+		{
+			r->ahead = mcc_block_map_read(r->map, r->rel, blk + 1, r->strategy);
+			next = (const char *) BufferGetPage(r->ahead);
+		}
 	}
-	else
-		prefetch_buffer(h->rs_cbuf);	/* the first page, or a jump */
-	next = h->rs_cblock + 1 == h->rs_nblocks ? 0 : h->rs_cblock + 1;
-	if (next != h->rs_startblock && h->rs_nblocks > 1)
-	{
-		r->ahead = ReadBufferExtended(r->rel, MAIN_FORKNUM, next, RBM_NORMAL, h->rs_strategy);
-		r->pf_next = (const char *) BufferGetPage(r->ahead);
-		r->pf_end = r->pf_next + BLCKSZ;
-	}
-	hand_over(r);				/* the rows of the pages before */
+	r->pf_next = next;
+	r->pf_end = next != NULL ? next + BLCKSZ : NULL;
+	if (blk + 2 < r->nblocks)
+		mcc_block_map_prefetch(r->map, blk + 2);
 }
 
 /*
@@ -354,30 +358,22 @@ hand_over(mcc_heap_rows *r)
 		r->fn(r->arg, row->key, row->key_null, row->tpl);
 	}
 	r->n_pending = 0;
-	for (int i = 0; i < r->n_pins; i++)
-		ReleaseBuffer(r->pins[i]);
-	r->n_pins = 0;
 	MemoryContextReset(r->toast_cxt);
 }
 
 /*
- * Gather a row whose template lies in heap buffer buf (pinned until the
- * row is handed over), or in the reader's or the stream's memory
- * (InvalidBuffer), both valid until hand_over().
+ * Gather a row whose template lies in the page being read (pinned until the
+ * rows are handed over), or in the reader's or the stream's memory, both
+ * valid until hand_over().
  */
 static void
-gather_row(mcc_heap_rows *r, int64 key, bool key_null, const struct varlena *tpl, Buffer buf)
+gather_row(mcc_heap_rows *r, int64 key, bool key_null, const struct varlena *tpl)
 {
 	pending_row *row = &r->pending[r->n_pending++];
 
 	row->key = key;
 	row->key_null = key_null;
 	row->tpl = tpl;
-	if (BufferIsValid(buf) && (r->n_pins == 0 || r->pins[r->n_pins - 1] != buf))
-	{
-		IncrBufferRefCount(buf);
-		r->pins[r->n_pins++] = buf;
-	}
 	if (r->n_pending == ROW_BATCH)
 		hand_over(r);
 }
@@ -390,7 +386,7 @@ stream_row(void *arg, uint64 cookie, const struct varlena *value, const struct v
 
 	if (value == NULL)
 		value = template_bytes(r, PointerGetDatum(pointer));
-	gather_row(r, r->queued_keys[cookie], r->queued_null[cookie], value, InvalidBuffer);
+	gather_row(r, r->queued_keys[cookie], r->queued_null[cookie], value);
 	/* scored now, while the stream's next pages arrive (hand_over asks for them) */
 	hand_over(r);
 }
@@ -409,6 +405,110 @@ flush_stream(mcc_heap_rows *r)
 	}
 }
 
+/*
+ * The key as int64, by its length (mcc_key_int64 asks the type cache for the
+ * base type on every call: a tenth of a microsecond per row).
+ */
+static inline int64
+key_int64(Datum d, int16 len)
+{
+	switch (len)
+	{
+		case sizeof(int16):
+			return DatumGetInt16(d);
+		case sizeof(int32):
+			return DatumGetInt32(d);
+		default:
+			return DatumGetInt64(d);
+	}
+}
+
+/* A visible tuple: its row gathered, or queued for the TOAST stream. */
+static void
+read_tuple(mcc_heap_rows *r, HeapTuple tup)
+{
+	bool		tpl_null;
+	bool		key_null;
+	Datum		tpl = heap_getattr(tup, r->tpl_att, r->desc, &tpl_null);
+	Datum		keyd;
+	int64		key;
+
+	pgstat_count_heap_getnext(r->rel);
+	if (tpl_null)
+		return;					/* WHERE template IS NOT NULL */
+	keyd = heap_getattr(tup, r->key_att, r->desc, &key_null);
+	key = key_null ? 0 : key_int64(keyd, r->key_len);
+	if (r->stream != NULL && mcc_toast_stream_can(r->stream, tpl))
+	{
+		int			n = mcc_toast_stream_pending(r->stream);
+
+		r->queued_keys[n] = key;
+		r->queued_null[n] = key_null;
+		mcc_toast_stream_want(r->stream, tpl, (uint64) n);
+		if (n + 1 == STREAM_BATCH)
+			flush_stream(r);
+		return;
+	}
+	gather_row(r, key, key_null, template_bytes(r, tpl));
+}
+
+/*
+ * Read block blk as heapgetpage reads a page in page mode (see the top of
+ * the file), then its visible rows, handed over before its pin is dropped.
+ */
+static void
+read_block(mcc_heap_rows *r, BlockNumber blk)
+{
+	OffsetNumber visible[MaxHeapTuplesPerPage];
+	int			n_visible = 0;
+	Buffer		buf;
+	Page		page;
+	OffsetNumber maxoff;
+	bool		all_visible;
+	HeapTupleData tup;
+	Buffer		held = r->ahead;	/* blk, if it was pinned ahead */
+
+	CHECK_FOR_INTERRUPTS();
+	r->ahead = InvalidBuffer;
+	prefetch_pages_ahead(r, blk);
+	buf = BufferIsValid(held) ? held : mcc_block_map_read(r->map, r->rel, blk, r->strategy);
+	heap_page_prune_opt(r->rel, buf);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	TestForOldSnapshot(r->snapshot, r->rel, page);
+	all_visible = PageIsAllVisible(page) && !r->snapshot->takenDuringRecovery;
+	maxoff = PageGetMaxOffsetNumber(page);
+	tup.t_tableOid = RelationGetRelid(r->rel);
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+	{
+		ItemId		lp = PageGetItemId(page, off);
+		bool		valid;
+
+		if (!ItemIdIsNormal(lp))
+			continue;
+		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tup.t_len = ItemIdGetLength(lp);
+		ItemPointerSet(&tup.t_self, blk, off);
+		valid = all_visible || HeapTupleSatisfiesVisibility(&tup, r->snapshot, buf);
+		HeapCheckForSerializableConflictOut(valid, r->rel, &tup, buf, r->snapshot);
+		if (valid)
+			visible[n_visible++] = off;
+	}
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	/* the tuples found visible stay valid while the page is pinned */
+	for (int i = 0; i < n_visible; i++)
+	{
+		ItemId		lp = PageGetItemId(page, visible[i]);
+
+		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tup.t_len = ItemIdGetLength(lp);
+		ItemPointerSet(&tup.t_self, blk, visible[i]);
+		read_tuple(r, &tup);
+	}
+	hand_over(r);
+	ReleaseBuffer(buf);
+}
+
 void
 mcc_heap_rows_scan(mcc_heap_rows *r, mcc_heap_row_fn fn, void *arg)
 {
@@ -417,40 +517,12 @@ mcc_heap_rows_scan(mcc_heap_rows *r, mcc_heap_row_fn fn, void *arg)
 	r->queued_keys = palloc(STREAM_BATCH * sizeof(int64));
 	r->queued_null = palloc(STREAM_BATCH * sizeof(bool));
 	r->pending = palloc(ROW_BATCH * sizeof(pending_row));
-	r->pins = palloc(ROW_BATCH * sizeof(Buffer));
-	while (r->scan != NULL || open_part(r))
+	while (r->rel != NULL || open_part(r))
 	{
-		TupleTableSlot *s = r->slot;
-		Datum		tpl;
-		int64		key;
-		bool		key_null;
-
-		CHECK_FOR_INTERRUPTS();
-		if (!table_scan_getnextslot(r->scan, ForwardScanDirection, s))
-		{
+		if (r->next_block >= r->nblocks)
 			close_part(r);
-			continue;
-		}
-		prefetch_next_page(r);
-		slot_getsomeattrs(s, Max(r->key_att, r->tpl_att));
-		if (s->tts_isnull[r->tpl_att - 1])
-			continue;			/* WHERE template IS NOT NULL */
-		key_null = s->tts_isnull[r->key_att - 1];
-		key = key_null ? 0 : mcc_key_int64(s->tts_values[r->key_att - 1], r->key_type);
-		tpl = s->tts_values[r->tpl_att - 1];
-		if (r->stream != NULL && mcc_toast_stream_can(r->stream, tpl))
-		{
-			int			n = mcc_toast_stream_pending(r->stream);
-
-			r->queued_keys[n] = key;
-			r->queued_null[n] = key_null;
-			mcc_toast_stream_want(r->stream, tpl, (uint64) n);
-			if (n + 1 == STREAM_BATCH)
-				flush_stream(r);
-			continue;
-		}
-		gather_row(r, key, key_null, template_bytes(r, tpl),
-				   TTS_IS_BUFFERTUPLE(s) ? ((BufferHeapTupleTableSlot *) s)->buffer : InvalidBuffer);
+		else
+			read_block(r, r->next_block++);
 	}
 }
 

@@ -12,6 +12,7 @@
  */
 #include "mcc_pg.h"
 #include "toast_stream.h"
+#include "block_map.h"
 
 #include "access/detoast.h"
 #include "access/genam.h"
@@ -61,6 +62,7 @@ struct mcc_toast_stream
 	Oid			toastrelid;
 	BufferAccessStrategy strategy;
 	BlockNumber nblocks;
+	mcc_block_map *map;			/* where its blocks lay on this backend's last read */
 	BlockNumber cursor;			/* InvalidBlockNumber: place it first */
 	Buffer		ahead[STREAM_AHEAD];	/* blocks ahead_blk.., pinned before they are read */
 	BlockNumber ahead_blk;
@@ -99,6 +101,7 @@ mcc_toast_stream_begin(Relation heap, Snapshot snapshot)
 	/* a large table goes through a ring of buffers, as a sequential scan would */
 	if (ts->nblocks > (BlockNumber) (NBuffers / 4))
 		ts->strategy = GetAccessStrategy(BAS_BULKREAD);
+	ts->map = mcc_block_map_get(ts->toastrel, ts->nblocks);
 	ts->cursor = InvalidBlockNumber;
 	ts->pf_blk = InvalidBlockNumber;
 	/*
@@ -299,15 +302,14 @@ pin_page(mcc_toast_stream *ts, BlockNumber blk)
 	else
 	{
 		release_ahead(ts);
-		buf = ReadBufferExtended(ts->toastrel, MAIN_FORKNUM, blk, RBM_NORMAL, ts->strategy);
+		buf = mcc_block_map_read(ts->map, ts->toastrel, blk, ts->strategy);
 		prefetch_buffer(buf);
 	}
 	ts->ahead_blk = blk + 1;
 	for (next = blk + 1 + ts->n_ahead;
 		 ts->n_ahead < STREAM_AHEAD && next < ts->nblocks; next++)
 	{
-		ts->ahead[ts->n_ahead++] = ReadBufferExtended(ts->toastrel, MAIN_FORKNUM, next,
-													  RBM_NORMAL, ts->strategy);
+		ts->ahead[ts->n_ahead++] = mcc_block_map_read(ts->map, ts->toastrel, next, ts->strategy);
 	}
 	return buf;
 }
@@ -436,6 +438,7 @@ stream_pages(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *arg)
 			ts->nblocks = RelationGetNumberOfBlocks(ts->toastrel);
 			if (ts->cursor >= ts->nblocks)
 				break;
+			ts->map = mcc_block_map_get(ts->toastrel, ts->nblocks);
 		}
 		CHECK_FOR_INTERRUPTS();
 		n = read_page(ts, ts->cursor, done, &hit);

@@ -318,6 +318,33 @@ test_malformed(void)
 		   memcpy(b + boff + 32, b + boff, 32); memcpy(b + moff + 4, b + moff, 4));
 #undef MUTATE
 
+	/*
+	 * mcc_template_open_stored (the backend scan's check) trusts what
+	 * mcc_template_open checked at storing time except each popcount, which
+	 * it must keep within the profile's bits (the kernels index a table by
+	 * it): equal passes, one over is refused, naming the first such cylinder.
+	 */
+	{
+		mcc_template_view sv;
+
+		memcpy(b, g, gsize);
+		UNIT_CHECK(mcc_template_open_stored(b, gsize, &sv, &err) == MCC_OK && sv.n_cyl == n_cyl,
+				   "open_stored: the unmodified blob opens (%d cylinders)", n_cyl);
+		put16(b, moff + 4 * (size_t) (n_cyl - 1), gp->nbits);
+		UNIT_CHECK(mcc_template_open_stored(b, gsize, &sv, &err) == MCC_OK,
+				   "open_stored: a popcount of all %d bits passes", gp->nbits);
+		put16(b, moff + 4 * (size_t) (n_cyl - 1), gp->nbits + 7);
+		put16(b, moff + 4, gp->nbits + 1);
+		UNIT_CHECK(mcc_template_open_stored(b, gsize, &sv, &err) == MCC_ERR_VALUE &&
+				   strstr(err.detail, "Cylinder 2 records popcount") != NULL,
+				   "open_stored: refused: popcounts over the profile's bits, the first named (%s)", err.detail);
+		memcpy(b, g, gsize);
+		put16(b, moff, gp->nbits + 1);
+		UNIT_CHECK(mcc_template_open_stored(b, gsize, &sv, &err) == MCC_ERR_VALUE &&
+				   strstr(err.detail, "Cylinder 1 records popcount") != NULL,
+				   "open_stored: refused: the first cylinder's popcount over the bits (%s)", err.detail);
+	}
+
 	/* masked profile: mask words and the value-inside-mask rule */
 	{
 		int			tn = get16(t, 16);
