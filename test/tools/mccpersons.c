@@ -52,6 +52,7 @@
 #include <time.h>
 
 #include "mcc_iso.h"
+#include "mcc_job.h"
 #include "mcc_json.h"
 #include "mcc_lss.h"
 #include "mcc_match.h"
@@ -324,7 +325,6 @@ worker(void *arg)
 static void
 run_fold(fold *f)
 {
-	pthread_t	th[64];
 	mcc_error	err;
 	int			nt = opt.threads < 64 ? opt.threads : 64;
 
@@ -342,10 +342,7 @@ run_fold(fold *f)
 	f->top = xcalloc((size_t) f->n_s * N_CONFIGS, sizeof(int));
 	f->top_score = xcalloc((size_t) f->n_s * N_CONFIGS, sizeof(float));
 	pthread_mutex_init(&f->lock, NULL);
-	for (int t = 0; t < nt; t++)
-		pthread_create(&th[t], NULL, worker, f);
-	for (int t = 0; t < nt; t++)
-		pthread_join(th[t], NULL);
+	mcc_job_run_shared(nt, worker, f);
 	mcc_soa_free(&f->soa);
 }
 
