@@ -11,18 +11,18 @@
 #include "unit.h"
 #include "mcc_job.h"
 
-typedef struct shared
+typedef struct run_counts
 {
 	atomic_int	runs;			/* calls of the worker */
 	atomic_int	blocked;		/* calls that found SIGINT blocked */
 	atomic_int	caller;			/* calls on the thread that ran the test */
 	pthread_t	self;
-} shared;
+} run_counts;
 
 static void *
 worker(void *arg)
 {
-	shared	   *s = arg;
+	run_counts *s = arg;
 	sigset_t	now;
 
 	pthread_sigmask(SIG_SETMASK, NULL, &now);
@@ -41,7 +41,7 @@ main(void)
 
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
 	{
-		shared		s = {.self = pthread_self()};
+		run_counts	s = {.self = pthread_self()};
 
 		mcc_job_run_shared(counts[i], worker, &s);
 		UNIT_CHECK(atomic_load(&s.runs) == counts[i] && atomic_load(&s.caller) == 0 &&
@@ -50,7 +50,7 @@ main(void)
 				   counts[i], atomic_load(&s.runs), atomic_load(&s.blocked));
 	}
 	{
-		shared		s = {.self = pthread_self()};
+		run_counts	s = {.self = pthread_self()};
 
 		mcc_job_run_shared(0, worker, &s);
 		UNIT_CHECK(atomic_load(&s.runs) == 1 && atomic_load(&s.caller) == 1,
