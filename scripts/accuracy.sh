@@ -44,6 +44,14 @@ hard=(--set pos_noise=2.5 --set angle_noise=6 --set p_missing=0.15 --set max_spu
 declare -A short=([nbis-mindtct-xyt]=mindtct [fingerjetfx-iso19794-2-2005]=fjfx
 	[secugen-iso19794-2-2005]=secugen [nbis-minex-ansi378-2004]=minex)
 
+# mcceval fvc over the FVC2002 minutiae of database $1 in encoding $2 (at
+# the database's frame), with the further arguments.
+fvc_minutiae() {
+	local db=$1 enc=$2
+	shift 2
+	"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" "$@"
+}
+
 # Plot a DET script written by mcceval into docs/img.
 plot() {
 	(cd "$out" && gnuplot "$1.gp") && mv "$out/$1.png" "$img/$1.png"
@@ -59,8 +67,7 @@ fvc() {
 				base=(--baseline "$data/fvc2002/scores/bozorth3_mindtct_fvc2002_$db.txt"
 					--baseline-name bozorth3)
 			fi
-			"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" \
-				"${base[@]}" --tsv "$tsv" --label "$db:${short[$enc]}" \
+			fvc_minutiae "$db" "$enc" "${base[@]}" --tsv "$tsv" --label "$db:${short[$enc]}" \
 				--det "$out/det-fvc2002-$db-${short[$enc]}" \
 				--title "FVC2002 ${db%_B} set B, ${short[$enc]} minutiae: all pairs" \
 				>"$out/fvc-$db-${short[$enc]}.txt" 2>>"$out/fvc.log"
@@ -80,13 +87,11 @@ settle() {
 	for db in DB1_B DB2_B DB3_B DB4_B; do
 		for enc in $encodings; do
 			for norm in sum mean; do
-				"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" \
-					--methods lss-dtr,lsa-dtr,lgs-dtr --dtr-norm $norm \
+				fvc_minutiae "$db" "$enc" --methods lss-dtr,lsa-dtr,lgs-dtr --dtr-norm $norm \
 					--tsv "$out/settle-dtr-$norm.tsv" --label "$db:${short[$enc]}" >/dev/null 2>&1
 			done
 			for cs in count sim count-lss; do
-				"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" \
-					--methods consolidation --cons-score $cs \
+				fvc_minutiae "$db" "$enc" --methods consolidation --cons-score $cs \
 					--tsv "$out/settle-cons-$cs.tsv" --label "$db:${short[$enc]}" >/dev/null 2>&1
 			done
 		done
@@ -107,8 +112,7 @@ settle() {
 	for ts in 8 16 20; do
 		for db in DB1_B DB2_B DB3_B DB4_B; do
 			for enc in $encodings; do
-				"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" \
-					--methods consolidation --cons-ts $ts \
+				fvc_minutiae "$db" "$enc" --methods consolidation --cons-ts $ts \
 					--tsv "$out/settle-cons-ts$ts.tsv" --label "$db:${short[$enc]}" >/dev/null 2>&1
 			done
 		done
@@ -116,8 +120,7 @@ settle() {
 	# what the 32-cylinder selection costs: consolidation with every cylinder
 	for db in DB1_B DB2_B DB3_B DB4_B; do
 		for enc in $encodings; do
-			"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" \
-				--methods consolidation --cons-nsel 256 \
+			fvc_minutiae "$db" "$enc" --methods consolidation --cons-nsel 256 \
 				--tsv "$out/settle-cons-all.tsv" --label "$db:${short[$enc]}" >/dev/null 2>&1
 		done
 	done
@@ -173,8 +176,7 @@ extract() {
 				>"$out/extract-$db-$lab.txt" 2>>"$out/extract.log"
 		done
 		for enc in nbis-mindtct-xyt fingerjetfx-iso19794-2-2005; do
-			"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" \
-				--tsv "$tsv" --label "$db:${short[$enc]}" >/dev/null 2>>"$out/extract.log"
+			fvc_minutiae "$db" "$enc" --tsv "$tsv" --label "$db:${short[$enc]}" >/dev/null 2>>"$out/extract.log"
 		done
 	done
 	cat "$times"
@@ -226,8 +228,7 @@ thresholds() {
 	rm -f "$out"/thr-fvc/*.scores
 	for db in DB1_B DB2_B DB3_B DB4_B; do
 		for enc in $encodings; do
-			"$eval_bin" fvc --dir "$data/fvc2002/minutiae/$enc/$db" --frame "${frame[$db]}" \
-				--scores "$out/thr-fvc/$db-$enc.scores" >/dev/null 2>>"$out/thr.log"
+			fvc_minutiae "$db" "$enc" --scores "$out/thr-fvc/$db-$enc.scores" >/dev/null 2>>"$out/thr.log"
 		done
 	done
 	"$eval_bin" fvc --synth --fingers 300 --impressions 2 --set seed=11 \

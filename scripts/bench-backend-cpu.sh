@@ -17,28 +17,17 @@
 set -euo pipefail
 n=${1:-50000}
 frac=${2:-0.08}
-port=${MCC_BENCH_PORT:-54399}
-command -v pg_ctl >/dev/null || export PATH="$(pg_config --bindir):$PATH"
-dir=$(mktemp -d /tmp/mcc-bench-cpu.XXXXXX)
-cleanup() { pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true; [ -n "${MCC_BENCH_PERF:-}" ] || rm -rf "$dir"; }
-trap cleanup EXIT
-psql_() { psql -X -q -h "$dir" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@" postgres; }
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
+# perf's records stay in the cluster's directory
+[ -z "${MCC_BENCH_PERF:-}" ] || MCC_BENCH_KEEP=1
 
-initdb -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
-cat >>"$dir/data/postgresql.conf" <<EOC
-listen_addresses = ''
-unix_socket_directories = '$dir'
-port = $port
-shared_preload_libraries = 'mcc'
+bench_cluster 54399 <<EOC
 shared_buffers = '512MB'
 fsync = off
 mcc.worker_threads = 2
 EOC
-pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
-until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do
-	psql_ -c "CREATE EXTENSION IF NOT EXISTS mcc" >/dev/null 2>&1 || true
-	sleep 0.5
-done
+bench_service_ready
 psql_ -c "CREATE TABLE g(id bigint PRIMARY KEY, tpl mcc_template)" \
 	-c "INSERT INTO g SELECT finger, template FROM mcc_synthetic($n)" \
 	-c "SELECT mcc_gallery_register('g')" \

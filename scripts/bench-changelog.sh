@@ -24,11 +24,6 @@ clients=${3:-2}
 rounds=${4:-3}
 # shellcheck source=scripts/bench-lib.sh
 source "$(dirname "$0")/bench-lib.sh"
-wait_ready() {
-	until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do
-		sleep 0.05
-	done
-}
 
 bench_cluster 54342 <<CONF
 shared_buffers = '512MB'
@@ -36,7 +31,7 @@ max_connections = 20
 mcc.worker_threads = 1
 CONF
 psql_ -c "CREATE EXTENSION mcc" >/dev/null
-wait_ready
+bench_wait_ready
 
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== gallery of $n synthetic templates, $clients clients, $secs s per run"

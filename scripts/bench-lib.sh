@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # scripts/bench-lib.sh: the throwaway cluster the benchmark scripts share
 # (bench-service.sh, bench-snapshot.sh, bench-dedup.sh, bench-changelog.sh,
-# bench-load.sh). Sourced, not run.
+# bench-load.sh, bench-backend-cpu.sh). Sourced, not run.
 #
 #   bench_cluster DEFAULT_PORT <<EOF
 #   extra postgresql.conf lines
@@ -38,6 +38,14 @@ bench_cluster() {
 		cat
 	} >>"$dir/data/postgresql.conf"
 	pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+}
+
+# bench_wait_ready: wait until the matcher service is ready (after a start
+# or a restart of the cluster, the extension already created).
+bench_wait_ready() {
+	until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do
+		sleep 0.05
+	done
 }
 
 # bench_service_ready: CREATE EXTENSION (retried while the server starts

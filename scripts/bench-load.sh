@@ -50,9 +50,7 @@ CONF
 	log=$dir/server.log
 	psql_ -c "CREATE EXTENSION mcc" >/dev/null
 fi
-until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do
-	sleep 0.1
-done
+bench_wait_ready
 
 echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 tbl=${MCC_BENCH_TABLE:-bench_load_gallery}

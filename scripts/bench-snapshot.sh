@@ -20,11 +20,6 @@ n=${1:-200000}
 rounds=${2:-3}
 # shellcheck source=scripts/bench-lib.sh
 source "$(dirname "$0")/bench-lib.sh"
-wait_ready() {
-	until psql_ -tAc "SELECT state FROM mcc_service_status()" 2>/dev/null | grep -q ready; do
-		sleep 0.05
-	done
-}
 
 bench_cluster 54332 <<CONF
 max_connections = 20
@@ -32,7 +27,7 @@ mcc.fallback = 'error'
 mcc.cache_snapshots = on
 CONF
 psql_ -c "CREATE EXTENSION mcc" >/dev/null
-wait_ready
+bench_wait_ready
 
 echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== enrolling $n synthetic templates"
@@ -57,7 +52,7 @@ serve_after_restart() {
 	echo "mcc.cache_snapshots = $setting" >>"$dir/data/postgresql.conf"
 	t0=$(date +%s.%N)
 	pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
-	wait_ready
+	bench_wait_ready
 	t1=$(date +%s.%N)
 	psql_ -tAc "SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probe), 5)" >/dev/null
 	t2=$(date +%s.%N)

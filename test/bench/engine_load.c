@@ -30,27 +30,9 @@
 #include "engine_inproc.h"
 #include "eng_cache.h"
 #include "mcc_synth.h"
+#include "testclock.h"
 
 static const mcc_gallery_id G = {1, 42, 7};
-
-/* CPU seconds of this thread (the stages: the machine may be shared) */
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double
-clock_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Frames of LOAD_ROWS (about 1 MB each) for n rows, with load_ids. */
 static eng_buf
@@ -140,7 +122,7 @@ main(int argc, char **argv)
 	/* parse: walk every frame's rows */
 	if (load_only)
 		goto load;
-	t0 = now_s();
+	t0 = tclock_cpu_s();
 	for (size_t pos = 0; pos < frames.len;)
 	{
 		mcc_frame_hdr h;
@@ -160,10 +142,10 @@ main(int argc, char **argv)
 		}
 		pos += sizeof(h) + h.length;
 	}
-	s_parse = now_s() - t0;
+	s_parse = tclock_cpu_s() - t0;
 
 	views = malloc(sizeof(*views) * (size_t) n);
-	t0 = now_s();
+	t0 = tclock_cpu_s();
 	for (int i = 0; i < n; i++)
 	{
 		const tl_tpl *x = &t[i % distinct];
@@ -172,21 +154,21 @@ main(int argc, char **argv)
 		if (mcc_template_open(x->b, x->n, &views[i], &err) != MCC_OK)
 			return 1;
 	}
-	s_open = now_s() - t0;
+	s_open = tclock_cpu_s() - t0;
 
-	t0 = now_s();
+	t0 = tclock_cpu_s();
 	for (int i = 0; i < n; i++)
 		sink += mcc_template_hash(t[i % distinct].b, t[i % distinct].n);
-	s_hash = now_s() - t0;
+	s_hash = tclock_cpu_s() - t0;
 
 	cache = eng_cache_new(views[0].profile, NULL, (uint32_t) n, (uint32_t) (n * 36), &err);
 	if (cache == NULL)
 		return 1;
-	t0 = now_s();
+	t0 = tclock_cpu_s();
 	for (int i = 0; i < n; i++)
 		if (eng_cache_append(cache, i, 1, 0, 0, ENG_E_LOAD_INS, &views[i], NULL, &err) != MCC_OK)
 			return 1;
-	s_append = now_s() - t0;
+	s_append = tclock_cpu_s() - t0;
 	eng_cache_free(cache);
 	free(views);
 load:
@@ -215,8 +197,8 @@ load:
 			eng_buf_u64(&b, 100);	/* next_xid */
 			eng_frame_end(&b, fb);
 		}
-		t0 = clock_s(CLOCK_MONOTONIC);
-		cpu_load = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+		t0 = tclock_wall_s();
+		cpu_load = tclock_process_cpu_s();
 		ip_feed(&s, c, &b);
 		/* frame by frame, as a socket's reads bring them */
 		for (size_t pos = 0; pos < frames.len;)
@@ -230,8 +212,8 @@ load:
 		tl_load_end(&b, 1);
 		ip_feed(&s, c, &b);
 		ip_pump_all(&s);
-		s_load = clock_s(CLOCK_MONOTONIC) - t0;
-		cpu_load = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu_load;
+		s_load = tclock_wall_s() - t0;
+		cpu_load = tclock_process_cpu_s() - cpu_load;
 		if (ip_reply(c, 1, &f, NULL) != 1 || f.h.type != MCC_MSG_LOADED)
 		{
 			fprintf(stderr, "the load failed\n");

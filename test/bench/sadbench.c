@@ -147,16 +147,6 @@ make_images(uint32_t side, uint32_t pside, mcc_image *t, mcc_image *p, uint32_t 
 	p->pixels = t->pixels + (size_t) *py * side + *px;
 }
 
-/* CPU seconds of the whole process (every thread). */
-static double
-cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /*
  * One CPU search; wall seconds (and CPU seconds of all threads into *cpu),
  * or -1 if the answer is wrong.
@@ -169,7 +159,7 @@ cpu_run(const mcc_image *t, const mcc_image *p, int kernel, int threads, uint32_
 	mcc_sad_hit hit;
 	uint32_t	n;
 	mcc_error	err;
-	double		c0 = cpu_now();
+	double		c0 = tclock_process_cpu_s();
 	double		t0 = tclock_wall_s();
 
 	if (mcc_sad_run(&req, &hit, &n, &err) != MCC_OK)
@@ -178,7 +168,7 @@ cpu_run(const mcc_image *t, const mcc_image *p, int kernel, int threads, uint32_
 		exit(1);
 	}
 	t0 = tclock_wall_s() - t0;
-	*cpu = cpu_now() - c0;
+	*cpu = tclock_process_cpu_s() - c0;
 	if (n != 1 || hit.sad != 0 || hit.x != px || hit.y != py)
 	{
 		fprintf(stderr, "sadbench: wrong answer (%u, %u) sad %llu\n", hit.x, hit.y,

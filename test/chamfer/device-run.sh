@@ -8,10 +8,7 @@ set -u
 source "$(dirname "$0")/../gpu/device-lib.sh"
 dev_run_record build/chamfer-out
 dev_run_build kernels/chamfer.mk build/chamfer/gpu_check_chamfer build/chamfer/bench_chamfer
-make -s -f kernels/chamfer.mk gpu-check-chamfer >"$out/gpu-check-chamfer.log" 2>&1 || status=1
-grep -E "^not ok|^#   |SKIP" "$out/gpu-check-chamfer.log" | head -40
-echo "gpu-check-chamfer: $(grep -c '^ok' "$out/gpu-check-chamfer.log") ok," \
-	"$(grep -c '^not ok' "$out/gpu-check-chamfer.log") not ok (exit $status)"
+dev_run_check kernels/chamfer.mk gpu-check-chamfer "^not ok|^#   |SKIP"
 build/chamfer/bench_chamfer "$@" >"$out/bench-chamfer.md" 2>&1 || status=1
 cat "$out/bench-chamfer.md"
 exit $status

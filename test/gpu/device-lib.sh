@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # test/gpu/device-lib.sh: the start-up that the device scripts share
 # (device-e2e.sh, device-dedup.sh, device-standby.sh, device-images-sql.sh,
-# device-restart.sh; the device-run scripts use dev_run_record and
-# dev_run_build):
+# device-restart.sh; the device-run scripts use dev_run_record,
+# dev_run_build and dev_run_check):
 # the output folder and its summary, the machine's description, the device
 # kit's PostgreSQL with mcc built and installed, the server start and the
 # wait for the matcher service. Sourced, not run; every function that fails
@@ -80,6 +80,16 @@ dev_run_build() {
 	make -s -f "$mk" -j"$(nproc)" "$@" >"$out/build.log" 2>&1 ||
 		{ tail -40 "$out/build.log"; echo "not ok - build failed"; exit 1; }
 	echo "ok - build ($(( $(date +%s) - t0 )) s)"
+}
+
+# dev_run_check MAKEFILE TARGET PATTERN: make -s -f MAKEFILE TARGET (log
+# $out/TARGET.log; failing, it sets $status to 1), the log's lines that match
+# PATTERN (40 at most), then "TARGET: N ok, M not ok (exit $status)".
+dev_run_check() {
+	local log=$out/$2.log
+	make -s -f "$1" "$2" >"$log" 2>&1 || status=1
+	grep -E "$3" "$log" | head -40
+	echo "$2: $(grep -c '^ok' "$log") ok, $(grep -c '^not ok' "$log") not ok (exit $status)"
 }
 
 # dev_find_kit: $kit, the device kit (KIT, else .device-kit or ../.device-kit;

@@ -8,9 +8,7 @@ set -u
 source "$(dirname "$0")/device-lib.sh"
 dev_run_record build/device-out
 dev_run_build kernels/gpu.mk build/gpu/gpu_check build/gpu/gpu_bench
-make -s -f kernels/gpu.mk gpu-check >"$out/gpu-check.log" 2>&1 || status=1
-grep -E "^not ok|^#   " "$out/gpu-check.log" | head -40
-echo "gpu-check: $(grep -c '^ok' "$out/gpu-check.log") ok, $(grep -c '^not ok' "$out/gpu-check.log") not ok (exit $status)"
+dev_run_check kernels/gpu.mk gpu-check "^not ok|^#   "
 if command -v cuobjdump >/dev/null; then
 	cuobjdump -sass build/kernels/mcc_gpu_match.o >"$out/sass-match.txt" 2>&1
 fi

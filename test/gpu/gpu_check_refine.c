@@ -30,6 +30,7 @@
 #include "gpu_data.h"
 #include "mcc_gpu.h"
 #include "mcc_gpu_refine.h"
+#include "mcc_job.h"
 #include "mcc_soa.h"
 
 static const int methods[] = {MCC_FUSED, MCC_LSS_DTR, MCC_LSS_R, MCC_LGS, MCC_LGS_R, MCC_LGS_DTR, MCC_LSS};
@@ -108,7 +109,6 @@ ref_worker(void *arg)
 static void
 ref_compute(ref *R, const rt_set *s)
 {
-	pthread_t	th[32];
 	long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int			nth = ncpu < 1 ? 1 : ncpu > 32 ? 32 : (int) ncpu;
 
@@ -120,10 +120,7 @@ ref_compute(ref *R, const rt_set *s)
 		R->sc[k] = malloc(sizeof(float) * (s->npairs + 1));
 		R->dv[k] = malloc(sizeof(double) * (s->npairs + 1));
 	}
-	for (int t = 0; t < nth; t++)
-		pthread_create(&th[t], NULL, ref_worker, R);
-	for (int t = 0; t < nth; t++)
-		pthread_join(th[t], NULL);
+	mcc_job_run_shared(nth, ref_worker, R);
 }
 
 static void

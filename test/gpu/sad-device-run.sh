@@ -9,9 +9,7 @@ set -u
 source "$(dirname "$0")/device-lib.sh"
 dev_run_record build/sad-device
 dev_run_build kernels/sad.mk build/sad/sad_gpu_check build/sad/sadbench
-make -s -f kernels/sad.mk gpu-check-sad >"$out/gpu-check-sad.log" 2>&1 || status=1
-grep -E "^not ok|^#" "$out/gpu-check-sad.log" | head -40
-echo "gpu-check-sad: $(grep -c '^ok' "$out/gpu-check-sad.log") ok, $(grep -c '^not ok' "$out/gpu-check-sad.log") not ok"
+dev_run_check kernels/sad.mk gpu-check-sad "^not ok|^#"
 make -s -f kernels/sad.mk bench-sad BENCH_SAD_ARGS="$*" 2>&1 | tee "$out/bench-sad.log" || status=1
 make -s -f kernels/sad.mk sass-sad >"$out/sass-sad.log" 2>&1
 cp build/sad/ptxas.txt build/sad/sass.txt "$out/" 2>/dev/null

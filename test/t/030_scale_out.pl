@@ -19,54 +19,23 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use MccScaleOut;
 
-my $sharedir = `pg_config --sharedir`;
-chomp $sharedir;
-plan skip_all => 'PL/Proxy is not installed (Debian package postgresql-15-plproxy)'
-  unless -e "$sharedir/extension/plproxy.control";
+skip_without_plproxy();
 
 my $fingers = 3000;		# distinct synthetic fingers in the gallery
 my $seed = 42;
 
 # --- four clusters on loopback ------------------------------------------------
-my %node;
-foreach my $name (qw(coord s1 s2 s3))
-{
-	my $n = PostgreSQL::Test::Cluster->new($name);
-	$n->init;
-	$n->append_conf('postgresql.conf', qq{
-listen_addresses = '127.0.0.1'
-max_connections = 40
-shared_buffers = 16MB
-log_parameter_max_length = 64
-});
-	$n->start;
-	$node{$name} = $n;
-}
+my %node = %{ start_scale_out("log_parameter_max_length = 64\n") };
 my $coord = $node{coord};
 
-# libpq connection string of a shard over TCP on loopback
-sub shard_connstr
-{
-	my ($name, $port) = @_;
-	$port //= $node{$name}->port;
-	return "host=127.0.0.1 port=$port dbname=postgres connect_timeout=3";
-}
-
-foreach my $s (qw(s1 s2 s3))
-{
-	$node{$s}->safe_psql('postgres', 'CREATE EXTENSION mcc_shard CASCADE');
-}
-$coord->safe_psql('postgres', 'CREATE EXTENSION mcc_proxy CASCADE');
 # This test is about the LSS stage across shards (the wire, failures,
 # moves): its coordinator sessions default to refine 'none'. The refined
 # answer (the default elsewhere, 'fused') is 033_scale_out_refine.pl's.
 $coord->safe_psql('postgres', "ALTER DATABASE postgres SET mcc.refine_method = 'none'");
-foreach my $s (qw(s1 s2 s3))
-{
-	like($coord->safe_psql('postgres', "SELECT mcc_proxy.add_shard('$s', '" . shard_connstr($s) . "')"),
-		qr{^\d+/postgres$}, "shard $s registered");
-}
+my %added = add_shards(\%node);
+like($added{$_}, qr{^\d+/postgres$}, "shard $_ registered") foreach qw(s1 s2 s3);
 is( $coord->safe_psql(
 		'postgres',
 		"SELECT string_agg(shard || ':' || n, ' ' ORDER BY shard)
@@ -80,19 +49,9 @@ is( $coord->safe_psql('postgres',
 	'3', 'every shard answers');
 
 # --- the single server: all templates in one table on the coordinator ------
-# Copies of every tenth template under other ids make ties whose two rows
-# live on different shards (their ids hash to different partitions).
+single_server_tables($coord, $fingers, $seed, 50, 100, 20);
 $coord->safe_psql(
 	'postgres', qq{
-	CREATE TABLE g_all (id bigint PRIMARY KEY, tpl mcc_template NOT NULL);
-	INSERT INTO g_all SELECT finger, template FROM mcc_synthetic($fingers, 1, $seed);
-	INSERT INTO g_all SELECT id + 1000000, tpl FROM g_all WHERE id % 10 = 0;
-	-- probes: second impressions of 50 gallery fingers, and 20 strangers
-	CREATE TABLE probes (pid int PRIMARY KEY, tpl mcc_template NOT NULL);
-	INSERT INTO probes SELECT row_number() OVER (ORDER BY finger), template
-		FROM mcc_synthetic(50, 2, $seed, 100) WHERE impression = 1;
-	INSERT INTO probes SELECT 50 + row_number() OVER (ORDER BY finger), template
-		FROM mcc_synthetic(20, 1, $seed, 500000);
 	-- one identify() result as text, rows in order
 	CREATE FUNCTION local_result(probe mcc_template, k int, min_score real) RETURNS text
 		LANGUAGE sql AS \$\$
@@ -189,14 +148,7 @@ foreach my $bad ("NULL, 10", "(SELECT tpl FROM probes WHERE pid = 1), 0",
 	"(SELECT tpl FROM probes WHERE pid = 1), -3", "(SELECT tpl FROM probes WHERE pid = 1), 10, 1.5",
 	"(SELECT tpl FROM probes WHERE pid = 1), 10, 'NaN'")
 {
-	my (undef, undef, $err_proxy) = $coord->psql('postgres',
-		"\\set VERBOSITY terse\nSELECT * FROM mcc_proxy.identify('g', $bad)");
-	my (undef, undef, $err_local) = $coord->psql('postgres',
-		"\\set VERBOSITY terse\nSELECT * FROM public.identify('g_all', $bad)");
-	$err_local =~ s/\n.*//s;
-	$err_proxy =~ s/\n.*//s;
-	isnt($err_local, '', "one server rejects identify(g, $bad)");
-	is($err_proxy, $err_local, "the coordinator rejects it alike: $err_local");
+	rejected_alike($coord, $bad);
 }
 
 # --- an ordinary user --------------------------------------------------------------
@@ -350,18 +302,18 @@ sub binds_of
 }
 
 my (undef, undef, $alter_err) = $coord->psql('postgres',
-	"SELECT mcc_proxy.alter_shard('s1', '" . shard_connstr('s2') . "')");
+	"SELECT mcc_proxy.alter_shard('s1', '" . shard_connstr($node{s2}) . "')");
 like($alter_err, qr/the new connection string of shard "s1" reaches another database/,
 	'alter_shard refuses a connection string that reaches another shard');
 my (undef, undef, $remove_err) = $coord->psql('postgres', "SELECT mcc_proxy.remove_shard('s2')");
 like($remove_err, qr/shard "s2" still holds partitions/, 'remove_shard refuses a shard that holds partitions');
-my $relay_connstr = shard_connstr('s1', $relay_port) . ' sslmode=disable gssencmode=disable';
+my $relay_connstr = shard_connstr($node{s1}, $relay_port) . ' sslmode=disable gssencmode=disable';
 like($coord->safe_psql('postgres', "SELECT mcc_proxy.alter_shard('s1', '$relay_connstr')"),
 	qr{/postgres$}, 's1 reached through the relay (same node)');
 my $via_relay = $coord->safe_psql('postgres', "SELECT proxy_result(tpl, 10, 0) FROM probes WHERE pid = 3");
 is($via_relay, $coord->safe_psql('postgres', "SELECT local_result(tpl, 10, 0) FROM probes WHERE pid = 3"),
 	'identify() through the relay equals one server');
-$coord->safe_psql('postgres', "SELECT mcc_proxy.alter_shard('s1', '" . shard_connstr('s1') . "')");
+$coord->safe_psql('postgres', "SELECT mcc_proxy.alter_shard('s1', '" . shard_connstr($node{s1}) . "')");
 kill 'TERM', $relay_pid;
 waitpid($relay_pid, 0);
 $relay_pid = undef;
@@ -599,8 +551,8 @@ placement_ok('after rebalance()');
 
 # a copy left behind (as by a move that stopped) is never searched, and
 # cleanup() removes it
-$coord->safe_psql('postgres', "SELECT mcc_proxy._pull_partition_at('" . shard_connstr('s2')
-	  . "', 'public.g', 0, mcc_proxy._with_user('" . shard_connstr('s3') . "'))");
+$coord->safe_psql('postgres', "SELECT mcc_proxy._pull_partition_at('" . shard_connstr($node{s2})
+	  . "', 'public.g', 0, mcc_proxy._with_user('" . shard_connstr($node{s3}) . "'))");
 is( $coord->safe_psql('postgres',
 		"SELECT count(*) FROM mcc_proxy.gallery_placement('g') WHERE NOT answers_for"),
 	'1', 'a stray copy of partition 0 on s2');

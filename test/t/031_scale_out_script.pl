@@ -7,11 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccScaleOut;
 
-my $sharedir = `pg_config --sharedir`;
-chomp $sharedir;
-plan skip_all => 'PL/Proxy is not installed (Debian package postgresql-15-plproxy)'
-  unless -e "$sharedir/extension/plproxy.control";
+skip_without_plproxy();
 
 my $script = ($ENV{MCC_SRCDIR} || '.') . '/scripts/scale-out-setup.sh';
 my $dir = PostgreSQL::Test::Utils::tempdir_short() . '/so';

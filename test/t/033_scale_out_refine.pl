@@ -12,59 +12,27 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccScaleOut;
 
-my $sharedir = `pg_config --sharedir`;
-chomp $sharedir;
-plan skip_all => 'PL/Proxy is not installed (Debian package postgresql-15-plproxy)'
-  unless -e "$sharedir/extension/plproxy.control";
+skip_without_plproxy();
 
 my $fingers = 1200;		# distinct synthetic fingers in the gallery
 my $seed = 7;
 
 # --- a coordinator and three shards on loopback, as 030_scale_out.pl ------------
-my %node;
-foreach my $name (qw(coord s1 s2 s3))
-{
-	my $n = PostgreSQL::Test::Cluster->new($name);
-	$n->init;
-	$n->append_conf('postgresql.conf', qq{
-listen_addresses = '127.0.0.1'
-max_connections = 40
-shared_buffers = 16MB
-});
-	$n->start;
-	$node{$name} = $n;
-}
+my %node = %{ start_scale_out() };
 my $coord = $node{coord};
-foreach my $s (qw(s1 s2 s3))
-{
-	$node{$s}->safe_psql('postgres', 'CREATE EXTENSION mcc_shard CASCADE');
-}
-$coord->safe_psql('postgres', 'CREATE EXTENSION mcc_proxy CASCADE');
-foreach my $s (qw(s1 s2 s3))
-{
-	$coord->safe_psql('postgres',
-		"SELECT mcc_proxy.add_shard('$s', 'host=127.0.0.1 port=" . $node{$s}->port
-		  . " dbname=postgres connect_timeout=3')");
-}
+add_shards(\%node);
 $coord->safe_psql('postgres', 'SELECT count(*) FROM mcc_proxy.create_partitions(8)');
 $coord->safe_psql('postgres', "SELECT mcc_proxy.set_option('query_timeout', '20')");
 $coord->safe_psql('postgres', "SELECT mcc_proxy.create_gallery('g')");
 
-# The single server: every template in one table on the coordinator. Copies
-# of every tenth template under other ids tie in LSS and in every refined
-# score with their original, and live on other shards.
+# The single server: every template in one table on the coordinator; the
+# copies of every tenth template there tie with their original in LSS and
+# in every refined score.
+single_server_tables($coord, $fingers, $seed, 15, 200, 5);
 $coord->safe_psql(
 	'postgres', qq{
-	CREATE TABLE g_all (id bigint PRIMARY KEY, tpl mcc_template NOT NULL);
-	INSERT INTO g_all SELECT finger, template FROM mcc_synthetic($fingers, 1, $seed);
-	INSERT INTO g_all SELECT id + 1000000, tpl FROM g_all WHERE id % 10 = 0;
-	-- probes: second impressions of 15 gallery fingers, and 5 strangers
-	CREATE TABLE probes (pid int PRIMARY KEY, tpl mcc_template NOT NULL);
-	INSERT INTO probes SELECT row_number() OVER (ORDER BY finger), template
-		FROM mcc_synthetic(15, 2, $seed, 200) WHERE impression = 1;
-	INSERT INTO probes SELECT 15 + row_number() OVER (ORDER BY finger), template
-		FROM mcc_synthetic(5, 1, $seed, 500000);
 	-- one result as text, rows in order (float4 text is exact: shortest
 	-- representation that reads back to the same bits)
 	CREATE FUNCTION result(fn text, gallery text, probe mcc_template, k int, min_score real, refine text)
@@ -215,14 +183,7 @@ is( $coord->safe_psql('postgres', q{
 foreach my $bad ("NULL, 10", "(SELECT tpl FROM probes WHERE pid = 1), 0",
 	"(SELECT tpl FROM probes WHERE pid = 1), 10, 1.5")
 {
-	my (undef, undef, $err_proxy) = $coord->psql('postgres',
-		"\\set VERBOSITY terse\nSELECT * FROM mcc_proxy.identify('g', $bad, refine => 'dtr')");
-	my (undef, undef, $err_local) = $coord->psql('postgres',
-		"\\set VERBOSITY terse\nSELECT * FROM public.identify('g_all', $bad, refine => 'dtr')");
-	$err_local =~ s/\n.*//s;
-	$err_proxy =~ s/\n.*//s;
-	isnt($err_local, '', "one server rejects identify(g, $bad, refine => 'dtr')");
-	is($err_proxy, $err_local, "the coordinator rejects it alike: $err_local");
+	rejected_alike($coord, "$bad, refine => 'dtr'");
 }
 # a relation that is not sharded: mcc's own identify(), refine included
 is( $coord->safe_psql('postgres', "$by_min; SELECT string_agg(id || '=' || score::text, ' ')

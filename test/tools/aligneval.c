@@ -53,6 +53,7 @@
 #include <time.h>
 
 #include "../unit/chamfer_synth.h"
+#include "../unit/testclock.h"
 #include "mcc_align.h"
 #include "mcc_chamfer.h"
 #include "mcc_rng.h"
@@ -75,10 +76,7 @@ static int	opt_workload = -1;	/* --workload K: only the K-th (from 1) point-set 
 static double
 now_ms(void)
 {
-	struct timespec t;
-
-	clock_gettime(opt_threads > 1 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+	return opt_threads > 1 ? tclock_wall_ms() : tclock_cpu_ms();
 }
 
 /* A random pose: rotation, log-uniform scale in [0.8, 1.25] (or 1). */

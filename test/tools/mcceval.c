@@ -254,15 +254,11 @@ static void
 synth_build(record *r, int n)
 {
 	synth_job	job = {.r = r, .n = n, .next = 0};
-	pthread_t	th[64];
 
 	pthread_mutex_init(&job.lock, NULL);
 	for (int i = 0; i < n; i++)
 		snprintf(r[i].name, sizeof(r[i].name), "%ld_%d", (long) r[i].finger, r[i].imp);
-	for (int t = 0; t < opt.threads; t++)
-		pthread_create(&th[t], NULL, synth_worker, &job);
-	for (int t = 0; t < opt.threads; t++)
-		pthread_join(th[t], NULL);
+	mcc_job_run_shared(opt.threads, synth_worker, &job);
 	pthread_mutex_destroy(&job.lock);
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mcc_iso.h"
+#include "mcc_job.h"
 #include "mcc_json.h"
 #include "mcc_lss.h"
 #include "mcc_match.h"

@@ -148,7 +148,6 @@ run_fvc(record *r, int n)
 	double	   *base = NULL;
 	int			k = 0;
 	int			first_imp = r[0].imp;
-	pthread_t	th[64];
 	double		t0 = tclock_wall_s();
 	labelled   *l = xmalloc(sizeof(labelled) * n_pairs);
 	metrics		curves[2][MAX_METHODS];
@@ -172,10 +171,7 @@ run_fvc(record *r, int n)
 	job.pb = pb;
 	job.score = xmalloc(sizeof(float) * (size_t) n_pairs * MCC_NMETHODS);
 	pthread_mutex_init(&job.lock, NULL);
-	for (int t = 0; t < opt.threads; t++)
-		pthread_create(&th[t], NULL, pair_worker, &job);
-	for (int t = 0; t < opt.threads; t++)
-		pthread_join(th[t], NULL);
+	mcc_job_run_shared(opt.threads, pair_worker, &job);
 	fprintf(stderr, "fvc: %d templates, %d pairs, %.1f s (%s kernel); per pair: matrix %.1f us",
 			n, n_pairs, tclock_wall_s() - t0, mcc_match_kernel_name(), 1e6 * job.t_matrix / n_pairs);
 	for (int c = 0; c < opt.n_methods; c++)

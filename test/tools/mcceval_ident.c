@@ -449,7 +449,6 @@ void
 run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
 {
 	ident_job	job = {0};
-	pthread_t	th[64];
 	mcc_error	err;
 	double		t0;
 	ident_metrics im[MCC_NMETHODS];
@@ -486,10 +485,7 @@ run_ident(record *g, int ng, record *p, int np, const int64_t *mate)
 	if (opt.gpu)
 		ident_open_gpu(&job);
 	t0 = tclock_wall_s();
-	for (int t = 0; t < opt.threads; t++)
-		pthread_create(&th[t], NULL, ident_worker, &job);
-	for (int t = 0; t < opt.threads; t++)
-		pthread_join(th[t], NULL);
+	mcc_job_run_shared(opt.threads, ident_worker, &job);
 	fprintf(stderr, "ident: gallery %d (%u cylinders), %d probes, %d refined each, "
 			"%d threads, %.1f s (%s kernel)\n",
 			ng, job.soa.n_cyl, np, job.n_refine, opt.threads, tclock_wall_s() - t0,

@@ -52,6 +52,7 @@
 #include <time.h>
 
 #include "mcc_iso.h"
+#include "mcc_job.h"
 #include "mcc_json.h"
 #include "mcc_lss.h"
 #include "mcc_match.h"
@@ -60,6 +61,7 @@
 #include "mcc_template.h"
 #include "mcc_topk.h"
 #include "mcc_xyt.h"
+#include "../unit/testclock.h"
 
 /* the model options of the synthetic tools (their other helpers unused here) */
 #pragma GCC diagnostic push
@@ -323,7 +325,6 @@ worker(void *arg)
 static void
 run_fold(fold *f)
 {
-	pthread_t	th[64];
 	mcc_error	err;
 	int			nt = opt.threads < 64 ? opt.threads : 64;
 
@@ -341,10 +342,7 @@ run_fold(fold *f)
 	f->top = xcalloc((size_t) f->n_s * N_CONFIGS, sizeof(int));
 	f->top_score = xcalloc((size_t) f->n_s * N_CONFIGS, sizeof(float));
 	pthread_mutex_init(&f->lock, NULL);
-	for (int t = 0; t < nt; t++)
-		pthread_create(&th[t], NULL, worker, f);
-	for (int t = 0; t < nt; t++)
-		pthread_join(th[t], NULL);
+	mcc_job_run_shared(nt, worker, f);
 	mcc_soa_free(&f->soa);
 }
 
@@ -699,12 +697,11 @@ main(int argc, char **argv)
 	int			n_folds;
 	counts		k[N_CONFIGS];
 	long		lost = 0;
-	struct timespec t0;
-	struct timespec t1;
+	double		t0;
 
 	parse_args(argc, argv);
 	mcc_lss_init();
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = tclock_wall_s();
 	folds = opt.synth ? synth_fold(&n_folds) : dir_folds(&n_folds);
 	memset(k, 0, sizeof(k));
 	for (int g = 0; g < n_folds; g++)
@@ -714,10 +711,8 @@ main(int argc, char **argv)
 		for (int c = 0; c < N_CONFIGS; c++)
 			count_fold(&folds[g], c, &k[c]);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("gallery rows %d (fold 1), shortlist n' = %d, folds %d, %.1f s\n",
-		   folds[0].n_gal, folds[0].n_refine, n_folds,
-		   (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+		   folds[0].n_gal, folds[0].n_refine, n_folds, tclock_wall_s() - t0);
 	printf("%-14s %7s %9s %14s %15s %8s\n", "probe fingers", "mated", "nonmated",
 		   "FNIR@FPIR=0 %", "FNIR@FPIR=1% %", "rank-1 %");
 	for (int c = 0; c < N_CONFIGS; c++)

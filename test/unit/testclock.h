@@ -8,34 +8,35 @@
 
 #include <time.h>
 
+/* Seconds of the clock id. */
+static inline double
+tclock_s(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* Seconds of a monotonic clock. */
 static inline double
 tclock_wall_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
+	return tclock_s(CLOCK_MONOTONIC);
 }
 
 /* CPU seconds of the calling thread. */
 static inline double
 tclock_cpu_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
+	return tclock_s(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* CPU seconds of every thread of the process (a benchmark's own threads). */
 static inline double
 tclock_process_cpu_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
+	return tclock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* Milliseconds of a monotonic clock. */

@@ -30,6 +30,20 @@ mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *), void *args, 
 	return started;
 }
 
+/* Run fn(arg) on n threads and join them (mcc_job.h). */
+void
+mcc_job_run_shared(int n, void *(*fn) (void *), void *arg)
+{
+	pthread_t  *tids = n > 0 ? malloc((size_t) n * sizeof(pthread_t)) : NULL;
+	int			started = tids ? mcc_job_start_threads(tids, n, fn, arg, 0) : 0;
+
+	for (int i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	free(tids);
+	if (started == 0)
+		fn(arg);
+}
+
 /* Set up a zeroed runner for n threads (not started). */
 int
 mcc_job_runner_init(mcc_job_runner *r, int n)

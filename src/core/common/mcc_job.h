@@ -4,7 +4,7 @@
  *
  * mcc_job_start_threads() is the one place threads are started in src/core
  * and the engine (mcc_job_runner_start, mcc_chamfer_cpu.c's evaluator,
- * src/engine/eng_pool.c).
+ * src/engine/eng_pool.c) and, through mcc_job_run_shared(), in the tools.
  *
  * A runner holds the threads, the count of those still running (under a
  * mutex, with a condition variable to wait on), the cancel flag the
@@ -45,6 +45,14 @@ typedef struct mcc_job_runner
  */
 int			mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *),
 								  void *args, size_t stride);
+
+/*
+ * Run fn(arg) on n threads at once, every one on the same arg (workers that
+ * share the work among themselves), and wait for them all. Where no thread
+ * can be started, fn runs on the calling thread. For the tools and checks
+ * whose workers need no runner (no cancel, no failure to report).
+ */
+void		mcc_job_run_shared(int n, void *(*fn) (void *), void *arg);
 
 /* Set up a zeroed runner for n threads (not started); 0 when out of memory. */
 int			mcc_job_runner_init(mcc_job_runner *r, int n);

@@ -1,0 +1,61 @@
+/*
+ * test_job.c: mcc_job_run_shared, the tools' way to run workers that share
+ * one job: every thread runs the function once on the same argument, all
+ * have finished when it returns, their signals are blocked (as every
+ * thread mcc_job starts), and with no thread to start the caller runs it.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+
+#include "unit.h"
+#include "mcc_job.h"
+
+typedef struct run_counts
+{
+	atomic_int	runs;			/* calls of the worker */
+	atomic_int	blocked;		/* calls that found SIGINT blocked */
+	atomic_int	caller;			/* calls on the thread that ran the test */
+	pthread_t	self;
+} run_counts;
+
+static void *
+worker(void *arg)
+{
+	run_counts *s = arg;
+	sigset_t	now;
+
+	pthread_sigmask(SIG_SETMASK, NULL, &now);
+	if (sigismember(&now, SIGINT))
+		atomic_fetch_add(&s->blocked, 1);
+	if (pthread_equal(pthread_self(), s->self))
+		atomic_fetch_add(&s->caller, 1);
+	atomic_fetch_add(&s->runs, 1);
+	return NULL;
+}
+
+int
+main(void)
+{
+	const int	counts[] = {1, 4, 100};
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+	{
+		run_counts	s = {.self = pthread_self()};
+
+		mcc_job_run_shared(counts[i], worker, &s);
+		UNIT_CHECK(atomic_load(&s.runs) == counts[i] && atomic_load(&s.caller) == 0 &&
+				   atomic_load(&s.blocked) == counts[i],
+				   "%d threads: the worker ran %d times, none on the caller, %d with signals blocked",
+				   counts[i], atomic_load(&s.runs), atomic_load(&s.blocked));
+	}
+	{
+		run_counts	s = {.self = pthread_self()};
+
+		mcc_job_run_shared(0, worker, &s);
+		UNIT_CHECK(atomic_load(&s.runs) == 1 && atomic_load(&s.caller) == 1,
+				   "no thread to start: the caller runs the worker once (%d runs, %d on the caller)",
+				   atomic_load(&s.runs), atomic_load(&s.caller));
+	}
+	return unit_done();
+}
