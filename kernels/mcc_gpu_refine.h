@@ -126,6 +126,29 @@ mcc_gpu_code mcc_gpu_refine_attach(struct mcc_gpu *g, const mcc_soa *s,
 								   const mcc_gpu_geom *geo, uint32_t t0, uint32_t t1,
 								   mcc_error *err);
 
+/*
+ * An attach queues its copies (from pinned buffers) on the streams that
+ * mcc_gpu_refine also uses, so every later call sees the data; this waits
+ * until they are done and reports their errors (a caller that timed the
+ * attaches calls it after the last; a failed attach already waited).
+ */
+mcc_gpu_code mcc_gpu_refine_attach_wait(struct mcc_gpu *g, mcc_error *err);
+
+/*
+ * Milliseconds the attaches so far spent packing records on the host,
+ * waiting for a staging buffer's copies, allocating and queuing copies,
+ * and in mcc_gpu_refine_attach_wait (summed over the context's life).
+ */
+typedef struct mcc_gpu_attach_timing
+{
+	double		pack_ms;
+	double		wait_ms;
+	double		copy_ms;
+	double		sync_ms;
+} mcc_gpu_attach_timing;
+
+void		mcc_gpu_refine_attach_timing(const struct mcc_gpu *g, mcc_gpu_attach_timing *t);
+
 /* Where a pair's candidate comes from. */
 #define MCC_GPU_FROM_GALLERY	0	/* cand = gallery index of the context */
 #define MCC_GPU_FROM_VIEW		1	/* cand = index into the call's cands[] */

@@ -397,6 +397,8 @@ typedef struct rp_rec_worker
 	uint8_t    *hperm;
 	uint32_t   *hxy,
 			   *huix;
+	double	   *vnew;			/* or NULL: new entries from vbase on, also here */
+	uint32_t	vbase;
 	int			phase;
 	uint32_t	misses;
 	uint32_t	base;
@@ -435,8 +437,11 @@ rp_rec_worker_run(void *arg)
 			{
 				uint32_t	idx = w->base++;
 
-				mcc_dm_sincos((double) geo->theta[f + c], &w->u->v[2 * (size_t) idx + 1],
-							  &w->u->v[2 * (size_t) idx]);
+				double	   *v = &w->u->v[2 * (size_t) idx];
+
+				mcc_dm_sincos((double) geo->theta[f + c], &v[1], &v[0]);
+				if (w->vnew)
+					memcpy(&w->vnew[2 * (size_t) (idx - w->vbase)], v, 2 * sizeof(double));
 				w->huix[o] = idx;
 			}
 		}
@@ -464,7 +469,9 @@ rp_rec_run(rp_rec_worker *w, int n, int phase)
 
 /*
  * The records of items[0..n) into the staging arrays, and their
- * directions into table u, on nth threads, exactly as one loop of
+ * directions into table u (and, when vnew is not NULL, the entries the call
+ * adds also into vnew[0 ..], in table order: what a device lacks after the
+ * call, at most one per record), on nth threads, exactly as one loop of
  * rp_geom_records over them in order would: a direction in the hash at the
  * start gets its
  * entry whatever comes before it (entries are never removed or moved);
@@ -478,10 +485,11 @@ rp_rec_run(rp_rec_worker *w, int n, int phase)
  */
 static inline int
 rp_records_build(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, uint32_t n,
-				 int nth, uint8_t *hperm, uint32_t *hxy, uint32_t *huix)
+				 int nth, uint8_t *hperm, uint32_t *hxy, uint32_t *huix, double *vnew)
 {
 	rp_rec_worker w[RP_REC_MAX_THREADS];
 	int			frozen = rp_utab_frozen(u);
+	uint32_t	n0 = u->n;
 
 	if (rp_utab_hash(u) != 0)
 		return -1;
@@ -500,6 +508,8 @@ rp_records_build(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, 
 		w[i].hperm = hperm;
 		w[i].hxy = hxy;
 		w[i].huix = huix;
+		w[i].vnew = vnew;
+		w[i].vbase = n0;
 	}
 	rp_rec_run(w, nth, 1);
 	if (frozen)
@@ -526,6 +536,9 @@ rp_records_build(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, 
 				rp_utab_index(u, geo->theta[f + c], &huix[items[it].off + c]) != 0)
 				return -1;
 	}
+	/* resolved here, in order: few entries (quantized directions, or the first chunks) */
+	if (vnew && u->n > n0)
+		memcpy(vnew, u->v + 2 * (size_t) n0, 16 * (size_t) (u->n - n0));
 	return 0;
 }
 

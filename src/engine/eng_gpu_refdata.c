@@ -243,6 +243,16 @@ send_all(eng_gpu_mirror *m, ref_ring *r, pthread_t *tids, int n, mcc_gpu_geom *a
 		else
 			sl->chunk = -1;
 	}
+	/* the attaches queued their copies: the data is there when they are done */
+	if (rc == MCC_GPU_OK)
+	{
+		double		at = eng_gpu_now_s();
+
+		rc = mcc_gpu_refine_attach_wait(m->ctx, err);
+		*send_s += eng_gpu_now_s() - at;
+		if (rc != MCC_GPU_OK)
+			m->ref_given = r->from;	/* the library forgot what was attached: send again */
+	}
 	free(buf);
 	return rc;
 }
@@ -264,10 +274,13 @@ eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc
 	double		t_start = eng_gpu_now_s();
 	double		wait_s = 0;
 	double		send_s = 0;
+	mcc_gpu_attach_timing t0;
+	mcc_gpu_attach_timing t1;
 	mcc_gpu_code rc = MCC_GPU_OK;
 
 	if (m->ref_given >= m->given)
 		return MCC_GPU_OK;
+	mcc_gpu_refine_attach_timing(m->ctx, &t0);
 	memset(&r, 0, sizeof(r));
 	memset(&abs, 0, sizeof(abs));
 	r.c = c;
@@ -312,11 +325,15 @@ eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc
 
 		g->stats.refine_attached += m->ref_given - from;
 		g->stats.refine_attach_s += took;
+		mcc_gpu_refine_attach_timing(m->ctx, &t1);
 		if (rc == MCC_GPU_OK)
 			eng_log(ENG_LOG_INFO, "sent the refinement data of %u templates to the GPU in %.3f s "
 					"(geometry rebuilt on %d thread(s); the sender waited %.3f s for geometry "
-					"and spent %.3f s attaching records)", m->ref_given - from, took,
-					n > 0 ? n : 1, wait_s, send_s);
+					"and spent %.3f s attaching records: packing %.3f s, waiting for a staging "
+					"buffer %.3f s, device room and queuing copies %.3f s, last copies %.3f s)",
+					m->ref_given - from, took, n > 0 ? n : 1, wait_s, send_s,
+					(t1.pack_ms - t0.pack_ms) / 1e3, (t1.wait_ms - t0.wait_ms) / 1e3,
+					(t1.copy_ms - t0.copy_ms) / 1e3, (t1.sync_ms - t0.sync_ms) / 1e3);
 	}
 out:
 	for (int i = 0; r.slots != NULL && i < r.n_slots; i++)

@@ -486,9 +486,10 @@ records_same(const mcc_gpu_geom *geo, uint32_t chunk, int nth, uint32_t *entries
 			   *u1 = malloc(4 * total + 4),
 			   *u2 = malloc(4 * total + 4);
 	rp_rec_item *items = malloc(sizeof(rp_rec_item) * (chunk + 1));
+	double	   *vnew = malloc(16 * total + 16);
 	rp_utab		ref;
 	rp_utab		got;
-	int			ok = p1 && p2 && x1 && x2 && u1 && u2 && items;
+	int			ok = p1 && p2 && x1 && x2 && u1 && u2 && items && vnew;
 
 	memset(&ref, 0, sizeof(ref));
 	memset(&got, 0, sizeof(got));
@@ -506,7 +507,11 @@ records_same(const mcc_gpu_geom *geo, uint32_t chunk, int nth, uint32_t *entries
 								  u1 + geo->first[t]) == 0;
 			n++;
 		}
-		ok &= rp_records_build(&got, geo, items, n, nth, p2, x2, u2) == 0;
+		uint32_t	n0 = got.n;
+
+		ok &= rp_records_build(&got, geo, items, n, nth, p2, x2, u2, vnew) == 0;
+		/* the call's new entries, also in vnew: what the device gets */
+		ok = ok && memcmp(vnew, got.v + 2 * (size_t) n0, 16 * (size_t) (got.n - n0)) == 0;
 	}
 	ok = ok && memcmp(p1, p2, total) == 0 && memcmp(x1, x2, 4 * total) == 0 &&
 		memcmp(u1, u2, 4 * total) == 0 && ref.n == got.n && ref.nh == got.nh &&
@@ -522,6 +527,7 @@ records_same(const mcc_gpu_geom *geo, uint32_t chunk, int nth, uint32_t *entries
 	free(u1);
 	free(u2);
 	free(items);
+	free(vnew);
 	return ok;
 }
 
