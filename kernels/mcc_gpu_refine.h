@@ -45,7 +45,10 @@
  *      soa->n_tpl). After mcc_gpu_append(g, soa, t0, t1):
  *      mcc_gpu_refine_attach(g, soa, geo, t0, t1). mcc_gpu_remove needs
  *      nothing more (a removed template scores -1). A failed attach leaves
- *      the LSS gallery as it was: those templates are refined on the CPU.
+ *      the LSS gallery as it was; once it has changed the unit-vector
+ *      table it also drops every template's refinement data (MCC_GPU_INVALID
+ *      for their pairs: refined on the CPU) and the next attach must start
+ *      at template 0 (0 .. n_tpl sends it all again).
  *   3. Per GPU pass (all candidates of all probes of a batch of concurrent
  *      queries in one call): probes[] = the batch's probe views, pairs[] =
  *      (probe q, gallery index of a shortlisted hit, MCC_GPU_FROM_GALLERY)

@@ -748,6 +748,7 @@ mcc_gpu_upload(mcc_gpu *g, const mcc_soa *s, mcc_error *err)
 	}
 	g->n_tpl = 0;
 	rp_utab_clear(&g->utab);
+	g->rstage.lost = 0;
 	if ((rc = map_add(g, s, 0, s->n_tpl, err)) != MCC_GPU_OK)
 		return rc;
 	gl = (uint32_t *) malloc(sizeof(uint32_t) * (s->n_tpl + 1));

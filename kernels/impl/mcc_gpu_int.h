@@ -79,6 +79,7 @@ typedef struct mcc_gpu_rstage
 {
 	mcc_gpu_rstage_buf buf[MCC_GPU_RSTAGE_BUFS];
 	int			next;			/* the buffer the next attach packs into */
+	int			lost;			/* a failed attach: the tables start again at template 0 */
 	double		pack_ms;		/* summed: records packed on the host */
 	double		wait_ms;		/* waiting for a buffer's copies */
 	double		copy_ms;		/* device room, allocation, queuing the copies */

@@ -236,6 +236,22 @@ mcc_gpu_rstage_free(mcc_gpu *g)
 	(void) cudaGetLastError();
 }
 
+/*
+ * After a failed attach some device may lack records or table entries that
+ * the host no longer holds (entries given once the hash is full go only to
+ * the devices): no template counts as attached, and the next attach must
+ * start again at template 0 with empty tables. Rare enough to redo
+ * everything; the kernel never reads records that did not arrive.
+ */
+static void
+attach_lost(mcc_gpu *g)
+{
+	mcc_gpu_rstage_drain(g);
+	for (uint32_t t = 0; t < g->n_tpl; t++)
+		g->tref[t].refd = 0;
+	g->rstage.lost = 1;
+}
+
 mcc_gpu_code
 mcc_gpu_refine_attach_wait(mcc_gpu *g, mcc_error *err)
 {
@@ -249,18 +265,10 @@ mcc_gpu_refine_attach_wait(mcc_gpu *g, mcc_error *err)
 
 		if (e != cudaSuccess)
 		{
-			/*
-			 * Some records may be missing: no template counts as attached
-			 * and every partition's table goes up again at the next attach
-			 * (rare enough to redo everything; the kernel never reads
-			 * records that did not arrive).
-			 */
-			for (uint32_t t = 0; t < g->n_tpl; t++)
-				g->tref[t].refd = 0;
-			for (int pi = 0; pi < g->nparts; pi++)
-				g->part[pi].n_utab = 0;
-			mcc_gpu_rstage_drain(g);
-			return mcc_gpu_fail(g, e, "refinement upload", g->part[0].dev, err);
+			mcc_gpu_code rc = mcc_gpu_fail(g, e, "refinement upload", g->part[0].dev, err);
+
+			attach_lost(g);
+			return rc;
 		}
 	}
 	g->rstage.sync_ms += mcc_cuda_now_ms() - at;
@@ -341,7 +349,9 @@ done:
 /*
  * Queue partition pi's part of an attach from staging buffer sb: the table
  * entries it lacks (those before n0 from the host table, at pageable speed:
- * only after a failed attach; the call's new ones, n0 on, from vnew), then
+ * only the first attach after an upload finds a partition short of the
+ * host's de-duplicated entries; the call's new ones, n0 on, from vnew: every
+ * partition gets them, whether or not the call has records for it), then
  * its runs' records.
  */
 static mcc_gpu_code
@@ -361,8 +371,14 @@ attach_copies(mcc_gpu *g, int pi, const run *runs, int nruns, mcc_gpu_rstage_buf
 	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto done; } } while (0)
 	CK(cudaSetDevice(p->dev), "device selection");
 	if (p->n_utab < n0)
+	{
+		/* after an upload every partition gets every entry: only the host's can lag */
+		if (n0 > g->utab.nv)
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "GPU %d lacks unit vectors the host no longer holds",
+								  p->dev);
 		CK(cudaMemcpy(p->utab + 2 * (size_t) p->n_utab, g->utab.v + 2 * (size_t) p->n_utab,
 					  16 * (size_t) (n0 - p->n_utab), cudaMemcpyHostToDevice), "refinement upload");
+	}
 	if (g->utab.n > n0)
 		CK(cudaMemcpyAsync(p->utab + 2 * (size_t) n0, vnew, 16 * (size_t) (g->utab.n - n0),
 						   cudaMemcpyHostToDevice, p->st), "refinement upload");
@@ -408,10 +424,22 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 	rp_rec_item   *items = NULL;
 	uint32_t	nitems = 0;
 	uint32_t	n0 = g->utab.n;
+	int			changed = 0;
 	double		at;
 
 	if ((rc = attach_check(g, s, geo, t0, t1, err)) != MCC_GPU_OK)
 		return rc;
+	if (g->rstage.lost)
+	{
+		if (t0 != 0)
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
+								  "the refinement data was lost by a failed attach: attach again from template 0");
+		rp_utab_clear(&g->utab);
+		for (int pi = 0; pi < g->nparts; pi++)
+			g->part[pi].n_utab = 0;
+		g->rstage.lost = 0;
+		n0 = 0;
+	}
 	if (t0 == t1)
 		return MCC_GPU_OK;
 	/* runs of consecutive local templates per partition (one per partition, by construction) */
@@ -473,33 +501,27 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 	at = mcc_cuda_now_ms();
 	rc = records_build(g, geo, items, nitems, total, hperm, hxy, huix, vnew, err);
 	g->rstage.pack_ms += mcc_cuda_now_ms() - at;
+	changed = 1;				/* the table, maybe, even on failure */
 	if (rc != MCC_GPU_OK)
 		goto done;
 	/* per partition: room, then the copies queued */
 	at = mcc_cuda_now_ms();
 	for (int pi = 0; pi < g->nparts && rc == MCC_GPU_OK; pi++)
-	{
-		int			any = 0;
-
-		for (int k = 0; k < nruns; k++)
-			any |= runs[k].part == pi;
-		if (!any)
-			continue;
 		if ((rc = attach_room(g, &g->part[pi], err)) == MCC_GPU_OK)
 			rc = attach_copies(g, pi, runs, nruns, sb, n0, err);
-	}
 	g->rstage.copy_ms += mcc_cuda_now_ms() - at;
 	if (rc == MCC_GPU_OK)
 		for (uint32_t i = t0; i < t1; i++)
 			g->tref[i].refd = 1;
 done:
 	/*
-	 * On failure the new directions stay in the host table: each partition
-	 * uploads what it lacks next time (p->n_utab says what it has); copies
-	 * queued before the failure are waited for, so nothing reads the buffer
-	 * after this call.
+	 * A failure once the table changed loses the refinement data
+	 * (attach_lost); before, nothing changed. Either way the copies queued
+	 * are waited for, so nothing reads the buffer after this call.
 	 */
-	if (rc != MCC_GPU_OK)
+	if (rc != MCC_GPU_OK && changed)
+		attach_lost(g);
+	else if (rc != MCC_GPU_OK)
 		mcc_gpu_rstage_drain(g);
 	free(runs);
 	free(items);

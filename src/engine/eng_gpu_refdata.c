@@ -250,8 +250,6 @@ send_all(eng_gpu_mirror *m, ref_ring *r, pthread_t *tids, int n, mcc_gpu_geom *a
 
 		rc = mcc_gpu_refine_attach_wait(m->ctx, err);
 		*send_s += eng_gpu_now_s() - at;
-		if (rc != MCC_GPU_OK)
-			m->ref_given = r->from;	/* the library forgot what was attached: send again */
 	}
 	free(buf);
 	return rc;
@@ -334,6 +332,13 @@ eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc
 					m->ref_given - from, took, n > 0 ? n : 1, wait_s, send_s,
 					(t1.pack_ms - t0.pack_ms) / 1e3, (t1.wait_ms - t0.wait_ms) / 1e3,
 					(t1.copy_ms - t0.copy_ms) / 1e3, (t1.sync_ms - t0.sync_ms) / 1e3);
+		/*
+		 * A failed attach loses the context's refinement data (the unit
+		 * vectors given once its hash is full are only on the devices):
+		 * the next attempt sends it all again (mcc_gpu_refine.h).
+		 */
+		if (rc != MCC_GPU_OK)
+			m->ref_given = 0;
 	}
 out:
 	for (int i = 0; r.slots != NULL && i < r.n_slots; i++)
