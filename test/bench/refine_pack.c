@@ -8,13 +8,9 @@
  *
  * The gallery is synthetic impressions (continuous directions, as the 10 M
  * restart's gallery: nearly every cylinder a new entry of the direction
- * table) repeated with their directions nudged so that none repeats. Two
- * ways per round:
- *   before: staging arrays malloc'ed per call, the new table entries only
- *           in the host table (the device copy then read them from there,
- *           pageable);
- *   now:    one staging buffer reused by every call (pinned on a GPU host),
- *           the new entries written there too, ready for an async copy.
+ * table) repeated with their directions nudged so that none repeats,
+ * packed into one staging buffer reused by every call (pinned on a GPU
+ * host), the new unit vectors written there for the device.
  * Prints wall and CPU seconds and nanoseconds per cylinder; the device
  * copies are not in it (no GPU here): on a GPU host the engine's log line
  * gives them.
@@ -39,14 +35,18 @@ cpu_s(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* One pass over the gallery; returns 0 or -1. */
+/*
+ * One pass over the gallery as mcc_gpu_refine_attach packs it: one staging
+ * buffer of 25 bytes a record reused by every call (pinned on a GPU host),
+ * the new unit vectors written there for the device; 0 or -1.
+ */
 static int
-pack_all(const mcc_gpu_geom *geo, int nth, int now, uint64_t *entries)
+pack_all(const mcc_gpu_geom *geo, int nth, uint64_t *entries)
 {
 	rp_utab		u;
 	rp_rec_item *items = malloc(sizeof(rp_rec_item) * CHUNK);
 	size_t		cap = 0;
-	unsigned char *keep = NULL;
+	unsigned char *mem = NULL;
 	int			rc = 0;
 
 	memset(&u, 0, sizeof(u));
@@ -54,21 +54,14 @@ pack_all(const mcc_gpu_geom *geo, int nth, int now, uint64_t *entries)
 	{
 		uint32_t	t1 = geo->n_tpl - c > CHUNK ? (uint32_t) c + CHUNK : geo->n_tpl;
 		size_t		total = geo->first[t1] - geo->first[c];
-		unsigned char *mem;
 		uint32_t	n = 0;
 
-		if (now)
+		if (cap < total + 1)
 		{
-			if (cap < total + 1)
-			{
-				free(keep);
-				cap = total + 1 + total / 4;
-				keep = malloc(25 * cap);
-			}
-			mem = keep;
+			free(mem);
+			cap = total + 1 + total / 4;
+			mem = malloc(25 * cap);
 		}
-		else
-			mem = malloc(9 * (total + 1));
 		for (uint32_t t = (uint32_t) c; t < t1; t++)
 		{
 			items[n].tpl = t;
@@ -76,20 +69,13 @@ pack_all(const mcc_gpu_geom *geo, int nth, int now, uint64_t *entries)
 			items[n].off = geo->first[t] - geo->first[c];
 			n++;
 		}
-		if (now)
-			rc |= rp_records_build(&u, geo, items, n, nth, (uint8_t *) (mem + 24 * cap),
-								   (uint32_t *) (mem + 16 * cap), (uint32_t *) (mem + 20 * cap),
-								   (double *) mem);
-		else
-		{
-			rc |= rp_records_build(&u, geo, items, n, nth, mem, (uint32_t *) (mem + total + 1),
-								   (uint32_t *) (mem + 5 * (total + 1)), NULL);
-			free(mem);
-		}
+		rc |= rp_records_build(&u, geo, items, n, nth, (uint8_t *) (mem + 24 * cap),
+							   (uint32_t *) (mem + 16 * cap), (uint32_t *) (mem + 20 * cap),
+							   (double *) mem);
 	}
 	*entries = u.n;
 	rp_utab_free(&u);
-	free(keep);
+	free(mem);
 	free(items);
 	return rc;
 }
@@ -119,19 +105,17 @@ main(int argc, char **argv)
 	}
 	printf("# %u templates, %u cylinders, chunks of %d, %d thread(s)\n", geo.n_tpl, geo.n_cyl, CHUNK, nth);
 	for (int r = 0; r < rounds; r++)
-		for (int now = 0; now < 2; now++)
-		{
-			uint64_t	entries = 0;
-			double		w0 = tclock_wall_s();
-			double		c0 = cpu_s();
-			int			rc = pack_all(&geo, nth, now, &entries);
-			double		w = tclock_wall_s() - w0;
-			double		c = cpu_s() - c0;
+	{
+		uint64_t	entries = 0;
+		double		w0 = tclock_wall_s();
+		double		c0 = cpu_s();
+		int			rc = pack_all(&geo, nth, &entries);
+		double		w = tclock_wall_s() - w0;
+		double		c = cpu_s() - c0;
 
-			printf("%-6s round %d: %.3f s wall, %.3f CPU-s, %.1f ns/cylinder (CPU), %lu table entries%s\n",
-				   now ? "now" : "before", r + 1, w, c, c * 1e9 / geo.n_cyl, (unsigned long) entries,
-				   rc ? " FAILED" : "");
-		}
+		printf("round %d: %.3f s wall, %.3f CPU-s, %.1f ns/cylinder (CPU), %lu table entries%s\n",
+			   r + 1, w, c, c * 1e9 / geo.n_cyl, (unsigned long) entries, rc ? " FAILED" : "");
+	}
 	free(geo.first);
 	free(geo.perm);
 	free(geo.xy);
