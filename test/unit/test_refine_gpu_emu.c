@@ -82,6 +82,18 @@ emu_build(emu *e, const rt_set *s, uint64_t seed)
 		off += (uint32_t) k;
 	}
 	n = e->soa.n_cyl;
+	/*
+	 * Seed 1 (the synthetic fingers): the direction hash full before the
+	 * gallery, as in a gallery of millions of synthetic templates, so every
+	 * record gets an entry of its own, past every de-duplicated one.
+	 */
+	for (uint32_t i = 0; seed == 1 && i < RP_UHASH_MAX; i++)
+	{
+		uint32_t	idx;
+
+		if (rp_utab_index(&e->u, (float) (-1.0 - i * 1e-4), &idx) != 0)
+			return -1;
+	}
 	/* scrambled slots: soa cylinder j lives at slot[j] */
 	slot = malloc(sizeof(uint32_t) * (n + 1));
 	for (uint32_t j = 0; j < n; j++)
@@ -594,6 +606,7 @@ main(void)
 {
 	rt_set		s;
 	emu			e;
+	int			ok;
 	const char *data = unit_shared_data();
 	static const cfg small[] = {{128, 0, 256}, {64, 64, 129}, {256, 1024, 129}, {32, 256, 129}};
 
@@ -607,7 +620,9 @@ main(void)
 
 	memset(&s, 0, sizeof(s));
 	rt_add_synth(&s, 32, 8, 2024);
-	UNIT_CHECK(emu_build(&e, &s, 1) == 0, "synthetic fingers: %d templates, %d pairs", s.n, s.npairs);
+	ok = emu_build(&e, &s, 1) == 0;
+	UNIT_CHECK(ok && rp_utab_frozen(&e.u) && e.u.n == RP_UHASH_MAX + e.soa.n_cyl,
+			   "synthetic fingers: %d templates, %d pairs (direction hash full: %u entries)", s.n, s.npairs, e.u.n);
 	check_set("synthetic fingers", &s, &e, small, 3);
 	emu_free(&e);
 	rt_free(&s);
