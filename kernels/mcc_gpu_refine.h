@@ -114,6 +114,14 @@ void		mcc_gpu_geom_clear(mcc_gpu_geom *geo);
 mcc_status	mcc_gpu_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t,
 								mcc_error *err);
 
+/*
+ * The same from a template's parts: its n_min minutiae records as stored
+ * in the template (12 bytes each) and each cylinder's minutia index, one
+ * byte per cylinder (a cache that keeps them need not rebuild the template).
+ */
+mcc_status	mcc_gpu_geom_append_parts(mcc_gpu_geom *geo, int n_min, const uint8_t *minutiae,
+									  int n_cyl, const uint8_t *cyl_minutia, mcc_error *err);
+
 /* Append template k of src to dst (compaction, next to eng_soa_copy_template). */
 mcc_status	mcc_gpu_geom_copy(mcc_gpu_geom *dst, const mcc_gpu_geom *src, uint32_t k,
 							  mcc_error *err);

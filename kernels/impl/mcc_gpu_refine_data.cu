@@ -60,6 +60,20 @@ mcc_gpu_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t, mcc_error *er
 }
 
 mcc_status
+mcc_gpu_geom_append_parts(mcc_gpu_geom *geo, int n_min, const uint8_t *minutiae, int n_cyl,
+						  const uint8_t *cyl_minutia, mcc_error *err)
+{
+	int			rc = rp_geom_append_parts(geo, n_min, minutiae, n_cyl, cyl_minutia, 1);
+
+	if (rc == -1)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	if (rc != 0)
+		return mcc_error_set(err, MCC_ERR_VALUE,
+							 "template with %d cylinders is not one cylinder per minutia", n_cyl);
+	return MCC_OK;
+}
+
+mcc_status
 mcc_gpu_geom_copy(mcc_gpu_geom *dst, const mcc_gpu_geom *src, uint32_t k, mcc_error *err)
 {
 	if (k >= src->n_tpl)

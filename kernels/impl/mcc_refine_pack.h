@@ -312,33 +312,66 @@ rp_geom_reserve(mcc_gpu_geom *geo, uint32_t nt, uint32_t nc)
 	return 0;
 }
 
-/* Append t's records to geo; 0, -1 (memory) or -2 (not one cylinder per minutia). */
+/*
+ * Append the records of a template given by its parts: n_min minutiae
+ * records as a stored template holds them (MCC_MINUTIA_RECSZ bytes each:
+ * int16 x, int16 y, float theta, ...) and cylinder c's minutia index at
+ * cmin[c * stride] (the template's metadata, or the engine cache's side,
+ * which keeps them one byte apart), so that a caller holding these need
+ * not rebuild the template. The cylinders in the order of their minutiae,
+ * as rp_order. 0, -1 (memory) or -2 (not one cylinder per minutia).
+ */
 static inline int
-rp_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t)
+rp_geom_append_parts(mcc_gpu_geom *geo, int n_min, const uint8_t *minutiae, int n_cyl,
+					 const uint8_t *cmin, size_t stride)
 {
+	int16_t		at[MCC_MAX_MINUTIAE];
 	int			order[MCC_MAX_CYL];
-	int			n;
+	int			n = 0;
 	uint32_t	base;
 
-	if (t->n_cyl < 0 || t->n_cyl > MCC_MAX_CYL || rp_order(t, order) != t->n_cyl)
+	if (n_cyl < 0 || n_cyl > MCC_MAX_CYL)
 		return -2;
-	n = t->n_cyl;
+	for (int i = 0; i < n_min && i < MCC_MAX_MINUTIAE; i++)
+		at[i] = -1;
+	for (int c = 0; c < n_cyl; c++)
+	{
+		int			m = cmin[(size_t) c * stride];
+
+		if (m < MCC_MAX_MINUTIAE)
+			at[m] = (int16_t) c;
+	}
+	for (int i = 0; i < n_min && i < MCC_MAX_MINUTIAE; i++)
+		if (at[i] >= 0)
+			order[n++] = at[i];
+	if (n != n_cyl)
+		return -2;
 	if (rp_geom_reserve(geo, 1, (uint32_t) n) != 0)
 		return -1;
 	base = geo->n_cyl;
 	for (int k = 0; k < n; k++)
 	{
-		mcc_minutia m;
+		const uint8_t *rec = minutiae + (size_t) cmin[(size_t) order[k] * stride] * MCC_MINUTIA_RECSZ;
+		uint16_t	x;
+		uint16_t	y;
 
-		mcc_template_minutia(t, mcc_template_cyl_minutia(t, order[k]), &m);
+		memcpy(&x, rec, 2);
+		memcpy(&y, rec + 2, 2);
 		geo->perm[base + k] = (uint8_t) order[k];
-		geo->xy[base + k] = (uint32_t) (uint16_t) m.x | (uint32_t) (uint16_t) m.y << 16;
-		geo->theta[base + k] = m.theta;
+		geo->xy[base + k] = (uint32_t) x | (uint32_t) y << 16;
+		memcpy(&geo->theta[base + k], rec + 4, 4);
 	}
 	geo->n_cyl += (uint32_t) n;
 	geo->n_tpl++;
 	geo->first[geo->n_tpl] = geo->n_cyl;
 	return 0;
+}
+
+/* Append t's records to geo; 0, -1 (memory) or -2 (not one cylinder per minutia). */
+static inline int
+rp_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t)
+{
+	return rp_geom_append_parts(geo, t->n_min, t->minutiae, t->n_cyl, t->meta + 3, MCC_CYLMETA_RECSZ);
 }
 
 /* Append template k of src to dst; 0 or -1. */

@@ -145,16 +145,23 @@ emu_build(emu *e, const rt_set *s, uint64_t seed)
 	return 0;
 }
 
+/* A geometry's arrays (rp_geom_init's; the library's mcc_gpu_geom_free is not linked here). */
+static void
+geo_free(mcc_gpu_geom *g)
+{
+	free(g->first);
+	free(g->perm);
+	free(g->xy);
+	free(g->theta);
+}
+
 static void
 emu_free(emu *e)
 {
 	free(e->cyl);
 	free(e->sides);
 	mcc_soa_free(&e->soa);
-	free(e->geo.first);
-	free(e->geo.perm);
-	free(e->geo.xy);
-	free(e->geo.theta);
+	geo_free(&e->geo);
 	rp_utab_free(&e->u);
 	free(e->lo);
 	free(e->hi);
@@ -545,6 +552,48 @@ records_same(const mcc_gpu_geom *geo, uint32_t chunk, int nth, uint32_t *entries
 }
 
 /*
+ * The geometry of every template of s from its parts, the cylinders'
+ * minutia indices one byte apart (as the engine's cache keeps them), equals
+ * the geometry from the template's view, record for record.
+ */
+static int
+parts_same(const rt_set *s)
+{
+	mcc_gpu_geom a;
+	mcc_gpu_geom b;
+	int			ok = rp_geom_init(&a, 64, 1024) == 0 && rp_geom_init(&b, 64, 1024) == 0;
+
+	for (int t = 0; ok && t < s->n; t++)
+	{
+		const mcc_template_view *v = &s->v[t];
+		uint8_t		cmin[MCC_MAX_CYL + 1];
+
+		for (int c = 0; c < v->n_cyl; c++)
+			cmin[c] = (uint8_t) mcc_template_cyl_minutia(v, c);
+		ok = rp_geom_append(&a, v) == 0 &&
+			rp_geom_append_parts(&b, v->n_min, v->minutiae, v->n_cyl, cmin, 1) == 0;
+	}
+	ok = ok && a.n_tpl == b.n_tpl && a.n_cyl == b.n_cyl && a.n_tpl == (uint32_t) s->n &&
+		memcmp(a.first, b.first, 4 * ((size_t) a.n_tpl + 1)) == 0 &&
+		memcmp(a.perm, b.perm, a.n_cyl) == 0 && memcmp(a.xy, b.xy, 4 * (size_t) a.n_cyl) == 0 &&
+		memcmp(a.theta, b.theta, 4 * (size_t) a.n_cyl) == 0;
+	/* one cylinder per minutia, or refused: two cylinders naming one minutia */
+	if (ok && s->v[0].n_cyl >= 2)
+	{
+		const mcc_template_view *v = &s->v[0];
+		uint8_t		cmin[MCC_MAX_CYL + 1];
+
+		for (int c = 0; c < v->n_cyl; c++)
+			cmin[c] = (uint8_t) mcc_template_cyl_minutia(v, c);
+		cmin[1] = cmin[0];
+		ok = rp_geom_append_parts(&b, v->n_min, v->minutiae, v->n_cyl, cmin, 1) == -2;
+	}
+	geo_free(&a);
+	geo_free(&b);
+	return ok;
+}
+
+/*
  * The records of a gallery built on several threads (what an attach sends)
  * equal one loop's: continuous synthetic directions (the hash fills up
  * within the first chunks, then every direction is new) and the same
@@ -561,6 +610,8 @@ test_records_threads(void)
 
 	memset(&s, 0, sizeof(s));
 	rt_add_synth(&s, 800, 0, 99);
+	UNIT_CHECK(parts_same(&s), "geometry from a template's parts (minutiae, one byte per cylinder) "
+			   "equals its view's for %d templates", s.n);
 	ok = rp_geom_init(&geo, 64, 1024) == 0;
 	for (int t = 0; ok && t < s.n; t++)
 		ok = rp_geom_append(&geo, &s.v[t]) == 0;
@@ -579,10 +630,7 @@ test_records_threads(void)
 	ok = records_same(&geo, 300, 5, &entries, &hashed);
 	UNIT_CHECK(ok && entries <= 257, "quantized directions on 5 threads: records and %u table entries "
 			   "equal one loop's", entries);
-	free(geo.first);
-	free(geo.perm);
-	free(geo.xy);
-	free(geo.theta);
+	geo_free(&geo);
 	rt_free(&s);
 }
 
@@ -632,6 +680,7 @@ main(void)
 		   s.n, rt_max_cyl(&s), s.npairs, rt_count_pairs(&s, 200));
 	UNIT_CHECK(rt_max_cyl(&s) >= 200 && emu_build(&e, &s, 2) == 0,
 			   "templates of 0 .. %d cylinders", rt_max_cyl(&s));
+	UNIT_CHECK(parts_same(&s), "their geometry from their parts equals their views'");
 	check_set("sizes", &s, &e, small, 4);
 	emu_free(&e);
 	rt_free(&s);
