@@ -508,6 +508,59 @@ rp_rec_run(rp_rec_worker *w, int n, int phase)
 		pthread_join(tid[i], NULL);
 }
 
+/* n workers over items[0..n_items), each knowing its first new entry: base on (the hash full). */
+static inline int
+rp_rec_workers(rp_rec_worker *w, int nth, rp_utab *u, const mcc_gpu_geom *geo,
+			   const rp_rec_item *items, uint32_t n_items, uint8_t *hperm, uint32_t *hxy,
+			   uint32_t *huix, double *vnew, uint32_t vbase, uint64_t *next)
+{
+	if (nth < 1)
+		nth = 1;
+	if (nth > RP_REC_MAX_THREADS)
+		nth = RP_REC_MAX_THREADS;
+	memset(w, 0, sizeof(rp_rec_worker) * nth);
+	for (int i = 0; i < nth; i++)
+	{
+		w[i].geo = geo;
+		w[i].u = u;
+		w[i].items = items;
+		w[i].i0 = (uint32_t) ((uint64_t) n_items * i / nth);
+		w[i].i1 = (uint32_t) ((uint64_t) n_items * (i + 1) / nth);
+		w[i].hperm = hperm;
+		w[i].hxy = hxy;
+		w[i].huix = huix;
+		w[i].vnew = vnew;
+		w[i].vbase = vbase;
+		w[i].base = (uint32_t) *next;
+		for (uint32_t it = w[i].i0; it < w[i].i1; it++)
+			*next += items[it].n;
+	}
+	return nth;
+}
+
+/*
+ * Items[0..n) with the hash full: the k-th record in item order gets entry
+ * u->n + k, so each thread knows its first entry from the records before
+ * its items and writes its records and vectors alone (into vnew at entry -
+ * vbase, or without vnew into the table, which then holds every entry).
+ */
+static inline int
+rp_records_frozen(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, uint32_t n,
+				  int nth, uint8_t *hperm, uint32_t *hxy, uint32_t *huix, double *vnew, uint32_t vbase)
+{
+	rp_rec_worker w[RP_REC_MAX_THREADS];
+	uint64_t	next = u->n;
+
+	nth = rp_rec_workers(w, nth, u, geo, items, n, hperm, hxy, huix, vnew, vbase, &next);
+	if (next >= RP_REC_MISS || (!vnew && (u->nv != u->n || rp_utab_reserve(u, (uint32_t) next) != 0)))
+		return -1;
+	rp_rec_run(w, nth, 2);
+	u->n = (uint32_t) next;
+	if (!vnew)
+		u->nv = u->n;
+	return 0;
+}
+
 /*
  * The records of items[0..n) into the staging arrays, and their
  * directions into table u, on nth threads, exactly as one loop of
@@ -517,60 +570,31 @@ rp_rec_run(rp_rec_worker *w, int n, int phase)
  * angles, at most RP_UHASH_MAX before the hash is full): a direction in the
  * hash at the start gets its entry whatever comes before it, since entries
  * are never removed or moved, unless the hash fills up before it in this
- * call (then it is new, as in the loop). Once the hash is full, the k-th record in
- * item order gets entry n + k, so each thread knows its first entry from
- * the records before its items and writes its records and vectors alone.
- * With vnew, the entries the call adds are also written there (vnew[0] is
- * entry u->n at the call), what a device lacks after the call: once the
- * hash is full only there, not in the table (u->nv stays); without vnew
- * the table holds every entry (then u->nv must equal u->n at the call).
- * 0, or -1 (memory: the table may hold new entries, as after a failed
- * rp_geom_records).
+ * call (then it is new, as in the loop). From the item where the hash is
+ * full on, rp_records_frozen. With vnew, the entries the call adds are also
+ * written there (vnew[0] is entry u->n at the call), what a device lacks
+ * after the call: once the hash is full only there, not in the table (u->nv
+ * stays); without vnew the table holds every entry (then u->nv must equal
+ * u->n at the call). 0, or -1 (memory: the table may hold new entries, as
+ * after a failed rp_geom_records).
  */
 static inline int
 rp_records_build(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, uint32_t n,
 				 int nth, uint8_t *hperm, uint32_t *hxy, uint32_t *huix, double *vnew)
 {
 	rp_rec_worker w[RP_REC_MAX_THREADS];
-	int			frozen = rp_utab_frozen(u);
 	uint32_t	n0 = u->n;
 	uint64_t	next = u->n;
+	uint32_t	it = 0;
+	int			rc = 0;
 
 	if (rp_utab_hash(u) != 0)
 		return -1;
-	if (nth < 1)
-		nth = 1;
-	if (nth > RP_REC_MAX_THREADS)
-		nth = RP_REC_MAX_THREADS;
-	memset(w, 0, sizeof(w));
-	for (int i = 0; i < nth; i++)
-	{
-		w[i].geo = geo;
-		w[i].u = u;
-		w[i].items = items;
-		w[i].i0 = (uint32_t) ((uint64_t) n * i / nth);
-		w[i].i1 = (uint32_t) ((uint64_t) n * (i + 1) / nth);
-		w[i].hperm = hperm;
-		w[i].hxy = hxy;
-		w[i].huix = huix;
-		w[i].vnew = vnew;
-		w[i].vbase = n0;
-		w[i].base = (uint32_t) next;
-		for (uint32_t it = w[i].i0; it < w[i].i1; it++)
-			next += items[it].n;
-	}
-	if (frozen)
-	{
-		if (next >= RP_REC_MISS || (!vnew && (u->nv != u->n || rp_utab_reserve(u, (uint32_t) next) != 0)))
-			return -1;
-		rp_rec_run(w, nth, 2);
-		u->n = (uint32_t) next;
-		if (!vnew)
-			u->nv = u->n;
-		return 0;
-	}
+	if (rp_utab_frozen(u))
+		return rp_records_frozen(u, geo, items, n, nth, hperm, hxy, huix, vnew, n0);
+	nth = rp_rec_workers(w, nth, u, geo, items, n, hperm, hxy, huix, vnew, n0, &next);
 	rp_rec_run(w, nth, 1);
-	for (uint32_t it = 0; it < n; it++)
+	for (; it < n && !rp_utab_frozen(u); it++)
 	{
 		uint32_t	f = geo->first[items[it].tpl];
 
@@ -580,10 +604,12 @@ rp_records_build(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, 
 				rp_utab_index(u, geo->theta[f + c], &huix[items[it].off + c]) != 0)
 				return -1;
 	}
-	/* resolved here, in order: few entries (quantized directions, or the first chunks) */
+	/* resolved here, in order (all held in the table): few with quantized directions */
 	if (vnew && u->n > n0)
 		memcpy(vnew, u->v + 2 * (size_t) n0, 16 * (size_t) (u->n - n0));
-	return 0;
+	if (it < n)
+		rc = rp_records_frozen(u, geo, items + it, n - it, nth, hperm, hxy, huix, vnew, n0);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
