@@ -17,8 +17,7 @@
 #include <string.h>
 
 #include "../../kernels/impl/mcc_refine_pack.h"
-#include "engine_testlib.h"
-#include "eng_cache.h"
+#include "engine_cachefill.h"
 #include "testclock.h"
 
 #define CHUNK 65536				/* GPU_GEOM_CHUNK: a worker's geometry at a time */
@@ -65,9 +64,7 @@ main(int argc, char **argv)
 	int			distinct = 2000;
 	int			rounds = 3;
 	tl_tpl	   *t;
-	uint64_t	cyl = 0;
 	eng_cache  *c;
-	mcc_error	err;
 	mcc_gpu_geom a;
 	mcc_gpu_geom b;
 	uint8_t    *buf = malloc(eng_template_max_bytes());
@@ -85,23 +82,9 @@ main(int argc, char **argv)
 		distinct = n;
 	mcc_lss_init();
 	t = tl_synth_templates(42, distinct, false);
-	for (int i = 0; i < distinct; i++)
-		cyl += (uint64_t) tl_view(&t[i]).n_cyl;
-	c = eng_cache_new(mcc_profile_by_id(MCC_PROFILE_DEFAULT), NULL, (uint32_t) n,
-					  (uint32_t) (cyl * ((uint64_t) n / distinct + 1)), &err);
+	c = tl_cache_cycle(t, distinct, n);
 	if (c == NULL || buf == NULL || rp_geom_init(&a, CHUNK, 0) != 0 || rp_geom_init(&b, CHUNK, 0) != 0)
 		return 1;
-	for (int i = 0; i < n; i++)
-	{
-		mcc_template_view v = tl_view(&t[i % distinct]);
-		uint32_t	idx;
-
-		if (eng_cache_append(c, i, 1, 0, 0, ENG_E_LOAD_INS, &v, &idx, &err) != MCC_OK)
-		{
-			fprintf(stderr, "append: %s\n", err.message);
-			return 1;
-		}
-	}
 	printf("# %d rows (%d distinct synthetic templates), %u cylinders\n", n, distinct, c->soa.n_cyl);
 	for (int r = 0; r < rounds; r++)
 	{

@@ -18,22 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../../kernels/impl/mcc_refine_pack.h"
 #include "refine_testdata.h"
 #include "testclock.h"
 
 #define CHUNK 65536
-
-static double
-cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /*
  * One pass over the gallery as mcc_gpu_refine_attach packs it: one staging
@@ -108,10 +98,10 @@ main(int argc, char **argv)
 	{
 		uint64_t	entries = 0;
 		double		w0 = tclock_wall_s();
-		double		c0 = cpu_s();
+		double		c0 = tclock_process_cpu_s();
 		int			rc = pack_all(&geo, nth, &entries);
 		double		w = tclock_wall_s() - w0;
-		double		c = cpu_s() - c0;
+		double		c = tclock_process_cpu_s() - c0;
 
 		printf("round %d: %.3f s wall, %.3f CPU-s, %.1f ns/cylinder (CPU), %lu table entries%s\n",
 			   r + 1, w, c, c * 1e9 / geo.n_cyl, (unsigned long) entries, rc ? " FAILED" : "");
