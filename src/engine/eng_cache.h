@@ -94,6 +94,7 @@ typedef struct eng_cache
 	uint64_t	bytes;			/* what this cache holds (charged if budget) */
 	eng_budget *budget;			/* NULL: not charged */
 	int			pins;			/* scans and compactions reading it */
+	bool		orphaned;		/* its load dropped it while a job read it: that job frees it */
 
 	/*
 	 * Entries purged, in order (the GPU mirror sends them as tombstones);

@@ -22,6 +22,20 @@
 #include "mcc_hash.h"
 
 /* Free a load and unlink it from its gallery and connection. */
+/*
+ * Free what load l built, unless a job still reads it (the GPU copy of a
+ * snapshot being checked: eng_pass_start_gpu_prebuild), which then frees it.
+ */
+static void
+drop_build(eng_load *l)
+{
+	if (l->build != NULL && l->build->pins > 0)
+		l->build->orphaned = true;
+	else
+		eng_cache_free(l->build);
+	l->build = NULL;
+}
+
 void
 eng_load_free(eng_conn *c, eng_load *l)
 {
@@ -33,7 +47,7 @@ eng_load_free(eng_conn *c, eng_load *l)
 			*pp = l->next;
 			break;
 		}
-	eng_cache_free(l->build);
+	drop_build(l);
 	eng_snap_free(l->snap);
 	free(l->want);
 	if (c)
@@ -49,8 +63,7 @@ eng_load_fail(eng_load *l, int perr, const mcc_error *err)
 		return;
 	l->perr = perr;
 	l->err = *err;
-	eng_cache_free(l->build);
-	l->build = NULL;
+	drop_build(l);
 }
 
 /*
