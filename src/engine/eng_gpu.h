@@ -122,6 +122,12 @@ bool		eng_gpu_usable(const eng_gpu *g);
 bool		eng_gpu_wants(const eng_gpu *g, const struct eng_cache *c);
 
 /*
+ * The same whether or not c has searchable rows yet: a restored cache
+ * whose rows are all tombstones until its check revives them.
+ */
+bool		eng_gpu_wants_rows(const eng_gpu *g, const struct eng_cache *c);
+
+/*
  * Does c's mirror lag behind c (a pass would upload, append or remove)?
  * false after a failed pass: the next search retries, not an idle sync.
  */

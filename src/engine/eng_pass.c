@@ -338,8 +338,12 @@ eng_pass_start_gpu_prebuild(eng_server *s, eng_gallery *g, eng_cache *c)
 {
 	eng_batch  *b;
 
-	if (g->gpu_prebuild != NULL || (b = gpu_sync_batch(s, g, c)) == NULL)
+	/* its rows are all tombstones until revived: eng_gpu_wants would say no */
+	if (g->gpu_prebuild != NULL || !eng_gpu_wants_rows(s->gpu, c) || !eng_gpu_attach(s->gpu, c) ||
+		(b = eng_batch_new(c, 0, eng_pool_threads(s->pool))) == NULL)
 		return;
+	eng_batch_use_gpu(b, s->gpu);
+	b->gpu_refdata = !s->cfg.gpu_refine_off;
 	b->job.tag = ENG_JOB_BATCH;
 	b->owner = g;
 	g->gpu_prebuild = b;
