@@ -504,6 +504,13 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 	if (l->build == NULL || n == 0)
 		return;
 	mcc_error_clear(&err);
+	/* rows before WANT would grow the cache a GPU job reads (eng_pass_start_gpu_prebuild) */
+	if (l->build->pins > 0)
+	{
+		mcc_error_set(&err, MCC_ERR_INTERNAL, "rows arrived before the snapshot check's WANT");
+		eng_load_fail(l, MCC_PERR_INTERNAL, &err);
+		return;
+	}
 	j.v = malloc(sizeof(*j.v) * n);
 	j.hash = malloc(sizeof(*j.hash) * n);
 	j.bad = malloc(n);
