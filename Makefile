@@ -201,6 +201,12 @@ $(BUILD)/bench/%: test/bench/%.c $(BUILD)/libmcccore.a
 	@mkdir -p $(dir $@)
 	$(CORE_CC) $(CORE_CFLAGS) -D_DEFAULT_SOURCE $< $(BUILD)/libmcccore.a $(CORE_LIBS) -o $@
 
+# the refinement records' packing and geometry on the host compile the kernels' internal header
+$(BUILD)/bench/refine_pack: CORE_CFLAGS += -Ikernels -Itest/unit
+$(BUILD)/bench/refine_pack $(BUILD)/bench/engine_refgeom: $(wildcard kernels/impl/mcc_refine_*.h) \
+		kernels/mcc_gpu_refine.h
+$(BUILD)/bench/engine_refgeom: ENGINE_CFLAGS += -Ikernels
+
 $(BUILD)/bench/engine_%: test/bench/engine_%.c $(wildcard test/unit/engine_*.h) $(BUILD)/libmccengine.a \
 		$(BUILD)/libmcccore.a $(BUILD)/mcc_engine
 	@mkdir -p $(dir $@)

@@ -45,7 +45,10 @@
  *      soa->n_tpl). After mcc_gpu_append(g, soa, t0, t1):
  *      mcc_gpu_refine_attach(g, soa, geo, t0, t1). mcc_gpu_remove needs
  *      nothing more (a removed template scores -1). A failed attach leaves
- *      the LSS gallery as it was: those templates are refined on the CPU.
+ *      the LSS gallery as it was; once it has changed the unit-vector
+ *      table it also drops every template's refinement data (MCC_GPU_INVALID
+ *      for their pairs: refined on the CPU) and the next attach must start
+ *      at template 0 (0 .. n_tpl sends it all again).
  *   3. Per GPU pass (all candidates of all probes of a batch of concurrent
  *      queries in one call): probes[] = the batch's probe views, pairs[] =
  *      (probe q, gallery index of a shortlisted hit, MCC_GPU_FROM_GALLERY)
@@ -111,6 +114,14 @@ void		mcc_gpu_geom_clear(mcc_gpu_geom *geo);
 mcc_status	mcc_gpu_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t,
 								mcc_error *err);
 
+/*
+ * The same from a template's parts: its n_min minutiae records as stored
+ * in the template (12 bytes each) and each cylinder's minutia index, one
+ * byte per cylinder (a cache that keeps them need not rebuild the template).
+ */
+mcc_status	mcc_gpu_geom_append_parts(mcc_gpu_geom *geo, int n_min, const uint8_t *minutiae,
+									  int n_cyl, const uint8_t *cyl_minutia, mcc_error *err);
+
 /* Append template k of src to dst (compaction, next to eng_soa_copy_template). */
 mcc_status	mcc_gpu_geom_copy(mcc_gpu_geom *dst, const mcc_gpu_geom *src, uint32_t k,
 							  mcc_error *err);
@@ -125,6 +136,29 @@ mcc_status	mcc_gpu_geom_copy(mcc_gpu_geom *dst, const mcc_gpu_geom *src, uint32_
 mcc_gpu_code mcc_gpu_refine_attach(struct mcc_gpu *g, const mcc_soa *s,
 								   const mcc_gpu_geom *geo, uint32_t t0, uint32_t t1,
 								   mcc_error *err);
+
+/*
+ * An attach queues its copies (from pinned buffers) on the streams that
+ * mcc_gpu_refine also uses, so every later call sees the data; this waits
+ * until they are done and reports their errors (a caller that timed the
+ * attaches calls it after the last; a failed attach already waited).
+ */
+mcc_gpu_code mcc_gpu_refine_attach_wait(struct mcc_gpu *g, mcc_error *err);
+
+/*
+ * Milliseconds the attaches so far spent packing records on the host,
+ * waiting for a staging buffer's copies, allocating and queuing copies,
+ * and in mcc_gpu_refine_attach_wait (summed over the context's life).
+ */
+typedef struct mcc_gpu_attach_timing
+{
+	double		pack_ms;
+	double		wait_ms;
+	double		copy_ms;
+	double		sync_ms;
+} mcc_gpu_attach_timing;
+
+void		mcc_gpu_refine_attach_timing(const struct mcc_gpu *g, mcc_gpu_attach_timing *t);
 
 /* Where a pair's candidate comes from. */
 #define MCC_GPU_FROM_GALLERY	0	/* cand = gallery index of the context */

@@ -250,6 +250,7 @@ mcc_gpu_close(mcc_gpu *g)
 {
 	if (!g)
 		return;
+	mcc_gpu_rstage_free(g);		/* its copies in flight first */
 	for (int i = 0; i < g->nparts; i++)
 	{
 		mcc_gpu_part *p = &g->part[i];

@@ -736,6 +736,7 @@ mcc_gpu_upload(mcc_gpu *g, const mcc_soa *s, mcc_error *err)
 
 	if ((rc = check_soa(g, s, err)) != MCC_GPU_OK)
 		return rc;
+	mcc_gpu_rstage_drain(g);	/* refinement copies in flight write the arrays freed here */
 	for (int i = 0; i < g->nparts; i++)
 	{
 		mcc_gpu_part *p = &g->part[i];
@@ -747,6 +748,7 @@ mcc_gpu_upload(mcc_gpu *g, const mcc_soa *s, mcc_error *err)
 	}
 	g->n_tpl = 0;
 	rp_utab_clear(&g->utab);
+	g->rstage.lost = 0;
 	if ((rc = map_add(g, s, 0, s->n_tpl, err)) != MCC_GPU_OK)
 		return rc;
 	gl = (uint32_t *) malloc(sizeof(uint32_t) * (s->n_tpl + 1));

@@ -56,6 +56,36 @@
 #define MCC_RCP_FP64		0
 #define MCC_RCP_TABLE		1
 
+/*
+ * Staging of the refinement records (mcc_gpu_refine_data.cu): two host
+ * buffers, pinned where the host allows, reused by every attach; one is
+ * packed while the copies of the other (queued on the partitions' streams,
+ * which the refinement kernel also runs on) travel. A buffer of cap
+ * records holds, per record, its perm, xy and uix and room for one new
+ * unit vector (an attach adds at most one per record): 25 bytes.
+ */
+#define MCC_GPU_RSTAGE_BUFS	2
+
+typedef struct mcc_gpu_rstage_buf
+{
+	unsigned char *mem;
+	size_t		cap;			/* records */
+	int			pinned;			/* cudaHostAlloc'ed (else malloc'ed) */
+	cudaEvent_t done[MCC_GPU_MAX_DEVICES];	/* per partition: after its last copies from here */
+	int			used[MCC_GPU_MAX_DEVICES];	/* done was recorded */
+} mcc_gpu_rstage_buf;
+
+typedef struct mcc_gpu_rstage
+{
+	mcc_gpu_rstage_buf buf[MCC_GPU_RSTAGE_BUFS];
+	int			next;			/* the buffer the next attach packs into */
+	int			lost;			/* a failed attach: the tables start again at template 0 */
+	double		pack_ms;		/* summed: records packed on the host */
+	double		wait_ms;		/* waiting for a buffer's copies */
+	double		copy_ms;		/* device room, allocation, queuing the copies */
+	double		sync_ms;		/* mcc_gpu_refine_attach_wait */
+} mcc_gpu_rstage;
+
 /* One probe in the image: byte offsets from the image start. */
 typedef struct mcc_pdesc
 {
@@ -212,6 +242,7 @@ struct mcc_gpu
 
 	/* refinement (mcc_gpu_refine*.cu) */
 	rp_utab		utab;			/* distinct directions and their unit vectors */
+	mcc_gpu_rstage rstage;		/* staging of mcc_gpu_refine_attach's copies */
 	mcc_sigmoid_tab rf_tab[2][3];	/* tables of the last parameters used */
 	int			rf_tabs_gen;	/* bumped when they change */
 	int			rf_threads;		/* mcc_gpu_refine_tune */
@@ -259,6 +290,15 @@ void		mcc_gpu_part_free_gallery(mcc_gpu_part *p);
 
 /* Release the refinement records and unit vectors of a partition. */
 void		mcc_gpu_part_free_refine(mcc_gpu_part *p);
+
+/*
+ * Wait for the refinement copies in flight (before the device arrays they
+ * write are freed or replaced); errors cleared, as mcc_gpu_drain.
+ */
+void		mcc_gpu_rstage_drain(mcc_gpu *g);
+
+/* mcc_gpu_rstage_drain, then release the staging buffers and their events. */
+void		mcc_gpu_rstage_free(mcc_gpu *g);
 
 /* Release the refinement scratch of a partition. */
 void		mcc_gpu_part_free_rscratch(mcc_gpu_part *p);

@@ -60,6 +60,20 @@ mcc_gpu_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t, mcc_error *er
 }
 
 mcc_status
+mcc_gpu_geom_append_parts(mcc_gpu_geom *geo, int n_min, const uint8_t *minutiae, int n_cyl,
+						  const uint8_t *cyl_minutia, mcc_error *err)
+{
+	int			rc = rp_geom_append_parts(geo, n_min, minutiae, n_cyl, cyl_minutia, 1);
+
+	if (rc == -1)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	if (rc != 0)
+		return mcc_error_set(err, MCC_ERR_VALUE,
+							 "template with %d cylinders is not one cylinder per minutia", n_cyl);
+	return MCC_OK;
+}
+
+mcc_status
 mcc_gpu_geom_copy(mcc_gpu_geom *dst, const mcc_gpu_geom *src, uint32_t k, mcc_error *err)
 {
 	if (k >= src->n_tpl)
@@ -89,12 +103,14 @@ typedef struct run
 
 /*
  * The records of items[0..n) (total records) into the staging arrays and
- * their directions into the context's table, on up to REC_MAX_THREADS
- * threads (rp_records_build: as one loop of rp_geom_records would).
+ * their directions into the context's table (the new entries also into
+ * vnew), on up to REC_MAX_THREADS threads (rp_records_build: as one loop
+ * of rp_geom_records would).
  */
 static mcc_gpu_code
 records_build(mcc_gpu *g, const mcc_gpu_geom *geo, const rp_rec_item *items, uint32_t n,
-			  size_t total, uint8_t *hperm, uint32_t *hxy, uint32_t *huix, mcc_error *err)
+			  size_t total, uint8_t *hperm, uint32_t *hxy, uint32_t *huix, double *vnew,
+			  mcc_error *err)
 {
 	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int			nth = (int) (total / 65536) + 1;
@@ -103,9 +119,183 @@ records_build(mcc_gpu *g, const mcc_gpu_geom *geo, const rp_rec_item *items, uin
 		nth = (int) (cpus > 1 ? cpus : 1);
 	if (nth > REC_MAX_THREADS)
 		nth = REC_MAX_THREADS;
-	if (rp_records_build(&g->utab, geo, items, n, nth, hperm, hxy, huix) != 0)
+	if (rp_records_build(&g->utab, geo, items, n, nth, hperm, hxy, huix, vnew) != 0)
 		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
 	return MCC_GPU_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* staging buffers                                                     */
+
+/* The arrays of a staging buffer of cap records (vnew first: 8-aligned). */
+static void
+rstage_arrays(const mcc_gpu_rstage_buf *sb, double **vnew, uint32_t **hxy, uint32_t **huix,
+			  uint8_t **hperm)
+{
+	*vnew = (double *) sb->mem;
+	*hxy = (uint32_t *) (sb->mem + 16 * sb->cap);
+	*huix = *hxy + sb->cap;
+	*hperm = (uint8_t *) (*huix + sb->cap);
+}
+
+/* Wait for the copies from sb on every partition (errors left to the caller's next call). */
+static cudaError_t
+rstage_buf_wait(mcc_gpu *g, mcc_gpu_rstage_buf *sb)
+{
+	cudaError_t e = cudaSuccess;
+
+	for (int pi = 0; pi < g->nparts && e == cudaSuccess; pi++)
+		if (sb->used[pi])
+		{
+			if ((e = cudaSetDevice(g->part[pi].dev)) == cudaSuccess)
+				e = cudaEventSynchronize(sb->done[pi]);
+			if (e == cudaSuccess)
+				sb->used[pi] = 0;
+		}
+	return e;
+}
+
+/*
+ * The next staging buffer, free of copies in flight and holding at least
+ * need records: pinned where the host allows (else malloc'ed: its copies
+ * are then as slow as pageable ones, but right).
+ */
+static mcc_gpu_code
+rstage_take(mcc_gpu *g, size_t need, mcc_gpu_rstage_buf **out, mcc_error *err)
+{
+	mcc_gpu_rstage *st = &g->rstage;
+	mcc_gpu_rstage_buf *sb = &st->buf[st->next];
+	double		at = mcc_cuda_now_ms();
+	cudaError_t e;
+
+	st->next = (st->next + 1) % MCC_GPU_RSTAGE_BUFS;
+	if ((e = rstage_buf_wait(g, sb)) != cudaSuccess)
+		return mcc_gpu_fail(g, e, "refinement upload", g->part[0].dev, err);
+	st->wait_ms += mcc_cuda_now_ms() - at;
+	if (sb->cap < need)
+	{
+		size_t		cap = need + need / 4;	/* chunks differ a little in size */
+
+		if (sb->pinned)
+			cudaFreeHost(sb->mem);
+		else
+			free(sb->mem);
+		sb->mem = NULL;
+		sb->cap = 0;
+		sb->pinned = 0;
+		if (cudaHostAlloc((void **) &sb->mem, 25 * cap, cudaHostAllocPortable) == cudaSuccess)
+			sb->pinned = 1;
+		else
+		{
+			(void) cudaGetLastError();	/* not sticky: forget it */
+			sb->mem = (unsigned char *) malloc(25 * cap);
+			if (!sb->mem)
+				return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+		}
+		sb->cap = cap;
+	}
+	*out = sb;
+	return MCC_GPU_OK;
+}
+
+/* Partition pi's copies from sb are queued: record it. */
+static cudaError_t
+rstage_mark(mcc_gpu *g, mcc_gpu_rstage_buf *sb, int pi)
+{
+	mcc_gpu_part *p = &g->part[pi];
+	cudaError_t e;
+
+	if (!sb->done[pi] && (e = cudaEventCreateWithFlags(&sb->done[pi], cudaEventDisableTiming)) != cudaSuccess)
+		return e;
+	if ((e = cudaEventRecord(sb->done[pi], p->st)) != cudaSuccess)
+		return e;
+	sb->used[pi] = 1;
+	return cudaSuccess;
+}
+
+void
+mcc_gpu_rstage_drain(mcc_gpu *g)
+{
+	for (int i = 0; i < MCC_GPU_RSTAGE_BUFS; i++)
+	{
+		mcc_gpu_rstage_buf *sb = &g->rstage.buf[i];
+
+		for (int pi = 0; pi < g->nparts; pi++)
+			if (sb->used[pi] && cudaSetDevice(g->part[pi].dev) == cudaSuccess)
+			{
+				cudaEventSynchronize(sb->done[pi]);
+				sb->used[pi] = 0;
+			}
+	}
+	(void) cudaGetLastError();
+}
+
+void
+mcc_gpu_rstage_free(mcc_gpu *g)
+{
+	mcc_gpu_rstage_drain(g);
+	for (int i = 0; i < MCC_GPU_RSTAGE_BUFS; i++)
+	{
+		mcc_gpu_rstage_buf *sb = &g->rstage.buf[i];
+
+		for (int pi = 0; pi < g->nparts; pi++)
+			if (sb->done[pi] && cudaSetDevice(g->part[pi].dev) == cudaSuccess)
+				cudaEventDestroy(sb->done[pi]);
+		if (sb->pinned)
+			cudaFreeHost(sb->mem);
+		else
+			free(sb->mem);
+		memset(sb, 0, sizeof(*sb));
+	}
+	(void) cudaGetLastError();
+}
+
+/*
+ * After a failed attach some device may lack records or table entries that
+ * the host no longer holds (entries given once the hash is full go only to
+ * the devices): no template counts as attached, and the next attach must
+ * start again at template 0 with empty tables. Rare enough to redo
+ * everything; the kernel never reads records that did not arrive.
+ */
+static void
+attach_lost(mcc_gpu *g)
+{
+	mcc_gpu_rstage_drain(g);
+	for (uint32_t t = 0; t < g->n_tpl; t++)
+		g->tref[t].refd = 0;
+	g->rstage.lost = 1;
+}
+
+mcc_gpu_code
+mcc_gpu_refine_attach_wait(mcc_gpu *g, mcc_error *err)
+{
+	double		at = mcc_cuda_now_ms();
+
+	if (g->lost.lost)
+		return mcc_gpu_rt_usable(&g->lost, err);
+	for (int i = 0; i < MCC_GPU_RSTAGE_BUFS; i++)
+	{
+		cudaError_t e = rstage_buf_wait(g, &g->rstage.buf[i]);
+
+		if (e != cudaSuccess)
+		{
+			mcc_gpu_code rc = mcc_gpu_fail(g, e, "refinement upload", g->part[0].dev, err);
+
+			attach_lost(g);
+			return rc;
+		}
+	}
+	g->rstage.sync_ms += mcc_cuda_now_ms() - at;
+	return MCC_GPU_OK;
+}
+
+void
+mcc_gpu_refine_attach_timing(const mcc_gpu *g, mcc_gpu_attach_timing *t)
+{
+	t->pack_ms = g->rstage.pack_ms;
+	t->wait_ms = g->rstage.wait_ms;
+	t->copy_ms = g->rstage.copy_ms;
+	t->sync_ms = g->rstage.sync_ms;
 }
 
 /* Check the arguments of an attach. */
@@ -129,6 +319,109 @@ attach_check(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uint32_t t0,
 	return MCC_GPU_OK;
 }
 
+/*
+ * Room on p's device for its records and the table, grown where short.
+ * Growing copies the old arrays on the device outside p's stream, so the
+ * copies queued into them are waited for first (rare: the records are
+ * sized for the partition at the first attach, the table grows by half).
+ */
+static mcc_gpu_code
+attach_room(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
+{
+	mcc_gpu_code rc = MCC_GPU_OK;
+	size_t		need = mcc_gpu_grown(9, p->cap_ref, p->n_rc) + mcc_gpu_grown(16, p->cap_utab, g->utab.n);
+	cudaError_t e;
+
+	if (need == 0)
+		return MCC_GPU_OK;
+	if (need > mcc_gpu_room(g, p))
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM,
+							  "out of GPU memory: refinement data needs %zu more bytes on GPU %d, %zu are available",
+							  need, p->dev, mcc_gpu_room(g, p));
+#define CK(call, what) \
+	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto done; } } while (0)
+	CK(cudaSetDevice(p->dev), "device selection");
+	CK(cudaStreamSynchronize(p->st), "refinement upload");
+	{
+		uint32_t	c1 = p->cap_ref;
+		uint32_t	c2 = p->cap_ref;
+		uint32_t	c3 = p->cap_ref;
+		uint32_t	keep = p->cap_ref;
+
+		CK(mcc_gpu_grow((void **) &p->rperm, 1, &c1, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
+		CK(mcc_gpu_grow((void **) &p->rxy, 4, &c2, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
+		CK(mcc_gpu_grow((void **) &p->ruix, 4, &c3, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
+		p->cap_ref = c3;
+	}
+	CK(mcc_gpu_grow((void **) &p->utab, 16, &p->cap_utab, g->utab.n, p->n_utab, &p->gallery_bytes),
+	   "refinement allocation");
+#undef CK
+done:
+	return rc;
+}
+
+/*
+ * Queue partition pi's part of an attach from staging buffer sb: the table
+ * entries it lacks (those before n0 from the host table, at pageable speed:
+ * only the first attach after an upload finds a partition short of the
+ * host's de-duplicated entries; the call's new ones, n0 on, from vnew: every
+ * partition gets them, whether or not the call has records for it), then
+ * its runs' records.
+ */
+static mcc_gpu_code
+attach_copies(mcc_gpu *g, int pi, const run *runs, int nruns, mcc_gpu_rstage_buf *sb, uint32_t n0,
+			  mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[pi];
+	mcc_gpu_code rc = MCC_GPU_OK;
+	double	   *vnew;
+	uint32_t   *hxy;
+	uint32_t   *huix;
+	uint8_t    *hperm;
+	cudaError_t e;
+
+	rstage_arrays(sb, &vnew, &hxy, &huix, &hperm);
+#define CK(call, what) \
+	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto done; } } while (0)
+	CK(cudaSetDevice(p->dev), "device selection");
+	if (p->n_utab < n0)
+	{
+		/* after an upload every partition gets every entry: only the host's can lag */
+		if (n0 > g->utab.nv)
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "GPU %d lacks unit vectors the host no longer holds",
+								  p->dev);
+		CK(cudaMemcpy(p->utab + 2 * (size_t) p->n_utab, g->utab.v + 2 * (size_t) p->n_utab,
+					  16 * (size_t) (n0 - p->n_utab), cudaMemcpyHostToDevice), "refinement upload");
+	}
+	if (g->utab.n > n0)
+		CK(cudaMemcpyAsync(p->utab + 2 * (size_t) n0, vnew, 16 * (size_t) (g->utab.n - n0),
+						   cudaMemcpyHostToDevice, p->st), "refinement upload");
+	for (int k = 0; k < nruns; k++)
+	{
+		const run  *r = &runs[k];
+
+		if (r->part != pi || r->nr == 0)
+			continue;
+		CK(cudaMemcpyAsync(p->rperm + r->r0, hperm + r->off, r->nr, cudaMemcpyHostToDevice, p->st),
+		   "refinement upload");
+		CK(cudaMemcpyAsync(p->rxy + r->r0, hxy + r->off, 4 * (size_t) r->nr, cudaMemcpyHostToDevice, p->st),
+		   "refinement upload");
+		CK(cudaMemcpyAsync(p->ruix + r->r0, huix + r->off, 4 * (size_t) r->nr, cudaMemcpyHostToDevice, p->st),
+		   "refinement upload");
+	}
+	CK(rstage_mark(g, sb, pi), "refinement upload");
+	p->n_utab = g->utab.n;
+#undef CK
+done:
+	return rc;
+}
+
+/*
+ * Records are packed into a staging buffer (several threads), then each
+ * partition's copies are queued on its stream: the next attach packs into
+ * the other buffer while they travel. What the device holds is what the
+ * one-thread loop of rp_geom_records, copied synchronously, gave.
+ */
 mcc_gpu_code
 mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uint32_t t0,
 					  uint32_t t1, mcc_error *err)
@@ -137,14 +430,30 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 	run		   *runs = NULL;
 	int			nruns = 0;
 	size_t		total = 0;
-	uint8_t    *hperm = NULL;
-	uint32_t   *hxy = NULL;
-	uint32_t   *huix = NULL;
+	mcc_gpu_rstage_buf *sb = NULL;
+	double	   *vnew;
+	uint32_t   *hxy;
+	uint32_t   *huix;
+	uint8_t    *hperm;
 	rp_rec_item   *items = NULL;
 	uint32_t	nitems = 0;
+	uint32_t	n0 = g->utab.n;
+	int			changed = 0;
+	double		at;
 
 	if ((rc = attach_check(g, s, geo, t0, t1, err)) != MCC_GPU_OK)
 		return rc;
+	if (g->rstage.lost)
+	{
+		if (t0 != 0)
+			return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
+								  "the refinement data was lost by a failed attach: attach again from template 0");
+		rp_utab_clear(&g->utab);
+		for (int pi = 0; pi < g->nparts; pi++)
+			g->part[pi].n_utab = 0;
+		g->rstage.lost = 0;
+		n0 = 0;
+	}
 	if (t0 == t1)
 		return MCC_GPU_OK;
 	/* runs of consecutive local templates per partition (one per partition, by construction) */
@@ -177,14 +486,9 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 			total += p->h_tcoff[l + 1] - p->h_tcoff[l];
 		}
 	}
-	hperm = (uint8_t *) malloc(total + 1);
-	hxy = (uint32_t *) malloc(4 * total + 4);
-	huix = (uint32_t *) malloc(4 * total + 4);
-	if (!hperm || !hxy || !huix)
-	{
-		rc = mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+	if ((rc = rstage_take(g, total + 1, &sb, err)) != MCC_GPU_OK)
 		goto done;
-	}
+	rstage_arrays(sb, &vnew, &hxy, &huix, &hperm);
 	/* the records, and the new directions into the table, in the order of the runs */
 	items = (rp_rec_item *) malloc(sizeof(rp_rec_item) * (t1 - t0));
 	if (!items)
@@ -208,70 +512,32 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 			nitems++;
 		}
 	}
-	if ((rc = records_build(g, geo, items, nitems, total, hperm, hxy, huix, err)) != MCC_GPU_OK)
+	at = mcc_cuda_now_ms();
+	rc = records_build(g, geo, items, nitems, total, hperm, hxy, huix, vnew, err);
+	g->rstage.pack_ms += mcc_cuda_now_ms() - at;
+	changed = 1;				/* the table, maybe, even on failure */
+	if (rc != MCC_GPU_OK)
 		goto done;
-	/* per partition: room, unit vectors, records */
-	for (int pi = 0; pi < g->nparts; pi++)
-	{
-		mcc_gpu_part *p = &g->part[pi];
-		size_t		need;
-		cudaError_t e;
-		int			any = 0;
-
-		for (int k = 0; k < nruns; k++)
-			any |= runs[k].part == pi;
-		if (!any)
-			continue;
-		need = mcc_gpu_grown(9, p->cap_ref, p->n_rc) + mcc_gpu_grown(16, p->cap_utab, g->utab.n);
-		if (need > mcc_gpu_room(g, p))
-		{
-			rc = mcc_gpu_rt_err(err, MCC_GPU_OOM,
-							 "out of GPU memory: refinement data needs %zu more bytes on GPU %d, %zu are available",
-							 need, p->dev, mcc_gpu_room(g, p));
-			goto done;
-		}
-#define CK(call, what) \
-	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto done; } } while (0)
-		CK(cudaSetDevice(p->dev), "device selection");
-		{
-			uint32_t	c1 = p->cap_ref;
-			uint32_t	c2 = p->cap_ref;
-			uint32_t	c3 = p->cap_ref;
-			uint32_t	keep = p->cap_ref;
-
-			CK(mcc_gpu_grow((void **) &p->rperm, 1, &c1, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
-			CK(mcc_gpu_grow((void **) &p->rxy, 4, &c2, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
-			CK(mcc_gpu_grow((void **) &p->ruix, 4, &c3, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
-			p->cap_ref = c3;
-		}
-		CK(mcc_gpu_grow((void **) &p->utab, 16, &p->cap_utab, g->utab.n, p->n_utab, &p->gallery_bytes),
-		   "refinement allocation");
-		if (g->utab.n > p->n_utab)
-			CK(cudaMemcpy(p->utab + 2 * (size_t) p->n_utab, g->utab.v + 2 * (size_t) p->n_utab,
-						  16 * (size_t) (g->utab.n - p->n_utab), cudaMemcpyHostToDevice), "refinement upload");
-		p->n_utab = g->utab.n;
-		for (int k = 0; k < nruns; k++)
-		{
-			run		   *r = &runs[k];
-
-			if (r->part != pi || r->nr == 0)
-				continue;
-			CK(cudaMemcpy(p->rperm + r->r0, hperm + r->off, r->nr, cudaMemcpyHostToDevice), "refinement upload");
-			CK(cudaMemcpy(p->rxy + r->r0, hxy + r->off, 4 * (size_t) r->nr, cudaMemcpyHostToDevice),
-			   "refinement upload");
-			CK(cudaMemcpy(p->ruix + r->r0, huix + r->off, 4 * (size_t) r->nr, cudaMemcpyHostToDevice),
-			   "refinement upload");
-		}
-#undef CK
-	}
-	for (uint32_t i = t0; i < t1; i++)
-		g->tref[i].refd = 1;
+	/* per partition: room, then the copies queued */
+	at = mcc_cuda_now_ms();
+	for (int pi = 0; pi < g->nparts && rc == MCC_GPU_OK; pi++)
+		if ((rc = attach_room(g, &g->part[pi], err)) == MCC_GPU_OK)
+			rc = attach_copies(g, pi, runs, nruns, sb, n0, err);
+	g->rstage.copy_ms += mcc_cuda_now_ms() - at;
+	if (rc == MCC_GPU_OK)
+		for (uint32_t i = t0; i < t1; i++)
+			g->tref[i].refd = 1;
 done:
-	/* on failure the new directions stay in the host table: each partition uploads what it lacks next time */
+	/*
+	 * A failure once the table changed loses the refinement data
+	 * (attach_lost); before, nothing changed. Either way the copies queued
+	 * are waited for, so nothing reads the buffer after this call.
+	 */
+	if (rc != MCC_GPU_OK && changed)
+		attach_lost(g);
+	else if (rc != MCC_GPU_OK)
+		mcc_gpu_rstage_drain(g);
 	free(runs);
 	free(items);
-	free(hperm);
-	free(hxy);
-	free(huix);
 	return rc;
 }

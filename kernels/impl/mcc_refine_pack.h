@@ -106,9 +106,14 @@ rp_side(const mcc_template_view *t, rb_cyl *out)
 /*
  * Distinct minutia directions and their unit vectors (mcc_dm_sincos of the
  * stored float). The first RP_UHASH_MAX directions are de-duplicated by
- * their bits (real data has a few hundred: quantized angles); beyond that
- * every new direction gets its own entry, so the host table never grows
- * past RP_UHASH slots whatever the data (continuous synthetic angles).
+ * their bits (real data has a few hundred: quantized angles); once the
+ * hash is full, every direction gets an entry of its own without a look-up
+ * (continuous synthetic angles: nearly every cylinder is new anyway), so
+ * the hash never grows past RP_UHASH slots whatever the data. An entry's
+ * vector is that of its direction in either case, so what a record points
+ * at is the same. The host keeps the vectors of entries [0, nv); entries
+ * that rp_records_build gives once the hash is full go only to its caller's
+ * buffer (the device's copy), so nv <= n.
  */
 #define RP_UHASH		(1u << 17)
 #define RP_UHASH_MAX	(1u << 16)
@@ -116,8 +121,9 @@ rp_side(const mcc_template_view *t, rb_cyl *out)
 
 typedef struct rp_utab
 {
-	double	   *v;				/* (ux, uy) per entry */
-	uint32_t	n;
+	double	   *v;				/* (ux, uy) per entry held on the host */
+	uint32_t	n;				/* entries */
+	uint32_t	nv;				/* entries held in v: [0, nv) */
 	uint32_t	cap;
 	uint32_t   *hkey;			/* RP_UHASH slots: direction bits ... */
 	uint32_t   *hval;			/* ... and entry */
@@ -137,6 +143,7 @@ static inline void
 rp_utab_clear(rp_utab *u)
 {
 	u->n = 0;
+	u->nv = 0;
 	u->nh = 0;
 	if (u->hkey)
 		memset(u->hkey, 0xFF, sizeof(uint32_t) * RP_UHASH);
@@ -210,23 +217,29 @@ rp_utab_hash(rp_utab *u)
 	return 0;
 }
 
-/* The entry of direction theta, added if new; -1 if out of memory. */
+/*
+ * The entry of direction theta: found in the hash while it is not full,
+ * else added after every entry (all held in v: n = nv, else -1); -1 if
+ * out of memory.
+ */
 static inline int
 rp_utab_index(rp_utab *u, float theta, uint32_t *idx)
 {
 	uint32_t	bits;
-	uint32_t	h;
+	uint32_t	h = 0;
+	int			frozen = rp_utab_frozen(u);
 
 	memcpy(&bits, &theta, sizeof(bits));
 	if (rp_utab_hash(u) != 0)
 		return -1;
-	if (rp_utab_find(u, bits, idx, &h))
+	if (!frozen && rp_utab_find(u, bits, idx, &h))
 		return 0;
-	if (rp_utab_reserve(u, u->n + 1) != 0)
+	if (u->nv != u->n || rp_utab_reserve(u, u->n + 1) != 0)
 		return -1;
 	mcc_dm_sincos((double) theta, &u->v[2 * (size_t) u->n + 1], &u->v[2 * (size_t) u->n]);
 	*idx = u->n++;
-	if (u->nh < RP_UHASH_MAX)
+	u->nv = u->n;
+	if (!frozen)
 	{
 		u->hkey[h] = bits;
 		u->hval[h] = *idx;
@@ -299,33 +312,66 @@ rp_geom_reserve(mcc_gpu_geom *geo, uint32_t nt, uint32_t nc)
 	return 0;
 }
 
-/* Append t's records to geo; 0, -1 (memory) or -2 (not one cylinder per minutia). */
+/*
+ * Append the records of a template given by its parts: n_min minutiae
+ * records as a stored template holds them (MCC_MINUTIA_RECSZ bytes each:
+ * int16 x, int16 y, float theta, ...) and cylinder c's minutia index at
+ * cmin[c * stride] (the template's metadata, or the engine cache's side,
+ * which keeps them one byte apart), so that a caller holding these need
+ * not rebuild the template. The cylinders in the order of their minutiae,
+ * as rp_order. 0, -1 (memory) or -2 (not one cylinder per minutia).
+ */
 static inline int
-rp_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t)
+rp_geom_append_parts(mcc_gpu_geom *geo, int n_min, const uint8_t *minutiae, int n_cyl,
+					 const uint8_t *cmin, size_t stride)
 {
+	int16_t		at[MCC_MAX_MINUTIAE];
 	int			order[MCC_MAX_CYL];
-	int			n;
+	int			n = 0;
 	uint32_t	base;
 
-	if (t->n_cyl < 0 || t->n_cyl > MCC_MAX_CYL || rp_order(t, order) != t->n_cyl)
+	if (n_cyl < 0 || n_cyl > MCC_MAX_CYL)
 		return -2;
-	n = t->n_cyl;
+	for (int i = 0; i < n_min && i < MCC_MAX_MINUTIAE; i++)
+		at[i] = -1;
+	for (int c = 0; c < n_cyl; c++)
+	{
+		int			m = cmin[(size_t) c * stride];
+
+		if (m < MCC_MAX_MINUTIAE)
+			at[m] = (int16_t) c;
+	}
+	for (int i = 0; i < n_min && i < MCC_MAX_MINUTIAE; i++)
+		if (at[i] >= 0)
+			order[n++] = at[i];
+	if (n != n_cyl)
+		return -2;
 	if (rp_geom_reserve(geo, 1, (uint32_t) n) != 0)
 		return -1;
 	base = geo->n_cyl;
 	for (int k = 0; k < n; k++)
 	{
-		mcc_minutia m;
+		const uint8_t *rec = minutiae + (size_t) cmin[(size_t) order[k] * stride] * MCC_MINUTIA_RECSZ;
+		uint16_t	x;
+		uint16_t	y;
 
-		mcc_template_minutia(t, mcc_template_cyl_minutia(t, order[k]), &m);
+		memcpy(&x, rec, 2);
+		memcpy(&y, rec + 2, 2);
 		geo->perm[base + k] = (uint8_t) order[k];
-		geo->xy[base + k] = (uint32_t) (uint16_t) m.x | (uint32_t) (uint16_t) m.y << 16;
-		geo->theta[base + k] = m.theta;
+		geo->xy[base + k] = (uint32_t) x | (uint32_t) y << 16;
+		memcpy(&geo->theta[base + k], rec + 4, 4);
 	}
 	geo->n_cyl += (uint32_t) n;
 	geo->n_tpl++;
 	geo->first[geo->n_tpl] = geo->n_cyl;
 	return 0;
+}
+
+/* Append t's records to geo; 0, -1 (memory) or -2 (not one cylinder per minutia). */
+static inline int
+rp_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t)
+{
+	return rp_geom_append_parts(geo, t->n_min, t->minutiae, t->n_cyl, t->meta + 3, MCC_CYLMETA_RECSZ);
 }
 
 /* Append template k of src to dst; 0 or -1. */
@@ -382,10 +428,11 @@ typedef struct rp_rec_item
 #define RP_REC_MAX_THREADS	64
 
 /*
- * A thread's run of items. Phase 1: the records, each direction looked up
- * in the hash (read only), RP_REC_MISS where it is not there, counted. Phase
- * 2 (the hash full): each miss gets the next new entry from base on, its
- * unit vector written there.
+ * A thread's run of items. Phase 1 (the hash not full): the records, each
+ * direction looked up in the hash (read only), RP_REC_MISS where it is not
+ * there. Phase 2 (the hash full): the records, each direction the next
+ * new entry from base on, its unit vector written to vnew (entries from
+ * vbase on) or, without vnew, to the table.
  */
 typedef struct rp_rec_worker
 {
@@ -397,8 +444,9 @@ typedef struct rp_rec_worker
 	uint8_t    *hperm;
 	uint32_t   *hxy,
 			   *huix;
+	double	   *vnew;			/* or NULL: new entries from vbase on, also here */
+	uint32_t	vbase;
 	int			phase;
-	uint32_t	misses;
 	uint32_t	base;
 } rp_rec_worker;
 
@@ -417,26 +465,24 @@ rp_rec_worker_run(void *arg)
 		{
 			size_t		o = r->off + c;
 
+			w->hperm[o] = geo->perm[f + c];
+			w->hxy[o] = geo->xy[f + c];
 			if (w->phase == 1)
 			{
 				uint32_t	bits;
 				uint32_t	slot;
 
-				w->hperm[o] = geo->perm[f + c];
-				w->hxy[o] = geo->xy[f + c];
 				memcpy(&bits, &geo->theta[f + c], sizeof(bits));
 				if (!rp_utab_find(w->u, bits, &w->huix[o], &slot))
-				{
 					w->huix[o] = RP_REC_MISS;
-					w->misses++;
-				}
 			}
-			else if (w->huix[o] == RP_REC_MISS)
+			else
 			{
 				uint32_t	idx = w->base++;
+				double	   *v = w->vnew ? &w->vnew[2 * (size_t) (idx - w->vbase)] :
+					&w->u->v[2 * (size_t) idx];
 
-				mcc_dm_sincos((double) geo->theta[f + c], &w->u->v[2 * (size_t) idx + 1],
-							  &w->u->v[2 * (size_t) idx]);
+				mcc_dm_sincos((double) geo->theta[f + c], &v[1], &v[0]);
 				w->huix[o] = idx;
 			}
 		}
@@ -462,71 +508,108 @@ rp_rec_run(rp_rec_worker *w, int n, int phase)
 		pthread_join(tid[i], NULL);
 }
 
-/*
- * The records of items[0..n) into the staging arrays, and their
- * directions into table u, on nth threads, exactly as one loop of
- * rp_geom_records over them in order would: a direction in the hash at the
- * start gets its
- * entry whatever comes before it (entries are never removed or moved);
- * only the misses depend on the order. Looked up on several threads; then,
- * while the hash can still take keys, the misses resolved in order here
- * (a few hundred with real data's quantized angles, at most RP_UHASH_MAX
- * before the hash is full); once it is full, every miss is a new entry in
- * order, so each thread's misses take the entries after those of the
- * threads before it and the threads write them. 0, or -1 (memory: the
- * table may hold new entries, as after a failed rp_geom_records).
- */
+/* n workers over items[0..n_items), each knowing its first new entry: base on (the hash full). */
 static inline int
-rp_records_build(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, uint32_t n,
-				 int nth, uint8_t *hperm, uint32_t *hxy, uint32_t *huix)
+rp_rec_workers(rp_rec_worker *w, int nth, rp_utab *u, const mcc_gpu_geom *geo,
+			   const rp_rec_item *items, uint32_t n_items, uint8_t *hperm, uint32_t *hxy,
+			   uint32_t *huix, double *vnew, uint32_t vbase, uint64_t *next)
 {
-	rp_rec_worker w[RP_REC_MAX_THREADS];
-	int			frozen = rp_utab_frozen(u);
-
-	if (rp_utab_hash(u) != 0)
-		return -1;
 	if (nth < 1)
 		nth = 1;
 	if (nth > RP_REC_MAX_THREADS)
 		nth = RP_REC_MAX_THREADS;
-	memset(w, 0, sizeof(w));
+	memset(w, 0, sizeof(rp_rec_worker) * nth);
 	for (int i = 0; i < nth; i++)
 	{
 		w[i].geo = geo;
 		w[i].u = u;
 		w[i].items = items;
-		w[i].i0 = (uint32_t) ((uint64_t) n * i / nth);
-		w[i].i1 = (uint32_t) ((uint64_t) n * (i + 1) / nth);
+		w[i].i0 = (uint32_t) ((uint64_t) n_items * i / nth);
+		w[i].i1 = (uint32_t) ((uint64_t) n_items * (i + 1) / nth);
 		w[i].hperm = hperm;
 		w[i].hxy = hxy;
 		w[i].huix = huix;
+		w[i].vnew = vnew;
+		w[i].vbase = vbase;
+		w[i].base = (uint32_t) *next;
+		for (uint32_t it = w[i].i0; it < w[i].i1; it++)
+			*next += items[it].n;
 	}
-	rp_rec_run(w, nth, 1);
-	if (frozen)
-	{
-		uint64_t	next = u->n;
+	return nth;
+}
 
-		for (int i = 0; i < nth; i++)
-		{
-			w[i].base = (uint32_t) next;
-			next += w[i].misses;
-		}
-		if (next >= RP_REC_MISS || rp_utab_reserve(u, (uint32_t) next) != 0)
-			return -1;
-		rp_rec_run(w, nth, 2);
-		u->n = (uint32_t) next;
-		return 0;
-	}
-	for (uint32_t it = 0; it < n; it++)
+/*
+ * Items[0..n) with the hash full: the k-th record in item order gets entry
+ * u->n + k, so each thread knows its first entry from the records before
+ * its items and writes its records and vectors alone (into vnew at entry -
+ * vbase, or without vnew into the table, which then holds every entry).
+ */
+static inline int
+rp_records_frozen(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, uint32_t n,
+				  int nth, uint8_t *hperm, uint32_t *hxy, uint32_t *huix, double *vnew, uint32_t vbase)
+{
+	rp_rec_worker w[RP_REC_MAX_THREADS];
+	uint64_t	next = u->n;
+
+	nth = rp_rec_workers(w, nth, u, geo, items, n, hperm, hxy, huix, vnew, vbase, &next);
+	if (next >= RP_REC_MISS || (!vnew && (u->nv != u->n || rp_utab_reserve(u, (uint32_t) next) != 0)))
+		return -1;
+	rp_rec_run(w, nth, 2);
+	u->n = (uint32_t) next;
+	if (!vnew)
+		u->nv = u->n;
+	return 0;
+}
+
+/*
+ * The records of items[0..n) into the staging arrays, and their
+ * directions into table u, on nth threads, exactly as one loop of
+ * rp_geom_records over them in order would. While the hash can take keys,
+ * the directions are looked up on several threads (read only), then the
+ * misses resolved in order here (a few hundred with real data's quantized
+ * angles, at most RP_UHASH_MAX before the hash is full): a direction in the
+ * hash at the start gets its entry whatever comes before it, since entries
+ * are never removed or moved, unless the hash fills up before it in this
+ * call (then it is new, as in the loop). From the item where the hash is
+ * full on, rp_records_frozen. With vnew, the entries the call adds are also
+ * written there (vnew[0] is entry u->n at the call), what a device lacks
+ * after the call: once the hash is full only there, not in the table (u->nv
+ * stays); without vnew the table holds every entry (then u->nv must equal
+ * u->n at the call). 0, or -1 (memory: the table may hold new entries, as
+ * after a failed rp_geom_records).
+ */
+static inline int
+rp_records_build(rp_utab *u, const mcc_gpu_geom *geo, const rp_rec_item *items, uint32_t n,
+				 int nth, uint8_t *hperm, uint32_t *hxy, uint32_t *huix, double *vnew)
+{
+	rp_rec_worker w[RP_REC_MAX_THREADS];
+	uint32_t	n0 = u->n;
+	uint64_t	next = u->n;
+	uint32_t	it = 0;
+	int			rc = 0;
+
+	if (rp_utab_hash(u) != 0)
+		return -1;
+	if (rp_utab_frozen(u))
+		return rp_records_frozen(u, geo, items, n, nth, hperm, hxy, huix, vnew, n0);
+	nth = rp_rec_workers(w, nth, u, geo, items, n, hperm, hxy, huix, vnew, n0, &next);
+	rp_rec_run(w, nth, 1);
+	for (; it < n && !rp_utab_frozen(u); it++)
 	{
 		uint32_t	f = geo->first[items[it].tpl];
 
+		/* once the hash fills up here, every later direction is new, found or not */
 		for (uint32_t c = 0; c < items[it].n; c++)
-			if (huix[items[it].off + c] == RP_REC_MISS &&
+			if ((huix[items[it].off + c] == RP_REC_MISS || rp_utab_frozen(u)) &&
 				rp_utab_index(u, geo->theta[f + c], &huix[items[it].off + c]) != 0)
 				return -1;
 	}
-	return 0;
+	/* resolved here, in order (all held in the table): few with quantized directions */
+	if (vnew && u->n > n0)
+		memcpy(vnew, u->v + 2 * (size_t) n0, 16 * (size_t) (u->n - n0));
+	if (it < n)
+		rc = rp_records_frozen(u, geo, items + it, n - it, nth, hperm, hxy, huix, vnew, n0);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */

@@ -393,6 +393,19 @@ eng_cache_template(const eng_cache *c, uint32_t idx, uint8_t *buf, mcc_template_
 									(size_t) nc * MCC_CYLMETA_RECSZ, v, &err);
 }
 
+void
+eng_cache_minutiae(const eng_cache *c, uint32_t idx, int *n_min, const uint8_t **minutiae,
+				   int *n_cyl, const uint8_t **cyl_minutia)
+{
+	const uint8_t *d = c->side + c->entries[idx].side;
+
+	/* the side is the template from its byte 4 up to the bits, then the indices */
+	*n_min = eng_side_n_min(d);
+	*minutiae = d + MCC_TEMPLATE_HDRSZ - 4;
+	*n_cyl = (int) c->soa.ncyl[idx];
+	*cyl_minutia = d + eng_side_bits_at(*n_min) - 4;
+}
+
 size_t
 eng_template_max_bytes(void)
 {

@@ -94,6 +94,7 @@ typedef struct eng_cache
 	uint64_t	bytes;			/* what this cache holds (charged if budget) */
 	eng_budget *budget;			/* NULL: not charged */
 	int			pins;			/* scans and compactions reading it */
+	bool		orphaned;		/* its load dropped it while a job read it: that job frees it */
 
 	/*
 	 * Entries purged, in order (the GPU mirror sends them as tombstones);
@@ -246,6 +247,15 @@ size_t		eng_cache_template_bytes(const eng_cache *c, uint32_t idx);
  */
 void		eng_cache_template(const eng_cache *c, uint32_t idx, uint8_t *buf,
 							   mcc_template_view *v);
+
+/*
+ * What refinement geometry reads of entry idx's stored template, without
+ * rebuilding it: its n_min minutiae records as the template stores them,
+ * and its n_cyl cylinders' minutia indices, one byte each (pointers into
+ * the cache, valid while the entry is).
+ */
+void		eng_cache_minutiae(const eng_cache *c, uint32_t idx, int *n_min,
+							   const uint8_t **minutiae, int *n_cyl, const uint8_t **cyl_minutia);
 
 /* The most bytes a template of any profile takes (a buffer for eng_cache_template). */
 size_t		eng_template_max_bytes(void);

@@ -129,7 +129,7 @@ is_shell(const eng_gallery *g)
 {
 	return g->cache == NULL && g->loads == NULL && g->waiting == NULL &&
 		g->running == NULL && g->rescored == NULL && g->gpu_building == NULL &&
-		g->compacting == NULL && g->settles == NULL &&
+		g->gpu_prebuild == NULL && g->compacting == NULL && g->settles == NULL &&
 		g->snapshotting == NULL && g->snap_reading == NULL &&
 		atomic_load(&g->snap_writing) == 0;
 }
@@ -637,6 +637,17 @@ eng_gallery_free_all(eng_server *s)
 			eng_batch_free(g->gpu_building);
 			if (bc != g->cache && bc != g->running_cache && bc != g->rescored_cache)
 				eng_cache_free(bc);
+		}
+		if (g->gpu_prebuild)
+		{
+			/* the load's cache, freed with the load below, or an orphan */
+			eng_cache  *pc = (eng_cache *) g->gpu_prebuild->cache;
+
+			eng_batch_free(g->gpu_prebuild);
+			g->gpu_prebuild = NULL;
+			pc->pins--;
+			if (pc->orphaned)
+				eng_cache_free(pc);
 		}
 		if (g->compacting)
 		{

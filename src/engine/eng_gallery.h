@@ -96,6 +96,7 @@ typedef struct eng_gallery
 	eng_cache  *rescored_cache; /* what `rescored` read (pinned) */
 	eng_rescore *rescoring;		/* its second stage, the job in flight */
 	eng_batch  *gpu_building;	/* a full GPU upload beside the passes (pins its cache), or NULL */
+	eng_batch  *gpu_prebuild;	/* the GPU copy of a snapshot being checked (pins the load's cache), or NULL */
 	eng_compaction *compacting;
 	struct eng_load *loads;
 	eng_settle *settles;		/* FIFO of deferred SETTLEs */

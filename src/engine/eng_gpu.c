@@ -139,8 +139,14 @@ eng_gpu_usable(const eng_gpu *g)
 bool
 eng_gpu_wants(const eng_gpu *g, const eng_cache *c)
 {
+	return eng_gpu_wants_rows(g, c) && eng_cache_searchable(c) > 0;
+}
+
+bool
+eng_gpu_wants_rows(const eng_gpu *g, const eng_cache *c)
+{
 	return eng_gpu_usable(g) && c != NULL && c->profile->id == MCC_PROFILE_GPU2015 &&
-		c->soa.n_tpl > 0 && eng_cache_searchable(c) > 0 &&
+		c->soa.n_tpl > 0 &&
 		(c->gpu == NULL || (!atomic_load(&c->gpu->failed) && !atomic_load(&c->gpu->building)));
 }
 
@@ -291,6 +297,12 @@ eng_gpu_usable(const eng_gpu *g)
 
 bool
 eng_gpu_wants(const eng_gpu *g, const eng_cache *c)
+{
+	return false;
+}
+
+bool
+eng_gpu_wants_rows(const eng_gpu *g, const eng_cache *c)
 {
 	return false;
 }

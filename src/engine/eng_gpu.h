@@ -122,6 +122,12 @@ bool		eng_gpu_usable(const eng_gpu *g);
 bool		eng_gpu_wants(const eng_gpu *g, const struct eng_cache *c);
 
 /*
+ * The same whether or not c has searchable rows yet: a restored cache
+ * whose rows are all tombstones until its check revives them.
+ */
+bool		eng_gpu_wants_rows(const eng_gpu *g, const struct eng_cache *c);
+
+/*
  * Does c's mirror lag behind c (a pass would upload, append or remove)?
  * false after a failed pass: the next search retries, not an idle sync.
  */
@@ -141,6 +147,15 @@ bool		eng_gpu_needs_upload(const eng_gpu *g, const struct eng_cache *c);
  * STATUS says "cpu".
  */
 void		eng_gpu_set_building(struct eng_cache *c, bool on);
+
+/*
+ * Hold back (on) the tombstones of c's purged entries while its mirror is
+ * built during a snapshot check, which revives restored rows meanwhile;
+ * off once the check's job is over: the next sync sends them (every purged
+ * entry then), and until it has, c counts as stale. Main thread, while no
+ * job syncs c's mirror.
+ */
+void		eng_gpu_hold_removals(struct eng_cache *c, bool on);
 
 /* Give c a mirror (no device work yet; main thread). false: no memory. */
 bool		eng_gpu_attach(eng_gpu *g, struct eng_cache *c);

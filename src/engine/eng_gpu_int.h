@@ -53,6 +53,15 @@ struct eng_gpu_mirror
 	atomic_bool on_device;		/* for STATUS (read without the lock) */
 	atomic_bool building;		/* a job beside the passes uploads it (set by the main thread) */
 	atomic_uint_fast64_t bytes;
+	/*
+	 * The copy of a snapshot being checked (eng_gpu_hold_removals): its
+	 * restored rows are tombstones that the check revives meanwhile, so no
+	 * tombstone goes to the device until the check is over (removals_held,
+	 * set by the main thread before and after the job); removals_due: the
+	 * purged entries' tombstones are still to be sent (lock held).
+	 */
+	bool		removals_held;
+	bool		removals_due;
 };
 
 /* Monotonic seconds, for the log. */

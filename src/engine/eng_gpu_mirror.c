@@ -37,7 +37,7 @@ mirror_lag(const eng_gpu *g, const eng_cache *c)
 		return 0;
 	if (m->ctx == NULL || m->given > c->soa.n_tpl || c->purge_log_lost)
 		return 2;
-	return m->given != c->soa.n_tpl || m->purges_sent != c->n_purge_log;
+	return m->given != c->soa.n_tpl || m->purges_sent != c->n_purge_log || m->removals_due;
 }
 
 bool
@@ -57,6 +57,16 @@ eng_gpu_set_building(eng_cache *c, bool on)
 {
 	if (c->gpu != NULL)
 		atomic_store(&c->gpu->building, on);
+}
+
+void
+eng_gpu_hold_removals(eng_cache *c, bool on)
+{
+	if (c->gpu == NULL)
+		return;
+	pthread_mutex_lock(&c->gpu->owner->lock);
+	c->gpu->removals_held = on;
+	pthread_mutex_unlock(&c->gpu->owner->lock);
 }
 
 bool
@@ -90,6 +100,7 @@ eng_gpu_close_ctx(eng_gpu *g, eng_gpu_mirror *m)
 	m->given = 0;
 	m->ref_given = 0;
 	m->purges_sent = 0;
+	m->removals_due = false;
 	for (int d = 0; d < MCC_GPU_MAX_DEVICES; d++)
 	{
 		g->dev_used[d] -= m->dev_bytes[d] < g->dev_used[d] ? m->dev_bytes[d] : g->dev_used[d];
@@ -188,9 +199,8 @@ eng_gpu_sync_mirror(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc_error
 		g->stats.upload_s += eng_gpu_now_s() - t0;
 		eng_log(ENG_LOG_INFO, "uploaded %u templates (%u cylinders) to the GPU in %.3f s",
 				c->soa.n_tpl, c->soa.n_cyl, eng_gpu_now_s() - t0);
-		if ((rc = eng_gpu_remove_purged(g, m->ctx, c, err)) != MCC_GPU_OK)
-			return rc;
-		m->purges_sent = c->n_purge_log;
+		m->removals_due = true;
+		m->purges_sent = c->n_purge_log;	/* purged entries: all of them tombstoned below */
 	}
 	else if (m->given < c->soa.n_tpl)
 	{
@@ -198,6 +208,18 @@ eng_gpu_sync_mirror(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc_error
 			return rc;
 		m->given = c->soa.n_tpl;
 		g->stats.appends++;
+	}
+	/*
+	 * After a full upload, every purged entry's tombstone; not while a
+	 * snapshot check revives the restored rows (they are all purged until
+	 * revived, and a device tombstone is never undone): its end sends them.
+	 */
+	if (m->removals_due && !m->removals_held)
+	{
+		if ((rc = eng_gpu_remove_purged(g, m->ctx, c, err)) != MCC_GPU_OK)
+			return rc;
+		m->removals_due = false;
+		m->purges_sent = c->n_purge_log;
 	}
 	for (; m->purges_sent < c->n_purge_log; m->purges_sent++)
 	{
@@ -341,6 +363,11 @@ eng_gpu_needs_upload(const eng_gpu *g, const eng_cache *c)
 
 void
 eng_gpu_set_building(eng_cache *c, bool on)
+{
+}
+
+void
+eng_gpu_hold_removals(eng_cache *c, bool on)
 {
 }
 

@@ -4,8 +4,9 @@
  * rebuilt from the cache's sides on several threads, and sent to the device
  * chunk by chunk in gallery order.
  *
- * Rebuilding a template (eng_cache_template, then mcc_gpu_geom_append) is
- * most of the work and depends on that template only, so workers build the
+ * A template's geometry (from its minutiae and its cylinders' minutia
+ * indices as the cache keeps them, eng_cache_minutiae: no template is
+ * rebuilt) depends on that template only, so workers build the
  * geometry of GPU_GEOM_CHUNK templates at a time, each chunk into a slot of
  * a small ring, while the calling thread (holding eng_gpu.lock) sends the
  * chunks in order. The order matters: mcc_gpu_refine_attach adds each new
@@ -68,9 +69,13 @@ chunk_range(const ref_ring *r, uint32_t i, uint32_t *t0, uint32_t *t1)
 	*t1 = r->to - *t0 > GPU_GEOM_CHUNK ? *t0 + GPU_GEOM_CHUNK : r->to;
 }
 
-/* Rebuild the geometry of chunk i into geo (cleared first); buf holds a template. */
+/*
+ * The geometry of chunk i into geo (cleared first), from what the cache
+ * keeps of each template (its minutiae and its cylinders' minutia indices,
+ * eng_cache_minutiae): the template itself is not rebuilt.
+ */
 static mcc_status
-build_chunk(const ref_ring *r, uint32_t i, mcc_gpu_geom *geo, uint8_t *buf, mcc_error *err)
+build_chunk(const ref_ring *r, uint32_t i, mcc_gpu_geom *geo, mcc_error *err)
 {
 	uint32_t	t0;
 	uint32_t	t1;
@@ -79,10 +84,13 @@ build_chunk(const ref_ring *r, uint32_t i, mcc_gpu_geom *geo, uint8_t *buf, mcc_
 	mcc_gpu_geom_clear(geo);
 	for (uint32_t k = t0; k < t1; k++)
 	{
-		mcc_template_view v;
+		int			n_min;
+		int			n_cyl;
+		const uint8_t *minutiae;
+		const uint8_t *cyl_minutia;
 
-		eng_cache_template(r->c, k, buf, &v);
-		if (mcc_gpu_geom_append(geo, &v, err) != MCC_OK)
+		eng_cache_minutiae(r->c, k, &n_min, &minutiae, &n_cyl, &cyl_minutia);
+		if (mcc_gpu_geom_append_parts(geo, n_min, minutiae, n_cyl, cyl_minutia, err) != MCC_OK)
 			return err->status;
 	}
 	return MCC_OK;
@@ -93,7 +101,6 @@ static void *
 ref_worker(void *arg)
 {
 	ref_ring   *r = arg;
-	uint8_t    *buf = malloc(eng_template_max_bytes());
 
 	pthread_mutex_lock(&r->mu);
 	for (;;)
@@ -111,10 +118,7 @@ ref_worker(void *arg)
 		sl = &r->slots[i % r->n_slots];
 		pthread_mutex_unlock(&r->mu);
 		mcc_error_clear(&err);
-		if (buf == NULL)
-			st = mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory for the refinement data");
-		else
-			st = build_chunk(r, i, &sl->geo, buf, &err);
+		st = build_chunk(r, i, &sl->geo, &err);
 		pthread_mutex_lock(&r->mu);
 		sl->status = st;
 		sl->err = err;
@@ -122,7 +126,6 @@ ref_worker(void *arg)
 		pthread_cond_broadcast(&r->cv);
 	}
 	pthread_mutex_unlock(&r->mu);
-	free(buf);
 	return NULL;
 }
 
@@ -203,13 +206,7 @@ send_all(eng_gpu_mirror *m, ref_ring *r, pthread_t *tids, int n, mcc_gpu_geom *a
 		 double *wait_s, double *send_s, mcc_error *err)
 {
 	mcc_gpu_code rc = MCC_GPU_OK;
-	uint8_t    *buf = n == 0 ? malloc(eng_template_max_bytes()) : NULL;
 
-	if (n == 0 && buf == NULL)
-	{
-		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the refinement data");
-		return MCC_GPU_OOM;
-	}
 	for (uint32_t i = 0; i < r->n_chunks && rc == MCC_GPU_OK; i++)
 	{
 		ref_slot   *sl;
@@ -220,7 +217,7 @@ send_all(eng_gpu_mirror *m, ref_ring *r, pthread_t *tids, int n, mcc_gpu_geom *a
 		if (n == 0)
 		{
 			sl = &r->slots[0];
-			if ((sl->status = build_chunk(r, i, &sl->geo, buf, &sl->err)) == MCC_OK)
+			if ((sl->status = build_chunk(r, i, &sl->geo, &sl->err)) == MCC_OK)
 				sl->chunk = i;
 		}
 		else
@@ -243,7 +240,14 @@ send_all(eng_gpu_mirror *m, ref_ring *r, pthread_t *tids, int n, mcc_gpu_geom *a
 		else
 			sl->chunk = -1;
 	}
-	free(buf);
+	/* the attaches queued their copies: the data is there when they are done */
+	if (rc == MCC_GPU_OK)
+	{
+		double		at = eng_gpu_now_s();
+
+		rc = mcc_gpu_refine_attach_wait(m->ctx, err);
+		*send_s += eng_gpu_now_s() - at;
+	}
 	return rc;
 }
 
@@ -264,10 +268,13 @@ eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc
 	double		t_start = eng_gpu_now_s();
 	double		wait_s = 0;
 	double		send_s = 0;
+	mcc_gpu_attach_timing t0;
+	mcc_gpu_attach_timing t1;
 	mcc_gpu_code rc = MCC_GPU_OK;
 
 	if (m->ref_given >= m->given)
 		return MCC_GPU_OK;
+	mcc_gpu_refine_attach_timing(m->ctx, &t0);
 	memset(&r, 0, sizeof(r));
 	memset(&abs, 0, sizeof(abs));
 	r.c = c;
@@ -312,11 +319,22 @@ eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc
 
 		g->stats.refine_attached += m->ref_given - from;
 		g->stats.refine_attach_s += took;
+		mcc_gpu_refine_attach_timing(m->ctx, &t1);
 		if (rc == MCC_GPU_OK)
 			eng_log(ENG_LOG_INFO, "sent the refinement data of %u templates to the GPU in %.3f s "
 					"(geometry rebuilt on %d thread(s); the sender waited %.3f s for geometry "
-					"and spent %.3f s attaching records)", m->ref_given - from, took,
-					n > 0 ? n : 1, wait_s, send_s);
+					"and spent %.3f s attaching records: packing %.3f s, waiting for a staging "
+					"buffer %.3f s, device room and queuing copies %.3f s, last copies %.3f s)",
+					m->ref_given - from, took, n > 0 ? n : 1, wait_s, send_s,
+					(t1.pack_ms - t0.pack_ms) / 1e3, (t1.wait_ms - t0.wait_ms) / 1e3,
+					(t1.copy_ms - t0.copy_ms) / 1e3, (t1.sync_ms - t0.sync_ms) / 1e3);
+		/*
+		 * A failed attach loses the context's refinement data (the unit
+		 * vectors given once its hash is full are only on the devices):
+		 * the next attempt sends it all again (mcc_gpu_refine.h).
+		 */
+		if (rc != MCC_GPU_OK)
+			m->ref_given = 0;
 	}
 out:
 	for (int i = 0; r.slots != NULL && i < r.n_slots; i++)

@@ -22,6 +22,20 @@
 #include "mcc_hash.h"
 
 /* Free a load and unlink it from its gallery and connection. */
+/*
+ * Free what load l built, unless a job still reads it (the GPU copy of a
+ * snapshot being checked: eng_pass_start_gpu_prebuild), which then frees it.
+ */
+static void
+drop_build(eng_load *l)
+{
+	if (l->build != NULL && l->build->pins > 0)
+		l->build->orphaned = true;
+	else
+		eng_cache_free(l->build);
+	l->build = NULL;
+}
+
 void
 eng_load_free(eng_conn *c, eng_load *l)
 {
@@ -33,7 +47,7 @@ eng_load_free(eng_conn *c, eng_load *l)
 			*pp = l->next;
 			break;
 		}
-	eng_cache_free(l->build);
+	drop_build(l);
 	eng_snap_free(l->snap);
 	free(l->want);
 	if (c)
@@ -49,8 +63,7 @@ eng_load_fail(eng_load *l, int perr, const mcc_error *err)
 		return;
 	l->perr = perr;
 	l->err = *err;
-	eng_cache_free(l->build);
-	l->build = NULL;
+	drop_build(l);
 }
 
 /*
@@ -491,6 +504,13 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 	if (l->build == NULL || n == 0)
 		return;
 	mcc_error_clear(&err);
+	/* rows before WANT would grow the cache a GPU job reads (eng_pass_start_gpu_prebuild) */
+	if (l->build->pins > 0)
+	{
+		mcc_error_set(&err, MCC_ERR_INTERNAL, "rows arrived before the snapshot check's WANT");
+		eng_load_fail(l, MCC_PERR_INTERNAL, &err);
+		return;
+	}
 	j.v = malloc(sizeof(*j.v) * n);
 	j.hash = malloc(sizeof(*j.hash) * n);
 	j.bad = malloc(n);

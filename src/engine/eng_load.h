@@ -41,6 +41,8 @@ typedef struct eng_load
 	uint32_t	cap_want;
 	uint64_t	from_snap;		/* rows taken from the snapshot */
 	uint64_t	snap_rows;		/* rows the snapshot had */
+	bool		want_held;		/* WANT waits for the GPU copy being built of build */
+	uint64_t	want_rid;		/* LOAD_HEADS_END's request id */
 } eng_load;
 
 eng_load   *eng_load_begin(struct eng_server *s, struct eng_conn *c, uint64_t request_id,

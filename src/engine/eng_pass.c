@@ -13,6 +13,7 @@
 #include "eng_gallery.h"
 #include "eng_log.h"
 #include "eng_result.h"
+#include "eng_snapshot.h"
 
 /*
  * The candidates a search keeps per probe from cache c: k, or for a
@@ -289,13 +290,13 @@ eng_pass_start(eng_server *s, eng_gallery *g, eng_request *ready)
  * there). NULL if the cache does not go to the GPU or memory is short.
  */
 static eng_batch *
-gpu_sync_batch(eng_server *s, eng_gallery *g)
+gpu_sync_batch(eng_server *s, eng_gallery *g, eng_cache *c)
 {
-	eng_batch  *b = eng_batch_new(g->cache, 0, eng_pool_threads(s->pool));
+	eng_batch  *b = eng_batch_new(c, 0, eng_pool_threads(s->pool));
 
 	if (b == NULL)
 		return NULL;
-	maybe_gpu(s, g->cache, b);
+	maybe_gpu(s, c, b);
 	if (b->gpu == NULL)
 	{
 		eng_batch_free(b);
@@ -310,7 +311,7 @@ gpu_sync_batch(eng_server *s, eng_gallery *g)
 void
 eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g)
 {
-	eng_batch  *b = gpu_sync_batch(s, g);
+	eng_batch  *b = gpu_sync_batch(s, g, g->cache);
 
 	if (b != NULL)
 		run_pass(s, g, b, NULL);
@@ -319,7 +320,7 @@ eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g)
 void
 eng_pass_start_gpu_build(eng_server *s, eng_gallery *g)
 {
-	eng_batch  *b = gpu_sync_batch(s, g);
+	eng_batch  *b = gpu_sync_batch(s, g, g->cache);
 
 	if (b == NULL)
 		return;
@@ -330,6 +331,53 @@ eng_pass_start_gpu_build(eng_server *s, eng_gallery *g)
 	eng_gpu_set_building(g->cache, true);
 	s->jobs++;
 	eng_pool_submit(s->pool, &b->job);
+}
+
+void
+eng_pass_start_gpu_prebuild(eng_server *s, eng_gallery *g, eng_cache *c)
+{
+	eng_batch  *b;
+
+	/* its rows are all tombstones until revived: eng_gpu_wants would say no */
+	if (g->gpu_prebuild != NULL || !eng_gpu_wants_rows(s->gpu, c) || !eng_gpu_attach(s->gpu, c) ||
+		(b = eng_batch_new(c, 0, eng_pool_threads(s->pool))) == NULL)
+		return;
+	eng_batch_use_gpu(b, s->gpu);
+	b->gpu_refdata = !s->cfg.gpu_refine_off;
+	b->job.tag = ENG_JOB_BATCH;
+	b->owner = g;
+	g->gpu_prebuild = b;
+	c->pins++;
+	eng_gpu_set_building(c, true);
+	eng_gpu_hold_removals(c, true);
+	s->jobs++;
+	eng_pool_submit(s->pool, &b->job);
+}
+
+/*
+ * The end of the GPU copy built during a snapshot check: the tombstones
+ * may go up at the next sync (after the check: the cache is served by
+ * then, or dropped), a WANT held for it goes out, and a cache its load
+ * dropped meanwhile is freed. A failed copy is only logged: the cache,
+ * once served, gets a full upload as after any load.
+ */
+static void
+gpu_prebuild_done(eng_server *s, eng_gallery *g, eng_batch *b)
+{
+	eng_cache  *c = (eng_cache *) b->cache;
+
+	g->gpu_prebuild = NULL;
+	eng_gpu_set_building(c, false);
+	eng_gpu_hold_removals(c, false);
+	if (b->gpu_outcome != ENG_GPU_DONE)
+		eng_log(ENG_LOG_WARNING, "gallery %s: GPU copy during the snapshot check failed, "
+				"uploaded after it instead: %s", eng_gallery_name(g),
+				b->gpu_err.message[0] ? b->gpu_err.message : "unknown error");
+	eng_batch_free(b);
+	c->pins--;
+	if (c->orphaned)
+		eng_cache_free(c);
+	eng_snapshot_prebuilt(s, g);
 }
 
 /*
@@ -569,6 +617,11 @@ eng_pass_batch_done(eng_server *s, eng_batch *b)
 	if (b == g->gpu_building)
 	{
 		gpu_build_done(s, g, b);
+		return;
+	}
+	if (b == g->gpu_prebuild)
+	{
+		gpu_prebuild_done(s, g, b);
 		return;
 	}
 	if (b->gpu != NULL && b->gpu_outcome != ENG_GPU_DONE && gpu_fallback(s, g, b))

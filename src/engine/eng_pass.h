@@ -39,6 +39,15 @@ void		eng_pass_start_gpu_sync(eng_server *s, eng_gallery *g);
 void		eng_pass_start_gpu_build(eng_server *s, eng_gallery *g);
 
 /*
+ * Start the full upload of c, the cache a snapshot-checked load took, as a
+ * job while the check runs (g->gpu_prebuild, c pinned): its rows' device
+ * tombstones are held back until the job is over (the check revives them
+ * meanwhile), and the load's WANT waits for it, so that no row is appended
+ * to c while the job reads it (docs/matcher-service.md, "Cache snapshots").
+ */
+void		eng_pass_start_gpu_prebuild(eng_server *s, eng_gallery *g, eng_cache *c);
+
+/*
  * A finished pass: reply to the requests still wanting it, unless refining
  * searches need their rescoring first (the pass moves to the rescoring
  * stage, its cache pinned, until that comes back; it first waits for the

@@ -28,6 +28,7 @@
 
 #include "eng_load.h"
 #include "eng_log.h"
+#include "eng_pass.h"
 #include "eng_snapfile.h"
 #include "eng_snapshot.h"
 
@@ -580,14 +581,38 @@ eng_snapshot_take(eng_server *s, eng_load *l)
 	snap->cache_taken = true;	/* the load's now; its index serves until WANT */
 	l->snap = snap;
 	l->snap_rows = snap->n_rows;
+	/*
+	 * Its GPU copy is built while the check runs (the heap scan on the
+	 * backend, the revivals here): nothing on the device serves before the
+	 * check has ended and the mirror has been brought up to date with the
+	 * cache it left (matcher-service.md, "Cache snapshots").
+	 */
+	eng_pass_start_gpu_prebuild(s, g, l->build);
 	return true;
+}
+
+/* Reply WANT with the tuples the snapshot did not prove; the snapshot is done with. */
+static void
+send_want(eng_conn *c, eng_load *l, uint64_t request_id)
+{
+	size_t		f;
+
+	f = eng_frame_begin(&c->out, MCC_MSG_WANT, request_id);
+	eng_buf_u32(&c->out, l->n_want);
+	for (uint32_t i = 0; i < l->n_want; i++)
+		eng_buf_u64(&c->out, l->want[i]);
+	eng_frame_end(&c->out, f);
+	eng_snap_free(l->snap);
+	l->snap = NULL;
+	free(l->want);
+	l->want = NULL;
+	l->n_want = l->cap_want = 0;
 }
 
 void
 eng_snapshot_heads_end(eng_server *s, eng_conn *c, uint64_t request_id)
 {
 	eng_load   *l = c->load;
-	size_t		f;
 
 	if (l->snap == NULL || l->build == NULL || l->perr != 0)
 	{
@@ -606,14 +631,42 @@ eng_snapshot_heads_end(eng_server *s, eng_conn *c, uint64_t request_id)
 		eng_load_abort(s, c);
 		return;
 	}
-	f = eng_frame_begin(&c->out, MCC_MSG_WANT, request_id);
-	eng_buf_u32(&c->out, l->n_want);
-	for (uint32_t i = 0; i < l->n_want; i++)
-		eng_buf_u64(&c->out, l->want[i]);
-	eng_frame_end(&c->out, f);
-	eng_snap_free(l->snap);
-	l->snap = NULL;
-	free(l->want);
-	l->want = NULL;
-	l->n_want = l->cap_want = 0;
+	if (l->gallery->gpu_prebuild != NULL && l->gallery->gpu_prebuild->cache == l->build)
+	{
+		l->want_held = true;
+		l->want_rid = request_id;
+		return;
+	}
+	send_want(c, l, request_id);
 }
+
+void
+eng_snapshot_prebuilt(eng_server *s, eng_gallery *g)
+{
+	eng_load   *next;
+
+	for (eng_load *l = g->loads; l; l = next)
+	{
+		eng_conn   *c = eng_conn_by_id(s, l->conn_id);
+
+		next = l->next;
+		if (!l->want_held)
+			continue;
+		l->want_held = false;
+		if (c == NULL || c->load != l)
+			continue;
+		/* failed meanwhile (its cache dropped): the reply WANT would have been */
+		if (l->perr != 0 || l->build == NULL)
+		{
+			if (l->perr != 0)
+				eng_reply_error_by_id(s, c->id, l->want_rid, l->perr, &l->err);
+			else
+				eng_reply_error(c, l->want_rid, MCC_PERR_NOT_LOADED, 0,
+								"no cache snapshot to check: load in full");
+			eng_load_abort(s, c);
+			continue;
+		}
+		send_want(c, l, l->want_rid);
+	}
+}
+

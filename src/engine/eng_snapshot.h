@@ -66,7 +66,14 @@ void		eng_snapshot_remove(eng_server *s, const mcc_gallery_id *id);
 void		eng_snapshot_head(eng_server *s, eng_load *l, uint64_t tid, uint64_t xmin,
 							  uint64_t page_lsn, uint64_t insert_xid, uint64_t delete_xid);
 
-/* LOAD_HEADS_END: reply WANT (or an error, abandoning the load). */
+/*
+ * LOAD_HEADS_END: reply WANT (or an error, abandoning the load); while the
+ * GPU copy of the load's cache is being built (eng_pass_start_gpu_prebuild)
+ * WANT waits for it: no row is appended to the cache that job reads.
+ */
 void		eng_snapshot_heads_end(eng_server *s, eng_conn *c, uint64_t request_id);
+
+/* The GPU copy built during a check of g is done: send the WANT held for it. */
+void		eng_snapshot_prebuilt(eng_server *s, eng_gallery *g);
 
 #endif							/* ENG_SNAPSHOT_H */

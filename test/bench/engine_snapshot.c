@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine_testlib.h"
+#include "engine_cachefill.h"
 #include "eng_cache.h"
 #include "eng_snapfile.h"
 #include "mcc_crc32c.h"
@@ -40,7 +40,7 @@ main(int argc, char **argv)
 	.profile_id = 0};
 	tl_tpl	   *t;
 	eng_cache  *c;
-	uint64_t	cyl = 0;
+	double		per_row;
 	uint8_t    *buf;
 	size_t		len;
 	mcc_error	err;
@@ -69,25 +69,9 @@ main(int argc, char **argv)
 		distinct = n;
 	mcc_lss_init();
 	t = tl_synth_templates(42, distinct, false);
-	for (int i = 0; i < distinct; i++)
-		cyl += (uint64_t) tl_view(&t[i]).n_cyl;
-	c = eng_cache_new(mcc_profile_by_id(MCC_PROFILE_DEFAULT), NULL, (uint32_t) n,
-					  (uint32_t) (cyl * ((uint64_t) n / distinct + 1)), &err);
-	if (c == NULL)
+	if ((c = tl_cache_cycle(t, distinct, n)) == NULL)
 		return 1;
-	for (int i = 0; i < n; i++)
-	{
-		mcc_template_view v = tl_view(&t[i % distinct]);
-		uint32_t	idx;
-
-		if (eng_cache_append(c, i, 1, 0, 0, ENG_E_LOAD_INS, &v, &idx, &err) != MCC_OK)
-		{
-			fprintf(stderr, "append: %s\n", err.message);
-			return 1;
-		}
-		c->entries[idx].tid = (uint64_t) i + 1;
-		c->entries[idx].xmin = 1000 + (uint64_t) i;
-	}
+	per_row = (double) c->soa.n_cyl / n;
 	snprintf(path, sizeof(path), "%s/bench.snap", dir);
 	if (eng_snap_encode(c, &id, 1, 1, &buf, &len, &err) != MCC_OK ||
 		eng_snap_write_file(path, buf, len, &err) != MCC_OK)
@@ -97,7 +81,7 @@ main(int argc, char **argv)
 	}
 	eng_cache_free(c);
 	printf("# %d rows (%d distinct synthetic templates, %.1f cylinders each), snapshot %.1f MB, "
-		   "%d thread(s)\n", n, distinct, (double) cyl / distinct, len / 1048576.0, threads);
+		   "%d thread(s)\n", n, distinct, per_row, len / 1048576.0, threads);
 	for (int r = 0; r < rounds; r++)
 	{
 		eng_snap   *s = NULL;

@@ -114,6 +114,19 @@ rebuilt_matches(const eng_cache *c, const tl_tpl *by_key, int n_keys)
 			v.height == w.height && v.dpi == w.dpi && v.n_min == w.n_min &&
 			v.n_cyl == w.n_cyl && v.words == w.words && v.minutiae == w.minutiae &&
 			v.bits == w.bits && v.meta == w.meta;
+		/* the parts refinement geometry reads in place are the template's */
+		{
+			int			n_min;
+			int			n_cyl;
+			const uint8_t *mins;
+			const uint8_t *cmin;
+
+			eng_cache_minutiae(c, i, &n_min, &mins, &n_cyl, &cmin);
+			ok = ok && n_min == v.n_min && n_cyl == v.n_cyl &&
+				memcmp(mins, v.minutiae, (size_t) n_min * MCC_MINUTIA_RECSZ) == 0;
+			for (int k = 0; ok && k < n_cyl; k++)
+				ok = cmin[k] == mcc_template_cyl_minutia(&v, k);
+		}
 	}
 	free(buf);
 	return ok;

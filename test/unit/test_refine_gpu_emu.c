@@ -83,6 +83,18 @@ emu_build(emu *e, const rt_set *s, uint64_t seed)
 		off += (uint32_t) k;
 	}
 	n = e->soa.n_cyl;
+	/*
+	 * Seed 1 (the synthetic fingers): the direction hash full before the
+	 * gallery, as in a gallery of millions of synthetic templates, so every
+	 * record gets an entry of its own, past every de-duplicated one.
+	 */
+	for (uint32_t i = 0; seed == 1 && i < RP_UHASH_MAX; i++)
+	{
+		uint32_t	idx;
+
+		if (rp_utab_index(&e->u, (float) (-1.0 - i * 1e-4), &idx) != 0)
+			return -1;
+	}
 	/* scrambled slots: soa cylinder j lives at slot[j] */
 	slot = malloc(sizeof(uint32_t) * (n + 1));
 	for (uint32_t j = 0; j < n; j++)
@@ -134,16 +146,23 @@ emu_build(emu *e, const rt_set *s, uint64_t seed)
 	return 0;
 }
 
+/* A geometry's arrays (rp_geom_init's; the library's mcc_gpu_geom_free is not linked here). */
+static void
+geo_free(mcc_gpu_geom *g)
+{
+	free(g->first);
+	free(g->perm);
+	free(g->xy);
+	free(g->theta);
+}
+
 static void
 emu_free(emu *e)
 {
 	free(e->cyl);
 	free(e->sides);
 	mcc_soa_free(&e->soa);
-	free(e->geo.first);
-	free(e->geo.perm);
-	free(e->geo.xy);
-	free(e->geo.theta);
+	geo_free(&e->geo);
 	rp_utab_free(&e->u);
 	free(e->lo);
 	free(e->hi);
@@ -493,8 +512,10 @@ test_utab(void)
 		mcc_dm_sincos((double) th, &s, &c);
 		ok &= u.v[2 * idx] == c && u.v[2 * idx + 1] == s;
 	}
-	ok &= rp_utab_index(&u, 0.0f, &idx) == 0 && idx == first;
-	UNIT_CHECK(ok && u.nh == RP_UHASH_MAX, "beyond %u directions new ones get their own entries (%u), all exact",
+	/* the hash full: a known direction gets an entry of its own, with the same vector */
+	ok &= rp_utab_index(&u, 0.0f, &idx) == 0 && idx == u.n - 1 && idx != first &&
+		memcmp(&u.v[2 * idx], &u.v[2 * first], 16) == 0 && u.nv == u.n;
+	UNIT_CHECK(ok && u.nh == RP_UHASH_MAX, "beyond %u directions every one gets its own entry (%u), all exact",
 			   RP_UHASH_MAX, u.n);
 	rp_utab_free(&u);
 }
@@ -516,9 +537,10 @@ records_same(const mcc_gpu_geom *geo, uint32_t chunk, int nth, uint32_t *entries
 			   *u1 = malloc(4 * total + 4),
 			   *u2 = malloc(4 * total + 4);
 	rp_rec_item *items = malloc(sizeof(rp_rec_item) * (chunk + 1));
+	double	   *vnew = malloc(16 * total + 16);
 	rp_utab		ref;
 	rp_utab		got;
-	int			ok = p1 && p2 && x1 && x2 && u1 && u2 && items;
+	int			ok = p1 && p2 && x1 && x2 && u1 && u2 && items && vnew;
 
 	memset(&ref, 0, sizeof(ref));
 	memset(&got, 0, sizeof(got));
@@ -526,6 +548,7 @@ records_same(const mcc_gpu_geom *geo, uint32_t chunk, int nth, uint32_t *entries
 	{
 		uint32_t	t1 = geo->n_tpl - t0 > chunk ? t0 + chunk : geo->n_tpl;
 		uint32_t	n = 0;
+		uint32_t	n0 = got.n;
 
 		for (uint32_t t = t1; t-- > t0;)
 		{
@@ -536,11 +559,13 @@ records_same(const mcc_gpu_geom *geo, uint32_t chunk, int nth, uint32_t *entries
 								  u1 + geo->first[t]) == 0;
 			n++;
 		}
-		ok &= rp_records_build(&got, geo, items, n, nth, p2, x2, u2) == 0;
+		ok &= rp_records_build(&got, geo, items, n, nth, p2, x2, u2, vnew) == 0;
+		/* the call's new entries in vnew (what the device gets) are the one loop's */
+		ok = ok && ref.n == got.n && memcmp(vnew, ref.v + 2 * (size_t) n0, 16 * (size_t) (got.n - n0)) == 0;
 	}
 	ok = ok && memcmp(p1, p2, total) == 0 && memcmp(x1, x2, 4 * total) == 0 &&
-		memcmp(u1, u2, 4 * total) == 0 && ref.n == got.n && ref.nh == got.nh &&
-		memcmp(ref.v, got.v, 16 * (size_t) ref.n) == 0;
+		memcmp(u1, u2, 4 * total) == 0 && ref.n == got.n && ref.nh == got.nh && got.nv <= got.n &&
+		memcmp(ref.v, got.v, 16 * (size_t) got.nv) == 0;
 	*entries = got.n;
 	*hashed = got.nh;
 	rp_utab_free(&ref);
@@ -552,6 +577,49 @@ records_same(const mcc_gpu_geom *geo, uint32_t chunk, int nth, uint32_t *entries
 	free(u1);
 	free(u2);
 	free(items);
+	free(vnew);
+	return ok;
+}
+
+/*
+ * The geometry of every template of s from its parts, the cylinders'
+ * minutia indices one byte apart (as the engine's cache keeps them), equals
+ * the geometry from the template's view, record for record.
+ */
+static int
+parts_same(const rt_set *s)
+{
+	mcc_gpu_geom a;
+	mcc_gpu_geom b;
+	int			ok = rp_geom_init(&a, 64, 1024) == 0 && rp_geom_init(&b, 64, 1024) == 0;
+
+	for (int t = 0; ok && t < s->n; t++)
+	{
+		const mcc_template_view *v = &s->v[t];
+		uint8_t		cmin[MCC_MAX_CYL + 1];
+
+		for (int c = 0; c < v->n_cyl; c++)
+			cmin[c] = (uint8_t) mcc_template_cyl_minutia(v, c);
+		ok = rp_geom_append(&a, v) == 0 &&
+			rp_geom_append_parts(&b, v->n_min, v->minutiae, v->n_cyl, cmin, 1) == 0;
+	}
+	ok = ok && a.n_tpl == b.n_tpl && a.n_cyl == b.n_cyl && a.n_tpl == (uint32_t) s->n &&
+		memcmp(a.first, b.first, 4 * ((size_t) a.n_tpl + 1)) == 0 &&
+		memcmp(a.perm, b.perm, a.n_cyl) == 0 && memcmp(a.xy, b.xy, 4 * (size_t) a.n_cyl) == 0 &&
+		memcmp(a.theta, b.theta, 4 * (size_t) a.n_cyl) == 0;
+	/* one cylinder per minutia, or refused: two cylinders naming one minutia */
+	if (ok && s->v[0].n_cyl >= 2)
+	{
+		const mcc_template_view *v = &s->v[0];
+		uint8_t		cmin[MCC_MAX_CYL + 1];
+
+		for (int c = 0; c < v->n_cyl; c++)
+			cmin[c] = (uint8_t) mcc_template_cyl_minutia(v, c);
+		cmin[1] = cmin[0];
+		ok = rp_geom_append_parts(&b, v->n_min, v->minutiae, v->n_cyl, cmin, 1) == -2;
+	}
+	geo_free(&a);
+	geo_free(&b);
 	return ok;
 }
 
@@ -572,6 +640,8 @@ test_records_threads(void)
 
 	memset(&s, 0, sizeof(s));
 	rt_add_synth(&s, 800, 0, 99);
+	UNIT_CHECK(parts_same(&s), "geometry from a template's parts (minutiae, one byte per cylinder) "
+			   "equals its view's for %d templates", s.n);
 	ok = rp_geom_init(&geo, 64, 1024) == 0;
 	for (int t = 0; ok && t < s.n; t++)
 		ok = rp_geom_append(&geo, &s.v[t]) == 0;
@@ -590,10 +660,7 @@ test_records_threads(void)
 	ok = records_same(&geo, 300, 5, &entries, &hashed);
 	UNIT_CHECK(ok && entries <= 257, "quantized directions on 5 threads: records and %u table entries "
 			   "equal one loop's", entries);
-	free(geo.first);
-	free(geo.perm);
-	free(geo.xy);
-	free(geo.theta);
+	geo_free(&geo);
 	rt_free(&s);
 }
 
@@ -617,6 +684,7 @@ main(void)
 {
 	rt_set		s;
 	emu			e;
+	int			ok;
 	const char *data = unit_shared_data();
 	static const cfg small[] = {{128, 0, 256}, {64, 64, 129}, {256, 1024, 129}, {32, 256, 129}};
 
@@ -631,7 +699,9 @@ main(void)
 
 	memset(&s, 0, sizeof(s));
 	rt_add_synth(&s, 32, 8, 2024);
-	UNIT_CHECK(emu_build(&e, &s, 1) == 0, "synthetic fingers: %d templates, %d pairs", s.n, s.npairs);
+	ok = emu_build(&e, &s, 1) == 0;
+	UNIT_CHECK(ok && rp_utab_frozen(&e.u) && e.u.n == RP_UHASH_MAX + e.soa.n_cyl,
+			   "synthetic fingers: %d templates, %d pairs (direction hash full: %u entries)", s.n, s.npairs, e.u.n);
 	check_set("synthetic fingers", &s, &e, small, 3);
 	emu_free(&e);
 	rt_free(&s);
@@ -641,6 +711,7 @@ main(void)
 		   s.n, rt_max_cyl(&s), s.npairs, rt_count_pairs(&s, 200));
 	UNIT_CHECK(rt_max_cyl(&s) >= 200 && emu_build(&e, &s, 2) == 0,
 			   "templates of 0 .. %d cylinders", rt_max_cyl(&s));
+	UNIT_CHECK(parts_same(&s), "their geometry from their parts equals their views'");
 	check_set("sizes", &s, &e, small, 4);
 	emu_free(&e);
 	rt_free(&s);
