@@ -22,7 +22,9 @@
 #      unchanged, after 50 rows were replaced while the server ran, and with
 #      mcc.cache_snapshots = off (a full load). The engine's log lines of
 #      each stage (snapshot or load, GPU upload, refinement data) follow.
-# MCC_BENCH_CACHE sets mcc.cache_memory_limit (default 64GB).
+# MCC_BENCH_CACHE sets mcc.cache_memory_limit (default 64GB); CHECK_PROBES=N
+# compares, after each restart, identify() of the first N probes through the
+# service with the backend's own scan (defaults and refine => 'none').
 set -u
 n=${1:-10000000}
 # shellcheck source=test/gpu/device-lib.sh
@@ -63,6 +65,26 @@ grep -E "mcc_engine.*(load|GPU|upload)" /tmp/pgkit.log | tail -6 | sed 's/^/   /
 for i in $(seq 1 600); do tail -n +"$log0" /tmp/pgkit.log | grep -q "cache snapshot written" && break; sleep 1; done
 say "   snapshot: $(du -sh "$PGKIT_DATA/mcc" 2>/dev/null | cut -f1) in $PGKIT_DATA/mcc"
 
+# check_exact WHAT: identify() through the service (on the GPU by now) equals
+# the backend's own scan (mcc.service = off) for the first $CHECK_PROBES
+# probes, with the defaults and with refine => 'none'.
+check_exact() {
+	local what=$1 r a b
+	for r in "" ", refine => 'none'"; do
+		q="SELECT p.pid, (SELECT string_agg(id || ':' || score, ',' ORDER BY ord)
+			FROM identify('gallery', p.tpl, 10$r) WITH ORDINALITY t(id, score, ord))
+			FROM probes p WHERE p.pid <= $CHECK_PROBES ORDER BY p.pid"
+		a=$(psql_ -tAc "$q") || status=1
+		b=$(PGOPTIONS="-c mcc.service=off" psql_ -tAc "$q") || status=1
+		if [ -n "$a" ] && [ "$a" = "$b" ]; then
+			say "      exact ($what${r:+, none}): $CHECK_PROBES probes, the service's answers equal the backend scan's"
+		else
+			status=1
+			say "      NOT EXACT ($what${r:+, none}): service [$a] backend [$b]"
+		fi
+	done
+}
+
 restart() {
 	local what=$1 t0 t1 t2 t3
 	runuser -u pgkit -- "$native/bin/pg_ctl" -D "$PGKIT_DATA" -m fast -w -t 600 stop >/dev/null
@@ -76,6 +98,8 @@ restart() {
 	t3=$(date +%s.%N)
 	say "   $what: server ready $(calc "$t1 - $t0") s after start, first identify() $(calc "$t2 - $t1") s later: serving $(calc "$t2 - $t0") s after start, from the GPU $(calc "$t3 - $t0") s after start"
 	grep -E "mcc_engine.*(snapshot|load|upload|refinement data)" /tmp/pgkit.log | tail -6 | sed 's/^/      /' | tee -a "$out/summary.txt"
+	[ "${CHECK_PROBES:-0}" -gt 0 ] && check_exact "$what"
+	return 0
 }
 step "restarts"
 restart "snapshot, table unchanged"
