@@ -153,7 +153,7 @@ static bool
 refined_ok(eng_conn *c, uint64_t rid, const tl_tpl *p, int np, const tl_refine_spec *rf,
 		   uint32_t extra, uint64_t xmin)
 {
-	static mcc_match_work *w;
+	mcc_match_work *w = tl_match_work();
 	tl_entry	ref[NT + NI];
 	tl_probe_result *want = malloc(sizeof(tl_probe_result));
 	tl_rprobe		got[NP];
@@ -165,11 +165,6 @@ refined_ok(eng_conn *c, uint64_t rid, const tl_tpl *p, int np, const tl_refine_s
 	uint64_t	keep;
 	bool		ok;
 
-	if (w == NULL)
-	{
-		w = malloc(mcc_match_work_size());
-		mcc_match_work_init(w);
-	}
 	memset(got, 0, sizeof(got));
 	for (int i = 0; i < n_rows; i++)
 	{

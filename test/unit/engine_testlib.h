@@ -16,10 +16,28 @@
 #include "eng_wire.h"
 #include "mcc_hash.h"
 #include "mcc_lss.h"
+#include "mcc_match.h"
 #include "mcc_proto.h"
 #include "mcc_synth.h"
 #include "mcc_template.h"
 #include "testgen.h"
+
+/*
+ * The work area of the reference mcc_match_candidate() calls, made once and
+ * kept for the process (the refined checks score thousands of pairs).
+ */
+static inline mcc_match_work *
+tl_match_work(void)
+{
+	static mcc_match_work *w;
+
+	if (w == NULL)
+	{
+		w = malloc(mcc_match_work_size());
+		mcc_match_work_init(w);
+	}
+	return w;
+}
 
 /* A template blob (first 4 bytes: a zero varlena header). */
 typedef struct tl_tpl

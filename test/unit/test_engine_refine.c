@@ -232,16 +232,11 @@ static bool
 refined_ok(eng_conn *c, uint64_t rid, int method, int n_items, const tl_tpl *probes,
 		   const int *n, const tl_tpl *const *cand)
 {
-	static mcc_match_work *w;
+	mcc_match_work *w = tl_match_work();
 	tl_frame	f;
 	eng_rd		rd;
 	bool		ok;
 
-	if (w == NULL)
-	{
-		w = malloc(mcc_match_work_size());
-		mcc_match_work_init(w);
-	}
 	if (ip_reply(c, rid, &f, NULL) != 1 || f.h.type != MCC_MSG_REFINED)
 		return false;
 	eng_rd_init(&rd, f.p, f.h.length);
