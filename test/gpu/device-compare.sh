@@ -13,20 +13,20 @@
 # fused, shortlist 0.4 %); with REFINE=1 once per tree gpu_bench_refine
 # (100,000 templates, 4,000 candidates per probe). Summary in $OUT/summary.txt.
 set -u
+# shellcheck source=test/gpu/device-lib.sh
+source "$(dirname "$0")/device-lib.sh"
 base=${BASE:-.baseline}
-out=${OUT:-build/device-out}
-j=$(nproc)
-mkdir -p "$out"
-nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee "$out/summary.txt"
+dev_out build/device-out
+j=$jobs
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 bins="build/gpu/gpu_bench build/gpu/engine_refine_check build/gpu/gpu_bench_refine"
 (cd "$base" && make -s -f kernels/gpu.mk -j"$j" $bins >"$out/build-base.log" 2>&1) ||
 	{ tail -20 "$out/build-base.log"; echo "base build failed" | tee -a "$out/summary.txt"; }
 make -s -f kernels/gpu.mk -j"$j" $bins >"$out/build-new.log" 2>&1 ||
 	{ tail -30 "$out/build-new.log"; echo "build failed"; exit 1; }
-check() {	# check MAKEFILE TARGET
-	make -f "$1" -j"$j" "$2" >"$out/$2.log" 2>&1
-	echo "$2 exit $?: $(grep -c '^ok' "$out/$2.log") ok, $(grep -c '^not ok' "$out/$2.log") not ok" | tee -a "$out/summary.txt"
-	grep '^not ok' "$out/$2.log" | head -20
+check() {	# check MAKEFILE TARGET: dev_run_check's lines into the summary ($status kept)
+	dev_run_check "$1" "$2" '^not ok' >"$out/$2.txt"
+	tee -a "$out/summary.txt" <"$out/$2.txt"
 }
 [ "${CHECK:-1}" = 1 ] && check kernels/gpu.mk gpu-check
 [ "${CHAMFER:-0}" = 1 ] && check kernels/chamfer.mk gpu-check-chamfer
@@ -47,3 +47,4 @@ if [ "${REFINE:-0}" = 1 ]; then
 			grep -E "^gallery" | tee -a "$out/summary.txt"
 	done
 fi
+exit $status
