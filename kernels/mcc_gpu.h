@@ -176,6 +176,23 @@ mcc_gpu_code mcc_gpu_search(struct mcc_gpu *g, const mcc_template_view *probes,
 mcc_gpu_code mcc_gpu_score_all(struct mcc_gpu *g, const mcc_template_view *probes,
 							   int nq, float *scores, mcc_error *err);
 
+/*
+ * Called by a search (mcc_gpu_search, mcc_gpu_score_all) and by a
+ * rescoring (mcc_gpu_refine) around their wait for the device: leaving = 1
+ * before, 0 after. A caller that serializes its calls on a lock may release
+ * it there, so that another thread's host work (a rescoring's prep, a
+ * search's merge) runs while this call's kernels do: between the two calls
+ * the waiting call touches no host state of the context and waits on its
+ * own streams only (a search's and a rescoring's are apart). What the
+ * caller must hold back until the call returns: calls that change or free
+ * the context's device data (upload, append, remove, refinement data,
+ * close) and a second call of the same kind on the same context.
+ */
+typedef void (*mcc_gpu_wait_hook) (void *arg, int leaving);
+
+/* Set g's wait hook (NULL: none, the default). */
+void		mcc_gpu_set_wait_hook(struct mcc_gpu *g, mcc_gpu_wait_hook fn, void *arg);
+
 /* Number of templates given so far (live and removed). */
 uint32_t	mcc_gpu_size(const struct mcc_gpu *g);
 

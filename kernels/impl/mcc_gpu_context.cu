@@ -264,6 +264,11 @@ mcc_gpu_close(mcc_gpu *g)
 				cudaEventDestroy(p->ev[k]);
 		if (p->st)
 			cudaStreamDestroy(p->st);
+		if (p->rf_main)
+			cudaStreamDestroy(p->rf_main);
+		for (int k = 0; k < 4; k++)
+			if (p->rf_tev[k])
+				cudaEventDestroy(p->rf_tev[k]);
 		for (int k = 0; k < MCC_GPU_RF_CLASSES; k++)
 			if (p->rf_st[k])
 				cudaStreamDestroy(p->rf_st[k]);
@@ -279,6 +284,27 @@ mcc_gpu_close(mcc_gpu *g)
 	free(g->tref);
 	free(g->rcp_tab);
 	free(g);
+}
+
+void
+mcc_gpu_set_wait_hook(mcc_gpu *g, mcc_gpu_wait_hook fn, void *arg)
+{
+	if (!g)
+		return;
+	g->wait_hook = fn;
+	g->wait_arg = arg;
+}
+
+void
+mcc_gpu_wait_outside(mcc_gpu *g, const int *dev, const cudaStream_t *st, int n)
+{
+	if (g->wait_hook)
+		g->wait_hook(g->wait_arg, 1);
+	for (int i = 0; i < n; i++)
+		if (st[i] && cudaSetDevice(dev[i]) == cudaSuccess)
+			(void) cudaStreamSynchronize(st[i]);
+	if (g->wait_hook)
+		g->wait_hook(g->wait_arg, 0);
 }
 
 /* Bytes the context may still take on p's device. */

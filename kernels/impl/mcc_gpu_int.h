@@ -178,6 +178,8 @@ typedef struct mcc_gpu_part
 	int			rf_tabs_gen;	/* generation of the tables uploaded */
 	int			rf_ready;		/* kernel attributes set, streams made on this device */
 	size_t		rf_bytes;		/* allocated for refinement scratch */
+	cudaStream_t rf_main;		/* a rescoring's copies and launches: apart from the search's st */
+	cudaEvent_t rf_tev[4];		/* its stage times (partition 0) */
 	cudaStream_t rf_st[MCC_GPU_RF_CLASSES];	/* a size class's launch beside the others */
 	cudaEvent_t rf_ev[MCC_GPU_RF_CLASSES + 1];	/* its end; [last]: the call's upload done */
 
@@ -236,6 +238,10 @@ struct mcc_gpu
 	uint8_t		lutp[MCC_GPU_LUT];
 	uint32_t   *rcp_tab;		/* [257][MCC_GPU_TROW]: rcp(eta[a] + eta[b]) */
 
+	/* the caller's hook around a call's wait for the device (mcc_gpu.h) */
+	mcc_gpu_wait_hook wait_hook;
+	void	   *wait_arg;
+
 	/* pinned probe image */
 	uint8_t    *h_blob;
 	size_t		h_blob_cap;
@@ -277,6 +283,13 @@ cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
 
 /* CUB temporary bytes needed for nq segments of cap keys. */
 cudaError_t mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes);
+
+/*
+ * Wait until the work queued on streams st[0..n) (of devices dev[0..n);
+ * NULL streams skipped) is done, with g's wait hook around the wait: the
+ * caller's own synchronization afterwards reports any error.
+ */
+void		mcc_gpu_wait_outside(mcc_gpu *g, const int *dev, const cudaStream_t *st, int n);
 
 /* Wait for every partition's stream after a failure (errors cleared). */
 void		mcc_gpu_drain(mcc_gpu *g);

@@ -170,12 +170,47 @@ ensure_buf(mcc_gpu *g, mcc_gpu_part *p, size_t bytes, mcc_error *err)
 	return MCC_GPU_OK;
 }
 
+/*
+ * The refinement's streams and events on a partition's device (its own, so
+ * that a rescoring and a search of the context can be on the device at
+ * once: mcc_gpu_set_wait_hook), the kernel's shared-memory attribute.
+ */
+static mcc_gpu_code
+ensure_streams(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
+{
+	cudaFuncAttributes fa;
+	cudaError_t e;
+
+	if (p->rf_ready)
+		return MCC_GPU_OK;
+	if ((e = cudaFuncGetAttributes(&fa, (const void *) refine_kernel)) != cudaSuccess ||
+		(e = cudaFuncSetAttribute((const void *) refine_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+								  (int) (p->smem_optin - fa.sharedSizeBytes))) != cudaSuccess)
+		return mcc_gpu_fail(g, e, "refinement kernel setup", p->dev, err);
+	if (!p->rf_main && (e = cudaStreamCreateWithFlags(&p->rf_main, cudaStreamNonBlocking)) != cudaSuccess)
+		return mcc_gpu_fail(g, e, "refinement stream creation", p->dev, err);
+	for (int k = 0; k < 4; k++)
+		if (!p->rf_tev[k] && (e = cudaEventCreate(&p->rf_tev[k])) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "refinement event creation", p->dev, err);
+	for (int k = 0; k < RP_NCLASS; k++)
+		if (!p->rf_st[k] && (e = cudaStreamCreateWithFlags(&p->rf_st[k], cudaStreamNonBlocking)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "refinement stream creation", p->dev, err);
+	for (int k = 0; k <= RP_NCLASS; k++)
+		if (!p->rf_ev[k] && (e = cudaEventCreateWithFlags(&p->rf_ev[k], cudaEventDisableTiming)) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "refinement event creation", p->dev, err);
+	p->rf_ready = 1;
+	return MCC_GPU_OK;
+}
+
 /* Tables of the parameters and LUT_sqrt on a partition's device. */
 static mcc_gpu_code
 ensure_tabs(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
 {
+	mcc_gpu_code rc;
 	cudaError_t e;
 
+	if ((rc = ensure_streams(g, p, err)) != MCC_GPU_OK)
+		return rc;
 	if (!p->rf_tabs)
 	{
 		uint32_t	sq[RB_LUT];
@@ -186,34 +221,18 @@ ensure_tabs(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
 		p->rf_bytes += sizeof(mcc_sigmoid_tab) * 6 + 4 * RB_LUT;
 		for (int i = 0; i < RB_LUT; i++)
 			sq[i] = i <= 256 ? mcc_lss_sqrt_fx(i) : 0;
-		if ((e = cudaMemcpyAsync(p->rf_sqrt, sq, sizeof(sq), cudaMemcpyHostToDevice, p->st)) != cudaSuccess ||
-			(e = cudaStreamSynchronize(p->st)) != cudaSuccess)
+		if ((e = cudaMemcpyAsync(p->rf_sqrt, sq, sizeof(sq), cudaMemcpyHostToDevice, p->rf_main)) != cudaSuccess ||
+			(e = cudaStreamSynchronize(p->rf_main)) != cudaSuccess)
 			return mcc_gpu_fail(g, e, "refinement table upload", p->dev, err);
 		p->rf_tabs_gen = 0;
 	}
 	if (p->rf_tabs_gen != g->rf_tabs_gen)
 	{
 		if ((e = cudaMemcpyAsync(p->rf_tabs, g->rf_tab, sizeof(mcc_sigmoid_tab) * 6, cudaMemcpyHostToDevice,
-								 p->st)) != cudaSuccess ||
-			(e = cudaStreamSynchronize(p->st)) != cudaSuccess)
+								 p->rf_main)) != cudaSuccess ||
+			(e = cudaStreamSynchronize(p->rf_main)) != cudaSuccess)
 			return mcc_gpu_fail(g, e, "refinement table upload", p->dev, err);
 		p->rf_tabs_gen = g->rf_tabs_gen;
-	}
-	if (!p->rf_ready)
-	{
-		cudaFuncAttributes fa;
-
-		if ((e = cudaFuncGetAttributes(&fa, (const void *) refine_kernel)) != cudaSuccess ||
-			(e = cudaFuncSetAttribute((const void *) refine_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-									  (int) (p->smem_optin - fa.sharedSizeBytes))) != cudaSuccess)
-			return mcc_gpu_fail(g, e, "refinement kernel setup", p->dev, err);
-		for (int k = 0; k < RP_NCLASS; k++)
-			if (!p->rf_st[k] && (e = cudaStreamCreateWithFlags(&p->rf_st[k], cudaStreamNonBlocking)) != cudaSuccess)
-				return mcc_gpu_fail(g, e, "refinement stream creation", p->dev, err);
-		for (int k = 0; k <= RP_NCLASS; k++)
-			if (!p->rf_ev[k] && (e = cudaEventCreateWithFlags(&p->rf_ev[k], cudaEventDisableTiming)) != cudaSuccess)
-				return mcc_gpu_fail(g, e, "refinement event creation", p->dev, err);
-		p->rf_ready = 1;
 	}
 	return MCC_GPU_OK;
 }
@@ -566,7 +585,7 @@ rf_scratch(mcc_gpu *g, const rf_call *c, int pi, size_t *grid, size_t *slot_byte
 /*
  * Partition pi's work on its stream: buffers, the upload of the common
  * part and its pairs, one launch per class, the scores back (events
- * ev[0..3] on partition 0).
+ * rf_tev[0..3] on partition 0).
  */
 static mcc_gpu_code
 rf_queue(mcc_gpu *g, rf_call *c, int pi, mcc_error *err)
@@ -590,12 +609,12 @@ rf_queue(mcc_gpu *g, rf_call *c, int pi, mcc_error *err)
 		return rc;
 	dbase = p->rf_buf;
 	if (pi == 0)
-		CK(cudaEventRecord(p->ev[0], p->st), "event");
-	CK(cudaMemcpyAsync(dbase, g->rf_h, c->common, cudaMemcpyHostToDevice, p->st), "refinement upload");
+		CK(cudaEventRecord(p->rf_tev[0], p->rf_main), "event");
+	CK(cudaMemcpyAsync(dbase, g->rf_h, c->common, cudaMemcpyHostToDevice, p->rf_main), "refinement upload");
 	CK(cudaMemcpyAsync(dbase + q->pairs_off, c->hpair + q->first, sizeof(rb_pair_desc) * q->count,
-					   cudaMemcpyHostToDevice, p->st), "refinement upload");
+					   cudaMemcpyHostToDevice, p->rf_main), "refinement upload");
 	if (pi == 0)
-		CK(cudaEventRecord(p->ev[1], p->st), "event");
+		CK(cudaEventRecord(p->rf_tev[1], p->rf_main), "event");
 	/*
 	 * Classes without global scratch run side by side, each on its own
 	 * stream after the upload (a small class of big templates would
@@ -605,14 +624,14 @@ rf_queue(mcc_gpu *g, rf_call *c, int pi, mcc_error *err)
 	for (int k = 0; k < RP_NCLASS; k++)
 		nside += c->cnt[pi][k] > 0 && slot_bytes[k] == 0;
 	if (nside > 1)
-		CK(cudaEventRecord(p->rf_ev[RP_NCLASS], p->st), "event");
+		CK(cudaEventRecord(p->rf_ev[RP_NCLASS], p->rf_main), "event");
 	/* the classes of the biggest templates (the longest blocks) first */
 	for (int k = RP_NCLASS - 1; k >= 0; k--)
 	{
 		rb_args		a;
 		void	   *args[1] = {&a};
 		size_t		first = 0;
-		cudaStream_t st = p->st;
+		cudaStream_t st = p->rf_main;
 
 		if (c->cnt[pi][k] == 0)
 			continue;
@@ -660,21 +679,21 @@ rf_queue(mcc_gpu *g, rf_call *c, int pi, mcc_error *err)
 		CK(cudaLaunchKernel((const void *) refine_kernel, dim3((unsigned) grid[k]), dim3(c->threads), args,
 							rb_ws_carve(NULL, NULL, a.nmax, a.kcap), st), "refinement kernel launch");
 		g->rtiming.launches++;
-		if (st != p->st)
+		if (st != p->rf_main)
 		{
 			CK(cudaEventRecord(p->rf_ev[k], st), "event");
-			CK(cudaStreamWaitEvent(p->st, p->rf_ev[k], 0), "refinement stream wait");
+			CK(cudaStreamWaitEvent(p->rf_main, p->rf_ev[k], 0), "refinement stream wait");
 		}
 	}
 	if (pi == 0)
-		CK(cudaEventRecord(p->ev[2], p->st), "event");
-	CK(cudaMemcpyAsync(c->hout + q->first, dbase + q->out_off, 4 * q->count, cudaMemcpyDeviceToHost, p->st),
+		CK(cudaEventRecord(p->rf_tev[2], p->rf_main), "event");
+	CK(cudaMemcpyAsync(c->hout + q->first, dbase + q->out_off, 4 * q->count, cudaMemcpyDeviceToHost, p->rf_main),
 	   "score copy");
 	if (g->rf_dbg)
-		CK(cudaMemcpyAsync(c->hdbg + q->first, dbase + q->dbg_off, 8 * q->count, cudaMemcpyDeviceToHost, p->st),
+		CK(cudaMemcpyAsync(c->hdbg + q->first, dbase + q->dbg_off, 8 * q->count, cudaMemcpyDeviceToHost, p->rf_main),
 		   "score copy");
 	if (pi == 0)
-		CK(cudaEventRecord(p->ev[3], p->st), "event");
+		CK(cudaEventRecord(p->rf_tev[3], p->rf_main), "event");
 	return MCC_GPU_OK;
 }
 
@@ -687,14 +706,14 @@ rf_wait(mcc_gpu *g, int pi, mcc_error *err)
 	float		ms;
 
 	CK(cudaSetDevice(p->dev), "device selection");
-	CK(cudaStreamSynchronize(p->st), "refinement");
+	CK(cudaStreamSynchronize(p->rf_main), "refinement");
 	if (pi == 0)
 	{
-		CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
+		CK(cudaEventElapsedTime(&ms, p->rf_tev[0], p->rf_tev[1]), "timing");
 		g->rtiming.h2d_ms = ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
+		CK(cudaEventElapsedTime(&ms, p->rf_tev[1], p->rf_tev[2]), "timing");
 		g->rtiming.kernel_ms = ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
+		CK(cudaEventElapsedTime(&ms, p->rf_tev[2], p->rf_tev[3]), "timing");
 		g->rtiming.d2h_ms = ms;
 	}
 	return MCC_GPU_OK;
@@ -756,6 +775,18 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 	for (int pi = 0; pi < g->nparts; pi++)
 		if (c->rp[pi].count > 0 && (rc = rf_queue(g, c, pi, err)) != MCC_GPU_OK)
 			goto fail;
+	/* wait (the caller's lock may be released meanwhile), then collect */
+	{
+		int			dev[MCC_GPU_MAX_DEVICES];
+		cudaStream_t st[MCC_GPU_MAX_DEVICES];
+
+		for (int pi = 0; pi < g->nparts; pi++)
+		{
+			dev[pi] = g->part[pi].dev;
+			st[pi] = c->rp[pi].count > 0 ? g->part[pi].rf_main : NULL;
+		}
+		mcc_gpu_wait_outside(g, dev, st, g->nparts);
+	}
 	for (int pi = 0; pi < g->nparts; pi++)
 		if (c->rp[pi].count > 0 && (rc = rf_wait(g, pi, err)) != MCC_GPU_OK)
 			goto fail;

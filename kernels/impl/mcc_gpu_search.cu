@@ -322,6 +322,8 @@ mcc_gpu_drain(mcc_gpu *g)
 		if (cudaSetDevice(g->part[i].dev) == cudaSuccess)
 		{
 			cudaStreamSynchronize(g->part[i].st);
+			if (g->part[i].rf_main)
+				cudaStreamSynchronize(g->part[i].rf_main);
 			for (int k = 0; k < MCC_GPU_RF_CLASSES; k++)
 				if (g->part[i].rf_st[k])
 					cudaStreamSynchronize(g->part[i].rf_st[k]);
@@ -610,7 +612,18 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	for (int i = 0; i < g->nparts; i++)
 		if ((rc = queue_part(g, i, nq, k, &cp, ccap, err)) != MCC_GPU_OK)
 			goto fail;
-	/* wait, then collect */
+	/* wait (the caller's lock may be released meanwhile), then collect */
+	{
+		int			dev[MCC_GPU_MAX_DEVICES];
+		cudaStream_t st[MCC_GPU_MAX_DEVICES];
+
+		for (int i = 0; i < g->nparts; i++)
+		{
+			dev[i] = g->part[i].dev;
+			st[i] = g->part[i].st;
+		}
+		mcc_gpu_wait_outside(g, dev, st, g->nparts);
+	}
 	for (int i = 0; i < g->nparts; i++)
 		if ((rc = collect_part(g, i, nq, k, scores, ccap, err)) != MCC_GPU_OK)
 			goto fail;

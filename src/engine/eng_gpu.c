@@ -100,6 +100,7 @@ eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions, int cpu_thr
 		return NULL;
 	}
 	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->idle, NULL);
 	g->mem_limit = mem_limit;
 	g->build_threads = cpu_threads > 0 ? cpu_threads : 1;
 	g->nparts = partitions > 0 ?
@@ -126,6 +127,7 @@ eng_gpu_stop(eng_gpu *g)
 {
 	if (g == NULL)
 		return;
+	pthread_cond_destroy(&g->idle);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
 }
@@ -216,7 +218,11 @@ eng_gpu_test_scores(eng_gpu *g, eng_cache *c, const uint8_t *tpl, uint32_t len,
 	{
 		rc = eng_gpu_sync_mirror(g, c->gpu, c, err);
 		if (rc == MCC_GPU_OK)
+		{
+			eng_gpu_busy(g, c->gpu, true);
 			rc = mcc_gpu_score_all(c->gpu->ctx, &v, 1, scores, err);
+			eng_gpu_busy(g, c->gpu, false);
+		}
 		eng_gpu_update_bytes(g, c->gpu);
 	}
 	pthread_mutex_unlock(&g->lock);

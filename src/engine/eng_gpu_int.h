@@ -3,7 +3,11 @@
  * eng_gpu.h (built with MCC_ENGINE_GPU only): the GPU state, a cache's
  * mirror on the devices, and the mirror's upkeep (eng_gpu_mirror.c) that
  * passes (eng_gpu_search.c) and rescorings (eng_gpu_refine.c) start from.
- * Every library call is made with eng_gpu.lock held.
+ * Every library call is made with eng_gpu.lock held; a search or a
+ * rescoring releases it while it waits for its kernels (the library's wait
+ * hook), so that the other stage's host work runs meanwhile. A mirror's
+ * busy count says how many such calls are on its context; whatever changes
+ * or frees the context's device data waits for none to be (eng_gpu_quiesce).
  */
 #ifndef ENG_GPU_INT_H
 #define ENG_GPU_INT_H
@@ -22,7 +26,8 @@
 
 struct eng_gpu
 {
-	pthread_mutex_t lock;		/* held around every library call */
+	pthread_mutex_t lock;		/* held around every library call but its device wait */
+	pthread_cond_t idle;		/* a mirror's busy count fell (with lock) */
 	int			ndev;
 	mcc_gpu_devinfo dev[MCC_GPU_MAX_DEVICES];
 	int			nparts;
@@ -46,6 +51,7 @@ struct eng_gpu_mirror
 	uint32_t	purges_sent;	/* entries of the cache's purge log applied */
 	uint64_t	dev_bytes[MCC_GPU_MAX_DEVICES];	/* per ordinal */
 	int			failures;		/* passes handed back in a row */
+	int			busy;			/* searches and rescorings on ctx now (lock held) */
 	atomic_bool failed;			/* this cache stays on the CPU */
 	uint32_t	ref_given;		/* templates whose refinement data the context holds */
 	int			ref_failures;	/* rescoring jobs handed back in a row */
@@ -66,6 +72,18 @@ struct eng_gpu_mirror
 
 /* Monotonic seconds, for the log. */
 double		eng_gpu_now_s(void);
+
+/*
+ * Run a search or a rescoring on m's context (lock held): busy while the
+ * library call, which releases the lock during its device wait, is on it.
+ */
+void		eng_gpu_busy(eng_gpu *g, eng_gpu_mirror *m, bool on);
+
+/*
+ * Wait until no search or rescoring is on m's context (lock held; released
+ * while waiting): before the context's device data changes or is freed.
+ */
+void		eng_gpu_quiesce(eng_gpu *g, eng_gpu_mirror *m);
 
 /* Close m's context and forget its device memory (lock held). */
 void		eng_gpu_close_ctx(eng_gpu *g, eng_gpu_mirror *m);

@@ -91,10 +91,43 @@ eng_gpu_now_s(void)
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * The library's wait hook (mcc_gpu_set_wait_hook): a search or rescoring
+ * gives the lock up while its kernels run. The caller made its mirror busy
+ * first, so nothing changes the context's device data meanwhile.
+ */
+static void
+wait_hook(void *arg, int leaving)
+{
+	eng_gpu    *g = arg;
+
+	if (leaving)
+		pthread_mutex_unlock(&g->lock);
+	else
+		pthread_mutex_lock(&g->lock);
+}
+
+void
+eng_gpu_busy(eng_gpu *g, eng_gpu_mirror *m, bool on)
+{
+	if (on)
+		m->busy++;
+	else if (--m->busy == 0)
+		pthread_cond_broadcast(&g->idle);
+}
+
+void
+eng_gpu_quiesce(eng_gpu *g, eng_gpu_mirror *m)
+{
+	while (m->busy > 0)
+		pthread_cond_wait(&g->idle, &g->lock);
+}
+
 /* Close m's context and forget its device memory (lock held). */
 void
 eng_gpu_close_ctx(eng_gpu *g, eng_gpu_mirror *m)
 {
+	eng_gpu_quiesce(g, m);
 	mcc_gpu_close(m->ctx);
 	m->ctx = NULL;
 	m->given = 0;
@@ -147,6 +180,7 @@ eng_gpu_open_ctx(eng_gpu *g, const eng_cache *c, mcc_gpu **out, mcc_error *err)
 {
 	mcc_gpu_options opt;
 	uint64_t	fullest = 0;
+	mcc_gpu_code rc;
 
 	memset(&opt, 0, sizeof(opt));
 	for (int d = 0; d < MCC_GPU_MAX_DEVICES; d++)
@@ -154,7 +188,9 @@ eng_gpu_open_ctx(eng_gpu *g, const eng_cache *c, mcc_gpu **out, mcc_error *err)
 			fullest = g->dev_used[d];
 	if (g->mem_limit != 0)
 		opt.mem_limit = g->mem_limit > fullest ? g->mem_limit - fullest : 1;
-	return mcc_gpu_open(g->parts, g->nparts, c->profile, &opt, out, err);
+	if ((rc = mcc_gpu_open(g->parts, g->nparts, c->profile, &opt, out, err)) == MCC_GPU_OK)
+		mcc_gpu_set_wait_hook(*out, wait_hook, g);
+	return rc;
 }
 
 /* Tombstone every purged entry of c in ctx (after a full upload). */
@@ -182,6 +218,12 @@ mcc_gpu_code
 eng_gpu_sync_mirror(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc_error *err)
 {
 	mcc_gpu_code rc;
+
+	/* up to date (the usual case): a job may be on the context meanwhile */
+	if (m->ctx != NULL && !c->purge_log_lost && m->given == c->soa.n_tpl &&
+		!(m->removals_due && !m->removals_held) && m->purges_sent >= c->n_purge_log)
+		return MCC_GPU_OK;
+	eng_gpu_quiesce(g, m);
 
 	if (m->ctx == NULL || c->purge_log_lost || m->given > c->soa.n_tpl)
 	{

@@ -274,6 +274,16 @@ eng_gpu_attach_refinement(eng_gpu *g, eng_gpu_mirror *m, const eng_cache *c, mcc
 
 	if (m->ref_given >= m->given)
 		return MCC_GPU_OK;
+	/* a rescoring's kernels may be reading the refinement data */
+	eng_gpu_quiesce(g, m);
+	if (m->ctx == NULL)
+	{
+		mcc_error_set(err, MCC_ERR_INTERNAL, "the cache's GPU copy was dropped meanwhile");
+		return MCC_GPU_CUDA;
+	}
+	if (m->ref_given >= m->given)
+		return MCC_GPU_OK;
+	from = m->ref_given;
 	mcc_gpu_refine_attach_timing(m->ctx, &t0);
 	memset(&r, 0, sizeof(r));
 	memset(&abs, 0, sizeof(abs));

@@ -96,7 +96,10 @@ refine_method(eng_gpu *g, eng_gpu_mirror *m, eng_rescore *rs, mcc_method method,
 	return MCC_GPU_OK;
 }
 
-/* Every live pair of rs on m's context, one call per method (lock held). */
+/*
+ * Every live pair of rs on m's context, one call per method (lock held,
+ * released by the library while it waits for the device; m busy meanwhile).
+ */
 static mcc_gpu_code
 refine_all(eng_gpu *g, eng_gpu_mirror *m, eng_rescore *rs, mcc_error *err)
 {
@@ -187,7 +190,10 @@ eng_gpu_refine(eng_gpu *g, eng_rescore *rs, mcc_error *err)
 		out = refine_outcome(g, m, rc, true, err);
 		goto failed;
 	}
-	if ((rc = refine_all(g, m, rs, err)) != MCC_GPU_OK)
+	eng_gpu_busy(g, m, true);
+	rc = refine_all(g, m, rs, err);
+	eng_gpu_busy(g, m, false);
+	if (rc != MCC_GPU_OK)
 	{
 		out = refine_outcome(g, m, rc, false, err);
 		goto failed;

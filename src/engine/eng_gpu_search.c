@@ -131,7 +131,10 @@ cmp_want(const void *a, const void *b)
 	return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
-/* Search every live probe of b on m's context (lock held). */
+/*
+ * Search every live probe of b on m's context (lock held, released by the
+ * library while it waits for the device; m busy meanwhile).
+ */
 static mcc_gpu_code
 search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 {
@@ -240,7 +243,10 @@ eng_gpu_pass(eng_gpu *g, eng_batch *b, mcc_error *err)
 	}
 	if ((out = eng_gpu_sync_for_job(g, m, c, &rc, err)) != ENG_GPU_DONE)
 		goto failed;
-	if ((rc = search(g, m, b, err)) != MCC_GPU_OK)
+	eng_gpu_busy(g, m, true);
+	rc = search(g, m, b, err);
+	eng_gpu_busy(g, m, false);
+	if (rc != MCC_GPU_OK)
 	{
 		out = eng_gpu_outcome_of(rc, false);
 		/* the next pass starts from a full upload rather than trust the copy */
