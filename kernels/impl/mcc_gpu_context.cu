@@ -178,6 +178,10 @@ mcc_gpu_part_free_gallery(mcc_gpu_part *p)
 	cudaFree(p->tiles);
 	cudaFree(p->tncyl);
 	cudaFree(p->alive);
+	cudaFree(p->d_gidx);
+	cudaFree(p->d_lid);
+	p->d_gidx = NULL;
+	p->d_lid = NULL;
 	p->lo = p->hi = NULL;
 	p->meta = NULL;
 	p->tiles = NULL;
@@ -237,10 +241,11 @@ mcc_gpu_part_free_scratch(mcc_gpu_part *p)
 	mcc_gpu_part_free_rscratch(p);
 	cudaFree(p->blob);
 	mcc_gpu_part_free_select(p);
-	cudaFreeHost(p->h_keys);
+	cudaFree(p->d_hits);
+	cudaFreeHost(p->h_hits);
 	p->blob = NULL;
-	p->h_keys = NULL;
-	p->blob_cap = p->cub_bytes = p->h_keys_cap = 0;
+	p->d_hits = p->h_hits = NULL;
+	p->blob_cap = p->cub_bytes = p->hits_cap = 0;
 	p->scratch_bytes = 0;
 }
 

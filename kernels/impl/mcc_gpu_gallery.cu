@@ -225,7 +225,7 @@ part_reserve(mcc_gpu *g, mcc_gpu_part *p, const part_build *b, mcc_error *err)
 	size_t		need;
 
 	need = mcc_gpu_grown(32, p->cap_cyl, ncyl) + mcc_gpu_grown(4, p->cap_cyl, ncyl) +
-		mcc_gpu_grown(8, p->cap_tiles, n_tiles) + mcc_gpu_grown(3, p->cap_tpl, n_tiles * MCC_GPU_TILE) +
+		mcc_gpu_grown(8, p->cap_tiles, n_tiles) + mcc_gpu_grown(15, p->cap_tpl, n_tiles * MCC_GPU_TILE) +
 		mcc_gpu_grown(4, p->cap_tco, b->n_tpl + 1) + mcc_gpu_grown(4, p->cap_rc, b->n_rc);
 	if (need > mcc_gpu_room(g, p))
 		return mcc_gpu_rt_err(err, MCC_GPU_OOM,
@@ -245,6 +245,10 @@ part_reserve(mcc_gpu *g, mcc_gpu_part *p, const part_build *b, mcc_error *err)
 		CK(mcc_gpu_grow((void **) &p->tncyl, 2, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
 		ct = p->cap_tpl;
 		CK(mcc_gpu_grow((void **) &p->alive, 1, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
+		ct = p->cap_tpl;
+		CK(mcc_gpu_grow((void **) &p->d_gidx, 4, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
+		ct = p->cap_tpl;
+		CK(mcc_gpu_grow((void **) &p->d_lid, 8, &ct, n_tiles * MCC_GPU_TILE, p->n_tpl, &p->gallery_bytes), "gallery allocation");
 		p->cap_tpl = ct;
 		CK(mcc_gpu_grow((void **) &p->tcoff, 4, &p->cap_tco, b->n_tpl + 1, p->n_tpl + 1, &p->gallery_bytes),
 		   "gallery allocation");
@@ -656,6 +660,10 @@ part_upload(mcc_gpu *g, mcc_gpu_part *p, const uint32_t *gl, uint32_t cnt, const
 	CK(cudaMemcpy(p->tiles + t0, b->htile, 8 * (size_t) (b->n_tiles - t0), cudaMemcpyHostToDevice), "gallery upload");
 	CK(cudaMemcpy(p->tncyl + p->n_tpl, b->hnc, 2 * (size_t) cnt, cudaMemcpyHostToDevice), "gallery upload");
 	CK(cudaMemcpy(p->alive + p->n_tpl, b->hal, cnt, cudaMemcpyHostToDevice), "gallery upload");
+	CK(cudaMemcpy(p->d_gidx + p->n_tpl, p->gidx + p->n_tpl, 4 * (size_t) cnt, cudaMemcpyHostToDevice),
+	   "gallery upload");
+	CK(cudaMemcpy(p->d_lid + p->n_tpl, p->lid + p->n_tpl, 8 * (size_t) cnt, cudaMemcpyHostToDevice),
+	   "gallery upload");
 	CK(cudaMemcpy(p->tcoff + p->n_tpl, p->h_tcoff + p->n_tpl, 4 * ((size_t) cnt + 1), cudaMemcpyHostToDevice),
 	   "gallery upload");
 	if (b->n_rc > b->rc0)

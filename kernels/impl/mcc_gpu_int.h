@@ -139,6 +139,8 @@ typedef struct mcc_gpu_part
 	uint2	   *tiles;
 	uint16_t   *tncyl;
 	uint8_t    *alive;
+	uint32_t   *d_gidx;			/* local -> gallery index (cap_tpl): hits leave the device whole */
+	int64_t    *d_lid;			/* local -> id (cap_tpl) */
 	uint32_t	cap_cyl;
 	uint32_t	cap_tiles;
 	uint32_t	cap_tpl;
@@ -196,8 +198,9 @@ typedef struct mcc_gpu_part
 	uint32_t	sc_tpl;			/* scratch sized for this many templates */
 	int			sc_q;			/* and this many probes per pass */
 
-	uint64_t   *h_keys;			/* pinned: keys of candidates */
-	size_t		h_keys_cap;
+	mcc_gpu_hit *d_hits;		/* a pass's first k + margin candidates per probe, as hits */
+	mcc_gpu_hit *h_hits;		/* pinned: their copy */
+	size_t		hits_cap;		/* bytes of each */
 	uint32_t   *h_small;		/* pinned: outlen[] */
 
 	size_t		gallery_bytes;
@@ -280,6 +283,13 @@ const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int 
  */
 cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
 								  uint32_t n_tpl, uint32_t ccap, cudaEvent_t ev);
+
+/*
+ * After the selection (same stream): the first width candidates of each
+ * probe (at most its outlen) as hits, their local index mapped to gallery
+ * index and id on the device, into p->d_hits[q * width ..].
+ */
+cudaError_t mcc_gpu_hits_launch(mcc_gpu_part *p, int nq, uint32_t ccap, uint32_t width);
 
 /* CUB temporary bytes needed for nq segments of cap keys. */
 cudaError_t mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes);

@@ -213,7 +213,7 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 		need = (size_t) q * tpl * (4 + 8 + 8) + (size_t) q * MCC_GPU_SC_BINS * 8 +
 			(16 + 10 * (size_t) q) * 4 + cub;
 		mcc_gpu_part_free_select(p);
-		p->scratch_bytes = p->blob_cap + p->h_keys_cap * 0;
+		p->scratch_bytes = p->blob_cap + p->hits_cap;
 		if (need > mcc_gpu_room(g, p))
 			return mcc_gpu_rt_err(err, MCC_GPU_OOM,
 							   "out of GPU memory: search buffers need %zu bytes on GPU %d, %zu are available",
@@ -241,14 +241,18 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 		p->blob_cap = A16(blob) * 2;
 		p->scratch_bytes += p->blob_cap;
 	}
-	if (keys * 8 > p->h_keys_cap)
+	if (keys * sizeof(mcc_gpu_hit) > p->hits_cap)
 	{
-		cudaFreeHost(p->h_keys);
-		p->h_keys = NULL;
-		p->h_keys_cap = 0;
-		if ((e = cudaMallocHost(&p->h_keys, keys * 8)) != cudaSuccess)
-			return mcc_gpu_fail(g, e, "pinned host allocation", p->dev, err);
-		p->h_keys_cap = keys * 8;
+		cudaFree(p->d_hits);
+		cudaFreeHost(p->h_hits);
+		p->scratch_bytes -= p->hits_cap;
+		p->d_hits = p->h_hits = NULL;
+		p->hits_cap = 0;
+		if ((e = cudaMalloc(&p->d_hits, keys * sizeof(mcc_gpu_hit))) != cudaSuccess ||
+			(e = cudaMallocHost(&p->h_hits, keys * sizeof(mcc_gpu_hit))) != cudaSuccess)
+			return mcc_gpu_fail(g, e, "result buffer allocation", p->dev, err);
+		p->hits_cap = keys * sizeof(mcc_gpu_hit);
+		p->scratch_bytes += p->hits_cap;
 	}
 	return MCC_GPU_OK;
 }
@@ -353,8 +357,9 @@ queue_select(mcc_gpu_part *p, int nq, int k, uint32_t ccap, bool timed)
 		return e;
 	if (timed && (e = cudaEventRecord(p->ev[3], p->st)) != cudaSuccess)
 		return e;
-	if ((e = cudaMemcpy2DAsync(p->h_keys, (size_t) width * 8, p->sorted, (size_t) ccap * 8,
-							   (size_t) width * 8, nq, cudaMemcpyDeviceToHost, p->st)) != cudaSuccess)
+	if ((e = mcc_gpu_hits_launch(p, nq, ccap, width)) != cudaSuccess ||
+		(e = cudaMemcpyAsync(p->h_hits, p->d_hits, (size_t) nq * width * sizeof(mcc_gpu_hit),
+							 cudaMemcpyDeviceToHost, p->st)) != cudaSuccess)
 		return e;
 	/* outlen[] and ovf[] */
 	return cudaMemcpyAsync(p->h_small, p->small + 1 + 4 * nq, 8 * (size_t) nq,
@@ -513,60 +518,27 @@ typedef struct hit_acc
 } hit_acc;
 
 /*
- * Append partition i's candidates of probe q to acc: their keys (from the
- * device when more than the copied window), gallery indices and ids.
+ * More than the copied window of probe q's candidates (exact ties past k +
+ * margin): all len keys from the device, each mapped to its gallery index
+ * and id here. gidx and lid are partition-sized and read at random:
+ * fetching a few hits ahead keeps several cache misses in flight.
  */
 static mcc_gpu_code
-gather_part(mcc_gpu *g, int i, int q, int k, const uint32_t *ccap, hit_acc *acc, mcc_error *err)
+map_keys_host(mcc_gpu *g, mcc_gpu_part *p, int q, uint32_t ccap, uint32_t len, mcc_gpu_hit *h,
+			  mcc_error *err)
 {
-	mcc_gpu_part *p = &g->part[i];
-	uint32_t	len = p->h_small[q];
-	uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
-	uint64_t   *keys, *more = NULL;
-	mcc_gpu_hit *h;
+	uint64_t   *keys = (uint64_t *) malloc(8 * (size_t) len);
 	cudaError_t e;
 
-	if (w > ccap[i])
-		w = ccap[i];
-	keys = p->h_keys + (size_t) q * w;
-	if (len > w)
+	if (!keys)
+		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+	if ((e = cudaSetDevice(p->dev)) != cudaSuccess ||
+		(e = cudaMemcpy(keys, p->sorted + (size_t) q * ccap, 8 * (size_t) len,
+						cudaMemcpyDeviceToHost)) != cudaSuccess)
 	{
-		more = (uint64_t *) malloc(8 * (size_t) len);
-		if (!more)
-			return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
-		if ((e = cudaSetDevice(p->dev)) != cudaSuccess)
-		{
-			free(more);
-			return mcc_gpu_fail(g, e, "device selection", p->dev, err);
-		}
-		if ((e = cudaMemcpy(more, p->sorted + (size_t) q * ccap[i], 8 * (size_t) len,
-							cudaMemcpyDeviceToHost)) != cudaSuccess)
-		{
-			free(more);
-			return mcc_gpu_fail(g, e, "result copy", p->dev, err);
-		}
-		keys = more;
+		free(keys);
+		return mcc_gpu_fail(g, e, "result copy", p->dev, err);
 	}
-	if (acc->n + len > acc->cap)
-	{
-		size_t		nc = (acc->n + len) * 2 + 16;
-		mcc_gpu_hit *na = (mcc_gpu_hit *) realloc(acc->h, nc * sizeof(mcc_gpu_hit));
-
-		if (!na)
-		{
-			free(more);
-			return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
-		}
-		acc->h = na;
-		acc->cap = nc;
-	}
-	/*
-	 * gidx and lid are partition-sized and read at random, both by the
-	 * key: fetching a few hits ahead keeps several cache misses in flight
-	 * (a shortlist of thousands of hits per probe otherwise waits on each
-	 * in turn)
-	 */
-	h = acc->h + acc->n;
 	for (uint32_t j = 0; j < len; j++)
 	{
 		uint32_t	bits = ~(uint32_t) (keys[j] >> 32);
@@ -581,8 +553,39 @@ gather_part(mcc_gpu *g, int i, int q, int k, const uint32_t *ccap, hit_acc *acc,
 		h[j].index = p->gidx[lt];
 		h[j].id = p->lid[lt];
 	}
+	free(keys);
+	return MCC_GPU_OK;
+}
+
+/*
+ * Append partition i's candidates of probe q to acc: the hits the device
+ * made of the copied window, or every key mapped here when there are more.
+ */
+static mcc_gpu_code
+gather_part(mcc_gpu *g, int i, int q, int k, const uint32_t *ccap, hit_acc *acc, mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[i];
+	uint32_t	len = p->h_small[q];
+	uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
+	mcc_gpu_code rc;
+
+	if (w > ccap[i])
+		w = ccap[i];
+	if (acc->n + len > acc->cap)
+	{
+		size_t		nc = (acc->n + len) * 2 + 16;
+		mcc_gpu_hit *na = (mcc_gpu_hit *) realloc(acc->h, nc * sizeof(mcc_gpu_hit));
+
+		if (!na)
+			return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
+		acc->h = na;
+		acc->cap = nc;
+	}
+	if (len <= w)
+		memcpy(acc->h + acc->n, p->h_hits + (size_t) q * w, sizeof(mcc_gpu_hit) * len);
+	else if ((rc = map_keys_host(g, p, q, ccap[i], len, acc->h + acc->n, err)) != MCC_GPU_OK)
+		return rc;
 	acc->n += len;
-	free(more);
 	return MCC_GPU_OK;
 }
 #undef CK

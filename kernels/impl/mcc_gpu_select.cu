@@ -17,6 +17,9 @@
  * 5. CUB DeviceSegmentedSort of each probe's candidates.
  * 6. ties: keys to return per probe: k, plus every further key with the
  *    k-th score, so that the host can order ties by id across partitions.
+ * 7. hits (mcc_gpu_hits_launch): the first k + margin keys of each probe
+ *    turned into (score, gallery index, id) on the device, so that the host
+ *    does not look each one up in partition-sized arrays at random.
  *
  * p->small (uint32): [0] work counter, then thr1, need2, thr2, ccnt,
  * outlen, ovf (nq each), then int begin[nq], end[nq].
@@ -236,5 +239,36 @@ mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k, uint32_t n_tpl, uint32_t c
 	if (e != cudaSuccess)
 		return e;
 	mcc_sel_ties<<<nq, 32, 0, p->st>>>(p->sorted, ccap, ccnt, (uint32_t) k, outlen);
+	return cudaGetLastError();
+}
+
+/* Step 7: one block per probe. */
+__global__ void
+mcc_sel_hits(const uint64_t *sorted, uint32_t ccap, uint32_t width, const uint32_t *outlen,
+			 const uint32_t *gidx, const int64_t *lid, mcc_gpu_hit *out)
+{
+	uint32_t	q = blockIdx.x;
+	uint32_t	n = min(outlen[q], width);
+
+	for (uint32_t j = threadIdx.x; j < n; j += blockDim.x)
+	{
+		uint64_t	key = sorted[(size_t) q * ccap + j];
+		uint32_t	lt = (uint32_t) key;
+		mcc_gpu_hit h;
+
+		h.score = __uint_as_float(~(uint32_t) (key >> 32));
+		h.index = gidx[lt];
+		h.id = lid[lt];
+		out[(size_t) q * width + j] = h;
+	}
+}
+
+cudaError_t
+mcc_gpu_hits_launch(mcc_gpu_part *p, int nq, uint32_t ccap, uint32_t width)
+{
+	uint32_t   *outlen = p->small + 1 + 4 * (size_t) nq;
+
+	mcc_sel_hits<<<nq, SEL_THREADS, 0, p->st>>>(p->sorted, ccap, width, outlen, p->d_gidx, p->d_lid,
+											   p->d_hits);
 	return cudaGetLastError();
 }
