@@ -233,6 +233,7 @@ eng_gpu_test_scores(eng_gpu *g, eng_cache *c, const uint8_t *tpl, uint32_t len,
 		rc = eng_gpu_sync_mirror(g, c->gpu, c, err);
 		if (rc == MCC_GPU_OK)
 		{
+			eng_gpu_quiesce(g, c->gpu);	/* a pass's search uses the same buffers */
 			eng_gpu_busy(g, c->gpu, true);
 			rc = mcc_gpu_score_all(c->gpu->ctx, &v, 1, scores, err);
 			eng_gpu_busy(g, c->gpu, false);
