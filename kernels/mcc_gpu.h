@@ -132,6 +132,8 @@ typedef struct mcc_gpu_timing
 	double		merge_ms;		/* host: merge of devices and ties */
 	double		total_ms;		/* wall clock of the call */
 	double		sort_ms;		/* part of select_ms: candidate sort */
+	double		ties_ms;		/* part of merge_ms: runs of equal scores ordered by id */
+	int			tie_run_max;	/* the longest such run of the call */
 	double		pairs;			/* local similarities computed (gate passed) */
 	int			blocks_per_sm;	/* match kernel occupancy (last pass) */
 	int			passes;			/* device passes (probe chunks) */

@@ -14,6 +14,7 @@
 
 #include "mcc_gpu_rt.h"
 #include "mcc_gpu_int.h"
+#include "mcc_gpu_ties.h"
 #include "mcc_lss.h"
 
 #define A16(x) (((x) + 15) & ~(size_t) 15)
@@ -271,52 +272,6 @@ hit_cmp(const void *a, const void *b)
 
 /* Hits read ahead of the one being merged (random reads of gallery-sized arrays). */
 #define MERGE_AHEAD 16
-
-/* qsort: by id (within a run of equal scores) */
-static int
-hit_id_cmp(const void *a, const void *b)
-{
-	const mcc_gpu_hit *x = (const mcc_gpu_hit *) a;
-	const mcc_gpu_hit *y = (const mcc_gpu_hit *) b;
-
-	return x->id < y->id ? -1 : x->id > y->id ? 1 : 0;
-}
-
-/* Tie runs up to this long are ordered by insertion, inline. */
-#define TIE_INSERTION_MAX 64
-
-/*
- * hits[0 .. n) in score order (one partition's selection: score desc, then
- * local index): order each run of equal scores by id, which makes the
- * whole list hit_cmp's order. Runs are short (a template and its copies):
- * an inline insertion sort saves qsort's call per comparison there (a
- * gallery holding each template many times, as the engine benches' do, has
- * thousands of such runs in a shortlist).
- */
-static void
-sort_ties(mcc_gpu_hit *h, size_t n)
-{
-	for (size_t i = 0; i < n;)
-	{
-		size_t		j = i + 1;
-
-		while (j < n && h[j].score == h[i].score)
-			j++;
-		if (j - i > TIE_INSERTION_MAX)
-			qsort(h + i, j - i, sizeof(mcc_gpu_hit), hit_id_cmp);
-		else
-			for (size_t a = i + 1; a < j; a++)
-			{
-				mcc_gpu_hit x = h[a];
-				size_t		b = a;
-
-				for (; b > i && h[b - 1].id > x.id; b--)
-					h[b] = h[b - 1];
-				h[b] = x;
-			}
-		i = j;
-	}
-}
 
 /* Wait for every partition after a failure, so no work is left in flight. */
 void
@@ -600,6 +555,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 {
 	mcc_gpu_code rc = MCC_GPU_OK;
 	double		t0 = mcc_cuda_now_ms();
+	double		t1;
 	int			vr;
 	chunk_plan	cp;
 	hit_acc		acc = {NULL, 0, 0};
@@ -641,10 +597,12 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		for (int i = 0; i < g->nparts; i++)
 			if ((rc = gather_part(g, i, q, k, ccap, &acc, err)) != MCC_GPU_OK)
 				goto fail;
+		t1 = mcc_cuda_now_ms();
 		if (g->nparts == 1)
-			sort_ties(acc.h, acc.n);	/* already by score: only equal scores to order by id */
+			mcc_ties_sort(acc.h, acc.n, &g->timing.tie_run_max);	/* already by score: ties to order by id */
 		else
 			qsort(acc.h, acc.n, sizeof(mcc_gpu_hit), hit_cmp);
+		g->timing.ties_ms += mcc_cuda_now_ms() - t1;
 		nhits[q] = (int) (acc.n < (size_t) k ? acc.n : (size_t) k);
 		memcpy(hits + (size_t) q * k, acc.h, sizeof(mcc_gpu_hit) * nhits[q]);
 	}

@@ -205,6 +205,9 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 			g->stats.lib_ms[ENG_GPU_T_SELECT] += tm.select_ms;
 			g->stats.lib_ms[ENG_GPU_T_D2H] += tm.d2h_ms;
 			g->stats.lib_ms[ENG_GPU_T_MERGE] += tm.merge_ms;
+			g->stats.lib_ms[ENG_GPU_T_TIES] += tm.ties_ms;
+			if (tm.tie_run_max > g->stats.tie_run_max)
+				g->stats.tie_run_max = tm.tie_run_max;
 		}
 		for (uint32_t q = i; q < j && rc == MCC_GPU_OK; q++)
 			rc = fill_slot(g, m->ctx, b->cache, &b->slots[w[q].slot], &v[q - i],

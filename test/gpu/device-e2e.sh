@@ -145,6 +145,8 @@ say "   identify(gallery, probe, k => 10) through SQL, pgbench -T $secs:"
 echo -e "$table" | sed 's/^/   /' | tee -a "$out/summary.txt"
 psql_ -c "SELECT device, searches FROM mcc_gallery_status" | tee -a "$out/summary.txt"
 grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log | head -5 | tee -a "$out/summary.txt"
-cp /tmp/pgkit.log "$out/server.log"
+# the engine logs its GPU path's totals when it stops
 pgkit_down >/dev/null 2>&1
+grep -E "GPU path totals" /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
+cp /tmp/pgkit.log "$out/server.log"
 exit $status

@@ -1,0 +1,126 @@
+/*
+ * mcc_gpu_ties.h: a search's runs of equal scores ordered by id (host code,
+ * plain C, so that test/unit/test_gpu_ties.c checks it against qsort).
+ *
+ * A partition's selection returns its hits by score and then by local
+ * index (the order of the device keys); the library's contract is score
+ * and then id, so each run of equal scores is put in id order. LSS scores
+ * are quantized (sums of n_P table values), so runs are not rare: a probe
+ * of the SQL benchmark's gallery (a million synthetic fingers) had a run
+ * of 1,737 equal scores in its shortlist of 4,000, and qsort of such runs
+ * was most of the search's host time (0.47 ms per query on an H100 host).
+ * Short runs: insertion. Long ones: an LSD radix sort on the id, in passes
+ * only over the bytes in which the run's ids differ (row keys of a table
+ * usually differ in their low three or four bytes only).
+ */
+#ifndef MCC_GPU_TIES_H
+#define MCC_GPU_TIES_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcc_gpu.h"
+
+/* Runs up to this long are ordered by insertion. */
+#define MCC_TIES_INSERTION_MAX 32
+
+/* An id as an unsigned key in the same order. */
+static inline uint64_t
+mcc_ties_key(int64_t id)
+{
+	return (uint64_t) id ^ ((uint64_t) 1 << 63);
+}
+
+/* h[0..n) by id, by insertion (any n; quadratic). */
+static inline void
+mcc_ties_insertion(mcc_gpu_hit *h, size_t n)
+{
+	for (size_t a = 1; a < n; a++)
+	{
+		mcc_gpu_hit x = h[a];
+		size_t		b = a;
+
+		for (; b > 0 && h[b - 1].id > x.id; b--)
+			h[b] = h[b - 1];
+		h[b] = x;
+	}
+}
+
+/* h[0..n) by id, LSD radix through tmp[0..n) (stable, so each pass keeps the last). */
+static inline void
+mcc_ties_radix(mcc_gpu_hit *h, size_t n, mcc_gpu_hit *tmp)
+{
+	uint64_t	k0 = mcc_ties_key(h[0].id);
+	uint64_t	diff = 0;
+	mcc_gpu_hit *src = h;
+	mcc_gpu_hit *dst = tmp;
+
+	for (size_t i = 1; i < n; i++)
+		diff |= mcc_ties_key(h[i].id) ^ k0;
+	for (int sh = 0; sh < 64 && (diff >> sh) != 0; sh += 8)
+	{
+		size_t		pos[256];
+		size_t		acc = 0;
+
+		if (((diff >> sh) & 0xff) == 0)
+			continue;			/* every id has this byte: nothing to reorder */
+		memset(pos, 0, sizeof(pos));
+		for (size_t i = 0; i < n; i++)
+			pos[(mcc_ties_key(src[i].id) >> sh) & 0xff]++;
+		for (int d = 0; d < 256; d++)
+		{
+			size_t		c = pos[d];
+
+			pos[d] = acc;
+			acc += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[pos[(mcc_ties_key(src[i].id) >> sh) & 0xff]++] = src[i];
+		{
+			mcc_gpu_hit *t = src;
+
+			src = dst;
+			dst = t;
+		}
+	}
+	if (src != h)
+		memcpy(h, src, n * sizeof(mcc_gpu_hit));
+}
+
+/*
+ * h[0..n) is ordered by score (descending): order each run of equal scores
+ * by id. *run_max: raised to the longest run seen. Without memory for a
+ * long run's buffer, insertion (slower, the same order).
+ */
+static inline void
+mcc_ties_sort(mcc_gpu_hit *h, size_t n, int *run_max)
+{
+	mcc_gpu_hit *tmp = NULL;
+	size_t		tmp_n = 0;
+
+	for (size_t i = 0; i < n;)
+	{
+		size_t		j = i + 1;
+
+		while (j < n && h[j].score == h[i].score)
+			j++;
+		if ((int) (j - i) > *run_max)
+			*run_max = (int) (j - i);
+		if (j - i > MCC_TIES_INSERTION_MAX && j - i > tmp_n)
+		{
+			free(tmp);
+			tmp_n = j - i;
+			if ((tmp = (mcc_gpu_hit *) malloc(tmp_n * sizeof(mcc_gpu_hit))) == NULL)
+				tmp_n = 0;
+		}
+		if (j - i > MCC_TIES_INSERTION_MAX && tmp != NULL)
+			mcc_ties_radix(h + i, j - i, tmp);
+		else
+			mcc_ties_insertion(h + i, j - i);
+		i = j;
+	}
+	free(tmp);
+}
+
+#endif							/* MCC_GPU_TIES_H */

@@ -1,0 +1,116 @@
+/*
+ * test_gpu_ties.c: the GPU search's ordering of equal scores by id
+ * (kernels/impl/mcc_gpu_ties.h, host code) against qsort by (score desc,
+ * id asc): short and long runs, ids that differ in low or high bytes only,
+ * negative ids, runs at both ends, and the longest run reported.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "impl/mcc_gpu_ties.h"
+
+/* qsort: score descending, then id ascending (the library's contract) */
+static int
+cmp_hit(const void *a, const void *b)
+{
+	const mcc_gpu_hit *x = a;
+	const mcc_gpu_hit *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* scores by rank in runs of run_len, ids from id_of; then shuffled within each run */
+static void
+fill(mcc_gpu_hit *h, size_t n, size_t run_len, int64_t (*id_of) (size_t, unsigned *), unsigned *seed)
+{
+	for (size_t i = 0; i < n; i++)
+	{
+		h[i].score = 1.0f - (float) (i / run_len) / 4096.0f;
+		h[i].index = (uint32_t) i;
+		h[i].id = id_of(i, seed);
+	}
+	for (size_t i = 0; i < n; i += run_len)
+	{
+		size_t		m = i + run_len < n ? run_len : n - i;
+
+		for (size_t a = m; a > 1; a--)
+		{
+			size_t		b = (size_t) rand_r(seed) % a;
+			mcc_gpu_hit t = h[i + a - 1];
+
+			h[i + a - 1] = h[i + b];
+			h[i + b] = t;
+		}
+	}
+}
+
+/* want[i]'s (score, id) is its own: its entry is determined, not only its key */
+static int
+unique_at(const mcc_gpu_hit *w, size_t n, size_t i)
+{
+	return (i == 0 || w[i - 1].id != w[i].id || w[i - 1].score != w[i].score) &&
+		(i + 1 == n || w[i + 1].id != w[i].id || w[i + 1].score != w[i].score);
+}
+
+static int64_t
+id_small(size_t i, unsigned *seed)
+{
+	return (int64_t) (rand_r(seed) % 1000000);
+}
+
+static int64_t
+id_signed(size_t i, unsigned *seed)
+{
+	return ((int64_t) rand_r(seed) << 33) ^ ((int64_t) rand_r(seed) << 2) ^ (rand_r(seed) & 1 ? INT64_MIN : 0);
+}
+
+static int64_t
+id_high(size_t i, unsigned *seed)
+{
+	return (int64_t) ((uint64_t) (rand_r(seed) & 0xff) << 56) + 7;
+}
+
+static int64_t
+id_equal(size_t i, unsigned *seed)
+{
+	return 42;
+}
+
+int
+main(void)
+{
+	static const size_t runs[] = {1, 2, 31, 32, 33, 64, 500, 1737, 4033};
+	int64_t		(*ids[]) (size_t, unsigned *) = {id_small, id_signed, id_high, id_equal};
+	static const char *id_names[] = {"small", "signed", "high byte", "equal"};
+	size_t		n = 4033;
+	mcc_gpu_hit *h = malloc(n * sizeof(mcc_gpu_hit));
+	mcc_gpu_hit *want = malloc(n * sizeof(mcc_gpu_hit));
+	unsigned	seed = 7;
+
+	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++)
+		for (int k = 0; k < 4; k++)
+		{
+			int			run_max = 0;
+			size_t		bad = n;
+
+			fill(h, n, runs[r], ids[k], &seed);
+			memcpy(want, h, n * sizeof(mcc_gpu_hit));
+			qsort(want, n, sizeof(mcc_gpu_hit), cmp_hit);
+			mcc_ties_sort(h, n, &run_max);
+			for (size_t i = 0; i < n && bad == n; i++)
+				if (h[i].score != want[i].score || h[i].id != want[i].id ||
+					(unique_at(want, n, i) && h[i].index != want[i].index))
+					bad = i;
+			UNIT_CHECK(bad == n, "runs of %zu, %s ids: qsort's order (first difference at %zu)",
+					   runs[r], id_names[k], bad);
+			UNIT_CHECK(run_max == (int) (runs[r] < n ? runs[r] : n), "runs of %zu: longest run %d",
+					   runs[r], run_max);
+		}
+	free(h);
+	free(want);
+	return unit_done();
+}
