@@ -187,6 +187,7 @@ eng_cache_free(eng_cache *c)
 {
 	if (c == NULL)
 		return;
+	eng_cache_prefault_stop(c);
 	eng_budget_release(c->budget, c->bytes);
 	eng_gpu_mirror_free(c->gpu);
 	mcc_soa_free(&c->soa);
@@ -261,6 +262,8 @@ grow(eng_cache *c, uint64_t need_t, uint64_t need_c, uint64_t need_s, mcc_error 
 
 	if (need_t > UINT32_MAX / 2 || need_c > UINT32_MAX - 1 || need_s > SIZE_MAX / 4)
 		return mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
+	/* the arrays move: nothing may fault them in meanwhile */
+	eng_cache_prefault_stop(c);
 	/* half again as much, else exactly what is needed if that is all that fits */
 	want_t = grown(cap_t, need_t);
 	want_c = grown(cap_c, need_c);

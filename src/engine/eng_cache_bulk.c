@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "eng_prefault.h"
 #include "eng_soa.h"
 #include "mcc_job.h"
 
@@ -135,6 +136,8 @@ eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_s
 	return MCC_OK;
 }
 
+static uint32_t filled_steps(const eng_cache *c);
+
 mcc_status
 eng_cache_bulk_reserve(eng_cache *c, uint32_t n, const mcc_template_view *t,
 					   eng_bulk_at *at, mcc_error *err)
@@ -230,4 +233,49 @@ eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side)
 	c->soa.n_cyl += (uint32_t) n_cyl;
 	c->soa.first[c->soa.n_tpl] = c->soa.n_cyl;
 	c->n_side += n_side;
+	if (c->prefault != NULL)
+		eng_prefault_advance(c->prefault, filled_steps(c));
+}
+
+/* Steps of ENG_PREFAULT_STEPS that c's rows fill in its fullest array. */
+static uint32_t
+filled_steps(const eng_cache *c)
+{
+	double		f = (double) c->soa.n_tpl / c->soa.cap_tpl;
+	double		fc = (double) c->soa.n_cyl / c->soa.cap_cyl;
+	double		fs = (double) c->n_side / (double) c->cap_side;
+
+	f = fc > f ? fc : f;
+	f = fs > f ? fs : f;
+	return f >= 1.0 ? ENG_PREFAULT_STEPS : (uint32_t) (f * ENG_PREFAULT_STEPS);
+}
+
+void
+eng_cache_prefault(eng_cache *c, int threads)
+{
+	eng_prefault_area a[ENG_PREFAULT_MAX_AREAS];
+	mcc_soa    *g = &c->soa;
+	int			n = 0;
+
+	eng_cache_prefault_stop(c);
+	/* each word's plane of the bits is filled from its start, as the other arrays */
+	for (int w = 0; w < g->words && n < ENG_PREFAULT_MAX_AREAS - 8; w++)
+		a[n++] = (eng_prefault_area) {g->bits + (size_t) w * g->cap_cyl,
+		sizeof(uint64_t) * (size_t) g->cap_cyl};
+	a[n++] = (eng_prefault_area) {g->angle, (size_t) g->cap_cyl};
+	a[n++] = (eng_prefault_area) {g->pc, sizeof(*g->pc) * (size_t) g->cap_cyl};
+	a[n++] = (eng_prefault_area) {g->tpl, sizeof(*g->tpl) * (size_t) g->cap_cyl};
+	a[n++] = (eng_prefault_area) {g->first, sizeof(*g->first) * ((size_t) g->cap_tpl + 1)};
+	a[n++] = (eng_prefault_area) {g->ncyl, sizeof(*g->ncyl) * (size_t) g->cap_tpl};
+	a[n++] = (eng_prefault_area) {g->id, sizeof(*g->id) * (size_t) g->cap_tpl};
+	a[n++] = (eng_prefault_area) {c->entries, sizeof(eng_entry) * (size_t) c->cap_entries};
+	a[n++] = (eng_prefault_area) {c->side, (size_t) c->cap_side};
+	c->prefault = eng_prefault_start(a, n, threads, filled_steps(c));
+}
+
+void
+eng_cache_prefault_stop(eng_cache *c)
+{
+	eng_prefault_stop(c->prefault);
+	c->prefault = NULL;
 }

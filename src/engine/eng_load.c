@@ -472,6 +472,39 @@ reserve_ahead(eng_load *l, const mcc_template_view *v, uint32_t n)
 	(void) eng_cache_reserve(c, more, cyl, side, &err);
 }
 
+/* Threads that fault in a load's new cache ahead of its rows (eng_config.load_prefault). */
+static int
+prefault_threads(const eng_server *s)
+{
+	int			n = s->cfg.threads / 4;
+
+	if (s->cfg.load_prefault != 0)
+		return s->cfg.load_prefault;
+	if (s->cfg.threads < 2)
+		return 0;				/* one thread asked for: no others */
+	return n < 1 ? 1 : n > 4 ? 4 : n;
+}
+
+/*
+ * Once the room for the rows the load expects is made (reserve_ahead, at
+ * the first frame; again after a growth, which stopped it), fault the rest
+ * of it in on threads of their own, ahead of the rows (eng_prefault.h):
+ * the kernel's zeroing of the new memory, the largest part of the
+ * engine's load CPU, then runs beside the load threads instead of inside
+ * their writes.
+ */
+static void
+prefault_room(eng_server *s, eng_load *l)
+{
+	eng_cache  *c = l->build;
+	uint64_t	room = (uint64_t) c->soa.cap_cyl + c->cap_side + c->soa.cap_tpl;
+
+	if (l->prefault_for == room || prefault_threads(s) < 1)
+		return;
+	l->prefault_for = room;
+	eng_cache_prefault(c, prefault_threads(s));
+}
+
 /* Room for rows v[0..n) in l's cache, making room in the budget if it must. */
 static mcc_status
 reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
@@ -527,6 +560,7 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 		{
 			const mcc_template_view *last = &j.v[ok_n - 1];
 
+			prefault_room(s, l);
 			j.put = true;
 			j.n = ok_n;
 			j.c = l->build;
@@ -602,6 +636,8 @@ eng_load_end(eng_server *s, eng_conn *c)
 		eng_gallery_advance(s, g);
 		return;
 	}
+	/* the room the rows did not fill stays unfaulted: the rest is not needed */
+	eng_cache_prefault_stop(l->build);
 	g->cache = l->build;
 	l->build = NULL;
 	g->cache->applied_gen = l->gen;
