@@ -24,6 +24,12 @@
 # listed, in turn (default: the server's; 0 = one reader, the loading backend);
 # the parallel workers' CPU seconds come from
 # the postmaster's reaped children (nothing else exits during a load here).
+# MCC_BENCH_ENGINES="path/a/mcc_engine path/b/mcc_engine" alternates engine
+# builds in the same call: each round once per engine listed, in turn (the
+# binary installed over the running engine's file, the engine stopped, the
+# service's supervisor starting the new one), so that two trees' engines
+# are compared on the same machine, table and server (the last one listed
+# stays installed).
 # MCC_BENCH_PERF=1 also samples the backend with perf during one more load
 # and splits its CPU into heap scan, detoast, framing, socket and other by
 # symbol. The engine's stages in process: build/bench/engine_load.
@@ -138,11 +144,28 @@ if [ -n "$log" ]; then
 	echo "\\echo set" >&3
 	read -r _ <&4
 fi
+# install engine binary $1 and have the supervisor start it (MCC_BENCH_ENGINES)
+use_engine() {
+	local exe epid
+	epid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")
+	exe=$(readlink "/proc/$epid/exe") || { echo "no engine to replace"; exit 1; }
+	# a new file (the running one is busy), renamed over the installed one
+	install -m 755 "$1" "$exe.new" && mv -f "$exe.new" "$exe" || exit 1
+	kill "$epid"
+	until [ "$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status() WHERE state = 'ready'" 2>/dev/null)" \
+		-gt 0 ] 2>/dev/null && [ "$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")" != "$epid" ]; do
+		sleep 0.1
+	done
+	echo "   engine $1 ($(md5sum <"$1" | cut -c1-8))"
+}
 echo "== full loads (mcc_gallery_preload by the owner), backend pid $bpid"
 for r in $(seq 1 "$rounds"); do
-	for w in ${MCC_BENCH_WORKERS:-default}; do
-		[ "$w" = default ] || set_workers "$w"
-		load_once "$work/s"
+	for e in ${MCC_BENCH_ENGINES:-installed}; do
+		[ "$e" = installed ] || use_engine "$e"
+		for w in ${MCC_BENCH_WORKERS:-default}; do
+			[ "$w" = default ] || set_workers "$w"
+			load_once "$work/s"
+		done
 	done
 done
 if [ -n "${MCC_BENCH_PERF:-}" ] && command -v perf >/dev/null; then

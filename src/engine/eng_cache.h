@@ -190,6 +190,14 @@ mcc_status	eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl,
 							  uint64_t n_side, mcc_error *err);
 
 /*
+ * The same, growing to exactly that room (eng_cache_reserve grows by half
+ * again, for appends that keep coming): for a load that knows about how
+ * many rows remain.
+ */
+mcc_status	eng_cache_reserve_exact(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl,
+									uint64_t n_side, mcc_error *err);
+
+/*
  * Append a tuple version as is (a load row, or a delta insert that is new);
  * *idx receives its entry number. The template must have the cache's profile.
  */
@@ -221,13 +229,16 @@ void		eng_cache_bulk_put(eng_cache *c, uint32_t i, const eng_bulk_at *at, int64_
 void		eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side);
 
 /*
- * Fault in the memory of c's room beyond its rows on `threads` threads of
- * their own while a load adds rows (eng_prefault.h): eng_cache_bulk_end lets
- * them go further as the rows fill the room. It runs until done or until
- * eng_cache_prefault_stop, which growing or freeing c calls first. Nothing
- * happens (and nothing fails) if the threads cannot start.
+ * Fault in the memory that c's rows will fill once `rows` rows with `cyl`
+ * cylinders and `side` bytes of sides are in (a load's estimate; at most
+ * c's room) on `threads` threads of their own while a load adds rows
+ * (eng_prefault.h): eng_cache_bulk_end lets them go further as rows come.
+ * It runs until done or until eng_cache_prefault_stop, which growing or
+ * freeing c calls first. Nothing happens (and nothing fails) if the threads
+ * cannot start.
  */
-void		eng_cache_prefault(eng_cache *c, int threads);
+void		eng_cache_prefault(eng_cache *c, int threads, uint64_t rows, uint64_t cyl,
+							   uint64_t side);
 void		eng_cache_prefault_stop(eng_cache *c);
 
 /*

@@ -26,6 +26,7 @@ struct eng_prefault
 	uint32_t	next;			/* the next step to take (under lock) */
 	uint32_t	limit;			/* steps below it may be taken (under lock) */
 	uint32_t	done;			/* steps finished (under lock) */
+	uint64_t	total;			/* rows that fill the areas */
 	bool		stop;			/* (under lock) */
 	pthread_t	tids[MAX_THREADS];
 	int			n_threads;
@@ -132,19 +133,24 @@ prefault_main(void *arg)
 	}
 }
 
+/* The steps that may be taken once `filled` of p's total rows are in. */
 static uint32_t
-limit_for(uint32_t filled)
+limit_for(const eng_prefault *p, uint64_t filled)
 {
-	return filled >= ENG_PREFAULT_STEPS - ENG_PREFAULT_LEAD ? ENG_PREFAULT_STEPS :
-		filled + ENG_PREFAULT_LEAD;
+	uint64_t	steps = filled >= p->total ? ENG_PREFAULT_STEPS :
+		(uint64_t) ((double) filled / (double) p->total * ENG_PREFAULT_STEPS);
+
+	return steps >= ENG_PREFAULT_STEPS - ENG_PREFAULT_LEAD ? ENG_PREFAULT_STEPS :
+		(uint32_t) steps + ENG_PREFAULT_LEAD;
 }
 
 eng_prefault *
-eng_prefault_start(const eng_prefault_area *areas, int n, int threads, uint32_t filled)
+eng_prefault_start(const eng_prefault_area *areas, int n, int threads, uint64_t total,
+				   uint64_t filled)
 {
 	eng_prefault *p;
 
-	if (threads < 1)
+	if (threads < 1 || total == 0)
 		return NULL;
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
@@ -159,7 +165,8 @@ eng_prefault_start(const eng_prefault_area *areas, int n, int threads, uint32_t 
 		free(p);
 		return NULL;
 	}
-	p->limit = limit_for(filled);
+	p->total = total;
+	p->limit = limit_for(p, filled);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->moved, NULL);
 	p->n_threads = mcc_job_start_threads(p->tids, threads, prefault_main, p, 0);
@@ -174,9 +181,9 @@ eng_prefault_start(const eng_prefault_area *areas, int n, int threads, uint32_t 
 }
 
 void
-eng_prefault_advance(eng_prefault *p, uint32_t filled)
+eng_prefault_advance(eng_prefault *p, uint64_t filled)
 {
-	uint32_t	limit = limit_for(filled);
+	uint32_t	limit = limit_for(p, filled);
 
 	pthread_mutex_lock(&p->lock);
 	if (limit > p->limit)

@@ -43,17 +43,16 @@ typedef struct eng_prefault_area
 
 /*
  * Start faulting in areas[0..n) (copied; those under ENG_PREFAULT_MIN_BYTES
- * skipped) on `threads` threads, up to step `filled` + ENG_PREFAULT_LEAD
- * for now. NULL when there is nothing to do or no thread starts.
+ * skipped) on `threads` threads. The areas are what a load is expected to
+ * fill by the time `total` rows are in, each in proportion; `filled` rows
+ * are in now: the threads go up to ENG_PREFAULT_LEAD steps ahead of them.
+ * NULL when there is nothing to do or no thread starts.
  */
 eng_prefault *eng_prefault_start(const eng_prefault_area *areas, int n, int threads,
-								 uint32_t filled);
+								 uint64_t total, uint64_t filled);
 
-/*
- * The rows now fill `filled` steps of ENG_PREFAULT_STEPS (of the fullest
- * array): the threads may go on to filled + ENG_PREFAULT_LEAD.
- */
-void		eng_prefault_advance(eng_prefault *p, uint32_t filled);
+/* `filled` of the `total` rows are in now: the threads may go further. */
+void		eng_prefault_advance(eng_prefault *p, uint64_t filled);
 
 /* Whether every step was done (its threads may still be exiting). */
 bool		eng_prefault_done(eng_prefault *p);

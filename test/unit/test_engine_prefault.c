@@ -147,7 +147,7 @@ test_lead(void)
 	UNIT_CHECK(a != NULL && b != NULL, "two test areas");
 	if (a == NULL || b == NULL)
 		return;
-	p = eng_prefault_start(ar, 3, 2, 0);
+	p = eng_prefault_start(ar, 3, 2, 1000, 0);
 	UNIT_CHECK(p != NULL, "a prefault starts on two threads");
 	if (p == NULL)
 		return;
@@ -155,7 +155,7 @@ test_lead(void)
 	UNIT_CHECK(resident_pages(a + AREA / 2, AREA / 2, &all) == 0 &&
 			   resident_pages(b + AREA / 4, AREA / 4, &all) == 0,
 			   "nothing faulted beyond the lead of the rows");
-	eng_prefault_advance(p, ENG_PREFAULT_STEPS);
+	eng_prefault_advance(p, 1000);
 	/* no speed assumed: wait as long as it takes (a minute at most) */
 	while (!(done = eng_prefault_done(p)) && tclock_wall_s() - t0 < 60)
 		usleep(1000);
@@ -165,7 +165,7 @@ test_lead(void)
 	UNIT_CHECK(in == all, "the first area faulted in (%zu of %zu pages)", in, all);
 	in = resident_pages(b, AREA / 2, &all);
 	UNIT_CHECK(in == all, "the second area's room faulted in (%zu of %zu pages)", in, all);
-	UNIT_CHECK(eng_prefault_start(ar, 0, 2, 0) == NULL && eng_prefault_start(ar + 2, 1, 2, 0) == NULL,
+	UNIT_CHECK(eng_prefault_start(ar, 0, 2, 1000, 0) == NULL && eng_prefault_start(ar + 2, 1, 2, 1000, 0) == NULL,
 			   "nothing to fault in (no area, or only small ones): no prefault");
 	eng_prefault_stop(NULL);
 	munmap(a, AREA);
