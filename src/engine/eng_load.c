@@ -467,6 +467,7 @@ reserve_ahead(eng_load *l, const mcc_template_view *v, uint32_t n)
 	uint64_t	side = c->n_side;
 	uint64_t	target = l->expected + l->expected / 50 + 16;
 	uint64_t	more;
+	double		margin;
 	mcc_error	err;
 
 	if (l->expected == 0 || target <= rows)
@@ -477,16 +478,24 @@ reserve_ahead(eng_load *l, const mcc_template_view *v, uint32_t n)
 		side += eng_side_bytes(&v[i]);
 	}
 	more = target - c->soa.n_tpl;
-	/* 2% above the average so far: a little variation costs no regrowth */
-	cyl = (uint64_t) ((double) cyl / rows * more * 1.02);
-	side = (uint64_t) ((double) side / rows * more * 1.02);
-	l->want_rows = target;
-	l->want_cyl = c->soa.n_cyl + cyl;
-	l->want_side = c->n_side + side;
-	if ((uint64_t) c->soa.n_cyl + cyl <= c->soa.cap_cyl && target <= c->soa.cap_tpl &&
-		target <= c->cap_entries && c->n_side + side <= c->cap_side)
-		return;
-	(void) eng_cache_reserve_exact(c, more, cyl, side, &err);
+	/* 2% above the average so far (10% once the room was made: the average drifted) */
+	margin = l->want_rows != 0 ? 1.10 : 1.02;
+	/* room enough at the average so far: nothing to grow */
+	if ((uint64_t) c->soa.n_cyl + (uint64_t) ((double) cyl / rows * more) <= c->soa.cap_cyl &&
+		target <= c->soa.cap_tpl && target <= c->cap_entries &&
+		c->n_side + (uint64_t) ((double) side / rows * more) <= c->cap_side)
+		margin = 1.0;
+	cyl = (uint64_t) ((double) cyl / rows * more * margin);
+	side = (uint64_t) ((double) side / rows * more * margin);
+	if (l->want_rows == 0 || margin > 1.0)
+	{
+		l->want_rows = target;
+		l->want_cyl = c->soa.n_cyl + cyl;
+		l->want_side = c->n_side + side;
+	}
+	/* each exact growth copies the rows so far: a little variation must cost none */
+	if (margin > 1.0)
+		(void) eng_cache_reserve_exact(c, more, cyl, side, &err);
 }
 
 /* Threads that fault in a load's new cache ahead of its rows (eng_config.load_prefault). */
@@ -516,8 +525,12 @@ prefault_room(eng_server *s, eng_load *l)
 	eng_cache  *c = l->build;
 	uint64_t	room = (uint64_t) c->soa.cap_cyl + c->cap_side + c->soa.cap_tpl;
 
-	/* only for the room reserve_ahead made: what the load expects to fill */
-	if (l->want_rows == 0 || l->prefault_for == room || prefault_threads(s) < 1)
+	/*
+	 * only for the room reserve_ahead made: what the load expects to fill;
+	 * not for a snapshot's check, whose cache holds the rows already
+	 */
+	if (l->want_rows == 0 || (l->flags & MCC_LOAD_SNAPSHOT) || l->prefault_for == room ||
+		prefault_threads(s) < 1)
 		return;
 	l->prefault_for = room;
 	eng_cache_prefault(c, prefault_threads(s), l->want_rows, l->want_cyl, l->want_side);
