@@ -30,9 +30,12 @@
 # service's supervisor starting the new one), so that two trees' engines
 # are compared on the same machine, table and server (the last one listed
 # stays installed).
-# MCC_BENCH_PERF=1 also samples the backend with perf during one more load
-# and splits its CPU into heap scan, detoast, framing, socket and other by
-# symbol. The engine's stages in process: build/bench/engine_load.
+# MCC_BENCH_PERF=1 also samples the backend and the engine with perf during
+# one more load, splits the load's CPU by process and engine thread (main,
+# the pool's, the load's own prefault threads) and zeroing of new memory,
+# and the backend's by symbol into heap scan, detoast, framing, socket and
+# other (the shares of docs/benchmarks.md, "The engine's load CPU"). The
+# engine's stages in process: build/bench/engine_load.
 set -euo pipefail
 n=${1:-200000}
 rounds=${2:-3}
@@ -172,14 +175,28 @@ for r in $(seq 1 "$rounds"); do
 	done
 done
 if [ -n "${MCC_BENCH_PERF:-}" ] && command -v perf >/dev/null; then
-	echo "== perf of the backend during one more load"
-	perf record -q -g -p "$bpid" -o "$work/perf.data" >/dev/null 2>&1 &
+	echo "== perf of the backend and the engine during one more load"
+	epid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")
+	# the engine's threads before the load: main, searches, image jobs, load pool
+	old_tids=" $(ls "/proc/$epid/task" 2>/dev/null | tr '\n' ' ') "
+	perf record -q -g -F 1999 -p "$bpid,$epid" -o "$work/perf.data" >/dev/null 2>&1 &
 	perf_pid=$!
 	sleep 0.5
 	load_once "$work/s"
 	kill -INT "$perf_pid" 2>/dev/null || true
 	wait "$perf_pid" 2>/dev/null || true
-	perf report -i "$work/perf.data" --no-children --sort sym --stdio 2>/dev/null |
+	echo "   the load's CPU by process, thread and kind (zeroing: the kernel clearing new pages)"
+	perf report -i "$work/perf.data" --no-children --sort pid,sym --stdio -g none 2>/dev/null |
+		awk -v b="$bpid" -v e="$epid" -v old="$old_tids" '/^ +[0-9.]+%/ { p = $1; sub(/%/, "", p);
+			split($2, a, ":"); t = a[1]; s = $NF;
+			if (t == b) r = "backend"; else if (t == e) r = "engine main thread";
+			else if (index(old, " " t " ")) r = "engine pool threads";
+			else r = "engine threads of the load (prefault)";
+			k = "other"; if (s ~ /clear_page|clear_huge|folio_zero/) k = "zeroing";
+			share[r ", " k] += p }
+			END { for (c in share) printf "   %-50s %5.1f%%\n", c, share[c] }' | sort
+	echo "   the backend's part by kind (shares of the load's CPU, as above)"
+	perf report -i "$work/perf.data" --no-children --pid "$bpid" --sort sym --stdio 2>/dev/null |
 		awk '/^ +[0-9.]+%/ { p = $1; sub(/%/, "", p); s = $NF;
 			c = "other";
 			if (s ~ /toast|pglz|lz4|detoast|varlena/) c = "detoast";
@@ -188,7 +205,7 @@ if [ -n "${MCC_BENCH_PERF:-}" ] && command -v perf >/dev/null; then
 			else if (s ~ /send|sock|unix_|skb|tcp|mcc_conn|write|copy_user|copy_to|fault|page_|pvm/) c = "socket and kernel";
 			share[c] += p }
 			END { for (c in share) printf "   %-18s %5.1f%%\n", c, share[c] }' | sort -k2 -t'%' -rn
-	perf report -i "$work/perf.data" --no-children --sort sym --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -15 | sed 's/^/      /'
+	perf report -i "$work/perf.data" --no-children --pid "$bpid" --sort sym --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -15 | sed 's/^/      /'
 fi
 exec 3>&- 4<&-
 wait "$psql_pid" 2>/dev/null || true
