@@ -317,9 +317,10 @@ oom:
 	return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
 }
 
-mcc_status
-eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
-				  mcc_error *err)
+/* Room for n_tpl, n_cyl, n_side more: as it is, or grown (exact: to just that). */
+static mcc_status
+reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side, bool exact,
+		mcc_error *err)
 {
 	uint64_t	need_t = (uint64_t) c->soa.n_tpl + n_tpl;
 	uint64_t	need_c = (uint64_t) c->soa.n_cyl + n_cyl;
@@ -328,21 +329,21 @@ eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
 	if (need_t <= c->soa.cap_tpl && need_c <= c->soa.cap_cyl &&
 		need_t <= c->cap_entries && need_s <= c->cap_side)
 		return MCC_OK;
-	return grow(c, need_t, need_c, need_s, false, err);
+	return grow(c, need_t, need_c, need_s, exact, err);
+}
+
+mcc_status
+eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
+				  mcc_error *err)
+{
+	return reserve(c, n_tpl, n_cyl, n_side, false, err);
 }
 
 mcc_status
 eng_cache_reserve_exact(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
 						mcc_error *err)
 {
-	uint64_t	need_t = (uint64_t) c->soa.n_tpl + n_tpl;
-	uint64_t	need_c = (uint64_t) c->soa.n_cyl + n_cyl;
-	uint64_t	need_s = c->n_side + n_side;
-
-	if (need_t <= c->soa.cap_tpl && need_c <= c->soa.cap_cyl &&
-		need_t <= c->cap_entries && need_s <= c->cap_side)
-		return MCC_OK;
-	return grow(c, need_t, need_c, need_s, true, err);
+	return reserve(c, n_tpl, n_cyl, n_side, true, err);
 }
 
 /* Write t's side at offset off of the cache's sides (room reserved). */
