@@ -24,9 +24,18 @@
 # listed, in turn (default: the server's; 0 = one reader, the loading backend);
 # the parallel workers' CPU seconds come from
 # the postmaster's reaped children (nothing else exits during a load here).
-# MCC_BENCH_PERF=1 also samples the backend with perf during one more load
-# and splits its CPU into heap scan, detoast, framing, socket and other by
-# symbol. The engine's stages in process: build/bench/engine_load.
+# MCC_BENCH_ENGINES="path/a/mcc_engine path/b/mcc_engine" alternates engine
+# builds in the same call: each round once per engine listed, in turn (the
+# binary installed over the running engine's file, the engine stopped, the
+# service's supervisor starting the new one), so that two trees' engines
+# are compared on the same machine, table and server (the last one listed
+# stays installed).
+# MCC_BENCH_PERF=1 also samples the backend and the engine with perf during
+# one more load, splits the load's CPU by process and engine thread (main,
+# the pool's, the load's own prefault threads) and zeroing of new memory,
+# and the backend's by symbol into heap scan, detoast, framing, socket and
+# other (the shares of docs/benchmarks.md, "The engine's load CPU"). The
+# engine's stages in process: build/bench/engine_load.
 set -euo pipefail
 n=${1:-200000}
 rounds=${2:-3}
@@ -138,22 +147,56 @@ if [ -n "$log" ]; then
 	echo "\\echo set" >&3
 	read -r _ <&4
 fi
+# install engine binary $1 and have the supervisor start it (MCC_BENCH_ENGINES)
+use_engine() {
+	local exe epid
+	epid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")
+	exe=$(readlink "/proc/$epid/exe") || { echo "no engine to replace"; exit 1; }
+	# a new file (the running one is busy), renamed over the installed one
+	install -m 755 "$1" "$exe.new" && mv -f "$exe.new" "$exe" || exit 1
+	kill "$epid"
+	until [ "$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status() WHERE state = 'ready'" 2>/dev/null)" \
+		-gt 0 ] 2>/dev/null && [ "$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")" != "$epid" ]; do
+		sleep 0.1
+	done
+	# its first load may come from the cache snapshot the last engine wrote: not counted
+	t0=$(now)
+	psql_ -tAc "SELECT mcc_gallery_preload('$tbl')" >/dev/null
+	echo "   engine $1 ($(md5sum <"$1" | cut -c1-8)); its first load (not counted) $(calc "$(now) - $t0" 3) s"
+}
 echo "== full loads (mcc_gallery_preload by the owner), backend pid $bpid"
 for r in $(seq 1 "$rounds"); do
-	for w in ${MCC_BENCH_WORKERS:-default}; do
-		[ "$w" = default ] || set_workers "$w"
-		load_once "$work/s"
+	for e in ${MCC_BENCH_ENGINES:-installed}; do
+		[ "$e" = installed ] || use_engine "$e"
+		for w in ${MCC_BENCH_WORKERS:-default}; do
+			[ "$w" = default ] || set_workers "$w"
+			load_once "$work/s"
+		done
 	done
 done
 if [ -n "${MCC_BENCH_PERF:-}" ] && command -v perf >/dev/null; then
-	echo "== perf of the backend during one more load"
-	perf record -q -g -p "$bpid" -o "$work/perf.data" >/dev/null 2>&1 &
+	echo "== perf of the backend and the engine during one more load"
+	epid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")
+	# the engine's threads before the load: main, searches, image jobs, load pool
+	old_tids=" $(ls "/proc/$epid/task" 2>/dev/null | tr '\n' ' ') "
+	perf record -q -g -F 1999 -p "$bpid,$epid" -o "$work/perf.data" >/dev/null 2>&1 &
 	perf_pid=$!
 	sleep 0.5
 	load_once "$work/s"
 	kill -INT "$perf_pid" 2>/dev/null || true
 	wait "$perf_pid" 2>/dev/null || true
-	perf report -i "$work/perf.data" --no-children --sort sym --stdio 2>/dev/null |
+	echo "   the load's CPU by process, thread and kind (zeroing: the kernel clearing new pages)"
+	perf report -i "$work/perf.data" --no-children --sort pid,sym --stdio -g none 2>/dev/null |
+		awk -v b="$bpid" -v e="$epid" -v old="$old_tids" '/^ +[0-9.]+%/ { p = $1; sub(/%/, "", p);
+			split($2, a, ":"); t = a[1]; s = $NF;
+			if (t == b) r = "backend"; else if (t == e) r = "engine main thread";
+			else if (index(old, " " t " ")) r = "engine pool threads";
+			else r = "engine threads of the load (prefault)";
+			k = "other"; if (s ~ /clear_page|clear_huge|folio_zero/) k = "zeroing";
+			share[r ", " k] += p }
+			END { for (c in share) printf "   %-50s %5.1f%%\n", c, share[c] }' | sort
+	echo "   the backend's part by kind (shares of the load's CPU, as above)"
+	perf report -i "$work/perf.data" --no-children --pid "$bpid" --sort sym --stdio 2>/dev/null |
 		awk '/^ +[0-9.]+%/ { p = $1; sub(/%/, "", p); s = $NF;
 			c = "other";
 			if (s ~ /toast|pglz|lz4|detoast|varlena/) c = "detoast";
@@ -162,7 +205,7 @@ if [ -n "${MCC_BENCH_PERF:-}" ] && command -v perf >/dev/null; then
 			else if (s ~ /send|sock|unix_|skb|tcp|mcc_conn|write|copy_user|copy_to|fault|page_|pvm/) c = "socket and kernel";
 			share[c] += p }
 			END { for (c in share) printf "   %-18s %5.1f%%\n", c, share[c] }' | sort -k2 -t'%' -rn
-	perf report -i "$work/perf.data" --no-children --sort sym --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -15 | sed 's/^/      /'
+	perf report -i "$work/perf.data" --no-children --pid "$bpid" --sort sym --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -15 | sed 's/^/      /'
 fi
 exec 3>&- 4<&-
 wait "$psql_pid" 2>/dev/null || true

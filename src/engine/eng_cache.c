@@ -187,6 +187,7 @@ eng_cache_free(eng_cache *c)
 {
 	if (c == NULL)
 		return;
+	eng_cache_prefault_stop(c);
 	eng_budget_release(c->budget, c->bytes);
 	eng_gpu_mirror_free(c->gpu);
 	mcc_soa_free(&c->soa);
@@ -248,7 +249,8 @@ grown(uint64_t cap, uint64_t need)
  * of sides, and the index.
  */
 static mcc_status
-grow(eng_cache *c, uint64_t need_t, uint64_t need_c, uint64_t need_s, mcc_error *err)
+grow(eng_cache *c, uint64_t need_t, uint64_t need_c, uint64_t need_s, bool exact,
+	 mcc_error *err)
 {
 	uint64_t	cap_t = c->soa.cap_tpl;
 	uint64_t	cap_c = c->soa.cap_cyl;
@@ -261,10 +263,12 @@ grow(eng_cache *c, uint64_t need_t, uint64_t need_c, uint64_t need_s, mcc_error 
 
 	if (need_t > UINT32_MAX / 2 || need_c > UINT32_MAX - 1 || need_s > SIZE_MAX / 4)
 		return mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
+	/* the arrays move: nothing may fault them in meanwhile */
+	eng_cache_prefault_stop(c);
 	/* half again as much, else exactly what is needed if that is all that fits */
-	want_t = grown(cap_t, need_t);
-	want_c = grown(cap_c, need_c);
-	want_s = grown(c->cap_side, need_s);
+	want_t = exact ? (need_t > cap_t ? need_t : cap_t) : grown(cap_t, need_t);
+	want_c = exact ? (need_c > cap_c ? need_c : cap_c) : grown(cap_c, need_c);
+	want_s = exact ? (need_s > c->cap_side ? need_s : c->cap_side) : grown(c->cap_side, need_s);
 	if (want_t > UINT32_MAX / 2)
 		want_t = UINT32_MAX / 2;
 	if (want_c > UINT32_MAX - 1)
@@ -313,9 +317,10 @@ oom:
 	return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
 }
 
-mcc_status
-eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
-				  mcc_error *err)
+/* Room for n_tpl, n_cyl, n_side more: as it is, or grown (exact: to just that). */
+static mcc_status
+reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side, bool exact,
+		mcc_error *err)
 {
 	uint64_t	need_t = (uint64_t) c->soa.n_tpl + n_tpl;
 	uint64_t	need_c = (uint64_t) c->soa.n_cyl + n_cyl;
@@ -324,7 +329,21 @@ eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
 	if (need_t <= c->soa.cap_tpl && need_c <= c->soa.cap_cyl &&
 		need_t <= c->cap_entries && need_s <= c->cap_side)
 		return MCC_OK;
-	return grow(c, need_t, need_c, need_s, err);
+	return grow(c, need_t, need_c, need_s, exact, err);
+}
+
+mcc_status
+eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
+				  mcc_error *err)
+{
+	return reserve(c, n_tpl, n_cyl, n_side, false, err);
+}
+
+mcc_status
+eng_cache_reserve_exact(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl, uint64_t n_side,
+						mcc_error *err)
+{
+	return reserve(c, n_tpl, n_cyl, n_side, true, err);
 }
 
 /* Write t's side at offset off of the cache's sides (room reserved). */

@@ -33,6 +33,7 @@
 #define ENG_NONE	UINT32_MAX
 
 struct eng_gpu_mirror;
+struct eng_prefault;
 
 /* Memory charged by every cache against --memory-limit (0: no limit). */
 typedef struct eng_budget
@@ -105,6 +106,7 @@ typedef struct eng_cache
 	uint32_t	cap_purge_log;
 	bool		purge_log_lost;
 	struct eng_gpu_mirror *gpu; /* its copy on the GPU, or NULL (eng_gpu.h) */
+	struct eng_prefault *prefault;	/* its memory faulted in ahead of a load's rows, or NULL */
 
 	/*
 	 * What eng_cache_count keeps between calls: version is bumped by every
@@ -188,6 +190,14 @@ mcc_status	eng_cache_reserve(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl,
 							  uint64_t n_side, mcc_error *err);
 
 /*
+ * The same, growing to exactly that room (eng_cache_reserve grows by half
+ * again, for appends that keep coming): for a load that knows about how
+ * many rows remain.
+ */
+mcc_status	eng_cache_reserve_exact(eng_cache *c, uint64_t n_tpl, uint64_t n_cyl,
+									uint64_t n_side, mcc_error *err);
+
+/*
  * Append a tuple version as is (a load row, or a delta insert that is new);
  * *idx receives its entry number. The template must have the cache's profile.
  */
@@ -217,6 +227,19 @@ void		eng_cache_bulk_put(eng_cache *c, uint32_t i, const eng_bulk_at *at, int64_
 							   uint64_t hash, uint64_t insert_xid, uint64_t delete_xid,
 							   const mcc_template_view *t, uint64_t tid, uint64_t xmin);
 void		eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side);
+
+/*
+ * Fault in the memory that c's rows will fill once `rows` rows with `cyl`
+ * cylinders and `side` bytes of sides are in (a load's estimate; at most
+ * c's room) on `threads` threads of their own while a load adds rows
+ * (eng_prefault.h): eng_cache_bulk_end lets them go further as rows come.
+ * It runs until done or until eng_cache_prefault_stop, which growing or
+ * freeing c calls first. Nothing happens (and nothing fails) if the threads
+ * cannot start.
+ */
+void		eng_cache_prefault(eng_cache *c, int threads, uint64_t rows, uint64_t cyl,
+							   uint64_t side);
+void		eng_cache_prefault_stop(eng_cache *c);
 
 /*
  * A delta's insert: absorbed by an entry a load already brought (same key,

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "eng_prefault.h"
 #include "eng_soa.h"
 #include "mcc_job.h"
 
@@ -230,4 +231,44 @@ eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side)
 	c->soa.n_cyl += (uint32_t) n_cyl;
 	c->soa.first[c->soa.n_tpl] = c->soa.n_cyl;
 	c->n_side += n_side;
+	if (c->prefault != NULL)
+		eng_prefault_advance(c->prefault, c->soa.n_tpl);
+}
+
+/* The smaller of n and cap. */
+static uint64_t
+at_most(uint64_t n, uint64_t cap)
+{
+	return n < cap ? n : cap;
+}
+
+void
+eng_cache_prefault(eng_cache *c, int threads, uint64_t rows, uint64_t cyl, uint64_t side)
+{
+	eng_prefault_area a[ENG_PREFAULT_MAX_AREAS];
+	mcc_soa    *g = &c->soa;
+	size_t		nc = (size_t) at_most(cyl, g->cap_cyl);
+	size_t		nt = (size_t) at_most(rows, g->cap_tpl);
+	int			n = 0;
+
+	eng_cache_prefault_stop(c);
+	/* each word's plane of the bits is filled from its start, as the other arrays */
+	for (int w = 0; w < g->words && n < ENG_PREFAULT_MAX_AREAS - 8; w++)
+		a[n++] = (eng_prefault_area) {g->bits + (size_t) w * g->cap_cyl, sizeof(uint64_t) * nc};
+	a[n++] = (eng_prefault_area) {g->angle, nc};
+	a[n++] = (eng_prefault_area) {g->pc, sizeof(*g->pc) * nc};
+	a[n++] = (eng_prefault_area) {g->tpl, sizeof(*g->tpl) * nc};
+	a[n++] = (eng_prefault_area) {g->first, sizeof(*g->first) * (nt + 1)};
+	a[n++] = (eng_prefault_area) {g->ncyl, sizeof(*g->ncyl) * nt};
+	a[n++] = (eng_prefault_area) {g->id, sizeof(*g->id) * nt};
+	a[n++] = (eng_prefault_area) {c->entries, sizeof(eng_entry) * (size_t) at_most(rows, c->cap_entries)};
+	a[n++] = (eng_prefault_area) {c->side, (size_t) at_most(side, c->cap_side)};
+	c->prefault = eng_prefault_start(a, n, threads, rows, g->n_tpl);
+}
+
+void
+eng_cache_prefault_stop(eng_cache *c)
+{
+	eng_prefault_stop(c->prefault);
+	c->prefault = NULL;
 }

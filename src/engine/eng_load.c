@@ -319,11 +319,16 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 }
 
 /*
- * Rows of a LOAD_ROWS frame in bulk: their templates opened and hashed,
- * then written into room reserved once for the frame, both in the load
- * threads (parts of per_part rows) while the main thread waits; the key
- * index is linked on the main thread. The cache being built is nobody
- * else's, so the threads may write its distinct rows at once.
+ * Rows of a LOAD_ROWS frame in bulk: the main thread opens their headers
+ * (sizes and profile: what the room needs) and reserves room for the frame
+ * at once; then, in one job of the load threads (parts of per_part rows),
+ * each row's template is checked, hashed and written into its place while
+ * the main thread receives the next frames; the key index is linked on the
+ * main thread. The cache being built is nobody else's, so the threads may
+ * write its distinct rows at once. A row whose check fails fails the load:
+ * the rows written after it are never linked, as the load's cache is
+ * dropped. (One job a frame: two, checks then writes with the reserve
+ * between, left the load threads idle twice a frame.)
  */
 #define ROWS_PER_PART	64		/* at most */
 #define ROWS_PER_PART_MIN 8
@@ -333,13 +338,11 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 typedef struct rows_job
 {
 	eng_job		job;			/* first */
-	bool		put;			/* second phase: write the rows */
 	const eng_load_in *in;
 	uint32_t	n;
 	bool		checked;		/* templates the engine cached before */
-	mcc_template_view *v;
-	uint64_t   *hash;
-	uint8_t    *bad;			/* rows whose template does not open */
+	mcc_template_view *v;		/* the rows' headers, opened by the main thread */
+	uint8_t    *bad;			/* rows whose template does not pass the check */
 	eng_cache  *c;
 	const eng_bulk_at *at;
 	uint32_t	per_part;		/* rows per part */
@@ -366,16 +369,21 @@ rows_run(eng_job *job, uint32_t part, void *scratch)
 	for (uint32_t i = a; i < b; i++)
 	{
 		const eng_load_in *in = &j->in[i];
+		mcc_template_view *v = &j->v[i];
 
-		if (!j->put)
+		if (!j->checked)
 		{
-			j->bad[i] = open_row(in, j->checked, &j->v[i], &err) != MCC_OK;
-			if (!j->bad[i])
-				j->hash[i] = mcc_template_hash(in->tpl, in->len);
+			mcc_template_view full;
+
+			/* the whole check; the room was reserved for what its header says */
+			j->bad[i] = open_row(in, false, &full, &err) != MCC_OK ||
+				full.n_cyl != v->n_cyl || eng_side_bytes(&full) != eng_side_bytes(v);
+			if (j->bad[i])
+				continue;
+			*v = full;
 		}
-		else
-			eng_cache_bulk_put(j->c, i, &j->at[i], in->key, j->hash[i], in->insert_xid,
-							   in->delete_xid, &j->v[i], in->tid, in->xmin);
+		eng_cache_bulk_put(j->c, i, &j->at[i], in->key, mcc_template_hash(in->tpl, in->len),
+						   in->insert_xid, in->delete_xid, v, in->tid, in->xmin);
 	}
 }
 
@@ -440,10 +448,15 @@ rows_in_threads(eng_server *s, rows_job *j, eng_conn *ahead)
 }
 
 /*
- * Room for the rows the load still expects (LOAD_BEGIN's estimate, at this
- * load's cylinders and side bytes per row so far) as soon as they would not
- * fit: the cache grows once, early (while a copy is small), rather than by
- * half again near the end. Best effort: the frame's own reserve follows.
+ * Room for the rows the load still expects as soon as they would not fit:
+ * LOAD_BEGIN's estimate (the table's reltuples: often a little short) and
+ * 2 % more, at this load's cylinders and side bytes per row so far and 2 %
+ * more. The cache grows once, early and to that size (while a copy is
+ * small), rather than by half again near the end, when a growth copies the
+ * whole cache on the main thread (eng_soa_regrow: at 200,000 rows three
+ * quarters of the engine's load CPU on the dev VM when the estimate was 25
+ * rows short). Best effort: the frame's own reserve follows. Records that
+ * room in l (want_*) for the prefault.
  */
 static void
 reserve_ahead(eng_load *l, const mcc_template_view *v, uint32_t n)
@@ -452,24 +465,75 @@ reserve_ahead(eng_load *l, const mcc_template_view *v, uint32_t n)
 	uint64_t	rows = (uint64_t) c->soa.n_tpl + n;
 	uint64_t	cyl = c->soa.n_cyl;
 	uint64_t	side = c->n_side;
+	uint64_t	target = l->expected + l->expected / 50 + 16;
 	uint64_t	more;
+	double		margin;
 	mcc_error	err;
 
-	if (l->expected <= rows)
+	if (l->expected == 0 || target <= rows)
 		return;
 	for (uint32_t i = 0; i < n; i++)
 	{
 		cyl += (uint64_t) v[i].n_cyl;
 		side += eng_side_bytes(&v[i]);
 	}
-	more = l->expected - c->soa.n_tpl;
-	/* 2% above the average so far: a little variation costs no regrowth */
-	cyl = (uint64_t) ((double) cyl / rows * more * 1.02);
-	side = (uint64_t) ((double) side / rows * more * 1.02);
-	if ((uint64_t) c->soa.n_cyl + cyl <= c->soa.cap_cyl && (uint64_t) c->soa.n_tpl + more <= c->soa.cap_tpl &&
-		c->n_side + side <= c->cap_side)
+	more = target - c->soa.n_tpl;
+	/* 2% above the average so far (10% once the room was made: the average drifted) */
+	margin = l->want_rows != 0 ? 1.10 : 1.02;
+	/* room enough at the average so far: nothing to grow */
+	if ((uint64_t) c->soa.n_cyl + (uint64_t) ((double) cyl / rows * more) <= c->soa.cap_cyl &&
+		target <= c->soa.cap_tpl && target <= c->cap_entries &&
+		c->n_side + (uint64_t) ((double) side / rows * more) <= c->cap_side)
+		margin = 1.0;
+	cyl = (uint64_t) ((double) cyl / rows * more * margin);
+	side = (uint64_t) ((double) side / rows * more * margin);
+	if (l->want_rows == 0 || margin > 1.0)
+	{
+		l->want_rows = target;
+		l->want_cyl = c->soa.n_cyl + cyl;
+		l->want_side = c->n_side + side;
+	}
+	/* each exact growth copies the rows so far: a little variation must cost none */
+	if (margin > 1.0)
+		(void) eng_cache_reserve_exact(c, more, cyl, side, &err);
+}
+
+/* Threads that fault in a load's new cache ahead of its rows (eng_config.load_prefault). */
+static int
+prefault_threads(const eng_server *s)
+{
+	int			n = s->cfg.threads / 4;
+
+	if (s->cfg.load_prefault != 0)
+		return s->cfg.load_prefault;
+	if (s->cfg.threads < 2)
+		return 0;				/* one thread asked for: no others */
+	return n < 1 ? 1 : n > 4 ? 4 : n;
+}
+
+/*
+ * Once the room for the rows the load expects is made (reserve_ahead, at
+ * the first frame; again after a growth, which stopped it), fault what the
+ * rows will fill of it in on threads of their own, ahead of the rows (eng_prefault.h):
+ * the kernel's zeroing of the new memory, the largest part of the
+ * engine's load CPU, then runs beside the load threads instead of inside
+ * their writes.
+ */
+static void
+prefault_room(eng_server *s, eng_load *l)
+{
+	eng_cache  *c = l->build;
+	uint64_t	room = (uint64_t) c->soa.cap_cyl + c->cap_side + c->soa.cap_tpl;
+
+	/*
+	 * only for the room reserve_ahead made: what the load expects to fill;
+	 * not for a snapshot's check, whose cache holds the rows already
+	 */
+	if (l->want_rows == 0 || (l->flags & MCC_LOAD_SNAPSHOT) || l->prefault_for == room ||
+		prefault_threads(s) < 1)
 		return;
-	(void) eng_cache_reserve(c, more, cyl, side, &err);
+	l->prefault_for = room;
+	eng_cache_prefault(c, prefault_threads(s), l->want_rows, l->want_cyl, l->want_side);
 }
 
 /* Room for rows v[0..n) in l's cache, making room in the budget if it must. */
@@ -495,9 +559,10 @@ void
 eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, bool checked,
 			  eng_conn *ahead)
 {
-	rows_job	j = {.in = in, .n = n, .checked = checked};
+	rows_job	j = {.in = in, .checked = checked};
 	eng_bulk_at *at;
 	uint32_t	ok_n = 0;
+	uint32_t	bad_at;
 	mcc_error	err;
 	mcc_status	st = MCC_OK;
 
@@ -512,40 +577,48 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 		return;
 	}
 	j.v = malloc(sizeof(*j.v) * n);
-	j.hash = malloc(sizeof(*j.hash) * n);
-	j.bad = malloc(n);
+	j.bad = calloc(n, 1);
 	at = malloc(sizeof(*at) * n);
-	if (j.v == NULL || j.hash == NULL || j.bad == NULL || at == NULL)
+	if (j.v == NULL || j.bad == NULL || at == NULL)
 		st = mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
 	else
 	{
-		rows_in_threads(s, &j, ahead);
-		while (ok_n < n && !j.bad[ok_n])
+		/* the headers here (cheap): the rows before a bad one go in, the load fails at it */
+		while (ok_n < n && mcc_template_open_header(in[ok_n].tpl, in[ok_n].len, &j.v[ok_n],
+													&err) == MCC_OK)
 			ok_n++;
-		/* the rows before a bad one go in: the load fails at it anyway */
+		mcc_error_clear(&err);
+		bad_at = ok_n;
 		if (ok_n > 0 && (st = reserve_rows(s, l, j.v, ok_n, at, &err)) == MCC_OK)
 		{
-			const mcc_template_view *last = &j.v[ok_n - 1];
-
-			j.put = true;
+			prefault_room(s, l);
 			j.n = ok_n;
 			j.c = l->build;
 			j.at = at;
 			rows_in_threads(s, &j, ahead);
-			eng_cache_bulk_end(l->build, ok_n,
-							   at[ok_n - 1].cyl + (uint64_t) last->n_cyl - at[0].cyl,
-							   at[ok_n - 1].side + eng_side_bytes(last) - at[0].side);
-			l->rows += ok_n;
+			for (uint32_t i = 0; i < ok_n && bad_at == ok_n; i++)
+				if (j.bad[i])
+					bad_at = i;
+			if (bad_at == ok_n)
+			{
+				const mcc_template_view *last = &j.v[ok_n - 1];
+
+				eng_cache_bulk_end(l->build, ok_n,
+								   at[ok_n - 1].cyl + (uint64_t) last->n_cyl - at[0].cyl,
+								   at[ok_n - 1].side + eng_side_bytes(last) - at[0].side);
+				l->rows += ok_n;
+			}
 		}
-		if (st == MCC_OK && ok_n < n)
+		if (st == MCC_OK && bad_at < n)
 		{
 			mcc_template_view v;
 
-			st = open_row(&in[ok_n], checked, &v, &err);
-			if (st == MCC_OK)	/* it opened in a thread but not here: cannot be */
+			/* the check's own error, as a load row by row gives it */
+			st = open_row(&in[bad_at], checked, &v, &err);
+			if (st == MCC_OK)	/* it failed in a thread but not here: cannot be */
 				st = mcc_error_set(&err, MCC_ERR_INTERNAL, "template check not repeatable");
 			mcc_error_detail(&err, "The row with key %lld cannot be cached.",
-							 (long long) in[ok_n].key);
+							 (long long) in[bad_at].key);
 		}
 		else if (st != MCC_OK && st != MCC_ERR_MEMORY)
 			mcc_error_detail(&err, "The rows from key %lld cannot be cached.",
@@ -554,7 +627,6 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 	if (st != MCC_OK)
 		eng_load_fail(l, st == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_DATA, &err);
 	free(j.v);
-	free(j.hash);
 	free(j.bad);
 	free(at);
 }
@@ -602,6 +674,8 @@ eng_load_end(eng_server *s, eng_conn *c)
 		eng_gallery_advance(s, g);
 		return;
 	}
+	/* the room the rows did not fill stays unfaulted: the rest is not needed */
+	eng_cache_prefault_stop(l->build);
 	g->cache = l->build;
 	l->build = NULL;
 	g->cache->applied_gen = l->gen;

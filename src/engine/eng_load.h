@@ -43,6 +43,10 @@ typedef struct eng_load
 	uint64_t	snap_rows;		/* rows the snapshot had */
 	bool		want_held;		/* WANT waits for the GPU copy being built of build */
 	uint64_t	want_rid;		/* LOAD_HEADS_END's request id */
+	uint64_t	want_rows;		/* the room reserve_ahead made for the rows expected (0: none) */
+	uint64_t	want_cyl;
+	uint64_t	want_side;
+	uint64_t	prefault_for;	/* the build's room when its prefault started (0: none yet) */
 } eng_load;
 
 eng_load   *eng_load_begin(struct eng_server *s, struct eng_conn *c, uint64_t request_id,

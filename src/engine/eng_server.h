@@ -44,6 +44,8 @@ typedef struct eng_config
 	uint32_t	image_queue;	/* image jobs admitted at once; 0: 4 per image thread */
 	const char *snapshot_dir;	/* cache snapshots: NULL, off (eng_snapshot.h) */
 	uint64_t	system_id;		/* the cluster's, recorded in snapshots */
+	int			load_prefault;	/* threads faulting in a load's cache ahead of its rows
+								 * (eng_prefault.h): 0: threads / 4, 1 to 4; < 0: none */
 } eng_config;
 
 struct eng_gallery;

@@ -3,7 +3,7 @@
  * time (issue 19, part 1), in process (no socket, no PostgreSQL).
  *
  *   build/bench/engine_load [--templates N] [--distinct M] [--threads T]
- *                           [--load-only 1]
+ *                           [--prefault P] [--load-only 1]
  *
  * Builds M distinct synthetic templates (mcc_synth impressions, as
  * engine_bench) and LOAD_ROWS frames of about 1 MB for N rows (template
@@ -15,6 +15,8 @@
  *   - append:  eng_cache_append of every row into a cache sized beforehand
  *   - load:    the whole path: LOAD_BEGIN, the frames, LOAD_END fed to an
  *              in-process server with T worker threads, until LOADED
+ *              (P: eng_config.load_prefault, the threads that fault the new
+ *              cache in ahead of the rows; 0 the engine's default, -1 none)
  * Prints each stage's CPU seconds (this thread's: the machine may be
  * shared) and its share of their sum, then the whole load's wall time and
  * rows/s, and its CPU seconds (every thread's) and rows per CPU-second. The
@@ -76,6 +78,7 @@ main(int argc, char **argv)
 	int			n = 200000;
 	int			distinct = 2000;
 	int			threads = 2;
+	int			prefault = 0;	/* eng_config.load_prefault: 0 the engine's default, -1 none */
 	bool		load_only = false;
 	tl_tpl	   *t;
 	eng_buf		frames;
@@ -102,11 +105,13 @@ main(int argc, char **argv)
 			distinct = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--threads") == 0)
 			threads = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--prefault") == 0)
+			prefault = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--load-only") == 0)
 			load_only = atoi(argv[i + 1]) != 0;
 		else
 		{
-			fprintf(stderr, "usage: %s [--templates N] [--distinct M] [--threads T]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--templates N] [--distinct M] [--threads T] [--prefault P] [--load-only 1]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -176,7 +181,7 @@ load:
 	{
 		eng_server	s;
 		eng_config	cfg = {.threads = threads, .memory_limit = 0, .delta_timeout_ms = 1000,
-		.max_batch = 64};
+		.max_batch = 64, .load_prefault = prefault};
 		eng_conn   *c;
 		eng_buf		b;
 		tl_frame	f;
