@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mcc_sad.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
 
 static double median(double *v, int n);
@@ -178,23 +179,6 @@ cpu_run(const mcc_image *t, const mcc_image *p, int kernel, int threads, uint32_
 	return t0;
 }
 
-/* Parse "1,2,3" into v; returns the count. */
-static int
-parse_list(const char *s, int *v, int max)
-{
-	int			n = 0;
-
-	while (*s && n < max)
-	{
-		v[n++] = atoi(s);
-		s = strchr(s, ',');
-		if (!s)
-			break;
-		s++;
-	}
-	return n;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -208,36 +192,21 @@ main(int argc, char **argv)
 				gpu = 1,
 				cpu = 1;
 	long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *kernel_name = NULL;
+	const targ_opt opts[] = {
+		OPT_INTS("--tests", tests, &ntests, "1,2,3"), OPT_INTS("--threads", threads, &nthreads, "1,N"),
+		OPT_STR("--kernel", &kernel_name, "NAME"), OPT_SET("--reference", &reference, 1),
+		OPT_INT("--repeat", &repeat, "R"), OPT_SET("--gpu-only", &cpu, 0), OPT_SET("--no-gpu", &gpu, 0), OPT_END
+	};
 
-	for (int i = 1; i < argc; i++)
+	targ_parse(argc, argv, opts);
+	if (repeat < 1)
+		repeat = 1;
+	if (kernel_name != NULL &&
+		((kernel = mcc_sad_kernel_by_name(kernel_name)) < 0 || !mcc_sad_kernel_usable(kernel)))
 	{
-		if (strcmp(argv[i], "--tests") == 0 && i + 1 < argc)
-			ntests = parse_list(argv[++i], tests, 3);
-		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-			nthreads = parse_list(argv[++i], threads, 8);
-		else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc)
-		{
-			kernel = mcc_sad_kernel_by_name(argv[++i]);
-			if (kernel < 0 || !mcc_sad_kernel_usable(kernel))
-			{
-				fprintf(stderr, "sadbench: kernel %s is not usable here\n", argv[i]);
-				return 1;
-			}
-		}
-		else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
-			repeat = atoi(argv[++i]) < 1 ? 1 : atoi(argv[i]);
-		else if (strcmp(argv[i], "--reference") == 0)
-			reference = 1;
-		else if (strcmp(argv[i], "--no-gpu") == 0)
-			gpu = 0;
-		else if (strcmp(argv[i], "--gpu-only") == 0)
-			cpu = 0;
-		else
-		{
-			fprintf(stderr, "usage: sadbench [--tests 1,2,3] [--threads 1,N] [--kernel NAME] "
-					"[--reference] [--repeat R] [--gpu-only] [--no-gpu]\n");
-			return 2;
-		}
+		fprintf(stderr, "sadbench: kernel %s is not usable here\n", kernel_name);
+		return 1;
 	}
 	if (nthreads == 0)
 	{
