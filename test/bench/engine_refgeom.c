@@ -75,11 +75,7 @@ main(int argc, char **argv)
 	};
 
 	targ_parse(argc, argv, opts);
-	if (distinct > n)
-		distinct = n;
-	mcc_lss_init();
-	t = tl_synth_templates(42, distinct, false);
-	c = tl_cache_cycle(t, distinct, n);
+	c = tl_bench_cache(n, &distinct, &t);
 	if (c == NULL || buf == NULL || rp_geom_init(&a, CHUNK, 0) != 0 || rp_geom_init(&b, CHUNK, 0) != 0)
 		return 1;
 	printf("# %d rows (%d distinct synthetic templates), %u cylinders\n", n, distinct, c->soa.n_cyl);

@@ -53,11 +53,7 @@ main(int argc, char **argv)
 	};
 
 	targ_parse(argc, argv, opts);
-	if (distinct > n)
-		distinct = n;
-	mcc_lss_init();
-	t = tl_synth_templates(42, distinct, false);
-	if ((c = tl_cache_cycle(t, distinct, n)) == NULL)
+	if ((c = tl_bench_cache(n, &distinct, &t)) == NULL)
 		return 1;
 	per_row = (double) c->soa.n_cyl / n;
 	snprintf(path, sizeof(path), "%s/bench.snap", dir);
