@@ -28,6 +28,7 @@
 #include "mcc_synth.h"
 #include "testargs.h"
 #include "testclock.h"
+#include "testsort.h"
 
 typedef struct opts
 {
@@ -134,15 +135,6 @@ cpu_seconds(pid_t pid)
 		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
 		return 0;
 	return (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* Load the gallery: N rows, template i % distinct under key i. */
@@ -265,7 +257,7 @@ run_engine(const opts *o, int max_batch)
 			n_all += w[i].n_lat;
 			free(w[i].lat);
 		}
-		qsort(all, n_all, sizeof(double), cmp_double);
+		qsort(all, n_all, sizeof(double), tsort_double_asc);
 		printf("%-9s %7d %9.2f %12.3f %9.2f %11.3f %9.1f %9.1f %9.1f%s\n",
 			   max_batch > 1 ? "on" : "off", nc, total / o->seconds,
 			   total / o->seconds * o->n / 1e6, cpu / o->seconds,

@@ -30,27 +30,18 @@
 #include "mcc_chamfer.h"
 #include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testsort.h"
 #ifdef MCC_CHAMFER_GPU
 #include "mcc_chamfer_gpu.h"
 #endif
 
 #define N_REF	200000
 
-/* Ascending order of doubles, for qsort. */
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Median of v[n] (sorts v). */
 static double
 median(double *v, int n)
 {
-	qsort(v, n, sizeof(double), cmp_double);
+	qsort(v, n, sizeof(double), tsort_double_asc);
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 

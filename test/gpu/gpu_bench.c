@@ -28,17 +28,10 @@
 #include "mcc_gpu.h"
 #include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testsort.h"
 
 #define MAXQ 32
 #define PAPER_LS 515.6
-
-static int
-cmp_d(const void *a, const void *b)
-{
-	double		x = *(const double *) a, y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 typedef struct result
 {
@@ -77,8 +70,8 @@ measure(mcc_gpu *c, gd_probe *pr, int npr, int nq, int reps, result *res)
 		}
 	}
 	res->t = tm[reps / 2];
-	qsort(m, reps, sizeof(double), cmp_d);
-	qsort(t, reps, sizeof(double), cmp_d);
+	qsort(m, reps, sizeof(double), tsort_double_asc);
+	qsort(t, reps, sizeof(double), tsort_double_asc);
 	res->match_ms = m[reps / 2];
 	res->total_ms = t[reps / 2];
 	return 0;

@@ -29,16 +29,9 @@
 #include "mcc_soa.h"
 #include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testsort.h"
 
 #define MAXQ 64
-
-static int
-cmp_d(const void *a, const void *b)
-{
-	double		x = *(const double *) a, y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* The bench's data: gallery templates (views into blobs) and probes. */
 typedef struct bdata
@@ -148,7 +141,7 @@ time_call(mcc_gpu *g, const bdata *d, const mcc_gpu_pair *pairs, size_t np, int 
 		int			mid = 0;
 
 		memcpy(s, t, sizeof(double) * reps);
-		qsort(s, reps, sizeof(double), cmp_d);
+		qsort(s, reps, sizeof(double), tsort_double_asc);
 		for (int i = 0; i < reps; i++)
 			if (t[i] == s[reps / 2])
 				mid = i;
