@@ -22,8 +22,7 @@
 #include "mcc_sad.h"
 #include "../unit/testargs.h"
 #include "../unit/testclock.h"
-
-static double median(double *v, int n);
+#include "../unit/testsort.h"
 
 #ifdef MCC_WITH_GPU_SAD
 #include "mcc_sad_gpu.h"
@@ -91,9 +90,9 @@ sad_gpu_bench_test(int id, const mcc_image *t, const mcc_image *p, uint32_t px, 
 		snprintf(name, sizeof(name), "gpu:%s%s", v == 0 ? "auto=" : "",
 				 mcc_sad_gpu_variant_name(v == 0 ? tm.variant : v));
 		printf("Test%d  %-11s %-10s %8s %12.4f %12.2f %12s   kernel %.3f ms, rest %.3f ms, %.0f G abs-diff/s\n",
-			   id, sizes, name, "-", median(tot, ran) / 1e3, paper_s, "-", median(ker, ran), median(other, ran),
+			   id, sizes, name, "-", tsort_median(tot, ran) / 1e3, paper_s, "-", tsort_median(ker, ran), tsort_median(other, ran),
 			   (double) (t->width - p->width + 1) * (t->height - p->height + 1) * p->width * p->height /
-			   (median(ker, ran) * 1e6));
+			   (tsort_median(ker, ran) * 1e6));
 		fflush(stdout);
 	}
 }
@@ -109,21 +108,6 @@ static const struct
 				cuda;
 }			paper[3] = {{1500, 150, 33.52, 6.79, 1.09}, {2000, 200, 105.68, 21.47, 3.39},
 {2500, 250, 254.50, 51.80, 8.31}};
-
-/* Median of n doubles (sorts them). */
-static double
-median(double *v, int n)
-{
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && v[j - 1] > v[j]; j--)
-		{
-			double		t = v[j];
-
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* A side x side random image; the pattern is cut at (px, py). */
 static void
@@ -249,9 +233,9 @@ main(int argc, char **argv)
 				v[r] = cpu_run(&t, &p, kernel, threads[k], px, py, &c[r]);
 			printf("Test%d  %-11s %-10s %8d %12.4f %12.2f %12.4f\n", id, sizes,
 				   mcc_sad_kernel_name(kernel == MCC_SAD_AUTO ? mcc_sad_kernel_auto() : kernel),
-				   threads[k], median(v, repeat < 16 ? repeat : 16),
+				   threads[k], tsort_median(v, repeat < 16 ? repeat : 16),
 				   threads[k] == 1 ? paper[id - 1].seq : paper[id - 1].omp,
-				   median(c, repeat < 16 ? repeat : 16));
+				   tsort_median(c, repeat < 16 ? repeat : 16));
 			fflush(stdout);
 		}
 #ifdef MCC_WITH_GPU_SAD

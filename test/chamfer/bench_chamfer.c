@@ -37,14 +37,6 @@
 
 #define N_REF	200000
 
-/* Median of v[n] (sorts v). */
-static double
-median(double *v, int n)
-{
-	qsort(v, n, sizeof(double), tsort_double_asc);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /*
  * N observed points: reference points drawn uniformly (seeded), noise of
  * sigma per coordinate, mapped by the inverse of m. malloc'd.
@@ -116,8 +108,8 @@ time_cpu(const mcc_chamfer_ref *rf, const double *obs, size_t n, int type, int t
 		r.evaluations = res.evaluations;
 		r.residual = res.residual;
 	}
-	r.ms = median(t, reps);
-	r.cpu_ms = median(c, reps);
+	r.ms = tsort_median(t, reps);
+	r.cpu_ms = tsort_median(c, reps);
 	return r;
 }
 
@@ -158,8 +150,8 @@ time_gpu(mcc_chamfer_gpu *g, const mcc_chamfer_ref *rf, const double *obs, size_
 		r.evaluations = res.evaluations;
 		r.residual = res.residual;
 	}
-	r.ms = median(t, reps);
-	*upload_ms = median(u, reps);
+	r.ms = tsort_median(t, reps);
+	*upload_ms = tsort_median(u, reps);
 	return r;
 }
 #endif

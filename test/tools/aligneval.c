@@ -55,6 +55,7 @@
 #include "../unit/chamfer_synth.h"
 #include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testsort.h"
 #include "mcc_align.h"
 #include "mcc_chamfer.h"
 #include "mcc_rng.h"
@@ -239,16 +240,7 @@ run_points(int trials)
 				ok++;
 			free(obs);
 		}
-		/* median */
-		for (int i = 1; i < trials; i++)
-		{
-			double		x = ms[i];
-			int			j = i - 1;
-
-			for (; j >= 0 && ms[j] > x; j--)
-				ms[j + 1] = ms[j];
-			ms[j + 1] = x;
-		}
+		qsort(ms, trials, sizeof(double), tsort_double_asc);	/* for the median */
 		printf("| %s | %zu | %d of %d | %.1f %% | %.1f | %ld |\n", w->name, pts / trials, ok, trials,
 			   100.0 * ok / trials, ms[trials / 2], poses / trials);
 		fflush(stdout);
