@@ -4,44 +4,33 @@
  * and descending, for double and float, and the median of doubles.
  * Unordered values (NaN) compare equal, as with the relational operators.
  */
-#include <stdlib.h>
-
 #ifndef MCC_TESTSORT_H
 #define MCC_TESTSORT_H
 
-/* Ascending doubles. */
-static inline int
-tsort_double_asc(const void *a, const void *b)
-{
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
+#include <stdlib.h>
 
-	return (x > y) - (x < y);
+/*
+ * tsort_double_asc, tsort_double_desc, tsort_float_asc, tsort_float_desc:
+ * the order of T ascending, and descending (the ascending one reversed).
+ */
+#define TSORT_ORDERS(T) \
+static inline int \
+tsort_##T##_asc(const void *a, const void *b) \
+{ \
+	T			x = *(const T *) a; \
+	T			y = *(const T *) b; \
+ \
+	return (x > y) - (x < y); \
+} \
+ \
+static inline int \
+tsort_##T##_desc(const void *a, const void *b) \
+{ \
+	return tsort_##T##_asc(b, a); \
 }
 
-/* Descending doubles. */
-static inline int
-tsort_double_desc(const void *a, const void *b)
-{
-	return tsort_double_asc(b, a);
-}
-
-/* Ascending floats. */
-static inline int
-tsort_float_asc(const void *a, const void *b)
-{
-	float		x = *(const float *) a;
-	float		y = *(const float *) b;
-
-	return (x > y) - (x < y);
-}
-
-/* Descending floats. */
-static inline int
-tsort_float_desc(const void *a, const void *b)
-{
-	return tsort_float_asc(b, a);
-}
+TSORT_ORDERS(double)
+TSORT_ORDERS(float)
 
 /* The median of v[0 .. n), n >= 1 (sorts v): the mean of the middle two for even n. */
 static inline double
