@@ -24,6 +24,7 @@
 
 #include "mcc_dp2d.h"
 #include "mcc_rng.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
 
 #ifdef MCC_DP2D_BENCH_GPU
@@ -149,49 +150,28 @@ gpu_batch(mcc_dp2d_gpu *g, const mcc_image *a, const mcc_image *b, uint32_t npai
 int
 main(int argc, char **argv)
 {
-	uint32_t	sizes[8] = {85, 128, 256};
+	int			sizes[8] = {85, 128, 256};
 	int			nsizes = 3;
 	long		nproc = sysconf(_SC_NPROCESSORS_ONLN);
 	int			threads = nproc < 1 ? 1 : nproc > MCC_DP2D_MAX_THREADS ? MCC_DP2D_MAX_THREADS : (int) nproc;
 	mcc_rng		r;
 	const char *gpu_name = NULL;
+	const char *kernel = NULL;
+	const targ_opt opts[] = {
+		OPT_INTS("--sizes", sizes, &nsizes, "85,128,256"), OPT_DOUBLE("--seconds", &min_seconds, "S"),
+		OPT_INT("--threads", &threads, "T"), OPT_STR("--kernel", &kernel, "NAME"), OPT_END
+	};
 #ifdef MCC_DP2D_BENCH_GPU
 	mcc_dp2d_gpu *g = NULL;
 	mcc_error	err;
 #endif
 
-	for (int i = 1; i + 1 < argc; i += 2)
+	targ_parse(argc, argv, opts);
+	if (kernel != NULL &&
+		((cpu_kernel = mcc_dp2d_kernel_by_name(kernel)) < 0 || !mcc_dp2d_kernel_usable(cpu_kernel)))
 	{
-		if (strcmp(argv[i], "--seconds") == 0)
-			min_seconds = atof(argv[i + 1]);
-		else if (strcmp(argv[i], "--threads") == 0)
-			threads = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--kernel") == 0)
-		{
-			if ((cpu_kernel = mcc_dp2d_kernel_by_name(argv[i + 1])) < 0 ||
-				!mcc_dp2d_kernel_usable(cpu_kernel))
-			{
-				fprintf(stderr, "dp2dbench: kernel %s is unknown or not usable here\n", argv[i + 1]);
-				return 2;
-			}
-		}
-		else if (strcmp(argv[i], "--sizes") == 0)
-		{
-			char	   *s = argv[i + 1];
-
-			nsizes = 0;
-			while (*s && nsizes < 8)
-			{
-				sizes[nsizes++] = (uint32_t) strtoul(s, &s, 10);
-				if (*s == ',')
-					s++;
-			}
-		}
-		else
-		{
-			fprintf(stderr, "usage: dp2dbench [--sizes 85,128,256] [--seconds S] [--threads T] [--kernel NAME]\n");
-			return 2;
-		}
+		fprintf(stderr, "dp2dbench: kernel %s is unknown or not usable here\n", kernel);
+		return 2;
 	}
 #ifdef MCC_DP2D_BENCH_GPU
 	if (mcc_dp2d_gpu_open(-1, &g, &err) == MCC_GPU_OK)

@@ -26,7 +26,9 @@
 
 #include "engine_client.h"
 #include "mcc_synth.h"
+#include "testargs.h"
 #include "testclock.h"
+#include "testsort.h"
 
 typedef struct opts
 {
@@ -133,15 +135,6 @@ cpu_seconds(pid_t pid)
 		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
 		return 0;
 	return (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* Load the gallery: N rows, template i % distinct under key i. */
@@ -264,7 +257,7 @@ run_engine(const opts *o, int max_batch)
 			n_all += w[i].n_lat;
 			free(w[i].lat);
 		}
-		qsort(all, n_all, sizeof(double), cmp_double);
+		qsort(all, n_all, sizeof(double), tsort_double_asc);
 		printf("%-9s %7d %9.2f %12.3f %9.2f %11.3f %9.1f %9.1f %9.1f%s\n",
 			   max_batch > 1 ? "on" : "off", nc, total / o->seconds,
 			   total / o->seconds * o->n / 1e6, cpu / o->seconds,
@@ -292,41 +285,14 @@ main(int argc, char **argv)
 {
 	opts		o = {.n = 250000, .distinct = 2000, .clients = {1, 4, 16}, .n_clients = 3,
 	.seconds = 5.0, .threads = 0, .k = 10, .batch = 64, .gpu = "auto"};
+	const targ_opt table[] = {
+		OPT_INT("--templates", &o.n, "N"), OPT_INT("--distinct", &o.distinct, "M"),
+		OPT_INTS("--clients", o.clients, &o.n_clients, "1,4,16"), OPT_DOUBLE("--seconds", &o.seconds, "S"),
+		OPT_INT("--threads", &o.threads, "T"), OPT_U32("--k", &o.k, "K"), OPT_INT("--batch", &o.batch, "B"),
+		OPT_STR("--gpu", &o.gpu, "auto|on|off"), OPT_END
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2)
-	{
-		if (strcmp(argv[i], "--templates") == 0)
-			o.n = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--distinct") == 0)
-			o.distinct = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--seconds") == 0)
-			o.seconds = atof(argv[i + 1]);
-		else if (strcmp(argv[i], "--threads") == 0)
-			o.threads = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--k") == 0)
-			o.k = (uint32_t) atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--batch") == 0)
-			o.batch = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--gpu") == 0)
-			o.gpu = argv[i + 1];
-		else if (strcmp(argv[i], "--clients") == 0)
-		{
-			char	   *s = argv[i + 1];
-
-			o.n_clients = 0;
-			while (*s && o.n_clients < 8)
-			{
-				o.clients[o.n_clients++] = (int) strtol(s, &s, 10);
-				if (*s == ',')
-					s++;
-			}
-		}
-		else
-		{
-			fprintf(stderr, "unknown option %s\n", argv[i]);
-			return 2;
-		}
-	}
+	targ_parse(argc, argv, table);
 	if (o.threads <= 0)
 		o.threads = (int) sysconf(_SC_NPROCESSORS_ONLN);
 	if (o.distinct > o.n)

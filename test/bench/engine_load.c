@@ -32,6 +32,7 @@
 #include "engine_inproc.h"
 #include "eng_cache.h"
 #include "mcc_synth.h"
+#include "testargs.h"
 #include "testclock.h"
 
 static const mcc_gallery_id G = {1, 42, 7};
@@ -79,15 +80,15 @@ main(int argc, char **argv)
 	int			distinct = 2000;
 	int			threads = 2;
 	int			prefault = 0;	/* eng_config.load_prefault: 0 the engine's default, -1 none */
-	bool		load_only = false;
+	int			load_only = 0;
 	tl_tpl	   *t;
 	eng_buf		frames;
 	int			n_frames;
 	double		t0;
-	double		s_parse;
-	double		s_open;
-	double		s_hash;
-	double		s_append;
+	double		s_parse = 0;	/* the stages a --load-only run skips */
+	double		s_open = 0;
+	double		s_hash = 0;
+	double		s_append = 0;
 	double		s_load;
 	double		cpu_load;
 	double		sum;
@@ -96,25 +97,13 @@ main(int argc, char **argv)
 	mcc_template_view *views;
 	eng_cache  *cache;
 	mcc_error	err;
+	const targ_opt opts[] = {
+		OPT_INT("--templates", &n, "N"), OPT_INT("--distinct", &distinct, "M"),
+		OPT_INT("--threads", &threads, "T"), OPT_INT("--prefault", &prefault, "P"),
+		OPT_INT("--load-only", &load_only, "1"), OPT_END
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2)
-	{
-		if (strcmp(argv[i], "--templates") == 0)
-			n = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--distinct") == 0)
-			distinct = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--threads") == 0)
-			threads = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--prefault") == 0)
-			prefault = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--load-only") == 0)
-			load_only = atoi(argv[i + 1]) != 0;
-		else
-		{
-			fprintf(stderr, "usage: %s [--templates N] [--distinct M] [--threads T] [--prefault P] [--load-only 1]\n", argv[0]);
-			return 2;
-		}
-	}
+	targ_parse(argc, argv, opts);
 	if (distinct > n)
 		distinct = n;
 	t = tl_synth_templates(42, distinct, false);

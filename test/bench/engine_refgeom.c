@@ -18,6 +18,7 @@
 
 #include "../../kernels/impl/mcc_refine_pack.h"
 #include "engine_cachefill.h"
+#include "testargs.h"
 #include "testclock.h"
 
 #define CHUNK 65536				/* GPU_GEOM_CHUNK: a worker's geometry at a time */
@@ -68,21 +69,13 @@ main(int argc, char **argv)
 	mcc_gpu_geom a;
 	mcc_gpu_geom b;
 	uint8_t    *buf = malloc(eng_template_max_bytes());
+	const targ_opt opts[] = {
+		OPT_INT("--templates", &n, "N"), OPT_INT("--distinct", &distinct, "M"),
+		OPT_INT("--rounds", &rounds, "R"), OPT_END
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2)
-	{
-		if (strcmp(argv[i], "--templates") == 0)
-			n = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--distinct") == 0)
-			distinct = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--rounds") == 0)
-			rounds = atoi(argv[i + 1]);
-	}
-	if (distinct > n)
-		distinct = n;
-	mcc_lss_init();
-	t = tl_synth_templates(42, distinct, false);
-	c = tl_cache_cycle(t, distinct, n);
+	targ_parse(argc, argv, opts);
+	c = tl_bench_cache(n, &distinct, &t);
 	if (c == NULL || buf == NULL || rp_geom_init(&a, CHUNK, 0) != 0 || rp_geom_init(&b, CHUNK, 0) != 0)
 		return 1;
 	printf("# %d rows (%d distinct synthetic templates), %u cylinders\n", n, distinct, c->soa.n_cyl);

@@ -25,6 +25,7 @@
 #include "eng_cache.h"
 #include "eng_snapfile.h"
 #include "mcc_crc32c.h"
+#include "testargs.h"
 #include "testclock.h"
 
 int
@@ -45,31 +46,14 @@ main(int argc, char **argv)
 	size_t		len;
 	mcc_error	err;
 	double		t0;
+	const targ_opt opts[] = {
+		OPT_INT("--templates", &n, "N"), OPT_INT("--distinct", &distinct, "M"),
+		OPT_INT("--threads", &threads, "T"), OPT_INT("--rounds", &rounds, "R"),
+		OPT_STR("--dir", &dir, "D"), OPT_END
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2)
-	{
-		if (strcmp(argv[i], "--templates") == 0)
-			n = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--distinct") == 0)
-			distinct = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--threads") == 0)
-			threads = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--rounds") == 0)
-			rounds = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--dir") == 0)
-			dir = argv[i + 1];
-		else
-		{
-			fprintf(stderr, "usage: %s [--templates N] [--distinct M] [--threads T] "
-					"[--rounds R] [--dir D]\n", argv[0]);
-			return 2;
-		}
-	}
-	if (distinct > n)
-		distinct = n;
-	mcc_lss_init();
-	t = tl_synth_templates(42, distinct, false);
-	if ((c = tl_cache_cycle(t, distinct, n)) == NULL)
+	targ_parse(argc, argv, opts);
+	if ((c = tl_bench_cache(n, &distinct, &t)) == NULL)
 		return 1;
 	per_row = (double) c->soa.n_cyl / n;
 	snprintf(path, sizeof(path), "%s/bench.snap", dir);

@@ -35,18 +35,10 @@
 #include "mcc_lss.h"
 #include "mcc_soa.h"
 #include "mcc_synth.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
 
 #define PAPER_LS_PER_MATCH (32.23 * 16.0)
-
-/* Print the usage line and exit. */
-static void
-usage(void)
-{
-	fprintf(stderr, "usage: mccbench [-n templates] [-p probes] [-u unique] [-g synth|random] "
-			"[-m min,max] [-s seed] [-k kernel,...] [-r repeats] [-P stride]\n");
-	exit(2);
-}
 
 /* Build the gallery and probes, then time each kernel. */
 int
@@ -57,7 +49,7 @@ main(int argc, char **argv)
 	long		unique = 20000;
 	int			min_m = 0;
 	int			max_m = 0;
-	int			synth = 1;
+	int			synth;
 	mcc_synth_params sp;
 	int			repeats = 3;
 	long		stride = 0;
@@ -81,43 +73,20 @@ main(int argc, char **argv)
 	double		gate = 0;
 	char		kbuf[256];
 	double		t0;
+	const char *gen = "synth";
+	const char *m_range = NULL;
+	const targ_opt opts[] = {
+		OPT_LONG("-n", &n, "templates"), OPT_INT("-p", &np, "probes"), OPT_LONG("-u", &unique, "unique"),
+		OPT_STR("-g", &gen, "synth|random"), OPT_STR("-m", &m_range, "min,max"), OPT_U64("-s", &seed, "seed"),
+		OPT_STR("-k", &kernels, "kernel,..."), OPT_INT("-r", &repeats, "repeats"), OPT_LONG("-P", &stride, "stride"),
+		OPT_END
+	};
 
-	for (int i = 1; i < argc; i++)
-	{
-		if (i + 1 >= argc)
-			usage();
-		if (strcmp(argv[i], "-n") == 0)
-			n = atol(argv[++i]);
-		else if (strcmp(argv[i], "-p") == 0)
-			np = atoi(argv[++i]);
-		else if (strcmp(argv[i], "-u") == 0)
-			unique = atol(argv[++i]);
-		else if (strcmp(argv[i], "-m") == 0)
-		{
-			if (sscanf(argv[++i], "%d,%d", &min_m, &max_m) != 2)
-				usage();
-		}
-		else if (strcmp(argv[i], "-g") == 0)
-		{
-			i++;
-			if (strcmp(argv[i], "synth") == 0)
-				synth = 1;
-			else if (strcmp(argv[i], "random") == 0)
-				synth = 0;
-			else
-				usage();
-		}
-		else if (strcmp(argv[i], "-s") == 0)
-			seed = strtoull(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "-k") == 0)
-			kernels = argv[++i];
-		else if (strcmp(argv[i], "-r") == 0)
-			repeats = atoi(argv[++i]);
-		else if (strcmp(argv[i], "-P") == 0)
-			stride = atol(argv[++i]);
-		else
-			usage();
-	}
+	targ_parse(argc, argv, opts);
+	synth = strcmp(gen, "synth") == 0;
+	if ((!synth && strcmp(gen, "random") != 0) ||
+		(m_range != NULL && sscanf(m_range, "%d,%d", &min_m, &max_m) != 2))
+		targ_usage(argv[0], opts);
 	if (min_m == 0 && max_m == 0)
 	{
 		/* ~32 cylinders per template either way, as in paper 000 */
@@ -125,7 +94,7 @@ main(int argc, char **argv)
 		max_m = synth ? 60 : 42;
 	}
 	if (n < 1 || np < 1 || repeats < 1 || min_m < 1 || max_m < min_m || max_m > MCC_MAX_MINUTIAE)
-		usage();
+		targ_usage(argv[0], opts);
 	if (unique <= 0 || unique > n)
 		unique = n;
 	r.s = seed;

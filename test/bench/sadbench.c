@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "mcc_sad.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
-
-static double median(double *v, int n);
+#include "../unit/testsort.h"
 
 #ifdef MCC_WITH_GPU_SAD
 #include "mcc_sad_gpu.h"
@@ -90,9 +90,9 @@ sad_gpu_bench_test(int id, const mcc_image *t, const mcc_image *p, uint32_t px, 
 		snprintf(name, sizeof(name), "gpu:%s%s", v == 0 ? "auto=" : "",
 				 mcc_sad_gpu_variant_name(v == 0 ? tm.variant : v));
 		printf("Test%d  %-11s %-10s %8s %12.4f %12.2f %12s   kernel %.3f ms, rest %.3f ms, %.0f G abs-diff/s\n",
-			   id, sizes, name, "-", median(tot, ran) / 1e3, paper_s, "-", median(ker, ran), median(other, ran),
+			   id, sizes, name, "-", tsort_median(tot, ran) / 1e3, paper_s, "-", tsort_median(ker, ran), tsort_median(other, ran),
 			   (double) (t->width - p->width + 1) * (t->height - p->height + 1) * p->width * p->height /
-			   (median(ker, ran) * 1e6));
+			   (tsort_median(ker, ran) * 1e6));
 		fflush(stdout);
 	}
 }
@@ -108,21 +108,6 @@ static const struct
 				cuda;
 }			paper[3] = {{1500, 150, 33.52, 6.79, 1.09}, {2000, 200, 105.68, 21.47, 3.39},
 {2500, 250, 254.50, 51.80, 8.31}};
-
-/* Median of n doubles (sorts them). */
-static double
-median(double *v, int n)
-{
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && v[j - 1] > v[j]; j--)
-		{
-			double		t = v[j];
-
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* A side x side random image; the pattern is cut at (px, py). */
 static void
@@ -178,23 +163,6 @@ cpu_run(const mcc_image *t, const mcc_image *p, int kernel, int threads, uint32_
 	return t0;
 }
 
-/* Parse "1,2,3" into v; returns the count. */
-static int
-parse_list(const char *s, int *v, int max)
-{
-	int			n = 0;
-
-	while (*s && n < max)
-	{
-		v[n++] = atoi(s);
-		s = strchr(s, ',');
-		if (!s)
-			break;
-		s++;
-	}
-	return n;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -208,36 +176,21 @@ main(int argc, char **argv)
 				gpu = 1,
 				cpu = 1;
 	long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *kernel_name = NULL;
+	const targ_opt opts[] = {
+		OPT_INTS("--tests", tests, &ntests, "1,2,3"), OPT_INTS("--threads", threads, &nthreads, "1,N"),
+		OPT_STR("--kernel", &kernel_name, "NAME"), OPT_SET("--reference", &reference, 1),
+		OPT_INT("--repeat", &repeat, "R"), OPT_SET("--gpu-only", &cpu, 0), OPT_SET("--no-gpu", &gpu, 0), OPT_END
+	};
 
-	for (int i = 1; i < argc; i++)
+	targ_parse(argc, argv, opts);
+	if (repeat < 1)
+		repeat = 1;
+	if (kernel_name != NULL &&
+		((kernel = mcc_sad_kernel_by_name(kernel_name)) < 0 || !mcc_sad_kernel_usable(kernel)))
 	{
-		if (strcmp(argv[i], "--tests") == 0 && i + 1 < argc)
-			ntests = parse_list(argv[++i], tests, 3);
-		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-			nthreads = parse_list(argv[++i], threads, 8);
-		else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc)
-		{
-			kernel = mcc_sad_kernel_by_name(argv[++i]);
-			if (kernel < 0 || !mcc_sad_kernel_usable(kernel))
-			{
-				fprintf(stderr, "sadbench: kernel %s is not usable here\n", argv[i]);
-				return 1;
-			}
-		}
-		else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
-			repeat = atoi(argv[++i]) < 1 ? 1 : atoi(argv[i]);
-		else if (strcmp(argv[i], "--reference") == 0)
-			reference = 1;
-		else if (strcmp(argv[i], "--no-gpu") == 0)
-			gpu = 0;
-		else if (strcmp(argv[i], "--gpu-only") == 0)
-			cpu = 0;
-		else
-		{
-			fprintf(stderr, "usage: sadbench [--tests 1,2,3] [--threads 1,N] [--kernel NAME] "
-					"[--reference] [--repeat R] [--gpu-only] [--no-gpu]\n");
-			return 2;
-		}
+		fprintf(stderr, "sadbench: kernel %s is not usable here\n", kernel_name);
+		return 1;
 	}
 	if (nthreads == 0)
 	{
@@ -280,9 +233,9 @@ main(int argc, char **argv)
 				v[r] = cpu_run(&t, &p, kernel, threads[k], px, py, &c[r]);
 			printf("Test%d  %-11s %-10s %8d %12.4f %12.2f %12.4f\n", id, sizes,
 				   mcc_sad_kernel_name(kernel == MCC_SAD_AUTO ? mcc_sad_kernel_auto() : kernel),
-				   threads[k], median(v, repeat < 16 ? repeat : 16),
+				   threads[k], tsort_median(v, repeat < 16 ? repeat : 16),
 				   threads[k] == 1 ? paper[id - 1].seq : paper[id - 1].omp,
-				   median(c, repeat < 16 ? repeat : 16));
+				   tsort_median(c, repeat < 16 ? repeat : 16));
 			fflush(stdout);
 		}
 #ifdef MCC_WITH_GPU_SAD

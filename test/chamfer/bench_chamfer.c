@@ -28,48 +28,14 @@
 
 #include "chamfer_synth.h"
 #include "mcc_chamfer.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testsort.h"
 #ifdef MCC_CHAMFER_GPU
 #include "mcc_chamfer_gpu.h"
 #endif
 
 #define N_REF	200000
-
-/* Ascending order of doubles, for qsort. */
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Median of v[n] (sorts v). */
-static double
-median(double *v, int n)
-{
-	qsort(v, n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Parse a comma-separated list of numbers; returns the count. */
-static int
-parse_list(const char *s, double *out, int max)
-{
-	int			n = 0;
-
-	while (*s && n < max)
-	{
-		char	   *end;
-
-		out[n++] = strtod(s, &end);
-		s = *end == ',' ? end + 1 : end;
-		if (end == s && *s)
-			break;
-	}
-	return n;
-}
 
 /*
  * N observed points: reference points drawn uniformly (seeded), noise of
@@ -142,8 +108,8 @@ time_cpu(const mcc_chamfer_ref *rf, const double *obs, size_t n, int type, int t
 		r.evaluations = res.evaluations;
 		r.residual = res.residual;
 	}
-	r.ms = median(t, reps);
-	r.cpu_ms = median(c, reps);
+	r.ms = tsort_median(t, reps);
+	r.cpu_ms = tsort_median(c, reps);
 	return r;
 }
 
@@ -184,8 +150,8 @@ time_gpu(mcc_chamfer_gpu *g, const mcc_chamfer_ref *rf, const double *obs, size_
 		r.evaluations = res.evaluations;
 		r.residual = res.residual;
 	}
-	r.ms = median(t, reps);
-	*upload_ms = median(u, reps);
+	r.ms = tsort_median(t, reps);
+	*upload_ms = tsort_median(u, reps);
 	return r;
 }
 #endif
@@ -206,44 +172,29 @@ main(int argc, char **argv)
 	long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int			threads = ncpu > 0 ? (int) ncpu : 1;
 	char		gpu_name[128] = "none";
+	const char *type_list = NULL;
+	const targ_opt opts[] = {
+		OPT_DOUBLES("--sizes", sizes, &n_sizes, "LIST"), OPT_DOUBLES("--dims", dims, &n_dims, "2,3"),
+		OPT_STR("--types", &type_list, "LIST"), OPT_INT("--threads", &threads, "N"), OPT_INT("--reps", &reps, "R"),
+		OPT_SET("--no-gpu", &use_gpu, 0), OPT_SET("--no-cpu1", &cpu1, 0), OPT_SET("--search", &use_search, 1), OPT_END
+	};
 #ifdef MCC_CHAMFER_GPU
 	mcc_chamfer_gpu *g = NULL;
 #endif
 
-	for (int i = 1; i < argc; i++)
+	targ_parse(argc, argv, opts);
+	if (type_list != NULL)
 	{
-		if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
-			n_sizes = parse_list(argv[++i], sizes, 16);
-		else if (strcmp(argv[i], "--dims") == 0 && i + 1 < argc)
-			n_dims = parse_list(argv[++i], dims, 2);
-		else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc)
+		/* transform names as mcc_xform_parse reads them; unknown ones passed over */
+		n_types = 0;
+		for (const char *s = type_list; *s && n_types < 4;)
 		{
-			char	   *s = argv[++i];
+			size_t		len = strcspn(s, ",");
+			int			t = mcc_xform_parse(s, len);
 
-			n_types = 0;
-			for (char *tok = strtok(s, ","); tok && n_types < 4; tok = strtok(NULL, ","))
-			{
-				int			t = mcc_xform_parse(tok, strlen(tok));
-
-				if (t >= 0)
-					types[n_types++] = t;
-			}
-		}
-		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-			threads = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--no-gpu") == 0)
-			use_gpu = 0;
-		else if (strcmp(argv[i], "--search") == 0)
-			use_search = 1;
-		else if (strcmp(argv[i], "--no-cpu1") == 0)
-			cpu1 = 0;
-		else
-		{
-			fprintf(stderr, "usage: %s [--sizes LIST] [--dims 2,3] [--types LIST] [--threads N] "
-					"[--reps R] [--no-gpu] [--no-cpu1] [--search]\n", argv[0]);
-			return 2;
+			if (t >= 0)
+				types[n_types++] = t;
+			s += len + (s[len] == ',');
 		}
 	}
 	if (reps < 1 || reps > 64)

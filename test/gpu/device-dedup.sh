@@ -32,10 +32,7 @@ dev_machine name,driver_version,clocks.max.sm,memory.total
 
 dev_kit_ready
 dev_conf_bench
-pgkit_down >/dev/null 2>&1
-dev_shim
-dev_start
-dev_service_ready
+dev_serve
 
 step "deduplication: $n templates, the first $probes probes"
 MCC_BENCH_SESSIONS=${MCC_BENCH_SESSIONS:-8} scripts/bench-dedup-run.sh "$n" "$probes" 2>&1 |

@@ -81,10 +81,7 @@ say "   installed: $(ls "$PGKIT_HOME"/package/native/lib/postgresql/mcc* 2>/dev/
 say "   mcc.so links CUDA: $(ldd "$PGKIT_HOME/package/native/lib/postgresql/mcc.so" | grep -ci cuda) libraries," \
 	"$(nm -D "$PGKIT_HOME/package/native/lib/postgresql/mcc.so" | grep -ci cuda) symbols (both must be 0)"
 dev_conf_bench
-pgkit_down >/dev/null 2>&1
-dev_shim say
-dev_start
-dev_service_ready
+dev_serve say
 say "   service: $(psql_ -tAc "SELECT state || ', engine pid ' || engine_pid FROM mcc_service_status()")"
 
 # enrolment: 8 sessions of mcc_synthetic
@@ -117,12 +114,6 @@ cat >"$out/identify.sql" <<'EOF'
 SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = :p), 10);
 EOF
 chmod 644 "$out/identify.sql"
-percentiles() {
-	cat "$@" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {
-		if (NR == 0) { print "- - 0"; exit }
-		p50 = a[int(NR * 0.50) > 0 ? int(NR * 0.50) : 1]; p99 = a[int(NR * 0.99) > 0 ? int(NR * 0.99) : 1];
-		printf "%.2f %.2f %d", p50 / 1000, p99 / 1000, NR }'
-}
 # E2E_SETTINGS: settings to compare, e.g. "default mcc.refine_fraction=0.001
 # mcc.refine_method=none" (each run with PGOPTIONS="-c setting")
 table="| settings | clients | identify()/s | p50 ms | p99 ms | requests |\n|---|---|---|---|---|---|"
@@ -135,7 +126,7 @@ for v in ${E2E_SETTINGS:-default}; do
 			-T "$secs" -l -f "$out/identify.sql" postgres 2>&1)
 		echo "$res" >"$out/pgbench-$run.txt"
 		tps=$(echo "$res" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
-		read -r p50 p99 reqs <<<"$(percentiles "$out"/pgbench-$run/pgbench_log.*)"
+		read -r p50 p99 reqs <<<"$(dev_percentiles "$out"/pgbench-$run/pgbench_log.*)"
 		table="$table\n| $v | $c | $tps | $p50 | $p99 | $reqs |"
 		# one log per run comes back: the transaction logs merged
 		cat "$out"/pgbench-$run/pgbench_log.* >"$out/pgbench-$run.log" && rm -rf "$out/pgbench-$run"

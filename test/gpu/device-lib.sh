@@ -175,6 +175,24 @@ dev_service_ready() {
 	done
 }
 
+# dev_serve [say]: the kit's server (re)started with the shim (dev_shim's
+# say), then CREATE EXTENSION and the wait for the matcher service.
+dev_serve() {
+	pgkit_down >/dev/null 2>&1
+	dev_shim "$@"
+	dev_start
+	dev_service_ready
+}
+
+# dev_percentiles LOG...: "p50 p99 requests" (milliseconds, two decimals)
+# of pgbench -l logs (column 3: latency in microseconds); "- - 0" if empty.
+dev_percentiles() {
+	cat "$@" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {
+		if (NR == 0) { print "- - 0"; exit }
+		p50 = a[int(NR * 0.50) > 0 ? int(NR * 0.50) : 1]; p99 = a[int(NR * 0.99) > 0 ? int(NR * 0.99) : 1];
+		printf "%.2f %.2f %d", p50 / 1000, p99 / 1000, NR }'
+}
+
 # Wait (at most 10 minutes) until gallery $1 (default: gallery) is on the
 # GPU: the engine builds a GPU copy beside the searches, which run on its
 # CPU threads until then (mcc_gallery_status.device says cpu). 1 if it

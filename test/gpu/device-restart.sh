@@ -38,10 +38,7 @@ mcc.cache_memory_limit = '${MCC_BENCH_CACHE:-64GB}'
 mcc.cache_snapshots = on
 mcc.fallback = 'error'
 EOF
-pgkit_down >/dev/null 2>&1
-dev_shim
-dev_start
-dev_service_ready
+dev_serve
 
 step "gallery of $n synthetic templates"
 export DEV_SESSIONS=${DEV_SESSIONS:-16}

@@ -96,12 +96,6 @@ cat >"$out/writes.sql" <<EOF
 UPDATE gallery SET tpl = (SELECT template FROM mcc_synthetic(1, 2, 1, :id) WHERE impression = :imp) WHERE id = :id;
 EOF
 chmod 644 "$out"/*.sql
-percentiles() {
-	cat "$@" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {
-		if (NR == 0) { print "- - 0"; exit }
-		p50 = a[int(NR * 0.50) > 0 ? int(NR * 0.50) : 1]; p99 = a[int(NR * 0.99) > 0 ? int(NR * 0.99) : 1];
-		printf "%.2f %.2f %d", p50 / 1000, p99 / 1000, NR }'
-}
 # searches: run NAME NODES...: C clients spread over the nodes, together;
 # appends one table row per node and a total
 run_searches() {
@@ -117,7 +111,7 @@ run_searches() {
 	for p in "${pids[@]}"; do wait "$p" || status=1; done
 	for i in "$@"; do
 		tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$out/$name-$i.txt")
-		read -r p50 p99 reqs <<<"$(percentiles "$out"/$name-$i/pgbench_log.*)"
+		read -r p50 p99 reqs <<<"$(dev_percentiles "$out"/$name-$i/pgbench_log.*)"
 		table="$table\n| $name | node $i | $c | ${tps:-0} | $p50 | $p99 | $reqs |"
 		total=$(calc "$total + ${tps:-0}" 1)
 		cat "$out"/$name-$i/pgbench_log.* >"$out/$name-$i.log" && rm -rf "$out/$name-$i"

@@ -26,18 +26,12 @@
 
 #include "gpu_data.h"
 #include "mcc_gpu.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testsort.h"
 
 #define MAXQ 32
 #define PAPER_LS 515.6
-
-static int
-cmp_d(const void *a, const void *b)
-{
-	double		x = *(const double *) a, y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 typedef struct result
 {
@@ -76,8 +70,8 @@ measure(mcc_gpu *c, gd_probe *pr, int npr, int nq, int reps, result *res)
 		}
 	}
 	res->t = tm[reps / 2];
-	qsort(m, reps, sizeof(double), cmp_d);
-	qsort(t, reps, sizeof(double), cmp_d);
+	qsort(m, reps, sizeof(double), tsort_double_asc);
+	qsort(t, reps, sizeof(double), tsort_double_asc);
 	res->match_ms = m[reps / 2];
 	res->total_ms = t[reps / 2];
 	return 0;
@@ -152,7 +146,7 @@ int
 main(int argc, char **argv)
 {
 	uint32_t	maxn = 1000000;
-	int			oriented = 1;
+	int			oriented;
 	int			reps = 15;
 	const char *out = NULL;
 	mcc_soa		g;
@@ -173,32 +167,20 @@ main(int argc, char **argv)
 	char		path[512];
 	double		summary[16][4];
 	int			nsum = 0;
-	int			only = -1;		/* --only V[,V..]: those variants at --max, Q = 1 and 8 */
+	int			only;			/* --only V[,V..]: those variants at --max, Q = 1 and 8 */
 	int			onlys[32], nonly = 0;
 	uint32_t	synth = 0;		/* --synth U: src/core's synthetic fingers, U distinct */
 	int			scale = 0;		/* --scale: 1..all devices at --max, Q = 1 and 8 */
+	const char *angles = "oriented";
+	const targ_opt opts[] = {
+		OPT_U32("--max", &maxn, "N"), OPT_STR("--angles", &angles, "oriented|uniform"), OPT_INT("--reps", &reps, "R"),
+		OPT_STR("--out", &out, "DIR"), OPT_INTS("--only", onlys, &nonly, "V[,V...]"), OPT_U32("--synth", &synth, "U"),
+		OPT_SET("--scale", &scale, 1), OPT_END
+	};
 
-	for (int i = 1; i < argc; i++)
-	{
-		if (!strcmp(argv[i], "--max") && i + 1 < argc)
-			maxn = (uint32_t) atol(argv[++i]);
-		else if (!strcmp(argv[i], "--angles") && i + 1 < argc)
-			oriented = strcmp(argv[++i], "uniform") != 0;
-		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
-			out = argv[++i];
-		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-		{
-			for (char *t = strtok(argv[++i], ","); t && nonly < 32; t = strtok(NULL, ","))
-				onlys[nonly++] = atoi(t);
-			only = nonly ? onlys[0] : -1;
-		}
-		else if (!strcmp(argv[i], "--synth") && i + 1 < argc)
-			synth = (uint32_t) atol(argv[++i]);
-		else if (!strcmp(argv[i], "--scale"))
-			scale = 1;
-	}
+	targ_parse(argc, argv, opts);
+	oriented = strcmp(angles, "uniform") != 0;
+	only = nonly ? onlys[0] : -1;
 	if (out)
 	{
 		snprintf(path, sizeof(path), "%s/bench-gpu.log", out);

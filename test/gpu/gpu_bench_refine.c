@@ -27,17 +27,11 @@
 #include "mcc_gpu.h"
 #include "mcc_gpu_refine.h"
 #include "mcc_soa.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testsort.h"
 
 #define MAXQ 64
-
-static int
-cmp_d(const void *a, const void *b)
-{
-	double		x = *(const double *) a, y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* The bench's data: gallery templates (views into blobs) and probes. */
 typedef struct bdata
@@ -147,7 +141,7 @@ time_call(mcc_gpu *g, const bdata *d, const mcc_gpu_pair *pairs, size_t np, int 
 		int			mid = 0;
 
 		memcpy(s, t, sizeof(double) * reps);
-		qsort(s, reps, sizeof(double), cmp_d);
+		qsort(s, reps, sizeof(double), tsort_double_asc);
 		for (int i = 0; i < reps; i++)
 			if (t[i] == s[reps / 2])
 				mid = i;
@@ -215,27 +209,12 @@ main(int argc, char **argv)
 	static const int meth[] = {MCC_FUSED, MCC_LSS_DTR, MCC_LSS_R, MCC_LGS, MCC_LGS_R, MCC_LGS_DTR, MCC_LSS};
 	double		t0;
 	int			cpu_only = 0;
+	const targ_opt opts[] = {
+		OPT_U32("--gallery", &n, "N"), OPT_INT("--unique", &unique, "U"), OPT_INT("--cands", &ncand, "C"),
+		OPT_INT("--reps", &reps, "R"), OPT_STR("--out", &out, "DIR"), OPT_SET("--cpu-only", &cpu_only, 1), OPT_END
+	};
 
-	for (int i = 1; i < argc; i++)
-	{
-		if (strcmp(argv[i], "--gallery") == 0 && i + 1 < argc)
-			n = (uint32_t) atol(argv[++i]);
-		else if (strcmp(argv[i], "--unique") == 0 && i + 1 < argc)
-			unique = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--cands") == 0 && i + 1 < argc)
-			ncand = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
-			out = argv[++i];
-		else if (strcmp(argv[i], "--cpu-only") == 0)
-			cpu_only = 1;
-		else
-		{
-			fprintf(stderr, "usage: gpu_bench_refine [--gallery N] [--unique U] [--cands C] [--reps R] [--out DIR] [--cpu-only]\n");
-			return 2;
-		}
-	}
+	targ_parse(argc, argv, opts);
 	if (unique > (int) n)
 		unique = (int) n;
 	if (out)

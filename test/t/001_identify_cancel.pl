@@ -8,9 +8,9 @@
 use strict;
 use warnings;
 use IPC::Run;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccServiceTest;
 use Time::HiRes qw(time usleep);
 use MccBackend;
 
@@ -19,12 +19,8 @@ my $small_copies = 10;	# small gallery: 20,000 rows
 my $big_copies = 100;	# big gallery: 200,000 rows
 my $probe = '(SELECT tpl FROM probe)';
 
-my $node = PostgreSQL::Test::Cluster->new('identify');
-$node->init;
-$node->append_conf('postgresql.conf',
-	"shared_buffers = 32MB\nfsync = off\nmax_wal_size = 4GB\n");
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION mcc');
+my $node = service_node('identify', preload => 0, shared_buffers => '32MB', fsync => 'off',
+	max_wal_size => '4GB');
 
 # The galleries repeat $base synthetic templates under new ids; the probe is
 # a finger that is in none of them.

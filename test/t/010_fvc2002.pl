@@ -4,9 +4,9 @@
 # impressions of different fingers. Skips when the data is absent.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccServiceTest;
 use MccSharedData;
 
 my $data = shared_data('fvc2002/minutiae');
@@ -26,10 +26,7 @@ my %enc = (
 	minex => [ 'nbis-minex-ansi378-2004', 'fmr', 'iso' ],
 	mindtct => [ 'nbis-mindtct-xyt', 'xyt', 'xyt' ]);
 
-my $node = PostgreSQL::Test::Cluster->new('fvc');
-$node->init;
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION mcc');
+my $node = service_node('fvc', preload => 0);
 $node->safe_psql('postgres',
 	'CREATE TABLE fvc (db text, enc text, finger int, imp int, tpl mcc_template NOT NULL,
 	   PRIMARY KEY (db, enc, finger, imp))');

@@ -8,9 +8,9 @@
 # images are absent. No timing is checked.
 use strict;
 use warnings;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccServiceTest;
 use MccSharedData;
 
 my $data = shared_data('fvc2002/images');
@@ -19,10 +19,7 @@ plan skip_all => 'FVC2002 images absent (set MCC_SHARED_DATA to ../shared/data)'
 # resolution per database (shared/data README)
 my %dpi = (DB1_B => 500, DB2_B => 569, DB3_B => 500, DB4_B => 500);
 
-my $node = PostgreSQL::Test::Cluster->new('extract');
-$node->init;
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION mcc');
+my $node = service_node('extract', preload => 0);
 $node->safe_psql('postgres',
 	'CREATE TABLE fvc (db text, finger int, imp int, path text, tpl mcc_template NOT NULL,
 	   PRIMARY KEY (db, finger, imp))');

@@ -9,17 +9,14 @@
 use strict;
 use warnings;
 use IPC::Run;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccServiceTest;
 use MccSharedData;
 use Time::HiRes qw(time usleep);
 use MccBackend;
 
-my $node = PostgreSQL::Test::Cluster->new('image_sad');
-$node->init;
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION mcc');
+my $node = service_node('image_sad', preload => 0);
 $node->safe_psql('postgres', q{
 	CREATE TABLE big AS
 	SELECT mcc_image_from_array(array_fill(7::smallint, ARRAY[4000, 4000])) AS t,

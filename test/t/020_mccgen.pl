@@ -6,9 +6,9 @@ use strict;
 use warnings;
 use Cwd qw(abs_path);
 use File::Compare;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use MccServiceTest;
 
 my $mccgen = ($ENV{MCC_TOOLS} || 'build') . '/tools/mccgen';
 plan skip_all => "$mccgen not built (make tools)" unless -x $mccgen;
@@ -61,10 +61,7 @@ ok(!(grep { my @f = split /,/, $_, -1; $f[1] <= 300 || $f[3] ne '' } grep { /,$/
 	'non-mated probes are fingers outside the gallery');
 
 # --- PostgreSQL: COPY, equality with mcc_synthetic(), identify() ------------
-my $node = PostgreSQL::Test::Cluster->new('mccgen');
-$node->init;
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION mcc');
+my $node = service_node('mccgen', preload => 0);
 $node->safe_psql(
 	'postgres', qq{
 	CREATE TABLE g (id bigint PRIMARY KEY, finger bigint, impression int, tpl mcc_template);

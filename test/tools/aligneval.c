@@ -53,7 +53,9 @@
 #include <time.h>
 
 #include "../unit/chamfer_synth.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testsort.h"
 #include "mcc_align.h"
 #include "mcc_chamfer.h"
 #include "mcc_rng.h"
@@ -238,16 +240,7 @@ run_points(int trials)
 				ok++;
 			free(obs);
 		}
-		/* median */
-		for (int i = 1; i < trials; i++)
-		{
-			double		x = ms[i];
-			int			j = i - 1;
-
-			for (; j >= 0 && ms[j] > x; j--)
-				ms[j + 1] = ms[j];
-			ms[j + 1] = x;
-		}
+		qsort(ms, trials, sizeof(double), tsort_double_asc);	/* for the median */
 		printf("| %s | %zu | %d of %d | %.1f %% | %.1f | %ld |\n", w->name, pts / trials, ok, trials,
 			   100.0 * ok / trials, ms[trials / 2], poses / trials);
 		fflush(stdout);
@@ -522,32 +515,13 @@ main(int argc, char **argv)
 	int			points = 1;
 	int			minutiae = 1;
 	const char *data = getenv("MCC_SHARED_DATA");
+	const targ_opt opts[] = {
+		OPT_INT("--trials", &trials, "N"), OPT_INT("--poses", &poses, "K"), OPT_INT("--threads", &opt_threads, "T"),
+		OPT_STR("--data", &data, "DIR"), OPT_SET("--points-only", &minutiae, 0), OPT_SET("--minutiae-only", &points, 0),
+		OPT_SET("--local", &opt_local, 1), OPT_INT("--workload", &opt_workload, "K"), OPT_END
+	};
 
-	for (int i = 1; i < argc; i++)
-	{
-		if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc)
-			trials = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--poses") == 0 && i + 1 < argc)
-			poses = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-			opt_threads = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
-			data = argv[++i];
-		else if (strcmp(argv[i], "--points-only") == 0)
-			minutiae = 0;
-		else if (strcmp(argv[i], "--minutiae-only") == 0)
-			points = 0;
-		else if (strcmp(argv[i], "--local") == 0)
-			opt_local = 1;
-		else if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc)
-			opt_workload = atoi(argv[++i]);
-		else
-		{
-			fprintf(stderr, "usage: %s [--trials N] [--poses K] [--threads T] [--data DIR] "
-					"[--points-only | --minutiae-only] [--local] [--workload K]\n", argv[0]);
-			return 2;
-		}
-	}
+	targ_parse(argc, argv, opts);
 	if (trials < 1 || poses < 1 || opt_threads < 1)
 	{
 		fprintf(stderr, "trials, poses and threads must be positive\n");

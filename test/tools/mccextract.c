@@ -45,15 +45,7 @@
 #include "mcc_profile.h"
 #include "mcc_xyt.h"
 #include "../unit/testclock.h"
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return (x > y) - (x < y);
-}
+#include "../unit/testsort.h"
 
 static unsigned char *
 read_file(const char *path, size_t *len)
@@ -493,8 +485,8 @@ main(int argc, char **argv)
 			sum += cpu[i];
 			wsum += wall[i];
 		}
-		qsort(cpu, (size_t) nfiles, sizeof(double), cmp_double);
-		qsort(wall, (size_t) nfiles, sizeof(double), cmp_double);
+		qsort(cpu, (size_t) nfiles, sizeof(double), tsort_double_asc);
+		qsort(wall, (size_t) nfiles, sizeof(double), tsort_double_asc);
 		printf("# %d images, %d failed, %.1f minutiae per image; extraction per image, one core: "
 			   "cpu mean %.1f ms, median %.1f ms, max %.1f ms; wall mean %.1f ms, median %.1f ms; "
 			   "decoding %.1f ms\n",

@@ -62,6 +62,7 @@
 #include "mcc_topk.h"
 #include "mcc_xyt.h"
 #include "../unit/testclock.h"
+#include "../unit/testsort.h"
 
 /* the model options of the synthetic tools (their other helpers unused here) */
 #pragma GCC diagnostic push
@@ -358,15 +359,6 @@ typedef struct counts
 	long		rank1;
 } counts;
 
-static int
-cmp_desc(const void *pa, const void *pb)
-{
-	float		a = *(const float *) pa;
-	float		b = *(const float *) pb;
-
-	return (a < b) - (a > b);
-}
-
 /*
  * Add fold f's counts for configuration c: a mated search succeeds at
  * threshold t when its first candidate is the mate with a score above t;
@@ -382,7 +374,7 @@ count_fold(const fold *f, int c, counts *k)
 	for (int i = 0; i < f->n_s; i++)
 		if (f->s[i].person < 0)
 			nm[n_nm++] = f->top_score[(size_t) i * N_CONFIGS + c];
-	qsort(nm, n_nm, sizeof(float), cmp_desc);
+	qsort(nm, n_nm, sizeof(float), tsort_float_desc);
 	for (int i = 0; i < f->n_s; i++)
 	{
 		size_t		at = (size_t) i * N_CONFIGS + c;

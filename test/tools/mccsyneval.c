@@ -23,6 +23,7 @@
 #include "mcc_synth.h"
 #include "mcc_template.h"
 #include "synth_cli.h"
+#include "../unit/testsort.h"
 
 #define HIST_BINS	100000		/* score histogram resolution: 1e-5 */
 #define MAX_RANK	10
@@ -169,16 +170,6 @@ bin_of(float s)
 	int			b = (int) (s * (HIST_BINS - 1) + 0.5f);
 
 	return b < 0 ? 0 : (b >= HIST_BINS ? HIST_BINS - 1 : b);
-}
-
-/* Ascending float comparison for qsort. */
-static int
-cmp_float(const void *a, const void *b)
-{
-	float		x = *(const float *) a,
-				y = *(const float *) b;
-
-	return (x > y) - (x < y);
 }
 
 /* The q-quantile of a sorted array. */
@@ -435,8 +426,8 @@ main(int argc, char **argv)
 		nonmated_top[p] = top;
 	}
 
-	qsort(gen, o.probes, sizeof(float), cmp_float);
-	qsort(nonmated_top, o.nonmated, sizeof(float), cmp_float);
+	qsort(gen, o.probes, sizeof(float), tsort_float_asc);
+	qsort(nonmated_top, o.nonmated, sizeof(float), tsort_float_asc);
 
 	printf("profile %s, gallery %" PRIu64 " (mean %.1f minutiae), %" PRIu64 " mated probes "
 		   "(mean %.1f minutiae), %" PRIu64 " non-mated probes, seed %" PRIu64 "\n",

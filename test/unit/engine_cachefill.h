@@ -2,7 +2,8 @@
  * engine_cachefill.h: an engine cache filled with synthetic rows for the
  * engine benchmarks (test/bench/engine_*.c): n rows cycling over
  * templates t[0 .. distinct), keys 0 .. n-1, tuple ids 1 .. n, xmins from
- * 1000, as a load with tuple ids leaves them.
+ * 1000, as a load with tuple ids leaves them; tl_bench_cache also makes
+ * the templates.
  */
 #ifndef MCC_ENGINE_CACHEFILL_H
 #define MCC_ENGINE_CACHEFILL_H
@@ -44,6 +45,21 @@ tl_cache_cycle(const tl_tpl *t, int distinct, int n)
 		c->entries[idx].xmin = 1000 + (uint64_t) i;
 	}
 	return c;
+}
+
+/*
+ * The benchmarks' gallery: the LSS tables ready, *distinct (at most n)
+ * synthetic templates into *t (seed 42) and the cache of n rows cycling
+ * over them, or NULL (said on stderr).
+ */
+static inline eng_cache *
+tl_bench_cache(int n, int *distinct, tl_tpl **t)
+{
+	if (*distinct > n)
+		*distinct = n;
+	mcc_lss_init();
+	*t = tl_synth_templates(42, *distinct, false);
+	return tl_cache_cycle(*t, *distinct, n);
 }
 
 #endif							/* MCC_ENGINE_CACHEFILL_H */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testsort.h"
 #include "testpoll.h"
 #include "testangle.h"
 #include "../tools/record_file.h"
@@ -210,16 +211,6 @@ test_initial(void)
 			   far.fit.params[0], far.fit.residual, res.fit.residual);
 }
 
-/* Ascending order of doubles, for qsort. */
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * Same finger vs different fingers on real minutiae: every genuine pair
  * (280 per database: a later impression aligned onto an earlier one) and
@@ -290,8 +281,8 @@ test_fvc(void)
 				   rf_fvc2002[db].db, ng, ni, failed);
 		if (ng == 0 || ni == 0)
 			continue;
-		qsort(gen, ng, sizeof(double), cmp_double);
-		qsort(imp, ni, sizeof(double), cmp_double);
+		qsort(gen, ng, sizeof(double), tsort_double_asc);
+		qsort(imp, ni, sizeof(double), tsort_double_asc);
 		for (int i = 0; i < ng; i++)
 			for (int j = 0; j < ni; j++)
 				ordered += gen[i] < imp[j];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testsort.h"
 #include "refcyl.h"
 #include "testgen.h"
 #include "mcc_cylinder.h"
@@ -27,16 +28,6 @@ typedef struct ref_cyl
 	int			pc;
 	double		v[MCC_MAX_BITS];
 } ref_cyl;
-
-/* qsort order of doubles, ascending. */
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a;
-	double		y = *(const double *) b;
-
-	return (x > y) - (x < y);
-}
 
 /*
  * Is p within omega of the convex hull of the minutiae? Without building a
@@ -62,7 +53,7 @@ ref_in_dilated_hull(const mcc_minutiae *ms, double px, double py, double omega)
 			return 1;
 		ang[i] = atan2(dy, dx);
 	}
-	qsort(ang, ms->count, sizeof(double), cmp_double);
+	qsort(ang, ms->count, sizeof(double), tsort_double_asc);
 	gap = ang[0] + 2 * M_PI - ang[ms->count - 1];
 	for (int i = 1; i < ms->count; i++)
 		if (ang[i] - ang[i - 1] > gap)
