@@ -301,13 +301,13 @@ mcc_gpu_set_wait_hook(mcc_gpu *g, mcc_gpu_wait_hook fn, void *arg)
 }
 
 void
-mcc_gpu_wait_outside(mcc_gpu *g, const int *dev, const cudaStream_t *st, int n)
+mcc_gpu_wait_outside(mcc_gpu *g, bool refine, uint32_t parts)
 {
 	if (g->wait_hook)
 		g->wait_hook(g->wait_arg, 1);
-	for (int i = 0; i < n; i++)
-		if (st[i] && cudaSetDevice(dev[i]) == cudaSuccess)
-			(void) cudaStreamSynchronize(st[i]);
+	for (int i = 0; i < g->nparts; i++)
+		if ((parts >> i & 1) && cudaSetDevice(g->part[i].dev) == cudaSuccess)
+			(void) cudaStreamSynchronize(refine ? g->part[i].rf_main : g->part[i].st);
 	if (g->wait_hook)
 		g->wait_hook(g->wait_arg, 0);
 }

@@ -295,11 +295,12 @@ cudaError_t mcc_gpu_hits_launch(mcc_gpu_part *p, int nq, uint32_t ccap, uint32_t
 cudaError_t mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes);
 
 /*
- * Wait until the work queued on streams st[0..n) (of devices dev[0..n);
- * NULL streams skipped) is done, with g's wait hook around the wait: the
- * caller's own synchronization afterwards reports any error.
+ * Wait until the work queued on the partitions in the bit set parts is
+ * done, on their search streams or (refine) their rescoring streams, with
+ * g's wait hook around the wait: the caller's own synchronization
+ * afterwards reports any error.
  */
-void		mcc_gpu_wait_outside(mcc_gpu *g, const int *dev, const cudaStream_t *st, int n);
+void		mcc_gpu_wait_outside(mcc_gpu *g, bool refine, uint32_t parts);
 
 /* Wait for every partition's stream after a failure (errors cleared). */
 void		mcc_gpu_drain(mcc_gpu *g);

@@ -777,15 +777,11 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 			goto fail;
 	/* wait (the caller's lock may be released meanwhile), then collect */
 	{
-		int			dev[MCC_GPU_MAX_DEVICES];
-		cudaStream_t st[MCC_GPU_MAX_DEVICES];
+		uint32_t	busy = 0;
 
 		for (int pi = 0; pi < g->nparts; pi++)
-		{
-			dev[pi] = g->part[pi].dev;
-			st[pi] = c->rp[pi].count > 0 ? g->part[pi].rf_main : NULL;
-		}
-		mcc_gpu_wait_outside(g, dev, st, g->nparts);
+			busy |= (uint32_t) (c->rp[pi].count > 0) << pi;
+		mcc_gpu_wait_outside(g, true, busy);
 	}
 	for (int pi = 0; pi < g->nparts; pi++)
 		if (c->rp[pi].count > 0 && (rc = rf_wait(g, pi, err)) != MCC_GPU_OK)

@@ -572,17 +572,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		if ((rc = queue_part(g, i, nq, k, &cp, ccap, err)) != MCC_GPU_OK)
 			goto fail;
 	/* wait (the caller's lock may be released meanwhile), then collect */
-	{
-		int			dev[MCC_GPU_MAX_DEVICES];
-		cudaStream_t st[MCC_GPU_MAX_DEVICES];
-
-		for (int i = 0; i < g->nparts; i++)
-		{
-			dev[i] = g->part[i].dev;
-			st[i] = g->part[i].st;
-		}
-		mcc_gpu_wait_outside(g, dev, st, g->nparts);
-	}
+	mcc_gpu_wait_outside(g, false, (uint32_t) ((1ull << g->nparts) - 1));
 	for (int i = 0; i < g->nparts; i++)
 		if ((rc = collect_part(g, i, nq, k, scores, ccap, err)) != MCC_GPU_OK)
 			goto fail;
