@@ -228,10 +228,7 @@ get_fit(mcc_image_result *r, mcc_chamfer_result *res, int *iterations)
 	uint32		n = mcc_image_get_u32(r);
 
 	if (n > MCC_CHAMFER_MAX_PARAMS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("An alignment result has %u parameters.", n)));
+		mcc_pg_malformed_reply("An alignment result has %u parameters.", n);
 	res->n_params = (int) n;
 	for (uint32 i = 0; i < n; i++)
 		res->params[i] = mcc_image_get_f64(r);
@@ -396,10 +393,7 @@ align_engine(const struct varlena *probe, const struct varlena *cand, align_call
 	get_fit(&r, &c->res->fit, &c->res->iterations);
 	n = mcc_image_get_u32(&r);
 	if (n > MCC_MAX_MINUTIAE)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("An alignment result maps %u minutiae.", n)));
+		mcc_pg_malformed_reply("An alignment result maps %u minutiae.", n);
 	c->res->n_probe = (int) n;
 	for (uint32 i = 0; i < n; i++)
 		for (int k = 0; k < 3; k++)

@@ -172,10 +172,7 @@ dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_
 		mcc_pg_raise(&res.err);
 	}
 	if (mcc_image_get_u32(&res) != npairs)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("An elastic matching result does not fit its request.")));
+		mcc_pg_malformed_reply("An elastic matching result does not fit its request.");
 	for (uint32 i = 0; i < npairs; i++)
 	{
 		out[i].cost = mcc_image_get_u64(&res);

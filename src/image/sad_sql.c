@@ -85,10 +85,7 @@ engine_search(const char *fn, const mcc_image *t, const mcc_image *p, uint32 nx,
 		mcc_pg_raise(&res.err);
 	if (mcc_image_get_u32(&res) != nx || mcc_image_get_u32(&res) != ny ||
 		(n = mcc_image_get_u32(&res)) > k)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("A SAD result does not fit its request.")));
+		mcc_pg_malformed_reply("A SAD result does not fit its request.");
 	for (uint32 i = 0; i < n; i++)
 	{
 		hits[i].sad = mcc_image_get_u64(&res);
@@ -96,10 +93,7 @@ engine_search(const char *fn, const mcc_image *t, const mcc_image *p, uint32 nx,
 		hits[i].y = mcc_image_get_u32(&res);
 	}
 	if (mcc_image_get_u32(&res) != (map != NULL ? 1 : 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("A SAD result does not fit its request.")));
+		mcc_pg_malformed_reply("A SAD result does not fit its request.");
 	if (map != NULL)
 		memcpy(map, mcc_image_get_raw(&res, (size_t) nx * ny * sizeof(uint64)),
 			   (size_t) nx * ny * sizeof(uint64));
