@@ -243,13 +243,11 @@ chamfer_engine(chamfer_call *c)
 {
 	const char *fn = "mcc_chamfer_align";
 	uint64		request = 180 + ((uint64) c->n_obs + c->n_ref) * c->dim * 8;
-	uint32		device;
 	StringInfoData f;
 	mcc_image_result r;
 
-	if (!mcc_image_use_engine(fn, request, 256, &device))
+	if (!mcc_image_request_start(fn, request, 256, &f))
 		return false;
-	mcc_image_request_begin(&f, device);
 	mcc_image_put_u32(&f, (uint32) c->dim);
 	mcc_image_put_u32(&f, (uint32) c->opts.transform);
 	mcc_image_put_f64(&f, c->opts.resolution);
@@ -366,14 +364,12 @@ align_engine(const struct varlena *probe, const struct varlena *cand, align_call
 	const char *fn = "mcc_align";
 	uint64		request = 64 + VARSIZE(probe) + VARSIZE(cand);
 	uint64		answer = 256 + (uint64) MCC_MAX_MINUTIAE * 24;
-	uint32		device;
 	StringInfoData f;
 	mcc_image_result r;
 	uint32		n;
 
-	if (!mcc_image_use_engine(fn, request, answer, &device))
+	if (!mcc_image_request_start(fn, request, answer, &f))
 		return false;
-	mcc_image_request_begin(&f, device);
 	mcc_image_put_u32(&f, (uint32) c->opts.transform);
 	mcc_image_put_u32(&f, c->opts.use_directions ? 1 : 0);
 	mcc_image_put_f64(&f, c->opts.max_distance);

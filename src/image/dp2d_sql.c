@@ -131,7 +131,6 @@ dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_
 	uint32		npairs = Max(na, nb);
 	uint64		request = 20 + (uint64) npairs * 8;
 	uint64		answer = 8 + (uint64) npairs * 24;
-	uint32		device;
 	StringInfoData f;
 	mcc_image_result res;
 	uint32		side,
@@ -143,9 +142,8 @@ dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_
 		request += mcc_image_field_bytes(&b[i]);
 	if (flags & MCC_IMG_WARPED)
 		answer += (uint64) npairs * a[0].width * a[0].height;
-	if (!mcc_image_use_engine(fn, request, answer, &device))
+	if (!mcc_image_request_start(fn, request, answer, &f))
 		return false;
-	mcc_image_request_begin(&f, device);
 	mcc_image_put_u32(&f, flags);
 	mcc_image_put_u32(&f, na);
 	for (uint32 i = 0; i < na; i++)

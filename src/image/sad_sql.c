@@ -67,14 +67,12 @@ engine_search(const char *fn, const mcc_image *t, const mcc_image *p, uint32 nx,
 {
 	uint64		request = 12 + mcc_image_field_bytes(t) + mcc_image_field_bytes(p);
 	uint64		answer = 16 + (uint64) k * 16 + (map ? (uint64) nx * ny * 8 : 0);
-	uint32		device;
 	StringInfoData f;
 	mcc_image_result res;
 	uint32		n;
 
-	if (!mcc_image_use_engine(fn, request, answer, &device))
+	if (!mcc_image_request_start(fn, request, answer, &f))
 		return false;
-	mcc_image_request_begin(&f, device);
 	mcc_image_put_u32(&f, k);
 	mcc_image_put_u32(&f, map != NULL);
 	mcc_image_put_image(&f, t);
