@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
 #include "mcc_extract_int.h"
 #include "mcc_thin.h"
 
@@ -108,12 +109,10 @@ by_quality(const void *a, const void *b)
 {
 	const xt_min *x = a,
 			   *y = b;
+	int			c = MCC_CMP(y->quality, x->quality);
 
-	if (x->quality != y->quality)
-		return x->quality > y->quality ? -1 : 1;
-	if (x->y != y->y)
-		return x->y < y->y ? -1 : 1;
-	return (x->x > y->x) - (x->x < y->x);
+	c = MCC_CMP_THEN(c, x->y, y->y);
+	return MCC_CMP_THEN(c, x->x, y->x);
 }
 
 static int
@@ -121,10 +120,9 @@ by_position(const void *a, const void *b)
 {
 	const xt_min *x = a,
 			   *y = b;
+	int			c = MCC_CMP(x->y, y->y);
 
-	if (x->y != y->y)
-		return x->y < y->y ? -1 : 1;
-	return (x->x > y->x) - (x->x < y->x);
+	return MCC_CMP_THEN(c, x->x, y->x);
 }
 
 /* The mean absolute Gabor response to perfect ridges of the kernel's period (unit deviation). */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
 #include "mcc_thin.h"
 
 #define RIDGE_PI	3.14159265358979323846
@@ -264,12 +265,10 @@ cmp_entry(const void *a, const void *b)
 {
 	const entry *x = a;
 	const entry *y = b;
+	int			c = MCC_CMP(x->block, y->block);
 
-	if (x->block != y->block)
-		return x->block < y->block ? -1 : 1;
-	if (x->band != y->band)
-		return x->band < y->band ? -1 : 1;
-	return (x->len > y->len) - (x->len < y->len);
+	c = MCC_CMP_THEN(c, x->band, y->band);
+	return MCC_CMP_THEN(c, x->len, y->len);
 }
 
 /* The slope band (1..13) of the chord from pixel a to pixel b. */
@@ -560,12 +559,10 @@ cmp_join(const void *x, const void *y)
 {
 	const join *p = x;
 	const join *q = y;
+	int			c = MCC_CMP(p->d2, q->d2);
 
-	if (p->d2 != q->d2)
-		return p->d2 < q->d2 ? -1 : 1;
-	if (p->a != q->a)
-		return p->a < q->a ? -1 : 1;
-	return (p->b > q->b) - (p->b < q->b);
+	c = MCC_CMP_THEN(c, p->a, q->a);
+	return MCC_CMP_THEN(c, p->b, q->b);
 }
 
 /* Draw the 8-connected digital line from pixel a to pixel b. */

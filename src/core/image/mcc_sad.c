@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
+#include "mcc_cpu_kernel.h"
 #include "mcc_sad_int.h"
 
 /* Reference "band": one map row, each SAD by Eq. 1. */
@@ -130,13 +132,10 @@ mcc_sad_at(const mcc_image *target, const mcc_image *pattern, uint32_t x, uint32
 int
 mcc_sad_hit_cmp(const mcc_sad_hit *a, const mcc_sad_hit *b)
 {
-	if (a->sad != b->sad)
-		return a->sad < b->sad ? -1 : 1;
-	if (a->y != b->y)
-		return a->y < b->y ? -1 : 1;
-	if (a->x != b->x)
-		return a->x < b->x ? -1 : 1;
-	return 0;
+	int			c = MCC_CMP(a->sad, b->sad);
+
+	c = MCC_CMP_THEN(c, a->y, b->y);
+	return MCC_CMP_THEN(c, a->x, b->x);
 }
 
 /* true if hit a ranks before hit b (mcc_sad_hit_cmp's order). */
