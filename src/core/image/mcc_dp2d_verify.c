@@ -103,12 +103,9 @@ mcc_dp2d_enhance(const mcc_image *raw, const mcc_dp2d_prep *p, uint8_t *out, mcc
 		return st;
 	w = raw->width;
 	h = raw->height;
-	if (w < MCC_DP2D_PREP_MIN_SIDE || h < MCC_DP2D_PREP_MIN_SIDE)
-		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small", w, h),
-			mcc_error_detail(err, "Each side must be at least %d pixels.", MCC_DP2D_PREP_MIN_SIDE);
-	if (w > MCC_DP2D_PREP_MAX_SIDE || h > MCC_DP2D_PREP_MAX_SIDE)
-		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large", w, h),
-			mcc_error_detail(err, "Each side must be at most %d pixels.", MCC_DP2D_PREP_MAX_SIDE);
+	if ((st = mcc_image_check_sides(w, h, MCC_DP2D_PREP_MIN_SIDE, MCC_DP2D_PREP_MAX_SIDE,
+									 err)) != MCC_OK)
+		return st;
 	c = p->crop;
 	if (c > w)
 		c = w;
