@@ -85,10 +85,8 @@ mcc_sad_kernel_auto(void)
 {
 	static const int order[] = {MCC_SAD_AVX512, MCC_SAD_AVX2, MCC_SAD_SSE2};
 
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
-		if (mcc_sad_kernel_usable(order[i]))
-			return order[i];
-	return MCC_SAD_REFERENCE;
+	return mcc_kernel_first(order, (int) (sizeof(order) / sizeof(order[0])),
+							mcc_sad_kernel_usable, MCC_SAD_REFERENCE);
 }
 
 /* The map size, or an error if the pattern does not fit. */
