@@ -78,18 +78,11 @@ void
 dp2d_match_pairs(uint32 npairs, const mcc_image *const *a, const mcc_image *const *b,
 				 int flags, mcc_dp2d_out *out)
 {
-	mcc_dp2d_request req;
+	mcc_dp2d_request req = {.npairs = npairs, .a = a, .b = b, .out = out, .flags = flags,
+	.threads = mcc_dp2d_threads, .kernel = MCC_DP2D_AUTO};
 	mcc_dp2d_job *job;
 	mcc_error	err;
 
-	memset(&req, 0, sizeof(req));
-	req.npairs = npairs;
-	req.a = a;
-	req.b = b;
-	req.out = out;
-	req.flags = flags;
-	req.threads = mcc_dp2d_threads;
-	req.kernel = MCC_DP2D_AUTO;
 	if (mcc_dp2d_start(&req, &job, &err) != MCC_OK)
 		mcc_pg_raise(&err);
 	PG_TRY();

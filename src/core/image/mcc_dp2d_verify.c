@@ -184,7 +184,8 @@ mcc_dp2d_enhance_warp(const mcc_image *reference, const mcc_image *probe, const 
 				ib;
 	const mcc_image *pa[1] = {&ia},
 			   *pb[1] = {&ib};
-	mcc_dp2d_request req;
+	mcc_dp2d_request req = {.npairs = 1, .a = pa, .b = pb, .out = out, .flags = MCC_DP2D_WARP,
+	.threads = threads, .kernel = kernel};
 	mcc_status	st;
 
 	if ((st = mcc_dp2d_prep_check(p, err)) != MCC_OK)
@@ -196,14 +197,6 @@ mcc_dp2d_enhance_warp(const mcc_image *reference, const mcc_image *probe, const 
 	if ((st = mcc_dp2d_enhance(reference, p, ia.pixels, err)) != MCC_OK ||
 		(st = mcc_dp2d_enhance(probe, p, ib.pixels, err)) != MCC_OK)
 		return st;
-	memset(&req, 0, sizeof(req));
-	req.npairs = 1;
-	req.a = pa;
-	req.b = pb;
-	req.out = out;
-	req.flags = MCC_DP2D_WARP;
-	req.threads = threads;
-	req.kernel = kernel;
 	return mcc_dp2d_run(&req, err);
 }
 
