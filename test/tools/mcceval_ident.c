@@ -7,6 +7,8 @@
  */
 #include "mcceval.h"
 
+#include "mcc_cmp.h"
+
 /* ------------------------------------------------------------------ */
 /* identification                                                      */
 
@@ -293,16 +295,6 @@ typedef struct ident_metrics
 	metrics		det;			/* FPIR vs FNIR; its EER */
 } ident_metrics;
 
-/* Descending doubles. */
-static int
-cmp_desc(const void *pa, const void *pb)
-{
-	double		a = *(const double *) pa;
-	double		b = *(const double *) pb;
-
-	return (a < b) - (a > b);
-}
-
 /*
  * A mated search succeeds at threshold t if its first candidate is the mate
  * with score >= t; a non-mated search is a false positive if its first
@@ -341,7 +333,7 @@ ident_metrics_of(const ident_job *job, int m, ident_metrics *im)
 			l[nl++].gen = 1;
 		}
 	}
-	qsort(nm, n_nm, sizeof(double), cmp_desc);
+	qsort(nm, n_nm, sizeof(double), mcc_cmp_double_desc);
 	for (int x = 0; x < 2; x++)
 	{
 		int			allowed = x == 0 ? 0 : (int) floor(0.01 * n_nm);

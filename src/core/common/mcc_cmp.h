@@ -30,4 +30,14 @@ mcc_cmp_u64(const void *a, const void *b)
 	return MCC_CMP(*(const uint64_t *) a, *(const uint64_t *) b);
 }
 
+/* qsort order of an array of double, descending (a NaN ties with anything). */
+static inline int
+mcc_cmp_double_desc(const void *pa, const void *pb)
+{
+	double		a = *(const double *) pa;
+	double		b = *(const double *) pb;
+
+	return (a < b) - (a > b);
+}
+
 #endif							/* MCC_CMP_H */
