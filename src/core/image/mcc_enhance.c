@@ -46,6 +46,21 @@ mcc_enh_box_mean(const double *src, uint32_t w, uint32_t h, uint32_t r, double *
 }
 
 /*
+ * The 3 x 3 tiles around (bx, by) that lie in the nx x ny grid:
+ * [x0, x1) x [y0, y1). Returns their count.
+ */
+static int
+box3(uint32_t bx, uint32_t by, uint32_t nx, uint32_t ny, uint32_t *x0, uint32_t *x1,
+	 uint32_t *y0, uint32_t *y1)
+{
+	*x0 = bx > 0 ? bx - 1 : 0;
+	*x1 = bx + 2 < nx ? bx + 2 : nx;
+	*y0 = by > 0 ? by - 1 : 0;
+	*y1 = by + 2 < ny ? by + 2 : ny;
+	return (int) ((*x1 - *x0) * (*y1 - *y0));
+}
+
+/*
  * Foreground tiles: standard deviation per tile, smoothed over 3 x 3
  * tiles, thresholded, then a 3 x 3 majority pass. tiles: 2 nx ny doubles
  * of scratch; mask gets one byte per pixel.
@@ -86,21 +101,16 @@ segment(const mcc_image *raw, uint32_t block, double *sd, uint8_t *mask)
 	for (uint32_t by = 0; by < ny; by++)
 		for (uint32_t bx = 0; bx < nx; bx++)
 		{
+			uint32_t	x0,
+						x1,
+						y0,
+						y1;
+			int			n = box3(bx, by, nx, ny, &x0, &x1, &y0, &y1);
 			double		s = 0;
-			int			n = 0;
 
-			for (int dy = -1; dy <= 1; dy++)
-				for (int dx = -1; dx <= 1; dx++)
-				{
-					int64_t		yy = (int64_t) by + dy,
-								xx = (int64_t) bx + dx;
-
-					if (yy >= 0 && yy < ny && xx >= 0 && xx < nx)
-					{
-						s += sd[yy * nx + xx];
-						n++;
-					}
-				}
+			for (uint32_t y = y0; y < y1; y++)
+				for (uint32_t x = x0; x < x1; x++)
+					s += sd[(size_t) y * nx + x];
 			sm[by * nx + bx] = s / n;
 			if (sm[by * nx + bx] > top)
 				top = sm[by * nx + bx];
@@ -114,21 +124,16 @@ segment(const mcc_image *raw, uint32_t block, double *sd, uint8_t *mask)
 	for (uint32_t by = 0; by < ny; by++)
 		for (uint32_t bx = 0; bx < nx; bx++)
 		{
-			int			votes = 0,
-						n = 0;
+			uint32_t	x0,
+						x1,
+						y0,
+						y1;
+			int			n = box3(bx, by, nx, ny, &x0, &x1, &y0, &y1);
+			int			votes = 0;
 
-			for (int dy = -1; dy <= 1; dy++)
-				for (int dx = -1; dx <= 1; dx++)
-				{
-					int64_t		yy = (int64_t) by + dy,
-								xx = (int64_t) bx + dx;
-
-					if (yy >= 0 && yy < ny && xx >= 0 && xx < nx)
-					{
-						votes += fg[yy * nx + xx];
-						n++;
-					}
-				}
+			for (uint32_t y = y0; y < y1; y++)
+				for (uint32_t x = x0; x < x1; x++)
+					votes += fg[(size_t) y * nx + x];
 			fg2[by * nx + bx] = 2 * votes > n;
 		}
 	for (uint32_t y = 0; y < h; y++)
