@@ -46,18 +46,23 @@ mcc_enh_box_mean(const double *src, uint32_t w, uint32_t h, uint32_t r, double *
 }
 
 /*
- * The 3 x 3 tiles around (bx, by) that lie in the nx x ny grid:
- * [x0, x1) x [y0, y1). Returns their count.
+ * The sum of v over the 3 x 3 tiles around (bx, by) that lie in the
+ * nx x ny grid, row by row; *n gets their count.
  */
-static int
-box3(uint32_t bx, uint32_t by, uint32_t nx, uint32_t ny, uint32_t *x0, uint32_t *x1,
-	 uint32_t *y0, uint32_t *y1)
+static double
+box3_sum(const double *v, uint32_t nx, uint32_t ny, uint32_t bx, uint32_t by, int *n)
 {
-	*x0 = bx > 0 ? bx - 1 : 0;
-	*x1 = bx + 2 < nx ? bx + 2 : nx;
-	*y0 = by > 0 ? by - 1 : 0;
-	*y1 = by + 2 < ny ? by + 2 : ny;
-	return (int) ((*x1 - *x0) * (*y1 - *y0));
+	uint32_t	x0 = bx > 0 ? bx - 1 : 0,
+				x1 = bx + 2 < nx ? bx + 2 : nx,
+				y0 = by > 0 ? by - 1 : 0,
+				y1 = by + 2 < ny ? by + 2 : ny;
+	double		s = 0;
+
+	for (uint32_t y = y0; y < y1; y++)
+		for (uint32_t x = x0; x < x1; x++)
+			s += v[(size_t) y * nx + x];
+	*n = (int) ((x1 - x0) * (y1 - y0));
+	return s;
 }
 
 /*
@@ -73,8 +78,7 @@ segment(const mcc_image *raw, uint32_t block, double *sd, uint8_t *mask)
 	uint32_t	nx = (w + block - 1) / block,
 				ny = (h + block - 1) / block;
 	double	   *sm = sd + (size_t) nx * ny;
-	uint8_t    *fg,
-			   *fg2;
+	uint8_t    *fg;
 	double		top = 0,
 				thr;
 
@@ -101,44 +105,29 @@ segment(const mcc_image *raw, uint32_t block, double *sd, uint8_t *mask)
 	for (uint32_t by = 0; by < ny; by++)
 		for (uint32_t bx = 0; bx < nx; bx++)
 		{
-			uint32_t	x0,
-						x1,
-						y0,
-						y1;
-			int			n = box3(bx, by, nx, ny, &x0, &x1, &y0, &y1);
-			double		s = 0;
+			int			n;
+			double		sum = box3_sum(sd, nx, ny, bx, by, &n);
 
-			for (uint32_t y = y0; y < y1; y++)
-				for (uint32_t x = x0; x < x1; x++)
-					s += sd[(size_t) y * nx + x];
-			sm[by * nx + bx] = s / n;
+			sm[by * nx + bx] = sum / n;
 			if (sm[by * nx + bx] > top)
 				top = sm[by * nx + bx];
 		}
 	thr = fmax(MCC_ENH_MIN_STD, 0.25 * top);
-	/* tile flags in the (now unused) first array's bytes */
-	fg = (uint8_t *) sd;
-	fg2 = fg + (size_t) nx * ny;
+	/* tile flags (0, 1) in the now unused first array; the majority in the second's bytes */
 	for (size_t k = 0; k < (size_t) nx * ny; k++)
-		fg[k] = sm[k] > thr;
+		sd[k] = sm[k] > thr;
+	fg = (uint8_t *) sm;
 	for (uint32_t by = 0; by < ny; by++)
 		for (uint32_t bx = 0; bx < nx; bx++)
 		{
-			uint32_t	x0,
-						x1,
-						y0,
-						y1;
-			int			n = box3(bx, by, nx, ny, &x0, &x1, &y0, &y1);
-			int			votes = 0;
+			int			n;
+			double		votes = box3_sum(sd, nx, ny, bx, by, &n);
 
-			for (uint32_t y = y0; y < y1; y++)
-				for (uint32_t x = x0; x < x1; x++)
-					votes += fg[(size_t) y * nx + x];
-			fg2[by * nx + bx] = 2 * votes > n;
+			fg[by * nx + bx] = 2 * votes > n;
 		}
 	for (uint32_t y = 0; y < h; y++)
 		for (uint32_t x = 0; x < w; x++)
-			mask[(size_t) y * w + x] = fg2[(y / block) * nx + x / block];
+			mask[(size_t) y * w + x] = fg[(y / block) * nx + x / block];
 }
 
 void
