@@ -31,7 +31,8 @@ extern void mcc_pg_raise(const mcc_error *err) pg_attribute_noreturn();
 
 /*
  * Raise 08P01 protocol_violation "malformed reply from the matcher engine"
- * with the detail fmt (a sentence saying what did not fit).
+ * with the detail fmt (a sentence saying what did not fit; its first 255
+ * bytes are shown).
  */
 extern void mcc_pg_malformed_reply(const char *fmt,...)
 			pg_attribute_printf(1, 2) pg_attribute_noreturn();
