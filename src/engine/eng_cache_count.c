@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
 #include "mcc_proto.h"
 
 /* The open-addressing table of eng_cache_count's groups. */
@@ -81,12 +82,10 @@ cmp_group(const void *a, const void *b)
 {
 	const eng_count_group *x = a;
 	const eng_count_group *y = b;
+	int			c = MCC_CMP(x->insert_xid, y->insert_xid);
 
-	if (x->insert_xid != y->insert_xid)
-		return x->insert_xid < y->insert_xid ? -1 : 1;
-	if (x->delete_xid != y->delete_xid)
-		return x->delete_xid < y->delete_xid ? -1 : 1;
-	return x->flags < y->flags ? -1 : x->flags > y->flags;
+	c = MCC_CMP_THEN(c, x->delete_xid, y->delete_xid);
+	return MCC_CMP_THEN(c, x->flags, y->flags);
 }
 
 /*

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include "mcc_cmp.h"
 #include "mcc_proto.h"
 
 /* State of xid in a sorted list, or 0 if absent. */
@@ -83,16 +84,6 @@ eng_cache_settle(eng_cache *c, uint64_t horizon, const uint64_t *xids,
 	return purged;
 }
 
-/* qsort comparator for uint64_t */
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *) a;
-	uint64_t	y = *(const uint64_t *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 uint32_t
 eng_cache_xids(const eng_cache *c, uint32_t max, uint64_t **out)
 {
@@ -117,7 +108,7 @@ eng_cache_xids(const eng_cache *c, uint32_t max, uint64_t **out)
 		if (e->delete_xid != 0)
 			x[n++] = e->delete_xid;
 	}
-	qsort(x, n, sizeof(uint64_t), cmp_u64);
+	qsort(x, n, sizeof(uint64_t), mcc_cmp_u64);
 	for (uint32_t i = 0; i < n && u < max; i++)
 		if (u == 0 || x[u - 1] != x[i])
 			x[u++] = x[i];

@@ -100,6 +100,7 @@
 #include "eng_server.h"
 #include "eng_snapfile.h"
 #include "eng_snapshot.h"
+#include "mcc_grow.h"
 #include "mcc_hash.h"
 
 static void gallery_fail_waiting(eng_server *s, eng_gallery *g, mcc_proto_error code,
@@ -168,6 +169,7 @@ eng_gallery *
 eng_gallery_get(eng_server *s, const mcc_gallery_id *id, bool create)
 {
 	eng_gallery *g;
+	eng_gallery **p;
 
 	for (uint32_t i = 0; i < s->n_gal; i++)
 		if (same_id(&s->gal[i]->id, id))
@@ -178,16 +180,10 @@ eng_gallery_get(eng_server *s, const mcc_gallery_id *id, bool create)
 	if (!create)
 		return NULL;
 	trim_shells(s);
-	if (s->n_gal == s->cap_gal)
-	{
-		uint32_t	cap = s->cap_gal ? s->cap_gal * 2 : 16;
-		eng_gallery **p = realloc(s->gal, cap * sizeof(*p));
-
-		if (p == NULL)
-			return NULL;
-		s->gal = p;
-		s->cap_gal = cap;
-	}
+	p = mcc_grow(s->gal, s->n_gal, &s->cap_gal, sizeof(*p), 16);
+	if (p == NULL)
+		return NULL;
+	s->gal = p;
 	g = calloc(1, sizeof(*g));
 	if (g == NULL)
 		return NULL;

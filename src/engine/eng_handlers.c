@@ -19,6 +19,7 @@
 #include "eng_server.h"
 #include "eng_snapfile.h"
 #include "eng_snapshot.h"
+#include "mcc_cmp.h"
 
 /* HELLO: check the version, introduce the engine. */
 static bool
@@ -432,10 +433,7 @@ typedef struct xid_state
 static int
 cmp_xid_state(const void *a, const void *b)
 {
-	uint64_t	x = ((const xid_state *) a)->xid;
-	uint64_t	y = ((const xid_state *) b)->xid;
-
-	return x < y ? -1 : x > y;
+	return mcc_cmp_u64(&((const xid_state *) a)->xid, &((const xid_state *) b)->xid);
 }
 
 /* SETTLE: transaction states from the commit log; applied between passes. */

@@ -229,17 +229,10 @@ match_threaded(eng_image_job *j, const mcc_image *a, const mcc_image *b, int fla
 {
 	const mcc_image *pa[1] = {a};
 	const mcc_image *pb[1] = {b};
-	mcc_dp2d_request req;
+	mcc_dp2d_request req = {.npairs = 1, .a = pa, .b = pb, .out = out, .flags = flags,
+	.threads = j->u.dp2d.pair_threads, .kernel = MCC_DP2D_AUTO};
 	mcc_dp2d_job *job;
 
-	memset(&req, 0, sizeof(req));
-	req.npairs = 1;
-	req.a = pa;
-	req.b = pb;
-	req.out = out;
-	req.flags = flags;
-	req.threads = j->u.dp2d.pair_threads;
-	req.kernel = MCC_DP2D_AUTO;
 	if (mcc_dp2d_start(&req, &job, err) != MCC_OK)
 		return err->status;
 	while (!mcc_dp2d_wait(job, DP2D_POLL_MS))

@@ -18,6 +18,7 @@
 
 #include "eng_server.h"
 #include "mcc_crc32c.h"
+#include "mcc_grow.h"
 #include "mcc_hash.h"
 #include "mcc_job.h"
 #include "mcc_proto.h"
@@ -279,18 +280,12 @@ add_array(snap_reader *r, size_t *off, void *dst, size_t n)
 {
 	for (size_t done = 0, k; done < n; done += k)
 	{
+		snap_piece *p = mcc_grow(r->pieces, r->n, &r->cap, sizeof(*p), 64);
+
+		if (p == NULL)
+			return false;
+		r->pieces = p;
 		k = n - done < PIECE ? n - done : PIECE;
-
-		if (r->n == r->cap)
-		{
-			uint32_t	cap = r->cap ? r->cap * 2 : 64;
-			snap_piece *p = realloc(r->pieces, sizeof(*p) * cap);
-
-			if (p == NULL)
-				return false;
-			r->pieces = p;
-			r->cap = cap;
-		}
 		r->pieces[r->n++] = (snap_piece) {*off + done, (uint8_t *) dst + done, k, 0};
 	}
 	*off += n;

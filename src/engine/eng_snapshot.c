@@ -31,6 +31,7 @@
 #include "eng_pass.h"
 #include "eng_snapfile.h"
 #include "eng_snapshot.h"
+#include "mcc_grow.h"
 
 /* A snapshot being encoded in the pool. */
 typedef struct eng_snap_job
@@ -150,16 +151,11 @@ reply_waiter(eng_server *s, const snap_waiter *w, const eng_snap *snap)
 static bool
 add_waiter(eng_snap_read *r, const eng_conn *c, uint64_t request_id, uint32_t profile_id)
 {
-	if (r->n_waiters == r->cap_waiters)
-	{
-		uint32_t	cap = r->cap_waiters ? r->cap_waiters * 2 : 4;
-		snap_waiter *w = realloc(r->waiters, sizeof(*w) * cap);
+	snap_waiter *w = mcc_grow(r->waiters, r->n_waiters, &r->cap_waiters, sizeof(*w), 4);
 
-		if (w == NULL)
-			return false;
-		r->waiters = w;
-		r->cap_waiters = cap;
-	}
+	if (w == NULL)
+		return false;
+	r->waiters = w;
 	r->waiters[r->n_waiters++] = (snap_waiter) {c->id, request_id, profile_id};
 	return true;
 }
@@ -516,23 +512,18 @@ eng_snapshot_remove(eng_server *s, const mcc_gallery_id *id)
 static void
 want(eng_load *l, uint64_t tid)
 {
-	if (l->n_want == l->cap_want)
+	uint64_t   *p = mcc_grow(l->want, l->n_want, &l->cap_want, sizeof(*p), 1024);
+
+	if (p == NULL)
 	{
-		uint32_t	cap = l->cap_want ? l->cap_want * 2 : 1024;
-		uint64_t   *p = cap > l->cap_want ? realloc(l->want, sizeof(uint64_t) * cap) : NULL;
+		mcc_error	err;
 
-		if (p == NULL)
-		{
-			mcc_error	err;
-
-			mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory for the tuples to read");
-			l->perr = MCC_PERR_MEMORY;
-			l->err = err;
-			return;
-		}
-		l->want = p;
-		l->cap_want = cap;
+		mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory for the tuples to read");
+		l->perr = MCC_PERR_MEMORY;
+		l->err = err;
+		return;
 	}
+	l->want = p;
 	l->want[l->n_want++] = tid;
 }
 

@@ -228,10 +228,7 @@ get_fit(mcc_image_result *r, mcc_chamfer_result *res, int *iterations)
 	uint32		n = mcc_image_get_u32(r);
 
 	if (n > MCC_CHAMFER_MAX_PARAMS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("An alignment result has %u parameters.", n)));
+		mcc_pg_malformed_reply("An alignment result has %u parameters.", n);
 	res->n_params = (int) n;
 	for (uint32 i = 0; i < n; i++)
 		res->params[i] = mcc_image_get_f64(r);
@@ -246,13 +243,11 @@ chamfer_engine(chamfer_call *c)
 {
 	const char *fn = "mcc_chamfer_align";
 	uint64		request = 180 + ((uint64) c->n_obs + c->n_ref) * c->dim * 8;
-	uint32		device;
 	StringInfoData f;
 	mcc_image_result r;
 
-	if (!mcc_image_use_engine(fn, request, 256, &device))
+	if (!mcc_image_request_start(fn, request, 256, &f))
 		return false;
-	mcc_image_request_begin(&f, device);
 	mcc_image_put_u32(&f, (uint32) c->dim);
 	mcc_image_put_u32(&f, (uint32) c->opts.transform);
 	mcc_image_put_f64(&f, c->opts.resolution);
@@ -369,14 +364,12 @@ align_engine(const struct varlena *probe, const struct varlena *cand, align_call
 	const char *fn = "mcc_align";
 	uint64		request = 64 + VARSIZE(probe) + VARSIZE(cand);
 	uint64		answer = 256 + (uint64) MCC_MAX_MINUTIAE * 24;
-	uint32		device;
 	StringInfoData f;
 	mcc_image_result r;
 	uint32		n;
 
-	if (!mcc_image_use_engine(fn, request, answer, &device))
+	if (!mcc_image_request_start(fn, request, answer, &f))
 		return false;
-	mcc_image_request_begin(&f, device);
 	mcc_image_put_u32(&f, (uint32) c->opts.transform);
 	mcc_image_put_u32(&f, c->opts.use_directions ? 1 : 0);
 	mcc_image_put_f64(&f, c->opts.max_distance);
@@ -396,10 +389,7 @@ align_engine(const struct varlena *probe, const struct varlena *cand, align_call
 	get_fit(&r, &c->res->fit, &c->res->iterations);
 	n = mcc_image_get_u32(&r);
 	if (n > MCC_MAX_MINUTIAE)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("An alignment result maps %u minutiae.", n)));
+		mcc_pg_malformed_reply("An alignment result maps %u minutiae.", n);
 	c->res->n_probe = (int) n;
 	for (uint32 i = 0; i < n; i++)
 		for (int k = 0; k < 3; k++)

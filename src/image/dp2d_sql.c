@@ -78,18 +78,11 @@ void
 dp2d_match_pairs(uint32 npairs, const mcc_image *const *a, const mcc_image *const *b,
 				 int flags, mcc_dp2d_out *out)
 {
-	mcc_dp2d_request req;
+	mcc_dp2d_request req = {.npairs = npairs, .a = a, .b = b, .out = out, .flags = flags,
+	.threads = mcc_dp2d_threads, .kernel = MCC_DP2D_AUTO};
 	mcc_dp2d_job *job;
 	mcc_error	err;
 
-	memset(&req, 0, sizeof(req));
-	req.npairs = npairs;
-	req.a = a;
-	req.b = b;
-	req.out = out;
-	req.flags = flags;
-	req.threads = mcc_dp2d_threads;
-	req.kernel = MCC_DP2D_AUTO;
 	if (mcc_dp2d_start(&req, &job, &err) != MCC_OK)
 		mcc_pg_raise(&err);
 	PG_TRY();
@@ -131,7 +124,6 @@ dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_
 	uint32		npairs = Max(na, nb);
 	uint64		request = 20 + (uint64) npairs * 8;
 	uint64		answer = 8 + (uint64) npairs * 24;
-	uint32		device;
 	StringInfoData f;
 	mcc_image_result res;
 	uint32		side,
@@ -143,9 +135,8 @@ dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_
 		request += mcc_image_field_bytes(&b[i]);
 	if (flags & MCC_IMG_WARPED)
 		answer += (uint64) npairs * a[0].width * a[0].height;
-	if (!mcc_image_use_engine(fn, request, answer, &device))
+	if (!mcc_image_request_start(fn, request, answer, &f))
 		return false;
-	mcc_image_request_begin(&f, device);
 	mcc_image_put_u32(&f, flags);
 	mcc_image_put_u32(&f, na);
 	for (uint32 i = 0; i < na; i++)
@@ -172,10 +163,7 @@ dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_
 		mcc_pg_raise(&res.err);
 	}
 	if (mcc_image_get_u32(&res) != npairs)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("An elastic matching result does not fit its request.")));
+		mcc_pg_malformed_reply("An elastic matching result does not fit its request.");
 	for (uint32 i = 0; i < npairs; i++)
 	{
 		out[i].cost = mcc_image_get_u64(&res);

@@ -109,7 +109,8 @@ refuse(const char *fn, int sqlstate, const char *why)
 }
 
 bool
-mcc_image_use_engine(const char *fn, uint64 request_bytes, uint64 reply_bytes, uint32 *device)
+mcc_image_request_start(const char *fn, uint64 request_bytes, uint64 reply_bytes,
+						StringInfo frame)
 {
 	bool		must = mcc_image_device == MCC_IMAGE_DEVICE_GPU ||
 		mcc_image_device == MCC_IMAGE_DEVICE_ENGINE;
@@ -171,16 +172,9 @@ mcc_image_use_engine(const char *fn, uint64 request_bytes, uint64 reply_bytes, u
 			return false;
 		}
 	}
-	*device = mcc_image_device == MCC_IMAGE_DEVICE_GPU ? MCC_IMG_GPU : MCC_IMG_ANY;
-	return true;
-}
-
-/* Start a request frame. */
-void
-mcc_image_request_begin(StringInfo frame, uint32 device)
-{
 	mcc_frame_begin(frame);
-	mcc_put_u32(frame, device);
+	mcc_put_u32(frame, mcc_image_device == MCC_IMAGE_DEVICE_GPU ? MCC_IMG_GPU : MCC_IMG_ANY);
+	return true;
 }
 
 void

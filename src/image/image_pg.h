@@ -50,12 +50,13 @@ extern void mcc_image_engine_init(void);
 /*
  * Does this call of fn (its SQL name, for messages) run in the matcher
  * engine? request_bytes and reply_bytes are the sizes of its frames.
- * true: connected, *device is the request's device field. false: the
- * backend runs it (mcc.image_device = cpu, or auto without an engine GPU).
- * Raises when mcc.image_device = gpu or engine and the engine cannot.
+ * true: connected, and frame is started (room for its header, then the
+ * device field) for the request's fields. false: the backend runs it
+ * (mcc.image_device = cpu, or auto without an engine GPU). Raises when
+ * mcc.image_device = gpu or engine and the engine cannot.
  */
-extern bool mcc_image_use_engine(const char *fn, uint64 request_bytes, uint64 reply_bytes,
-								 uint32 *device);
+extern bool mcc_image_request_start(const char *fn, uint64 request_bytes, uint64 reply_bytes,
+									StringInfo frame);
 
 /* A job's answer: its error (status MCC_OK: none), where it ran, the rest. */
 typedef struct mcc_image_result
@@ -64,9 +65,6 @@ typedef struct mcc_image_result
 	char	   *device;
 	mcc_wire_rd body;			/* the fields after job_status */
 } mcc_image_result;
-
-/* Start a request: the frame with room for its header, then the device. */
-extern void mcc_image_request_begin(StringInfo frame, uint32 device);
 
 /* Request fields. */
 extern void mcc_image_put_u32(StringInfo s, uint32 v);

@@ -67,14 +67,12 @@ engine_search(const char *fn, const mcc_image *t, const mcc_image *p, uint32 nx,
 {
 	uint64		request = 12 + mcc_image_field_bytes(t) + mcc_image_field_bytes(p);
 	uint64		answer = 16 + (uint64) k * 16 + (map ? (uint64) nx * ny * 8 : 0);
-	uint32		device;
 	StringInfoData f;
 	mcc_image_result res;
 	uint32		n;
 
-	if (!mcc_image_use_engine(fn, request, answer, &device))
+	if (!mcc_image_request_start(fn, request, answer, &f))
 		return false;
-	mcc_image_request_begin(&f, device);
 	mcc_image_put_u32(&f, k);
 	mcc_image_put_u32(&f, map != NULL);
 	mcc_image_put_image(&f, t);
@@ -85,10 +83,7 @@ engine_search(const char *fn, const mcc_image *t, const mcc_image *p, uint32 nx,
 		mcc_pg_raise(&res.err);
 	if (mcc_image_get_u32(&res) != nx || mcc_image_get_u32(&res) != ny ||
 		(n = mcc_image_get_u32(&res)) > k)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("A SAD result does not fit its request.")));
+		mcc_pg_malformed_reply("A SAD result does not fit its request.");
 	for (uint32 i = 0; i < n; i++)
 	{
 		hits[i].sad = mcc_image_get_u64(&res);
@@ -96,10 +91,7 @@ engine_search(const char *fn, const mcc_image *t, const mcc_image *p, uint32 nx,
 		hits[i].y = mcc_image_get_u32(&res);
 	}
 	if (mcc_image_get_u32(&res) != (map != NULL ? 1 : 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("A SAD result does not fit its request.")));
+		mcc_pg_malformed_reply("A SAD result does not fit its request.");
 	if (map != NULL)
 		memcpy(map, mcc_image_get_raw(&res, (size_t) nx * ny * sizeof(uint64)),
 			   (size_t) nx * ny * sizeof(uint64));

@@ -30,6 +30,14 @@ extern void mcc_dp2d_sql_init(void);
 extern void mcc_pg_raise(const mcc_error *err) pg_attribute_noreturn();
 
 /*
+ * Raise 08P01 protocol_violation "malformed reply from the matcher engine"
+ * with the detail fmt (a sentence saying what did not fit; its first 255
+ * bytes are shown).
+ */
+extern void mcc_pg_malformed_reply(const char *fmt,...)
+			pg_attribute_printf(1, 2) pg_attribute_noreturn();
+
+/*
  * Raise 22004 null_value_not_allowed ("NAME of FN must not be null") for
  * the first NULL among the arguments 0 .. n - 1, named names[i], of the SQL
  * function fn (e.g. "identify()").

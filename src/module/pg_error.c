@@ -49,6 +49,23 @@ mcc_pg_raise(const mcc_error *err)
 	pg_unreachable();
 }
 
+/* Raise 08P01 "malformed reply from the matcher engine" with a detail (mcc_pg.h). */
+void
+mcc_pg_malformed_reply(const char *fmt,...)
+{
+	char		detail[256];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	ereport(ERROR,
+			(errcode(ERRCODE_PROTOCOL_VIOLATION),
+			 errmsg("malformed reply from the matcher engine"),
+			 errdetail_internal("%s", detail)));
+	pg_unreachable();
+}
+
 /* The first NULL argument among 0 .. n - 1 (mcc_pg.h). */
 void
 mcc_pg_require_args(FunctionCallInfo fcinfo, const char *fn, const char *const *names, int n)

@@ -638,10 +638,7 @@ void
 mcc_reader_check(const mcc_reader *r, const char *detail)
 {
 	if (r->bad)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail_internal("%s", detail)));
+		mcc_pg_malformed_reply("%s", detail);
 }
 
 #define ENDED_EARLY "The reply ended early."

@@ -159,25 +159,36 @@ typedef struct engine_gallery
 	char		device[33];
 } engine_gallery;
 
+/*
+ * Ask the engine a question without a body (type) and wait for its answer
+ * of type reply_type; false when it cannot be asked or does not answer in
+ * STATUS_TIMEOUT_MS.
+ */
+static bool
+ask_engine(uint16 type, uint16 reply_type, mcc_reply *reply)
+{
+	StringInfoData f;
+	uint64		id;
+	char	   *why;
+
+	if (mcc_conn_ensure(&why) != MCC_CONN_OK)
+		return false;
+	id = mcc_conn_next_id();
+	mcc_frame_begin(&f);
+	mcc_conn_send(&f, type, id);
+	return mcc_conn_wait_reply_ms(id, reply, STATUS_TIMEOUT_MS) && reply->type == reply_type;
+}
+
 /* The engine's STATUS, or NIL when it cannot be asked. */
 static List *
 engine_status(void)
 {
-	StringInfoData f;
 	mcc_reply	reply;
-	uint64		id;
 	uint32		n;
 	uint32		i;
 	List	   *out = NIL;
-	char	   *why;
 
-	if (mcc_conn_ensure(&why) != MCC_CONN_OK)
-		return NIL;
-	id = mcc_conn_next_id();
-	mcc_frame_begin(&f);
-	mcc_conn_send(&f, MCC_MSG_STATUS, id);
-	if (!mcc_conn_wait_reply_ms(id, &reply, STATUS_TIMEOUT_MS) ||
-		reply.type != MCC_MSG_STATUS_REPLY)
+	if (!ask_engine(MCC_MSG_STATUS, MCC_MSG_STATUS_REPLY, &reply))
 		return NIL;
 	n = mcc_get_u32(&reply.body);
 	for (i = 0; i < n; i++)
@@ -425,21 +436,12 @@ state_name(mcc_service_state st)
 static bool
 engine_wide_status(Datum *v, bool *n)
 {
-	StringInfoData f;
 	mcc_reply	reply;
-	uint64		id;
 	uint64		parts;
 	uint64		done;
 	uint32		flags;
-	char	   *why;
 
-	if (mcc_conn_ensure(&why) != MCC_CONN_OK)
-		return false;
-	id = mcc_conn_next_id();
-	mcc_frame_begin(&f);
-	mcc_conn_send(&f, MCC_MSG_ENGINE_STATUS, id);
-	if (!mcc_conn_wait_reply_ms(id, &reply, STATUS_TIMEOUT_MS) ||
-		reply.type != MCC_MSG_ENGINE_STATUS_REPLY)
+	if (!ask_engine(MCC_MSG_ENGINE_STATUS, MCC_MSG_ENGINE_STATUS_REPLY, &reply))
 		return false;
 	v[0] = Int64GetDatum((int64) mcc_get_u64(&reply.body));	/* cache_bytes */
 	v[1] = Int64GetDatum((int64) mcc_get_u64(&reply.body));	/* cache_limit */

@@ -209,12 +209,14 @@ note_searchable(const mcc_gallery_ref *ref, uint64 known, uint64 now)
 }
 
 /*
- * What a SEARCH's ERROR reply means: reload, or fall back (why set); other
- * errors raise.
+ * What a SEARCH's reply other than RESULT means: an ERROR to reload, or to
+ * fall back (why set); other errors and other replies raise.
  */
 static search_outcome
 search_error(const mcc_reply *reply, char **why)
 {
+	if (reply->type != MCC_MSG_ERROR)
+		mcc_raise_engine_error(reply);
 	if (reply->err_code == MCC_PERR_NOT_LOADED || reply->err_code == MCC_PERR_GENERATION)
 		return SEARCH_RELOAD;
 	if (reply->err_code == MCC_PERR_MEMORY)
@@ -298,10 +300,8 @@ search_visible(serve_req *r, char **why)
 			*why = pstrdup("the matcher engine did not answer within mcc.request_timeout");
 			return SEARCH_FALLBACK;
 		}
-		if (reply.type == MCC_MSG_ERROR)
-			return search_error(&reply, why);
 		if (reply.type != MCC_MSG_RESULT)
-			mcc_raise_engine_error(&reply);
+			return search_error(&reply, why);
 		parse_result(r, &reply, false);
 		if (count_xmin != 0)
 		{
@@ -536,10 +536,8 @@ search_refined(serve_req *r, char **why)
 									 r->n_probes)));
 			return SEARCH_RECHECKED;
 		}
-		if (reply.type == MCC_MSG_ERROR)
-			return search_error(&reply, why);
 		if (reply.type != MCC_MSG_RESULT)
-			mcc_raise_engine_error(&reply);
+			return search_error(&reply, why);
 		parse_result(r, &reply, true);
 		if (!counted)
 		{

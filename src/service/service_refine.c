@@ -210,17 +210,11 @@ read_refined(mcc_reply *reply, mcc_refine_job *jobs, const frame_item *items, in
 	if (reply->type != MCC_MSG_REFINED)
 		mcc_raise_engine_error(reply);
 	if (mcc_get_u32(b) != (uint32) n_items)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("The refinement has another number of items than the request.")));
+		mcc_pg_malformed_reply("The refinement has another number of items than the request.");
 	for (i = 0; i < n_items; i++)
 	{
 		if (mcc_get_u32(b) != (uint32) items[i].n)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("malformed reply from the matcher engine"),
-					 errdetail("A refined item has another number of scores than the request.")));
+			mcc_pg_malformed_reply("A refined item has another number of scores than the request.");
 		for (j = 0; j < items[i].n; j++)
 			jobs[items[i].job].score[items[i].first + j] = mcc_get_f32(b);
 	}

@@ -107,10 +107,7 @@ parse_result(serve_req *r, mcc_reply *reply, bool in_engine)
 	r->searchable = mcc_get_u64(b);
 	parse_count(r, b);
 	if (mcc_get_u32(b) != (uint32) r->n_probes)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("malformed reply from the matcher engine"),
-				 errdetail("The result has another number of probes than the request.")));
+		mcc_pg_malformed_reply("The result has another number of probes than the request.");
 	for (i = 0; i < r->n_probes; i++)
 	{
 		probe_answer *a = &r->ans[i];

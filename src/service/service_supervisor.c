@@ -57,24 +57,16 @@ static engine_proc engine = {0, -1, -1, -1};
 static volatile sig_atomic_t got_sigterm = false;
 static volatile sig_atomic_t got_sigchld = false;
 
-/* SIGTERM: stop the engine and exit. */
+/* SIGTERM: stop the engine and exit; SIGCHLD: the engine may have exited. */
 static void
-supervisor_sigterm(SIGNAL_ARGS)
+supervisor_signal(SIGNAL_ARGS)
 {
 	int			save_errno = errno;
 
-	got_sigterm = true;
-	SetLatch(MyLatch);
-	errno = save_errno;
-}
-
-/* SIGCHLD: the engine may have exited. */
-static void
-supervisor_sigchld(SIGNAL_ARGS)
-{
-	int			save_errno = errno;
-
-	got_sigchld = true;
+	if (postgres_signal_arg == SIGTERM)
+		got_sigterm = true;
+	else
+		got_sigchld = true;
 	SetLatch(MyLatch);
 	errno = save_errno;
 }
@@ -451,9 +443,9 @@ mcc_supervisor_main(Datum arg)
 	TimestampTz next_launch = 0;
 	int			backoff_ms = BACKOFF_MIN_MS;
 
-	pqsignal(SIGTERM, supervisor_sigterm);
+	pqsignal(SIGTERM, supervisor_signal);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGCHLD, supervisor_sigchld);
+	pqsignal(SIGCHLD, supervisor_signal);
 	BackgroundWorkerUnblockSignals();
 	if (mcc_svc == NULL)
 		ereport(ERROR, (errmsg("mcc supervisor started without mcc shared memory")));

@@ -79,3 +79,13 @@ mcc_kernel_force(mcc_kernel_table *t, const char *name)
 		}
 	return -1;
 }
+
+/* The first usable kernel id of a list, best first (mcc_cpu_kernel.h). */
+int
+mcc_kernel_first(const int *order, int n, int (*usable) (int), int fallback)
+{
+	for (int i = 0; i < n; i++)
+		if (usable(order[i]))
+			return order[i];
+	return fallback;
+}

@@ -55,4 +55,10 @@ const void *mcc_kernel_current(mcc_kernel_table *t);
  */
 int			mcc_kernel_force(mcc_kernel_table *t, const char *name);
 
+/*
+ * For the families that number their kernels (SAD, DP2D): the first of
+ * the n ids of order (best first) that usable(id) accepts, else fallback.
+ */
+int			mcc_kernel_first(const int *order, int n, int (*usable) (int), int fallback);
+
 #endif							/* MCC_CPU_KERNEL_H */

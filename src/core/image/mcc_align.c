@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
+
 /* Suppression radius between two starts, in Hough bins. */
 #define PEAK_SEPARATION		2
 /* Translation bin offset that makes packed keys non-negative. */
@@ -148,10 +150,9 @@ cmp_cells(const void *x, const void *y)
 {
 	const hough_cell *a = x;
 	const hough_cell *b = y;
+	int			c = MCC_CMP(b->score, a->score);
 
-	if (a->score != b->score)
-		return a->score > b->score ? -1 : 1;
-	return a->key < b->key ? -1 : a->key > b->key;
+	return MCC_CMP_THEN(c, a->key, b->key);
 }
 
 /*

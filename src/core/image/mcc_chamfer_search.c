@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
 #include "mcc_job.h"
 #include "mcc_rng.h"
 
@@ -236,10 +237,7 @@ mcc_chamfer_pyramid_free(mcc_chamfer_pyramid *pyr)
 static int
 cmp_size(const void *a, const void *b)
 {
-	size_t		x = *(const size_t *) a;
-	size_t		y = *(const size_t *) b;
-
-	return x < y ? -1 : x > y;
+	return MCC_CMP(*(const size_t *) a, *(const size_t *) b);
 }
 
 /* The sample (Floyd's selection of distinct indices, then index order). */
@@ -438,10 +436,9 @@ cmp_score(const void *a, const void *b)
 {
 	const lpose *x = a;
 	const lpose *y = b;
+	int			c = MCC_CMP(y->score, x->score);
 
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return cmp_lattice(a, b);
+	return c != 0 ? c : cmp_lattice(a, b);
 }
 
 /* The sample's band-pass energy at lattice scale is, level l (the NCC denominator). */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cpu_kernel.h"
 #include "mcc_dp2d_int.h"
 #include "mcc_dp2d_trace.h"
 
@@ -76,10 +77,8 @@ mcc_dp2d_kernel_auto(void)
 {
 	static const int order[] = {MCC_DP2D_AVX512, MCC_DP2D_AVX2, MCC_DP2D_GENERIC};
 
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
-		if (mcc_dp2d_kernel_usable(order[i]))
-			return order[i];
-	return MCC_DP2D_GENERIC;
+	return mcc_kernel_first(order, (int) (sizeof(order) / sizeof(order[0])),
+							mcc_dp2d_kernel_usable, MCC_DP2D_GENERIC);
 }
 
 /* The lane kernel for an id (AUTO: the best); NULL for the reference. */

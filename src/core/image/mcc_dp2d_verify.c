@@ -103,12 +103,9 @@ mcc_dp2d_enhance(const mcc_image *raw, const mcc_dp2d_prep *p, uint8_t *out, mcc
 		return st;
 	w = raw->width;
 	h = raw->height;
-	if (w < MCC_DP2D_PREP_MIN_SIDE || h < MCC_DP2D_PREP_MIN_SIDE)
-		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small", w, h),
-			mcc_error_detail(err, "Each side must be at least %d pixels.", MCC_DP2D_PREP_MIN_SIDE);
-	if (w > MCC_DP2D_PREP_MAX_SIDE || h > MCC_DP2D_PREP_MAX_SIDE)
-		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large", w, h),
-			mcc_error_detail(err, "Each side must be at most %d pixels.", MCC_DP2D_PREP_MAX_SIDE);
+	if ((st = mcc_image_check_sides(w, h, MCC_DP2D_PREP_MIN_SIDE, MCC_DP2D_PREP_MAX_SIDE,
+									 err)) != MCC_OK)
+		return st;
 	c = p->crop;
 	if (c > w)
 		c = w;
@@ -187,7 +184,8 @@ mcc_dp2d_enhance_warp(const mcc_image *reference, const mcc_image *probe, const 
 				ib;
 	const mcc_image *pa[1] = {&ia},
 			   *pb[1] = {&ib};
-	mcc_dp2d_request req;
+	mcc_dp2d_request req = {.npairs = 1, .a = pa, .b = pb, .out = out, .flags = MCC_DP2D_WARP,
+	.threads = threads, .kernel = kernel};
 	mcc_status	st;
 
 	if ((st = mcc_dp2d_prep_check(p, err)) != MCC_OK)
@@ -199,14 +197,6 @@ mcc_dp2d_enhance_warp(const mcc_image *reference, const mcc_image *probe, const 
 	if ((st = mcc_dp2d_enhance(reference, p, ia.pixels, err)) != MCC_OK ||
 		(st = mcc_dp2d_enhance(probe, p, ib.pixels, err)) != MCC_OK)
 		return st;
-	memset(&req, 0, sizeof(req));
-	req.npairs = 1;
-	req.a = pa;
-	req.b = pb;
-	req.out = out;
-	req.flags = MCC_DP2D_WARP;
-	req.threads = threads;
-	req.kernel = kernel;
 	return mcc_dp2d_run(&req, err);
 }
 

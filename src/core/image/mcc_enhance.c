@@ -46,6 +46,26 @@ mcc_enh_box_mean(const double *src, uint32_t w, uint32_t h, uint32_t r, double *
 }
 
 /*
+ * The sum of v over the 3 x 3 tiles around (bx, by) that lie in the
+ * nx x ny grid, row by row; *n gets their count.
+ */
+static double
+box3_sum(const double *v, uint32_t nx, uint32_t ny, uint32_t bx, uint32_t by, int *n)
+{
+	uint32_t	x0 = bx > 0 ? bx - 1 : 0,
+				x1 = bx + 2 < nx ? bx + 2 : nx,
+				y0 = by > 0 ? by - 1 : 0,
+				y1 = by + 2 < ny ? by + 2 : ny;
+	double		s = 0;
+
+	for (uint32_t y = y0; y < y1; y++)
+		for (uint32_t x = x0; x < x1; x++)
+			s += v[(size_t) y * nx + x];
+	*n = (int) ((x1 - x0) * (y1 - y0));
+	return s;
+}
+
+/*
  * Foreground tiles: standard deviation per tile, smoothed over 3 x 3
  * tiles, thresholded, then a 3 x 3 majority pass. tiles: 2 nx ny doubles
  * of scratch; mask gets one byte per pixel.
@@ -58,8 +78,7 @@ segment(const mcc_image *raw, uint32_t block, double *sd, uint8_t *mask)
 	uint32_t	nx = (w + block - 1) / block,
 				ny = (h + block - 1) / block;
 	double	   *sm = sd + (size_t) nx * ny;
-	uint8_t    *fg,
-			   *fg2;
+	uint8_t    *fg;
 	double		top = 0,
 				thr;
 
@@ -86,54 +105,29 @@ segment(const mcc_image *raw, uint32_t block, double *sd, uint8_t *mask)
 	for (uint32_t by = 0; by < ny; by++)
 		for (uint32_t bx = 0; bx < nx; bx++)
 		{
-			double		s = 0;
-			int			n = 0;
+			int			n;
+			double		sum = box3_sum(sd, nx, ny, bx, by, &n);
 
-			for (int dy = -1; dy <= 1; dy++)
-				for (int dx = -1; dx <= 1; dx++)
-				{
-					int64_t		yy = (int64_t) by + dy,
-								xx = (int64_t) bx + dx;
-
-					if (yy >= 0 && yy < ny && xx >= 0 && xx < nx)
-					{
-						s += sd[yy * nx + xx];
-						n++;
-					}
-				}
-			sm[by * nx + bx] = s / n;
+			sm[by * nx + bx] = sum / n;
 			if (sm[by * nx + bx] > top)
 				top = sm[by * nx + bx];
 		}
 	thr = fmax(MCC_ENH_MIN_STD, 0.25 * top);
-	/* tile flags in the (now unused) first array's bytes */
-	fg = (uint8_t *) sd;
-	fg2 = fg + (size_t) nx * ny;
+	/* tile flags (0, 1) in the now unused first array; the majority in the second's bytes */
 	for (size_t k = 0; k < (size_t) nx * ny; k++)
-		fg[k] = sm[k] > thr;
+		sd[k] = sm[k] > thr;
+	fg = (uint8_t *) sm;
 	for (uint32_t by = 0; by < ny; by++)
 		for (uint32_t bx = 0; bx < nx; bx++)
 		{
-			int			votes = 0,
-						n = 0;
+			int			n;
+			double		votes = box3_sum(sd, nx, ny, bx, by, &n);
 
-			for (int dy = -1; dy <= 1; dy++)
-				for (int dx = -1; dx <= 1; dx++)
-				{
-					int64_t		yy = (int64_t) by + dy,
-								xx = (int64_t) bx + dx;
-
-					if (yy >= 0 && yy < ny && xx >= 0 && xx < nx)
-					{
-						votes += fg[yy * nx + xx];
-						n++;
-					}
-				}
-			fg2[by * nx + bx] = 2 * votes > n;
+			fg[by * nx + bx] = 2 * votes > n;
 		}
 	for (uint32_t y = 0; y < h; y++)
 		for (uint32_t x = 0; x < w; x++)
-			mask[(size_t) y * w + x] = fg2[(y / block) * nx + x / block];
+			mask[(size_t) y * w + x] = fg[(y / block) * nx + x / block];
 }
 
 void

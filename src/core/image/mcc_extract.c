@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
 #include "mcc_extract_int.h"
 #include "mcc_thin.h"
 
@@ -108,12 +109,10 @@ by_quality(const void *a, const void *b)
 {
 	const xt_min *x = a,
 			   *y = b;
+	int			c = MCC_CMP(y->quality, x->quality);
 
-	if (x->quality != y->quality)
-		return x->quality > y->quality ? -1 : 1;
-	if (x->y != y->y)
-		return x->y < y->y ? -1 : 1;
-	return (x->x > y->x) - (x->x < y->x);
+	c = MCC_CMP_THEN(c, x->y, y->y);
+	return MCC_CMP_THEN(c, x->x, y->x);
 }
 
 static int
@@ -121,10 +120,9 @@ by_position(const void *a, const void *b)
 {
 	const xt_min *x = a,
 			   *y = b;
+	int			c = MCC_CMP(x->y, y->y);
 
-	if (x->y != y->y)
-		return x->y < y->y ? -1 : 1;
-	return (x->x > y->x) - (x->x < y->x);
+	return MCC_CMP_THEN(c, x->x, y->x);
 }
 
 /* The mean absolute Gabor response to perfect ridges of the kernel's period (unit deviation). */
@@ -340,12 +338,10 @@ working_side(uint32_t n, uint32_t dpi)
 static mcc_status
 check_sides(uint32_t w, uint32_t h, uint32_t w2, uint32_t h2, uint32_t dpi, mcc_error *err)
 {
-	if (w < MCC_EXTRACT_MIN_SIDE || h < MCC_EXTRACT_MIN_SIDE)
-		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small", w, h),
-			mcc_error_detail(err, "Each side must be at least %d pixels.", MCC_EXTRACT_MIN_SIDE);
-	if (w > MCC_EXTRACT_MAX_SIDE || h > MCC_EXTRACT_MAX_SIDE)
-		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large", w, h),
-			mcc_error_detail(err, "Each side must be at most %d pixels.", MCC_EXTRACT_MAX_SIDE);
+	mcc_status	st = mcc_image_check_sides(w, h, MCC_EXTRACT_MIN_SIDE, MCC_EXTRACT_MAX_SIDE, err);
+
+	if (st != MCC_OK)
+		return st;
 	/* the limits hold at the working resolution too (a 250-dpi image doubles) */
 	if (w2 < MCC_EXTRACT_MIN_SIDE || h2 < MCC_EXTRACT_MIN_SIDE)
 		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small at %u dpi",

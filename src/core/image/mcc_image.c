@@ -42,6 +42,19 @@ mcc_image_check_size(uint64_t width, uint64_t height, mcc_error *err)
 	return MCC_OK;
 }
 
+/* A fingerprint's sides against an algorithm's limits (mcc_image.h). */
+mcc_status
+mcc_image_check_sides(uint32_t w, uint32_t h, int min_side, int max_side, mcc_error *err)
+{
+	if (w < (uint32_t) min_side || h < (uint32_t) min_side)
+		return mcc_error_set(err, MCC_ERR_VALUE, "fingerprint image %ux%u is too small", w, h),
+			mcc_error_detail(err, "Each side must be at least %d pixels.", min_side);
+	if (w > (uint32_t) max_side || h > (uint32_t) max_side)
+		return mcc_error_set(err, MCC_ERR_LIMIT, "fingerprint image %ux%u is too large", w, h),
+			mcc_error_detail(err, "Each side must be at most %d pixels.", max_side);
+	return MCC_OK;
+}
+
 /* Netpbm whitespace: blank, tab, CR, LF, vertical tab, form feed. */
 static int
 pgm_space(uint8_t c)

@@ -69,6 +69,14 @@ const char *mcc_image_format_name(mcc_image_format f);
 mcc_status	mcc_image_check_size(uint64_t width, uint64_t height, mcc_error *err);
 
 /*
+ * Check the sides of a w x h fingerprint against what an algorithm takes:
+ * MCC_ERR_VALUE "fingerprint image WxH is too small" below min_side,
+ * MCC_ERR_LIMIT "... is too large" above max_side.
+ */
+mcc_status	mcc_image_check_sides(uint32_t w, uint32_t h, int min_side, int max_side,
+								  mcc_error *err);
+
+/*
  * Read the header of a PGM or PNG image: format, size and depth, with the
  * size limits and the grayscale rules applied. It does not decode (or
  * validate) the pixels: mcc_image_decode() does.

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
 #include "mcc_thin.h"
 
 #define RIDGE_PI	3.14159265358979323846
@@ -110,13 +111,17 @@ flood(ridge *r, const uint8_t *px, int on, int step, size_t s, int *border)
 }
 
 /*
- * Phase 1: valley components (4-connected) of img (1 ridge, 0 valley) that
- * touch no border and hold at most fill_max pixels become ridge.
+ * Flip the small components of px's pixels that are on (nonzero: on = 1,
+ * zero: on = 0), connected as flood's step says: each of at most max
+ * pixels (and, with interior, touching no border) becomes !on. Returns
+ * the pixels flipped. Phase 1 (fill the holes): the 4-connected valleys
+ * of img, interior ones of at most fill_max pixels. Phase 3: the
+ * 8-connected skeleton components of fewer than min_component pixels.
  */
 static int
-fill_holes(ridge *r, uint8_t *img, int fill_max)
+flip_small(ridge *r, uint8_t *px, int on, int step, int max, int interior)
 {
-	int			filled = 0;
+	int			flipped = 0;
 	size_t		n = (size_t) r->w * r->h;
 
 	memset(r->mark, 0, n);
@@ -125,43 +130,17 @@ fill_holes(ridge *r, uint8_t *img, int fill_max)
 		int			border;
 		int			tail;
 
-		if (img[s] || r->mark[s])
+		if ((px[s] != 0) != on || r->mark[s])
 			continue;
-		tail = flood(r, img, 0, 2, s, &border);
-		if (!border && tail <= fill_max)
+		tail = flood(r, px, on, step, s, &border);
+		if (!(interior && border) && tail <= max)
 		{
 			for (int k = 0; k < tail; k++)
-				img[r->queue[k]] = 1;
-			filled += tail;
+				px[r->queue[k]] = !on;
+			flipped += tail;
 		}
 	}
-	return filled;
-}
-
-/* Phase 3: remove 8-connected skeleton components of fewer than min pixels. */
-static int
-remove_small(ridge *r, int min)
-{
-	int			removed = 0;
-	size_t		n = (size_t) r->w * r->h;
-
-	memset(r->mark, 0, n);
-	for (size_t s = 0; s < n; s++)
-	{
-		int			border;
-		int			tail;
-
-		if (!r->sk[s] || r->mark[s])
-			continue;
-		tail = flood(r, r->sk, 1, 1, s, &border);
-		if (tail < min)
-		{
-			for (int k = 0; k < tail; k++)
-				r->sk[r->queue[k]] = 0;
-			removed += tail;
-		}
-	}
-	return removed;
+	return flipped;
 }
 
 /*
@@ -264,12 +243,10 @@ cmp_entry(const void *a, const void *b)
 {
 	const entry *x = a;
 	const entry *y = b;
+	int			c = MCC_CMP(x->block, y->block);
 
-	if (x->block != y->block)
-		return x->block < y->block ? -1 : 1;
-	if (x->band != y->band)
-		return x->band < y->band ? -1 : 1;
-	return (x->len > y->len) - (x->len < y->len);
+	c = MCC_CMP_THEN(c, x->band, y->band);
+	return MCC_CMP_THEN(c, x->len, y->len);
 }
 
 /* The slope band (1..13) of the chord from pixel a to pixel b. */
@@ -560,12 +537,10 @@ cmp_join(const void *x, const void *y)
 {
 	const join *p = x;
 	const join *q = y;
+	int			c = MCC_CMP(p->d2, q->d2);
 
-	if (p->d2 != q->d2)
-		return p->d2 < q->d2 ? -1 : 1;
-	if (p->a != q->a)
-		return p->a < q->a ? -1 : 1;
-	return (p->b > q->b) - (p->b < q->b);
+	c = MCC_CMP_THEN(c, p->a, q->a);
+	return MCC_CMP_THEN(c, p->b, q->b);
 }
 
 /* Draw the 8-connected digital line from pixel a to pixel b. */
@@ -759,13 +734,13 @@ mcc_ridge_restore(const uint8_t *bin, uint32_t w, uint32_t h, const mcc_ridge_op
 	}
 	for (size_t i = 0; i < n; i++)
 		img[i] = bin[i] == 0;
-	st.filled = fill_holes(&r, img, o->fill_max);
+	st.filled = flip_small(&r, img, 0, 2, o->fill_max, 1);
 	rc = mcc_thin(img, w, w, h, out, err);
 	if (rc == MCC_OK)
 	{
-		st.removed = remove_small(&r, o->min_component);
+		st.removed = flip_small(&r, r.sk, 1, 1, o->min_component - 1, 0);
 		st.cut = cut_spurs(&r, o->spur);
-		st.removed += remove_small(&r, o->min_component);
+		st.removed += flip_small(&r, r.sk, 1, 1, o->min_component - 1, 0);
 		j = reconstruct(&r, o, &st.runs);
 		if (j < 0)
 			rc = mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for ridge restoration");

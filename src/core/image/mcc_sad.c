@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
+#include "mcc_cpu_kernel.h"
 #include "mcc_sad_int.h"
 
 /* Reference "band": one map row, each SAD by Eq. 1. */
@@ -83,10 +85,8 @@ mcc_sad_kernel_auto(void)
 {
 	static const int order[] = {MCC_SAD_AVX512, MCC_SAD_AVX2, MCC_SAD_SSE2};
 
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
-		if (mcc_sad_kernel_usable(order[i]))
-			return order[i];
-	return MCC_SAD_REFERENCE;
+	return mcc_kernel_first(order, (int) (sizeof(order) / sizeof(order[0])),
+							mcc_sad_kernel_usable, MCC_SAD_REFERENCE);
 }
 
 /* The map size, or an error if the pattern does not fit. */
@@ -130,13 +130,10 @@ mcc_sad_at(const mcc_image *target, const mcc_image *pattern, uint32_t x, uint32
 int
 mcc_sad_hit_cmp(const mcc_sad_hit *a, const mcc_sad_hit *b)
 {
-	if (a->sad != b->sad)
-		return a->sad < b->sad ? -1 : 1;
-	if (a->y != b->y)
-		return a->y < b->y ? -1 : 1;
-	if (a->x != b->x)
-		return a->x < b->x ? -1 : 1;
-	return 0;
+	int			c = MCC_CMP(a->sad, b->sad);
+
+	c = MCC_CMP_THEN(c, a->y, b->y);
+	return MCC_CMP_THEN(c, a->x, b->x);
 }
 
 /* true if hit a ranks before hit b (mcc_sad_hit_cmp's order). */

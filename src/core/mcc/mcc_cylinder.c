@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
 #define PI 3.14159265358979323846
 #define MAX_ND 8				/* most sections a profile may have */
 
@@ -94,12 +95,9 @@ cmp_point(const void *pa, const void *pb)
 {
 	const int  *a = pa;
 	const int  *b = pb;
+	int			c = MCC_CMP(a[0], b[0]);
 
-	if (a[0] != b[0])
-		return a[0] < b[0] ? -1 : 1;
-	if (a[1] != b[1])
-		return a[1] < b[1] ? -1 : 1;
-	return 0;
+	return MCC_CMP_THEN(c, a[1], b[1]);
 }
 
 /* Cross product of (b - o) and (c - o) in exact integer arithmetic. */
@@ -254,10 +252,9 @@ cmp_cylinder(const void *pa, const void *pb)
 {
 	const mcc_cylinder *a = pa;
 	const mcc_cylinder *b = pb;
+	int			c = MCC_CMP(a->angle, b->angle);
 
-	if (a->angle != b->angle)
-		return a->angle < b->angle ? -1 : 1;
-	return (a->minutia > b->minutia) - (a->minutia < b->minutia);
+	return MCC_CMP_THEN(c, a->minutia, b->minutia);
 }
 
 /* G_D of the profile, for tests (see mcc_cylinder.h). */

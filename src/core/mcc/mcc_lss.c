@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
 #include "mcc_probe_int.h"
 
 uint32_t	mcc_lss_sqrt_tab[MCC_MAX_BITS + 1];
@@ -338,16 +339,6 @@ mcc_lss_pair(const mcc_template_view *a, const mcc_template_view *b,
 /* ------------------------------------------------------------------ */
 /* floating-point reference                                            */
 
-/* qsort order of doubles, descending. */
-static int
-cmp_desc(const void *pa, const void *pb)
-{
-	double		a = *(const double *) pa;
-	double		b = *(const double *) pb;
-
-	return (a < b) - (a > b);
-}
-
 /*
  * Local similarity in double precision, or -1 if not matchable: paper 000
  * eq. 1 without masks, the TPAMI bit form (mcc-spec §4.2) with them.
@@ -414,7 +405,7 @@ mcc_lss_float(const mcc_template_view *a, const mcc_template_view *b)
 				list[nl++] = s;
 		}
 	}
-	qsort(list, nl, sizeof(double), cmp_desc);
+	qsort(list, nl, sizeof(double), mcc_cmp_double_desc);
 	np = p->min_np + (int) lround((p->max_np - p->min_np) /
 								  (1.0 + exp(-p->tau_p * (mn - p->mu_p))));
 	for (int i = 0; i < np && i < nl; i++)

@@ -490,13 +490,10 @@ add_pair(mcc_match_work *w, int r, int c)
 	p->lambda0 = w->gamma[(size_t) r * w->b.n + c];
 }
 
-/* LSS-R pairs: the n_R largest entries of Gamma, not one-to-one. */
+/* The pair list: the entries of the n keys top (mcc_entry_key), in order. */
 static void
-pairs_lss(mcc_match_work *w, int nr)
+pairs_of_keys(mcc_match_work *w, const uint64_t *top, int n)
 {
-	uint64_t	top[MCC_MAX_CYL];
-	int			n = entries_top(w, nr, top);
-
 	w->npairs = 0;
 	for (int i = 0; i < n; i++)
 	{
@@ -506,6 +503,15 @@ pairs_lss(mcc_match_work *w, int nr)
 		mcc_key_entry(top[i], &r, &c);
 		add_pair(w, r, c);
 	}
+}
+
+/* LSS-R pairs: the n_R largest entries of Gamma, not one-to-one. */
+static void
+pairs_lss(mcc_match_work *w, int nr)
+{
+	uint64_t	top[MCC_MAX_CYL];
+
+	pairs_of_keys(w, top, entries_top(w, nr, top));
 }
 
 /* Add or remove index i of a set. */
@@ -610,16 +616,7 @@ pairs_lsa(mcc_match_work *w, int nr)
 		if (c >= 0 && w->gamma[(size_t) r * nb + c] > 0.0f)
 			m = heap_offer(top, m, nr, mcc_entry_key(w->gamma[(size_t) r * nb + c], r, c));
 	}
-	m = heap_sort_desc(top, m);
-	w->npairs = 0;
-	for (int i = 0; i < m; i++)
-	{
-		int			r;
-		int			c;
-
-		mcc_key_entry(top[i], &r, &c);
-		add_pair(w, r, c);
-	}
+	pairs_of_keys(w, top, heap_sort_desc(top, m));
 }
 
 void

@@ -52,14 +52,8 @@ mcc_soa_free(mcc_soa *g)
 	free(g->first);
 	free(g->ncyl);
 	free(g->id);
-	g->bits = NULL;
-	g->angle = NULL;
-	g->pc = NULL;
-	g->tpl = NULL;
-	g->first = NULL;
-	g->ncyl = NULL;
-	g->id = NULL;
-	g->n_tpl = g->n_cyl = g->cap_tpl = g->cap_cyl = 0;
+	/* every array NULL and every count 0; the profile stays */
+	*g = (mcc_soa) {.profile = g->profile, .words = g->words};
 }
 
 /* Forget all templates, keep the arrays. */
