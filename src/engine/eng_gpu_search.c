@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "eng_scan.h"
+#include "mcc_cmp.h"
 
 #ifdef MCC_ENGINE_GPU
 
@@ -126,9 +127,7 @@ cmp_want(const void *a, const void *b)
 	const gpu_want *x = a;
 	const gpu_want *y = b;
 
-	if (x->kk != y->kk)
-		return x->kk < y->kk ? -1 : 1;
-	return x->slot < y->slot ? -1 : x->slot > y->slot;
+	return MCC_CMP_THEN(MCC_CMP(x->kk, y->kk), x->slot, y->slot);
 }
 
 /*
