@@ -86,7 +86,7 @@ FROM big;
 -- under STORAGE main (inline, pglz tried on every write of a row over about
 -- 2 kB) most large templates of the default profile compress, and every
 -- read of them would pay pglz's decompression (docs/benchmarks.md, "Backend
--- scan", fourth pass: 2.4 times the backend's CPU per match)
+-- scan", fourth pass: 2.35 times the backend's CPU per match in the median run)
 CREATE TABLE gal (id int, tpl mcc_template);
 SELECT attstorage FROM pg_attribute WHERE attrelid = 'gal'::regclass AND attname = 'tpl';
 ALTER TABLE gal ALTER tpl SET STORAGE main, ALTER tpl SET COMPRESSION pglz;
