@@ -100,10 +100,7 @@ mcc_status	mcc_template_open_header(const uint8_t *base, size_t size,
  * mcc_soa_scan): the header, the size and each cylinder's popcount within
  * the profile's bits. For values that mcc_template_open accepted when they
  * were stored (a table's templates); a scan then never reads out of bounds,
- * and a value altered on disk since scores as its bits say. (identify()'s
- * backend scan checks the header alone and leaves the popcounts to
- * mcc_soa_score_view, which checks them as it reads them; this then names
- * the cylinder of a value it refused.)
+ * and a value altered on disk since scores as its bits say.
  */
 mcc_status	mcc_template_open_stored(const uint8_t *base, size_t size,
 									 mcc_template_view *v, mcc_error *err);
