@@ -158,8 +158,7 @@ score_row(identify_state *st, int64 key, bool key_null, const struct varlena *tp
 						st->gallery->relname, st->gallery->key_name),
 				 errhint("Rows with a template need a key.")));
 	st->row_key = key;
-	/* the popcounts are checked by the kernel as it reads them */
-	mcc_pg_open_header(tpl, &v);
+	mcc_pg_open_stored(tpl, &v);
 	if (v.profile->id != st->profile->id)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -167,11 +166,6 @@ score_row(identify_state *st, int64 key, bool key_null, const struct varlena *tp
 						st->row_key, v.profile->name, st->profile->name),
 				 errhint("Templates of different profiles cannot be compared.")));
 	score = mcc_soa_score_view(st->probe, &v);
-	if (score == MCC_SOA_CORRUPT)
-	{
-		mcc_pg_open_stored(tpl, &v);	/* raises, naming the cylinder */
-		elog(ERROR, "mcc_template value with a popcount beyond its profile's bits");
-	}
 	st->n_rows++;
 	st->have_key = false;
 	if (st->method != MCC_LSS)

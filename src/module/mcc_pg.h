@@ -50,13 +50,6 @@ extern void mcc_pg_open(const struct varlena *t, mcc_template_view *v);
  */
 extern void mcc_pg_open_stored(const struct varlena *t, mcc_template_view *v);
 
-/*
- * Only the header and the size (mcc_template_open_header): for a value read
- * from a table and scored by mcc_soa_score_view, which checks the popcounts
- * as it reads them; mcc_pg_open_stored then names a corrupt one.
- */
-extern void mcc_pg_open_header(const struct varlena *t, mcc_template_view *v);
-
 /* Build a palloc'd template from minutiae with profile p; raises on bad input. */
 extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p);
 

@@ -90,16 +90,6 @@ mcc_pg_open_stored(const struct varlena *t, mcc_template_view *v)
 		raise_corrupt(&err);
 }
 
-/* Open a value read back from a table, its header and size checked. */
-void
-mcc_pg_open_header(const struct varlena *t, mcc_template_view *v)
-{
-	mcc_error	err;
-
-	if (mcc_template_open_header((const uint8_t *) t, VARSIZE(t), v, &err) != MCC_OK)
-		raise_corrupt(&err);
-}
-
 /*
  * Build a template into palloc'd memory. The buffer has room for a cylinder
  * per minutia, the most there can be, so that the cylinders are created

@@ -73,18 +73,11 @@ void		mcc_soa_scan(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 /*
  * LSS score of probe q against the one template t, read in place from its
  * blob (no copy into a gallery): the score mcc_soa_scan gives t in any
- * gallery, with the same kernel. t must have passed at least
- * mcc_template_open_header (its counts and sizes hold). The kernels take a
- * row of the probe's tables by each cylinder's popcount, which they compare
- * with the profile's bits as they read it: MCC_SOA_CORRUPT, and nothing read
- * out of bounds, for a template with a popcount beyond them (a value that
- * mcc_template_open_stored refuses). 0 for a template of another profile,
- * and for any template when q has no cylinders (nothing of t is read).
+ * gallery, with the same kernel. t must have passed mcc_template_open or
+ * mcc_template_open_stored (the kernels take a row of the probe's tables by
+ * each cylinder's popcount). 0 for a template of another profile.
  */
 float		mcc_soa_score_view(const mcc_probe *q, const mcc_template_view *t);
-
-/* mcc_soa_score_view's answer for a template with an impossible popcount. */
-#define MCC_SOA_CORRUPT		(-1.0f)
 
 /* Name of the CPU kernel chosen at run time ("avx512", "avx2", "popcnt", "generic"). */
 const char *mcc_soa_kernel_name(void);

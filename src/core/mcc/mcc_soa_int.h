@@ -92,15 +92,10 @@ int			mcc_votes_den0(const mcc_probe *q, const uint64_t *gw, int pc, int a,
 		(out) = mcc_lss_finish(hist_, (q)->np[j1_ - j0_]); \
 	} while (0)
 
-/*
- * The same for template view t (mcc_template.h's blob layout), each
- * cylinder's popcount checked before it selects a table row
- * (MCC_SOA_CORRUPT for one beyond the profile's bits).
- */
+/* The same for template view t (mcc_template.h's blob layout). */
 #define MCC_SCORE_VIEW_GENERIC(q, t, POPCOUNT, out) \
 	do { \
 		uint32_t	hist_[MCC_HIST_LEN] = {0}; \
-		int			bad_ = 0; \
 		if ((q)->n == 0 || (t)->n_cyl == 0) \
 		{ \
 			(out) = 0.0f; \
@@ -111,15 +106,10 @@ int			mcc_votes_den0(const mcc_probe *q, const uint64_t *gw, int pc, int a,
 			uint64_t	gw_[2 * MCC_MAX_WORDS]; \
 			int			pcv_ = mcc_template_cyl_popcount((t), c_); \
 			int			angv_ = mcc_template_cyl_angle((t), c_); \
-			if (pcv_ > (q)->profile->nbits) \
-			{ \
-				bad_ = 1;	/* it would select a row past the tables */ \
-				break; \
-			} \
 			mcc_template_cyl_bits((t), c_, gw_); \
 			MCC_VOTES_GENERIC((q), gw_, pcv_, angv_, hist_, POPCOUNT); \
 		} \
-		(out) = bad_ ? MCC_SOA_CORRUPT : mcc_lss_finish(hist_, (q)->np[(t)->n_cyl]); \
+		(out) = mcc_lss_finish(hist_, (q)->np[(t)->n_cyl]); \
 	} while (0)
 
 #endif							/* MCC_SOA_INT_H */

@@ -53,19 +53,12 @@ cyl_word(const cyl_source *s, uint32_t j, int w)
 	return v;
 }
 
-/*
- * The SIMD path for mask-less profiles of 4 words. With check_pc (a
- * template read from a table, only its header checked) every cylinder's
- * popcount is compared with the profile's bits as it is read, before it
- * selects a row of the probe's rcp table: MCC_SOA_CORRUPT for one beyond
- * them. The SoA scan passes 0 (its gallery was checked when filled).
- */
+/* The SIMD path for mask-less profiles of 4 words. */
 SCAN_ATTR static inline __attribute__((always_inline)) float
-score_cylinders(const mcc_probe *q, const cyl_source *src, uint8_t *dall, int check_pc)
+score_cylinders(const mcc_probe *q, const cyl_source *src, uint8_t *dall)
 {
 	int			nv = 0;
 	int			np;
-	int			max_pc = q->profile->nbits;
 
 	if (q->n == 0 || src->n == 0)
 		return 0.0f;
@@ -81,11 +74,9 @@ score_cylinders(const mcc_probe *q, const cyl_source *src, uint8_t *dall, int ch
 		GVEC		g2;
 		GVEC		g3;
 
-		memcpy(&pcg, src->pc + j * src->pc_step, sizeof(pcg));
-		if (check_pc && pcg > max_pc)
-			return MCC_SOA_CORRUPT;
 		if (c == 0)
 			continue;
+		memcpy(&pcg, src->pc + j * src->pc_step, sizeof(pcg));
 		if (pcg == 0 && q->zero_pc)
 		{
 			uint64_t	gw[4] = {cyl_word(src, j, 0), cyl_word(src, j, 1),
@@ -144,7 +135,7 @@ SCAN_FN(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1, float *s
 		src.angle = g->angle + j0;
 		src.pc = (const uint8_t *) (g->pc + j0);
 		src.n = g->first[k + 1] - j0;
-		scores[k - t0] = score_cylinders(q, &src, dall, 0);
+		scores[k - t0] = score_cylinders(q, &src, dall);
 	}
 }
 
@@ -165,5 +156,5 @@ SCAN_VIEW_FN(const mcc_probe *q, const mcc_template_view *t)
 	src.pc = t->meta;
 	src.pc_step = MCC_CYLMETA_RECSZ;
 	src.n = (uint32_t) t->n_cyl;
-	return score_cylinders(q, &src, dall, 1);
+	return score_cylinders(q, &src, dall);
 }
