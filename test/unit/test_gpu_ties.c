@@ -65,7 +65,10 @@ id_small(size_t i, unsigned *seed)
 static int64_t
 id_signed(size_t i, unsigned *seed)
 {
-	return ((int64_t) rand_r(seed) << 33) ^ ((int64_t) rand_r(seed) << 2) ^ (rand_r(seed) & 1 ? INT64_MIN : 0);
+	uint64_t	u = (uint64_t) rand_r(seed) << 33 ^ (uint64_t) rand_r(seed) << 2 ^
+		(uint64_t) (rand_r(seed) & 1) << 63;
+
+	return (int64_t) u;			/* negative where bit 63 is set */
 }
 
 static int64_t
