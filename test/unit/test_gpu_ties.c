@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_cmp.h"
 #include "unit.h"
 #include "impl/mcc_gpu_ties.h"
 
@@ -18,9 +19,7 @@ cmp_hit(const void *a, const void *b)
 	const mcc_gpu_hit *x = a;
 	const mcc_gpu_hit *y = b;
 
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
+	return MCC_CMP_THEN(MCC_CMP(y->score, x->score), x->id, y->id);
 }
 
 /* scores by rank in runs of run_len, ids from id_of; then shuffled within each run */
