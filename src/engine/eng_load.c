@@ -21,7 +21,6 @@
 #include "eng_snapshot.h"
 #include "mcc_hash.h"
 
-/* Free a load and unlink it from its gallery and connection. */
 /*
  * Free what load l built, unless a job still reads it (the GPU copy of a
  * snapshot being checked: eng_pass_start_gpu_prebuild), which then frees it.
@@ -36,6 +35,7 @@ drop_build(eng_load *l)
 	l->build = NULL;
 }
 
+/* Free a load and unlink it from its gallery and connection. */
 void
 eng_load_free(eng_conn *c, eng_load *l)
 {
