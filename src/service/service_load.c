@@ -208,10 +208,16 @@ gallery_size(List *relids, uint64 *rows, uint64 *blocks)
 	{
 		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
 
-		if (rel->rd_rel->reltuples > 0)
-			total += rel->rd_rel->reltuples;
+		/*
+		 * Only tables with storage: ANALYZE gives a partitioned table the
+		 * sum of its partitions' rows, which would count them twice.
+		 */
 		if (rel->rd_rel->relkind == RELKIND_RELATION)
+		{
+			if (rel->rd_rel->reltuples > 0)
+				total += rel->rd_rel->reltuples;
 			*blocks += RelationGetNumberOfBlocks(rel);
+		}
 		relation_close(rel, NoLock);
 	}
 	*rows = (uint64) total;

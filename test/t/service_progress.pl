@@ -32,6 +32,22 @@ $rising &&= $rows[$_] > $rows[$_ - 1] for 1 .. $#rows;
 ok($rising && $rows[-1] <= 3000, "... counting up to at most 3000 (@rows)");
 like($err, qr/NOTICE:  gallery "pg": 3000 rows loaded in [\d.]+ s \(\d+ rows\/s\)/, '... and one at the end');
 
+# a partitioned gallery: the rows of its partitions, counted once (ANALYZE
+# gives the parent their sum too, which the estimate must not add)
+$node->safe_psql('postgres', q{
+	CREATE TABLE ppg (id bigint PRIMARY KEY, tpl mcc_template) PARTITION BY RANGE (id);
+	CREATE TABLE ppg_a PARTITION OF ppg FOR VALUES FROM (MINVALUE) TO (1500);
+	CREATE TABLE ppg_b PARTITION OF ppg FOR VALUES FROM (1500) TO (MAXVALUE);
+	INSERT INTO ppg SELECT id, tpl FROM pg;
+	ANALYZE ppg;
+	SELECT mcc_gallery_register('ppg');
+});
+($ret, $out, $err) = $node->psql('postgres',
+	"SET mcc.progress_interval = 0; SELECT mcc_gallery_preload('ppg')");
+is($out, '3000', 'a partitioned gallery: preload returns the rows');
+like($err, qr/NOTICE:  gallery "ppg": \d+ of about 3000 rows loaded/,
+	'... and its progress counts each row once') or diag($err);
+
 ($ret, $out, $err) = $node->psql('postgres',
 	"SET mcc.progress_interval = 0; SET client_min_messages = warning; SELECT mcc_gallery_preload('pg')");
 is($err, '', 'no NOTICE when client_min_messages hides them');
