@@ -103,26 +103,32 @@ dev_serve say
 step "enrolment: $distinct distinct templates, $n rows in $parts partitions of $span"
 k=$jobs
 t0=$(date +%s.%N)
-psql_ -c "CREATE UNLOGGED TABLE base (id bigint NOT NULL, tpl mcc_template NOT NULL)" || exit 1
-per=$(((distinct + k - 1) / k))
-for s in $(seq 0 $((k - 1))); do
-	first=$((s * per))
-	cnt=$((distinct - first < per ? distinct - first : per))
-	[ "$cnt" -gt 0 ] && psql_ -c "INSERT INTO base SELECT finger, template FROM mcc_synthetic($cnt, 1, 1, $first)" &
-done
-wait
-psql_ -c "CREATE INDEX ON base (id)" || exit 1
-t1=$(date +%s.%N)
-say "   staging: $distinct templates in $(calc "$t1 - $t0" 1) s ($k sessions of mcc_synthetic)"
+if [ "$(psql_ -tAc "SELECT count(*) FROM base" 2>/dev/null)" = "$distinct" ]; then
+	say "   staging: $distinct templates kept from an earlier run"
+else
+	psql_ -c "DROP TABLE IF EXISTS base" -c "CREATE UNLOGGED TABLE base (id bigint NOT NULL, tpl mcc_template NOT NULL)" || exit 1
+	per=$(((distinct + k - 1) / k))
+	for s in $(seq 0 $((k - 1))); do
+		first=$((s * per))
+		cnt=$((distinct - first < per ? distinct - first : per))
+		[ "$cnt" -gt 0 ] && psql_ -c "INSERT INTO base SELECT finger, template FROM mcc_synthetic($cnt, 1, 1, $first)" &
+	done
+	wait
+	psql_ -c "CREATE INDEX ON base (id)" || exit 1
+	t1=$(date +%s.%N)
+	say "   staging: $distinct templates in $(calc "$t1 - $t0" 1) s ($k sessions of mcc_synthetic)"
+fi
+psql_ -c "DROP TABLE IF EXISTS gallery" || exit 1
 psql_ -c "CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL) PARTITION BY RANGE (id)" || exit 1
 # one partition: created, filled and keyed in one transaction (no WAL)
 part_sql() {
 	local i=$1 lo=$(($1 * span)) b0=$((($1 * span) % distinct))
 	cat <<-EOF
 	BEGIN;
+	SET LOCAL enable_seqscan = off;
 	CREATE TABLE gallery_p$i (id bigint NOT NULL, tpl mcc_template NOT NULL);
 	INSERT INTO gallery_p$i SELECT id + $((lo - b0)), tpl FROM base
-		WHERE id >= $b0 AND id < $((b0 + span)) ORDER BY id;
+		WHERE id >= $b0 AND id < $((b0 + span));
 	ALTER TABLE gallery_p$i ADD PRIMARY KEY (id),
 		ADD CONSTRAINT gallery_p${i}_range CHECK (id >= $lo AND id < $((lo + span)));
 	COMMIT;
