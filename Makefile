@@ -149,6 +149,7 @@ $(BUILD)/unit/%: test/unit/%.c $(wildcard test/unit/*.h) $(BUILD)/libmcccore.a
 # the emulation tests compile the kernels' internal headers on the CPU
 $(BUILD)/unit/test_refine_gpu_emu: $(wildcard kernels/impl/mcc_refine_*.h) kernels/mcc_gpu_refine.h
 $(BUILD)/unit/test_dp2d_wave: kernels/impl/mcc_dp2d_wave.h
+$(BUILD)/unit/test_gpu_ties: kernels/impl/mcc_gpu_ties.h
 
 # Engine tests link the engine's objects (all but main); the end-to-end one
 # also runs build/mcc_engine.

@@ -258,18 +258,6 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 	return MCC_GPU_OK;
 }
 
-/* Order of merged hits: score desc, id asc. */
-static int
-hit_cmp(const void *a, const void *b)
-{
-	const mcc_gpu_hit *x = (const mcc_gpu_hit *) a;
-	const mcc_gpu_hit *y = (const mcc_gpu_hit *) b;
-
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id ? 1 : 0;
-}
-
 /* Hits read ahead of the one being merged (random reads of gallery-sized arrays). */
 #define MERGE_AHEAD 16
 
@@ -583,18 +571,29 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	t0 = mcc_cuda_now_ms();
 	for (int q = 0; q < nq; q++)
 	{
+		size_t		start[MCC_GPU_MAX_DEVICES + 1];
+		size_t		pos[MCC_GPU_MAX_DEVICES];
+
 		acc.n = 0;
 		for (int i = 0; i < g->nparts; i++)
+		{
+			start[i] = acc.n;
 			if ((rc = gather_part(g, i, q, k, ccap, &acc, err)) != MCC_GPU_OK)
 				goto fail;
+		}
+		start[g->nparts] = acc.n;
 		t1 = mcc_cuda_now_ms();
+		/* each partition's list is by score already: its ties to order by id */
+		for (int i = 0; i < g->nparts; i++)
+			mcc_ties_sort(acc.h + start[i], start[i + 1] - start[i], &g->timing.tie_run_max);
 		if (g->nparts == 1)
-			mcc_ties_sort(acc.h, acc.n, &g->timing.tie_run_max);	/* already by score: ties to order by id */
+		{
+			nhits[q] = (int) (acc.n < (size_t) k ? acc.n : (size_t) k);
+			memcpy(hits + (size_t) q * k, acc.h, sizeof(mcc_gpu_hit) * nhits[q]);
+		}
 		else
-			qsort(acc.h, acc.n, sizeof(mcc_gpu_hit), hit_cmp);
+			nhits[q] = (int) mcc_ties_merge(acc.h, start, g->nparts, (size_t) k, pos, hits + (size_t) q * k);
 		g->timing.ties_ms += mcc_cuda_now_ms() - t1;
-		nhits[q] = (int) (acc.n < (size_t) k ? acc.n : (size_t) k);
-		memcpy(hits + (size_t) q * k, acc.h, sizeof(mcc_gpu_hit) * nhits[q]);
 	}
 	g->timing.merge_ms += mcc_cuda_now_ms() - t0;
 	free(acc.h);

@@ -12,6 +12,11 @@
  * Short runs: insertion. Long ones: an LSD radix sort on the id, in passes
  * only over the bytes in which the run's ids differ (row keys of a table
  * usually differ in their low three or four bytes only).
+ *
+ * With several partitions, each partition's list is put in that order and
+ * the lists are merged, taking only the first k (mcc_ties_merge): a qsort
+ * of all of them cost 0.34 s per query at 100 M templates on four GPUs,
+ * where a refining search keeps 400,000 candidates of each partition.
  */
 #ifndef MCC_GPU_TIES_H
 #define MCC_GPU_TIES_H
@@ -121,6 +126,41 @@ mcc_ties_sort(mcc_gpu_hit *h, size_t n, int *run_max)
 		i = j;
 	}
 	free(tmp);
+}
+
+/* Does a come before b: score descending, then id ascending. */
+static inline int
+mcc_ties_before(const mcc_gpu_hit *a, const mcc_gpu_hit *b)
+{
+	return a->score > b->score || (a->score == b->score && a->id < b->id);
+}
+
+/*
+ * The first k of nlists lists h[start[i] .. start[i + 1]), each in the
+ * order of mcc_ties_sort, merged in that order into out: returns how many
+ * (at most k). pos: nlists entries of scratch. A list per partition, and
+ * partitions are few: the heads are compared in turn.
+ */
+static inline size_t
+mcc_ties_merge(const mcc_gpu_hit *h, const size_t *start, int nlists, size_t k, size_t *pos,
+			   mcc_gpu_hit *out)
+{
+	size_t		n = 0;
+
+	for (int i = 0; i < nlists; i++)
+		pos[i] = start[i];
+	while (n < k)
+	{
+		int			best = -1;
+
+		for (int i = 0; i < nlists; i++)
+			if (pos[i] < start[i + 1] && (best < 0 || mcc_ties_before(&h[pos[i]], &h[pos[best]])))
+				best = i;
+		if (best < 0)
+			break;
+		out[n++] = h[pos[best]++];
+	}
+	return n;
 }
 
 #endif							/* MCC_GPU_TIES_H */

@@ -2,7 +2,9 @@
  * test_gpu_ties.c: the GPU search's ordering of equal scores by id
  * (kernels/impl/mcc_gpu_ties.h, host code) against qsort by (score desc,
  * id asc): short and long runs, ids that differ in low or high bytes only,
- * negative ids, runs at both ends, and the longest run reported.
+ * negative ids, runs at both ends, and the longest run reported; and the
+ * merge of several partitions' lists (the first k of their union in that
+ * order, as qsort of all of them gives).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +84,49 @@ id_equal(size_t i, unsigned *seed)
 	return 42;
 }
 
+/*
+ * Partitions' lists: n hits dealt at random to nlists lists (each id in one
+ * list), each list put in order; their merge's first k against qsort of all.
+ */
+static void
+check_merge(size_t n, size_t run_len, int nlists, size_t k, unsigned *seed)
+{
+	mcc_gpu_hit *all = malloc(n * sizeof(mcc_gpu_hit));
+	mcc_gpu_hit *lists = malloc(n * sizeof(mcc_gpu_hit));
+	mcc_gpu_hit *out = malloc((k + 1) * sizeof(mcc_gpu_hit));
+	size_t		start[17];
+	size_t		pos[16];
+	size_t		got;
+	size_t		bad;
+	int			run_max = 0;
+
+	fill(all, n, run_len, id_small, seed);
+	for (size_t i = 0; i < n; i++)
+		all[i].id = (int64_t) (i * 7919 % n);	/* distinct ids */
+	start[0] = 0;
+	for (int l = 0; l < nlists; l++)
+	{
+		start[l + 1] = start[l];
+		for (size_t i = 0; i < n; i++)
+			if (all[i].index % (uint32_t) nlists == (uint32_t) l)
+				lists[start[l + 1]++] = all[i];
+		/* a partition's order: by score (its runs of ties in any order) */
+		mcc_ties_sort(lists + start[l], start[l + 1] - start[l], &run_max);
+	}
+	qsort(all, n, sizeof(mcc_gpu_hit), cmp_hit);
+	got = mcc_ties_merge(lists, start, nlists, k, pos, out);
+	bad = got;
+	for (size_t i = 0; i < got && bad == got; i++)
+		if (out[i].id != all[i].id || out[i].score != all[i].score)
+			bad = i;
+	UNIT_CHECK(got == (k < n ? k : n) && bad == got,
+			   "merge of %d lists, %zu hits in runs of %zu, k %zu: %zu hits, qsort's order (first difference at %zu)",
+			   nlists, n, run_len, k, got, bad);
+	free(all);
+	free(lists);
+	free(out);
+}
+
 int
 main(void)
 {
@@ -112,6 +157,14 @@ main(void)
 			UNIT_CHECK(run_max == (int) (runs[r] < n ? runs[r] : n), "runs of %zu: longest run %d",
 					   runs[r], run_max);
 		}
+	for (int l = 1; l <= 16; l *= 2)
+	{
+		check_merge(4033, 1, l, 100, &seed);
+		check_merge(4033, 40, l, 4033, &seed);
+		check_merge(4033, 1737, l, 5000, &seed);
+		check_merge(3, 1, l, 10, &seed);
+	}
+	check_merge(0, 1, 4, 10, &seed);
 	free(h);
 	free(want);
 	return unit_done();
