@@ -158,6 +158,7 @@ mcc_gpu_part_free_refine(mcc_gpu_part *p)
 	p->cap_ref = 0;
 	p->cap_utab = 0;
 	p->n_utab = 0;
+	p->n_ushared = 0;
 }
 
 /* Release the gallery arrays of a partition. */

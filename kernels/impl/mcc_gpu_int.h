@@ -167,7 +167,8 @@ typedef struct mcc_gpu_part
 	uint32_t   *ruix;
 	uint32_t	cap_ref;		/* entries of rperm, rxy, ruix */
 	double	   *utab;			/* (ux, uy) per entry */
-	uint32_t	n_utab;			/* entries uploaded */
+	uint32_t	n_utab;			/* entries uploaded: ... */
+	uint32_t	n_ushared;		/* ... [0, n_ushared) the host's, then this partition's own */
 	uint32_t	cap_utab;
 
 	/* refinement scratch (mcc_gpu_refine.cu) */

@@ -320,16 +320,17 @@ attach_check(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uint32_t t0,
 }
 
 /*
- * Room on p's device for its records and the table, grown where short.
- * Growing copies the old arrays on the device outside p's stream, so the
- * copies queued into them are waited for first (rare: the records are
- * sized for the partition at the first attach, the table grows by half).
+ * Room on p's device for its records and for entries of the table, grown
+ * where short. Growing copies the old arrays on the device outside p's
+ * stream, so the copies queued into them are waited for first (rare: the
+ * records are sized for the partition at the first attach, the table grows
+ * by half).
  */
 static mcc_gpu_code
-attach_room(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
+attach_room(mcc_gpu *g, mcc_gpu_part *p, uint32_t entries, mcc_error *err)
 {
 	mcc_gpu_code rc = MCC_GPU_OK;
-	size_t		need = mcc_gpu_grown(9, p->cap_ref, p->n_rc) + mcc_gpu_grown(16, p->cap_utab, g->utab.n);
+	size_t		need = mcc_gpu_grown(9, p->cap_ref, p->n_rc) + mcc_gpu_grown(16, p->cap_utab, entries);
 	cudaError_t e;
 
 	if (need == 0)
@@ -353,7 +354,7 @@ attach_room(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
 		CK(mcc_gpu_grow((void **) &p->ruix, 4, &c3, p->n_rc, keep, &p->gallery_bytes), "refinement allocation");
 		p->cap_ref = c3;
 	}
-	CK(mcc_gpu_grow((void **) &p->utab, 16, &p->cap_utab, g->utab.n, p->n_utab, &p->gallery_bytes),
+	CK(mcc_gpu_grow((void **) &p->utab, 16, &p->cap_utab, entries, p->n_utab, &p->gallery_bytes),
 	   "refinement allocation");
 #undef CK
 done:
@@ -361,12 +362,55 @@ done:
 }
 
 /*
- * Queue partition pi's part of an attach from staging buffer sb: the table
- * entries it lacks (those before n0 from the host table, at pageable speed:
- * only the first attach after an upload finds a partition short of the
- * host's de-duplicated entries; the call's new ones, n0 on, from vnew: every
- * partition gets them, whether or not the call has records for it), then
- * its runs' records.
+ * The records at the end of run r whose entries are past the host's shared
+ * ones (shared: [0, shared)): their count, the first at *o0. Entries that
+ * only a device holds are given once the table's hash is full, one per
+ * record, in the order of the records (rp_records_frozen), so within a run
+ * they are its last records, with consecutive entries.
+ */
+static uint32_t
+run_own(const run *r, const uint32_t *huix, uint32_t shared, size_t *o0)
+{
+	size_t		o = r->off + r->nr;
+
+	while (o > r->off && huix[o - 1] >= shared)
+		o--;
+	*o0 = o;
+	return (uint32_t) (r->off + r->nr - o);
+}
+
+/* Entries partition pi will hold after an attach: the shared ones, its own and the call's. */
+static mcc_gpu_code
+attach_entries(const mcc_gpu *g, int pi, const run *runs, int nruns, const uint32_t *huix,
+			   uint32_t *entries, mcc_error *err)
+{
+	const mcc_gpu_part *p = &g->part[pi];
+	uint32_t	shared = g->utab.nv;
+	uint64_t	n = (uint64_t) shared + (p->n_utab - p->n_ushared);
+	size_t		o0;
+
+	/* the host's entries stop growing once a device holds entries of its own */
+	if (p->n_utab > p->n_ushared && shared != p->n_ushared)
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "GPU %d: the shared unit vectors changed under its own",
+							  p->dev);
+	for (int k = 0; k < nruns; k++)
+		if (runs[k].part == pi)
+			n += run_own(&runs[k], huix, shared, &o0);
+	if (n >= RP_REC_MISS)
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "GPU %d: more than 2^32 unit vectors", p->dev);
+	*entries = (uint32_t) n;
+	return MCC_GPU_OK;
+}
+
+/*
+ * Queue partition pi's part of an attach from staging buffer sb: the
+ * host's shared table entries it lacks (those before n0 from the host
+ * table, at pageable speed: only the first attach after an upload finds a
+ * partition short of them; the call's new ones, n0 on, from vnew), the
+ * entries of its own records that only devices hold (given once the hash
+ * is full: one per record, so each partition gets its own only, placed
+ * after the shared ones, and its records' indexes are rewritten to match
+ * before they are copied), then its runs' records.
  */
 static mcc_gpu_code
 attach_copies(mcc_gpu *g, int pi, const run *runs, int nruns, mcc_gpu_rstage_buf *sb, uint32_t n0,
@@ -374,6 +418,7 @@ attach_copies(mcc_gpu *g, int pi, const run *runs, int nruns, mcc_gpu_rstage_buf
 {
 	mcc_gpu_part *p = &g->part[pi];
 	mcc_gpu_code rc = MCC_GPU_OK;
+	uint32_t	shared = g->utab.nv;
 	double	   *vnew;
 	uint32_t   *hxy;
 	uint32_t   *huix;
@@ -384,24 +429,40 @@ attach_copies(mcc_gpu *g, int pi, const run *runs, int nruns, mcc_gpu_rstage_buf
 #define CK(call, what) \
 	do { if ((e = (call)) != cudaSuccess) { rc = mcc_gpu_fail(g, e, what, p->dev, err); goto done; } } while (0)
 	CK(cudaSetDevice(p->dev), "device selection");
-	if (p->n_utab < n0)
+	if (p->n_ushared < shared)
 	{
-		/* after an upload every partition gets every entry: only the host's can lag */
-		if (n0 > g->utab.nv)
-			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "GPU %d lacks unit vectors the host no longer holds",
-								  p->dev);
-		CK(cudaMemcpy(p->utab + 2 * (size_t) p->n_utab, g->utab.v + 2 * (size_t) p->n_utab,
-					  16 * (size_t) (n0 - p->n_utab), cudaMemcpyHostToDevice), "refinement upload");
+		uint32_t	old = n0 < shared ? n0 : shared;
+
+		if (p->n_ushared < old)
+			CK(cudaMemcpy(p->utab + 2 * (size_t) p->n_ushared, g->utab.v + 2 * (size_t) p->n_ushared,
+						  16 * (size_t) (old - p->n_ushared), cudaMemcpyHostToDevice), "refinement upload");
+		if (old < shared)
+			CK(cudaMemcpyAsync(p->utab + 2 * (size_t) old, vnew + 2 * (size_t) (old - n0),
+							   16 * (size_t) (shared - old), cudaMemcpyHostToDevice, p->st), "refinement upload");
+		p->n_ushared = p->n_utab = shared;
 	}
-	if (g->utab.n > n0)
-		CK(cudaMemcpyAsync(p->utab + 2 * (size_t) n0, vnew, 16 * (size_t) (g->utab.n - n0),
-						   cudaMemcpyHostToDevice, p->st), "refinement upload");
 	for (int k = 0; k < nruns; k++)
 	{
 		const run  *r = &runs[k];
+		size_t		o0;
+		uint32_t	own;
 
 		if (r->part != pi || r->nr == 0)
 			continue;
+		if ((own = run_own(r, huix, shared, &o0)) > 0)
+		{
+			uint32_t	first = huix[o0];
+			uint32_t	delta = first - p->n_utab;	/* global entry - this device's */
+
+			if (huix[o0 + own - 1] != first + own - 1 || first < p->n_utab)
+				return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "GPU %d: unit vector entries out of order", p->dev);
+			CK(cudaMemcpyAsync(p->utab + 2 * (size_t) p->n_utab, vnew + 2 * (size_t) (first - n0),
+							   16 * (size_t) own, cudaMemcpyHostToDevice, p->st), "refinement upload");
+			if (delta != 0)
+				for (size_t o = o0; o < o0 + own; o++)
+					huix[o] -= delta;
+			p->n_utab += own;
+		}
 		CK(cudaMemcpyAsync(p->rperm + r->r0, hperm + r->off, r->nr, cudaMemcpyHostToDevice, p->st),
 		   "refinement upload");
 		CK(cudaMemcpyAsync(p->rxy + r->r0, hxy + r->off, 4 * (size_t) r->nr, cudaMemcpyHostToDevice, p->st),
@@ -410,7 +471,6 @@ attach_copies(mcc_gpu *g, int pi, const run *runs, int nruns, mcc_gpu_rstage_buf
 		   "refinement upload");
 	}
 	CK(rstage_mark(g, sb, pi), "refinement upload");
-	p->n_utab = g->utab.n;
 #undef CK
 done:
 	return rc;
@@ -450,7 +510,7 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 								  "the refinement data was lost by a failed attach: attach again from template 0");
 		rp_utab_clear(&g->utab);
 		for (int pi = 0; pi < g->nparts; pi++)
-			g->part[pi].n_utab = 0;
+			g->part[pi].n_utab = g->part[pi].n_ushared = 0;
 		g->rstage.lost = 0;
 		n0 = 0;
 	}
@@ -521,8 +581,13 @@ mcc_gpu_refine_attach(mcc_gpu *g, const mcc_soa *s, const mcc_gpu_geom *geo, uin
 	/* per partition: room, then the copies queued */
 	at = mcc_cuda_now_ms();
 	for (int pi = 0; pi < g->nparts && rc == MCC_GPU_OK; pi++)
-		if ((rc = attach_room(g, &g->part[pi], err)) == MCC_GPU_OK)
+	{
+		uint32_t	entries;
+
+		if ((rc = attach_entries(g, pi, runs, nruns, huix, &entries, err)) == MCC_GPU_OK &&
+			(rc = attach_room(g, &g->part[pi], entries, err)) == MCC_GPU_OK)
 			rc = attach_copies(g, pi, runs, nruns, sb, n0, err);
+	}
 	g->rstage.copy_ms += mcc_cuda_now_ms() - at;
 	if (rc == MCC_GPU_OK)
 		for (uint32_t i = t0; i < t1; i++)

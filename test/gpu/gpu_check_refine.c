@@ -372,6 +372,46 @@ check_errors(const int *dev, const gal *G, const rt_set *s)
 	mcc_gpu_close(c);
 }
 
+/*
+ * A gallery with more distinct directions than the unit-vector table's
+ * hash takes (continuous synthetic angles, about 75,000 cylinders): the
+ * entries given once it is full are held by the device of their record
+ * only, at indexes of its own (kernels/impl/mcc_gpu_refine_data.cu,
+ * attach_copies); scores equal to the CPU's on one and three partitions,
+ * attached in pieces.
+ */
+static void
+check_past_hash(const int *devs3)
+{
+	rt_set		s;
+	ref			R;
+	gal			G;
+	mcc_error	err;
+	mcc_gpu    *c;
+
+	memset(&s, 0, sizeof(s));
+	rt_add_synth(&s, 700, 1, 977);
+	ref_compute(&R, &s);
+	if (UNIT_CHECK(gal_build(&G, &s) == 0 && G.soa.n_cyl > 65536 + 4096,
+				   "a gallery of %d templates, %u cylinders: past the hash of 65,536 directions",
+				   s.n, G.soa.n_cyl))
+		for (int np = 1; np <= 3; np += 2)
+		{
+			if ((c = open_gallery(devs3, np, &G, 5, &err)) == NULL)
+			{
+				UNIT_CHECK(0, "past the hash, %d partitions: %s", np, err.message);
+				continue;
+			}
+			check_refine(c, &s, &R, MCC_GPU_FROM_GALLERY, 256,
+						 np == 1 ? "past the hash, 1 partition" : "past the hash, 3 partitions");
+			mcc_gpu_close(c);
+		}
+	ref_free(&R);
+	mcc_soa_free(&G.soa);
+	mcc_gpu_geom_free(&G.geo);
+	rt_free(&s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -474,6 +514,7 @@ main(int argc, char **argv)
 		}
 		else
 			UNIT_CHECK(0, "three partitions: %s", err.message);
+		check_past_hash(devs);
 	}
 
 	check_errors(&dev0, &G, &s);
