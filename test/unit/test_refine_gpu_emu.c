@@ -468,7 +468,7 @@ test_keys(void)
 			{
 				uint64_t	k = mcc_entry_key(g[i], (int) r, (int) c);
 
-				ok &= mcc_key_gamma(k) == g[i] && rb_key_r(k) == r && rb_key_c(k) == c;
+				ok &= mcc_key_gamma(k) == g[i] && (uint32_t) mcc_key_row(k) == r && (uint32_t) mcc_key_col(k) == c;
 				ok &= k > mcc_entry_key(g[i], (int) r, (int) c + 1) || c == 255;
 				ok &= k > mcc_entry_key(g[i], (int) r + 1, (int) c) || r == 255;
 				ok &= i == 0 || k < mcc_entry_key(1.0f, 255, 255);
