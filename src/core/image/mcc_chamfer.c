@@ -401,8 +401,11 @@ mcc_chamfer_obs_prepare(const mcc_chamfer_ref *ref, const double *pts, size_t n,
 
 	if ((st = check_rank(obs->pts, n, dim, transform, "observed", err)) != MCC_OK ||
 		(st = check_rank(ref->pts, ref->n, dim, transform, "reference", err)) != MCC_OK)
+	{
 		mcc_chamfer_obs_free(obs);
-	return st;
+		return st;
+	}
+	return MCC_OK;
 }
 
 /* Release a prepared observed set. */
