@@ -28,13 +28,7 @@ mcc_gpu_geom_init(mcc_gpu_geom *geo, uint32_t cap_tpl, uint32_t cap_cyl, mcc_err
 void
 mcc_gpu_geom_free(mcc_gpu_geom *geo)
 {
-	if (!geo)
-		return;
-	free(geo->first);
-	free(geo->perm);
-	free(geo->xy);
-	free(geo->theta);
-	memset(geo, 0, sizeof(*geo));
+	rp_geom_free(geo);
 }
 
 void
