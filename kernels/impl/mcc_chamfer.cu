@@ -39,14 +39,14 @@ struct mcc_chamfer_gpu
 	cudaStream_t stream;
 	/* reference: distance transform and normalized points */
 	int32_t    *d_site;
-	size_t		cap_site;		/* cells */
+	size_t		cap_site;		/* bytes */
 	double	   *d_ref;
-	size_t		cap_ref;		/* doubles */
+	size_t		cap_ref;		/* bytes */
 	mcc_edt_geom geom;
 	const mcc_chamfer_ref *ref;
 	/* observed points */
 	double	   *d_obs;
-	size_t		cap_obs;		/* doubles */
+	size_t		cap_obs;		/* bytes */
 	long long	n_obs;
 	int			dim;
 	/* sums */
@@ -60,14 +60,14 @@ struct mcc_chamfer_gpu
 	/* the global search (mcc_chamfer_search.h): the pyramid's levels, a batch */
 	uint64_t	pyr_id;			/* pyramid uploaded (0: none) */
 	int32_t    *d_levels;		/* every level's values, one after the other */
-	size_t		cap_levels;		/* int32 */
+	size_t		cap_levels;		/* bytes */
 	size_t		level_off[MCC_CHAMFER_SEARCH_LEVELS];
 	double	   *d_spts;			/* the sample */
-	size_t		cap_spts;		/* doubles */
+	size_t		cap_spts;		/* bytes */
 	mcc_chamfer_spose *d_poses;
-	size_t		cap_poses;
+	size_t		cap_poses;		/* bytes */
 	long long  *d_scores;
-	size_t		cap_scores;
+	size_t		cap_scores;		/* bytes */
 };
 
 /* A CUDA failure as a code and a message (the runtime's translation). */
@@ -335,23 +335,6 @@ mcc_chamfer_gpu_device_name(const mcc_chamfer_gpu *g)
 	return g->name;
 }
 
-/* Make sure *buf holds at least need elements of size bytes (contents not kept). */
-static cudaError_t
-ensure(void **buf, size_t *cap, size_t need, size_t size)
-{
-	cudaError_t e;
-
-	if (*cap >= need && *buf != NULL)
-		return cudaSuccess;
-	cudaFree(*buf);
-	*buf = NULL;
-	*cap = 0;
-	if ((e = cudaMalloc(buf, need * size)) != cudaSuccess)
-		return e;
-	*cap = need;
-	return cudaSuccess;
-}
-
 /* A usable context, on its device. */
 static mcc_gpu_code
 ready(mcc_chamfer_gpu *g, mcc_error *err)
@@ -376,8 +359,9 @@ mcc_chamfer_gpu_set_reference(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, mc
 	if ((code = ready(g, err)) != MCC_GPU_OK)
 		return code;
 	g->ref = NULL;
-	if ((e = ensure((void **) &g->d_site, &g->cap_site, ref->edt.cells, sizeof(int32_t))) != cudaSuccess ||
-		(e = ensure((void **) &g->d_ref, &g->cap_ref, nref, sizeof(double))) != cudaSuccess)
+	if ((e = mcc_gpu_rt_reserve((void **) &g->d_site, &g->cap_site,
+								ref->edt.cells * sizeof(int32_t))) != cudaSuccess ||
+		(e = mcc_gpu_rt_reserve((void **) &g->d_ref, &g->cap_ref, nref * sizeof(double))) != cudaSuccess)
 		return cuda_fail(g, e, "cudaMalloc of the reference", err);
 	if ((e = cudaMemcpyAsync(g->d_site, ref->edt.site, ref->edt.cells * sizeof(int32_t),
 							 cudaMemcpyHostToDevice, g->stream)) != cudaSuccess ||
@@ -407,7 +391,7 @@ mcc_chamfer_gpu_set_observed(mcc_chamfer_gpu *g, const mcc_chamfer_obs *obs, mcc
 		return MCC_GPU_INVALID;
 	}
 	g->n_obs = 0;
-	if ((e = ensure((void **) &g->d_obs, &g->cap_obs, n, sizeof(double))) != cudaSuccess)
+	if ((e = mcc_gpu_rt_reserve((void **) &g->d_obs, &g->cap_obs, n * sizeof(double))) != cudaSuccess)
 		return cuda_fail(g, e, "cudaMalloc of the observed points", err);
 	if ((e = cudaMemcpyAsync(g->d_obs, obs->pts, n * sizeof(double), cudaMemcpyHostToDevice,
 							 g->stream)) != cudaSuccess ||
@@ -479,7 +463,8 @@ upload_pyramid(mcc_chamfer_gpu *g, const mcc_chamfer_pyramid *pyr)
 		g->level_off[l] = total;
 		total += (size_t) pyr->level[l].geom.nx * pyr->level[l].geom.ny;
 	}
-	if ((e = ensure((void **) &g->d_levels, &g->cap_levels, total, sizeof(int32_t))) != cudaSuccess)
+	if ((e = mcc_gpu_rt_reserve((void **) &g->d_levels, &g->cap_levels,
+								total * sizeof(int32_t))) != cudaSuccess)
 		return e;
 	for (int l = 0; l < pyr->levels; l++)
 		if ((e = cudaMemcpyAsync(g->d_levels + g->level_off[l], pyr->level[l].v,
@@ -507,9 +492,12 @@ mcc_chamfer_gpu_score(void *ctx, const mcc_chamfer_pyramid *pyr, int level, cons
 	if (n_poses == 0)
 		return MCC_OK;
 	if ((e = upload_pyramid(g, pyr)) != cudaSuccess ||
-		(e = ensure((void **) &g->d_spts, &g->cap_spts, 2 * (size_t) (n ? n : 1), sizeof(double))) != cudaSuccess ||
-		(e = ensure((void **) &g->d_poses, &g->cap_poses, (size_t) n_poses, sizeof(mcc_chamfer_spose))) != cudaSuccess ||
-		(e = ensure((void **) &g->d_scores, &g->cap_scores, (size_t) n_poses, sizeof(long long))) != cudaSuccess ||
+		(e = mcc_gpu_rt_reserve((void **) &g->d_spts, &g->cap_spts,
+								2 * (size_t) (n ? n : 1) * sizeof(double))) != cudaSuccess ||
+		(e = mcc_gpu_rt_reserve((void **) &g->d_poses, &g->cap_poses,
+								(size_t) n_poses * sizeof(mcc_chamfer_spose))) != cudaSuccess ||
+		(e = mcc_gpu_rt_reserve((void **) &g->d_scores, &g->cap_scores,
+								(size_t) n_poses * sizeof(long long))) != cudaSuccess ||
 		(e = cudaMemcpyAsync(g->d_spts, pts, sizeof(double) * 2 * n, cudaMemcpyHostToDevice,
 							 g->stream)) != cudaSuccess ||
 		(e = cudaMemcpyAsync(g->d_poses, poses, sizeof(mcc_chamfer_spose) * n_poses,

@@ -430,23 +430,6 @@ mcc_dp2d_gpu_name(const mcc_dp2d_gpu *g)
 	return g ? g->name : "";
 }
 
-/* Make a device buffer hold at least n bytes. */
-static cudaError_t
-ensure(uint8_t **buf, size_t *cap, size_t n)
-{
-	cudaError_t e;
-
-	if (*cap >= n)
-		return cudaSuccess;
-	cudaFree(*buf);
-	*buf = NULL;
-	*cap = 0;
-	if ((e = cudaMalloc((void **) buf, n)) != cudaSuccess)
-		return e;
-	*cap = n;
-	return cudaSuccess;
-}
-
 static size_t
 up256(size_t n)
 {
@@ -528,8 +511,8 @@ mcc_dp2d_gpu_run(mcc_dp2d_gpu *g, const mcc_dp2d_gpu_batch *bt, const volatile i
 	if (warps_per_block > WARP_WARPS_MAX)
 		warps_per_block = WARP_WARPS_MAX;
 	CUDA_TRY(g, cudaSetDevice(g->device), "selecting the GPU");
-	CUDA_TRY(g, ensure(&g->d_a, &g->cap_a, (size_t) bt->na * wa * ha), "GPU allocation of images");
-	CUDA_TRY(g, ensure(&g->d_b, &g->cap_b, (size_t) bt->nb * wb * hb), "GPU allocation of images");
+	CUDA_TRY(g, mcc_gpu_rt_reserve((void **) &g->d_a, &g->cap_a, (size_t) bt->na * wa * ha), "GPU allocation of images");
+	CUDA_TRY(g, mcc_gpu_rt_reserve((void **) &g->d_b, &g->cap_b, (size_t) bt->nb * wb * hb), "GPU allocation of images");
 	CUDA_TRY(g, cudaMemcpyAsync(g->d_a, bt->a, (size_t) bt->na * wa * ha, cudaMemcpyHostToDevice,
 								g->stream), "copying images to the GPU");
 	CUDA_TRY(g, cudaMemcpyAsync(g->d_b, bt->b, (size_t) bt->nb * wb * hb, cudaMemcpyHostToDevice,
@@ -547,7 +530,7 @@ mcc_dp2d_gpu_run(mcc_dp2d_gpu *g, const mcc_dp2d_gpu_batch *bt, const volatile i
 		chunk = bt->max_chunk;
 	if (chunk == 0)
 		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "the GPU has too little free memory for one pair");
-	CUDA_TRY(g, ensure(&g->d_work, &g->cap_work, per_pair * chunk), "GPU allocation of work buffers");
+	CUDA_TRY(g, mcc_gpu_rt_reserve((void **) &g->d_work, &g->cap_work, per_pair * chunk), "GPU allocation of work buffers");
 	if ((h_total = (uint32_t *) malloc((size_t) chunk * sizeof(uint32_t))) == NULL)
 		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of memory for GPU results");
 

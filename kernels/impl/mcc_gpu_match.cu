@@ -55,6 +55,24 @@ csa(uint32_t a, uint32_t b, uint32_t c, uint32_t &s, uint32_t &cy)
 	cy = (a & b) | (c & (a ^ b));
 }
 
+/*
+ * Work item item of a pass: its tile t (the tile's first cylinder off in
+ * the gallery, its ncyl cylinders and ntpl templates) and its probe q.
+ */
+__device__ __forceinline__ void
+item_tile(const mcc_match_args &a, uint32_t item, uint32_t &t, uint32_t &q, uint32_t &off, uint32_t &ncyl,
+		  uint32_t &ntpl)
+{
+	uint2		ti;
+
+	t = item / a.nq;
+	q = item - t * a.nq;
+	ti = a.tiles[t];
+	off = ti.x;
+	ncyl = ti.y & 0xffff;
+	ntpl = ti.y >> 16;
+}
+
 /* popcount of (x,y) xor (p0,p1): 256 bits in 8 words. */
 template <int CSA>
 __device__ __forceinline__ uint32_t
@@ -184,7 +202,6 @@ mcc_match(mcc_match_args a)
 	{
 		uint32_t	item = 0;
 		uint32_t	t, q, off, ncyl, ntpl, n, lt;
-		uint2		ti;
 		mcc_pdesc	pd;
 		const uint16_t *cnt;
 		const uint4 *elo, *ehi;
@@ -207,12 +224,7 @@ mcc_match(mcc_match_args a)
 		}
 		if (item >= a.n_items)
 			break;
-		t = item / a.nq;
-		q = item - t * a.nq;
-		ti = a.tiles[t];
-		off = ti.x;
-		ncyl = ti.y & 0xffff;
-		ntpl = ti.y >> 16;
+		item_tile(a, item, t, q, off, ncyl, ntpl);
 		pd = s_pd[q];
 		n = pd.n;
 		cnt = (const uint16_t *) (sb + pd.cnt_off);
@@ -426,7 +438,6 @@ mcc_match_tc(mcc_match_args a)
 	for (;;)
 	{
 		uint32_t	item, t, q, off, ncyl, ntpl, n, lt;
-		uint2		ti;
 		mcc_pdesc	pd;
 		const uint16_t *cnt;
 		const uint32_t *wlo, *whi, *erow;
@@ -440,12 +451,7 @@ mcc_match_tc(mcc_match_args a)
 		item = s_item;
 		if (item >= a.n_items)
 			break;
-		t = item / a.nq;
-		q = item - t * a.nq;
-		ti = a.tiles[t];
-		off = ti.x;
-		ncyl = ti.y & 0xffff;
-		ntpl = ti.y >> 16;
+		item_tile(a, item, t, q, off, ncyl, ntpl);
 		pd = s_pd[q];
 		n = pd.n;
 		cnt = (const uint16_t *) (sb + pd.cnt_off);

@@ -703,18 +703,14 @@ rf_wait(mcc_gpu *g, int pi, mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[pi];
 	cudaError_t e;
-	float		ms;
 
 	CK(cudaSetDevice(p->dev), "device selection");
 	CK(cudaStreamSynchronize(p->rf_main), "refinement");
 	if (pi == 0)
 	{
-		CK(cudaEventElapsedTime(&ms, p->rf_tev[0], p->rf_tev[1]), "timing");
-		g->rtiming.h2d_ms = ms;
-		CK(cudaEventElapsedTime(&ms, p->rf_tev[1], p->rf_tev[2]), "timing");
-		g->rtiming.kernel_ms = ms;
-		CK(cudaEventElapsedTime(&ms, p->rf_tev[2], p->rf_tev[3]), "timing");
-		g->rtiming.d2h_ms = ms;
+		CK(mcc_gpu_rt_add_ms(&g->rtiming.h2d_ms, p->rf_tev[0], p->rf_tev[1]), "timing");
+		CK(mcc_gpu_rt_add_ms(&g->rtiming.kernel_ms, p->rf_tev[1], p->rf_tev[2]), "timing");
+		CK(mcc_gpu_rt_add_ms(&g->rtiming.d2h_ms, p->rf_tev[2], p->rf_tev[3]), "timing");
 	}
 	return MCC_GPU_OK;
 }

@@ -28,13 +28,7 @@ mcc_gpu_geom_init(mcc_gpu_geom *geo, uint32_t cap_tpl, uint32_t cap_cyl, mcc_err
 void
 mcc_gpu_geom_free(mcc_gpu_geom *geo)
 {
-	if (!geo)
-		return;
-	free(geo->first);
-	free(geo->perm);
-	free(geo->xy);
-	free(geo->theta);
-	memset(geo, 0, sizeof(*geo));
+	rp_geom_free(geo);
 }
 
 void
@@ -46,31 +40,29 @@ mcc_gpu_geom_clear(mcc_gpu_geom *geo)
 		geo->first[0] = 0;
 }
 
-mcc_status
-mcc_gpu_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t, mcc_error *err)
+/* The status of an rp_geom_append* result rc for a template of n_cyl cylinders. */
+static mcc_status
+geom_status(int rc, int n_cyl, mcc_error *err)
 {
-	int			rc = rp_geom_append(geo, t);
-
-	if (rc == -1)
-		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
-	if (rc != 0)
-		return mcc_error_set(err, MCC_ERR_VALUE,
-							 "template with %d cylinders is not one cylinder per minutia", t->n_cyl);
-	return MCC_OK;
-}
-
-mcc_status
-mcc_gpu_geom_append_parts(mcc_gpu_geom *geo, int n_min, const uint8_t *minutiae, int n_cyl,
-						  const uint8_t *cyl_minutia, mcc_error *err)
-{
-	int			rc = rp_geom_append_parts(geo, n_min, minutiae, n_cyl, cyl_minutia, 1);
-
 	if (rc == -1)
 		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
 	if (rc != 0)
 		return mcc_error_set(err, MCC_ERR_VALUE,
 							 "template with %d cylinders is not one cylinder per minutia", n_cyl);
 	return MCC_OK;
+}
+
+mcc_status
+mcc_gpu_geom_append(mcc_gpu_geom *geo, const mcc_template_view *t, mcc_error *err)
+{
+	return geom_status(rp_geom_append(geo, t), t->n_cyl, err);
+}
+
+mcc_status
+mcc_gpu_geom_append_parts(mcc_gpu_geom *geo, int n_min, const uint8_t *minutiae, int n_cyl,
+						  const uint8_t *cyl_minutia, mcc_error *err)
+{
+	return geom_status(rp_geom_append_parts(geo, n_min, minutiae, n_cyl, cyl_minutia, 1), n_cyl, err);
 }
 
 mcc_status

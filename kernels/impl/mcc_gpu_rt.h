@@ -163,6 +163,39 @@ mcc_gpu_rt_usable(const mcc_gpu_rt_lost *lost, mcc_error *err)
 	return mcc_gpu_rt_err(err, MCC_GPU_STICKY, "%s", lost->why);
 }
 
+/*
+ * Make the device buffer *buf of *cap bytes hold at least need bytes, by a
+ * new allocation when it is smaller (what it held is not kept; on failure
+ * it is gone: NULL, 0 bytes).
+ */
+static inline cudaError_t
+mcc_gpu_rt_reserve(void **buf, size_t *cap, size_t need)
+{
+	cudaError_t e;
+
+	if (need <= *cap)
+		return cudaSuccess;
+	cudaFree(*buf);
+	*buf = NULL;
+	*cap = 0;
+	if ((e = cudaMalloc(buf, need)) != cudaSuccess)
+		return e;
+	*cap = need;
+	return cudaSuccess;
+}
+
+/* Add the milliseconds between two recorded events to *ms (a stage's time). */
+static inline cudaError_t
+mcc_gpu_rt_add_ms(double *ms, cudaEvent_t from, cudaEvent_t to)
+{
+	float		t;
+	cudaError_t e = cudaEventElapsedTime(&t, from, to);
+
+	if (e == cudaSuccess)
+		*ms += t;
+	return e;
+}
+
 /* The number of devices in *n; no driver or no device fail cleanly. */
 static inline mcc_gpu_code
 mcc_gpu_rt_count(int *n, mcc_error *err)

@@ -404,22 +404,16 @@ collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, mc
 {
 	mcc_gpu_part *p = &g->part[i];
 	cudaError_t e;
-	float		ms;
 
 	CK(cudaSetDevice(p->dev), "device selection");
 	CK(cudaStreamSynchronize(p->st), "search");
 	if (i == 0)
 	{
-		CK(cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]), "timing");
-		g->timing.h2d_ms += ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[1], p->ev[2]), "timing");
-		g->timing.match_ms += ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[2], p->ev[3]), "timing");
-		g->timing.select_ms += ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[5], p->ev[3]), "timing");
-		g->timing.sort_ms += ms;
-		CK(cudaEventElapsedTime(&ms, p->ev[3], p->ev[4]), "timing");
-		g->timing.d2h_ms += ms;
+		CK(mcc_gpu_rt_add_ms(&g->timing.h2d_ms, p->ev[0], p->ev[1]), "timing");
+		CK(mcc_gpu_rt_add_ms(&g->timing.match_ms, p->ev[1], p->ev[2]), "timing");
+		CK(mcc_gpu_rt_add_ms(&g->timing.select_ms, p->ev[2], p->ev[3]), "timing");
+		CK(mcc_gpu_rt_add_ms(&g->timing.sort_ms, p->ev[5], p->ev[3]), "timing");
+		CK(mcc_gpu_rt_add_ms(&g->timing.d2h_ms, p->ev[3], p->ev[4]), "timing");
 	}
 	if (k == 0)
 	{

@@ -182,7 +182,7 @@ rb_ph_matrix(const rb_ws *ws, const rb_args *a, const rb_job *j, int tid, int nt
 	{
 		float		g = 0.0f;
 
-		if (rb_gate(ws->aang[r], ws->bang[c], a->delta))
+		if (mcc_lss_gate(ws->aang[r], ws->bang[c], a->delta))
 		{
 			int			x = 0;
 			uint32_t	den;
@@ -213,26 +213,6 @@ rb_ph_matrix(const rb_ws *ws, const rb_args *a, const rb_job *j, int tid, int nt
 				ws->keys[i] = mcc_entry_key(g, (int) r, (int) c);
 		}
 	}
-}
-
-/* mcc_lss_finish of the votes: the lss score. */
-MCC_HD float
-rb_votes_score(const rb_ws *ws, int np)
-{
-	uint32_t	sum = 0;
-	uint32_t	t = (uint32_t) np;
-
-	if (np <= 0)
-		return 0.0f;
-	for (int i = 0; i < MCC_W && t > 0; i++)
-	{
-		uint32_t	take = ws->hist[i] < t ? ws->hist[i] : t;
-
-		sum += take * (uint32_t) i;
-		t -= take;
-	}
-	sum += t * MCC_W;
-	return mcc_lss_from_sum(np, sum);
 }
 
 /* Radix select: clear the digit histogram. */
@@ -364,8 +344,8 @@ rb_ph_consume(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t m,
 			{
 				uint64_t	key = ws->keys[i];
 
-				ws->pr[s][got[s] + i] = (uint8_t) rb_key_r(key);
-				ws->pcc[s][got[s] + i] = (uint8_t) rb_key_c(key);
+				ws->pr[s][got[s] + i] = (uint8_t) mcc_key_row(key);
+				ws->pcc[s][got[s] + i] = (uint8_t) mcc_key_col(key);
 				ws->pl0[s][got[s] + i] = (double) mcc_key_gamma(key);
 			}
 		}
@@ -381,8 +361,8 @@ rb_ph_consume(const rb_ws *ws, const rb_args *a, const rb_job *j, uint32_t m,
 MCC_HD void
 rb_lgs_accept(const rb_ws *ws, int s, uint32_t n, uint64_t key)
 {
-	uint32_t	r = rb_key_r(key);
-	uint32_t	c = rb_key_c(key);
+	uint32_t	r = mcc_key_row(key);
+	uint32_t	c = mcc_key_col(key);
 
 	ws->used_r[r] = ws->used_c[c] = 1;
 	ws->pr[s][n] = (uint8_t) r;
@@ -412,8 +392,8 @@ rb_ph_lgs_walk(const rb_ws *ws, const rb_job *j, int s, uint32_t m, int tid)
 	{
 		uint32_t	i = base + (uint32_t) tid;
 		uint64_t	key = i < m ? ws->keys[i] : 0;
-		uint32_t	r = rb_key_r(key);
-		uint32_t	c = rb_key_c(key);
+		uint32_t	r = mcc_key_row(key);
+		uint32_t	c = mcc_key_col(key);
 		uint32_t	mask = __ballot_sync(0xFFFFFFFFu, i < m && !ws->used_r[r] && !ws->used_c[c]);
 
 		while (mask != 0 && n < want)
@@ -435,7 +415,7 @@ rb_ph_lgs_walk(const rb_ws *ws, const rb_job *j, int s, uint32_t m, int tid)
 	if (tid != 0)
 		return;
 	for (uint32_t i = 0; i < m && n < want; i++)
-		if (!ws->used_r[rb_key_r(ws->keys[i])] && !ws->used_c[rb_key_c(ws->keys[i])])
+		if (!ws->used_r[mcc_key_row(ws->keys[i])] && !ws->used_c[mcc_key_col(ws->keys[i])])
 			rb_lgs_accept(ws, s, n++, ws->keys[i]);
 	ws->sc[RB_SC_NG0 + s] = n;
 #endif

@@ -174,7 +174,7 @@ rb_pair(const rb_ws *ws, const rb_args *a, uint32_t pi, uint32_t slot, int nt)
 	{
 		RB_PHASE(if (tid == 0)
 				 {
-					 a->out[j.d.out] = rb_votes_score(ws, j.d.np[0]);
+					 a->out[j.d.out] = mcc_lss_finish(ws->hist, j.d.np[0]);
 					 if (a->dbg)
 						 a->dbg[j.d.out] = a->out[j.d.out];
 				 });

@@ -249,34 +249,4 @@ rb_ws_carve(rb_ws *ws, unsigned char *base, uint32_t nmax, uint32_t kcap)
 	return off;
 }
 
-/* The angular gate of mcc_lss_gate. */
-MCC_HD int
-rb_gate(int qa, int qb, int delta_theta)
-{
-	int			d = (int8_t) (uint8_t) (qa - qb);
-
-	return (d < 0 ? -d : d) <= delta_theta;
-}
-
-/* Row and column of a key (mcc_key_entry). */
-MCC_HD uint32_t
-rb_key_r(uint64_t key)
-{
-	int			r;
-	int			c;
-
-	mcc_key_entry(key, &r, &c);
-	return (uint32_t) r;
-}
-
-MCC_HD uint32_t
-rb_key_c(uint64_t key)
-{
-	int			r;
-	int			c;
-
-	mcc_key_entry(key, &r, &c);
-	return (uint32_t) c;
-}
-
 #endif							/* MCC_REFINE_LAYOUT_H */

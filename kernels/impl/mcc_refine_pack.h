@@ -268,6 +268,19 @@ rp_geom_init(mcc_gpu_geom *geo, uint32_t cap_tpl, uint32_t cap_cyl)
 	return 0;
 }
 
+/* Free a geometry's arrays (NULL: nothing); it is empty and zeroed after. */
+static inline void
+rp_geom_free(mcc_gpu_geom *geo)
+{
+	if (!geo)
+		return;
+	free(geo->first);
+	free(geo->perm);
+	free(geo->xy);
+	free(geo->theta);
+	memset(geo, 0, sizeof(*geo));
+}
+
 /* Make room in geo for nt more templates with nc more cylinders; 0 or -1. */
 static inline int
 rp_geom_reserve(mcc_gpu_geom *geo, uint32_t nt, uint32_t nc)

@@ -298,24 +298,6 @@ fail(mcc_sad_gpu *ctx, cudaError_t e, const char *what, mcc_error *err)
 #define CK(call) \
 	do { cudaError_t e_ = (call); if (e_ != cudaSuccess) return fail(ctx, e_, #call, err); } while (0)
 
-/* Grow a device buffer to at least need bytes. */
-static cudaError_t
-grow(void **p, size_t *cap, size_t need)
-{
-	cudaError_t e;
-
-	if (need <= *cap)
-		return cudaSuccess;
-	if (*p)
-		cudaFree(*p);
-	*p = NULL;
-	*cap = 0;
-	e = cudaMalloc(p, need);
-	if (e == cudaSuccess)
-		*cap = need;
-	return e;
-}
-
 /* Open a device after probing the driver. */
 extern "C" mcc_gpu_code
 mcc_sad_gpu_open(int device, mcc_sad_gpu **out, mcc_error *err)
@@ -486,14 +468,14 @@ sad_buffers(mcc_sad_gpu *ctx, const mcc_image *target, const mcc_image *pattern,
 		CK(cub::DeviceRadixSort::SortKeys(NULL, pl->tmp_bytes, (unsigned long long *) NULL,
 										  (unsigned long long *) NULL, (int) pl->npos, 0,
 										  MCC_SAD_KEY_BITS, ctx->stream));
-	CK(grow(&ctx->d_t, &ctx->cap_t, pl->tbytes));
-	CK(grow(&ctx->d_p, &ctx->cap_p, pl->pwords * 4));
-	CK(grow(&ctx->d_v, &ctx->cap_v, (size_t) (H + 1) * d.nx * 4));
-	CK(grow(&ctx->d_seg, &ctx->cap_seg,
+	CK(mcc_gpu_rt_reserve(&ctx->d_t, &ctx->cap_t, pl->tbytes));
+	CK(mcc_gpu_rt_reserve(&ctx->d_p, &ctx->cap_p, pl->pwords * 4));
+	CK(mcc_gpu_rt_reserve(&ctx->d_v, &ctx->cap_v, (size_t) (H + 1) * d.nx * 4));
+	CK(mcc_gpu_rt_reserve(&ctx->d_seg, &ctx->cap_seg,
 			(size_t) ((H + SAD_CORR_SEG - 1) / SAD_CORR_SEG) * d.nx * 4));
-	CK(grow(&ctx->d_keys, &ctx->cap_keys, pl->npos * 8));
-	CK(grow(&ctx->d_alt, &ctx->cap_alt, (pl->nwant > 1 ? pl->npos : 1) * 8));
-	CK(grow(&ctx->d_tmp, &ctx->cap_tmp, pl->tmp_bytes ? pl->tmp_bytes : 1));
+	CK(mcc_gpu_rt_reserve(&ctx->d_keys, &ctx->cap_keys, pl->npos * 8));
+	CK(mcc_gpu_rt_reserve(&ctx->d_alt, &ctx->cap_alt, (pl->nwant > 1 ? pl->npos : 1) * 8));
+	CK(mcc_gpu_rt_reserve(&ctx->d_tmp, &ctx->cap_tmp, pl->tmp_bytes ? pl->tmp_bytes : 1));
 	if (pl->pwords > ctx->cap_hp)
 	{
 		free(ctx->h_p);
@@ -642,19 +624,12 @@ static void
 sad_timing(const mcc_sad_gpu *ctx, double t_start, int variant, int launches,
 		   mcc_sad_gpu_timing *timing)
 {
-	float		ms;
-
 	memset(timing, 0, sizeof(*timing));
-	cudaEventElapsedTime(&ms, ctx->ev[0], ctx->ev[1]);
-	timing->upload_ms = ms;
-	cudaEventElapsedTime(&ms, ctx->ev[1], ctx->ev[2]);
-	timing->corr_ms = ms;
-	cudaEventElapsedTime(&ms, ctx->ev[2], ctx->ev[3]);
-	timing->sad_ms = ms;
-	cudaEventElapsedTime(&ms, ctx->ev[3], ctx->ev[4]);
-	timing->select_ms = ms;
-	cudaEventElapsedTime(&ms, ctx->ev[4], ctx->ev[5]);
-	timing->download_ms = ms;
+	(void) mcc_gpu_rt_add_ms(&timing->upload_ms, ctx->ev[0], ctx->ev[1]);
+	(void) mcc_gpu_rt_add_ms(&timing->corr_ms, ctx->ev[1], ctx->ev[2]);
+	(void) mcc_gpu_rt_add_ms(&timing->sad_ms, ctx->ev[2], ctx->ev[3]);
+	(void) mcc_gpu_rt_add_ms(&timing->select_ms, ctx->ev[3], ctx->ev[4]);
+	(void) mcc_gpu_rt_add_ms(&timing->download_ms, ctx->ev[4], ctx->ev[5]);
 	timing->total_ms = mcc_cuda_now_ms() - t_start;
 	timing->variant = variant;
 	timing->launches = launches;

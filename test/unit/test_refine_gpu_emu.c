@@ -146,23 +146,13 @@ emu_build(emu *e, const rt_set *s, uint64_t seed)
 	return 0;
 }
 
-/* A geometry's arrays (rp_geom_init's; the library's mcc_gpu_geom_free is not linked here). */
-static void
-geo_free(mcc_gpu_geom *g)
-{
-	free(g->first);
-	free(g->perm);
-	free(g->xy);
-	free(g->theta);
-}
-
 static void
 emu_free(emu *e)
 {
 	free(e->cyl);
 	free(e->sides);
 	mcc_soa_free(&e->soa);
-	geo_free(&e->geo);
+	rp_geom_free(&e->geo);
 	rp_utab_free(&e->u);
 	free(e->lo);
 	free(e->hi);
@@ -468,7 +458,7 @@ test_keys(void)
 			{
 				uint64_t	k = mcc_entry_key(g[i], (int) r, (int) c);
 
-				ok &= mcc_key_gamma(k) == g[i] && rb_key_r(k) == r && rb_key_c(k) == c;
+				ok &= mcc_key_gamma(k) == g[i] && (uint32_t) mcc_key_row(k) == r && (uint32_t) mcc_key_col(k) == c;
 				ok &= k > mcc_entry_key(g[i], (int) r, (int) c + 1) || c == 255;
 				ok &= k > mcc_entry_key(g[i], (int) r + 1, (int) c) || r == 255;
 				ok &= i == 0 || k < mcc_entry_key(1.0f, 255, 255);
@@ -618,8 +608,8 @@ parts_same(const rt_set *s)
 		cmin[1] = cmin[0];
 		ok = rp_geom_append_parts(&b, v->n_min, v->minutiae, v->n_cyl, cmin, 1) == -2;
 	}
-	geo_free(&a);
-	geo_free(&b);
+	rp_geom_free(&a);
+	rp_geom_free(&b);
 	return ok;
 }
 
@@ -660,7 +650,7 @@ test_records_threads(void)
 	ok = records_same(&geo, 300, 5, &entries, &hashed);
 	UNIT_CHECK(ok && entries <= 257, "quantized directions on 5 threads: records and %u table entries "
 			   "equal one loop's", entries);
-	geo_free(&geo);
+	rp_geom_free(&geo);
 	rt_free(&s);
 }
 

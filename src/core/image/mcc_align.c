@@ -144,6 +144,53 @@ angle_bin_dist(int a, int b)
 	return d < MCC_ALIGN_HOUGH_ANGLES - d ? d : MCC_ALIGN_HOUGH_ANGLES - d;
 }
 
+/* Whether two cells are at most d bins apart on each axis (the angle's circular). */
+static int
+cells_near(uint64_t k1, uint64_t k2, int d)
+{
+	int			a1,
+				bx1,
+				by1;
+	int			a2,
+				bx2,
+				by2;
+
+	cell_unkey(k1, &a1, &bx1, &by1);
+	cell_unkey(k2, &a2, &bx2, &by2);
+	return angle_bin_dist(a1, a2) <= d && abs(bx1 - bx2) <= d && abs(by1 - by2) <= d;
+}
+
+/*
+ * The start of a peak at scale sc: the mean pose of the votes (va, keys vk)
+ * in the cells next to the peak's, its angle as their mean direction; the
+ * centroids cp (probe) and cq (candidate) mapped back out of the votes.
+ */
+static void
+peak_start(const double *va, const uint64_t *vk, size_t nv, uint64_t peak, double sc,
+		   const double cp[2], const double cq[2], align_start *out)
+{
+	double		cs_sum = 0;
+	double		sn_sum = 0;
+	double		sx = 0;
+	double		sy = 0;
+	double		w = 0;
+
+	for (size_t v = 0; v < nv; v++)
+		if (cells_near(peak, vk[v], 1))
+		{
+			cs_sum += cos(va[3 * v]);
+			sn_sum += sin(va[3 * v]);
+			sx += va[3 * v + 1];
+			sy += va[3 * v + 2];
+			w += 1;
+		}
+	out->s = sc;
+	out->a = atan2(sn_sum, cs_sum);
+	/* x' = s R (x - cp) + cq + t = s R x + (cq + t - s R cp) */
+	out->t[0] = cq[0] + sx / w - sc * (cos(out->a) * cp[0] - sin(out->a) * cp[1]);
+	out->t[1] = cq[1] + sy / w - sc * (sin(out->a) * cp[0] + cos(out->a) * cp[1]);
+}
+
 /* Best cell first; ties by key, so that the order is deterministic. */
 static int
 cmp_cells(const void *x, const void *y)
@@ -248,53 +295,15 @@ hough_starts(const mcc_minutiae *probe, const mcc_minutiae *cand, double sc, int
 	/* the strongest separated peaks, each as the mean pose of its neighbourhood's votes */
 	for (size_t k = 0; k < n_list && n_out < max; k++)
 	{
-		int			a;
-		int			bx;
-		int			by;
 		int			separate = 1;
-		double		cs_sum = 0;
-		double		sn_sum = 0;
-		double		sx = 0;
-		double		sy = 0;
-		double		w = 0;
 
-		cell_unkey(list[k].key, &a, &bx, &by);
 		for (int o = 0; o < n_out && separate; o++)
-		{
-			int			a2;
-			int			bx2;
-			int			by2;
-
-			cell_unkey(list[o].key, &a2, &bx2, &by2);
-			if (angle_bin_dist(a, a2) <= PEAK_SEPARATION && abs(bx - bx2) <= PEAK_SEPARATION &&
-				abs(by - by2) <= PEAK_SEPARATION)
-				separate = 0;
-		}
+			separate = !cells_near(list[k].key, list[o].key, PEAK_SEPARATION);
 		if (!separate)
 			continue;
-		for (size_t v = 0; v < nv; v++)
-		{
-			int			a2;
-			int			bx2;
-			int			by2;
-
-			cell_unkey(vk[v], &a2, &bx2, &by2);
-			if (angle_bin_dist(a, a2) <= 1 && abs(bx - bx2) <= 1 && abs(by - by2) <= 1)
-			{
-				cs_sum += cos(va[3 * v]);
-				sn_sum += sin(va[3 * v]);
-				sx += va[3 * v + 1];
-				sy += va[3 * v + 2];
-				w += 1;
-			}
-		}
+		peak_start(va, vk, nv, list[k].key, sc, cp, cq, &out[n_out]);
 		/* keep the peak's key at position n_out for the separation test */
 		list[n_out].key = list[k].key;
-		out[n_out].s = sc;
-		out[n_out].a = atan2(sn_sum, cs_sum);
-		/* x' = s R (x - cp) + cq + t = s R x + (cq + t - s R cp) */
-		out[n_out].t[0] = cq[0] + sx / w - sc * (cos(out[n_out].a) * cp[0] - sin(out[n_out].a) * cp[1]);
-		out[n_out].t[1] = cq[1] + sy / w - sc * (sin(out[n_out].a) * cp[0] + cos(out[n_out].a) * cp[1]);
 		n_out++;
 	}
 	free(va);

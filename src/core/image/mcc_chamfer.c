@@ -336,14 +336,28 @@ mcc_chamfer_ref_free(mcc_chamfer_ref *ref)
 	mcc_edt_free(&ref->edt);
 }
 
+/* The points (centred) must span the dimensions a transform needs. */
+static mcc_status
+check_rank(const double *pts, size_t n, int dim, int transform, const char *what, mcc_error *err)
+{
+	double		zero[3] = {0.0, 0.0, 0.0};
+	int			need = needed_rank(transform, dim);
+	int			rank = spanned_rank(pts, n, dim, zero);
+
+	if (rank >= need)
+		return MCC_OK;
+	mcc_error_set(err, MCC_ERR_VALUE, "%s points are degenerate for a %s alignment", what,
+				  mcc_xform_name(transform));
+	return mcc_error_detail(err, "They span %d dimension%s; a %dD %s transform needs %d.",
+							rank, rank == 1 ? "" : "s", dim, mcc_xform_name(transform), need);
+}
+
 /* Prepare an observed set (see the header). */
 mcc_status
 mcc_chamfer_obs_prepare(const mcc_chamfer_ref *ref, const double *pts, size_t n,
 						int transform, mcc_chamfer_obs *obs, mcc_error *err)
 {
 	int			dim = ref->dim;
-	double		zero[3] = {0.0, 0.0, 0.0};
-	int			rank;
 	int			need;
 	mcc_status	st;
 
@@ -385,24 +399,11 @@ mcc_chamfer_obs_prepare(const mcc_chamfer_ref *ref, const double *pts, size_t n,
 			obs->pts[i * dim + k] = v;
 		}
 
-	need = needed_rank(transform, dim);
-	rank = spanned_rank(obs->pts, n, dim, zero);
-	if (rank < need)
+	if ((st = check_rank(obs->pts, n, dim, transform, "observed", err)) != MCC_OK ||
+		(st = check_rank(ref->pts, ref->n, dim, transform, "reference", err)) != MCC_OK)
 	{
 		mcc_chamfer_obs_free(obs);
-		mcc_error_set(err, MCC_ERR_VALUE, "observed points are degenerate for a %s alignment",
-					  mcc_xform_name(transform));
-		return mcc_error_detail(err, "They span %d dimension%s; a %dD %s transform needs %d.",
-								rank, rank == 1 ? "" : "s", dim, mcc_xform_name(transform), need);
-	}
-	rank = spanned_rank(ref->pts, ref->n, dim, zero);
-	if (rank < need)
-	{
-		mcc_chamfer_obs_free(obs);
-		mcc_error_set(err, MCC_ERR_VALUE, "reference points are degenerate for a %s alignment",
-					  mcc_xform_name(transform));
-		return mcc_error_detail(err, "They span %d dimension%s; a %dD %s transform needs %d.",
-								rank, rank == 1 ? "" : "s", dim, mcc_xform_name(transform), need);
+		return st;
 	}
 	return MCC_OK;
 }

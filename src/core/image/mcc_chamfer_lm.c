@@ -588,6 +588,88 @@ fit_in_range(const mcc_chamfer_result *r, double min_scale, double max_scale)
 	return s >= 0.9 * min_scale && s <= max_scale / 0.9;
 }
 
+/* The evaluator of an open CPU context. */
+static mcc_chamfer_evaluator
+cpu_evaluator(mcc_chamfer_cpu *cpu)
+{
+	mcc_chamfer_evaluator ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.eval = mcc_chamfer_cpu_eval;
+	ev.ctx = cpu;
+	return ev;
+}
+
+/* What the truncated fits of the search's starts found. */
+typedef struct start_fits
+{
+	mcc_chamfer_result best;
+	int			best_in_range;	/* fit_in_range of best; -1 before the first fit */
+	int			iterations;		/* of every fit */
+	int			evaluations;
+} start_fits;
+
+/*
+ * Each start fitted on a subset of obs, truncated, on the CPU (the same
+ * bits everywhere), as a transform of type sel_type, truncated at twice the
+ * finest blur b_final unless opts bounds the distance. The best fit:
+ * within the scale range of so first, then the lowest f.
+ */
+static mcc_status
+fit_starts(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs, const mcc_chamfer_opts *opts,
+		   int sel_type, double b_final, const mcc_chamfer_search_opts *so,
+		   const mcc_chamfer_start *starts, int n_starts, start_fits *fits,
+		   mcc_chamfer_result *res, mcc_error *err)
+{
+	mcc_chamfer_obs sub;
+	mcc_chamfer_cpu *cpu;
+	mcc_chamfer_evaluator sev;
+	mcc_chamfer_opts o = *opts;
+	mcc_status	st;
+
+	memset(fits, 0, sizeof(*fits));
+	fits->best_in_range = -1;
+	if (!select_subset(obs, &sub))
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the alignment search");
+	if ((st = mcc_chamfer_cpu_open(ref, &sub, 1, opts->cancel, &cpu, err)) != MCC_OK)
+	{
+		mcc_chamfer_obs_free(&sub);
+		return st;
+	}
+	sev = cpu_evaluator(cpu);
+	o.transform = sel_type;
+	o.init_type = sel_type;
+	o.search = 0;
+	o.graduated = 1;
+	if (isinf(o.max_distance))
+		o.max_distance = 2.0 * b_final * ref->scale;
+	for (int k = 0; k < n_starts && st == MCC_OK; k++)
+	{
+		mcc_chamfer_result r;
+
+		start_matrix(ref, obs, &starts[k], o.init);
+		st = mcc_chamfer_solve(ref, &sub, &o, &sev, &r, err);
+		fits->iterations += r.iterations;
+		fits->evaluations += r.evaluations;
+		if (st == MCC_OK)
+		{
+			int			in_range = fit_in_range(&r, so->min_scale, so->max_scale);
+
+			if (in_range > fits->best_in_range ||
+				(in_range == fits->best_in_range && r.sum_sq < fits->best.sum_sq))
+			{
+				fits->best = r;
+				fits->best_in_range = in_range;
+			}
+		}
+		if (st != MCC_OK && r.canceled)
+			res->canceled = 1;
+	}
+	mcc_chamfer_cpu_close(cpu);
+	mcc_chamfer_obs_free(&sub);
+	return st;
+}
+
 /*
  * Without an initial transform in 2D: the global search, a truncated fit
  * of every start on a subset, and the final LM from the best (see the
@@ -605,20 +687,12 @@ solve_global(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs, const mcc_c
 	mcc_chamfer_search_stats stats;
 	mcc_chamfer_start starts[MCC_CHAMFER_SEARCH_STARTS];
 	int			n_starts = 0;
-	mcc_chamfer_obs sub;
-	mcc_chamfer_cpu *cpu = NULL;
-	mcc_chamfer_evaluator sev;
+	start_fits	fits;
 	mcc_chamfer_opts o;
-	mcc_chamfer_result best;
-	int			have_best = 0;
-	int			best_in_range = 0;
-	int			iterations = 0;
-	int			evaluations = 0;
 	double		b_final;
 	mcc_status	st;
 
 	memset(&so, 0, sizeof(so));
-	memset(&best, 0, sizeof(best));
 	if (sel_type == MCC_XFORM_EUCLIDEAN)
 		so.min_scale = so.max_scale = 1.0;
 	else
@@ -646,64 +720,20 @@ solve_global(const mcc_chamfer_ref *ref, const mcc_chamfer_obs *obs, const mcc_c
 		res->canceled = opts->cancel && *opts->cancel;
 		return st;
 	}
-	/* each start fitted on a subset, truncated, on the CPU: the same bits everywhere */
-	if (!select_subset(obs, &sub))
-		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory for the alignment search");
-	if ((st = mcc_chamfer_cpu_open(ref, &sub, 1, opts->cancel, &cpu, err)) != MCC_OK)
-	{
-		mcc_chamfer_obs_free(&sub);
+	if ((st = fit_starts(ref, obs, opts, sel_type, b_final, &so, starts, n_starts, &fits, res, err)) != MCC_OK)
 		return st;
-	}
-	memset(&sev, 0, sizeof(sev));
-	sev.eval = mcc_chamfer_cpu_eval;
-	sev.ctx = cpu;
-	o = *opts;
-	o.transform = sel_type;
-	o.init_type = sel_type;
-	o.search = 0;
-	o.graduated = 1;
-	if (isinf(o.max_distance))
-		o.max_distance = 2.0 * b_final * ref->scale;
-	for (int k = 0; k < n_starts && st == MCC_OK; k++)
-	{
-		mcc_chamfer_result r;
-
-		start_matrix(ref, obs, &starts[k], o.init);
-		st = mcc_chamfer_solve(ref, &sub, &o, &sev, &r, err);
-		iterations += r.iterations;
-		evaluations += r.evaluations;
-		if (st == MCC_OK)
-		{
-			int			in_range = fit_in_range(&r, so.min_scale, so.max_scale);
-
-			/* fits within the scale range first, then the lowest f */
-			if (!have_best || in_range > best_in_range ||
-				(in_range == best_in_range && r.sum_sq < best.sum_sq))
-			{
-				best = r;
-				best_in_range = in_range;
-				have_best = 1;
-			}
-		}
-		if (st != MCC_OK && r.canceled)
-			res->canceled = 1;
-	}
-	mcc_chamfer_cpu_close(cpu);
-	mcc_chamfer_obs_free(&sub);
-	if (st != MCC_OK)
-		return st;
-	if (!have_best)
+	if (fits.best_in_range < 0)
 		return mcc_error_set(err, MCC_ERR_INTERNAL, "the alignment search found no start");
 	/* the final fit over every point, from the best start, as without an initial transform */
 	o = *opts;
 	o.search = 0;
 	o.init_type = sel_type;
-	memcpy(o.init, best.matrix, sizeof(o.init));
+	memcpy(o.init, fits.best.matrix, sizeof(o.init));
 	if (o.graduated == 0)
 		o.graduated = 1;
 	st = mcc_chamfer_solve(ref, obs, &o, ev, res, err);
-	res->iterations += iterations;
-	res->evaluations += evaluations;
+	res->iterations += fits.iterations;
+	res->evaluations += fits.evaluations;
 	res->starts = n_starts;
 	res->search_poses = stats.poses;
 	return st;
@@ -802,9 +832,7 @@ mcc_chamfer_align_ref(const mcc_chamfer_ref *ref, const double *obs, size_t n,
 	rc = mcc_chamfer_cpu_open(ref, &ob, o.threads, o.cancel, &cpu, err);
 	if (rc == MCC_OK)
 	{
-		memset(&ev, 0, sizeof(ev));
-		ev.eval = mcc_chamfer_cpu_eval;
-		ev.ctx = cpu;
+		ev = cpu_evaluator(cpu);
 		rc = mcc_chamfer_solve(ref, &ob, &o, &ev, res, err);
 	}
 	mcc_chamfer_cpu_close(cpu);

@@ -69,26 +69,6 @@ mcc_lss_np(const mcc_profile *p, int min_cyl)
 	return np_tab[p->id][min_cyl];
 }
 
-/* Paper 000 Fig. 3 lines 11-18: the score from w buckets and n_p. */
-float
-mcc_lss_finish(const uint32_t *buckets, int np)
-{
-	uint32_t	sum = 0;
-	uint32_t	t = (uint32_t) np;
-
-	if (np <= 0)
-		return 0.0f;
-	for (int i = 0; i < MCC_W && t > 0; i++)
-	{
-		uint32_t	take = buckets[i] < t ? buckets[i] : t;
-
-		sum += take * (uint32_t) i;
-		t -= take;
-	}
-	sum += t * MCC_W;
-	return mcc_lss_from_sum(np, sum);
-}
-
 /* ------------------------------------------------------------------ */
 /* the prepared probe                                                  */
 

@@ -61,17 +61,14 @@ mcc_lss_dist(uint32_t sqrt_xor, uint32_t rcp)
 	return (uint32_t) (((uint64_t) sqrt_xor * rcp) >> 32);
 }
 
-/* The angular gate on byte angles. */
-static inline int
+/* The angular gate on byte angles (the GPU refinement kernel's too). */
+MCC_HD int
 mcc_lss_gate(int qa, int qb, int delta_theta)
 {
 	int			d = (int8_t) (uint8_t) (qa - qb);
 
 	return (d < 0 ? -d : d) <= delta_theta;
 }
-
-/* Score from w buckets of votes and n_p. */
-float		mcc_lss_finish(const uint32_t *buckets, int np);
 
 /*
  * The score from the sum of the n_p lowest votes (missing votes counted as
@@ -82,6 +79,30 @@ MCC_HD float
 mcc_lss_from_sum(int np, uint32_t sum)
 {
 	return (float) ((uint32_t) np * MCC_W - sum) / (float) ((uint32_t) np * MCC_W);
+}
+
+/*
+ * Paper 000 Fig. 3 lines 11-18: the score from w buckets of votes and n_p.
+ * Here so that the GPU refinement kernel's LSS (kernels/impl/
+ * mcc_refine_body.h) runs the same code.
+ */
+MCC_HD float
+mcc_lss_finish(const uint32_t *buckets, int np)
+{
+	uint32_t	sum = 0;
+	uint32_t	t = (uint32_t) np;
+
+	if (np <= 0)
+		return 0.0f;
+	for (int i = 0; i < MCC_W && t > 0; i++)
+	{
+		uint32_t	take = buckets[i] < t ? buckets[i] : t;
+
+		sum += take * (uint32_t) i;
+		t -= take;
+	}
+	sum += t * MCC_W;
+	return mcc_lss_from_sum(np, sum);
 }
 
 /*

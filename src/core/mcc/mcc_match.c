@@ -676,6 +676,26 @@ mcc_match_lss(mcc_match_work *w)
 /* dispatch                                                            */
 
 /*
+ * A relaxed method's score over np pairs: its pairs (n_R of them), then
+ * the relaxation with the -r or the -dtr constants.
+ */
+static double
+relaxed_score(mcc_match_work *w, mcc_method method, const mcc_match_params *mp, int np)
+{
+	int			dtr = method == MCC_LSS_DTR || method == MCC_LSA_DTR || method == MCC_LGS_DTR;
+	const mcc_relax_params *rp = dtr ? &mp->dtr : &mp->relax;
+	int			nr = relax_nr(w, rp);
+
+	if (method == MCC_LSS_R || method == MCC_LSS_DTR)
+		pairs_lss(w, nr);
+	else if (method == MCC_LSA_R || method == MCC_LSA_DTR)
+		pairs_lsa(w, nr);
+	else
+		pairs_lgs(w, nr);
+	return mcc_relax_score(w, rp, mp->tab[dtr], np);
+}
+
+/*
  * The fused score: LSS-R (exactly method lss-r) and LGS-DTR as [11] defines
  * it (over its own n_P) on the same matrix, averaged. The two pick their
  * pairs differently (LSS's best entries, not one-to-one; LGS's greedy
@@ -693,10 +713,8 @@ fused_score(mcc_match_work *w, const mcc_match_params *mp)
 	double		dtr;
 
 	mcc_match_set_np(mp, MCC_FUSED, w->profile, m, np);
-	pairs_lss(w, relax_nr(w, &mp->relax));
-	r = mcc_relax_score(w, &mp->relax, mp->tab[0], np[0]);
-	pairs_lgs(w, relax_nr(w, &mp->dtr));
-	dtr = mcc_relax_score(w, &mp->dtr, mp->tab[1], np[1]);
+	r = relaxed_score(w, MCC_LSS_R, mp, np[0]);
+	dtr = relaxed_score(w, MCC_LGS_DTR, mp, np[1]);
 	return 0.5 * (r + dtr);
 }
 
@@ -719,8 +737,6 @@ mcc_match_set_np(const mcc_match_params *mp, int method, const mcc_profile *p, i
 float
 mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *mp)
 {
-	const mcc_relax_params *rp = NULL;
-	const mcc_sigmoid_tab *tab = NULL;
 	double		s;
 
 	if (!w->have_matrix)
@@ -732,48 +748,24 @@ mcc_match_rescore(mcc_match_work *w, mcc_method method, const mcc_match_params *
 		return 0.0f;
 	switch (method)
 	{
-		case MCC_LSS_R:
-		case MCC_LSA_R:
-		case MCC_LGS_R:
-			rp = &mp->relax;
-			tab = mp->tab[0];
-			break;
-		case MCC_LSS_DTR:
-		case MCC_LSA_DTR:
-		case MCC_LGS_DTR:
-			rp = &mp->dtr;
-			tab = mp->tab[1];
-			break;
-		default:
-			break;
-	}
-	switch (method)
-	{
 		case MCC_LSS:
 			s = mcc_match_lss(w);
-			break;
-		case MCC_LSS_R:
-		case MCC_LSS_DTR:
-			pairs_lss(w, relax_nr(w, rp));
-			s = mcc_relax_score(w, rp, tab, w->np);
 			break;
 		case MCC_LSA:
 			pairs_lsa(w, relax_nr(w, NULL));
 			s = pairs_mean(w);
 			break;
-		case MCC_LSA_R:
-		case MCC_LSA_DTR:
-			pairs_lsa(w, relax_nr(w, rp));
-			s = mcc_relax_score(w, rp, tab, w->np);
-			break;
 		case MCC_LGS:
 			pairs_lgs(w, w->np);
 			s = pairs_mean(w);
 			break;
+		case MCC_LSS_R:
+		case MCC_LSS_DTR:
+		case MCC_LSA_R:
+		case MCC_LSA_DTR:
 		case MCC_LGS_R:
 		case MCC_LGS_DTR:
-			pairs_lgs(w, relax_nr(w, rp));
-			s = mcc_relax_score(w, rp, tab, w->np);
+			s = relaxed_score(w, method, mp, w->np);
 			break;
 		case MCC_CONSOLIDATION:
 			s = mcc_consolidate(w, &mp->cons);

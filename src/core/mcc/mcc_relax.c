@@ -96,28 +96,18 @@ void
 mcc_match_params_default(mcc_match_params *mp)
 {
 	memset(mp, 0, sizeof(*mp));
-	/* TPAMI 2010 (mcc-spec §2, first column) */
-	mp->relax.w_r = 0.5;
-	mp->relax.n_rel = 5;
-	mp->relax.mu[0] = 5.0;
-	mp->relax.tau[0] = -8.0 / 5.0;
-	mp->relax.mu[1] = PI / 12.0;
-	mp->relax.tau[1] = -30.0;
-	mp->relax.mu[2] = PI / 12.0;
-	mp->relax.tau[2] = -30.0;
-	mp->relax.d1 = MCC_D1_ABS;
-	mp->relax.max_nr = -1;
+	/* TPAMI 2010 (mcc-spec §2, first column); mu and tau of d1, d2, d3 */
+	mp->relax = (mcc_relax_params) {
+		.w_r = 0.5, .n_rel = 5,
+		.mu = {5.0, PI / 12.0, PI / 12.0}, .tau = {-8.0 / 5.0, -30.0, -30.0},
+		.d1 = MCC_D1_ABS, .max_nr = -1
+	};
 	/* [11], the ICARCV 2010 / FVC-onGoing set (mcc-spec §5.6) */
-	mp->dtr.w_r = 0.3;
-	mp->dtr.n_rel = 3;
-	mp->dtr.mu[0] = 1.0 / 30.0;
-	mp->dtr.tau[0] = -150.0;
-	mp->dtr.mu[1] = PI / 4.0;
-	mp->dtr.tau[1] = -15.0;
-	mp->dtr.mu[2] = PI / 18.0;
-	mp->dtr.tau[2] = -40.0;
-	mp->dtr.d1 = MCC_D1_SUM;
-	mp->dtr.max_nr = -1;
+	mp->dtr = (mcc_relax_params) {
+		.w_r = 0.3, .n_rel = 3,
+		.mu = {1.0 / 30.0, PI / 4.0, PI / 18.0}, .tau = {-150.0, -15.0, -40.0},
+		.d1 = MCC_D1_SUM, .max_nr = -1
+	};
 	/* the fused method's LGS-DTR averages over [11]'s n_P (mcc-spec §2) */
 	mp->fused_dtr_np = (mcc_np_params) {3, 10, 30.0, 0.4};
 	/* paper 001, Sec. 5.1.1 and 6 */

@@ -32,14 +32,26 @@ mcc_entry_key(float g, int r, int c)
 	return ((uint64_t) bits << 16) | (uint64_t) (0xFFFF - ((r << 8) | c));
 }
 
+/* Row of a key. */
+MCC_HD int
+mcc_key_row(uint64_t key)
+{
+	return (0xFFFF - (int) (key & 0xFFFF)) >> 8;
+}
+
+/* Column of a key. */
+MCC_HD int
+mcc_key_col(uint64_t key)
+{
+	return (0xFFFF - (int) (key & 0xFFFF)) & 0xFF;
+}
+
 /* Row and column of a key. */
 MCC_HD void
 mcc_key_entry(uint64_t key, int *r, int *c)
 {
-	int			rc = 0xFFFF - (int) (key & 0xFFFF);
-
-	*r = rc >> 8;
-	*c = rc & 0xFF;
+	*r = mcc_key_row(key);
+	*c = mcc_key_col(key);
 }
 
 /* Gamma of a key. */
