@@ -249,8 +249,7 @@ eng_refine_submit(eng_server *s, eng_conn *c, uint64_t request_id, eng_refine *r
 	}
 	r->next = s->refines;
 	s->refines = r;
-	s->jobs++;
-	eng_pool_submit(s->pool, &r->job);
+	eng_server_submit(s, s->pool, &r->job);
 }
 
 void
@@ -258,7 +257,6 @@ eng_refine_done(eng_server *s, eng_job *job)
 {
 	eng_refine *r = (eng_refine *) job;
 
-	s->jobs--;
 	for (eng_refine **pp = &s->refines; *pp; pp = &(*pp)->next)
 		if (*pp == r)
 		{

@@ -220,8 +220,7 @@ submit_cpu(eng_server *s, eng_rescore *rs)
 		eng_job_error_set(&rs->fail, &err);
 		rs->job.n_parts = 0;
 	}
-	s->jobs++;
-	eng_pool_submit(s->pool, &rs->job);
+	eng_server_submit(s, s->pool, &rs->job);
 }
 
 void
@@ -255,8 +254,7 @@ eng_refine_candidates(eng_server *s, eng_rescore *rs)
 	rs->job.run = rescore_gpu_run;
 	rs->job.dead = rescore_dead;
 	rs->job.n_parts = 1;
-	s->jobs++;
-	eng_pool_submit(s->pool, &rs->job);
+	eng_server_submit(s, s->pool, &rs->job);
 }
 
 bool
