@@ -7,6 +7,7 @@
 #include "refine.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "lib/binaryheap.h"
@@ -98,6 +99,29 @@ mcc_refine_arg(Datum arg, bool isnull, const char *fname)
 				 errmsg("unknown refinement \"%s\" for %s", text_to_cstring(t), fname),
 				 errhint("Use none, dtr (lss-dtr) or a method: %s.", mcc_method_list())));
 	return (mcc_method) m;
+}
+
+void
+mcc_identify_args(FunctionCallInfo fcinfo, const char *fname, int32 *k_out,
+				  float4 *min_score_out, mcc_method *method)
+{
+	int32		k = PG_GETARG_INT32(2);
+	float4		min_score = PG_GETARG_FLOAT4(3);
+
+	/* every method's score lies in [0, 1], LSS's as the refined ones */
+	if (k <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be greater than zero"),
+				 errdetail("k is %d.", k)));
+	if (isnan(min_score) || min_score < 0.0f || min_score > 1.0f)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_score must be between 0 and 1"),
+				 errdetail("Scores lie in [0, 1]; min_score is %g.", min_score)));
+	*k_out = k;
+	*min_score_out = min_score;
+	*method = mcc_refine_arg(PG_GETARG_DATUM(6), PG_ARGISNULL(6), fname);
 }
 
 int64
