@@ -14,6 +14,8 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
+#include "mcc_cmp.h"
+
 /*
  * Paper 000 refines the best 0.1 % of the gallery. We refine 0.4 %: at
  * paper 000's size (250,000 templates) the LSS stage leaves 1.46 % of the
@@ -179,9 +181,7 @@ cmp_refined(const void *a, const void *b)
 	const mcc_refined *x = a;
 	const mcc_refined *y = b;
 
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return x->key < y->key ? -1 : x->key > y->key;
+	return MCC_CMP_THEN(MCC_CMP(y->score, x->score), x->key, y->key);
 }
 
 /* binaryheap comparator over indices into the candidates: the worst on top */
