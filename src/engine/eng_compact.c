@@ -46,10 +46,9 @@ eng_compaction_maybe_start(eng_server *s, eng_gallery *g)
 	cj->charged = bytes;
 	c->pins++;
 	g->compacting = cj;
-	s->jobs++;
 	eng_log(ENG_LOG_DEBUG, "gallery %s: compacting %u tombstones of %u entries",
 			eng_gallery_name(g), c->n_purged, c->soa.n_tpl);
-	eng_pool_submit(s->pool, &cj->job);
+	eng_server_submit(s, s->pool, &cj->job);
 }
 
 /* A finished compaction: swap it in if the cache it copied is still current. */

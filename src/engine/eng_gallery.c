@@ -403,7 +403,6 @@ eng_gallery_job_done(eng_server *s, eng_job *job)
 {
 	eng_gallery *g;
 
-	s->jobs--;
 	if (job->tag == ENG_JOB_BATCH)
 	{
 		g = ((eng_batch *) job)->owner;

@@ -163,8 +163,7 @@ submit_stage(eng_server *s, eng_image_job *j, eng_img_stage stage, uint32_t part
 	j->job.dead = job_dead;
 	j->job.tag = ENG_JOB_IMAGE;
 	j->job.n_parts = parts;
-	s->jobs++;
-	eng_pool_submit(s->img_pool, &j->job);
+	eng_server_submit(s, s->img_pool, &j->job);
 }
 
 /* The result frame: job_status, then the kind's fields if it succeeded. */
@@ -318,7 +317,6 @@ eng_image_job_done(eng_server *s, eng_job *job)
 {
 	eng_image_job *j = (eng_image_job *) job;
 
-	s->jobs--;
 	if (j->cancel)
 	{
 		s->img_stats.cancelled++;

@@ -231,8 +231,7 @@ run_pass(eng_server *s, eng_gallery *g, eng_batch *b, eng_request *ready)
 	g->running_reqs = ready;
 	g->running_cache = g->cache;
 	g->cache->pins++;
-	s->jobs++;
-	eng_pool_submit(s->pool, &b->job);
+	eng_server_submit(s, s->pool, &b->job);
 }
 
 /* Start one pass over the cache for the ready requests. */
@@ -329,8 +328,7 @@ eng_pass_start_gpu_build(eng_server *s, eng_gallery *g)
 	g->gpu_building = b;
 	g->cache->pins++;
 	eng_gpu_set_building(g->cache, true);
-	s->jobs++;
-	eng_pool_submit(s->pool, &b->job);
+	eng_server_submit(s, s->pool, &b->job);
 }
 
 void
@@ -350,8 +348,7 @@ eng_pass_start_gpu_prebuild(eng_server *s, eng_gallery *g, eng_cache *c)
 	c->pins++;
 	eng_gpu_set_building(c, true);
 	eng_gpu_hold_removals(c, true);
-	s->jobs++;
-	eng_pool_submit(s->pool, &b->job);
+	eng_server_submit(s, s->pool, &b->job);
 }
 
 /*
@@ -531,8 +528,7 @@ gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
 			live = true;
 	if (!live)
 		return false;
-	s->jobs++;
-	eng_pool_submit(s->pool, &b->job);
+	eng_server_submit(s, s->pool, &b->job);
 	return true;
 }
 

@@ -247,3 +247,29 @@ eng_pool_wait(eng_pool *p, int timeout_ms)
 	pthread_mutex_unlock(&p->lock);
 	return any;
 }
+
+void
+eng_job_error_init(eng_job_error *e)
+{
+	pthread_mutex_init(&e->lock, NULL);
+	e->failed = false;
+	mcc_error_clear(&e->err);
+}
+
+void
+eng_job_error_destroy(eng_job_error *e)
+{
+	pthread_mutex_destroy(&e->lock);
+}
+
+void
+eng_job_error_set(eng_job_error *e, const mcc_error *err)
+{
+	pthread_mutex_lock(&e->lock);
+	if (!e->failed)
+	{
+		e->failed = true;
+		e->err = *err;
+	}
+	pthread_mutex_unlock(&e->lock);
+}

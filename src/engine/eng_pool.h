@@ -10,9 +10,12 @@
 #ifndef ENG_POOL_H
 #define ENG_POOL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "mcc_error.h"
 
 typedef struct eng_job eng_job;
 
@@ -65,5 +68,23 @@ void		eng_pool_job_progress(eng_pool *p, const eng_job *job, uint32_t *done,
 
 /* Block up to timeout_ms (-1: forever) until a job is done; true if one is. */
 bool		eng_pool_wait(eng_pool *p, int timeout_ms);
+
+/*
+ * The first failure among a job's parts, which run on several threads at
+ * once (REFINE's and a refining pass's rescoring): the job answers with it
+ * when it comes back; later failures are dropped.
+ */
+typedef struct eng_job_error
+{
+	pthread_mutex_t lock;		/* guards failed and err */
+	bool		failed;
+	mcc_error	err;
+} eng_job_error;
+
+void		eng_job_error_init(eng_job_error *e);
+void		eng_job_error_destroy(eng_job_error *e);
+
+/* Keep err unless an earlier part failed (any thread). */
+void		eng_job_error_set(eng_job_error *e, const mcc_error *err);
 
 #endif							/* ENG_POOL_H */

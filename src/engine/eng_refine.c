@@ -31,21 +31,8 @@ eng_refine_free(eng_refine *r)
 	free(r->part_item);
 	free(r->part_first);
 	free(r->payload);
-	pthread_mutex_destroy(&r->lock);
+	eng_job_error_destroy(&r->fail);
 	free(r);
-}
-
-/* Record the first failure of a part. */
-static void
-refine_fail(eng_refine *r, const mcc_error *err)
-{
-	pthread_mutex_lock(&r->lock);
-	if (!r->failed)
-	{
-		r->failed = true;
-		r->err = *err;
-	}
-	pthread_mutex_unlock(&r->lock);
 }
 
 /* Score the candidates of one part against their probe. */
@@ -69,7 +56,7 @@ refine_run(eng_job *job, uint32_t part, void *scratch)
 		if (mcc_match_candidate(w, &it->cand[c], r->method, NULL, &it->score[c],
 								&err) != MCC_OK)
 		{
-			refine_fail(r, &err);
+			eng_job_error_set(&r->fail, &err);
 			return;
 		}
 	}
@@ -168,7 +155,7 @@ eng_refine_parse(const uint8_t *payload, size_t len, int *perr, mcc_error *err)
 		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
 		return NULL;
 	}
-	pthread_mutex_init(&r->lock, NULL);
+	eng_job_error_init(&r->fail);
 	r->method = (mcc_method) method;
 	r->n_items = n_items;
 	r->payload = malloc(len ? len : 1);
@@ -232,11 +219,11 @@ refine_reply(eng_server *s, eng_refine *r)
 
 	if (c == NULL)
 		return;
-	if (r->failed)
+	if (r->fail.failed)
 	{
 		eng_reply_error(c, r->request_id,
-						r->err.status == MCC_ERR_MEMORY ? MCC_PERR_INTERNAL : MCC_PERR_DATA,
-						r->err.status, "%s", r->err.message);
+						r->fail.err.status == MCC_ERR_MEMORY ? MCC_PERR_INTERNAL : MCC_PERR_DATA,
+						r->fail.err.status, "%s", r->fail.err.message);
 		return;
 	}
 	f = eng_frame_begin(&c->out, MCC_MSG_REFINED, r->request_id);
@@ -262,8 +249,7 @@ eng_refine_submit(eng_server *s, eng_conn *c, uint64_t request_id, eng_refine *r
 	}
 	r->next = s->refines;
 	s->refines = r;
-	s->jobs++;
-	eng_pool_submit(s->pool, &r->job);
+	eng_server_submit(s, s->pool, &r->job);
 }
 
 void
@@ -271,7 +257,6 @@ eng_refine_done(eng_server *s, eng_job *job)
 {
 	eng_refine *r = (eng_refine *) job;
 
-	s->jobs--;
 	for (eng_refine **pp = &s->refines; *pp; pp = &(*pp)->next)
 		if (*pp == r)
 		{

@@ -48,9 +48,7 @@ typedef struct eng_refine
 	uint32_t   *part_item;		/* per part: its item ... */
 	uint32_t   *part_first;		/* ... and its first candidate */
 	atomic_int	cancelled;		/* CANCEL or the connection closed */
-	pthread_mutex_t lock;		/* guards failed and err */
-	bool		failed;
-	mcc_error	err;			/* the first failure */
+	eng_job_error fail;			/* the first failure of a part */
 } eng_refine;
 
 /* Scratch bytes a pool thread needs for refinements (one mcc_match_work). */

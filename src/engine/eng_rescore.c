@@ -34,7 +34,7 @@ eng_rescore_new(const eng_cache *c, uint32_t n_probes)
 		free(rs);
 		return NULL;
 	}
-	pthread_mutex_init(&rs->lock, NULL);
+	eng_job_error_init(&rs->fail);
 	rs->cache = c;
 	rs->n_probes = n_probes;
 	rs->job.tag = ENG_JOB_RESCORE;
@@ -50,7 +50,7 @@ eng_rescore_free(eng_rescore *rs)
 	free(rs->pairs);
 	free(rs->part_first);
 	free(rs->part_probe);
-	pthread_mutex_destroy(&rs->lock);
+	eng_job_error_destroy(&rs->fail);
 	free(rs);
 }
 
@@ -103,19 +103,6 @@ eng_rescore_pairs(const eng_rescore *rs, uint32_t i, uint32_t *n)
 	return rs->pairs + rs->probes[i].first;
 }
 
-/* Record the first failure of a part. */
-static void
-rescore_fail(eng_rescore *rs, const mcc_error *err)
-{
-	pthread_mutex_lock(&rs->lock);
-	if (!rs->failed)
-	{
-		rs->failed = true;
-		rs->err = *err;
-	}
-	pthread_mutex_unlock(&rs->lock);
-}
-
 /*
  * The end of the part that starts at pair p0 of probe p: ENG_RESCORE_PART
  * pairs later or at the probe's last pair. Not the next part's start: the
@@ -158,7 +145,7 @@ rescore_run(eng_job *job, uint32_t part, void *scratch)
 		eng_cache_template(rs->cache, pr->entry, buf, &v);
 		if (mcc_match_candidate(w, &v, p->method, NULL, &pr->score, &err) != MCC_OK)
 		{
-			rescore_fail(rs, &err);
+			eng_job_error_set(&rs->fail, &err);
 			return;
 		}
 	}
@@ -230,11 +217,10 @@ submit_cpu(eng_server *s, eng_rescore *rs)
 		mcc_error	err;
 
 		mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
-		rescore_fail(rs, &err);
+		eng_job_error_set(&rs->fail, &err);
 		rs->job.n_parts = 0;
 	}
-	s->jobs++;
-	eng_pool_submit(s->pool, &rs->job);
+	eng_server_submit(s, s->pool, &rs->job);
 }
 
 void
@@ -268,8 +254,7 @@ eng_refine_candidates(eng_server *s, eng_rescore *rs)
 	rs->job.run = rescore_gpu_run;
 	rs->job.dead = rescore_dead;
 	rs->job.n_parts = 1;
-	s->jobs++;
-	eng_pool_submit(s->pool, &rs->job);
+	eng_server_submit(s, s->pool, &rs->job);
 }
 
 bool

@@ -72,9 +72,7 @@ typedef struct eng_rescore
 								 * ends at its probe's end or ENG_RESCORE_PART
 								 * pairs on, never at the next part) ... */
 	uint32_t   *part_probe;		/* ... and its probe (parts never span probes) */
-	pthread_mutex_t lock;		/* guards failed and err */
-	bool		failed;
-	mcc_error	err;			/* the first failure (memory, a bad template) */
+	eng_job_error fail;			/* the first failure (memory, a bad template) */
 	eng_gpu    *gpu;			/* non-NULL: the job runs on the GPU */
 	eng_gpu_outcome gpu_outcome;	/* how the GPU job ended */
 	mcc_error	gpu_err;		/* why it did not answer */

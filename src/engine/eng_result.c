@@ -163,16 +163,16 @@ eng_result_reply(eng_server *s, const eng_batch *b, const eng_rescore *rs,
 							"out of memory");
 			return;
 		}
-	if (refining && (rs == NULL || rs->failed))
+	if (refining && (rs == NULL || rs->fail.failed))
 	{
 		mcc_error	err;
 
 		if (rs == NULL)
 			mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
 		eng_reply_error_by_id(s, r->conn_id, r->request_id,
-							  rs == NULL || rs->err.status == MCC_ERR_MEMORY ?
+							  rs == NULL || rs->fail.err.status == MCC_ERR_MEMORY ?
 							  MCC_PERR_INTERNAL : MCC_PERR_DATA,
-							  rs == NULL ? &err : &rs->err);
+							  rs == NULL ? &err : &rs->fail.err);
 		return;
 	}
 	o = &conn->out;

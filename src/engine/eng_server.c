@@ -128,32 +128,37 @@ eng_server_destroy(eng_server *s)
 	s->listen_fd = -1;
 }
 
-/* A job of either pool came back: hand it to its owner by its tag. */
+typedef void (*job_done_fn) (eng_server *s, eng_job *job);
+
+/* The owner of a job that came back from either pool, by the job's tag. */
+static const job_done_fn job_done_by_tag[] = {
+	[ENG_JOB_BATCH] = eng_gallery_job_done, /* passes and compactions, via their gallery */
+	[ENG_JOB_COMPACTION] = eng_gallery_job_done,
+	[ENG_JOB_RESCORE] = eng_gallery_job_done,	/* a refining pass's, which its pass awaits */
+	[ENG_JOB_IMAGE] = eng_image_job_done,
+	[ENG_JOB_REFINE] = eng_refine_done,
+	[ENG_JOB_SNAPSHOT] = eng_snapshot_job_done,
+	[ENG_JOB_SNAPSHOT_READ] = eng_snapshot_read_done,
+};
+
+void
+eng_server_submit(eng_server *s, eng_pool *pool, eng_job *job)
+{
+	s->jobs++;
+	eng_pool_submit(pool, job);
+}
+
+/* A job of either pool came back: count it out and hand it to its owner. */
 static void
 job_done(eng_server *s, eng_job *job)
 {
-	switch (job->tag)
-	{
-		case ENG_JOB_REFINE:
-			eng_refine_done(s, job);
-			break;
-		case ENG_JOB_IMAGE:
-			eng_image_job_done(s, job);
-			break;
-		case ENG_JOB_SNAPSHOT:
-			eng_snapshot_job_done(s, job);
-			break;
-		case ENG_JOB_SNAPSHOT_READ:
-			eng_snapshot_read_done(s, job);
-			break;
-		case ENG_JOB_BATCH:		/* passes and compactions, via their gallery */
-		case ENG_JOB_COMPACTION:
-		case ENG_JOB_RESCORE:	/* a refining pass's rescoring, which its pass awaits */
-			eng_gallery_job_done(s, job);
-			break;
-		default:
-			break;				/* not the server's (a test's own job) */
-	}
+	size_t		n = sizeof(job_done_by_tag) / sizeof(job_done_by_tag[0]);
+
+	/* other tags are not the server's (a test's own job) */
+	if (job->tag < 0 || (size_t) job->tag >= n || job_done_by_tag[job->tag] == NULL)
+		return;
+	s->jobs--;
+	job_done_by_tag[job->tag] (s, job);
 }
 
 void

@@ -68,7 +68,10 @@ typedef struct eng_server
 	uint32_t	n_conns;
 	uint32_t	cap_conns;
 	uint64_t	next_conn_id;
-	uint32_t	jobs;			/* batches, rescorings, compactions, refinements and image stages in the pools */
+	uint32_t	jobs;			/* batches, rescorings, compactions, refinements,
+								 * snapshots and image stages in the pools
+								 * (eng_server_submit counts them in,
+								 * eng_server_step out) */
 	eng_refine *refines;		/* refinements in the pool */
 	int			listen_fd;
 	eng_image_job *images;		/* image and point jobs not yet replied (eng_image.h) */
@@ -81,6 +84,12 @@ bool		eng_server_init(eng_server *s, const eng_config *cfg);
 void		eng_server_destroy(eng_server *s);
 int64_t		eng_now_usec(void);	/* monotonic */
 int64_t		eng_wall_usec(void);	/* realtime */
+
+/*
+ * Queue a job of the server's (one of the tags eng_server_step hands back)
+ * on pool, counting it in s->jobs until it comes back done.
+ */
+void		eng_server_submit(eng_server *s, eng_pool *pool, eng_job *job);
 
 /* Handle finished jobs and bring every gallery forward (no blocking). */
 void		eng_server_step(eng_server *s);

@@ -225,8 +225,7 @@ eng_snapshot_info(eng_server *s, eng_conn *c, uint64_t request_id,
 	r->want = ident_of(s, id, 0);
 	r->threads = eng_pool_threads(s->pool);
 	g->snap_reading = r;
-	s->jobs++;
-	eng_pool_submit(s->pool, &r->job);
+	eng_server_submit(s, s->pool, &r->job);
 }
 
 void
@@ -236,7 +235,6 @@ eng_snapshot_read_done(eng_server *s, eng_job *job)
 	eng_gallery *g = r->gallery;
 	char		name[64];
 
-	s->jobs--;
 	g->snap_reading = NULL;
 	gname(&g->id, name, sizeof(name));
 	if (r->cancelled)
@@ -330,8 +328,7 @@ eng_snapshot_step(eng_server *s)
 		g->snapshotting = j;
 		g->snap_dirty = false;
 		atomic_store(&g->snap_writing, 1);
-		s->jobs++;
-		eng_pool_submit(s->pool, &j->job);
+		eng_server_submit(s, s->pool, &j->job);
 	}
 }
 
@@ -364,7 +361,6 @@ eng_snapshot_job_done(eng_server *s, eng_job *job)
 	pthread_t	th;
 	pthread_attr_t attr;
 
-	s->jobs--;
 	g->snapshotting = NULL;
 	eng_gallery_unpin(g, j->cache);
 	if (j->st == MCC_OK)

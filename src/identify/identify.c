@@ -35,8 +35,6 @@
 #include "identify_refine.h"
 #include "service.h"
 
-#include <math.h>
-
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -77,23 +75,6 @@ typedef struct identify_state
 	mcc_shortlist shortlist;	/* instead of topk */
 	int64		n_rows;			/* rows scanned: n of src/identify/refine.h */
 } identify_state;
-
-/* Check k and min_score. */
-static void
-check_limits(int32 k, float4 min_score)
-{
-	/* every method's score lies in [0, 1], LSS's as the refined ones */
-	if (k <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must be greater than zero"),
-				 errdetail("k is %d.", k)));
-	if (isnan(min_score) || min_score < 0.0f || min_score > 1.0f)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("min_score must be between 0 and 1"),
-				 errdetail("Scores lie in [0, 1]; min_score is %g.", min_score)));
-}
 
 /* Optional name argument n as a C string, or NULL. */
 static char *
@@ -408,10 +389,7 @@ mcc_identify(PG_FUNCTION_ARGS)
 	mcc_pg_require_args(fcinfo, "identify()",
 						(const char *const[]) {"gallery", "probe", "k", "min_score"}, 4);
 	memset(&st, 0, sizeof(st));
-	st.k = PG_GETARG_INT32(2);
-	st.min_score = PG_GETARG_FLOAT4(3);
-	check_limits(st.k, st.min_score);
-	st.method = mcc_refine_arg(PG_GETARG_DATUM(6), PG_ARGISNULL(6), "identify()");
+	mcc_identify_args(fcinfo, "identify()", &st.k, &st.min_score, &st.method);
 
 	mcc_lss_init();
 	probe = MCC_GETARG_TEMPLATE(1);

@@ -7,11 +7,14 @@
 #include "refine.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "lib/binaryheap.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+
+#include "mcc_cmp.h"
 
 /*
  * Paper 000 refines the best 0.1 % of the gallery. We refine 0.4 %: at
@@ -100,6 +103,29 @@ mcc_refine_arg(Datum arg, bool isnull, const char *fname)
 	return (mcc_method) m;
 }
 
+void
+mcc_identify_args(FunctionCallInfo fcinfo, const char *fname, int32 *k_out,
+				  float4 *min_score_out, mcc_method *method)
+{
+	int32		k = PG_GETARG_INT32(2);
+	float4		min_score = PG_GETARG_FLOAT4(3);
+
+	/* every method's score lies in [0, 1], LSS's as the refined ones */
+	if (k <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be greater than zero"),
+				 errdetail("k is %d.", k)));
+	if (isnan(min_score) || min_score < 0.0f || min_score > 1.0f)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_score must be between 0 and 1"),
+				 errdetail("Scores lie in [0, 1]; min_score is %g.", min_score)));
+	*k_out = k;
+	*min_score_out = min_score;
+	*method = mcc_refine_arg(PG_GETARG_DATUM(6), PG_ARGISNULL(6), fname);
+}
+
 int64
 mcc_refine_shortlist(int64 n, int32 k)
 {
@@ -155,9 +181,7 @@ cmp_refined(const void *a, const void *b)
 	const mcc_refined *x = a;
 	const mcc_refined *y = b;
 
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return x->key < y->key ? -1 : x->key > y->key;
+	return MCC_CMP_THEN(MCC_CMP(y->score, x->score), x->key, y->key);
 }
 
 /* binaryheap comparator over indices into the candidates: the worst on top */

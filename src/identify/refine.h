@@ -15,6 +15,8 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
+
 #include "mcc_match.h"
 
 extern double mcc_refine_fraction;	/* mcc.refine_fraction */
@@ -30,6 +32,14 @@ extern void mcc_refine_define_gucs(void);
  * for an unknown name.
  */
 extern mcc_method mcc_refine_arg(Datum arg, bool isnull, const char *fname);
+
+/*
+ * The arguments identify() and identify_batch() (function fname) share: k
+ * (argument 2, > 0), min_score (3, in [0, 1]) and refine (6, as
+ * mcc_refine_arg); raises 22023 for a value out of range.
+ */
+extern void mcc_identify_args(FunctionCallInfo fcinfo, const char *fname, int32 *k,
+							  float4 *min_score, mcc_method *method);
 
 /* n' for a statement that sees n rows with a template. */
 extern int64 mcc_refine_shortlist(int64 n, int32 k);

@@ -180,31 +180,43 @@ dp2d_engine(const char *fn, uint32 na, const mcc_image *a, uint32 nb, const mcc_
 	return true;
 }
 
-/* Match a against b (flags MCC_IMG_WARP, MCC_IMG_WARPED) in the engine or here. */
+/*
+ * Match the function's images a and b (arguments 0 and 1) in the engine or
+ * here. warped: NULL, or it gets b warped onto a (an image of a's size).
+ */
 static void
-dp2d_match(const char *fn, const mcc_image *a, const mcc_image *b, uint32 flags,
-		   mcc_dp2d_out *out)
+dp2d_match_args(FunctionCallInfo fcinfo, const char *fn, mcc_image *warped,
+				mcc_dp2d_out *out)
 {
-	const mcc_image *pa[1] = {a};
-	const mcc_image *pb[1] = {b};
+	mcc_image	a,
+				b;
+	const mcc_image *pa[1] = {&a};
+	const mcc_image *pb[1] = {&b};
+	uint32		flags = warped != NULL ? MCC_IMG_WARP | MCC_IMG_WARPED : 0;
 
-	if (dp2d_engine(fn, 1, a, 1, b, flags, out, NULL, NULL))
+	dp2d_image_arg(fcinfo, 0, "first", &a);
+	dp2d_image_arg(fcinfo, 1, "second", &b);
+	memset(out, 0, sizeof(*out));
+	if (warped != NULL)
+	{
+		warped->width = a.width;
+		warped->height = a.height;
+		warped->stride = a.width;
+		warped->pixels = palloc((size_t) a.width * a.height);
+		out->warped = warped->pixels;
+	}
+	if (dp2d_engine(fn, 1, &a, 1, &b, flags, out, NULL, NULL))
 		return;
-	dp2d_match_pairs(1, pa, pb, (flags & MCC_IMG_WARP) ? MCC_DP2D_WARP : 0, out);
+	dp2d_match_pairs(1, pa, pb, warped != NULL ? MCC_DP2D_WARP : 0, out);
 }
 
 /* mcc_dp2d_distance(a, b): Eq. 8's distance, 0..255. */
 Datum
 mcc_dp2d_distance(PG_FUNCTION_ARGS)
 {
-	mcc_image	a,
-				b;
 	mcc_dp2d_out out;
 
-	dp2d_image_arg(fcinfo, 0, "first", &a);
-	dp2d_image_arg(fcinfo, 1, "second", &b);
-	memset(&out, 0, sizeof(out));
-	dp2d_match("mcc_dp2d_distance", &a, &b, 0, &out);
+	dp2d_match_args(fcinfo, "mcc_dp2d_distance", NULL, &out);
 	PG_RETURN_FLOAT8(out.distance);
 }
 
@@ -212,20 +224,10 @@ mcc_dp2d_distance(PG_FUNCTION_ARGS)
 Datum
 mcc_dp2d_warp(PG_FUNCTION_ARGS)
 {
-	mcc_image	a,
-				b,
-				w;
+	mcc_image	w;
 	mcc_dp2d_out out;
 
-	dp2d_image_arg(fcinfo, 0, "first", &a);
-	dp2d_image_arg(fcinfo, 1, "second", &b);
-	memset(&out, 0, sizeof(out));
-	w.width = a.width;
-	w.height = a.height;
-	w.stride = a.width;
-	w.pixels = palloc((size_t) a.width * a.height);
-	out.warped = w.pixels;
-	dp2d_match("mcc_dp2d_warp", &a, &b, MCC_IMG_WARP | MCC_IMG_WARPED, &out);
+	dp2d_match_args(fcinfo, "mcc_dp2d_warp", &w, &out);
 	PG_RETURN_BYTEA_P(mcc_pg_image_to_pgm(&w));
 }
 

@@ -18,8 +18,6 @@
 #include "utils/lsyscache.h"
 #include "utils/tuplestore.h"
 
-#include <math.h>
-
 #define BATCH_MAX_PROBES	256		/* probes per SEARCH of identify_batch() */
 #define BATCH_MAX_BYTES		(16 * 1024 * 1024)	/* ... and their bytes */
 #define BATCH_MAX_CANDIDATES 16384	/* ... and their first k' (refining) */
@@ -173,19 +171,7 @@ mcc_identify_batch(PG_FUNCTION_ARGS)
 	mcc_pg_require_args(fcinfo, "identify_batch()",
 						(const char *const[]) {"gallery", "probes", "k", "min_score"}, 4);
 	memset(&r, 0, sizeof(r));
-	r.k = PG_GETARG_INT32(2);
-	r.min_score = PG_GETARG_FLOAT4(3);
-	if (r.k <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must be greater than zero"),
-				 errdetail("k is %d.", r.k)));
-	if (isnan(r.min_score) || r.min_score < 0.0f || r.min_score > 1.0f)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("min_score must be between 0 and 1"),
-				 errdetail("Scores lie in [0, 1]; min_score is %g.", r.min_score)));
-	r.method = mcc_refine_arg(PG_GETARG_DATUM(6), PG_ARGISNULL(6), "identify_batch()");
+	mcc_identify_args(fcinfo, "identify_batch()", &r.k, &r.min_score, &r.method);
 	if (r.method != MCC_LSS)
 		max_probes = (int) Max(1, Min((int64) BATCH_MAX_PROBES, BATCH_MAX_CANDIDATES /
 									  (2 * Max((int64) mcc_refine_min, (int64) r.k) + 8)));

@@ -385,7 +385,7 @@ test_cpu_stage_after_gpu(void)
 					memcmp(&want, &got, sizeof(float)) == 0;
 		}
 	}
-	UNIT_CHECK(gpu_kept && cpu_ok && !rs->failed,
+	UNIT_CHECK(gpu_kept && cpu_ok && !rs->fail.failed,
 			   "the CPU stage after a GPU stage scores its own probes (mcc_match_pair's scores) and "
 			   "leaves the GPU's scores of the probes between them alone");
 	free(w);
