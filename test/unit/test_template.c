@@ -14,25 +14,6 @@
 
 static mcc_cylinder cyls[MCC_MAX_CYL];
 
-/* Build a template of ms into a fresh exact-size buffer; NULL on failure. */
-static uint8_t *
-build(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
-{
-	mcc_error	err;
-	uint8_t    *buf;
-
-	if (mcc_template_build(ms, p, NULL, size, &err) != MCC_OK)
-		return NULL;
-	buf = malloc(*size);
-	memset(buf, 0xAB, *size);	/* the varlena header must stay untouched */
-	if (mcc_template_build(ms, p, buf, size, &err) != MCC_OK)
-	{
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
-
 /* Open a copy of blob placed at the very end of an exact-size allocation. */
 static mcc_status
 open_copy(const uint8_t *blob, size_t size, mcc_error *err)
@@ -159,7 +140,7 @@ test_round_trip(void)
 			int			good;
 
 			tg_minutiae(&r, &ms, 20, 60, 8.0);
-			b = build(&ms, p, &size);
+			b = tg_build_blob(&ms, p, &size);
 			if (b == NULL)
 				continue;
 			mcc_cylinders_create(&ms, p, cyls, &n, &err);
@@ -253,9 +234,9 @@ test_malformed(void)
 	do
 	{
 		tg_minutiae(&r, &ms, 30, 40, 8.0);
-		g = build(&ms, gp, &gsize);
+		g = tg_build_blob(&ms, gp, &gsize);
 	} while (g == NULL || get16(g, 16) < 3);
-	t = build(&ms, tp, &tsize);
+	t = tg_build_blob(&ms, tp, &tsize);
 	n_min = get16(g, 14);
 	n_cyl = get16(g, 16);
 	boff = (24 + 12 * (size_t) n_min + 7) / 8 * 8;
@@ -404,7 +385,7 @@ test_mutations(void)
 		uint8_t    *g;
 
 		tg_minutiae(&r, &ms, 1, 40, 8.0);
-		g = build(&ms, p, &size);
+		g = tg_build_blob(&ms, p, &size);
 		if (g == NULL)
 			continue;
 		for (int k = 0; k < 1500; k++)

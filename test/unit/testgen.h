@@ -226,7 +226,11 @@ tg_cylinder_words(tg_rng *r, const mcc_profile *p, double density,
 	}
 }
 
-/* A template blob of ms (malloc'd), or NULL if it cannot be built. */
+/*
+ * A template blob of ms in a fresh exact-size buffer (malloc'd), or NULL if
+ * it cannot be built. The buffer is filled with 0xAB first, so that a test
+ * can see that the build leaves the varlena header (bytes 0-3) untouched.
+ */
 static inline uint8_t *
 tg_build_blob(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
 {
@@ -236,6 +240,8 @@ tg_build_blob(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
 	if (mcc_template_build(ms, p, NULL, size, &err) != MCC_OK)
 		return NULL;
 	b = malloc(*size);
+	if (b)
+		memset(b, 0xAB, *size);
 	if (b && mcc_template_build(ms, p, b, size, &err) != MCC_OK)
 	{
 		free(b);
