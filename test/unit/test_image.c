@@ -14,6 +14,7 @@
 
 #include "mcc_image.h"
 #include "unit.h"
+#include "testfvc.h"
 
 /* A growable memory buffer for libpng's writer. */
 typedef struct membuf
@@ -625,12 +626,6 @@ test_write_crop(void)
 static void
 test_fvc(void)
 {
-	static const struct
-	{
-		const char *db;
-		uint32_t	w,
-					h;
-	}			dbs[] = {{"DB1_B", 388, 374}, {"DB2_B", 296, 560}, {"DB3_B", 300, 300}, {"DB4_B", 288, 384}};
 	const char *root = unit_shared_data();
 	char		path[512];
 
@@ -639,7 +634,7 @@ test_fvc(void)
 		UNIT_SKIP("../shared/data is absent");
 		return;
 	}
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < TFVC_DBS; i++)
 	{
 		int			ok = 0,
 					n = 0;
@@ -653,21 +648,21 @@ test_fvc(void)
 				mcc_image_info info;
 				mcc_error	err;
 
-				snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", root, dbs[i].db, f, imp);
+				snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", root, tfvc_dbs[i].db, f, imp);
 				d = unit_read_file(path, &len);
 				if (d == NULL)
 					continue;
 				n++;
-				if (decode(d, len, &img, &info, &err) == MCC_OK && img.width == dbs[i].w &&
-					img.height == dbs[i].h)
+				if (decode(d, len, &img, &info, &err) == MCC_OK &&
+					img.width == (uint32_t) tfvc_dbs[i].width && img.height == (uint32_t) tfvc_dbs[i].height)
 					ok++;
 				else
 					printf("# %s: %s\n", path, err.message);
 				free(img.pixels);
 				free(d);
 			}
-		UNIT_CHECK(n == 80 && ok == n, "fvc2002 %s: %d of %d PNGs decode as %ux%u gray",
-				   dbs[i].db, ok, n, dbs[i].w, dbs[i].h);
+		UNIT_CHECK(n == 80 && ok == n, "fvc2002 %s: %d of %d PNGs decode as %dx%d gray",
+				   tfvc_dbs[i].db, ok, n, tfvc_dbs[i].width, tfvc_dbs[i].height);
 	}
 }
 
