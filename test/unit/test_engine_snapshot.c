@@ -17,21 +17,7 @@
 #include "eng_snapfile.h"
 #include "mcc_crc32c.h"
 #include "mcc_proto.h"
-
-/* Bit by bit: the definition. */
-static uint32_t
-crc_ref(const uint8_t *p, size_t n)
-{
-	uint32_t	c = 0xFFFFFFFFu;
-
-	for (size_t i = 0; i < n; i++)
-	{
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-	}
-	return ~c;
-}
+#include "testcrc.h"
 
 static void
 test_crc(void)
@@ -45,14 +31,14 @@ test_crc(void)
 		buf[i] = (uint8_t) tg_int(&r, 0, 255);
 	for (size_t off = 0; off < 8; off++)
 		for (size_t n = 0; off + n <= sizeof(buf); n += 1 + n / 8)
-			ok &= mcc_crc32c(0, buf + off, n) == crc_ref(buf + off, n);
+			ok &= mcc_crc32c(0, buf + off, n) == tcrc_reflected(TCRC_32C, buf + off, n);
 	UNIT_CHECK(ok, "CRC-32C equals the bitwise definition at every offset and length");
-	UNIT_CHECK(mcc_crc32c(mcc_crc32c(0, buf, 100), buf + 100, 200) == crc_ref(buf, 300),
+	UNIT_CHECK(mcc_crc32c(mcc_crc32c(0, buf, 100), buf + 100, 200) == tcrc_reflected(TCRC_32C, buf, 300),
 			   "CRC-32C continues over pieces");
 	ok = true;
 	for (size_t cut = 0; cut <= sizeof(buf); cut += 1 + cut / 4)
 		ok &= mcc_crc32c_combine(mcc_crc32c(0, buf, cut), mcc_crc32c(0, buf + cut, sizeof(buf) - cut),
-								 sizeof(buf) - cut) == crc_ref(buf, sizeof(buf));
+								 sizeof(buf) - cut) == tcrc_reflected(TCRC_32C, buf, sizeof(buf));
 	UNIT_CHECK(ok, "CRC-32C of pieces checked apart, combined, equals the whole's at every cut");
 	{
 		/* a long piece: the combination's powers of x beyond a few bytes */

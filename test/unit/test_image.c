@@ -15,6 +15,7 @@
 #include "mcc_image.h"
 #include "unit.h"
 #include "testfvc.h"
+#include "testcrc.h"
 
 /* A growable memory buffer for libpng's writer. */
 typedef struct membuf
@@ -442,21 +443,6 @@ test_png_valid(void)
 	}
 }
 
-/* CRC-32 of PNG chunks (ISO 3309, reflected, polynomial 0xEDB88320). */
-static uint32_t
-png_crc(const uint8_t *p, size_t n)
-{
-	uint32_t	c = 0xFFFFFFFFu;
-
-	for (size_t i = 0; i < n; i++)
-	{
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-	}
-	return c ^ 0xFFFFFFFFu;
-}
-
 /* Write a PNG chunk (length, type, data, CRC) at out; returns its size. */
 static size_t
 chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t n)
@@ -470,7 +456,7 @@ chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t n)
 	memcpy(out + 4, type, 4);
 	if (n)
 		memcpy(out + 8, data, n);
-	crc = png_crc(out + 4, 4 + n);
+	crc = tcrc_reflected(TCRC_ISO3309, out + 4, 4 + n);
 	out[8 + n] = (uint8_t) (crc >> 24);
 	out[9 + n] = (uint8_t) (crc >> 16);
 	out[10 + n] = (uint8_t) (crc >> 8);
