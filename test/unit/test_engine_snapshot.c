@@ -138,7 +138,6 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 	bool		ok = true;
 	int			rows = 0;
 	char		why[300];
-	eng_snap_ident other;
 	int			undetected = 0;
 	int			tried = 0;
 
@@ -245,28 +244,30 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 	UNIT_CHECK(undetected == 0, "%d of %d files with a flipped bit are accepted", undetected, tried);
 
 	/* foreign: another table, database, signature, cluster, profile */
-	other = ident;
-	other.rel_oid++;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "another table"),
-			   "another table's file is rejected: \"%s\"", why);
-	other = ident;
-	other.db_oid++;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "another table"),
-			   "another database's file is rejected: \"%s\"", why);
-	other = ident;
-	other.signature ^= 1;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "signature"),
-			   "a file of the table before a rewrite (another signature) is rejected: \"%s\"", why);
-	other = ident;
-	other.system_id++;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "cluster"),
-			   "another cluster's file is rejected: \"%s\"", why);
-	other = ident;
-	other.profile_id = MCC_PROFILE_TPAMI2010;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "profile"),
-			   "a file of another profile is rejected: \"%s\"", why);
-	other.profile_id = MCC_PROFILE_DEFAULT;
-	UNIT_CHECK(accepts(buf, len, &other, why, sizeof(why)), "... and one of the profile asked for accepted");
+	{
+		static const struct
+		{
+			const char *why;	/* what the reason must name */
+			const char *what;
+		}			foreign[5] = {
+			{"another table", "another table's file"},
+			{"another table", "another database's file"},
+			{"signature", "a file of the table before a rewrite (another signature)"},
+			{"cluster", "another cluster's file"},
+			{"profile", "a file of another profile"},
+		};
+		eng_snap_ident expect[5] = {ident, ident, ident, ident, ident};
+
+		expect[0].rel_oid++;
+		expect[1].db_oid++;
+		expect[2].signature ^= 1;
+		expect[3].system_id++;
+		expect[4].profile_id = MCC_PROFILE_TPAMI2010;
+		for (int f = 0; f < 5; f++)
+			UNIT_CHECK(!accepts(buf, len, &expect[f], why, sizeof(why)) && strstr(why, foreign[f].why),
+					   "%s is rejected: \"%s\"", foreign[f].what, why);
+	}
+	UNIT_CHECK(accepts(buf, len, &ident, why, sizeof(why)), "... and one of the profile asked for accepted");
 
 	/* well-formed files of another version (CRC right) */
 	{
