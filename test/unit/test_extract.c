@@ -392,6 +392,19 @@ test_edge(void)
 static void
 test_errors(void)
 {
+	static const struct
+	{
+		uint32_t	w;
+		uint32_t	h;
+		uint32_t	dpi;
+		mcc_status	st;
+		const char *says;
+	}			sides[] = {
+		{47, 100, 500, MCC_ERR_VALUE, "is too small"},
+		{2049, 50, 500, MCC_ERR_LIMIT, "is too large"},
+		{90, 100, 1000, MCC_ERR_VALUE, "too small at 1000 dpi"},
+		{1100, 50, 250, MCC_ERR_LIMIT, "too large at 250 dpi"},
+	};
 	mcc_extract_params p,
 				q;
 	mcc_minutiae ms;
@@ -401,30 +414,20 @@ test_errors(void)
 	mcc_extract_params_default(&p);
 	UNIT_CHECK(mcc_extract_params_check(&p, &err) == MCC_OK, "the defaults are valid");
 
-	im.width = 47;
-	im.height = 100;
-	im.stride = 100;
+	/* sides out of range; the limits hold at 500 dpi: 90 px at 1000 dpi are 45, 1100 at 250 are 2200 */
 	im.pixels = calloc(100 * 2049, 1);
-	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_VALUE &&
-			   strstr(err.message, "too small"), "47 x 100: %s", err.message);
-	im.width = 2049;
-	im.height = 50;
-	im.stride = 2049;
-	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_LIMIT,
-			   "2049 x 50: %s", err.message);
-	/* the side limits hold at 500 dpi too: 90 px at 1000 dpi are 45, 1100 at 250 are 2200 */
-	im.width = 90;
-	im.height = 100;
-	im.stride = 100;
-	p.dpi = 1000;
-	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_VALUE &&
-			   strstr(err.message, "too small at 1000 dpi"), "90 x 100 at 1000 dpi: %s", err.message);
-	im.width = 1100;
-	im.height = 50;
-	im.stride = 1100;
-	p.dpi = 250;
-	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_LIMIT &&
-			   strstr(err.message, "too large at 250 dpi"), "1100 x 50 at 250 dpi: %s", err.message);
+	for (size_t i = 0; i < sizeof(sides) / sizeof(sides[0]); i++)
+	{
+		char		at[24] = "";
+
+		im.width = im.stride = sides[i].w;
+		im.height = sides[i].h;
+		p.dpi = sides[i].dpi;
+		if (p.dpi != 500)
+			snprintf(at, sizeof(at), " at %u dpi", p.dpi);
+		UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == sides[i].st &&
+				   strstr(err.message, sides[i].says), "%u x %u%s: %s", im.width, im.height, at, err.message);
+	}
 	p.dpi = 500;
 
 	/* a flat image has no ridges */
