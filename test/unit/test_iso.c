@@ -13,6 +13,7 @@
 
 #include "iso_testlib.h"
 #include "unit.h"
+#include "testgen.h"
 #include "mcc_iso.h"
 #include "mcc_xyt.h"
 
@@ -431,10 +432,7 @@ test_write_bytes(void)
 	size_t		len;
 	bytes		bb;
 
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 300;
-	ms.height = 400;
-	ms.dpi = 500;				/* 197 px/cm */
+	tg_frame(&ms, 300, 400, 500);	/* 500 dpi: 197 px/cm */
 	ms.count = 2;
 	ms.m[0] = (mcc_minutia) {.x = 10, .y = 20, .theta = (float) (64 * TWO_PI / 256), .type = 1, .quality = 60};
 	ms.m[1] = (mcc_minutia) {.x = 299, .y = 399, .theta = 0.0f, .type = 2, .quality = 0};

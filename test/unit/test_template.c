@@ -75,10 +75,7 @@ consistent(const uint8_t *b, size_t size)
 	moff = boff + (size_t) n_cyl * words * 8;
 	if (size != moff + 4 * (size_t) n_cyl)
 		return 0;
-	memset(&ms, 0, sizeof(ms));
-	ms.width = get16(b, 8);
-	ms.height = get16(b, 10);
-	ms.dpi = get16(b, 12);
+	tg_frame(&ms, get16(b, 8), get16(b, 10), get16(b, 12));
 	ms.count = n_min;
 	for (int i = 0; i < n_min; i++)
 	{
@@ -184,10 +181,7 @@ test_build_errors(void)
 	uint8_t		small[64];
 	mcc_status	st;
 
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 300;
-	ms.height = 400;
-	ms.dpi = 500;
+	tg_frame(&ms, 300, 400, 500);
 	UNIT_CHECK(mcc_template_build(&ms, p, NULL, &size, &err) == MCC_ERR_VALUE &&
 			   strcmp(err.message, "template has no minutiae") == 0,
 			   "empty set refused: %s", err.message);

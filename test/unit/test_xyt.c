@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testgen.h"
 #include "testfvc.h"
 #include "mcc_xyt.h"
 
@@ -159,10 +160,7 @@ test_write(void)
 	uint32_t	seed = 99;
 	bool		ok = true;
 
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 300;
-	ms.height = 400;
-	ms.dpi = 500;
+	tg_frame(&ms, 300, 400, 500);
 	ms.count = 60;
 	for (int i = 0; i < ms.count; i++)
 	{

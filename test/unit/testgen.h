@@ -46,6 +46,16 @@ tg_int(tg_rng *r, int lo, int hi)
 	return lo + (int) (tg_next(r) % (uint64_t) (hi - lo + 1));
 }
 
+/* ms emptied: no minutiae, in a w x h image at dpi. */
+static inline void
+tg_frame(mcc_minutiae *ms, int w, int h, int dpi)
+{
+	memset(ms, 0, sizeof(*ms));
+	ms->width = (uint16_t) w;
+	ms->height = (uint16_t) h;
+	ms->dpi = (uint16_t) dpi;
+}
+
 /*
  * A plausible minutiae set: count in [min_n, max_n], positions inside an
  * ellipse of semi-axes 130 x 180 px centred in a 300 x 400 image, at least
@@ -57,10 +67,7 @@ tg_minutiae(tg_rng *r, mcc_minutiae *ms, int min_n, int max_n, double spacing)
 	int			want = tg_int(r, min_n, max_n);
 	int			tries = 0;
 
-	memset(ms, 0, sizeof(*ms));
-	ms->width = 300;
-	ms->height = 400;
-	ms->dpi = 500;
+	tg_frame(ms, 300, 400, 500);
 	while (ms->count < want && tries < 100000)
 	{
 		double		u = tg_unit(r) * 2.0 - 1.0;
