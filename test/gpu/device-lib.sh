@@ -143,6 +143,17 @@ dev_conf_bench() {
 	EOF
 }
 
+# dev_bench_start: the start of the benchmark scripts on the kit's server
+# (device-dedup.sh, device-restart.sh): $out = build/device-out (or $OUT),
+# the machine (GPU name, driver, clocks, memory), the kit ready, the
+# benchmarks' settings.
+dev_bench_start() {
+	dev_out build/device-out
+	dev_machine name,driver_version,clocks.max.sm,memory.total
+	dev_kit_ready
+	dev_conf_bench
+}
+
 # dev_shim [say]: $preload, an LD_PRELOAD that resolves heap_datum_check
 # where the kit's 15.18 server lacks a symbol its 15.20 headers inline
 # (15.18 makes no tuples that reach it, so a no-op serves); say: tell so.
