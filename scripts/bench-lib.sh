@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # scripts/bench-lib.sh: the throwaway cluster the benchmark scripts share
 # (bench-service.sh, bench-snapshot.sh, bench-dedup.sh, bench-changelog.sh,
-# bench-load.sh, bench-backend-cpu.sh). Sourced, not run.
+# bench-load.sh, bench-backend-cpu.sh) and, for pgbench_percentiles and
+# calc, test/gpu/device-lib.sh. Sourced, not run.
 #
 #   bench_cluster DEFAULT_PORT <<EOF
 #   extra postgresql.conf lines
@@ -55,4 +56,17 @@ bench_service_ready() {
 		psql_ -c "CREATE EXTENSION IF NOT EXISTS mcc" >/dev/null 2>&1 || true
 		sleep 0.5
 	done
+}
+
+# pgbench_percentiles FORMAT EMPTY LOG...: the p50 and p99 latencies
+# (milliseconds) and the number of requests of pgbench -l logs (column 3:
+# latency in microseconds), printed with awk's printf FORMAT (p50, p99,
+# count); EMPTY if the logs hold no request.
+pgbench_percentiles() {
+	local format=$1 empty=$2
+	shift 2
+	cat "$@" | awk '{print $3}' | sort -n | awk -v f="$format" -v e="$empty" '{a[NR]=$1} END {
+		if (NR == 0) { print e; exit }
+		p50 = a[int(NR * 0.50) > 0 ? int(NR * 0.50) : 1]; p99 = a[int(NR * 0.99) > 0 ? int(NR * 0.99) : 1];
+		printf f, p50 / 1000, p99 / 1000, NR }'
 }

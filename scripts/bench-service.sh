@@ -69,14 +69,6 @@ engine_cpu() {
 	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$pid/stat"
 }
 
-# percentiles of column 3 (latency, microseconds) of pgbench -l logs
-percentiles() {
-	cat "$@" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {
-		if (NR == 0) { print "no transactions"; exit }
-		p50 = a[int(NR * 0.50) > 0 ? int(NR * 0.50) : 1]; p99 = a[int(NR * 0.99) > 0 ? int(NR * 0.99) : 1];
-		printf "p50 %.1f ms, p99 %.1f ms, %d requests", p50 / 1000, p99 / 1000, NR }'
-}
-
 # CPU seconds of the whole server: the postmaster, its children that have
 # exited (pgbench's backends, reaped when its connections close) and the
 # engine (whose parent, the supervisor, does not exit)
@@ -101,10 +93,9 @@ pgbench_run() {
 	scpu1=$(server_cpu)
 	tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
 	reqs=$(cat "$dir"/log$c/pgbench_log.* | wc -l)
-	p50_ms=$(cat "$dir"/log$c/pgbench_log.* | awk '{print $3}' | sort -n |
-		awk '{a[NR]=$1} END { i = int(NR * 0.5); if (i < 1) i = 1; printf "%.2f", a[i] / 1000 }')
+	p50_ms=$(pgbench_percentiles "%.2f" "0.00" "$dir"/log$c/pgbench_log.*)
 	srv_ms=$(calc "($scpu1 - $scpu0) * 1000 / $reqs" 2)
-	echo "   $3, $c client(s): $tps identifications/s, $(percentiles "$dir"/log$c/pgbench_log.*)," \
+	echo "   $3, $c client(s): $tps identifications/s, $(pgbench_percentiles "p50 %.1f ms, p99 %.1f ms, %d requests" "no transactions" "$dir"/log$c/pgbench_log.*)," \
 		"engine CPU $(calc "($cpu1 - $cpu0) * 1000 / $reqs" 1) ms, server CPU $srv_ms ms per identification" \
 		"(load average $(cut -d' ' -f1 /proc/loadavg))"
 }

@@ -26,12 +26,7 @@ n=${1:-1000000}
 probes=${2:-16384}
 # shellcheck source=test/gpu/device-lib.sh
 source "$(dirname "$0")/device-lib.sh"
-dev_out build/device-out
-
-dev_machine name,driver_version,clocks.max.sm,memory.total
-
-dev_kit_ready
-dev_conf_bench
+dev_bench_start
 dev_serve
 
 step "deduplication: $n templates, the first $probes probes"

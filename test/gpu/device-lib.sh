@@ -8,8 +8,13 @@
 # wait for the matcher service. Sourced, not run; every function that fails
 # ends the script (exit 1), as the scripts did before they shared it.
 
+# calc and pgbench_percentiles: scripts/bench-lib.sh (its other functions,
+# for the benchmarks' throwaway cluster, are not used here).
+# shellcheck source=scripts/bench-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/bench-lib.sh"
+
 # dev_out DEFAULT: $out (absolute, from $OUT or DEFAULT), $jobs, $status,
-# an empty $out/summary.txt, and step / say / calc.
+# an empty $out/summary.txt, and step / say.
 dev_out() {
 	out=${OUT:-$1}
 	mkdir -p "$out"
@@ -20,7 +25,6 @@ dev_out() {
 }
 say() { echo "$*" | tee -a "$out/summary.txt"; }
 step() { say "== $*"; }
-calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
 
 # dev_pack PREFIX [NAME...]: tar everything in $out but summary.txt and the
 # NAMEs into $out/logs.tgz (a device call brings back a few files only).
@@ -139,6 +143,17 @@ dev_conf_bench() {
 	EOF
 }
 
+# dev_bench_start: the start of the benchmark scripts on the kit's server
+# (device-dedup.sh, device-restart.sh): $out = build/device-out (or $OUT),
+# the machine (GPU name, driver, clocks, memory), the kit ready, the
+# benchmarks' settings.
+dev_bench_start() {
+	dev_out build/device-out
+	dev_machine name,driver_version,clocks.max.sm,memory.total
+	dev_kit_ready
+	dev_conf_bench
+}
+
 # dev_shim [say]: $preload, an LD_PRELOAD that resolves heap_datum_check
 # where the kit's 15.18 server lacks a symbol its 15.20 headers inline
 # (15.18 makes no tuples that reach it, so a no-op serves); say: tell so.
@@ -186,12 +201,7 @@ dev_serve() {
 
 # dev_percentiles LOG...: "p50 p99 requests" (milliseconds, two decimals)
 # of pgbench -l logs (column 3: latency in microseconds); "- - 0" if empty.
-dev_percentiles() {
-	cat "$@" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {
-		if (NR == 0) { print "- - 0"; exit }
-		p50 = a[int(NR * 0.50) > 0 ? int(NR * 0.50) : 1]; p99 = a[int(NR * 0.99) > 0 ? int(NR * 0.99) : 1];
-		printf "%.2f %.2f %d", p50 / 1000, p99 / 1000, NR }'
-}
+dev_percentiles() { pgbench_percentiles "%.2f %.2f %d" "- - 0" "$@"; }
 
 # Wait (at most 10 minutes) until gallery $1 (default: gallery) is on the
 # GPU: the engine builds a GPU copy beside the searches, which run on its

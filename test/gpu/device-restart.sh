@@ -29,10 +29,7 @@ set -u
 n=${1:-10000000}
 # shellcheck source=test/gpu/device-lib.sh
 source "$(dirname "$0")/device-lib.sh"
-dev_out build/device-out
-dev_machine name,driver_version,clocks.max.sm,memory.total
-dev_kit_ready
-dev_conf_bench
+dev_bench_start
 cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
 mcc.cache_memory_limit = '${MCC_BENCH_CACHE:-64GB}'
 mcc.cache_snapshots = on

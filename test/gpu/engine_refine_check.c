@@ -40,6 +40,7 @@
 #include "eng_server.h"
 #include "mcc_match.h"
 #include "mcc_synth.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
 
 #define XMIN	2				/* snapshot xmin: rows loaded with xid 0 are certain */
@@ -57,8 +58,8 @@ typedef struct opts
 	double		fraction;
 	uint32_t	refine_min;
 	uint32_t	k;
-	bool		cpu_search;
-	bool		count;			/* every search asks for the visibility count, as identify() does */
+	int			cpu_search;
+	int			count;			/* every search asks for the visibility count, as identify() does */
 } opts;
 
 static const mcc_gallery_id G = {1, 42, 7};
@@ -252,53 +253,21 @@ same_results(eng_conn *a, eng_conn *b, const opts *o, uint64_t rid0, uint64_t *c
 static void
 parse(int argc, char **argv, opts *o)
 {
-	*o = (opts) {.n = 100000, .distinct = 20000, .probes = 256, .batch = 64, .rounds = 3,
-		.threads = 0, .partitions = 0, .method = MCC_FUSED, .fraction = 0.001,
-	.refine_min = 100, .k = 10};
-	for (int i = 1; i < argc; i++)
-	{
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : "";
+	const char *method = "fused";
+	const targ_opt table[] = {
+		OPT_INT("--templates", &o->n, "N"), OPT_INT("--distinct", &o->distinct, "M"),
+		OPT_INT("--probes", &o->probes, "P"), OPT_INT("--batch", &o->batch, "B"),
+		OPT_INT("--rounds", &o->rounds, "R"), OPT_INT("--threads", &o->threads, "T"),
+		OPT_INT("--partitions", &o->partitions, "N"), OPT_STR("--method", &method, "NAME"),
+		OPT_DOUBLE("--fraction", &o->fraction, "F"), OPT_U32("--refine-min", &o->refine_min, "K"),
+		OPT_U32("--k", &o->k, "K"), OPT_SET("--cpu-search", &o->cpu_search, 1),
+		OPT_SET("--count", &o->count, 1), OPT_END
+	};
 
-		if (strcmp(a, "--cpu-search") == 0)
-		{
-			o->cpu_search = true;
-			continue;
-		}
-		if (strcmp(a, "--count") == 0)
-		{
-			o->count = true;
-			continue;
-		}
-		if (strcmp(a, "--templates") == 0)
-			o->n = atoi(v);
-		else if (strcmp(a, "--distinct") == 0)
-			o->distinct = atoi(v);
-		else if (strcmp(a, "--probes") == 0)
-			o->probes = atoi(v);
-		else if (strcmp(a, "--batch") == 0)
-			o->batch = atoi(v);
-		else if (strcmp(a, "--rounds") == 0)
-			o->rounds = atoi(v);
-		else if (strcmp(a, "--threads") == 0)
-			o->threads = atoi(v);
-		else if (strcmp(a, "--partitions") == 0)
-			o->partitions = atoi(v);
-		else if (strcmp(a, "--method") == 0)
-			o->method = mcc_method_parse(v, (int) strlen(v));
-		else if (strcmp(a, "--fraction") == 0)
-			o->fraction = atof(v);
-		else if (strcmp(a, "--refine-min") == 0)
-			o->refine_min = (uint32_t) atoi(v);
-		else if (strcmp(a, "--k") == 0)
-			o->k = (uint32_t) atoi(v);
-		else
-		{
-			fprintf(stderr, "unknown option %s\n", a);
-			exit(2);
-		}
-		i++;
-	}
+	*o = (opts) {.n = 100000, .distinct = 20000, .probes = 256, .batch = 64, .rounds = 3,
+		.threads = 0, .partitions = 0, .fraction = 0.001, .refine_min = 100, .k = 10};
+	targ_parse(argc, argv, table);
+	o->method = mcc_method_parse(method, (int) strlen(method));
 	if (o->threads <= 0)
 	{
 		long		n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -18,6 +18,7 @@
 #include "mcc_sad_gpu.h"
 #include "testimage.h"
 #include "unit.h"
+#include "testfvc.h"
 
 static uint64_t rng_state = 0xD1B54A32D192ED03ull;
 static int	cpu_threads = 1;
@@ -216,11 +217,10 @@ check_cancel_and_errors(mcc_sad_gpu *g)
 static void
 check_fvc(mcc_sad_gpu *g)
 {
-	static const char *const dbs[4] = {"DB1_B", "DB2_B", "DB3_B", "DB4_B"};
 	const char *root = unit_shared_data();
 	char		path[512];
 
-	for (int db = 0; db < 4; db++)
+	for (int db = 0; db < TFVC_DBS; db++)
 	{
 		mcc_image	a,
 					p;
@@ -228,10 +228,10 @@ check_fvc(mcc_sad_gpu *g)
 					n = 0;
 		char		why[400] = "";
 
-		snprintf(path, sizeof(path), "%s/fvc2002/images/%s/101_1.png", root ? root : ".", dbs[db]);
+		snprintf(path, sizeof(path), "%s/fvc2002/images/%s/101_1.png", root ? root : ".", tfvc_dbs[db].db);
 		if (root == NULL || ti_load_image(path, &a) != 0)
 		{
-			UNIT_SKIP("FVC2002 %s images absent or PNG not built in", dbs[db]);
+			UNIT_SKIP("FVC2002 %s images absent or PNG not built in", tfvc_dbs[db].db);
 			continue;
 		}
 		p = cut(&a, a.width / 3, a.height / 3, 64, 64, 0);
@@ -239,19 +239,19 @@ check_fvc(mcc_sad_gpu *g)
 		{
 			mcc_image	b;
 
-			snprintf(path, sizeof(path), "%s/fvc2002/images/%s/101_%d.png", root, dbs[db], imp);
+			snprintf(path, sizeof(path), "%s/fvc2002/images/%s/101_%d.png", root, tfvc_dbs[db].db, imp);
 			if (ti_load_image(path, &b) != 0)
 				continue;
 			n++;
 			if (!same_as_cpu(g, &b, &p, MCC_SAD_GPU_AUTO, 5, 1, why, sizeof(why)))
 			{
 				bad++;
-				printf("# %s 101_%d: %s\n", dbs[db], imp, why);
+				printf("# %s 101_%d: %s\n", tfvc_dbs[db].db, imp, why);
 			}
 			free(b.pixels);
 		}
 		UNIT_CHECK(n == 8 && bad == 0, "FVC2002 %s finger 101: GPU = CPU (top-5 and map) in %d impressions",
-				   dbs[db], n);
+				   tfvc_dbs[db].db, n);
 		free(a.pixels);
 		free(p.pixels);
 	}

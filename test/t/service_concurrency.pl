@@ -29,14 +29,22 @@ my $gen0 = $node->safe_psql('postgres',
 my $dir = PostgreSQL::Test::Utils::tempdir;
 
 # --- writer scripts -----------------------------------------------------
-my %writer = (
-	'insert_delete.sql' => q{
-\set id random(1000000, 2000000000)
+# A new row named $person and a random row deleted in one transaction that
+# ends with $end (COMMIT, or ROLLBACK: a change the service must never show).
+sub insert_delete
+{
+	my ($person, $end) = @_;
+	return qq{
+\\set id random(1000000, 2000000000)
 BEGIN;
-INSERT INTO g SELECT :id, 'new', template FROM mcc_synthetic(1, 1, :id, :id) ON CONFLICT DO NOTHING;
+INSERT INTO g SELECT :id, '$person', template FROM mcc_synthetic(1, 1, :id, :id) ON CONFLICT DO NOTHING;
 DELETE FROM g WHERE id = (SELECT id FROM g ORDER BY random() LIMIT 1);
-COMMIT;
-},
+$end;
+};
+}
+
+my %writer = (
+	'insert_delete.sql' => insert_delete('new', 'COMMIT'),
 	'update.sql' => q{
 \set id random(1000000, 2000000000)
 UPDATE g SET tpl = (SELECT template FROM mcc_synthetic(1, 1, :id, :id))
@@ -63,13 +71,7 @@ INSERT INTO g SELECT finger, 'bulk', template FROM mcc_synthetic(20, 1, :id, :id
 DELETE FROM g WHERE id IN (SELECT id FROM g ORDER BY random() LIMIT 20);
 COMMIT;
 },
-	'abort.sql' => q{
-\set id random(1000000, 2000000000)
-BEGIN;
-INSERT INTO g SELECT :id, 'aborted', template FROM mcc_synthetic(1, 1, :id, :id) ON CONFLICT DO NOTHING;
-DELETE FROM g WHERE id = (SELECT id FROM g ORDER BY random() LIMIT 1);
-ROLLBACK;
-},
+	'abort.sql' => insert_delete('aborted', 'ROLLBACK'),
 );
 
 # --- reader scripts -----------------------------------------------------

@@ -382,7 +382,7 @@ run_minutiae(const char *data, int poses)
 
 	printf("## Minutiae of FVC2002 set B (mindtct): %d random poses per pair sharing at least %d mates\n\n",
 		   poses, MIN_MATES);
-	for (int db = 0; db < 4; db++)
+	for (int db = 0; db < TFVC_DBS; db++)
 	{
 		int			read = 1;
 
@@ -390,7 +390,7 @@ run_minutiae(const char *data, int poses)
 			read = rf_read_fvc2002(data, db, k / 8, k % 8, &ms[k]);
 		if (!read)
 		{
-			printf("%s: minutiae not found under %s, skipped\n", rf_fvc2002[db].db, data);
+			printf("%s: minutiae not found under %s, skipped\n", tfvc_dbs[db].db, data);
 			continue;
 		}
 		for (int c = 0; c < 80; c++)
@@ -494,7 +494,7 @@ run_minutiae(const char *data, int poses)
 		long		t = 0;
 
 		printf("| %s", ways[wi].name);
-		for (int db = 0; db < 4; db++)
+		for (int db = 0; db < TFVC_DBS; db++)
 		{
 			printf(" | %.1f %%", tot[wi][db] ? 100.0 * ok[wi][db] / tot[wi][db] : 0.0);
 			a += ok[wi][db];

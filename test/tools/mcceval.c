@@ -218,8 +218,7 @@ typedef struct synth_job
 {
 	record	   *r;
 	int			n;
-	int			next;
-	pthread_mutex_t lock;
+	atomic_int	next;			/* the next template to build */
 } synth_job;
 
 /* Thread body: build synthetic templates until none is left. */
@@ -232,11 +231,8 @@ synth_worker(void *arg)
 
 	for (;;)
 	{
-		int			i;
+		int			i = atomic_fetch_add(&job->next, 1);
 
-		pthread_mutex_lock(&job->lock);
-		i = job->next++;
-		pthread_mutex_unlock(&job->lock);
 		if (i >= job->n)
 			break;
 		mcc_synth_master(&opt.sp, (uint64_t) job->r[i].finger, master);
@@ -255,11 +251,9 @@ synth_build(record *r, int n)
 {
 	synth_job	job = {.r = r, .n = n, .next = 0};
 
-	pthread_mutex_init(&job.lock, NULL);
 	for (int i = 0; i < n; i++)
 		snprintf(r[i].name, sizeof(r[i].name), "%ld_%d", (long) r[i].finger, r[i].imp);
 	mcc_job_run_shared(opt.threads, synth_worker, &job);
-	pthread_mutex_destroy(&job.lock);
 }
 
 /* ------------------------------------------------------------------ */

@@ -13,8 +13,8 @@ typedef struct pair_job
 	int		   *pa;
 	int		   *pb;
 	float	   *score;			/* n_pairs x MCC_NMETHODS */
-	int			next;
-	pthread_mutex_t lock;
+	atomic_int	next;			/* the first of the next 16 pairs */
+	pthread_mutex_t lock;		/* the timings' sums */
 	double		t_matrix;
 	double		t_method[MCC_NMETHODS];
 } pair_job;
@@ -31,15 +31,11 @@ pair_worker(void *arg)
 	mcc_match_work_init(w);
 	for (;;)
 	{
-		int			i;
+		int			i = atomic_fetch_add(&job->next, 16);
 		mcc_error	err;
 		float		s;
 		double		t0;
 
-		pthread_mutex_lock(&job->lock);
-		i = job->next;
-		job->next += 16;
-		pthread_mutex_unlock(&job->lock);
 		if (i >= job->n_pairs)
 			break;
 		for (int j = i; j < i + 16 && j < job->n_pairs; j++)

@@ -23,7 +23,7 @@ typedef struct ident_job
 	/* per probe and method: the first-ranked gallery index and its score */
 	int		   *top;
 	float	   *top_score;
-	int			next;
+	atomic_int	next;			/* the next probe */
 	int			lss_mismatch;
 	int			mate_missed;	/* mated probes whose mate LSS did not shortlist */
 	int		   *mate_rank;		/* per mated probe: 1 + entries ranked above its mate by LSS (CPU scan) */
@@ -182,14 +182,11 @@ ident_worker(void *arg)
 	mcc_match_work_init(w);
 	for (;;)
 	{
-		int			i;
+		int			i = atomic_fetch_add(&job->next, 1);
 		mcc_topk	tk;
 		double		t0;
 		mcc_error	err;
 
-		pthread_mutex_lock(&job->lock);
-		i = job->next++;
-		pthread_mutex_unlock(&job->lock);
 		if (i >= job->n_prb)
 			break;
 		t0 = tclock_wall_s();

@@ -44,6 +44,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -109,9 +110,8 @@ typedef struct fold
 	/* per search and configuration: first candidate and its score */
 	int		   *top;
 	float	   *top_score;
-	int			next;
+	atomic_int	next;			/* the next search */
 	long		lost;			/* mated searches whose mate no shortlist held (4 fingers) */
-	pthread_mutex_t lock;
 } fold;
 
 static struct
@@ -282,14 +282,11 @@ worker(void *arg)
 	mcc_match_work_init(m.w);
 	for (;;)
 	{
-		int			i;
+		int			i = atomic_fetch_add(&f->next, 1);
 		int			n_hits[MAX_FINGERS] = {0};
 		const search *s;
 		bool		held = false;
 
-		pthread_mutex_lock(&f->lock);
-		i = f->next++;
-		pthread_mutex_unlock(&f->lock);
 		if (i >= f->n_s)
 			break;
 		s = &f->s[i];
@@ -342,7 +339,6 @@ run_fold(fold *f)
 	f->n_refine = (int) mcc_refine_count(f->n_gal, 0.001, opt.refine_min, 10);
 	f->top = xcalloc((size_t) f->n_s * N_CONFIGS, sizeof(int));
 	f->top_score = xcalloc((size_t) f->n_s * N_CONFIGS, sizeof(float));
-	pthread_mutex_init(&f->lock, NULL);
 	mcc_job_run_shared(nt, worker, f);
 	mcc_soa_free(&f->soa);
 }

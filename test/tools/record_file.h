@@ -18,6 +18,7 @@
 #include "mcc_iso.h"
 #include "mcc_json.h"
 #include "mcc_xyt.h"
+#include "../unit/testfvc.h"
 
 /*
  * Whether name is FINGER_IMPRESSION.EXT, with EXT = ext unless ext is NULL;
@@ -109,14 +110,6 @@ rf_read(const char *path, const char *ext, int w, int h, int dpi, mcc_minutiae *
 	return st;
 }
 
-/* FVC2002 set B (shared/data/README.md): each database's folder and image size. */
-static const struct rf_fvc_db
-{
-	const char *db;
-	int			w;
-	int			h;
-}			rf_fvc2002[4] = {{"DB1_B", 388, 374}, {"DB2_B", 296, 560}, {"DB3_B", 300, 300}, {"DB4_B", 288, 384}};
-
 /*
  * Finger 101 + f, impression i + 1 of FVC2002 database db (0..3) as NBIS
  * mindtct extracted it, under data (the shared data); 1 on success.
@@ -128,8 +121,8 @@ rf_read_fvc2002(const char *data, int db, int f, int i, mcc_minutiae *ms)
 	mcc_error	err;
 
 	snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data,
-			 rf_fvc2002[db].db, 101 + f, i + 1);
-	return rf_read(path, "xyt", rf_fvc2002[db].w, rf_fvc2002[db].h, 500, ms, &err) == MCC_OK;
+			 tfvc_dbs[db].db, 101 + f, i + 1);
+	return rf_read(path, "xyt", tfvc_dbs[db].width, tfvc_dbs[db].height, 500, ms, &err) == MCC_OK;
 }
 
 #endif

@@ -213,6 +213,34 @@ ti_reply_of(eng_conn *c, uint64_t rid, ti_reply *r, uint8_t **copy)
 	return ti_parse(&f, r);
 }
 
+/*
+ * Send the request built in b (then freed), run the engine to its end and
+ * read the reply of rid: true if it is a result of `type` with status OK.
+ * *copy is the reply's copy, to free in every case.
+ */
+static inline bool
+ti_result(eng_server *s, eng_conn *c, eng_buf *b, uint64_t rid, uint16_t type, ti_reply *r,
+		  uint8_t **copy)
+{
+	ip_feed(s, c, b);
+	eng_buf_free(b);
+	ti_pump(s);
+	return ti_reply_of(c, rid, r, copy) && r->type == type && r->status == MCC_OK;
+}
+
+/*
+ * The end of a result's check: ok only if the reply was read to its end;
+ * the reply's copy freed and the connection's output cleared.
+ */
+static inline bool
+ti_done(eng_conn *c, ti_reply *r, uint8_t *copy, bool ok)
+{
+	ok = ok && eng_rd_done(&r->rd);
+	free(copy);
+	ip_clear_out(c);
+	return ok;
+}
+
 /* Does the job have run where `where` says ("cpu", or "gpu": anything else)? */
 static inline bool
 ti_ran_on(const ti_reply *r, const char *where)
@@ -246,10 +274,7 @@ ti_sad_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char 
 
 	eng_buf_init(&b);
 	ti_sad(&b, rid, device, k, want_map, t, p);
-	ip_feed(s, c, &b);
-	eng_buf_free(&b);
-	ti_pump(s);
-	if (!ti_reply_of(c, rid, &r, &cp) || r.type != MCC_MSG_SAD_RESULT || r.status != MCC_OK)
+	if (!ti_result(s, c, &b, rid, MCC_MSG_SAD_RESULT, &r, &cp))
 	{
 		printf("# SAD %llu: no result (%s)\n", (unsigned long long) rid, r.message);
 		free(cp);
@@ -283,12 +308,9 @@ ti_sad_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char 
 	if (ok && want_map)
 		for (size_t i = 0; ok && i < (size_t) nx * ny; i++)
 			ok = eng_rd_u64(&r.rd) == map_ref[i];
-	ok = ok && eng_rd_done(&r.rd);
 	free(map_ref);
 	free(hits_ref);
-	free(cp);
-	ip_clear_out(c);
-	return ok;
+	return ti_done(c, &r, cp, ok);
 }
 
 #endif							/* ENGINE_IMAGE_H */

@@ -228,7 +228,7 @@ test_fvc(void)
 		UNIT_SKIP("../shared/data is absent: FVC2002 alignment not run");
 		return;
 	}
-	for (int db = 0; db < 4; db++)
+	for (int db = 0; db < TFVC_DBS; db++)
 	{
 		double		gen[280];
 		double		imp[90];
@@ -244,7 +244,7 @@ test_fvc(void)
 			read = rf_read_fvc2002(data, db, k / 8, k % 8, &ms[k]);
 		if (!read)
 		{
-			UNIT_SKIP("FVC2002 %s mindtct minutiae not found", rf_fvc2002[db].db);
+			UNIT_SKIP("FVC2002 %s mindtct minutiae not found", tfvc_dbs[db].db);
 			continue;
 		}
 		mcc_align_opts_init(&o);
@@ -278,7 +278,7 @@ test_fvc(void)
 			mcc_chamfer_ref_free(&ref);
 		}
 		UNIT_CHECK(failed == 0 && ng == 280 && ni == 90, "%s: %d genuine and %d impostor alignments, %d failed",
-				   rf_fvc2002[db].db, ng, ni, failed);
+				   tfvc_dbs[db].db, ng, ni, failed);
 		if (ng == 0 || ni == 0)
 			continue;
 		qsort(gen, ng, sizeof(double), tsort_double_asc);
@@ -288,14 +288,14 @@ test_fvc(void)
 				ordered += gen[i] < imp[j];
 		printf("# %s residual (px RMS, truncated at 15): same finger q10 %.2f q25 %.2f median %.2f "
 			   "q75 %.2f q90 %.2f; different fingers q10 %.2f q25 %.2f median %.2f q75 %.2f q90 %.2f\n",
-			   rf_fvc2002[db].db, gen[ng / 10], gen[ng / 4], gen[ng / 2], gen[3 * ng / 4], gen[9 * ng / 10],
+			   tfvc_dbs[db].db, gen[ng / 10], gen[ng / 4], gen[ng / 2], gen[3 * ng / 4], gen[9 * ng / 10],
 			   imp[ni / 10], imp[ni / 4], imp[ni / 2], imp[3 * ni / 4], imp[9 * ni / 10]);
 		UNIT_CHECK(gen[ng / 2] < imp[ni / 2],
 				   "%s: the median same-finger residual %.2f is below the median different-finger %.2f",
-				   rf_fvc2002[db].db, gen[ng / 2], imp[ni / 2]);
+				   tfvc_dbs[db].db, gen[ng / 2], imp[ni / 2]);
 		UNIT_CHECK((double) ordered / ((double) ng * ni) >= 0.75,
 				   "%s: a same-finger pair has the lower residual in %.1f%% of (same, different) "
-				   "pairs (floor 75%%)", rf_fvc2002[db].db, 100.0 * ordered / ((double) ng * ni));
+				   "pairs (floor 75%%)", tfvc_dbs[db].db, 100.0 * ordered / ((double) ng * ni));
 	}
 }
 

@@ -249,10 +249,7 @@ test_known_answer(void)
 	const mcc_cylinder *c0;
 	const mcc_cylinder *c1;
 
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 400;
-	ms.height = 400;
-	ms.dpi = 500;
+	tg_frame(&ms, 400, 400, 500);
 	ms.count = 2;
 	ms.m[0].x = 200;
 	ms.m[0].y = 200;
@@ -352,10 +349,7 @@ test_isolated(void)
 	mcc_error	err;
 	int			n = -1;
 
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 400;
-	ms.height = 400;
-	ms.dpi = 500;
+	tg_frame(&ms, 400, 400, 500);
 	ms.count = 1;
 	ms.m[0].x = 100;
 	ms.m[0].y = 100;
@@ -408,10 +402,7 @@ test_reference(void)
 		/* degenerate hulls: collinear points, two points, one repeated point */
 		for (int shape = 0; shape < 3; shape++)
 		{
-			memset(&ms, 0, sizeof(ms));
-			ms.width = 300;
-			ms.height = 400;
-			ms.dpi = 500;
+			tg_frame(&ms, 300, 400, 500);
 			ms.count = shape == 1 ? 2 : 6;
 			for (int i = 0; i < ms.count; i++)
 			{

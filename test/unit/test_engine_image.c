@@ -142,10 +142,7 @@ dp2d_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char *w
 
 	eng_buf_init(&b);
 	ti_dp2d(&b, rid, device, flags, na, a, nb, bb, npairs, pa, pb);
-	ip_feed(s, c, &b);
-	eng_buf_free(&b);
-	ti_pump(s);
-	if (!ti_reply_of(c, rid, &r, &cp) || r.type != MCC_MSG_DP2D_RESULT || r.status != MCC_OK)
+	if (!ti_result(s, c, &b, rid, MCC_MSG_DP2D_RESULT, &r, &cp))
 	{
 		printf("# DP2D %llu: no result (%s)\n", (unsigned long long) rid, r.message);
 		free(cp);
@@ -182,11 +179,8 @@ dp2d_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char *w
 			memcmp(got, warped, px) == 0;
 		r.rd.pos += px;
 	}
-	ok = ok && eng_rd_done(&r.rd);
-	free(cp);
 	free(warped);
-	ip_clear_out(c);
-	return ok;
+	return ti_done(c, &r, cp, ok);
 }
 
 /* Verification of probes against one reference equals mcc_dp2d_verify. */
@@ -206,11 +200,7 @@ verify_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char 
 		pb[i] = i;
 	eng_buf_init(&b);
 	ti_dp2d(&b, rid, device, MCC_IMG_WARP | MCC_IMG_ENHANCE, 1, ref, n, probes, n, pa, pb);
-	ip_feed(s, c, &b);
-	eng_buf_free(&b);
-	ti_pump(s);
-	ok = ti_reply_of(c, rid, &r, &cp) && r.type == MCC_MSG_DP2D_RESULT && r.status == MCC_OK &&
-		ti_ran_on(&r, where);
+	ok = ti_result(s, c, &b, rid, MCC_MSG_DP2D_RESULT, &r, &cp) && ti_ran_on(&r, where);
 	(void) eng_rd_u32(&r.rd);
 	(void) eng_rd_u32(&r.rd);
 	ok = ok && eng_rd_u32(&r.rd) == n;
@@ -224,12 +214,9 @@ verify_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char 
 		ok = mcc_dp2d_verify(ref, &probes[i], &prep, MCC_DP2D_AUTO, 1, &v, &err) == MCC_OK &&
 			eng_rd_f64(&r.rd) == v.distance && eng_rd_u64(&r.rd) == v.differences;
 	}
-	ok = ok && eng_rd_done(&r.rd);
-	free(cp);
 	free(pa);
 	free(pb);
-	ip_clear_out(c);
-	return ok;
+	return ti_done(c, &r, cp, ok);
 }
 
 static void
@@ -356,11 +343,8 @@ chamfer_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char
 
 	eng_buf_init(&b);
 	ti_chamfer(&b, rid, device, dim, o, obs, (uint32_t) n_obs, ref, (uint32_t) n_ref);
-	ip_feed(s, c, &b);
-	eng_buf_free(&b);
-	ti_pump(s);
-	ok = ti_reply_of(c, rid, &r, &cp) && r.type == MCC_MSG_CHAMFER_RESULT && r.status == MCC_OK &&
-		ti_ran_on(&r, where) && ti_read_fit(&r.rd, &fit) && eng_rd_done(&r.rd) &&
+	ok = ti_result(s, c, &b, rid, MCC_MSG_CHAMFER_RESULT, &r, &cp) && ti_ran_on(&r, where) &&
+		ti_read_fit(&r.rd, &fit) && eng_rd_done(&r.rd) &&
 		mcc_chamfer_align(obs, n_obs, ref, n_ref, dim, o, &res, &err) == MCC_OK &&
 		fit_equal(&fit, &res, res.iterations, strcmp(where, "cpu") == 0);
 	if (!ok)
@@ -460,15 +444,11 @@ align_ok(eng_server *s, eng_conn *c, uint64_t rid, uint32_t device, const char *
 
 	eng_buf_init(&b);
 	ti_align(&b, rid, device, o, probe, cand);
-	ip_feed(s, c, &b);
-	eng_buf_free(&b);
-	ti_pump(s);
 	(void) mcc_template_open(probe->b, probe->n, &pv, &err);
 	(void) mcc_template_open(cand->b, cand->n, &cv, &err);
 	mcc_template_minutiae(&pv, pm);
 	mcc_template_minutiae(&cv, cm);
-	ok = ti_reply_of(c, rid, &r, &cp) && r.type == MCC_MSG_ALIGN_RESULT && r.status == MCC_OK &&
-		ti_ran_on(&r, where) && ti_read_fit(&r.rd, &fit) &&
+	ok = ti_result(s, c, &b, rid, MCC_MSG_ALIGN_RESULT, &r, &cp) && ti_ran_on(&r, where) && ti_read_fit(&r.rd, &fit) &&
 		mcc_align_minutiae(pm, cm, o, res, &err) == MCC_OK &&
 		fit_equal(&fit, &res->fit, res->iterations, exact) &&
 		(n = eng_rd_u32(&r.rd)) == (uint32_t) res->n_probe;

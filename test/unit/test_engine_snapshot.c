@@ -17,21 +17,7 @@
 #include "eng_snapfile.h"
 #include "mcc_crc32c.h"
 #include "mcc_proto.h"
-
-/* Bit by bit: the definition. */
-static uint32_t
-crc_ref(const uint8_t *p, size_t n)
-{
-	uint32_t	c = 0xFFFFFFFFu;
-
-	for (size_t i = 0; i < n; i++)
-	{
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-	}
-	return ~c;
-}
+#include "testcrc.h"
 
 static void
 test_crc(void)
@@ -45,14 +31,14 @@ test_crc(void)
 		buf[i] = (uint8_t) tg_int(&r, 0, 255);
 	for (size_t off = 0; off < 8; off++)
 		for (size_t n = 0; off + n <= sizeof(buf); n += 1 + n / 8)
-			ok &= mcc_crc32c(0, buf + off, n) == crc_ref(buf + off, n);
+			ok &= mcc_crc32c(0, buf + off, n) == tcrc_reflected(TCRC_32C, buf + off, n);
 	UNIT_CHECK(ok, "CRC-32C equals the bitwise definition at every offset and length");
-	UNIT_CHECK(mcc_crc32c(mcc_crc32c(0, buf, 100), buf + 100, 200) == crc_ref(buf, 300),
+	UNIT_CHECK(mcc_crc32c(mcc_crc32c(0, buf, 100), buf + 100, 200) == tcrc_reflected(TCRC_32C, buf, 300),
 			   "CRC-32C continues over pieces");
 	ok = true;
 	for (size_t cut = 0; cut <= sizeof(buf); cut += 1 + cut / 4)
 		ok &= mcc_crc32c_combine(mcc_crc32c(0, buf, cut), mcc_crc32c(0, buf + cut, sizeof(buf) - cut),
-								 sizeof(buf) - cut) == crc_ref(buf, sizeof(buf));
+								 sizeof(buf) - cut) == tcrc_reflected(TCRC_32C, buf, sizeof(buf));
 	UNIT_CHECK(ok, "CRC-32C of pieces checked apart, combined, equals the whole's at every cut");
 	{
 		/* a long piece: the combination's powers of x beyond a few bytes */
@@ -152,7 +138,6 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 	bool		ok = true;
 	int			rows = 0;
 	char		why[300];
-	eng_snap_ident other;
 	int			undetected = 0;
 	int			tried = 0;
 
@@ -259,28 +244,30 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 	UNIT_CHECK(undetected == 0, "%d of %d files with a flipped bit are accepted", undetected, tried);
 
 	/* foreign: another table, database, signature, cluster, profile */
-	other = ident;
-	other.rel_oid++;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "another table"),
-			   "another table's file is rejected: \"%s\"", why);
-	other = ident;
-	other.db_oid++;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "another table"),
-			   "another database's file is rejected: \"%s\"", why);
-	other = ident;
-	other.signature ^= 1;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "signature"),
-			   "a file of the table before a rewrite (another signature) is rejected: \"%s\"", why);
-	other = ident;
-	other.system_id++;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "cluster"),
-			   "another cluster's file is rejected: \"%s\"", why);
-	other = ident;
-	other.profile_id = MCC_PROFILE_TPAMI2010;
-	UNIT_CHECK(!accepts(buf, len, &other, why, sizeof(why)) && strstr(why, "profile"),
-			   "a file of another profile is rejected: \"%s\"", why);
-	other.profile_id = MCC_PROFILE_DEFAULT;
-	UNIT_CHECK(accepts(buf, len, &other, why, sizeof(why)), "... and one of the profile asked for accepted");
+	{
+		static const struct
+		{
+			const char *why;	/* what the reason must name */
+			const char *what;
+		}			foreign[5] = {
+			{"another table", "another table's file"},
+			{"another table", "another database's file"},
+			{"signature", "a file of the table before a rewrite (another signature)"},
+			{"cluster", "another cluster's file"},
+			{"profile", "a file of another profile"},
+		};
+		eng_snap_ident expect[5] = {ident, ident, ident, ident, ident};
+
+		expect[0].rel_oid++;
+		expect[1].db_oid++;
+		expect[2].signature ^= 1;
+		expect[3].system_id++;
+		expect[4].profile_id = MCC_PROFILE_TPAMI2010;
+		for (int f = 0; f < 5; f++)
+			UNIT_CHECK(!accepts(buf, len, &expect[f], why, sizeof(why)) && strstr(why, foreign[f].why),
+					   "%s is rejected: \"%s\"", foreign[f].what, why);
+	}
+	UNIT_CHECK(accepts(buf, len, &ident, why, sizeof(why)), "... and one of the profile asked for accepted");
 
 	/* well-formed files of another version (CRC right) */
 	{

@@ -26,6 +26,7 @@
 #include "mcc_image.h"
 #include "mcc_xyt.h"
 #include "unit.h"
+#include "testfvc.h"
 
 #define PI 3.14159265358979323846
 
@@ -391,6 +392,19 @@ test_edge(void)
 static void
 test_errors(void)
 {
+	static const struct
+	{
+		uint32_t	w;
+		uint32_t	h;
+		uint32_t	dpi;
+		mcc_status	st;
+		const char *says;
+	}			sides[] = {
+		{47, 100, 500, MCC_ERR_VALUE, "is too small"},
+		{2049, 50, 500, MCC_ERR_LIMIT, "is too large"},
+		{90, 100, 1000, MCC_ERR_VALUE, "too small at 1000 dpi"},
+		{1100, 50, 250, MCC_ERR_LIMIT, "too large at 250 dpi"},
+	};
 	mcc_extract_params p,
 				q;
 	mcc_minutiae ms;
@@ -400,30 +414,20 @@ test_errors(void)
 	mcc_extract_params_default(&p);
 	UNIT_CHECK(mcc_extract_params_check(&p, &err) == MCC_OK, "the defaults are valid");
 
-	im.width = 47;
-	im.height = 100;
-	im.stride = 100;
+	/* sides out of range; the limits hold at 500 dpi: 90 px at 1000 dpi are 45, 1100 at 250 are 2200 */
 	im.pixels = calloc(100 * 2049, 1);
-	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_VALUE &&
-			   strstr(err.message, "too small"), "47 x 100: %s", err.message);
-	im.width = 2049;
-	im.height = 50;
-	im.stride = 2049;
-	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_LIMIT,
-			   "2049 x 50: %s", err.message);
-	/* the side limits hold at 500 dpi too: 90 px at 1000 dpi are 45, 1100 at 250 are 2200 */
-	im.width = 90;
-	im.height = 100;
-	im.stride = 100;
-	p.dpi = 1000;
-	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_VALUE &&
-			   strstr(err.message, "too small at 1000 dpi"), "90 x 100 at 1000 dpi: %s", err.message);
-	im.width = 1100;
-	im.height = 50;
-	im.stride = 1100;
-	p.dpi = 250;
-	UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_ERR_LIMIT &&
-			   strstr(err.message, "too large at 250 dpi"), "1100 x 50 at 250 dpi: %s", err.message);
+	for (size_t i = 0; i < sizeof(sides) / sizeof(sides[0]); i++)
+	{
+		char		at[24] = "";
+
+		im.width = im.stride = sides[i].w;
+		im.height = sides[i].h;
+		p.dpi = sides[i].dpi;
+		if (p.dpi != 500)
+			snprintf(at, sizeof(at), " at %u dpi", p.dpi);
+		UNIT_CHECK(mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == sides[i].st &&
+				   strstr(err.message, sides[i].says), "%u x %u%s: %s", im.width, im.height, at, err.message);
+	}
 	p.dpi = 500;
 
 	/* a flat image has no ridges */
@@ -467,8 +471,6 @@ test_errors(void)
 static void
 test_fvc(void)
 {
-	static const char *dbs[4] = {"DB1_B", "DB2_B", "DB3_B", "DB4_B"};
-	static const int dpis[4] = {500, 569, 500, 500};
 	const char *data = unit_shared_data();
 	char		path[1024];
 
@@ -477,7 +479,7 @@ test_fvc(void)
 		UNIT_SKIP("FVC2002 images absent (../shared/data or $MCC_SHARED_DATA)");
 		return;
 	}
-	for (int d = 0; d < 4; d++)
+	for (int d = 0; d < TFVC_DBS; d++)
 	{
 		int			images = 0,
 					ok = 0,
@@ -500,7 +502,7 @@ test_fvc(void)
 				mcc_extract_params p;
 				mcc_error	err;
 
-				snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", data, dbs[d], f, i);
+				snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", data, tfvc_dbs[d].db, f, i);
 				if ((png = unit_read_file(path, &len)) == NULL)
 					continue;
 				images++;
@@ -512,14 +514,14 @@ test_fvc(void)
 				im.stride = info.width;
 				im.pixels = malloc((size_t) info.width * info.height);
 				mcc_extract_params_default(&p);
-				p.dpi = (uint32_t) dpis[d];
+				p.dpi = (uint32_t) tfvc_dbs[d].dpi;
 				if (mcc_image_decode(png, len, &im, &err) == MCC_OK &&
 					mcc_extract_minutiae(&im, &p, &ms, NULL, NULL, &err) == MCC_OK)
 				{
 					ok++;
 					sane += ms.count >= 8 && ms.count <= 150;
 					snprintf(path, sizeof(path),
-							 "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data, dbs[d],
+							 "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data, tfvc_dbs[d].db,
 							 f, i);
 					if ((xyt = unit_read_file(path, &tlen)) != NULL &&
 						mcc_xyt_read((const char *) xyt, tlen, (int) im.width, (int) im.height,
@@ -554,16 +556,16 @@ test_fvc(void)
 			}
 		if (images == 0)
 		{
-			UNIT_SKIP("%s images absent", dbs[d]);
+			UNIT_SKIP("%s images absent", tfvc_dbs[d].db);
 			continue;
 		}
-		UNIT_CHECK(ok == images, "%s: %d of %d images extracted", dbs[d], ok, images);
-		UNIT_CHECK(sane == ok, "%s: %d of %d with 8..150 minutiae", dbs[d], sane, ok);
+		UNIT_CHECK(ok == images, "%s: %d of %d images extracted", tfvc_dbs[d].db, ok, images);
+		UNIT_CHECK(sane == ok, "%s: %d of %d with 8..150 minutiae", tfvc_dbs[d].db, sane, ok);
 		UNIT_CHECK(total > 0 && near >= total / 2,
-				   "%s: %d of %d minutiae within 10 px of mindtct's (at least half)", dbs[d],
+				   "%s: %d of %d minutiae within 10 px of mindtct's (at least half)", tfvc_dbs[d].db,
 				   near, total);
 		UNIT_CHECK(near > 0 && agree >= near * 8 / 10,
-				   "%s: %d of %d of those within 30 degrees of mindtct's direction", dbs[d],
+				   "%s: %d of %d of those within 30 degrees of mindtct's direction", tfvc_dbs[d].db,
 				   agree, near);
 	}
 }

@@ -14,6 +14,8 @@
 
 #include "mcc_image.h"
 #include "unit.h"
+#include "testfvc.h"
+#include "testcrc.h"
 
 /* A growable memory buffer for libpng's writer. */
 typedef struct membuf
@@ -320,12 +322,14 @@ test_pgm_truncated(void)
 	free(d);
 }
 
-/* Pack 8-bit samples v (< 2^depth) into PNG rows of the given depth. */
+/* A PNG (png_make) of 8-bit samples v (< 2^depth) packed into rows of the given depth. */
 static uint8_t *
-pack(const uint8_t *v, uint32_t w, uint32_t h, int depth, size_t *rowbytes)
+png_packed(const uint8_t *v, uint32_t w, uint32_t h, int depth, int ctype, int interlace,
+		   const png_color *pal, int npal, size_t *len)
 {
 	size_t		rb = ((size_t) w * depth + 7) / 8;
 	uint8_t    *out = calloc(rb * h, 1);
+	uint8_t    *png;
 
 	for (uint32_t y = 0; y < h; y++)
 		for (uint32_t x = 0; x < w; x++)
@@ -335,8 +339,9 @@ pack(const uint8_t *v, uint32_t w, uint32_t h, int depth, size_t *rowbytes)
 
 			out[y * rb + bit / 8] |= (uint8_t) (v[y * w + x] << shift);
 		}
-	*rowbytes = rb;
-	return out;
+	png = png_make(w, h, depth, ctype, interlace, out, rb, pal, npal, len);
+	free(out);
+	return png;
 }
 
 /* Valid PNGs: gray of every depth, interlaced, gray palette, opaque alpha. */
@@ -352,36 +357,31 @@ test_png_valid(void)
 	mcc_image	img;
 	mcc_image_info info;
 	mcc_error	err;
-	size_t		len,
-				rb;
+	size_t		len;
 	uint8_t    *d;
 
 	for (int depth = 1; depth <= 8; depth *= 2)
 		for (int il = 0; il <= 1; il++)
 		{
 			int			maxv = (1 << depth) - 1;
-			uint8_t    *s;
 
 			for (int i = 0; i < W * H; i++)
 			{
 				v[i] = (uint8_t) ((i * 7 + i / W) % (maxv + 1));
 				want[i] = (uint8_t) (v[i] * 255 / maxv);
 			}
-			s = pack(v, W, H, depth, &rb);
-			d = png_make(W, H, depth, PNG_COLOR_TYPE_GRAY, il, s, rb, NULL, 0, &len);
+			d = png_packed(v, W, H, depth, PNG_COLOR_TYPE_GRAY, il, NULL, 0, &len);
 			UNIT_CHECK(decode(d, len, &img, &info, &err) == MCC_OK && same_pixels(&img, want, W, H) &&
 					   info.format == MCC_IMAGE_PNG && info.bit_depth == depth,
 					   "png: %d-bit gray%s decodes to the scaled samples (%s)", depth,
 					   il ? ", interlaced" : "", err.message);
 			free(img.pixels);
 			free(d);
-			free(s);
 		}
 
 	/* gray palette, 4-bit indices, entries in scrambled order */
 	{
 		png_color	pal[16];
-		uint8_t    *s;
 
 		for (int i = 0; i < 16; i++)
 			pal[i].red = pal[i].green = pal[i].blue = (uint8_t) ((i * 83) % 256);
@@ -390,33 +390,27 @@ test_png_valid(void)
 			v[i] = (uint8_t) ((i * 5) % 16);
 			want[i] = pal[v[i]].red;
 		}
-		s = pack(v, W, H, 4, &rb);
-		d = png_make(W, H, 4, PNG_COLOR_TYPE_PALETTE, 1, s, rb, pal, 16, &len);
+		d = png_packed(v, W, H, 4, PNG_COLOR_TYPE_PALETTE, 1, pal, 16, &len);
 		UNIT_CHECK(decode(d, len, &img, &info, &err) == MCC_OK && same_pixels(&img, want, W, H),
 				   "png: gray palette (4-bit, interlaced) maps through the palette (%s)", err.message);
 		free(img.pixels);
 		free(d);
-		free(s);
 
 		/* 3 entries, but an index 5 in the data */
 		for (int i = 0; i < W * H; i++)
 			v[i] = (uint8_t) (i % 3);
 		v[W * 2 + 4] = 5;
-		s = pack(v, W, H, 4, &rb);
-		d = png_make(W, H, 4, PNG_COLOR_TYPE_PALETTE, 0, s, rb, pal, 3, &len);
+		d = png_packed(v, W, H, 4, PNG_COLOR_TYPE_PALETTE, 0, pal, 3, &len);
 		UNIT_CHECK(status_of(d, len, &err) == MCC_ERR_SYNTAX && strstr(err.detail, "x = 4, y = 2"),
 				   "png: a palette index beyond the palette is malformed (%s)", err.detail);
 		free(d);
-		free(s);
 
 		/* one colored entry */
 		pal[7].blue = (uint8_t) (pal[7].red + 1);
-		s = pack(v, W, H, 4, &rb);
-		d = png_make(W, H, 4, PNG_COLOR_TYPE_PALETTE, 0, s, rb, pal, 16, &len);
+		d = png_packed(v, W, H, 4, PNG_COLOR_TYPE_PALETTE, 0, pal, 16, &len);
 		UNIT_CHECK(status_of(d, len, &err) == MCC_ERR_VALUE && strstr(err.detail, "entry 7"),
 				   "png: a colored palette is not grayscale (%s)", err.detail);
 		free(d);
-		free(s);
 	}
 
 	/* gray + alpha: opaque accepted, transparent refused */
@@ -441,21 +435,6 @@ test_png_valid(void)
 	}
 }
 
-/* CRC-32 of PNG chunks (ISO 3309, reflected, polynomial 0xEDB88320). */
-static uint32_t
-png_crc(const uint8_t *p, size_t n)
-{
-	uint32_t	c = 0xFFFFFFFFu;
-
-	for (size_t i = 0; i < n; i++)
-	{
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-	}
-	return c ^ 0xFFFFFFFFu;
-}
-
 /* Write a PNG chunk (length, type, data, CRC) at out; returns its size. */
 static size_t
 chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t n)
@@ -469,7 +448,7 @@ chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t n)
 	memcpy(out + 4, type, 4);
 	if (n)
 		memcpy(out + 8, data, n);
-	crc = png_crc(out + 4, 4 + n);
+	crc = tcrc_reflected(TCRC_ISO3309, out + 4, 4 + n);
 	out[8 + n] = (uint8_t) (crc >> 24);
 	out[9 + n] = (uint8_t) (crc >> 16);
 	out[10 + n] = (uint8_t) (crc >> 8);
@@ -625,12 +604,6 @@ test_write_crop(void)
 static void
 test_fvc(void)
 {
-	static const struct
-	{
-		const char *db;
-		uint32_t	w,
-					h;
-	}			dbs[] = {{"DB1_B", 388, 374}, {"DB2_B", 296, 560}, {"DB3_B", 300, 300}, {"DB4_B", 288, 384}};
 	const char *root = unit_shared_data();
 	char		path[512];
 
@@ -639,7 +612,7 @@ test_fvc(void)
 		UNIT_SKIP("../shared/data is absent");
 		return;
 	}
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < TFVC_DBS; i++)
 	{
 		int			ok = 0,
 					n = 0;
@@ -653,21 +626,21 @@ test_fvc(void)
 				mcc_image_info info;
 				mcc_error	err;
 
-				snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", root, dbs[i].db, f, imp);
+				snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", root, tfvc_dbs[i].db, f, imp);
 				d = unit_read_file(path, &len);
 				if (d == NULL)
 					continue;
 				n++;
-				if (decode(d, len, &img, &info, &err) == MCC_OK && img.width == dbs[i].w &&
-					img.height == dbs[i].h)
+				if (decode(d, len, &img, &info, &err) == MCC_OK &&
+					img.width == (uint32_t) tfvc_dbs[i].width && img.height == (uint32_t) tfvc_dbs[i].height)
 					ok++;
 				else
 					printf("# %s: %s\n", path, err.message);
 				free(img.pixels);
 				free(d);
 			}
-		UNIT_CHECK(n == 80 && ok == n, "fvc2002 %s: %d of %d PNGs decode as %ux%u gray",
-				   dbs[i].db, ok, n, dbs[i].w, dbs[i].h);
+		UNIT_CHECK(n == 80 && ok == n, "fvc2002 %s: %d of %d PNGs decode as %dx%d gray",
+				   tfvc_dbs[i].db, ok, n, tfvc_dbs[i].width, tfvc_dbs[i].height);
 	}
 }
 

@@ -13,6 +13,7 @@
 
 #include "iso_testlib.h"
 #include "unit.h"
+#include "testgen.h"
 #include "mcc_iso.h"
 #include "mcc_xyt.h"
 
@@ -431,10 +432,7 @@ test_write_bytes(void)
 	size_t		len;
 	bytes		bb;
 
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 300;
-	ms.height = 400;
-	ms.dpi = 500;				/* 197 px/cm */
+	tg_frame(&ms, 300, 400, 500);	/* 500 dpi: 197 px/cm */
 	ms.count = 2;
 	ms.m[0] = (mcc_minutia) {.x = 10, .y = 20, .theta = (float) (64 * TWO_PI / 256), .type = 1, .quality = 60};
 	ms.m[1] = (mcc_minutia) {.x = 299, .y = 399, .theta = 0.0f, .type = 2, .quality = 0};
@@ -701,43 +699,51 @@ test_lengths(void)
 static void
 test_values(void)
 {
+	enum
+	{
+		M0 = 24 + 4				/* first minutia of ISO 2005 view 1 */
+	};
+
+	/*
+	 * One field of an ISO 2005 record changed: 16 bits at `at` (and at at2
+	 * too, if not 0: both resolutions), or the byte at `at` if byte.
+	 */
+	static const struct
+	{
+		size_t		at;
+		size_t		at2;
+		bool		byte;
+		unsigned	v;
+		mcc_status	want;
+		const char *needle;
+		const char *name;
+	}			iso[] = {
+		{M0, 0, false, (1u << 14) | 300, MCC_ERR_RANGE, "outside the 300x400 image", "x equal to the width"},
+		{M0 + 2, 0, false, 400, MCC_ERR_RANGE, "outside the 300x400 image", "y equal to the height"},
+		{M0, 0, false, (3u << 14) | 10, MCC_ERR_VALUE, "reserved type code 3", "minutia type 3"},
+		{M0 + 5, 0, true, 101, MCC_ERR_RANGE, "quality 101", "ISO 2005 minutia quality 101"},
+		{M0 + 5, 0, true, 254, MCC_ERR_RANGE, "quality 254", "ISO 2005 minutia quality 254 (a 2011 code)"},
+		{14, 0, false, 0, MCC_ERR_RANGE, "image size 0x400", "image width 0"},
+		{16, 0, false, 16384, MCC_ERR_RANGE, "image size 300x16384", "image height 16384"},
+		{20, 0, false, 196, MCC_ERR_VALUE, "differ", "different x and y resolutions"},
+		{18, 20, false, 0, MCC_ERR_RANGE, "resolution 0", "resolution 0"},
+		{18, 20, false, 4000, MCC_ERR_RANGE, "resolution 4000", "resolution 10160 dpi"},
+	};
 	bytes		bb;
-	size_t		m0 = 24 + 4;	/* first minutia of ISO 2005 view 1 */
 	size_t		n;
 
-	build_2004(&bb, false, -1, true);
-	n = bb.n;
-	set16(&bb, m0, (1u << 14) | 300);	/* x == width */
-	expect_fail(&bb, n, MCC_ERR_RANGE, "outside the 300x400 image", "x equal to the width");
-	build_2004(&bb, false, -1, true);
-	set16(&bb, m0 + 2, 400);
-	expect_fail(&bb, n, MCC_ERR_RANGE, "outside the 300x400 image", "y equal to the height");
-	build_2004(&bb, false, -1, true);
-	set16(&bb, m0, (3u << 14) | 10);
-	expect_fail(&bb, n, MCC_ERR_VALUE, "reserved type code 3", "minutia type 3");
-	build_2004(&bb, false, -1, true);
-	bb.b[m0 + 5] = 101;
-	expect_fail(&bb, n, MCC_ERR_RANGE, "quality 101", "ISO 2005 minutia quality 101");
-	build_2004(&bb, false, -1, true);
-	bb.b[m0 + 5] = 254;
-	expect_fail(&bb, n, MCC_ERR_RANGE, "quality 254", "ISO 2005 minutia quality 254 (a 2011 code)");
-	build_2004(&bb, false, -1, true);
-	set16(&bb, 14, 0);
-	expect_fail(&bb, n, MCC_ERR_RANGE, "image size 0x400", "image width 0");
-	build_2004(&bb, false, -1, true);
-	set16(&bb, 16, 16384);
-	expect_fail(&bb, n, MCC_ERR_RANGE, "image size 300x16384", "image height 16384");
-	build_2004(&bb, false, -1, true);
-	set16(&bb, 20, 196);
-	expect_fail(&bb, n, MCC_ERR_VALUE, "differ", "different x and y resolutions");
-	build_2004(&bb, false, -1, true);
-	set16(&bb, 18, 0);
-	set16(&bb, 20, 0);
-	expect_fail(&bb, n, MCC_ERR_RANGE, "resolution 0", "resolution 0");
-	build_2004(&bb, false, -1, true);
-	set16(&bb, 18, 4000);
-	set16(&bb, 20, 4000);
-	expect_fail(&bb, n, MCC_ERR_RANGE, "resolution 4000", "resolution 10160 dpi");
+	for (size_t i = 0; i < sizeof(iso) / sizeof(iso[0]); i++)
+	{
+		build_2004(&bb, false, -1, true);
+		n = bb.n;
+		if (iso[i].byte)
+			bb.b[iso[i].at] = (uint8_t) iso[i].v;
+		else
+			set16(&bb, iso[i].at, iso[i].v);
+		if (iso[i].at2 != 0)
+			set16(&bb, iso[i].at2, iso[i].v);
+		expect_fail(&bb, n, iso[i].want, iso[i].needle, iso[i].name);
+	}
 
 	/* ANSI angles are 2-degree units, 0..179 */
 	build_2004(&bb, true, -1, true);

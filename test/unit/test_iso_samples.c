@@ -11,20 +11,11 @@
 
 #include "iso_testlib.h"
 #include "unit.h"
+#include "testfvc.h"
 #include "mcc_iso.h"
 #include "mcc_xyt.h"
 
 /* ---- shared data: published samples and FVC2002 ---- */
-
-/* FVC2002 set B image sizes (../shared/data/README.md). */
-static const struct
-{
-	const char *db;
-	int			width;
-	int			height;
-}			fvc_db[4] = {
-	{"DB1_B", 388, 374}, {"DB2_B", 296, 560}, {"DB3_B", 300, 300}, {"DB4_B", 288, 384}
-};
 
 /* A view decoded by FingerprintIO: raw field values. */
 typedef struct fpio_view
@@ -487,45 +478,44 @@ test_fvc_records(const char *data)
 					lo = 1000,
 					hi = 0;
 
-		for (int d = 0; d < 4; d++)
-			for (int f = 101; f <= 110; f++)
-				for (int imp = 1; imp <= 8; imp++)
-				{
-					char		rel[256];
-					size_t		len;
-					unsigned char *buf;
-					mcc_minutiae ms;
-					mcc_record_info info;
-					mcc_error	err;
-					bool		size_ok;
+		for (int k = 0; k < TFVC_PRINTS; k++)
+		{
+			const tfvc_print p = tfvc_print_at(k);
+			char		rel[256];
+			size_t		len;
+			unsigned char *buf;
+			mcc_minutiae ms;
+			mcc_record_info info;
+			mcc_error	err;
+			bool		size_ok;
 
-					snprintf(rel, sizeof(rel), "fvc2002/minutiae/%s/%s/%d_%d.%s",
-							 enc[e].dir, fvc_db[d].db, f, imp, enc[e].ext);
-					if ((buf = load(data, rel, &len)) == NULL)
-						continue;
-					files++;
-					mcc_error_clear(&err);
-					/* SecuGen stretched every image to 300x400 (README) */
-					if (mcc_iso_read(buf, len, 1, &ms, &info, &err) == MCC_OK &&
-						info.format == enc[e].fmt && info.n_views == 1 &&
-						mcc_minutiae_validate(&ms, &err) == MCC_OK)
-					{
-						size_ok = e == 1 ? (ms.width == 300 && ms.height == 400) :
-							(ms.width == fvc_db[d].width && ms.height == fvc_db[d].height);
-						if (size_ok)
-						{
-							good++;
-							minutiae += ms.count;
-							lo = ms.count < lo ? ms.count : lo;
-							hi = ms.count > hi ? ms.count : hi;
-						}
-						else
-							printf("# %s: image %ux%u\n", rel, ms.width, ms.height);
-					}
-					else
-						printf("# %s: %s\n", rel, err.message);
-					free(buf);
+			snprintf(rel, sizeof(rel), "fvc2002/minutiae/%s/%s/%d_%d.%s",
+					 enc[e].dir, p.db->db, p.finger, p.imp, enc[e].ext);
+			if ((buf = load(data, rel, &len)) == NULL)
+				continue;
+			files++;
+			mcc_error_clear(&err);
+			/* SecuGen stretched every image to 300x400 (README) */
+			if (mcc_iso_read(buf, len, 1, &ms, &info, &err) == MCC_OK &&
+				info.format == enc[e].fmt && info.n_views == 1 &&
+				mcc_minutiae_validate(&ms, &err) == MCC_OK)
+			{
+				size_ok = e == 1 ? (ms.width == 300 && ms.height == 400) :
+					(ms.width == p.db->width && ms.height == p.db->height);
+				if (size_ok)
+				{
+					good++;
+					minutiae += ms.count;
+					lo = ms.count < lo ? ms.count : lo;
+					hi = ms.count > hi ? ms.count : hi;
 				}
+				else
+					printf("# %s: image %ux%u\n", rel, ms.width, ms.height);
+			}
+			else
+				printf("# %s: %s\n", rel, err.message);
+			free(buf);
+		}
 		UNIT_CHECK(files > 0 && good == files,
 				   "FVC2002 %s: %d of %d records import (%d minutiae, %d..%d per record)",
 				   enc[e].dir, good, files, minutiae, lo, hi);
@@ -545,60 +535,59 @@ test_minex_vs_xyt(const char *data)
 				total = 0,
 				bad_records = 0;
 
-	for (int d = 0; d < 4; d++)
-		for (int f = 101; f <= 110; f++)
-			for (int imp = 1; imp <= 8; imp++)
+	for (int k = 0; k < TFVC_PRINTS; k++)
+	{
+		const tfvc_print p = tfvc_print_at(k);
+		char		rel[256];
+		size_t		len,
+					tlen;
+		unsigned char *buf,
+				   *text;
+		mcc_minutiae fmr,
+					xyt;
+		mcc_error	err;
+		int			here = 0;
+
+		snprintf(rel, sizeof(rel), "fvc2002/minutiae/nbis-minex-ansi378-2004/%s/%d_%d.fmr",
+				 p.db->db, p.finger, p.imp);
+		buf = load(data, rel, &len);
+		snprintf(rel, sizeof(rel), "fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt",
+				 p.db->db, p.finger, p.imp);
+		text = load(data, rel, &tlen);
+		if (buf == NULL || text == NULL ||
+			mcc_iso_read(buf, len, 1, &fmr, NULL, &err) != MCC_OK ||
+			mcc_xyt_read((const char *) text, tlen, p.db->width,
+						 p.db->height, 500, &xyt, &err) != MCC_OK)
+		{
+			free(buf);
+			free(text);
+			bad_records++;
+			continue;
+		}
+		records++;
+		for (int i = 0; i < fmr.count; i++)
+		{
+			const mcc_minutia *a = &fmr.m[i];
+
+			for (int j = 0; j < xyt.count; j++)
 			{
-				char		rel[256];
-				size_t		len,
-							tlen;
-				unsigned char *buf,
-						   *text;
-				mcc_minutiae fmr,
-							xyt;
-				mcc_error	err;
-				int			here = 0;
+				const mcc_minutia *b = &xyt.m[j];
+				double		da = fabs(a->theta - b->theta) * 360.0 / TWO_PI;
 
-				snprintf(rel, sizeof(rel), "fvc2002/minutiae/nbis-minex-ansi378-2004/%s/%d_%d.fmr",
-						 fvc_db[d].db, f, imp);
-				buf = load(data, rel, &len);
-				snprintf(rel, sizeof(rel), "fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt",
-						 fvc_db[d].db, f, imp);
-				text = load(data, rel, &tlen);
-				if (buf == NULL || text == NULL ||
-					mcc_iso_read(buf, len, 1, &fmr, NULL, &err) != MCC_OK ||
-					mcc_xyt_read((const char *) text, tlen, fvc_db[d].width,
-								 fvc_db[d].height, 500, &xyt, &err) != MCC_OK)
+				da = fmin(da, 360.0 - da);
+				if (a->x == b->x && a->y == b->y && da <= 1.0 + 1e-3 &&
+					a->quality == b->quality)
 				{
-					free(buf);
-					free(text);
-					bad_records++;
-					continue;
+					here++;
+					break;
 				}
-				records++;
-				for (int i = 0; i < fmr.count; i++)
-				{
-					const mcc_minutia *a = &fmr.m[i];
-
-					for (int j = 0; j < xyt.count; j++)
-					{
-						const mcc_minutia *b = &xyt.m[j];
-						double		da = fabs(a->theta - b->theta) * 360.0 / TWO_PI;
-
-						da = fmin(da, 360.0 - da);
-						if (a->x == b->x && a->y == b->y && da <= 1.0 + 1e-3 &&
-							a->quality == b->quality)
-						{
-							here++;
-							break;
-						}
-					}
-				}
-				matched += here;
-				total += fmr.count;
-				free(buf);
-				free(text);
 			}
+		}
+		matched += here;
+		total += fmr.count;
+		free(buf);
+		free(text);
+	}
 	UNIT_CHECK(records > 0 && bad_records == 0 && matched == total,
 			   "NBIS-MINEX ANSI minutiae coincide with mindtct xyt ones: %d of %d in %d records",
 			   matched, total, records);

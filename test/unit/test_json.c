@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testgen.h"
 #include "testsets.h"
 #include "mcc_iso.h"
 #include "mcc_json.h"
@@ -130,10 +131,7 @@ test_parse(void)
 	expect_fail_shown();
 
 	/* canonical text: key order, compact, shortest floats (checked by hand) */
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 300;
-	ms.height = 400;
-	ms.dpi = 569;
+	tg_frame(&ms, 300, 400, 569);
 	ms.count = 4;
 	ms.m[0] = (mcc_minutia) {1, 2, 1.5f, MCC_TYPE_ENDING, 60};
 	ms.m[1] = (mcc_minutia) {3, 4, 0.1f, MCC_TYPE_BIFURCATION, 0};
@@ -284,10 +282,8 @@ test_round_trip(void)
 
 	for (int s = 0; s < sets; s++)
 	{
-		memset(&ms, 0, sizeof(ms));
-		ms.width = (uint16_t) (1 + s * 81 % MCC_MAX_IMAGE_SIDE);
-		ms.height = (uint16_t) (1 + s * 37 % MCC_MAX_IMAGE_SIDE);
-		ms.dpi = (uint16_t) (1 + s * 53 % MCC_MAX_DPI);
+		tg_frame(&ms, 1 + s * 81 % MCC_MAX_IMAGE_SIDE, 1 + s * 37 % MCC_MAX_IMAGE_SIDE,
+				 1 + s * 53 % MCC_MAX_DPI);
 		ms.count = (uint16_t) (s % (MCC_MAX_MINUTIAE + 1));
 		for (int i = 0; i < ms.count; i++)
 		{

@@ -112,51 +112,46 @@ test_finish(void)
  * Edge cases of one-cylinder templates: den = 0 (both empty) gives no vote,
  * and d = w (one empty, the other's norm a power of two) is dropped too.
  */
+/*
+ * A template of one cylinder of p whose first word is bits (the others 0),
+ * at angle a, into *blob (free it) and opened into v; 1 if it opens.
+ */
+static int
+one_cylinder(const mcc_profile *p, uint64_t bits, uint8_t a, uint8_t **blob, mcc_template_view *v)
+{
+	uint64_t	w[1][2 * MCC_MAX_WORDS] = {{bits}};
+	size_t		size;
+
+	free(*blob);
+	*blob = tg_blob(p, 1, (const uint64_t (*)[2 * MCC_MAX_WORDS]) w, &a, &size);
+	return open_blob(*blob, size, v);
+}
+
 static void
 test_edges(void)
 {
 	const mcc_profile *p = mcc_profile_by_id(MCC_PROFILE_GPU2015);
-	uint64_t	w1[1][2 * MCC_MAX_WORDS] = {{0}};
-	uint64_t	w2[1][2 * MCC_MAX_WORDS] = {{0}};
-	uint8_t		a = 10;
-	size_t		s1;
-	size_t		s2;
-	uint8_t    *b1;
-	uint8_t    *b2;
+	uint8_t    *b1 = NULL;
+	uint8_t    *b2 = NULL;
 	mcc_template_view v1;
 	mcc_template_view v2;
 	mcc_error	err;
 	float		sc = -1;
 	int			np = mcc_lss_np(p, 1);
 
-	b1 = tg_blob(p, 1, (const uint64_t (*)[2 * MCC_MAX_WORDS]) w1, &a, &s1);
-	b2 = tg_blob(p, 1, (const uint64_t (*)[2 * MCC_MAX_WORDS]) w2, &a, &s2);
-	UNIT_CHECK(open_blob(b1, s1, &v1) && open_blob(b2, s2, &v2), "hand-made blobs open");
+	UNIT_CHECK(one_cylinder(p, 0, 10, &b1, &v1) && one_cylinder(p, 0, 10, &b2, &v2), "hand-made blobs open");
 	UNIT_CHECK(mcc_lss_pair(&v1, &v2, &sc, &err) == MCC_OK && sc == 0.0f,
 			   "two empty cylinders (den 0): no vote, score 0");
-	free(b2);
-	w2[0][0] = 0xF;				/* popcount 4, eta = 8192: d = 64 */
-	b2 = tg_blob(p, 1, (const uint64_t (*)[2 * MCC_MAX_WORDS]) w2, &a, &s2);
-	open_blob(b2, s2, &v2);
+	one_cylinder(p, 0xF, 10, &b2, &v2);	/* popcount 4, eta = 8192: d = 64 */
 	UNIT_CHECK(mcc_lss_pair(&v1, &v2, &sc, &err) == MCC_OK && sc == 0.0f,
 			   "empty vs popcount 4: d = w is dropped, score 0");
-	free(b2);
-	w2[0][0] = 0x7;				/* popcount 3, eta = 7094: d = 63 */
-	b2 = tg_blob(p, 1, (const uint64_t (*)[2 * MCC_MAX_WORDS]) w2, &a, &s2);
-	open_blob(b2, s2, &v2);
+	one_cylinder(p, 0x7, 10, &b2, &v2);	/* popcount 3, eta = 7094: d = 63 */
 	UNIT_CHECK(mcc_lss_pair(&v1, &v2, &sc, &err) == MCC_OK && sc == 1.0f / (np * 64.0f),
 			   "empty vs popcount 3: one vote at d = 63, score 1 / (n_p w)");
 	UNIT_CHECK(mcc_lss_pair(&v2, &v2, &sc, &err) == MCC_OK && sc == 1.0f / np,
 			   "one cylinder against itself: one vote at 0, score 1 / n_p");
-	free(b2);
-	a = 10 + 97;				/* outside the gate of 96 */
-	b2 = tg_blob(p, 1, (const uint64_t (*)[2 * MCC_MAX_WORDS]) w2, &a, &s2);
-	open_blob(b2, s2, &v2);
-	w1[0][0] = 0x7;
-	free(b1);
-	a = 10;
-	b1 = tg_blob(p, 1, (const uint64_t (*)[2 * MCC_MAX_WORDS]) w1, &a, &s1);
-	open_blob(b1, s1, &v1);
+	one_cylinder(p, 0x7, 10 + 97, &b2, &v2);	/* outside the gate of 96 */
+	one_cylinder(p, 0x7, 10, &b1, &v1);
 	UNIT_CHECK(mcc_lss_pair(&v1, &v2, &sc, &err) == MCC_OK && sc == 0.0f,
 			   "equal cylinders 97 angle units apart do not vote");
 	free(b1);

@@ -458,9 +458,27 @@ load_db1(pair_set *ps, const char *data, const char *dir, const char *ext)
 	return ok;
 }
 
+/* Every kernel on the set ps named name, in the default rounding; the set freed. */
+static void
+check_set(pair_set *ps, const char *name)
+{
+	ps->name = name;
+	check_kernels(ps, "");
+	free_set(ps);
+}
+
 int
 main(void)
 {
+	static const struct
+	{
+		const char *dir;
+		const char *ext;
+		const char *name;
+	}			fvc[] = {
+		{"fingerjetfx-iso19794-2-2005", "ist", "FingerJetFX"},
+		{"nbis-mindtct-xyt", "xyt", "mindtct"},
+	};
 	tg_rng		r = {20240611};
 	const char *data = unit_shared_data();
 	const int	modes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
@@ -491,40 +509,23 @@ main(void)
 	free_set(&ps);
 
 	make_minutiae_set(&ps, mcc_profile_by_id(MCC_PROFILE_TPAMI2010), 5, &r);
-	ps.name = "tpami2010 synthetic";
-	check_kernels(&ps, "");
-	free_set(&ps);
-
+	check_set(&ps, "tpami2010 synthetic");
 	make_blob_set(&ps, mcc_profile_by_id(MCC_PROFILE_GPU2015), 48, &r);
-	ps.name = "gpu2015 random cylinders";
-	check_kernels(&ps, "");
-	free_set(&ps);
-
+	check_set(&ps, "gpu2015 random cylinders");
 	make_blob_set(&ps, mcc_profile_by_id(MCC_PROFILE_TPAMI2010), 20, &r);
-	ps.name = "tpami2010 random cylinders";
-	check_kernels(&ps, "");
-	free_set(&ps);
+	check_set(&ps, "tpami2010 random cylinders");
 
 	if (data == NULL)
 		UNIT_SKIP("FVC2002 records: shared test data absent (set MCC_SHARED_DATA)");
-	else
+	for (size_t e = 0; data != NULL && e < sizeof(fvc) / sizeof(fvc[0]); e++)
 	{
-		if (load_db1(&ps, data, "fingerjetfx-iso19794-2-2005", "ist"))
-		{
-			ps.name = "FVC2002 DB1_B FingerJetFX";
-			check_kernels(&ps, "");
-			free_set(&ps);
-		}
+		char		name[64];
+
+		snprintf(name, sizeof(name), "FVC2002 DB1_B %s", fvc[e].name);
+		if (load_db1(&ps, data, fvc[e].dir, fvc[e].ext))
+			check_set(&ps, name);
 		else
-			UNIT_SKIP("FVC2002 DB1_B FingerJetFX records missing or unreadable");
-		if (load_db1(&ps, data, "nbis-mindtct-xyt", "xyt"))
-		{
-			ps.name = "FVC2002 DB1_B mindtct";
-			check_kernels(&ps, "");
-			free_set(&ps);
-		}
-		else
-			UNIT_SKIP("FVC2002 DB1_B mindtct records missing or unreadable");
+			UNIT_SKIP("%s records missing or unreadable", name);
 	}
 	free(w);
 	return unit_done();

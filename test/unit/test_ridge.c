@@ -92,7 +92,7 @@ count(const uint8_t *sk)
 	return n;
 }
 
-/* Options with every phase off but the joins. */
+/* Options with every phase off but the joins (gap 0: those too). */
 static void
 joins_only(mcc_ridge_opts *o, int gap)
 {
@@ -144,8 +144,7 @@ test_phases(void)
 	blank(img);
 	rect(img, 5, 30, 58, 32);
 	rect(img, 31, 27, 31, 29);
-	mcc_ridge_opts_default(&o, 4.5);
-	o.gap = 0;
+	joins_only(&o, 0);			/* every phase off */
 	mcc_ridge_restore(img, W, H, &o, sk, &st, &err);
 	{
 		int			with = count(sk);
@@ -161,8 +160,7 @@ test_phases(void)
 	rect(img, 5, 30, 58, 32);
 	rect(img, 10, 10, 10, 10);
 	rect(img, 40, 50, 41, 50);
-	mcc_ridge_opts_default(&o, 4.5);
-	o.gap = 0;
+	joins_only(&o, 0);			/* every phase off */
 	mcc_ridge_restore(img, W, H, &o, sk, &st, &err);
 	UNIT_CHECK(components(sk) == 3, "specks kept with the removal off (%d components)", components(sk));
 	o.min_component = 3;
@@ -174,8 +172,7 @@ test_phases(void)
 	blank(img);
 	rect(img, 5, 28, 58, 34);
 	img[31 * W + 30] = 255;
-	mcc_ridge_opts_default(&o, 4.5);
-	o.gap = 0;
+	joins_only(&o, 0);			/* every phase off */
 	mcc_ridge_restore(img, W, H, &o, sk, &st, &err);
 	{
 		int			loop = count(sk);

@@ -33,6 +33,7 @@
 #include "mcc_sad.h"
 #include "mcc_xyt.h"
 #include "unit.h"
+#include "testfvc.h"
 #include "testangle.h"
 #include "testimage.h"
 
@@ -43,8 +44,6 @@
 #define MIN_PAIRS	4
 #define MAX_ROT_DEG 6.0
 #define TOLERANCE	16.0
-
-static const char *const dbs[4] = {"DB1_B", "DB2_B", "DB3_B", "DB4_B"};
 
 /* Read mindtct xyt minutiae in the image frame; 0 on success. */
 static int
@@ -201,10 +200,10 @@ test_db(const char *root, int db, int *near_total, int *tried_total)
 		mcc_sad_hit hits[2];
 		uint32_t	n;
 
-		snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_1.png", root, dbs[db], f);
+		snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_1.png", root, tfvc_dbs[db].db, f);
 		if (ti_load_image(path, &a) != 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_1.xyt", root, dbs[db], f);
+		snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_1.xyt", root, tfvc_dbs[db].db, f);
 		if (load_minutiae(path, &a, &ma) != 0)
 		{
 			free(a.pixels);
@@ -220,7 +219,7 @@ test_db(const char *root, int db, int *near_total, int *tried_total)
 				hits[0].x == px && hits[0].y == py && hits[1].sad > 0)
 				exact++;
 			else
-				printf("# %s %d_1: patch at (%u, %u) found at (%u, %u), SAD %llu\n", dbs[db], f, px, py,
+				printf("# %s %d_1: patch at (%u, %u) found at (%u, %u), SAD %llu\n", tfvc_dbs[db].db, f, px, py,
 					   hits[0].x, hits[0].y, (unsigned long long) hits[0].sad);
 		}
 		/* every CPU kernel gives the same map on the first finger */
@@ -258,11 +257,11 @@ test_db(const char *root, int db, int *near_total, int *tried_total)
 						ey;
 			int			pairs;
 
-			snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", root, dbs[db], f, imp);
+			snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", root, tfvc_dbs[db].db, f, imp);
 			if (ti_load_image(path, &b) != 0)
 				continue;
 			snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", root,
-					 dbs[db], f, imp);
+					 tfvc_dbs[db].db, f, imp);
 			if (load_minutiae(path, &b, &mb) != 0)
 			{
 				free(b.pixels);
@@ -287,10 +286,10 @@ test_db(const char *root, int db, int *near_total, int *tried_total)
 	}
 	UNIT_CHECK(fingers == 10 && exact == fingers,
 			   "fvc2002 %s: %d of %d patches found exactly in their own impression with SAD 0 (and only there)",
-			   dbs[db], exact, fingers);
-	UNIT_CHECK(agree, "fvc2002 %s: every CPU kernel gives the reference map on finger 101", dbs[db]);
+			   tfvc_dbs[db].db, exact, fingers);
+	UNIT_CHECK(agree, "fvc2002 %s: every CPU kernel gives the reference map on finger 101", tfvc_dbs[db].db);
 	printf("# fvc2002 %s: in other impressions, %d of %d usable pairs within %.0f px of the minutiae's place\n",
-		   dbs[db], near, tried, TOLERANCE);
+		   tfvc_dbs[db].db, near, tried, TOLERANCE);
 	if (db < 3)
 	{
 		*near_total += near;
@@ -319,7 +318,7 @@ main(void)
 		return unit_done();
 	}
 	fclose(f);
-	for (int db = 0; db < 4; db++)
+	for (int db = 0; db < TFVC_DBS; db++)
 		test_db(root, db, &near, &tried);
 	UNIT_CHECK(tried >= 60 && 2 * near >= tried,
 			   "fvc2002 DB1..DB3: the patch lies within %.0f px of where the minutiae put it in %d of %d other impressions (at least half required)",

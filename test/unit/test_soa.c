@@ -273,10 +273,7 @@ main(void)
 		mcc_soa		s;
 		mcc_minutiae fingers[4];
 
-		memset(&ms, 0, sizeof(ms));
-		ms.width = 1000;
-		ms.height = 1000;
-		ms.dpi = 500;
+		tg_frame(&ms, 1000, 1000, 500);
 		for (int i = 0; i < MCC_MAX_MINUTIAE; i++)
 		{
 			ms.m[i].x = (int16_t) (200 + (i % 16) * 30 + tg_int(&r, 0, 9));

@@ -14,25 +14,6 @@
 
 static mcc_cylinder cyls[MCC_MAX_CYL];
 
-/* Build a template of ms into a fresh exact-size buffer; NULL on failure. */
-static uint8_t *
-build(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
-{
-	mcc_error	err;
-	uint8_t    *buf;
-
-	if (mcc_template_build(ms, p, NULL, size, &err) != MCC_OK)
-		return NULL;
-	buf = malloc(*size);
-	memset(buf, 0xAB, *size);	/* the varlena header must stay untouched */
-	if (mcc_template_build(ms, p, buf, size, &err) != MCC_OK)
-	{
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
-
 /* Open a copy of blob placed at the very end of an exact-size allocation. */
 static mcc_status
 open_copy(const uint8_t *blob, size_t size, mcc_error *err)
@@ -94,10 +75,7 @@ consistent(const uint8_t *b, size_t size)
 	moff = boff + (size_t) n_cyl * words * 8;
 	if (size != moff + 4 * (size_t) n_cyl)
 		return 0;
-	memset(&ms, 0, sizeof(ms));
-	ms.width = get16(b, 8);
-	ms.height = get16(b, 10);
-	ms.dpi = get16(b, 12);
+	tg_frame(&ms, get16(b, 8), get16(b, 10), get16(b, 12));
 	ms.count = n_min;
 	for (int i = 0; i < n_min; i++)
 	{
@@ -159,7 +137,7 @@ test_round_trip(void)
 			int			good;
 
 			tg_minutiae(&r, &ms, 20, 60, 8.0);
-			b = build(&ms, p, &size);
+			b = tg_build_blob(&ms, p, &size);
 			if (b == NULL)
 				continue;
 			mcc_cylinders_create(&ms, p, cyls, &n, &err);
@@ -203,10 +181,7 @@ test_build_errors(void)
 	uint8_t		small[64];
 	mcc_status	st;
 
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 300;
-	ms.height = 400;
-	ms.dpi = 500;
+	tg_frame(&ms, 300, 400, 500);
 	UNIT_CHECK(mcc_template_build(&ms, p, NULL, &size, &err) == MCC_ERR_VALUE &&
 			   strcmp(err.message, "template has no minutiae") == 0,
 			   "empty set refused: %s", err.message);
@@ -253,9 +228,9 @@ test_malformed(void)
 	do
 	{
 		tg_minutiae(&r, &ms, 30, 40, 8.0);
-		g = build(&ms, gp, &gsize);
+		g = tg_build_blob(&ms, gp, &gsize);
 	} while (g == NULL || get16(g, 16) < 3);
-	t = build(&ms, tp, &tsize);
+	t = tg_build_blob(&ms, tp, &tsize);
 	n_min = get16(g, 14);
 	n_cyl = get16(g, 16);
 	boff = (24 + 12 * (size_t) n_min + 7) / 8 * 8;
@@ -404,7 +379,7 @@ test_mutations(void)
 		uint8_t    *g;
 
 		tg_minutiae(&r, &ms, 1, 40, 8.0);
-		g = build(&ms, p, &size);
+		g = tg_build_blob(&ms, p, &size);
 		if (g == NULL)
 			continue;
 		for (int k = 0; k < 1500; k++)

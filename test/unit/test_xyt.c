@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testgen.h"
+#include "testfvc.h"
 #include "mcc_xyt.h"
 
 #define TWO_PI 6.28318530717958647692
@@ -158,10 +160,7 @@ test_write(void)
 	uint32_t	seed = 99;
 	bool		ok = true;
 
-	memset(&ms, 0, sizeof(ms));
-	ms.width = 300;
-	ms.height = 400;
-	ms.dpi = 500;
+	tg_frame(&ms, 300, 400, 500);
 	ms.count = 60;
 	for (int i = 0; i < ms.count; i++)
 	{
@@ -223,77 +222,68 @@ parse_min_line(const char *line, int *x, int *y, int *dir, double *rel)
 static void
 test_fvc(const char *data)
 {
-	static const struct
-	{
-		const char *db;
-		int			width;
-		int			height;
-	}			db[4] = {
-		{"DB1_B", 388, 374}, {"DB2_B", 296, 560}, {"DB3_B", 300, 300}, {"DB4_B", 288, 384}
-	};
 	int			files = 0,
 				good = 0,
 				minutiae = 0,
 				agree = 0,
 				compared = 0;
 
-	for (int d = 0; d < 4; d++)
-		for (int f = 101; f <= 110; f++)
-			for (int imp = 1; imp <= 8; imp++)
-			{
-				char		path[1024];
-				size_t		len,
-							mlen;
-				unsigned char *text,
-						   *min;
-				mcc_minutiae ms;
-				mcc_error	err;
-				int			lines = 0,
-							i = 0;
+	for (int j = 0; j < TFVC_PRINTS; j++)
+	{
+		const tfvc_print p = tfvc_print_at(j);
+		char		path[1024];
+		size_t		len,
+					mlen;
+		unsigned char *text,
+				   *min;
+		mcc_minutiae ms;
+		mcc_error	err;
+		int			lines = 0,
+					i = 0;
 
-				snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt",
-						 data, db[d].db, f, imp);
-				if ((text = unit_read_file(path, &len)) == NULL)
-					continue;
-				files++;
-				for (size_t k = 0; k < len; k++)
-					lines += text[k] == '\n';
-				mcc_error_clear(&err);
-				if (mcc_xyt_read((const char *) text, len, db[d].width, db[d].height, 500,
-								 &ms, &err) == MCC_OK && ms.count == lines &&
-					mcc_minutiae_validate(&ms, &err) == MCC_OK)
-				{
-					good++;
-					minutiae += ms.count;
-				}
-				else
-					printf("# %s: %s\n", path, err.message);
-				free(text);
+		snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt",
+				 data, p.db->db, p.finger, p.imp);
+		if ((text = unit_read_file(path, &len)) == NULL)
+			continue;
+		files++;
+		for (size_t k = 0; k < len; k++)
+			lines += text[k] == '\n';
+		mcc_error_clear(&err);
+		if (mcc_xyt_read((const char *) text, len, p.db->width, p.db->height, 500,
+						 &ms, &err) == MCC_OK && ms.count == lines &&
+			mcc_minutiae_validate(&ms, &err) == MCC_OK)
+		{
+			good++;
+			minutiae += ms.count;
+		}
+		else
+			printf("# %s: %s\n", path, err.message);
+		free(text);
 
-				/* the .min file: MX, MY top-left; DIR in 11.25-degree units, 0 up, clockwise */
-				snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-min/%s/%d_%d.min",
-						 data, db[d].db, f, imp);
-				if ((min = unit_read_file(path, &mlen)) == NULL)
-					continue;
-				for (char *line = strtok((char *) min, "\n"); line; line = strtok(NULL, "\n"))
-				{
-					int			x,
-								y,
-								dir;
-					double		rel;
+		/* the .min file: MX, MY top-left; DIR in 11.25-degree units, 0 up, clockwise */
+		snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-min/%s/%d_%d.min",
+				 data, p.db->db, p.finger, p.imp);
+		if ((min = unit_read_file(path, &mlen)) == NULL)
+			continue;
+		for (char *line = strtok((char *) min, "\n"); line; line = strtok(NULL, "\n"))
+		{
+			int			x,
+						y,
+						dir;
+			double		rel;
 
-					if (!parse_min_line(line, &x, &y, &dir, &rel) || i >= ms.count)
-						continue;
-					compared++;
-					if (ms.m[i].x == x && ms.m[i].y == y &&
-						near_deg(ms.m[i].theta, 90.0 - dir * 11.25, 0.5 + 1e-4) &&
-						fabs(ms.m[i].quality - rel * 100.0) <= 0.55)
-						agree++;
-					i++;
-				}
-				free(min);
-			}
-	UNIT_CHECK(files == 320 && good == files,
+			if (!parse_min_line(line, &x, &y, &dir, &rel) || i >= ms.count)
+				continue;
+			compared++;
+			if (ms.m[i].x == x && ms.m[i].y == y &&
+				near_deg(ms.m[i].theta, 90.0 - dir * 11.25, 0.5 + 1e-4) &&
+				fabs(ms.m[i].quality - rel * 100.0) <= 0.55)
+				agree++;
+			i++;
+		}
+		free(min);
+	}
+	UNIT_CHECK(files == TFVC_PRINTS && good == files,
 			   "FVC2002 mindtct xyt: %d of %d files import with the README sizes (%d minutiae)",
 			   good, files, minutiae);
 	UNIT_CHECK(compared == minutiae && agree == compared,

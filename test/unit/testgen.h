@@ -46,6 +46,16 @@ tg_int(tg_rng *r, int lo, int hi)
 	return lo + (int) (tg_next(r) % (uint64_t) (hi - lo + 1));
 }
 
+/* ms emptied: no minutiae, in a w x h image at dpi. */
+static inline void
+tg_frame(mcc_minutiae *ms, int w, int h, int dpi)
+{
+	memset(ms, 0, sizeof(*ms));
+	ms->width = (uint16_t) w;
+	ms->height = (uint16_t) h;
+	ms->dpi = (uint16_t) dpi;
+}
+
 /*
  * A plausible minutiae set: count in [min_n, max_n], positions inside an
  * ellipse of semi-axes 130 x 180 px centred in a 300 x 400 image, at least
@@ -57,10 +67,7 @@ tg_minutiae(tg_rng *r, mcc_minutiae *ms, int min_n, int max_n, double spacing)
 	int			want = tg_int(r, min_n, max_n);
 	int			tries = 0;
 
-	memset(ms, 0, sizeof(*ms));
-	ms->width = 300;
-	ms->height = 400;
-	ms->dpi = 500;
+	tg_frame(ms, 300, 400, 500);
 	while (ms->count < want && tries < 100000)
 	{
 		double		u = tg_unit(r) * 2.0 - 1.0;
@@ -226,7 +233,11 @@ tg_cylinder_words(tg_rng *r, const mcc_profile *p, double density,
 	}
 }
 
-/* A template blob of ms (malloc'd), or NULL if it cannot be built. */
+/*
+ * A template blob of ms in a fresh exact-size buffer (malloc'd), or NULL if
+ * it cannot be built. The buffer is filled with 0xAB first, so that a test
+ * can see that the build leaves the varlena header (bytes 0-3) untouched.
+ */
 static inline uint8_t *
 tg_build_blob(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
 {
@@ -236,6 +247,8 @@ tg_build_blob(const mcc_minutiae *ms, const mcc_profile *p, size_t *size)
 	if (mcc_template_build(ms, p, NULL, size, &err) != MCC_OK)
 		return NULL;
 	b = malloc(*size);
+	if (b)
+		memset(b, 0xAB, *size);
 	if (b && mcc_template_build(ms, p, b, size, &err) != MCC_OK)
 	{
 		free(b);

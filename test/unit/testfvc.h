@@ -1,0 +1,50 @@
+/*
+ * testfvc.h: FVC2002's set B as ../shared/data holds it (its README.md), for
+ * the tests, checks and tools that read it: the four databases' folders,
+ * image sizes and resolutions, and the 320 prints (fingers 101-110,
+ * impressions 1-8 of each database) in one order.
+ */
+#ifndef MCC_TESTFVC_H
+#define MCC_TESTFVC_H
+
+/* One database of set B: its folder, its images' size and resolution. */
+typedef struct tfvc_db
+{
+	const char *db;
+	int			width;
+	int			height;
+	int			dpi;
+} tfvc_db;
+
+#define TFVC_DBS 4
+#define TFVC_FINGERS 10			/* 101 .. 110 */
+#define TFVC_IMPRESSIONS 8		/* 1 .. 8 */
+#define TFVC_PRINTS (TFVC_DBS * TFVC_FINGERS * TFVC_IMPRESSIONS)
+
+static const tfvc_db tfvc_dbs[TFVC_DBS] = {
+	{"DB1_B", 388, 374, 500}, {"DB2_B", 296, 560, 569}, {"DB3_B", 300, 300, 500}, {"DB4_B", 288, 384, 500}
+};
+
+/* A print of set B: its database (index d into tfvc_dbs), finger and impression. */
+typedef struct tfvc_print
+{
+	const tfvc_db *db;
+	int			d;
+	int			finger;
+	int			imp;
+} tfvc_print;
+
+/* Print i (0 .. TFVC_PRINTS - 1): by database, then finger, then impression. */
+static inline tfvc_print
+tfvc_print_at(int i)
+{
+	tfvc_print	p;
+
+	p.d = i / (TFVC_FINGERS * TFVC_IMPRESSIONS);
+	p.db = &tfvc_dbs[p.d];
+	p.finger = 101 + i / TFVC_IMPRESSIONS % TFVC_FINGERS;
+	p.imp = 1 + i % TFVC_IMPRESSIONS;
+	return p;
+}
+
+#endif							/* MCC_TESTFVC_H */
