@@ -72,6 +72,8 @@ eng_conn_close(eng_server *s, eng_conn *c)
 		}
 	if (c->load)
 		eng_load_abort(s, c);
+	if (c->joined)
+		eng_load_join_abort(s, c, "a joined connection closed before its part ended");
 	eng_gallery_conn_closed(s, c->id);
 	eng_refine_conn_closed(s, c->id);
 	eng_image_conn_closed(s, c->id);
@@ -132,13 +134,13 @@ process_frames(eng_server *s, eng_conn *c)
 	{
 		c->in.len = c->in_pos = 0;
 		/* a finished load's room for reading ahead goes back */
-		if (c->load == NULL && c->in.cap > LOAD_AHEAD)
+		if (c->load == NULL && !c->joined && c->in.cap > LOAD_AHEAD)
 		{
 			eng_buf_free(&c->in);
 			eng_buf_init(&c->in);
 		}
 	}
-	else if (c->in_pos > 0 && c->in.cap - c->in.len < (c->load != NULL ? LOAD_AHEAD : READ_CHUNK))
+	else if (c->in_pos > 0 && c->in.cap - c->in.len < (c->load != NULL || c->joined ? LOAD_AHEAD : READ_CHUNK))
 	{
 		/*
 		 * The unprocessed rest to the front only when the room after it
@@ -184,7 +186,7 @@ eng_conn_read(eng_server *s, eng_conn *c)
 	{
 		ssize_t		n;
 
-		if (!eng_buf_reserve(&c->in, c->load != NULL ? LOAD_AHEAD : READ_CHUNK))
+		if (!eng_buf_reserve(&c->in, c->load != NULL || c->joined ? LOAD_AHEAD : READ_CHUNK))
 			return false;
 		n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
 		if (n > 0)

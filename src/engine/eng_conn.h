@@ -32,6 +32,16 @@ typedef struct eng_conn
 	bool		closing;		/* close once out is sent */
 	bool		dead;			/* close now */
 	struct eng_load *load;
+	/*
+	 * This connection's part of another connection's load (LOAD_JOIN),
+	 * found again by its gallery and token (eng_load_joined): the load
+	 * may end, and be freed, before the part does
+	 */
+	bool		joined;			/* a part not yet ended */
+	mcc_gallery_id join_gal;
+	uint64_t	join_token[2];
+	uint64_t	join_rid;		/* LOAD_JOIN's request id */
+	uint64_t	join_rows;		/* rows this part added */
 	uint32_t	pid;
 } eng_conn;
 

@@ -255,12 +255,30 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 	g->loads = l;
 	c->load = l;
 	mcc_error_clear(&err);
+	/* a joinable load may take its first row's profile, on whatever connection it comes */
+	if (profile_id == 0 && (flags & MCC_LOAD_JOIN))
+	{
+		l->profile = NULL;
+		return l;
+	}
 	if (p == NULL)
 	{
 		mcc_error_set(&err, MCC_ERR_VERSION, "unknown template profile id %u", profile_id);
 		eng_load_fail(l, MCC_PERR_DATA, &err);
 		return l;
 	}
+	eng_load_build_first(s, l, p);
+	return l;
+}
+
+void
+eng_load_build_first(eng_server *s, eng_load *l, const mcc_profile *p)
+{
+	uint64_t	expected_rows = l->expected;
+	mcc_error	err;
+
+	mcc_error_clear(&err);
+	l->profile = p;
 	/*
 	 * Size for the hint (36 cylinders per template, a little above what real
 	 * prints give), unless that does not fit: then grow as rows come.
@@ -275,7 +293,25 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 	}
 	if (l->build == NULL)
 		eng_load_fail(l, err.status == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_INTERNAL, &err);
-	return l;
+}
+
+/* A load still without a profile (MCC_LOAD_JOIN, profile 0) takes in's first row's. */
+static void
+profile_from_row(eng_server *s, eng_load *l, const eng_load_in *in)
+{
+	mcc_template_view v;
+	mcc_error	err;
+
+	if (l->profile != NULL || l->perr != 0)
+		return;
+	mcc_error_clear(&err);
+	if (mcc_template_open_header(in->tpl, in->len, &v, &err) != MCC_OK)
+	{
+		mcc_error_detail(&err, "The row with key %lld cannot be cached.", (long long) in->key);
+		eng_load_fail(l, MCC_PERR_DATA, &err);
+		return;
+	}
+	eng_load_build_first(s, l, v.profile);
 }
 
 void
@@ -566,6 +602,8 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 	mcc_error	err;
 	mcc_status	st = MCC_OK;
 
+	if (n > 0)
+		profile_from_row(s, l, &in[0]);
 	if (l->build == NULL || n == 0)
 		return;
 	mcc_error_clear(&err);
@@ -655,6 +693,18 @@ eng_load_end(eng_server *s, eng_conn *c)
 	uint64_t	request_id;
 	bool		snap_unchanged;
 
+	if (l->joins_open > 0 && l->perr == 0)
+	{
+		mcc_error	err;
+
+		mcc_error_set(&err, MCC_ERR_INTERNAL, "LOAD_END came before every joined part ended");
+		mcc_error_detail(&err, "%u of %u joined connections had not sent LOAD_JOIN_END.",
+						 l->joins_open, l->joins);
+		eng_load_fail(l, MCC_PERR_PROTOCOL, &err);
+	}
+	/* a joinable load that got no row: the default profile, as a client's empty load */
+	if (l->perr == 0 && l->profile == NULL)
+		eng_load_build_first(s, l, mcc_profile_by_id(MCC_PROFILE_DEFAULT));
 	if (l->perr != 0)
 	{
 		eng_log(ENG_LOG_WARNING, "gallery %s: load failed: %s%s%s", eng_gallery_name(g),

@@ -1,0 +1,320 @@
+/*
+ * test_engine_load_join.c: a load's parts on other connections (LOAD_BEGIN
+ * with MCC_LOAD_JOIN, LOAD_JOIN, LOAD_JOIN_END), in process: the rows of
+ * three connections make one cache equal to the reference; a wrong token
+ * or generation adds nothing; a part that closes, is cancelled or has not
+ * ended at LOAD_END fails the whole load and the previous cache serves; a
+ * leader that goes away abandons the load under its parts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_conn.h"
+#include "unit.h"
+#include "engine_inproc.h"
+#include "eng_log.h"
+#include "eng_server.h"
+
+#define NT 240					/* rows of a load */
+
+static const mcc_gallery_id gal = {5, 16400, 91};
+static tl_tpl *gt;				/* row templates */
+static tl_tpl *pt;				/* probes */
+static int64_t keys[NT];
+static uint64_t xids[NT];
+
+/* LOAD_BEGIN with MCC_LOAD_JOIN, profile 0 (the first row's), and token t. */
+static void
+join_begin(eng_buf *b, uint64_t rid, uint64_t gen, const uint64_t t[2])
+{
+	size_t		f = eng_frame_begin(b, MCC_MSG_LOAD_BEGIN, rid);
+
+	eng_buf_gallery(b, &gal);
+	eng_buf_u64(b, gen);
+	eng_buf_u32(b, 0);
+	eng_buf_u64(b, NT);
+	eng_buf_u32(b, 0);
+	eng_buf_u32(b, MCC_LOAD_JOIN);
+	eng_buf_u64(b, t[0]);
+	eng_buf_u64(b, t[1]);
+	eng_frame_end(b, f);
+}
+
+static void
+join(eng_buf *b, uint64_t rid, uint64_t gen, const uint64_t t[2])
+{
+	size_t		f = eng_frame_begin(b, MCC_MSG_LOAD_JOIN, rid);
+
+	eng_buf_gallery(b, &gal);
+	eng_buf_u64(b, gen);
+	eng_buf_u64(b, t[0]);
+	eng_buf_u64(b, t[1]);
+	eng_frame_end(b, f);
+}
+
+static void
+join_end(eng_buf *b, uint64_t rid)
+{
+	size_t		f = eng_frame_begin(b, MCC_MSG_LOAD_JOIN_END, rid);
+
+	eng_frame_end(b, f);
+}
+
+/* Rows [a, b) of the table as one LOAD_ROWS frame of request rid, fed to c. */
+static void
+send_rows(eng_server *s, eng_conn *c, uint64_t rid, int a, int z)
+{
+	eng_buf		b;
+
+	eng_buf_init(&b);
+	tl_load_rows(&b, rid, z - a, keys + a, xids + a, NULL, gt + a);
+	ip_feed(s, c, &b);
+	eng_buf_free(&b);
+}
+
+/* Feed the buffer's frames to c, then run until idle. */
+static void
+feed(eng_server *s, eng_conn *c, eng_buf *b)
+{
+	ip_feed(s, c, b);
+	ip_pump_all(s);
+}
+
+/* The reply type to rid on c (0: none or several), and a LOADED/JOINED count. */
+static uint16_t
+reply_type(eng_conn *c, uint64_t rid, uint64_t *count)
+{
+	tl_frame	f;
+
+	if (ip_reply(c, rid, &f, NULL) != 1)
+		return 0;
+	if (count != NULL && f.h.length >= 8)
+		memcpy(count, f.p, 8);
+	return f.h.type;
+}
+
+/* Does a search of the first n rows (rows [0, n) live) on c answer as the reference? */
+static bool
+serves_rows(eng_server *s, eng_conn *c, uint64_t rid, uint64_t gen, int n)
+{
+	tl_entry	ref[NT];
+	eng_buf		b;
+	bool		ok;
+
+	for (int i = 0; i < NT; i++)
+		ref[i] = (tl_entry) {keys[i], &gt[i], i < n};
+	eng_buf_init(&b);
+	tl_search(&b, rid, &gal, gen, 10, 0.0f, 2, pt);
+	feed(s, c, &b);
+	eng_buf_free(&b);
+	ok = ip_result_ok(c, rid, 2, pt, 10, 0.0f, NULL, ref, NT);
+	return ok;
+}
+
+/*
+ * Three connections, one load: the leader's rows and two joined parts;
+ * LOADED counts all, the search equals the reference. A connection with a
+ * wrong token or generation is refused and adds nothing.
+ */
+static void
+test_join_ok(eng_server *s, eng_conn *l, eng_conn *w1, eng_conn *w2, eng_conn *x)
+{
+	const uint64_t tok[2] = {0x1234567890abcdefULL, 0x0fedcba987654321ULL};
+	const uint64_t bad[2] = {0x1234567890abcdefULL, 0x0fedcba987654320ULL};
+	uint64_t	n1 = 0, n2 = 0, all = 0;
+	eng_buf		b;
+
+	eng_buf_init(&b);
+	join_begin(&b, 10, 3, tok);
+	feed(s, l, &b);
+	UNIT_CHECK(reply_type(l, 10, NULL) == MCC_MSG_OK, "LOAD_BEGIN with MCC_LOAD_JOIN: OK");
+	ip_clear_out(l);
+
+	join(&b, 20, 3, tok);
+	feed(s, w1, &b);
+	join(&b, 30, 3, tok);
+	feed(s, w2, &b);
+	join(&b, 40, 3, bad);
+	join(&b, 41, 4, tok);
+	feed(s, x, &b);
+	UNIT_CHECK(reply_type(x, 40, NULL) == MCC_MSG_ERROR && ip_error_of(x, 40) == MCC_PERR_NOT_LOADED,
+			   "LOAD_JOIN with another token is refused");
+	UNIT_CHECK(ip_error_of(x, 41) == MCC_PERR_NOT_LOADED,
+			   "LOAD_JOIN of another generation is refused");
+	UNIT_CHECK(reply_type(w1, 20, NULL) == 0 && reply_type(w2, 30, NULL) == 0,
+			   "LOAD_JOIN with the token: no reply");
+	ip_clear_out(x);
+
+	send_rows(s, w1, 20, 0, 80);
+	send_rows(s, x, 40, 200, 240);	/* refused: dropped */
+	send_rows(s, w2, 30, 80, 150);
+	send_rows(s, l, 10, 150, 200);
+	send_rows(s, w1, 21, 150, 160);	/* another request of w1: not its part, dropped */
+	ip_pump_all(s);
+	join_end(&b, 20);
+	feed(s, w1, &b);
+	join_end(&b, 30);
+	feed(s, w2, &b);
+	join_end(&b, 40);
+	feed(s, x, &b);
+	UNIT_CHECK(reply_type(w1, 20, &n1) == MCC_MSG_LOAD_JOINED && n1 == 80 &&
+			   reply_type(w2, 30, &n2) == MCC_MSG_LOAD_JOINED && n2 == 70,
+			   "LOAD_JOIN_END: LOAD_JOINED with the rows each part added (80, 70)");
+	UNIT_CHECK(ip_error_of(x, 40) == MCC_PERR_PROTOCOL,
+			   "LOAD_JOIN_END of a refused join: ERROR");
+	tl_load_end(&b, 10);
+	feed(s, l, &b);
+	UNIT_CHECK(reply_type(l, 10, &all) == MCC_MSG_LOADED && all == 200,
+			   "LOADED: the leader's and the parts' rows, 200, none of the refused");
+	UNIT_CHECK(serves_rows(s, l, 11, 3, 200),
+			   "the joined load's cache answers as the reference of its 200 rows");
+	ip_clear_out(l);
+	ip_clear_out(w1);
+	ip_clear_out(w2);
+	ip_clear_out(x);
+	eng_buf_free(&b);
+}
+
+/*
+ * A part that ends unfinished fails the whole load; the cache of
+ * generation 3 keeps serving. how: 0 its connection closes, 1 it cancels
+ * its join, 2 the leader's LOAD_END comes before its LOAD_JOIN_END.
+ */
+static void
+test_join_fails(eng_server *s, eng_conn *l, int how, uint64_t gen)
+{
+	const uint64_t tok[2] = {0xabcdef0123456789ULL + gen, 42};
+	eng_conn   *w = eng_conn_add(s, -1);
+	static const char *const what[] = {
+		"a joined connection that closes mid-part fails the load (CANCELLED)",
+		"a joined part cancelled fails the load (CANCELLED)",
+		"LOAD_END before a part's LOAD_JOIN_END fails the load (PROTOCOL)"};
+	const uint32_t want[] = {MCC_PERR_CANCELLED, MCC_PERR_CANCELLED, MCC_PERR_PROTOCOL};
+	eng_buf		b;
+
+	eng_buf_init(&b);
+	join_begin(&b, 50, gen, tok);
+	feed(s, l, &b);
+	ip_clear_out(l);
+	join(&b, 60, gen, tok);
+	feed(s, w, &b);
+	send_rows(s, w, 60, 0, 240);
+	ip_pump_all(s);
+	if (how == 0)
+	{
+		eng_conn_close(s, w);
+		w = NULL;
+	}
+	else if (how == 1)
+	{
+		tl_cancel(&b, 60);
+		feed(s, w, &b);
+	}
+	tl_load_end(&b, 50);
+	feed(s, l, &b);
+	UNIT_CHECK(ip_error_of(l, 50) == want[how], "%s", what[how]);
+	UNIT_CHECK(serves_rows(s, l, 51, 3, 200), "the previous cache (200 rows) still serves");
+	ip_clear_out(l);
+	if (w != NULL)
+	{
+		/* a part whose load is gone: its end says so */
+		join_end(&b, 60);
+		feed(s, w, &b);
+		UNIT_CHECK(how == 1 ? ip_error_of(w, 60) == MCC_PERR_PROTOCOL :
+				   ip_error_of(w, 60) == MCC_PERR_CANCELLED,
+				   "the failed load's part: LOAD_JOIN_END answers ERROR");
+		eng_conn_close(s, w);
+	}
+	eng_buf_free(&b);
+}
+
+/* The leader goes away: the load is abandoned under its part, the cache stays. */
+static void
+test_leader_gone(eng_server *s, eng_conn *keep)
+{
+	const uint64_t tok[2] = {7, 8};
+	eng_conn   *l = eng_conn_add(s, -1);
+	eng_conn   *w = eng_conn_add(s, -1);
+	eng_buf		b;
+
+	eng_buf_init(&b);
+	join_begin(&b, 70, 9, tok);
+	feed(s, l, &b);
+	join(&b, 80, 9, tok);
+	feed(s, w, &b);
+	send_rows(s, w, 80, 0, 100);
+	ip_pump_all(s);
+	eng_conn_close(s, l);
+	send_rows(s, w, 80, 100, 240);	/* dropped */
+	join_end(&b, 80);
+	feed(s, w, &b);
+	UNIT_CHECK(ip_error_of(w, 80) == MCC_PERR_CANCELLED,
+			   "the leader closed: its part's LOAD_JOIN_END answers CANCELLED");
+	UNIT_CHECK(serves_rows(s, keep, 81, 3, 200), "the previous cache still serves");
+	ip_clear_out(keep);
+	eng_conn_close(s, w);
+	eng_buf_free(&b);
+}
+
+/* A joinable load that gets no row: an empty cache of the default profile. */
+static void
+test_join_empty(eng_server *s)
+{
+	const mcc_gallery_id g2 = {5, 16401, 92};
+	eng_conn   *l = eng_conn_add(s, -1);
+	eng_buf		b;
+	size_t		f;
+
+	eng_buf_init(&b);
+	f = eng_frame_begin(&b, MCC_MSG_LOAD_BEGIN, 5);
+	eng_buf_gallery(&b, &g2);
+	eng_buf_u64(&b, 1);
+	eng_buf_u32(&b, 0);
+	eng_buf_u64(&b, 0);
+	eng_buf_u32(&b, 0);
+	eng_buf_u32(&b, MCC_LOAD_JOIN);
+	eng_buf_u64(&b, 1);
+	eng_buf_u64(&b, 2);
+	eng_frame_end(&b, f);
+	tl_load_end(&b, 5);
+	feed(s, l, &b);
+	ip_clear_out(l);
+	tl_search(&b, 6, &g2, 1, 10, 0.0f, 1, pt);
+	feed(s, l, &b);
+	UNIT_CHECK(reply_type(l, 6, NULL) == MCC_MSG_RESULT,
+			   "an empty joinable load (profile 0) serves, with the default profile");
+	eng_conn_close(s, l);
+	eng_buf_free(&b);
+}
+
+int
+main(void)
+{
+	eng_config	cfg = {.threads = 2, .delta_timeout_ms = 300, .max_batch = 64};
+	eng_server	s;
+	eng_conn   *l, *w1, *w2, *x;
+
+	mcc_lss_init();
+	eng_log_set_level(ENG_LOG_ERROR);
+	gt = tl_templates(41, NT, 15);
+	pt = tl_templates(43, 2, 15);
+	for (int i = 0; i < NT; i++)
+	{
+		keys[i] = 1000 + i;
+		xids[i] = 0;
+	}
+	eng_server_init(&s, &cfg);
+	l = eng_conn_add(&s, -1);
+	w1 = eng_conn_add(&s, -1);
+	w2 = eng_conn_add(&s, -1);
+	x = eng_conn_add(&s, -1);
+	test_join_ok(&s, l, w1, w2, x);
+	for (int how = 0; how < 3; how++)
+		test_join_fails(&s, l, how, 4 + (uint64_t) how);
+	test_leader_gone(&s, l);
+	test_join_empty(&s);
+	eng_server_destroy(&s);
+	tl_templates_free(gt, NT);
+	tl_templates_free(pt, 2);
+	return unit_done();
+}
