@@ -75,6 +75,8 @@ typedef struct load_state
 	uint64		token[2];		/* MCC_LOAD_JOIN: the secret the workers' LOAD_JOIN repeats */
 	struct shm_mq_handle *mq;	/* a worker's: its counts and messages go to the leader */
 	pg_atomic_uint32 *shared_profile;	/* a worker's: the profile every worker's rows have */
+	struct load_shared *shared; /* a worker's: what the leader shares */
+	bool		joined;			/* a worker's: its connection joined the load */
 	StringInfoData deferred;	/* risky rows left to the leader: load_deferred */
 } load_state;
 
@@ -131,6 +133,7 @@ extern void mcc_load_forget_own(int code, Datum arg);
 extern int	mcc_load_parallel_workers(const load_state *st);
 extern bool mcc_load_parallel(load_state *st, int nworkers, bool *serial);
 extern bool mcc_load_deferred(load_state *st);
+extern void mcc_load_worker_join(load_state *st);
 extern void mcc_load_worker_sent(load_state *st);
 extern PGDLLEXPORT void mcc_load_worker_main(dsm_segment *seg, shm_toc *toc);
 

@@ -60,6 +60,7 @@
 #include "miscadmin.h"
 #include "optimizer/paths.h"
 #include "pgstat.h"
+#include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/shm_mq.h"
@@ -109,6 +110,9 @@ typedef struct load_shared
 	uint64		gen;
 	uint64		token[2];
 	uint64		incarnation;	/* the engine's the leader talks to */
+	/* set (and cv broadcast) once the engine opened the load to LOAD_JOIN */
+	pg_atomic_uint32 open;
+	ConditionVariable cv;
 	int			n_order;		/* OIDs in LOAD_KEY_ORDER */
 	int			n_rels;
 	load_shared_rel rels[FLEXIBLE_ARRAY_MEMBER];
@@ -224,6 +228,8 @@ leader_setup(load_state *st, load_leader *ld, List *heaps)
 	ld->sh->token[0] = st->token[0];
 	ld->sh->token[1] = st->token[1];
 	ld->sh->incarnation = mcc_conn_incarnation();
+	pg_atomic_init_u32(&ld->sh->open, 0);
+	ConditionVariableInit(&ld->sh->cv);
 	ld->sh->n_order = st->n_rel_order;
 	ld->sh->n_rels = n;
 	order = shm_toc_allocate(pcxt->toc, order_bytes);
@@ -434,9 +440,13 @@ mcc_load_parallel(load_state *st, int nworkers, bool *serial)
 	ld.pcxt = CreateParallelContext("mcc", "mcc_load_worker_main", nworkers);
 	leader_setup(st, &ld, heaps);
 	if (ld.pcxt->nworkers > 0)
-	{
-		begin_joinable(st);
 		LaunchParallelWorkers(ld.pcxt);
+	if (ld.pcxt->nworkers_launched > 0)
+	{
+		/* the workers read meanwhile; they join once the engine opened the load */
+		begin_joinable(st);
+		pg_atomic_write_u32(&ld.sh->open, 1);
+		ConditionVariableBroadcast(&ld.sh->cv);
 	}
 	if (ld.pcxt->nworkers_launched == 0)
 	{
@@ -532,15 +542,25 @@ mcc_load_worker_sent(load_state *st)
 }
 
 /*
- * Connect to the engine the leader talks to and join the leader's load
- * (LOAD_JOIN with the load's token); the rows then go as this request's.
- * A worker connects as any backend does (the engine's socket, HELLO).
+ * Before a worker's first frame: wait until the leader has opened the load
+ * to joins, connect to the engine the leader talks to and join the load
+ * (LOAD_JOIN with its token); the rows then go as this request's. A worker
+ * connects as any backend does (the engine's socket, HELLO). A worker
+ * that found no row never connects.
  */
-static void
-worker_join(load_state *st, const load_shared *sh)
+void
+mcc_load_worker_join(load_state *st)
 {
+	const load_shared *sh = st->shared;
 	StringInfoData f;
 	char	   *why;
+
+	if (st->joined)
+		return;
+	ConditionVariablePrepareToSleep(&st->shared->cv);
+	while (pg_atomic_read_u32(&st->shared->open) == 0)
+		ConditionVariableSleep(&st->shared->cv, PG_WAIT_EXTENSION);
+	ConditionVariableCancelSleep();
 
 	if (mcc_conn_ensure(&why) != MCC_CONN_OK)
 		ereport(ERROR,
@@ -559,6 +579,7 @@ worker_join(load_state *st, const load_shared *sh)
 	mcc_put_u64(&f, sh->token[1]);
 	mcc_conn_send(&f, MCC_MSG_LOAD_JOIN, st->request_id);
 	pfree(f.data);
+	st->joined = true;
 }
 
 /*
@@ -573,6 +594,8 @@ worker_part_end(load_state *st)
 	mcc_reply	reply;
 	uint64		took;
 
+	if (!st->joined)
+		return;					/* no row: never joined */
 	mcc_frame_begin(&f);
 	mcc_conn_send(&f, MCC_MSG_LOAD_JOIN_END, st->request_id);
 	pfree(f.data);
@@ -629,13 +652,13 @@ mcc_load_worker_main(dsm_segment *seg, shm_toc *toc)
 	st.count_snap = sh->count_visible ? GetActiveSnapshot() : NULL;
 	st.profile_id = sh->profile_id;
 	st.shared_profile = &sh->profile;
+	st.shared = sh;
 	st.next_xid = sh->next_xid;
 	st.rel_order = shm_toc_lookup(toc, LOAD_KEY_ORDER, false);
 	st.n_rel_order = sh->n_order;
 	st.begun = true;			/* the leader sent LOAD_BEGIN */
 	st.cxt = CurrentMemoryContext;
 	initStringInfo(&st.deferred);
-	worker_join(&st, sh);
 	mcc_load_rows_frame_begin(&st);
 	for (int i = 0; ok && i < sh->n_rels; i++)
 	{

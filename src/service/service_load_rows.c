@@ -79,6 +79,8 @@ mcc_load_rows_flush(load_state *st)
 		return;
 	memcpy(st->frame.data + sizeof(mcc_frame_hdr), &st->n_rows, sizeof(uint32));
 	/* a worker's frames go on its own connection, joined to the leader's load */
+	if (st->mq != NULL)
+		mcc_load_worker_join(st);
 	mcc_conn_send(&st->frame, MCC_MSG_LOAD_ROWS, st->request_id);
 	if (st->mq != NULL)
 		mcc_load_worker_sent(st);
