@@ -230,6 +230,34 @@ eng_conn_read_ahead(eng_conn *c)
 	return -1;					/* closed or broken: the next eng_conn_read says so */
 }
 
+int
+eng_conn_read_ahead_other(eng_conn *c)
+{
+	ssize_t		n;
+
+	if (c->fd < 0 || c->dead || c->closing || !eng_buf_reserve(&c->in, LOAD_AHEAD))
+		return 0;
+	n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, MSG_DONTWAIT);
+	if (n > 0)
+	{
+		c->in.len += (size_t) n;
+		c->input_pending = true;
+		return 1;
+	}
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	c->input_pending = true;	/* the loop's next read says it is closed */
+	return -1;
+}
+
+void
+eng_conn_pending(eng_server *s, eng_conn *c)
+{
+	c->input_pending = false;
+	if (!c->dead && !c->closing)
+		process_frames(s, c);
+}
+
 bool
 eng_conn_flush(eng_conn *c)
 {

@@ -429,30 +429,46 @@ rows_run(eng_job *job, uint32_t part, void *scratch)
  * client keeps writing its next frames (one frame at a time, the client and
  * the load threads took turns).
  */
+#define AHEAD_CONNS		16		/* a load's other connections read meanwhile, at most */
+
 static void
-wait_reading_ahead(eng_pool *pool, eng_conn *c)
+wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
 {
 	bool		ahead = c != NULL && c->fd >= 0;
+	eng_conn   *other[AHEAD_CONNS];
+	int			n_other = c != NULL ? eng_load_conns(s, l, c, other, AHEAD_CONNS) : 0;
 
 	while (eng_pool_take_done(pool) == NULL)
 	{
-		struct pollfd pfd[2] = {{.fd = eng_pool_fd(pool), .events = POLLIN},
+		struct pollfd pfd[2 + AHEAD_CONNS] = {{.fd = eng_pool_fd(pool), .events = POLLIN},
 		{.fd = ahead ? c->fd : -1, .events = POLLIN}};
 		int			got = ahead ? eng_conn_read_ahead(c) : 0;
+		bool		got_other = false;
 
-		if (got > 0)
+		/* the load's other connections (its parts, its leader) too: their senders go on */
+		for (int i = 0; i < n_other; i++)
+		{
+			int			o = other[i] != NULL ? eng_conn_read_ahead_other(other[i]) : 0;
+
+			if (o < 0)
+				other[i] = NULL;
+			got_other |= o > 0;
+			pfd[2 + i] = (struct pollfd) {.fd = other[i] != NULL ? other[i]->fd : -1,
+			.events = POLLIN};
+		}
+		if (got > 0 || got_other)
 			continue;
 		if (got < 0 || c == NULL || c->in.cap == c->in.len || c->ahead_left == 0)
 			ahead = false;
 		pfd[1].fd = ahead ? c->fd : -1;
-		while (poll(pfd, 2, -1) < 0 && errno == EINTR)
+		while (poll(pfd, 2 + (nfds_t) n_other, -1) < 0 && errno == EINTR)
 			;
 	}
 }
 
 /* Run every part of j: in the load threads when there are several parts. */
 static void
-rows_in_threads(eng_server *s, rows_job *j, eng_conn *ahead)
+rows_in_threads(eng_server *s, eng_load *l, rows_job *j, eng_conn *ahead)
 {
 	int			threads = s->load_pool != NULL ? eng_pool_threads(s->load_pool) : 1;
 	uint32_t	parts;
@@ -480,7 +496,7 @@ rows_in_threads(eng_server *s, rows_job *j, eng_conn *ahead)
 	 * needs cores to spare: on two cores the client's writes and the main
 	 * thread's reads only took CPU from the load threads.
 	 */
-	wait_reading_ahead(s->load_pool, threads >= AHEAD_MIN_THREADS ? ahead : NULL);
+	wait_reading_ahead(s, s->load_pool, l, threads >= AHEAD_MIN_THREADS ? ahead : NULL);
 }
 
 /*
@@ -633,7 +649,7 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 			j.n = ok_n;
 			j.c = l->build;
 			j.at = at;
-			rows_in_threads(s, &j, ahead);
+			rows_in_threads(s, l, &j, ahead);
 			for (uint32_t i = 0; i < ok_n && bad_at == ok_n; i++)
 				if (j.bad[i])
 					bad_at = i;

@@ -117,6 +117,14 @@ void		eng_load_join_abort(struct eng_server *s, struct eng_conn *c, const char *
 /* The load connection c's open part belongs to, or NULL (none, or it ended). */
 eng_load   *eng_load_joined(struct eng_server *s, const struct eng_conn *c);
 
+/*
+ * The connections of load l other than c (its leader, its open parts), at
+ * most max of them into out; how many. Their frames come in while c's
+ * frame is added (eng_conn_read_ahead_other).
+ */
+int			eng_load_conns(struct eng_server *s, const eng_load *l, const struct eng_conn *c,
+						   struct eng_conn **out, int max);
+
 /* A load opened without a profile (MCC_LOAD_JOIN, profile 0): build its cache for p. */
 void		eng_load_build_first(struct eng_server *s, eng_load *l, const mcc_profile *p);
 

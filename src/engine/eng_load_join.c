@@ -112,3 +112,20 @@ eng_load_join_abort(eng_server *s, eng_conn *c, const char *why)
 	mcc_error_detail(&err, "%s.", why);
 	eng_load_fail(l, MCC_PERR_CANCELLED, &err);
 }
+
+int
+eng_load_conns(eng_server *s, const eng_load *l, const eng_conn *c, eng_conn **out, int max)
+{
+	int			n = 0;
+
+	if (!(l->flags & MCC_LOAD_JOIN))
+		return 0;
+	for (uint32_t i = 0; i < s->n_conns && n < max; i++)
+	{
+		eng_conn   *o = s->conns[i];
+
+		if (o != c && o->fd >= 0 && (o->load == l || eng_load_joined(s, o) == l))
+			out[n++] = o;
+	}
+	return n;
+}
