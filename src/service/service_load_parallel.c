@@ -391,6 +391,18 @@ leader_receive(load_state *st, load_leader *ld)
 	return ok;
 }
 
+/* The engine's reply of type `type` to st's request; an ERROR for any other, or none in time. */
+static void
+await_reply(load_state *st, uint16 type, mcc_reply *reply, const char *what)
+{
+	if (!mcc_conn_wait_reply(st->request_id, reply))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("matcher engine did not %s within mcc.request_timeout", what)));
+	if (reply->type != type)
+		mcc_raise_engine_error(reply);
+}
+
 /*
  * Open the load to the workers' connections: LOAD_BEGIN with MCC_LOAD_JOIN
  * and the token, and its OK, after which a LOAD_JOIN finds the load (the
@@ -405,12 +417,7 @@ begin_joinable(load_state *st)
 
 	st->flags |= MCC_LOAD_JOIN;
 	mcc_load_send_begin(st);
-	if (!mcc_conn_wait_reply(st->request_id, &reply))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("matcher engine did not open the load within mcc.request_timeout")));
-	if (reply.type != MCC_MSG_OK)
-		mcc_raise_engine_error(&reply);
+	await_reply(st, MCC_MSG_OK, &reply, "open the load");
 }
 
 /*
@@ -599,12 +606,7 @@ worker_part_end(load_state *st)
 	mcc_frame_begin(&f);
 	mcc_conn_send(&f, MCC_MSG_LOAD_JOIN_END, st->request_id);
 	pfree(f.data);
-	if (!mcc_conn_wait_reply(st->request_id, &reply))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("matcher engine did not take a parallel load worker's rows within mcc.request_timeout")));
-	if (reply.type != MCC_MSG_LOAD_JOINED)
-		mcc_raise_engine_error(&reply);
+	await_reply(st, MCC_MSG_LOAD_JOINED, &reply, "take a parallel load worker's rows");
 	took = mcc_get_u64(&reply.body);
 	if (took != st->rows_sent)
 		ereport(ERROR,
