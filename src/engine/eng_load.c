@@ -437,6 +437,7 @@ wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
 	bool		ahead = c != NULL && c->fd >= 0;
 	eng_conn   *other[AHEAD_CONNS];
 	int			n_other = c != NULL ? eng_load_conns(s, l, c, other, AHEAD_CONNS) : 0;
+	uint32_t	others_read = 0;
 
 	while (eng_pool_take_done(pool) == NULL)
 	{
@@ -453,6 +454,7 @@ wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
 			if (o < 0)
 				other[i] = NULL;
 			got_other |= o > 0;
+			others_read += o > 0;
 			pfd[2 + i] = (struct pollfd) {.fd = other[i] != NULL ? other[i]->fd : -1,
 			.events = POLLIN};
 		}
@@ -464,6 +466,9 @@ wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
 		while (poll(pfd, 2 + (nfds_t) n_other, -1) < 0 && errno == EINTR)
 			;
 	}
+	if (others_read > 0 && eng_log_enabled(ENG_LOG_DEBUG))
+		eng_log(ENG_LOG_DEBUG, "gallery %s: %u reads of the load's other connections while a frame was added",
+				eng_gallery_name(l->gallery), others_read);
 }
 
 /* Run every part of j: in the load threads when there are several parts. */

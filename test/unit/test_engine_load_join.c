@@ -4,7 +4,9 @@
  * three connections make one cache equal to the reference; a wrong token
  * or generation adds nothing; a part that closes, is cancelled or has not
  * ended at LOAD_END fails the whole load and the previous cache serves; a
- * leader that goes away abandons the load under its parts.
+ * leader that goes away abandons the load under its parts. Then the same
+ * over the engine's socket, with 4 load threads (so that the main thread
+ * reads the other parts' frames while it adds one's: eng_conn_read_ahead_other).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "engine_inproc.h"
 #include "eng_log.h"
 #include "eng_server.h"
+#include "engine_client.h"
 
 #define NT 240					/* rows of a load */
 
@@ -287,6 +290,146 @@ test_join_empty(eng_server *s)
 	eng_buf_free(&b);
 }
 
+/* Is the RESULT f of the two probes the reference of rows [0, n)? */
+static bool
+result_is_rows(const tl_frame *f, int n)
+{
+	tl_entry	ref[NT];
+	tl_result	r;
+	tl_probe_result *want = malloc(sizeof(tl_probe_result));
+	bool		ok = tl_parse_result(f, &r) && r.n == 2;
+
+	for (int i = 0; i < NT; i++)
+		ref[i] = (tl_entry) {keys[i], &gt[i], i < n};
+	for (int i = 0; ok && i < 2; i++)
+	{
+		tl_reference(&pt[i], ref, NT, 10, 0.0f, want);
+		ok = tl_same(&r.p[i], want);
+	}
+	tl_result_free(&r);
+	free(want);
+	return ok;
+}
+
+/* A SEARCH of the two probes at generation gen on c: is it the reference of rows [0, n)? */
+static bool
+sock_serves_rows(tc_conn *c, uint64_t rid, uint64_t gen, int n)
+{
+	eng_buf		b;
+	tl_frame	f;
+	bool		ok;
+
+	eng_buf_init(&b);
+	tl_search(&b, rid, &gal, gen, 10, 0.0f, 2, pt);
+	ok = tc_send(c, &b) && tc_await(c, rid, &f, 20000) == 1 && f.h.type == MCC_MSG_RESULT &&
+		result_is_rows(&f, n);
+	eng_buf_free(&b);
+	return ok;
+}
+
+/*
+ * Over the socket: the rows in frames of 16 (two parts for the load
+ * threads) on three joined connections, all written while the engine is
+ * stopped (SIGSTOP), so that the other parts' frames wait in their sockets
+ * while the engine adds the first one's (whether it reads them meanwhile
+ * depends on the threads' speed: said, not checked); then a part that
+ * closes mid-way.
+ */
+static void
+test_sockets(void)
+{
+	const char *const args[] = {"--threads", "4", "--log-level", "debug", NULL};
+	const uint64_t tok[2] = {0x5151, 0x7272};
+	const uint64_t tok2[2] = {0x5152, 0x7273};
+	const uint64_t want[3] = {48, 48, 48};
+	char	   *log;
+	size_t		len;
+	const char *at;
+	int			reads = 0;
+	tc_engine	e;
+	tc_conn		l;
+	tc_conn		w[3];
+	eng_buf		b;
+	tl_frame	f;
+	uint64_t	n = 0;
+	bool		ok = true;
+
+	if (access(tc_engine_path(), X_OK) != 0)
+	{
+		UNIT_SKIP("%s not built: the joined load over sockets", tc_engine_path());
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	if (!tc_engine_start(&e, args))
+	{
+		UNIT_CHECK(false, "engine started with 4 threads");
+		tc_engine_cleanup(&e);
+		return;
+	}
+	eng_buf_init(&b);
+	l = tc_connect(e.sock);
+	join_begin(&b, 10, 3, tok);
+	UNIT_CHECK(tc_send(&l, &b) && tc_await(&l, 10, &f, 20000) == 1 && f.h.type == MCC_MSG_OK,
+			   "socket, 4 load threads: LOAD_BEGIN with MCC_LOAD_JOIN answered OK");
+	/* joined first (a HELLO after the LOAD_JOIN: its answer says the join was handled) */
+	for (int i = 0; i < 3; i++)
+	{
+		w[i] = tc_connect(e.sock);
+		join(&b, 20 + (uint64_t) i, 3, tok);
+		tl_hello(&b, 40 + (uint64_t) i);
+		ok &= tc_send(&w[i], &b) && tc_await(&w[i], 40 + (uint64_t) i, &f, 20000) == 1 &&
+			f.h.type == MCC_MSG_HELLO_OK;
+	}
+	/* about 100 kB a part: it fits in the socket while the engine is stopped */
+	kill(e.pid, SIGSTOP);
+	for (int i = 0; i < 3; i++)
+	{
+		for (int a = 48 * i; a < 48 * (i + 1); a += 16)
+			tl_load_rows(&b, 20 + (uint64_t) i, 16, keys + a, xids + a, NULL, gt + a);
+		join_end(&b, 20 + (uint64_t) i);
+		ok &= tc_send(&w[i], &b);
+	}
+	kill(e.pid, SIGCONT);
+	for (int i = 0; i < 3; i++)
+		ok &= tc_await(&w[i], 20 + (uint64_t) i, &f, 20000) == 1 &&
+			f.h.type == MCC_MSG_LOAD_JOINED && (memcpy(&n, f.p, 8), n == want[i]);
+	UNIT_CHECK(ok, "three parts of 3 frames each, sent while the engine was stopped: LOAD_JOINED 48 each");
+	tl_load_end(&b, 10);
+	UNIT_CHECK(tc_send(&l, &b) && tc_await(&l, 10, &f, 20000) == 1 &&
+			   f.h.type == MCC_MSG_LOADED && (memcpy(&n, f.p, 8), n == 144),
+			   "LOADED 144 rows");
+	UNIT_CHECK(sock_serves_rows(&l, 11, 3, 144), "the cache answers as the reference of the 144 rows");
+	log = (char *) unit_read_file(e.log, &len);
+	for (at = log; at != NULL && (at = strstr(at, "reads of the load's other connections")) != NULL; at++)
+		reads++;
+	printf("# frames added while the other parts' were read: %d\n", reads);
+	free(log);
+
+	/*
+	 * a part that closes mid-way: the load fails, whether the engine sees
+	 * the close (CANCELLED) or the leader's LOAD_END (PROTOCOL: a part not
+	 * ended) first
+	 */
+	join_begin(&b, 12, 4, tok2);
+	ok = tc_send(&l, &b) && tc_await(&l, 12, &f, 20000) == 1 && f.h.type == MCC_MSG_OK;
+	join(&b, 30, 4, tok2);
+	tl_hello(&b, 31);			/* the join handled before the leader's LOAD_END can be */
+	ok &= tc_send(&w[0], &b) && tc_await(&w[0], 31, &f, 20000) == 1;
+	for (int a = 0; a < 72; a += 24)
+		tl_load_rows(&b, 30, 24, keys + a, xids + a, NULL, gt + a);
+	ok &= tc_send(&w[0], &b);
+	tc_close(&w[0]);
+	tl_load_end(&b, 12);
+	UNIT_CHECK(ok && tc_send(&l, &b) && tc_await(&l, 12, &f, 20000) == 1 &&
+			   f.h.type == MCC_MSG_ERROR, "socket: a part whose connection closes mid-way fails the load");
+	UNIT_CHECK(sock_serves_rows(&l, 13, 3, 144), "socket: the previous cache still serves");
+	for (int i = 1; i < 3; i++)
+		tc_close(&w[i]);
+	tc_close(&l);
+	eng_buf_free(&b);
+	tc_engine_cleanup(&e);
+}
+
 int
 main(void)
 {
@@ -314,6 +457,7 @@ main(void)
 	test_leader_gone(&s, l);
 	test_join_empty(&s);
 	eng_server_destroy(&s);
+	test_sockets();
 	tl_templates_free(gt, NT);
 	tl_templates_free(pt, 2);
 	return unit_done();
