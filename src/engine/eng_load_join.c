@@ -93,6 +93,8 @@ eng_load_join_end(eng_server *s, eng_conn *c)
 	l->joins_open--;
 	f = eng_frame_begin(&c->out, MCC_MSG_LOAD_JOINED, c->join_rid);
 	eng_buf_u64(&c->out, c->join_rows);
+	/* a failed load drops rows: its error is the leader's, at LOAD_END */
+	eng_buf_u32(&c->out, l->perr != 0 ? 1 : 0);
 	eng_frame_end(&c->out, f);
 }
 

@@ -85,8 +85,9 @@
  *                 LOAD_ROWS with this request_id go into that load; no reply
  *                 but ERROR MCC_PERR_NOT_LOADED when no such load is open)
  *   LOAD_JOIN_END (empty) -> LOAD_JOINED uint64 rows (that this connection
- *                added; the load's own errors come at LOAD_END) or ERROR
- *                (the load was abandoned meanwhile)
+ *                added), uint32 failed (1: the load failed meanwhile, its
+ *                error comes at LOAD_END, and rows may have been dropped)
+ *                or ERROR (the load was abandoned meanwhile)
  *                (a joined connection that closes, or CANCELs its join,
  *                 before LOAD_JOIN_END fails the whole load)
  *   DELTA        gallery, uint64 generation, uint64 xid, uint32 n_ins,

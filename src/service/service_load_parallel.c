@@ -591,8 +591,9 @@ mcc_load_worker_join(load_state *st)
 
 /*
  * End this worker's part (LOAD_JOIN_END) and check that the engine took
- * every row sent; an ERROR if not (the load fails in the leader then). The
- * load's own failures (a bad row, memory) come at the leader's LOAD_END.
+ * every row sent, unless the load failed meanwhile; an ERROR if not (the
+ * load fails in the leader then). The load's own failures (a bad row,
+ * memory) come at the leader's LOAD_END, as in a serial load.
  */
 static void
 worker_part_end(load_state *st)
@@ -608,7 +609,8 @@ worker_part_end(load_state *st)
 	pfree(f.data);
 	await_reply(st, MCC_MSG_LOAD_JOINED, &reply, "take a parallel load worker's rows");
 	took = mcc_get_u64(&reply.body);
-	if (took != st->rows_sent)
+	/* a load that failed meanwhile (a bad row, memory) drops rows: the leader's LOAD_END says why */
+	if (mcc_get_u32(&reply.body) == 0 && took != st->rows_sent)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("mcc: the matcher engine took " UINT64_FORMAT " of a parallel load worker's "

@@ -4,7 +4,8 @@
  * three connections make one cache equal to the reference; a wrong token
  * or generation adds nothing; a part that closes, is cancelled or has not
  * ended at LOAD_END fails the whole load and the previous cache serves; a
- * leader that goes away abandons the load under its parts. Then the same
+ * bad row in a part fails it with its DATA error at LOAD_END; a leader
+ * that goes away abandons the load under its parts. Then the same
  * over the engine's socket, with 4 load threads (so that the main thread
  * reads the other parts' frames while it adds one's: eng_conn_read_ahead_other).
  */
@@ -96,6 +97,18 @@ reply_type(eng_conn *c, uint64_t rid, uint64_t *count)
 	return f.h.type;
 }
 
+/* LOAD_JOINED's `failed` word for rid on c (2: no such reply). */
+static uint32_t
+joined_failed(eng_conn *c, uint64_t rid)
+{
+	tl_frame	f;
+	uint32_t	v = 2;
+
+	if (ip_reply(c, rid, &f, NULL) == 1 && f.h.type == MCC_MSG_LOAD_JOINED && f.h.length == 12)
+		memcpy(&v, f.p + 8, 4);
+	return v;
+}
+
 /* Does a search of the first n rows (rows [0, n) live) on c answer as the reference? */
 static bool
 serves_rows(eng_server *s, eng_conn *c, uint64_t rid, uint64_t gen, int n)
@@ -161,8 +174,9 @@ test_join_ok(eng_server *s, eng_conn *l, eng_conn *w1, eng_conn *w2, eng_conn *x
 	join_end(&b, 40);
 	feed(s, x, &b);
 	UNIT_CHECK(reply_type(w1, 20, &n1) == MCC_MSG_LOAD_JOINED && n1 == 80 &&
-			   reply_type(w2, 30, &n2) == MCC_MSG_LOAD_JOINED && n2 == 70,
-			   "LOAD_JOIN_END: LOAD_JOINED with the rows each part added (80, 70)");
+			   reply_type(w2, 30, &n2) == MCC_MSG_LOAD_JOINED && n2 == 70 &&
+			   joined_failed(w1, 20) == 0 && joined_failed(w2, 30) == 0,
+			   "LOAD_JOIN_END: LOAD_JOINED with the rows each part added (80, 70), not failed");
 	UNIT_CHECK(ip_error_of(x, 40) == MCC_PERR_PROTOCOL,
 			   "LOAD_JOIN_END of a refused join: ERROR");
 	tl_load_end(&b, 10);
@@ -229,6 +243,50 @@ test_join_fails(eng_server *s, eng_conn *l, int how, uint64_t gen)
 		eng_conn_close(s, w);
 	}
 	eng_buf_free(&b);
+}
+
+/*
+ * A bad template in a part's rows fails the load: LOAD_JOINED says so
+ * (failed 1; the rows after it were dropped, so the count is short), and
+ * the leader's LOAD_END gets the row's DATA error, as a serial load does.
+ */
+static void
+test_join_bad_row(eng_server *s, eng_conn *l)
+{
+	const uint64_t tok[2] = {31, 32};
+	eng_conn   *w = eng_conn_add(s, -1);
+	tl_tpl		t[NT];
+	tl_tpl		bad = {malloc(gt[5].n), gt[5].n};
+	uint64_t	n = 0;
+	uint32_t	failed = 0;
+	tl_frame	f;
+	eng_buf		b;
+
+	memcpy(bad.b, gt[5].b, gt[5].n);
+	bad.b[5] ^= 0x7f;			/* its profile: unknown */
+	memcpy(t, gt, sizeof(t));
+	t[100] = bad;
+	eng_buf_init(&b);
+	join_begin(&b, 90, 8, tok);
+	feed(s, l, &b);
+	ip_clear_out(l);
+	join(&b, 91, 8, tok);
+	tl_load_rows(&b, 91, 120, keys, xids, NULL, t);
+	tl_load_rows(&b, 91, 120, keys + 120, xids + 120, NULL, t + 120);
+	join_end(&b, 91);
+	feed(s, w, &b);
+	UNIT_CHECK(ip_reply(w, 91, &f, NULL) == 1 && f.h.type == MCC_MSG_LOAD_JOINED &&
+			   f.h.length == 12 && (memcpy(&n, f.p, 8), memcpy(&failed, f.p + 8, 4), failed == 1) &&
+			   n < NT, "a bad row in a part: LOAD_JOINED says the load failed (%llu rows taken)",
+			   (unsigned long long) n);
+	tl_load_end(&b, 90);
+	feed(s, l, &b);
+	UNIT_CHECK(ip_error_of(l, 90) == MCC_PERR_DATA, "and LOAD_END answers the row's DATA error");
+	UNIT_CHECK(serves_rows(s, l, 92, 3, 200), "the previous cache still serves");
+	ip_clear_out(l);
+	eng_conn_close(s, w);
+	eng_buf_free(&b);
+	free(bad.b);
 }
 
 /* The leader goes away: the load is abandoned under its part, the cache stays. */
@@ -454,6 +512,7 @@ main(void)
 	test_join_ok(&s, l, w1, w2, x);
 	for (int how = 0; how < 3; how++)
 		test_join_fails(&s, l, how, 4 + (uint64_t) how);
+	test_join_bad_row(&s, l);
 	test_leader_gone(&s, l);
 	test_join_empty(&s);
 	eng_server_destroy(&s);
