@@ -235,8 +235,11 @@ eng_conn_read_ahead_other(eng_conn *c)
 {
 	ssize_t		n;
 
-	if (c->fd < 0 || c->dead || c->closing || !eng_buf_reserve(&c->in, LOAD_AHEAD))
-		return 0;
+	if (c->fd < 0 || c->dead || c->closing)
+		return -1;
+	/* enough of its frames wait already: its sender waits for their turn */
+	if (c->in.len - c->in_pos >= 2 * LOAD_AHEAD || !eng_buf_reserve(&c->in, LOAD_AHEAD))
+		return -1;
 	n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, MSG_DONTWAIT);
 	if (n > 0)
 	{

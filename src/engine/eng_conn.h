@@ -70,7 +70,8 @@ int			eng_conn_read_ahead(eng_conn *c);
  * The same for another connection of the load whose frame is being added
  * (a part joined to it, or its leader): its buffer may grow (no frame of
  * it is being handled); the frames are handled by eng_conn_pending, from
- * the server's loop. 1: bytes came; 0: none now; -1: closed or broken.
+ * the server's loop. 1: bytes came; 0: none now; -1: closed, broken, closing,
+ * or 8 MB of its frames wait already (read no more in this wait).
  */
 int			eng_conn_read_ahead_other(eng_conn *c);
 
