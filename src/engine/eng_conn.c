@@ -72,6 +72,8 @@ eng_conn_close(eng_server *s, eng_conn *c)
 		}
 	if (c->load)
 		eng_load_abort(s, c);
+	if (c->joined)
+		eng_load_join_abort(s, c, "a joined connection closed before its part ended");
 	eng_gallery_conn_closed(s, c->id);
 	eng_refine_conn_closed(s, c->id);
 	eng_image_conn_closed(s, c->id);
@@ -132,13 +134,13 @@ process_frames(eng_server *s, eng_conn *c)
 	{
 		c->in.len = c->in_pos = 0;
 		/* a finished load's room for reading ahead goes back */
-		if (c->load == NULL && c->in.cap > LOAD_AHEAD)
+		if (c->load == NULL && !c->joined && c->in.cap > LOAD_AHEAD)
 		{
 			eng_buf_free(&c->in);
 			eng_buf_init(&c->in);
 		}
 	}
-	else if (c->in_pos > 0 && c->in.cap - c->in.len < (c->load != NULL ? LOAD_AHEAD : READ_CHUNK))
+	else if (c->in_pos > 0 && c->in.cap - c->in.len < (c->load != NULL || c->joined ? LOAD_AHEAD : READ_CHUNK))
 	{
 		/*
 		 * The unprocessed rest to the front only when the room after it
@@ -184,7 +186,7 @@ eng_conn_read(eng_server *s, eng_conn *c)
 	{
 		ssize_t		n;
 
-		if (!eng_buf_reserve(&c->in, c->load != NULL ? LOAD_AHEAD : READ_CHUNK))
+		if (!eng_buf_reserve(&c->in, c->load != NULL || c->joined ? LOAD_AHEAD : READ_CHUNK))
 			return false;
 		n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
 		if (n > 0)
@@ -226,6 +228,37 @@ eng_conn_read_ahead(eng_conn *c)
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
 	return -1;					/* closed or broken: the next eng_conn_read says so */
+}
+
+int
+eng_conn_read_ahead_other(eng_conn *c)
+{
+	ssize_t		n;
+
+	if (c->fd < 0 || c->dead || c->closing)
+		return -1;
+	/* enough of its frames wait already: its sender waits for their turn */
+	if (c->in.len - c->in_pos >= 2 * LOAD_AHEAD || !eng_buf_reserve(&c->in, LOAD_AHEAD))
+		return -1;
+	n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, MSG_DONTWAIT);
+	if (n > 0)
+	{
+		c->in.len += (size_t) n;
+		c->input_pending = true;
+		return 1;
+	}
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	c->input_pending = true;	/* the loop's next read says it is closed */
+	return -1;
+}
+
+void
+eng_conn_pending(eng_server *s, eng_conn *c)
+{
+	c->input_pending = false;
+	if (!c->dead && !c->closing)
+		process_frames(s, c);
 }
 
 bool

@@ -32,6 +32,17 @@ typedef struct eng_conn
 	bool		closing;		/* close once out is sent */
 	bool		dead;			/* close now */
 	struct eng_load *load;
+	/*
+	 * This connection's part of another connection's load (LOAD_JOIN),
+	 * found again by its gallery and token (eng_load_joined): the load
+	 * may end, and be freed, before the part does
+	 */
+	bool		joined;			/* a part not yet ended */
+	mcc_gallery_id join_gal;
+	uint64_t	join_token[2];
+	uint64_t	join_rid;		/* LOAD_JOIN's request id */
+	uint64_t	join_rows;		/* rows this part added */
+	bool		input_pending;	/* frames received while another's were added: handle them */
 	uint32_t	pid;
 } eng_conn;
 
@@ -54,6 +65,18 @@ bool		eng_conn_read(struct eng_server *s, eng_conn *c);
  * in meanwhile instead of waiting in its socket.
  */
 int			eng_conn_read_ahead(eng_conn *c);
+
+/*
+ * The same for another connection of the load whose frame is being added
+ * (a part joined to it, or its leader): its buffer may grow (no frame of
+ * it is being handled); the frames are handled by eng_conn_pending, from
+ * the server's loop. 1: bytes came; 0: none now; -1: closed, broken, closing,
+ * or 8 MB of its frames wait already (read no more in this wait).
+ */
+int			eng_conn_read_ahead_other(eng_conn *c);
+
+/* Handle the frames eng_conn_read_ahead_other received on c. */
+void		eng_conn_pending(struct eng_server *s, eng_conn *c);
 
 /* Send what is queued (false: the peer is gone). */
 bool		eng_conn_flush(eng_conn *c);

@@ -213,6 +213,7 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	uint32_t	flags;
 	uint64_t	scan_lsn = 0;
 	uint64_t	next_xid = 0;
+	uint64_t	token[2] = {0, 0};
 	eng_load   *l;
 
 	eng_rd_gallery(r, &id);
@@ -226,7 +227,14 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		scan_lsn = eng_rd_u64(r);
 		next_xid = eng_rd_u64(r);
 	}
-	if (!eng_rd_done(r) || (flags & (MCC_LOAD_SNAPSHOT | MCC_LOAD_IDS)) == MCC_LOAD_SNAPSHOT)
+	if (flags & MCC_LOAD_JOIN)
+	{
+		token[0] = eng_rd_u64(r);
+		token[1] = eng_rd_u64(r);
+	}
+	/* a snapshot's check needs tuple ids and stays on one connection */
+	if (!eng_rd_done(r) || (flags & (MCC_LOAD_SNAPSHOT | MCC_LOAD_IDS)) == MCC_LOAD_SNAPSHOT ||
+		(flags & (MCC_LOAD_SNAPSHOT | MCC_LOAD_JOIN)) == (MCC_LOAD_SNAPSHOT | MCC_LOAD_JOIN))
 		return false;
 	l = eng_load_begin(s, c, h->request_id, &id, gen, profile, expected, priority, flags);
 	if (l == NULL)
@@ -236,6 +244,13 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	}
 	l->scan_lsn = scan_lsn;
 	l->next_xid = next_xid;
+	if (flags & MCC_LOAD_JOIN)
+	{
+		/* open to other connections now: the client lets its parts join after this OK */
+		l->token[0] = token[0];
+		l->token[1] = token[1];
+		eng_reply_ok(c, h->request_id);
+	}
 	/* the snapshot SNAPSHOT read, if its profile is the load's: its cache is the build */
 	if (flags & MCC_LOAD_SNAPSHOT)
 		(void) eng_snapshot_take(s, l);
@@ -253,9 +268,16 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	eng_load   *l = c->load;
 	eng_load_in *in;
 	bool		ids;
+	bool		part = false;
 
 	if (l == NULL || l->request_id != h->request_id)
 		l = NULL;
+	/* a part of another connection's load (LOAD_JOIN) */
+	if (l == NULL && c->joined && c->join_rid == h->request_id)
+	{
+		l = eng_load_joined(s, c);
+		part = true;
+	}
 	/* a row carries load_ids when its load said so (MCC_LOAD_IDS) */
 	ids = l != NULL && (l->flags & MCC_LOAD_IDS);
 	if (r->bad || (uint64_t) n * (ids ? 44 : 28) > eng_rd_left(r))
@@ -288,8 +310,47 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		return false;
 	}
 	if (l != NULL)
+	{
+		uint64_t	before = l->rows;
+
 		eng_load_rows(s, l, in, n, false, c);
+		if (part)
+			c->join_rows += l->rows - before;
+	}
 	free(in);
+	return true;
+}
+
+/* LOAD_JOIN: this connection's rows of this request go into another connection's load. */
+static bool
+h_load_join(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	mcc_gallery_id id;
+	uint64_t	gen;
+	uint64_t	token[2];
+
+	eng_rd_gallery(r, &id);
+	gen = eng_rd_u64(r);
+	token[0] = eng_rd_u64(r);
+	token[1] = eng_rd_u64(r);
+	if (!eng_rd_done(r))
+		return false;
+	eng_load_join(s, c, h->request_id, &id, gen, token);
+	return true;
+}
+
+/* LOAD_JOIN_END: this connection's part is complete. */
+static bool
+h_load_join_end(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
+{
+	(void) r;
+	if (!c->joined || c->join_rid != h->request_id)
+	{
+		eng_reply_error(c, h->request_id, MCC_PERR_PROTOCOL, 0,
+						"no joined load part for this request");
+		return true;
+	}
+	eng_load_join_end(s, c);
 	return true;
 }
 
@@ -505,6 +566,8 @@ h_cancel(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		eng_log(ENG_LOG_DEBUG, "connection %llu: load cancelled", (unsigned long long) c->id);
 		eng_load_abort(s, c);
 	}
+	if (c->joined && c->join_rid == rid)
+		eng_load_join_abort(s, c, "a joined part was cancelled");
 	if (!eng_gallery_cancel(s, c->id, rid) && !eng_refine_cancel(s, c->id, rid))
 		eng_image_cancel(s, c->id, rid);
 	return true;
@@ -658,6 +721,8 @@ static const handler handlers[MCC_MSG_ALIGN_RESULT + 1] = {
 	[MCC_MSG_SNAPSHOT] = {h_snapshot, 0},
 	[MCC_MSG_LOAD_HEADS] = {h_load_heads, 0},
 	[MCC_MSG_LOAD_HEADS_END] = {h_load_heads_end, CHECK_EMPTY | CHECK_LOAD | CHECK_SNAP_LOAD},
+	[MCC_MSG_LOAD_JOIN] = {h_load_join, 0},
+	[MCC_MSG_LOAD_JOIN_END] = {h_load_join_end, CHECK_EMPTY},
 	[MCC_MSG_SAD] = {eng_image_request, 0},
 	[MCC_MSG_DP2D] = {eng_image_request, 0},
 	[MCC_MSG_CHAMFER] = {eng_image_request, 0},

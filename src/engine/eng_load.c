@@ -255,12 +255,30 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 	g->loads = l;
 	c->load = l;
 	mcc_error_clear(&err);
+	/* a joinable load may take its first row's profile, on whatever connection it comes */
+	if (profile_id == 0 && (flags & MCC_LOAD_JOIN))
+	{
+		l->profile = NULL;
+		return l;
+	}
 	if (p == NULL)
 	{
 		mcc_error_set(&err, MCC_ERR_VERSION, "unknown template profile id %u", profile_id);
 		eng_load_fail(l, MCC_PERR_DATA, &err);
 		return l;
 	}
+	eng_load_build_first(s, l, p);
+	return l;
+}
+
+void
+eng_load_build_first(eng_server *s, eng_load *l, const mcc_profile *p)
+{
+	uint64_t	expected_rows = l->expected;
+	mcc_error	err;
+
+	mcc_error_clear(&err);
+	l->profile = p;
 	/*
 	 * Size for the hint (36 cylinders per template, a little above what real
 	 * prints give), unless that does not fit: then grow as rows come.
@@ -275,7 +293,25 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 	}
 	if (l->build == NULL)
 		eng_load_fail(l, err.status == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_INTERNAL, &err);
-	return l;
+}
+
+/* A load still without a profile (MCC_LOAD_JOIN, profile 0) takes in's first row's. */
+static void
+profile_from_row(eng_server *s, eng_load *l, const eng_load_in *in)
+{
+	mcc_template_view v;
+	mcc_error	err;
+
+	if (l->profile != NULL || l->perr != 0)
+		return;
+	mcc_error_clear(&err);
+	if (mcc_template_open_header(in->tpl, in->len, &v, &err) != MCC_OK)
+	{
+		mcc_error_detail(&err, "The row with key %lld cannot be cached.", (long long) in->key);
+		eng_load_fail(l, MCC_PERR_DATA, &err);
+		return;
+	}
+	eng_load_build_first(s, l, v.profile);
 }
 
 void
@@ -393,30 +429,51 @@ rows_run(eng_job *job, uint32_t part, void *scratch)
  * client keeps writing its next frames (one frame at a time, the client and
  * the load threads took turns).
  */
+#define AHEAD_CONNS		16		/* a load's other connections read meanwhile, at most */
+
 static void
-wait_reading_ahead(eng_pool *pool, eng_conn *c)
+wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
 {
 	bool		ahead = c != NULL && c->fd >= 0;
+	eng_conn   *other[AHEAD_CONNS];
+	int			n_other = c != NULL ? eng_load_conns(s, l, c, other, AHEAD_CONNS) : 0;
+	uint32_t	others_read = 0;
 
 	while (eng_pool_take_done(pool) == NULL)
 	{
-		struct pollfd pfd[2] = {{.fd = eng_pool_fd(pool), .events = POLLIN},
+		struct pollfd pfd[2 + AHEAD_CONNS] = {{.fd = eng_pool_fd(pool), .events = POLLIN},
 		{.fd = ahead ? c->fd : -1, .events = POLLIN}};
 		int			got = ahead ? eng_conn_read_ahead(c) : 0;
+		bool		got_other = false;
 
-		if (got > 0)
+		/* the load's other connections (its parts, its leader) too: their senders go on */
+		for (int i = 0; i < n_other; i++)
+		{
+			int			o = other[i] != NULL ? eng_conn_read_ahead_other(other[i]) : 0;
+
+			if (o < 0)
+				other[i] = NULL;
+			got_other |= o > 0;
+			others_read += o > 0;
+			pfd[2 + i] = (struct pollfd) {.fd = other[i] != NULL ? other[i]->fd : -1,
+			.events = POLLIN};
+		}
+		if (got > 0 || got_other)
 			continue;
 		if (got < 0 || c == NULL || c->in.cap == c->in.len || c->ahead_left == 0)
 			ahead = false;
 		pfd[1].fd = ahead ? c->fd : -1;
-		while (poll(pfd, 2, -1) < 0 && errno == EINTR)
+		while (poll(pfd, 2 + (nfds_t) n_other, -1) < 0 && errno == EINTR)
 			;
 	}
+	if (others_read > 0 && eng_log_enabled(ENG_LOG_DEBUG))
+		eng_log(ENG_LOG_DEBUG, "gallery %s: %u reads of the load's other connections while a frame was added",
+				eng_gallery_name(l->gallery), others_read);
 }
 
 /* Run every part of j: in the load threads when there are several parts. */
 static void
-rows_in_threads(eng_server *s, rows_job *j, eng_conn *ahead)
+rows_in_threads(eng_server *s, eng_load *l, rows_job *j, eng_conn *ahead)
 {
 	int			threads = s->load_pool != NULL ? eng_pool_threads(s->load_pool) : 1;
 	uint32_t	parts;
@@ -444,7 +501,7 @@ rows_in_threads(eng_server *s, rows_job *j, eng_conn *ahead)
 	 * needs cores to spare: on two cores the client's writes and the main
 	 * thread's reads only took CPU from the load threads.
 	 */
-	wait_reading_ahead(s->load_pool, threads >= AHEAD_MIN_THREADS ? ahead : NULL);
+	wait_reading_ahead(s, s->load_pool, l, threads >= AHEAD_MIN_THREADS ? ahead : NULL);
 }
 
 /*
@@ -566,6 +623,8 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 	mcc_error	err;
 	mcc_status	st = MCC_OK;
 
+	if (n > 0)
+		profile_from_row(s, l, &in[0]);
 	if (l->build == NULL || n == 0)
 		return;
 	mcc_error_clear(&err);
@@ -595,7 +654,7 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 			j.n = ok_n;
 			j.c = l->build;
 			j.at = at;
-			rows_in_threads(s, &j, ahead);
+			rows_in_threads(s, l, &j, ahead);
 			for (uint32_t i = 0; i < ok_n && bad_at == ok_n; i++)
 				if (j.bad[i])
 					bad_at = i;
@@ -655,6 +714,18 @@ eng_load_end(eng_server *s, eng_conn *c)
 	uint64_t	request_id;
 	bool		snap_unchanged;
 
+	if (l->joins_open > 0 && l->perr == 0)
+	{
+		mcc_error	err;
+
+		mcc_error_set(&err, MCC_ERR_INTERNAL, "LOAD_END came before every joined part ended");
+		mcc_error_detail(&err, "%u of %u joined connections had not sent LOAD_JOIN_END.",
+						 l->joins_open, l->joins);
+		eng_load_fail(l, MCC_PERR_PROTOCOL, &err);
+	}
+	/* a joinable load that got no row: the default profile, as a client's empty load */
+	if (l->perr == 0 && l->profile == NULL)
+		eng_load_build_first(s, l, mcc_profile_by_id(MCC_PROFILE_DEFAULT));
 	if (l->perr != 0)
 	{
 		eng_log(ENG_LOG_WARNING, "gallery %s: load failed: %s%s%s", eng_gallery_name(g),

@@ -47,6 +47,10 @@ typedef struct eng_load
 	uint64_t	want_cyl;
 	uint64_t	want_side;
 	uint64_t	prefault_for;	/* the build's room when its prefault started (0: none yet) */
+	/* MCC_LOAD_JOIN: other connections' parts (eng_load_join.c) */
+	uint64_t	token[2];		/* LOAD_BEGIN's secret, which LOAD_JOIN must repeat */
+	uint32_t	joins_open;		/* joined connections whose part has not ended */
+	uint32_t	joins;			/* connections that joined */
 } eng_load;
 
 eng_load   *eng_load_begin(struct eng_server *s, struct eng_conn *c, uint64_t request_id,
@@ -93,5 +97,35 @@ typedef struct eng_load_in
  */
 void		eng_load_rows(struct eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n,
 						  bool checked, struct eng_conn *ahead);
+
+/*
+ * eng_load_join.c: a load's parts on other connections (MCC_LOAD_JOIN): a
+ * parallel load's workers send their rows on connections of their own,
+ * each joined to the leader's load by the token of its LOAD_BEGIN.
+ */
+
+/* LOAD_JOIN on connection c: its rows of request_id go into that load. */
+void		eng_load_join(struct eng_server *s, struct eng_conn *c, uint64_t request_id,
+						  const mcc_gallery_id *id, uint64_t gen, const uint64_t token[2]);
+
+/* LOAD_JOIN_END: the part of connection c is complete (LOAD_JOINED). */
+void		eng_load_join_end(struct eng_server *s, struct eng_conn *c);
+
+/* Connection c's part ended unfinished (closed, cancelled): its load fails. */
+void		eng_load_join_abort(struct eng_server *s, struct eng_conn *c, const char *why);
+
+/* The load connection c's open part belongs to, or NULL (none, or it ended). */
+eng_load   *eng_load_joined(struct eng_server *s, const struct eng_conn *c);
+
+/*
+ * The connections of load l other than c (its leader, its open parts), at
+ * most max of them into out; how many. Their frames come in while c's
+ * frame is added (eng_conn_read_ahead_other).
+ */
+int			eng_load_conns(struct eng_server *s, const eng_load *l, const struct eng_conn *c,
+						   struct eng_conn **out, int max);
+
+/* A load opened without a profile (MCC_LOAD_JOIN, profile 0): build its cache for p. */
+void		eng_load_build_first(struct eng_server *s, eng_load *l, const mcc_profile *p);
 
 #endif							/* ENG_LOAD_H */

@@ -229,6 +229,16 @@ eng_server_fail_all(eng_server *s, const char *why)
 	}
 }
 
+/* Has a connection frames received ahead, not yet handled (eng_conn_pending)? */
+static bool
+any_pending(const eng_server *s)
+{
+	for (uint32_t i = 0; i < s->n_conns; i++)
+		if (s->conns[i]->input_pending)
+			return true;
+	return false;
+}
+
 /* Accept every pending connection. */
 static void
 accept_all(eng_server *s)
@@ -326,7 +336,7 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 			ids[n] = c->id;
 			pfd[n++] = (struct pollfd) {.fd = c->fd, .events = ev};
 		}
-		rc = poll(pfd, n, poll_timeout(s));
+		rc = poll(pfd, n, any_pending(s) ? 0 : poll_timeout(s));
 		if (rc < 0 && errno != EINTR)
 		{
 			eng_log(ENG_LOG_ERROR, "poll failed: %s", strerror(errno));
@@ -356,6 +366,10 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 			if (!eng_conn_read(s, c))
 				c->dead = true;
 		}
+		/* frames a load's connection received while another's were added */
+		for (uint32_t i = 0; i < s->n_conns; i++)
+			if (s->conns[i]->input_pending)
+				eng_conn_pending(s, s->conns[i]);
 		eng_server_step(s);
 		for (uint32_t i = 0; i < s->n_conns; i++)
 		{

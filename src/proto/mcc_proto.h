@@ -67,12 +67,29 @@
  *                 cache needs a reload anyway, the gallery's own current
  *                 cache gives way first; otherwise it stays and the load
  *                 fails with MCC_PERR_MEMORY)
+ *                (with MCC_LOAD_JOIN: then uint64 token[2], a secret the
+ *                 client drew; other connections may add rows to this load
+ *                 with LOAD_JOIN; -> OK once the load is open to them;
+ *                 profile_id 0: the first row's, whatever connection it
+ *                 comes on, MCC_PROFILE_DEFAULT if none comes)
  *   LOAD_ROWS    uint32 n, n x load_row          (any number of frames)
  *   LOAD_END     (empty)
  *                -> LOADED uint64 entries (searchable), uint64 bytes   or ERROR
  *                (LOAD_BEGIN/ROWS carry the request_id of LOAD_END's reply;
  *                 deltas of generation > `generation` that arrive during the
- *                 load are applied after it)
+ *                 load are applied after it; a joined connection that has
+ *                 not ended its part fails the load here)
+ *   LOAD_JOIN    gallery, uint64 generation, uint64 token[2]
+ *                (another connection's part of a load opened with
+ *                 MCC_LOAD_JOIN for that gallery, generation and token: its
+ *                 LOAD_ROWS with this request_id go into that load; no reply
+ *                 but ERROR MCC_PERR_NOT_LOADED when no such load is open)
+ *   LOAD_JOIN_END (empty) -> LOAD_JOINED uint64 rows (that this connection
+ *                added), uint32 failed (1: the load failed meanwhile, its
+ *                error comes at LOAD_END, and rows may have been dropped)
+ *                or ERROR (the load was abandoned meanwhile)
+ *                (a joined connection that closes, or CANCELs its join,
+ *                 before LOAD_JOIN_END fails the whole load)
  *   DELTA        gallery, uint64 generation, uint64 xid, uint32 n_ins,
  *                uint32 n_del, n_ins x (int64 key, bytes template),
  *                n_del x (int64 key, uint64 hash)          (no reply)
@@ -262,6 +279,8 @@
 #include <stdint.h>
 
 /*
+ * 7: LOAD_BEGIN's MCC_LOAD_JOIN, LOAD_JOIN, LOAD_JOIN_END (a parallel load's
+ * workers send their rows on their own connections).
  * 5: CHAMFER carries the search's scale range, ALIGN an initial transform;
  * LOAD_BEGIN's priority and flags, PRIORITY, ENGINE_STATUS, MCC_PERR_BUSY.
  * 4: SEARCH carries `refine` (a refining search: the engine rescores the
@@ -269,7 +288,7 @@
  * mcc_hash.c's four-lane hash (2: FNV-1a); both ends must hash alike, so
  * the version keeps them from mixing.
  */
-#define MCC_PROTO_VERSION	6
+#define MCC_PROTO_VERSION	7
 #define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
 #define MCC_PROTO_MAX_XIDS	(1u << 20)	/* xids per XID_LIST */
 #define MCC_PROTO_MAX_GROUPS (1u << 16)	/* groups of a RESULT's count */
@@ -317,6 +336,9 @@ typedef enum mcc_msg_type
 	MCC_MSG_LOAD_HEADS,
 	MCC_MSG_LOAD_HEADS_END,
 	MCC_MSG_WANT,
+	MCC_MSG_LOAD_JOIN,
+	MCC_MSG_LOAD_JOIN_END,
+	MCC_MSG_LOAD_JOINED,
 
 	/* image and point jobs: numbered apart, so other additions cannot shift them */
 	MCC_MSG_SAD = 64,
@@ -353,6 +375,7 @@ typedef enum mcc_count_state
  */
 #define MCC_LOAD_IDS		0x0002
 #define MCC_LOAD_SNAPSHOT	0x0004	/* heads first, checked against the snapshot */
+#define MCC_LOAD_JOIN		0x0008	/* other connections may join it (LOAD_JOIN) */
 
 /* load_ids xmin of a tuple frozen when read: the raw 32-bit xmin below it */
 #define MCC_XMIN_FROZEN		(UINT64_C(1) << 63)

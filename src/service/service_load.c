@@ -278,6 +278,9 @@ mcc_load_finish(load_state *st, mcc_reply *reply)
 
 	if (!st->begun)
 		mcc_load_send_begin(st);			/* an empty gallery */
+	/* a joinable load that got no row: the engine takes the default too */
+	if (st->profile_id == 0)
+		st->profile_id = MCC_PROFILE_DEFAULT;
 	mcc_load_rows_flush(st);
 	mcc_frame_begin(&f);
 	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);

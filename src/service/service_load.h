@@ -11,6 +11,7 @@
 #include "access/heapam.h"
 #include "access/htup.h"
 #include "access/relscan.h"
+#include "port/atomics.h"
 #include "storage/dsm.h"
 #include "storage/shm_toc.h"
 #include "storage/buf.h"
@@ -70,8 +71,12 @@ typedef struct load_state
 	bool		count_visible;
 	Snapshot	count_snap;
 	uint64		visible;
-	/* a parallel worker's load (src/service/service_load_parallel.c) */
-	struct shm_mq_handle *mq;	/* frames go to the leader, not the engine */
+	/* a parallel load (src/service/service_load_parallel.c) */
+	uint64		token[2];		/* MCC_LOAD_JOIN: the secret the workers' LOAD_JOIN repeats */
+	struct shm_mq_handle *mq;	/* a worker's: its counts and messages go to the leader */
+	pg_atomic_uint32 *shared_profile;	/* a worker's: the profile every worker's rows have */
+	struct load_shared *shared; /* a worker's: what the leader shares */
+	bool		joined;			/* a worker's: its connection joined the load */
 	StringInfoData deferred;	/* risky rows left to the leader: load_deferred */
 } load_state;
 
@@ -128,7 +133,8 @@ extern void mcc_load_forget_own(int code, Datum arg);
 extern int	mcc_load_parallel_workers(const load_state *st);
 extern bool mcc_load_parallel(load_state *st, int nworkers, bool *serial);
 extern bool mcc_load_deferred(load_state *st);
-extern void mcc_load_worker_frame(load_state *st);
+extern void mcc_load_worker_join(load_state *st);
+extern void mcc_load_worker_sent(load_state *st);
 extern PGDLLEXPORT void mcc_load_worker_main(dsm_segment *seg, shm_toc *toc);
 
 /* service_load_check.c */

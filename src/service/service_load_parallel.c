@@ -11,10 +11,19 @@
  * version a load keeps, except the "risky" ones). Each worker takes blocks
  * of every heap of the gallery from a shared parallel scan (SnapshotAny),
  * judges each tuple with the serial load's rules (mcc_load_tuple_xids),
- * encodes the rows exactly as the serial load does into LOAD_ROWS frame
- * bodies and passes them to the leader through its own shm_mq; the leader
- * forwards whole frames on its engine connection, from the queue (no copy). The engine's load does
- * not depend on the order of rows, so the cache equals the serial load's.
+ * encodes the rows exactly as the serial load does into LOAD_ROWS frames
+ * and sends them to the engine on its own connection, joined to the
+ * leader's load: the leader opens the load (LOAD_BEGIN with MCC_LOAD_JOIN
+ * and a secret token drawn for it, which only the load's DSM holds) and
+ * ends it (LOAD_END, once every worker's part is in); each worker joins
+ * with that token (LOAD_JOIN) and ends its part (LOAD_JOIN_END, whose
+ * answer counts the rows the engine took). A part that ends unfinished (a
+ * worker's connection closed, its ERROR) fails the whole load in the
+ * engine. Before, every frame passed through the leader's one connection
+ * (a shm_mq per worker, the leader forwarding). The engine's load does not
+ * depend on the order of rows, so the cache equals the serial load's. The
+ * workers' first row sets the profile of all (an atomic in the DSM), as
+ * the serial load's first row does; the engine takes it from that row.
  *
  * Risky rows stored out of line (a version deleted before our snapshot's
  * xmin, or inserted by another transaction still running: VACUUM may remove
@@ -51,6 +60,7 @@
 #include "miscadmin.h"
 #include "optimizer/paths.h"
 #include "pgstat.h"
+#include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/shm_mq.h"
@@ -67,10 +77,10 @@
 #define LOAD_KEY_SCANS		UINT64CONST(0x4D43434C4F414403)
 #define LOAD_KEY_QUEUES		UINT64CONST(0x4D43434C4F414404)
 
-#define LOAD_QUEUE_BYTES	(4 * LOAD_FRAME_BYTES)	/* each worker's shm_mq */
+#define LOAD_QUEUE_BYTES	(64 * 1024)	/* each worker's shm_mq: counts and messages */
 
 /* message kinds, worker to leader (a uint32 first) */
-#define LOAD_MSG_ROWS		1	/* u32 profile, then a LOAD_ROWS frame's body */
+#define LOAD_MSG_ROWS		1	/* u32: rows the worker sent to the engine (progress) */
 #define LOAD_MSG_DEFERRED	2	/* load_deferred[] */
 #define LOAD_MSG_FAILED		3	/* u32 mcc_load_result, then why (text) */
 #define LOAD_MSG_CPU		4	/* double[3]: CPU-s of start-up, of reading; page faults */
@@ -92,8 +102,17 @@ typedef struct load_shared
 	TransactionId pin_xmin;
 	uint32		flags;
 	bool		count_visible;	/* count what the active snapshot (ours) sees */
-	int			profile_id;		/* 0: each worker takes its first row's */
+	int			profile_id;		/* 0: the first row's (profile below) */
+	pg_atomic_uint32 profile;	/* the profile the workers' first row set (0: none yet) */
 	uint64		next_xid;
+	/* what a worker's LOAD_JOIN names */
+	mcc_gallery_id gallery;
+	uint64		gen;
+	uint64		token[2];
+	uint64		incarnation;	/* the engine's the leader talks to */
+	/* set (and cv broadcast) once the engine opened the load to LOAD_JOIN */
+	pg_atomic_uint32 open;
+	ConditionVariable cv;
 	int			n_order;		/* OIDs in LOAD_KEY_ORDER */
 	int			n_rels;
 	load_shared_rel rels[FLEXIBLE_ARRAY_MEMBER];
@@ -202,7 +221,15 @@ leader_setup(load_state *st, load_leader *ld, List *heaps)
 	ld->sh->flags = st->flags;
 	ld->sh->count_visible = st->count_visible;
 	ld->sh->profile_id = st->profile_id;
+	pg_atomic_init_u32(&ld->sh->profile, (uint32) st->profile_id);
 	ld->sh->next_xid = st->next_xid;
+	ld->sh->gallery = st->g->id;
+	ld->sh->gen = st->gen;
+	ld->sh->token[0] = st->token[0];
+	ld->sh->token[1] = st->token[1];
+	ld->sh->incarnation = mcc_conn_incarnation();
+	pg_atomic_init_u32(&ld->sh->open, 0);
+	ConditionVariableInit(&ld->sh->cv);
 	ld->sh->n_order = st->n_rel_order;
 	ld->sh->n_rels = n;
 	order = shm_toc_allocate(pcxt->toc, order_bytes);
@@ -268,7 +295,6 @@ static bool
 leader_message(load_state *st, load_leader *ld, const char *data, Size len)
 {
 	uint32		kind;
-	uint32		profile;
 	uint32		n_rows;
 
 	if (len < sizeof(uint32))
@@ -279,23 +305,9 @@ leader_message(load_state *st, load_leader *ld, const char *data, Size len)
 	switch (kind)
 	{
 		case LOAD_MSG_ROWS:
-			if (len < 2 * sizeof(uint32))
+			if (len < sizeof(uint32))
 				elog(ERROR, "mcc: short rows message from a parallel load worker");
-			memcpy(&profile, data, sizeof(uint32));
-			memcpy(&n_rows, data + sizeof(uint32), sizeof(uint32));
-			if (st->profile_id == 0)
-				st->profile_id = (int) profile;
-			else if ((int) profile != st->profile_id)
-			{
-				st->result = MCC_LOAD_MIXED;
-				st->why = psprintf("relation \"%s\" has templates of another profile than the probe",
-								   get_rel_name(st->g->relid));
-				return false;
-			}
-			if (!st->begun)
-				mcc_load_send_begin(st);
-			mcc_conn_send_body(MCC_MSG_LOAD_ROWS, st->request_id, data + sizeof(uint32),
-							   len - sizeof(uint32));
+			memcpy(&n_rows, data, sizeof(uint32));
 			st->rows_sent += n_rows;
 			st->prog.blocks_before = blocks_taken(ld);
 			mcc_load_progress_report(st);
@@ -334,7 +346,7 @@ leader_message(load_state *st, load_leader *ld, const char *data, Size len)
 	return false;
 }
 
-/* Forward the workers' frames until every queue is done; false (st->why) on a failure. */
+/* Take the workers' messages until every queue is done; false (st->why) on a failure. */
 static bool
 leader_receive(load_state *st, load_leader *ld)
 {
@@ -379,9 +391,38 @@ leader_receive(load_state *st, load_leader *ld)
 	return ok;
 }
 
+/* The engine's reply of type `type` to st's request; an ERROR for any other, or none in time. */
+static void
+await_reply(load_state *st, uint16 type, mcc_reply *reply, const char *what)
+{
+	if (!mcc_conn_wait_reply(st->request_id, reply))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("matcher engine did not %s within mcc.request_timeout", what)));
+	if (reply->type != type)
+		mcc_raise_engine_error(reply);
+}
+
 /*
- * Read the gallery's heaps with nworkers parallel workers, forwarding their
- * frames; their deferred rows are left in st->deferred (mcc_load_deferred).
+ * Open the load to the workers' connections: LOAD_BEGIN with MCC_LOAD_JOIN
+ * and the token, and its OK, after which a LOAD_JOIN finds the load (the
+ * workers' connections are others: without the OK their LOAD_JOIN could
+ * reach the engine first). The profile may still be unknown (0): the first
+ * row's, which a worker finds.
+ */
+static void
+begin_joinable(load_state *st)
+{
+	mcc_reply	reply;
+
+	st->flags |= MCC_LOAD_JOIN;
+	mcc_load_send_begin(st);
+	await_reply(st, MCC_MSG_OK, &reply, "open the load");
+}
+
+/*
+ * Read the gallery's heaps with nworkers parallel workers, each sending its
+ * rows on its own engine connection joined to this load; their deferred rows are left in st->deferred (mcc_load_deferred).
  * False with st->why when the load cannot proceed. *serial: no worker
  * could be started; nothing was read and the caller loads serially.
  */
@@ -397,11 +438,23 @@ mcc_load_parallel(load_state *st, int nworkers, bool *serial)
 	if (!heaps_of(st, &heaps))
 		return false;
 	memset(&ld, 0, sizeof(ld));
+	/* the secret a worker's connection shows to join the load: in the DSM only */
+	if (!pg_strong_random(st->token, sizeof(st->token)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("mcc: could not generate a random load token")));
 	EnterParallelMode();
 	ld.pcxt = CreateParallelContext("mcc", "mcc_load_worker_main", nworkers);
 	leader_setup(st, &ld, heaps);
 	if (ld.pcxt->nworkers > 0)
 		LaunchParallelWorkers(ld.pcxt);
+	if (ld.pcxt->nworkers_launched > 0)
+	{
+		/* the workers read meanwhile; they join once the engine opened the load */
+		begin_joinable(st);
+		pg_atomic_write_u32(&ld.sh->open, 1);
+		ConditionVariableBroadcast(&ld.sh->cv);
+	}
 	if (ld.pcxt->nworkers_launched == 0)
 	{
 		DestroyParallelContext(ld.pcxt);
@@ -415,6 +468,9 @@ mcc_load_parallel(load_state *st, int nworkers, bool *serial)
 	/* a worker's ERROR is raised here, if not already */
 	if (ok)
 		WaitForParallelWorkersToFinish(ld.pcxt);
+	/* the profile the workers' rows set, which the leader's own rows must have */
+	if (st->profile_id == 0)
+		st->profile_id = (int) pg_atomic_read_u32(&ld.sh->profile);
 	st->prog.blocks_before = ok ? st->prog.blocks_total : blocks_taken(&ld);
 	elog(DEBUG1, "mcc: gallery %u read by %d parallel workers: " UINT64_FORMAT
 		 " rows, " UINT64_FORMAT " left to the leader; workers' CPU: %.3f s start-up, %.3f s reading, %.0f page faults",
@@ -485,14 +541,80 @@ worker_send(load_state *st, uint32 kind, const char *a, Size a_len, const char *
 				 errmsg("mcc: the leader of a parallel gallery load is gone")));
 }
 
-/* A worker's full LOAD_ROWS frame (mcc_load_rows_flush): its body to the leader. */
+/* A worker sent a LOAD_ROWS frame to the engine (mcc_load_rows_flush): its rows, for the progress. */
 void
-mcc_load_worker_frame(load_state *st)
+mcc_load_worker_sent(load_state *st)
 {
-	uint32		profile = (uint32) st->profile_id;
+	worker_send(st, LOAD_MSG_ROWS, (const char *) &st->n_rows, sizeof(uint32), "", 0);
+}
 
-	worker_send(st, LOAD_MSG_ROWS, (const char *) &profile, sizeof(uint32),
-				st->frame.data + sizeof(mcc_frame_hdr), st->frame.len - sizeof(mcc_frame_hdr));
+/*
+ * Before a worker's first frame: wait until the leader has opened the load
+ * to joins, connect to the engine the leader talks to and join the load
+ * (LOAD_JOIN with its token); the rows then go as this request's. A worker
+ * connects as any backend does (the engine's socket, HELLO). A worker
+ * that found no row never connects.
+ */
+void
+mcc_load_worker_join(load_state *st)
+{
+	const load_shared *sh = st->shared;
+	StringInfoData f;
+	char	   *why;
+
+	if (st->joined)
+		return;
+	ConditionVariablePrepareToSleep(&st->shared->cv);
+	while (pg_atomic_read_u32(&st->shared->open) == 0)
+		ConditionVariableSleep(&st->shared->cv, PG_WAIT_EXTENSION);
+	ConditionVariableCancelSleep();
+
+	if (mcc_conn_ensure(&why) != MCC_CONN_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("mcc: a parallel load worker could not reach the matcher engine: %s", why)));
+	if (mcc_conn_incarnation() != sh->incarnation)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("matcher engine terminated"),
+				 errdetail("The matcher engine restarted during a parallel gallery load.")));
+	st->request_id = mcc_conn_next_id();
+	mcc_frame_begin(&f);
+	mcc_put_gallery(&f, &sh->gallery);
+	mcc_put_u64(&f, sh->gen);
+	mcc_put_u64(&f, sh->token[0]);
+	mcc_put_u64(&f, sh->token[1]);
+	mcc_conn_send(&f, MCC_MSG_LOAD_JOIN, st->request_id);
+	pfree(f.data);
+	st->joined = true;
+}
+
+/*
+ * End this worker's part (LOAD_JOIN_END) and check that the engine took
+ * every row sent, unless the load failed meanwhile; an ERROR if not (the
+ * load fails in the leader then). The load's own failures (a bad row,
+ * memory) come at the leader's LOAD_END, as in a serial load.
+ */
+static void
+worker_part_end(load_state *st)
+{
+	StringInfoData f;
+	mcc_reply	reply;
+	uint64		took;
+
+	if (!st->joined)
+		return;					/* no row: never joined */
+	mcc_frame_begin(&f);
+	mcc_conn_send(&f, MCC_MSG_LOAD_JOIN_END, st->request_id);
+	pfree(f.data);
+	await_reply(st, MCC_MSG_LOAD_JOINED, &reply, "take a parallel load worker's rows");
+	took = mcc_get_u64(&reply.body);
+	/* a load that failed meanwhile (a bad row, memory) drops rows: the leader's LOAD_END says why */
+	if (mcc_get_u32(&reply.body) == 0 && took != st->rows_sent)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("mcc: the matcher engine took " UINT64_FORMAT " of a parallel load worker's "
+						UINT64_FORMAT " rows", took, st->rows_sent)));
 }
 
 /*
@@ -533,10 +655,12 @@ mcc_load_worker_main(dsm_segment *seg, shm_toc *toc)
 	st.count_visible = sh->count_visible;
 	st.count_snap = sh->count_visible ? GetActiveSnapshot() : NULL;
 	st.profile_id = sh->profile_id;
+	st.shared_profile = &sh->profile;
+	st.shared = sh;
 	st.next_xid = sh->next_xid;
 	st.rel_order = shm_toc_lookup(toc, LOAD_KEY_ORDER, false);
 	st.n_rel_order = sh->n_order;
-	st.begun = true;			/* the leader sends LOAD_BEGIN */
+	st.begun = true;			/* the leader sent LOAD_BEGIN */
 	st.cxt = CurrentMemoryContext;
 	initStringInfo(&st.deferred);
 	mcc_load_rows_frame_begin(&st);
@@ -554,6 +678,7 @@ mcc_load_worker_main(dsm_segment *seg, shm_toc *toc)
 	if (ok)
 	{
 		mcc_load_rows_flush(&st);
+		worker_part_end(&st);
 		if (st.deferred.len > 0)
 			worker_send(&st, LOAD_MSG_DEFERRED, st.deferred.data, st.deferred.len, "", 0);
 		if (st.count_visible)

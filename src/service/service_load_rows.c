@@ -34,7 +34,8 @@ mcc_load_send_begin(load_state *st)
 {
 	StringInfoData f;
 
-	if (st->profile_id == 0)
+	/* a joinable load may leave it to the first row, which its workers find */
+	if (st->profile_id == 0 && !(st->flags & MCC_LOAD_JOIN))
 		st->profile_id = MCC_PROFILE_DEFAULT;
 	mcc_frame_begin(&f);
 	mcc_put_gallery(&f, &st->g->id);
@@ -47,6 +48,11 @@ mcc_load_send_begin(load_state *st)
 	{
 		mcc_put_u64(&f, st->scan_lsn);
 		mcc_put_u64(&f, st->next_xid);
+	}
+	if (st->flags & MCC_LOAD_JOIN)
+	{
+		mcc_put_u64(&f, st->token[0]);
+		mcc_put_u64(&f, st->token[1]);
 	}
 	mcc_conn_send(&f, MCC_MSG_LOAD_BEGIN, st->request_id);
 	pfree(f.data);
@@ -65,17 +71,19 @@ mcc_load_rows_frame_begin(load_state *st)
 	st->n_rows = 0;
 }
 
-/* Send the LOAD_ROWS frame if it has rows (a parallel worker's to its leader). */
+/* Send the LOAD_ROWS frame if it has rows (a parallel worker's on its own connection). */
 void
 mcc_load_rows_flush(load_state *st)
 {
 	if (st->n_rows == 0)
 		return;
 	memcpy(st->frame.data + sizeof(mcc_frame_hdr), &st->n_rows, sizeof(uint32));
+	/* a worker's frames go on its own connection, joined to the leader's load */
 	if (st->mq != NULL)
-		mcc_load_worker_frame(st);
-	else
-		mcc_conn_send(&st->frame, MCC_MSG_LOAD_ROWS, st->request_id);
+		mcc_load_worker_join(st);
+	mcc_conn_send(&st->frame, MCC_MSG_LOAD_ROWS, st->request_id);
+	if (st->mq != NULL)
+		mcc_load_worker_sent(st);
 	st->rows_sent += st->n_rows;
 	/* the next frame reuses the buffer, grown to a frame's size once */
 	st->frame.len = sizeof(mcc_frame_hdr) + sizeof(uint32);
@@ -241,7 +249,18 @@ mcc_load_add_row(load_state *st, Relation rel, HeapTuple tuple, AttrNumber key_a
 	else
 		t = detoast_attr((struct varlena *) DatumGetPointer(tpl));
 	if (st->profile_id == 0 && VARSIZE(t) >= MCC_TEMPLATE_HDRSZ)
+	{
 		st->profile_id = ((uint8 *) t)[5];
+		/* a worker: the first row of any worker sets the profile of all */
+		if (st->shared_profile != NULL)
+		{
+			uint32		expected = 0;
+
+			if (!pg_atomic_compare_exchange_u32(st->shared_profile, &expected,
+												(uint32) st->profile_id))
+				st->profile_id = (int) expected;
+		}
+	}
 	if (VARSIZE(t) < MCC_TEMPLATE_HDRSZ || ((uint8 *) t)[5] != st->profile_id)
 	{
 		st->result = MCC_LOAD_MIXED;

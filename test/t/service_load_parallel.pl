@@ -8,7 +8,10 @@
 #    the leader, out of parallel mode, reads them in a subtransaction);
 #  - with a writer updating, deleting and inserting rows during the loads.
 # A worker's ERROR (a cancelled worker) fails the load whole and the
-# gallery is not served; a cancelled leader stops its workers.
+# gallery is not served, or its previous cache keeps serving; a cancelled
+# leader stops its workers. (Each worker sends its rows on its own engine
+# connection, joined to the leader's load: test_engine_load_join covers the
+# join's token and a part's connection closing, cancelled or unfinished.)
 # mcc_gallery_preload's answer, which the load's scan counts (workers and
 # leader), equals SELECT count(*) under the same snapshot throughout.
 use strict;
@@ -145,8 +148,21 @@ sub hold    { $held = kill('STOP', $engine); return $held; }
 sub release { kill('CONT', $engine) if $held; $held = 0; }
 END { release(); }
 
-for my $who ('worker', 'leader')
+# The third round reloads a gallery already cached: a worker's failure
+# fails the whole reload (its connection, joined to the leader's load,
+# closes mid-part; the leader's error closes the leader's) and the previous
+# cache keeps serving, unchanged.
+my $status = "SELECT state || ' ' || loaded_at FROM mcc_gallery_status WHERE gallery = 'held'::regclass";
+for my $who ('worker', 'leader', 'worker, with a cache')
 {
+	my $cached = $who =~ /cache/;
+	my $before;
+	if ($cached)
+	{
+		$e->safe_psql('postgres', "$par SELECT mcc_gallery_preload('held')");
+		$before = $e->safe_psql('postgres', $status);
+		like($before, qr/^cached /, 'the gallery is cached before the failing reload');
+	}
 	my $l = $e->background_psql('postgres', on_error_stop => 0);
 	# talk to the engine once, so that the load below is in flight, not connecting
 	$l->query_safe("SELECT mcc_gallery_preload('tiny')");
@@ -161,21 +177,31 @@ for my $who ('worker', 'leader')
 		SELECT count(*) > 0 FROM pg_stat_activity
 		WHERE leader_pid = $leader AND pid <> $leader})
 	  or die "no parallel worker of the load appeared";
-	my $target = $who eq 'worker'
+	my $target = $who =~ /worker/
 	  ? "(SELECT min(pid) FROM pg_stat_activity WHERE leader_pid = $leader AND pid <> $leader)"
 	  : $leader;
 	$e->safe_psql('postgres', "SELECT pg_cancel_backend($target)");
 	$l->query_until(qr/finished/, '');
 	like($l->{stderr}, qr/canceling statement due to user request/, "the load failed ($who cancelled)");
 	like($l->{stderr}, qr/parallel worker/, "with the worker's error as its context")
-	  if $who eq 'worker';
+	  if $who =~ /worker/;
 	$e->poll_query_until('postgres', qq{
 		SELECT count(*) = 0 FROM pg_stat_activity WHERE leader_pid = $leader AND pid <> $leader})
 	  or die "workers left behind";
 	pass("no worker left after the $who was cancelled");
 	release();
-	isnt($e->safe_psql('postgres', "SELECT state FROM mcc_gallery_status WHERE gallery = 'held'::regclass"),
-		'cached', 'nothing half loaded is served');
+	if ($cached)
+	{
+		is($e->safe_psql('postgres', $status), $before,
+			'the previous cache stays, unchanged (same load time)');
+		is($e->safe_psql('postgres', 'SELECT check_identify(\'held\', tpl, 5, 0) FROM probe'), 't',
+			'and serves: identify() through the engine equals brute force');
+	}
+	else
+	{
+		isnt($e->safe_psql('postgres', "SELECT state FROM mcc_gallery_status WHERE gallery = 'held'::regclass"),
+			'cached', 'nothing half loaded is served');
+	}
 	$l->quit;
 }
 is($e->safe_psql('postgres', qq{$par
