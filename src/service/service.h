@@ -239,8 +239,6 @@ extern void mcc_frame_begin(StringInfo buf);
  * (interrupt, engine gone) closes the connection first.
  */
 extern void mcc_conn_send(StringInfo frame, uint16 type, uint64 request_id);
-/* The same for a body that lies elsewhere: header, then body (no copy). */
-extern void mcc_conn_send_body(uint16 type, uint64 request_id, const char *body, size_t len);
 
 /*
  * Send with frame flags, without waiting on interrupts (under an LWLock);

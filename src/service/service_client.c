@@ -202,33 +202,6 @@ mcc_conn_send(StringInfo frame, uint16 type, uint64 request_id)
 	write_all(frame->data, frame->len);
 }
 
-/*
- * Send a frame whose body lies elsewhere (a parallel load's rows, forwarded
- * from a worker's queue without a copy): the header, then the body.
- */
-void
-mcc_conn_send_body(uint16 type, uint64 request_id, const char *body, size_t len)
-{
-	mcc_frame_hdr hdr;
-	uint8		head[HDR_SIZE];
-
-	if (conn_fd < 0)
-		engine_terminated("before a request could be sent");
-	if (len > MCC_PROTO_MAX_FRAME)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("request to the matcher engine is too large"),
-				 errdetail("The request has %zu bytes; the limit is %u.",
-						   len, MCC_PROTO_MAX_FRAME)));
-	hdr.length = (uint32) len;
-	hdr.type = type;
-	hdr.flags = 0;
-	hdr.request_id = request_id;
-	mcc_wire_enc_header(head, &hdr);
-	write_all((const char *) head, HDR_SIZE);
-	write_all(body, len);
-}
-
 /* Send with poll() only (no interrupts, as under an LWLock). */
 bool
 mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags, uint64 request_id,
