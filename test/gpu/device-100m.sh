@@ -69,18 +69,7 @@ export PGKIT_DATA=${mnt%/}/pg100m/data
 say "   data directory $PGKIT_DATA: $(df -h --output=avail "$mnt" | tail -1 | tr -d ' ') free; /tmp $(df -h --output=avail /tmp | tail -1 | tr -d ' ')"
 dev_kit_ready
 dev_conf_bench
-cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
-shared_buffers = '${SHARED_BUFFERS:-16GB}'
-max_connections = 300
-wal_level = minimal
-max_wal_senders = 0
-maintenance_work_mem = '1GB'
-max_worker_processes = 80
-max_parallel_workers = 64
-mcc.cache_memory_limit = 0
-mcc.cache_snapshots = off
-mcc.request_timeout = '10min'
-EOF
+dev_conf_gallery "$PGKIT_DATA" "${SHARED_BUFFERS:-16GB}"
 dev_serve say
 
 # --- 2. enrolment ---------------------------------------------------------------

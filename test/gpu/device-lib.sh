@@ -166,6 +166,26 @@ dev_start() {
 	dev_node_start "$PGKIT_DATA" 55432 /tmp/pgkit.log
 }
 
+# dev_conf_gallery DATA BUFFERS: the settings of a server holding a gallery
+# of 100 M rows (device-100m.sh, device-shard.sh's shards) into DATA's
+# postgresql.conf, after dev_conf_bench's: shared_buffers BUFFERS, no WAL
+# for tables filled in the transaction that made them (wal_level minimal),
+# room for parallel loads, no cache limit, no snapshots, long requests.
+dev_conf_gallery() {
+	cat >>"$1/postgresql.conf" <<-EOF
+	shared_buffers = '$2'
+	max_connections = 300
+	wal_level = minimal
+	max_wal_senders = 0
+	maintenance_work_mem = '1GB'
+	max_worker_processes = 80
+	max_parallel_workers = 64
+	mcc.cache_memory_limit = 0
+	mcc.cache_snapshots = off
+	mcc.request_timeout = '10min'
+	EOF
+}
+
 # dev_node_start DATA PORT LOG [VAR=VALUE...]: a server of the kit on DATA
 # (socket in /tmp), with $preload and the VARs in its environment (the
 # matcher engine it starts inherits them: CUDA_VISIBLE_DEVICES).

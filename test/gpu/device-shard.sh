@@ -10,8 +10,8 @@
 # PL/Proxy is not in the device kit: carry Debian's package in .plproxy/,
 # fetched once on the dev machine with
 #   mkdir -p .plproxy && (cd .plproxy && apt-get download postgresql-15-plproxy)
-# (the script unpacks it with dpkg -x into the kit's lib and extension
-# folders). Called like device-100m.sh (a detached driver; each call waits
+# (the script unpacks it with dpkg -x, or ar and tar, into the kit's lib
+# and extension folders). Called like device-100m.sh (a detached driver; each call waits
 # up to WAIT seconds, default 540, and exits 0 done, 3 still running, 1
 # failed; call it again, same arguments, until it exits 0 or 1).
 #
@@ -78,8 +78,12 @@ fi
 
 # --- the driver ----------------------------------------------------------------
 dev_out "$state/out"
-trap 'echo $status >"$state/rc"' EXIT
+# a failed run stops its servers too (a new run starts them again)
+trap '[ "$status" = 0 ] || stop_nodes; echo $status >"$state/rc"' EXIT
 status=1
+pids=()
+root=
+native=
 port_of() { # node -> port (coord PORT0, s<i> PORT0 + i)
 	local i=${1#s}
 	[ "$1" = coord ] && i=0
@@ -90,8 +94,16 @@ on() { # on NODE psql_ ARGS: psql_ on that node
 	shift
 	PGPORT=$(port_of "$node") "$@"
 }
+wait_all() { # wait_all WHAT: wait for the jobs $pids; "WHAT failed" and exit 1 if one did
+	local pid
+	for pid in "${pids[@]}"; do
+		wait "$pid" || { say "   $1 failed"; exit 1; }
+	done
+	pids=()
+}
 stop_nodes() {
 	local node
+	[ -n "$root" ] && [ -n "$native" ] || return 0
 	for node in $nodes; do
 		[ -f "$root/$node/postmaster.pid" ] &&
 			runuser -u pgkit -- "$native/bin/pg_ctl" -D "$root/$node" -m fast -w stop >/dev/null 2>&1
@@ -116,7 +128,12 @@ step "PL/Proxy from .plproxy/ into the kit"
 debs=(.plproxy/postgresql-15-plproxy_*.deb)
 deb=${debs[-1]}
 [ -f "$deb" ] || { say "SKIP: no .plproxy/postgresql-15-plproxy_*.deb (see this script's header)"; exit 1; }
-rm -rf "$state/plproxy" && dpkg -x "$deb" "$state/plproxy" || exit 1
+rm -rf "$state/plproxy" && mkdir -p "$state/plproxy" || exit 1
+if command -v dpkg >/dev/null; then
+	dpkg -x "$deb" "$state/plproxy" || exit 1
+else # a .deb is an ar archive holding data.tar.*
+	(cd "$state/plproxy" && ar x "$OLDPWD/$deb" && tar xf data.tar.*) || exit 1
+fi
 cp "$state/plproxy"/usr/lib/postgresql/15/lib/plproxy.so "$native/lib/postgresql/" &&
 	cp "$state/plproxy"/usr/share/postgresql/15/extension/plproxy* "$native/share/postgresql/extension/" &&
 	chmod -R a+rX "$native/lib/postgresql" "$native/share/postgresql/extension" || exit 1
@@ -142,18 +159,7 @@ for node in $nodes; do
 		continue
 	fi
 	dev_conf_bench_at "$root/$node"
-	cat >>"$root/$node/postgresql.conf" <<-EOF
-	shared_buffers = '${SHARD_BUFFERS:-8GB}'
-	max_connections = 300
-	wal_level = minimal
-	max_wal_senders = 0
-	maintenance_work_mem = '1GB'
-	max_worker_processes = 80
-	max_parallel_workers = 64
-	mcc.cache_memory_limit = 0
-	mcc.cache_snapshots = off
-	mcc.request_timeout = '10min'
-	EOF
+	dev_conf_gallery "$root/$node" "${SHARD_BUFFERS:-8GB}"
 	gpu=()
 	[ "$ngpu" -gt 0 ] && gpu=(CUDA_VISIBLE_DEVICES=$(((${node#s} - 1) % ngpu)))
 	dev_node_start "$root/$node" "$(port_of "$node")" "$state/$node.log" "${gpu[@]}"
@@ -189,7 +195,7 @@ on_disk=1
 [ -n "$stage_dir" ] && on_disk=0
 need=$((n * 1950 + on_disk * shards * distinct * 2000))
 have=$(df --output=avail -B1 "$root" | tail -1)
-say "   room: $((need >> 30)) GB needed on $root (staging ${stage_dir:-there too}), $((have >> 30)) GB free"
+say "   room: $(calc "$need / 1073741824" 1) GB needed on $root (staging ${stage_dir:-there too}), $(calc "$have / 1073741824" 1) GB free"
 [ "$have" -gt "$need" ] || { say "   not enough disk (STAGE_DIR: a folder with room for the staging)"; exit 1; }
 t0=$(date +%s.%N)
 for node in $nodes; do
@@ -198,14 +204,18 @@ for node in $nodes; do
 		space=
 		if [ -n "$stage_dir" ]; then
 			space=stage
-			mkdir -p "$stage_dir/$node" && chown pgkit "$stage_dir/$node" || exit 1
-			[ -n "$(on "$node" psql_ -tAc "SELECT 1 FROM pg_tablespace WHERE spcname = 'stage'")" ] ||
-				on "$node" psql_ -c "CREATE TABLESPACE stage LOCATION '$stage_dir/$node'" || exit 1
+			# a folder left by an earlier run's server (not this one's
+			# tablespace) would be refused
+			if [ -z "$(on "$node" psql_ -tAc "SELECT 1 FROM pg_tablespace WHERE spcname = 'stage'")" ]; then
+				rm -rf "${stage_dir:?}/$node" && mkdir -p "$stage_dir/$node" && chown pgkit "$stage_dir/$node" &&
+					on "$node" psql_ -c "CREATE TABLESPACE stage LOCATION '$stage_dir/$node'" || exit 1
+			fi
 		fi
 		PGPORT=$(port_of "$node") dev_stage "$distinct" "$k" $space
 	) &
+	pids+=($!)
 done
-wait
+wait_all staging
 t1=$(date +%s.%N)
 say "   staging on every shard at once: $(calc "$t1 - $t0" 1) s${stage_dir:+ (tablespace in $stage_dir)}"
 # one partition: emptied and filled with its rows in one transaction (the
@@ -233,8 +243,9 @@ t3=$(date +%s.%N)
 for node in $nodes; do
 	[ "$node" = coord ] && continue
 	on "$node" psql_ -c "DROP TABLE base" -c "ANALYZE gallery" ${stage_dir:+-c "DROP TABLESPACE stage"} &
+	pids+=($!)
 done
-wait
+wait_all ANALYZE
 t4=$(date +%s.%N)
 say "   gallery: $n rows in $(calc "$t3 - $t2" 1) s ($(calc "$n / ($t3 - $t2)" 0) rows/s, $parts sessions);" \
 	"staging dropped, ANALYZE $(calc "$t4 - $t3" 1) s"
@@ -246,9 +257,11 @@ for node in $nodes; do
 done
 rows=0
 for node in $nodes; do
-	[ "$node" = coord ] || on "$node" psql_ -tAc "SELECT count(*) FROM gallery" >"$state/$node.rows" &
+	[ "$node" = coord ] && continue
+	on "$node" psql_ -tAc "SELECT count(*) FROM gallery" >"$state/$node.rows" &
+	pids+=($!)
 done
-wait
+wait_all "the count"
 for node in $nodes; do
 	[ "$node" = coord ] || rows=$((rows + $(cat "$state/$node.rows")))
 done
@@ -265,8 +278,9 @@ done <"$state/owners.txt"
 t0=$(date +%s.%N)
 while read -r p node; do
 	on "$node" psql_ -tAc "SELECT mcc_gallery_preload('gallery_p$p')" >/dev/null &
+	pids+=($!)
 done <"$state/owners.txt"
-wait
+wait_all "a preload"
 t1=$(date +%s.%N)
 if [ "$ngpu" -gt 0 ]; then
 	while read -r p node; do
