@@ -301,15 +301,16 @@ dev_detached() {
 	exit "$(cat "$state/rc")"
 }
 
-# dev_stage COUNT K [TABLESPACE]: the unlogged staging table base (id, tpl)
+# dev_stage COUNT K [TABLESPACE [NAME]]: the unlogged staging table base (id, tpl)
 # of COUNT synthetic templates (ids 0 .. COUNT - 1, finger = id), made by K
 # sessions of mcc_synthetic on the server psql_ reaches ($PGPORT), with
-# an index on id; kept when an earlier run left it complete.
+# an index on id; kept when an earlier run left it complete. Its lines say
+# "staging (NAME)" with NAME (device-shard.sh: the shard's), else "staging".
 dev_stage() {
-	local distinct=$1 k=$2 space=${3:+TABLESPACE $3} per s first cnt t0 t1
+	local distinct=$1 k=$2 space=${3:+TABLESPACE $3} name=${4:+ ($4)} per s first cnt t0 t1
 	t0=$(date +%s.%N)
 	if [ "$(psql_ -tAc "SELECT count(*) FROM base" 2>/dev/null)" = "$distinct" ]; then
-		say "   staging${PGPORT:+ (port $PGPORT)}: $distinct templates kept from an earlier run"
+		say "   staging$name: $distinct templates kept from an earlier run"
 		return 0
 	fi
 	psql_ -c "DROP TABLE IF EXISTS base" \
@@ -323,7 +324,7 @@ dev_stage() {
 	wait
 	psql_ -c "CREATE INDEX ON base (id) $space" || exit 1
 	t1=$(date +%s.%N)
-	say "   staging${PGPORT:+ (port $PGPORT)}: $distinct templates in $(calc "$t1 - $t0" 1) s ($k sessions of mcc_synthetic)"
+	say "   staging$name: $distinct templates in $(calc "$t1 - $t0" 1) s ($k sessions of mcc_synthetic)"
 }
 
 # dev_fill_parts K JOBS: the partitions' transactions of JOBS (lines "PORT

@@ -211,7 +211,7 @@ for node in $nodes; do
 					on "$node" psql_ -c "CREATE TABLESPACE stage LOCATION '$stage_dir/$node'" || exit 1
 			fi
 		fi
-		PGPORT=$(port_of "$node") dev_stage "$distinct" "$k" $space
+		PGPORT=$(port_of "$node") dev_stage "$distinct" "$k" "$space" "$node"
 	) &
 	pids+=($!)
 done
