@@ -393,18 +393,26 @@ static struct
 /*
  * May the load's scan count the rows the caller's snapshot sees, in place
  * of SELECT count(*) FROM g WHERE template IS NOT NULL? When that query
- * would read exactly the heap the load scans, under that snapshot: one
- * plain table without children, readable by the caller, with no
- * row-level security applying to it.
+ * would read exactly the heaps the load scans, under that snapshot: one
+ * plain table without children, or a partitioned table (the query reads
+ * every partition's heap, checking the privileges and row-level security
+ * of the table named only; the load's relations are the whole tree, the
+ * table first), readable by the caller, with no row-level security
+ * applying to it. At 100 M rows the query was a third of a preload.
  */
 static bool
 may_count_visible(const mcc_gallery_ref *g)
 {
 	Oid			relid = g->relid;
+	char		kind = get_rel_relkind(relid);
+	bool		heaps;
 
-	return ActiveSnapshotSet() && IsMVCCSnapshot(GetActiveSnapshot()) &&
-		list_length(g->relids) == 1 && linitial_oid(g->relids) == relid &&
-		get_rel_relkind(relid) == RELKIND_RELATION && !has_subclass(relid) &&
+	if (kind == RELKIND_RELATION)
+		heaps = list_length(g->relids) == 1 && !has_subclass(relid);
+	else
+		heaps = kind == RELKIND_PARTITIONED_TABLE;
+	return heaps && ActiveSnapshotSet() && IsMVCCSnapshot(GetActiveSnapshot()) &&
+		linitial_oid(g->relids) == relid &&
 		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
 		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
 }

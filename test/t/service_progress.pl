@@ -47,6 +47,19 @@ $node->safe_psql('postgres', q{
 is($out, '3000', 'a partitioned gallery: preload returns the rows');
 like($err, qr/NOTICE:  gallery "ppg": \d+ of about 3000 rows loaded/,
 	'... and its progress counts each row once') or diag($err);
+# the rows it returns are those the caller sees (counted by the load's own
+# scan of the partitions): not a row without a template, not another
+# session's uncommitted rows
+$node->safe_psql('postgres', 'UPDATE ppg SET tpl = NULL WHERE id = 1600');
+my $w = $node->background_psql('postgres');
+$w->query_safe('BEGIN');
+$w->query_safe('INSERT INTO ppg SELECT id + 10000, tpl FROM pg WHERE id < 5');
+is($node->safe_psql('postgres', "SELECT mcc_gallery_preload('ppg')"), '2999',
+	'... the rows with a template the caller sees, in each partition');
+$w->query_safe('COMMIT');
+$w->quit;
+is($node->safe_psql('postgres', "SELECT mcc_gallery_preload('ppg')"), '3004',
+	'... and the committed ones once committed');
 
 ($ret, $out, $err) = $node->psql('postgres',
 	"SET mcc.progress_interval = 0; SET client_min_messages = warning; SELECT mcc_gallery_preload('pg')");
