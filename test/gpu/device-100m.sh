@@ -53,23 +53,7 @@ if [ $((span * parts)) -ne "$n" ] || [ $((distinct % span)) -ne 0 ]; then
 fi
 
 # --- the caller: start the driver once, wait for it -------------------------
-if [ "${DEV_100M_DRIVER:-0}" != 1 ]; then
-	out=${OUT:-build/device-out}
-	mkdir -p "$out" "$state"
-	if [ ! -f "$state/started" ]; then
-		date -u +%s >"$state/started"
-		DEV_100M_DRIVER=1 OUT="$state/out" setsid bash "$0" "$n" </dev/null >"$state/driver.log" 2>&1 &
-	fi
-	t_end=$(($(date +%s) + wait_s))
-	while [ ! -f "$state/rc" ] && [ "$(date +%s)" -lt "$t_end" ]; do
-		sleep 2
-	done
-	cp "$state/out/summary.txt" "$out/summary.txt" 2>/dev/null
-	tail -c 20000 "$state/driver.log" >"$out/driver-tail.log"
-	[ -f /tmp/pgkit.log ] && tail -c 200000 /tmp/pgkit.log >"$out/server-tail.log"
-	[ -f "$state/rc" ] || { echo "still running after $(($(date +%s) - $(cat "$state/started"))) s"; exit 3; }
-	exit "$(cat "$state/rc")"
-fi
+[ "${DEV_DRIVER:-0}" = 1 ] || dev_detached "$state" "$wait_s" server=/tmp/pgkit.log "$0" "$n"
 
 # --- the driver ----------------------------------------------------------------
 dev_out "$state/out"
@@ -85,39 +69,13 @@ export PGKIT_DATA=${mnt%/}/pg100m/data
 say "   data directory $PGKIT_DATA: $(df -h --output=avail "$mnt" | tail -1 | tr -d ' ') free; /tmp $(df -h --output=avail /tmp | tail -1 | tr -d ' ')"
 dev_kit_ready
 dev_conf_bench
-cat >>"$PGKIT_DATA/postgresql.conf" <<EOF
-shared_buffers = '${SHARED_BUFFERS:-16GB}'
-max_connections = 300
-wal_level = minimal
-max_wal_senders = 0
-maintenance_work_mem = '1GB'
-max_worker_processes = 80
-max_parallel_workers = 64
-mcc.cache_memory_limit = 0
-mcc.cache_snapshots = off
-mcc.request_timeout = '10min'
-EOF
+dev_conf_gallery "$PGKIT_DATA" "${SHARED_BUFFERS:-16GB}"
 dev_serve say
 
 # --- 2. enrolment ---------------------------------------------------------------
 step "enrolment: $distinct distinct templates, $n rows in $parts partitions of $span"
 k=$jobs
-t0=$(date +%s.%N)
-if [ "$(psql_ -tAc "SELECT count(*) FROM base" 2>/dev/null)" = "$distinct" ]; then
-	say "   staging: $distinct templates kept from an earlier run"
-else
-	psql_ -c "DROP TABLE IF EXISTS base" -c "CREATE UNLOGGED TABLE base (id bigint NOT NULL, tpl mcc_template NOT NULL)" || exit 1
-	per=$(((distinct + k - 1) / k))
-	for s in $(seq 0 $((k - 1))); do
-		first=$((s * per))
-		cnt=$((distinct - first < per ? distinct - first : per))
-		[ "$cnt" -gt 0 ] && psql_ -c "INSERT INTO base SELECT finger, template FROM mcc_synthetic($cnt, 1, 1, $first)" &
-	done
-	wait
-	psql_ -c "CREATE INDEX ON base (id)" || exit 1
-	t1=$(date +%s.%N)
-	say "   staging: $distinct templates in $(calc "$t1 - $t0" 1) s ($k sessions of mcc_synthetic)"
-fi
+dev_stage "$distinct" "$k"
 psql_ -c "DROP TABLE IF EXISTS gallery" || exit 1
 psql_ -c "CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL) PARTITION BY RANGE (id)" || exit 1
 # one partition: created, filled and keyed in one transaction (no WAL)
@@ -138,8 +96,10 @@ t2=$(date +%s.%N)
 for i in $(seq 0 $((parts - 1))); do
 	part_sql "$i" >"$state/part-$i.sql"
 done
-seq 0 $((parts - 1)) | xargs -P "$k" -I{} psql -X -q -v ON_ERROR_STOP=1 -f "$state/part-{}.sql" postgres ||
-	{ say "   a partition failed"; exit 1; }
+for i in $(seq 0 $((parts - 1))); do
+	echo "$PGPORT $state/part-$i.sql"
+done >"$state/parts.txt"
+dev_fill_parts "$k" "$state/parts.txt" || { say "   a partition failed"; exit 1; }
 for i in $(seq 0 $((parts - 1))); do
 	psql_ -c "ALTER TABLE gallery ATTACH PARTITION gallery_p$i FOR VALUES FROM ($((i * span))) TO ($(((i + 1) * span)))" ||
 		exit 1
@@ -152,10 +112,7 @@ say "   gallery: $n rows in $(calc "$t3 - $t2" 1) s ($(calc "$n / ($t3 - $t2)" 0
 say "   heap $(psql_ -tAc "SELECT pg_size_pretty(sum(pg_table_size(relid))) FROM pg_partition_tree('gallery')"),"\
 	"indexes $(psql_ -tAc "SELECT pg_size_pretty(sum(pg_indexes_size(relid))) FROM pg_partition_tree('gallery')"),"\
 	"$(df -h --output=avail "$mnt" | tail -1 | tr -d ' ') left on disk"
-psql_ -c "CREATE TABLE probes AS
-	SELECT row_number() OVER ()::int AS pid, finger, mate, template AS tpl FROM (
-		SELECT finger, true AS mate, template FROM mcc_synthetic(100, 2, 1) WHERE impression = 1
-		UNION ALL SELECT finger, false, template FROM mcc_synthetic(100, 1, 2)) p" || exit 1
+dev_probes
 
 # --- 3. register, load, upload ---------------------------------------------------
 step "load"
@@ -183,28 +140,8 @@ hits=$(psql_ -tAc "SELECT count(*) FILTER (WHERE top % $distinct = finger), coun
 	FROM probes p WHERE p.mate) s") || exit 1
 t1=$(date +%s.%N)
 say "   mated probes whose first hit is a copy of their finger: ${hits/|/ of } ($(calc "$t1 - $t0" 1) s)"
-cat >"$out/identify.sql" <<'EOF'
-\set p random(1, 200)
-SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = :p), 10);
-EOF
-chmod 644 "$out/identify.sql"
-table="| settings | clients | identify()/s | p50 ms | p99 ms | requests |\n|---|---|---|---|---|---|"
-for v in ${SETTINGS_100M:-default mcc.refine_method=none}; do
-	opts=; [ "$v" != default ] && opts="-c $v"
-	for c in 1 16; do
-		run=$c-${v//[^a-z0-9]/_}
-		rm -rf "$out/pgbench-$run" && mkdir -p "$out/pgbench-$run"
-		res=$(cd "$out/pgbench-$run" && PGOPTIONS="$opts" pgbench -n -c "$c" -j "$((c < 8 ? c : 8))" \
-			-T "$secs" -l -f "$out/identify.sql" postgres 2>&1)
-		tps=$(echo "$res" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
-		read -r p50 p99 reqs <<<"$(dev_percentiles "$out/pgbench-$run"/pgbench_log.*)"
-		table="$table\n| $v | $c | $tps | $p50 | $p99 | $reqs |"
-		rm -rf "$out/pgbench-$run"
-		echo -e "$table" | tail -1 | sed 's/^/   /'
-	done
-done
-say "   identify(gallery, probe, k => 10) through SQL, pgbench -T $secs, $n rows:"
-echo -e "$table" | sed 's/^/   /' | tee -a "$out/summary.txt"
+dev_pgbench_table "$secs" "${SETTINGS_100M:-default mcc.refine_method=none}" identify \
+	"identify(gallery, probe, k => 10) through SQL, pgbench -T $secs, $n rows:"
 psql_ -c "SELECT device, searches FROM mcc_gallery_status" | tee -a "$out/summary.txt"
 grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log | head -5 | tee -a "$out/summary.txt"
 pgkit_down >/dev/null 2>&1

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # test/gpu/device-lib.sh: the start-up that the device scripts share
 # (device-e2e.sh, device-dedup.sh, device-standby.sh, device-images-sql.sh,
-# device-restart.sh; the device-run scripts use dev_run_record,
+# device-restart.sh, device-100m.sh, device-shard.sh; the device-run scripts use dev_run_record,
 # dev_run_build and dev_run_check):
 # the output folder and its summary, the machine's description, the device
 # kit's PostgreSQL with mcc built and installed, the server start and the
@@ -130,9 +130,15 @@ dev_kit_ready() {
 }
 
 # dev_conf_bench: the kit server's settings of the benchmarks (e2e, dedup):
-# mcc preloaded, large buffers and cache, no fsync.
+# mcc preloaded, large buffers and cache, no fsync (dev_conf_bench_at).
 dev_conf_bench() {
-	cat >>"$PGKIT_DATA/postgresql.conf" <<-EOF
+	dev_conf_bench_at "$PGKIT_DATA"
+}
+
+# dev_conf_bench_at DATA: dev_conf_bench's settings into DATA's
+# postgresql.conf (device-shard.sh's shards).
+dev_conf_bench_at() {
+	cat >>"$1/postgresql.conf" <<-EOF
 	shared_preload_libraries = 'mcc'
 	shared_buffers = '4GB'
 	max_connections = 60
@@ -172,9 +178,39 @@ dev_shim() {
 
 # dev_start: the kit's server on port 55432 (socket in /tmp, log /tmp/pgkit.log).
 dev_start() {
-	runuser -u pgkit -- env $preload "$native/bin/pg_ctl" -D "$PGKIT_DATA" \
-		-o "-p 55432 -k /tmp -c listen_addresses=''" -l /tmp/pgkit.log -w start >/dev/null ||
-		{ tail -30 /tmp/pgkit.log; exit 1; }
+	dev_node_start "$PGKIT_DATA" 55432 /tmp/pgkit.log
+}
+
+# dev_conf_gallery DATA BUFFERS: the settings of a server holding a gallery
+# of 100 M rows (device-100m.sh, device-shard.sh's shards) into DATA's
+# postgresql.conf, after dev_conf_bench's: shared_buffers BUFFERS, no WAL
+# for tables filled in the transaction that made them (wal_level minimal),
+# room for parallel loads, no cache limit, no snapshots, long requests.
+dev_conf_gallery() {
+	cat >>"$1/postgresql.conf" <<-EOF
+	shared_buffers = '$2'
+	max_connections = 300
+	wal_level = minimal
+	max_wal_senders = 0
+	maintenance_work_mem = '1GB'
+	max_worker_processes = 80
+	max_parallel_workers = 64
+	mcc.cache_memory_limit = 0
+	mcc.cache_snapshots = off
+	mcc.request_timeout = '10min'
+	EOF
+}
+
+# dev_node_start DATA PORT LOG [VAR=VALUE...]: a server of the kit on DATA
+# (socket in /tmp), with $preload and the VARs in its environment (the
+# matcher engine it starts inherits them: CUDA_VISIBLE_DEVICES).
+dev_node_start() {
+	local data=$1 port=$2 log=$3
+	shift 3
+	# shellcheck disable=SC2086 # $preload: empty or one word
+	runuser -u pgkit -- env $preload "$@" "$native/bin/pg_ctl" -D "$data" \
+		-o "-p $port -k /tmp -c listen_addresses=''" -l "$log" -w start >/dev/null ||
+		{ tail -30 "$log"; exit 1; }
 }
 
 psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@" postgres; }
@@ -241,4 +277,113 @@ dev_gallery() {
 			SELECT template FROM mcc_synthetic(100, 2, 1) WHERE impression = 1
 			UNION ALL SELECT template FROM mcc_synthetic(100, 1, 2)) p;
 		SELECT mcc_gallery_register('gallery');" >/dev/null
+}
+
+# --- a benchmark that outlives one device call (device-100m.sh, device-shard.sh)
+
+# dev_detached STATE WAIT LOGS SCRIPT ARGS...: the caller's side. The first
+# call starts SCRIPT ARGS as a detached driver (setsid, DEV_DRIVER=1,
+# OUT=STATE/out: it survives the call's end on a machine kept warm); every
+# call waits for it up to WAIT seconds, copies the summary so far, the
+# driver's log tail and each server log of LOGS ("NAME=PATH ...", the tail
+# into NAME-tail.log) into $out (OUT, default build/device-out), then exits
+# 0 when the driver has finished, 3 while it still runs, 1 when it failed.
+# The driver writes its exit status into STATE/rc.
+dev_detached() {
+	local state=$1 wait_s=$2 logs=$3 t_end l
+	shift 3
+	out=${OUT:-build/device-out}
+	mkdir -p "$out" "$state"
+	if [ ! -f "$state/started" ]; then
+		date -u +%s >"$state/started"
+		DEV_DRIVER=1 OUT="$state/out" setsid bash "$@" </dev/null >"$state/driver.log" 2>&1 &
+	fi
+	t_end=$(($(date +%s) + wait_s))
+	while [ ! -f "$state/rc" ] && [ "$(date +%s)" -lt "$t_end" ]; do
+		sleep 2
+	done
+	cp "$state/out/summary.txt" "$out/summary.txt" 2>/dev/null
+	tail -c 20000 "$state/driver.log" >"$out/driver-tail.log"
+	for l in $logs; do
+		[ -f "${l#*=}" ] && tail -c 200000 "${l#*=}" >"$out/${l%%=*}-tail.log"
+	done
+	[ -f "$state/rc" ] || { echo "still running after $(($(date +%s) - $(cat "$state/started"))) s"; exit 3; }
+	exit "$(cat "$state/rc")"
+}
+
+# dev_stage COUNT K [TABLESPACE [NAME]]: the unlogged staging table base (id, tpl)
+# of COUNT synthetic templates (ids 0 .. COUNT - 1, finger = id), made by K
+# sessions of mcc_synthetic on the server psql_ reaches ($PGPORT), with
+# an index on id; kept when an earlier run left it complete. Its lines say
+# "staging (NAME)" with NAME (device-shard.sh: the shard's), else "staging".
+dev_stage() {
+	local distinct=$1 k=$2 space=${3:+TABLESPACE $3} name=${4:+ ($4)} per s first cnt t0 t1
+	t0=$(date +%s.%N)
+	if [ "$(psql_ -tAc "SELECT count(*) FROM base" 2>/dev/null)" = "$distinct" ]; then
+		say "   staging$name: $distinct templates kept from an earlier run"
+		return 0
+	fi
+	psql_ -c "DROP TABLE IF EXISTS base" \
+		-c "CREATE UNLOGGED TABLE base (id bigint NOT NULL, tpl mcc_template NOT NULL) $space" || exit 1
+	per=$(((distinct + k - 1) / k))
+	for s in $(seq 0 $((k - 1))); do
+		first=$((s * per))
+		cnt=$((distinct - first < per ? distinct - first : per))
+		[ "$cnt" -gt 0 ] && psql_ -c "INSERT INTO base SELECT finger, template FROM mcc_synthetic($cnt, 1, 1, $first)" &
+	done
+	wait
+	psql_ -c "CREATE INDEX ON base (id) $space" || exit 1
+	t1=$(date +%s.%N)
+	say "   staging$name: $distinct templates in $(calc "$t1 - $t0" 1) s ($k sessions of mcc_synthetic)"
+}
+
+# dev_fill_parts K JOBS: the partitions' transactions of JOBS (lines "PORT
+# FILE": psql -f FILE on the server at PORT), K at a time; false when one
+# failed.
+dev_fill_parts() {
+	# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
+	xargs -P "$1" -L 1 sh -c 'psql -X -q -v ON_ERROR_STOP=1 -p "$0" -f "$1" postgres' <"$2"
+}
+
+# dev_probes: the table probes (pid, finger, mate, tpl) on the server psql_
+# reaches: 100 mated probes (the second impression of fingers 0 .. 99) and
+# 100 unmated ones (fingers of another seed).
+dev_probes() {
+	psql_ -c "CREATE TABLE probes AS
+		SELECT row_number() OVER ()::int AS pid, finger, mate, template AS tpl FROM (
+			SELECT finger, true AS mate, template FROM mcc_synthetic(100, 2, 1) WHERE impression = 1
+			UNION ALL SELECT finger, false, template FROM mcc_synthetic(100, 1, 2)) p" || exit 1
+}
+
+# dev_pgbench_table SECS SETTINGS FUNCTION LABEL: pgbench -T SECS of
+# FUNCTION('gallery', a random probe, 10) on the server psql_ reaches, with
+# 1 and 16 clients under each of SETTINGS ("default", or a setting NAME=VALUE
+# given to the sessions by PGOPTIONS); each row as it comes, then LABEL and
+# the table (settings, clients, identify()/s, p50, p99, requests) into the
+# summary.
+dev_pgbench_table() {
+	local secs=$1 v c opts run res tps p50 p99 reqs
+	shift
+	local table="| settings | clients | identify()/s | p50 ms | p99 ms | requests |\n|---|---|---|---|---|---|"
+	cat >"$out/identify.sql" <<-EOF
+	\\set p random(1, 200)
+	SELECT count(*) FROM $2('gallery', (SELECT tpl FROM probes WHERE pid = :p), 10);
+	EOF
+	chmod 644 "$out/identify.sql"
+	for v in $1; do
+		opts=; [ "$v" != default ] && opts="-c $v"
+		for c in 1 16; do
+			run=$c-${v//[^a-z0-9]/_}
+			rm -rf "$out/pgbench-$run" && mkdir -p "$out/pgbench-$run"
+			res=$(cd "$out/pgbench-$run" && PGOPTIONS="$opts" pgbench -n -c "$c" -j "$((c < 8 ? c : 8))" \
+				-T "$secs" -l -f "$out/identify.sql" postgres 2>&1)
+			tps=$(echo "$res" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
+			read -r p50 p99 reqs <<<"$(dev_percentiles "$out/pgbench-$run"/pgbench_log.*)"
+			table="$table\n| $v | $c | $tps | $p50 | $p99 | $reqs |"
+			rm -rf "$out/pgbench-$run"
+			echo -e "$table" | tail -1 | sed 's/^/   /'
+		done
+	done
+	say "   $3"
+	echo -e "$table" | sed 's/^/   /' | tee -a "$out/summary.txt"
 }
