@@ -109,31 +109,10 @@ if has load; then
 	MCC_BENCH_EXISTING=1 MCC_BENCH_TABLE=gallery scripts/bench-load.sh "$n" 3 2>&1 | tee -a "$out/summary.txt"
 fi
 
-cat >"$out/identify.sql" <<'EOF'
-\set p random(1, 200)
-SELECT count(*) FROM identify('gallery', (SELECT tpl FROM probes WHERE pid = :p), 10);
-EOF
-chmod 644 "$out/identify.sql"
 # E2E_SETTINGS: settings to compare, e.g. "default mcc.refine_fraction=0.001
 # mcc.refine_method=none" (each run with PGOPTIONS="-c setting")
-table="| settings | clients | identify()/s | p50 ms | p99 ms | requests |\n|---|---|---|---|---|---|"
-for v in ${E2E_SETTINGS:-default}; do
-	opts=; [ "$v" != default ] && opts="-c $v"
-	for c in 1 16; do
-		run=$c-${v//[^a-z0-9]/_}
-		rm -rf "$out/pgbench-$run" && mkdir -p "$out/pgbench-$run"
-		res=$(cd "$out/pgbench-$run" && PGOPTIONS="$opts" pgbench -n -c "$c" -j "$((c < 8 ? c : 8))" \
-			-T "$secs" -l -f "$out/identify.sql" postgres 2>&1)
-		echo "$res" >"$out/pgbench-$run.txt"
-		tps=$(echo "$res" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
-		read -r p50 p99 reqs <<<"$(dev_percentiles "$out"/pgbench-$run/pgbench_log.*)"
-		table="$table\n| $v | $c | $tps | $p50 | $p99 | $reqs |"
-		# one log per run comes back: the transaction logs merged
-		cat "$out"/pgbench-$run/pgbench_log.* >"$out/pgbench-$run.log" && rm -rf "$out/pgbench-$run"
-	done
-done
-say "   identify(gallery, probe, k => 10) through SQL, pgbench -T $secs:"
-echo -e "$table" | sed 's/^/   /' | tee -a "$out/summary.txt"
+dev_pgbench_table "$secs" "${E2E_SETTINGS:-default}" identify \
+	"identify(gallery, probe, k => 10) through SQL, pgbench -T $secs:"
 psql_ -c "SELECT device, searches FROM mcc_gallery_status" | tee -a "$out/summary.txt"
 grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log | head -5 | tee -a "$out/summary.txt"
 # the engine logs its GPU path's totals when it stops

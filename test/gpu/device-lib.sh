@@ -360,7 +360,8 @@ dev_probes() {
 # 1 and 16 clients under each of SETTINGS ("default", or a setting NAME=VALUE
 # given to the sessions by PGOPTIONS); each row as it comes, then LABEL and
 # the table (settings, clients, identify()/s, p50, p99, requests) into the
-# summary.
+# summary. Each run's pgbench output and its transaction logs merged stay in
+# $out (pgbench-RUN.txt, pgbench-RUN.log).
 dev_pgbench_table() {
 	local secs=$1 v c opts run res tps p50 p99 reqs
 	shift
@@ -377,10 +378,11 @@ dev_pgbench_table() {
 			rm -rf "$out/pgbench-$run" && mkdir -p "$out/pgbench-$run"
 			res=$(cd "$out/pgbench-$run" && PGOPTIONS="$opts" pgbench -n -c "$c" -j "$((c < 8 ? c : 8))" \
 				-T "$secs" -l -f "$out/identify.sql" postgres 2>&1)
+			echo "$res" >"$out/pgbench-$run.txt"
 			tps=$(echo "$res" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
 			read -r p50 p99 reqs <<<"$(dev_percentiles "$out/pgbench-$run"/pgbench_log.*)"
 			table="$table\n| $v | $c | $tps | $p50 | $p99 | $reqs |"
-			rm -rf "$out/pgbench-$run"
+			cat "$out/pgbench-$run"/pgbench_log.* >"$out/pgbench-$run.log" && rm -rf "$out/pgbench-$run"
 			echo -e "$table" | tail -1 | sed 's/^/   /'
 		done
 	done
