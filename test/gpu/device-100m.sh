@@ -142,8 +142,5 @@ t1=$(date +%s.%N)
 say "   mated probes whose first hit is a copy of their finger: ${hits/|/ of } ($(calc "$t1 - $t0" 1) s)"
 dev_pgbench_table "$secs" "${SETTINGS_100M:-default mcc.refine_method=none}" identify \
 	"identify(gallery, probe, k => 10) through SQL, pgbench -T $secs, $n rows:"
-psql_ -c "SELECT device, searches FROM mcc_gallery_status" | tee -a "$out/summary.txt"
-grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log | head -5 | tee -a "$out/summary.txt"
-pgkit_down >/dev/null 2>&1
-grep -E "GPU path totals" /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
+dev_bench_end
 status=0

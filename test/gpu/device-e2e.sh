@@ -113,10 +113,6 @@ fi
 # mcc.refine_method=none" (each run with PGOPTIONS="-c setting")
 dev_pgbench_table "$secs" "${E2E_SETTINGS:-default}" identify \
 	"identify(gallery, probe, k => 10) through SQL, pgbench -T $secs:"
-psql_ -c "SELECT device, searches FROM mcc_gallery_status" | tee -a "$out/summary.txt"
-grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log | head -5 | tee -a "$out/summary.txt"
-# the engine logs its GPU path's totals when it stops
-pgkit_down >/dev/null 2>&1
-grep -E "GPU path totals" /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
+dev_bench_end
 cp /tmp/pgkit.log "$out/server.log"
 exit $status

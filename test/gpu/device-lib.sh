@@ -355,6 +355,16 @@ dev_probes() {
 			UNION ALL SELECT finger, false, template FROM mcc_synthetic(100, 1, 2)) p" || exit 1
 }
 
+# dev_bench_end: a benchmark's last lines into the summary: the galleries'
+# device and searches, the engine's first warnings and errors, then the
+# server stopped and the GPU path's totals the engine logs when it stops.
+dev_bench_end() {
+	psql_ -c "SELECT device, searches FROM mcc_gallery_status" | tee -a "$out/summary.txt"
+	grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log | head -5 | tee -a "$out/summary.txt"
+	pgkit_down >/dev/null 2>&1
+	grep -E "GPU path totals" /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
+}
+
 # dev_pgbench_table SECS SETTINGS FUNCTION LABEL: pgbench -T SECS of
 # FUNCTION('gallery', a random probe, 10) on the server psql_ reaches, with
 # 1 and 16 clients under each of SETTINGS ("default", or a setting NAME=VALUE
