@@ -29,9 +29,10 @@
 #   3. enrolment of device-100m.sh's gallery (row id holds synthetic finger
 #      id mod DISTINCT, default 10,000,000) on every shard in parallel: the
 #      placement rule (partition = hashtext(id::text) & (PARTS - 1), the map
-#      gives the partition's shard) needs no coordinator, so each shard
-#      makes the DISTINCT templates in its own unlogged staging table (one
-#      mcc_synthetic session per CPU / SHARDS) and fills each partition it
+#      gives the partition's shard) needs no coordinator: the first shard
+#      makes the DISTINCT templates in an unlogged staging table (one
+#      mcc_synthetic session per CPU), the others get a binary COPY of it,
+#      and each shard fills each partition it
 #      owns with its rows in one transaction that truncates it first (no WAL
 #      under wal_level = minimal), all partitions of all shards at once;
 #      staging in STAGE_DIR (a tablespace; default /dev/shm when it has room
@@ -183,7 +184,6 @@ say "   partitions: $(on coord psql_ -tAc "SELECT string_agg(shard || ' ' || n, 
 
 # --- 3. enrolment ---------------------------------------------------------------
 step "enrolment: $distinct distinct templates, $n rows in $parts partitions over $shards shards"
-k=$(((jobs + shards - 1) / shards))
 stage_dir=${STAGE_DIR:-}
 if [ -z "$stage_dir" ] && [ "$(df --output=avail -B1 /dev/shm 2>/dev/null | tail -1)" -gt \
 	$((shards * distinct * 2200)) ] 2>/dev/null; then
@@ -197,27 +197,43 @@ need=$((n * 1950 + on_disk * shards * distinct * 2000))
 have=$(df --output=avail -B1 "$root" | tail -1)
 say "   room: $(calc "$need / 1073741824" 1) GB needed on $root (staging ${stage_dir:-there too}), $(calc "$have / 1073741824" 1) GB free"
 [ "$have" -gt "$need" ] || { say "   not enough disk (STAGE_DIR: a folder with room for the staging)"; exit 1; }
+# the staging tablespace of every shard (a folder left by an earlier run's
+# server, not this one's tablespace, would be refused)
+space=
+if [ -n "$stage_dir" ]; then
+	space=stage
+	for node in $nodes; do
+		[ "$node" = coord ] && continue
+		if [ -z "$(on "$node" psql_ -tAc "SELECT 1 FROM pg_tablespace WHERE spcname = 'stage'")" ]; then
+			rm -rf "${stage_dir:?}/$node" && mkdir -p "$stage_dir/$node" && chown pgkit "$stage_dir/$node" &&
+				on "$node" psql_ -c "CREATE TABLESPACE stage LOCATION '$stage_dir/$node'" || exit 1
+		fi
+	done
+fi
+# the templates made once, on the first shard with every CPU, then copied
+# to the others in binary (a copy is seconds; making them is minutes)
 t0=$(date +%s.%N)
+src=
 for node in $nodes; do
 	[ "$node" = coord ] && continue
+	if [ -z "$src" ]; then
+		src=$node
+		on "$src" dev_stage "$distinct" "$jobs" "$space" "$src"
+		continue
+	fi
 	(
-		space=
-		if [ -n "$stage_dir" ]; then
-			space=stage
-			# a folder left by an earlier run's server (not this one's
-			# tablespace) would be refused
-			if [ -z "$(on "$node" psql_ -tAc "SELECT 1 FROM pg_tablespace WHERE spcname = 'stage'")" ]; then
-				rm -rf "${stage_dir:?}/$node" && mkdir -p "$stage_dir/$node" && chown pgkit "$stage_dir/$node" &&
-					on "$node" psql_ -c "CREATE TABLESPACE stage LOCATION '$stage_dir/$node'" || exit 1
-			fi
-		fi
-		PGPORT=$(port_of "$node") dev_stage "$distinct" "$k" "$space" "$node"
+		[ "$(on "$node" psql_ -tAc "SELECT count(*) FROM base" 2>/dev/null)" = "$distinct" ] && exit 0
+		on "$node" psql_ -c "DROP TABLE IF EXISTS base" \
+			-c "CREATE UNLOGGED TABLE base (id bigint NOT NULL, tpl mcc_template NOT NULL) ${space:+TABLESPACE $space}" &&
+			on "$src" psql -X -q -v ON_ERROR_STOP=1 -c "COPY base TO STDOUT (FORMAT binary)" postgres |
+			on "$node" psql -X -q -v ON_ERROR_STOP=1 -c "COPY base FROM STDIN (FORMAT binary)" postgres &&
+			on "$node" psql_ -c "CREATE INDEX ON base (id) ${space:+TABLESPACE $space}"
 	) &
 	pids+=($!)
 done
-wait_all staging
+wait_all "staging copies"
 t1=$(date +%s.%N)
-say "   staging on every shard at once: $(calc "$t1 - $t0" 1) s${stage_dir:+ (tablespace in $stage_dir)}"
+say "   staging: made on $src, copied to the other shards: $(calc "$t1 - $t0" 1) s in all${stage_dir:+ (tablespace in $stage_dir)}"
 # one partition: emptied and filled with its rows in one transaction (the
 # truncation gives it new files: no WAL), its primary key (part, id) kept,
 # and a unique index on id alone built, without which the matcher service
