@@ -218,6 +218,8 @@ typedef enum mcc_conn_result
 
 /* Connect (and HELLO) unless connected; never raises on engine trouble. */
 extern mcc_conn_result mcc_conn_ensure(char **why);
+/* The same with HELLO's wait bounded by hello_ms (0: interrupts only). */
+extern mcc_conn_result mcc_conn_ensure_within(char **why, int hello_ms);
 
 /* Incarnation of the connected engine (0 if not connected). */
 extern uint64 mcc_conn_incarnation(void);

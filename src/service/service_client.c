@@ -471,9 +471,10 @@ open_socket(const char *path)
 	return NULL;
 }
 
-/* HELLO exchange; NULL on success, else why it failed. */
+/* HELLO exchange, waiting at most hello_ms (0: no bound but interrupts);
+ * NULL on success, else why it failed. */
 static char *
-hello(void)
+hello(int hello_ms)
 {
 	StringInfoData f;
 	uint64		id = mcc_conn_next_id();
@@ -484,7 +485,7 @@ hello(void)
 	mcc_put_u32(&f, (uint32) MyProcPid);
 	mcc_conn_send(&f, MCC_MSG_HELLO, id);
 	pfree(f.data);
-	if (!wait_reply_until(id, &reply, reply_deadline(HELLO_TIMEOUT_MS)))
+	if (!wait_reply_until(id, &reply, hello_ms > 0 ? reply_deadline(hello_ms) : 0))
 	{
 		/* a hung engine must not stall every commit of this backend */
 		unresponsive_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), UNRESPONSIVE_MS);
@@ -505,14 +506,14 @@ hello(void)
  * failure to connect (returned as text) rather than an ERROR.
  */
 static char *
-hello_guarded(void)
+hello_guarded(int hello_ms)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	char	   *volatile fail = NULL;
 
 	PG_TRY();
 	{
-		fail = hello();
+		fail = hello(hello_ms);
 	}
 	PG_CATCH();
 	{
@@ -532,6 +533,19 @@ hello_guarded(void)
 /* Connect unless connected to the current engine. */
 mcc_conn_result
 mcc_conn_ensure(char **why)
+{
+	return mcc_conn_ensure_within(why, HELLO_TIMEOUT_MS);
+}
+
+/*
+ * The same, waiting up to hello_ms (0: until an interrupt) for HELLO's
+ * answer. A backend that would fall back to its own scan gives up after
+ * HELLO_TIMEOUT_MS; a parallel load worker joining a load already under way
+ * has nothing to fall back to, and the engine's main thread may be busy
+ * with the leader's frames for longer than that.
+ */
+mcc_conn_result
+mcc_conn_ensure_within(char **why, int hello_ms)
 {
 	uint64		launch;
 	mcc_service_state st = mcc_service_state_now(&launch);
@@ -562,7 +576,7 @@ mcc_conn_ensure(char **why)
 	mcc_conn_close();
 	fail = open_socket(mcc_svc->socket_path);
 	if (fail == NULL)
-		fail = hello_guarded();
+		fail = hello_guarded(hello_ms);
 	if (fail == NULL)
 	{
 		conn_launch = launch;

@@ -552,8 +552,10 @@ mcc_load_worker_sent(load_state *st)
  * Before a worker's first frame: wait until the leader has opened the load
  * to joins, connect to the engine the leader talks to and join the load
  * (LOAD_JOIN with its token); the rows then go as this request's. A worker
- * connects as any backend does (the engine's socket, HELLO). A worker
- * that found no row never connects.
+ * connects as any backend does (the engine's socket, HELLO), but waits for
+ * HELLO's answer up to mcc.request_timeout, not the 2 s after which a
+ * query falls back: the engine's main thread may be busy with the load's
+ * frames (seen at 100 M rows). A worker that found no row never connects.
  */
 void
 mcc_load_worker_join(load_state *st)
@@ -569,7 +571,7 @@ mcc_load_worker_join(load_state *st)
 		ConditionVariableSleep(&st->shared->cv, PG_WAIT_EXTENSION);
 	ConditionVariableCancelSleep();
 
-	if (mcc_conn_ensure(&why) != MCC_CONN_OK)
+	if (mcc_conn_ensure_within(&why, mcc_request_timeout) != MCC_CONN_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("mcc: a parallel load worker could not reach the matcher engine: %s", why)));
