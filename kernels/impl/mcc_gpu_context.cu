@@ -240,6 +240,7 @@ void
 mcc_gpu_part_free_scratch(mcc_gpu_part *p)
 {
 	mcc_gpu_part_free_rscratch(p);
+	mcc_gpu_order_free(p);
 	cudaFree(p->blob);
 	mcc_gpu_part_free_select(p);
 	cudaFree(p->d_hits);

@@ -123,6 +123,29 @@ typedef struct mcc_match_args
 /* Size classes of the refinement kernel (RP_NCLASS of mcc_refine_pack.h). */
 #define MCC_GPU_RF_CLASSES 5
 
+/*
+ * The buffers of mcc_gpu_order_launch (kernels/impl/mcc_gpu_order.cu), for
+ * up to cap hits: pass-1 keys and positions (k0/v0 -> k1/v1), pass-2 keys
+ * (s0 -> s1), the gathered hits, CUB's storage.
+ */
+typedef struct mcc_gpu_order
+{
+	uint64_t   *k0,
+			   *k1;
+	uint32_t   *v0,
+			   *v1,
+			   *s0,
+			   *s1;
+	mcc_gpu_hit *tmp;
+	void	   *cub;
+	size_t		cub_bytes;
+	size_t		bytes;			/* all of it, counted in the partition's scratch */
+	uint32_t	cap;
+} mcc_gpu_order;
+
+/* Lists of at least this many hits a probe are ordered on the device. */
+#define MCC_GPU_ORDER_MIN	1024
+
 /* One partition. */
 typedef struct mcc_gpu_part
 {
@@ -202,6 +225,9 @@ typedef struct mcc_gpu_part
 	mcc_gpu_hit *d_hits;		/* a pass's first k + margin candidates per probe, as hits */
 	mcc_gpu_hit *h_hits;		/* pinned: their copy */
 	size_t		hits_cap;		/* bytes of each */
+	uint32_t	hits_width;		/* this pass: hits per probe in d_hits/h_hits */
+	int			hits_ordered;	/* this pass: they are by score, then id (mcc_gpu_order) */
+	mcc_gpu_order ord;			/* buffers of the device's ordering of long lists */
 	uint32_t   *h_small;		/* pinned: outlen[] */
 
 	size_t		gallery_bytes;
@@ -291,6 +317,16 @@ cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
  * index and id on the device, into p->d_hits[q * width ..].
  */
 cudaError_t mcc_gpu_hits_launch(mcc_gpu_part *p, int nq, uint32_t ccap, uint32_t width);
+
+/*
+ * The device's ordering of long hit lists (mcc_gpu_order.cu): room for n
+ * hits (at most room bytes more; cudaErrorMemoryAllocation past it), then
+ * h[0..n) of partition p, by score, put in (score desc, id asc) order on
+ * its stream.
+ */
+cudaError_t mcc_gpu_order_reserve(mcc_gpu_part *p, uint32_t n, size_t room);
+cudaError_t mcc_gpu_order_launch(mcc_gpu_part *p, mcc_gpu_hit *h, uint32_t n);
+void		mcc_gpu_order_free(mcc_gpu_part *p);
 
 /* CUB temporary bytes needed for nq segments of cap keys. */
 cudaError_t mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes);

@@ -395,6 +395,82 @@ queue_part(mcc_gpu *g, int i, int nq, int k, const chunk_plan *cp, uint32_t *cca
 }
 
 /*
+ * Pinned and device hit buffers of partition p for n hits, replaced only
+ * once both new ones exist (the old ones serve this pass if not).
+ */
+static bool
+grow_hits(mcc_gpu *g, mcc_gpu_part *p, size_t n)
+{
+	size_t		bytes = n * sizeof(mcc_gpu_hit);
+	mcc_gpu_hit *d = NULL;
+	mcc_gpu_hit *h = NULL;
+
+	if (bytes <= p->hits_cap)
+		return true;
+	if (bytes - p->hits_cap > mcc_gpu_room(g, p) ||
+		cudaMalloc(&d, bytes) != cudaSuccess || cudaMallocHost(&h, bytes) != cudaSuccess)
+	{
+		cudaFree(d);
+		(void) cudaGetLastError();
+		return false;
+	}
+	cudaFree(p->d_hits);
+	cudaFreeHost(p->h_hits);
+	p->scratch_bytes += bytes - p->hits_cap;
+	p->d_hits = d;
+	p->h_hits = h;
+	p->hits_cap = bytes;
+	return true;
+}
+
+/*
+ * This pass's hits of partition i as the merge reads them. Short lists:
+ * the window of k + margin copied by queue_select, whose ties the host
+ * orders by id. A list of k >= MCC_GPU_ORDER_MIN (a refining search's
+ * shortlist): every candidate the selection returned made a hit and put
+ * in (score, id) order on the device, then copied; without the device
+ * memory for that, the short lists' way (the same result).
+ */
+static mcc_gpu_code
+settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[i];
+	uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
+	uint32_t	maxlen = 0;
+	cudaError_t e;
+
+	if (w > ccap)
+		w = ccap;
+	p->hits_width = w;
+	p->hits_ordered = 0;
+	if (k < MCC_GPU_ORDER_MIN)
+		return MCC_GPU_OK;
+	for (int q = 0; q < nq; q++)
+		if (p->h_small[q] > maxlen)
+			maxlen = p->h_small[q];
+	if (maxlen > w && !grow_hits(g, p, (size_t) nq * maxlen))
+		return MCC_GPU_OK;
+	if (mcc_gpu_order_reserve(p, maxlen, mcc_gpu_room(g, p)) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return MCC_GPU_OK;
+	}
+	if (maxlen > w)
+	{
+		w = maxlen;
+		CK(mcc_gpu_hits_launch(p, nq, ccap, w), "hit lists");
+	}
+	for (int q = 0; q < nq; q++)
+		CK(mcc_gpu_order_launch(p, p->d_hits + (size_t) q * w, p->h_small[q]), "hit order");
+	CK(cudaMemcpyAsync(p->h_hits, p->d_hits, (size_t) nq * w * sizeof(mcc_gpu_hit),
+					   cudaMemcpyDeviceToHost, p->st), "result copy");
+	CK(cudaStreamSynchronize(p->st), "search");
+	p->hits_width = w;
+	p->hits_ordered = 1;
+	return MCC_GPU_OK;
+}
+
+/*
  * Wait for partition i's pass; its stage times (partition 0), every score
  * into scores when k == 0, else the selection again with room for every
  * candidate when a probe had more exact ties than the fast path holds.
@@ -443,7 +519,7 @@ collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, mc
 			CK(cudaStreamSynchronize(p->st), "search");
 			break;
 		}
-	return MCC_GPU_OK;
+	return settle_hits(g, i, nq, k, ccap[i], err);
 }
 
 /* The hits of a probe from every partition, before the merge (grown as needed). */
@@ -499,15 +575,13 @@ map_keys_host(mcc_gpu *g, mcc_gpu_part *p, int q, uint32_t ccap, uint32_t len, m
  * made of the copied window, or every key mapped here when there are more.
  */
 static mcc_gpu_code
-gather_part(mcc_gpu *g, int i, int q, int k, const uint32_t *ccap, hit_acc *acc, mcc_error *err)
+gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap, hit_acc *acc, mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[i];
 	uint32_t	len = p->h_small[q];
-	uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
+	uint32_t	w = p->hits_width;
 	mcc_gpu_code rc;
 
-	if (w > ccap[i])
-		w = ccap[i];
 	if (acc->n + len > acc->cap)
 	{
 		size_t		nc = (acc->n + len) * 2 + 16;
@@ -572,14 +646,15 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		for (int i = 0; i < g->nparts; i++)
 		{
 			start[i] = acc.n;
-			if ((rc = gather_part(g, i, q, k, ccap, &acc, err)) != MCC_GPU_OK)
+			if ((rc = gather_part(g, i, q, ccap, &acc, err)) != MCC_GPU_OK)
 				goto fail;
 		}
 		start[g->nparts] = acc.n;
 		t1 = mcc_cuda_now_ms();
 		/* each partition's list is by score already: its ties to order by id */
 		for (int i = 0; i < g->nparts; i++)
-			mcc_ties_sort(acc.h + start[i], start[i + 1] - start[i], &g->timing.tie_run_max);
+			if (!g->part[i].hits_ordered)
+				mcc_ties_sort(acc.h + start[i], start[i + 1] - start[i], &g->timing.tie_run_max);
 		if (g->nparts == 1)
 		{
 			nhits[q] = (int) (acc.n < (size_t) k ? acc.n : (size_t) k);

@@ -228,20 +228,27 @@ check_all(mcc_gpu *c, const gd_probe *pr, int nq, const float *ref, uint32_t n, 
 
 /* Search and compare with the reference top-k. */
 static void
-check_search(mcc_gpu *c, const gd_probe *pr, int nq, const float *ref, const mcc_soa *g, const char *what)
+check_search_k(mcc_gpu *c, const gd_probe *pr, int nq, const float *ref, const mcc_soa *g, int k,
+			   const char *what)
 {
 	mcc_error	err;
-	mcc_gpu_hit *h = malloc(sizeof(mcc_gpu_hit) * nq * K);
+	mcc_gpu_hit *h = malloc(sizeof(mcc_gpu_hit) * nq * k);
 	int			nh[NQ * 2];
 	mcc_template_view v[NQ * 2];
 	mcc_gpu_code rc;
 
 	for (int q = 0; q < nq; q++)
 		v[q] = pr[q].v;
-	rc = mcc_gpu_search(c, v, nq, K, h, nh, &err);
+	rc = mcc_gpu_search(c, v, nq, k, h, nh, &err);
 	if (UNIT_CHECK(rc == MCC_GPU_OK, "%s: search returns ok%s%s", what, rc ? ": " : "", rc ? err.message : ""))
-		UNIT_CHECK(same_hits(h, nh, ref, g, nq, K), "%s: top-%d (score desc, id asc) equals the reference", what, K);
+		UNIT_CHECK(same_hits(h, nh, ref, g, nq, k), "%s: top-%d (score desc, id asc) equals the reference", what, k);
 	free(h);
+}
+
+static void
+check_search(mcc_gpu *c, const gd_probe *pr, int nq, const float *ref, const mcc_soa *g, const char *what)
+{
+	check_search_k(c, pr, nq, ref, g, K, what);
 }
 
 /* Probes: random, mated, empty, one cylinder, 256 cylinders. */
@@ -555,6 +562,26 @@ main(int argc, char **argv)
 				free(check_all(c, p3, 2, r3, g3.n_tpl, "4301 ties"));
 				check_search(c, p3, 2, r3, &g3, "4301 ties");
 				mcc_gpu_close(c);
+			}
+			/*
+			 * a shortlist's k (>= MCC_GPU_ORDER_MIN): the hits of every
+			 * candidate made and ordered on the device, past the copied
+			 * window (4301 ties for k = 3000; ids descending, so the
+			 * order by id is the reverse of the partitions' order), on
+			 * one partition and on three
+			 */
+			for (int np = 1; np <= 3; np += 2)
+			{
+				int			d3[3] = {0, count > 1 ? 1 : 0, count > 2 ? 2 : 0};
+				char		what[64];
+
+				snprintf(what, sizeof(what), "4301 ties, k = 3000, %d partition(s)", np);
+				if ((c = open_up(d3, np, 0, 0, 0, &g3)) != NULL)
+				{
+					check_search_k(c, p3, 2, r3, &g3, 3000, what);
+					check_search_k(c, p3, 2, r3, &g3, 20, what);
+					mcc_gpu_close(c);
+				}
 			}
 			free(r3);
 			gd_gallery_free(&g3);
