@@ -448,13 +448,14 @@ settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, mcc_error *err)
 	for (int q = 0; q < nq; q++)
 		if (p->h_small[q] > maxlen)
 			maxlen = p->h_small[q];
-	if (maxlen > w && !grow_hits(g, p, (size_t) nq * maxlen))
-		return MCC_GPU_OK;
+	/* the order buffers first: grown hit buffers no longer hold the window */
 	if (mcc_gpu_order_reserve(p, maxlen, mcc_gpu_room(g, p)) != cudaSuccess)
 	{
 		(void) cudaGetLastError();
 		return MCC_GPU_OK;
 	}
+	if (maxlen > w && !grow_hits(g, p, (size_t) nq * maxlen))
+		return MCC_GPU_OK;
 	if (maxlen > w)
 	{
 		w = maxlen;
