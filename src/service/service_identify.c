@@ -795,6 +795,17 @@ checked_probe(Datum d)
 	return t;
 }
 
+void
+serve_req_one(serve_req *r, const mcc_gallery *g, struct varlena **probe, int32 k, int method)
+{
+	memset(r, 0, sizeof(*r));
+	r->g = g;
+	r->probes = probe;
+	r->n_probes = 1;
+	r->k = k;
+	r->method = (mcc_method) method;
+}
+
 /* identify() through the service (called from src/identify/identify.c). */
 bool
 mcc_service_identify(FunctionCallInfo fcinfo, const mcc_gallery *g,
@@ -808,13 +819,8 @@ mcc_service_identify(FunctionCallInfo fcinfo, const mcc_gallery *g,
 	bool		nulls[2] = {false, false};
 	int			i;
 
-	memset(&r, 0, sizeof(r));
-	r.g = g;
-	r.probes = &p;
-	r.n_probes = 1;
-	r.k = k;
+	serve_req_one(&r, g, &p, k, method);
 	r.min_score = min_score;
-	r.method = (mcc_method) method;
 	if (!serve(&r))
 	{
 		MemoryContextDelete(r.cxt);

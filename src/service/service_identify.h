@@ -82,6 +82,10 @@ extern mcc_pick_result pick_list(serve_req *r, probe_answer *a, const mcc_refine
 								 const float *kept_lss, const uint64 *kept_hash, int64 n_kept,
 								 uint64 **hashes);
 
+/* r zeroed, then set for one probe (*probe, detoasted), k and method. */
+extern void serve_req_one(serve_req *r, const mcc_gallery *g, struct varlena **probe, int32 k,
+						  int method);
+
 /* Detoasted probe, validated. */
 extern struct varlena *checked_probe(Datum d);
 

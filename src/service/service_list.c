@@ -79,12 +79,7 @@ mcc_service_identify_list(const mcc_gallery *g, const struct varlena *probe, int
 	struct varlena *p = (struct varlena *) probe;
 	bool		ok;
 
-	memset(&r, 0, sizeof(r));
-	r.g = g;
-	r.probes = &p;
-	r.n_probes = 1;
-	r.k = k;
-	r.method = (mcc_method) method;
+	serve_req_one(&r, g, &p, k, method);
 	r.no_top = true;			/* every row of the shortlist, not its top k */
 	r.fixed_short = shortlist;
 	r.list_from = from;
