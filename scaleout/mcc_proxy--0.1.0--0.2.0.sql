@@ -63,7 +63,7 @@ CREATE FUNCTION mcc_proxy._refine_cut(r mcc_proxy._refine_row[], parts integer[]
 	p AS (
 		SELECT c.probe_no, c.part, LEAST(w.lo, c.pos) AS a, LEAST(w.hi, c.pos) AS b,
 			   (c.pos < w.hi OR w.hi >= shortlist) AS complete
-		FROM x c JOIN pg_catalog.unnest(parts, lo, hi) AS w(part, lo, hi) ON w.part = c.part
+		FROM x c JOIN ROWS FROM (pg_catalog.unnest(parts), pg_catalog.unnest(lo), pg_catalog.unnest(hi)) AS w(part, lo, hi) ON w.part = c.part
 		WHERE c.id IS NULL),
 	win AS (
 		SELECT x.probe_no, x.part, x.id, x.lss, x.pos
@@ -116,7 +116,7 @@ CREATE FUNCTION mcc_proxy._refined(remote text, parts integer[], probes mcc_temp
 	AS $$
 #variable_conflict use_column
 DECLARE
-	factor float8 := coalesce(pg_catalog.nullif(pg_catalog.current_setting('mcc_proxy.refine_window', true), '')::float8,
+	factor float8 := coalesce(NULLIF(pg_catalog.current_setting('mcc_proxy.refine_window', true), '')::float8,
 							  4);
 	n bigint;
 	shortlist bigint;
@@ -195,6 +195,10 @@ BEGIN
 	IF refine IS DISTINCT FROM 'none' THEN
 		method := mcc_proxy._refine_method(refine);
 	END IF;
+	-- LSS rescored with LSS: the k best of n' >= k by LSS are the k best by LSS
+	IF method = 'lss' THEN
+		method := NULL;
+	END IF;
 	parts := mcc_proxy._all_parts();
 	LOOP
 		BEGIN
@@ -264,6 +268,10 @@ BEGIN
 	refine := coalesce(refine, pg_catalog.current_setting('mcc.refine_method'));
 	IF refine IS DISTINCT FROM 'none' THEN
 		method := mcc_proxy._refine_method(refine);
+	END IF;
+	-- LSS rescored with LSS: the k best of n' >= k by LSS are the k best by LSS
+	IF method = 'lss' THEN
+		method := NULL;
 	END IF;
 	parts := mcc_proxy._all_parts();
 	LOOP

@@ -115,7 +115,7 @@ BEGIN
 	END IF;
 	RETURN QUERY
 		SELECT t.ord::integer, w.part, s.id, s.lss, s.score, s.pos
-		FROM pg_catalog.unnest(parts, upto, window_from) AS w(part, upto, win)
+		FROM ROWS FROM (pg_catalog.unnest(parts), pg_catalog.unnest(upto), pg_catalog.unnest(window_from)) AS w(part, upto, win)
 			 JOIN mcc_shard.partitions p ON p.gallery = g AND p.part = w.part,
 			 pg_catalog.unnest(tpls) WITH ORDINALITY AS t(tpl, ord),
 			 LATERAL identify_shortlist(p.rel, t.tpl, w.upto, k, w.win, coalesce(id_column, 'id'),

@@ -139,7 +139,7 @@ mcc_identify_shortlist(PG_FUNCTION_ARGS)
 	if (method == MCC_LSS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("identify_shortlist() needs a refinement, not \"none\""),
+				 errmsg("identify_shortlist() needs a refinement other than LSS"),
 				 errhint("Use dtr (lss-dtr) or a method: %s.", mcc_method_list())));
 
 	mcc_lss_init();
