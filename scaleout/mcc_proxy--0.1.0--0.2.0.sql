@@ -80,22 +80,27 @@ CREATE FUNCTION mcc_proxy._refine_cut(r mcc_proxy._refine_row[], parts integer[]
 			  FROM win) s
 		JOIN need ON need.probe_no = s.probe_no
 		WHERE NOT need.all_in AND s.rn = need.r),
+	-- per partition, in one pass over the windows: its first window row not
+	-- after the cutoff, its last not before it, its rows up to the cutoff
+	seen AS (
+		SELECT w.probe_no, w.part,
+			   pg_catalog.bool_or(w.pos = p.a AND (w.lss > c.lss OR (w.lss = c.lss AND w.id <= c.id))) AS first_ok,
+			   pg_catalog.bool_or(w.pos = p.b - 1 AND (w.lss < c.lss OR (w.lss = c.lss AND w.id >= c.id))) AS last_ok,
+			   pg_catalog.count(*) FILTER (WHERE w.lss > c.lss OR (w.lss = c.lss AND w.id <= c.id)) AS upto
+		FROM win w JOIN p ON p.probe_no = w.probe_no AND p.part = w.part
+			 JOIN cut c ON c.probe_no = w.probe_no
+		GROUP BY w.probe_no, w.part),
 	len AS (
 		SELECT p.probe_no, p.part,
 			   CASE WHEN need.all_in THEN p.b
 					WHEN cut.id IS NULL THEN NULL
-					WHEN (p.a = 0 OR EXISTS (SELECT FROM win w
-											 WHERE w.probe_no = p.probe_no AND w.part = p.part AND w.pos = p.a
-											   AND (w.lss > cut.lss OR (w.lss = cut.lss AND w.id <= cut.id))))
-					 AND (p.complete OR EXISTS (SELECT FROM win w
-												WHERE w.probe_no = p.probe_no AND w.part = p.part
-												  AND w.pos = p.b - 1
-												  AND (w.lss < cut.lss OR (w.lss = cut.lss AND w.id >= cut.id))))
-					THEN p.a + (SELECT pg_catalog.count(*) FROM win w
-								WHERE w.probe_no = p.probe_no AND w.part = p.part
-								  AND (w.lss > cut.lss OR (w.lss = cut.lss AND w.id <= cut.id)))
+					WHEN (p.a = 0 OR coalesce(seen.first_ok, false))
+					 AND (p.complete OR coalesce(seen.last_ok, false))
+					THEN p.a + coalesce(seen.upto, 0)
 			   END AS len
-		FROM p JOIN need ON need.probe_no = p.probe_no LEFT JOIN cut ON cut.probe_no = p.probe_no)
+		FROM p JOIN need ON need.probe_no = p.probe_no
+			 LEFT JOIN cut ON cut.probe_no = p.probe_no
+			 LEFT JOIN seen ON seen.probe_no = p.probe_no AND seen.part = p.part)
 	SELECT l.probe_no, l.part,
 		   CASE WHEN pg_catalog.bool_and(l.len IS NOT NULL) OVER (PARTITION BY l.probe_no) THEN l.len END
 	FROM len l
