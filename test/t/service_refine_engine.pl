@@ -133,6 +133,13 @@ sub lists_agree
 is($n, $n_probes, "identify_shortlist(): the engine's shortlists equal the backend's for all $n_probes probes");
 is($engine, 2 * $n_probes, '... every one refined in the engine');
 is(failures(), 0, '... no mismatch');
+# the re-checked path: the shortlist's templates read and sent to be rescored
+q_debug($s, 'SET mcc.refine_in_engine = off');
+($n, $engine) = lists_agree($s);
+q_debug($s, 'RESET mcc.refine_in_engine');
+is($n, $n_probes, 'identify_shortlist() with mcc.refine_in_engine off (REFINE frames): equal to the backend');
+is($engine, 0, '... rescored from the re-checked templates, not in the search');
+is(failures(), 0, '... no mismatch');
 
 # --- an old snapshot: the engine holds its future ----------------------------
 q_debug($s, 'BEGIN ISOLATION LEVEL REPEATABLE READ');
