@@ -110,9 +110,10 @@ $$;
 -- "Refinement"): per probe, the k best by refined score (at least
 -- min_score, ties by id) of the n' best rows by LSS of all of them, n' from
 -- their row count and this session's settings. Each partition is asked for
--- a window of mcc_proxy.refine_window (default 4) times the square root of
--- its expected share e = n' * rows / n, plus 4, on either side of e; a
--- probe whose cutoff falls outside a window is asked again with whole
+-- its first e + w rows and the window from e - w, e = n' * rows / n its
+-- expected share, w = ceil(f * (sqrt(e) + 4)), f = mcc_proxy.refine_window
+-- (default 4: its share falls outside about once in 30,000); when some
+-- probe's cutoff cannot be placed, every probe is asked again with whole
 -- shortlists.
 CREATE FUNCTION mcc_proxy._refined(remote text, parts integer[], probes mcc_template[], k integer,
 								   min_score real, method text, id_column name, template_column name)
