@@ -112,7 +112,8 @@ $$;
 -- their row count and this session's settings. Each partition is asked for
 -- its first e + w rows and the window from e - w, e = n' * rows / n its
 -- expected share, w = ceil(f * (sqrt(e) + 4)), f = mcc_proxy.refine_window
--- (default 4: its share falls outside about once in 30,000); when some
+-- (default 4: four standard deviations of a share of rows placed at
+-- random, as the hash of the id places them); when some
 -- probe's cutoff cannot be placed, every probe is asked again with whole
 -- shortlists.
 CREATE FUNCTION mcc_proxy._refined(remote text, parts integer[], probes mcc_template[], k integer,
