@@ -12,6 +12,165 @@ SELECT pg_catalog.set_config('search_path',
 	 FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
 	 WHERE e.extname = 'mcc') || ', mcc_proxy, pg_catalog', true);
 
+-- The refinement (docs/scale-out.md, "Refinement"): per partition counts,
+-- then each shard's partitions rescore their own shortlists with mcc's
+-- identify_shortlist() and return only the rows that can matter, with the
+-- keys around each partition's expected share of the global shortlist.
+DROP FUNCTION mcc_proxy._refine_search(text, integer[], bytea, integer, text, name, name);
+DROP FUNCTION mcc_proxy._refine_search_batch(text, integer[], bytea[], integer, text, name, name);
+DROP FUNCTION mcc_proxy._count_rows(text, integer[]);
+
+CREATE FUNCTION mcc_proxy._count_parts(gallery text, parts integer[]) RETURNS TABLE(part integer, n bigint)
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'mcc';
+	SPLIT parts;
+	RUN ON parts;
+	TARGET mcc_shard.count_parts;
+$$;
+
+CREATE TYPE mcc_proxy._refine_row AS (probe_no integer, part integer, id bigint, lss real, score real,
+									  pos bigint);
+
+CREATE FUNCTION mcc_proxy._refine_rows(gallery text, parts integer[], upto bigint[], window_from bigint[],
+									   probes bytea[], k integer, method text, id_column name,
+									   template_column name)
+	RETURNS SETOF mcc_proxy._refine_row
+	LANGUAGE plproxy
+	AS $$
+	CLUSTER 'mcc';
+	SPLIT parts, upto, window_from;
+	RUN ON parts;
+	TARGET mcc_shard.refine_rows;
+$$;
+
+-- How many of the global shortlist's n' rows each partition holds (len),
+-- per probe, from the shards' refine_rows: r the rows, the partitions asked
+-- for the rows window_from lo[i] to upto hi[i] of their shortlists (which
+-- hold min(rows, hi[i]) rows, the count row's pos). The n'-th row overall,
+-- c, is found among the windows: every partition must be known to hold
+-- all its rows before its window before c (lo 0, or its first window row
+-- not after c) and none after its window (none exist, or its last window
+-- row is not before c); then len = lo + its window rows up to c. len is
+-- NULL for every partition of a probe where that cannot be shown: asked
+-- again with the whole shortlists (lo 0, hi n') it always can.
+CREATE FUNCTION mcc_proxy._refine_cut(r mcc_proxy._refine_row[], parts integer[], lo bigint[], hi bigint[],
+									  shortlist bigint)
+	RETURNS TABLE(probe_no integer, part integer, len bigint)
+	LANGUAGE sql IMMUTABLE
+	AS $$
+	WITH x AS (SELECT * FROM pg_catalog.unnest(r)),
+	p AS (
+		SELECT c.probe_no, c.part, LEAST(w.lo, c.pos) AS a, LEAST(w.hi, c.pos) AS b,
+			   (c.pos < w.hi OR w.hi >= shortlist) AS complete
+		FROM x c JOIN ROWS FROM (pg_catalog.unnest(parts), pg_catalog.unnest(lo), pg_catalog.unnest(hi)) AS w(part, lo, hi) ON w.part = c.part
+		WHERE c.id IS NULL),
+	win AS (
+		SELECT x.probe_no, x.part, x.id, x.lss, x.pos
+		FROM x JOIN p ON p.probe_no = x.probe_no AND p.part = x.part
+		WHERE x.id IS NOT NULL AND x.pos >= p.a AND x.pos < p.b),
+	need AS (
+		SELECT p.probe_no, shortlist - pg_catalog.sum(p.a) AS r,
+			   pg_catalog.bool_and(p.complete) AND pg_catalog.sum(p.b) <= shortlist AS all_in
+		FROM p GROUP BY p.probe_no),
+	cut AS (
+		SELECT s.probe_no, s.lss, s.id
+		FROM (SELECT win.probe_no, win.lss, win.id,
+					 pg_catalog.row_number() OVER (PARTITION BY win.probe_no ORDER BY win.lss DESC, win.id) AS rn
+			  FROM win) s
+		JOIN need ON need.probe_no = s.probe_no
+		WHERE NOT need.all_in AND s.rn = need.r),
+	-- per partition, in one pass over the windows: its first window row not
+	-- after the cutoff, its last not before it, its rows up to the cutoff
+	seen AS (
+		SELECT w.probe_no, w.part,
+			   pg_catalog.bool_or(w.pos = p.a AND (w.lss > c.lss OR (w.lss = c.lss AND w.id <= c.id))) AS first_ok,
+			   pg_catalog.bool_or(w.pos = p.b - 1 AND (w.lss < c.lss OR (w.lss = c.lss AND w.id >= c.id))) AS last_ok,
+			   pg_catalog.count(*) FILTER (WHERE w.lss > c.lss OR (w.lss = c.lss AND w.id <= c.id)) AS upto
+		FROM win w JOIN p ON p.probe_no = w.probe_no AND p.part = w.part
+			 JOIN cut c ON c.probe_no = w.probe_no
+		GROUP BY w.probe_no, w.part),
+	len AS (
+		SELECT p.probe_no, p.part,
+			   CASE WHEN need.all_in THEN p.b
+					WHEN cut.id IS NULL THEN NULL
+					WHEN (p.a = 0 OR coalesce(seen.first_ok, false))
+					 AND (p.complete OR coalesce(seen.last_ok, false))
+					THEN p.a + coalesce(seen.upto, 0)
+			   END AS len
+		FROM p JOIN need ON need.probe_no = p.probe_no
+			 LEFT JOIN cut ON cut.probe_no = p.probe_no
+			 LEFT JOIN seen ON seen.probe_no = p.probe_no AND seen.part = p.part)
+	SELECT l.probe_no, l.part,
+		   CASE WHEN pg_catalog.bool_and(l.len IS NOT NULL) OVER (PARTITION BY l.probe_no) THEN l.len END
+	FROM len l
+$$;
+
+-- The refined answer over partitions parts (docs/scale-out.md,
+-- "Refinement"): per probe, the k best by refined score (at least
+-- min_score, ties by id) of the n' best rows by LSS of all of them, n' from
+-- their row count and this session's settings. Each partition is asked for
+-- its first e + w rows and the window from e - w, e = n' * rows / n its
+-- expected share, w = ceil(f * (sqrt(e) + 4)), f = mcc_proxy.refine_window
+-- (default 4: four standard deviations of a share of rows placed at
+-- random, as the hash of the id places them); when some
+-- probe's cutoff cannot be placed, every probe is asked again with whole
+-- shortlists.
+CREATE FUNCTION mcc_proxy._refined(remote text, parts integer[], probes mcc_template[], k integer,
+								   min_score real, method text, id_column name, template_column name)
+	RETURNS TABLE(probe_no integer, id bigint, score real)
+	LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT
+	AS $$
+#variable_conflict use_column
+DECLARE
+	factor float8 := coalesce(NULLIF(pg_catalog.current_setting('mcc_proxy.refine_window', true), '')::float8,
+							  4);
+	n bigint;
+	shortlist bigint;
+	lo bigint[];
+	hi bigint[];
+	wire bytea[] := mcc_proxy._wire(probes);
+	counts mcc_proxy._refine_row[];		-- pos: the partition's rows
+	rows mcc_proxy._refine_row[];
+	cuts mcc_proxy._refine_row[];		-- pos: len of _refine_cut
+	attempt integer;
+BEGIN
+	counts := ARRAY(SELECT ROW(NULL, c.part, NULL, NULL, NULL, c.n)::mcc_proxy._refine_row
+					FROM mcc_proxy._count_parts(remote, parts) c);
+	SELECT coalesce(pg_catalog.sum(c.pos), 0) INTO n FROM pg_catalog.unnest(counts) c;
+	shortlist := mcc_proxy._shortlist(n, k);
+	SELECT pg_catalog.array_agg(GREATEST(e.e - e.w, 0) ORDER BY e.ord),
+		   pg_catalog.array_agg(LEAST(e.e + e.w, shortlist) ORDER BY e.ord)
+	INTO lo, hi
+	FROM (SELECT u.ord, s.e, pg_catalog.ceil(factor * (pg_catalog.sqrt(s.e) + 4))::bigint AS w
+		  FROM pg_catalog.unnest(parts) WITH ORDINALITY AS u(part, ord),
+			   LATERAL (SELECT pg_catalog.round(shortlist::numeric * coalesce(c.pos, 0) / GREATEST(n, 1))::bigint AS e
+						FROM (SELECT 1) one LEFT JOIN pg_catalog.unnest(counts) c ON c.part = u.part) s) e;
+	FOR attempt IN 1 .. 2 LOOP
+		rows := ARRAY(SELECT x FROM mcc_proxy._refine_rows(remote, parts, hi, lo, wire, k, method, id_column,
+														   template_column) x);
+		cuts := ARRAY(SELECT ROW(c.probe_no, c.part, NULL, NULL, NULL, c.len)::mcc_proxy._refine_row
+					  FROM mcc_proxy._refine_cut(rows, parts, lo, hi, shortlist) c);
+		IF NOT EXISTS (SELECT FROM pg_catalog.unnest(cuts) c WHERE c.pos IS NULL) THEN
+			RETURN QUERY
+				SELECT y.probe_no, y.id, y.score
+				FROM (SELECT x.probe_no, x.id, x.score,
+							 pg_catalog.row_number() OVER (PARTITION BY x.probe_no ORDER BY x.score DESC, x.id) AS rank
+					  FROM pg_catalog.unnest(rows) x
+						   JOIN pg_catalog.unnest(cuts) c ON c.probe_no = x.probe_no AND c.part = x.part
+					  WHERE x.id IS NOT NULL AND x.pos < c.pos AND x.score >= min_score) y
+				WHERE y.rank <= k
+				ORDER BY y.probe_no, y.score DESC, y.id;
+			RETURN;
+		END IF;
+		RAISE DEBUG 'mcc_proxy: a refinement cutoff fell outside the windows; asking for whole shortlists';
+		lo := pg_catalog.array_fill(0::bigint, ARRAY[pg_catalog.cardinality(parts)]);
+		hi := pg_catalog.array_fill(shortlist, ARRAY[pg_catalog.cardinality(parts)]);
+	END LOOP;
+	RAISE EXCEPTION 'mcc_proxy: the refinement cutoff was not found in whole shortlists'
+		USING ERRCODE = 'internal_error';
+END $$;
+
 CREATE OR REPLACE FUNCTION mcc_proxy.identify(gallery regclass, probe mcc_template, k integer DEFAULT 10,
 								   min_score real DEFAULT 0, id_column name DEFAULT NULL,
 								   template_column name DEFAULT NULL, refine text DEFAULT NULL,
@@ -25,8 +184,6 @@ DECLARE
 	parts integer[];
 	reasons text[] := '{}';
 	method text;
-	n bigint;
-	shortlist bigint;
 	st text; msg text; det text; hnt text;
 	r record;
 BEGIN
@@ -45,6 +202,10 @@ BEGIN
 	IF refine IS DISTINCT FROM 'none' THEN
 		method := mcc_proxy._refine_method(refine);
 	END IF;
+	-- LSS rescored with LSS: the k best of n' >= k by LSS are the k best by LSS
+	IF method = 'lss' THEN
+		method := NULL;
+	END IF;
 	parts := mcc_proxy._all_parts();
 	LOOP
 		BEGIN
@@ -56,21 +217,10 @@ BEGIN
 					ORDER BY x.score DESC, x.id
 					LIMIT greatest(k, 1);	-- the shards reject k < 1 as mcc's identify() does
 			ELSE
-				SELECT pg_catalog.sum(x) INTO n FROM mcc_proxy._count_rows(remote, parts) x;
-				shortlist := mcc_proxy._shortlist(n, k);
-				-- with n = 0 the shards have nothing; asking them for 1 row
-				-- still has identify() check the column names there
 				RETURN QUERY
-					SELECT y.id, y.score
-					FROM (SELECT x.id, x.score
-						  FROM mcc_proxy._refine_search(remote, parts, mcc_template_send(probe),
-														greatest(shortlist, 1)::integer, method, id_column,
-														template_column) x
-						  ORDER BY x.lss DESC, x.id
-						  LIMIT greatest(shortlist, 1)) y
-					WHERE y.score >= min_score
-					ORDER BY y.score DESC, y.id
-					LIMIT k;
+					SELECT x.id, x.score
+					FROM mcc_proxy._refined(remote, parts, ARRAY[probe], k, min_score, method, id_column,
+											template_column) x;
 			END IF;
 			EXIT;
 		EXCEPTION WHEN query_canceled OR others THEN
@@ -107,8 +257,6 @@ DECLARE
 	parts integer[];
 	reasons text[] := '{}';
 	method text;
-	n bigint;
-	shortlist bigint;
 	st text; msg text; det text; hnt text;
 	r record;
 BEGIN
@@ -128,6 +276,10 @@ BEGIN
 	IF refine IS DISTINCT FROM 'none' THEN
 		method := mcc_proxy._refine_method(refine);
 	END IF;
+	-- LSS rescored with LSS: the k best of n' >= k by LSS are the k best by LSS
+	IF method = 'lss' THEN
+		method := NULL;
+	END IF;
 	parts := mcc_proxy._all_parts();
 	LOOP
 		BEGIN
@@ -142,24 +294,10 @@ BEGIN
 					WHERE s.rank <= k
 					ORDER BY s.probe_no, s.score DESC, s.id;
 			ELSE
-				SELECT pg_catalog.sum(x) INTO n FROM mcc_proxy._count_rows(remote, parts) x;
-				shortlist := mcc_proxy._shortlist(n, k);
-				-- per probe: the best n' by LSS of every shard's, then the
-				-- best k of them by refined score, at least min_score
 				RETURN QUERY
-					SELECT s.probe_no, s.id, s.score
-					FROM (SELECT y.probe_no, y.id, y.score,
-								 pg_catalog.row_number() OVER (PARTITION BY y.probe_no
-															   ORDER BY y.score DESC, y.id) AS rank
-						  FROM (SELECT x.probe_no, x.id, x.score,
-									   pg_catalog.row_number() OVER (PARTITION BY x.probe_no
-																	 ORDER BY x.lss DESC, x.id) AS lss_rank
-								FROM mcc_proxy._refine_search_batch(remote, parts, mcc_proxy._wire(probes),
-																	greatest(shortlist, 1)::integer, method,
-																	id_column, template_column) x) y
-						  WHERE y.lss_rank <= shortlist AND y.score >= min_score) s
-					WHERE s.rank <= k
-					ORDER BY s.probe_no, s.score DESC, s.id;
+					SELECT x.probe_no, x.id, x.score
+					FROM mcc_proxy._refined(remote, parts, probes, k, min_score, method, id_column,
+											template_column) x;
 			END IF;
 			EXIT;
 		EXCEPTION WHEN query_canceled OR others THEN

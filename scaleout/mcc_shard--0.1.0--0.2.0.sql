@@ -1,6 +1,8 @@
 -- mcc_shard 0.1.0 -> 0.2.0: mcc 0.2.0's identify() and identify_batch()
 -- refine by default; a shard's searches are the LSS stage, so they now ask
--- for it (refine => 'none'). The coordinator refines (docs/scale-out.md).
+-- for it (refine => 'none'). A refinement's shortlists are rescored by mcc's
+-- identify_shortlist() (the matcher engine where it serves the partition)
+-- and the coordinator merges what can matter (docs/scale-out.md).
 \echo Use "ALTER EXTENSION mcc_shard UPDATE TO '0.2.0'" to load this file. \quit
 
 CREATE OR REPLACE FUNCTION search(gallery text, parts integer[], probe bytea, k integer,
@@ -57,76 +59,72 @@ EXCEPTION WHEN query_canceled OR others THEN
 	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
 END $$;
 
-CREATE OR REPLACE FUNCTION refine_search(gallery text, parts integer[], probe bytea, shortlist integer,
-							  method text, id_column name, template_column name)
-	RETURNS TABLE(id bigint, lss real, score real)
-	LANGUAGE plpgsql STABLE SET search_path FROM CURRENT ROWS 100
+-- The refinement moved to mcc's identify_shortlist() (docs/scale-out.md,
+-- "Refinement"): refine_rows() replaces refine_search(), refine_search_batch()
+-- and, with count_parts(), count_rows().
+DROP FUNCTION refine_search(text, integer[], bytea, integer, text, name, name);
+DROP FUNCTION refine_search_batch(text, integer[], bytea[], integer, text, name, name);
+DROP FUNCTION count_rows(text, integer[]);
+
+-- The number of rows with a template in each of partitions parts of gallery
+-- (none listed: 0), from which the coordinator computes n' and each
+-- partition's expected share of it.
+CREATE FUNCTION count_parts(gallery text, parts integer[]) RETURNS TABLE(part integer, n bigint)
+	LANGUAGE plpgsql STABLE SET search_path FROM CURRENT
 	AS $$
 DECLARE
-	g regclass;
-	rels regclass[];
-	nums integer[];
-	tpl mcc_template;
+	rel regclass;
 	st text; msg text; det text; hnt text;
 BEGIN
-	g := mcc_shard._gallery(gallery);
+	rel := mcc_shard._gallery(gallery);
 	PERFORM mcc_shard._partition_rels(gallery, parts);
-	SELECT pg_catalog.array_agg(p.rel ORDER BY p.part), pg_catalog.array_agg(p.part ORDER BY p.part)
-	INTO rels, nums
-	FROM mcc_shard.partitions p WHERE p.gallery = g AND p.part = ANY (parts);
-	tpl := mcc_shard.template_from_wire(probe);
-	-- identify() checks the column names as on one server; the templates
-	-- are then read back by (part, id), the primary key of every partition
 	RETURN QUERY EXECUTE pg_catalog.format(
-		'SELECT s.id, s.lss, mcc_score($1, t.tpl, $2)
-		 FROM (SELECT r.part, c.id, c.score AS lss
-			   FROM unnest($3, $4) AS r(rel, part),
-					LATERAL identify(r.rel, $1, $5, 0, $6, $7, ''none'') c
-			   ORDER BY c.score DESC, c.id
-			   LIMIT $5) s
-		 JOIN %s t ON t.part = s.part AND t.id = s.id',
-		g)
-		USING tpl, method, rels, nums, shortlist, coalesce(id_column, 'id'), template_column;
+		'SELECT g.part, count(*) FROM %s g WHERE g.part = ANY ($1) AND g.tpl IS NOT NULL GROUP BY g.part', rel)
+		USING parts;
 EXCEPTION WHEN query_canceled OR others THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
 		hnt = PG_EXCEPTION_HINT;
 	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
 END $$;
 
-CREATE OR REPLACE FUNCTION refine_search_batch(gallery text, parts integer[], probes bytea[], shortlist integer,
-									method text, id_column name, template_column name)
-	RETURNS TABLE(probe_no integer, id bigint, lss real, score real)
+COMMENT ON FUNCTION count_parts(text, integer[]) IS
+	'the number of rows with a template in each of some partitions of a sharded gallery (empty ones not listed); called by mcc_proxy.identify with refine';
+
+-- The refinement rows of partitions parts of gallery for each probe (wire
+-- form; probe_no = position in probes): per partition parts[i], mcc's
+-- identify_shortlist(partition, probe, upto[i], k, window_from[i], ...)
+-- (src/identify/shortlist.c), which the matcher engine answers when it
+-- serves the partition: the rows of its first upto[i] by LSS that fewer
+-- than k earlier ones beat by the refined score, every row from position
+-- window_from[i] on, and a row with only pos, the list's length.
+CREATE FUNCTION refine_rows(gallery text, parts integer[], upto bigint[], window_from bigint[],
+							probes bytea[], k integer, method text, id_column name, template_column name)
+	RETURNS TABLE(probe_no integer, part integer, id bigint, lss real, score real, pos bigint)
 	LANGUAGE plpgsql STABLE SET search_path FROM CURRENT ROWS 1000
 	AS $$
 DECLARE
 	g regclass;
-	rels regclass[];
-	nums integer[];
 	tpls mcc_template[];
 	st text; msg text; det text; hnt text;
 BEGIN
 	g := mcc_shard._gallery(gallery);
 	PERFORM mcc_shard._partition_rels(gallery, parts);
-	SELECT pg_catalog.array_agg(p.rel ORDER BY p.part), pg_catalog.array_agg(p.part ORDER BY p.part)
-	INTO rels, nums
-	FROM mcc_shard.partitions p WHERE p.gallery = g AND p.part = ANY (parts);
 	IF probes IS NOT NULL THEN
 		tpls := ARRAY(SELECT mcc_shard.template_from_wire(u.wire)
 					  FROM pg_catalog.unnest(probes) WITH ORDINALITY AS u(wire, ord) ORDER BY u.ord);
 	END IF;
-	RETURN QUERY EXECUTE pg_catalog.format(
-		'SELECT s.probe_no, s.id, s.lss, mcc_score($1[s.probe_no], t.tpl, $2)
-		 FROM (SELECT w.probe_no, w.part, w.id, w.lss
-			   FROM (SELECT c.probe_no, r.part, c.id, c.score AS lss,
-							row_number() OVER (PARTITION BY c.probe_no ORDER BY c.score DESC, c.id) AS rank
-					 FROM unnest($3, $4) AS r(rel, part),
-						  LATERAL identify_batch(r.rel, $1, $5, 0, $6, $7, ''none'') c) w
-			   WHERE w.rank <= $5) s
-		 JOIN %s t ON t.part = s.part AND t.id = s.id',
-		g)
-		USING tpls, method, rels, nums, shortlist, coalesce(id_column, 'id'), template_column;
+	RETURN QUERY
+		SELECT t.ord::integer, w.part, s.id, s.lss, s.score, s.pos
+		FROM ROWS FROM (pg_catalog.unnest(parts), pg_catalog.unnest(upto), pg_catalog.unnest(window_from)) AS w(part, upto, win)
+			 JOIN mcc_shard.partitions p ON p.gallery = g AND p.part = w.part,
+			 pg_catalog.unnest(tpls) WITH ORDINALITY AS t(tpl, ord),
+			 LATERAL identify_shortlist(p.rel, t.tpl, w.upto, k, w.win, coalesce(id_column, 'id'),
+										template_column, method) s;
 EXCEPTION WHEN query_canceled OR others THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
 		hnt = PG_EXCEPTION_HINT;
 	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
 END $$;
+
+COMMENT ON FUNCTION refine_rows(text, integer[], bigint[], bigint[], bytea[], integer, text, name, name) IS
+	'refinement rows of some partitions of a sharded gallery, by mcc''s identify_shortlist(); called by mcc_proxy.identify and identify_batch with refine';

@@ -45,6 +45,20 @@ LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 100 COST 10000;
 COMMENT ON FUNCTION identify_batch(regclass, mcc_template[], int, real, name, name, text) IS
 '1:N identification of several probes in one pass over the gallery: per probe (probe_no = position in the array) the k best rows as identify() returns them, refined alike';
 
+-- A refinement shortlist of a given length, rescored, returning only the
+-- rows that can matter to a longer shortlist's answer: the scale-out
+-- coordinator's refinement (docs/scale-out.md, "Refinement"), through the
+-- matcher engine when it serves the gallery.
+CREATE FUNCTION identify_shortlist(gallery regclass, probe mcc_template, shortlist bigint, k int,
+								   window_from bigint DEFAULT 0, id_column name DEFAULT NULL,
+								   template_column name DEFAULT NULL, refine text DEFAULT NULL)
+RETURNS TABLE(id bigint, lss real, score real, pos bigint)
+AS 'MODULE_PATHNAME', 'mcc_identify_shortlist'
+LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 100 COST 10000;
+
+COMMENT ON FUNCTION identify_shortlist(regclass, mcc_template, bigint, int, bigint, name, name, text) IS
+'the first shortlist rows by LSS (ties by smaller id) that the statement sees, rescored with refine (NULL: mcc.refine_method): those that fewer than k earlier rows beat by (score DESC, id) and those at position window_from or later, with LSS, score and position (from 0); then a row with only pos, the shortlist''s length';
+
 -- Thresholds by false match rate (docs/accuracy.md, "Thresholds by false
 -- match rate"): per method, the score at or above which at most that share
 -- of impostor pairs (different fingers) scored, measured on FVC2002 and on

@@ -34,6 +34,7 @@
 #include "gallery_scan.h"
 #include "identify_refine.h"
 #include "service.h"
+#include "shortlist.h"
 
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -371,6 +372,52 @@ identify_refined(FunctionCallInfo fcinfo, identify_state *st, const struct varle
 	mcc_shortlist_refine(&st->shortlist, n1, probe, st->method, out);
 	MemoryContextDelete(cxt);
 	return_refined(fcinfo, out, mcc_refine_rank(out, n1, st->k, st->min_score));
+}
+
+/*
+ * identify_shortlist()'s backend scan (src/identify/shortlist.h): the
+ * refining scan with a shortlist of exactly n rows, every one rescored and
+ * returned in LSS order with both scores.
+ */
+int64
+mcc_identify_list(const mcc_gallery *g, const struct varlena *probe, mcc_method method,
+				  int64 n, mcc_list_row **rows)
+{
+	identify_state st;
+	mcc_refined *out;
+	mcc_list_row *r;
+	int64		m;
+	int64		i;
+
+	memset(&st, 0, sizeof(st));
+	st.probe = prepare_probe(probe);
+	st.profile = mcc_probe_profile(st.probe);
+	st.gallery = g;
+	st.k = 1;
+	st.method = method;
+	st.batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "identify batch",
+										 IDENTIFY_BATCH_BLOCK, IDENTIFY_BATCH_BLOCK,
+										 IDENTIFY_BATCH_BLOCK);
+	st.call_cxt = AllocSetContextCreate(CurrentMemoryContext, "identify shortlist",
+										ALLOCSET_DEFAULT_SIZES);
+	mcc_shortlist_init(&st.shortlist, n, st.call_cxt);
+	scan_gallery(&st);
+	mcc_shortlist_sort(&st.shortlist);
+	m = st.shortlist.n;
+	out = palloc(Max(m, 1) * sizeof(mcc_refined));
+	mcc_shortlist_refine(&st.shortlist, m, probe, method, out);
+	r = palloc(Max(m, 1) * sizeof(mcc_list_row));
+	for (i = 0; i < m; i++)
+	{
+		r[i].lss = st.shortlist.h[i].score;
+		r[i].refined = out[i].score;
+		r[i].key = out[i].key;
+	}
+	MemoryContextDelete(st.call_cxt);
+	MemoryContextDelete(st.batch_cxt);
+	pfree(out);
+	*rows = r;
+	return m;
 }
 
 /*

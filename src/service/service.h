@@ -580,6 +580,17 @@ extern bool mcc_service_identify(FunctionCallInfo fcinfo, const struct mcc_galle
 								 const struct varlena *probe, int32 k, float4 min_score,
 								 int method);
 
+struct mcc_list_answer;			/* shortlist.h */
+
+/*
+ * identify_shortlist() through the service (src/identify/shortlist.h): the
+ * engine's shortlist of `shortlist` rows, rescored from its cache, the rows
+ * to return kept in *out. False as mcc_service_identify.
+ */
+extern bool mcc_service_identify_list(const struct mcc_gallery *g, const struct varlena *probe,
+									  int32 k, int method, int64 shortlist, int64 from,
+									  struct mcc_list_answer *out);
+
 /* ---------------------------------------------------------------------
  * Refinement through the service (src/service/service_refine.c)
  */
@@ -637,7 +648,8 @@ typedef enum mcc_pick_result
 /*
  * One probe's shortlist from a refining search's candidates c[0 .. n) (LSS
  * order; more: the engine holds others): the first `want` that snapshot
- * sees, into out[] (refined score, key) and out_hash[], *n_out of them.
+ * sees, into out[] (refined score, key), out_lss[] (their LSS, unless
+ * NULL) and out_hash[], *n_out of them.
  * n_rows is the number of rows the statement sees, or -1 if not counted
  * (then n' = min(n, want) and fewer than want visible rows are all of
  * them). Disagreement: a key seen twice, fewer visible candidates than the
@@ -646,8 +658,8 @@ typedef enum mcc_pick_result
  */
 extern mcc_pick_result mcc_pick_refined(const mcc_rhit *c, int n, bool more, int64 want,
 										int64 n_rows, Snapshot snapshot,
-										struct mcc_refined *out, uint64 *out_hash,
-										int64 *n_out, const char **why);
+										struct mcc_refined *out, float *out_lss,
+										uint64 *out_hash, int64 *n_out, const char **why);
 
 /* Rows of the gallery with a template that the statement sees (count(*)). */
 extern int64 mcc_count_rows(const struct mcc_gallery *g);

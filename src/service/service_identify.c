@@ -228,6 +228,30 @@ search_error(const mcc_reply *reply, char **why)
 }
 
 /*
+ * n' for a statement that sees n rows, the n' of a statement that sees too
+ * few rows for a count to matter, and the most rows for which it does not
+ * (mcc_refine_flat_limit): from the settings, or identify_shortlist()'s
+ * fixed length, which never depends on n beyond being capped by it.
+ */
+static int64
+req_shortlist(const serve_req *r, int64 n)
+{
+	return r->fixed_short > 0 ? Min(n, r->fixed_short) : mcc_refine_shortlist(n, r->k);
+}
+
+static int64
+req_flat(const serve_req *r)
+{
+	return r->fixed_short > 0 ? r->fixed_short : Max((int64) mcc_refine_min, (int64) r->k);
+}
+
+static int64
+req_flat_limit(const serve_req *r)
+{
+	return r->fixed_short > 0 ? PG_INT64_MAX : mcc_refine_flat_limit(r->k);
+}
+
+/*
  * Refining: n' from the first RESULT. Its count is absent when the engine
  * holds no more than mcc_refine_flat_limit() entries: every statement then
  * sees at most that many rows, so n' is min(n, max(mcc.refine_min, k)), and
@@ -248,11 +272,11 @@ set_shortlist_size(serve_req *r)
 			n = mcc_count_rows(r->g);	/* too many recent versions to judge */
 			break;
 		default:
-			r->want = Max((int64) mcc_refine_min, (int64) r->k);
+			r->want = req_flat(r);
 			r->count_rows = -1;
 			return;
 	}
-	r->want = mcc_refine_shortlist(n, r->k);
+	r->want = req_shortlist(r, n);
 	r->count_rows = n;
 	ereport(DEBUG1,
 			(errmsg_internal("identify(): the statement sees %lld rows of the matcher engine's %llu entries; refining %lld",
@@ -275,11 +299,11 @@ search_visible(serve_req *r, char **why)
 	r->want = r->k;
 	if (r->method != MCC_LSS)
 	{
-		int64		flat = Max((int64) mcc_refine_min, (int64) r->k);
-		int64		limit = mcc_refine_flat_limit(r->k);
+		int64		flat = req_flat(r);
+		int64		limit = req_flat_limit(r);
 
 		/* n' as the last search's entries suggest, until the count says (none: flat) */
-		r->want = mcc_refine_shortlist(Max((int64) Min(known, (uint64) PG_INT64_MAX), flat), r->k);
+		r->want = req_shortlist(r, Max((int64) Min(known, (uint64) PG_INT64_MAX), flat));
 		if (limit < PG_INT64_MAX)
 		{
 			count_xmin = mcc_full_xid(GetActiveSnapshot()->xmin);
@@ -350,6 +374,11 @@ refine_hits(serve_req *r, char **why)
 	}
 	if (!mcc_service_refine(jobs, r->n_probes, r->method, why))
 		return false;
+	if (r->list != NULL)
+	{
+		keep_list(r, &r->ans[0], jobs[0].score);
+		return true;
+	}
 	for (i = 0; i < r->n_probes; i++)
 	{
 		probe_answer *a = &r->ans[i];
@@ -453,6 +482,7 @@ pick_and_rank(serve_req *r, probe_answer *a, uint64 **hashes, const char **why)
 	int64		cap = Max(Min((int64) a->n_rc, r->want), 1);
 	mcc_refined *kept = palloc(cap * sizeof(mcc_refined));
 	uint64	   *kept_hash = palloc(cap * sizeof(uint64));
+	float	   *kept_lss = palloc(cap * sizeof(float));
 	int64		n_kept;
 	int64		i;
 	int64		j;
@@ -462,9 +492,11 @@ pick_and_rank(serve_req *r, probe_answer *a, uint64 **hashes, const char **why)
 		pr = pick_top(r, a, kept, kept_hash, &n_kept, why);
 	else
 		pr = mcc_pick_refined(a->rc, a->n_rc, a->more, r->want, n_rows, GetActiveSnapshot(),
-							  kept, kept_hash, &n_kept, why);
+							  kept, kept_lss, kept_hash, &n_kept, why);
 	if (pr != MCC_PICK_DONE)
 		return pr;
+	if (r->list != NULL)
+		return pick_list(r, a, kept, kept_lss, kept_hash, n_kept, hashes);
 	/* keys are unique among the kept: find each ranked hit's hash by its key */
 	{
 		mcc_refined *ranked = palloc(Max(n_kept, 1) * sizeof(mcc_refined));
@@ -502,8 +534,8 @@ search_refined(serve_req *r, char **why)
 {
 	uint64		known = 0;
 	uint64		gen = current_generation(&r->ref, &known);
-	int64		flat = Max((int64) mcc_refine_min, (int64) r->k);
-	int64		limit = mcc_refine_flat_limit(r->k);
+	int64		flat = req_flat(r);
+	int64		limit = req_flat_limit(r);
 	uint64		count_xmin = mcc_full_xid(GetActiveSnapshot()->xmin);
 	uint64		count_above = limit < PG_INT64_MAX ? (uint64) limit : PG_UINT64_MAX;
 	uint64		slack;
@@ -516,7 +548,7 @@ search_refined(serve_req *r, char **why)
 	if (gen == 0)
 		return SEARCH_RELOAD;
 	/* n' as the last search's entries suggest: the slack is a share of it */
-	r->want = mcc_refine_shortlist(Max((int64) Min(known, (uint64) PG_INT64_MAX), flat), r->k);
+	r->want = req_shortlist(r, Max((int64) Min(known, (uint64) PG_INT64_MAX), flat));
 	slack = (uint64) r->want / 2 + 16;
 	for (;;)
 	{
@@ -763,6 +795,17 @@ checked_probe(Datum d)
 	return t;
 }
 
+void
+serve_req_one(serve_req *r, const mcc_gallery *g, struct varlena **probe, int32 k, int method)
+{
+	memset(r, 0, sizeof(*r));
+	r->g = g;
+	r->probes = probe;
+	r->n_probes = 1;
+	r->k = k;
+	r->method = (mcc_method) method;
+}
+
 /* identify() through the service (called from src/identify/identify.c). */
 bool
 mcc_service_identify(FunctionCallInfo fcinfo, const mcc_gallery *g,
@@ -776,13 +819,8 @@ mcc_service_identify(FunctionCallInfo fcinfo, const mcc_gallery *g,
 	bool		nulls[2] = {false, false};
 	int			i;
 
-	memset(&r, 0, sizeof(r));
-	r.g = g;
-	r.probes = &p;
-	r.n_probes = 1;
-	r.k = k;
+	serve_req_one(&r, g, &p, k, method);
 	r.min_score = min_score;
-	r.method = (mcc_method) method;
 	if (!serve(&r))
 	{
 		MemoryContextDelete(r.cxt);

@@ -10,6 +10,7 @@
 #include "service.h"
 #include "gallery.h"
 #include "refine.h"
+#include "shortlist.h"
 
 /* One candidate of the engine. */
 typedef struct candidate
@@ -56,6 +57,9 @@ typedef struct serve_req
 	int64		count_rows;		/* n from the count, -1 if none was made */
 	bool		in_engine;		/* the engine refined the hits */
 	bool		no_top;			/* ask for whole shortlists (n' is not the engine's s) */
+	int64		fixed_short;	/* > 0: n' is this many rows, not the settings' (identify_shortlist()) */
+	int64		list_from;		/* identify_shortlist(): window_from */
+	mcc_list_answer *list;		/* identify_shortlist(): the answer, for the one probe */
 	MemoryContext cxt;			/* what serving allocates; the caller deletes it */
 } serve_req;
 
@@ -65,6 +69,22 @@ typedef struct serve_req
  * r->cxt, which the caller deletes when done with r->ans.
  */
 extern bool serve(serve_req *r);
+
+/*
+ * identify_shortlist() (src/service/service_list.c): the probe's shortlist
+ * a->hits (LSS order, LSS scores) with the refined scores becomes r->list,
+ * and a->hits the rows it keeps, for the re-check of the final hits.
+ */
+extern void keep_list(serve_req *r, probe_answer *a, const float *refined);
+
+/* The same from a refining search's kept shortlist; the kept rows' hashes into *hashes. */
+extern mcc_pick_result pick_list(serve_req *r, probe_answer *a, const mcc_refined *kept,
+								 const float *kept_lss, const uint64 *kept_hash, int64 n_kept,
+								 uint64 **hashes);
+
+/* r zeroed, then set for one probe (*probe, detoasted), k and method. */
+extern void serve_req_one(serve_req *r, const mcc_gallery *g, struct varlena **probe, int32 k,
+						  int method);
 
 /* Detoasted probe, validated. */
 extern struct varlena *checked_probe(Datum d);

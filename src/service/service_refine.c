@@ -131,8 +131,8 @@ mcc_count_rows(const mcc_gallery *g)
 
 mcc_pick_result
 mcc_pick_refined(const mcc_rhit *c, int n, bool more, int64 want, int64 n_rows,
-				 Snapshot snapshot, mcc_refined *out, uint64 *out_hash, int64 *n_out,
-				 const char **why)
+				 Snapshot snapshot, mcc_refined *out, float *out_lss, uint64 *out_hash,
+				 int64 *n_out, const char **why)
 {
 	mcc_version *v = palloc(Max(n, 1) * sizeof(mcc_version));
 	bool	   *seen = palloc(Max(n, 1) * sizeof(bool));
@@ -168,6 +168,8 @@ mcc_pick_refined(const mcc_rhit *c, int n, bool more, int64 want, int64 n_rows,
 		{
 			out[*n_out].score = c[i].refined;
 			out[*n_out].key = c[i].key;
+			if (out_lss != NULL)
+				out_lss[*n_out] = c[i].score;
 			out_hash[(*n_out)++] = c[i].hash;
 		}
 	}

@@ -36,8 +36,10 @@ send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
 	mcc_put_u32(&f, in_engine ? (uint32) r->method | (r->no_top ? 0 : MCC_REFINE_F_TOP) :
 				(uint32) MCC_LSS);
 	mcc_put_u32(&f, in_engine ? (uint32) r->k : 0);
-	mcc_put_f64(&f, in_engine ? mcc_refine_fraction : 0.0);
-	mcc_put_u32(&f, in_engine ? (uint32) mcc_refine_min : 0);
+	/* a fixed n' (identify_shortlist()): fraction 0 and refine_min n' make s exactly it */
+	mcc_put_f64(&f, in_engine && r->fixed_short == 0 ? mcc_refine_fraction : 0.0);
+	mcc_put_u32(&f, !in_engine ? 0 : r->fixed_short > 0 ?
+				(uint32) Min(r->fixed_short, (int64) PG_UINT32_MAX) : (uint32) mcc_refine_min);
 	mcc_put_u32(&f, (uint32) r->n_probes);
 	for (i = 0; i < r->n_probes; i++)
 		mcc_put_bytes(&f, r->probes[i], VARSIZE(r->probes[i]));

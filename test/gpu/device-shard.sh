@@ -46,7 +46,8 @@
 #      then pgbench -T SECS (default 30) of mcc_proxy.identify('gallery',
 #      probe, 10) with 1 and 16 clients, under each of SETTINGS_SHARD
 #      (default: mcc.refine_method=none, then the defaults; the coordinator's
-#      setting: it refines, the shards search by LSS): the table of
+#      setting: each shard's engine rescores its partitions' shortlists,
+#      identify_shortlist(), and the coordinator merges): the table of
 #      device-100m.sh.
 set -u
 n=${1:-100000000}

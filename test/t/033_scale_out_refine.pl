@@ -114,6 +114,22 @@ foreach my $s ([ 'refine_fraction 1', 'SET mcc.refine_fraction = 1' ], [ 'defaul
 	my ($equal, $n) = split / /, compare_all('lsa-r', $s->[1]);
 	is($equal, $n, "lsa-r, $s->[0]: $n calls equal one server");
 }
+# the cutoff found outside the windows: with no window (refine_window 0)
+# every call asks again with whole shortlists; with narrow ones some do
+foreach my $s ([ 'refine_window 0', 0 ], [ 'refine_window 0.3', 0.3 ])
+{
+	my ($equal, $n) = split / /,
+	  compare_all('dtr', "$by_fraction; SET mcc_proxy.refine_window = $s->[1]");
+	is($equal, $n, "dtr, refine_fraction 0.02, $s->[0]: $n calls equal one server");
+}
+# the rows that crossed the wire: far fewer than the shards' shortlists
+my ($sent, $lists) = split / /, $coord->safe_psql('postgres', qq{$by_fraction;
+	SELECT count(*) FILTER (WHERE x.id IS NOT NULL) || ' ' || coalesce(sum(x.pos) FILTER (WHERE x.id IS NULL), 0)
+	FROM probes pr, mcc_proxy._refine_rows('g', mcc_proxy._all_parts(),
+		array_fill(27::bigint, ARRAY[8]), array_fill(27::bigint, ARRAY[8]),
+		ARRAY[mcc_template_send(pr.tpl)], 3, 'lss-dtr', NULL, NULL) x});
+cmp_ok($sent, '<', $lists / 2, "k = 3, whole shortlists of 27 rows without windows: $sent rows sent of $lists");
+
 # 'lss' refines with LSS itself: the answer of 'none'
 my ($equal, $n) = split / /, compare_all('lss', $by_min);
 is($equal, $n, "lss, refine_min 5: $n calls equal one server");

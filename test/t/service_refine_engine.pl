@@ -94,6 +94,53 @@ ok($debug =~ /refined in the matcher engine: $n_probes probes/ && $debug !~ /REF
 	'... refined in the engine, all probes in one pass, no REFINE frame');
 is(failures(), 0, '... no mismatch');
 
+# --- identify_shortlist(): a shortlist of a given length (the scale-out
+# refinement's part of one partition, docs/scale-out.md) through the engine
+# equals the backend scan's, rows, both scores and positions, in order
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION via_list(probe mcc_template, n bigint, k int, w bigint) RETURNS text
+	LANGUAGE sql STABLE AS $$
+		SELECT string_agg(concat_ws(':', id, lss, score, pos), ',' ORDER BY ord)
+		FROM identify_shortlist('g', probe, n, k, w, refine => 'fused')
+			WITH ORDINALITY AS t(id, lss, score, pos, ord)
+	$$;
+	CREATE FUNCTION list_paths(probe mcc_template, n bigint, k int, w bigint) RETURNS boolean
+	LANGUAGE plpgsql AS $$
+	DECLARE a text; b text;
+	BEGIN
+		a := via_list(probe, n, k, w);
+		PERFORM set_config('mcc.service', 'off', true);
+		b := via_list(probe, n, k, w);
+		PERFORM set_config('mcc.service', 'on', true);
+		INSERT INTO checks VALUES (a = b, CASE WHEN a <> b THEN
+			format('list n=%s k=%s w=%s service=[%s] backend=[%s]', n, k, w, a, b) END);
+		RETURN a = b;
+	END $$;
+});
+# In session $s: the probes whose shortlists agree (40 rows, k 3, the last
+# 10 as a window; and longer than the gallery), and how many were refined
+# in the engine.
+sub lists_agree
+{
+	my ($s) = @_;
+	my ($n, $debug) = q_debug($s, q{
+		SELECT count(*) FILTER (WHERE list_paths(tpl, 40, 3, 30) AND list_paths(tpl, 5000, 5, 4990))
+		FROM probes});
+	my $engine = () = $debug =~ /refined in the matcher engine: 1 probes/g;
+	return ($n, $engine);
+}
+($n, $engine) = lists_agree($s);
+is($n, $n_probes, "identify_shortlist(): the engine's shortlists equal the backend's for all $n_probes probes");
+is($engine, 2 * $n_probes, '... every one refined in the engine');
+is(failures(), 0, '... no mismatch');
+# the re-checked path: the shortlist's templates read and sent to be rescored
+q_debug($s, 'SET mcc.refine_in_engine = off');
+($n, $engine) = lists_agree($s);
+q_debug($s, 'RESET mcc.refine_in_engine');
+is($n, $n_probes, 'identify_shortlist() with mcc.refine_in_engine off (REFINE frames): equal to the backend');
+is($engine, 0, '... rescored from the re-checked templates, not in the search');
+is(failures(), 0, '... no mismatch');
+
 # --- an old snapshot: the engine holds its future ----------------------------
 q_debug($s, 'BEGIN ISOLATION LEVEL REPEATABLE READ');
 q_debug($s, 'SELECT count(*) FROM g');
@@ -109,6 +156,9 @@ my $seen;
 is($n, $n_probes, 'old snapshot, newer inserts, deletes and updates committed: all agree');
 ok($engine == 2 * $n_probes && $seen == $rows_then,
 	"... refined in the engine ($engine), counting the $rows_then rows the snapshot sees");
+($n, $engine) = lists_agree($s);
+is($n, $n_probes, 'old snapshot: identify_shortlist() through the engine equals the backend for all probes');
+is($engine, 2 * $n_probes, '... refined in the engine');
 q_debug($s, 'COMMIT');
 is(failures(), 0, '... no mismatch');
 my $rows_now = $node->safe_psql('postgres', 'SELECT count(*) FROM g');
