@@ -120,8 +120,7 @@ rf_read_fvc2002(const char *data, int db, int f, int i, mcc_minutiae *ms)
 	char		path[1024];
 	mcc_error	err;
 
-	snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data,
-			 tfvc_dbs[db].db, 101 + f, i + 1);
+	tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[db], 101 + f, i + 1, "xyt");
 	return rf_read(path, "xyt", tfvc_dbs[db].width, tfvc_dbs[db].height, 500, ms, &err) == MCC_OK;
 }
 
