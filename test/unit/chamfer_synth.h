@@ -287,6 +287,17 @@ cs_random_params(uint64_t seed, int type, int dim, double *params)
 	}
 }
 
+/* The matrix m ((dim + 1)^2 entries) of the transform cs_random_params draws. */
+static inline void
+cs_random_matrix(uint64_t seed, int type, int dim, double *m)
+{
+	double		params[MCC_CHAMFER_MAX_PARAMS];
+	mcc_error	err;
+
+	cs_random_params(seed, type, dim, params);
+	mcc_chamfer_params_to_matrix(type, dim, params, m, &err);
+}
+
 /*
  * An observed set: every stride-th reference point from offset, mapped by
  * the inverse of m (so that m maps it back), plus N(0, noise) per
