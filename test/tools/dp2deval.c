@@ -43,6 +43,7 @@
 #include "mcc_dp2d_verify.h"
 #include "mcc_image.h"
 #include "../unit/testargs.h"
+#include "../unit/testfile.h"
 #include "../unit/testfvc.h"
 #include "../unit/testclock.h"
 
@@ -63,36 +64,12 @@ typedef struct rates
 	double		fmr1000;
 } rates;
 
-/* Whole file into memory; NULL on failure. */
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	uint8_t    *buf;
-	long		n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n > 0 ? (size_t) n : 1);
-	if (buf && n > 0 && fread(buf, 1, (size_t) n, f) != (size_t) n)
-	{
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*len = n > 0 ? (size_t) n : 0;
-	return buf;
-}
-
 /* Decode a PNG/PGM file into a new image; 0 on success. */
 static int
 load_image(const char *path, mcc_image *img)
 {
 	size_t		len;
-	uint8_t    *data = read_file(path, &len);
+	uint8_t    *data = unit_read_file(path, &len);
 	mcc_image_info info;
 	mcc_error	err;
 

@@ -46,30 +46,8 @@
 #include "mcc_xyt.h"
 #include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testfile.h"
 #include "../unit/testsort.h"
-
-static unsigned char *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	long		n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
-	{
-		buf = malloc((size_t) n + 1);
-		if (buf && fread(buf, 1, (size_t) n, f) != (size_t) n)
-		{
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t) n;
-	}
-	fclose(f);
-	return buf;
-}
 
 static int
 write_file(const char *path, const void *data, size_t len)
@@ -188,7 +166,7 @@ read_ref(const char *name, const mcc_image *im, mcc_minutiae *ms)
 	if (!refdir)
 		return 0;
 	snprintf(path, sizeof(path), "%s/%s.xyt", refdir, name);
-	if ((t = read_file(path, &len)) == NULL)
+	if ((t = unit_read_file(path, &len)) == NULL)
 		return 0;
 	ok = mcc_xyt_read((const char *) t, len, (int) im->width, (int) im->height, 500, ms,
 					  &err) == MCC_OK;
@@ -378,7 +356,7 @@ main(int argc, char **argv)
 	for (int i = 0; i < nfiles; i++)
 	{
 		size_t		len = 0;
-		unsigned char *data = read_file(files[i], &len);
+		unsigned char *data = unit_read_file(files[i], &len);
 		mcc_image_info info;
 		mcc_image	im;
 		mcc_minutiae ms;
