@@ -446,23 +446,24 @@ write_det(const char *prefix, const char *title, const char *xlabel,
 /* ------------------------------------------------------------------ */
 /* option values                                                       */
 
-/* Up to max comma-separated numbers of an option; returns how many. */
-static int
-parse_numbers(const char *v, double *x, int max, const char *what)
+/* The n comma-separated numbers of an option into x (any after them ignored). */
+static void
+parse_numbers(const char *v, double *x, int n, const char *what)
 {
-	int			n = 0;
+	int			k = 0;
 	char	   *end;
 
-	while (n < max)
+	while (k < n)
 	{
-		x[n++] = strtod(v, &end);
+		x[k++] = strtod(v, &end);
 		if (end == v)
 			die("bad %s \"%s\"", what, v);
 		if (*end != ',')
 			break;
 		v = end + 1;
 	}
-	return n;
+	if (k != n)
+		die("%s: %d numbers", what, n);
 }
 
 /*
@@ -475,8 +476,7 @@ parse_relax(const char *v, void *dst)
 	mcc_relax_params *rp = dst;
 	double		x[8];
 
-	if (parse_numbers(v, x, 8, "relaxation constants") != 8)
-		die("relaxation constants: 8 numbers");
+	parse_numbers(v, x, 8, "relaxation constants");
 	rp->w_r = x[0];
 	rp->n_rel = (int) x[1];
 	for (int i = 0; i < 3; i++)
@@ -493,8 +493,7 @@ parse_fused_np(const char *v, void *dst)
 	mcc_match_params *mp = dst;
 	double		x[4];
 
-	if (parse_numbers(v, x, 4, "n_P constants") != 4)
-		die("--fused-np: 4 numbers");
+	parse_numbers(v, x, 4, "--fused-np");
 	mp->fused_dtr_np = (mcc_np_params) {(int) x[0], (int) x[1], x[2], x[3]};
 }
 
