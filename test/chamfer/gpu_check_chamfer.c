@@ -285,7 +285,6 @@ check_search(mcc_chamfer_gpu *g)
 	size_t		n_obs;
 	size_t		n_clean;
 	double	   *obs;
-	mcc_chamfer_opts o;
 	mcc_chamfer_ref rf;
 	mcc_chamfer_obs ob;
 	mcc_chamfer_pyramid pyr;
@@ -300,10 +299,7 @@ check_search(mcc_chamfer_gpu *g)
 
 	cs_random_matrix(61, MCC_XFORM_SIMILARITY, 2, m);
 	obs = cs_observed(62, ref, N_REF, 2, m, 50, 3, 0.5, 0, &n_obs, &n_clean);
-	mcc_chamfer_opts_init(&o);
-	if (mcc_chamfer_ref_build(ref, N_REF, 2, &o, &rf, &err) != MCC_OK ||
-		mcc_chamfer_obs_prepare(&rf, obs, n_obs, MCC_XFORM_SIMILARITY, &ob, &err) != MCC_OK ||
-		mcc_chamfer_pyramid_build(rf.pts, rf.n, &pyr, &err) != MCC_OK)
+	if (cs_search_inputs(ref, N_REF, obs, n_obs, &rf, &ob, &pyr, &err) != MCC_OK)
 	{
 		UNIT_CHECK(0, "search set-up: %s", err.message);
 		return;
