@@ -127,6 +127,10 @@ gpu-build: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(BUILD)/gpu/gpu
 		$(BUILD)/gpu/engine_refine_check $(GPU_ENGINE_TESTS) $(GPU_LIB_CHECKS) \
 		$(BUILD)/sad/sadbench $(BUILD)/dp2d/dp2dbench-gpu $(BUILD)/chamfer/bench_chamfer
 
+# The checks gpu-check runs first with every device hidden (--no-device).
+GPU_NO_DEVICE_CHECKS = $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(BUILD)/gpu/test_engine_gpu \
+	$(BUILD)/gpu/test_engine_image $(BUILD)/dp2d/dp2d_check $(BUILD)/chamfer/gpu_check_chamfer
+
 # The whole GPU suite. The search library's checks, then the engine's:
 # first with every device hidden (the probe fails cleanly, the engine serves
 # on the CPU), then on the GPU: GPU-specific engine checks (every score,
@@ -141,12 +145,7 @@ gpu-check: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(GPU_ENGINE_TES
 		$(BUILD)/gpu/engine_refine_check
 	@status=0; \
 	echo "# gpu-check: no visible device"; \
-	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/gpu_check --no-device || status=1; \
-	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/gpu_check_refine --no-device || status=1; \
-	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/test_engine_gpu --no-device || status=1; \
-	CUDA_VISIBLE_DEVICES= $(BUILD)/gpu/test_engine_image --no-device || status=1; \
-	CUDA_VISIBLE_DEVICES= $(BUILD)/dp2d/dp2d_check --no-device || status=1; \
-	CUDA_VISIBLE_DEVICES= $(BUILD)/chamfer/gpu_check_chamfer --no-device || status=1; \
+	for t in $(GPU_NO_DEVICE_CHECKS); do CUDA_VISIBLE_DEVICES= $$t --no-device || status=1; done; \
 	echo "# gpu-check: devices"; \
 	$(BUILD)/gpu/gpu_check || status=1; \
 	echo "# gpu-check: refinement (kernels/impl/mcc_gpu_refine.cu) against mcc_match_candidate"; \

@@ -204,8 +204,7 @@ load:
 			pos += sizeof(h) + h.length;
 		}
 		tl_load_end(&b, 1);
-		ip_feed(&s, c, &b);
-		ip_pump_all(&s);
+		ip_send(&s, c, &b);
 		s_load = tclock_wall_s() - t0;
 		cpu_load = tclock_process_cpu_s() - cpu_load;
 		if (ip_reply(c, 1, &f, NULL) != 1 || f.h.type != MCC_MSG_LOADED)

@@ -257,7 +257,6 @@ main(int argc, char **argv)
 			{
 				int			type = types[ti];
 				size_t		n = (size_t) sizes[si];
-				double		params[16];
 				double		m[16];
 				double	   *obs;
 				row			c1 = {0};
@@ -267,8 +266,7 @@ main(int argc, char **argv)
 				double		upload = 0;
 				int			r = n >= 1000000 ? 1 : reps;	/* CPU runs at 1e6 take seconds */
 
-				cs_random_params(1000 + si, type, dim, params);
-				mcc_chamfer_params_to_matrix(type, dim, params, m, &err);
+				cs_random_matrix(1000 + si, type, dim, m);
 				obs = observed(ref, dim, n, m, 0.0005 * E, 77 + si);
 				if (cpu1)
 					c1 = time_cpu(&rf, obs, n, type, 1, r);

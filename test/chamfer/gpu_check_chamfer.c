@@ -106,7 +106,6 @@ check_sums(mcc_chamfer_gpu *g, int dim)
 	}
 	for (int type = 0; type < MCC_XFORM_COUNT; type++)
 	{
-		double		params[16];
 		double		m[16];
 		size_t		n_obs;
 		size_t		n_clean;
@@ -114,8 +113,7 @@ check_sums(mcc_chamfer_gpu *g, int dim)
 		mcc_chamfer_obs ob;
 		mcc_chamfer_cpu *cpu = NULL;
 
-		cs_random_params(17 + type, type, dim, params);
-		mcc_chamfer_params_to_matrix(type, dim, params, m, &err);
+		cs_random_matrix(17 + type, type, dim, m);
 		obs = cs_observed(type, ref, N_REF, dim, m, N_OBS_STRIDE, 0, 0.002 * (dim == 2 ? 1000 : 100),
 						  N_REF / 20, &n_obs, &n_clean);
 		if (mcc_chamfer_obs_prepare(&rf, obs, n_obs, type, &ob, &err) != MCC_OK ||
@@ -187,7 +185,6 @@ check_alignments(mcc_chamfer_gpu *g, int dim)
 
 	for (int type = 0; type < MCC_XFORM_COUNT; type++)
 	{
-		double		params[16];
 		double		m[16];
 		size_t		n_obs;
 		size_t		n_clean;
@@ -203,8 +200,7 @@ check_alignments(mcc_chamfer_gpu *g, int dim)
 		mcc_gpu_code c3;
 		double		tr;
 
-		cs_random_params(23 + type, type, dim, params);
-		mcc_chamfer_params_to_matrix(type, dim, params, m, &err);
+		cs_random_matrix(23 + type, type, dim, m);
 		obs = cs_observed(40 + type, ref, N_REF, dim, m, 2, 1, 0.002 * E, N_REF / 40, &n_obs, &n_clean);
 		mcc_chamfer_opts_init(&o);
 		o.transform = type;
@@ -285,12 +281,10 @@ static void
 check_search(mcc_chamfer_gpu *g)
 {
 	double	   *ref = make_ref(2);
-	double		params[16];
 	double		m[16];
 	size_t		n_obs;
 	size_t		n_clean;
 	double	   *obs;
-	mcc_chamfer_opts o;
 	mcc_chamfer_ref rf;
 	mcc_chamfer_obs ob;
 	mcc_chamfer_pyramid pyr;
@@ -303,13 +297,9 @@ check_search(mcc_chamfer_gpu *g)
 	int64_t    *sg = malloc(sizeof(int64_t) * np);
 	mcc_rng		r;
 
-	cs_random_params(61, MCC_XFORM_SIMILARITY, 2, params);
-	mcc_chamfer_params_to_matrix(MCC_XFORM_SIMILARITY, 2, params, m, &err);
+	cs_random_matrix(61, MCC_XFORM_SIMILARITY, 2, m);
 	obs = cs_observed(62, ref, N_REF, 2, m, 50, 3, 0.5, 0, &n_obs, &n_clean);
-	mcc_chamfer_opts_init(&o);
-	if (mcc_chamfer_ref_build(ref, N_REF, 2, &o, &rf, &err) != MCC_OK ||
-		mcc_chamfer_obs_prepare(&rf, obs, n_obs, MCC_XFORM_SIMILARITY, &ob, &err) != MCC_OK ||
-		mcc_chamfer_pyramid_build(rf.pts, rf.n, &pyr, &err) != MCC_OK)
+	if (cs_search_inputs(ref, N_REF, obs, n_obs, &rf, &ob, &pyr, &err) != MCC_OK)
 	{
 		UNIT_CHECK(0, "search set-up: %s", err.message);
 		return;

@@ -134,8 +134,7 @@ load(eng_server *s, eng_conn *c, const opts *o, const tl_tpl *gal)
 		eng_server_step(s);
 	}
 	tl_load_end(&b, 1);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	ok = ip_reply(c, 1, NULL, NULL) == 1 && ip_error_of(c, 1) == 0;
 	ip_clear_out(c);
 	eng_buf_free(&b);
@@ -156,8 +155,7 @@ round_feed(eng_server *s, eng_conn *c, const opts *o, const tl_tpl *probes, uint
 	for (int i = 0; i < o->probes; i++)
 		tl_search_full(&b, rid0 + (uint64_t) i, &G, 1, o->k, 0.0f, XMIN, o->count ? 0 : UINT64_MAX, &rf, 1,
 					   probes + i);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	eng_buf_free(&b);
 }
 

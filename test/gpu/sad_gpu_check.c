@@ -228,7 +228,7 @@ check_fvc(mcc_sad_gpu *g)
 					n = 0;
 		char		why[400] = "";
 
-		snprintf(path, sizeof(path), "%s/fvc2002/images/%s/101_1.png", root ? root : ".", tfvc_dbs[db].db);
+		tfvc_image_path(path, sizeof(path), root ? root : ".", &tfvc_dbs[db], 101, 1);
 		if (root == NULL || ti_load_image(path, &a) != 0)
 		{
 			UNIT_SKIP("FVC2002 %s images absent or PNG not built in", tfvc_dbs[db].db);
@@ -239,7 +239,7 @@ check_fvc(mcc_sad_gpu *g)
 		{
 			mcc_image	b;
 
-			snprintf(path, sizeof(path), "%s/fvc2002/images/%s/101_%d.png", root, tfvc_dbs[db].db, imp);
+			tfvc_image_path(path, sizeof(path), root, &tfvc_dbs[db], 101, imp);
 			if (ti_load_image(path, &b) != 0)
 				continue;
 			n++;

@@ -42,6 +42,9 @@
 #include "mcc_dp2d_overall.h"
 #include "mcc_dp2d_verify.h"
 #include "mcc_image.h"
+#include "../unit/testargs.h"
+#include "../unit/testfile.h"
+#include "../unit/testfvc.h"
 #include "../unit/testclock.h"
 
 #define N_FINGERS	10
@@ -61,36 +64,12 @@ typedef struct rates
 	double		fmr1000;
 } rates;
 
-/* Whole file into memory; NULL on failure. */
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	uint8_t    *buf;
-	long		n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n > 0 ? (size_t) n : 1);
-	if (buf && n > 0 && fread(buf, 1, (size_t) n, f) != (size_t) n)
-	{
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*len = n > 0 ? (size_t) n : 0;
-	return buf;
-}
-
 /* Decode a PNG/PGM file into a new image; 0 on success. */
 static int
 load_image(const char *path, mcc_image *img)
 {
 	size_t		len;
-	uint8_t    *data = read_file(path, &len);
+	uint8_t    *data = unit_read_file(path, &len);
 	mcc_image_info info;
 	mcc_error	err;
 
@@ -190,14 +169,6 @@ dump_pgm(const char *dir, int db, int finger, int impr, const uint8_t *px, uint3
 	fclose(f);
 }
 
-static void
-usage(void)
-{
-	fprintf(stderr, "usage: dp2deval [--data DIR] [--db N] [--side S] [--crop C] [--period P] "
-			"[--sigma G] [--block B] [--threads T] [--kernel NAME] [--dump DIR] [--tsv FILE]\n");
-	exit(2);
-}
-
 /* One database: enhance, match all pairs, report. 0 on success. */
 static int
 eval_db(const char *data, int db, const mcc_dp2d_prep *prep, int threads, int kernel,
@@ -250,8 +221,7 @@ eval_db(const char *data, int db, const mcc_dp2d_prep *prep, int threads, int ke
 		char		path[1024];
 		mcc_image	raw;
 
-		snprintf(path, sizeof(path), "%s/fvc2002/images/DB%d_B/%d_%d.png", data, db,
-				 101 + k / N_IMPR, 1 + k % N_IMPR);
+		tfvc_image_path(path, sizeof(path), data, &tfvc_dbs[db - 1], 101 + k / N_IMPR, 1 + k % N_IMPR);
 		if (load_image(path, &raw) != 0)
 			return -1;
 		if (mcc_dp2d_enhance(&raw, prep, bin + k * n, &err) != MCC_OK)
@@ -372,6 +342,7 @@ main(int argc, char **argv)
 	const char *data = getenv("MCC_SHARED_DATA");
 	const char *dump = NULL;
 	const char *tsv_path = NULL;
+	const char *kernel_name = NULL;
 	FILE	   *tsv = NULL;
 	int			db_only = 0,
 				threads = 2,
@@ -382,41 +353,19 @@ main(int argc, char **argv)
 	struct stat st;
 
 	mcc_dp2d_prep_default(&prep);
-	for (int i = 1; i < argc; i++)
 	{
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const targ_opt opts[] = {
+			OPT_STR("--data", &data, "DIR"), OPT_INT("--db", &db_only, "N"),
+			OPT_U32("--side", &prep.side, "S"), OPT_U32("--crop", &prep.crop, "C"),
+			OPT_DOUBLE("--period", &prep.period, "P"), OPT_DOUBLE("--sigma", &prep.sigma, "G"),
+			OPT_U32("--block", &prep.block, "B"), OPT_INT("--threads", &threads, "T"),
+			OPT_STR("--kernel", &kernel_name, "NAME"), OPT_STR("--dump", &dump, "DIR"),
+			OPT_STR("--tsv", &tsv_path, "FILE"), OPT_END
+		};
 
-		if (v == NULL)
-			usage();
-		i++;
-		if (strcmp(a, "--data") == 0)
-			data = v;
-		else if (strcmp(a, "--db") == 0)
-			db_only = atoi(v);
-		else if (strcmp(a, "--side") == 0)
-			prep.side = (uint32_t) atoi(v);
-		else if (strcmp(a, "--crop") == 0)
-			prep.crop = (uint32_t) atoi(v);
-		else if (strcmp(a, "--period") == 0)
-			prep.period = atof(v);
-		else if (strcmp(a, "--sigma") == 0)
-			prep.sigma = atof(v);
-		else if (strcmp(a, "--block") == 0)
-			prep.block = (uint32_t) atoi(v);
-		else if (strcmp(a, "--threads") == 0)
-			threads = atoi(v);
-		else if (strcmp(a, "--kernel") == 0)
-		{
-			if ((kernel = mcc_dp2d_kernel_by_name(v)) < 0)
-				usage();
-		}
-		else if (strcmp(a, "--dump") == 0)
-			dump = v;
-		else if (strcmp(a, "--tsv") == 0)
-			tsv_path = v;
-		else
-			usage();
+		targ_parse(argc, argv, opts);
+		if (kernel_name != NULL && (kernel = mcc_dp2d_kernel_by_name(kernel_name)) < 0)
+			targ_usage(argv[0], opts);
 	}
 	if (mcc_dp2d_prep_check(&prep, &err) != MCC_OK)
 	{

@@ -76,9 +76,11 @@
  * CPU kernel of the comparisons, as in bench_refine; every kernel gives the
  * same scores, so this is for checking that on whole data sets.
  */
+#include <stddef.h>
+
 #include "mcceval.h"
 #include "record_file.h"
-
+#include "../unit/testargs.h"
 
 options opt;
 
@@ -444,23 +446,24 @@ write_det(const char *prefix, const char *title, const char *xlabel,
 /* ------------------------------------------------------------------ */
 /* option values                                                       */
 
-/* Up to max comma-separated numbers of an option; returns how many. */
-static int
-parse_numbers(const char *v, double *x, int max, const char *what)
+/* The n comma-separated numbers of an option into x (any after them ignored). */
+static void
+parse_numbers(const char *v, double *x, int n, const char *what)
 {
-	int			n = 0;
+	int			k = 0;
 	char	   *end;
 
-	while (n < max)
+	while (k < n)
 	{
-		x[n++] = strtod(v, &end);
+		x[k++] = strtod(v, &end);
 		if (end == v)
 			die("bad %s \"%s\"", what, v);
 		if (*end != ',')
 			break;
 		v = end + 1;
 	}
-	return n;
+	if (k != n)
+		die("%s: %d numbers", what, n);
 }
 
 /*
@@ -468,12 +471,12 @@ parse_numbers(const char *v, double *x, int max, const char *what)
  * constants of a relaxation (angles in radians).
  */
 static void
-parse_relax(mcc_relax_params *rp, const char *v)
+parse_relax(const char *v, void *dst)
 {
+	mcc_relax_params *rp = dst;
 	double		x[8];
 
-	if (parse_numbers(v, x, 8, "relaxation constants") != 8)
-		die("relaxation constants: 8 numbers");
+	parse_numbers(v, x, 8, "relaxation constants");
 	rp->w_r = x[0];
 	rp->n_rel = (int) x[1];
 	for (int i = 0; i < 3; i++)
@@ -485,21 +488,46 @@ parse_relax(mcc_relax_params *rp, const char *v)
 
 /* --fused-np "min,max,mu,tau": n_P of fused's LGS-DTR. */
 static void
-parse_fused_np(mcc_match_params *mp, const char *v)
+parse_fused_np(const char *v, void *dst)
 {
+	mcc_match_params *mp = dst;
 	double		x[4];
 
-	if (parse_numbers(v, x, 4, "n_P constants") != 4)
-		die("--fused-np: 4 numbers");
+	parse_numbers(v, x, 4, "--fused-np");
 	mp->fused_dtr_np = (mcc_np_params) {(int) x[0], (int) x[1], x[2], x[3]};
 }
 
 /* ------------------------------------------------------------------ */
 /* command line                                                        */
 
-/* Set a synthetic generator field by name. */
+/*
+ * The generator's fields by name, in the order print_synth prints them:
+ * --set looks names up here, so every printed field can be set.
+ */
+typedef struct synth_field
+{
+	const char *name;
+	char		kind;			/* 'u' uint64_t, 'i' int, 'd' double */
+	size_t		off;
+} synth_field;
+
+#define SYNTH_FIELD(f, k) {#f, k, offsetof(mcc_synth_params, f)}
+static const synth_field synth_fields[] = {
+	SYNTH_FIELD(seed, 'u'), SYNTH_FIELD(width, 'i'), SYNTH_FIELD(height, 'i'), SYNTH_FIELD(dpi, 'i'),
+	SYNTH_FIELD(min_minutiae, 'i'), SYNTH_FIELD(max_minutiae, 'i'), SYNTH_FIELD(max_rotation, 'd'),
+	SYNTH_FIELD(max_translation, 'd'), SYNTH_FIELD(distortion, 'd'), SYNTH_FIELD(p_missing, 'd'),
+	SYNTH_FIELD(max_spurious, 'd'), SYNTH_FIELD(pos_noise, 'd'), SYNTH_FIELD(angle_noise, 'd'),
+	SYNTH_FIELD(min_spacing, 'd'), SYNTH_FIELD(contact_loss, 'd'), SYNTH_FIELD(border, 'i'),
+	SYNTH_FIELD(p_type_flip, 'd'), SYNTH_FIELD(p_dir_flip, 'd'), SYNTH_FIELD(quality_noise, 'd'),
+	SYNTH_FIELD(variability, 'd'),
+};
+#undef SYNTH_FIELD
+
+#define N_SYNTH_FIELDS ((int) (sizeof(synth_fields) / sizeof(synth_fields[0])))
+
+/* --set name=value: a synthetic generator field by name. */
 static void
-synth_set(const char *kv)
+synth_set(const char *kv, void *dst)
 {
 	const char *eq = strchr(kv, '=');
 	double		v;
@@ -512,28 +540,21 @@ synth_set(const char *kv)
 	v = strtod(eq + 1, &end);
 	if (*end != 0)
 		die("--set %s: not a number", kv);
-#define FIELD(name, expr) if (n == strlen(#name) && strncmp(kv, #name, n) == 0) { opt.sp.name = expr; return; }
-	FIELD(seed, (uint64_t) v);
-	FIELD(width, (int) v);
-	FIELD(height, (int) v);
-	FIELD(dpi, (int) v);
-	FIELD(min_minutiae, (int) v);
-	FIELD(max_minutiae, (int) v);
-	FIELD(max_rotation, v);
-	FIELD(max_translation, v);
-	FIELD(distortion, v);
-	FIELD(p_missing, v);
-	FIELD(max_spurious, v);
-	FIELD(pos_noise, v);
-	FIELD(angle_noise, v);
-	FIELD(min_spacing, v);
-	FIELD(contact_loss, v);
-	FIELD(border, (int) v);
-	FIELD(p_type_flip, v);
-	FIELD(p_dir_flip, v);
-	FIELD(quality_noise, v);
-	FIELD(variability, v);
-#undef FIELD
+	for (int i = 0; i < N_SYNTH_FIELDS; i++)
+	{
+		const synth_field *f = &synth_fields[i];
+		char	   *at = (char *) dst + f->off;
+
+		if (strlen(f->name) != n || strncmp(kv, f->name, n) != 0)
+			continue;
+		if (f->kind == 'u')
+			*(uint64_t *) at = (uint64_t) v;
+		else if (f->kind == 'i')
+			*(int *) at = (int) v;
+		else
+			*(double *) at = v;
+		return;
+	}
 	die("--set: unknown generator parameter \"%.*s\"", (int) n, kv);
 }
 
@@ -541,26 +562,30 @@ synth_set(const char *kv)
 static void
 print_synth(void)
 {
-	const mcc_synth_params *s = &opt.sp;
+	printf("generator:");
+	for (int i = 0; i < N_SYNTH_FIELDS; i++)
+	{
+		const synth_field *f = &synth_fields[i];
+		const char *at = (const char *) &opt.sp + f->off;
 
-	printf("generator: seed=%llu width=%d height=%d dpi=%d min_minutiae=%d max_minutiae=%d "
-		   "max_rotation=%g max_translation=%g distortion=%g p_missing=%g max_spurious=%g "
-		   "pos_noise=%g angle_noise=%g min_spacing=%g contact_loss=%g border=%d "
-		   "p_type_flip=%g p_dir_flip=%g quality_noise=%g variability=%g\n",
-		   (unsigned long long) s->seed, s->width, s->height, s->dpi, s->min_minutiae,
-		   s->max_minutiae, s->max_rotation, s->max_translation, s->distortion,
-		   s->p_missing, s->max_spurious, s->pos_noise, s->angle_noise, s->min_spacing,
-		   s->contact_loss, s->border, s->p_type_flip, s->p_dir_flip, s->quality_noise,
-		   s->variability);
+		if (f->kind == 'u')
+			printf(" %s=%llu", f->name, (unsigned long long) *(const uint64_t *) at);
+		else if (f->kind == 'i')
+			printf(" %s=%d", f->name, *(const int *) at);
+		else
+			printf(" %s=%g", f->name, *(const double *) at);
+	}
+	printf("\n");
 }
 
-/* Parse --methods. */
+/* --methods a,b,...: the methods to run, in the order given. */
 static void
-parse_methods(const char *list)
+parse_methods(const char *list, void *dst)
 {
+	options    *o = dst;
 	const char *p = list;
 
-	opt.n_methods = 0;
+	o->n_methods = 0;
 	while (*p)
 	{
 		const char *e = strchr(p, ',');
@@ -569,15 +594,119 @@ parse_methods(const char *list)
 
 		if (m < 0)
 			die("unknown method \"%.*s\" (known: %s)", len, p, mcc_method_list());
-		opt.methods[opt.n_methods++] = m;
+		o->methods[o->n_methods++] = m;
 		p += len + (e ? 1 : 0);
 	}
+}
+
+/* --frame WxHxDPI */
+static void
+parse_frame(const char *v, void *dst)
+{
+	options    *o = dst;
+
+	if (sscanf(v, "%dx%dx%d", &o->frame_w, &o->frame_h, &o->frame_dpi) != 3)
+		die("--frame wants WxHxDPI");
+}
+
+/* --unstretch WxH */
+static void
+parse_unstretch(const char *v, void *dst)
+{
+	options    *o = dst;
+
+	if (sscanf(v, "%dx%d", &o->unstretch_w, &o->unstretch_h) != 2)
+		die("--unstretch wants WxH");
+}
+
+/* --profile NAME */
+static void
+parse_profile(const char *v, void *dst)
+{
+	const mcc_profile **p = dst;
+
+	if ((*p = mcc_profile_by_name(v, (int) strlen(v))) == NULL)
+		die("unknown profile \"%s\"", v);
+}
+
+/* --dtr-norm sum|mean */
+static void
+parse_dtr_norm(const char *v, void *dst)
+{
+	mcc_d1_norm *d1 = dst;
+
+	if (strcmp(v, "sum") == 0)
+		*d1 = MCC_D1_SUM;
+	else if (strcmp(v, "mean") == 0)
+		*d1 = MCC_D1_MEAN;
+	else
+		die("--dtr-norm wants sum or mean");
+}
+
+/* --cons-score count|sim|count-lss */
+static void
+parse_cons_score(const char *v, void *dst)
+{
+	mcc_cons_score *score = dst;
+
+	if (strcmp(v, "count") == 0)
+		*score = MCC_CONS_COUNT;
+	else if (strcmp(v, "sim") == 0)
+		*score = MCC_CONS_SIM;
+	else if (strcmp(v, "count-lss") == 0)
+		*score = MCC_CONS_COUNT_LSS;
+	else
+		die("--cons-score wants count, sim or count-lss");
+}
+
+/* --cons-ttheta DEG, kept in radians */
+static void
+parse_degrees(const char *v, void *dst)
+{
+	*(double *) dst = atof(v) * M_PI / 180.0;
+}
+
+/* --relax-nr N: the cap of both relaxations */
+static void
+parse_relax_nr(const char *v, void *dst)
+{
+	mcc_match_params *mp = dst;
+
+	mp->relax.max_nr = mp->dtr.max_nr = atoi(v);
 }
 
 /* Parse the options after the mode. */
 static void
 parse_args(int argc, char **argv)
 {
+	const targ_opt opts[] = {
+		OPT_STR("--dir", &opt.dir, "DIR"), OPT_STR("--ext", &opt.ext, "EXT"),
+		OPT_FN("--frame", parse_frame, &opt, "WxHxDPI"),
+		OPT_FN("--unstretch", parse_unstretch, &opt, "WxH"),
+		OPT_BOOL("--synth", &opt.synth), OPT_FN("--set", synth_set, &opt.sp, "NAME=VALUE"),
+		OPT_INT("--fingers", &opt.fingers, "N"), OPT_INT("--impressions", &opt.impressions, "I"),
+		OPT_INT("--gallery", &opt.gallery, "N"), OPT_INT("--probes", &opt.probes, "M"),
+		OPT_FN("--profile", parse_profile, &opt.profile, "NAME"),
+		OPT_FN("--methods", parse_methods, &opt, "a,b,..."),
+		OPT_DOUBLE("--refine-fraction", &opt.refine_fraction, "F"),
+		OPT_INT("--refine-min", &opt.refine_min, "K"), OPT_INT("--threads", &opt.threads, "T"),
+		OPT_BOOL("--gpu", &opt.gpu),
+		OPT_FN("--dtr-norm", parse_dtr_norm, &opt.mp.dtr.d1, "sum|mean"),
+		OPT_FN("--cons-score", parse_cons_score, &opt.mp.cons.score, "count|sim|count-lss"),
+		OPT_INT("--cons-nsel", &opt.mp.cons.n_sel, "N"), OPT_DOUBLE("--cons-ts", &opt.mp.cons.t_s, "PX"),
+		OPT_FN("--cons-ttheta", parse_degrees, &opt.mp.cons.t_theta, "DEG"),
+		OPT_BOOL("--gpu-refine", &opt.gpu_refine), OPT_INT("--check-every", &opt.check_every, "N"),
+		OPT_INT("--recall-depth", &opt.recall_depth, "D"),
+		OPT_FN("--fused-np", parse_fused_np, &opt.mp, "MIN,MAX,MU,TAU"),
+		OPT_FN("--relax-params", parse_relax, &opt.mp.relax, "W,NREL,MU1,TAU1,MU2,TAU2,MU3,TAU3"),
+		OPT_FN("--dtr-params", parse_relax, &opt.mp.dtr, "W,NREL,MU1,TAU1,MU2,TAU2,MU3,TAU3"),
+		OPT_FN("--relax-nr", parse_relax_nr, &opt.mp, "N"),
+		OPT_STR("--baseline", &opt.baseline, "FILE"), OPT_STR("--baseline-name", &opt.baseline_name, "NAME"),
+		OPT_STR("--det", &opt.det, "PREFIX"), OPT_STR("--title", &opt.title, "TEXT"),
+		OPT_STR("--tsv", &opt.tsv, "FILE"), OPT_STR("--label", &opt.label, "TEXT"),
+		OPT_STR("--scores", &opt.scores, "FILE"), OPT_END
+	};
+
 	mcc_synth_defaults(&opt.sp);
 	mcc_match_params_default(&opt.mp);
 	opt.check_every = 100;
@@ -593,112 +722,10 @@ parse_args(int argc, char **argv)
 	for (int m = 0; m < MCC_NMETHODS; m++)
 		opt.methods[m] = m;
 	opt.n_methods = MCC_NMETHODS;
-	for (int i = 2; i < argc; i++)
-	{
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-#define ARG(name) (strcmp(a, name) == 0 && (v != NULL || (die("%s needs a value", name), 0)) && ++i)
-		if (ARG("--dir"))
-			opt.dir = v;
-		else if (ARG("--ext"))
-			opt.ext = v;
-		else if (ARG("--frame"))
-		{
-			if (sscanf(v, "%dx%dx%d", &opt.frame_w, &opt.frame_h, &opt.frame_dpi) != 3)
-				die("--frame wants WxHxDPI");
-		}
-		else if (ARG("--unstretch"))
-		{
-			if (sscanf(v, "%dx%d", &opt.unstretch_w, &opt.unstretch_h) != 2)
-				die("--unstretch wants WxH");
-		}
-		else if (strcmp(a, "--synth") == 0)
-			opt.synth = true;
-		else if (ARG("--set"))
-			synth_set(v);
-		else if (ARG("--fingers"))
-			opt.fingers = atoi(v);
-		else if (ARG("--impressions"))
-			opt.impressions = atoi(v);
-		else if (ARG("--gallery"))
-			opt.gallery = atoi(v);
-		else if (ARG("--probes"))
-			opt.probes = atoi(v);
-		else if (ARG("--profile"))
-		{
-			opt.profile = mcc_profile_by_name(v, (int) strlen(v));
-			if (opt.profile == NULL)
-				die("unknown profile \"%s\"", v);
-		}
-		else if (ARG("--methods"))
-			parse_methods(v);
-		else if (ARG("--refine-fraction"))
-			opt.refine_fraction = atof(v);
-		else if (ARG("--refine-min"))
-			opt.refine_min = atoi(v);
-		else if (ARG("--threads"))
-			opt.threads = atoi(v);
-		else if (strcmp(argv[i], "--gpu") == 0)
-			opt.gpu = true;
-		else if (ARG("--dtr-norm"))
-		{
-			if (strcmp(v, "sum") == 0)
-				opt.mp.dtr.d1 = MCC_D1_SUM;
-			else if (strcmp(v, "mean") == 0)
-				opt.mp.dtr.d1 = MCC_D1_MEAN;
-			else
-				die("--dtr-norm wants sum or mean");
-		}
-		else if (ARG("--cons-score"))
-		{
-			if (strcmp(v, "count") == 0)
-				opt.mp.cons.score = MCC_CONS_COUNT;
-			else if (strcmp(v, "sim") == 0)
-				opt.mp.cons.score = MCC_CONS_SIM;
-			else if (strcmp(v, "count-lss") == 0)
-				opt.mp.cons.score = MCC_CONS_COUNT_LSS;
-			else
-				die("--cons-score wants count, sim or count-lss");
-		}
-		else if (ARG("--cons-nsel"))
-			opt.mp.cons.n_sel = atoi(v);
-		else if (ARG("--cons-ts"))
-			opt.mp.cons.t_s = atof(v);
-		else if (ARG("--cons-ttheta"))
-			opt.mp.cons.t_theta = atof(v) * M_PI / 180.0;
-		else if (strcmp(argv[i], "--gpu-refine") == 0)
-			opt.gpu = opt.gpu_refine = true;
-		else if (ARG("--check-every"))
-			opt.check_every = atoi(v);
-		else if (ARG("--recall-depth"))
-			opt.recall_depth = atoi(v);
-		else if (ARG("--fused-np"))
-			parse_fused_np(&opt.mp, v);
-		else if (ARG("--relax-params"))
-			parse_relax(&opt.mp.relax, v);
-		else if (ARG("--dtr-params"))
-			parse_relax(&opt.mp.dtr, v);
-		else if (ARG("--relax-nr"))
-			opt.mp.relax.max_nr = opt.mp.dtr.max_nr = atoi(v);
-		else if (ARG("--baseline"))
-			opt.baseline = v;
-		else if (ARG("--baseline-name"))
-			opt.baseline_name = v;
-		else if (ARG("--det"))
-			opt.det = v;
-		else if (ARG("--title"))
-			opt.title = v;
-		else if (ARG("--tsv"))
-			opt.tsv = v;
-		else if (ARG("--label"))
-			opt.label = v;
-		else if (ARG("--scores"))
-			opt.scores = v;
-		else
-			die("unknown option %s", a);
-#undef ARG
-	}
+	targ_parse_from(argc, argv, 2, opts);
+	/* the refinement on the GPU needs its LSS stage there */
+	if (opt.gpu_refine)
+		opt.gpu = true;
 	if (opt.threads < 1)
 		opt.threads = 1;
 	if (opt.threads > 64)

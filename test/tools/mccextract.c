@@ -44,31 +44,10 @@
 #include "mcc_json.h"
 #include "mcc_profile.h"
 #include "mcc_xyt.h"
+#include "../unit/testargs.h"
 #include "../unit/testclock.h"
+#include "../unit/testfile.h"
 #include "../unit/testsort.h"
-
-static unsigned char *
-read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	long		n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
-	{
-		buf = malloc((size_t) n + 1);
-		if (buf && fread(buf, 1, (size_t) n, f) != (size_t) n)
-		{
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t) n;
-	}
-	fclose(f);
-	return buf;
-}
 
 static int
 write_file(const char *path, const void *data, size_t len)
@@ -187,7 +166,7 @@ read_ref(const char *name, const mcc_image *im, mcc_minutiae *ms)
 	if (!refdir)
 		return 0;
 	snprintf(path, sizeof(path), "%s/%s.xyt", refdir, name);
-	if ((t = read_file(path, &len)) == NULL)
+	if ((t = unit_read_file(path, &len)) == NULL)
 		return 0;
 	ok = mcc_xyt_read((const char *) t, len, (int) im->width, (int) im->height, 500, ms,
 					  &err) == MCC_OK;
@@ -302,12 +281,39 @@ write_record(const char *dir, const char *name, const char *format, const mcc_mi
 	return ok;
 }
 
+/* --set NAME=VALUE: an extraction parameter (mcc_extract_params_set). */
 static void
-usage(void)
+set_param(const char *kv, void *dst)
 {
-	fprintf(stderr, "usage: mccextract [--out DIR] [--format json|xyt|iso] [--dpi N] "
-			"[--set NAME=VALUE]... [--dump DIR] [--quiet] IMAGE...\n");
-	exit(2);
+	char		name[64];
+	const char *eq = strchr(kv, '=');
+	mcc_error	err;
+
+	if (!eq || (size_t) (eq - kv) >= sizeof(name))
+	{
+		fprintf(stderr, "mccextract: --set wants NAME=VALUE, not \"%s\"\n", kv);
+		exit(2);
+	}
+	memcpy(name, kv, (size_t) (eq - kv));
+	name[eq - kv] = 0;
+	if (mcc_extract_params_set(dst, name, atof(eq + 1), &err) != MCC_OK)
+	{
+		fprintf(stderr, "mccextract: %s\n", err.message);
+		exit(2);
+	}
+}
+
+/* --crop X,Y,W,H */
+static void
+set_crop(const char *v, void *dst)
+{
+	uint32_t   *c = dst;
+
+	if (sscanf(v, "%u,%u,%u,%u", &c[0], &c[1], &c[2], &c[3]) != 4)
+	{
+		fprintf(stderr, "mccextract: --crop wants X,Y,W,H, not \"%s\"\n", v);
+		exit(2);
+	}
 }
 
 int
@@ -321,74 +327,36 @@ main(int argc, char **argv)
 				repeat = 1,
 				nfiles = 0,
 				failed = 0;
-	char	  **files = calloc((size_t) argc, sizeof(char *));
+	const char **files = calloc((size_t) argc, sizeof(char *));
 	double	   *cpu,
 			   *wall,
 				decode_total = 0;
 	long		total_min = 0;
 
 	mcc_extract_params_default(&p);
-	for (int i = 1; i < argc; i++)
 	{
-		const char *a = argv[i];
-		mcc_error	err;
+		const targ_opt opts[] = {
+			OPT_STR("--out", &outdir, "DIR"), OPT_STR("--format", &format, "json|xyt|iso"),
+			OPT_U32("--dpi", &p.dpi, "N"), OPT_FN("--set", set_param, &p, "NAME=VALUE"),
+			OPT_STR("--dump", &dumpdir, "DIR"), OPT_U32("--zoom", &zoom, "N"), OPT_SET("--plain", &plain, 1),
+			OPT_FN("--crop", set_crop, crop, "X,Y,W,H"), OPT_STR("--ref", &refdir, "DIR"),
+			OPT_INT("--repeat", &repeat, "N"), OPT_SET("--quiet", &quiet, 1),
+			OPT_OPERANDS(files, &nfiles, "IMAGE...")
+		};
 
-		if (strcmp(a, "--out") == 0 && i + 1 < argc)
-			outdir = argv[++i];
-		else if (strcmp(a, "--dump") == 0 && i + 1 < argc)
-			dumpdir = argv[++i];
-		else if (strcmp(a, "--format") == 0 && i + 1 < argc)
-		{
-			format = argv[++i];
-			if (strcmp(format, "json") && strcmp(format, "xyt") && strcmp(format, "iso"))
-				usage();
-		}
-		else if (strcmp(a, "--dpi") == 0 && i + 1 < argc)
-			p.dpi = (uint32_t) atoi(argv[++i]);
-		else if (strcmp(a, "--set") == 0 && i + 1 < argc)
-		{
-			char		name[64];
-			const char *eq = strchr(argv[++i], '=');
-
-			if (!eq || (size_t) (eq - argv[i]) >= sizeof(name))
-				usage();
-			memcpy(name, argv[i], (size_t) (eq - argv[i]));
-			name[eq - argv[i]] = 0;
-			if (mcc_extract_params_set(&p, name, atof(eq + 1), &err) != MCC_OK)
-			{
-				fprintf(stderr, "mccextract: %s\n", err.message);
-				return 2;
-			}
-		}
-		else if (strcmp(a, "--crop") == 0 && i + 1 < argc)
-		{
-			if (sscanf(argv[++i], "%u,%u,%u,%u", &crop[0], &crop[1], &crop[2], &crop[3]) != 4)
-				usage();
-		}
-		else if (strcmp(a, "--ref") == 0 && i + 1 < argc)
-			refdir = argv[++i];
-		else if (strcmp(a, "--zoom") == 0 && i + 1 < argc)
-			zoom = (uint32_t) atoi(argv[++i]) < 1 ? 1 : (uint32_t) atoi(argv[i]);
-		else if (strcmp(a, "--repeat") == 0 && i + 1 < argc)
-			repeat = atoi(argv[++i]) < 1 ? 1 : atoi(argv[i]);
-		else if (strcmp(a, "--plain") == 0)
-			plain = 1;
-		else if (strcmp(a, "--quiet") == 0)
-			quiet = 1;
-		else if (a[0] == '-')
-			usage();
-		else
-			files[nfiles++] = argv[i];
+		targ_parse(argc, argv, opts);
+		if (nfiles == 0 || (strcmp(format, "json") && strcmp(format, "xyt") && strcmp(format, "iso")))
+			targ_usage(argv[0], opts);
 	}
-	if (nfiles == 0)
-		usage();
+	zoom = zoom < 1 ? 1 : zoom;
+	repeat = repeat < 1 ? 1 : repeat;
 	cpu = calloc((size_t) nfiles, sizeof(double));
 	wall = calloc((size_t) nfiles, sizeof(double));
 
 	for (int i = 0; i < nfiles; i++)
 	{
 		size_t		len = 0;
-		unsigned char *data = read_file(files[i], &len);
+		unsigned char *data = unit_read_file(files[i], &len);
 		mcc_image_info info;
 		mcc_image	im;
 		mcc_minutiae ms;

@@ -18,6 +18,7 @@
 #include "mcc_iso.h"
 #include "mcc_json.h"
 #include "mcc_xyt.h"
+#include "../unit/testfile.h"
 #include "../unit/testfvc.h"
 
 /*
@@ -77,25 +78,12 @@ static inline mcc_status
 rf_read(const char *path, const char *ext, int w, int h, int dpi, mcc_minutiae *ms,
 		mcc_error *err)
 {
-	FILE	   *f = fopen(path, "rb");
-	uint8_t    *buf;
-	long		n;
 	size_t		len;
+	uint8_t    *buf = unit_read_file(path, &len);
 	mcc_status	st;
 
-	if (f == NULL)
-		return mcc_error_set(err, MCC_ERR_VALUE, "cannot open: %s", strerror(errno));
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc((size_t) (n > 0 ? n : 0) + 1, 1);
 	if (buf == NULL)
-	{
-		fclose(f);
-		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory reading %s", path);
-	}
-	len = fread(buf, 1, (size_t) (n > 0 ? n : 0), f);
-	fclose(f);
+		return mcc_error_set(err, MCC_ERR_VALUE, "cannot open: %s", strerror(errno));
 	if (strcmp(ext, "xyt") == 0)
 		st = mcc_xyt_read((const char *) buf, len, w, h, dpi, ms, err);
 	else if (strcmp(ext, "json") == 0)
@@ -120,8 +108,7 @@ rf_read_fvc2002(const char *data, int db, int f, int i, mcc_minutiae *ms)
 	char		path[1024];
 	mcc_error	err;
 
-	snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data,
-			 tfvc_dbs[db].db, 101 + f, i + 1);
+	tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[db], 101 + f, i + 1, "xyt");
 	return rf_read(path, "xyt", tfvc_dbs[db].width, tfvc_dbs[db].height, 500, ms, &err) == MCC_OK;
 }
 

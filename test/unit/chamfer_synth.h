@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "mcc_chamfer.h"
+#include "mcc_chamfer_search.h"
 #include "mcc_rng.h"
 
 #define CS_EXTENT_2D	1000.0
@@ -287,6 +288,17 @@ cs_random_params(uint64_t seed, int type, int dim, double *params)
 	}
 }
 
+/* The matrix m ((dim + 1)^2 entries) of the transform cs_random_params draws. */
+static inline void
+cs_random_matrix(uint64_t seed, int type, int dim, double *m)
+{
+	double		params[MCC_CHAMFER_MAX_PARAMS];
+	mcc_error	err;
+
+	cs_random_params(seed, type, dim, params);
+	mcc_chamfer_params_to_matrix(type, dim, params, m, &err);
+}
+
 /*
  * An observed set: every stride-th reference point from offset, mapped by
  * the inverse of m (so that m maps it back), plus N(0, noise) per
@@ -378,6 +390,25 @@ cs_sql_shape(size_t *n)
 	}
 	*n = k;
 	return p;
+}
+
+/*
+ * What the global pose search of a 2D similarity scores: the prepared
+ * reference rf of ref (default options), the observed set ob of obs and
+ * the reference's pyramid.
+ */
+static inline mcc_status
+cs_search_inputs(const double *ref, size_t n_ref, const double *obs, size_t n_obs, mcc_chamfer_ref *rf,
+				 mcc_chamfer_obs *ob, mcc_chamfer_pyramid *pyr, mcc_error *err)
+{
+	mcc_chamfer_opts o;
+	mcc_status	st;
+
+	mcc_chamfer_opts_init(&o);
+	if ((st = mcc_chamfer_ref_build(ref, n_ref, 2, &o, rf, err)) != MCC_OK ||
+		(st = mcc_chamfer_obs_prepare(rf, obs, n_obs, MCC_XFORM_SIMILARITY, ob, err)) != MCC_OK)
+		return st;
+	return mcc_chamfer_pyramid_build(rf->pts, rf->n, pyr, err);
 }
 
 #endif							/* CHAMFER_SYNTH_H */

@@ -32,6 +32,14 @@ ip_pump_all(eng_server *s)
 		eng_server_pump(s, 1000);
 }
 
+/* Feed a buffer of frames and step until the server is idle: sent and served. */
+static inline void
+ip_send(eng_server *s, eng_conn *c, eng_buf *b)
+{
+	ip_feed(s, c, b);
+	ip_pump_all(s);
+}
+
 /*
  * The first reply to request rid in c's output (copied to *copy, to be
  * freed, when copy is not NULL), and how many replies there are.

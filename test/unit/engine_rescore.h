@@ -104,8 +104,7 @@ load_gallery(eng_server *s, eng_conn *c)
 	tl_load_begin(&b, 1, &G, 1, NT);
 	tl_load_rows(&b, 1, NT, keys, ix, dx, gt);
 	tl_load_end(&b, 1);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	eng_buf_free(&b);
 }
 

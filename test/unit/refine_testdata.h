@@ -27,6 +27,7 @@
 #include "mcc_xyt.h"
 #include "testgen.h"
 #include "unit.h"
+#include "testfvc.h"
 
 typedef struct rt_set
 {
@@ -266,17 +267,6 @@ rt_add_sizes(rt_set *s, uint64_t seed, int full)
 	free(im);
 }
 
-/* Image size of FVC2002 DBn_B (for the xyt frame). */
-static inline void
-rt_fvc_dims(int db, int *w, int *h)
-{
-	static const int ws[4] = {388, 296, 300, 288};
-	static const int hs[4] = {374, 560, 300, 384};
-
-	*w = ws[db - 1];
-	*h = hs[db - 1];
-}
-
 /*
  * FVC2002 DB db, set B, in one encoding ("xyt" or "ist"): the 80 records,
  * and pairs: impression `probe_imp` of every finger against all 80 (every
@@ -297,19 +287,17 @@ rt_add_fvc(rt_set *s, const char *data, int db, const char *ext, int stride)
 			unsigned char *buf;
 			mcc_error	err;
 			mcc_status	st;
-			int			w;
-			int			h;
 
 			idx[f * 8 + i] = -1;
-			snprintf(path, sizeof(path), "%s/fvc2002/minutiae/%s/DB%d_B/%d_%d.%s", data,
-					 strcmp(ext, "xyt") == 0 ? "nbis-mindtct-xyt" : "fingerjetfx-iso19794-2-2005",
-					 db, 101 + f, 1 + i, ext);
+			tfvc_minutiae_path(path, sizeof(path), data,
+							   strcmp(ext, "xyt") == 0 ? "nbis-mindtct-xyt" : "fingerjetfx-iso19794-2-2005",
+							   &tfvc_dbs[db - 1], 101 + f, 1 + i, ext);
 			buf = unit_read_file(path, &len);
 			if (!buf)
 				continue;
-			rt_fvc_dims(db, &w, &h);
 			if (strcmp(ext, "xyt") == 0)
-				st = mcc_xyt_read((const char *) buf, len, w, h, 500, ms, &err);
+				st = mcc_xyt_read((const char *) buf, len, tfvc_dbs[db - 1].width, tfvc_dbs[db - 1].height,
+								  500, ms, &err);
 			else
 				st = mcc_iso_read(buf, len, 1, ms, NULL, &err);
 			free(buf);

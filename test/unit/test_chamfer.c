@@ -333,7 +333,6 @@ recover(int dim, int type, const double *ref, size_t n_ref, size_t stride, doubl
 		size_t n_out, const mcc_chamfer_opts *base, mcc_chamfer_result *res, mcc_status *st,
 		mcc_error *err)
 {
-	double		params[16];
 	double		m[16];
 	size_t		n_obs;
 	size_t		n_clean;
@@ -341,8 +340,7 @@ recover(int dim, int type, const double *ref, size_t n_ref, size_t stride, doubl
 	double		tr;
 	mcc_chamfer_opts o = *base;
 
-	cs_random_params(1000 + type * 7 + dim, type, dim, params);
-	mcc_chamfer_params_to_matrix(type, dim, params, m, err);
+	cs_random_matrix(1000 + type * 7 + dim, type, dim, m);
 	obs = cs_observed(5 + type, ref, n_ref, dim, m, stride, 1, noise, n_out, &n_obs, &n_clean);
 	o.transform = type;
 	*st = mcc_chamfer_align(obs, n_obs, ref, n_ref, dim, &o, res, err);
@@ -447,7 +445,6 @@ test_threads(void)
 	{
 		size_t		n_ref = 10000;
 		double	   *ref = make_ref(dim, n_ref);
-		double		params[16];
 		double		m[16];
 		size_t		n_obs;
 		size_t		n_clean;
@@ -457,8 +454,7 @@ test_threads(void)
 		const int	threads[] = {2, 3, 8};
 		mcc_chamfer_opts o;
 
-		cs_random_params(4242, MCC_XFORM_AFFINE, dim, params);
-		mcc_chamfer_params_to_matrix(MCC_XFORM_AFFINE, dim, params, m, &err);
+		cs_random_matrix(4242, MCC_XFORM_AFFINE, dim, m);
 		/* 10000 + 3000 points: 4 chunks, so that threads share the work */
 		obs = cs_observed(8, ref, n_ref, dim, m, 1, 0, 0.001 * (dim == 2 ? 1000 : 100), 3000,
 						  &n_obs, &n_clean);
@@ -665,7 +661,6 @@ test_initial(void)
 {
 	size_t		n_ref = 3000;
 	double	   *ref = make_ref(2, n_ref);
-	double		params[16];
 	double		m[16];
 	size_t		n_obs;
 	size_t		n_clean;
@@ -677,8 +672,7 @@ test_initial(void)
 
 	n_ref = lattice_dedupe(ref, n_ref, 2, 3.0);
 
-	cs_random_params(99, MCC_XFORM_SIMILARITY, 2, params);
-	mcc_chamfer_params_to_matrix(MCC_XFORM_SIMILARITY, 2, params, m, &err);
+	cs_random_matrix(99, MCC_XFORM_SIMILARITY, 2, m);
 	obs = cs_observed(99, ref, n_ref, 2, m, 3, 0, 0, 0, &n_obs, &n_clean);
 	mcc_chamfer_opts_init(&o);
 	o.resolution = 1.0;
@@ -707,7 +701,6 @@ test_cancel(void)
 {
 	size_t		n_ref = 10000;
 	double	   *ref = make_ref(2, n_ref);
-	double		params[16];
 	double		m[16];
 	size_t		n_obs;
 	size_t		n_clean;
@@ -717,8 +710,7 @@ test_cancel(void)
 	mcc_chamfer_result res;
 	mcc_status	st;
 
-	cs_random_params(5, MCC_XFORM_AFFINE, 2, params);
-	mcc_chamfer_params_to_matrix(MCC_XFORM_AFFINE, 2, params, m, &err);
+	cs_random_matrix(5, MCC_XFORM_AFFINE, 2, m);
 	obs = cs_observed(5, ref, n_ref, 2, m, 1, 0, 1, 0, &n_obs, &n_clean);
 	mcc_chamfer_opts_init(&o);
 	o.transform = MCC_XFORM_AFFINE;

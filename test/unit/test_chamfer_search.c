@@ -131,7 +131,6 @@ test_pyramid(void)
 	size_t		n_obs;
 	size_t		n_clean;
 	double	   *obs;
-	mcc_chamfer_opts o;
 	mcc_chamfer_ref rf;
 	mcc_chamfer_obs ob;
 	mcc_chamfer_pyramid pyr;
@@ -143,10 +142,7 @@ test_pyramid(void)
 	centroid2(ref, N_ROADS, c);
 	random_pose(1, c, 1000, m);
 	obs = observed(1, ref, N_ROADS, m, 4, 0, 0, 0, 1.0, 0.0, &n_obs, &n_clean);
-	mcc_chamfer_opts_init(&o);
-	if (mcc_chamfer_ref_build(ref, N_ROADS, 2, &o, &rf, &err) != MCC_OK ||
-		mcc_chamfer_obs_prepare(&rf, obs, n_obs, MCC_XFORM_SIMILARITY, &ob, &err) != MCC_OK ||
-		mcc_chamfer_pyramid_build(rf.pts, rf.n, &pyr, &err) != MCC_OK)
+	if (cs_search_inputs(ref, N_ROADS, obs, n_obs, &rf, &ob, &pyr, &err) != MCC_OK)
 	{
 		UNIT_CHECK(0, "set-up: %s", err.message);
 		return;

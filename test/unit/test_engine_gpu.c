@@ -65,8 +65,7 @@ load_ref(eng_server *s, eng_conn *c, uint64_t rid, uint64_t gen, const uint64_t 
 
 	eng_buf_init(&b);
 	ref_load_frames(&b, rid, gen, ixid, prof_id);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	eng_buf_free(&b);
 }
 
@@ -167,8 +166,7 @@ searches_ok(eng_server *s, eng_conn *c, uint64_t gen, uint64_t rid0)
 	eng_buf_init(&b);
 	for (int i = 0; i < 5; i++)
 		tl_search(&b, rid0 + i, &G, gen, ks[i], mins[i], 3, pt + (i % 4) * 3);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	for (int i = 0; i < 5; i++)
 		if (!result_ok(c, rid0 + i, 3, pt + (i % 4) * 3, ks[i], mins[i], NULL))
 		{
@@ -232,8 +230,7 @@ test_updates(int parts)
 		nd++;
 	}
 	tl_delta(&b, &G, 4, 602, 0, NULL, NULL, nd, dk, dh, false);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	UNIT_CHECK(searches_ok(&s, c, 4, 200), "%s: after 3 deltas, searches equal brute force", what);
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(st.appends >= 1 && st.uploads == 1, "%s: deltas appended (%llu appends), no reload",
@@ -248,8 +245,7 @@ test_updates(int parts)
 		uint32_t	sts[3] = {MCC_XID_ABORTED, MCC_XID_COMMITTED, MCC_XID_COMMITTED};
 
 		tl_settle(&b, 300, &G, 1000, 3, xids, sts);
-		ip_feed(&s, c, &b);
-		ip_pump_all(&s);
+		ip_send(&s, c, &b);
 		for (int i = 0; i < NT; i++)
 			if (i % 10 == 2 || i % 13 == 0)
 				ref[i].live = false;
@@ -280,8 +276,7 @@ test_updates(int parts)
 
 		tl_settle(&b, 500, &G, 1000, 1, xids, sts);
 	}
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	ip_pump_all(&s);
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(cache_of(&s)->n_purged == 0 && st.uploads == 2,
@@ -314,8 +309,7 @@ test_batches(void)
 	tl_search(&b, 10, &G, 1, 20, 0.0f, NP, pt);
 	for (int i = 0; i < NP; i++)
 		tl_search(&b, 20 + i, &G, 1, (uint32_t) (5 + 7 * i), 0.0f, 1, pt + i);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	st = ip_gpu_stats(&s);
 	ok = result_ok(c, 10, NP, pt, 20, 0.0f, NULL);
 	for (int i = 0; i < NP; i++)
@@ -327,8 +321,7 @@ test_batches(void)
 	s.cfg.max_batch = 1;
 	for (int i = 0; i < NP; i++)
 		tl_search(&b, 40 + i, &G, 1, 20, 0.0f, 1, pt + i);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	ok = true;
 	for (int i = 0; i < NP; i++)
 		ok = ok && result_ok(c, 40 + i, 1, pt + i, 20, 0.0f, NULL);
@@ -389,8 +382,7 @@ test_ties(void)
 	for (uint32_t k = 1; k <= 24; k++)
 		tl_search(&b, rid++, &G, 1, k, 0.0f, 1, pt);
 	tl_search(&b, rid++, &G, 1, 10, 0.999f, 1, pt);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	rid = 10;
 	for (uint32_t k = 1; k <= 24; k++)
 		ok = result_ok(c, rid++, 1, pt, k, 0.0f, NULL) && ok;
@@ -447,8 +439,7 @@ test_tpami(void)
 	c = server_loaded(&s, MCC_PROFILE_TPAMI2010);
 	eng_buf_init(&b);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 10, t + 50);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	ok = result_ok(c, 2, 10, t + 50, 10, 0.0f, NULL);
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(ok && st.passes == 0 && st.uploads == 0 && strcmp(device_of(&s), "cpu") == 0,
@@ -539,16 +530,14 @@ test_injected(void)
 	capture_start();
 	eng_gpu_test_inject(s.gpu, ENG_GPU_FAULT_CUDA);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 2, pt);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	warnings = capture_count("WARNING", "this search runs on the CPU");
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f, NULL) && st.fallbacks == st0.fallbacks + 1 &&
 			   st.passes == st0.passes && warnings == 1,
 			   "a CUDA error: that search answered on the CPU, one WARNING");
 	tl_search(&b, 3, &G, 1, 10, 0.0f, 2, pt + 2);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	st0 = st;
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 3, 2, pt + 2, 10, 0.0f, NULL) && st.passes == st0.passes + 1,
@@ -558,8 +547,7 @@ test_injected(void)
 	eng_gpu_test_inject(s.gpu, ENG_GPU_FAULT_PROBE);
 	tl_search(&b, 4, &G, 1, 10, 0.0f, 1, pt + 4);
 	tl_search(&b, 5, &G, 1, 10, 0.0f, 1, pt + 5);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	st0 = st;
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 4, 1, pt + 4, 10, 0.0f, NULL) && result_ok(c, 5, 1, pt + 5, 10, 0.0f, NULL) &&
@@ -570,11 +558,9 @@ test_injected(void)
 	capture_start();
 	eng_gpu_test_inject(s.gpu, ENG_GPU_FAULT_OOM);
 	tl_search(&b, 6, &G, 1, 10, 0.0f, 2, pt + 6);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	tl_search(&b, 7, &G, 1, 10, 0.0f, 2, pt + 8);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	warnings = capture_count("WARNING", "GPU not used for this cache");
 	st0 = st;
 	st = ip_gpu_stats(&s);
@@ -583,8 +569,7 @@ test_injected(void)
 			   "out of GPU memory: one WARNING, the gallery searched on the CPU");
 	load_ref(&s, c, 8, 2, NULL, MCC_PROFILE_DEFAULT);
 	tl_search(&b, 9, &G, 2, 10, 0.0f, 2, pt);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	st0 = st;
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 9, 2, pt, 10, 0.0f, NULL) && st.uploads == st0.uploads + 1 &&
@@ -612,8 +597,7 @@ test_memory_limit(void)
 	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 3, pt);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	warnings = capture_count("WARNING", "out of GPU memory");
 	st = ip_gpu_stats(&s);
 	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f, NULL) && st.passes == 0 && warnings == 1 &&
@@ -652,27 +636,22 @@ test_sticky(void)
 		tl_load_begin(&b, 30, &G2, 1, 20);
 		tl_load_rows(&b, 30, 20, keys, xid, NULL, gt);
 		tl_load_end(&b, 30);
-		ip_feed(&s, c, &b);
-		ip_pump_all(&s);
+		ip_send(&s, c, &b);
 	}
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 2, pt);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	UNIT_CHECK(result_ok(c, 2, 2, pt, 10, 0.0f, NULL) && ip_gpu_stats(&s).passes == 1,
 			   "before the fault: answered on the GPU");
 	UNIT_CHECK(eng_gpu_test_fault(s.gpu, cache_of(&s)), "the next kernel is made to fault");
 	capture_start();
 	tl_search(&b, 3, &G, 1, 10, 0.0f, 3, pt + 3);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	tl_search(&b, 4, &G, 1, 10, 0.0f, 2, pt + 6);
 	tl_search(&b, 5, &G2, 1, 5, 0.0f, 1, pt);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	load_ref(&s, c, 6, 2, NULL, MCC_PROFILE_DEFAULT);
 	tl_search(&b, 7, &G, 2, 10, 0.0f, 2, pt + 8);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	warnings = capture_count("WARNING", "GPU disabled for the rest of the process");
 	st = ip_gpu_stats(&s);
 	ok = result_ok(c, 3, 3, pt + 3, 10, 0.0f, NULL) && result_ok(c, 4, 2, pt + 6, 10, 0.0f, NULL) &&
@@ -714,8 +693,7 @@ test_no_device(void)
 	load_ref(&s, c, 1, 1, NULL, MCC_PROFILE_DEFAULT);
 	eng_buf_init(&b);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 3, pt);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	UNIT_CHECK(result_ok(c, 2, 3, pt, 10, 0.0f, NULL) && strcmp(device_of(&s), "cpu") == 0,
 			   "and serves searches on the CPU, equal to brute force");
 	eng_buf_free(&b);

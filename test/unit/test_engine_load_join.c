@@ -80,8 +80,7 @@ send_rows(eng_server *s, eng_conn *c, uint64_t rid, int a, int z)
 static void
 feed(eng_server *s, eng_conn *c, eng_buf *b)
 {
-	ip_feed(s, c, b);
-	ip_pump_all(s);
+	ip_send(s, c, b);
 }
 
 /* The reply type to rid on c (0: none or several), and a LOADED/JOINED count. */

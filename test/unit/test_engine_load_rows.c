@@ -47,8 +47,7 @@ test_load_bad_row(eng_server *s, eng_conn *c)
 	tl_load_rows(&b, 90, n, keys, xid, NULL, t);
 	tl_load_end(&b, 90);
 	tl_search(&b, 91, &g3, 0, 10, 0.0f, 1, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_error_of(c, 90) == MCC_PERR_DATA && !c->closing,
 			   "a bad template in a frame's rows: the load fails with DATA, connection kept");
 	UNIT_CHECK(ip_error_of(c, 91) == MCC_PERR_NOT_LOADED,

@@ -258,8 +258,7 @@ load_on(eng_server *s, int expected, int rows, bool *started)
 	tl_load_begin(&b, 2, &g, 2, (uint64_t) expected);
 	frames(&b, 2, 0, rows / 2, 400, rows / 2 - 10);
 	tl_load_end(&b, 2);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_error_of(c, 2) == MCC_PERR_DATA, "a load with a bad row fails (prefault %d)",
 			   s->cfg.load_prefault);
 	ip_clear_out(c);
@@ -268,8 +267,7 @@ load_on(eng_server *s, int expected, int rows, bool *started)
 	eng_buf_init(&b);
 	tl_load_begin(&b, 3, &g, 3, (uint64_t) expected);
 	frames(&b, 3, 0, 800, 400, -1);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	gal = eng_gallery_get(s, &g, false);
 	*started = gal != NULL && gal->loads != NULL && gal->loads->build != NULL &&
 		gal->loads->build->prefault != NULL;
@@ -277,8 +275,7 @@ load_on(eng_server *s, int expected, int rows, bool *started)
 	eng_buf_init(&b);
 	frames(&b, 3, 800, rows, 400, -1);
 	tl_load_end(&b, 3);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_reply(c, 3, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED, "the load of %d rows (%d expected) succeeds (prefault %d)",
 			   rows, expected, s->cfg.load_prefault);
 	ip_clear_out(c);

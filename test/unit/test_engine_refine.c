@@ -145,8 +145,7 @@ load_rows(eng_server *s, eng_conn *c, uint64_t rid)
 	tl_load_begin(&b, rid, &G, 1, NT);
 	tl_load_rows(&b, rid, NT, keys, ix, dx, gt);
 	tl_load_end(&b, rid);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	eng_buf_free(&b);
 }
 
@@ -183,8 +182,7 @@ test_count_search(eng_server *s, eng_conn *c)
 	tl_search_count(&b, 20, &G, 1, 5, 0.0f, 1500, 0, 2, pt);
 	tl_search_count(&b, 21, &G, 1, 5, 0.0f, 1500, NT, 1, pt);
 	tl_search_count(&b, 22, &G, 1, 5, 0.0f, 0, 0, 1, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 
 	ok = ip_reply(c, 20, &f, &cp) == 1 && tl_parse_result(&f, &r);
 	UNIT_CHECK(ok && r.searchable == NT && r.count_state == MCC_COUNT_DONE &&
@@ -282,8 +280,7 @@ test_refine_methods(int threads)
 	}
 	for (int m = 0; m < MCC_NMETHODS; m++)
 		tl_refine(&b, 100 + m, (uint32_t) m, NP, pt, n, cand);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	for (int m = 0; m < MCC_NMETHODS; m++)
 	{
 		bool		ok = refined_ok(c, 100 + m, m, NP, pt, n, cand);
@@ -298,8 +295,7 @@ test_refine_methods(int threads)
 	/* no items at all, and one item without candidates */
 	tl_refine(&b, 200, MCC_LSS_DTR, 0, pt, n, cand);
 	tl_refine(&b, 201, MCC_LSS_DTR, 1, pt + 2, n + 2, cand + 2);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	UNIT_CHECK(refined_ok(c, 200, MCC_LSS_DTR, 0, pt, n, cand) &&
 			   refined_ok(c, 201, MCC_LSS_DTR, 1, pt + 2, n + 2, cand + 2),
 			   "%d thread(s): REFINE of no items and of an item without candidates", threads);
@@ -349,8 +345,7 @@ test_refine_errors(eng_server *s, eng_conn *c)
 	two[0] = pt[0];
 	two[1] = pt[1];
 	tl_refine(&b, 303, MCC_LSS, 1, two, &n1, &cand);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_error_of(c, 300) == MCC_PERR_DATA, "REFINE of a damaged template: DATA error");
 	UNIT_CHECK(ip_error_of(c, 301) == MCC_PERR_DATA,
 			   "REFINE of a candidate of another profile than its probe: DATA error");
@@ -393,8 +388,7 @@ test_refine_errors(eng_server *s, eng_conn *c)
 	eng_conn_close(s, x);
 	ip_pump_all(s);
 	tl_refine(&b, 331, MCC_LSS_DTR, 1, pt + 1, &n1, &cand);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(s->refines == NULL && refined_ok(c, 331, MCC_LSS_DTR, 1, pt + 1, &n1, &cand),
 			   "a connection closed mid-refinement: dropped, the engine refines on");
 	ip_clear_out(c);

@@ -57,8 +57,7 @@ test_methods(int threads)
 
 		tl_search_full(&b, 100 + m, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &rf, NP, probes);
 	}
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	for (int m = 1; m < MCC_NMETHODS; m++)
 	{
 		tl_refine_spec rf = {(uint32_t) m, 5, 0.2, 10};
@@ -105,8 +104,7 @@ test_cut_and_batch(void)
 	tl_search(&b, 203, &G, 1, 10, 0.0f, 2, probes);
 	tl_search(&b, 204, &G, 1, 7, 0.05f, 1, probes + 3);
 	passes = g->passes;
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(g->passes == passes + 1, "three refining and two plain searches arriving together: one pass");
 	UNIT_CHECK(refined_ok(c, 200, probes, 2, &fused, 30, 0),
 			   "count_xmin 0: no entry certain, all s + k candidates refined");
@@ -123,8 +121,7 @@ test_cut_and_batch(void)
 	tl_search_full(&b, 211, &G, 1, 5, 0.0f, XMIN, UINT64_MAX, &bad_f, 1, probes);
 	tl_search_full(&b, 212, &G, 1, 5, 0.0f, XMIN, UINT64_MAX, &bad_k, 1, probes);
 	tl_search_full(&b, 213, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &fused, 1, probes);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_error_of(c, 210) == MCC_PERR_DATA && ip_error_of(c, 211) == MCC_PERR_DATA &&
 			   ip_error_of(c, 212) == MCC_PERR_DATA,
 			   "an unknown method, a fraction above 1, a final k of 0: DATA errors");
@@ -164,16 +161,14 @@ test_after_changes(void)
 	eng_buf_init(&b);
 	tl_delta(&b, &G, 2, 8000, NI, ikeys, gt + NT, 3, dkeys, dhash, false);
 	tl_search_full(&b, 300, &G, 2, 8, 0.0f, 9000, UINT64_MAX, &rf, NP, probes);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(refined_ok(c, 300, probes, NP, &rf, 8, 9000),
 			   "after a delta: the new rows (unsettled) and the deleted ones refine with their xids");
 	ip_clear_out(c);
 
 	/* 5001 aborted: its inserts purged; 7000 committed below the horizon: purged */
 	tl_settle(&b, 301, &G, 7500, 3, xids, states);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	for (int i = 0; i < n_rows; i++)
 	{
 		ref_row    *r = &rows[i];
@@ -189,8 +184,7 @@ test_after_changes(void)
 			   "the settle purged a third of the cache and a compaction replaced it");
 	tl_search_full(&b, 302, &G, 2, 8, 0.0f, 9000, UINT64_MAX, &rf, NP, probes);
 	tl_search_full(&b, 303, &G, 2, 8, 0.0f, 7900, UINT64_MAX, &rf, NP, probes);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(refined_ok(c, 302, probes, NP, &rf, 8, 9000) &&
 			   refined_ok(c, 303, probes, NP, &rf, 8, 7900),
 			   "the compacted cache refines exactly (xmin 9000 and 7900), settled flags reported");
@@ -229,8 +223,7 @@ test_cancel(void)
 	UNIT_CHECK(caught && g->cache->pins == 1,
 			   "a refining search's pass ends, its rescoring runs with the cache pinned");
 	tl_cancel(&b, 400);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_reply(c, 400, NULL, NULL) == 0 && g->rescoring == NULL && g->running == NULL &&
 			   s->jobs == 0 && g->cache->pins == 0,
 			   "cancelled during its rescoring: never answered, the job gone, the cache unpinned");
@@ -242,8 +235,7 @@ test_cancel(void)
 	eng_conn_close(s, x);
 	ip_pump_all(s);
 	tl_search_full(&b, 411, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &rf, 2, probes);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(caught && g->rescoring == NULL && s->jobs == 0 && g->cache->pins == 0 &&
 			   refined_ok(c, 411, probes, 2, &rf, 8, XMIN),
 			   "a connection closed during a rescoring: dropped, the engine refines on");
@@ -405,8 +397,7 @@ refine_round(eng_server *s, eng_conn *c, uint64_t rid)
 	eng_buf_init(&b);
 	tl_search_full(&b, rid, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &fused, NP, probes);
 	tl_search_full(&b, rid + 1, &G, 1, 12, 0.0f, XMIN, UINT64_MAX, &dtr, 2, probes + 1);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	ok = refined_ok(c, rid, probes, NP, &fused, 8, XMIN) &&
 		refined_ok(c, rid + 1, probes + 1, 2, &dtr, 12, XMIN);
 	ip_clear_out(c);
@@ -549,8 +540,7 @@ test_top(void)
 		tl_search_full(&b, 601, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &rf_top, NP, probes);
 		tl_search_full(&b, 602, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &big, NP, probes);
 		tl_search_full(&b, 603, &G, 1, 8, 0.0f, XMIN, UINT64_MAX, &big_top, NP, probes);
-		ip_feed(s, c, &b);
-		ip_pump_all(s);
+		ip_send(s, c, &b);
 		memset(got, 0, sizeof(got));
 		memset(cp, 0, sizeof(cp));
 		for (int q = 0; q < 4; q++)

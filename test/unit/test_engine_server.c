@@ -68,8 +68,7 @@ test_hello_and_not_loaded(eng_server *s, eng_conn *c)
 	eng_buf_init(&b);
 	tl_hello(&b, 1);
 	tl_search(&b, 2, &G, 1, 10, 0.0f, 1, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_reply(c, 1, &f, NULL) == 1 && f.h.type == MCC_MSG_HELLO_OK &&
 			   f.h.length == 16 && (memcpy(&inc, f.p, 8), inc == s->incarnation),
 			   "HELLO answered with the incarnation");
@@ -95,8 +94,7 @@ test_load_and_search(eng_server *s, eng_conn *c)
 	eng_buf_init(&b);
 	tl_search(&b, 11, &G, 10, 10, 0.0f, 3, pt);
 	tl_search(&b, 12, &G, 3, 400, 0.15f, 1, pt + 3);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(result_ok(c, 11, 3, pt, 10, 0.0f, &applied) && applied == 10,
 			   "SEARCH of 3 probes equals brute force, generation 10");
 	UNIT_CHECK(result_ok(c, 12, 1, pt + 3, 400, 0.15f, NULL),
@@ -104,8 +102,7 @@ test_load_and_search(eng_server *s, eng_conn *c)
 	ip_clear_out(c);
 	/* a visibility count is one more part of the pass (on the GPU path too) */
 	tl_search_count(&b, 13, &G, 10, 10, 0.0f, 6, 0, 3, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	{
 		uint8_t    *cp;
 		tl_result	r = {0};
@@ -134,8 +131,7 @@ test_batching(eng_server *s, eng_conn *c)
 	eng_buf_init(&b);
 	for (int i = 0; i < 8; i++)
 		tl_search(&b, 100 + i, &G, 10, 5, 0.0f, 1, pt + i);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	for (int i = 0; i < 8; i++)
 		ok = ok && result_ok(c, 100 + i, 1, pt + i, 5, 0.0f, NULL);
 	UNIT_CHECK(ok && g->passes == passes + 1, "8 searches arriving together: one pass (%llu), "
@@ -145,8 +141,7 @@ test_batching(eng_server *s, eng_conn *c)
 	passes = g->passes;
 	for (int i = 0; i < 8; i++)
 		tl_search(&b, 100 + i, &G, 10, 5, 0.0f, 1, pt + i);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	ok = true;
 	for (int i = 0; i < 8; i++)
 		ok = ok && result_ok(c, 100 + i, 1, pt + i, 5, 0.0f, NULL);
@@ -173,14 +168,12 @@ test_deltas(eng_server *s, eng_conn *c)
 	/* in order: insert 1000 (a copy of probe 0), delete key 3 (still searchable) */
 	tl_delta(&b, &G, 11, 500, 1, &k1000, &xt[0], 1, &k3, &h3, false);
 	tl_search(&b, 20, &G, 11, 10, 0.0f, 2, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	ref_add(1000, &xt[0]);
 	UNIT_CHECK(result_ok(c, 20, 2, pt, 10, 0.0f, &applied) && applied == 11,
 			   "delta 11 applied before the search that needs it");
 	tl_search(&b, 21, &G, 11, 3, 0.0f, 1, &gt[3]);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(result_ok(c, 21, 1, &gt[3], 3, 0.0f, NULL),
 			   "a deleted version is still searched until settled");
 	ip_clear_out(c);
@@ -188,12 +181,10 @@ test_deltas(eng_server *s, eng_conn *c)
 	/* out of order: 13 before 12; the search for 13 waits for both */
 	tl_delta(&b, &G, 13, 502, 1, &k1001, &xt[1], 0, NULL, NULL, false);
 	tl_search(&b, 22, &G, 13, 10, 0.0f, 2, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_reply(c, 22, NULL, NULL) == 0, "search for 13 waits while 12 is missing");
 	tl_delta(&b, &G, 12, 501, 1, &k1002, &xt[2], 0, NULL, NULL, false);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	ref_add(1001, &xt[1]);
 	ref_add(1002, &xt[2]);
 	UNIT_CHECK(result_ok(c, 22, 2, pt, 10, 0.0f, &applied) && applied == 13,
@@ -203,12 +194,10 @@ test_deltas(eng_server *s, eng_conn *c)
 	/* a generation in two parts (two subtransaction ids) */
 	tl_delta(&b, &G, 14, 600, 1, &k1003, &xt[3], 0, NULL, NULL, true);
 	tl_search(&b, 23, &G, 14, 10, 0.0f, 1, &xt[4]);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_reply(c, 23, NULL, NULL) == 0, "first part of generation 14 does not complete it");
 	tl_delta(&b, &G, 14, 601, 1, &k1004, &xt[4], 0, NULL, NULL, false);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	ref_add(1003, &xt[3]);
 	ref_add(1004, &xt[4]);
 	UNIT_CHECK(result_ok(c, 23, 1, &xt[4], 10, 0.0f, &applied) && applied == 14,
@@ -226,8 +215,7 @@ test_deltas(eng_server *s, eng_conn *c)
 		g->cache->pins++;		/* as a pass that runs long would */
 		tl_delta(&b, &G, 15, 602, 1, &k1008, &xt[8], 0, NULL, NULL, false);
 		tl_search(&b, 25, &G, 15, 10, 0.0f, 1, &xt[8]);
-		ip_feed(s, c, &b);
-		ip_pump_all(s);
+		ip_send(s, c, &b);
 		usleep(400000);
 		ip_pump_all(s);
 		UNIT_CHECK(ip_reply(c, 25, NULL, NULL) == 0 && g->cache->applied_gen == 14,
@@ -269,8 +257,7 @@ test_reload_and_load_races(eng_server *s, eng_conn *c)
 	tl_reload(&b, &G, 16);
 	tl_search(&b, 30, &G, 16, 10, 0.0f, 1, pt);
 	tl_search(&b, 31, &G, 15, 10, 0.0f, 1, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_error_of(c, 30) == MCC_PERR_NOT_LOADED, "RELOAD 16: a search for 16 needs a load");
 	UNIT_CHECK(result_ok(c, 31, 1, pt, 10, 0.0f, NULL), "RELOAD 16: a search for 15 is served");
 	ip_clear_out(c);
@@ -279,8 +266,7 @@ test_reload_and_load_races(eng_server *s, eng_conn *c)
 	tl_load_begin(&b, 33, &G, 16, 0);
 	ip_feed(s, c, &b);
 	tl_delta(&b, &G, 17, 700, 1, &k1005, &xt[5], 0, NULL, NULL, false);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	{
 		int64_t		rk[NT + NX + 16];
 		uint64_t	rx[NT + NX + 16];
@@ -298,16 +284,14 @@ test_reload_and_load_races(eng_server *s, eng_conn *c)
 		tl_load_rows(&b, 33, n, rk, rx, NULL, rt);
 		tl_load_rows(&b, 33, 1, keys, ix, NULL, &xt[5]);
 		tl_load_end(&b, 33);
-		ip_feed(s, c, &b);
-		ip_pump_all(s);
+		ip_send(s, c, &b);
 		ref_add(1005, &xt[5]);
 		UNIT_CHECK(ip_reply(c, 33, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED &&
 				   (memcpy(&entries, f.p, 8), entries == (uint64_t) n + 1),
 				   "load of 16 with delta 17 during it: %d entries, the row held once", n + 1);
 	}
 	tl_search(&b, 34, &G, 17, 100, 0.0f, 1, &xt[5]);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(result_ok(c, 34, 1, &xt[5], 100, 0.0f, &applied) && applied == 17,
 			   "after the load: generation 17, equal to brute force");
 	ip_clear_out(c);
@@ -315,19 +299,16 @@ test_reload_and_load_races(eng_server *s, eng_conn *c)
 	/* evict; delta 19 reaches the engine before the LOAD_BEGIN of 18 */
 	tl_gallery_msg(&b, MCC_MSG_EVICT, 35, &G);
 	tl_search(&b, 36, &G, 17, 10, 0.0f, 1, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_reply(c, 35, &f, NULL) == 1 && f.h.type == MCC_MSG_OK &&
 			   ip_error_of(c, 36) == MCC_PERR_NOT_LOADED, "EVICT: then NOT_LOADED");
 	ip_clear_out(c);
 	tl_delta(&b, &G, 19, 800, 1, &k1006, &xt[6], 0, NULL, NULL, false);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	load_ref(s, c, 37, 18, NULL);	/* the reference does not hold 1006 yet */
 	ref_add(1006, &xt[6]);
 	tl_search(&b, 38, &G, 19, 10, 0.0f, 1, &xt[6]);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(result_ok(c, 38, 1, &xt[6], 10, 0.0f, &applied) && applied == 19,
 			   "a delta that came before the load's LOAD_BEGIN is applied after it");
 	ip_clear_out(c);
@@ -355,15 +336,13 @@ test_settle_and_compaction(eng_server *s, eng_conn *c)
 	load_ref(s, c, 40, 20, ix);
 	eng_buf_init(&b);
 	tl_gallery_msg(&b, MCC_MSG_XIDS, 41, &G);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_reply(c, 41, &f, &cp) == 1 && f.h.type == MCC_MSG_XID_LIST &&
 			   (memcpy(&n, f.p, 4), n == 2), "XIDS: the two inserting xids");
 	free(cp);
 	tl_settle(&b, 42, &G, 11, 2, xids, st);
 	tl_search(&b, 43, &G, 20, 1000, 0.0f, 2, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	for (int i = 0; i < n_ref; i++)
 		if (i % 4 == 1)
 			ref[i].live = false;
@@ -384,8 +363,7 @@ test_settle_and_compaction(eng_server *s, eng_conn *c)
 	xids[0] = 11;
 	st[0] = MCC_XID_COMMITTED;
 	tl_settle(&b, 44, &G, 12, 1, xids, st);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	for (int i = 0; i < n_ref; i++)
 		if (ref[i].live && i % 3 == 0)
 			ref[i].live = false;
@@ -394,8 +372,7 @@ test_settle_and_compaction(eng_server *s, eng_conn *c)
 			   g->cache->soa.n_tpl == (uint32_t) eng_cache_searchable(g->cache),
 			   "deletes purged and compacted away (%u entries left)", g->cache->soa.n_tpl);
 	tl_search(&b, 45, &G, 21, 1000, 0.0f, 3, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(result_ok(c, 45, 3, pt, 1000, 0.0f, NULL), "after compaction: equal to brute force");
 	ip_clear_out(c);
 	eng_buf_free(&b);
@@ -414,12 +391,10 @@ test_cancel_and_close(eng_server *s, eng_conn *c)
 	tl_search(&b, 51, &G, 22, 10, 0.0f, 1, pt);
 	ip_feed(s, c, &b);
 	tl_search(&b, 52, &G, 22, 10, 0.0f, 1, pt);
-	ip_feed(s, c2, &b);
-	ip_pump_all(s);
+	ip_send(s, c2, &b);
 	eng_conn_close(s, c2);		/* its waiting search is dropped */
 	tl_delta(&b, &G, 22, 900, 1, &k, &xt[7], 0, NULL, NULL, false);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	ref_add(1007, &xt[7]);
 	UNIT_CHECK(ip_reply(c, 50, NULL, NULL) == 0, "a cancelled search gets no reply");
 	UNIT_CHECK(result_ok(c, 51, 1, pt, 10, 0.0f, NULL),
@@ -440,8 +415,7 @@ test_status(eng_server *s, eng_conn *c)
 
 	eng_buf_init(&b);
 	tl_empty(&b, MCC_MSG_STATUS, 60);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	if (ip_reply(c, 60, &f, &cp) == 1 && f.h.length == 4 + 124)
 	{
 		memcpy(&n, f.p, 4);
@@ -532,8 +506,7 @@ test_malformed(eng_server *s, eng_conn *c)
 
 	eng_buf_init(&b);
 	tl_search(&b, 70, &G, 1, 10, 0.0f, 1, &bad);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	UNIT_CHECK(ip_error_of(c, 70) == MCC_PERR_DATA && !c->closing,
 			   "a bad probe template: DATA error, connection kept");
 	ip_clear_out(c);
@@ -596,8 +569,7 @@ test_malformed(eng_server *s, eng_conn *c)
 	printf("# %d of %d damaged inputs closed their connection\n", closed, trials);
 	UNIT_CHECK(closed > trials / 10, "malformed frames close their connections");
 	tl_search(&b, 71, &G, 1, 10, 0.0f, 1, pt);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	alive = ip_reply(c, 71, NULL, NULL) == 1;
 	UNIT_CHECK(alive && !c->closing, "after %d damaged inputs the engine still answers", trials);
 	ip_clear_out(c);
@@ -647,8 +619,7 @@ test_memory_limit(void)
 	UNIT_CHECK(s.budget.used == g->cache->bytes, "the failed load released its memory");
 	eng_buf_init(&b);
 	tl_search(&b, 82, &G, 1, 10, 0.0f, 1, pt);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	UNIT_CHECK(result_ok(c, 82, 1, pt, 10, 0.0f, NULL), "the old cache still serves");
 	eng_buf_free(&b);
 	eng_server_destroy(&s);
@@ -674,8 +645,7 @@ load_as(eng_server *s, eng_conn *c, uint64_t rid, const mcc_gallery_id *gid, uin
 	for (int i = 0; i < NT; i += 100)
 		tl_load_rows(&b, rid, NT - i < 100 ? NT - i : 100, keys + i, xid + i, NULL, gt + i);
 	tl_load_end(&b, rid);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);
+	ip_send(s, c, &b);
 	eng_buf_free(&b);
 }
 
@@ -722,8 +692,7 @@ test_memory_sharing(void)
 			   s.budget.used == g->cache->bytes,
 			   "a reload that may replace the current copy fits where two copies do not");
 	tl_reload(&b, &G, 3);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	load_as(&s, c, 92, &G, 3, 0, 0);
 	UNIT_CHECK(loaded(c, 92) && g->cache->applied_gen == 3 && s.budget.used == g->cache->bytes,
 			   "a cache marked for a reload gives way to its reload");
@@ -736,8 +705,7 @@ test_memory_sharing(void)
 			   s.budget.used == h->cache->bytes,
 			   "a load evicts another gallery's cache of equal priority, used less recently");
 	tl_search(&b, 94, &G, 3, 10, 0.0f, 1, pt);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	UNIT_CHECK(ip_error_of(c, 94) == MCC_PERR_NOT_LOADED,
 			   "the evicted gallery's searches get NOT_LOADED (the backend reloads it)");
 	ip_clear_out(c);

@@ -131,8 +131,7 @@ snapshot_info(eng_server *s, eng_conn *c, uint64_t rid, uint64_t *rows)
 	eng_buf_gallery(&b, &G);
 	eng_buf_u32(&b, MCC_PROFILE_DEFAULT);
 	eng_frame_end(&b, x);
-	ip_feed(s, c, &b);
-	ip_pump_all(s);				/* the file is read in the pool; the reply comes after */
+	ip_send(s, c, &b);				/* the file is read in the pool; the reply comes after */
 	if (ip_reply(c, rid, &f, NULL) == 1 && f.h.type == MCC_MSG_SNAPSHOT_INFO)
 	{
 		memcpy(&usable, f.p, 4);
@@ -171,8 +170,7 @@ main(void)
 	for (int i = 0; i < NT; i++)
 		row(&b, 1, i, 0, &t[i], (uint64_t) i + 1, 1000 + (uint64_t) i);
 	tl_load_end(&b, 1);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	UNIT_CHECK(ip_reply(c, 1, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED, "full load with tuple ids");
 	UNIT_CHECK(wait_written(&s) && access(path, F_OK) == 0, "the engine wrote a snapshot after the load");
 	eng_server_destroy(&s);
@@ -220,8 +218,7 @@ main(void)
 	row(&b, 3, 20, 2500, &t[NT], 21, 2500);
 	row(&b, 3, 100, 2700, &t[NT + 1], 100, 2700);
 	tl_load_end(&b, 3);
-	ip_feed(&s, c, &b);
-	ip_pump_all(&s);
+	ip_send(&s, c, &b);
 	UNIT_CHECK(ip_reply(c, 3, &f, NULL) == 1 && f.h.type == MCC_MSG_LOADED, "snapshot-checked load ends");
 	{
 		eng_gallery *g = eng_gallery_get(&s, &G, false);

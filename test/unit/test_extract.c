@@ -502,7 +502,7 @@ test_fvc(void)
 				mcc_extract_params p;
 				mcc_error	err;
 
-				snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", data, tfvc_dbs[d].db, f, i);
+				tfvc_image_path(path, sizeof(path), data, &tfvc_dbs[d], f, i);
 				if ((png = unit_read_file(path, &len)) == NULL)
 					continue;
 				images++;
@@ -520,9 +520,7 @@ test_fvc(void)
 				{
 					ok++;
 					sane += ms.count >= 8 && ms.count <= 150;
-					snprintf(path, sizeof(path),
-							 "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", data, tfvc_dbs[d].db,
-							 f, i);
+					tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[d], f, i, "xyt");
 					if ((xyt = unit_read_file(path, &tlen)) != NULL &&
 						mcc_xyt_read((const char *) xyt, tlen, (int) im.width, (int) im.height,
 									 500, &ref, &err) == MCC_OK)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testfvc.h"
 #include "refcyl.h"
 #include "mcc_cylinder.h"
 #include "mcc_lss.h"
@@ -33,13 +34,12 @@ read_xyt(const char *data, int f, int i, mcc_minutiae *ms)
 	mcc_error	err;
 	int			ok;
 
-	snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/DB1_B/%d_%d.xyt",
-			 data, f, i);
+	tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[0], f, i, "xyt");
 	text = unit_read_file(path, &len);
 	if (text == NULL)
 		return 0;
-	/* FVC2002 DB1: 388 x 374 pixels at 500 dpi */
-	ok = mcc_xyt_read((const char *) text, len, 388, 374, 500, ms, &err) == MCC_OK;
+	ok = mcc_xyt_read((const char *) text, len, tfvc_dbs[0].width, tfvc_dbs[0].height, tfvc_dbs[0].dpi, ms,
+					  &err) == MCC_OK;
 	free(text);
 	return ok;
 }

@@ -626,7 +626,7 @@ test_fvc(void)
 				mcc_image_info info;
 				mcc_error	err;
 
-				snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", root, tfvc_dbs[i].db, f, imp);
+				tfvc_image_path(path, sizeof(path), root, &tfvc_dbs[i], f, imp);
 				d = unit_read_file(path, &len);
 				if (d == NULL)
 					continue;

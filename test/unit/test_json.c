@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testfvc.h"
 #include "testgen.h"
 #include "testsets.h"
 #include "mcc_iso.h"
@@ -354,16 +355,15 @@ test_fvc(const char *data)
 				mcc_minutiae ms;
 				mcc_error	err;
 
-				snprintf(path, sizeof(path), "%s/fvc2002/minutiae/fingerjetfx-iso19794-2-2005/DB%d_B/%d_%d.ist",
-						 data, d, f, imp);
+				tfvc_minutiae_path(path, sizeof(path), data, "fingerjetfx-iso19794-2-2005", &tfvc_dbs[d - 1], f,
+								   imp, "ist");
 				if ((buf = unit_read_file(path, &len)) != NULL)
 				{
 					files++;
 					good += mcc_iso_read(buf, len, 1, &ms, NULL, &err) == MCC_OK && round_trip(&ms, NULL);
 					free(buf);
 				}
-				snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/DB%d_B/%d_%d.xyt",
-						 data, d, f, imp);
+				tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[d - 1], f, imp, "xyt");
 				if ((buf = unit_read_file(path, &len)) != NULL)
 				{
 					files++;

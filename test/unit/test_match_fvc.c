@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testfvc.h"
 #include "mcc_iso.h"
 #include "mcc_lss.h"
 #include "mcc_match.h"
@@ -91,8 +92,7 @@ load_db1(const char *data, const char *dir, const char *ext, uint8_t **blob,
 			mcc_status	st;
 			int			k = f * 8 + i;
 
-			snprintf(path, sizeof(path), "%s/fvc2002/minutiae/%s/DB1_B/%d_%d.%s",
-					 data, dir, 101 + f, 1 + i, ext);
+			tfvc_minutiae_path(path, sizeof(path), data, dir, &tfvc_dbs[0], 101 + f, 1 + i, ext);
 			buf = unit_read_file(path, &len);
 			if (buf == NULL)
 			{
@@ -100,7 +100,7 @@ load_db1(const char *data, const char *dir, const char *ext, uint8_t **blob,
 				return 0;
 			}
 			if (strcmp(ext, "xyt") == 0)
-				st = mcc_xyt_read((const char *) buf, len, 388, 374, 500, ms, &err);
+				st = mcc_xyt_read((const char *) buf, len, tfvc_dbs[0].width, tfvc_dbs[0].height, 500, ms, &err);
 			else
 				st = mcc_iso_read(buf, len, 1, ms, NULL, &err);
 			free(buf);

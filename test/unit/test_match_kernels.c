@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testfvc.h"
 #include "testgen.h"
 #include "mcc_iso.h"
 #include "mcc_match.h"
@@ -425,8 +426,7 @@ load_db1(pair_set *ps, const char *data, const char *dir, const char *ext)
 		unsigned char *buf;
 		mcc_error	err;
 
-		snprintf(path, sizeof(path), "%s/fvc2002/minutiae/%s/DB1_B/%d_%d.%s",
-				 data, dir, 101 + k / 8, 1 + k % 8, ext);
+		tfvc_minutiae_path(path, sizeof(path), data, dir, &tfvc_dbs[0], 101 + k / 8, 1 + k % 8, ext);
 		buf = unit_read_file(path, &len);
 		if (buf == NULL)
 		{
@@ -434,7 +434,8 @@ load_db1(pair_set *ps, const char *data, const char *dir, const char *ext)
 			break;
 		}
 		if (strcmp(ext, "xyt") == 0)
-			ok = mcc_xyt_read((const char *) buf, len, 388, 374, 500, ms, &err) == MCC_OK;
+			ok = mcc_xyt_read((const char *) buf, len, tfvc_dbs[0].width, tfvc_dbs[0].height, 500, ms,
+							  &err) == MCC_OK;
 		else
 			ok = mcc_iso_read(buf, len, 1, ms, NULL, &err) == MCC_OK;
 		free(buf);

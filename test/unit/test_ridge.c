@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "unit.h"
+#include "testfvc.h"
 #include "mcc_dp2d.h"
 #include "mcc_dp2d_overall.h"
 #include "mcc_image.h"
@@ -271,7 +272,7 @@ test_fvc(void)
 		UNIT_SKIP("../shared/data is absent: no FVC2002 print restored");
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/fvc2002/images/DB1_B/101_1.png", data);
+	tfvc_image_path(path, sizeof(path), data, &tfvc_dbs[0], 101, 1);
 	if ((file = unit_read_file(path, &len)) == NULL || mcc_image_probe(file, len, &info, &err) != MCC_OK)
 	{
 		UNIT_SKIP("%s not readable", path);

@@ -200,10 +200,10 @@ test_db(const char *root, int db, int *near_total, int *tried_total)
 		mcc_sad_hit hits[2];
 		uint32_t	n;
 
-		snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_1.png", root, tfvc_dbs[db].db, f);
+		tfvc_image_path(path, sizeof(path), root, &tfvc_dbs[db], f, 1);
 		if (ti_load_image(path, &a) != 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_1.xyt", root, tfvc_dbs[db].db, f);
+		tfvc_minutiae_path(path, sizeof(path), root, "nbis-mindtct-xyt", &tfvc_dbs[db], f, 1, "xyt");
 		if (load_minutiae(path, &a, &ma) != 0)
 		{
 			free(a.pixels);
@@ -257,11 +257,10 @@ test_db(const char *root, int db, int *near_total, int *tried_total)
 						ey;
 			int			pairs;
 
-			snprintf(path, sizeof(path), "%s/fvc2002/images/%s/%d_%d.png", root, tfvc_dbs[db].db, f, imp);
+			tfvc_image_path(path, sizeof(path), root, &tfvc_dbs[db], f, imp);
 			if (ti_load_image(path, &b) != 0)
 				continue;
-			snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt", root,
-					 tfvc_dbs[db].db, f, imp);
+			tfvc_minutiae_path(path, sizeof(path), root, "nbis-mindtct-xyt", &tfvc_dbs[db], f, imp, "xyt");
 			if (load_minutiae(path, &b, &mb) != 0)
 			{
 				free(b.pixels);
@@ -311,7 +310,7 @@ main(void)
 		UNIT_SKIP("../shared/data is absent");
 		return unit_done();
 	}
-	snprintf(probe, sizeof(probe), "%s/fvc2002/images/DB1_B/101_1.png", root);
+	tfvc_image_path(probe, sizeof(probe), root, &tfvc_dbs[0], 101, 1);
 	if ((f = fopen(probe, "rb")) == NULL)
 	{
 		UNIT_SKIP("the FVC2002 images are absent");

@@ -241,8 +241,7 @@ test_fvc(const char *data)
 		int			lines = 0,
 					i = 0;
 
-		snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt",
-				 data, p.db->db, p.finger, p.imp);
+		tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", p.db, p.finger, p.imp, "xyt");
 		if ((text = unit_read_file(path, &len)) == NULL)
 			continue;
 		files++;
@@ -261,8 +260,7 @@ test_fvc(const char *data)
 		free(text);
 
 		/* the .min file: MX, MY top-left; DIR in 11.25-degree units, 0 up, clockwise */
-		snprintf(path, sizeof(path), "%s/fvc2002/minutiae/nbis-mindtct-min/%s/%d_%d.min",
-				 data, p.db->db, p.finger, p.imp);
+		tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-min", p.db, p.finger, p.imp, "min");
 		if ((min = unit_read_file(path, &mlen)) == NULL)
 			continue;
 		for (char *line = strtok((char *) min, "\n"); line; line = strtok(NULL, "\n"))

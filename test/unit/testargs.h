@@ -4,13 +4,17 @@
  * the value's name in the usage line) ended by an entry without a name, and
  * targ_parse walks argv through it: the parsing and the usage line come from
  * the same table and cannot drift apart. Numbers convert as atoi/atol/atof
- * (strtoull for 64 bits); a list takes comma-separated numbers, at most max.
+ * (strtoull for 64 bits); a list takes comma-separated numbers, at most max;
+ * a value of the program's own form (WxH, a name looked up in a table) goes
+ * to the program's function (OPT_FN), which checks it where it converts it;
+ * a table may end with the program's operands (OPT_OPERANDS: file names).
  * An unknown option or a missing value prints the usage line and exits 2;
  * checks of the values themselves stay with the program.
  */
 #ifndef MCC_TESTARGS_H
 #define MCC_TESTARGS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +30,12 @@ typedef enum targ_kind
 	TARG_STR,					/* const char *: the argument itself */
 	TARG_INTS,					/* int list, its length into *n */
 	TARG_DOUBLES,				/* double list, its length into *n */
-	TARG_SET					/* no value: *(int *) dst = set */
+	TARG_SET,					/* no value: *(int *) dst = set */
+	TARG_BOOL,					/* no value: *(bool *) dst = true */
+	TARG_FN						/* fn(value, dst): the program converts */
 } targ_kind;
+
+typedef void (*targ_fn) (const char *v, void *dst);
 
 typedef struct targ_opt
 {
@@ -38,6 +46,7 @@ typedef struct targ_opt
 	int		   *n;				/* lists: how many were given */
 	int			max;			/* lists: room in dst */
 	int			set;			/* TARG_SET: the value stored */
+	targ_fn		fn;				/* TARG_FN: the conversion */
 } targ_opt;
 
 /*
@@ -57,20 +66,40 @@ typedef struct targ_opt
 #define OPT_DOUBLES(nm, a, cnt, mt) {.name = (nm), .kind = TARG_DOUBLES, .dst = TARG_PTR(a, double), \
 	.meta = (mt), .n = (cnt), .max = (int) (sizeof(a) / sizeof((a)[0]))}
 #define OPT_SET(nm, p, v) {.name = (nm), .kind = TARG_SET, .dst = TARG_PTR(p, int), .set = (v)}
+#define OPT_BOOL(nm, p) {.name = (nm), .kind = TARG_BOOL, .dst = TARG_PTR(p, bool)}
+#define OPT_FN(nm, f, p, mt) {.name = (nm), .kind = TARG_FN, .dst = (p), .meta = (mt), .fn = (f)}
 #define OPT_END {.name = NULL}
+/*
+ * The end of the table of a program that takes operands (arguments not
+ * starting with '-', anywhere among the options): into the array a, which
+ * has room for argc of them, their count into *cnt.
+ */
+#define OPT_OPERANDS(a, cnt, mt) {.name = NULL, .kind = TARG_STR, .dst = TARG_PTR(a, const char *), \
+	.n = (cnt), .meta = (mt)}
 
-/* Print "usage: prog [--name META] ..." from the table and exit 2. */
+/* Does the option stand alone (no value after it)? */
+static inline bool
+targ_is_flag(const targ_opt *o)
+{
+	return o->kind == TARG_SET || o->kind == TARG_BOOL;
+}
+
+/* Print "usage: prog [--name META] ... [OPERANDS]" from the table and exit 2. */
 static inline void
 targ_usage(const char *prog, const targ_opt *opts)
 {
+	const targ_opt *o;
+
 	fprintf(stderr, "usage: %s", prog);
-	for (const targ_opt *o = opts; o->name; o++)
+	for (o = opts; o->name; o++)
 	{
-		if (o->kind == TARG_SET)
+		if (targ_is_flag(o))
 			fprintf(stderr, " [%s]", o->name);
 		else
 			fprintf(stderr, " [%s %s]", o->name, o->meta ? o->meta : "V");
 	}
+	if (o->dst)
+		fprintf(stderr, " %s", o->meta);
 	fputc('\n', stderr);
 	exit(2);
 }
@@ -126,23 +155,44 @@ targ_store(const targ_opt *o, const char *v)
 		case TARG_SET:
 			*(int *) o->dst = o->set;
 			break;
+		case TARG_BOOL:
+			*(bool *) o->dst = true;
+			break;
+		case TARG_FN:
+			o->fn(v, o->dst);
+			break;
 	}
 }
 
-/* Walk argv[1..] through the table; usage and exit 2 on what it lacks. */
+/*
+ * Walk argv[first..] through the table (first is 2 after a mode word, as
+ * "mcceval fvc"); usage and exit 2 on what it lacks.
+ */
 static inline void
-targ_parse(int argc, char **argv, const targ_opt *opts)
+targ_parse_from(int argc, char **argv, int first, const targ_opt *opts)
 {
-	for (int i = 1; i < argc; i++)
+	for (int i = first; i < argc; i++)
 	{
 		const targ_opt *o = opts;
 
 		while (o->name && strcmp(o->name, argv[i]) != 0)
 			o++;
-		if (o->name == NULL || (o->kind != TARG_SET && i + 1 >= argc))
+		if (o->name == NULL && o->dst != NULL && argv[i][0] != '-')
+		{
+			((const char **) o->dst)[(*o->n)++] = argv[i];
+			continue;
+		}
+		if (o->name == NULL || (!targ_is_flag(o) && i + 1 >= argc))
 			targ_usage(argv[0], opts);
-		targ_store(o, o->kind == TARG_SET ? NULL : argv[++i]);
+		targ_store(o, targ_is_flag(o) ? NULL : argv[++i]);
 	}
+}
+
+/* Walk argv[1..] through the table. */
+static inline void
+targ_parse(int argc, char **argv, const targ_opt *opts)
+{
+	targ_parse_from(argc, argv, 1, opts);
 }
 
 #endif							/* MCC_TESTARGS_H */

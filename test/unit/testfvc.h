@@ -1,11 +1,15 @@
 /*
  * testfvc.h: FVC2002's set B as ../shared/data holds it (its README.md), for
  * the tests, checks and tools that read it: the four databases' folders,
- * image sizes and resolutions, and the 320 prints (fingers 101-110,
- * impressions 1-8 of each database) in one order.
+ * image sizes and resolutions, the 320 prints (fingers 101-110,
+ * impressions 1-8 of each database) in one order, and the names of a
+ * print's files.
  */
 #ifndef MCC_TESTFVC_H
 #define MCC_TESTFVC_H
+
+#include <stddef.h>
+#include <stdio.h>
 
 /* One database of set B: its folder, its images' size and resolution. */
 typedef struct tfvc_db
@@ -45,6 +49,25 @@ tfvc_print_at(int i)
 	p.finger = 101 + i / TFVC_IMPRESSIONS % TFVC_FINGERS;
 	p.imp = 1 + i % TFVC_IMPRESSIONS;
 	return p;
+}
+
+/* The image of finger f, impression i of db under root: ROOT/fvc2002/images/DB/F_I.png. */
+static inline void
+tfvc_image_path(char *buf, size_t size, const char *root, const tfvc_db *db, int f, int i)
+{
+	snprintf(buf, size, "%s/fvc2002/images/%s/%d_%d.png", root, db->db, f, i);
+}
+
+/*
+ * The minutiae of finger f, impression i of db in one encoding under root:
+ * ROOT/fvc2002/minutiae/ENCODING/DB/F_I.EXT (encoding: the folder, as
+ * "nbis-mindtct-xyt"; ext: "xyt").
+ */
+static inline void
+tfvc_minutiae_path(char *buf, size_t size, const char *root, const char *encoding,
+				   const tfvc_db *db, int f, int i, const char *ext)
+{
+	snprintf(buf, size, "%s/fvc2002/minutiae/%s/%s/%d_%d.%s", root, encoding, db->db, f, i, ext);
 }
 
 #endif							/* MCC_TESTFVC_H */

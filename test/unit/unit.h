@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "testfile.h"
+
 static int	unit_n = 0;
 static int	unit_failed = 0;
 
@@ -73,34 +75,6 @@ unit_shared_data(void)
 		if (stat(candidates[i], &st) == 0 && S_ISDIR(st.st_mode))
 			return candidates[i];
 	return NULL;
-}
-
-/* Read a whole file into a malloc'ed buffer; NULL on failure. */
-static inline unsigned char *
-unit_read_file(const char *path, size_t *len)
-{
-	FILE	   *f = fopen(path, "rb");
-	unsigned char *buf;
-	long		n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n > 0 ? (size_t) n + 1 : 1);
-	if (buf && n > 0 && fread(buf, 1, (size_t) n, f) != (size_t) n)
-	{
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	if (buf)
-	{
-		buf[n > 0 ? n : 0] = 0;
-		*len = n > 0 ? (size_t) n : 0;
-	}
-	return buf;
 }
 
 #endif							/* MCC_UNIT_H */

@@ -10,57 +10,45 @@
 #include "mcc_extract_int.h"
 #include "mcc_thin.h"
 
+/* The tunable lengths by name, with their defaults and ranges at 500 dpi. */
+typedef struct xp_field
+{
+	const char *name;
+	size_t		off;
+	double		def;
+	double		lo;
+	double		hi;
+} xp_field;
+
+#define XP(f, def, lo, hi) {#f, offsetof(mcc_extract_params, f), def, lo, hi}
+static const xp_field fields[] = {
+	XP(period, 7.5, 3, 30),
+	XP(period_ratio, 0.0, 0, 2),
+	XP(sigma, 4.0, 1, 16),
+	XP(min_blob, 40.0, 0, 10000),
+	XP(trace, 10.0, 2, 64),
+	XP(short_ridge, 11.0, 0, 200),
+	XP(spur, 0.0, 0, 200),
+	XP(bridge, 7.0, 0, 200),
+	XP(gap, 8.0, 0, 200),
+	XP(close, 4.0, 0, 200),
+	XP(border, 8.0, 0, 200),
+	XP(border_ray, 16.0, 0, 200),
+	XP(min_coherence, 0.15, 0, 1),
+	XP(min_clarity, 0.25, 0, 2),
+	XP(edge_floor, 0.15, 0, 1),
+};
+#undef XP
+
 void
 mcc_extract_params_default(mcc_extract_params *p)
 {
 	p->dpi = MCC_DEFAULT_DPI;
 	p->min_minutiae = 0;
 	p->block = 16;
-	p->period = 7.5;
-	p->period_ratio = 0.0;
-	p->sigma = 4.0;
-	p->min_blob = 40.0;
-	p->trace = 10.0;
-	p->short_ridge = 11.0;
-	p->spur = 0.0;
-	p->bridge = 7.0;
-	p->gap = 8.0;
-	p->close = 4.0;
-	p->border = 8.0;
-	p->border_ray = 16.0;
-	p->min_coherence = 0.15;
-	p->min_clarity = 0.25;
-	p->edge_floor = 0.15;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		*(double *) ((char *) p + fields[i].off) = fields[i].def;
 }
-
-/* The tunable lengths by name, with their ranges at 500 dpi. */
-typedef struct xp_field
-{
-	const char *name;
-	size_t		off;
-	double		lo;
-	double		hi;
-} xp_field;
-
-#define XP(f, lo, hi) {#f, offsetof(mcc_extract_params, f), lo, hi}
-static const xp_field fields[] = {
-	XP(period, 3, 30),
-	XP(period_ratio, 0, 2),
-	XP(sigma, 1, 16),
-	XP(min_blob, 0, 10000),
-	XP(trace, 2, 64),
-	XP(short_ridge, 0, 200),
-	XP(spur, 0, 200),
-	XP(bridge, 0, 200),
-	XP(gap, 0, 200),
-	XP(close, 0, 200),
-	XP(border, 0, 200),
-	XP(border_ray, 0, 200),
-	XP(min_coherence, 0, 1),
-	XP(min_clarity, 0, 2),
-	XP(edge_floor, 0, 1),
-};
-#undef XP
 
 mcc_status
 mcc_extract_params_check(const mcc_extract_params *p, mcc_error *err)

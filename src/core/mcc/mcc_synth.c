@@ -14,6 +14,7 @@
 #include "mcc_synth_int.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -84,30 +85,76 @@ clampi(int v, int lo, int hi)
 	return v < lo ? lo : (v > hi ? hi : v);
 }
 
+/*
+ * The range of every field but the seed, written once: the generator clamps
+ * to it (mcc_synth_sanitize) and the tools' check reports the first value
+ * outside it (mcc_synth_check). Two bounds follow other fields, given
+ * earlier in the list: max_minutiae is at least min_minutiae, and border at
+ * most half the window's shorter side (range_of).
+ */
+typedef struct synth_range
+{
+	const char *name;
+	size_t		off;
+	bool		is_int;			/* int field; else double, lower bound 0 */
+	double		lo;
+	double		hi;
+} synth_range;
+
+#define RANGE_I(f, lo, hi) {#f, offsetof(mcc_synth_params, f), true, lo, hi}
+#define RANGE_D(f, hi) {#f, offsetof(mcc_synth_params, f), false, 0, hi}
+static const synth_range ranges[] = {
+	RANGE_I(width, 1, MCC_MAX_IMAGE_SIDE), RANGE_I(height, 1, MCC_MAX_IMAGE_SIDE),
+	RANGE_I(dpi, 1, MCC_MAX_DPI), RANGE_I(min_minutiae, 0, MCC_MAX_MINUTIAE),
+	RANGE_I(max_minutiae, 0, MCC_MAX_MINUTIAE), RANGE_D(max_rotation, 180),
+	RANGE_D(max_translation, MCC_MAX_IMAGE_SIDE), RANGE_D(distortion, 10), RANGE_D(p_missing, 1),
+	RANGE_D(max_spurious, 10), RANGE_D(pos_noise, 100), RANGE_D(angle_noise, 180),
+	RANGE_D(min_spacing, 100), RANGE_D(contact_loss, 0.9), RANGE_I(border, 0, 0),
+	RANGE_D(p_type_flip, 1), RANGE_D(p_dir_flip, 1), RANGE_D(quality_noise, 100),
+	RANGE_D(variability, 1),
+};
+#undef RANGE_I
+#undef RANGE_D
+
+/* The bounds of range r for the fields of sp. */
+static void
+range_of(const synth_range *r, const mcc_synth_params *sp, double *lo, double *hi)
+{
+	*lo = r->lo;
+	*hi = r->hi;
+	if (r->off == offsetof(mcc_synth_params, max_minutiae))
+		*lo = sp->min_minutiae;
+	else if (r->off == offsetof(mcc_synth_params, border))
+		*hi = ((sp->width < sp->height ? sp->width : sp->height) - 1) / 2;
+}
+
+/* The value of range r's field in sp. */
+static double
+range_value(const synth_range *r, const mcc_synth_params *sp)
+{
+	const char *at = (const char *) sp + r->off;
+
+	return r->is_int ? *(const int *) at : *(const double *) at;
+}
+
+/* Clamp in order, so a bound that follows a field sees it clamped. */
 void
 mcc_synth_sanitize(const mcc_synth_params *in, mcc_synth_params *out)
 {
 	*out = *in;
-	out->width = clampi(in->width, 1, MCC_MAX_IMAGE_SIDE);
-	out->height = clampi(in->height, 1, MCC_MAX_IMAGE_SIDE);
-	out->dpi = clampi(in->dpi, 1, MCC_MAX_DPI);
-	out->min_minutiae = clampi(in->min_minutiae, 0, MCC_MAX_MINUTIAE);
-	out->max_minutiae = clampi(in->max_minutiae, out->min_minutiae, MCC_MAX_MINUTIAE);
-	out->max_rotation = clampd(in->max_rotation, 180.0);
-	out->max_translation = clampd(in->max_translation, MCC_MAX_IMAGE_SIDE);
-	out->distortion = clampd(in->distortion, 10.0);
-	out->p_missing = clampd(in->p_missing, 1.0);
-	out->max_spurious = clampd(in->max_spurious, 10.0);
-	out->pos_noise = clampd(in->pos_noise, 100.0);
-	out->angle_noise = clampd(in->angle_noise, 180.0);
-	out->min_spacing = clampd(in->min_spacing, 100.0);
-	out->contact_loss = clampd(in->contact_loss, 0.9);
-	out->border = clampi(in->border, 0, (out->width < out->height ?
-										 out->width - 1 : out->height - 1) / 2);
-	out->p_type_flip = clampd(in->p_type_flip, 1.0);
-	out->p_dir_flip = clampd(in->p_dir_flip, 1.0);
-	out->quality_noise = clampd(in->quality_noise, 100.0);
-	out->variability = clampd(in->variability, 1.0);
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+	{
+		const synth_range *r = &ranges[i];
+		char	   *at = (char *) out + r->off;
+		double		lo,
+					hi;
+
+		range_of(r, out, &lo, &hi);
+		if (r->is_int)
+			*(int *) at = clampi(*(int *) at, (int) lo, (int) hi);
+		else
+			*(double *) at = clampd(*(double *) at, hi);
+	}
 }
 
 double
@@ -130,37 +177,15 @@ check_range(const char *name, double v, double lo, double hi, mcc_error *err)
 mcc_status
 mcc_synth_check(const mcc_synth_params *sp, mcc_error *err)
 {
-	const struct
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
 	{
-		const char *name;
-		double		v,
-					lo,
+		double		lo,
 					hi;
-	}			r[] = {
-		{"width", sp->width, 1, MCC_MAX_IMAGE_SIDE},
-		{"height", sp->height, 1, MCC_MAX_IMAGE_SIDE},
-		{"dpi", sp->dpi, 1, MCC_MAX_DPI},
-		{"min_minutiae", sp->min_minutiae, 0, MCC_MAX_MINUTIAE},
-		{"max_minutiae", sp->max_minutiae, sp->min_minutiae, MCC_MAX_MINUTIAE},
-		{"max_rotation", sp->max_rotation, 0, 180},
-		{"max_translation", sp->max_translation, 0, MCC_MAX_IMAGE_SIDE},
-		{"distortion", sp->distortion, 0, 10},
-		{"p_missing", sp->p_missing, 0, 1},
-		{"max_spurious", sp->max_spurious, 0, 10},
-		{"pos_noise", sp->pos_noise, 0, 100},
-		{"angle_noise", sp->angle_noise, 0, 180},
-		{"min_spacing", sp->min_spacing, 0, 100},
-		{"contact_loss", sp->contact_loss, 0, 0.9},
-		{"border", sp->border, 0, ((sp->width < sp->height ? sp->width : sp->height) - 1) / 2},
-		{"p_type_flip", sp->p_type_flip, 0, 1},
-		{"p_dir_flip", sp->p_dir_flip, 0, 1},
-		{"quality_noise", sp->quality_noise, 0, 100},
-		{"variability", sp->variability, 0, 1},
-	};
 
-	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
-		if (check_range(r[i].name, r[i].v, r[i].lo, r[i].hi, err) != MCC_OK)
+		range_of(&ranges[i], sp, &lo, &hi);
+		if (check_range(ranges[i].name, range_value(&ranges[i], sp), lo, hi, err) != MCC_OK)
 			return err ? err->status : MCC_ERR_RANGE;
+	}
 	return MCC_OK;
 }
 
