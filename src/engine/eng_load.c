@@ -186,6 +186,8 @@ build_cache(eng_server *s, eng_load *l, uint32_t cap_tpl, uint32_t cap_cyl, mcc_
 		mcc_error_clear(err);
 		c = eng_cache_new(l->profile, &s->budget, cap_tpl, cap_cyl, err);
 	}
+	if (c != NULL)
+		c->copy_threads = s->cfg.threads;	/* a growth copies on every core */
 	return c;
 }
 
@@ -200,6 +202,7 @@ eng_load_adopt(eng_server *s, eng_load *l, eng_cache *c)
 		(make_room(s, l, c->bytes) && eng_budget_charge(&s->budget, c->bytes)))
 	{
 		eng_cache_adopt(c, &s->budget, c->bytes);
+		c->copy_threads = s->cfg.threads;
 		l->build = c;
 		return true;
 	}
@@ -593,12 +596,35 @@ prefault_room(eng_server *s, eng_load *l)
 	eng_cache_prefault(c, prefault_threads(s), l->want_rows, l->want_cyl, l->want_side);
 }
 
+/*
+ * Say when the cache being loaded grew with rows in it: each such growth
+ * copies them on the main thread's watch (at 100 M rows, gigabytes), which
+ * the first frame's reservation for the whole estimate is there to avoid.
+ */
+static void
+note_growth(const eng_load *l, uint32_t cap_tpl_before, uint32_t cap_cyl_before, int64_t t0)
+{
+	const eng_cache *c = l->build;
+
+	if (c == NULL || c->soa.n_tpl == 0 ||
+		(c->soa.cap_cyl == cap_cyl_before && c->soa.cap_tpl == cap_tpl_before))
+		return;
+	eng_log(ENG_LOG_INFO, "gallery %s: the cache being loaded grew to room for %u rows and %u "
+			"cylinders (expected %llu rows): %u rows copied in %.2f s",
+			eng_gallery_name(l->gallery), c->soa.cap_tpl, c->soa.cap_cyl,
+			(unsigned long long) l->expected, c->soa.n_tpl,
+			(double) (eng_now_usec() - t0) / 1e6);
+}
+
 /* Room for rows v[0..n) in l's cache, making room in the budget if it must. */
 static mcc_status
 reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
 			 eng_bulk_at *at, mcc_error *err)
 {
 	mcc_status	st;
+	uint32_t	cap_tpl = l->build->soa.cap_tpl;
+	uint32_t	cap_cyl = l->build->soa.cap_cyl;
+	int64_t		t0 = eng_now_usec();
 
 	reserve_ahead(l, v, n);
 	st = eng_cache_bulk_reserve(l->build, n, v, at, err);
@@ -609,6 +635,7 @@ reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
 		mcc_error_clear(err);
 		st = eng_cache_bulk_reserve(l->build, n, v, at, err);
 	}
+	note_growth(l, cap_tpl, cap_cyl, t0);
 	return st;
 }
 

@@ -204,8 +204,10 @@ main_thread_writing_log(pid_t pid)
 	f = fopen(path, "r");
 	if (f == NULL)
 		return -1;
-	got = fgets(line, sizeof(line), f) != NULL ? sscanf(line, "%ld %lx", &nr, &fd) : 0;
+	got = fgets(line, sizeof(line), f) != NULL ? sscanf(line, "%ld %lx", &nr, &fd) : -1;
 	fclose(f);
+	if (got == 0 && strncmp(line, "running", 7) == 0)
+		return 0;				/* on a CPU now: not yet blocked */
 	if (got < 1)
 		return -1;
 	return nr == SYS_write && fd == 2;
