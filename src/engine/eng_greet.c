@@ -252,26 +252,20 @@ eng_greet_start(int listen_fd, uint64_t incarnation, uint32_t threads, uint32_t 
 	g->threads = threads;
 	atomic_init(&g->flags, flags);
 	pthread_mutex_init(&g->lock, NULL);
-	if (pipe2(g->wake, O_NONBLOCK | O_CLOEXEC) != 0)
+	g->wake[0] = g->wake[1] = g->stop[0] = g->stop[1] = -1;
+	if (pipe2(g->wake, O_NONBLOCK | O_CLOEXEC) == 0 && pipe2(g->stop, O_CLOEXEC) == 0 &&
+		mcc_job_start_threads(&g->tid, 1, greet_main, g, 0) == 1)
+		return g;
+	for (int i = 0; i < 2; i++)
 	{
-		free(g);
-		return NULL;
+		if (g->wake[i] >= 0)
+			close(g->wake[i]);
+		if (g->stop[i] >= 0)
+			close(g->stop[i]);
 	}
-	if (pipe2(g->stop, O_CLOEXEC) != 0 ||
-		mcc_job_start_threads(&g->tid, 1, greet_main, g, 0) != 1)
-	{
-		if (g->stop[0] > 0)
-		{
-			close(g->stop[0]);
-			close(g->stop[1]);
-		}
-		close(g->wake[0]);
-		close(g->wake[1]);
-		pthread_mutex_destroy(&g->lock);
-		free(g);
-		return NULL;
-	}
-	return g;
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+	return NULL;
 }
 
 void

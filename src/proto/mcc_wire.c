@@ -159,12 +159,66 @@ mcc_wire_rd_init(mcc_wire_rd *r, const void *p, size_t len)
 	r->bad = false;
 }
 
+/* Copy n bytes out, or zeros and `bad` if fewer are left. */
+static void
+rd_take(mcc_wire_rd *r, void *out, size_t n)
+{
+	if (r->bad || r->len - r->pos < n)
+	{
+		r->bad = true;
+		memset(out, 0, n);
+		return;
+	}
+	memcpy(out, r->p + r->pos, n);
+	r->pos += n;
+}
+
+/* A fixed-size field, or 0 (and `bad`) past the end. */
+#define WIRE_RD_GET(sfx, type) \
+	type \
+	mcc_wire_rd_##sfx(mcc_wire_rd *r) \
+	{ \
+		type		v; \
+ \
+		rd_take(r, &v, sizeof(v)); \
+		return v; \
+	}
+
+MCC_WIRE_SCALARS(WIRE_RD_GET)
+
 void
 mcc_wire_rd_gallery(mcc_wire_rd *r, mcc_gallery_id *g)
 {
 	g->db_oid = mcc_wire_rd_u32(r);
 	g->rel_oid = mcc_wire_rd_u32(r);
 	g->signature = mcc_wire_rd_u64(r);
+}
+
+const uint8_t *
+mcc_wire_rd_raw(mcc_wire_rd *r, size_t n)
+{
+	const uint8_t *p;
+
+	if (r->bad || r->len - r->pos < n)
+	{
+		r->bad = true;
+		return NULL;
+	}
+	p = r->p + r->pos;
+	r->pos += n;
+	return p;
+}
+
+const uint8_t *
+mcc_wire_rd_bytes(mcc_wire_rd *r, uint32_t *n)
+{
+	const uint8_t *p;
+
+	*n = mcc_wire_rd_u32(r);
+	p = mcc_wire_rd_raw(r, *n);
+	if (p == NULL)
+		*n = 0;
+	return p;
 }
 
 size_t

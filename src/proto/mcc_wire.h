@@ -107,56 +107,18 @@ typedef struct mcc_wire_rd
 } mcc_wire_rd;
 
 void		mcc_wire_rd_init(mcc_wire_rd *r, const void *p, size_t len);
+uint32_t	mcc_wire_rd_u32(mcc_wire_rd *r);
+uint64_t	mcc_wire_rd_u64(mcc_wire_rd *r);
+int64_t		mcc_wire_rd_i64(mcc_wire_rd *r);
+float		mcc_wire_rd_f32(mcc_wire_rd *r);
+double		mcc_wire_rd_f64(mcc_wire_rd *r);
 void		mcc_wire_rd_gallery(mcc_wire_rd *r, mcc_gallery_id *g);
 
-/*
- * The readers of fields are inline: a LOAD_ROWS frame's rows are read
- * field by field on the engine's main thread, where a call per field was
- * a tenth of that thread's work in a load (dev VM, perf).
- */
-
 /* n raw bytes: points into the payload, or NULL (and `bad`) if fewer are left. */
-static inline const uint8_t *
-mcc_wire_rd_raw(mcc_wire_rd *r, size_t n)
-{
-	const uint8_t *p;
-
-	if (r->bad || r->len - r->pos < n)
-	{
-		r->bad = true;
-		return NULL;
-	}
-	p = r->p + r->pos;
-	r->pos += n;
-	return p;
-}
-
-/* mcc_wire_rd_<sfx>: a fixed-size field, or 0 (and `bad`) past the end. */
-#define MCC_WIRE_RD(sfx, type) \
-	static inline type \
-	mcc_wire_rd_##sfx(mcc_wire_rd *r) \
-	{ \
-		const uint8_t *p_ = mcc_wire_rd_raw(r, sizeof(type)); \
-		type		v_ = 0; \
- \
-		if (p_ != NULL) \
-			memcpy(&v_, p_, sizeof(v_)); \
-		return v_; \
-	}
-MCC_WIRE_SCALARS(MCC_WIRE_RD)
+const uint8_t *mcc_wire_rd_raw(mcc_wire_rd *r, size_t n);
 
 /* A length-prefixed field: points into the payload, *n its length. */
-static inline const uint8_t *
-mcc_wire_rd_bytes(mcc_wire_rd *r, uint32_t *n)
-{
-	const uint8_t *p;
-
-	*n = mcc_wire_rd_u32(r);
-	p = mcc_wire_rd_raw(r, *n);
-	if (p == NULL)
-		*n = 0;
-	return p;
-}
+const uint8_t *mcc_wire_rd_bytes(mcc_wire_rd *r, uint32_t *n);
 
 /* Bytes left. */
 size_t		mcc_wire_rd_left(const mcc_wire_rd *r);
