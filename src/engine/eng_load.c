@@ -253,6 +253,8 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 	l->flags = flags;
 	l->expected = expected_rows;
 	l->t_start = eng_now_usec();
+	l->busy_start = s->busy_usec;
+	l->wait_start = s->load_wait_usec;
 	g->priority = priority;
 	l->next = g->loads;
 	g->loads = l;
@@ -441,6 +443,7 @@ wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
 	eng_conn   *other[AHEAD_CONNS];
 	int			n_other = c != NULL ? eng_load_conns(s, l, c, other, AHEAD_CONNS) : 0;
 	uint32_t	others_read = 0;
+	int64_t		t0;
 
 	while (eng_pool_take_done(pool) == NULL)
 	{
@@ -466,8 +469,10 @@ wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
 		if (got < 0 || c == NULL || c->in.cap == c->in.len || c->ahead_left == 0)
 			ahead = false;
 		pfd[1].fd = ahead ? c->fd : -1;
+		t0 = eng_now_usec();
 		while (poll(pfd, 2 + (nfds_t) n_other, -1) < 0 && errno == EINTR)
 			;
+		s->load_wait_usec += eng_now_usec() - t0;
 	}
 	if (others_read > 0 && eng_log_enabled(ENG_LOG_DEBUG))
 		eng_log(ENG_LOG_DEBUG, "gallery %s: %u reads of the load's other connections while a frame was added",
@@ -731,6 +736,22 @@ reply_loaded(eng_conn *c, uint64_t request_id, const eng_cache *cache)
 	eng_frame_end(&c->out, f);
 }
 
+/*
+ * Whether the main thread bounds a load: its own work (frames read,
+ * parsed, reserved and linked, and whatever else it served meanwhile)
+ * against the load's wall time, and its waits for the load threads.
+ */
+static void
+note_main_thread(const eng_server *s, const eng_load *l, double secs)
+{
+	double		wait = (double) (s->load_wait_usec - l->wait_start) / 1e6;
+
+	if (s->busy_usec > l->busy_start)	/* the server's loop ran it (not a test's feeding) */
+		eng_log(ENG_LOG_INFO, "gallery %s: the load's main thread worked %.2f s of its %.2f s "
+				"and waited %.2f s for the load threads", eng_gallery_name(l->gallery),
+				(double) (s->busy_usec - l->busy_start) / 1e6 - wait, secs, wait);
+}
+
 void
 eng_load_end(eng_server *s, eng_conn *c)
 {
@@ -762,6 +783,7 @@ eng_load_end(eng_server *s, eng_conn *c)
 		eng_gallery_advance(s, g);
 		return;
 	}
+	note_main_thread(s, l, secs);
 	if (old != NULL && old->applied_gen >= l->gen)
 	{
 		/* another load or the deltas got further meanwhile: keep what is there */

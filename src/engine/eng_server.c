@@ -437,6 +437,7 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 		t_frames = eng_now_usec();
 		eng_server_step(s);
 		note_long_turn(t0, t_frames, eng_now_usec());
+		s->busy_usec += eng_now_usec() - t0;
 		if (greeter)
 			eng_greet_set_flags(greeter, eng_image_hello_flags(s));
 		for (uint32_t i = 0; i < s->n_conns; i++)
