@@ -305,7 +305,7 @@ note_long_turn(int64_t t0, int64_t t_frames, int64_t t_end)
 {
 	if (t_end - t0 < LONG_TURN_USEC)
 		return;
-	eng_log(ENG_LOG_WARNING, "the main thread was busy for %.2f s in one turn "
+	eng_log(ENG_LOG_INFO, "the main thread was busy for %.2f s in one turn "
 			"(frames %.2f s, jobs and galleries %.2f s): other clients waited meanwhile",
 			(double) (t_end - t0) / 1e6, (double) (t_frames - t0) / 1e6,
 			(double) (t_end - t_frames) / 1e6);
