@@ -155,8 +155,9 @@ use_engine() {
 	# a new file (the running one is busy), renamed over the installed one
 	install -m 755 "$1" "$exe.new" && mv -f "$exe.new" "$exe" || exit 1
 	kill "$epid"
-	until [ "$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status() WHERE state = 'ready'" 2>/dev/null)" \
-		-gt 0 ] 2>/dev/null && [ "$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()")" != "$epid" ]; do
+	# ready, and a new engine (one query: the old one says ready until it exits)
+	until p=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status() WHERE state = 'ready'" 2>/dev/null) &&
+		[ "${p:-0}" -gt 0 ] && [ "$p" != "$epid" ]; do
 		sleep 0.1
 	done
 	# its first load may come from the cache snapshot the last engine wrote: not counted

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_bigmem.h"
 #include "eng_gpu.h"
 #include "eng_soa.h"
 #include "mcc_hash.h"
@@ -182,14 +183,12 @@ eng_cache_new_bytes(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl)
 	return eng_cache_bytes_for(p, cap_tpl, cap_cyl, side < MIN_CAP ? MIN_CAP : side);
 }
 
-void
-eng_cache_free(eng_cache *c)
+/* The host memory of a cache nothing refers to any more. */
+static void
+free_host(void *arg)
 {
-	if (c == NULL)
-		return;
-	eng_cache_prefault_stop(c);
-	eng_budget_release(c->budget, c->bytes);
-	eng_gpu_mirror_free(c->gpu);
+	eng_cache  *c = arg;
+
 	mcc_soa_free(&c->soa);
 	free(c->entries);
 	free(c->slots);
@@ -198,6 +197,23 @@ eng_cache_free(eng_cache *c)
 	free(c->count_rest);
 	pthread_mutex_destroy(&c->count_lock);
 	free(c);
+}
+
+void
+eng_cache_free(eng_cache *c)
+{
+	if (c == NULL)
+		return;
+	eng_cache_prefault_stop(c);
+	eng_budget_release(c->budget, c->bytes);
+	eng_gpu_mirror_free(c->gpu);
+	/*
+	 * A large cache's pages go back to the kernel on a thread of their own
+	 * (seconds at 100 M rows, which every client waited for on the main
+	 * thread); the budget has them back at once, the system soon after
+	 */
+	if (!eng_free_detached(free_host, c, c->bytes))
+		free_host(c);
 }
 
 /* Rebuild the key index with n slots (a power of two). */
@@ -304,7 +320,7 @@ grow(eng_cache *c, uint64_t need_t, uint64_t need_c, uint64_t need_s, bool exact
 		c->cap_entries = (uint32_t) want_t;
 	}
 	if ((want_t > cap_t || want_c > cap_c) &&
-		eng_soa_regrow(&c->soa, (uint32_t) want_t, (uint32_t) want_c, err) != MCC_OK)
+		eng_soa_regrow(&c->soa, (uint32_t) want_t, (uint32_t) want_c, c->copy_threads, err) != MCC_OK)
 		goto oom;
 	if (pow2_at_least(c->cap_entries) > c->n_slots &&
 		!eng_cache_reindex(c, pow2_at_least(c->cap_entries)))

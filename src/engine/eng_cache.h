@@ -107,6 +107,7 @@ typedef struct eng_cache
 	bool		purge_log_lost;
 	struct eng_gpu_mirror *gpu; /* its copy on the GPU, or NULL (eng_gpu.h) */
 	struct eng_prefault *prefault;	/* its memory faulted in ahead of a load's rows, or NULL */
+	int			copy_threads;	/* threads a growth's copy may use (a load's: the engine's; 0: one) */
 
 	/*
 	 * What eng_cache_count keeps between calls: version is bumped by every

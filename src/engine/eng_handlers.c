@@ -13,6 +13,7 @@
 #include "eng_cache_settle.h"
 #include "eng_conn.h"
 #include "eng_gallery.h"
+#include "eng_greet.h"
 #include "eng_handlers.h"
 #include "eng_load.h"
 #include "eng_log.h"
@@ -27,7 +28,6 @@ h_hello(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 {
 	uint32_t	version = eng_rd_u32(r);
 	uint32_t	pid = eng_rd_u32(r);
-	size_t		f;
 
 	if (!eng_rd_done(r))
 		return false;
@@ -42,11 +42,8 @@ h_hello(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	}
 	eng_log(ENG_LOG_DEBUG, "connection %llu: hello from pid %u",
 			(unsigned long long) c->id, pid);
-	f = eng_frame_begin(&c->out, MCC_MSG_HELLO_OK, h->request_id);
-	eng_buf_u64(&c->out, s->incarnation);
-	eng_buf_u32(&c->out, (uint32_t) eng_pool_threads(s->pool));
-	eng_buf_u32(&c->out, MCC_HELLO_IMAGES | (eng_image_has_gpu(s) ? MCC_HELLO_GPU : 0));
-	eng_frame_end(&c->out, f);
+	eng_greet_hello_ok(&c->out, h->request_id, s->incarnation,
+					   (uint32_t) eng_pool_threads(s->pool), eng_image_hello_flags(s));
 	return true;
 }
 
@@ -652,7 +649,7 @@ h_engine_status(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	eng_buf_u32(o, s->n_images);
 	eng_buf_u64(o, parts);
 	eng_buf_u64(o, done);
-	eng_buf_u32(o, MCC_HELLO_IMAGES | (eng_image_has_gpu(s) ? MCC_HELLO_GPU : 0));
+	eng_buf_u32(o, eng_image_hello_flags(s));
 	eng_frame_end(o, f);
 	return true;
 }

@@ -483,6 +483,12 @@ eng_image_has_gpu(const eng_server *s)
 	return s->img_gpu != NULL && eng_gpu_usable(s->gpu) && eng_img_gpu_usable(s->img_gpu, 0);
 }
 
+uint32_t
+eng_image_hello_flags(const eng_server *s)
+{
+	return MCC_HELLO_IMAGES | (eng_image_has_gpu(s) ? MCC_HELLO_GPU : 0);
+}
+
 void
 eng_image_progress(eng_server *s, uint64_t *parts, uint64_t *done)
 {

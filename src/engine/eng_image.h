@@ -188,6 +188,9 @@ void		eng_image_free_all(struct eng_server *s);
 /* Does the engine have a GPU for image jobs now (HELLO_OK's MCC_HELLO_GPU)? */
 bool		eng_image_has_gpu(const struct eng_server *s);
 
+/* HELLO_OK's and ENGINE_STATUS's flags: MCC_HELLO_IMAGES, and MCC_HELLO_GPU when eng_image_has_gpu. */
+uint32_t	eng_image_hello_flags(const struct eng_server *s);
+
 void		eng_image_get_stats(const struct eng_server *s, eng_image_stats *st);
 
 /* Parts of the admitted jobs' current stages, and of them those done. */

@@ -186,6 +186,8 @@ build_cache(eng_server *s, eng_load *l, uint32_t cap_tpl, uint32_t cap_cyl, mcc_
 		mcc_error_clear(err);
 		c = eng_cache_new(l->profile, &s->budget, cap_tpl, cap_cyl, err);
 	}
+	if (c != NULL)
+		c->copy_threads = s->cfg.threads;	/* a growth copies on every core */
 	return c;
 }
 
@@ -200,6 +202,7 @@ eng_load_adopt(eng_server *s, eng_load *l, eng_cache *c)
 		(make_room(s, l, c->bytes) && eng_budget_charge(&s->budget, c->bytes)))
 	{
 		eng_cache_adopt(c, &s->budget, c->bytes);
+		c->copy_threads = s->cfg.threads;
 		l->build = c;
 		return true;
 	}
@@ -250,6 +253,8 @@ eng_load_begin(eng_server *s, eng_conn *c, uint64_t request_id,
 	l->flags = flags;
 	l->expected = expected_rows;
 	l->t_start = eng_now_usec();
+	l->busy_start = s->busy_usec;
+	l->wait_start = s->load_wait_usec;
 	g->priority = priority;
 	l->next = g->loads;
 	g->loads = l;
@@ -438,6 +443,7 @@ wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
 	eng_conn   *other[AHEAD_CONNS];
 	int			n_other = c != NULL ? eng_load_conns(s, l, c, other, AHEAD_CONNS) : 0;
 	uint32_t	others_read = 0;
+	int64_t		t0;
 
 	while (eng_pool_take_done(pool) == NULL)
 	{
@@ -463,8 +469,10 @@ wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
 		if (got < 0 || c == NULL || c->in.cap == c->in.len || c->ahead_left == 0)
 			ahead = false;
 		pfd[1].fd = ahead ? c->fd : -1;
+		t0 = eng_now_usec();
 		while (poll(pfd, 2 + (nfds_t) n_other, -1) < 0 && errno == EINTR)
 			;
+		s->load_wait_usec += eng_now_usec() - t0;
 	}
 	if (others_read > 0 && eng_log_enabled(ENG_LOG_DEBUG))
 		eng_log(ENG_LOG_DEBUG, "gallery %s: %u reads of the load's other connections while a frame was added",
@@ -593,12 +601,35 @@ prefault_room(eng_server *s, eng_load *l)
 	eng_cache_prefault(c, prefault_threads(s), l->want_rows, l->want_cyl, l->want_side);
 }
 
+/*
+ * Say when the cache being loaded grew with rows in it: each such growth
+ * copies them on the main thread's watch (at 100 M rows, gigabytes), which
+ * the first frame's reservation for the whole estimate is there to avoid.
+ */
+static void
+note_growth(const eng_load *l, uint32_t cap_tpl_before, uint32_t cap_cyl_before, int64_t t0)
+{
+	const eng_cache *c = l->build;
+
+	if (c == NULL || c->soa.n_tpl == 0 ||
+		(c->soa.cap_cyl == cap_cyl_before && c->soa.cap_tpl == cap_tpl_before))
+		return;
+	eng_log(ENG_LOG_INFO, "gallery %s: the cache being loaded grew to room for %u rows and %u "
+			"cylinders (expected %llu rows): %u rows copied in %.2f s",
+			eng_gallery_name(l->gallery), c->soa.cap_tpl, c->soa.cap_cyl,
+			(unsigned long long) l->expected, c->soa.n_tpl,
+			(double) (eng_now_usec() - t0) / 1e6);
+}
+
 /* Room for rows v[0..n) in l's cache, making room in the budget if it must. */
 static mcc_status
 reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
 			 eng_bulk_at *at, mcc_error *err)
 {
 	mcc_status	st;
+	uint32_t	cap_tpl = l->build->soa.cap_tpl;
+	uint32_t	cap_cyl = l->build->soa.cap_cyl;
+	int64_t		t0 = eng_now_usec();
 
 	reserve_ahead(l, v, n);
 	st = eng_cache_bulk_reserve(l->build, n, v, at, err);
@@ -609,6 +640,7 @@ reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
 		mcc_error_clear(err);
 		st = eng_cache_bulk_reserve(l->build, n, v, at, err);
 	}
+	note_growth(l, cap_tpl, cap_cyl, t0);
 	return st;
 }
 
@@ -704,6 +736,22 @@ reply_loaded(eng_conn *c, uint64_t request_id, const eng_cache *cache)
 	eng_frame_end(&c->out, f);
 }
 
+/*
+ * Whether the main thread bounds a load: its own work (frames read,
+ * parsed, reserved and linked, and whatever else it served meanwhile)
+ * against the load's wall time, and its waits for the load threads.
+ */
+static void
+note_main_thread(const eng_server *s, const eng_load *l, double secs)
+{
+	double		wait = (double) (s->load_wait_usec - l->wait_start) / 1e6;
+
+	if (s->busy_usec > l->busy_start)	/* the server's loop ran it (not a test's feeding) */
+		eng_log(ENG_LOG_INFO, "gallery %s: the load's main thread worked %.2f s of its %.2f s "
+				"and waited %.2f s for the load threads", eng_gallery_name(l->gallery),
+				(double) (s->busy_usec - l->busy_start) / 1e6 - wait, secs, wait);
+}
+
 void
 eng_load_end(eng_server *s, eng_conn *c)
 {
@@ -735,6 +783,7 @@ eng_load_end(eng_server *s, eng_conn *c)
 		eng_gallery_advance(s, g);
 		return;
 	}
+	note_main_thread(s, l, secs);
 	if (old != NULL && old->applied_gen >= l->gen)
 	{
 		/* another load or the deltas got further meanwhile: keep what is there */

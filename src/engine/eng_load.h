@@ -32,6 +32,8 @@ typedef struct eng_load
 	uint64_t	rows;
 	uint64_t	expected;		/* LOAD_BEGIN's estimate of the rows (0: none) */
 	int64_t		t_start;
+	int64_t		busy_start;		/* the server's busy_usec and load_wait_usec at LOAD_BEGIN */
+	int64_t		wait_start;
 	uint32_t	flags;			/* MCC_LOAD_* */
 	uint64_t	scan_lsn;		/* MCC_LOAD_IDS: LOAD_BEGIN's */
 	uint64_t	next_xid;

@@ -14,6 +14,7 @@
 #include "eng_compact.h"
 #include "eng_conn.h"
 #include "eng_gallery.h"
+#include "eng_greet.h"
 #include "eng_log.h"
 #include "eng_pass.h"
 #include "eng_server.h"
@@ -263,6 +264,53 @@ accept_all(eng_server *s)
 	}
 }
 
+/*
+ * Take the connections the greeter accepted (eng_greet.h): each answered
+ * HELLO already, or brings the bytes of its first frame to handle here.
+ */
+static void
+take_greeted(eng_server *s, eng_greeter *g)
+{
+	eng_greeted got[16];
+	int			n = eng_greet_take(g, got, 16);
+
+	for (int i = 0; i < n; i++)
+	{
+		eng_conn   *c = eng_conn_add(s, got[i].fd);
+
+		if (c == NULL)
+		{
+			eng_log(ENG_LOG_WARNING, "out of memory for a connection");
+			close(got[i].fd);
+			continue;
+		}
+		c->pid = got[i].pid;
+		if (got[i].greeted)
+			eng_log(ENG_LOG_DEBUG, "connection %llu: hello from pid %u (answered on accept)",
+					(unsigned long long) c->id, c->pid);
+		if (got[i].n_head > 0)
+			eng_conn_input(s, c, got[i].head, got[i].n_head);
+	}
+}
+
+/*
+ * Say when one turn of the loop kept every other client waiting for long
+ * (what to look for in a large load: the turn's frames, or its jobs and
+ * galleries).
+ */
+#define LONG_TURN_USEC	(1000 * 1000)
+
+static void
+note_long_turn(int64_t t0, int64_t t_frames, int64_t t_end)
+{
+	if (t_end - t0 < LONG_TURN_USEC)
+		return;
+	eng_log(ENG_LOG_INFO, "the main thread was busy for %.2f s in one turn "
+			"(frames %.2f s, jobs and galleries %.2f s): other clients waited meanwhile",
+			(double) (t_end - t0) / 1e6, (double) (t_frames - t0) / 1e6,
+			(double) (t_end - t_frames) / 1e6);
+}
+
 /* Milliseconds until the nearest request deadline, or -1. */
 static int
 poll_timeout(eng_server *s)
@@ -298,12 +346,20 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 	struct pollfd *pfd = NULL;
 	uint64_t   *ids = NULL;
 	uint32_t	cap = 0;
+	/* HELLO answered whatever this thread does; if it cannot start, accepted here */
+	eng_greeter *greeter = eng_greet_start(s->listen_fd, s->incarnation,
+										   (uint32_t) eng_pool_threads(s->pool),
+										   eng_image_hello_flags(s));
 
+	if (greeter == NULL)
+		eng_log(ENG_LOG_WARNING, "the greeter thread did not start: HELLO is answered by the main thread");
 	for (;;)
 	{
 		uint32_t	n = 0;
 		uint32_t	base;
 		int			rc;
+		int64_t		t0;
+		int64_t		t_frames;
 
 		if (cap < s->n_conns + 5)
 		{
@@ -313,12 +369,14 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 			if (pfd == NULL || ids == NULL)
 			{
 				eng_log(ENG_LOG_ERROR, "out of memory in the event loop");
+				eng_greet_stop(greeter);
 				free(pfd);
 				free(ids);
 				return 1;
 			}
 		}
-		pfd[n++] = (struct pollfd) {.fd = s->listen_fd, .events = POLLIN};
+		pfd[n++] = (struct pollfd) {.fd = greeter ? eng_greet_fd(greeter) : s->listen_fd,
+		.events = POLLIN};
 		pfd[n++] = (struct pollfd) {.fd = eng_pool_fd(s->pool), .events = POLLIN};
 		pfd[n++] = (struct pollfd) {.fd = signal_fd, .events = POLLIN};
 		pfd[n++] = (struct pollfd) {.fd = parent_fd, .events = POLLIN};
@@ -352,8 +410,14 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 			eng_log(ENG_LOG_INFO, "the supervisor is gone; exiting");
 			break;
 		}
+		t0 = eng_now_usec();
 		if (rc > 0 && (pfd[0].revents & POLLIN))
-			accept_all(s);
+		{
+			if (greeter)
+				take_greeted(s, greeter);
+			else
+				accept_all(s);
+		}
 		for (uint32_t i = base; rc > 0 && i < n; i++)
 		{
 			eng_conn   *c;
@@ -370,7 +434,12 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 		for (uint32_t i = 0; i < s->n_conns; i++)
 			if (s->conns[i]->input_pending)
 				eng_conn_pending(s, s->conns[i]);
+		t_frames = eng_now_usec();
 		eng_server_step(s);
+		note_long_turn(t0, t_frames, eng_now_usec());
+		s->busy_usec += eng_now_usec() - t0;
+		if (greeter)
+			eng_greet_set_flags(greeter, eng_image_hello_flags(s));
 		for (uint32_t i = 0; i < s->n_conns; i++)
 		{
 			eng_conn   *c = s->conns[i];
@@ -386,6 +455,7 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 			else
 				i++;
 	}
+	eng_greet_stop(greeter);
 	free(pfd);
 	free(ids);
 	return 0;

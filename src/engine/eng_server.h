@@ -78,6 +78,9 @@ typedef struct eng_server
 	uint32_t	n_images;		/* of them (at most cfg.image_queue) */
 	struct eng_img_gpu *img_gpu;	/* their GPU contexts; NULL: the CPU only */
 	eng_image_stats img_stats;
+	/* the main thread's time in the loop's turns, and within them waiting for the load pool */
+	int64_t		busy_usec;
+	int64_t		load_wait_usec;
 } eng_server;
 
 bool		eng_server_init(eng_server *s, const eng_config *cfg);

@@ -4,6 +4,8 @@
  */
 #include "eng_soa.h"
 
+#include "eng_bigmem.h"
+
 #include <sys/mman.h>
 
 #include <string.h>
@@ -46,10 +48,12 @@ eng_soa_advise(const mcc_soa *g)
 }
 
 mcc_status
-eng_soa_regrow(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err)
+eng_soa_regrow(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl, int threads, mcc_error *err)
 {
 	mcc_soa		n;
 	mcc_status	st;
+	eng_copy	parts[8 + 64];
+	int			np = 0;
 
 	if (cap_tpl < g->n_tpl || cap_cyl < g->n_cyl)
 		return mcc_error_set(err, MCC_ERR_INTERNAL,
@@ -58,15 +62,17 @@ eng_soa_regrow(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl, mcc_error *err)
 	if (st != MCC_OK)
 		return st;
 	eng_soa_advise(&n);
-	for (int w = 0; w < g->words; w++)
-		memcpy(n.bits + (size_t) w * n.cap_cyl, g->bits + (size_t) w * g->cap_cyl,
-			   (size_t) g->n_cyl * sizeof(uint64_t));
-	memcpy(n.angle, g->angle, (size_t) g->n_cyl * sizeof(*g->angle));
-	memcpy(n.pc, g->pc, (size_t) g->n_cyl * sizeof(*g->pc));
-	memcpy(n.tpl, g->tpl, (size_t) g->n_cyl * sizeof(*g->tpl));
-	memcpy(n.first, g->first, ((size_t) g->n_tpl + 1) * sizeof(*g->first));
-	memcpy(n.ncyl, g->ncyl, (size_t) g->n_tpl * sizeof(*g->ncyl));
-	memcpy(n.id, g->id, (size_t) g->n_tpl * sizeof(*g->id));
+	for (int w = 0; w < g->words && w < 64; w++)
+		parts[np++] = (eng_copy) {n.bits + (size_t) w * n.cap_cyl, g->bits + (size_t) w * g->cap_cyl,
+		(size_t) g->n_cyl * sizeof(uint64_t)};
+	parts[np++] = (eng_copy) {n.angle, g->angle, (size_t) g->n_cyl * sizeof(*g->angle)};
+	parts[np++] = (eng_copy) {n.pc, g->pc, (size_t) g->n_cyl * sizeof(*g->pc)};
+	parts[np++] = (eng_copy) {n.tpl, g->tpl, (size_t) g->n_cyl * sizeof(*g->tpl)};
+	parts[np++] = (eng_copy) {n.first, g->first, ((size_t) g->n_tpl + 1) * sizeof(*g->first)};
+	parts[np++] = (eng_copy) {n.ncyl, g->ncyl, (size_t) g->n_tpl * sizeof(*g->ncyl)};
+	parts[np++] = (eng_copy) {n.id, g->id, (size_t) g->n_tpl * sizeof(*g->id)};
+	/* the new arrays' pages are faulted in by the copy: on several threads, as the copy */
+	eng_copy_all(parts, np, threads);
 	n.n_tpl = g->n_tpl;
 	n.n_cyl = g->n_cyl;
 	mcc_soa_free(g);

@@ -37,9 +37,10 @@ void		eng_soa_advise(const mcc_soa *g);
 
 /*
  * Replace g by a copy with capacities cap_tpl >= g->n_tpl and
- * cap_cyl >= g->n_cyl; g is unchanged on failure.
+ * cap_cyl >= g->n_cyl, copied on up to `threads` threads (eng_copy_all);
+ * g is unchanged on failure.
  */
-mcc_status	eng_soa_regrow(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl,
+mcc_status	eng_soa_regrow(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl, int threads,
 						   mcc_error *err);
 
 /*

@@ -30,6 +30,7 @@ typedef struct tc_engine
 	char		sock[128];
 	char		log[128];
 	uint64_t	incarnation;
+	int			log_fd;			/* > 0: the engine's stderr instead of the log file */
 } tc_engine;
 
 /* The engine binary: $MCC_ENGINE or build/mcc_engine (tests run from the root). */
@@ -86,7 +87,9 @@ tc_engine_start(tc_engine *e, const char *const *extra)
 
 		close(ready[0]);
 		close(parent[1]);
-		if (lf >= 0)
+		if (e->log_fd > 0)
+			dup2(e->log_fd, 2);
+		else if (lf >= 0)
 			dup2(lf, 2);
 		snprintf(rfd, sizeof(rfd), "%d", ready[1]);
 		snprintf(pfd, sizeof(pfd), "%d", parent[0]);

@@ -2,6 +2,7 @@
  * test_minutiae.c: minutiae validation and angle helpers.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "unit.h"
@@ -22,6 +23,41 @@ one_minutia(mcc_minutiae *ms)
 	ms->m[0].quality = 60;
 }
 
+/* The byte angle as mcc_angle_to_byte computed it with libm's nearbyint. */
+static uint8_t
+angle_byte_ref(double theta)
+{
+	long		v = (long) nearbyint(theta * 256.0 / MCC_TWO_PI) % 256;
+
+	return (uint8_t) (v < 0 ? v + 256 : v);
+}
+
+/* mcc_angle_to_byte agrees with the reference: ties, their neighbours, a sweep, odd values. */
+static bool
+angle_bytes_as_nearbyint(void)
+{
+	const double odd[] = {0.0, -0.0, 1e-300, -1e-300, 1e15, -1e15, 3e17, -3e17};
+	bool		same = true;
+
+	for (int k = -2048; k <= 2048; k++)
+	{
+		double		t = (k + 0.5) * MCC_TWO_PI / 256.0;
+		double		n[3] = {nextafter(t, -INFINITY), t, nextafter(t, INFINITY)};
+
+		for (int i = 0; i < 3; i++)
+			same &= mcc_angle_to_byte(n[i]) == angle_byte_ref(n[i]);
+	}
+	for (int i = 0; i < 2000000; i++)
+	{
+		double		t = -1000.0 + 2000.0 * i / 2000000.0;
+
+		same &= mcc_angle_to_byte(t) == angle_byte_ref(t);
+	}
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++)
+		same &= mcc_angle_to_byte(odd[i]) == angle_byte_ref(odd[i]);
+	return same;
+}
+
 int
 main(void)
 {
@@ -32,6 +68,8 @@ main(void)
 	UNIT_CHECK(mcc_angle_to_byte(M_PI) == 128, "byte angle of pi");
 	UNIT_CHECK(mcc_angle_to_byte(2 * M_PI - 1e-9) == 0, "byte angle just below 2pi wraps to 0");
 	UNIT_CHECK(mcc_angle_to_byte(-M_PI / 2) == 192, "byte angle of -pi/2");
+	UNIT_CHECK(angle_bytes_as_nearbyint(), "byte angles as nearbyint gives them: every half step "
+			   "and its neighbours, 2 million angles in [-1000, 1000], huge and odd values");
 	UNIT_CHECK(mcc_angle_normalize(-0.5) > 5.78f && mcc_angle_normalize(-0.5) < 5.79f,
 			   "normalize -0.5");
 	UNIT_CHECK(mcc_angle_normalize(2 * M_PI) == 0.0f, "normalize 2pi is 0");

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "mcc_lss.h"
+#include "mcc_popcount.h"
 
 #define MCC_PROBE_RCP_ROWS	256		/* gallery popcounts 0..255 (nbits <= 255) */
 #define MCC_PROBE_DBL		(2 * MCC_MAX_CYL + 16)	/* doubled order plus SIMD over-read */
@@ -56,16 +57,6 @@ struct mcc_probe
 
 /* LUT_sqrt, shared so that kernels index it directly. */
 extern uint32_t mcc_lss_sqrt_tab[MCC_MAX_BITS + 1];
-
-/* Portable 64-bit popcount (no POPCNT instruction needed). */
-static inline int
-mcc_popcount64_swar(uint64_t x)
-{
-	x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
-	x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
-	x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
-	return (int) ((x * UINT64_C(0x0101010101010101)) >> 56);
-}
 
 /*
  * Votes of one gallery cylinder (words g, popcount pc_g, byte angle a_g)

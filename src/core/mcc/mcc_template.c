@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "mcc_cylinder.h"
+#include "mcc_popcount.h"
 
 /* Header field offsets (from the start of the varlena). */
 #define OFF_VERSION		4
@@ -278,7 +279,7 @@ open_cylinders(const mcc_template_view *v, mcc_error *err)
 						   c + 1, meta[2], mcc_angle_to_byte(m.theta));
 		mcc_template_cyl_bits(v, c, w);
 		for (int i = 0; i < vw; i++)
-			pc += __builtin_popcountll(w[i]);
+			pc += mcc_popcount64_swar(w[i]);
 		if (pc != rd16(meta))
 			return CORRUPT("Cylinder %d records popcount %d; its bits have %d.",
 						   c + 1, rd16(meta), pc);
