@@ -363,9 +363,7 @@ hand_over(mcc_heap_rows *r)
 
 /*
  * Gather a row whose template lies in the page being read (pinned until the
- * rows are handed over), in the reader's memory (valid until hand_over()),
- * or in the stream's (valid during its delivery: stream_row hands it over
- * at once).
+ * rows are handed over) or in the reader's memory (valid until hand_over()).
  */
 static void
 gather_row(mcc_heap_rows *r, int64 key, bool key_null, const struct varlena *tpl)
@@ -379,7 +377,13 @@ gather_row(mcc_heap_rows *r, int64 key, bool key_null, const struct varlena *tpl
 		hand_over(r);
 }
 
-/* A value the stream delivers (or hands back) for a queued row. */
+/*
+ * A value the stream delivers (or hands back) for a queued row, scored at
+ * once: the stream reuses the value's buffer once this returns, and the
+ * buffer it just filled is still in the CPU's caches (so it is not
+ * prefetched, nor gathered with the rows of the page being read). The
+ * stream's next pages, and the heap page ahead, are asked for meanwhile.
+ */
 static void
 stream_row(void *arg, uint64 cookie, const struct varlena *value, const struct varlena *pointer)
 {
@@ -387,14 +391,9 @@ stream_row(void *arg, uint64 cookie, const struct varlena *value, const struct v
 
 	if (value == NULL)
 		value = template_bytes(r, PointerGetDatum(pointer));
-	gather_row(r, r->queued_keys[cookie], r->queued_null[cookie], value);
-
-	/*
-	 * Scored now: the stream reuses the value's buffer once this returns
-	 * (the buffer it just filled is still in the CPU's caches), and the
-	 * stream's next pages arrive meanwhile (hand_over asks for them).
-	 */
-	hand_over(r);
+	prefetch_ahead_lines(r, AHEAD_LINES_PER_ROW);
+	mcc_toast_stream_prefetch(r->stream, AHEAD_LINES_PER_ROW);
+	r->fn(r->arg, r->queued_keys[cookie], r->queued_null[cookie], value);
 }
 
 /*

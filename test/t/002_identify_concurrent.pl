@@ -30,7 +30,6 @@ my ($rows, $out_of_line) = split /\|/, $node->safe_psql('postgres', q{
 cmp_ok($out_of_line, '>', $rows / 5,
 	"the gallery has templates stored out of line ($out_of_line of $rows)");
 
-my $dir = PostgreSQL::Test::Utils::tempdir;
 my %script = (
 	# a template replaced: its new value goes to the TOAST table
 	'replace.sql' => q{
@@ -69,14 +68,9 @@ SELECT check_identify('g', tpl, 10, 0) FROM probes WHERE pid = :p % 32 + 1;
 COMMIT;
 },
 );
-for my $f (keys %script)
-{
-	open my $fh, '>', "$dir/$f" or die;
-	print $fh $script{$f};
-	close $fh;
-}
+my $dir = pgbench_scripts(%script);
 
-my @conn = ('-h', $node->host, '-p', $node->port, '-n', 'postgres');
+my @conn = pgbench_conn($node);
 my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
 my $writers = IPC::Run::start(
 	[
