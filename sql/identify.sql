@@ -380,6 +380,32 @@ SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gstore', tpl, 2
 FROM probes WHERE pid IN (5, 21);
 ROLLBACK;
 
+-- Templates of many chunks among ordinary ones: 40 of 100 to 256 cylinders
+-- (4.8 to 12.3 kB: three to seven TOAST chunks; those over 8 kB get a buffer
+-- of their own from the stream, the others one of the buffers it reuses once
+-- the value before was scored), their rows and chunks interleaved with those
+-- of single-chunk and inline templates. Each finds itself first (LSS),
+-- and all rank as brute force says.
+CREATE TABLE gbig (id bigint PRIMARY KEY, tpl mcc_template NOT NULL);
+CREATE TABLE bigtpl AS
+SELECT 3000 + n AS id, (SELECT format('{"width":600,"height":600,"dpi":500,"minutiae":[%s]}',
+	string_agg(format('[%s,%s,%s,"ending",60]', 20 + abs(hashint4(n * 1000 + i)) % 560,
+		20 + abs(hashint4(n * 1000 + i + 500)) % 560, abs(hashint4(-n * 1000 - i)) % 628 / 100.0), ','))
+	FROM generate_series(1, 100 + (n * 37) % 157) i)::mcc_template AS tpl
+FROM generate_series(0, 39) n;
+INSERT INTO gbig SELECT id, tpl FROM (SELECT id, tpl, id % 40 AS o FROM g WHERE id < 800
+	UNION ALL SELECT id, tpl, id - 3000 FROM bigtpl) x ORDER BY o, id;
+SELECT count(*) FILTER (WHERE (mcc_template_info(tpl)).bytes > 8192) AS over_8k,
+	count(*) FILTER (WHERE (mcc_template_info(tpl)).bytes BETWEEN 4000 AND 8192) AS from_4k_to_8k,
+	count(*) FILTER (WHERE (mcc_template_info(tpl)).bytes BETWEEN 2100 AND 4000) > 100 AS many_of_two_chunks,
+	count(*) FILTER (WHERE (mcc_template_info(tpl)).bytes < 1900) > 100 AS many_inline
+FROM gbig;
+SELECT count(*) AS big, count(*) FILTER (WHERE (SELECT t.id FROM identify('gbig', b.tpl, 1, refine => 'none') t) = b.id
+	AND (SELECT t.score FROM identify('gbig', b.tpl, 1, refine => 'none') t) = mcc_score(b.tpl, b.tpl, 'lss')) AS find_themselves
+FROM bigtpl b;
+SELECT count(*) AS probes, count(*) FILTER (WHERE same_as_brute('gbig', tpl, 840)) AS equal
+FROM (SELECT tpl FROM probes WHERE pid IN (6, 23) UNION ALL SELECT tpl FROM bigtpl WHERE id % 9 = 0) p;
+
 -- Pages are pinned through the buffers that held them on the session's
 -- last scan of the gallery (src/template/block_map.h), a guess checked
 -- against each buffer's tag. After the gallery is emptied and vacuumed, then
@@ -412,7 +438,7 @@ DROP VIEW gv, gv_nullkey, gpriv_v;
 DROP MATERIALIZED VIEW gm;
 DROP TABLE g, probes, bf, bf_rank, ks, got, want, mins, got_min, want_min, gdup, gnull, gsnap,
 	gp, gu, gu2, gu3, g2, grls, gpriv, gnotpl, gtextkey, gmixed, p1, gtoast, gstore,
-	gmoved, gtemp;
+	gbig, bigtpl, gmoved, gtemp;
 DROP FUNCTION brute, same_as_brute, try, sqlstate_of;
 DROP SEQUENCE not_a_table;
 DROP TYPE not_a_table_either;

@@ -11,8 +11,8 @@
  * two columns read from each visible tuple in the pinned buffer, and a
  * template stored inline without compression is used where it lies. One
  * stored out of line (the type's STORAGE is external: values over about
- * 2 kB) is fetched from the TOAST table into memory that a context
- * recycles.
+ * 2 kB) is assembled from the TOAST table's chunks (src/template/toast_stream.h)
+ * into a buffer the stream reuses, and scored as it is delivered.
  *
  * The rows are handed over a page (or at most 64 rows) at a time, each
  * template asked into the CPU's caches two rows before it is scored and the
@@ -363,8 +363,7 @@ hand_over(mcc_heap_rows *r)
 
 /*
  * Gather a row whose template lies in the page being read (pinned until the
- * rows are handed over), or in the reader's or the stream's memory, both
- * valid until hand_over().
+ * rows are handed over) or in the reader's memory (valid until hand_over()).
  */
 static void
 gather_row(mcc_heap_rows *r, int64 key, bool key_null, const struct varlena *tpl)
@@ -378,7 +377,13 @@ gather_row(mcc_heap_rows *r, int64 key, bool key_null, const struct varlena *tpl
 		hand_over(r);
 }
 
-/* A value the stream delivers (or hands back) for a queued row. */
+/*
+ * A value the stream delivers (or hands back) for a queued row, scored at
+ * once: the stream reuses the value's buffer once this returns, and the
+ * buffer it just filled is still in the CPU's caches (so it is not
+ * prefetched, nor gathered with the rows of the page being read). The
+ * stream's next pages, and the heap page ahead, are asked for meanwhile.
+ */
 static void
 stream_row(void *arg, uint64 cookie, const struct varlena *value, const struct varlena *pointer)
 {
@@ -386,14 +391,14 @@ stream_row(void *arg, uint64 cookie, const struct varlena *value, const struct v
 
 	if (value == NULL)
 		value = template_bytes(r, PointerGetDatum(pointer));
-	gather_row(r, r->queued_keys[cookie], r->queued_null[cookie], value);
-	/* scored now, while the stream's next pages arrive (hand_over asks for them) */
-	hand_over(r);
+	prefetch_ahead_lines(r, AHEAD_LINES_PER_ROW);
+	mcc_toast_stream_prefetch(r->stream, AHEAD_LINES_PER_ROW);
+	r->fn(r->arg, r->queued_keys[cookie], r->queued_null[cookie], value);
 }
 
 /*
- * Gather the queued rows, their templates read from the TOAST table, and
- * hand them over before the stream's next flush reuses its memory.
+ * Gather the queued rows, their templates read from the TOAST table and
+ * handed over as they are delivered, then the rows gathered meanwhile.
  */
 static void
 flush_stream(mcc_heap_rows *r)

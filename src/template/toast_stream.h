@@ -43,7 +43,7 @@ typedef struct mcc_toast_stream mcc_toast_stream;
 
 /*
  * The value of a queued cookie: its bytes (a 4-byte header, valid until the
- * next flush), or NULL with the original TOAST pointer when the stream did not
+ * call returns: the buffer is reused for a later value), or NULL with the original TOAST pointer when the stream did not
  * find it: the callee then fetches it the usual way.
  */
 typedef void (*mcc_toast_deliver) (void *arg, uint64 cookie, const struct varlena *value,
@@ -69,8 +69,8 @@ extern int	mcc_toast_stream_pending(const mcc_toast_stream *ts);
 
 /*
  * Deliver every queued value, in the order the stream meets them. The bytes
- * of the values delivered stay valid until the next flush or the end of the
- * stream, so that the caller may use them after the flush returns.
+ * of a value are valid during its delivery only: a caller that keeps them
+ * copies them.
  */
 extern void mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *arg);
 

@@ -232,6 +232,27 @@ sub service_pid
 	return $node->safe_psql('postgres', "SELECT ${which}_pid FROM mcc_service_status()");
 }
 
-push @EXPORT, 'create_probes';
+# pgbench's scripts (name => text) written to a new temporary directory,
+# returned; and the options that connect pgbench to $node's postgres.
+sub pgbench_scripts
+{
+	my (%script) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir;
+	for my $f (keys %script)
+	{
+		open my $fh, '>', "$dir/$f" or die "$dir/$f: $!";
+		print $fh $script{$f};
+		close $fh;
+	}
+	return $dir;
+}
+
+sub pgbench_conn
+{
+	my ($node) = @_;
+	return ('-h', $node->host, '-p', $node->port, '-n', 'postgres');
+}
+
+push @EXPORT, 'create_probes', 'pgbench_scripts', 'pgbench_conn';
 
 1;

@@ -26,8 +26,6 @@ $node->safe_psql('postgres', "SELECT mcc_gallery_preload('g')");
 my $gen0 = $node->safe_psql('postgres',
 	"SELECT generation FROM mcc_gallery_status WHERE gallery = 'g'::regclass");
 
-my $dir = PostgreSQL::Test::Utils::tempdir;
-
 # --- writer scripts -----------------------------------------------------
 # A new row named $person and a random row deleted in one transaction that
 # ends with $end (COMMIT, or ROLLBACK: a change the service must never show).
@@ -97,14 +95,9 @@ COMMIT;
 },
 );
 
-for my $f (keys %writer, keys %reader)
-{
-	open my $fh, '>', "$dir/$f" or die;
-	print $fh ($writer{$f} // $reader{$f});
-	close $fh;
-}
+my $dir = pgbench_scripts(%writer, %reader);
 
-my @conn = ('-h', $node->host, '-p', $node->port, '-n', 'postgres');
+my @conn = pgbench_conn($node);
 my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
 my $writers = IPC::Run::start(
 	[

@@ -240,7 +240,6 @@ is(failures(), 0, '... no mismatch');
 $w->quit;
 
 # --- writers and readers at the same time -------------------------------------
-my $dir = PostgreSQL::Test::Utils::tempdir;
 my %script = (
 	'insert_delete.sql' => q{
 \set id random(1000000, 2000000000)
@@ -298,13 +297,8 @@ SELECT check_batch('g', array_agg(tpl ORDER BY pid), 3, 'fused') FROM probes WHE
 COMMIT;
 },
 );
-for my $f (keys %script)
-{
-	open my $fh, '>', "$dir/$f" or die;
-	print $fh $script{$f};
-	close $fh;
-}
-my @conn = ('-h', $node->host, '-p', $node->port, '-n', 'postgres');
+my $dir = pgbench_scripts(%script);
+my @conn = pgbench_conn($node);
 my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
 my $log_at = -s $node->logfile;
 my $writers = IPC::Run::start(
