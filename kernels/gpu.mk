@@ -41,8 +41,8 @@ $(BUILD)/kernels/%.o: kernels/impl/%.cu $(wildcard kernels/*.h kernels/impl/*.h)
 
 # refinement rounds as src/core's relaxations (double sums and products in
 # the CPU's order): no fused multiply-add
-$(BUILD)/kernels/mcc_gpu_refine.o: NVCCFLAGS += --fmad=false
-$(BUILD)/kernels/mcc_gpu_refine.o: kernels/gpu.mk
+$(BUILD)/kernels/mcc_gpu_refine.o $(BUILD)/kernels/mcc_gpu_refine_prep.o: NVCCFLAGS += --fmad=false
+$(BUILD)/kernels/mcc_gpu_refine.o $(BUILD)/kernels/mcc_gpu_refine_prep.o: kernels/gpu.mk
 
 # chamfer alignment sums the CPU's per-point terms: no fused multiply-add
 # (kernels/chamfer.mk builds its own checks the same way)
@@ -161,6 +161,9 @@ gpu-check: $(BUILD)/gpu/gpu_check $(BUILD)/gpu/gpu_check_refine $(GPU_ENGINE_TES
 	echo "# gpu-check: refining searches, GPU rescoring == CPU threads' == CPU-only engine"; \
 	$(BUILD)/gpu/engine_refine_check --templates 4000 --distinct 4000 --probes 96 --batch 32 \
 		--rounds 0 --cpu-search || status=1; \
+	echo "# gpu-check: refining searches with shortlists of 70,000 (hits and the rescoring's preparation on several threads)"; \
+	$(BUILD)/gpu/engine_refine_check --templates 150000 --distinct 50000 --probes 8 --batch 4 \
+		--rounds 0 --refine-min 70000 --partitions 2 --cpu-search || status=1; \
 	echo "# gpu-check: engine program with --gpu on"; \
 	MCC_ENGINE=$(BUILD)/gpu/mcc_engine $(BUILD)/gpu/test_engine_e2e --gpu || status=1; \
 	echo "# gpu-check: image jobs in the engine, GPU path"; \

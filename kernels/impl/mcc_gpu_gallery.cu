@@ -444,8 +444,6 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32
 	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t	nth = ntiles / 256 + 1;
 	tile_worker *w;
-	pthread_t  *tid;
-	int			started = 0;
 	mcc_gpu_code rc = MCC_GPU_OK;
 
 	if (nth > (uint32_t) (cpus > 1 ? cpus : 1))
@@ -453,13 +451,8 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32
 	if (nth > 16)
 		nth = 16;
 	w = (tile_worker *) calloc(nth, sizeof(tile_worker));
-	tid = (pthread_t *) calloc(nth, sizeof(pthread_t));
-	if (!w || !tid)
-	{
-		free(w);
-		free(tid);
+	if (!w)
 		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
-	}
 	for (uint32_t i = 0; i < nth; i++)
 	{
 		w[i].p = p;
@@ -472,14 +465,7 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32
 		mcc_error_clear(&w[i].err);
 		w[i].c = b->tslot[w[i].t0 - b->t0];	/* part_index summed the tiles before */
 	}
-	/* workers 1 .. started on threads, the rest (0 and any not started) here */
-	if (nth > 1)
-		started = mcc_job_start_threads(tid, (int) nth - 1, tile_worker_run, &w[1], sizeof(tile_worker));
-	tile_worker_run(&w[0]);
-	for (uint32_t i = (uint32_t) started + 1; i < nth; i++)
-		tile_worker_run(&w[i]);
-	for (int i = 0; i < started; i++)
-		pthread_join(tid[i], NULL);
+	mcc_job_run_each((int) nth, tile_worker_run, w, sizeof(tile_worker));
 	for (uint32_t i = 0; i < nth; i++)
 	{
 		if (w[i].rc != MCC_GPU_OK && rc == MCC_GPU_OK)
@@ -495,7 +481,6 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32
 			p->angle_count[a] += w[i].angle_count[a];
 	}
 	free(w);
-	free(tid);
 	return rc;
 }
 

@@ -25,6 +25,7 @@
 
 #include "mcc_gpu_rt.h"
 #include "mcc_gpu_int.h"
+#include "mcc_gpu_refine_prep.h"
 
 /* the driver of mcc_refine_body.h, as device code */
 #define RB_DRIVER static __device__ __forceinline__
@@ -32,7 +33,6 @@
 #define RB_WSTEP(...) do { const int tid = (int) threadIdx.x; __VA_ARGS__; __syncwarp(); } while (0)
 #include "mcc_refine_body.h"
 
-#define A16(x) (((x) + 15) & ~(size_t) 15)
 #define RF_MAX_THREADS 256
 
 static_assert(RP_NCLASS == MCC_GPU_RF_CLASSES, "a stream and an event per size class");
@@ -84,34 +84,6 @@ mcc_gpu_refine_debug(mcc_gpu *g, double *last)
 	g->rf_dbg = last;
 }
 
-/* Pairs read ahead of the one being prepared. */
-#define RF_AHEAD 8
-
-/* Pair i's gallery template in *t, if the pair exists and names one. */
-static inline bool
-gallery_pair(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, size_t i, uint32_t *t)
-{
-	if (i >= npairs || pairs[i].from != MCC_GPU_FROM_GALLERY || pairs[i].cand >= g->n_tpl)
-		return false;
-	*t = pairs[i].cand;
-	return true;
-}
-
-/*
- * Ask for the host record of pair i's gallery template ahead of its use:
- * records are read at random, and a shortlist of thousands of candidates
- * would otherwise wait on each miss in turn.
- */
-static inline void
-prefetch_gallery(const mcc_gpu *g, const mcc_gpu_pair *pairs, size_t npairs, size_t i)
-{
-	uint32_t	t;
-
-	if (!gallery_pair(g, pairs, npairs, i, &t))
-		return;
-	__builtin_prefetch(&g->tref[t]);
-}
-
 /* Check a view against the context. */
 static mcc_gpu_code
 check_view(const mcc_gpu *g, const mcc_template_view *v, const char *what, uint32_t i, mcc_error *err)
@@ -122,28 +94,6 @@ check_view(const mcc_gpu *g, const mcc_template_view *v, const char *what, uint3
 		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "%s %u has an invalid cylinder layout", what, i);
 	return MCC_GPU_OK;
 }
-
-/* One launch: the pairs of a class on a partition. */
-typedef struct rf_launch
-{
-	int			part;
-	int			cls;
-	size_t		first;			/* into the partition's pairs */
-	size_t		count;
-	uint64_t	gmax;			/* Gamma floats per block, or 0 */
-	uint64_t	rmax;			/* rho doubles per block, or 0 */
-} rf_launch;
-
-/* Per partition: its pairs [first, first + count) of the device list. */
-typedef struct rf_part
-{
-	size_t		first;
-	size_t		count;
-	size_t		bytes;			/* device buffer: common + pairs + scores (+ debug) */
-	size_t		pairs_off;
-	size_t		out_off;
-	size_t		dbg_off;
-} rf_part;
 
 /* Grow a partition's call buffer. */
 static mcc_gpu_code
@@ -233,272 +183,6 @@ ensure_tabs(mcc_gpu *g, mcc_gpu_part *p, mcc_error *err)
 			(e = cudaStreamSynchronize(p->rf_main)) != cudaSuccess)
 			return mcc_gpu_fail(g, e, "refinement table upload", p->dev, err);
 		p->rf_tabs_gen = g->rf_tabs_gen;
-	}
-	return MCC_GPU_OK;
-}
-
-/* One mcc_gpu_refine call: its arguments and what each step hands the next. */
-typedef struct rf_call
-{
-	const mcc_template_view *probes;
-	int			nq;
-	const mcc_template_view *cands;
-	uint32_t	ncand;
-	const mcc_gpu_pair *pairs;
-	size_t		npairs;
-	int			method;
-	const mcc_match_params *mp;
-	float	   *scores;
-	uint32_t	nsides;			/* probes, then candidates given as templates */
-	int			threads;		/* per block */
-	/* rf_classify */
-	uint8_t    *ppart;			/* per pair: partition * RP_NCLASS + class, or 0xFF when scored on the host */
-	uint32_t   *pb;				/* per device pair: its candidate's side (local template, or nq + candidate) ... */
-	uint32_t   *pnb;			/* ... and that side's cylinders (rf_place reads no gallery array again) */
-	uint8_t    *used;			/* per side: referenced by a pair scored on a device */
-	size_t		ndev;			/* pairs scored on the devices */
-	size_t		cnt[MCC_GPU_MAX_DEVICES][RP_NCLASS];	/* their number by partition and class */
-	uint64_t	gmax[MCC_GPU_MAX_DEVICES][RP_NCLASS];	/* Gamma floats per block beyond kcap */
-	uint64_t	rmax[MCC_GPU_MAX_DEVICES][RP_NCLASS];	/* rho doubles per block beyond kcap */
-	/* rf_image: the pinned host image (sides, pairs, scores) */
-	size_t		off_sides;
-	size_t		common;			/* cylinders and sides: every partition's */
-	rb_side    *hside;
-	rb_pair_desc *hpair;
-	float	   *hout;
-	double	   *hdbg;
-	rb_plan		plan;
-	/* rf_place */
-	rf_part		rp[MCC_GPU_MAX_DEVICES];
-	size_t	   *idx;			/* device list position -> caller's pair */
-} rf_call;
-
-/*
- * Check every pair; score on the host those with a removed template (-1)
- * or an empty side (0); count the others by partition (a gallery template's
- * device, else contiguous shares) and size class.
- */
-static mcc_gpu_code
-rf_classify(mcc_gpu *g, rf_call *c, mcc_error *err)
-{
-	const mcc_gpu_pair *pairs = c->pairs;
-	size_t		npairs = c->npairs;
-	size_t		nview = 0;
-	size_t		vview = 0;
-
-	c->ppart = (uint8_t *) malloc(npairs);
-	c->used = (uint8_t *) calloc((size_t) c->nsides + 1, 1);
-	c->pb = (uint32_t *) malloc(sizeof(uint32_t) * (npairs + 1));
-	c->pnb = (uint32_t *) malloc(sizeof(uint32_t) * (npairs + 1));
-	if (!c->ppart || !c->used || !c->pb || !c->pnb)
-		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
-	for (size_t i = 0; i < npairs; i++)
-		nview += pairs[i].from == MCC_GPU_FROM_VIEW;
-	for (size_t i = 0; i < npairs; i++)
-	{
-		const mcc_gpu_pair *pr = &pairs[i];
-		uint32_t	na;
-		uint32_t	nb;
-		int			part;
-		int			cls;
-		uint32_t	kcap;
-
-		prefetch_gallery(g, pairs, npairs, i + 2 * RF_AHEAD);
-
-		if (pr->probe >= (uint32_t) c->nq)
-			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: probe %u does not exist (%d given)", i,
-								  pr->probe, c->nq);
-		na = (uint32_t) c->probes[pr->probe].n_cyl;
-		if (pr->from == MCC_GPU_FROM_VIEW)
-		{
-			if (pr->cand >= c->ncand)
-				return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: candidate %u does not exist (%u given)",
-									  i, pr->cand, c->ncand);
-			nb = (uint32_t) c->cands[pr->cand].n_cyl;
-			/* contiguous shares of the template candidates per partition */
-			part = (int) (vview++ * (size_t) g->nparts / (nview ? nview : 1));
-			c->pb[i] = (uint32_t) c->nq + pr->cand;
-		}
-		else if (pr->from == MCC_GPU_FROM_GALLERY)
-		{
-			if (pr->cand >= g->n_tpl)
-				return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
-									  "pair %zu: gallery template %u does not exist (%u given)",
-									  i, pr->cand, g->n_tpl);
-			const mcc_gpu_tref *tr = &g->tref[pr->cand];
-
-			if (tr->removed)
-			{
-				c->scores[i] = -1.0f;
-				c->ppart[i] = 0xFF;
-				continue;
-			}
-			if (!tr->refd)
-				return mcc_gpu_rt_err(err, MCC_GPU_INVALID,
-									  "gallery template %u has no refinement data on the GPU (mcc_gpu_refine_attach)",
-									  pr->cand);
-			part = tr->where;
-			c->pb[i] = tr->local;
-			nb = tr->ncyl;
-		}
-		else
-			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "pair %zu: unknown candidate source %u", i, pr->from);
-		if (na == 0 || nb == 0)
-		{
-			c->scores[i] = 0.0f;	/* mcc_match_rescore: templates with no cylinder score 0 */
-			c->ppart[i] = 0xFF;
-			continue;
-		}
-		c->pnb[i] = nb;
-		c->used[pr->probe] = 1;
-		if (pr->from == MCC_GPU_FROM_VIEW)
-			c->used[(uint32_t) c->nq + pr->cand] = 1;
-		cls = rp_class(na, nb);
-		kcap = g->rf_kcap ? (uint32_t) g->rf_kcap : rp_class_kcap[cls];
-		c->ppart[i] = (uint8_t) (part * RP_NCLASS + cls);
-		c->cnt[part][cls]++;
-		if ((uint64_t) na * nb > kcap && (uint64_t) na * nb > c->gmax[part][cls])
-			c->gmax[part][cls] = (uint64_t) na * nb;
-		{
-			uint64_t	m = na < nb ? na : nb;
-
-			if (m * m > kcap && m * m > c->rmax[part][cls])
-				c->rmax[part][cls] = m * m;
-		}
-		c->ndev++;
-	}
-	return MCC_GPU_OK;
-}
-
-/*
- * The parameters' tables and the kernel's plan; the pinned host image:
- * the cylinders and sides of the sides used, room for the pairs and the
- * scores.
- */
-static mcc_gpu_code
-rf_image(mcc_gpu *g, rf_call *c, mcc_error *err)
-{
-	size_t		ncyl = 0;
-	size_t		off_out;
-	size_t		off_dbg;
-	size_t		hbytes;
-	unsigned char *h;
-	rb_cyl	   *hcyl;
-	cudaError_t e;
-	uint32_t	o = 0;
-
-	for (uint32_t sdx = 0; sdx < c->nsides; sdx++)
-		if (c->used[sdx])
-			ncyl += (size_t) (sdx < (uint32_t) c->nq ? c->probes[sdx].n_cyl : c->cands[sdx - c->nq].n_cyl);
-
-	/* the parameters' tables: a new generation when they change */
-	if (memcmp(g->rf_tab, c->mp->tab, sizeof(g->rf_tab)) != 0 || g->rf_tabs_gen == 0)
-	{
-		memcpy(g->rf_tab, c->mp->tab, sizeof(g->rf_tab));
-		g->rf_tabs_gen++;
-	}
-	rp_plan(&c->plan, c->method, c->mp);
-
-	/* host image: sides, pairs per partition and class, scores */
-	c->off_sides = A16(sizeof(rb_cyl) * ncyl);
-	c->common = c->off_sides + A16(sizeof(rb_side) * c->nsides);
-	off_out = c->common + A16(sizeof(rb_pair_desc) * c->ndev);
-	off_dbg = off_out + A16(4 * c->ndev);
-	hbytes = off_dbg + (g->rf_dbg ? A16(8 * c->ndev) : 0) + 16;
-	if (hbytes > g->rf_h_cap)
-	{
-		cudaFreeHost(g->rf_h);
-		g->rf_h = NULL;
-		g->rf_h_cap = 0;
-		if ((e = cudaMallocHost(&g->rf_h, hbytes + hbytes / 2)) != cudaSuccess)
-			return mcc_gpu_fail(g, e, "pinned host allocation", -1, err);
-		g->rf_h_cap = hbytes + hbytes / 2;
-	}
-	h = g->rf_h;
-	hcyl = (rb_cyl *) h;
-	c->hside = (rb_side *) (h + c->off_sides);
-	c->hpair = (rb_pair_desc *) (h + c->common);
-	c->hout = (float *) (h + off_out);
-	c->hdbg = (double *) (h + off_dbg);
-	for (uint32_t sdx = 0; sdx < c->nsides; sdx++)
-	{
-		const mcc_template_view *v = sdx < (uint32_t) c->nq ? &c->probes[sdx] : &c->cands[sdx - c->nq];
-		int			n = c->used[sdx] ? rp_side(v, hcyl + o) : 0;
-
-		if (n < 0)
-			return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "%s %u is not one cylinder per minutia",
-								  sdx < (uint32_t) c->nq ? "probe" : "candidate",
-								  sdx < (uint32_t) c->nq ? sdx : sdx - c->nq);
-		c->hside[sdx].off = o;
-		c->hside[sdx].n = (uint32_t) n;
-		o += (uint32_t) n;
-	}
-	return MCC_GPU_OK;
-}
-
-/*
- * Place the device pairs in the host image, partition-major and
- * class-minor, each with its n_P (idx: position -> the caller's pair).
- */
-static mcc_gpu_code
-rf_place(mcc_gpu *g, rf_call *c, mcc_error *err)
-{
-	size_t		pos[MCC_GPU_MAX_DEVICES][RP_NCLASS];
-	uint8_t		np_tab[MCC_MAX_CYL + 1][2];
-	uint8_t		np_have[MCC_MAX_CYL + 1];
-	size_t		acc = 0;
-
-	memset(np_have, 0, sizeof(np_have));
-	for (int pi = 0; pi < g->nparts; pi++)
-	{
-		c->rp[pi].first = acc;
-		for (int k = 0; k < RP_NCLASS; k++)
-		{
-			pos[pi][k] = acc;
-			acc += c->cnt[pi][k];
-		}
-		c->rp[pi].count = acc - c->rp[pi].first;
-	}
-	c->idx = (size_t *) malloc(sizeof(size_t) * (c->ndev + 1));
-	if (!c->idx)
-		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
-	for (size_t i = 0; i < c->npairs; i++)
-	{
-		const mcc_gpu_pair *pr = &c->pairs[i];
-		int			part;
-		int			cls;
-		size_t		j;
-		rb_pair_desc *d;
-		uint32_t	na;
-		uint32_t	nb;
-
-		if (c->ppart[i] == 0xFF)
-			continue;
-		part = c->ppart[i] / RP_NCLASS;
-		cls = c->ppart[i] % RP_NCLASS;
-		j = pos[part][cls]++;
-		d = &c->hpair[j];
-		memset(d, 0, sizeof(*d));
-		d->a = pr->probe;
-		d->b = c->pb[i];
-		d->bside = pr->from == MCC_GPU_FROM_VIEW;
-		/* a view's side: its cylinders as rf_image wrote them (as classified, or rp_side refused it) */
-		nb = d->bside ? c->hside[d->b].n : c->pnb[i];
-		na = c->hside[d->a].n;
-		d->out = (uint32_t) (j - c->rp[part].first);
-		{
-			/* n_P depends on the smaller side only: once per size in a call */
-			uint32_t	m = na < nb ? na : nb;
-
-			if (!np_have[m])
-			{
-				rp_np(np_tab[m], c->method, c->mp, g->profile, (int) m);
-				np_have[m] = 1;
-			}
-			d->np[0] = np_tab[m][0];
-			d->np[1] = np_tab[m][1];
-		}
-		c->idx[j] = i;
 	}
 	return MCC_GPU_OK;
 }
@@ -761,8 +445,7 @@ mcc_gpu_refine(mcc_gpu *g, const mcc_template_view *probes, int nq,
 	c->threads = g->rf_threads ? g->rf_threads : 128;
 
 	/* the host's part: pairs classified, the host image, the pairs placed */
-	if ((rc = rf_classify(g, c, err)) != MCC_GPU_OK || (rc = rf_image(g, c, err)) != MCC_GPU_OK ||
-		(rc = rf_place(g, c, err)) != MCC_GPU_OK)
+	if ((rc = rf_prepare(g, c, err)) != MCC_GPU_OK)
 		goto out;
 	g->rtiming.prep_ms = mcc_cuda_now_ms() - t0;
 	g->rtiming.pairs = c->ndev;
@@ -794,11 +477,6 @@ fail:
 	if (rc != MCC_GPU_STICKY)
 		mcc_gpu_drain(g);
 out:
-	free(c->ppart);
-	free(c->used);
-	free(c->pb);
-	free(c->pnb);
-	free(c->idx);
-	free(c);
+	rf_call_free(c);
 	return rc;
 }

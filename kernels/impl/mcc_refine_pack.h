@@ -26,11 +26,13 @@ extern "C"
 #include "mcc_template.h"
 
 /*
- * src/core/common/mcc_job.h's one way to start threads (that header is
- * C11, not C++): the host-side packing of refinement data and uploads.
+ * src/core/common/mcc_job.h's ways to start threads (that header is C11,
+ * not C++): the host-side packing of refinement data, uploads, a
+ * rescoring's preparation.
  */
 int			mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *), void *args,
 								  size_t stride);
+void		mcc_job_run_each(int n, void *(*fn) (void *), void *args, size_t stride);
 #ifdef __cplusplus
 }
 #endif
@@ -507,18 +509,9 @@ rp_rec_worker_run(void *arg)
 static inline void
 rp_rec_run(rp_rec_worker *w, int n, int phase)
 {
-	pthread_t	tid[RP_REC_MAX_THREADS];
-	int			started = 0;
-
 	for (int i = 0; i < n; i++)
 		w[i].phase = phase;
-	if (n > 1)
-		started = mcc_job_start_threads(tid, n - 1, rp_rec_worker_run, &w[1], sizeof(rp_rec_worker));
-	rp_rec_worker_run(&w[0]);
-	for (int i = started + 1; i < n; i++)
-		rp_rec_worker_run(&w[i]);
-	for (int i = 0; i < started; i++)
-		pthread_join(tid[i], NULL);
+	mcc_job_run_each(n, rp_rec_worker_run, w, sizeof(rp_rec_worker));
 }
 
 /* n workers over items[0..n_items), each knowing its first new entry: base on (the hash full). */

@@ -7,9 +7,12 @@
 #include "eng_gpu.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "eng_scan.h"
 #include "mcc_cmp.h"
+#include "mcc_job.h"
 
 #ifdef MCC_ENGINE_GPU
 
@@ -29,8 +32,120 @@ same_cut(const mcc_gpu_hit *a, const mcc_gpu_hit *b)
 	return a->score == b->score && a->id == b->id;
 }
 
-/* Hits whose cache entries fill_slot asks for ahead of the one it reads. */
+/* Hits whose cache entries a fill asks for ahead of the one it reads. */
 #define FILL_AHEAD 8
+
+/* Hits a share of a fill takes at least: fewer make one share, on the pass's thread. */
+#define FILL_SHARE_MIN 32768
+
+/* Threads of one fill at most. */
+#define FILL_SHARES_MAX 16
+
+/*
+ * One thread's share of a slot's fill: hits [i0, i1) checked against the
+ * cache, those reaching min_score written from out[o] on. A refining
+ * search of a 100 M gallery fills hundreds of thousands of hits, each
+ * reading its cache entry at random: on several threads, the hits in the
+ * order one loop writes them.
+ */
+typedef struct fill_share
+{
+	const eng_cache *c;
+	const mcc_gpu_hit *use;
+	eng_hit    *out;
+	float		min_score;
+	size_t		i0;
+	size_t		i1;
+	size_t		o;				/* where its first written hit goes */
+	size_t		written;
+	bool		stale;			/* a hit the cache does not hold */
+} fill_share;
+
+/* Does the cache hold the library's hit u (its entry, live, the same key)? */
+static inline bool
+hit_held(const eng_cache *c, const mcc_gpu_hit *u)
+{
+	return u->index < c->soa.n_tpl && !(c->entries[u->index].flags & ENG_E_PURGED) &&
+		c->entries[u->index].key == u->id;
+}
+
+static void *
+fill_share_run(void *arg)
+{
+	fill_share *f = arg;
+	const eng_cache *c = f->c;
+	const mcc_gpu_hit *use = f->use;
+
+	for (size_t i = f->i0; i < f->i1; i++)
+	{
+		const eng_entry *e;
+		eng_hit    *h;
+
+		/* entries are read at random: keep a few misses in flight */
+		if (i + FILL_AHEAD < f->i1 && use[i + FILL_AHEAD].index < c->soa.n_tpl)
+			__builtin_prefetch(&c->entries[use[i + FILL_AHEAD].index]);
+		if (!hit_held(c, &use[i]))
+		{
+			f->stale = true;
+			return NULL;
+		}
+		if (!(use[i].score >= f->min_score))
+			continue;
+		e = &c->entries[use[i].index];
+		h = &f->out[f->o + f->written++];
+		h->score = use[i].score;
+		h->key = e->key;
+		h->hash = e->hash;
+		h->entry = use[i].index;
+	}
+	return NULL;
+}
+
+/*
+ * Write the hits of use[0..n) that reach min_score to out, in order, on
+ * up to FILL_SHARES_MAX threads; false if one of them is not in the cache.
+ * *written: how many.
+ */
+static bool
+fill_hits(const eng_cache *c, const mcc_gpu_hit *use, size_t n, float min_score, eng_hit *out,
+		  uint64_t *written)
+{
+	fill_share	sh[FILL_SHARES_MAX];
+	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t		nsh = n / FILL_SHARE_MIN;
+	size_t		o = 0;
+	bool		held = true;
+
+	if (nsh > FILL_SHARES_MAX)
+		nsh = FILL_SHARES_MAX;
+	if (cpus > 0 && nsh > (size_t) cpus)
+		nsh = (size_t) cpus;
+	if (nsh < 1)
+		nsh = 1;
+	memset(sh, 0, sizeof(sh));
+	for (size_t t = 0; t < nsh; t++)
+	{
+		sh[t].c = c;
+		sh[t].use = use;
+		sh[t].out = out;
+		sh[t].min_score = min_score;
+		sh[t].i0 = n * t / nsh;
+		sh[t].i1 = n * (t + 1) / nsh;
+		/* where the share's hits go: the hits before it that are written */
+		sh[t].o = o;
+		if (nsh > 1)
+			for (size_t i = sh[t].i0; i < sh[t].i1; i++)
+				o += use[i].score >= min_score;
+	}
+	mcc_job_run_each((int) nsh, fill_share_run, sh, sizeof(fill_share));
+	*written = 0;
+	for (size_t t = 0; t < nsh; t++)
+	{
+		held = held && !sh[t].stale;
+		*written += sh[t].written;
+	}
+	return held;
+}
 
 /*
  * Turn the library's k' best of one probe (hits[0..n), k' = kk) into the
@@ -88,31 +203,11 @@ fill_slot(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c, eng_slot *sl,
 		free(own);
 		return MCC_GPU_OK;		/* hits.failed: the request's reply says out of memory */
 	}
-	for (int i = 0; i < n; i++)
+	if (!fill_hits(c, use, (size_t) n, sl->min_score, out, &ge))
 	{
-		const eng_entry *e;
-		eng_hit	   *h;
-
-		/* entries are read at random: keep a few misses in flight */
-		if (i + FILL_AHEAD < n && use[i + FILL_AHEAD].index < c->soa.n_tpl)
-			__builtin_prefetch(&c->entries[use[i + FILL_AHEAD].index]);
-
-		if (use[i].index >= c->soa.n_tpl ||
-			(c->entries[use[i].index].flags & ENG_E_PURGED) ||
-			c->entries[use[i].index].key != use[i].id)
-		{
-			free(own);
-			mcc_error_set(err, MCC_ERR_INTERNAL, "the GPU copy of the gallery differs from the cache");
-			return MCC_GPU_CUDA;	/* reloaded by the next pass */
-		}
-		if (!(use[i].score >= sl->min_score))
-			continue;
-		e = &c->entries[use[i].index];
-		h = &out[ge++];
-		h->score = use[i].score;
-		h->key = e->key;
-		h->hash = e->hash;
-		h->entry = use[i].index;
+		free(own);
+		mcc_error_set(err, MCC_ERR_INTERNAL, "the GPU copy of the gallery differs from the cache");
+		return MCC_GPU_CUDA;	/* reloaded by the next pass */
 	}
 	eng_hits_fill_end(&sl->hits, (uint32_t) ge);
 	sl->n_ge = ge;

@@ -3,6 +3,9 @@
  * one job: every thread runs the function once on the same argument, all
  * have finished when it returns, their signals are blocked (as every
  * thread mcc_job starts), and with no thread to start the caller runs it.
+ * mcc_job_run_each: worker i on element i of an array, worker 0 on the
+ * caller, the others on threads with their signals blocked, all finished
+ * when it returns.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -34,6 +37,43 @@ worker(void *arg)
 	return NULL;
 }
 
+/* One element of mcc_job_run_each's array. */
+typedef struct each_elem
+{
+	int			runs;
+	int			on_caller;
+	int			blocked;
+	pthread_t	self;
+} each_elem;
+
+static void *
+each_worker(void *arg)
+{
+	each_elem  *e = arg;
+	sigset_t	now;
+
+	pthread_sigmask(SIG_SETMASK, NULL, &now);
+	e->blocked = sigismember(&now, SIGINT);
+	e->on_caller = pthread_equal(pthread_self(), e->self) != 0;
+	e->runs++;
+	return NULL;
+}
+
+/* mcc_job_run_each over n elements: each ran once, only the first on the caller. */
+static void
+check_each(int n)
+{
+	each_elem	e[16];
+	int			ok = 1;
+
+	for (int i = 0; i < n; i++)
+		e[i] = (each_elem) {.self = pthread_self()};
+	mcc_job_run_each(n, each_worker, e, sizeof(each_elem));
+	for (int i = 0; i < n; i++)
+		ok = ok && e[i].runs == 1 && e[i].on_caller == (i == 0) && e[i].blocked == (i != 0);
+	UNIT_CHECK(ok, "run_each over %d: every element once, the first on the caller, the others on threads with signals blocked", n);
+}
+
 int
 main(void)
 {
@@ -57,5 +97,8 @@ main(void)
 				   "no thread to start: the caller runs the worker once (%d runs, %d on the caller)",
 				   atomic_load(&s.runs), atomic_load(&s.caller));
 	}
+	check_each(1);
+	check_each(2);
+	check_each(16);
 	return unit_done();
 }

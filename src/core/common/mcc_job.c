@@ -30,6 +30,22 @@ mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *), void *args, 
 	return started;
 }
 
+/* Run n workers, w[0] and any not started here, and join them (mcc_job.h). */
+void
+mcc_job_run_each(int n, void *(*fn) (void *), void *args, size_t stride)
+{
+	pthread_t  *tids = n > 1 ? malloc((size_t) (n - 1) * sizeof(pthread_t)) : NULL;
+	int			started = tids ? mcc_job_start_threads(tids, n - 1, fn, (char *) args + stride, stride) : 0;
+
+	if (n > 0)
+		fn(args);
+	for (int i = started + 1; i < n; i++)
+		fn((char *) args + (size_t) i * stride);
+	for (int i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	free(tids);
+}
+
 /* Run fn(arg) on n threads and join them (mcc_job.h). */
 void
 mcc_job_run_shared(int n, void *(*fn) (void *), void *arg)

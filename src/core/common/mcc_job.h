@@ -54,6 +54,14 @@ int			mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *),
  */
 void		mcc_job_run_shared(int n, void *(*fn) (void *), void *arg);
 
+/*
+ * Run n workers fn on (char *) args + i * stride, i = 0 .. n - 1, and wait
+ * for them all: worker 0 on the calling thread, the others on threads of
+ * their own (any that cannot be started run on the calling thread after
+ * it). For work split into shares whose results the caller merges.
+ */
+void		mcc_job_run_each(int n, void *(*fn) (void *), void *args, size_t stride);
+
 /* Set up a zeroed runner for n threads (not started); 0 when out of memory. */
 int			mcc_job_runner_init(mcc_job_runner *r, int n);
 
