@@ -137,6 +137,7 @@ typedef struct mcc_gpu_timing
 	double		pairs;			/* local similarities computed (gate passed) */
 	int			blocks_per_sm;	/* match kernel occupancy (last pass) */
 	int			passes;			/* device passes (probe chunks) */
+	double		settle_ms;		/* host wall: long lists' order on the devices and copies, all partitions */
 } mcc_gpu_timing;
 
 /*

@@ -441,15 +441,11 @@ tiles_build(mcc_gpu *g, mcc_gpu_part *p, const mcc_soa *s, part_build *b, uint32
 			uint32_t tb, mcc_error *err)
 {
 	uint32_t	ntiles = tb - ta;
-	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	uint32_t	nth = ntiles / 256 + 1;
+	/* one thread per 256 tiles started (ntiles / 256 + 1), at most 16 */
+	uint32_t	nth = (uint32_t) mcc_job_shares((size_t) ntiles + 256, 256, 16);
 	tile_worker *w;
 	mcc_gpu_code rc = MCC_GPU_OK;
 
-	if (nth > (uint32_t) (cpus > 1 ? cpus : 1))
-		nth = (uint32_t) (cpus > 1 ? cpus : 1);
-	if (nth > 16)
-		nth = 16;
 	w = (tile_worker *) calloc(nth, sizeof(tile_worker));
 	if (!w)
 		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");

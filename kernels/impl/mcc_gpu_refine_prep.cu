@@ -15,7 +15,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "mcc_gpu_refine_prep.h"
 
@@ -221,20 +220,6 @@ share_run(void *arg)
 	return NULL;
 }
 
-/* How many shares for npairs pairs. */
-static int
-share_count(size_t npairs)
-{
-	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t		n = npairs / RF_SHARE_MIN;
-
-	if (n > RF_SHARES_MAX)
-		n = RF_SHARES_MAX;
-	if (cpus > 0 && n > (size_t) cpus)
-		n = (size_t) cpus;
-	return n > 1 ? (int) n : 1;
-}
-
 /*
  * Classify every pair on the shares; the counts summed into c, the first
  * failing share's error returned.
@@ -376,7 +361,7 @@ rf_place(mcc_gpu *g, rf_call *c, rf_share *sh, int nsh, mcc_error *err)
 mcc_gpu_code
 rf_prepare(mcc_gpu *g, rf_call *c, mcc_error *err)
 {
-	int			nsh = share_count(c->npairs);
+	int			nsh = mcc_job_shares(c->npairs, RF_SHARE_MIN, RF_SHARES_MAX);
 	rf_share   *sh;
 	mcc_gpu_code rc;
 

@@ -428,23 +428,26 @@ grow_hits(mcc_gpu *g, mcc_gpu_part *p, size_t n)
  * the window of k + margin copied by queue_select, whose ties the host
  * orders by id. A list of k >= MCC_GPU_ORDER_MIN (a refining search's
  * shortlist): every candidate the selection returned made a hit and put
- * in (score, id) order on the device, then copied; without the device
+ * in (score, id) order on the device, then copied (queued here: *queued,
+ * settle_wait waits for it, every partition's at once); without the device
  * memory for that, the short lists' way (the same result).
  */
 static mcc_gpu_code
-settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, mcc_error *err)
+settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, bool *queued, mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[i];
 	uint32_t	w = (uint32_t) k + MCC_GPU_MARGIN;
 	uint32_t	maxlen = 0;
 	cudaError_t e;
 
+	*queued = false;
 	if (w > ccap)
 		w = ccap;
 	p->hits_width = w;
 	p->hits_ordered = 0;
 	if (k < MCC_GPU_ORDER_MIN)
 		return MCC_GPU_OK;
+	CK(cudaSetDevice(p->dev), "device selection");
 	for (int q = 0; q < nq; q++)
 		if (p->h_small[q] > maxlen)
 			maxlen = p->h_small[q];
@@ -465,9 +468,21 @@ settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, mcc_error *err)
 		CK(mcc_gpu_order_launch(p, p->d_hits + (size_t) q * w, p->h_small[q]), "hit order");
 	CK(cudaMemcpyAsync(p->h_hits, p->d_hits, (size_t) nq * w * sizeof(mcc_gpu_hit),
 					   cudaMemcpyDeviceToHost, p->st), "result copy");
-	CK(cudaStreamSynchronize(p->st), "search");
 	p->hits_width = w;
 	p->hits_ordered = 1;
+	*queued = true;
+	return MCC_GPU_OK;
+}
+
+/* Wait for the ordered lists settle_hits queued on partition i. */
+static mcc_gpu_code
+settle_wait(mcc_gpu *g, int i, mcc_error *err)
+{
+	mcc_gpu_part *p = &g->part[i];
+	cudaError_t e;
+
+	CK(cudaSetDevice(p->dev), "device selection");
+	CK(cudaStreamSynchronize(p->st), "search");
 	return MCC_GPU_OK;
 }
 
@@ -520,7 +535,7 @@ collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, mc
 			CK(cudaStreamSynchronize(p->st), "search");
 			break;
 		}
-	return settle_hits(g, i, nq, k, ccap[i], err);
+	return MCC_GPU_OK;
 }
 
 /* The hits of a probe from every partition, before the merge (grown as needed). */
@@ -572,17 +587,25 @@ map_keys_host(mcc_gpu *g, mcc_gpu_part *p, int q, uint32_t ccap, uint32_t len, m
 }
 
 /*
- * Append partition i's candidates of probe q to acc: the hits the device
- * made of the copied window, or every key mapped here when there are more.
+ * Partition i's candidates of probe q for the merge: the hits of the
+ * copied window, where they are (*in_acc false); or, when there are more
+ * (every key mapped here), appended to acc (*in_acc true, from *off on).
  */
 static mcc_gpu_code
-gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap, hit_acc *acc, mcc_error *err)
+gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap, hit_acc *acc, const mcc_gpu_hit **list,
+			bool *in_acc, size_t *off, mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[i];
 	uint32_t	len = p->h_small[q];
 	uint32_t	w = p->hits_width;
 	mcc_gpu_code rc;
 
+	*in_acc = len > w;
+	if (!*in_acc)
+	{
+		*list = p->h_hits + (size_t) q * w;
+		return MCC_GPU_OK;
+	}
 	if (acc->n + len > acc->cap)
 	{
 		size_t		nc = (acc->n + len) * 2 + 16;
@@ -593,14 +616,76 @@ gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap, hit_acc *acc, mcc_er
 		acc->h = na;
 		acc->cap = nc;
 	}
-	if (len <= w)
-		memcpy(acc->h + acc->n, p->h_hits + (size_t) q * w, sizeof(mcc_gpu_hit) * len);
-	else if ((rc = map_keys_host(g, p, q, ccap[i], len, acc->h + acc->n, err)) != MCC_GPU_OK)
+	if ((rc = map_keys_host(g, p, q, ccap[i], len, acc->h + acc->n, err)) != MCC_GPU_OK)
 		return rc;
+	*off = acc->n;
 	acc->n += len;
 	return MCC_GPU_OK;
 }
 #undef CK
+
+/* Hits of a merge a share takes at least: fewer make one share, on the calling thread. */
+#define MERGE_SHARE_MIN 32768
+
+/* Threads of one merge at most. */
+#define MERGE_SHARES_MAX 16
+
+/* One thread's segment of a merge (mcc_ties_split): its lists' parts, where its hits go. */
+typedef struct merge_share
+{
+	const mcc_gpu_hit *list[MCC_GPU_MAX_DEVICES];
+	size_t		len[MCC_GPU_MAX_DEVICES];
+	int			nlists;
+	size_t		k;				/* at most this many */
+	mcc_gpu_hit *out;
+	size_t		n;				/* merged */
+} merge_share;
+
+static void *
+merge_share_run(void *arg)
+{
+	merge_share *m = (merge_share *) arg;
+	size_t		pos[MCC_GPU_MAX_DEVICES];
+
+	m->n = m->k > 0 ? mcc_ties_merge(m->list, m->len, m->nlists, m->k, pos, m->out) : 0;
+	return NULL;
+}
+
+/*
+ * The first k of the partitions' ordered lists merged into out (how many):
+ * a refining search's k of 400,000 at 100 M on segments that merge apart,
+ * one thread each (the one merge's hits, in its order).
+ */
+static size_t
+merge_lists(const mcc_gpu_hit *const *list, const size_t *len, int nlists, size_t k, mcc_gpu_hit *out)
+{
+	merge_share sh[MERGE_SHARES_MAX];
+	size_t		b[(MERGE_SHARES_MAX + 1) * MCC_GPU_MAX_DEVICES];
+	int			nsh = mcc_job_shares(k, MERGE_SHARE_MIN, MERGE_SHARES_MAX);
+	size_t		n = 0;
+
+	mcc_ties_split(list, len, nlists, nsh, b);
+	for (int t = 0; t < nsh; t++)
+	{
+		size_t		off = 0;
+		size_t		m = 0;
+
+		for (int i = 0; i < nlists; i++)
+		{
+			sh[t].list[i] = list[i] + b[(size_t) t * nlists + i];
+			sh[t].len[i] = b[(size_t) (t + 1) * nlists + i] - b[(size_t) t * nlists + i];
+			off += b[(size_t) t * nlists + i];
+			m += sh[t].len[i];
+		}
+		sh[t].nlists = nlists;
+		sh[t].out = out + off;
+		sh[t].k = off < k ? (m < k - off ? m : k - off) : 0;
+	}
+	mcc_job_run_each(nsh, merge_share_run, sh, sizeof(merge_share));
+	for (int t = 0; t < nsh; t++)
+		n += sh[t].n;
+	return n;
+}
 
 /*
  * One pass of probes[0..nq) over every partition: match (and select when
@@ -635,34 +720,50 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			goto fail;
 	if (k == 0)
 		return MCC_GPU_OK;
+	/* long lists: ordered and copied on every partition at once */
+	t1 = mcc_cuda_now_ms();
+	{
+		bool		queued[MCC_GPU_MAX_DEVICES];
 
-	/* merge the partitions' candidates per probe */
+		for (int i = 0; i < g->nparts; i++)
+			if ((rc = settle_hits(g, i, nq, k, ccap[i], &queued[i], err)) != MCC_GPU_OK)
+				goto fail;
+		for (int i = 0; i < g->nparts; i++)
+			if (queued[i] && (rc = settle_wait(g, i, err)) != MCC_GPU_OK)
+				goto fail;
+	}
+	g->timing.settle_ms += mcc_cuda_now_ms() - t1;
+
+	/*
+	 * merge the partitions' candidates per probe, each list read where its
+	 * partition's copy left it (a refining search's are 400,000 long at
+	 * 100 M: no copy of them)
+	 */
 	t0 = mcc_cuda_now_ms();
 	for (int q = 0; q < nq; q++)
 	{
-		size_t		start[MCC_GPU_MAX_DEVICES + 1];
-		size_t		pos[MCC_GPU_MAX_DEVICES];
+		const mcc_gpu_hit *list[MCC_GPU_MAX_DEVICES];
+		size_t		len[MCC_GPU_MAX_DEVICES];
+		size_t		off[MCC_GPU_MAX_DEVICES];
+		bool		in_acc[MCC_GPU_MAX_DEVICES];
 
 		acc.n = 0;
 		for (int i = 0; i < g->nparts; i++)
 		{
-			start[i] = acc.n;
-			if ((rc = gather_part(g, i, q, ccap, &acc, err)) != MCC_GPU_OK)
+			len[i] = g->part[i].h_small[q];
+			if ((rc = gather_part(g, i, q, ccap, &acc, &list[i], &in_acc[i], &off[i], err)) != MCC_GPU_OK)
 				goto fail;
 		}
-		start[g->nparts] = acc.n;
-		t1 = mcc_cuda_now_ms();
-		/* each partition's list is by score already: its ties to order by id */
+		/* acc may have moved while it grew */
 		for (int i = 0; i < g->nparts; i++)
-			if (!g->part[i].hits_ordered)
-				mcc_ties_sort(acc.h + start[i], start[i + 1] - start[i], &g->timing.tie_run_max);
-		if (g->nparts == 1)
-		{
-			nhits[q] = (int) (acc.n < (size_t) k ? acc.n : (size_t) k);
-			memcpy(hits + (size_t) q * k, acc.h, sizeof(mcc_gpu_hit) * nhits[q]);
-		}
-		else
-			nhits[q] = (int) mcc_ties_merge(acc.h, start, g->nparts, (size_t) k, pos, hits + (size_t) q * k);
+			if (in_acc[i])
+				list[i] = acc.h + off[i];
+		t1 = mcc_cuda_now_ms();
+		/* each partition's list is by score already: its ties to order by id (in place) */
+		for (int i = 0; i < g->nparts; i++)
+			if (in_acc[i] || !g->part[i].hits_ordered)
+				mcc_ties_sort((mcc_gpu_hit *) list[i], len[i], &g->timing.tie_run_max);
+		nhits[q] = (int) merge_lists(list, len, g->nparts, (size_t) k, hits + (size_t) q * k);
 		g->timing.ties_ms += mcc_cuda_now_ms() - t1;
 	}
 	g->timing.merge_ms += mcc_cuda_now_ms() - t0;

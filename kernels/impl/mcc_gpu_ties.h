@@ -19,6 +19,8 @@
  * where a refining search keeps 400,000 candidates of each partition.
  * Lists that long (k >= MCC_GPU_ORDER_MIN) are ordered on the device
  * instead (mcc_gpu_order.cu): this sort still cost 107 ms a query there.
+ * Their merge (11 ms a query there) is cut into segments that merge apart
+ * (mcc_ties_split), for a merge on several threads.
  */
 #ifndef MCC_GPU_TIES_H
 #define MCC_GPU_TIES_H
@@ -138,31 +140,100 @@ mcc_ties_before(const mcc_gpu_hit *a, const mcc_gpu_hit *b)
 }
 
 /*
- * The first k of nlists lists h[start[i] .. start[i + 1]), each in the
- * order of mcc_ties_sort, merged in that order into out: returns how many
- * (at most k). pos: nlists entries of scratch. A list per partition, and
- * partitions are few: the heads are compared in turn.
+ * The first k of nlists lists lists[i][0 .. len[i]), each in the order of
+ * mcc_ties_sort, merged in that order into out: returns how many (at most
+ * k). pos: nlists entries of scratch. A list per partition, each where
+ * its partition left it (no copy), and partitions are few: the heads are
+ * compared in turn; once one list is left, the rest of it is copied.
  */
 static inline size_t
-mcc_ties_merge(const mcc_gpu_hit *h, const size_t *start, int nlists, size_t k, size_t *pos,
+mcc_ties_merge(const mcc_gpu_hit *const *lists, const size_t *len, int nlists, size_t k, size_t *pos,
 			   mcc_gpu_hit *out)
 {
 	size_t		n = 0;
 
 	for (int i = 0; i < nlists; i++)
-		pos[i] = start[i];
+		pos[i] = 0;
 	while (n < k)
 	{
 		int			best = -1;
+		int			open = 0;
 
 		for (int i = 0; i < nlists; i++)
-			if (pos[i] < start[i + 1] && (best < 0 || mcc_ties_before(&h[pos[i]], &h[pos[best]])))
-				best = i;
+			if (pos[i] < len[i])
+			{
+				open++;
+				if (best < 0 || mcc_ties_before(&lists[i][pos[i]], &lists[best][pos[best]]))
+					best = i;
+			}
 		if (best < 0)
 			break;
-		out[n++] = h[pos[best]++];
+		if (open == 1)
+		{
+			size_t		m = len[best] - pos[best];
+
+			if (m > k - n)
+				m = k - n;
+			memcpy(out + n, lists[best] + pos[best], m * sizeof(mcc_gpu_hit));
+			n += m;
+			break;
+		}
+		out[n++] = lists[best][pos[best]++];
 	}
 	return n;
+}
+
+/* The first position of list[0..len) whose hit is not before v (binary search). */
+static inline size_t
+mcc_ties_bound(const mcc_gpu_hit *list, size_t len, const mcc_gpu_hit *v)
+{
+	size_t		lo = 0;
+	size_t		hi = len;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (mcc_ties_before(&list[mid], v))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Cut the merge of nlists ordered lists into nseg segments that merge
+ * apart: segment t is lists[i][b[t][i] .. b[t + 1][i]) for every i (b is
+ * (nseg + 1) rows of nlists, row-major), and the segments' merges, one
+ * after the other, are mcc_ties_merge's merge of the whole lists. The cuts
+ * are hits of the longest list at even steps: each list's part before a
+ * cut holds its hits before the cut's hit, so hits equal to it, in
+ * whichever list, fall in one segment, where the merge orders them as the
+ * whole merge does. For a merge on several threads (segment t's hits go
+ * to the output from sum_i b[t][i] on).
+ */
+static inline void
+mcc_ties_split(const mcc_gpu_hit *const *lists, const size_t *len, int nlists, int nseg, size_t *b)
+{
+	int			longest = 0;
+
+	for (int i = 1; i < nlists; i++)
+		if (len[i] > len[longest])
+			longest = i;
+	for (int i = 0; i < nlists; i++)
+	{
+		b[i] = 0;
+		b[(size_t) nseg * nlists + i] = len[i];
+	}
+	for (int t = 1; t < nseg; t++)
+	{
+		size_t		at = len[longest] * (size_t) t / (size_t) nseg;
+
+		for (int i = 0; i < nlists; i++)
+			b[(size_t) t * nlists + i] = at < len[longest] ?
+				mcc_ties_bound(lists[i], len[i], &lists[longest][at]) : len[i];
+	}
 }
 
 #endif							/* MCC_GPU_TIES_H */

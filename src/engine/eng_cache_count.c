@@ -195,3 +195,18 @@ eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
 	*certain = n;
 	return true;
 }
+
+bool
+eng_cache_uncertain_bound(const eng_cache *c, uint64_t *bound)
+{
+	eng_cache  *w = (eng_cache *) c;	/* the lock only */
+	bool		ok;
+
+	if (pthread_mutex_trylock(&w->count_lock) != 0)
+		return false;
+	ok = c->count_rest != NULL && c->count_version == c->version;
+	if (ok)
+		*bound = c->n_count_rest;
+	pthread_mutex_unlock(&w->count_lock);
+	return ok;
+}

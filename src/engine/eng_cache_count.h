@@ -30,4 +30,13 @@ bool		eng_cache_count(const eng_cache *c, uint64_t xmin, uint32_t max_groups,
 							uint64_t *certain, eng_count_group **groups,
 							uint32_t *n_groups);
 
+/*
+ * At most how many live entries of c may be uncertain for some xmin (the
+ * count memo's: entries not inserted below every horizon, or deleted), when
+ * the memo is up to date and free; false otherwise (never waits: a count
+ * building the memo holds it). For a refining search's room beyond its
+ * shortlist.
+ */
+bool		eng_cache_uncertain_bound(const eng_cache *c, uint64_t *bound);
+
 #endif							/* ENG_CACHE_COUNT_H */

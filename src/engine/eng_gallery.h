@@ -53,6 +53,7 @@ typedef struct eng_request
 	uint8_t   **tpls;			/* the probes' template blobs (GPU path, refining) */
 	uint32_t   *tpl_lens;
 	int64_t		deadline;		/* monotonic usec: give up waiting for deltas */
+	int64_t		arrived;		/* monotonic usec: when the SEARCH was read */
 	atomic_int	cancelled;		/* CANCEL or the connection closed */
 	uint32_t	first_slot;		/* in its batch */
 } eng_request;

@@ -85,7 +85,7 @@ typedef struct eng_gpu_stats
 	double		refine_lib_s;	/* of which mcc_gpu_refine calls */
 	double		upload_s;		/* full uploads of the LSS gallery */
 	double		refine_attach_s;	/* refinement data rebuilt and sent */
-	double		lib_ms[9];		/* the libraries' own stage times (ENG_GPU_T_*), ms */
+	double		lib_ms[10];		/* the libraries' own stage times (ENG_GPU_T_*), ms */
 	int			tie_run_max;	/* longest run of equal LSS scores a merge ordered */
 } eng_gpu_stats;
 
@@ -94,7 +94,8 @@ enum
 {
 	ENG_GPU_T_MATCH, ENG_GPU_T_SELECT, ENG_GPU_T_D2H, ENG_GPU_T_MERGE,
 	ENG_GPU_T_RPREP, ENG_GPU_T_RH2D, ENG_GPU_T_RKERNEL, ENG_GPU_T_RD2H,
-	ENG_GPU_T_TIES				/* of MERGE: runs of equal scores ordered by id */
+	ENG_GPU_T_TIES,				/* of MERGE: runs of equal scores ordered by id */
+	ENG_GPU_T_SETTLE			/* long lists ordered on the devices and copied */
 };
 
 /* Does this binary contain the GPU path? */

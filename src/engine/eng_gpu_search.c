@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "eng_scan.h"
 #include "mcc_cmp.h"
@@ -111,17 +110,10 @@ fill_hits(const eng_cache *c, const mcc_gpu_hit *use, size_t n, float min_score,
 		  uint64_t *written)
 {
 	fill_share	sh[FILL_SHARES_MAX];
-	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t		nsh = n / FILL_SHARE_MIN;
+	size_t		nsh = (size_t) mcc_job_shares(n, FILL_SHARE_MIN, FILL_SHARES_MAX);
 	size_t		o = 0;
 	bool		held = true;
 
-	if (nsh > FILL_SHARES_MAX)
-		nsh = FILL_SHARES_MAX;
-	if (cpus > 0 && nsh > (size_t) cpus)
-		nsh = (size_t) cpus;
-	if (nsh < 1)
-		nsh = 1;
 	memset(sh, 0, sizeof(sh));
 	for (size_t t = 0; t < nsh; t++)
 	{
@@ -300,6 +292,7 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 			g->stats.lib_ms[ENG_GPU_T_D2H] += tm.d2h_ms;
 			g->stats.lib_ms[ENG_GPU_T_MERGE] += tm.merge_ms;
 			g->stats.lib_ms[ENG_GPU_T_TIES] += tm.ties_ms;
+			g->stats.lib_ms[ENG_GPU_T_SETTLE] += tm.settle_ms;
 			if (tm.tie_run_max > g->stats.tie_run_max)
 				g->stats.tie_run_max = tm.tie_run_max;
 		}

@@ -193,7 +193,8 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		eng_request_free(req);
 		return true;
 	}
-	req->deadline = eng_now_usec() + (int64_t) s->cfg.delta_timeout_ms * 1000;
+	req->arrived = eng_now_usec();
+	req->deadline = req->arrived + (int64_t) s->cfg.delta_timeout_ms * 1000;
 	eng_gallery_submit(s, g, req);
 	return true;
 }

@@ -9,28 +9,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "eng_cache_count.h"
 #include "eng_conn.h"
 #include "eng_gallery.h"
 #include "eng_log.h"
 #include "eng_result.h"
 #include "eng_snapshot.h"
+#include "mcc_job.h"
 
 /*
  * The candidates a search keeps per probe from cache c: k, or for a
  * refining search s + k with *s = n' for the cache's searchable entries
- * (mcc_proto.h); at most the searchable entries.
+ * (mcc_proto.h); at most the searchable entries. A refining search's k is
+ * room for entries its statement may not see (refine_cut stops at the
+ * s-th certain one): when the count memo bounds the uncertain entries by
+ * u < k, s + u + 1 hold s certain ones and one more, the same cut. At 100 M
+ * templates the backend's room is n' / 2 (200,000 candidates of each
+ * partition ordered, copied and merged for nothing) where u is often 0.
  */
 static uint64_t
 keep_per_probe(const eng_request *r, const eng_cache *c, uint64_t *s)
 {
 	uint64_t	searchable = eng_cache_searchable(c);
 	uint64_t	n = r->k;
+	uint64_t	u;
 
 	*s = 0;
 	if (r->refine != MCC_LSS)
 	{
 		*s = (uint64_t) mcc_refine_count((int64_t) searchable, r->fraction,
 										 (int64_t) r->refine_min, (int64_t) r->final_k);
+		if (r->count_xmin != 0 && eng_cache_uncertain_bound(c, &u) && u < n)
+			n = u + 1;
 		n += *s;
 	}
 	return n < searchable ? n : searchable;
@@ -377,26 +387,78 @@ gpu_prebuild_done(eng_server *s, eng_gallery *g, eng_batch *b)
 	eng_snapshot_prebuilt(s, g);
 }
 
+/* Hits a share of refine_cut's count takes at least: fewer make one share, here. */
+#define CUT_SHARE_MIN 32768
+
+/* Threads of one count at most. */
+#define CUT_SHARES_MAX 16
+
+/* One thread's share of refine_cut's count: certain entries among hits [j0, j1). */
+typedef struct cut_share
+{
+	const eng_cache *c;
+	const eng_hit *h;
+	uint64_t	xmin;
+	uint32_t	j0;
+	uint32_t	j1;
+	uint64_t	certain;
+} cut_share;
+
+/* Is hit j's entry certain for xmin (its entry asked for a few hits ahead)? */
+static inline bool
+hit_certain(const eng_cache *c, const eng_hit *h, uint32_t j, uint32_t end, uint64_t xmin)
+{
+	if (j + ENG_HIT_AHEAD < end)
+		__builtin_prefetch(&c->entries[h[j + ENG_HIT_AHEAD].entry]);
+	return eng_entry_certain(&c->entries[h[j].entry], xmin);
+}
+
+static void *
+cut_share_run(void *arg)
+{
+	cut_share  *t = arg;
+
+	for (uint32_t j = t->j0; j < t->j1; j++)
+		t->certain += hit_certain(t->c, t->h, j, t->j1, t->xmin);
+	return NULL;
+}
+
 /*
  * The hits of a refining probe to rescore and return: the shortest prefix
  * holding r->shortlist entries certain for its count_xmin, or all. Every
  * visible row among the statement's first n' by LSS lies in it: n' is at
- * most r->shortlist, and certain entries are visible.
+ * most r->shortlist, and certain entries are visible. A shortlist of
+ * hundreds of thousands (100 M templates) reads as many entries at random:
+ * the shares' counts on threads first find the share where the prefix
+ * ends, and only that share is read again, up to the end.
  */
 static uint32_t
 refine_cut(const eng_cache *c, const eng_slot *sl, const eng_request *r)
 {
+	cut_share	sh[CUT_SHARES_MAX];
+	uint32_t	n = sl->hits.n;
+	int			nsh = mcc_job_shares(n, CUT_SHARE_MIN, CUT_SHARES_MAX);
 	uint64_t	certain = 0;
+	uint32_t	from = 0;
 
-	for (uint32_t j = 0; j < sl->hits.n; j++)
+	if (nsh > 1)
 	{
-		if (j + ENG_HIT_AHEAD < sl->hits.n)
-			__builtin_prefetch(&c->entries[sl->hits.h[j + ENG_HIT_AHEAD].entry]);
-		if (eng_entry_certain(&c->entries[sl->hits.h[j].entry], r->count_xmin) &&
-			++certain >= r->shortlist)
-			return j + 1;
+		for (int t = 0; t < nsh; t++)
+			sh[t] = (cut_share) {c, sl->hits.h, r->count_xmin,
+				(uint32_t) ((uint64_t) n * t / nsh), (uint32_t) ((uint64_t) n * (t + 1) / nsh), 0};
+		mcc_job_run_each(nsh, cut_share_run, sh, sizeof(cut_share));
+		for (int t = 0; t < nsh; t++)
+		{
+			if (certain + sh[t].certain >= r->shortlist)
+				break;
+			certain += sh[t].certain;
+			from = sh[t].j1;
+		}
 	}
-	return sl->hits.n;
+	for (uint32_t j = from; j < n; j++)
+		if (hit_certain(c, sl->hits.h, j, n, r->count_xmin) && ++certain >= r->shortlist)
+			return j + 1;
+	return n;
 }
 
 /*
@@ -423,7 +485,10 @@ start_rescore(eng_server *s, eng_gallery *g, eng_batch *b)
 		for (uint32_t i = 0; i < r->n_probes && ok; i++)
 		{
 			const eng_slot *sl = &b->slots[r->first_slot + i];
+			int64_t		t0 = eng_now_usec();
 			uint32_t	n = refine_cut(b->cache, sl, r);
+
+			s->cut_usec += eng_now_usec() - t0;
 
 			if (n > cap)
 			{
@@ -452,6 +517,7 @@ start_rescore(eng_server *s, eng_gallery *g, eng_batch *b)
 		return false;
 	}
 	rs->owner = b;
+	rs->started_usec = eng_now_usec();
 	/* the pass leaves the search stage: the next one may start beside it */
 	g->rescoring = rs;
 	g->rescored = b;
@@ -540,6 +606,8 @@ static void
 pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs, eng_request *reqs,
 		 eng_cache *c)
 {
+	if (rs != NULL)
+		s->rescore_usec += eng_now_usec() - rs->started_usec;
 	while (reqs)
 	{
 		eng_request *r = reqs;
@@ -547,8 +615,16 @@ pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs, eng_reque
 		reqs = r->next;
 		if (!atomic_load(&r->cancelled))
 		{
+			int64_t		t0 = eng_now_usec();
+
 			eng_result_reply(s, b, rs, r);
 			g->searches++;
+			if (r->refine != MCC_LSS)
+			{
+				s->refined++;
+				s->refined_reply_usec += eng_now_usec() - t0;
+				s->refined_usec += eng_now_usec() - r->arrived;
+			}
 		}
 		eng_request_free(r);
 	}

@@ -76,6 +76,7 @@ typedef struct eng_rescore
 	eng_gpu    *gpu;			/* non-NULL: the job runs on the GPU */
 	eng_gpu_outcome gpu_outcome;	/* how the GPU job ended */
 	mcc_error	gpu_err;		/* why it did not answer */
+	int64_t		started_usec;	/* eng_now_usec() when it was set up */
 } eng_rescore;
 
 /* Scratch bytes a pool thread needs for rescoring. */

@@ -121,6 +121,12 @@ eng_server_destroy(eng_server *s)
 	eng_image_free_all(s);
 	eng_img_gpu_stop(s->img_gpu);
 	s->img_gpu = NULL;
+	if (s->refined > 0)
+		eng_log(ENG_LOG_INFO, "refining searches: %llu replies, %.1f ms from their SEARCH to their RESULT; "
+				"shortlists cut %.1f ms, rescorings %.1f ms (from their start to their pass's end), "
+				"replies written %.1f ms",
+				(unsigned long long) s->refined, s->refined_usec / 1e3, s->cut_usec / 1e3,
+				s->rescore_usec / 1e3, s->refined_reply_usec / 1e3);
 	/* after the caches: each closed its GPU context */
 	eng_gpu_stop(s->gpu);
 	s->gpu = NULL;

@@ -81,6 +81,15 @@ typedef struct eng_server
 	/* the main thread's time in the loop's turns, and within them waiting for the load pool */
 	int64_t		busy_usec;
 	int64_t		load_wait_usec;
+	/*
+	 * refining searches: where their time goes beside the GPU path's own
+	 * totals (logged when the server stops)
+	 */
+	uint64_t	refined;		/* replies to refining searches */
+	int64_t		cut_usec;		/* shortlists cut at their certain entries */
+	int64_t		rescore_usec;	/* rescorings, from their start to their pass's end */
+	int64_t		refined_reply_usec;	/* their RESULT frames written */
+	int64_t		refined_usec;	/* from their SEARCH read to their RESULT written */
 } eng_server;
 
 bool		eng_server_init(eng_server *s, const eng_config *cfg);

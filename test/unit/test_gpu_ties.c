@@ -4,7 +4,10 @@
  * id asc): short and long runs, ids that differ in low or high bytes only,
  * negative ids, runs at both ends, and the longest run reported; and the
  * merge of several partitions' lists (the first k of their union in that
- * order, as qsort of all of them gives).
+ * order, as qsort of all of them gives); and the merge cut into segments
+ * (mcc_ties_split) that, merged apart and put one after the other, give
+ * the whole merge hit for hit, hits of equal (score, id) in several lists
+ * included.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +98,8 @@ check_merge(size_t n, size_t run_len, int nlists, size_t k, unsigned *seed)
 	mcc_gpu_hit *lists = malloc(n * sizeof(mcc_gpu_hit));
 	mcc_gpu_hit *out = malloc((k + 1) * sizeof(mcc_gpu_hit));
 	size_t		start[17];
+	const mcc_gpu_hit *heads[16];
+	size_t		lens[16];
 	size_t		pos[16];
 	size_t		got;
 	size_t		bad;
@@ -114,7 +119,12 @@ check_merge(size_t n, size_t run_len, int nlists, size_t k, unsigned *seed)
 		mcc_ties_sort(lists + start[l], start[l + 1] - start[l], &run_max);
 	}
 	qsort(all, n, sizeof(mcc_gpu_hit), cmp_hit);
-	got = mcc_ties_merge(lists, start, nlists, k, pos, out);
+	for (int l = 0; l < nlists; l++)
+	{
+		heads[l] = lists + start[l];
+		lens[l] = start[l + 1] - start[l];
+	}
+	got = mcc_ties_merge(heads, lens, nlists, k, pos, out);
 	bad = got;
 	for (size_t i = 0; i < got && bad == got; i++)
 		if (out[i].id != all[i].id || out[i].score != all[i].score)
@@ -125,6 +135,82 @@ check_merge(size_t n, size_t run_len, int nlists, size_t k, unsigned *seed)
 	free(all);
 	free(lists);
 	free(out);
+}
+
+static int64_t
+id_few(size_t i, unsigned *seed)
+{
+	return (int64_t) (rand_r(seed) % 50);
+}
+
+/*
+ * n hits (ids from id_of) dealt at random to nlists ordered lists; the
+ * first k of their merge against the merges of nseg segments of
+ * mcc_ties_split, each from its offset, taking what is left of k.
+ */
+static void
+check_split(size_t n, size_t run_len, int nlists, size_t k, int nseg,
+			int64_t (*id_of) (size_t, unsigned *), unsigned *seed)
+{
+	mcc_gpu_hit *all = malloc((n + 1) * sizeof(mcc_gpu_hit));
+	mcc_gpu_hit *lists = malloc((n + 1) * sizeof(mcc_gpu_hit));
+	mcc_gpu_hit *whole = malloc((k + 1) * sizeof(mcc_gpu_hit));
+	mcc_gpu_hit *parts = malloc((k + 1) * sizeof(mcc_gpu_hit));
+	const mcc_gpu_hit *heads[16];
+	size_t		lens[16];
+	size_t		start[17];
+	size_t		pos[16];
+	size_t		b[17 * 16];
+	size_t		got;
+	size_t		got_parts = 0;
+	size_t		bad;
+	int			run_max = 0;
+
+	fill(all, n, run_len, id_of, seed);
+	start[0] = 0;
+	for (int l = 0; l < nlists; l++)
+	{
+		start[l + 1] = start[l];
+		for (size_t i = 0; i < n; i++)
+			if ((size_t) rand_r(seed) % (size_t) nlists == (size_t) l || l == nlists - 1)
+			{
+				if (all[i].index == UINT32_MAX)
+					continue;
+				lists[start[l + 1]++] = all[i];
+				all[i].index = UINT32_MAX;	/* dealt */
+			}
+		mcc_ties_sort(lists + start[l], start[l + 1] - start[l], &run_max);
+		heads[l] = lists + start[l];
+		lens[l] = start[l + 1] - start[l];
+	}
+	got = mcc_ties_merge(heads, lens, nlists, k, pos, whole);
+	mcc_ties_split(heads, lens, nlists, nseg, b);
+	for (int t = 0; t < nseg; t++)
+	{
+		const mcc_gpu_hit *sh[16];
+		size_t		sl[16];
+		size_t		off = 0;
+
+		for (int i = 0; i < nlists; i++)
+		{
+			sh[i] = heads[i] + b[t * nlists + i];
+			sl[i] = b[(t + 1) * nlists + i] - b[t * nlists + i];
+			off += b[t * nlists + i];
+		}
+		if (off < k)
+			got_parts += mcc_ties_merge(sh, sl, nlists, k - off, pos, parts + off);
+	}
+	bad = got;
+	for (size_t i = 0; i < got && bad == got; i++)
+		if (parts[i].id != whole[i].id || parts[i].score != whole[i].score || parts[i].index != whole[i].index)
+			bad = i;
+	UNIT_CHECK(got_parts == got && bad == got,
+			   "%d segments of the merge of %d lists (%zu hits, runs of %zu, k %zu): %zu hits, the whole merge's (first difference at %zu)",
+			   nseg, nlists, n, run_len, k, got_parts, bad);
+	free(all);
+	free(lists);
+	free(whole);
+	free(parts);
 }
 
 int
@@ -165,6 +251,15 @@ main(void)
 		check_merge(3, 1, l, 10, &seed);
 	}
 	check_merge(0, 1, 4, 10, &seed);
+	for (int g = 2; g <= 16; g *= 2)
+	{
+		check_split(4033, 1, 4, 4033, g, id_small, &seed);
+		check_split(4033, 40, 4, 1000, g, id_small, &seed);
+		check_split(4033, 40, 3, 4033, g, id_few, &seed);	/* equal (score, id) in several lists */
+		check_split(4033, 1737, 5, 5000, g, id_few, &seed);
+		check_split(100, 1, 1, 50, g, id_small, &seed);
+	}
+	check_split(0, 1, 4, 10, 4, id_small, &seed);
 	free(h);
 	free(want);
 	return unit_done();

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mcc_job.h"
 
@@ -28,6 +29,20 @@ mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *), void *args, 
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return started;
+}
+
+/* Shares of n items of at least per_share each (mcc_job.h). */
+int
+mcc_job_shares(size_t n, size_t per_share, int max)
+{
+	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t		k = per_share ? n / per_share : 1;
+
+	if (k > (size_t) max)
+		k = (size_t) max;
+	if (cpus > 0 && k > (size_t) cpus)
+		k = (size_t) cpus;
+	return k > 1 ? (int) k : 1;
 }
 
 /* Run n workers, w[0] and any not started here, and join them (mcc_job.h). */

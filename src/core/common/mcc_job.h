@@ -62,6 +62,12 @@ void		mcc_job_run_shared(int n, void *(*fn) (void *), void *arg);
  */
 void		mcc_job_run_each(int n, void *(*fn) (void *), void *args, size_t stride);
 
+/*
+ * How many shares to cut n items into for mcc_job_run_each: one per
+ * per_share items (one at least), at most max and the online CPUs.
+ */
+int			mcc_job_shares(size_t n, size_t per_share, int max);
+
 /* Set up a zeroed runner for n threads (not started); 0 when out of memory. */
 int			mcc_job_runner_init(mcc_job_runner *r, int n);
 
