@@ -20,6 +20,7 @@
 # which other load on the machine inflates far less than wall time.
 # MCCBENCH=path (default build/bench/mccbench next to this script; without
 # it the backend's figures alone), MCCBENCH_KERNEL=name (default avx512).
+# MCC_BENCH_KINDS=list: some of none,default,inline,main (default all).
 # Removes the cluster at the end (MCC_BENCH_KEEP=1 keeps it).
 # MCC_BENCH_DIR=dir keeps the cluster in dir and reuses it (and its gallery)
 # on the next run: to compare two installations on the same gallery, run
@@ -120,8 +121,17 @@ BEGIN
 	END IF;
 	RETURN ((pg_temp.ns() - c0) / 1e9)::text || ' ' || extract(epoch FROM clock_timestamp() - t0)::text;
 END \$\$; SELECT 1;"
-kinds=("none gallery" "default gallery" "none gallery_inline" "none gallery_main")
-labels=("none" "default" "none inline" "none main")
+# what is measured: MCC_BENCH_KINDS, a comma-separated subset of these labels
+kinds=()
+labels=()
+for k in "none|none gallery" "default|default gallery" "inline|none gallery_inline" "main|none gallery_main"; do
+	case ",${MCC_BENCH_KINDS:-none,default,inline,main}," in
+	*",${k%%|*},"*)
+		kinds+=("${k#*|}")
+		labels+=("$(sed 's/ gallery_/ /; s/ gallery$//' <<<"${k#*|}")")
+		;;
+	esac
+done
 for k in "${kinds[@]}"; do
 	read -r how tbl <<<"$k"
 	sql "SELECT pg_temp.run('$tbl', '$how');"
