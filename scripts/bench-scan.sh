@@ -154,7 +154,8 @@ fi
 log=$(mktemp)
 for r in $(seq "$reps"); do
 	line="round $r:"
-	[ -z "$kernel" ] || line="$line kernel $kern_rate"
+	sep=' '
+	[ -z "$kernel" ] || { line="$line kernel $kern_rate"; sep=', '; }
 	for i in "${!kinds[@]}"; do
 		read -r how tbl <<<"${kinds[$i]}"
 		before=$kern_rate
@@ -168,7 +169,8 @@ for r in $(seq "$reps"); do
 			echo "kernel $kern_rate" >>"$log"
 		fi
 		echo "${labels[$i]}|$rate|$share|$cpu|$wall" >>"$log"
-		line="$line, ${labels[$i]} $rate${share:+ ($(awk -v s="$share" 'BEGIN { printf "%.0f %%", 100 * s }'))}"
+		line="$line$sep${labels[$i]} $rate${share:+ ($(awk -v s="$share" 'BEGIN { printf "%.0f %%", 100 * s }'))}"
+		sep=', '
 	done
 	echo "$line"
 done
