@@ -151,7 +151,8 @@ if [ -n "$kernel" ]; then
 	kern
 	kern
 fi
-log=$(mktemp)
+log=$dir/rounds.log
+: >"$log"
 for r in $(seq "$reps"); do
 	line="round $r:"
 	sep=' '
@@ -176,7 +177,7 @@ for r in $(seq "$reps"); do
 done
 echo '\q' >&"${PSQL[1]}"
 # medians and ranges over the rounds
-awk -F'|' -v reps="$reps" -v kernel="$kernel" '
+awk -F'|' -v kernel="$kernel" '
 function median(a, m,    t, i, j, x) {
 	for (i = 1; i <= m; i++) t[i] = a[i];
 	for (i = 2; i <= m; i++) { x = t[i]; for (j = i - 1; j >= 1 && t[j] > x; j--) t[j + 1] = t[j]; t[j + 1] = x }
@@ -199,4 +200,3 @@ END {
 		printf "\n"
 	}
 }' "$log"
-rm -f "$log"
