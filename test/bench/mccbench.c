@@ -3,7 +3,7 @@
  * thread, for each scan kernel this CPU can run.
  *
  *   mccbench [-n templates] [-p probes] [-u unique] [-g synth|random]
- *            [-m min,max] [-s seed] [-k kernel,...] [-r repeats] [-P stride]
+ *            [-m min,max] [-s seed] [-k kernel,...] [-r repeats] [-P stride] [-I]
  *
  * The gallery holds n templates (default 250,000, paper 000's benchmark
  * size). Building cylinders costs ~0.25 ms per template, so by default only
@@ -25,6 +25,7 @@
  * second line per kernel scores the same templates in place, one call of
  * mcc_soa_score_view per template, as identify()'s backend scan does (the
  * distinct templates only: a smaller working set than the gallery's).
+ * With -I it runs rounds on request instead (run_rounds).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,74 @@
 #include "../unit/testclock.h"
 
 #define PAPER_LS_PER_MATCH (32.23 * 16.0)
+
+/* The time of one round: every probe against the whole gallery. */
+typedef struct round_time
+{
+	double		cpu;			/* thread CPU seconds in the scans */
+	double		wall;
+	double		checksum;		/* of every 997th score */
+} round_time;
+
+/* One round of the SoA scan with the kernel set: each probe over the gallery. */
+static round_time
+soa_round(mcc_probe *q, const mcc_soa *g, uint8_t **pblobs, const size_t *psizes, int np,
+		  float *scores)
+{
+	round_time	t = {0, 0, 0};
+	mcc_template_view v;
+	mcc_error	err;
+
+	for (int i = 0; i < np; i++)
+	{
+		double		s;
+		double		sw;
+
+		mcc_template_open(pblobs[i], psizes[i], &v, &err);
+		mcc_probe_init(q, &v);
+		s = tclock_cpu_s();
+		sw = tclock_wall_s();
+		mcc_soa_scan(q, g, 0, g->n_tpl, scores);
+		t.cpu += tclock_cpu_s() - s;
+		t.wall += tclock_wall_s() - sw;
+		for (uint32_t j = 0; j < g->n_tpl; j += 997)
+			t.checksum += scores[j];
+	}
+	return t;
+}
+
+/*
+ * -I: rounds on request, for a script that interleaves them with the
+ * backend scan's (scripts/bench-scan.sh): "ready" once the gallery is
+ * built, then for each line read from stdin one round of the SoA scan with
+ * the kernel named first, answered with a line "round CPU-seconds
+ * wall-seconds matches". The two are then measured minutes apart no more,
+ * so the machine's drift (a quarter to a half within minutes on a shared
+ * VM) stays out of their ratio.
+ */
+static int
+run_rounds(const char *kernel, mcc_probe *q, const mcc_soa *g, uint8_t **pblobs,
+		   const size_t *psizes, int np, float *scores)
+{
+	char		line[64];
+
+	if (kernel == NULL || mcc_soa_set_kernel(kernel) != 0)
+	{
+		fprintf(stderr, "mccbench: kernel %s not available on this CPU\n", kernel ? kernel : "(none)");
+		return 1;
+	}
+	printf("ready %s\n", kernel);
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin) != NULL)
+	{
+		round_time	t = soa_round(q, g, pblobs, psizes, np, scores);
+
+		printf("round %.6f %.6f %.0f\n", t.cpu, t.wall, (double) np * g->n_tpl);
+		fflush(stdout);
+	}
+	mcc_soa_set_kernel(NULL);
+	return 0;
+}
 
 /* Build the gallery and probes, then time each kernel. */
 int
@@ -75,11 +144,12 @@ main(int argc, char **argv)
 	double		t0;
 	const char *gen = "synth";
 	const char *m_range = NULL;
+	bool		rounds_mode = false;
 	const targ_opt opts[] = {
 		OPT_LONG("-n", &n, "templates"), OPT_INT("-p", &np, "probes"), OPT_LONG("-u", &unique, "unique"),
 		OPT_STR("-g", &gen, "synth|random"), OPT_STR("-m", &m_range, "min,max"), OPT_U64("-s", &seed, "seed"),
 		OPT_STR("-k", &kernels, "kernel,..."), OPT_INT("-r", &repeats, "repeats"), OPT_LONG("-P", &stride, "stride"),
-		OPT_END
+		OPT_BOOL("-I", &rounds_mode), OPT_END
 	};
 
 	targ_parse(argc, argv, opts);
@@ -208,6 +278,8 @@ main(int argc, char **argv)
 	q = aligned_alloc(64, (mcc_probe_size() + 63) / 64 * 64);	/* as the PostgreSQL layer aligns it */
 	scores = malloc(sizeof(float) * n);
 	snprintf(kbuf, sizeof(kbuf), "%s", kernels);
+	if (rounds_mode)
+		return run_rounds(strtok(kbuf, ","), q, &g, pblobs, psizes, np, scores);
 	for (char *k = strtok(kbuf, ","); k != NULL; k = strtok(NULL, ","))
 	{
 		double		best = 1e30;
@@ -223,26 +295,17 @@ main(int argc, char **argv)
 		}
 		for (int rep = 0; rep < repeats; rep++)
 		{
-			double		t = 0;
-			double		w = 0;
+			round_time t = soa_round(q, &g, pblobs, psizes, np, scores);
 			double		tv = 0;
 
-			checksum = 0;
+			checksum = t.checksum;
 			checksum_view = 0;
 			for (int i = 0; i < np; i++)
 			{
 				double		s;
-				double		sw;
 
 				mcc_template_open(pblobs[i], psizes[i], &v, &err);
 				mcc_probe_init(q, &v);
-				s = tclock_cpu_s();
-				sw = tclock_wall_s();
-				mcc_soa_scan(q, &g, 0, (uint32_t) n, scores);
-				t += tclock_cpu_s() - s;
-				w += tclock_wall_s() - sw;
-				for (long j = 0; j < n; j += 997)
-					checksum += scores[j];
 				/* the same templates scored in place, one by one (identify()'s backend scan) */
 				s = tclock_cpu_s();
 				for (long j = 0; j < n; j++)
@@ -253,10 +316,10 @@ main(int argc, char **argv)
 			}
 			if (tv < best_view)
 				best_view = tv;
-			if (t < best)
-				best = t;
-			if (w < best_wall)
-				best_wall = w;
+			if (t.cpu < best)
+				best = t.cpu;
+			if (t.wall < best_wall)
+				best_wall = t.wall;
 		}
 		{
 			double		matches = (double) n * np / best;
