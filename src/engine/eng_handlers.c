@@ -256,7 +256,8 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 
 /*
  * LOAD_ROWS: add rows to the load of this request (others are ignored), all
- * of the frame at once (eng_load_rows).
+ * of the frame at once, and the connection's next LOAD_ROWS frames of it
+ * already received behind them (eng_load_rows).
  */
 static bool
 h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
@@ -291,17 +292,8 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		}
 		return true;
 	}
-	for (uint32_t i = 0; i < n; i++)
-	{
-		in[i].key = eng_rd_i64(r);
-		in[i].insert_xid = eng_rd_u64(r);
-		in[i].delete_xid = eng_rd_u64(r);
-		in[i].tpl = eng_rd_bytes(r, &in[i].len);
-		in[i].tid = ids ? eng_rd_u64(r) : 0;
-		in[i].xmin = ids ? eng_rd_u64(r) : 0;
-	}
 	/* a load cancelled or replaced meanwhile: its rows are not checked */
-	if (l != NULL && !eng_rd_done(r))
+	if (!eng_load_read_rows(r, n, ids, in) && l != NULL)
 	{
 		free(in);
 		return false;
