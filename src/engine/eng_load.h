@@ -97,11 +97,12 @@ typedef struct eng_load_in
  * each, in the load threads): the first row that cannot be cached fails
  * the load, as does a cache that cannot grow. checked: templates the
  * engine cached before. from (or NULL): the connection the rows came on
- * (in points into its input): while they are written, its next LOAD_ROWS
- * frames of the same load that are already received are prepared and
- * written too (a pipeline: their bytes stay where they are, in_pos moves
- * past them), and with enough load threads its socket and those of the
- * load's other connections are read meanwhile (eng_conn_read_ahead).
+ * (in points into its input): while they are written, the load's next
+ * LOAD_ROWS frames that are already received, its own first, then those
+ * of the load's other connections, are prepared and written too (a
+ * pipeline: their bytes stay where they are, each connection's in_pos
+ * moves past them; a part's rows are counted in its join_rows), and with
+ * enough load threads the sockets are read meanwhile (eng_conn_read_ahead).
  */
 void		eng_load_rows(struct eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n,
 						  bool checked, struct eng_conn *from);
@@ -144,7 +145,8 @@ eng_load   *eng_load_joined(struct eng_server *s, const struct eng_conn *c);
 /*
  * The connections of load l other than c (its leader, its open parts), at
  * most max of them into out; how many. Their frames come in while c's
- * frame is added (eng_conn_read_ahead_other).
+ * frame is added (eng_conn_read_ahead_other), and those received go in
+ * behind it (eng_load_rows).
  */
 int			eng_load_conns(struct eng_server *s, const eng_load *l, const struct eng_conn *c,
 						   struct eng_conn **out, int max);

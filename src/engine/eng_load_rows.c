@@ -58,14 +58,20 @@ typedef struct rows_job
 	eng_cache  *c;
 	eng_bulk_at *at;
 	uint32_t	per_part;		/* rows per part */
+	eng_conn   *conn;			/* the connection it came on (NULL: none) */
 } rows_job;
 
-/* Who the main thread reads while the load threads work (wait_round). */
+/*
+ * Who the main thread reads while the load threads work (wait_round), and
+ * whose received frames may go behind the one being written.
+ */
 typedef struct ahead_state
 {
-	eng_conn   *c;				/* the frames' own connection, or NULL */
-	eng_conn   *other[AHEAD_CONNS];
+	eng_conn   *c;				/* the first frame's connection, read ahead; or NULL */
+	eng_conn   *other[AHEAD_CONNS];	/* the load's other connections read ahead (NULL: not) */
+	eng_conn   *src[1 + AHEAD_CONNS];	/* the connections whose frames may go behind */
 	int			n_other;
+	int			n_src;
 	uint32_t	others_read;
 } ahead_state;
 
@@ -293,6 +299,7 @@ take_next_frame(eng_server *s, eng_load *l, eng_conn *c, rows_job *j)
 	}
 	c->in_pos += ENG_FRAME_HDRSZ + (size_t) h.length;
 	l->frames_behind++;
+	j->conn = c;
 	j->in = j->own_in;
 	j->n = n;
 	j->c = l->build;
@@ -325,7 +332,32 @@ job_finish(eng_load *l, rows_job *j, mcc_error *err)
 					   j->at[j->n - 1].side + eng_side_bytes(last) - j->at[0].side);
 	l->rows += j->n;
 	l->frames++;
+	/* a joined part's rows, which its LOAD_JOINED reports */
+	if (j->conn != NULL && j->conn->load != l)
+		j->conn->join_rows += j->n;
 	return true;
+}
+
+/*
+ * The next frame to go behind the one being written, into j: from the
+ * first frame's connection if it has one, else from the first of the
+ * load's other connections that has. A connection that gave one is read
+ * ahead no more in this pipeline: that would move its buffer, into which
+ * the frame's rows point (the first frame's connection is read into its
+ * free room only, never moved).
+ */
+static bool
+take_next(eng_server *s, eng_load *l, ahead_state *a, rows_job *j)
+{
+	for (int i = 0; i < a->n_src; i++)
+		if (take_next_frame(s, l, a->src[i], j))
+		{
+			for (int o = 0; i > 0 && o < a->n_other; o++)
+				if (a->other[o] == a->src[i])
+					a->other[o] = NULL;
+			return true;
+		}
+	return false;
 }
 
 /* Wait until j's job is done, reading ahead meanwhile. */
@@ -350,7 +382,6 @@ wait_done(eng_server *s, rows_job *j, ahead_state *a)
 static void
 run_pipeline(eng_server *s, eng_load *l, rows_job *cur, eng_conn *from)
 {
-	bool		pipe = from != NULL && !cur->checked && s->load_pool != NULL;
 	int			threads = s->load_pool != NULL ? eng_pool_threads(s->load_pool) : 1;
 	ahead_state a = {.c = threads >= AHEAD_MIN_THREADS && from != NULL && from->fd >= 0 ? from : NULL};
 	rows_job	slot[2];
@@ -358,15 +389,24 @@ run_pipeline(eng_server *s, eng_load *l, rows_job *cur, eng_conn *from)
 	int			k = 0;
 	mcc_error	err;
 
+	/* frames go behind from the first frame's connection first, then the load's others */
+	if (from != NULL && !cur->checked && s->load_pool != NULL)
+	{
+		a.src[a.n_src++] = from;
+		a.n_src += eng_load_conns(s, l, from, a.src + 1, AHEAD_CONNS);
+	}
 	/* reading ahead needs cores to spare: on two, the client's writes only took the threads' CPU */
 	if (a.c != NULL)
-		a.n_other = eng_load_conns(s, l, from, a.other, AHEAD_CONNS);
+	{
+		a.n_other = a.n_src - 1;
+		memcpy(a.other, a.src + 1, sizeof(a.other[0]) * (size_t) a.n_other);
+	}
 	job_start(s, cur);
 	for (;;)
 	{
 		bool		ok;
 
-		if (next == NULL && pipe && take_next_frame(s, l, from, &slot[k]))
+		if (next == NULL && take_next(s, l, &a, &slot[k]))
 		{
 			next = &slot[k];
 			k ^= 1;
@@ -436,6 +476,7 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 			eng_load_prefault_room(s, l);
 			j.n = ok_n;
 			j.c = l->build;
+			j.conn = from;
 			/* a frame cut short by a bad header fails the load there: nothing goes behind it */
 			run_pipeline(s, l, &j, ok_n == n ? from : NULL);
 		}
