@@ -563,10 +563,11 @@ test_bulk_no_growth_while_reserved(const tl_tpl *t, int n)
 }
 
 /*
- * Rows appended in bulk (eng_cache_bulk_*: a load's frame) leave the cache
- * exactly as eng_cache_append row by row would, in two frames, with rows
- * written out of order (as threads may), settled and unsettled xids and
- * deletes.
+ * Rows appended in bulk (eng_cache_bulk_*: a load's frames) leave the cache
+ * exactly as eng_cache_append row by row would, in three frames (the last
+ * two reserved before either is written, as a load's pipeline does), with
+ * rows written out of order (as threads may), settled and unsettled xids
+ * and deletes.
  */
 static void
 test_bulk_equals_append(const tl_tpl *t, int n)
