@@ -250,10 +250,13 @@ wait_round(eng_server *s, ahead_state *a)
  * The next frame of connection c for load l, if it is received whole and
  * is LOAD_ROWS of l (the load h_load_rows would give it to) that can be
  * prepared without a failure: its rows read into *j, their headers
- * opened, room reserved behind the frames in flight, without a growth.
- * in_pos then moves past it. false: leave it to the ordinary path.
+ * opened, room reserved behind the frames in flight, without a growth;
+ * in_pos then moves past it (1). 0: not received whole yet. -1: it cannot
+ * go behind (another frame, another load's, or one that would fail or
+ * need a growth): it is left to the ordinary path, and so is everything
+ * after it on c.
  */
-static bool
+static int
 take_next_frame(eng_server *s, eng_load *l, eng_conn *c, rows_job *j)
 {
 	size_t		avail = c->in.len - c->in_pos;
@@ -263,39 +266,34 @@ take_next_frame(eng_server *s, eng_load *l, eng_conn *c, rows_job *j)
 	eng_rd		r;
 	uint32_t	n;
 	mcc_error	err;
+	bool		ok;
 
-	if (c->dead || c->closing || l->perr != 0 || l->build == NULL || l->build->pins > 0 ||
-		avail < ENG_FRAME_HDRSZ)
-		return false;
+	if (c->dead || c->closing || l->perr != 0 || l->build == NULL || l->build->pins > 0)
+		return -1;
+	if (avail < ENG_FRAME_HDRSZ)
+		return 0;
 	eng_frame_decode(p, &h);
-	if (h.type != MCC_MSG_LOAD_ROWS || h.length > MCC_PROTO_MAX_FRAME ||
-		avail < ENG_FRAME_HDRSZ + (size_t) h.length)
-		return false;
+	if (h.type != MCC_MSG_LOAD_ROWS || h.length > MCC_PROTO_MAX_FRAME)
+		return -1;
+	if (avail < ENG_FRAME_HDRSZ + (size_t) h.length)
+		return 0;
 	/* the load h_load_rows gives the frame to: the connection's own, or the one it joined */
 	if (c->load != NULL && c->load->request_id == h.request_id ? c->load != l :
 		!c->joined || c->join_rid != h.request_id || eng_load_joined(s, c) != l)
-		return false;
+		return -1;
 	eng_rd_init(&r, p + ENG_FRAME_HDRSZ, h.length);
 	n = eng_rd_u32(&r);
 	if (r.bad || n == 0 || (uint64_t) n * (ids ? 44 : 28) > eng_rd_left(&r))
-		return false;
+		return -1;
 	memset(j, 0, sizeof(*j));
 	j->own_in = malloc(sizeof(*j->own_in) * n);
-	if (j->own_in == NULL || !eng_load_read_rows(&r, n, ids, j->own_in) || !job_alloc(j, n))
+	ok = j->own_in != NULL && eng_load_read_rows(&r, n, ids, j->own_in) && job_alloc(j, n);
+	for (uint32_t i = 0; ok && i < n; i++)
+		ok = open_row(&j->own_in[i], true, &j->v[i], &err) == MCC_OK;
+	if (!ok || eng_cache_bulk_reserve(l->build, n, j->v, j->at, false, &err) != MCC_OK)
 	{
 		job_free(j);
-		return false;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		if (open_row(&j->own_in[i], true, &j->v[i], &err) != MCC_OK)
-		{
-			job_free(j);
-			return false;
-		}
-	if (eng_cache_bulk_reserve(l->build, n, j->v, j->at, false, &err) != MCC_OK)
-	{
-		job_free(j);
-		return false;
+		return -1;
 	}
 	c->in_pos += ENG_FRAME_HDRSZ + (size_t) h.length;
 	l->frames_behind++;
@@ -304,7 +302,7 @@ take_next_frame(eng_server *s, eng_load *l, eng_conn *c, rows_job *j)
 	j->n = n;
 	j->c = l->build;
 	job_start(s, j);
-	return true;
+	return 1;
 }
 
 /*
@@ -341,22 +339,28 @@ job_finish(eng_load *l, rows_job *j, mcc_error *err)
 /*
  * The next frame to go behind the one being written, into j: from the
  * first frame's connection if it has one, else from the first of the
- * load's other connections that has. A connection that gave one is read
- * ahead no more in this pipeline: that would move its buffer, into which
- * the frame's rows point (the first frame's connection is read into its
- * free room only, never moved).
+ * load's other connections that has. A connection whose next frame cannot
+ * go behind is asked no more in this pipeline (its frames stay in order);
+ * one that gave a frame is read ahead no more: that would move its
+ * buffer, into which the frame's rows point (the first frame's connection
+ * is read into its free room only, never moved).
  */
 static bool
 take_next(eng_server *s, eng_load *l, ahead_state *a, rows_job *j)
 {
 	for (int i = 0; i < a->n_src; i++)
-		if (take_next_frame(s, l, a->src[i], j))
-		{
-			for (int o = 0; i > 0 && o < a->n_other; o++)
-				if (a->other[o] == a->src[i])
-					a->other[o] = NULL;
-			return true;
-		}
+	{
+		int			got = a->src[i] != NULL ? take_next_frame(s, l, a->src[i], j) : 0;
+
+		if (got < 0)
+			a->src[i] = NULL;	/* its frames wait for the ordinary path */
+		if (got <= 0)
+			continue;
+		for (int o = 0; i > 0 && o < a->n_other; o++)
+			if (a->other[o] == a->src[i])
+				a->other[o] = NULL;
+		return true;
+	}
 	return false;
 }
 
