@@ -108,6 +108,10 @@ typedef struct eng_cache
 	struct eng_gpu_mirror *gpu; /* its copy on the GPU, or NULL (eng_gpu.h) */
 	struct eng_prefault *prefault;	/* its memory faulted in ahead of a load's rows, or NULL */
 	int			copy_threads;	/* threads a growth's copy may use (a load's: the engine's; 0: one) */
+	/* rows reserved by eng_cache_bulk_reserve and not yet linked, past soa.n_tpl */
+	uint32_t	bulk_rows;
+	uint64_t	bulk_cyl;
+	uint64_t	bulk_side;
 
 	/*
 	 * What eng_cache_count keeps between calls: version is bumped by every
@@ -210,21 +214,27 @@ mcc_status	eng_cache_append(eng_cache *c, int64_t key, uint64_t hash,
 /*
  * Appending many load rows at once (a LOAD_ROWS frame), in three steps:
  * eng_cache_bulk_reserve makes room for n templates t[] and gives each its
- * cylinders' and side's places in at[]; eng_cache_bulk_put writes row i
- * (0..n-1) as eng_cache_append would with ENG_E_LOAD_INS | ENG_E_LOAD_DEL,
+ * row, cylinders' and side's places in at[]; eng_cache_bulk_put writes one
+ * row there as eng_cache_append would with ENG_E_LOAD_INS | ENG_E_LOAD_DEL,
  * tid and xmin, and may run in several threads at once for distinct rows
  * (nothing else may touch c meanwhile); eng_cache_bulk_end then links the n
  * rows into the key index and counts them (n_cyl, n_side: their sums).
+ * Several frames may be reserved before the first is linked (a load's
+ * pipeline: the next frame's rows written while the current one's are
+ * linked): they are linked in the order they were reserved, and a cache
+ * grows only while none is reserved (may_grow false, or frames reserved
+ * and no room: MCC_ERR_LIMIT, nothing reserved).
  */
 typedef struct eng_bulk_at
 {
+	uint32_t	row;			/* its entry */
 	uint64_t	cyl;			/* first cylinder */
 	uint64_t	side;			/* offset of its side */
 } eng_bulk_at;
 
 mcc_status	eng_cache_bulk_reserve(eng_cache *c, uint32_t n, const mcc_template_view *t,
-								   eng_bulk_at *at, mcc_error *err);
-void		eng_cache_bulk_put(eng_cache *c, uint32_t i, const eng_bulk_at *at, int64_t key,
+								   eng_bulk_at *at, bool may_grow, mcc_error *err);
+void		eng_cache_bulk_put(eng_cache *c, const eng_bulk_at *at, int64_t key,
 							   uint64_t hash, uint64_t insert_xid, uint64_t delete_xid,
 							   const mcc_template_view *t, uint64_t tid, uint64_t xmin);
 void		eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side);

@@ -138,10 +138,13 @@ eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl, uint64_t n_s
 
 mcc_status
 eng_cache_bulk_reserve(eng_cache *c, uint32_t n, const mcc_template_view *t,
-					   eng_bulk_at *at, mcc_error *err)
+					   eng_bulk_at *at, bool may_grow, mcc_error *err)
 {
 	uint64_t	cyl = 0;
 	uint64_t	side = 0;
+	uint64_t	row0 = (uint64_t) c->soa.n_tpl + c->bulk_rows;
+	uint64_t	cyl0 = (uint64_t) c->soa.n_cyl + c->bulk_cyl;
+	uint64_t	side0 = c->n_side + c->bulk_side;
 	mcc_status	st;
 
 	for (uint32_t i = 0; i < n; i++)
@@ -155,16 +158,27 @@ eng_cache_bulk_reserve(eng_cache *c, uint32_t n, const mcc_template_view *t,
 		cyl += (uint64_t) t[i].n_cyl;
 		side += eng_side_bytes(&t[i]);
 	}
-	if ((uint64_t) c->soa.n_cyl + cyl > UINT32_MAX || (uint64_t) c->soa.n_tpl + n >= UINT32_MAX)
+	if (cyl0 + cyl > UINT32_MAX || row0 + n >= UINT32_MAX)
 		return mcc_error_set(err, MCC_ERR_LIMIT, "gallery cache too large");
-	st = eng_cache_reserve(c, n, cyl, side, err);
-	if (st != MCC_OK)
-		return st;
+	if (row0 + n > c->soa.cap_tpl || row0 + n > c->cap_entries ||
+		cyl0 + cyl > c->soa.cap_cyl || side0 + side > c->cap_side)
+	{
+		/* a growth moves the arrays that the reserved frames' rows are written into */
+		if (!may_grow || c->bulk_rows > 0)
+			return mcc_error_set(err, MCC_ERR_LIMIT, "no room without a growth");
+		st = eng_cache_reserve(c, n, cyl, side, err);
+		if (st != MCC_OK)
+			return st;
+	}
 	for (uint32_t i = 0; i < n; i++)
 	{
-		at[i].cyl += c->soa.n_cyl;
-		at[i].side += c->n_side;
+		at[i].row = (uint32_t) row0 + i;
+		at[i].cyl += cyl0;
+		at[i].side += side0;
 	}
+	c->bulk_rows += n;
+	c->bulk_cyl += cyl;
+	c->bulk_side += side;
 	return MCC_OK;
 }
 
@@ -190,11 +204,11 @@ eng_cache_revive(eng_cache *c, uint32_t idx, uint64_t insert_xid, uint64_t delet
 }
 
 void
-eng_cache_bulk_put(eng_cache *c, uint32_t i, const eng_bulk_at *at, int64_t key,
+eng_cache_bulk_put(eng_cache *c, const eng_bulk_at *at, int64_t key,
 				   uint64_t hash, uint64_t insert_xid, uint64_t delete_xid,
 				   const mcc_template_view *t, uint64_t tid, uint64_t xmin)
 {
-	uint32_t	k = c->soa.n_tpl + i;
+	uint32_t	k = at->row;
 	eng_entry  *e = &c->entries[k];
 
 	mcc_soa_put(&c->soa, k, (uint32_t) at->cyl, t, key);
@@ -229,8 +243,13 @@ eng_cache_bulk_end(eng_cache *c, uint32_t n, uint64_t n_cyl, uint64_t n_side)
 	}
 	c->soa.n_tpl += n;
 	c->soa.n_cyl += (uint32_t) n_cyl;
-	c->soa.first[c->soa.n_tpl] = c->soa.n_cyl;
 	c->n_side += n_side;
+	c->bulk_rows -= n;
+	c->bulk_cyl -= n_cyl;
+	c->bulk_side -= n_side;
+	/* the next reserved frame's first row, being written, says the same already */
+	if (c->bulk_rows == 0)
+		c->soa.first[c->soa.n_tpl] = c->soa.n_cyl;
 	if (c->prefault != NULL)
 		eng_prefault_advance(c->prefault, c->soa.n_tpl);
 }

@@ -257,7 +257,8 @@ h_load_begin(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 
 /*
  * LOAD_ROWS: add rows to the load of this request (others are ignored), all
- * of the frame at once (eng_load_rows).
+ * of the frame at once, and the load's next LOAD_ROWS frames already
+ * received behind them (eng_load_rows).
  */
 static bool
 h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
@@ -266,16 +267,12 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	eng_load   *l = c->load;
 	eng_load_in *in;
 	bool		ids;
-	bool		part = false;
 
 	if (l == NULL || l->request_id != h->request_id)
 		l = NULL;
 	/* a part of another connection's load (LOAD_JOIN) */
 	if (l == NULL && c->joined && c->join_rid == h->request_id)
-	{
 		l = eng_load_joined(s, c);
-		part = true;
-	}
 	/* a row carries load_ids when its load said so (MCC_LOAD_IDS) */
 	ids = l != NULL && (l->flags & MCC_LOAD_IDS);
 	if (r->bad || (uint64_t) n * (ids ? 44 : 28) > eng_rd_left(r))
@@ -292,29 +289,15 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		}
 		return true;
 	}
-	for (uint32_t i = 0; i < n; i++)
-	{
-		in[i].key = eng_rd_i64(r);
-		in[i].insert_xid = eng_rd_u64(r);
-		in[i].delete_xid = eng_rd_u64(r);
-		in[i].tpl = eng_rd_bytes(r, &in[i].len);
-		in[i].tid = ids ? eng_rd_u64(r) : 0;
-		in[i].xmin = ids ? eng_rd_u64(r) : 0;
-	}
 	/* a load cancelled or replaced meanwhile: its rows are not checked */
-	if (l != NULL && !eng_rd_done(r))
+	if (!eng_load_read_rows(r, n, ids, in) && l != NULL)
 	{
 		free(in);
 		return false;
 	}
+	/* a part's rows are counted where they are linked (eng_load_rows: join_rows) */
 	if (l != NULL)
-	{
-		uint64_t	before = l->rows;
-
 		eng_load_rows(s, l, in, n, false, c);
-		if (part)
-			c->join_rows += l->rows - before;
-	}
 	free(in);
 	return true;
 }

@@ -6,8 +6,6 @@
  * (docs/matcher-engine.md). Split from eng_gallery.c, which serves the
  * caches once loaded.
  */
-#include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +15,6 @@
 #include "eng_log.h"
 #include "eng_server.h"
 #include "eng_snapfile.h"
-#include "eng_pool.h"
 #include "eng_snapshot.h"
 #include "mcc_hash.h"
 
@@ -300,25 +297,6 @@ eng_load_build_first(eng_server *s, eng_load *l, const mcc_profile *p)
 		eng_load_fail(l, err.status == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_INTERNAL, &err);
 }
 
-/* A load still without a profile (MCC_LOAD_JOIN, profile 0) takes in's first row's. */
-static void
-profile_from_row(eng_server *s, eng_load *l, const eng_load_in *in)
-{
-	mcc_template_view v;
-	mcc_error	err;
-
-	if (l->profile != NULL || l->perr != 0)
-		return;
-	mcc_error_clear(&err);
-	if (mcc_template_open_header(in->tpl, in->len, &v, &err) != MCC_OK)
-	{
-		mcc_error_detail(&err, "The row with key %lld cannot be cached.", (long long) in->key);
-		eng_load_fail(l, MCC_PERR_DATA, &err);
-		return;
-	}
-	eng_load_build_first(s, l, v.profile);
-}
-
 void
 eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 			 uint64_t delete_xid, const uint8_t *tpl, uint32_t len,
@@ -357,159 +335,6 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 	if (st != MCC_ERR_MEMORY)
 		mcc_error_detail(&err, "The row with key %lld cannot be cached.", (long long) key);
 	eng_load_fail(l, st == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_DATA, &err);
-}
-
-/*
- * Rows of a LOAD_ROWS frame in bulk: the main thread opens their headers
- * (sizes and profile: what the room needs) and reserves room for the frame
- * at once; then, in one job of the load threads (parts of per_part rows),
- * each row's template is checked, hashed and written into its place while
- * the main thread receives the next frames; the key index is linked on the
- * main thread. The cache being built is nobody else's, so the threads may
- * write its distinct rows at once. A row whose check fails fails the load:
- * the rows written after it are never linked, as the load's cache is
- * dropped. (One job a frame: two, checks then writes with the reserve
- * between, left the load threads idle twice a frame.)
- */
-#define ROWS_PER_PART	64		/* at most */
-#define ROWS_PER_PART_MIN 8
-/* the load threads that make reading ahead pay: cores beyond the client's and the main thread's */
-#define AHEAD_MIN_THREADS 4
-
-typedef struct rows_job
-{
-	eng_job		job;			/* first */
-	const eng_load_in *in;
-	uint32_t	n;
-	bool		checked;		/* templates the engine cached before */
-	mcc_template_view *v;		/* the rows' headers, opened by the main thread */
-	uint8_t    *bad;			/* rows whose template does not pass the check */
-	eng_cache  *c;
-	const eng_bulk_at *at;
-	uint32_t	per_part;		/* rows per part */
-} rows_job;
-
-/* Open (and check, unless checked) one row's template. */
-static mcc_status
-open_row(const eng_load_in *in, bool checked, mcc_template_view *v, mcc_error *err)
-{
-	mcc_error_clear(err);
-	return checked ? mcc_template_open_header(in->tpl, in->len, v, err) :
-		mcc_template_open(in->tpl, in->len, v, err);
-}
-
-static void
-rows_run(eng_job *job, uint32_t part, void *scratch)
-{
-	rows_job   *j = (rows_job *) job;
-	uint32_t	a = part * j->per_part;
-	uint32_t	b = a + j->per_part < j->n ? a + j->per_part : j->n;
-	mcc_error	err;
-
-	(void) scratch;
-	for (uint32_t i = a; i < b; i++)
-	{
-		const eng_load_in *in = &j->in[i];
-		mcc_template_view *v = &j->v[i];
-
-		if (!j->checked)
-		{
-			mcc_template_view full;
-
-			/* the whole check; the room was reserved for what its header says */
-			j->bad[i] = open_row(in, false, &full, &err) != MCC_OK ||
-				full.n_cyl != v->n_cyl || eng_side_bytes(&full) != eng_side_bytes(v);
-			if (j->bad[i])
-				continue;
-			*v = full;
-		}
-		eng_cache_bulk_put(j->c, i, &j->at[i], in->key, mcc_template_hash(in->tpl, in->len),
-						   in->insert_xid, in->delete_xid, v, in->tid, in->xmin);
-	}
-}
-
-/*
- * Wait for the load pool's job, receiving meanwhile what connection c (or
- * NULL) sends: its socket drains while the load threads work, so that the
- * client keeps writing its next frames (one frame at a time, the client and
- * the load threads took turns).
- */
-#define AHEAD_CONNS		16		/* a load's other connections read meanwhile, at most */
-
-static void
-wait_reading_ahead(eng_server *s, eng_pool *pool, eng_load *l, eng_conn *c)
-{
-	bool		ahead = c != NULL && c->fd >= 0;
-	eng_conn   *other[AHEAD_CONNS];
-	int			n_other = c != NULL ? eng_load_conns(s, l, c, other, AHEAD_CONNS) : 0;
-	uint32_t	others_read = 0;
-	int64_t		t0;
-
-	while (eng_pool_take_done(pool) == NULL)
-	{
-		struct pollfd pfd[2 + AHEAD_CONNS] = {{.fd = eng_pool_fd(pool), .events = POLLIN},
-		{.fd = ahead ? c->fd : -1, .events = POLLIN}};
-		int			got = ahead ? eng_conn_read_ahead(c) : 0;
-		bool		got_other = false;
-
-		/* the load's other connections (its parts, its leader) too: their senders go on */
-		for (int i = 0; i < n_other; i++)
-		{
-			int			o = other[i] != NULL ? eng_conn_read_ahead_other(other[i]) : 0;
-
-			if (o < 0)
-				other[i] = NULL;
-			got_other |= o > 0;
-			others_read += o > 0;
-			pfd[2 + i] = (struct pollfd) {.fd = other[i] != NULL ? other[i]->fd : -1,
-			.events = POLLIN};
-		}
-		if (got > 0 || got_other)
-			continue;
-		if (got < 0 || c == NULL || c->in.cap == c->in.len || c->ahead_left == 0)
-			ahead = false;
-		pfd[1].fd = ahead ? c->fd : -1;
-		t0 = eng_now_usec();
-		while (poll(pfd, 2 + (nfds_t) n_other, -1) < 0 && errno == EINTR)
-			;
-		s->load_wait_usec += eng_now_usec() - t0;
-	}
-	if (others_read > 0 && eng_log_enabled(ENG_LOG_DEBUG))
-		eng_log(ENG_LOG_DEBUG, "gallery %s: %u reads of the load's other connections while a frame was added",
-				eng_gallery_name(l->gallery), others_read);
-}
-
-/* Run every part of j: in the load threads when there are several parts. */
-static void
-rows_in_threads(eng_server *s, eng_load *l, rows_job *j, eng_conn *ahead)
-{
-	int			threads = s->load_pool != NULL ? eng_pool_threads(s->load_pool) : 1;
-	uint32_t	parts;
-
-	/*
-	 * Two parts per thread, of 8 to 64 rows: a 1 MB frame has about 380
-	 * rows, which parts of 64 gave to 6 threads only on a 16-core machine
-	 */
-	j->per_part = j->n / (2 * (uint32_t) threads);
-	j->per_part = j->per_part < ROWS_PER_PART_MIN ? ROWS_PER_PART_MIN :
-		j->per_part > ROWS_PER_PART ? ROWS_PER_PART : j->per_part;
-	parts = (j->n + j->per_part - 1) / j->per_part;
-	memset(&j->job, 0, sizeof(j->job));
-	j->job.run = rows_run;
-	j->job.n_parts = parts;
-	if (s->load_pool == NULL || parts < 2)
-	{
-		for (uint32_t p = 0; p < parts; p++)
-			rows_run(&j->job, p, NULL);
-		return;
-	}
-	eng_pool_submit(s->load_pool, &j->job);
-	/*
-	 * The load pool runs only this: the job done is ours. Reading ahead
-	 * needs cores to spare: on two cores the client's writes and the main
-	 * thread's reads only took CPU from the load threads.
-	 */
-	wait_reading_ahead(s, s->load_pool, l, threads >= AHEAD_MIN_THREADS ? ahead : NULL);
 }
 
 /*
@@ -584,8 +409,8 @@ prefault_threads(const eng_server *s)
  * engine's load CPU, then runs beside the load threads instead of inside
  * their writes.
  */
-static void
-prefault_room(eng_server *s, eng_load *l)
+void
+eng_load_prefault_room(eng_server *s, eng_load *l)
 {
 	eng_cache  *c = l->build;
 	uint64_t	room = (uint64_t) c->soa.cap_cyl + c->cap_side + c->soa.cap_tpl;
@@ -621,9 +446,8 @@ note_growth(const eng_load *l, uint32_t cap_tpl_before, uint32_t cap_cyl_before,
 			(double) (eng_now_usec() - t0) / 1e6);
 }
 
-/* Room for rows v[0..n) in l's cache, making room in the budget if it must. */
-static mcc_status
-reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
+mcc_status
+eng_load_reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
 			 eng_bulk_at *at, mcc_error *err)
 {
 	mcc_status	st;
@@ -632,94 +456,16 @@ reserve_rows(eng_server *s, eng_load *l, const mcc_template_view *v, uint32_t n,
 	int64_t		t0 = eng_now_usec();
 
 	reserve_ahead(l, v, n);
-	st = eng_cache_bulk_reserve(l->build, n, v, at, err);
+	st = eng_cache_bulk_reserve(l->build, n, v, at, true, err);
 	/* growth takes half again the capacity: room for as much again (more if that was short) */
 	for (uint64_t need = l->build->bytes, tries = 0;
 		 st == MCC_ERR_MEMORY && tries < 3 && make_room(s, l, need); need *= 2, tries++)
 	{
 		mcc_error_clear(err);
-		st = eng_cache_bulk_reserve(l->build, n, v, at, err);
+		st = eng_cache_bulk_reserve(l->build, n, v, at, true, err);
 	}
 	note_growth(l, cap_tpl, cap_cyl, t0);
 	return st;
-}
-
-void
-eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, bool checked,
-			  eng_conn *ahead)
-{
-	rows_job	j = {.in = in, .checked = checked};
-	eng_bulk_at *at;
-	uint32_t	ok_n = 0;
-	uint32_t	bad_at;
-	mcc_error	err;
-	mcc_status	st = MCC_OK;
-
-	if (n > 0)
-		profile_from_row(s, l, &in[0]);
-	if (l->build == NULL || n == 0)
-		return;
-	mcc_error_clear(&err);
-	/* rows before WANT would grow the cache a GPU job reads (eng_pass_start_gpu_prebuild) */
-	if (l->build->pins > 0)
-	{
-		mcc_error_set(&err, MCC_ERR_INTERNAL, "rows arrived before the snapshot check's WANT");
-		eng_load_fail(l, MCC_PERR_INTERNAL, &err);
-		return;
-	}
-	j.v = malloc(sizeof(*j.v) * n);
-	j.bad = calloc(n, 1);
-	at = malloc(sizeof(*at) * n);
-	if (j.v == NULL || j.bad == NULL || at == NULL)
-		st = mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
-	else
-	{
-		/* the headers here (cheap): the rows before a bad one go in, the load fails at it */
-		while (ok_n < n && mcc_template_open_header(in[ok_n].tpl, in[ok_n].len, &j.v[ok_n],
-													&err) == MCC_OK)
-			ok_n++;
-		mcc_error_clear(&err);
-		bad_at = ok_n;
-		if (ok_n > 0 && (st = reserve_rows(s, l, j.v, ok_n, at, &err)) == MCC_OK)
-		{
-			prefault_room(s, l);
-			j.n = ok_n;
-			j.c = l->build;
-			j.at = at;
-			rows_in_threads(s, l, &j, ahead);
-			for (uint32_t i = 0; i < ok_n && bad_at == ok_n; i++)
-				if (j.bad[i])
-					bad_at = i;
-			if (bad_at == ok_n)
-			{
-				const mcc_template_view *last = &j.v[ok_n - 1];
-
-				eng_cache_bulk_end(l->build, ok_n,
-								   at[ok_n - 1].cyl + (uint64_t) last->n_cyl - at[0].cyl,
-								   at[ok_n - 1].side + eng_side_bytes(last) - at[0].side);
-				l->rows += ok_n;
-			}
-		}
-		if (st == MCC_OK && bad_at < n)
-		{
-			mcc_template_view v;
-
-			/* the check's own error, as a load row by row gives it */
-			st = open_row(&in[bad_at], checked, &v, &err);
-			if (st == MCC_OK)	/* it failed in a thread but not here: cannot be */
-				st = mcc_error_set(&err, MCC_ERR_INTERNAL, "template check not repeatable");
-			mcc_error_detail(&err, "The row with key %lld cannot be cached.",
-							 (long long) in[bad_at].key);
-		}
-		else if (st != MCC_OK && st != MCC_ERR_MEMORY)
-			mcc_error_detail(&err, "The rows from key %lld cannot be cached.",
-							 (long long) in[0].key);
-	}
-	if (st != MCC_OK)
-		eng_load_fail(l, st == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_DATA, &err);
-	free(j.v);
-	free(j.bad);
-	free(at);
 }
 
 /*
@@ -748,8 +494,10 @@ note_main_thread(const eng_server *s, const eng_load *l, double secs)
 
 	if (s->busy_usec > l->busy_start)	/* the server's loop ran it (not a test's feeding) */
 		eng_log(ENG_LOG_INFO, "gallery %s: the load's main thread worked %.2f s of its %.2f s "
-				"and waited %.2f s for the load threads", eng_gallery_name(l->gallery),
-				(double) (s->busy_usec - l->busy_start) / 1e6 - wait, secs, wait);
+				"and waited %.2f s for the load threads; %llu of its %llu frames prepared "
+				"while the one before was written", eng_gallery_name(l->gallery),
+				(double) (s->busy_usec - l->busy_start) / 1e6 - wait, secs, wait,
+				(unsigned long long) l->frames_behind, (unsigned long long) l->frames);
 }
 
 void

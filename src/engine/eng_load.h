@@ -30,6 +30,8 @@ typedef struct eng_load
 	int			perr;			/* 0, or the mcc_proto_error to reply at LOAD_END */
 	mcc_error	err;
 	uint64_t	rows;
+	uint64_t	frames;			/* LOAD_ROWS frames linked */
+	uint64_t	frames_behind;	/* of them, prepared while the one before was written */
 	uint64_t	expected;		/* LOAD_BEGIN's estimate of the rows (0: none) */
 	int64_t		t_start;
 	int64_t		busy_start;		/* the server's busy_usec and load_wait_usec at LOAD_BEGIN */
@@ -91,14 +93,35 @@ typedef struct eng_load_in
 } eng_load_in;
 
 /*
- * Add n rows to load l at once (eng_load_row's work for each, in the load
- * threads): the first row that cannot be cached fails the load, as does a
- * cache that cannot grow. checked: templates the engine cached before.
- * ahead (or NULL): the connection the rows came on, whose next frames are
- * received meanwhile (eng_conn_read_ahead; in points into its input).
+ * eng_load_rows.c: add n rows to load l at once (eng_load_row's work for
+ * each, in the load threads): the first row that cannot be cached fails
+ * the load, as does a cache that cannot grow. checked: templates the
+ * engine cached before. from (or NULL): the connection the rows came on
+ * (in points into its input): while they are written, the load's next
+ * LOAD_ROWS frames that are already received, its own first, then those
+ * of the load's other connections, are prepared and written too (a
+ * pipeline: their bytes stay where they are, each connection's in_pos
+ * moves past them; a part's rows are counted in its join_rows), and with
+ * enough load threads the sockets are read meanwhile (eng_conn_read_ahead).
  */
 void		eng_load_rows(struct eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n,
-						  bool checked, struct eng_conn *ahead);
+						  bool checked, struct eng_conn *from);
+
+/*
+ * Read the rows of a LOAD_ROWS payload after its count n into in[0..n)
+ * (ids: each carries load_ids); false if r ran short or bytes are left.
+ */
+bool		eng_load_read_rows(eng_rd *r, uint32_t n, bool ids, eng_load_in *in);
+
+/*
+ * eng_load.c for eng_load_rows.c: room for rows v[0..n) in l's cache
+ * (growing it early for the rows LOAD_BEGIN expects, making room in the
+ * budget if it must), their places in at[]; and the cache's room faulted
+ * in ahead of the rows once it is made.
+ */
+mcc_status	eng_load_reserve_rows(struct eng_server *s, eng_load *l, const mcc_template_view *v,
+								  uint32_t n, eng_bulk_at *at, mcc_error *err);
+void		eng_load_prefault_room(struct eng_server *s, eng_load *l);
 
 /*
  * eng_load_join.c: a load's parts on other connections (MCC_LOAD_JOIN): a
@@ -122,7 +145,8 @@ eng_load   *eng_load_joined(struct eng_server *s, const struct eng_conn *c);
 /*
  * The connections of load l other than c (its leader, its open parts), at
  * most max of them into out; how many. Their frames come in while c's
- * frame is added (eng_conn_read_ahead_other).
+ * frame is added (eng_conn_read_ahead_other), and those received go in
+ * behind it (eng_load_rows).
  */
 int			eng_load_conns(struct eng_server *s, const eng_load *l, const struct eng_conn *c,
 						   struct eng_conn **out, int max);

@@ -126,7 +126,7 @@ eng_load_conns(eng_server *s, const eng_load *l, const eng_conn *c, eng_conn **o
 	{
 		eng_conn   *o = s->conns[i];
 
-		if (o != c && o->fd >= 0 && (o->load == l || eng_load_joined(s, o) == l))
+		if (o != c && (o->load == l || eng_load_joined(s, o) == l))
 			out[n++] = o;
 	}
 	return n;

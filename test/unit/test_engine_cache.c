@@ -472,10 +472,102 @@ test_rebuild_other_profile(const tl_tpl *t, int n)
 }
 
 /*
- * Rows appended in bulk (eng_cache_bulk_*: a load's frame) leave the cache
- * exactly as eng_cache_append row by row would, in two frames, with rows
- * written out of order (as threads may), settled and unsettled xids and
- * deletes.
+ * Rows [lo, hi) of t (views v) appended in `frames` frames of the bulk
+ * path, every frame reserved before any is written (as a load's pipeline
+ * does with two), the rows written backwards (threads write in any order),
+ * then linked in the order reserved; the xids as test_bulk_equals_append's
+ * row-by-row cache has them. false if a reservation failed.
+ */
+static bool
+bulk_frames(eng_cache *b, const tl_tpl *t, const mcc_template_view *v, eng_bulk_at *at,
+			int lo, int hi, int frames)
+{
+	int			cut[4] = {lo, lo + (hi - lo) / frames, hi, hi};
+	mcc_error	err;
+
+	cut[frames] = hi;
+	for (int f = 0; f < frames; f++)
+		if (eng_cache_bulk_reserve(b, (uint32_t) (cut[f + 1] - cut[f]), v + cut[f], at + cut[f],
+								   f == 0, &err) != MCC_OK)
+			return false;
+	for (int r = hi - 1; r >= lo; r--)
+		eng_cache_bulk_put(b, &at[r], r % 50, mcc_template_hash(t[r].b, t[r].n),
+						   r % 4 == 0 ? 0 : 100 + (uint64_t) r % 7,
+						   r % 5 == 0 ? 200 + (uint64_t) r % 3 : 0, &v[r], (uint64_t) r + 1, 7);
+	for (int f = 0; f < frames; f++)
+	{
+		uint64_t	cyl = 0;
+		uint64_t	side = 0;
+
+		for (int r = cut[f]; r < cut[f + 1]; r++)
+		{
+			cyl += (uint64_t) v[r].n_cyl;
+			side += eng_side_bytes(&v[r]);
+		}
+		eng_cache_bulk_end(b, (uint32_t) (cut[f + 1] - cut[f]), cyl, side);
+	}
+	return true;
+}
+
+/*
+ * A bulk reservation never grows the cache while another frame's rows are
+ * reserved (their writers would write into arrays that moved): it says
+ * MCC_ERR_LIMIT and reserves nothing, and grows once they are linked.
+ */
+static void
+test_bulk_no_growth_while_reserved(const tl_tpl *t, int n)
+{
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(prof, NULL, 8, 8, &err);
+	mcc_template_view v[2];
+	eng_bulk_at at[2];
+	bool		refused = false;
+	bool		kept = true;
+	bool		grew_after = false;
+	int			reserved = 0;
+
+	v[0] = tl_view(&t[0]);
+	v[1] = tl_view(&t[1 % n]);
+	UNIT_CHECK(c != NULL && eng_cache_bulk_reserve(c, 1, v, at, false, &err) == MCC_ERR_LIMIT &&
+			   c->bulk_rows == 0, "bulk reserve: no room and no growth allowed: refused, nothing reserved");
+	for (int i = 0; c != NULL && i < 10000 && !refused; i++)
+	{
+		uint32_t	cap_cyl = c->soa.cap_cyl;
+		uint32_t	cap_tpl = c->soa.cap_tpl;
+		mcc_status	st = eng_cache_bulk_reserve(c, 1, &v[i % 2], at, true, &err);
+
+		if (st == MCC_OK)
+			reserved++;
+		refused = st == MCC_ERR_LIMIT && reserved > 0;
+		kept = kept && (st == MCC_OK || (c->soa.cap_cyl == cap_cyl && c->soa.cap_tpl == cap_tpl &&
+										 c->bulk_rows == (uint32_t) reserved));
+	}
+	UNIT_CHECK(refused && kept, "bulk reserve: a growth is refused while %d rows are reserved, "
+			   "the room and the reservations unchanged", reserved);
+	if (c != NULL && refused)
+	{
+		uint64_t	cyl = 0;
+		uint64_t	side = 0;
+
+		for (int i = 0; i < reserved; i++)
+		{
+			cyl += (uint64_t) v[i % 2].n_cyl;
+			side += eng_side_bytes(&v[i % 2]);
+		}
+		eng_cache_bulk_end(c, (uint32_t) reserved, cyl, side);
+		grew_after = eng_cache_bulk_reserve(c, 1, &v[reserved % 2], at, true, &err) == MCC_OK &&
+			at[0].row == (uint32_t) reserved;
+	}
+	UNIT_CHECK(grew_after, "bulk reserve: once they are linked the cache grows");
+	eng_cache_free(c);
+}
+
+/*
+ * Rows appended in bulk (eng_cache_bulk_*: a load's frames) leave the cache
+ * exactly as eng_cache_append row by row would, in three frames (the last
+ * two reserved before either is written, as a load's pipeline does), with
+ * rows written out of order (as threads may), settled and unsettled xids
+ * and deletes.
  */
 static void
 test_bulk_equals_append(const tl_tpl *t, int n)
@@ -487,6 +579,8 @@ test_bulk_equals_append(const tl_tpl *t, int n)
 	eng_bulk_at *at = calloc((size_t) n, sizeof(*at));
 	bool		ok = a != NULL && b != NULL && v != NULL && at != NULL;
 	int			split = n / 3;
+	uint64_t	rest_cyl = 0;
+	uint64_t	rest_side = 0;
 
 	for (int i = 0; ok && i < n; i++)
 	{
@@ -500,28 +594,16 @@ test_bulk_equals_append(const tl_tpl *t, int n)
 		a->entries[idx].tid = (uint64_t) i + 1;
 		a->entries[idx].xmin = 7;
 	}
-	for (int f = 0; ok && f < 2; f++)
+	/* the first frame grows the cache; room for the rest made at once */
+	for (int i = split; i < n; i++)
 	{
-		int			lo = f == 0 ? 0 : split;
-		int			m = (f == 0 ? split : n) - lo;
-		uint64_t	cyl = 0;
-		uint64_t	side = 0;
-
-		ok = eng_cache_bulk_reserve(b, (uint32_t) m, v + lo, at, &err) == MCC_OK;
-		/* backwards: the order of the writes must not matter */
-		for (int i = m - 1; ok && i >= 0; i--)
-		{
-			int			r = lo + i;
-
-			eng_cache_bulk_put(b, (uint32_t) i, &at[i], r % 50, mcc_template_hash(t[r].b, t[r].n),
-							   r % 4 == 0 ? 0 : 100 + (uint64_t) r % 7,
-							   r % 5 == 0 ? 200 + (uint64_t) r % 3 : 0, &v[r], (uint64_t) r + 1, 7);
-			cyl += (uint64_t) v[r].n_cyl;
-			side += eng_side_bytes(&v[r]);
-		}
-		if (ok)
-			eng_cache_bulk_end(b, (uint32_t) m, cyl, side);
+		rest_cyl += (uint64_t) v[i].n_cyl;
+		rest_side += eng_side_bytes(&v[i]);
 	}
+	ok = ok && bulk_frames(b, t, v, at, 0, split, 1) &&
+		eng_cache_reserve(b, (uint64_t) (n - split), rest_cyl, rest_side, &err) == MCC_OK;
+	/* the other two reserved before either is written (a load's pipeline) */
+	ok = ok && bulk_frames(b, t, v, at, split, n, 2);
 	UNIT_CHECK(ok && a->soa.n_tpl == b->soa.n_tpl && a->soa.n_cyl == b->soa.n_cyl &&
 			   a->n_side == b->n_side && a->n_unsettled == b->n_unsettled,
 			   "bulk append: the same counts as row by row (%u entries)", ok ? b->soa.n_tpl : 0);
@@ -582,6 +664,7 @@ main(void)
 	test_compaction(t, n);
 	test_rebuild_other_profile(t, n);
 	test_bulk_equals_append(t, n);
+	test_bulk_no_growth_while_reserved(t, n);
 	tl_templates_free(t, n);
 	return unit_done();
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "eng_conn.h"
+#include "eng_load.h"
 #include "unit.h"
 #include "engine_inproc.h"
 #include "eng_log.h"
@@ -487,6 +488,72 @@ test_sockets(void)
 	tc_engine_cleanup(&e);
 }
 
+/* Rows [a, z) as two LOAD_ROWS frames of rid received on c ahead, not yet handled. */
+static void
+rows_received(eng_conn *c, uint64_t rid, int a, int z)
+{
+	eng_buf		b;
+	int			m = (a + z) / 2;
+
+	eng_buf_init(&b);
+	tl_load_rows(&b, rid, m - a, keys + a, xids + a, NULL, gt + a);
+	tl_load_rows(&b, rid, z - m, keys + m, xids + m, NULL, gt + m);
+	/* as eng_conn_read_ahead_other leaves them while another's frame is added */
+	eng_buf_put(&c->in, b.data, b.len);
+	c->input_pending = true;
+	eng_buf_free(&b);
+}
+
+/*
+ * Frames of two parts received while the leader's frame comes: they go in
+ * behind it (the pipeline of eng_load_rows.c takes other connections'
+ * frames when its own has none), each part's LOAD_JOINED counts its own
+ * rows, and the cache answers as the reference.
+ */
+static void
+test_join_pipeline(eng_server *s, eng_conn *l, eng_conn *w1, eng_conn *w2)
+{
+	const uint64_t tok[2] = {0x5555aaaa5555aaaaULL, 0x0123456789abcdefULL};
+	uint64_t	n1 = 0, n2 = 0, all = 0;
+	uint64_t	behind = 0;
+	eng_buf		b;
+
+	eng_buf_init(&b);
+	join_begin(&b, 60, 50, tok);
+	feed(s, l, &b);
+	ip_clear_out(l);
+	join(&b, 61, 50, tok);
+	feed(s, w1, &b);
+	join(&b, 62, 50, tok);
+	feed(s, w2, &b);
+	rows_received(w1, 61, 0, 80);
+	rows_received(w2, 62, 80, 160);
+	send_rows(s, l, 60, 160, 240);
+	if (l->load != NULL)
+		behind = l->load->frames_behind;
+	/* the server's loop handles what is left of the received frames */
+	eng_conn_pending(s, w1);
+	eng_conn_pending(s, w2);
+	ip_pump_all(s);
+	join_end(&b, 61);
+	feed(s, w1, &b);
+	join_end(&b, 62);
+	feed(s, w2, &b);
+	tl_load_end(&b, 60);
+	feed(s, l, &b);
+	UNIT_CHECK(behind >= 1 && behind <= 4 && reply_type(w1, 61, &n1) == MCC_MSG_LOAD_JOINED &&
+			   n1 == 80 && reply_type(w2, 62, &n2) == MCC_MSG_LOAD_JOINED && n2 == 80 &&
+			   reply_type(l, 60, &all) == MCC_MSG_LOADED && all == 240,
+			   "parts' frames received meanwhile go in behind the leader's (%llu of 4): "
+			   "LOAD_JOINED counts each part's 80 rows, LOADED 240", (unsigned long long) behind);
+	UNIT_CHECK(serves_rows(s, l, 63, 50, 240),
+			   "that load's cache answers as the reference of its 240 rows");
+	ip_clear_out(l);
+	ip_clear_out(w1);
+	ip_clear_out(w2);
+	eng_buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -514,6 +581,7 @@ main(void)
 	test_join_bad_row(&s, l);
 	test_leader_gone(&s, l);
 	test_join_empty(&s);
+	test_join_pipeline(&s, l, w1, w2);
 	eng_server_destroy(&s);
 	test_sockets();
 	tl_templates_free(gt, NT);
