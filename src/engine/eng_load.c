@@ -7,6 +7,7 @@
  * caches once loaded.
  */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -340,8 +341,8 @@ eng_load_row(eng_server *s, eng_load *l, int64_t key, uint64_t insert_xid,
 /*
  * Room for the rows the load still expects as soon as they would not fit:
  * LOAD_BEGIN's estimate (the table's reltuples: often a little short) and
- * 2 % more, at this load's cylinders and side bytes per row so far and 2 %
- * more. The cache grows once, early and to that size (while a copy is
+ * 2 % more, at this load's cylinders and side bytes per row so far and a
+ * margin (below). The cache grows once, early and to that size (while a copy is
  * small), rather than by half again near the end, when a growth copies the
  * whole cache on the main thread (eng_soa_regrow: at 200,000 rows three
  * quarters of the engine's load CPU on the dev VM when the estimate was 25
@@ -368,24 +369,33 @@ reserve_ahead(eng_load *l, const mcc_template_view *v, uint32_t n)
 		side += eng_side_bytes(&v[i]);
 	}
 	more = target - c->soa.n_tpl;
-	/* 2% above the average so far (10% once the room was made: the average drifted) */
-	margin = l->want_rows != 0 ? 1.10 : 1.02;
+
+	/*
+	 * Above the average so far by 2 % and, the first time, by a share that
+	 * shrinks with the rows it was measured on (1 / sqrt(rows): 10 % on 100
+	 * rows, 3 % on 10,000); 10 % once the room was made (the average
+	 * drifted). A growth with rows in the cache copies them and faults the
+	 * new arrays in again: 32 s at 100 M rows on 64 cores (docs/benchmarks.md,
+	 * "Fourth run"), when a first frame's average was 2 % short.
+	 */
+	margin = l->want_rows != 0 ? 1.10 : 1.02 + 1.0 / sqrt((double) rows);
 	/* room enough at the average so far: nothing to grow */
 	if ((uint64_t) c->soa.n_cyl + (uint64_t) ((double) cyl / rows * more) <= c->soa.cap_cyl &&
 		target <= c->soa.cap_tpl && target <= c->cap_entries &&
 		c->n_side + (uint64_t) ((double) side / rows * more) <= c->cap_side)
 		margin = 1.0;
-	cyl = (uint64_t) ((double) cyl / rows * more * margin);
-	side = (uint64_t) ((double) side / rows * more * margin);
+	cyl = (uint64_t) ((double) cyl / rows * more);
+	side = (uint64_t) ((double) side / rows * more);
 	if (l->want_rows == 0 || margin > 1.0)
 	{
+		/* the prefault's: what the rows will fill at the average, not the margin */
 		l->want_rows = target;
 		l->want_cyl = c->soa.n_cyl + cyl;
 		l->want_side = c->n_side + side;
 	}
 	/* each exact growth copies the rows so far: a little variation must cost none */
 	if (margin > 1.0)
-		(void) eng_cache_reserve_exact(c, more, cyl, side, &err);
+		(void) eng_cache_reserve_exact(c, more, (uint64_t) (cyl * margin), (uint64_t) (side * margin), &err);
 }
 
 /* Threads that fault in a load's new cache ahead of its rows (eng_config.load_prefault). */
