@@ -373,12 +373,12 @@ reserve_ahead(eng_load *l, const mcc_template_view *v, uint32_t n)
 	/*
 	 * Above the average so far by 2 % and, the first time, by a share that
 	 * shrinks with the rows it was measured on (1 / sqrt(rows): 10 % on 100
-	 * rows, 3 % on 10,000); 10 % once the room was made (the average
-	 * drifted). A growth with rows in the cache copies them and faults the
+	 * rows, 3 % on 10,000; 10 % at most); 10 % once the room was made (the
+	 * average drifted). A growth with rows in the cache copies them and faults the
 	 * new arrays in again: 32 s at 100 M rows on 64 cores (docs/benchmarks.md,
 	 * "Fourth run"), when a first frame's average was 2 % short.
 	 */
-	margin = l->want_rows != 0 ? 1.10 : 1.02 + 1.0 / sqrt((double) rows);
+	margin = l->want_rows != 0 ? 1.10 : fmin(1.10, 1.02 + 1.0 / sqrt((double) rows));
 	/* room enough at the average so far: nothing to grow */
 	if ((uint64_t) c->soa.n_cyl + (uint64_t) ((double) cyl / rows * more) <= c->soa.cap_cyl &&
 		target <= c->soa.cap_tpl && target <= c->cap_entries &&
