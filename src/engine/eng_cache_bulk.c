@@ -120,8 +120,6 @@ restore_fill(restore_run *r, restore_block *b, uint32_t i0, uint32_t i1)
 		if (eng_side_n_min(c->side + side) != rows->n_min[i] && b->bad == ENG_NONE)
 			b->bad = i;
 		g->first[i] = (uint32_t) cyl;
-		for (uint32_t k = 0; k < nc; k++)
-			g->tpl[cyl + k] = i;
 		e->key = g->id[i];
 		e->hash = rows->hash[i];
 		e->tid = rows->tid[i];
@@ -354,7 +352,6 @@ eng_cache_prefault(eng_cache *c, int threads, uint64_t rows, uint64_t cyl, uint6
 		a[n++] = (eng_prefault_area) {g->bits + (size_t) w * g->cap_cyl, sizeof(uint64_t) * nc};
 	a[n++] = (eng_prefault_area) {g->angle, nc};
 	a[n++] = (eng_prefault_area) {g->pc, sizeof(*g->pc) * nc};
-	a[n++] = (eng_prefault_area) {g->tpl, sizeof(*g->tpl) * nc};
 	a[n++] = (eng_prefault_area) {g->first, sizeof(*g->first) * (nt + 1)};
 	a[n++] = (eng_prefault_area) {g->ncyl, sizeof(*g->ncyl) * nt};
 	a[n++] = (eng_prefault_area) {g->id, sizeof(*g->id) * nt};

@@ -431,7 +431,6 @@ test_threaded_restore(const tl_tpl *t, int n_tpl)
 		r = s->cache;
 		ok = r->soa.n_tpl == c->soa.n_tpl && r->soa.n_cyl == c->soa.n_cyl && r->n_side == c->n_side &&
 			memcmp(r->soa.first, c->soa.first, sizeof(uint32_t) * ((size_t) n + 1)) == 0 &&
-			memcmp(r->soa.tpl, c->soa.tpl, sizeof(uint32_t) * c->soa.n_cyl) == 0 &&
 			memcmp(r->soa.angle, c->soa.angle, c->soa.n_cyl) == 0 &&
 			memcmp(r->soa.pc, c->soa.pc, sizeof(uint16_t) * c->soa.n_cyl) == 0 &&
 			memcmp(r->soa.ncyl, c->soa.ncyl, sizeof(uint16_t) * (size_t) n) == 0 &&
