@@ -108,6 +108,15 @@ accepts(const uint8_t *buf, size_t len, const eng_snap_ident *expect, char *why,
 	return st == MCC_OK;
 }
 
+/* The CRC of a file's rows, after its bytes were changed, made right again. */
+static void
+fix_crc(uint8_t *p, size_t len)
+{
+	uint32_t	crc = mcc_crc32c(0, p, len - 4);
+
+	memcpy(p + len - 4, &crc, 4);
+}
+
 /*
  * Patch a uint32 header field at off and fix both CRCs (a well-formed file
  * of another kind).
@@ -122,8 +131,7 @@ patched(const uint8_t *buf, size_t len, size_t off, uint32_t v)
 	memcpy(p + off, &v, 4);
 	crc = mcc_crc32c(0, p, ENG_SNAP_HEADER_BYTES - 8);
 	memcpy(p + ENG_SNAP_HEADER_BYTES - 8, &crc, 4);
-	crc = mcc_crc32c(0, p, len - 4);
-	memcpy(p + len - 4, &crc, 4);
+	fix_crc(p, len);
 	return p;
 }
 
@@ -311,15 +319,6 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 	}
 	free(buf);
 	eng_cache_free(c);
-}
-
-/* The CRC of a file's rows, after its bytes were changed, made right again. */
-static void
-fix_crc(uint8_t *p, size_t len)
-{
-	uint32_t	crc = mcc_crc32c(0, p, len - 4);
-
-	memcpy(p + len - 4, &crc, 4);
 }
 
 /*
