@@ -220,11 +220,13 @@ eng_cache_free(eng_cache *c)
 bool
 eng_cache_reindex(eng_cache *c, uint32_t n, int threads)
 {
-	uint32_t   *s = malloc((size_t) n * sizeof(uint32_t));
+	/* the same size: rebuilt in place (a restore's, whose slots are faulted in already) */
+	uint32_t   *s = n == c->n_slots ? c->slots : malloc((size_t) n * sizeof(uint32_t));
 
 	if (s == NULL)
 		return false;
-	free(c->slots);
+	if (s != c->slots)
+		free(c->slots);
 	c->slots = s;
 	c->n_slots = n;
 	/* soa.id[i] is entry i's key (every path that writes one writes both) */
