@@ -13,7 +13,7 @@
 #include "mcc_job.h"
 
 #define COPY_BLOCK		((size_t) 64 << 20)	/* a thread's piece of a copy */
-#define COPY_THREADS_MAX 64
+#define THREADS_MAX		64	/* eng_run_shared's */
 
 /* The copies of one eng_copy_all, taken a block at a time by its threads. */
 typedef struct copy_run
@@ -60,25 +60,32 @@ copy_main(void *arg)
 }
 
 void
+eng_run_shared(int threads, void *(*fn) (void *), void *arg)
+{
+	pthread_t	tids[THREADS_MAX];
+	int			started = 0;
+
+	if (threads > THREADS_MAX)
+		threads = THREADS_MAX;
+	if (threads > 1)
+		started = mcc_job_start_threads(tids, threads - 1, fn, arg, 0);
+	fn(arg);
+	for (int i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+}
+
+void
 eng_copy_all(const eng_copy *parts, int n, int threads)
 {
 	copy_run	r = {.parts = parts, .n = n};
-	pthread_t	tids[COPY_THREADS_MAX];
 	size_t		blocks = 0;
-	int			started = 0;
 
 	for (int i = 0; i < n; i++)
 		blocks += (parts[i].len + COPY_BLOCK - 1) / COPY_BLOCK;
-	if (threads > COPY_THREADS_MAX)
-		threads = COPY_THREADS_MAX;
 	if ((size_t) threads > blocks)
 		threads = (int) blocks;
 	atomic_init(&r.next, 0);
-	if (threads > 1)
-		started = mcc_job_start_threads(tids, threads - 1, copy_main, &r, 0);
-	copy_main(&r);
-	for (int i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
+	eng_run_shared(threads, copy_main, &r);
 }
 
 /* What eng_free_detached hands to its thread. */

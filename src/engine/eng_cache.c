@@ -218,23 +218,20 @@ eng_cache_free(eng_cache *c)
 
 /* Rebuild the key index with n slots (a power of two). */
 bool
-eng_cache_reindex(eng_cache *c, uint32_t n)
+eng_cache_reindex(eng_cache *c, uint32_t n, int threads)
 {
-	uint32_t   *s = malloc((size_t) n * sizeof(uint32_t));
+	/* the same size: rebuilt in place (a restore's, whose slots are faulted in already) */
+	uint32_t   *s = n == c->n_slots ? c->slots : malloc((size_t) n * sizeof(uint32_t));
 
 	if (s == NULL)
 		return false;
-	free(c->slots);
+	if (s != c->slots)
+		free(c->slots);
 	c->slots = s;
 	c->n_slots = n;
-	memset(s, 0xff, (size_t) n * sizeof(uint32_t));
-	for (uint32_t i = 0; i < c->soa.n_tpl; i++)
-	{
-		uint32_t	h = eng_cache_key_slot(c, c->entries[i].key);
-
-		c->entries[i].next = s[h];
-		s[h] = i;
-	}
+	/* soa.id[i] is entry i's key (every path that writes one writes both) */
+	eng_index_build((const uint64_t *) c->soa.id, c->soa.n_tpl, s, n, &c->entries[0].next,
+					sizeof(eng_entry), threads);
 	return true;
 }
 
@@ -323,7 +320,7 @@ grow(eng_cache *c, uint64_t need_t, uint64_t need_c, uint64_t need_s, bool exact
 		eng_soa_regrow(&c->soa, (uint32_t) want_t, (uint32_t) want_c, c->copy_threads, err) != MCC_OK)
 		goto oom;
 	if (pow2_at_least(c->cap_entries) > c->n_slots &&
-		!eng_cache_reindex(c, pow2_at_least(c->cap_entries)))
+		!eng_cache_reindex(c, pow2_at_least(c->cap_entries), c->copy_threads))
 		goto oom;
 	settle_charge(c, now);
 	return MCC_OK;

@@ -158,17 +158,27 @@ eng_side_bytes(const mcc_template_view *t)
  * charged, with room for n_tpl templates, n_cyl cylinders and n_side bytes
  * of sides and a little more (rows read from the table after it); the
  * caller fills in place soa.ncyl, soa.id, soa.angle, soa.pc, the soa.bits
- * planes (plane w at soa.bits + w * soa.cap_cyl), side, and the entries'
- * hash, tid and xmin; then eng_cache_restore_end derives the rest (first
- * cylinders, cylinders' templates, sides' offsets, the key index), checking
- * that the counts agree (the per-row part on up to `threads` threads, the
- * caller's included). Every restored entry is then a tombstone until
- * eng_cache_revive makes it live.
+ * planes (plane w at soa.bits + w * soa.cap_cyl) and side, and hands the
+ * rest of each row in an eng_restore_rows; then eng_cache_restore_end
+ * derives the rest (first cylinders, cylinders' templates, sides' offsets,
+ * the entries, the key index) on up to `threads` threads, the caller's
+ * included, checking that the counts agree and that each side holds the
+ * minutiae count given for its row. Every restored entry is then a
+ * tombstone until eng_cache_revive makes it live.
  */
+typedef struct eng_restore_rows
+{
+	const uint16_t *n_min;		/* per row: its template's minutiae (the side's length) */
+	const uint64_t *hash;		/* per row: the entries' fields */
+	const uint64_t *tid;
+	const uint64_t *xmin;
+} eng_restore_rows;
+
 eng_cache  *eng_cache_restore_begin(const mcc_profile *p, uint32_t n_tpl, uint32_t n_cyl,
 									uint64_t n_side, mcc_error *err);
 mcc_status	eng_cache_restore_end(eng_cache *c, uint32_t n_tpl, uint32_t n_cyl,
-								  uint64_t n_side, int threads, mcc_error *err);
+								  uint64_t n_side, const eng_restore_rows *rows, int threads,
+								  mcc_error *err);
 
 /*
  * Make restored entry idx (a tombstone of eng_cache_restore_end) live with

@@ -10,20 +10,16 @@
 #include <string.h>
 
 #include "eng_cache.h"
+#include "eng_index.h"
 #include "mcc_template.h"
 
 #define FIRST_NORMAL_XID 3		/* PostgreSQL's xids below this are special */
 
-/* Index slot of a key (splitmix64 finalizer: keys are often sequential). */
+/* Index slot of a key (eng_index.h's hash). */
 static inline uint32_t
 eng_cache_key_slot(const eng_cache *c, int64_t key)
 {
-	uint64_t	z = (uint64_t) key + UINT64_C(0x9e3779b97f4a7c15);
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	z ^= z >> 31;
-	return (uint32_t) z & (c->n_slots - 1);
+	return eng_index_slot((uint64_t) key, c->n_slots);
 }
 
 /* Minutiae of the template whose side starts at d (the header's n_min). */
@@ -48,8 +44,12 @@ eng_side_bits_at(int n_min)
 eng_cache  *eng_cache_alloc(const mcc_profile *p, eng_budget *budget, uint32_t cap_tpl,
 							uint32_t cap_cyl, uint64_t cap_side, mcc_error *err);
 
-/* Rebuild the key index with n slots (a power of two); false if out of memory. */
-bool		eng_cache_reindex(eng_cache *c, uint32_t n);
+/*
+ * Rebuild the key index with n slots (a power of two) on up to `threads`
+ * threads (eng_index.h: the chains one thread would build); false if out
+ * of memory.
+ */
+bool		eng_cache_reindex(eng_cache *c, uint32_t n, int threads);
 
 /* Write t's side at offset off of the cache's sides (room reserved). */
 void		eng_cache_side_write(eng_cache *c, uint64_t off, const mcc_template_view *t);

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -16,17 +15,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "eng_bigmem.h"
+#include "eng_index.h"
 #include "eng_server.h"
 #include "mcc_crc32c.h"
 #include "mcc_grow.h"
 #include "mcc_hash.h"
-#include "mcc_job.h"
 #include "mcc_proto.h"
 #include "mcc_template.h"
 
 #define CHUNK		((size_t) 1 << 20)	/* bytes read (and checked) at a time: the header */
 #define PIECE		((size_t) 8 << 20)	/* bytes a reading thread takes at a time */
-#define MAX_READERS 64
+
+static void
+put16(uint8_t **p, uint16_t v)
+{
+	memcpy(*p, &v, 2);
+	*p += 2;
+}
 
 static void
 put32(uint8_t **p, uint32_t v)
@@ -69,11 +75,24 @@ written(const eng_cache *c, uint32_t i)
 	return !(c->entries[i].flags & ENG_E_PURGED) && c->entries[i].tid != 0;
 }
 
+/* The minutiae of entry i's template (its side's). */
+static int
+n_minutiae(const eng_cache *c, uint32_t i)
+{
+	int			n_min;
+	int			n_cyl;
+	const uint8_t *minutiae;
+	const uint8_t *cyl_minutia;
+
+	eng_cache_minutiae(c, i, &n_min, &minutiae, &n_cyl, &cyl_minutia);
+	return n_min;
+}
+
 /* Bytes of a file of these counts. */
 static uint64_t
 file_bytes(uint64_t rows, uint64_t cyl, uint64_t side, int words)
 {
-	return ENG_SNAP_HEADER_BYTES + rows * (2 + 4 * 8) + cyl * (1 + 2 + 8 * (uint64_t) words) +
+	return ENG_SNAP_HEADER_BYTES + rows * (2 + 2 + 4 * 8) + cyl * (1 + 2 + 8 * (uint64_t) words) +
 		side + 4;
 }
 
@@ -173,6 +192,9 @@ eng_snap_encode(const eng_cache *c, const eng_snap_ident *id, uint64_t scan_lsn,
 	put_header(buf, c, id, scan_lsn, written_at, rows, cyl, side);
 	p = buf + ENG_SNAP_HEADER_BYTES;
 	put_row_array(c, g->ncyl, sizeof(uint16_t), &p);
+	for (uint32_t i = 0; i < g->n_tpl; i++)
+		if (written(c, i))
+			put16(&p, (uint16_t) n_minutiae(c, i));
 	put_row_array(c, g->id, sizeof(int64_t), &p);
 	for (int f = 0; f < 3; f++)
 		for (uint32_t i = 0; i < g->n_tpl; i++)
@@ -344,28 +366,10 @@ reader_main(void *arg)
 static bool
 read_pieces(snap_reader *r, int threads)
 {
-	pthread_t	tids[MAX_READERS];
-	int			started;
-
-	if (threads > MAX_READERS)
-		threads = MAX_READERS;
 	if ((uint32_t) threads > r->n / 2 + 1)
 		threads = (int) (r->n / 2 + 1);
-	started = threads > 1 ? mcc_job_start_threads(tids, threads - 1, reader_main, r, 0) : 0;
-	reader_main(r);
-	for (int i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
+	eng_run_shared(threads, reader_main, r);
 	return !atomic_load(&r->failed);
-}
-
-static uint32_t
-tid_slot(const eng_snap *s, uint64_t tid)
-{
-	uint64_t	z = tid + UINT64_C(0x9E3779B97F4A7C15);
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return (uint32_t) (z ^ (z >> 31)) & (s->n_slots - 1);
 }
 
 /* Read and check the header (sizes against the source's length). */
@@ -431,10 +435,34 @@ read_header(snap_src *src, const eng_snap_ident *expect, eng_snap *s, uint64_t *
 	return MCC_OK;
 }
 
+/* The tid index (eng_index.h) of a restored snapshot's rows and their used flags. */
+static mcc_status
+index_rows(eng_snap *s, const uint64_t *tids, int threads, mcc_error *err)
+{
+	uint64_t	n = s->n_rows;
+
+	for (uint64_t i = 0; i < n; i++)
+		if (tids[i] == 0)
+			return mcc_error_set(err, MCC_ERR_VALUE, "row %llu has no tuple id",
+								 (unsigned long long) i + 1);
+	s->n_slots = 16;
+	while (s->n_slots < n * 2 && s->n_slots < (UINT32_C(1) << 31))
+		s->n_slots *= 2;
+	s->slots = malloc(sizeof(uint32_t) * s->n_slots);
+	s->next = malloc(sizeof(uint32_t) * (n ? n : 1));
+	s->used = calloc(n ? n : 1, 1);
+	if (s->slots == NULL || s->next == NULL || s->used == NULL)
+		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
+	eng_index_build(tids, (uint32_t) n, s->slots, s->n_slots, s->next, sizeof(uint32_t), threads);
+	return MCC_OK;
+}
+
 /*
  * Read the arrays into s->cache on up to `threads` threads and check the
- * file's CRC. The per-row hashes, tuple ids and xmins go through a buffer
- * of their own, then into the entries.
+ * file's CRC; then the cache's rows placed and the tid index built on as
+ * many. The per-row minutiae counts, hashes, tuple ids and xmins go
+ * through a buffer of their own (the entries are not in the file's
+ * layout).
  */
 static mcc_status
 read_arrays(snap_src *src, eng_snap *s, uint64_t cyl, uint64_t side, int threads,
@@ -443,7 +471,9 @@ read_arrays(snap_src *src, eng_snap *s, uint64_t cyl, uint64_t side, int threads
 	eng_cache  *c = s->cache;
 	mcc_soa    *g = &c->soa;
 	uint64_t	n = s->n_rows;
-	uint64_t   *ent = malloc((size_t) (n ? n : 1) * 3 * sizeof(uint64_t));
+	uint64_t   *ent = malloc((size_t) (n ? n : 1) * (3 * sizeof(uint64_t) + sizeof(uint16_t)));
+	uint16_t   *n_min = (uint16_t *) (ent + 3 * n);
+	eng_restore_rows rows = {.n_min = n_min, .hash = ent, .tid = ent + n, .xmin = ent + 2 * n};
 	snap_reader r = {.src = src};
 	size_t		off = src->pos;
 	uint32_t	crc = src->crc;
@@ -454,6 +484,7 @@ read_arrays(snap_src *src, eng_snap *s, uint64_t cyl, uint64_t side, int threads
 
 	ok = ent != NULL &&
 		add_array(&r, &off, g->ncyl, (size_t) n * sizeof(uint16_t)) &&
+		add_array(&r, &off, n_min, (size_t) n * sizeof(uint16_t)) &&
 		add_array(&r, &off, g->id, (size_t) n * sizeof(int64_t)) &&
 		add_array(&r, &off, ent, (size_t) n * 3 * sizeof(uint64_t)) &&
 		add_array(&r, &off, g->angle, (size_t) cyl) &&
@@ -473,59 +504,22 @@ read_arrays(snap_src *src, eng_snap *s, uint64_t cyl, uint64_t side, int threads
 	for (uint32_t i = 0; ok && i + 1 < r.n; i++)
 		crc = mcc_crc32c_combine(crc, r.pieces[i].crc, r.pieces[i].len);
 	free(r.pieces);
-	if (!ok)
+	if (!ok || crc != stored)
 	{
 		free(ent);
-		return mcc_error_set(err, MCC_ERR_VALUE, "its rows end early (truncated)");
+		return mcc_error_set(err, MCC_ERR_VALUE, !ok ? "its rows end early (truncated)" :
+							 "its checksum does not match (damaged or truncated)");
 	}
-	if (crc != stored)
-	{
-		free(ent);
-		return mcc_error_set(err, MCC_ERR_VALUE, "its checksum does not match (damaged or truncated)");
-	}
-	for (uint64_t i = 0; i < n; i++)
-	{
-		c->entries[i].hash = ent[i];
-		c->entries[i].tid = ent[n + i];
-		c->entries[i].xmin = ent[2 * n + i];
-	}
-	free(ent);
 	s->io_s = seconds_since(t0);
 	t0 = eng_now_usec();
-	st = eng_cache_restore_end(c, (uint32_t) n, (uint32_t) cyl, side, s->threads, err);
+	st = eng_cache_restore_end(c, (uint32_t) n, (uint32_t) cyl, side, &rows, s->threads, err);
 	s->rebuild_s = seconds_since(t0);
-	return st;
-}
-
-/* The tid index and the used flags of a restored snapshot. */
-static mcc_status
-index_rows(eng_snap *s, mcc_error *err)
-{
-	const eng_entry *e = s->cache->entries;
-	uint64_t	n = s->n_rows;
-	int64_t		t0 = eng_now_usec();
-
-	s->n_slots = 16;
-	while (s->n_slots < n * 2 && s->n_slots < (UINT32_C(1) << 31))
-		s->n_slots *= 2;
-	s->slots = malloc(sizeof(uint32_t) * s->n_slots);
-	s->next = malloc(sizeof(uint32_t) * (n ? n : 1));
-	s->used = calloc(n ? n : 1, 1);
-	if (s->slots == NULL || s->next == NULL || s->used == NULL)
-		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
-	memset(s->slots, 0xff, sizeof(uint32_t) * s->n_slots);
-	for (uint64_t i = 0; i < n; i++)
-	{
-		uint32_t	h = tid_slot(s, e[i].tid);
-
-		if (e[i].tid == 0)
-			return mcc_error_set(err, MCC_ERR_VALUE, "row %llu has no tuple id",
-								 (unsigned long long) i + 1);
-		s->next[i] = s->slots[h];
-		s->slots[h] = (uint32_t) i;
-	}
+	t0 = eng_now_usec();
+	if (st == MCC_OK)
+		st = index_rows(s, rows.tid, s->threads, err);
 	s->index_s = seconds_since(t0);
-	return MCC_OK;
+	free(ent);
+	return st;
 }
 
 /* Decode a snapshot from src. */
@@ -545,8 +539,7 @@ decode(snap_src *src, const eng_snap_ident *expect, int threads, eng_snap **out,
 		(s->cache = eng_cache_restore_begin(mcc_profile_by_id((int) s->id.profile_id),
 											(uint32_t) s->n_rows, (uint32_t) cyl, side,
 											err)) == NULL ||
-		read_arrays(src, s, cyl, side, threads, err) != MCC_OK ||
-		index_rows(s, err) != MCC_OK)
+		read_arrays(src, s, cyl, side, threads, err) != MCC_OK)
 	{
 		eng_snap_free(s);
 		return err->status;
@@ -569,7 +562,7 @@ eng_snap_decode(uint8_t *buf, size_t len, const eng_snap_ident *expect,
 uint32_t
 eng_snap_find(const eng_snap *s, uint64_t tid)
 {
-	for (uint32_t i = s->slots[tid_slot(s, tid)]; i != ENG_NONE; i = s->next[i])
+	for (uint32_t i = s->slots[eng_index_slot(tid, s->n_slots)]; i != ENG_NONE; i = s->next[i])
 		if (s->cache->entries[i].tid == tid && !s->used[i])
 			return i;
 	return ENG_NONE;

@@ -11,7 +11,7 @@
  * template is rebuilt. It keeps no xids that decide visibility: after a
  * restart those come from the heap again.
  *
- * Layout (format 2), host byte order (the engine and PostgreSQL share the
+ * Layout (format 3), host byte order (the engine and PostgreSQL share the
  * machine):
  *   header (ENG_SNAP_HEADER_BYTES): magic "MCCSNAP\0", uint32 format,
  *     uint32 protocol (MCC_PROTO_VERSION), uint32 profile id, uint32 db
@@ -21,15 +21,20 @@
  *     scan that last read the identities), uint64 rows, uint64 cylinders,
  *     uint64 side bytes, int64 written at (realtime usec), uint32 CRC-32C
  *     of the header before it, uint32 0
- *   per row: uint16 cylinders, then int64 keys, uint64 template hashes,
- *     uint64 tuple ids, uint64 xmins (each array whole, in row order)
+ *   per row: uint16 cylinders, uint16 minutiae, then int64 keys, uint64
+ *     template hashes, uint64 tuple ids, uint64 xmins (each array whole,
+ *     in row order)
  *   per cylinder: uint8 angles, uint16 bit counts, then the words' planes
  *     (plane w: word w of every cylinder), uint64 each
  *   the rows' sides (eng_cache.h), in row order
  *   uint32 CRC-32C of everything before it
  * The header is checked (its CRC, then what it is of) before its sizes are
  * used; the rest is read into place and trusted only once the whole
- * file's CRC matches. Format 1 (rows of whole templates) is rejected.
+ * file's CRC matches. The rows' minutiae counts give each side's length
+ * without reading the side before it, so the rows are placed on several
+ * threads (eng_cache_restore_end); each side must hold its row's count.
+ * Older formats are rejected: format 1 (rows of whole templates), format
+ * 2 (no minutiae counts: the sides were placed by one serial walk).
  * Reading a file splits the arrays into pieces of 8 MB that several
  * threads read (pread) and checksum at once; the pieces' CRCs combined in
  * file order (mcc_crc32c_combine) give the file's, so the format is the
@@ -46,7 +51,7 @@
 #include "mcc_error.h"
 
 #define ENG_SNAP_MAGIC		"MCCSNAP"	/* 8 bytes with its NUL */
-#define ENG_SNAP_FORMAT		2
+#define ENG_SNAP_FORMAT		3
 #define ENG_SNAP_HEADER_BYTES 96
 
 /* What a snapshot is of: the header fields a reader must find equal. */
@@ -81,7 +86,7 @@ typedef struct eng_snap
 	uint32_t	n_slots;		/* a power of two */
 	/* where a read's time went (wall seconds; the engine logs them) */
 	double		io_s;			/* reading the arrays into place and their CRC */
-	double		rebuild_s;		/* eng_cache_restore_end: offsets, key index */
+	double		rebuild_s;		/* eng_cache_restore_end: places, entries, key index */
 	double		index_s;		/* the tuple id index */
 	int			threads;		/* threads that read */
 } eng_snap;

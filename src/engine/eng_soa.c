@@ -14,7 +14,7 @@ uint64_t
 eng_soa_bytes_for(const mcc_profile *p, uint32_t cap_tpl, uint32_t cap_cyl)
 {
 	uint64_t	per_cyl = 8u * (uint64_t) mcc_profile_cyl_words(p) +
-		sizeof(uint8_t) + sizeof(uint16_t) + sizeof(uint32_t);
+		sizeof(uint8_t) + sizeof(uint16_t);
 	uint64_t	per_tpl = sizeof(uint32_t) + sizeof(uint16_t) + sizeof(int64_t);
 
 	return per_cyl * cap_cyl + per_tpl * cap_tpl + sizeof(uint32_t);
@@ -42,7 +42,6 @@ void
 eng_soa_advise(const mcc_soa *g)
 {
 	eng_advise_huge(g->bits, sizeof(uint64_t) * g->words * (size_t) g->cap_cyl);
-	eng_advise_huge(g->tpl, sizeof(uint32_t) * (size_t) g->cap_cyl);
 	eng_advise_huge(g->pc, sizeof(uint16_t) * (size_t) g->cap_cyl);
 	eng_advise_huge(g->angle, (size_t) g->cap_cyl);
 }
@@ -67,7 +66,6 @@ eng_soa_regrow(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl, int threads, mcc_
 		(size_t) g->n_cyl * sizeof(uint64_t)};
 	parts[np++] = (eng_copy) {n.angle, g->angle, (size_t) g->n_cyl * sizeof(*g->angle)};
 	parts[np++] = (eng_copy) {n.pc, g->pc, (size_t) g->n_cyl * sizeof(*g->pc)};
-	parts[np++] = (eng_copy) {n.tpl, g->tpl, (size_t) g->n_cyl * sizeof(*g->tpl)};
 	parts[np++] = (eng_copy) {n.first, g->first, ((size_t) g->n_tpl + 1) * sizeof(*g->first)};
 	parts[np++] = (eng_copy) {n.ncyl, g->ncyl, (size_t) g->n_tpl * sizeof(*g->ncyl)};
 	parts[np++] = (eng_copy) {n.id, g->id, (size_t) g->n_tpl * sizeof(*g->id)};
@@ -94,8 +92,6 @@ eng_soa_copy_template(mcc_soa *dst, const mcc_soa *src, uint32_t k)
 			   (size_t) nc * sizeof(uint64_t));
 	memcpy(dst->angle + d0, src->angle + c0, nc * sizeof(*src->angle));
 	memcpy(dst->pc + d0, src->pc + c0, nc * sizeof(*src->pc));
-	for (uint32_t j = 0; j < nc; j++)
-		dst->tpl[d0 + j] = t;
 	dst->first[t] = d0;
 	dst->ncyl[t] = (uint16_t) nc;
 	dst->id[t] = src->id[k];

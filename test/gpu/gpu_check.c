@@ -41,7 +41,6 @@ dup_template(mcc_soa *g, uint32_t k)
 			g->bits[(size_t) w * g->cap_cyl + j0 + i] = g->bits[(size_t) w * g->cap_cyl + j];
 		g->angle[j0 + i] = g->angle[j];
 		g->pc[j0 + i] = g->pc[j];
-		g->tpl[j0 + i] = t;
 	}
 	g->first[t] = j0;
 	g->ncyl[t] = (uint16_t) n;

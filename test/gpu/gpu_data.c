@@ -108,7 +108,6 @@ put_template(mcc_soa *g, gd_cyl *c, int n)
 			g->bits[(size_t) w * g->cap_cyl + j0 + i] = c[i].w[w];
 		g->angle[j0 + i] = (uint8_t) c[i].angle;
 		g->pc[j0 + i] = (uint16_t) c[i].pc;
-		g->tpl[j0 + i] = k;
 	}
 	g->first[k] = j0;
 	g->ncyl[k] = (uint16_t) n;
@@ -130,11 +129,10 @@ gallery_alloc(mcc_soa *g, uint32_t cap_tpl, uint32_t cap_cyl)
 	g->bits = malloc(sizeof(uint64_t) * 4 * (size_t) cap_cyl);
 	g->angle = malloc(cap_cyl);
 	g->pc = malloc(2 * (size_t) cap_cyl);
-	g->tpl = malloc(4 * (size_t) cap_cyl);
 	g->first = malloc(4 * ((size_t) cap_tpl + 1));
 	g->ncyl = malloc(2 * (size_t) cap_tpl);
 	g->id = malloc(8 * (size_t) cap_tpl);
-	if (!g->bits || !g->angle || !g->pc || !g->tpl || !g->first || !g->ncyl || !g->id)
+	if (!g->bits || !g->angle || !g->pc || !g->first || !g->ncyl || !g->id)
 		return -1;
 	g->first[0] = 0;
 	return 0;

@@ -122,8 +122,8 @@ is(check_all_probes($node, 'g', 5), 0, 'exact answers after a restart (rows froz
 ($heads, $read) = snapshot_use($off);
 is($read, 0, 'no row read: frozen rows on pages unchanged since they were read');
 
-# a truncated snapshot, then one of format 1 (an engine before the bulk
-# restore): each ignored with a log line, the gallery loaded in full
+# a truncated snapshot, then one of format 2 (an engine before the rows'
+# minutiae counts): each ignored with a log line, the gallery loaded in full
 # (the file of the last restart is still current: nothing was read)
 $off = restart(sub { truncate($file, (-s $file) - 1000) or die "truncate: $!" });
 is(check_all_probes($node, 'g', 5), 0, 'exact answers after a restart with a truncated snapshot');
@@ -135,11 +135,11 @@ $off = restart(sub {
 	open(my $fh, '+<', $file) or die "open: $!";
 	binmode $fh;
 	seek($fh, 8, 0);
-	print $fh pack('L', 1);
+	print $fh pack('L', 2);
 	close $fh;
 });
-is(check_all_probes($node, 'g', 5), 0, 'exact answers after a restart with a format-1 snapshot');
-ok($node->log_contains(qr/${db}_$rel\.snap" ignored and removed: it has another format version \(format 1, not 2\)/, $off),
+is(check_all_probes($node, 'g', 5), 0, 'exact answers after a restart with a format-2 snapshot');
+ok($node->log_contains(qr/${db}_$rel\.snap" ignored and removed: it has another format version \(format 2, not 3\)/, $off),
 	'a snapshot of the old format is ignored with a log line');
 ok(!defined((snapshot_use($off))[0]), 'and not used');
 ok(wait_written($rel, $off), 'a new snapshot was written after the full load');

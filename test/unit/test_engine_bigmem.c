@@ -87,7 +87,6 @@ soa_filled(mcc_soa *g, uint32_t n, uint32_t ncyl, uint64_t seed)
 		fill((uint8_t *) (g->bits + (size_t) w * g->cap_cyl), (size_t) ncyl * 8, seed + (uint64_t) w);
 	fill(g->angle, ncyl, seed + 100);
 	fill((uint8_t *) g->pc, (size_t) ncyl * 2, seed + 101);
-	fill((uint8_t *) g->tpl, (size_t) ncyl * 4, seed + 102);
 	fill((uint8_t *) g->first, ((size_t) n + 1) * 4, seed + 103);
 	fill((uint8_t *) g->ncyl, (size_t) n * 2, seed + 104);
 	fill((uint8_t *) g->id, (size_t) n * 8, seed + 105);
@@ -106,7 +105,7 @@ soa_same(const mcc_soa *a, const mcc_soa *b)
 	for (int w = 0; same && w < a->words; w++)
 		same = memcmp(a->bits + (size_t) w * a->cap_cyl, b->bits + (size_t) w * b->cap_cyl, nc * 8) == 0;
 	return same && memcmp(a->angle, b->angle, nc) == 0 && memcmp(a->pc, b->pc, nc * 2) == 0 &&
-		memcmp(a->tpl, b->tpl, nc * 4) == 0 && memcmp(a->first, b->first, (nt + 1) * 4) == 0 &&
+		memcmp(a->first, b->first, (nt + 1) * 4) == 0 &&
 		memcmp(a->ncyl, b->ncyl, nt * 2) == 0 && memcmp(a->id, b->id, nt * 8) == 0;
 }
 

@@ -621,8 +621,7 @@ test_bulk_equals_append(const tl_tpl *t, int n)
 	ok = ok && a->soa.first[a->soa.n_tpl] == b->soa.first[b->soa.n_tpl] &&
 		memcmp(a->side, b->side, a->n_side) == 0 &&
 		memcmp(a->soa.pc, b->soa.pc, a->soa.n_cyl * sizeof(uint16_t)) == 0 &&
-		memcmp(a->soa.angle, b->soa.angle, a->soa.n_cyl) == 0 &&
-		memcmp(a->soa.tpl, b->soa.tpl, a->soa.n_cyl * sizeof(uint32_t)) == 0;
+		memcmp(a->soa.angle, b->soa.angle, a->soa.n_cyl) == 0;
 	for (int w = 0; ok && w < a->soa.words; w++)
 		ok = memcmp(a->soa.bits + (size_t) w * a->soa.cap_cyl, b->soa.bits + (size_t) w * b->soa.cap_cyl,
 					a->soa.n_cyl * sizeof(uint64_t)) == 0;

@@ -218,7 +218,6 @@ same_cache(const eng_cache *x, const eng_cache *y)
 				   sizeof(uint64_t) * a->n_cyl) != 0)
 			return false;
 	if (memcmp(a->angle, b->angle, a->n_cyl) != 0 || memcmp(a->pc, b->pc, 2 * (size_t) a->n_cyl) != 0 ||
-		memcmp(a->tpl, b->tpl, 4 * (size_t) a->n_cyl) != 0 ||
 		memcmp(a->first, b->first, 4 * ((size_t) a->n_tpl + 1)) != 0 ||
 		memcmp(a->ncyl, b->ncyl, 2 * (size_t) a->n_tpl) != 0 ||
 		memcmp(a->id, b->id, 8 * (size_t) a->n_tpl) != 0 || memcmp(x->side, y->side, x->n_side) != 0)

@@ -14,6 +14,7 @@
 #include "unit.h"
 #include "engine_testlib.h"
 #include "eng_cache.h"
+#include "eng_index.h"
 #include "eng_snapfile.h"
 #include "mcc_crc32c.h"
 #include "mcc_proto.h"
@@ -107,6 +108,15 @@ accepts(const uint8_t *buf, size_t len, const eng_snap_ident *expect, char *why,
 	return st == MCC_OK;
 }
 
+/* The CRC of a file's rows, after its bytes were changed, made right again. */
+static void
+fix_crc(uint8_t *p, size_t len)
+{
+	uint32_t	crc = mcc_crc32c(0, p, len - 4);
+
+	memcpy(p + len - 4, &crc, 4);
+}
+
 /*
  * Patch a uint32 header field at off and fix both CRCs (a well-formed file
  * of another kind).
@@ -121,8 +131,7 @@ patched(const uint8_t *buf, size_t len, size_t off, uint32_t v)
 	memcpy(p + off, &v, 4);
 	crc = mcc_crc32c(0, p, ENG_SNAP_HEADER_BYTES - 8);
 	memcpy(p + ENG_SNAP_HEADER_BYTES - 8, &crc, 4);
-	crc = mcc_crc32c(0, p, len - 4);
-	memcpy(p + len - 4, &crc, 4);
+	fix_crc(p, len);
 	return p;
 }
 
@@ -292,16 +301,183 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "inconsistent"),
 				   "a header with another row count is rejected: \"%s\"", why);
 		free(p);
-		/* a format-1 file (rows of whole templates), its CRC right */
-		p = patched(buf, len, 8, 1);
-		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "format 1, not 2"),
-				   "a file of format 1 is rejected: \"%s\"", why);
-		free(p);
+		/* files of the older formats (1: rows of whole templates, 2: no minutiae counts) */
+		for (uint32_t f = 1; f < ENG_SNAP_FORMAT; f++)
+		{
+			char		say[40];
+
+			snprintf(say, sizeof(say), "format %u, not %u", f, ENG_SNAP_FORMAT);
+			p = patched(buf, len, 8, f);
+			UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, say),
+					   "a file of format %u is rejected: \"%s\"", f, why);
+			free(p);
+		}
 		p = patched(buf, len, 0, 0x5850414e);
 		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "magic"),
 				   "another kind of file is rejected: \"%s\"", why);
 		free(p);
 	}
+	free(buf);
+	eng_cache_free(c);
+}
+
+/*
+ * Rows' minutiae counts (format 3) that disagree with their sides, in a
+ * file whose CRCs are right: a count out of range, and two rows' counts
+ * swapped (the totals still agree: only the sides tell).
+ */
+static void
+test_minutiae_counts(const tl_tpl *t, int n)
+{
+	int			expect_rows;
+	eng_cache  *c = make_cache(t, n, &expect_rows);
+	uint8_t    *buf;
+	size_t		len;
+	mcc_error	err;
+	char		why[300];
+	size_t		at = ENG_SNAP_HEADER_BYTES + 2 * (size_t) expect_rows;	/* the counts */
+	uint16_t	a;
+	uint16_t	b;
+	int			j = 1;
+
+	eng_snap_encode(c, &ident, 1, 1, &buf, &len, &err);
+	memcpy(&a, buf + at, 2);
+	UNIT_CHECK(a >= 1 && a <= MCC_MAX_MINUTIAE, "row 0's minutiae count is stored (%u)", a);
+	{
+		uint8_t    *p = malloc(len);
+		uint16_t	big = MCC_MAX_MINUTIAE + 1;
+
+		memcpy(p, buf, len);
+		memcpy(p + at + 2, &big, 2);
+		fix_crc(p, len);
+		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "entry 1 overruns"),
+				   "a minutiae count out of range is rejected: \"%s\"", why);
+		free(p);
+	}
+	/* the first row whose count differs from row 0's: swap the two */
+	for (; j < expect_rows; j++)
+	{
+		memcpy(&b, buf + at + 2 * (size_t) j, 2);
+		if (b != a)
+			break;
+	}
+	if (j < expect_rows)
+	{
+		uint8_t    *p = malloc(len);
+
+		memcpy(p, buf, len);
+		memcpy(p + at, &b, 2);
+		memcpy(p + at + 2 * (size_t) j, &a, 2);
+		fix_crc(p, len);
+		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "entry 0 has a bad side"),
+				   "two rows' minutiae counts swapped (totals right) are rejected: \"%s\"", why);
+		free(p);
+	}
+	else
+		UNIT_SKIP("every row has %u minutiae", a);
+	free(buf);
+	eng_cache_free(c);
+}
+
+/*
+ * A cache of many rows (keys repeating, so that chains are long) written
+ * and read back on 1 and 3 threads (the rows placed and both indexes built
+ * by blocks and slot ranges): both equal the cache written, array by
+ * array, every key's chain in the same order, every tuple id found.
+ */
+static void
+test_threaded_restore(const tl_tpl *t, int n_tpl)
+{
+	const int	n = 20011;		/* several blocks of rows, not a multiple of one */
+	char		dir[] = "/tmp/mcc-snap-test.XXXXXX";
+	char		path[256];
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(mcc_profile_by_id(MCC_PROFILE_DEFAULT), NULL, 0, 0, &err);
+	uint8_t    *buf;
+	size_t		len;
+
+	for (int i = 0; i < n; i++)
+	{
+		mcc_template_view v = tl_view(&t[i % n_tpl]);
+		uint32_t	idx;
+
+		eng_cache_append(c, i % 7001, (uint64_t) i * 31, 0, 0, 0, &v, &idx, &err);
+		c->entries[idx].tid = (uint64_t) i * 3 + 1;
+		c->entries[idx].xmin = 5000 + (uint64_t) i;
+	}
+	if (mkdtemp(dir) == NULL)
+	{
+		UNIT_SKIP("no temporary directory");
+		eng_cache_free(c);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/1_2.snap", dir);
+	eng_snap_encode(c, &ident, 1, 1, &buf, &len, &err);
+	eng_snap_write_file(path, buf, len, &err);
+	for (int threads = 1; threads <= 3; threads += 2)
+	{
+		eng_snap   *s = NULL;
+		bool		missing;
+		const eng_cache *r;
+		bool		ok;
+
+		mcc_error_clear(&err);
+		ok = eng_snap_read_file(path, &ident, threads, &s, &missing, &err) == MCC_OK;
+		UNIT_CHECK(ok && s->n_rows == (uint64_t) n, "%d rows read back on %d thread(s) (%s)", n,
+				   threads, err.message);
+		if (!ok)
+			continue;
+		r = s->cache;
+		ok = r->soa.n_tpl == c->soa.n_tpl && r->soa.n_cyl == c->soa.n_cyl && r->n_side == c->n_side &&
+			memcmp(r->soa.first, c->soa.first, sizeof(uint32_t) * ((size_t) n + 1)) == 0 &&
+			memcmp(r->soa.angle, c->soa.angle, c->soa.n_cyl) == 0 &&
+			memcmp(r->soa.pc, c->soa.pc, sizeof(uint16_t) * c->soa.n_cyl) == 0 &&
+			memcmp(r->soa.ncyl, c->soa.ncyl, sizeof(uint16_t) * (size_t) n) == 0 &&
+			memcmp(r->side, c->side, (size_t) c->n_side) == 0;
+		for (int w = 0; ok && w < c->soa.words; w++)
+			ok = memcmp(r->soa.bits + (size_t) w * r->soa.cap_cyl, c->soa.bits + (size_t) w * c->soa.cap_cyl,
+						sizeof(uint64_t) * c->soa.n_cyl) == 0;
+		for (int i = 0; ok && i < n; i++)
+			ok = r->entries[i].key == c->entries[i].key && r->entries[i].hash == c->entries[i].hash &&
+				r->entries[i].tid == c->entries[i].tid && r->entries[i].xmin == c->entries[i].xmin &&
+				r->entries[i].side == c->entries[i].side && (r->entries[i].flags & ENG_E_PURGED);
+		UNIT_CHECK(ok, "%d thread(s): every row's place, cylinders, side and entry "
+				   "are the written cache's", threads);
+		ok = true;
+		for (int k = 0; ok && k < 7001; k++)
+		{
+			/*
+			 * The written cache's entries are live, the restored ones
+			 * tombstones (eng_cache_find_key skips those): walk each
+			 * key's slot chain, its entries of key k in order.
+			 */
+			uint32_t	x = c->slots[eng_index_slot((uint64_t) k, c->n_slots)];
+			uint32_t	y = r->slots[eng_index_slot((uint64_t) k, r->n_slots)];
+
+			for (;;)
+			{
+				while (x != ENG_NONE && c->entries[x].key != k)
+					x = c->entries[x].next;
+				while (y != ENG_NONE && r->entries[y].key != k)
+					y = r->entries[y].next;
+				if (x != y || x == ENG_NONE)
+					break;
+				x = c->entries[x].next;
+				y = r->entries[y].next;
+			}
+			ok = x == ENG_NONE && y == ENG_NONE;
+		}
+		UNIT_CHECK(ok, "%d thread(s): every key's chain lists the rows in the written cache's order",
+				   threads);
+		ok = true;
+		for (int i = 0; ok && i < n; i++)
+			ok = eng_snap_find(s, (uint64_t) i * 3 + 1) == (uint32_t) i;
+		UNIT_CHECK(ok && eng_snap_find(s, 2) == ENG_NONE,
+				   "%d thread(s): every tuple id found at its row", threads);
+		eng_snap_free(s);
+	}
+	unlink(path);
+	rmdir(dir);
 	free(buf);
 	eng_cache_free(c);
 }
@@ -411,6 +587,8 @@ main(void)
 	t = tl_templates(5, n, 6);
 	test_crc();
 	test_round_trip_and_damage(t, n);
+	test_minutiae_counts(t, n);
+	test_threaded_restore(t, n);
 	test_same_version();
 	test_files(t, n);
 	tl_templates_free(t, n);

@@ -110,7 +110,7 @@ layout_ok(const mcc_soa *s, const gallery *g)
 				if (s->bits[(size_t) x * s->cap_cyl + j] != w[x])
 					return 0;
 			if (s->angle[j] != mcc_template_cyl_angle(v, c) ||
-				s->pc[j] != mcc_template_cyl_popcount(v, c) || s->tpl[j] != (uint32_t) k)
+				s->pc[j] != mcc_template_cyl_popcount(v, c))
 				return 0;
 		}
 	}

@@ -26,11 +26,10 @@ mcc_soa_init(mcc_soa *g, const mcc_profile *p, uint32_t cap_tpl,
 	g->bits = malloc(sizeof(uint64_t) * g->words * (size_t) g->cap_cyl);
 	g->angle = malloc(sizeof(uint8_t) * (size_t) g->cap_cyl);
 	g->pc = malloc(sizeof(uint16_t) * (size_t) g->cap_cyl);
-	g->tpl = malloc(sizeof(uint32_t) * (size_t) g->cap_cyl);
 	g->first = malloc(sizeof(uint32_t) * ((size_t) g->cap_tpl + 1));
 	g->ncyl = malloc(sizeof(uint16_t) * (size_t) g->cap_tpl);
 	g->id = malloc(sizeof(int64_t) * (size_t) g->cap_tpl);
-	if (!g->bits || !g->angle || !g->pc || !g->tpl || !g->first || !g->ncyl || !g->id)
+	if (!g->bits || !g->angle || !g->pc || !g->first || !g->ncyl || !g->id)
 	{
 		mcc_soa_free(g);
 		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory"),
@@ -48,7 +47,6 @@ mcc_soa_free(mcc_soa *g)
 	free(g->bits);
 	free(g->angle);
 	free(g->pc);
-	free(g->tpl);
 	free(g->first);
 	free(g->ncyl);
 	free(g->id);
@@ -103,8 +101,7 @@ grow_cyl(mcc_soa *g, uint64_t need, mcc_error *err)
 
 	if (!resize((void **) &g->bits, (uint64_t) cap * g->words, sizeof(uint64_t)) ||
 		!resize((void **) &g->angle, cap, sizeof(uint8_t)) ||
-		!resize((void **) &g->pc, cap, sizeof(uint16_t)) ||
-		!resize((void **) &g->tpl, cap, sizeof(uint32_t)))
+		!resize((void **) &g->pc, cap, sizeof(uint16_t)))
 		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory"),
 			mcc_error_detail(err, "Failed to grow the gallery to %u cylinders.", cap);
 	/* one array per word: move words 1.. to their new offsets, last first */
@@ -161,7 +158,6 @@ mcc_soa_put(mcc_soa *g, uint32_t k, uint32_t base, const mcc_template_view *t, i
 		memcpy(&pc, meta + (size_t) c * MCC_CYLMETA_RECSZ, sizeof(pc));
 		g->pc[base + c] = pc;
 		g->angle[base + c] = meta[(size_t) c * MCC_CYLMETA_RECSZ + 2];
-		g->tpl[base + c] = k;
 	}
 	g->first[k] = base;
 	g->ncyl[k] = (uint16_t) nc;

@@ -4,9 +4,12 @@
  *
  * Cylinder j of the gallery has its words in bits[w * cap_cyl + j] for
  * w = 0..words-1 (one array per 64-bit word, so that consecutive cylinders
- * are consecutive in memory), its byte angle in angle[j], its popcount in
- * pc[j] and its template index in tpl[j] (k_j). Cylinders are grouped by
- * template and sorted by angle within a template (Sec. 4.6). Per template:
+ * are consecutive in memory), its byte angle in angle[j] and its popcount
+ * in pc[j]. Cylinders are grouped by template and sorted by angle within a
+ * template (Sec. 4.6), so a cylinder's template (paper 000's k_j) is the k
+ * with first[k] <= j < first[k + 1]: no scan, CPU or GPU, reads it per
+ * cylinder, and it is not stored (4 bytes a cylinder that every load and
+ * snapshot restore wrote and nothing read). Per template:
  * first[k] (its first cylinder; first[n_tpl] = n_cyl), ncyl[k] (LUT_C) and
  * the caller's key id[k]. The GPU upload (issue 4) applies the warp mapping
  * of eq. 3 to this order.
@@ -32,7 +35,6 @@ typedef struct mcc_soa
 	uint64_t   *bits;			/* words * cap_cyl */
 	uint8_t    *angle;			/* cap_cyl */
 	uint16_t   *pc;				/* cap_cyl */
-	uint32_t   *tpl;			/* cap_cyl */
 	uint32_t   *first;			/* cap_tpl + 1 */
 	uint16_t   *ncyl;			/* cap_tpl */
 	int64_t    *id;				/* cap_tpl */
