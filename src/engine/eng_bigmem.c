@@ -13,7 +13,6 @@
 #include "mcc_job.h"
 
 #define COPY_BLOCK		((size_t) 64 << 20)	/* a thread's piece of a copy */
-#define THREADS_MAX		64	/* eng_run_shared's */
 
 /* The copies of one eng_copy_all, taken a block at a time by its threads. */
 typedef struct copy_run
@@ -60,21 +59,6 @@ copy_main(void *arg)
 }
 
 void
-eng_run_shared(int threads, void *(*fn) (void *), void *arg)
-{
-	pthread_t	tids[THREADS_MAX];
-	int			started = 0;
-
-	if (threads > THREADS_MAX)
-		threads = THREADS_MAX;
-	if (threads > 1)
-		started = mcc_job_start_threads(tids, threads - 1, fn, arg, 0);
-	fn(arg);
-	for (int i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
-}
-
-void
 eng_copy_all(const eng_copy *parts, int n, int threads)
 {
 	copy_run	r = {.parts = parts, .n = n};
@@ -85,7 +69,7 @@ eng_copy_all(const eng_copy *parts, int n, int threads)
 	if ((size_t) threads > blocks)
 		threads = (int) blocks;
 	atomic_init(&r.next, 0);
-	eng_run_shared(threads, copy_main, &r);
+	mcc_job_run_each(threads > 1 ? threads : 1, copy_main, &r, 0);
 }
 
 /* What eng_free_detached hands to its thread. */

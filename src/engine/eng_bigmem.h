@@ -24,15 +24,6 @@ typedef struct eng_copy
 } eng_copy;
 
 /*
- * Run fn(arg) on up to `threads` threads, this one among them (at most
- * 64), and wait for them all: for workers that take the parts of one job
- * in turn (an atomic counter in arg), so that however many start, the
- * ones that do finish the job. In this thread alone when threads < 2 or
- * no thread starts.
- */
-void		eng_run_shared(int threads, void *(*fn) (void *), void *arg);
-
-/*
  * Do every copy of parts[0..n), split into blocks over up to `threads`
  * threads (this one among them) when they are large enough to pay; in
  * this thread alone when threads < 2 or no thread starts.

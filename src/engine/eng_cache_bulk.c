@@ -15,6 +15,7 @@
 #include "eng_bigmem.h"
 #include "eng_prefault.h"
 #include "eng_soa.h"
+#include "mcc_job.h"
 
 /* Room a restored cache keeps for rows appended after it: 1/32 more, at least a few. */
 static uint64_t
@@ -158,7 +159,7 @@ restore_pass(restore_run *r, int pass, int threads)
 {
 	r->pass = pass;
 	atomic_store(&r->next, 0);
-	eng_run_shared(threads, restore_main, r);
+	mcc_job_run_each(threads > 1 ? threads : 1, restore_main, r, 0);
 	for (uint32_t k = 0; k < r->n_blocks; k++)
 		if (r->blocks[k].bad != ENG_NONE)
 			return r->blocks[k].bad;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eng_bigmem.h"
+#include "mcc_job.h"
 
 #define ROWS_PER_THREAD 4096	/* fewer rows than this a thread: not worth one */
 
@@ -67,5 +68,5 @@ eng_index_build(const uint64_t *keys, uint32_t n, uint32_t *slots, uint32_t n_sl
 		threads = 1;
 	r.n_ranges = (uint32_t) threads < n_slots ? (uint32_t) threads : n_slots;
 	atomic_init(&r.range, 0);
-	eng_run_shared(threads, index_main, &r);
+	mcc_job_run_each(threads > 1 ? threads : 1, index_main, &r, 0);
 }

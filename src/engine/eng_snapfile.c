@@ -23,6 +23,7 @@
 #include "mcc_hash.h"
 #include "mcc_proto.h"
 #include "mcc_template.h"
+#include "mcc_job.h"
 
 #define CHUNK		((size_t) 1 << 20)	/* bytes read (and checked) at a time: the header */
 #define PIECE		((size_t) 8 << 20)	/* bytes a reading thread takes at a time */
@@ -368,7 +369,7 @@ read_pieces(snap_reader *r, int threads)
 {
 	if ((uint32_t) threads > r->n / 2 + 1)
 		threads = (int) (r->n / 2 + 1);
-	eng_run_shared(threads, reader_main, r);
+	mcc_job_run_each(threads > 1 ? threads : 1, reader_main, r, 0);
 	return !atomic_load(&r->failed);
 }
 

@@ -58,7 +58,9 @@ void		mcc_job_run_shared(int n, void *(*fn) (void *), void *arg);
  * Run n workers fn on (char *) args + i * stride, i = 0 .. n - 1, and wait
  * for them all: worker 0 on the calling thread, the others on threads of
  * their own (any that cannot be started run on the calling thread after
- * it). For work split into shares whose results the caller merges.
+ * it). For work split into shares whose results the caller merges; with
+ * stride 0, workers that all take the parts of one job in turn (an atomic
+ * counter in args: those that run finish it).
  */
 void		mcc_job_run_each(int n, void *(*fn) (void *), void *args, size_t stride);
 
