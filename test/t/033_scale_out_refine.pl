@@ -124,10 +124,11 @@ foreach my $s ([ 'refine_window 0', 0 ], [ 'refine_window 0.3', 0.3 ])
 }
 # the rows that crossed the wire: far fewer than the shards' shortlists
 my ($sent, $lists) = split / /, $coord->safe_psql('postgres', qq{$by_fraction;
-	SELECT count(*) FILTER (WHERE x.id IS NOT NULL) || ' ' || coalesce(sum(x.pos) FILTER (WHERE x.id IS NULL), 0)
+	SELECT count(*) FILTER (WHERE x.id IS NOT NULL) || ' ' ||
+		   coalesce(sum(x.pos) FILTER (WHERE x.id IS NULL AND x.probe_no > 0), 0)
 	FROM probes pr, mcc_proxy._refine_rows('g', mcc_proxy._all_parts(),
 		array_fill(27::bigint, ARRAY[8]), array_fill(27::bigint, ARRAY[8]),
-		ARRAY[mcc_template_send(pr.tpl)], 3, 'lss-dtr', NULL, NULL) x});
+		ARRAY[mcc_template_send(pr.tpl)], 3, 'lss-dtr', NULL, NULL, 0.02, 5, 4, 8) x});
 cmp_ok($sent, '<', $lists / 2, "k = 3, whole shortlists of 27 rows without windows: $sent rows sent of $lists");
 
 # 'lss' refines with LSS itself: the answer of 'none'
