@@ -1,6 +1,8 @@
 /*
  * shortlist.c: identify_shortlist(gallery, probe, shortlist, k, window_from,
- * id_column, template_column, refine) (src/identify/shortlist.h).
+ * id_column, template_column, refine) (src/identify/shortlist.h), and
+ * mcc_gallery_rows(), the row count the scale-out refinement sizes each
+ * partition's window with.
  *
  * Why the rows it returns are enough (docs/scale-out.md, "Refinement"): a
  * coordinator's answer is the k best by refined score among the global n'

@@ -384,6 +384,9 @@ search_count(serve_req *r, char **why)
 		return search_error(&reply, why);
 	parse_result(r, &reply, false);
 	r->count_rows = r->count_state == MCC_COUNT_NONE && r->searchable == 0 ? 0 : statement_rows(r);
+	ereport(DEBUG1,
+			(errmsg_internal("mcc_gallery_rows(): the statement sees %lld rows of the matcher engine's %llu entries",
+							 (long long) r->count_rows, (unsigned long long) r->searchable)));
 	note_searchable(&r->ref, known, r->searchable);
 	settle(r);
 	return SEARCH_DONE;
