@@ -59,6 +59,69 @@ EXCEPTION WHEN query_canceled OR others THEN
 	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
 END $$;
 
+-- Enrolment writes each partition's rows into its own table: statement
+-- triggers fire only for the table a statement names, and a partition
+-- table registered with the matcher service (a gallery of its own, as the
+-- refinement's counts and shortlists want it) keeps its engine's cache
+-- current through its own (docs/matcher-service.md). Written through the
+-- parent, as in 0.1.0, its rows never reached that cache.
+CREATE OR REPLACE FUNCTION enroll(gallery text, parts integer[], ids bigint[], templates bytea[],
+					   replace boolean) RETURNS SETOF bigint
+	LANGUAGE plpgsql SET search_path FROM CURRENT
+	AS $$
+DECLARE
+	g regclass := mcc_shard._gallery(gallery);
+	p record;
+	n bigint := 0;
+	c bigint;
+	st text; msg text; det text; hnt text;
+BEGIN
+	PERFORM mcc_shard._partition_rels(gallery, parts);
+	FOR p IN SELECT x.part, x.rel FROM mcc_shard.partitions x
+			 WHERE x.gallery = g AND x.part = ANY (parts) ORDER BY x.part LOOP
+		EXECUTE pg_catalog.format(
+			'INSERT INTO %s AS g (part, id, tpl)
+			 SELECT u.part, u.id, mcc_shard.template_from_wire(u.wire)
+			 FROM unnest($1, $2, $3) AS u(part, id, wire) WHERE u.part = $4 %s',
+			p.rel,
+			CASE WHEN replace THEN 'ON CONFLICT (part, id) DO UPDATE SET tpl = EXCLUDED.tpl' ELSE '' END)
+			USING parts, ids, templates, p.part;
+		GET DIAGNOSTICS c = ROW_COUNT;
+		n := n + c;
+	END LOOP;
+	RETURN NEXT n;
+EXCEPTION WHEN query_canceled THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
+		hnt = PG_EXCEPTION_HINT;
+	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
+END $$;
+
+CREATE OR REPLACE FUNCTION unenroll(gallery text, parts integer[], ids bigint[]) RETURNS SETOF bigint
+	LANGUAGE plpgsql SET search_path FROM CURRENT
+	AS $$
+DECLARE
+	g regclass := mcc_shard._gallery(gallery);
+	p record;
+	n bigint := 0;
+	c bigint;
+	st text; msg text; det text; hnt text;
+BEGIN
+	PERFORM mcc_shard._partition_rels(gallery, parts);
+	FOR p IN SELECT x.part, x.rel FROM mcc_shard.partitions x
+			 WHERE x.gallery = g AND x.part = ANY (parts) ORDER BY x.part LOOP
+		EXECUTE pg_catalog.format(
+			'DELETE FROM %s g USING unnest($1, $2) AS u(part, id) WHERE u.part = $3 AND g.id = u.id', p.rel)
+			USING parts, ids, p.part;
+		GET DIAGNOSTICS c = ROW_COUNT;
+		n := n + c;
+	END LOOP;
+	RETURN NEXT n;
+EXCEPTION WHEN query_canceled THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
+		hnt = PG_EXCEPTION_HINT;
+	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
+END $$;
+
 -- The refinement moved to mcc's identify_shortlist() (docs/scale-out.md,
 -- "Refinement"): refine_rows() replaces refine_search(), refine_search_batch()
 -- and count_rows(): it counts each partition's rows itself, with mcc's
