@@ -346,7 +346,7 @@ my $counts = sub {
 	if ($session)
 	{
 		$session->{stderr} = '';
-		$out = $session->query("SET client_min_messages = debug1; $sql");
+		$out = $session->query("SET client_min_messages = debug1; $sql; RESET client_min_messages");
 		$err = $session->{stderr};
 		$session->{stderr} = '';
 		die "query failed: $err" if $err =~ /ERROR/;
