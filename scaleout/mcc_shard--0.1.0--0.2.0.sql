@@ -65,8 +65,11 @@ END $$;
 -- refinement's counts and shortlists want it) keeps its engine's cache
 -- current through its own (docs/matcher-service.md). Written through the
 -- parent, as in 0.1.0, its rows never reached that cache.
-CREATE OR REPLACE FUNCTION enroll(gallery text, parts integer[], ids bigint[], templates bytea[],
-					   replace boolean) RETURNS SETOF bigint
+-- Run stmt, a format() string whose %s is a partition table ($1 parts,
+-- $2 ids, $3 templates, $4 that partition's number), on the table of each
+-- of partitions parts of gallery; the rows it wrote in all.
+CREATE FUNCTION _write_parts(gallery text, parts integer[], stmt text, ids bigint[], templates bytea[])
+	RETURNS bigint
 	LANGUAGE plpgsql SET search_path FROM CURRENT
 	AS $$
 DECLARE
@@ -74,22 +77,30 @@ DECLARE
 	p record;
 	n bigint := 0;
 	c bigint;
-	st text; msg text; det text; hnt text;
 BEGIN
 	PERFORM mcc_shard._partition_rels(gallery, parts);
 	FOR p IN SELECT x.part, x.rel FROM mcc_shard.partitions x
 			 WHERE x.gallery = g AND x.part = ANY (parts) ORDER BY x.part LOOP
-		EXECUTE pg_catalog.format(
-			'INSERT INTO %s AS g (part, id, tpl)
-			 SELECT u.part, u.id, mcc_shard.template_from_wire(u.wire)
-			 FROM unnest($1, $2, $3) AS u(part, id, wire) WHERE u.part = $4 %s',
-			p.rel,
-			CASE WHEN replace THEN 'ON CONFLICT (part, id) DO UPDATE SET tpl = EXCLUDED.tpl' ELSE '' END)
-			USING parts, ids, templates, p.part;
+		EXECUTE pg_catalog.format(stmt, p.rel) USING parts, ids, templates, p.part;
 		GET DIAGNOSTICS c = ROW_COUNT;
 		n := n + c;
 	END LOOP;
-	RETURN NEXT n;
+	RETURN n;
+END $$;
+
+CREATE OR REPLACE FUNCTION enroll(gallery text, parts integer[], ids bigint[], templates bytea[],
+					   replace boolean) RETURNS SETOF bigint
+	LANGUAGE plpgsql SET search_path FROM CURRENT
+	AS $$
+DECLARE
+	st text; msg text; det text; hnt text;
+BEGIN
+	RETURN NEXT mcc_shard._write_parts(gallery, parts,
+		'INSERT INTO %s AS g (part, id, tpl)
+		 SELECT u.part, u.id, mcc_shard.template_from_wire(u.wire)
+		 FROM unnest($1, $2, $3) AS u(part, id, wire) WHERE u.part = $4'
+		|| CASE WHEN replace THEN ' ON CONFLICT (part, id) DO UPDATE SET tpl = EXCLUDED.tpl' ELSE '' END,
+		ids, templates);
 EXCEPTION WHEN query_canceled THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
 		hnt = PG_EXCEPTION_HINT;
@@ -100,22 +111,11 @@ CREATE OR REPLACE FUNCTION unenroll(gallery text, parts integer[], ids bigint[])
 	LANGUAGE plpgsql SET search_path FROM CURRENT
 	AS $$
 DECLARE
-	g regclass := mcc_shard._gallery(gallery);
-	p record;
-	n bigint := 0;
-	c bigint;
 	st text; msg text; det text; hnt text;
 BEGIN
-	PERFORM mcc_shard._partition_rels(gallery, parts);
-	FOR p IN SELECT x.part, x.rel FROM mcc_shard.partitions x
-			 WHERE x.gallery = g AND x.part = ANY (parts) ORDER BY x.part LOOP
-		EXECUTE pg_catalog.format(
-			'DELETE FROM %s g USING unnest($1, $2) AS u(part, id) WHERE u.part = $3 AND g.id = u.id', p.rel)
-			USING parts, ids, p.part;
-		GET DIAGNOSTICS c = ROW_COUNT;
-		n := n + c;
-	END LOOP;
-	RETURN NEXT n;
+	RETURN NEXT mcc_shard._write_parts(gallery, parts,
+		'DELETE FROM %s g USING unnest($1, $2) AS u(part, id) WHERE u.part = $4 AND g.id = u.id',
+		ids, NULL);
 EXCEPTION WHEN query_canceled THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
 		hnt = PG_EXCEPTION_HINT;
