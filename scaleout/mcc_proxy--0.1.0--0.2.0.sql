@@ -12,29 +12,25 @@ SELECT pg_catalog.set_config('search_path',
 	 FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
 	 WHERE e.extname = 'mcc') || ', mcc_proxy, pg_catalog', true);
 
--- The refinement (docs/scale-out.md, "Refinement"): per partition counts,
--- then each shard's partitions rescore their own shortlists with mcc's
+-- The refinement (docs/scale-out.md, "Refinement"): each shard counts its
+-- partitions' rows (its matcher engine's count) and, in the same statement,
+-- its partitions rescore their own shortlists with mcc's
 -- identify_shortlist() and return only the rows that can matter, with the
 -- keys around each partition's expected share of the global shortlist.
 DROP FUNCTION mcc_proxy._refine_search(text, integer[], bytea, integer, text, name, name);
 DROP FUNCTION mcc_proxy._refine_search_batch(text, integer[], bytea[], integer, text, name, name);
 DROP FUNCTION mcc_proxy._count_rows(text, integer[]);
 
-CREATE FUNCTION mcc_proxy._count_parts(gallery text, parts integer[]) RETURNS TABLE(part integer, n bigint)
-	LANGUAGE plproxy
-	AS $$
-	CLUSTER 'mcc';
-	SPLIT parts;
-	RUN ON parts;
-	TARGET mcc_shard.count_parts;
-$$;
-
+-- A row of mcc_shard.refine_rows: probe_no 0 a partition's (pos its rows,
+-- lo and hi its window), id NULL a list's length (pos), else a row of a
+-- probe's list (lo and hi NULL).
 CREATE TYPE mcc_proxy._refine_row AS (probe_no integer, part integer, id bigint, lss real, score real,
-									  pos bigint);
+									  pos bigint, lo bigint, hi bigint);
 
 CREATE FUNCTION mcc_proxy._refine_rows(gallery text, parts integer[], upto bigint[], window_from bigint[],
 									   probes bytea[], k integer, method text, id_column name,
-									   template_column name)
+									   template_column name, fraction float8, refine_min bigint,
+									   factor float8, nparts integer)
 	RETURNS SETOF mcc_proxy._refine_row
 	LANGUAGE plproxy
 	AS $$
@@ -45,25 +41,25 @@ CREATE FUNCTION mcc_proxy._refine_rows(gallery text, parts integer[], upto bigin
 $$;
 
 -- How many of the global shortlist's n' rows each partition holds (len),
--- per probe, from the shards' refine_rows: r the rows, the partitions asked
--- for the rows window_from lo[i] to upto hi[i] of their shortlists (which
--- hold min(rows, hi[i]) rows, the count row's pos). The n'-th row overall,
--- c, is found among the windows: every partition must be known to hold
--- all its rows before its window before c (lo 0, or its first window row
--- not after c) and none after its window (none exist, or its last window
--- row is not before c); then len = lo + its window rows up to c. len is
--- NULL for every partition of a probe where that cannot be shown: asked
--- again with the whole shortlists (lo 0, hi n') it always can.
-CREATE FUNCTION mcc_proxy._refine_cut(r mcc_proxy._refine_row[], parts integer[], lo bigint[], hi bigint[],
-									  shortlist bigint)
+-- per probe, from the shards' refine_rows: r the rows, whose partition
+-- rows say each partition's window, rows window_from lo to upto hi of its
+-- shortlist (which holds min(rows, hi) rows, the count row's pos). The
+-- n'-th row overall, c, is found among the windows: every partition must
+-- be known to hold all its rows before its window before c (lo 0, or its
+-- first window row not after c) and none after its window (none exist, or
+-- its last window row is not before c); then len = lo + its window rows up
+-- to c. len is NULL for every partition of a probe where that cannot be
+-- shown: asked again with the whole shortlists (lo 0, hi n') it always can.
+CREATE FUNCTION mcc_proxy._refine_cut(r mcc_proxy._refine_row[], shortlist bigint)
 	RETURNS TABLE(probe_no integer, part integer, len bigint)
 	LANGUAGE sql IMMUTABLE
 	AS $$
-	WITH x AS (SELECT * FROM pg_catalog.unnest(r)),
+	WITH x AS (SELECT * FROM pg_catalog.unnest(r) WHERE probe_no > 0),
+	w AS (SELECT y.part, y.lo, y.hi FROM pg_catalog.unnest(r) y WHERE y.probe_no = 0),
 	p AS (
 		SELECT c.probe_no, c.part, LEAST(w.lo, c.pos) AS a, LEAST(w.hi, c.pos) AS b,
 			   (c.pos < w.hi OR w.hi >= shortlist) AS complete
-		FROM x c JOIN ROWS FROM (pg_catalog.unnest(parts), pg_catalog.unnest(lo), pg_catalog.unnest(hi)) AS w(part, lo, hi) ON w.part = c.part
+		FROM x c JOIN w ON w.part = c.part
 		WHERE c.id IS NULL),
 	win AS (
 		SELECT x.probe_no, x.part, x.id, x.lss, x.pos
@@ -109,13 +105,16 @@ $$;
 -- The refined answer over partitions parts (docs/scale-out.md,
 -- "Refinement"): per probe, the k best by refined score (at least
 -- min_score, ties by id) of the n' best rows by LSS of all of them, n' from
--- their row count and this session's settings. Each partition is asked for
--- its first e + w rows and the window from e - w, e = n' * rows / n its
--- expected share, w = ceil(f * (sqrt(e) + 4)), f = mcc_proxy.refine_window
--- (default 4: four standard deviations of a share of rows placed at
--- random, as the hash of the id places them); when some
--- probe's cutoff cannot be placed, every probe is asked again with whole
--- shortlists.
+-- their row count and this session's settings. One call per shard counts
+-- its partitions' rows and searches them in one statement: each partition
+-- is asked for its first e + w rows and the window from e - w, e its
+-- expected share of n' (estimated on the shard from its own rows,
+-- mcc_shard._windows), w = ceil(f * (sqrt(e) + 4)), f =
+-- mcc_proxy.refine_window (default 4: four standard deviations of a share
+-- of rows placed at random, as the hash of the id places them); the counts
+-- that come back give n and n'. When some probe's cutoff cannot be placed,
+-- every probe is asked again with whole shortlists of that n'; rows added
+-- meanwhile never make that n' larger (the first call's count stands then).
 CREATE FUNCTION mcc_proxy._refined(remote text, parts integer[], probes mcc_template[], k integer,
 								   min_score real, method text, id_column name, template_column name)
 	RETURNS TABLE(probe_no integer, id bigint, score real)
@@ -125,32 +124,27 @@ CREATE FUNCTION mcc_proxy._refined(remote text, parts integer[], probes mcc_temp
 DECLARE
 	factor float8 := coalesce(NULLIF(pg_catalog.current_setting('mcc_proxy.refine_window', true), '')::float8,
 							  4);
+	fraction float8 := pg_catalog.current_setting('mcc.refine_fraction')::float8;
+	refine_min bigint := pg_catalog.current_setting('mcc.refine_min')::bigint;
+	nparts integer := pg_catalog.cardinality(parts);
 	n bigint;
 	shortlist bigint;
-	lo bigint[];
-	hi bigint[];
+	whole bigint;
+	upto bigint[] := pg_catalog.array_fill(NULL::bigint, ARRAY[nparts]);
+	window_from bigint[] := upto;
 	wire bytea[] := mcc_proxy._wire(probes);
-	counts mcc_proxy._refine_row[];		-- pos: the partition's rows
 	rows mcc_proxy._refine_row[];
 	cuts mcc_proxy._refine_row[];		-- pos: len of _refine_cut
 	attempt integer;
 BEGIN
-	counts := ARRAY(SELECT ROW(NULL, c.part, NULL, NULL, NULL, c.n)::mcc_proxy._refine_row
-					FROM mcc_proxy._count_parts(remote, parts) c);
-	SELECT coalesce(pg_catalog.sum(c.pos), 0) INTO n FROM pg_catalog.unnest(counts) c;
-	shortlist := mcc_proxy._shortlist(n, k);
-	SELECT pg_catalog.array_agg(GREATEST(e.e - e.w, 0) ORDER BY e.ord),
-		   pg_catalog.array_agg(LEAST(e.e + e.w, shortlist) ORDER BY e.ord)
-	INTO lo, hi
-	FROM (SELECT u.ord, s.e, pg_catalog.ceil(factor * (pg_catalog.sqrt(s.e) + 4))::bigint AS w
-		  FROM pg_catalog.unnest(parts) WITH ORDINALITY AS u(part, ord),
-			   LATERAL (SELECT pg_catalog.round(shortlist::numeric * coalesce(c.pos, 0) / GREATEST(n, 1))::bigint AS e
-						FROM (SELECT 1) one LEFT JOIN pg_catalog.unnest(counts) c ON c.part = u.part) s) e;
 	FOR attempt IN 1 .. 2 LOOP
-		rows := ARRAY(SELECT x FROM mcc_proxy._refine_rows(remote, parts, hi, lo, wire, k, method, id_column,
-														   template_column) x);
-		cuts := ARRAY(SELECT ROW(c.probe_no, c.part, NULL, NULL, NULL, c.len)::mcc_proxy._refine_row
-					  FROM mcc_proxy._refine_cut(rows, parts, lo, hi, shortlist) c);
+		rows := ARRAY(SELECT x FROM mcc_proxy._refine_rows(remote, parts, upto, window_from, wire, k, method,
+														   id_column, template_column, fraction, refine_min,
+														   factor, nparts) x);
+		SELECT coalesce(pg_catalog.sum(x.pos), 0) INTO n FROM pg_catalog.unnest(rows) x WHERE x.probe_no = 0;
+		shortlist := LEAST(mcc_proxy._shortlist(n, k), whole);
+		cuts := ARRAY(SELECT ROW(c.probe_no, c.part, NULL, NULL, NULL, c.len, NULL, NULL)::mcc_proxy._refine_row
+					  FROM mcc_proxy._refine_cut(rows, shortlist) c);
 		IF NOT EXISTS (SELECT FROM pg_catalog.unnest(cuts) c WHERE c.pos IS NULL) THEN
 			RETURN QUERY
 				SELECT y.probe_no, y.id, y.score
@@ -158,14 +152,15 @@ BEGIN
 							 pg_catalog.row_number() OVER (PARTITION BY x.probe_no ORDER BY x.score DESC, x.id) AS rank
 					  FROM pg_catalog.unnest(rows) x
 						   JOIN pg_catalog.unnest(cuts) c ON c.probe_no = x.probe_no AND c.part = x.part
-					  WHERE x.id IS NOT NULL AND x.pos < c.pos AND x.score >= min_score) y
+					  WHERE x.probe_no > 0 AND x.id IS NOT NULL AND x.pos < c.pos AND x.score >= min_score) y
 				WHERE y.rank <= k
 				ORDER BY y.probe_no, y.score DESC, y.id;
 			RETURN;
 		END IF;
 		RAISE DEBUG 'mcc_proxy: a refinement cutoff fell outside the windows; asking for whole shortlists';
-		lo := pg_catalog.array_fill(0::bigint, ARRAY[pg_catalog.cardinality(parts)]);
-		hi := pg_catalog.array_fill(shortlist, ARRAY[pg_catalog.cardinality(parts)]);
+		whole := shortlist;
+		window_from := pg_catalog.array_fill(0::bigint, ARRAY[nparts]);
+		upto := pg_catalog.array_fill(shortlist, ARRAY[nparts]);
 	END LOOP;
 	RAISE EXCEPTION 'mcc_proxy: the refinement cutoff was not found in whole shortlists'
 		USING ERRCODE = 'internal_error';

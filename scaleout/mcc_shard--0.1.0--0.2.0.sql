@@ -59,52 +59,140 @@ EXCEPTION WHEN query_canceled OR others THEN
 	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
 END $$;
 
--- The refinement moved to mcc's identify_shortlist() (docs/scale-out.md,
--- "Refinement"): refine_rows() replaces refine_search(), refine_search_batch()
--- and, with count_parts(), count_rows().
-DROP FUNCTION refine_search(text, integer[], bytea, integer, text, name, name);
-DROP FUNCTION refine_search_batch(text, integer[], bytea[], integer, text, name, name);
-DROP FUNCTION count_rows(text, integer[]);
-
--- The number of rows with a template in each of partitions parts of gallery
--- (none listed: 0), from which the coordinator computes n' and each
--- partition's expected share of it.
-CREATE FUNCTION count_parts(gallery text, parts integer[]) RETURNS TABLE(part integer, n bigint)
-	LANGUAGE plpgsql STABLE SET search_path FROM CURRENT
+-- Enrolment writes each partition's rows into its own table: statement
+-- triggers fire only for the table a statement names, and a partition
+-- table registered with the matcher service (a gallery of its own, as the
+-- refinement's counts and shortlists want it) keeps its engine's cache
+-- current through its own (docs/matcher-service.md). Written through the
+-- parent, as in 0.1.0, its rows never reached that cache.
+-- Run stmt, a format() string whose %s is a partition table ($1 parts,
+-- $2 ids, $3 templates, $4 that partition's number), on the table of each
+-- of partitions parts of gallery; the rows it wrote in all.
+CREATE FUNCTION _write_parts(gallery text, parts integer[], stmt text, ids bigint[], templates bytea[])
+	RETURNS bigint
+	LANGUAGE plpgsql SET search_path FROM CURRENT
 	AS $$
 DECLARE
-	rel regclass;
+	g regclass := mcc_shard._gallery(gallery);
+	p record;
+	n bigint := 0;
+	c bigint;
+BEGIN
+	PERFORM mcc_shard._partition_rels(gallery, parts);
+	FOR p IN SELECT x.part, x.rel FROM mcc_shard.partitions x
+			 WHERE x.gallery = g AND x.part = ANY (parts) ORDER BY x.part LOOP
+		EXECUTE pg_catalog.format(stmt, p.rel) USING parts, ids, templates, p.part;
+		GET DIAGNOSTICS c = ROW_COUNT;
+		n := n + c;
+	END LOOP;
+	RETURN n;
+END $$;
+
+CREATE OR REPLACE FUNCTION enroll(gallery text, parts integer[], ids bigint[], templates bytea[],
+					   replace boolean) RETURNS SETOF bigint
+	LANGUAGE plpgsql SET search_path FROM CURRENT
+	AS $$
+DECLARE
 	st text; msg text; det text; hnt text;
 BEGIN
-	rel := mcc_shard._gallery(gallery);
-	PERFORM mcc_shard._partition_rels(gallery, parts);
-	RETURN QUERY EXECUTE pg_catalog.format(
-		'SELECT g.part, count(*) FROM %s g WHERE g.part = ANY ($1) AND g.tpl IS NOT NULL GROUP BY g.part', rel)
-		USING parts;
-EXCEPTION WHEN query_canceled OR others THEN
+	RETURN NEXT mcc_shard._write_parts(gallery, parts,
+		'INSERT INTO %s AS g (part, id, tpl)
+		 SELECT u.part, u.id, mcc_shard.template_from_wire(u.wire)
+		 FROM unnest($1, $2, $3) AS u(part, id, wire) WHERE u.part = $4'
+		|| CASE WHEN replace THEN ' ON CONFLICT (part, id) DO UPDATE SET tpl = EXCLUDED.tpl' ELSE '' END,
+		ids, templates);
+EXCEPTION WHEN query_canceled THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
 		hnt = PG_EXCEPTION_HINT;
 	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
 END $$;
 
-COMMENT ON FUNCTION count_parts(text, integer[]) IS
-	'the number of rows with a template in each of some partitions of a sharded gallery (empty ones not listed); called by mcc_proxy.identify with refine';
+CREATE OR REPLACE FUNCTION unenroll(gallery text, parts integer[], ids bigint[]) RETURNS SETOF bigint
+	LANGUAGE plpgsql SET search_path FROM CURRENT
+	AS $$
+DECLARE
+	st text; msg text; det text; hnt text;
+BEGIN
+	RETURN NEXT mcc_shard._write_parts(gallery, parts,
+		'DELETE FROM %s g USING unnest($1, $2) AS u(part, id) WHERE u.part = $4 AND g.id = u.id',
+		ids, NULL);
+EXCEPTION WHEN query_canceled THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
+		hnt = PG_EXCEPTION_HINT;
+	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
+END $$;
+
+-- The refinement moved to mcc's identify_shortlist() (docs/scale-out.md,
+-- "Refinement"): refine_rows() replaces refine_search(), refine_search_batch()
+-- and count_rows(): it counts each partition's rows itself, with mcc's
+-- mcc_gallery_rows() (the matcher engine's count where it serves the
+-- partition), in the statement that searches them.
+DROP FUNCTION refine_search(text, integer[], bytea, integer, text, name, name);
+DROP FUNCTION refine_search_batch(text, integer[], bytea[], integer, text, name, name);
+DROP FUNCTION count_rows(text, integer[]);
+
+-- The windows of partitions whose rows are rows[i] (in the order of the
+-- call's partitions), for a coordinator whose call names nparts partitions
+-- in all: window_from[i] to upto[i] where given, else chosen here around the
+-- partition's expected share e of the global shortlist n' (docs/scale-out.md,
+-- "Refinement"): n estimated as this shard's rows times nparts over its
+-- partitions (the hash of the id spreads rows evenly), n' from it with the
+-- coordinator's fraction and refine_min, e = n' x rows[i] / n, w =
+-- ceil(factor (sqrt(e) + 4)), [e - w, e + w) clipped to [0, n'] (at least
+-- one row, so that an empty partition's list is seen to end). Any window
+-- gives the exact answer; a good one spares the coordinator a second call.
+CREATE FUNCTION _windows(rows bigint[], upto bigint[], window_from bigint[], k integer,
+						 fraction float8, refine_min bigint, factor float8, nparts integer)
+	RETURNS TABLE(ord bigint, lo bigint, hi bigint)
+	LANGUAGE sql IMMUTABLE
+	AS $$
+	WITH est AS (
+		SELECT pg_catalog.round(coalesce(pg_catalog.sum(r), 0)::numeric * nparts
+							   / GREATEST(pg_catalog.cardinality(rows), 1))::bigint AS n
+		FROM pg_catalog.unnest(rows) r),
+	sl AS (
+		SELECT est.n, LEAST(est.n, GREATEST(pg_catalog.ceil(fraction * est.n::float8)::bigint, refine_min,
+											 k::bigint)) AS shortlist
+		FROM est),
+	e AS (
+		SELECT w.ord, w.upto, w.win, sl.shortlist, x.e,
+			   pg_catalog.ceil(factor * (pg_catalog.sqrt(x.e) + 4))::bigint AS w
+		FROM ROWS FROM (pg_catalog.unnest(rows), pg_catalog.unnest(upto), pg_catalog.unnest(window_from))
+				 WITH ORDINALITY AS w(r, upto, win, ord),
+			 sl,
+			 LATERAL (SELECT pg_catalog.round(sl.shortlist::numeric * w.r / GREATEST(sl.n, 1))::bigint AS e) x)
+	SELECT e.ord,
+		   coalesce(e.win, GREATEST(e.e - e.w, 0)),
+		   coalesce(e.upto, LEAST(e.e + e.w, GREATEST(e.shortlist, 1)))
+	FROM e
+$$;
 
 -- The refinement rows of partitions parts of gallery for each probe (wire
--- form; probe_no = position in probes): per partition parts[i], mcc's
--- identify_shortlist(partition, probe, upto[i], k, window_from[i], ...)
+-- form; probe_no = position in probes), in one statement, so under one
+-- snapshot: per partition parts[i], first a row (0, part, NULL, NULL,
+-- NULL, rows, lo, hi): the rows with a template it holds for this
+-- statement (mcc's mcc_gallery_rows(): the matcher engine's count when it
+-- serves the partition, no scan of the table) and the window its lists
+-- were asked for (_windows: given as window_from[i] and upto[i], or, where
+-- those are NULL, chosen from the count and the coordinator's fraction,
+-- refine_min, factor and nparts); then per probe mcc's
+-- identify_shortlist(partition, probe, hi, k, lo, ...)
 -- (src/identify/shortlist.c), which the matcher engine answers when it
--- serves the partition: the rows of its first upto[i] by LSS that fewer
--- than k earlier ones beat by the refined score, every row from position
--- window_from[i] on, and a row with only pos, the list's length.
+-- serves the partition: the rows of its first hi by LSS that fewer than k
+-- earlier ones beat by the refined score, every row from position lo on,
+-- and a row with only pos, the list's length.
 CREATE FUNCTION refine_rows(gallery text, parts integer[], upto bigint[], window_from bigint[],
-							probes bytea[], k integer, method text, id_column name, template_column name)
-	RETURNS TABLE(probe_no integer, part integer, id bigint, lss real, score real, pos bigint)
+							probes bytea[], k integer, method text, id_column name, template_column name,
+							fraction float8, refine_min bigint, factor float8, nparts integer)
+	RETURNS TABLE(probe_no integer, part integer, id bigint, lss real, score real, pos bigint, lo bigint,
+				  hi bigint)
 	LANGUAGE plpgsql STABLE SET search_path FROM CURRENT ROWS 1000
 	AS $$
 DECLARE
 	g regclass;
 	tpls mcc_template[];
+	rels regclass[];
+	counts bigint[];
 	st text; msg text; det text; hnt text;
 BEGIN
 	g := mcc_shard._gallery(gallery);
@@ -113,12 +201,23 @@ BEGIN
 		tpls := ARRAY(SELECT mcc_shard.template_from_wire(u.wire)
 					  FROM pg_catalog.unnest(probes) WITH ORDINALITY AS u(wire, ord) ORDER BY u.ord);
 	END IF;
+	rels := ARRAY(SELECT p.rel FROM pg_catalog.unnest(parts) WITH ORDINALITY AS u(part, ord)
+					  JOIN mcc_shard.partitions p ON p.gallery = g AND p.part = u.part
+				  ORDER BY u.ord);
+	counts := ARRAY(SELECT mcc_gallery_rows(r.rel, coalesce(id_column, 'id'), template_column)
+					FROM pg_catalog.unnest(rels) WITH ORDINALITY AS r(rel, ord) ORDER BY r.ord);
 	RETURN QUERY
-		SELECT t.ord::integer, w.part, s.id, s.lss, s.score, s.pos
-		FROM ROWS FROM (pg_catalog.unnest(parts), pg_catalog.unnest(upto), pg_catalog.unnest(window_from)) AS w(part, upto, win)
-			 JOIN mcc_shard.partitions p ON p.gallery = g AND p.part = w.part,
-			 pg_catalog.unnest(tpls) WITH ORDINALITY AS t(tpl, ord),
-			 LATERAL identify_shortlist(p.rel, t.tpl, w.upto, k, w.win, coalesce(id_column, 'id'),
+		WITH w AS (
+			SELECT u.part, u.rel, u.n, x.lo, x.hi
+			FROM ROWS FROM (pg_catalog.unnest(parts), pg_catalog.unnest(rels), pg_catalog.unnest(counts))
+					 WITH ORDINALITY AS u(part, rel, n, ord)
+				 JOIN mcc_shard._windows(counts, upto, window_from, k, fraction, refine_min, factor, nparts) x
+					 ON x.ord = u.ord)
+		SELECT 0, w.part, NULL::bigint, NULL::real, NULL::real, w.n, w.lo, w.hi FROM w
+		UNION ALL
+		SELECT t.ord::integer, w.part, s.id, s.lss, s.score, s.pos, NULL::bigint, NULL::bigint
+		FROM w, pg_catalog.unnest(tpls) WITH ORDINALITY AS t(tpl, ord),
+			 LATERAL identify_shortlist(w.rel, t.tpl, w.hi, k, w.lo, coalesce(id_column, 'id'),
 										template_column, method) s;
 EXCEPTION WHEN query_canceled OR others THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
@@ -126,5 +225,6 @@ EXCEPTION WHEN query_canceled OR others THEN
 	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
 END $$;
 
-COMMENT ON FUNCTION refine_rows(text, integer[], bigint[], bigint[], bytea[], integer, text, name, name) IS
-	'refinement rows of some partitions of a sharded gallery, by mcc''s identify_shortlist(); called by mcc_proxy.identify and identify_batch with refine';
+COMMENT ON FUNCTION refine_rows(text, integer[], bigint[], bigint[], bytea[], integer, text, name, name, float8,
+								bigint, float8, integer) IS
+	'refinement rows of some partitions of a sharded gallery: each partition''s rows and window, then mcc''s identify_shortlist() rows; called by mcc_proxy.identify and identify_batch with refine';

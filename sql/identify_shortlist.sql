@@ -92,7 +92,19 @@ SELECT same(
 	$$SELECT * FROM identify_shortlist('sg', (SELECT tpl FROM sp WHERE pid = 3), 30, 2, 20, refine => 'lsa-r')$$);
 RESET mcc.refine_method;
 
+-- mcc_gallery_rows(): the rows with a template the statement sees (here
+-- counted by the table; the matcher engine's count: TAP 033)
+SELECT mcc_gallery_rows('sg') AS sg_rows, (SELECT count(*) FROM sg) AS sg_count,
+	   mcc_gallery_rows('sg2', id_column => 'key') AS sg2_rows,
+	   (SELECT count(*) FROM sg2 WHERE tpl IS NOT NULL) AS sg2_templates;
+BEGIN;
+DELETE FROM sg2 WHERE key % 3 = 0;
+SELECT mcc_gallery_rows('sg2', 'key', 'tpl') = (SELECT count(*) FROM sg2 WHERE tpl IS NOT NULL) AS own_changes_counted;
+ROLLBACK;
+
 -- errors
+SELECT sqlstate_of($$SELECT mcc_gallery_rows(NULL)$$);
+SELECT sqlstate_of($$SELECT mcc_gallery_rows('sg', id_column => 'nope')$$);
 SELECT sqlstate_of($$SELECT * FROM identify_shortlist('sg', (SELECT tpl FROM sp WHERE pid = 1), 10, 0, 0)$$);
 SELECT sqlstate_of($$SELECT * FROM identify_shortlist('sg', (SELECT tpl FROM sp WHERE pid = 1), -1, 3, 0)$$);
 SELECT sqlstate_of($$SELECT * FROM identify_shortlist('sg', (SELECT tpl FROM sp WHERE pid = 1), 10, 3, -2)$$);

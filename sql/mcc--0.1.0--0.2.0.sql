@@ -59,6 +59,19 @@ LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 100 COST 10000;
 COMMENT ON FUNCTION identify_shortlist(regclass, mcc_template, bigint, int, bigint, name, name, text) IS
 'the first shortlist rows by LSS (ties by smaller id) that the statement sees, rescored with refine (NULL: mcc.refine_method): those that fewer than k earlier rows beat by (score DESC, id) and those at position window_from or later, with LSS, score and position (from 0); then a row with only pos, the shortlist''s length';
 
+-- The rows with a template that the statement sees, as count(*) counts
+-- them, but from the matcher engine's cache when the service serves the
+-- gallery (no scan of the table): the scale-out refinement's per-partition
+-- counts (docs/scale-out.md, "Refinement").
+CREATE FUNCTION mcc_gallery_rows(gallery regclass, id_column name DEFAULT NULL,
+								 template_column name DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'mcc_gallery_rows_sql'
+LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION mcc_gallery_rows(regclass, name, name) IS
+'the rows with a template that the statement sees (count(*) of the rows whose template is not null), counted by the matcher engine from its cache when the service serves the gallery, else by a query';
+
 -- Thresholds by false match rate (docs/accuracy.md, "Thresholds by false
 -- match rate"): per method, the score at or above which at most that share
 -- of impostor pairs (different fingers) scored, measured on FVC2002 and on

@@ -58,6 +58,16 @@ typedef struct eng_request
 	uint32_t	first_slot;		/* in its batch */
 } eng_request;
 
+/*
+ * Does r ask for a visibility count of cache c (mcc_proto.h: count_xmin set
+ * and more entries searchable than count_above)?
+ */
+static inline bool
+eng_count_asked(const eng_request *r, const eng_cache *c)
+{
+	return r->count_xmin != 0 && eng_cache_searchable(c) > r->count_above;
+}
+
 /* A SETTLE waiting for its cache to be free of readers. */
 typedef struct eng_settle
 {

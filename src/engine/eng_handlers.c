@@ -177,7 +177,8 @@ h_search(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 		free(req);
 		return true;
 	}
-	req->refine = (mcc_method) refine;
+	/* without probes there is nothing to rescore: a wait, or a count alone */
+	req->refine = n == 0 ? MCC_LSS : (mcc_method) refine;
 	req->top = top;
 	req->conn_id = c->id;
 	req->request_id = h->request_id;

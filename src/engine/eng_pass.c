@@ -172,7 +172,7 @@ eng_pass_collect_ready(eng_server *s, eng_gallery *g)
 				code = r->refine != MCC_LSS ? MCC_PERR_TOO_LARGE : MCC_PERR_DATA;
 				msg = "result too large: ask for fewer candidates or probes";
 			}
-			else if (r->n_probes == 0)
+			else if (r->n_probes == 0 && !eng_count_asked(r, c))
 			{
 				eng_result_reply_empty(s, r, c);
 				code = -1;
@@ -222,7 +222,8 @@ eng_pass_collect_ready(eng_server *s, eng_gallery *g)
 static void
 maybe_gpu(eng_server *s, eng_cache *c, eng_batch *b)
 {
-	if (!eng_gpu_wants(s->gpu, c))
+	/* a pass of counts alone (SEARCHes without probes) has nothing for it */
+	if (b->n_slots == 0 || !eng_gpu_wants(s->gpu, c))
 		return;
 	for (uint32_t i = 0; i < b->n_slots; i++)
 		if (b->slots[i].tpl == NULL || b->slots[i].k > ENG_GPU_MAX_K)
@@ -283,7 +284,7 @@ eng_pass_start(eng_server *s, eng_gallery *g, eng_request *ready)
 						  &r->cancelled);
 		}
 		r->count_index = -1;
-		if (r->count_xmin != 0 && eng_cache_searchable(g->cache) > r->count_above)
+		if (eng_count_asked(r, g->cache))
 			r->count_index = eng_batch_add_count(b, r->count_xmin);
 	}
 	/* a copy not on the device yet is uploaded by its own job: not in this pass's way */

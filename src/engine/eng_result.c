@@ -33,8 +33,7 @@ eng_result_reply_empty(eng_server *s, const eng_request *r, const eng_cache *c)
 static void
 put_count(eng_buf *o, const eng_batch *b, const eng_request *r)
 {
-	bool		asked = r->count_xmin != 0 &&
-		eng_cache_searchable(b->cache) > r->count_above;
+	bool		asked = eng_count_asked(r, b->cache);
 	const eng_count *ct;
 
 	if (!asked || r->count_index < 0 || b->counts[r->count_index].state != MCC_COUNT_DONE)

@@ -32,12 +32,14 @@ eng_scan_chunk(const eng_cache *c, int threads)
 	return (uint32_t) chunk;
 }
 
-/* Is every probe of the batch cancelled? */
+/* Is every probe of the batch cancelled (and there are probes: counts alone are not)? */
 static bool
 batch_dead(eng_job *job)
 {
 	eng_batch  *b = (eng_batch *) job;
 
+	if (b->n_slots == 0)
+		return b->n_counts == 0;
 	for (uint32_t i = 0; i < b->n_slots; i++)
 		if (b->slots[i].cancel == NULL || !atomic_load(b->slots[i].cancel))
 			return false;

@@ -1,6 +1,8 @@
 /*
  * shortlist.c: identify_shortlist(gallery, probe, shortlist, k, window_from,
- * id_column, template_column, refine) (src/identify/shortlist.h).
+ * id_column, template_column, refine) (src/identify/shortlist.h), and
+ * mcc_gallery_rows(), the row count the scale-out refinement sizes each
+ * partition's window with.
  *
  * Why the rows it returns are enough (docs/scale-out.md, "Refinement"): a
  * coordinator's answer is the k best by refined score among the global n'
@@ -26,6 +28,7 @@
 #include "mcc_lss.h"
 
 PG_FUNCTION_INFO_V1(mcc_identify_shortlist);
+PG_FUNCTION_INFO_V1(mcc_gallery_rows_sql);
 
 /* refined score descending, key ascending: the final answer's order */
 #define ROW_BETTER(a, b) \
@@ -160,4 +163,25 @@ mcc_identify_shortlist(PG_FUNCTION_ARGS)
 	}
 	return_list(fcinfo, &ans);
 	return (Datum) 0;
+}
+
+/*
+ * mcc_gallery_rows(gallery regclass, id_column name, template_column name)
+ * RETURNS bigint: the rows with a template the statement sees, which the
+ * scale-out refinement sizes each partition's window with. The matcher
+ * engine counts them from its cache as it counts identify()'s n; without
+ * the service (off, unavailable, row-level security) a count(*) query,
+ * under the same snapshot and policies, does.
+ */
+Datum
+mcc_gallery_rows_sql(PG_FUNCTION_ARGS)
+{
+	mcc_gallery gallery;
+	int64		n;
+
+	mcc_pg_require_args(fcinfo, "mcc_gallery_rows()", (const char *const[]) {"gallery"}, 1);
+	mcc_gallery_resolve(PG_GETARG_OID(0), name_arg(fcinfo, 1), name_arg(fcinfo, 2), &gallery);
+	if (!mcc_service_gallery_rows(&gallery, &n))
+		n = mcc_count_rows(&gallery);
+	PG_RETURN_INT64(n);
 }

@@ -56,7 +56,11 @@
  *                   than the gallery's, a bad refine, or a plain RESULT over
  *                   MCC_PROTO_MAX_FRAME; MCC_PERR_TOO_LARGE: a refining
  *                   RESULT over MCC_PROTO_MAX_FRAME)
- *                (n_probes 0: just waits until need_generation is applied)
+ *                (n_probes 0: just waits until need_generation is applied;
+ *                 with the count asked for, the RESULT then carries the count
+ *                 alone, from a pass of its own or one beside other
+ *                 searches: the rows a statement sees without a search; the
+ *                 refine fields are ignored)
  *   LOAD_BEGIN   gallery, uint64 generation, uint32 profile_id,
  *                uint64 expected_rows (hint, may be 0), int32 priority,
  *                uint32 flags (MCC_LOAD_*)
@@ -279,6 +283,9 @@
 #include <stdint.h>
 
 /*
+ * 8: a SEARCH without probes answers the visibility count it asks for (the
+ * scale-out refinement's per-partition row counts; a version-7 engine
+ * answered it with MCC_COUNT_NONE).
  * 7: LOAD_BEGIN's MCC_LOAD_JOIN, LOAD_JOIN, LOAD_JOIN_END (a parallel load's
  * workers send their rows on their own connections).
  * 5: CHAMFER carries the search's scale range, ALIGN an initial transform;
@@ -288,7 +295,7 @@
  * mcc_hash.c's four-lane hash (2: FNV-1a); both ends must hash alike, so
  * the version keeps them from mixing.
  */
-#define MCC_PROTO_VERSION	7
+#define MCC_PROTO_VERSION	8
 #define MCC_PROTO_MAX_FRAME	(64u * 1024u * 1024u)	/* payload limit */
 #define MCC_PROTO_MAX_XIDS	(1u << 20)	/* xids per XID_LIST */
 #define MCC_PROTO_MAX_GROUPS (1u << 16)	/* groups of a RESULT's count */

@@ -591,6 +591,13 @@ extern bool mcc_service_identify_list(const struct mcc_gallery *g, const struct 
 									  int32 k, int method, int64 shortlist, int64 from,
 									  struct mcc_list_answer *out);
 
+/*
+ * mcc_gallery_rows() through the service: the rows with a template the
+ * statement sees, counted by the engine from its cache (no table scan),
+ * into *n. False as mcc_service_identify (then count the table).
+ */
+extern bool mcc_service_gallery_rows(const struct mcc_gallery *g, int64 *n);
+
 /* ---------------------------------------------------------------------
  * Refinement through the service (src/service/service_refine.c)
  */

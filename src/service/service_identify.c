@@ -252,6 +252,21 @@ req_flat_limit(const serve_req *r)
 }
 
 /*
+ * n, the rows with a template the statement sees, from a RESULT that
+ * carries the visibility count it asked for: its certain entries and the
+ * groups the snapshot sees; the table counted when the engine had too many
+ * recent versions to group (MCC_COUNT_OVERFLOW).
+ */
+static int64
+statement_rows(const serve_req *r)
+{
+	if (r->count_state == MCC_COUNT_DONE)
+		return (int64) mcc_count_visible(r->count_certain, r->count_groups,
+										 r->count_n_groups, GetActiveSnapshot());
+	return mcc_count_rows(r->g);
+}
+
+/*
  * Refining: n' from the first RESULT. Its count is absent when the engine
  * holds no more than mcc_refine_flat_limit() entries: every statement then
  * sees at most that many rows, so n' is min(n, max(mcc.refine_min, k)), and
@@ -262,20 +277,13 @@ set_shortlist_size(serve_req *r)
 {
 	int64		n;
 
-	switch (r->count_state)
+	if (r->count_state != MCC_COUNT_DONE && r->count_state != MCC_COUNT_OVERFLOW)
 	{
-		case MCC_COUNT_DONE:
-			n = (int64) mcc_count_visible(r->count_certain, r->count_groups,
-										  r->count_n_groups, GetActiveSnapshot());
-			break;
-		case MCC_COUNT_OVERFLOW:
-			n = mcc_count_rows(r->g);	/* too many recent versions to judge */
-			break;
-		default:
-			r->want = req_flat(r);
-			r->count_rows = -1;
-			return;
+		r->want = req_flat(r);
+		r->count_rows = -1;
+		return;
 	}
+	n = statement_rows(r);
 	r->want = req_shortlist(r, n);
 	r->count_rows = n;
 	ereport(DEBUG1,
@@ -347,6 +355,38 @@ search_visible(serve_req *r, char **why)
 			break;
 		kprime = Max(kprime * KPRIME_GROWTH, (uint64) r->want * 2 + 8);
 	}
+	note_searchable(&r->ref, known, r->searchable);
+	settle(r);
+	return SEARCH_DONE;
+}
+
+/*
+ * A count alone (no probe: mcc_gallery_rows()): a SEARCH without probes
+ * that asks for the visibility count whatever the cache holds (protocol 8),
+ * judged as a refining search's n is; r->count_rows gets it. An empty
+ * cache sends no count: nothing to see.
+ */
+static search_outcome
+search_count(serve_req *r, char **why)
+{
+	uint64		known = 0;
+	uint64		gen = current_generation(&r->ref, &known);
+	mcc_reply	reply;
+
+	if (gen == 0)
+		return SEARCH_RELOAD;
+	if (!send_search(r, gen, 0, mcc_full_xid(GetActiveSnapshot()->xmin), 0, false, &reply))
+	{
+		*why = pstrdup("the matcher engine did not answer within mcc.request_timeout");
+		return SEARCH_FALLBACK;
+	}
+	if (reply.type != MCC_MSG_RESULT)
+		return search_error(&reply, why);
+	parse_result(r, &reply, false);
+	r->count_rows = r->count_state == MCC_COUNT_NONE && r->searchable == 0 ? 0 : statement_rows(r);
+	ereport(DEBUG1,
+			(errmsg_internal("mcc_gallery_rows(): the statement sees %lld rows of the matcher engine's %llu entries",
+							 (long long) r->count_rows, (unsigned long long) r->searchable)));
 	note_searchable(&r->ref, known, r->searchable);
 	settle(r);
 	return SEARCH_DONE;
@@ -685,11 +725,11 @@ prepare_ref(serve_req *r, bool *silent)
 	return NULL;
 }
 
-/* The probes' common profile, or -1 if they differ. */
+/* The probes' common profile, or -1 if they differ (0, any, for a count alone). */
 static int
 probes_profile(struct varlena **probes, int n)
 {
-	int			profile = ((uint8 *) probes[0])[5];
+	int			profile = n > 0 ? ((uint8 *) probes[0])[5] : 0;
 	int			i;
 
 	for (i = 1; i < n; i++)
@@ -741,8 +781,11 @@ serve_in(serve_req *r)
 			if (c == MCC_CATCHUP_RELOAD)
 				continue;
 		}
-		outcome = r->method != MCC_LSS && mcc_refine_in_engine ?
-			search_refined(r, &why) : SEARCH_RECHECKED;
+		if (r->n_probes == 0)
+			outcome = search_count(r, &why);
+		else
+			outcome = r->method != MCC_LSS && mcc_refine_in_engine ?
+				search_refined(r, &why) : SEARCH_RECHECKED;
 		if (outcome == SEARCH_RECHECKED)
 			outcome = search_visible(r, &why);
 		switch (outcome)

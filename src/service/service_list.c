@@ -4,7 +4,10 @@
  * shortlist length (serve_req's fixed_short), answered not by its top k but
  * by the rows of the whole shortlist that identify_shortlist() returns,
  * with their LSS and refined scores. src/service/service_identify.c serves
- * it as any refining request and hands the shortlist here.
+ * it as any refining request and hands the shortlist here. And
+ * mcc_gallery_rows(), the row count the scale-out refinement sizes each
+ * partition's window with: a request without probes, which serve() answers
+ * with the engine's visibility count alone.
  */
 #include "mcc_pg.h"
 #include "service.h"
@@ -85,6 +88,24 @@ mcc_service_identify_list(const mcc_gallery *g, const struct varlena *probe, int
 	r.list_from = from;
 	r.list = out;
 	ok = serve(&r);
+	MemoryContextDelete(r.cxt);
+	return ok;
+}
+
+/*
+ * mcc_gallery_rows() through the service: a request without probes, whose
+ * count serve() judges against the statement's snapshot as identify()'s n.
+ */
+bool
+mcc_service_gallery_rows(const mcc_gallery *g, int64 *n)
+{
+	serve_req	r;
+	bool		ok;
+
+	serve_req_one(&r, g, NULL, 1, MCC_LSS);
+	r.n_probes = 0;
+	ok = serve(&r);
+	*n = r.count_rows;
 	MemoryContextDelete(r.cxt);
 	return ok;
 }

@@ -7,6 +7,12 @@
 # mcc.refine_fraction; ties of LSS across shards sit at the shortlist's
 # edge. identify_batch likewise; bad refine names are refused as one server
 # refuses them; a shard that is down is named, or left out with partial.
+# The shards run the matcher service, every partition table a gallery of
+# its shard's engine, which counts each partition's rows for the coordinator
+# (mcc_gallery_rows()) in the statement that searches it: rows that change
+# between calls, the service off on the shards, row-level security on the
+# partition tables and a shard's old snapshot must all keep the answer one
+# server's.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -20,12 +26,29 @@ my $fingers = 1200;		# distinct synthetic fingers in the gallery
 my $seed = 7;
 
 # --- a coordinator and three shards on loopback, as 030_scale_out.pl ------------
-my %node = %{ start_scale_out() };
+my %node = %{ start_scale_out("shared_preload_libraries = 'mcc'\nmcc.worker_threads = 1\n"
+	  . "mcc.request_timeout = '60s'\n") };
 my $coord = $node{coord};
 add_shards(\%node);
 $coord->safe_psql('postgres', 'SELECT count(*) FROM mcc_proxy.create_partitions(8)');
 $coord->safe_psql('postgres', "SELECT mcc_proxy.set_option('query_timeout', '20')");
 $coord->safe_psql('postgres', "SELECT mcc_proxy.create_gallery('g')");
+# every partition table a gallery of its shard's matcher engine (which
+# registers a table with a unique index on its key alone: docs/scale-out.md)
+foreach my $s (qw(s1 s2 s3))
+{
+	$node{$s}->poll_query_until('postgres', "SELECT state = 'ready' FROM mcc_service_status()")
+	  or die "the matcher service of $s did not become ready";
+	$node{$s}->safe_psql('postgres', q{
+		DO $$
+		DECLARE r regclass;
+		BEGIN
+			FOR r IN SELECT p.rel FROM mcc_shard.partitions p ORDER BY p.part LOOP
+				EXECUTE format('CREATE UNIQUE INDEX ON %s (id)', r);
+				PERFORM mcc_gallery_register(r);
+			END LOOP;
+		END $$});
+}
 
 # The single server: every template in one table on the coordinator; the
 # copies of every tenth template there tie with their original in LSS and
@@ -124,11 +147,89 @@ foreach my $s ([ 'refine_window 0', 0 ], [ 'refine_window 0.3', 0.3 ])
 }
 # the rows that crossed the wire: far fewer than the shards' shortlists
 my ($sent, $lists) = split / /, $coord->safe_psql('postgres', qq{$by_fraction;
-	SELECT count(*) FILTER (WHERE x.id IS NOT NULL) || ' ' || coalesce(sum(x.pos) FILTER (WHERE x.id IS NULL), 0)
+	SELECT count(*) FILTER (WHERE x.id IS NOT NULL) || ' ' ||
+		   coalesce(sum(x.pos) FILTER (WHERE x.id IS NULL AND x.probe_no > 0), 0)
 	FROM probes pr, mcc_proxy._refine_rows('g', mcc_proxy._all_parts(),
 		array_fill(27::bigint, ARRAY[8]), array_fill(27::bigint, ARRAY[8]),
-		ARRAY[mcc_template_send(pr.tpl)], 3, 'lss-dtr', NULL, NULL) x});
+		ARRAY[mcc_template_send(pr.tpl)], 3, 'lss-dtr', NULL, NULL, 0.02, 5, 4, 8) x});
 cmp_ok($sent, '<', $lists / 2, "k = 3, whole shortlists of 27 rows without windows: $sent rows sent of $lists");
+
+# --- rows that change between calls: each call counts what it searches ------------
+# copies of the first probes under new ids (they now win their probes' calls)
+# enrolled, then removed with other rows; n' follows n (refine_fraction 0.02)
+my $answers = sub {
+	my ($fn, $gallery) = @_;
+	return $coord->safe_psql('postgres', "$by_fraction;
+		SELECT string_agg(result('$fn', '$gallery', pr.tpl, 10, 0, 'dtr'), ';' ORDER BY pr.pid) FROM probes pr");
+};
+my $before = $answers->('public.identify', 'g_all');
+$coord->safe_psql('postgres', q{
+	CREATE TABLE added AS SELECT 3000000 + pid AS id, tpl FROM probes WHERE pid <= 8
+		UNION ALL SELECT id + 2000000, tpl FROM g_all WHERE id < 200;
+	INSERT INTO g_all SELECT * FROM added;
+	SELECT mcc_proxy.enroll('g', array_agg(id ORDER BY id), array_agg(tpl ORDER BY id)) FROM added});
+my $grown = $answers->('public.identify', 'g_all');
+isnt($grown, $before, 'rows enrolled: one server\'s answers change');
+is($answers->('mcc_proxy.identify', 'g'), $grown, '... and the coordinator\'s are one server\'s over the new rows');
+$coord->safe_psql('postgres', q{
+	CREATE TABLE removed AS SELECT id FROM g_all WHERE id > 3000000 AND id <= 3000004 OR id % 7 = 3;
+	DELETE FROM g_all WHERE id IN (SELECT id FROM removed);
+	SELECT mcc_proxy.unenroll('g', array_agg(id)) FROM removed});
+my $shrunk = $answers->('public.identify', 'g_all');
+isnt($shrunk, $grown, 'rows removed: one server\'s answers change again');
+is($answers->('mcc_proxy.identify', 'g'), $shrunk,
+	'... and the coordinator\'s follow (the deleted versions the engines still hold are not counted)');
+
+# --- the service off on the shards: the counts and lists from the tables ----------
+foreach my $s (qw(s1 s2 s3))
+{
+	$node{$s}->safe_psql('postgres', 'ALTER DATABASE postgres SET mcc.service = off');
+}
+my ($equal_off, $n_off) = split / /, compare_all('dtr', $by_fraction);
+is($equal_off, $n_off, "mcc.service off on the shards: $n_off calls equal one server");
+foreach my $s (qw(s1 s2 s3))
+{
+	$node{$s}->safe_psql('postgres', 'ALTER DATABASE postgres RESET mcc.service');
+}
+
+# --- row-level security on the shards' partition tables --------------------------
+# a role that sees the rows whose id is not a multiple of 3, on the shards'
+# partition tables (where policies apply: docs/scale-out.md) and on one
+# server's table; refine_fraction 0.02 makes n' follow the rows it sees
+foreach my $n (values %node)
+{
+	$n->safe_psql('postgres', 'CREATE ROLE clerk LOGIN');
+}
+foreach my $s (qw(s1 s2 s3))
+{
+	$node{$s}->safe_psql('postgres', q{
+		DO $$
+		DECLARE r regclass;
+		BEGIN
+			FOR r IN SELECT p.rel FROM mcc_shard.partitions p LOOP
+				EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', r);
+				EXECUTE format('CREATE POLICY thirds ON %s FOR SELECT TO clerk USING (id %% 3 <> 0)', r);
+			END LOOP;
+		END $$});
+}
+$coord->safe_psql('postgres', q{
+	CREATE TABLE g_rls (id bigint PRIMARY KEY, tpl mcc_template NOT NULL);
+	INSERT INTO g_rls SELECT * FROM g_all;
+	ALTER TABLE g_rls ENABLE ROW LEVEL SECURITY;
+	CREATE POLICY thirds ON g_rls FOR SELECT TO clerk USING (id % 3 <> 0);
+	GRANT SELECT ON g_rls, probes, cases TO clerk;
+	SELECT mcc_proxy.grant_gallery('g', 'clerk')});
+my $as_user = sub {
+	my ($user, $fn, $gallery) = @_;
+	return $coord->safe_psql('postgres', "$by_fraction;
+		SELECT string_agg(result('$fn', '$gallery', pr.tpl, c.k, c.min_score, 'dtr'), ';' ORDER BY pr.pid, c.k, c.min_score)
+		FROM probes pr, cases c", extra_params => [ '-U', $user ]);
+};
+my $rls_one = $as_user->('clerk', 'public.identify', 'g_rls');
+isnt($rls_one, $as_user->($coord->safe_psql('postgres', 'SELECT current_user'), 'public.identify', 'g_rls'),
+	'row-level security: one server answers the role otherwise than its owner');
+is($as_user->('clerk', 'mcc_proxy.identify', 'g'), $rls_one,
+	'... and the coordinator answers it as one server does (counts and lists under the policies)');
 
 # 'lss' refines with LSS itself: the answer of 'none'
 my ($equal, $n) = split / /, compare_all('lss', $by_min);
@@ -231,5 +332,49 @@ ok($pn && $peq == $pn, "refine, partial => true: " . ($peq // 0) . " of " . ($pn
 	  . " answers are one server's over the live shards' rows") or diag($err);
 like($err, qr/WARNING:  identify: partial result: partitions \Q$s2_parts\E did not answer/, 'with its warning');
 $node{s2}->start;
+
+# --- a shard's count, directly: mcc_gallery_rows() under the statement's snapshot ---
+my $s1 = $node{s1};
+my $part = $s1->safe_psql('postgres', "SELECT min(part) FROM mcc_shard.nonempty_partitions('public.g')");
+my $rel = "g_p$part";
+# "rows count(*) engine": mcc_gallery_rows() and count(*) in one statement,
+# and whether the matcher engine counted (its DEBUG line)
+my $counts = sub {
+	my ($session, $setup) = @_;
+	my $sql = "SELECT mcc_gallery_rows('$rel') || ' ' || (SELECT count(*) FROM $rel)";
+	my ($out, $err);
+	if ($session)
+	{
+		$session->{stderr} = '';
+		$out = $session->query("SET client_min_messages = debug1; $sql; RESET client_min_messages");
+		$err = $session->{stderr};
+		$session->{stderr} = '';
+		die "query failed: $err" if $err =~ /ERROR/;
+	}
+	else
+	{
+		(undef, $out, $err) = $s1->psql('postgres', "$setup; SET client_min_messages = debug1; $sql");
+	}
+	return $out . ' ' . ($err =~ /mcc_gallery_rows\(\): the statement sees \d+ rows of the matcher engine/ ? 'engine' : 'table');
+};
+my $n0 = $s1->safe_psql('postgres', "SELECT count(*) FROM $rel");
+cmp_ok($n0, '>', 0, "$rel holds $n0 rows on s1");
+is($counts->(undef, ''), "$n0 $n0 engine", "mcc_gallery_rows('$rel'): count(*)'s $n0, counted by the matcher engine");
+is($counts->(undef, 'SET mcc.service = off'), "$n0 $n0 table", '... with mcc.service off: by the table, the same');
+# an old snapshot: the engine holds newer versions (inserted, deleted) that it must not count
+my $rr = $s1->background_psql('postgres', on_error_stop => 1);
+$rr->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+is($counts->($rr), "$n0 $n0 engine", 'a REPEATABLE READ transaction counts its rows');
+$s1->safe_psql('postgres', qq{
+	INSERT INTO $rel (id, tpl, part)
+		SELECT x.id, x.tpl, x.part FROM (SELECT 5000000 + id * 8 + s AS id, tpl, part FROM $rel, generate_series(0, 7) s) x
+		WHERE mcc_shard.partition_of(x.id, 8) = $part;
+	DELETE FROM $rel WHERE id % 5 = 1 AND id < 5000000});
+my $n1 = $s1->safe_psql('postgres', "SELECT count(*) FROM $rel");
+isnt($n1, $n0, "another session changed $rel ($n0 -> $n1 rows) and committed");
+is($counts->($rr), "$n0 $n0 engine", '... the old snapshot still counts its own rows, by the engine');
+$rr->query_safe('COMMIT');
+is($counts->($rr), "$n1 $n1 engine", '... and a new one the new rows, by the engine');
+$rr->quit;
 
 done_testing();

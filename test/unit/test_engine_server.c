@@ -77,6 +77,64 @@ test_hello_and_not_loaded(eng_server *s, eng_conn *c)
 	eng_buf_free(&b);
 }
 
+/*
+ * The RESULT of request rid: no probe, the count's state and, DONE, its one
+ * group of every entry (loaded with inserting xid 5, unsettled).
+ */
+static bool
+count_alone_is(eng_conn *c, uint64_t rid, uint32_t state)
+{
+	tl_frame	f;
+	uint8_t    *cp;
+	tl_result	r = {0};
+	bool		ok = ip_reply(c, rid, &f, &cp) == 1 && tl_parse_result(&f, &r) &&
+		r.n == 0 && r.searchable == NT && r.count_state == state;
+
+	if (ok && state == MCC_COUNT_DONE)
+		ok = r.certain == 0 && r.n_groups == 1 && r.groups[0].ixid == 5 &&
+			r.groups[0].entries == NT;
+	if (ok && state == MCC_COUNT_NONE)
+		ok = r.certain == 0 && r.n_groups == 0;
+	tl_result_free(&r);
+	free(cp);
+	return ok;
+}
+
+/*
+ * Protocol 8: a SEARCH without probes that asks for a count gets the count
+ * alone (the scale-out refinement's row counts), in a pass of its own or
+ * beside other searches; without the count asked for it only waits.
+ */
+static void
+test_count_alone(eng_server *s, eng_conn *c, eng_buf *b)
+{
+	eng_gallery *g = eng_gallery_get(s, &G, false);
+	uint64_t	passes = g->passes;
+
+	tl_search_count(b, 14, &G, 10, 0, 0.0f, 6, 0, 0, NULL);
+	ip_send(s, c, b);
+	UNIT_CHECK(count_alone_is(c, 14, MCC_COUNT_DONE) && g->passes == passes + 1,
+			   "SEARCH without probes, count asked: the count alone (one group of %d), one pass", NT);
+	ip_clear_out(c);
+	/* a refinement asked for without probes has nothing to rescore */
+	tl_search_full(b, 15, &G, 10, 5, 0.0f, 6, 0,
+				   &(tl_refine_spec) {MCC_FUSED, 3, 0.0, 20}, 0, NULL);
+	tl_search_count(b, 16, &G, 10, 10, 0.0f, 6, 0, 2, pt);
+	tl_search_count(b, 17, &G, 10, 0, 0.0f, 6, NT, 0, NULL);
+	tl_search_count(b, 18, &G, 10, 0, 0.0f, 0, 0, 0, NULL);
+	passes = g->passes;
+	ip_send(s, c, b);
+	UNIT_CHECK(count_alone_is(c, 15, MCC_COUNT_DONE),
+			   "... with a refinement asked for: the count alone all the same");
+	UNIT_CHECK(result_ok(c, 16, 2, pt, 10, 0.0f, NULL) && g->passes == passes + 1,
+			   "... beside a search in one pass, whose hits equal brute force");
+	UNIT_CHECK(count_alone_is(c, 17, MCC_COUNT_NONE),
+			   "... no more entries searchable than count_above: no count, no pass");
+	UNIT_CHECK(count_alone_is(c, 18, MCC_COUNT_NONE),
+			   "... no count asked for: an empty RESULT once the generation is there");
+	ip_clear_out(c);
+}
+
 static void
 test_load_and_search(eng_server *s, eng_conn *c)
 {
@@ -117,6 +175,7 @@ test_load_and_search(eng_server *s, eng_conn *c)
 	}
 	UNIT_CHECK(result_ok(c, 13, 3, pt, 10, 0.0f, NULL), "... and the same hits as brute force");
 	ip_clear_out(c);
+	test_count_alone(s, c, &b);
 	eng_buf_free(&b);
 }
 
