@@ -222,8 +222,11 @@ eng_pass_collect_ready(eng_server *s, eng_gallery *g)
 static void
 maybe_gpu(eng_server *s, eng_cache *c, eng_batch *b)
 {
-	/* a pass of counts alone (SEARCHes without probes) has nothing for it */
-	if (b->n_slots == 0 || !eng_gpu_wants(s->gpu, c))
+	/*
+	 * a pass without probes too (counts alone, or gpu_sync_batch's): its
+	 * GPU part brings the mirror up to date, its counts run beside it
+	 */
+	if (!eng_gpu_wants(s->gpu, c))
 		return;
 	for (uint32_t i = 0; i < b->n_slots; i++)
 		if (b->slots[i].tpl == NULL || b->slots[i].k > ENG_GPU_MAX_K)
