@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -182,6 +183,32 @@ mcc_gpu_rt_reserve(void **buf, size_t *cap, size_t need)
 		return e;
 	*cap = need;
 	return cudaSuccess;
+}
+
+/*
+ * Release buffers and forget them: every pointer given is NULL after, so
+ * that a second release, or a reserve, finds nothing to free. Device
+ * buffers (cudaFree), pinned host buffers (cudaFreeHost), malloc'ed ones.
+ */
+template <typename... T>
+static inline void
+mcc_gpu_rt_free(T *&...p)
+{
+	((cudaFree((void *) p), p = NULL), ...);
+}
+
+template <typename... T>
+static inline void
+mcc_gpu_rt_free_host(T *&...p)
+{
+	((cudaFreeHost((void *) p), p = NULL), ...);
+}
+
+template <typename... T>
+static inline void
+mcc_gpu_rt_free_malloc(T *&...p)
+{
+	((free((void *) p), p = NULL), ...);
 }
 
 /* Add the milliseconds between two recorded events to *ms (a stage's time). */
