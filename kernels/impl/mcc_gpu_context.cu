@@ -17,6 +17,18 @@ mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *er
 	return mcc_gpu_rt_fail(g ? &g->lost : NULL, e, what, dev, err);
 }
 
+mcc_gpu_code
+mcc_gpu_part_wait(mcc_gpu *g, const mcc_gpu_part *p, cudaStream_t st, const char *what, mcc_error *err)
+{
+	cudaError_t e;
+
+	if ((e = cudaSetDevice(p->dev)) != cudaSuccess)
+		return mcc_gpu_fail(g, e, "device selection", p->dev, err);
+	if ((e = cudaStreamSynchronize(st)) != cudaSuccess)
+		return mcc_gpu_fail(g, e, what, p->dev, err);
+	return MCC_GPU_OK;
+}
+
 /* Count devices; never crashes without a driver. */
 mcc_gpu_code
 mcc_gpu_probe(int *count, mcc_gpu_devinfo *info, int max, mcc_error *err)
