@@ -17,6 +17,7 @@ mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *er
 	return mcc_gpu_rt_fail(g ? &g->lost : NULL, e, what, dev, err);
 }
 
+/* Select p's device and wait for its stream st; a failure is recorded as mcc_gpu_fail does. */
 mcc_gpu_code
 mcc_gpu_part_wait(mcc_gpu *g, const mcc_gpu_part *p, cudaStream_t st, const char *what, mcc_error *err)
 {
