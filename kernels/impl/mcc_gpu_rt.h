@@ -211,6 +211,20 @@ mcc_gpu_rt_free_malloc(T *&...p)
 	((free((void *) p), p = NULL), ...);
 }
 
+/*
+ * Queue the copy of bytes of host memory src into the device buffer *buf of
+ * *cap bytes on stream st, the buffer grown first (mcc_gpu_rt_reserve).
+ */
+static inline cudaError_t
+mcc_gpu_rt_upload(void **buf, size_t *cap, const void *src, size_t bytes, cudaStream_t st)
+{
+	cudaError_t e = mcc_gpu_rt_reserve(buf, cap, bytes);
+
+	if (e != cudaSuccess)
+		return e;
+	return cudaMemcpyAsync(*buf, src, bytes, cudaMemcpyHostToDevice, st);
+}
+
 /* Add the milliseconds between two recorded events to *ms (a stage's time). */
 static inline cudaError_t
 mcc_gpu_rt_add_ms(double *ms, cudaEvent_t from, cudaEvent_t to)
