@@ -448,6 +448,13 @@ extern bool mcc_gallery_ref_slot(mcc_gallery_ref *ref);
  */
 extern bool mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id);
 
+/*
+ * The slot's current generation (0 if the slot went away) and, searchable
+ * not NULL, the engine's searchable entries as the last search saw them (0
+ * if unknown).
+ */
+extern uint64 mcc_slot_generation(const mcc_gallery_ref *g, uint64 *searchable);
+
 /* Note in the slot that the cache must be reloaded (engine said so). */
 extern void mcc_slot_mark_reload(const mcc_gallery_ref *g);
 

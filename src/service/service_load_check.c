@@ -150,7 +150,6 @@ heads_relation(load_state *st, Oid relid, StringInfo f, uint32 *n)
 bool
 mcc_load_stream_snapshot(load_state *st, mcc_reply *reply, bool *full)
 {
-	StringInfoData f;
 	StringInfoData heads;
 	uint32		n = 0;
 	uint32		n_want;
@@ -164,15 +163,8 @@ mcc_load_stream_snapshot(load_state *st, mcc_reply *reply, bool *full)
 		if (!heads_relation(st, lfirst_oid(lc), &heads, &n))
 			return false;
 	heads_flush(st, &heads, &n);
-	mcc_frame_begin(&f);
-	mcc_conn_send(&f, MCC_MSG_LOAD_HEADS_END, st->request_id);
-	pfree(f.data);
-	if (!mcc_conn_wait_reply(st->request_id, reply))
-	{
-		st->result = MCC_LOAD_UNAVAILABLE;
-		st->why = pstrdup("the matcher engine did not check the cache snapshot within mcc.request_timeout");
+	if (!mcc_load_send_wait(st, MCC_MSG_LOAD_HEADS_END, "check the cache snapshot", reply))
 		return false;
-	}
 	if (reply->type == MCC_MSG_ERROR &&
 		(reply->err_code == MCC_PERR_NOT_LOADED || reply->err_code == MCC_PERR_TOO_LARGE))
 	{
