@@ -62,18 +62,13 @@ heads_page(load_state *st, Relation rel, Buffer buf, AttrNumber tpl_att, bool wa
 
 	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 	{
-		ItemId		lp = PageGetItemId(page, off);
 		HeapTupleData tup;
 		uint64		ins;
 		uint64		del;
 		bool		risky;
 
-		if (!ItemIdIsNormal(lp))
+		if (!mcc_pg_page_tuple(page, blk, off, RelationGetRelid(rel), &tup))
 			continue;
-		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tup.t_len = ItemIdGetLength(lp);
-		tup.t_tableOid = RelationGetRelid(rel);
-		ItemPointerSet(&tup.t_self, blk, off);
 		if (!mcc_load_tuple_xids(&tup, buf, st->horizon, st->pin_xmin, &ins, &del, &risky) ||
 			heap_attisnull(&tup, tpl_att, desc))
 			continue;
