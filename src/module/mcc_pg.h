@@ -59,6 +59,14 @@ extern void mcc_pg_open(const struct varlena *t, mcc_template_view *v);
  */
 extern void mcc_pg_open_stored(const struct varlena *t, mcc_template_view *v);
 
+/*
+ * The minutiae of a template (raises if it is corrupt) and, profile not
+ * NULL, its profile: what the text and record outputs write
+ * (src/template/template_io.c).
+ */
+extern void mcc_pg_minutiae(const struct varlena *t, mcc_minutiae *ms,
+							const mcc_profile **profile);
+
 /* Build a palloc'd template from minutiae with profile p; raises on bad input. */
 extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p);
 
