@@ -170,10 +170,7 @@ mcc_load_stream_snapshot(load_state *st, mcc_reply *reply, bool *full)
 	}
 	if (reply->type != MCC_MSG_WANT)
 		return true;			/* the load's answer (an error) */
-	n_want = mcc_get_u32(&reply->body);
-	tids = palloc(sizeof(uint64) * Max(n_want, 1));
-	for (uint32 i = 0; i < n_want; i++)
-		tids[i] = mcc_get_u64(&reply->body);
+	tids = mcc_get_u64_array(&reply->body, &n_want);
 	st->wanted = n_want;
 	mcc_load_rows_frame_begin(st);
 	if (!mcc_load_fetch_tids(st, tids, NULL, n_want))
