@@ -62,6 +62,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rls.h"
@@ -157,15 +158,6 @@ mcc_slot_mark_reload(const mcc_gallery_ref *g)
 		return;
 	mcc_svc->slots[g->slot].loaded_gen = 0;
 	LWLockRelease(MCC_SLOT_LOCK(g->slot));
-}
-
-static int
-oid_cmp(const void *a, const void *b)
-{
-	Oid			x = *(const Oid *) a;
-	Oid			y = *(const Oid *) b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* The gallery's relations by OID, whose positions make the tids' ordinals. */
