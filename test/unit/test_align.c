@@ -220,14 +220,11 @@ test_initial(void)
 static void
 test_fvc(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("FVC2002 alignment not run");
 	static mcc_minutiae ms[80];
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("../shared/data is absent: FVC2002 alignment not run");
 		return;
-	}
 	for (int db = 0; db < TFVC_DBS; db++)
 	{
 		double		gen[280];

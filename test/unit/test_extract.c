@@ -471,14 +471,11 @@ test_errors(void)
 static void
 test_fvc(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("FVC2002 images not read");
 	char		path[1024];
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("FVC2002 images absent (../shared/data or $MCC_SHARED_DATA)");
 		return;
-	}
 	for (int d = 0; d < TFVC_DBS; d++)
 	{
 		int			images = 0,

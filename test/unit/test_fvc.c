@@ -94,15 +94,12 @@ values_agree(const mcc_minutiae *ms, const mcc_profile *p, int mi, double *worst
 int
 main(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("FVC2002 minutiae not read");
 	mcc_minutiae *ms;
 	int			loaded = 0;
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("FVC2002 data not found (set MCC_SHARED_DATA or provide ../shared/data)");
 		return unit_done();
-	}
 	ms = calloc(N_TPL, sizeof(mcc_minutiae));
 	for (int f = 0; f < FINGERS; f++)
 		for (int i = 0; i < IMPRESSIONS; i++)

@@ -598,13 +598,10 @@ test_minex_vs_xyt(const char *data)
 int
 main(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("published samples and FVC2002 records not read");
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("../shared/data is absent: published samples and FVC2002 records not read");
 		return unit_done();
-	}
 	test_samples(data);
 	test_sample_cuts(data);
 	test_fvc_records(data);

@@ -380,14 +380,12 @@ test_fvc(const char *data)
 int
 main(void)
 {
-	const char *data = unit_shared_data();
+	const char *data;
 
 	test_parse();
 	test_errors();
 	test_round_trip();
-	if (data == NULL)
-		UNIT_SKIP("../shared/data is absent: FVC2002 minutiae not read");
-	else
+	if ((data = unit_shared_data_or_skip("FVC2002 minutiae not read")) != NULL)
 		test_fvc(data);
 	return unit_done();
 }

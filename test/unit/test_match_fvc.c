@@ -184,13 +184,10 @@ check_encoding(const char *data, const char *dir, const char *ext, const char *n
 int
 main(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("FVC2002 pairs not matched");
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("shared test data absent (set MCC_SHARED_DATA)");
 		return unit_done();
-	}
 	check_encoding(data, "fingerjetfx-iso19794-2-2005", "ist", "FingerJetFX");
 	check_encoding(data, "nbis-mindtct-xyt", "xyt", "mindtct");
 	return unit_done();
