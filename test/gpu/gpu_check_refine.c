@@ -417,7 +417,7 @@ int
 main(int argc, char **argv)
 {
 	mcc_error	err;
-	int			devices;
+	int			count;
 	int			dev0 = 0;
 	int			quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
 	mcc_gpu    *c = NULL;
@@ -429,10 +429,10 @@ main(int argc, char **argv)
 
 	prof = mcc_profile_by_id(MCC_PROFILE_GPU2015);
 	mcc_lss_init();
-	if ((devices = gdev_probe(argc, argv, prof)) < 0)
+	if ((count = gdev_probe(argc, argv, prof)) < 0)
 		UNIT_CHECK(mcc_gpu_refine_supported(MCC_FUSED) && mcc_gpu_refine_supported(MCC_LSS_DTR),
 				   "fused and lss-dtr are GPU methods (the caller asks before opening)");
-	if (devices <= 0)
+	if (count <= 0)
 		return unit_done();
 
 	/* data */

@@ -517,8 +517,7 @@ test_fvc(void)
 				{
 					ok++;
 					sane += ms.count >= 8 && ms.count <= 150;
-					tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[d], f, i, "xyt");
-					if ((xyt = unit_read_file(path, &tlen)) != NULL &&
+					if ((xyt = tfvc_read_minutiae(data, "nbis-mindtct-xyt", &tfvc_dbs[d], f, i, "xyt", &tlen)) != NULL &&
 						mcc_xyt_read((const char *) xyt, tlen, (int) im.width, (int) im.height,
 									 500, &ref, &err) == MCC_OK)
 						for (int a = 0; a < ms.count; a++)

@@ -84,7 +84,6 @@ load_db1(const char *data, const char *dir, const char *ext, uint8_t **blob,
 	for (int f = 0; f < 10; f++)
 		for (int i = 0; i < 8; i++)
 		{
-			char		path[1024];
 			size_t		len;
 			size_t		size;
 			unsigned char *buf;
@@ -92,8 +91,7 @@ load_db1(const char *data, const char *dir, const char *ext, uint8_t **blob,
 			mcc_status	st;
 			int			k = f * 8 + i;
 
-			tfvc_minutiae_path(path, sizeof(path), data, dir, &tfvc_dbs[0], 101 + f, 1 + i, ext);
-			buf = unit_read_file(path, &len);
+			buf = tfvc_read_minutiae(data, dir, &tfvc_dbs[0], 101 + f, 1 + i, ext, &len);
 			if (buf == NULL)
 			{
 				free(ms);

@@ -421,13 +421,11 @@ load_db1(pair_set *ps, const char *data, const char *dir, const char *ext)
 	memset(ps, 0, sizeof(*ps));
 	for (int k = 0; k < 80 && ok; k++)
 	{
-		char		path[1024];
 		size_t		len;
 		unsigned char *buf;
 		mcc_error	err;
 
-		tfvc_minutiae_path(path, sizeof(path), data, dir, &tfvc_dbs[0], 101 + k / 8, 1 + k % 8, ext);
-		buf = unit_read_file(path, &len);
+		buf = tfvc_read_minutiae(data, dir, &tfvc_dbs[0], 101 + k / 8, 1 + k % 8, ext, &len);
 		if (buf == NULL)
 		{
 			ok = 0;
