@@ -14,7 +14,7 @@
  * key buffers (the paths of big templates) and other block sizes. Removed
  * templates score -1; errors come back as codes.
  *
- *   gpu_check_refine               all checks (skips without a GPU)
+ *   gpu_check_refine               all checks (without a GPU: probe and open fail cleanly, the rest skips)
  *   gpu_check_refine --no-device   run with CUDA_VISIBLE_DEVICES= : clean failure
  *   gpu_check_refine --quick       fewer synthetic pairs
  */
