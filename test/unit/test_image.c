@@ -604,14 +604,11 @@ test_write_crop(void)
 static void
 test_fvc(void)
 {
-	const char *root = unit_shared_data();
+	const char *root = unit_shared_data_or_skip("FVC2002 images not decoded");
 	char		path[512];
 
 	if (root == NULL)
-	{
-		UNIT_SKIP("../shared/data is absent");
 		return;
-	}
 	for (size_t i = 0; i < TFVC_DBS; i++)
 	{
 		int			ok = 0,

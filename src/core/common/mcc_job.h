@@ -56,6 +56,19 @@ int			mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *),
 void		mcc_job_run_shared(int n, void *(*fn) (void *), void *arg);
 
 /*
+ * For workers that share n items through a counter (*next, from 0), as
+ * those of mcc_job_run_shared do: the first of the next `step` items this
+ * worker takes, or -1 when none is left.
+ */
+static inline int
+mcc_job_claim(atomic_int *next, int step, int n)
+{
+	int			i = atomic_fetch_add(next, step);
+
+	return i < n ? i : -1;
+}
+
+/*
  * Run n workers fn on (char *) args + i * stride, i = 0 .. n - 1, and wait
  * for them all: worker 0 on the calling thread, the others on threads of
  * their own (any that cannot be started run on the calling thread after
