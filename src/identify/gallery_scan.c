@@ -209,14 +209,16 @@ close_part(mcc_heap_rows *r)
 	if (r->stream != NULL)
 	{
 		uint64		streamed;
+		uint64		in_place;
 		uint64		handed_back;
 		uint64		pages;
 
 		flush_stream(r);
-		mcc_toast_stream_counts(r->stream, &streamed, &handed_back, &pages);
+		mcc_toast_stream_counts(r->stream, &streamed, &in_place, &handed_back, &pages);
 		ereport(DEBUG2,
-				(errmsg_internal("gallery scan of \"%s\": " UINT64_FORMAT " templates read from " UINT64_FORMAT " TOAST pages in order, " UINT64_FORMAT " fetched through the index",
-								 RelationGetRelationName(r->rel), streamed, pages, handed_back)));
+				(errmsg_internal("gallery scan of \"%s\": " UINT64_FORMAT " templates read from " UINT64_FORMAT " TOAST pages in order (" UINT64_FORMAT " where their chunks lie, " UINT64_FORMAT " assembled), " UINT64_FORMAT " fetched through the index",
+								 RelationGetRelationName(r->rel), streamed, pages, in_place,
+								 streamed - in_place, handed_back)));
 		mcc_toast_stream_end(r->stream);
 		r->stream = NULL;
 	}

@@ -88,6 +88,7 @@ struct mcc_toast_stream
 	int			n_slots;		/* a power of two, > 2 * cap_values */
 	int			remaining;		/* values not delivered */
 	uint64		streamed;
+	uint64		in_place;
 	uint64		handed_back;
 	uint64		pages;
 };
@@ -489,7 +490,10 @@ deliver_value(mcc_toast_stream *ts, stream_value *v, mcc_toast_deliver deliver, 
 	v->done = true;
 	ts->remaining--;
 	if (whole)
+	{
 		ts->streamed++;
+		ts->in_place += v->in_place;
+	}
 	else
 		ts->handed_back++;
 	tv.size = v->extsize;
@@ -634,10 +638,11 @@ mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *ar
 }
 
 void
-mcc_toast_stream_counts(const mcc_toast_stream *ts, uint64 *streamed,
+mcc_toast_stream_counts(const mcc_toast_stream *ts, uint64 *streamed, uint64 *in_place,
 						uint64 *handed_back, uint64 *pages)
 {
 	*streamed = ts->streamed;
+	*in_place = ts->in_place;
 	*handed_back = ts->handed_back;
 	*pages = ts->pages;
 }

@@ -106,9 +106,12 @@ extern void mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliv
  */
 extern void mcc_toast_stream_prefetch(mcc_toast_stream *ts, int lines);
 
-/* Counters: values delivered from the pages, values handed back, pages read. */
+/*
+ * Counters: values delivered from the pages (of them, in place: in their
+ * chunks), values handed back, pages read.
+ */
 extern void mcc_toast_stream_counts(const mcc_toast_stream *ts, uint64 *streamed,
-									uint64 *handed_back, uint64 *pages);
+									uint64 *in_place, uint64 *handed_back, uint64 *pages);
 
 /* Release the stream (queued values are forgotten). */
 extern void mcc_toast_stream_end(mcc_toast_stream *ts);
