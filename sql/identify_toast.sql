@@ -7,6 +7,7 @@
 -- compressed are detoasted. Every ranking equals brute force (LSS), and the
 -- default refinement equals its own result through a view (read through SQL,
 -- every value detoasted whole).
+\getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/sql/include/same.sql
 SET mcc.refine_method = 'none';
 
@@ -61,16 +62,24 @@ SELECT count(*) AS big, count(*) FILTER (WHERE (SELECT t.id FROM identify('gspli
 	AND (SELECT t.score FROM identify('gsplit', b.tpl, 1) t) = mcc_score(b.tpl, b.tpl, 'lss')) AS find_themselves
 FROM bigsplit b WHERE id % 6 = 0;
 
--- Chunks on pages apart: a third of the rows deleted and vacuumed away, then
--- new rows whose chunks fill the holes their values' chunks left, two
--- chunks of a value on pages that are not neighbours (the stream assembles
--- those, or hands them back for the usual fetch); compressed values (STORAGE
--- extended: out of line and compressed, or inline compressed) among them
-DELETE FROM gsplit WHERE id % 3 = 0;
+-- Chunks on pages apart: half the rows whose value's second chunk is small
+-- deleted and vacuumed away, then values of two nearly full chunks: the
+-- first fills a hole, the second does not fit what is left there and goes
+-- to another page (the stream assembles those, or hands them back for the
+-- usual fetch: test/t/003_identify_toast_inplace.pl counts them); compressed
+-- values (STORAGE extended: out of line and compressed, or inline
+-- compressed) among them
+DELETE FROM gsplit WHERE (mcc_template_info(tpl)).bytes BETWEEN 2100 AND 2400 AND id % 2 = 0;
 VACUUM gsplit;
-INSERT INTO gsplit SELECT 10000 + finger, template FROM mcc_synthetic(300, 1, 12);
+INSERT INTO gsplit SELECT id, tpl FROM (
+	SELECT 20000 + n AS id, (SELECT format('{"width":600,"height":600,"dpi":500,"minutiae":[%s]}',
+		string_agg(format('[%s,%s,%s,"ending",60]', 20 + abs(hashint4(n * 1000 + i)) % 560,
+			20 + abs(hashint4(n * 1000 + i + 500)) % 560, abs(hashint4(-n * 1000 - i)) % 628 / 100.0), ','))
+		FROM generate_series(1, 80 + n % 10) i)::mcc_template AS tpl
+	FROM generate_series(0, 29) n) w
+WHERE (mcc_template_info(tpl)).bytes BETWEEN 3500 AND 3990;
 ALTER TABLE gsplit ALTER tpl SET STORAGE extended;
-INSERT INTO gsplit SELECT 20000 + finger, template FROM mcc_synthetic(300, 1, 13);
+INSERT INTO gsplit SELECT 30000 + finger, template FROM mcc_synthetic(300, 1, 13);
 ALTER TABLE gsplit ALTER tpl SET STORAGE external;
 SELECT count(*) FILTER (WHERE pg_column_compression(tpl) IS NOT NULL) > 30 AS some_compressed FROM gsplit;
 SELECT pid, split_same('gsplit', 'psplit', pid, 2000) FROM psplit ORDER BY pid;
@@ -79,8 +88,8 @@ SELECT pid, split_same('gsplit', 'psplit', pid, 2000) FROM psplit ORDER BY pid;
 -- their chunks; the same answer as through a view (SPI, values detoasted)
 CREATE VIEW gsplit_v AS SELECT * FROM gsplit;
 SET mcc.refine_method TO DEFAULT;
-SELECT pid, same(format('SELECT * FROM identify(''gsplit'', (SELECT tpl FROM psplit WHERE pid = %s), 20)', pid),
-				 format('SELECT * FROM identify(''gsplit_v'', (SELECT tpl FROM psplit WHERE pid = %s), 20)', pid))
+SELECT pid, same(format('SELECT * FROM identify(''gsplit'', (SELECT tpl FROM psplit WHERE pid = %s), 20, id_column => ''id'')', pid),
+				 format('SELECT * FROM identify(''gsplit_v'', (SELECT tpl FROM psplit WHERE pid = %s), 20, id_column => ''id'')', pid))
 FROM psplit ORDER BY pid;
 SET mcc.refine_method = 'none';
 
