@@ -11,10 +11,8 @@
  * two columns read from each visible tuple in the pinned buffer, and a
  * template stored inline without compression is used where it lies. One
  * stored out of line (the type's STORAGE is external: values over about
- * 2 kB) is read from the TOAST table's pages (src/template/toast_stream.h)
- * and handed over as its chunks lie there (mcc_template_split.h reads it
- * so), or assembled into a buffer the stream reuses when its chunks lie far
- * apart, and scored as it is delivered.
+ * 2 kB) is assembled from the TOAST table's chunks (src/template/toast_stream.h)
+ * into a buffer the stream reuses, and scored as it is delivered.
  *
  * The rows are handed over a page (or at most 64 rows) at a time, each
  * template asked into the CPU's caches two rows before it is scored and the
@@ -209,16 +207,14 @@ close_part(mcc_heap_rows *r)
 	if (r->stream != NULL)
 	{
 		uint64		streamed;
-		uint64		in_place;
 		uint64		handed_back;
 		uint64		pages;
 
 		flush_stream(r);
-		mcc_toast_stream_counts(r->stream, &streamed, &in_place, &handed_back, &pages);
+		mcc_toast_stream_counts(r->stream, &streamed, &handed_back, &pages);
 		ereport(DEBUG2,
-				(errmsg_internal("gallery scan of \"%s\": " UINT64_FORMAT " templates read from " UINT64_FORMAT " TOAST pages in order (" UINT64_FORMAT " where their chunks lie, " UINT64_FORMAT " assembled), " UINT64_FORMAT " fetched through the index",
-								 RelationGetRelationName(r->rel), streamed, pages, in_place,
-								 streamed - in_place, handed_back)));
+				(errmsg_internal("gallery scan of \"%s\": " UINT64_FORMAT " templates read from " UINT64_FORMAT " TOAST pages in order, " UINT64_FORMAT " fetched through the index",
+								 RelationGetRelationName(r->rel), streamed, pages, handed_back)));
 		mcc_toast_stream_end(r->stream);
 		r->stream = NULL;
 	}
@@ -359,7 +355,7 @@ hand_over(mcc_heap_rows *r)
 		prefetch_ahead_lines(r, AHEAD_LINES_PER_ROW);
 		if (r->stream != NULL)
 			mcc_toast_stream_prefetch(r->stream, AHEAD_LINES_PER_ROW);
-		r->fn(r->arg, row->key, row->key_null, row->tpl, NULL);
+		r->fn(r->arg, row->key, row->key_null, row->tpl);
 	}
 	r->n_pending = 0;
 	MemoryContextReset(r->toast_cxt);
@@ -383,25 +379,21 @@ gather_row(mcc_heap_rows *r, int64 key, bool key_null, const struct varlena *tpl
 
 /*
  * A value the stream delivers (or hands back) for a queued row, scored at
- * once: the stream releases its chunks' pages (or reuses the buffer it was
- * assembled in) once this returns, and they are still in the CPU's caches
- * (so they are not prefetched, nor gathered with the rows of the page being
- * read). A value the stream read in place is handed over in its pieces, not
- * copied together. The stream's next pages, and the heap page ahead, are
- * asked for meanwhile.
+ * once: the stream reuses the value's buffer once this returns, and the
+ * buffer it just filled is still in the CPU's caches (so it is not
+ * prefetched, nor gathered with the rows of the page being read). The
+ * stream's next pages, and the heap page ahead, are asked for meanwhile.
  */
 static void
-stream_row(void *arg, uint64 cookie, const mcc_toast_value *value, const struct varlena *pointer)
+stream_row(void *arg, uint64 cookie, const struct varlena *value, const struct varlena *pointer)
 {
 	mcc_heap_rows *r = (mcc_heap_rows *) arg;
-	const struct varlena *tpl = value != NULL ? value->whole : NULL;
 
 	if (value == NULL)
-		tpl = template_bytes(r, PointerGetDatum(pointer));
+		value = template_bytes(r, PointerGetDatum(pointer));
 	prefetch_ahead_lines(r, AHEAD_LINES_PER_ROW);
 	mcc_toast_stream_prefetch(r->stream, AHEAD_LINES_PER_ROW);
-	r->fn(r->arg, r->queued_keys[cookie], r->queued_null[cookie], tpl,
-		  tpl == NULL ? value : NULL);
+	r->fn(r->arg, r->queued_keys[cookie], r->queued_null[cookie], value);
 }
 
 /*

@@ -8,7 +8,7 @@
  * template IS NOT NULL` would, without the executor, SPI or a copy of each
  * row: templates stored inline are read in place in the shared buffer, those
  * stored out of line are read from the TOAST table's pages in order
- * (src/template/toast_stream.h), in place as their chunks lie there.
+ * (src/template/toast_stream.h) into memory the reader reuses.
  *
  * It refuses (and identify() then reads through SQL) whatever only the
  * executor reads exactly: a view, row-level security active for the caller,
@@ -24,7 +24,6 @@
 #include "utils/snapshot.h"
 
 #include "gallery.h"
-#include "toast_stream.h"
 
 typedef struct mcc_heap_rows mcc_heap_rows;
 
@@ -36,13 +35,9 @@ typedef struct mcc_heap_rows mcc_heap_rows;
 extern mcc_heap_rows *mcc_heap_rows_begin(const mcc_gallery *g, Snapshot snapshot,
 										  const char **why);
 
-/*
- * A row: its key (key_null for a NULL one) and its template, valid during
- * the call: its bytes in tpl, or (tpl NULL) in the pieces of a value read
- * where its TOAST chunks lie (src/template/toast_stream.h).
- */
+/* A row: its key (key_null for a NULL one) and its template, valid during the call. */
 typedef void (*mcc_heap_row_fn) (void *arg, int64 key, bool key_null,
-								 const struct varlena *tpl, const mcc_toast_value *pieces);
+								 const struct varlena *tpl);
 
 /*
  * Hand every row with a non-NULL template to fn. Rows come in no particular

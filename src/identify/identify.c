@@ -48,7 +48,6 @@
 
 #include "mcc_lss.h"
 #include "mcc_soa.h"
-#include "mcc_template_split.h"
 #include "mcc_topk.h"
 
 #define IDENTIFY_FETCH		1000	/* gallery rows per cursor fetch */
@@ -122,10 +121,17 @@ topk_grow(identify_state *st)
 	mcc_topk_rebind(t, h, cap);
 }
 
-/* The row being read: its key, which must not be NULL, noted for errors. */
+/*
+ * Score a row's template where it lies (mcc_soa_score_view: no copy) and
+ * offer it to the top-k, or to the shortlist, which copies the templates of
+ * the rows it keeps.
+ */
 static void
-begin_row(identify_state *st, int64 key, bool key_null)
+score_row(identify_state *st, int64 key, bool key_null, const struct varlena *tpl)
 {
+	mcc_template_view v;
+	float		score;
+
 	st->have_key = !key_null;
 	if (key_null)
 		ereport(ERROR,
@@ -134,45 +140,19 @@ begin_row(identify_state *st, int64 key, bool key_null)
 						st->gallery->relname, st->gallery->key_name),
 				 errhint("Rows with a template need a key.")));
 	st->row_key = key;
-}
-
-/* The row's template must be of the probe's profile. */
-static void
-check_profile(identify_state *st, const mcc_template_view *v)
-{
-	if (v->profile->id != st->profile->id)
+	mcc_pg_open_stored(tpl, &v);
+	if (v.profile->id != st->profile->id)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("gallery row with key " INT64_FORMAT " has a template of profile \"%s\", but the probe's profile is \"%s\"",
-						st->row_key, v->profile->name, st->profile->name),
+						st->row_key, v.profile->name, st->profile->name),
 				 errhint("Templates of different profiles cannot be compared.")));
-}
-
-/*
- * Offer a row's score to the top-k, or to the shortlist, which copies the
- * templates of the rows it keeps (tpl, or the pieces copied together).
- */
-static void
-offer_row(identify_state *st, float score, int64 key, const struct varlena *tpl,
-		  const mcc_toast_value *pieces)
-{
+	score = mcc_soa_score_view(st->probe, &v);
 	st->n_rows++;
 	st->have_key = false;
 	if (st->method != MCC_LSS)
 	{
-		struct varlena *whole = NULL;
-
-		if (tpl == NULL)
-		{
-			if (!mcc_shortlist_may_enter(&st->shortlist, score))
-				return;
-			whole = palloc(VARHDRSZ + pieces->size);
-			mcc_toast_value_copy(pieces, whole);
-			tpl = whole;
-		}
 		mcc_shortlist_push(&st->shortlist, score, key, tpl);
-		if (whole != NULL)
-			pfree(whole);
 		return;
 	}
 	if (score < st->min_score)
@@ -180,39 +160,6 @@ offer_row(identify_state *st, float score, int64 key, const struct varlena *tpl,
 	if (mcc_topk_needs_room(&st->topk))
 		topk_grow(st);
 	mcc_topk_push(&st->topk, score, key);
-}
-
-/*
- * Score a row's template where it lies (mcc_soa_score_view: no copy) and
- * offer it.
- */
-static void
-score_row(identify_state *st, int64 key, bool key_null, const struct varlena *tpl)
-{
-	mcc_template_view v;
-
-	begin_row(st, key, key_null);
-	mcc_pg_open_stored(tpl, &v);
-	check_profile(st, &v);
-	offer_row(st, mcc_soa_score_view(st->probe, &v), key, tpl, NULL);
-}
-
-/*
- * The same for a template whose bytes lie in pieces (its TOAST chunks, read
- * in place by the heap reader): scored where they lie
- * (mcc_template_split.h), copied together only if the shortlist keeps it.
- */
-static void
-score_pieces(identify_state *st, int64 key, bool key_null, const mcc_toast_value *pieces)
-{
-	mcc_template_split s;
-
-	StaticAssertStmt(MCC_TOAST_MAX_PIECES <= MCC_SPLIT_MAX_PIECES,
-					 "a split view takes every value the stream reads in place");
-	begin_row(st, key, key_null);
-	mcc_pg_open_split(pieces->piece, pieces->n_pieces, pieces->piece_size, pieces->size, &s);
-	check_profile(st, &s.v);
-	offer_row(st, mcc_soa_score_runs(st->probe, &s.v, s.runs, s.n_runs), key, NULL, pieces);
 }
 
 /* Error context: the row being read. */
@@ -314,13 +261,9 @@ scan_spi(identify_state *st)
 
 /* A row of the heap reader (which checks for interrupts row by row). */
 static void
-heap_row(void *arg, int64 key, bool key_null, const struct varlena *tpl,
-		 const mcc_toast_value *pieces)
+heap_row(void *arg, int64 key, bool key_null, const struct varlena *tpl)
 {
-	if (tpl != NULL)
-		score_row((identify_state *) arg, key, key_null, tpl);
-	else
-		score_pieces((identify_state *) arg, key, key_null, pieces);
+	score_row((identify_state *) arg, key, key_null, tpl);
 }
 
 /*

@@ -58,15 +58,6 @@ extern void mcc_pg_open(const struct varlena *t, mcc_template_view *v);
  */
 extern void mcc_pg_open_stored(const struct varlena *t, mcc_template_view *v);
 
-/*
- * The same checks for a value of size bytes of data (no header) whose bytes
- * lie in n_pieces pieces of piece_size (mcc_template_split.h), read in
- * place: the backend scan's values read where their TOAST chunks lie.
- */
-struct mcc_template_split;
-extern void mcc_pg_open_split(const char *const *piece, int n_pieces, int32 piece_size,
-							  int32 size, struct mcc_template_split *s);
-
 /* Build a palloc'd template from minutiae with profile p; raises on bad input. */
 extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p);
 

@@ -3,7 +3,6 @@
  * template helpers every SQL function uses, and small catalog helpers.
  */
 #include "mcc_pg.h"
-#include "mcc_template_split.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -105,18 +104,6 @@ mcc_pg_open_stored(const struct varlena *t, mcc_template_view *v)
 	mcc_error	err;
 
 	if (mcc_template_open_stored((const uint8_t *) t, VARSIZE(t), v, &err) != MCC_OK)
-		raise_corrupt(&err);
-}
-
-/* Open a value read back from a table where its pieces lie (the same checks). */
-void
-mcc_pg_open_split(const char *const *piece, int n_pieces, int32 piece_size, int32 size,
-				  mcc_template_split *s)
-{
-	mcc_error	err;
-
-	if (mcc_template_open_split((const uint8_t *const *) piece, n_pieces, piece_size,
-								VARHDRSZ + (size_t) size, s, &err) != MCC_OK)
 		raise_corrupt(&err);
 }
 

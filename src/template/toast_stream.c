@@ -42,11 +42,8 @@ typedef struct stream_value
 	int32		got;			/* chunks copied */
 	bool		bad;			/* a chunk out of place: hand it back */
 	bool		done;			/* delivered */
-	bool		in_place;		/* its chunks read where they lie (piece[]), not copied */
 	int			first_want;		/* head of its wants */
-	BlockNumber first_blk;		/* the page of its first chunk read in place */
-	char	   *buf;			/* VARHDRSZ + extsize, once the first chunk is copied */
-	const char *piece[MCC_TOAST_MAX_PIECES];	/* chunks in place, in their pinned pages */
+	char	   *buf;			/* VARHDRSZ + extsize, once the first chunk comes */
 	char		pointer[TOAST_PTR_SIZE];	/* the original TOAST pointer */
 } stream_value;
 
@@ -73,10 +70,6 @@ struct mcc_toast_stream
 	BlockNumber pf_blk;			/* the page ahead whose lines are being asked for */
 	const char *pf_next;		/* its lines not asked for yet */
 	const char *pf_end;
-	Buffer		held;			/* the page read before the last one, still pinned */
-	BlockNumber held_blk;
-	int		   *open;			/* values with chunks in place, not delivered yet */
-	int			n_open;
 	MemoryContext cxt;			/* the values' buffers, reset after each flush */
 	stream_value *values;
 	int			n_values;
@@ -88,7 +81,6 @@ struct mcc_toast_stream
 	int			n_slots;		/* a power of two, > 2 * cap_values */
 	int			remaining;		/* values not delivered */
 	uint64		streamed;
-	uint64		in_place;
 	uint64		handed_back;
 	uint64		pages;
 };
@@ -125,8 +117,6 @@ mcc_toast_stream_begin(Relation heap, Snapshot snapshot)
 	ts->wants = palloc(ts->cap_wants * sizeof(stream_want));
 	ts->n_slots = 256;
 	ts->slots = palloc0(ts->n_slots * sizeof(int));
-	ts->open = palloc(ts->cap_values * sizeof(int));
-	ts->held = InvalidBuffer;
 	return ts;
 }
 
@@ -183,7 +173,6 @@ mcc_toast_stream_want(mcc_toast_stream *ts, Datum d, uint64 cookie)
 		{
 			ts->cap_values *= 2;
 			ts->values = repalloc(ts->values, ts->cap_values * sizeof(stream_value));
-			ts->open = repalloc(ts->open, ts->cap_values * sizeof(int));
 		}
 		if (2 * (ts->n_values + 1) > ts->n_slots)
 		{
@@ -195,7 +184,6 @@ mcc_toast_stream_want(mcc_toast_stream *ts, Datum d, uint64 cookie)
 		v->valueid = p.va_valueid;
 		v->extsize = VARATT_EXTERNAL_GET_EXTSIZE(p);
 		v->nchunks = (v->extsize - 1) / (int32) TOAST_MAX_CHUNK_SIZE + 1;
-		v->in_place = v->nchunks <= MCC_TOAST_MAX_PIECES;
 		v->first_want = -1;
 		memcpy(v->pointer, ptr, TOAST_PTR_SIZE);
 		ts->slots[slot] = ++ts->n_values;
@@ -219,105 +207,34 @@ mcc_toast_stream_pending(const mcc_toast_stream *ts)
 	return ts->n_wants;
 }
 
-/* Bytes of chunk seq of v. */
-static inline int32
-chunk_len(const stream_value *v, int32 seq)
+/*
+ * Copy one chunk into its value; true if the value is now complete. A chunk
+ * out of place marks the value bad (handed back: the usual fetch says why).
+ */
+static bool
+take_chunk(mcc_toast_stream *ts, stream_value *v, int32 seq, const char *data, int32 len)
 {
-	return seq < v->nchunks - 1 ? (int32) TOAST_MAX_CHUNK_SIZE :
-		v->extsize - (v->nchunks - 1) * (int32) TOAST_MAX_CHUNK_SIZE;
-}
+	int32		expect;
 
-/* Copy a chunk into its value's buffer, allocated by the first. */
-static void
-copy_chunk(mcc_toast_stream *ts, stream_value *v, int32 seq, const char *data)
-{
+	if (v->bad || v->done)
+		return false;
+	expect = seq < v->nchunks - 1 ? (int32) TOAST_MAX_CHUNK_SIZE :
+		v->extsize - (v->nchunks - 1) * (int32) TOAST_MAX_CHUNK_SIZE;
+	if (seq < 0 || seq >= v->nchunks || len != expect)
+	{
+		v->bad = true;
+		return false;
+	}
 	if (v->buf == NULL)
 	{
 		v->buf = MemoryContextAlloc(ts->cxt, VARHDRSZ + v->extsize);
 		SET_VARSIZE(v->buf, VARHDRSZ + v->extsize);
 	}
-	memcpy(v->buf + VARHDRSZ + (Size) seq * TOAST_MAX_CHUNK_SIZE, data, chunk_len(v, seq));
-}
-
-/*
- * Take one chunk (on page blk, pinned) for its value: noted where it lies
- * while the value is read in place, else copied; true if the value is now
- * complete. A chunk out of place marks the value bad (handed back: the
- * usual fetch says why).
- */
-static bool
-take_chunk(mcc_toast_stream *ts, stream_value *v, int vi, BlockNumber blk, int32 seq,
-		   const char *data, int32 len)
-{
-	if (v->bad || v->done)
-		return false;
-	if (seq < 0 || seq >= v->nchunks || len != chunk_len(v, seq))
-	{
-		v->bad = true;
-		return false;
-	}
+	memcpy(v->buf + VARHDRSZ + (Size) seq * TOAST_MAX_CHUNK_SIZE, data, len);
 	/* a chunk seen twice would mean a broken table: let the usual fetch see it */
 	if (++v->got > v->nchunks)
-	{
 		v->bad = true;
-		return false;
-	}
-	if (!v->in_place)
-		copy_chunk(ts, v, seq, data);
-	else
-	{
-		if (v->got == 1)
-		{
-			v->first_blk = blk;
-			ts->open[ts->n_open++] = vi;
-		}
-		v->piece[seq] = data;
-	}
-	return v->got == v->nchunks;
-}
-
-/*
- * The value's chunks read in place so far copied into its buffer, where
- * the rest will be copied: their page is about to be released.
- */
-static void
-assemble(mcc_toast_stream *ts, stream_value *v)
-{
-	v->in_place = false;
-	for (int32 seq = 0; seq < v->nchunks; seq++)
-		if (v->piece[seq] != NULL)
-			copy_chunk(ts, v, seq, v->piece[seq]);
-}
-
-/*
- * The page just read (blk, pinned in buf) stays pinned until the next one
- * has been read, so that a value whose chunks span both is read in place;
- * the page before it is released, after the values with chunks in place
- * there and not complete yet are assembled (values delivered leave the
- * open list). InvalidBuffer: release the held page alone (the flush's end:
- * values not complete are handed back).
- */
-static void
-hold_page(mcc_toast_stream *ts, Buffer buf, BlockNumber blk)
-{
-	int			kept = 0;
-
-	for (int i = 0; i < ts->n_open; i++)
-	{
-		stream_value *v = &ts->values[ts->open[i]];
-
-		if (v->done || !v->in_place)
-			continue;
-		if (BufferIsValid(buf) && BufferIsValid(ts->held) && v->first_blk <= ts->held_blk)
-			assemble(ts, v);
-		else
-			ts->open[kept++] = ts->open[i];
-	}
-	ts->n_open = BufferIsValid(buf) ? kept : 0;
-	if (BufferIsValid(ts->held))
-		ReleaseBuffer(ts->held);
-	ts->held = buf;
-	ts->held_blk = blk;
+	return v->got == v->nchunks && !v->bad;
 }
 
 /* Ask the CPU to bring a whole page into its caches. */
@@ -398,13 +315,12 @@ pin_page(mcc_toast_stream *ts, BlockNumber blk)
 }
 
 /*
- * Read one page, taking the chunks of queued values; the values it
+ * Read one page, copying the chunks of queued values; the values it
  * completed go to done[] (their number is returned). Under the page's share
- * lock only copies happen; delivery waits until it is released, the page
- * still pinned (*pinned: the caller releases it, hold_page).
+ * lock only copies happen; delivery waits until it is released.
  */
 static int
-read_page(mcc_toast_stream *ts, BlockNumber blk, int *done, bool *hit, Buffer *pinned)
+read_page(mcc_toast_stream *ts, BlockNumber blk, int *done, bool *hit)
 {
 	TupleDesc	desc = RelationGetDescr(ts->toastrel);
 	Buffer		buf = pin_page(ts, blk);
@@ -468,13 +384,10 @@ read_page(mcc_toast_stream *ts, BlockNumber blk, int *done, bool *hit, Buffer *p
 			v->bad = true;
 			continue;
 		}
-		if (take_chunk(ts, v, ts->slots[slot] - 1, blk, seq, VARDATA_ANY(chunk),
-					   VARSIZE_ANY_EXHDR(chunk)))
+		if (take_chunk(ts, v, seq, VARDATA_ANY(chunk), VARSIZE_ANY_EXHDR(chunk)))
 			done[n_done++] = ts->slots[slot] - 1;
 	}
-	/* the chunks stay valid under the pin (as a heap scan's tuples do) */
-	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-	*pinned = buf;
+	UnlockReleaseBuffer(buf);
 	ts->pages++;
 	return n_done;
 }
@@ -484,35 +397,16 @@ static void
 deliver_value(mcc_toast_stream *ts, stream_value *v, mcc_toast_deliver deliver, void *arg)
 {
 	bool		whole = v->got == v->nchunks && !v->bad;
-	mcc_toast_value tv;
-	const char *data = v->buf != NULL ? v->buf + VARHDRSZ : NULL;
 
 	v->done = true;
 	ts->remaining--;
 	if (whole)
-	{
 		ts->streamed++;
-		ts->in_place += v->in_place;
-	}
 	else
 		ts->handed_back++;
-	tv.size = v->extsize;
-	if (v->in_place)
-	{
-		tv.whole = NULL;
-		tv.piece_size = (int32) TOAST_MAX_CHUNK_SIZE;
-		tv.n_pieces = v->nchunks;
-		tv.piece = v->piece;
-	}
-	else
-	{
-		tv.whole = (struct varlena *) v->buf;
-		tv.piece_size = v->extsize;
-		tv.n_pieces = 1;
-		tv.piece = &data;
-	}
 	for (int w = v->first_want; w >= 0; w = ts->wants[w].next)
-		deliver(arg, ts->wants[w].cookie, whole ? &tv : NULL, (struct varlena *) v->pointer);
+		deliver(arg, ts->wants[w].cookie, whole ? (struct varlena *) v->buf : NULL,
+				(struct varlena *) v->pointer);
 
 	/*
 	 * Its buffer goes back to the context's free list of its size, from
@@ -523,21 +417,6 @@ deliver_value(mcc_toast_stream *ts, stream_value *v, mcc_toast_deliver deliver, 
 	if (v->buf != NULL)
 		pfree(v->buf);
 	v->buf = NULL;
-}
-
-void
-mcc_toast_value_copy(const mcc_toast_value *value, struct varlena *dst)
-{
-	char	   *to = VARDATA(dst);
-
-	SET_VARSIZE(dst, VARHDRSZ + value->size);
-	for (int i = 0; i < value->n_pieces; i++)
-	{
-		int32		len = i < value->n_pieces - 1 ? value->piece_size :
-			value->size - (value->n_pieces - 1) * value->piece_size;
-
-		memcpy(to + (Size) i * value->piece_size, value->piece[i], len);
-	}
 }
 
 /* The block of the first chunk of valueid, by the TOAST index; false if none. */
@@ -579,7 +458,6 @@ stream_pages(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *arg)
 	{
 		bool		hit;
 		int			n;
-		Buffer		buf;
 
 		if (ts->cursor >= ts->nblocks)
 		{
@@ -590,10 +468,9 @@ stream_pages(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *arg)
 			ts->map = mcc_block_map_get(ts->toastrel, ts->nblocks);
 		}
 		CHECK_FOR_INTERRUPTS();
-		n = read_page(ts, ts->cursor, done, &hit, &buf);
+		n = read_page(ts, ts->cursor, done, &hit);
 		for (int i = 0; i < n; i++)
 			deliver_value(ts, &ts->values[done[i]], deliver, arg);
-		hold_page(ts, buf, ts->cursor);
 		if (hit)
 		{
 			last_hit = ts->cursor;
@@ -603,7 +480,6 @@ stream_pages(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *arg)
 			misses++;
 		ts->cursor++;
 	}
-	hold_page(ts, InvalidBuffer, InvalidBlockNumber);
 	/*
 	 * The next flush starts again at the page before the last one that held
 	 * a queued chunk: a value spanning both may be followed there by the
@@ -631,18 +507,16 @@ mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliver, void *ar
 			deliver_value(ts, &ts->values[v], deliver, arg);
 		}
 	ts->n_values = 0;
-	ts->n_open = 0;
 	ts->n_wants = 0;
 	ts->remaining = 0;
 	memset(ts->slots, 0, ts->n_slots * sizeof(int));
 }
 
 void
-mcc_toast_stream_counts(const mcc_toast_stream *ts, uint64 *streamed, uint64 *in_place,
+mcc_toast_stream_counts(const mcc_toast_stream *ts, uint64 *streamed,
 						uint64 *handed_back, uint64 *pages)
 {
 	*streamed = ts->streamed;
-	*in_place = ts->in_place;
 	*handed_back = ts->handed_back;
 	*pages = ts->pages;
 }
@@ -651,7 +525,6 @@ void
 mcc_toast_stream_end(mcc_toast_stream *ts)
 {
 	release_ahead(ts);
-	hold_page(ts, InvalidBuffer, InvalidBlockNumber);
 	index_close(ts->toastidx, AccessShareLock);
 	relation_close(ts->toastrel, AccessShareLock);
 	if (ts->strategy != NULL)
@@ -660,6 +533,5 @@ mcc_toast_stream_end(mcc_toast_stream *ts)
 	pfree(ts->values);
 	pfree(ts->wants);
 	pfree(ts->slots);
-	pfree(ts->open);
 	pfree(ts);
 }

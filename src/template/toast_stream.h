@@ -41,37 +41,13 @@
 
 typedef struct mcc_toast_stream mcc_toast_stream;
 
-/* Chunks of a value read where they lie; a value in more is assembled. */
-#define MCC_TOAST_MAX_PIECES	8
-
 /*
- * A delivered value's bytes (without a header): in pieces, piece i holding
- * bytes [i * piece_size, (i + 1) * piece_size) of them, every piece but the
- * last full. A value of at most MCC_TOAST_MAX_PIECES chunks whose pages
- * were still pinned when it completed comes as its chunks, read where they
- * lie in the TOAST table's pages (whole NULL); any other as one piece, the
- * value assembled, with its 4-byte header in whole.
+ * The value of a queued cookie: its bytes (a 4-byte header, valid until the
+ * call returns: the buffer is reused for a later value), or NULL with the original TOAST pointer when the stream did not
+ * find it: the callee then fetches it the usual way.
  */
-typedef struct mcc_toast_value
-{
-	const struct varlena *whole;	/* the assembled value, or NULL */
-	int32		size;			/* bytes of data */
-	int32		piece_size;
-	int			n_pieces;
-	const char *const *piece;
-} mcc_toast_value;
-
-/*
- * The value of a queued cookie (valid until the call returns: its chunks'
- * pages are released and its buffer reused later), or NULL with the
- * original TOAST pointer when the stream did not find it: the callee then
- * fetches it the usual way.
- */
-typedef void (*mcc_toast_deliver) (void *arg, uint64 cookie, const mcc_toast_value *value,
+typedef void (*mcc_toast_deliver) (void *arg, uint64 cookie, const struct varlena *value,
 								   const struct varlena *pointer);
-
-/* Copy a delivered value's bytes after a 4-byte header (set) into dst. */
-extern void mcc_toast_value_copy(const mcc_toast_value *value, struct varlena *dst);
 
 /*
  * A stream over the TOAST table of heap (which must have one), for rows
@@ -106,12 +82,9 @@ extern void mcc_toast_stream_flush(mcc_toast_stream *ts, mcc_toast_deliver deliv
  */
 extern void mcc_toast_stream_prefetch(mcc_toast_stream *ts, int lines);
 
-/*
- * Counters: values delivered from the pages (of them, in place: in their
- * chunks), values handed back, pages read.
- */
+/* Counters: values delivered from the pages, values handed back, pages read. */
 extern void mcc_toast_stream_counts(const mcc_toast_stream *ts, uint64 *streamed,
-									uint64 *in_place, uint64 *handed_back, uint64 *pages);
+									uint64 *handed_back, uint64 *pages);
 
 /* Release the stream (queued values are forgotten). */
 extern void mcc_toast_stream_end(mcc_toast_stream *ts);

@@ -228,26 +228,24 @@ mcc_scan_popcnt(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 		MCC_SCORE_TEMPLATE_GENERIC(q, g, k, __builtin_popcountll, scores[k - t0]);
 }
 
-/* One template in place, its cylinders in runs: generic loop, software popcount. */
+/* One template in place, generic loop, software popcount. */
 float
-mcc_score_runs_generic(const mcc_probe *q, const mcc_template_view *t, const mcc_cyl_run *runs,
-					   int n_runs)
+mcc_score_view_generic(const mcc_probe *q, const mcc_template_view *t)
 {
 	float		score;
 
-	MCC_SCORE_RUNS_GENERIC(q, t, runs, n_runs, mcc_popcount64_swar, score);
+	MCC_SCORE_VIEW_GENERIC(q, t, mcc_popcount64_swar, score);
 	return score;
 }
 
-/* The same with the POPCNT instruction. */
+/* One template in place, generic loop with the POPCNT instruction. */
 __attribute__((target("popcnt")))
 float
-mcc_score_runs_popcnt(const mcc_probe *q, const mcc_template_view *t, const mcc_cyl_run *runs,
-					  int n_runs)
+mcc_score_view_popcnt(const mcc_probe *q, const mcc_template_view *t)
 {
 	float		score;
 
-	MCC_SCORE_RUNS_GENERIC(q, t, runs, n_runs, __builtin_popcountll, score);
+	MCC_SCORE_VIEW_GENERIC(q, t, __builtin_popcountll, score);
 	return score;
 }
 
@@ -255,15 +253,15 @@ typedef struct kernel
 {
 	mcc_kernel_head h;
 	mcc_scan_fn fn;
-	mcc_score_runs_fn runs_fn;
+	mcc_score_view_fn view_fn;
 } kernel;
 
 /* Best first: the automatic choice is the first usable one. */
 static const kernel kernels[] = {
-	{{"avx512", mcc_avx512_ok}, mcc_scan_avx512, mcc_score_runs_avx512},
-	{{"avx2", mcc_avx2_ok}, mcc_scan_avx2, mcc_score_runs_avx2},
-	{{"popcnt", mcc_cpu_has_popcnt}, mcc_scan_popcnt, mcc_score_runs_popcnt},
-	{{"generic", mcc_kernel_always}, mcc_scan_generic, mcc_score_runs_generic},
+	{{"avx512", mcc_avx512_ok}, mcc_scan_avx512, mcc_score_view_avx512},
+	{{"avx2", mcc_avx2_ok}, mcc_scan_avx2, mcc_score_view_avx2},
+	{{"popcnt", mcc_cpu_has_popcnt}, mcc_scan_popcnt, mcc_score_view_popcnt},
+	{{"generic", mcc_kernel_always}, mcc_scan_generic, mcc_score_view_generic},
 };
 
 static mcc_kernel_table choice = {kernels, sizeof(kernel), sizeof(kernels) / sizeof(kernels[0]), -1};
@@ -313,17 +311,7 @@ mcc_soa_scan(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1,
 float
 mcc_soa_score_view(const mcc_probe *q, const mcc_template_view *t)
 {
-	mcc_cyl_run one = {t->bits, (uint32_t) t->n_cyl};
-
-	return mcc_soa_score_runs(q, t, &one, 1);
-}
-
-/* The same over cylinders in runs. */
-float
-mcc_soa_score_runs(const mcc_probe *q, const mcc_template_view *t, const mcc_cyl_run *runs,
-				   int n_runs)
-{
 	if (q->profile->id != t->profile->id)
 		return 0.0f;
-	return current_kernel()->runs_fn(q, t, runs, n_runs);
+	return current_kernel()->view_fn(q, t);
 }

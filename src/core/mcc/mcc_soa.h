@@ -81,27 +81,6 @@ void		mcc_soa_scan(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
  */
 float		mcc_soa_score_view(const mcc_probe *q, const mcc_template_view *t);
 
-/*
- * Consecutive cylinders of a template whose bits lie together, apart from
- * the template's other cylinders: n cylinders of t->words words each from
- * bits on (any alignment).
- */
-typedef struct mcc_cyl_run
-{
-	const uint8_t *bits;
-	uint32_t	n;
-} mcc_cyl_run;
-
-/*
- * The same score for a template whose cylinder bits lie in runs[0 ..
- * n_runs) (in order; their n add up to t->n_cyl) instead of at t->bits: a
- * value read where PostgreSQL's TOAST chunks hold it (mcc_template_split.h).
- * t->meta is read as mcc_soa_score_view reads it. mcc_soa_score_view is this
- * with one run.
- */
-float		mcc_soa_score_runs(const mcc_probe *q, const mcc_template_view *t,
-							   const mcc_cyl_run *runs, int n_runs);
-
 /* Name of the CPU kernel chosen at run time ("avx512", "avx2", "popcnt", "generic"). */
 const char *mcc_soa_kernel_name(void);
 

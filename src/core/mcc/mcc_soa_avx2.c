@@ -133,7 +133,7 @@ votes8(const uint64_t *p, __m256i g0, __m256i g1, __m256i g2, __m256i g3,
 }
 
 #define SCAN_FN		mcc_scan_avx2
-#define SCAN_RUNS_FN	mcc_score_runs_avx2
+#define SCAN_VIEW_FN	mcc_score_view_avx2
 #define SCAN_ATTR	__attribute__((target(AVX2_TARGET)))
 #define GVEC		__m256i
 #define GBROADCAST(w) _mm256_set1_epi64x((long long) (w))

@@ -91,7 +91,7 @@ votes8(const uint64_t *p, __m512i g0, __m512i g1, __m512i g2, __m512i g3,
 }
 
 #define SCAN_FN		mcc_scan_avx512
-#define SCAN_RUNS_FN	mcc_score_runs_avx512
+#define SCAN_VIEW_FN	mcc_score_view_avx512
 #define SCAN_ATTR	__attribute__((target(AVX512_TARGET)))
 #define GVEC		__m512i
 #define GBROADCAST(w) _mm512_set1_epi64((long long) (w))

@@ -32,20 +32,15 @@ void		mcc_scan_avx2(const mcc_probe *q, const mcc_soa *g, uint32_t t0,
 						  uint32_t t1, float *scores);
 
 /*
- * The same kernels scoring one template in place, from its stored blob or
- * from runs of its cylinders (mcc_soa_score_runs()).
+ * The same kernels scoring one template in place, from its stored blob
+ * (mcc_soa_score_view()).
  */
-typedef float (*mcc_score_runs_fn) (const mcc_probe *q, const mcc_template_view *t,
-									const mcc_cyl_run *runs, int n_runs);
+typedef float (*mcc_score_view_fn) (const mcc_probe *q, const mcc_template_view *t);
 
-float		mcc_score_runs_generic(const mcc_probe *q, const mcc_template_view *t,
-								   const mcc_cyl_run *runs, int n_runs);
-float		mcc_score_runs_popcnt(const mcc_probe *q, const mcc_template_view *t,
-								  const mcc_cyl_run *runs, int n_runs);
-float		mcc_score_runs_avx512(const mcc_probe *q, const mcc_template_view *t,
-								  const mcc_cyl_run *runs, int n_runs);
-float		mcc_score_runs_avx2(const mcc_probe *q, const mcc_template_view *t,
-								const mcc_cyl_run *runs, int n_runs);
+float		mcc_score_view_generic(const mcc_probe *q, const mcc_template_view *t);
+float		mcc_score_view_popcnt(const mcc_probe *q, const mcc_template_view *t);
+float		mcc_score_view_avx512(const mcc_probe *q, const mcc_template_view *t);
+float		mcc_score_view_avx2(const mcc_probe *q, const mcc_template_view *t);
 
 /* Whether the AVX2 / AVX-512 kernel can run here and computes LUT_sqrt exactly. */
 int			mcc_avx2_ok(void);
@@ -97,29 +92,23 @@ int			mcc_votes_den0(const mcc_probe *q, const uint64_t *gw, int pc, int a,
 		(out) = mcc_lss_finish(hist_, (q)->np[j1_ - j0_]); \
 	} while (0)
 
-/*
- * The same for template view t (mcc_template.h's blob layout), its cylinder
- * bits in runs[0 .. n_runs) (mcc_soa_score_runs()).
- */
-#define MCC_SCORE_RUNS_GENERIC(q, t, runs, n_runs, POPCOUNT, out) \
+/* The same for template view t (mcc_template.h's blob layout). */
+#define MCC_SCORE_VIEW_GENERIC(q, t, POPCOUNT, out) \
 	do { \
 		uint32_t	hist_[MCC_HIST_LEN] = {0}; \
-		int			c_ = 0; \
 		if ((q)->n == 0 || (t)->n_cyl == 0) \
 		{ \
 			(out) = 0.0f; \
 			break; \
 		} \
-		for (int r_ = 0; r_ < (n_runs); r_++) \
-			for (uint32_t i_ = 0; i_ < (runs)[r_].n; i_++, c_++) \
-			{ \
-				uint64_t	gw_[2 * MCC_MAX_WORDS]; \
-				int			pcv_ = mcc_template_cyl_popcount((t), c_); \
-				int			angv_ = mcc_template_cyl_angle((t), c_); \
-				memcpy(gw_, (runs)[r_].bits + (size_t) i_ * (t)->words * 8, \
-					   (size_t) (t)->words * 8); \
-				MCC_VOTES_GENERIC((q), gw_, pcv_, angv_, hist_, POPCOUNT); \
-			} \
+		for (int c_ = 0; c_ < (t)->n_cyl; c_++) \
+		{ \
+			uint64_t	gw_[2 * MCC_MAX_WORDS]; \
+			int			pcv_ = mcc_template_cyl_popcount((t), c_); \
+			int			angv_ = mcc_template_cyl_angle((t), c_); \
+			mcc_template_cyl_bits((t), c_, gw_); \
+			MCC_VOTES_GENERIC((q), gw_, pcv_, angv_, hist_, POPCOUNT); \
+		} \
 		(out) = mcc_lss_finish(hist_, (q)->np[(t)->n_cyl]); \
 	} while (0)
 

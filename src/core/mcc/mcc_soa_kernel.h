@@ -3,8 +3,7 @@
  * mcc_soa_avx2.c and mcc_soa_avx512.c after they define
  *
  *   SCAN_FN          the kernel's name (mcc_soa_int.h declares it)
- *   SCAN_RUNS_FN     its one-template form over a stored blob's cylinders in
- *                    runs (the same)
+ *   SCAN_VIEW_FN     its one-template form over a stored blob (the same)
  *   SCAN_ATTR        its target attribute
  *   GVEC             the vector type of a broadcast gallery word
  *   GBROADCAST(w)    a GVEC with the 64-bit word w in every lane
@@ -54,13 +53,15 @@ cyl_word(const cyl_source *s, uint32_t j, int w)
 	return v;
 }
 
-/*
- * The votes of src's cylinders as bytes at dall + nv on (the SIMD path for
- * mask-less profiles of 4 words); returns nv with them added.
- */
-SCAN_ATTR static inline __attribute__((always_inline)) int
-add_votes(const mcc_probe *q, const cyl_source *src, uint8_t *dall, int nv)
+/* The SIMD path for mask-less profiles of 4 words. */
+SCAN_ATTR static inline __attribute__((always_inline)) float
+score_cylinders(const mcc_probe *q, const cyl_source *src, uint8_t *dall)
 {
+	int			nv = 0;
+	int			np;
+
+	if (q->n == 0 || src->n == 0)
+		return 0.0f;
 	for (uint32_t j = 0; j < src->n; j++)
 	{
 		int			a = src->angle[j * src->angle_step];
@@ -93,26 +94,9 @@ add_votes(const mcc_probe *q, const cyl_source *src, uint8_t *dall, int nv)
 			VOTES8(&q->soa[0][s + l], g0, g1, g2, g3, rr + l, dall + nv + l);
 		nv += c;				/* lanes past the run are overwritten or padded */
 	}
-	return nv;
-}
-
-/* The score of a template of n_cyl cylinders from its nv votes at dall. */
-SCAN_ATTR static inline __attribute__((always_inline)) float
-finish_votes(const mcc_probe *q, uint32_t n_cyl, uint8_t *dall, int nv)
-{
-	int			np = q->np[n_cyl];
-
 	PAD_VOTES(dall + nv);
+	np = q->np[src->n];
 	return mcc_lss_from_sum(np, LOWEST_SUM(dall, nv, np));
-}
-
-/* The score of the template whose cylinders src gives. */
-SCAN_ATTR static inline __attribute__((always_inline)) float
-score_cylinders(const mcc_probe *q, const cyl_source *src, uint8_t *dall)
-{
-	if (q->n == 0 || src->n == 0)
-		return 0.0f;
-	return finish_votes(q, src->n, dall, add_votes(q, src, dall, 0));
 }
 
 /* Whether the SIMD path applies (else the POPCNT kernel, same scores). */
@@ -155,35 +139,22 @@ SCAN_FN(const mcc_probe *q, const mcc_soa *g, uint32_t t0, uint32_t t1, float *s
 	}
 }
 
-/*
- * One template in place: its blob's cylinders, as mcc_template.h lays them
- * out, in runs (the bits of a value read from its TOAST chunks lie in
- * several); the metadata records follow each other at t->meta.
- */
+/* One template in place: its blob's cylinders, as mcc_template.h lays them out. */
 SCAN_ATTR float
-SCAN_RUNS_FN(const mcc_probe *q, const mcc_template_view *t, const mcc_cyl_run *runs, int n_runs)
+SCAN_VIEW_FN(const mcc_probe *q, const mcc_template_view *t)
 {
 	uint8_t		dall[MCC_MAX_CYL * MCC_MAX_CYL + 128] __attribute__((aligned(64)));
 	cyl_source	src;
-	int			nv = 0;
 
 	if (!simd_applies(q, t->words))
-		return mcc_score_runs_popcnt(q, t, runs, n_runs);
-	if (q->n == 0 || t->n_cyl == 0)
-		return 0.0f;
+		return mcc_score_view_popcnt(q, t);
+	src.bits = t->bits;
 	src.cyl_step = sizeof(uint64_t) * 4;
 	src.word_step = sizeof(uint64_t);
 	src.angle = t->meta + 2;
 	src.angle_step = MCC_CYLMETA_RECSZ;
 	src.pc = t->meta;
 	src.pc_step = MCC_CYLMETA_RECSZ;
-	for (int r = 0; r < n_runs; r++)
-	{
-		src.bits = runs[r].bits;
-		src.n = runs[r].n;
-		nv = add_votes(q, &src, dall, nv);
-		src.angle += (size_t) runs[r].n * MCC_CYLMETA_RECSZ;
-		src.pc += (size_t) runs[r].n * MCC_CYLMETA_RECSZ;
-	}
-	return finish_votes(q, (uint32_t) t->n_cyl, dall, nv);
+	src.n = (uint32_t) t->n_cyl;
+	return score_cylinders(q, &src, dall);
 }

@@ -376,18 +376,10 @@ mcc_template_open_stored(const uint8_t *base, size_t size, mcc_template_view *v,
 						 mcc_error *err)
 {
 	mcc_status	st = open_header(base, size, v, err);
+	int			nbits = v->profile != NULL ? v->profile->nbits : 0;
 
 	if (st != MCC_OK)
 		return st;
-	return mcc_template_check_popcounts(v, err);
-}
-
-/* Each cylinder's recorded popcount within the profile's bits. */
-mcc_status
-mcc_template_check_popcounts(const mcc_template_view *v, mcc_error *err)
-{
-	int			nbits = v->profile->nbits;
-
 	for (int c = 0; c < v->n_cyl; c++)
 		if (rd16(v->meta + (size_t) c * MCC_CYLMETA_RECSZ) > nbits)
 			return CORRUPT("Cylinder %d records popcount %d; the profile has %d bits.",

@@ -105,12 +105,6 @@ mcc_status	mcc_template_open_header(const uint8_t *base, size_t size,
 mcc_status	mcc_template_open_stored(const uint8_t *base, size_t size,
 									 mcc_template_view *v, mcc_error *err);
 
-/*
- * The second half of mcc_template_open_stored: each cylinder's popcount (at
- * v->meta) within the profile's bits, for a view whose header was checked.
- */
-mcc_status	mcc_template_check_popcounts(const mcc_template_view *v, mcc_error *err);
-
 /* Decode minutia i of a view. */
 void		mcc_template_minutia(const mcc_template_view *v, int i, mcc_minutia *m);
 
