@@ -152,7 +152,7 @@ png_failure(const png_src *s, mcc_error *err)
 {
 	if (s->refused)
 		return mcc_error_set(err, MCC_ERR_SYNTAX, "invalid PNG image"),
-			mcc_error_detail(err, "A chunk claims %zu bytes of data; the data is %zu bytes long.",
+			mcc_error_detail(err, "A chunk's claimed length asks for an allocation of %zu bytes; the data is %zu bytes long.",
 							 s->refused, s->len);
 	if (s->oom)
 		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory while decoding a PNG image");
