@@ -166,88 +166,23 @@ BEGIN
 		USING ERRCODE = 'internal_error';
 END $$;
 
-CREATE OR REPLACE FUNCTION mcc_proxy.identify(gallery regclass, probe mcc_template, k integer DEFAULT 10,
-								   min_score real DEFAULT 0, id_column name DEFAULT NULL,
-								   template_column name DEFAULT NULL, refine text DEFAULT NULL,
-								   partial boolean DEFAULT false)
-	RETURNS TABLE(id bigint, score real)
-	LANGUAGE plpgsql VOLATILE ROWS 10 COST 10000 SET search_path FROM CURRENT
-	AS $$
-#variable_conflict use_variable
-DECLARE
-	remote text;
-	parts integer[];
-	reasons text[] := '{}';
-	method text;
-	st text; msg text; det text; hnt text;
-	r record;
-BEGIN
-	IF gallery IS NULL THEN
-		PERFORM mcc_proxy._null_argument('identify', 'gallery');
-	END IF;
-	remote := mcc_proxy._remote_name(gallery);
-	IF remote IS NULL THEN
-		RETURN QUERY SELECT * FROM identify(gallery, probe, k, min_score, id_column, template_column, refine);
-		RETURN;
-	END IF;
-	-- mcc's checks of the arguments (and its library, whose setting names
-	-- the default refinement)
-	PERFORM FROM identify('mcc_proxy._no_rows'::regclass, probe, k, min_score, NULL, NULL, refine);
-	refine := coalesce(refine, pg_catalog.current_setting('mcc.refine_method'));
-	IF refine IS DISTINCT FROM 'none' THEN
-		method := mcc_proxy._refine_method(refine);
-	END IF;
-	-- LSS rescored with LSS: the k best of n' >= k by LSS are the k best by LSS
-	IF method = 'lss' THEN
-		method := NULL;
-	END IF;
-	parts := mcc_proxy._all_parts();
-	LOOP
-		BEGIN
-			IF method IS NULL THEN
-				RETURN QUERY
-					SELECT x.id, x.score
-					FROM mcc_proxy._search(remote, parts, mcc_template_send(probe), k, min_score, id_column,
-										   template_column) x
-					ORDER BY x.score DESC, x.id
-					LIMIT greatest(k, 1);	-- the shards reject k < 1 as mcc's identify() does
-			ELSE
-				RETURN QUERY
-					SELECT x.id, x.score
-					FROM mcc_proxy._refined(remote, parts, ARRAY[probe], k, min_score, method, id_column,
-											template_column) x;
-			END IF;
-			EXIT;
-		EXCEPTION WHEN query_canceled OR others THEN
-			GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
-				det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
-			-- a cancel or statement_timeout here (not relayed from a shard) ends the call
-			IF st = '57014' AND mcc_proxy._remote_text(msg) = msg THEN
-				RAISE;
-			END IF;
-			r := mcc_proxy._after_failure('identify', coalesce(partial, false), parts, reasons,
-										  st, msg, det, hnt);
-			parts := r.remaining;
-			reasons := r.all_reasons;
-		END;
-	END LOOP;
-	IF pg_catalog.cardinality(reasons) > 0 THEN
-		PERFORM mcc_proxy._warn_partial('identify', parts, reasons);
-	END IF;
-END $$;
-
-COMMENT ON FUNCTION mcc_proxy.identify(regclass, mcc_template, integer, real, name, name, text, boolean) IS
-	'identify() over a sharded gallery: every shard in parallel through PL/Proxy, the exact global top-k (ties by smaller id), refined as one server refines it (refine NULL: mcc.refine_method); mcc''s identify() for other relations';
-
-CREATE OR REPLACE FUNCTION mcc_proxy.identify_batch(gallery regclass, probes mcc_template[], k integer DEFAULT 10,
-										 min_score real DEFAULT 0, id_column name DEFAULT NULL,
-										 template_column name DEFAULT NULL, refine text DEFAULT NULL,
-										 partial boolean DEFAULT false)
+-- identify() (batch false: probes holds its one probe, probe_no 1) and
+-- identify_batch() with mcc's signature: mcc's own for a relation that is
+-- not a sharded gallery; else, once mcc has checked the arguments (against
+-- the empty _no_rows), over every shard in parallel, per probe (probe_no =
+-- position in probes) the exact global top-k by LSS, or with a refinement
+-- (refine NULL: mcc.refine_method) the refined answer (_refined). A
+-- shard's failure is retried without its partitions, or ends the call, as
+-- partial says (_after_failure).
+CREATE FUNCTION mcc_proxy._identify_any(batch boolean, gallery regclass, probes mcc_template[], k integer,
+										min_score real, id_column name, template_column name, refine text,
+										partial boolean)
 	RETURNS TABLE(probe_no integer, id bigint, score real)
-	LANGUAGE plpgsql VOLATILE ROWS 100 COST 10000 SET search_path FROM CURRENT
+	LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT
 	AS $$
 #variable_conflict use_variable
 DECLARE
+	fn text := CASE WHEN batch THEN 'identify_batch' ELSE 'identify' END;
 	remote text;
 	parts integer[];
 	reasons text[] := '{}';
@@ -256,17 +191,25 @@ DECLARE
 	r record;
 BEGIN
 	IF gallery IS NULL THEN
-		PERFORM mcc_proxy._null_argument('identify_batch', 'gallery');
+		PERFORM mcc_proxy._null_argument(fn, 'gallery');
 	END IF;
 	remote := mcc_proxy._remote_name(gallery);
-	IF remote IS NULL THEN
+	IF remote IS NULL AND batch THEN
 		RETURN QUERY SELECT * FROM identify_batch(gallery, probes, k, min_score, id_column, template_column,
 												  refine);
 		RETURN;
+	ELSIF remote IS NULL THEN
+		RETURN QUERY SELECT 1, t.id, t.score
+					 FROM identify(gallery, probes[1], k, min_score, id_column, template_column, refine) t;
+		RETURN;
 	END IF;
 	-- mcc's checks of the arguments (and its library, whose setting names
 	-- the default refinement)
-	PERFORM FROM identify_batch('mcc_proxy._no_rows'::regclass, probes, k, min_score, NULL, NULL, refine);
+	IF batch THEN
+		PERFORM FROM identify_batch('mcc_proxy._no_rows'::regclass, probes, k, min_score, NULL, NULL, refine);
+	ELSE
+		PERFORM FROM identify('mcc_proxy._no_rows'::regclass, probes[1], k, min_score, NULL, NULL, refine);
+	END IF;
 	refine := coalesce(refine, pg_catalog.current_setting('mcc.refine_method'));
 	IF refine IS DISTINCT FROM 'none' THEN
 		method := mcc_proxy._refine_method(refine);
@@ -278,7 +221,12 @@ BEGIN
 	parts := mcc_proxy._all_parts();
 	LOOP
 		BEGIN
-			IF method IS NULL THEN
+			IF method IS NOT NULL THEN
+				RETURN QUERY
+					SELECT x.probe_no, x.id, x.score
+					FROM mcc_proxy._refined(remote, parts, probes, k, min_score, method, id_column,
+											template_column) x;
+			ELSIF batch THEN
 				RETURN QUERY
 					SELECT s.probe_no, s.id, s.score
 					FROM (SELECT x.probe_no, x.id, x.score,
@@ -290,9 +238,11 @@ BEGIN
 					ORDER BY s.probe_no, s.score DESC, s.id;
 			ELSE
 				RETURN QUERY
-					SELECT x.probe_no, x.id, x.score
-					FROM mcc_proxy._refined(remote, parts, probes, k, min_score, method, id_column,
-											template_column) x;
+					SELECT 1, x.id, x.score
+					FROM mcc_proxy._search(remote, parts, mcc_template_send(probes[1]), k, min_score,
+										   id_column, template_column) x
+					ORDER BY x.score DESC, x.id
+					LIMIT greatest(k, 1);	-- the shards reject k < 1 as mcc's identify() does
 			END IF;
 			EXIT;
 		EXCEPTION WHEN query_canceled OR others THEN
@@ -302,16 +252,42 @@ BEGIN
 			IF st = '57014' AND mcc_proxy._remote_text(msg) = msg THEN
 				RAISE;
 			END IF;
-			r := mcc_proxy._after_failure('identify_batch', coalesce(partial, false), parts, reasons,
-										  st, msg, det, hnt);
+			r := mcc_proxy._after_failure(fn, coalesce(partial, false), parts, reasons, st, msg, det, hnt);
 			parts := r.remaining;
 			reasons := r.all_reasons;
 		END;
 	END LOOP;
 	IF pg_catalog.cardinality(reasons) > 0 THEN
-		PERFORM mcc_proxy._warn_partial('identify_batch', parts, reasons);
+		PERFORM mcc_proxy._warn_partial(fn, parts, reasons);
 	END IF;
 END $$;
+
+CREATE OR REPLACE FUNCTION mcc_proxy.identify(gallery regclass, probe mcc_template, k integer DEFAULT 10,
+								   min_score real DEFAULT 0, id_column name DEFAULT NULL,
+								   template_column name DEFAULT NULL, refine text DEFAULT NULL,
+								   partial boolean DEFAULT false)
+	RETURNS TABLE(id bigint, score real)
+	LANGUAGE sql VOLATILE ROWS 10 COST 10000 SET search_path FROM CURRENT
+	AS $$
+	SELECT x.id, x.score
+	FROM mcc_proxy._identify_any(false, gallery, ARRAY[probe], k, min_score, id_column, template_column, refine,
+								 partial) x
+$$;
+
+COMMENT ON FUNCTION mcc_proxy.identify(regclass, mcc_template, integer, real, name, name, text, boolean) IS
+	'identify() over a sharded gallery: every shard in parallel through PL/Proxy, the exact global top-k (ties by smaller id), refined as one server refines it (refine NULL: mcc.refine_method); mcc''s identify() for other relations';
+
+CREATE OR REPLACE FUNCTION mcc_proxy.identify_batch(gallery regclass, probes mcc_template[], k integer DEFAULT 10,
+										 min_score real DEFAULT 0, id_column name DEFAULT NULL,
+										 template_column name DEFAULT NULL, refine text DEFAULT NULL,
+										 partial boolean DEFAULT false)
+	RETURNS TABLE(probe_no integer, id bigint, score real)
+	LANGUAGE sql VOLATILE ROWS 100 COST 10000 SET search_path FROM CURRENT
+	AS $$
+	SELECT x.probe_no, x.id, x.score
+	FROM mcc_proxy._identify_any(true, gallery, probes, k, min_score, id_column, template_column, refine,
+								 partial) x
+$$;
 
 COMMENT ON FUNCTION mcc_proxy.identify_batch(regclass, mcc_template[], integer, real, name, name, text, boolean) IS
 	'identify_batch() over a sharded gallery: per probe the exact global top-k, every shard in parallel, refined as one server refines it (refine NULL: mcc.refine_method)';

@@ -67,17 +67,20 @@ END $$;
 -- parent, as in 0.1.0, its rows never reached that cache.
 -- Run stmt, a format() string whose %s is a partition table ($1 parts,
 -- $2 ids, $3 templates, $4 that partition's number), on the table of each
--- of partitions parts of gallery; the rows it wrote in all.
+-- of partitions parts of gallery; the rows it wrote in all. A cancel is
+-- relayed as the shard's (_fail), for enroll and unenroll alike.
 CREATE FUNCTION _write_parts(gallery text, parts integer[], stmt text, ids bigint[], templates bytea[])
 	RETURNS bigint
 	LANGUAGE plpgsql SET search_path FROM CURRENT
 	AS $$
 DECLARE
-	g regclass := mcc_shard._gallery(gallery);
+	g regclass;
 	p record;
 	n bigint := 0;
 	c bigint;
+	st text; msg text; det text; hnt text;
 BEGIN
+	g := mcc_shard._gallery(gallery);
 	PERFORM mcc_shard._partition_rels(gallery, parts);
 	FOR p IN SELECT x.part, x.rel FROM mcc_shard.partitions x
 			 WHERE x.gallery = g AND x.part = ANY (parts) ORDER BY x.part LOOP
@@ -86,41 +89,31 @@ BEGIN
 		n := n + c;
 	END LOOP;
 	RETURN n;
+EXCEPTION WHEN query_canceled THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
+		hnt = PG_EXCEPTION_HINT;
+	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
 END $$;
 
 CREATE OR REPLACE FUNCTION enroll(gallery text, parts integer[], ids bigint[], templates bytea[],
 					   replace boolean) RETURNS SETOF bigint
-	LANGUAGE plpgsql SET search_path FROM CURRENT
+	LANGUAGE sql SET search_path FROM CURRENT
 	AS $$
-DECLARE
-	st text; msg text; det text; hnt text;
-BEGIN
-	RETURN NEXT mcc_shard._write_parts(gallery, parts,
+	SELECT mcc_shard._write_parts(gallery, parts,
 		'INSERT INTO %s AS g (part, id, tpl)
 		 SELECT u.part, u.id, mcc_shard.template_from_wire(u.wire)
 		 FROM unnest($1, $2, $3) AS u(part, id, wire) WHERE u.part = $4'
 		|| CASE WHEN replace THEN ' ON CONFLICT (part, id) DO UPDATE SET tpl = EXCLUDED.tpl' ELSE '' END,
-		ids, templates);
-EXCEPTION WHEN query_canceled THEN
-	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
-		hnt = PG_EXCEPTION_HINT;
-	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
-END $$;
+		ids, templates)
+$$;
 
 CREATE OR REPLACE FUNCTION unenroll(gallery text, parts integer[], ids bigint[]) RETURNS SETOF bigint
-	LANGUAGE plpgsql SET search_path FROM CURRENT
+	LANGUAGE sql SET search_path FROM CURRENT
 	AS $$
-DECLARE
-	st text; msg text; det text; hnt text;
-BEGIN
-	RETURN NEXT mcc_shard._write_parts(gallery, parts,
+	SELECT mcc_shard._write_parts(gallery, parts,
 		'DELETE FROM %s g USING unnest($1, $2) AS u(part, id) WHERE u.part = $4 AND g.id = u.id',
-		ids, NULL);
-EXCEPTION WHEN query_canceled THEN
-	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
-		hnt = PG_EXCEPTION_HINT;
-	PERFORM mcc_shard._fail(parts, st, msg, det, hnt);
-END $$;
+		ids, NULL)
+$$;
 
 -- The refinement moved to mcc's identify_shortlist() (docs/scale-out.md,
 -- "Refinement"): refine_rows() replaces refine_search(), refine_search_batch()

@@ -359,14 +359,10 @@ mcc_chamfer_gpu_set_reference(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, mc
 	if ((code = ready(g, err)) != MCC_GPU_OK)
 		return code;
 	g->ref = NULL;
-	if ((e = mcc_gpu_rt_reserve((void **) &g->d_site, &g->cap_site,
-								ref->edt.cells * sizeof(int32_t))) != cudaSuccess ||
-		(e = mcc_gpu_rt_reserve((void **) &g->d_ref, &g->cap_ref, nref * sizeof(double))) != cudaSuccess)
-		return cuda_fail(g, e, "cudaMalloc of the reference", err);
-	if ((e = cudaMemcpyAsync(g->d_site, ref->edt.site, ref->edt.cells * sizeof(int32_t),
-							 cudaMemcpyHostToDevice, g->stream)) != cudaSuccess ||
-		(e = cudaMemcpyAsync(g->d_ref, ref->pts, nref * sizeof(double), cudaMemcpyHostToDevice,
-							 g->stream)) != cudaSuccess ||
+	if ((e = mcc_gpu_rt_upload((void **) &g->d_site, &g->cap_site, ref->edt.site,
+							   ref->edt.cells * sizeof(int32_t), g->stream)) != cudaSuccess ||
+		(e = mcc_gpu_rt_upload((void **) &g->d_ref, &g->cap_ref, ref->pts, nref * sizeof(double),
+							   g->stream)) != cudaSuccess ||
 		(e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
 		return cuda_fail(g, e, "upload of the reference", err);
 	g->geom = ref->edt.geom;
@@ -391,10 +387,8 @@ mcc_chamfer_gpu_set_observed(mcc_chamfer_gpu *g, const mcc_chamfer_obs *obs, mcc
 		return MCC_GPU_INVALID;
 	}
 	g->n_obs = 0;
-	if ((e = mcc_gpu_rt_reserve((void **) &g->d_obs, &g->cap_obs, n * sizeof(double))) != cudaSuccess)
-		return cuda_fail(g, e, "cudaMalloc of the observed points", err);
-	if ((e = cudaMemcpyAsync(g->d_obs, obs->pts, n * sizeof(double), cudaMemcpyHostToDevice,
-							 g->stream)) != cudaSuccess ||
+	if ((e = mcc_gpu_rt_upload((void **) &g->d_obs, &g->cap_obs, obs->pts, n * sizeof(double),
+							   g->stream)) != cudaSuccess ||
 		(e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
 		return cuda_fail(g, e, "upload of the observed points", err);
 	g->n_obs = (long long) obs->n;

@@ -511,12 +511,10 @@ mcc_dp2d_gpu_run(mcc_dp2d_gpu *g, const mcc_dp2d_gpu_batch *bt, const volatile i
 	if (warps_per_block > WARP_WARPS_MAX)
 		warps_per_block = WARP_WARPS_MAX;
 	CUDA_TRY(g, cudaSetDevice(g->device), "selecting the GPU");
-	CUDA_TRY(g, mcc_gpu_rt_reserve((void **) &g->d_a, &g->cap_a, (size_t) bt->na * wa * ha), "GPU allocation of images");
-	CUDA_TRY(g, mcc_gpu_rt_reserve((void **) &g->d_b, &g->cap_b, (size_t) bt->nb * wb * hb), "GPU allocation of images");
-	CUDA_TRY(g, cudaMemcpyAsync(g->d_a, bt->a, (size_t) bt->na * wa * ha, cudaMemcpyHostToDevice,
-								g->stream), "copying images to the GPU");
-	CUDA_TRY(g, cudaMemcpyAsync(g->d_b, bt->b, (size_t) bt->nb * wb * hb, cudaMemcpyHostToDevice,
-								g->stream), "copying images to the GPU");
+	CUDA_TRY(g, mcc_gpu_rt_upload((void **) &g->d_a, &g->cap_a, bt->a, (size_t) bt->na * wa * ha,
+								  g->stream), "copying images to the GPU");
+	CUDA_TRY(g, mcc_gpu_rt_upload((void **) &g->d_b, &g->cap_b, bt->b, (size_t) bt->nb * wb * hb,
+								  g->stream), "copying images to the GPU");
 	CUDA_TRY(g, cudaMemsetAsync(g->d_flag, 0, sizeof(int), g->stream), "clearing a GPU flag");
 
 	/* chunk: what fits in half the free memory (at most 2 GiB) */

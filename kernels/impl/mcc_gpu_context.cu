@@ -17,6 +17,19 @@ mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev, mcc_error *er
 	return mcc_gpu_rt_fail(g ? &g->lost : NULL, e, what, dev, err);
 }
 
+/* Select p's device and wait for its stream st; a failure is recorded as mcc_gpu_fail does. */
+mcc_gpu_code
+mcc_gpu_part_wait(mcc_gpu *g, const mcc_gpu_part *p, cudaStream_t st, const char *what, mcc_error *err)
+{
+	cudaError_t e;
+
+	if ((e = cudaSetDevice(p->dev)) != cudaSuccess)
+		return mcc_gpu_fail(g, e, "device selection", p->dev, err);
+	if ((e = cudaStreamSynchronize(st)) != cudaSuccess)
+		return mcc_gpu_fail(g, e, what, p->dev, err);
+	return MCC_GPU_OK;
+}
+
 /* Count devices; never crashes without a driver. */
 mcc_gpu_code
 mcc_gpu_probe(int *count, mcc_gpu_devinfo *info, int max, mcc_error *err)
@@ -146,14 +159,7 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 void
 mcc_gpu_part_free_refine(mcc_gpu_part *p)
 {
-	cudaFree(p->rperm);
-	cudaFree(p->rxy);
-	cudaFree(p->ruix);
-	cudaFree(p->utab);
-	p->rperm = NULL;
-	p->rxy = NULL;
-	p->ruix = NULL;
-	p->utab = NULL;
+	mcc_gpu_rt_free(p->rperm, p->rxy, p->ruix, p->utab);
 	p->gallery_bytes -= (size_t) p->cap_ref * 9 + (size_t) p->cap_utab * 16;
 	p->cap_ref = 0;
 	p->cap_utab = 0;
@@ -166,55 +172,21 @@ void
 mcc_gpu_part_free_gallery(mcc_gpu_part *p)
 {
 	mcc_gpu_part_free_refine(p);
-	cudaFree(p->tcoff);
-	cudaFree(p->sslot);
-	p->tcoff = NULL;
-	p->sslot = NULL;
+	mcc_gpu_rt_free(p->tcoff, p->sslot);
 	p->cap_tco = p->cap_rc = p->n_rc = 0;
-	free(p->h_tcoff);
-	p->h_tcoff = NULL;
-	cudaFree(p->lo);
-	cudaFree(p->hi);
-	cudaFree(p->meta);
-	cudaFree(p->tiles);
-	cudaFree(p->tncyl);
-	cudaFree(p->alive);
-	cudaFree(p->d_gidx);
-	cudaFree(p->d_lid);
-	p->d_gidx = NULL;
-	p->d_lid = NULL;
-	p->lo = p->hi = NULL;
-	p->meta = NULL;
-	p->tiles = NULL;
-	p->tncyl = NULL;
-	p->alive = NULL;
+	mcc_gpu_rt_free(p->lo, p->hi, p->meta, p->tiles, p->tncyl, p->alive, p->d_gidx, p->d_lid);
 	p->cap_cyl = p->cap_tiles = p->cap_tpl = 0;
 	p->n_cyl = p->n_tiles = p->n_tpl = 0;
 	p->gallery_bytes = 0;
-	free(p->gidx);
-	free(p->lid);
-	free(p->tile_off);
-	p->gidx = NULL;
-	p->lid = NULL;
-	p->tile_off = NULL;
+	mcc_gpu_rt_free_malloc(p->h_tcoff, p->gidx, p->lid, p->tile_off);
 }
 
 /* Release the selection buffers of a partition, sized by sc_q and sc_tpl. */
 void
 mcc_gpu_part_free_select(mcc_gpu_part *p)
 {
-	cudaFree(p->scores);
-	cudaFree(p->cand);
-	cudaFree(p->sorted);
-	cudaFree(p->schist);
-	cudaFree(p->small);
-	cudaFree(p->cub_tmp);
-	cudaFreeHost(p->h_small);
-	p->scores = NULL;
-	p->cand = p->sorted = NULL;
-	p->schist = p->small = NULL;
-	p->cub_tmp = NULL;
-	p->h_small = NULL;
+	mcc_gpu_rt_free(p->scores, p->cand, p->sorted, p->schist, p->small, p->cub_tmp);
+	mcc_gpu_rt_free_host(p->h_small);
 	p->sc_q = 0;
 	p->sc_tpl = 0;
 }
@@ -223,14 +195,8 @@ mcc_gpu_part_free_select(mcc_gpu_part *p)
 void
 mcc_gpu_part_free_rscratch(mcc_gpu_part *p)
 {
-	cudaFree(p->rf_buf);
-	cudaFree(p->rf_scr);
-	cudaFree(p->rf_tabs);
-	cudaFree(p->rf_sqrt);
+	mcc_gpu_rt_free(p->rf_buf, p->rf_scr, p->rf_tabs, p->rf_sqrt);
 	p->rf_bytes = 0;
-	p->rf_buf = p->rf_scr = NULL;
-	p->rf_tabs = NULL;
-	p->rf_sqrt = NULL;
 	p->rf_cap = p->rf_scr_cap = 0;
 	p->rf_tabs_gen = 0;
 }
@@ -241,12 +207,9 @@ mcc_gpu_part_free_scratch(mcc_gpu_part *p)
 {
 	mcc_gpu_part_free_rscratch(p);
 	mcc_gpu_order_free(p);
-	cudaFree(p->blob);
 	mcc_gpu_part_free_select(p);
-	cudaFree(p->d_hits);
-	cudaFreeHost(p->h_hits);
-	p->blob = NULL;
-	p->d_hits = p->h_hits = NULL;
+	mcc_gpu_rt_free(p->blob, p->d_hits);
+	mcc_gpu_rt_free_host(p->h_hits);
 	p->blob_cap = p->cub_bytes = p->hits_cap = 0;
 	p->scratch_bytes = 0;
 }

@@ -130,11 +130,7 @@ typedef struct part_build
 static void
 part_build_free(part_build *b)
 {
-	free(b->hss);
-	free(b->tslot);
-	free(b->htile);
-	free(b->hnc);
-	free(b->hal);
+	mcc_gpu_rt_free_malloc(b->hss, b->tslot, b->htile, b->hnc, b->hal);
 }
 
 /*

@@ -346,6 +346,10 @@ void		mcc_gpu_drain(mcc_gpu *g);
 mcc_gpu_code mcc_gpu_fail(mcc_gpu *g, cudaError_t e, const char *what, int dev,
 						  mcc_error *err);
 
+/* Wait for stream st of partition p (its device selected); what: the work, for the error. */
+mcc_gpu_code mcc_gpu_part_wait(mcc_gpu *g, const mcc_gpu_part *p, cudaStream_t st, const char *what,
+							   mcc_error *err);
+
 /* Release the gallery arrays of a partition (refinement records included). */
 void		mcc_gpu_part_free_gallery(mcc_gpu_part *p);
 

@@ -386,16 +386,14 @@ static mcc_gpu_code
 rf_wait(mcc_gpu *g, int pi, mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[pi];
+	mcc_gpu_code rc = mcc_gpu_part_wait(g, p, p->rf_main, "refinement", err);
 	cudaError_t e;
 
-	CK(cudaSetDevice(p->dev), "device selection");
-	CK(cudaStreamSynchronize(p->rf_main), "refinement");
-	if (pi == 0)
-	{
-		CK(mcc_gpu_rt_add_ms(&g->rtiming.h2d_ms, p->rf_tev[0], p->rf_tev[1]), "timing");
-		CK(mcc_gpu_rt_add_ms(&g->rtiming.kernel_ms, p->rf_tev[1], p->rf_tev[2]), "timing");
-		CK(mcc_gpu_rt_add_ms(&g->rtiming.d2h_ms, p->rf_tev[2], p->rf_tev[3]), "timing");
-	}
+	if (rc != MCC_GPU_OK || pi != 0)
+		return rc;
+	CK(mcc_gpu_rt_add_ms(&g->rtiming.h2d_ms, p->rf_tev[0], p->rf_tev[1]), "timing");
+	CK(mcc_gpu_rt_add_ms(&g->rtiming.kernel_ms, p->rf_tev[1], p->rf_tev[2]), "timing");
+	CK(mcc_gpu_rt_add_ms(&g->rtiming.d2h_ms, p->rf_tev[2], p->rf_tev[3]), "timing");
 	return MCC_GPU_OK;
 }
 #undef CK

@@ -393,10 +393,6 @@ rf_prepare(mcc_gpu *g, rf_call *c, mcc_error *err)
 void
 rf_call_free(rf_call *c)
 {
-	free(c->ppart);
-	free(c->used);
-	free(c->pb);
-	free(c->pnb);
-	free(c->idx);
+	mcc_gpu_rt_free_malloc(c->ppart, c->used, c->pb, c->pnb, c->idx);
 	free(c);
 }

@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -182,6 +183,46 @@ mcc_gpu_rt_reserve(void **buf, size_t *cap, size_t need)
 		return e;
 	*cap = need;
 	return cudaSuccess;
+}
+
+/*
+ * Release buffers and forget them: every pointer given is NULL after, so
+ * that a second release, or a reserve, finds nothing to free. Device
+ * buffers (cudaFree), pinned host buffers (cudaFreeHost), malloc'ed ones.
+ */
+template <typename... T>
+static inline void
+mcc_gpu_rt_free(T *&...p)
+{
+	((cudaFree((void *) p), p = NULL), ...);
+}
+
+template <typename... T>
+static inline void
+mcc_gpu_rt_free_host(T *&...p)
+{
+	((cudaFreeHost((void *) p), p = NULL), ...);
+}
+
+template <typename... T>
+static inline void
+mcc_gpu_rt_free_malloc(T *&...p)
+{
+	((free((void *) p), p = NULL), ...);
+}
+
+/*
+ * Queue the copy of bytes of host memory src into the device buffer *buf of
+ * *cap bytes on stream st, the buffer grown first (mcc_gpu_rt_reserve).
+ */
+static inline cudaError_t
+mcc_gpu_rt_upload(void **buf, size_t *cap, const void *src, size_t bytes, cudaStream_t st)
+{
+	cudaError_t e = mcc_gpu_rt_reserve(buf, cap, bytes);
+
+	if (e != cudaSuccess)
+		return e;
+	return cudaMemcpyAsync(*buf, src, bytes, cudaMemcpyHostToDevice, st);
 }
 
 /* Add the milliseconds between two recorded events to *ms (a stage's time). */

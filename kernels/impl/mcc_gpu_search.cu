@@ -428,8 +428,8 @@ grow_hits(mcc_gpu *g, mcc_gpu_part *p, size_t n)
  * the window of k + margin copied by queue_select, whose ties the host
  * orders by id. A list of k >= MCC_GPU_ORDER_MIN (a refining search's
  * shortlist): every candidate the selection returned made a hit and put
- * in (score, id) order on the device, then copied (queued here: *queued,
- * settle_wait waits for it, every partition's at once); without the device
+ * in (score, id) order on the device, then copied (queued here: *queued;
+ * the caller waits for it, every partition's at once); without the device
  * memory for that, the short lists' way (the same result).
  */
 static mcc_gpu_code
@@ -474,18 +474,6 @@ settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, bool *queued, mcc_e
 	return MCC_GPU_OK;
 }
 
-/* Wait for the ordered lists settle_hits queued on partition i. */
-static mcc_gpu_code
-settle_wait(mcc_gpu *g, int i, mcc_error *err)
-{
-	mcc_gpu_part *p = &g->part[i];
-	cudaError_t e;
-
-	CK(cudaSetDevice(p->dev), "device selection");
-	CK(cudaStreamSynchronize(p->st), "search");
-	return MCC_GPU_OK;
-}
-
 /*
  * Wait for partition i's pass; its stage times (partition 0), every score
  * into scores when k == 0, else the selection again with room for every
@@ -495,10 +483,11 @@ static mcc_gpu_code
 collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[i];
+	mcc_gpu_code rc;
 	cudaError_t e;
 
-	CK(cudaSetDevice(p->dev), "device selection");
-	CK(cudaStreamSynchronize(p->st), "search");
+	if ((rc = mcc_gpu_part_wait(g, p, p->st, "search", err)) != MCC_GPU_OK)
+		return rc;
 	if (i == 0)
 	{
 		CK(mcc_gpu_rt_add_ms(&g->timing.h2d_ms, p->ev[0], p->ev[1]), "timing");
@@ -729,7 +718,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			if ((rc = settle_hits(g, i, nq, k, ccap[i], &queued[i], err)) != MCC_GPU_OK)
 				goto fail;
 		for (int i = 0; i < g->nparts; i++)
-			if (queued[i] && (rc = settle_wait(g, i, err)) != MCC_GPU_OK)
+			if (queued[i] && (rc = mcc_gpu_part_wait(g, &g->part[i], g->part[i].st, "search", err)) != MCC_GPU_OK)
 				goto fail;
 	}
 	g->timing.settle_ms += mcc_cuda_now_ms() - t1;

@@ -82,44 +82,40 @@ rb_ph_init(const rb_ws *ws, const rb_args *a, int tid, int nt)
 		ws->sqrt_tab[i] = a->sqrt_tab[i];
 }
 
+/*
+ * A packed side's n cylinders (records cyl) into one side's arrays of the
+ * workspace (side A's, or side B's when B is a packed side too).
+ */
+MCC_HD void
+rb_load_side(const rb_cyl *cyl, uint32_t n, uint32_t nmax, int tid, int nt, uint64_t *bits, double *ux,
+			 double *uy, int16_t *x, int16_t *y, uint16_t *pc, uint8_t *ang)
+{
+	for (uint32_t k = tid; k < n; k += nt)
+	{
+		const rb_cyl *cy = &cyl[k];
+
+		for (int w = 0; w < 4; w++)
+			bits[w * nmax + k] = cy->bits[w];
+		ux[k] = cy->ux;
+		uy[k] = cy->uy;
+		x[k] = cy->x;
+		y[k] = cy->y;
+		pc[k] = cy->pc;
+		ang[k] = cy->angle;
+	}
+}
+
 /* Load both sides; clear the counters and flags of the pair. */
 MCC_HD void
 rb_ph_load(const rb_ws *ws, const rb_args *a, const rb_job *j, int tid, int nt)
 {
-	const rb_side *sa = &a->sides[j->d.a];
 	uint32_t	nmax = a->nmax;
 
-	for (uint32_t k = tid; k < j->na; k += nt)
-	{
-		const rb_cyl *cy = &a->cyl[sa->off + k];
-
-		for (int w = 0; w < 4; w++)
-			ws->abits[w * nmax + k] = cy->bits[w];
-		ws->aux[k] = cy->ux;
-		ws->auy[k] = cy->uy;
-		ws->ax[k] = cy->x;
-		ws->ay[k] = cy->y;
-		ws->apc[k] = cy->pc;
-		ws->aang[k] = cy->angle;
-	}
+	rb_load_side(&a->cyl[a->sides[j->d.a].off], j->na, nmax, tid, nt, ws->abits, ws->aux, ws->auy, ws->ax,
+				 ws->ay, ws->apc, ws->aang);
 	if (j->d.bside)
-	{
-		const rb_side *sb = &a->sides[j->d.b];
-
-		for (uint32_t k = tid; k < j->nb; k += nt)
-		{
-			const rb_cyl *cy = &a->cyl[sb->off + k];
-
-			for (int w = 0; w < 4; w++)
-				ws->bbits[w * nmax + k] = cy->bits[w];
-			ws->bux[k] = cy->ux;
-			ws->buy[k] = cy->uy;
-			ws->bx[k] = cy->x;
-			ws->by[k] = cy->y;
-			ws->bpc[k] = cy->pc;
-			ws->bang[k] = cy->angle;
-		}
-	}
+		rb_load_side(&a->cyl[a->sides[j->d.b].off], j->nb, nmax, tid, nt, ws->bbits, ws->bux, ws->buy,
+					 ws->bx, ws->by, ws->bpc, ws->bang);
 	else
 	{
 		const rb_gallery *g = &a->gal;

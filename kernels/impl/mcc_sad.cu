@@ -155,15 +155,8 @@ sad_kernel_j2y8_smem(const uint32_t *__restrict__ tw, uint32_t tsw, const uint32
 	const uint32_t xw0 = (blockIdx.x * SAD_BT + threadIdx.x) * 2;
 	const uint32_t y0 = y_begin + blockIdx.y * 8;
 	const int	nrows = r_end - r_begin;
-	uint32_t	acc[8][2][4];
+	uint32_t	acc[8][2][4] = {{{0}}};
 
-	SAD_UNROLL
-	for (int dy = 0; dy < 8; dy++)
-		SAD_UNROLL
-		for (int j = 0; j < 2; j++)
-			SAD_UNROLL
-			for (int s = 0; s < 4; s++)
-				acc[dy][j][s] = 0;
 	for (int i = 0; i < nw; i++)
 	{
 		const uint32_t *pcol = pp + ((size_t) i * h + r_begin) * 4;

@@ -280,15 +280,8 @@ SAD_THREAD_FN(const uint32_t *tw, uint32_t tsw, const uint32_t *pp, int h, int n
 			  uint32_t y_end, int r_begin, int r_end, uint64_t *raw, int accumulate,
 			  uint32_t xw0, uint32_t y0)
 {
-	uint32_t	acc[SAD_Y][SAD_J][4];
+	uint32_t	acc[SAD_Y][SAD_J][4] = {{{0}}};
 
-	SAD_UNROLL
-	for (int dy = 0; dy < SAD_Y; dy++)
-		SAD_UNROLL
-		for (int j = 0; j < SAD_J; j++)
-			SAD_UNROLL
-			for (int s = 0; s < 4; s++)
-				acc[dy][j][s] = 0;
 	for (int i = 0; i < nw; i++)
 		SAD_COLUMN_FN(tw + (size_t) (y0 + r_begin) * tsw + xw0 + i, tsw,
 					  pp + ((size_t) i * h + r_begin) * 4, r_end - r_begin, acc);

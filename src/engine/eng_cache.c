@@ -483,15 +483,9 @@ eng_cache_append(eng_cache *c, int64_t key, uint64_t hash, uint64_t insert_xid,
 	e->side = side_append(c, t);
 	e->key = key;
 	e->hash = hash;
-	e->insert_xid = insert_xid;
-	e->delete_xid = delete_xid;
 	e->tid = 0;
 	e->xmin = 0;
-	e->flags = flags & (ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
-	if (delete_xid == 0)
-		e->flags &= ~ENG_E_LOAD_DEL;
-	if (insert_xid < FIRST_NORMAL_XID)
-		e->flags |= ENG_E_INS_SETTLED;
+	eng_entry_set_xids(e, insert_xid, delete_xid, flags);
 	h = eng_cache_key_slot(c, key);
 	e->next = c->slots[h];
 	c->slots[h] = i;

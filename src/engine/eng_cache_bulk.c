@@ -287,13 +287,7 @@ eng_cache_revive(eng_cache *c, uint32_t idx, uint64_t insert_xid, uint64_t delet
 	if (!(e->flags & ENG_E_PURGED))
 		return;
 	c->version++;
-	e->insert_xid = insert_xid;
-	e->delete_xid = delete_xid;
-	e->flags = flags & (ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
-	if (delete_xid == 0)
-		e->flags &= ~ENG_E_LOAD_DEL;
-	if (insert_xid < FIRST_NORMAL_XID)
-		e->flags |= ENG_E_INS_SETTLED;
+	eng_entry_set_xids(e, insert_xid, delete_xid, flags);
 	c->n_purged--;
 	if (eng_entry_unsettled(e))
 		c->n_unsettled++;
@@ -312,13 +306,9 @@ eng_cache_bulk_put(eng_cache *c, const eng_bulk_at *at, int64_t key,
 	e->side = at->side;
 	e->key = key;
 	e->hash = hash;
-	e->insert_xid = insert_xid;
-	e->delete_xid = delete_xid;
 	e->tid = tid;
 	e->xmin = xmin;
-	e->flags = ENG_E_LOAD_INS | (delete_xid != 0 ? ENG_E_LOAD_DEL : 0);
-	if (insert_xid < FIRST_NORMAL_XID)
-		e->flags |= ENG_E_INS_SETTLED;
+	eng_entry_set_xids(e, insert_xid, delete_xid, ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
 }
 
 void

@@ -15,6 +15,23 @@
 
 #define FIRST_NORMAL_XID 3		/* PostgreSQL's xids below this are special */
 
+/*
+ * An entry's transactions as a load or a delta gives them: the xids, and
+ * of flags the load's ENG_E_LOAD_INS and ENG_E_LOAD_DEL (the latter only
+ * with a deleting xid); a special inserting xid (frozen) is settled.
+ */
+static inline void
+eng_entry_set_xids(eng_entry *e, uint64_t insert_xid, uint64_t delete_xid, uint32_t flags)
+{
+	e->insert_xid = insert_xid;
+	e->delete_xid = delete_xid;
+	e->flags = flags & (ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
+	if (delete_xid == 0)
+		e->flags &= ~ENG_E_LOAD_DEL;
+	if (insert_xid < FIRST_NORMAL_XID)
+		e->flags |= ENG_E_INS_SETTLED;
+}
+
 /* Index slot of a key (eng_index.h's hash). */
 static inline uint32_t
 eng_cache_key_slot(const eng_cache *c, int64_t key)

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mcc_topk.h"
+
 typedef struct eng_hit
 {
 	float		score;
@@ -30,17 +32,13 @@ typedef struct eng_hits
 	eng_hit    *h;				/* a heap with the worst hit at the root */
 } eng_hits;
 
-/* true if a ranks before b. */
+/* true if a ranks before b: mcc_row_better, then the smaller entry. */
 static inline bool
 eng_hit_better(const eng_hit *a, const eng_hit *b)
 {
-	if (a->score != b->score)
-		return a->score > b->score;
-	if (a->key != b->key)
-		return a->key < b->key;
-	if (a->hash != b->hash)
-		return a->hash < b->hash;
-	return a->entry < b->entry;
+	if (a->score == b->score && a->key == b->key && a->hash == b->hash)
+		return a->entry < b->entry;
+	return mcc_row_better(a->score, a->key, a->hash, b->score, b->key, b->hash);
 }
 
 void		eng_hits_init(eng_hits *t, uint32_t k);

@@ -429,13 +429,14 @@ eng_image_request(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 	return true;
 }
 
-bool
-eng_image_cancel(eng_server *s, uint64_t conn_id, uint64_t request_id)
+/* Cancel conn_id's jobs, every one or request_id's; whether there was any. */
+static bool
+cancel_jobs(eng_server *s, uint64_t conn_id, bool every, uint64_t request_id)
 {
 	bool		found = false;
 
 	for (eng_image_job *j = s->images; j; j = j->next)
-		if (j->conn_id == conn_id && j->request_id == request_id)
+		if (j->conn_id == conn_id && (every || j->request_id == request_id))
 		{
 			j->cancel = 1;
 			found = true;
@@ -443,12 +444,16 @@ eng_image_cancel(eng_server *s, uint64_t conn_id, uint64_t request_id)
 	return found;
 }
 
+bool
+eng_image_cancel(eng_server *s, uint64_t conn_id, uint64_t request_id)
+{
+	return cancel_jobs(s, conn_id, false, request_id);
+}
+
 void
 eng_image_conn_closed(eng_server *s, uint64_t conn_id)
 {
-	for (eng_image_job *j = s->images; j; j = j->next)
-		if (j->conn_id == conn_id)
-			j->cancel = 1;
+	cancel_jobs(s, conn_id, true, 0);
 }
 
 void

@@ -160,17 +160,10 @@ eng_pool_stop(eng_pool *p)
 {
 	if (p == NULL)
 		return;
-	pthread_mutex_lock(&p->lock);
-	p->stop = true;
-	pthread_cond_broadcast(&p->wake);
-	pthread_mutex_unlock(&p->lock);
-	for (int i = 0; i < p->started; i++)
-		pthread_join(p->threads[i], NULL);
+	mcc_job_shutdown(&p->lock, &p->wake, &p->stop, p->threads, p->started);
 	free(p->threads);
 	close(p->pipe_rd);
 	close(p->pipe_wr);
-	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->wake);
 	free(p);
 }
 

@@ -210,13 +210,6 @@ eng_prefault_stop(eng_prefault *p)
 {
 	if (p == NULL)
 		return;
-	pthread_mutex_lock(&p->lock);
-	p->stop = true;
-	pthread_cond_broadcast(&p->moved);
-	pthread_mutex_unlock(&p->lock);
-	for (int i = 0; i < p->n_threads; i++)
-		pthread_join(p->tids[i], NULL);
-	pthread_cond_destroy(&p->moved);
-	pthread_mutex_destroy(&p->lock);
+	mcc_job_shutdown(&p->lock, &p->moved, &p->stop, p->tids, p->n_threads);
 	free(p);
 }

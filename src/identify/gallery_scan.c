@@ -483,17 +483,12 @@ read_block(mcc_heap_rows *r, BlockNumber blk)
 	TestForOldSnapshot(r->snapshot, r->rel, page);
 	all_visible = PageIsAllVisible(page) && !r->snapshot->takenDuringRecovery;
 	maxoff = PageGetMaxOffsetNumber(page);
-	tup.t_tableOid = RelationGetRelid(r->rel);
 	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 	{
-		ItemId		lp = PageGetItemId(page, off);
 		bool		valid;
 
-		if (!ItemIdIsNormal(lp))
+		if (!mcc_pg_page_tuple(page, blk, off, RelationGetRelid(r->rel), &tup))
 			continue;
-		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tup.t_len = ItemIdGetLength(lp);
-		ItemPointerSet(&tup.t_self, blk, off);
 		valid = all_visible || HeapTupleSatisfiesVisibility(&tup, r->snapshot, buf);
 		HeapCheckForSerializableConflictOut(valid, r->rel, &tup, buf, r->snapshot);
 		if (valid)
@@ -502,14 +497,8 @@ read_block(mcc_heap_rows *r, BlockNumber blk)
 	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 	/* the tuples found visible stay valid while the page is pinned */
 	for (int i = 0; i < n_visible; i++)
-	{
-		ItemId		lp = PageGetItemId(page, visible[i]);
-
-		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tup.t_len = ItemIdGetLength(lp);
-		ItemPointerSet(&tup.t_self, blk, visible[i]);
-		read_tuple(r, &tup);
-	}
+		if (mcc_pg_page_tuple(page, blk, visible[i], RelationGetRelid(r->rel), &tup))
+			read_tuple(r, &tup);
 	hand_over(r);
 	ReleaseBuffer(buf);
 }

@@ -15,6 +15,7 @@
 #include "utils/memutils.h"
 
 #include "mcc_hash.h"
+#include "mcc_topk.h"
 
 #define SHORTLIST_FIRST 64		/* first storage, in rows */
 
@@ -28,15 +29,11 @@ mcc_shortlist_init(mcc_shortlist *sl, int64 cap, MemoryContext cxt)
 	sl->h = MemoryContextAllocHuge(cxt, Max(sl->alloc, 1) * sizeof(mcc_short_hit));
 }
 
-/* true if a ranks before b. */
+/* true if a ranks before b (the engine's order of rows, mcc_topk.h). */
 static inline bool
 better(const mcc_short_hit *a, const mcc_short_hit *b)
 {
-	if (a->score != b->score)
-		return a->score > b->score;
-	if (a->key != b->key)
-		return a->key < b->key;
-	return a->hash < b->hash;
+	return mcc_row_better(a->score, a->key, a->hash, b->score, b->key, b->hash);
 }
 
 #define MCC_HEAP_PREFIX shortlist

@@ -10,11 +10,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "lib/binaryheap.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
-#include "mcc_cmp.h"
+#include "mcc_topk.h"
 
 /*
  * Paper 000 refines the best 0.1 % of the gallery. We refine 0.4 %: at
@@ -174,67 +173,31 @@ mcc_refine_flat_limit(int32 k)
 	return lo;
 }
 
-/* qsort comparator: score descending, key ascending */
-static int
-cmp_refined(const void *a, const void *b)
-{
-	const mcc_refined *x = a;
-	const mcc_refined *y = b;
-
-	return MCC_CMP_THEN(MCC_CMP(y->score, x->score), x->key, y->key);
-}
-
-/* binaryheap comparator over indices into the candidates: the worst on top */
-static int
-cmp_heap(Datum a, Datum b, void *arg)
-{
-	const mcc_refined *c = arg;
-
-	return cmp_refined(&c[DatumGetInt64(a)], &c[DatumGetInt64(b)]);
-}
-
 /*
- * Move the k best of c[0 .. m) to c[0 .. k), in no order: a heap of the k
- * best so far whose top is the worst of them, so that a shortlist of
- * thousands costs m log k comparisons instead of a sort of all m.
+ * The k best by mcc_topk (its order is mcc_refine_rank's: score descending,
+ * key ascending), so that a shortlist of thousands costs n log k
+ * comparisons instead of a sort of all n.
  */
-static void
-keep_best(mcc_refined *c, int64 m, int32 k)
-{
-	binaryheap *h = binaryheap_allocate(k, cmp_heap, c);
-	mcc_refined *best = palloc(sizeof(mcc_refined) * k);
-	int64		i;
-
-	for (i = 0; i < k; i++)
-		binaryheap_add_unordered(h, Int64GetDatum(i));
-	binaryheap_build(h);
-	for (; i < m; i++)
-		if (cmp_refined(&c[i], &c[DatumGetInt64(binaryheap_first(h))]) < 0)
-			binaryheap_replace_first(h, Int64GetDatum(i));
-	for (i = 0; i < k; i++)
-		best[i] = c[DatumGetInt64(h->bh_nodes[i])];
-	memcpy(c, best, sizeof(mcc_refined) * k);
-	pfree(best);
-	binaryheap_free(h);
-}
-
 int64
 mcc_refine_rank(mcc_refined *c, int64 n, int32 k, float4 min_score)
 {
-	int64		m = 0;
-	int64		i;
+	int64		cap = Min(n, (int64) k);
+	mcc_hit    *best;
+	mcc_topk	t;
 
 	if (k <= 0)
 		return 0;
-	for (i = 0; i < n; i++)
+	best = palloc(sizeof(mcc_hit) * Max(cap, 1));
+	mcc_topk_init(&t, k, best, cap);
+	for (int64 i = 0; i < n; i++)
 		if (c[i].score >= min_score)
-			c[m++] = c[i];
-	if (m > k)
+			mcc_topk_push(&t, c[i].score, c[i].key);
+	mcc_topk_sort(&t);
+	for (int64 i = 0; i < t.n; i++)
 	{
-		keep_best(c, m, k);
-		m = k;
+		c[i].score = best[i].score;
+		c[i].key = best[i].id;
 	}
-	if (m > 1)
-		qsort(c, m, sizeof(mcc_refined), cmp_refined);
-	return m;
+	pfree(best);
+	return t.n;
 }

@@ -11,6 +11,7 @@
 #include "fmgr.h"
 #include "access/htup.h"
 #include "access/tupdesc.h"
+#include "storage/bufpage.h"
 
 #include "mcc_error.h"
 #include "mcc_minutiae.h"
@@ -58,6 +59,14 @@ extern void mcc_pg_open(const struct varlena *t, mcc_template_view *v);
  */
 extern void mcc_pg_open_stored(const struct varlena *t, mcc_template_view *v);
 
+/*
+ * The minutiae of a template (raises if it is corrupt) and, profile not
+ * NULL, its profile: what the text and record outputs write
+ * (src/template/template_io.c).
+ */
+extern void mcc_pg_minutiae(const struct varlena *t, mcc_minutiae *ms,
+							const mcc_profile **profile);
+
 /* Build a palloc'd template from minutiae with profile p; raises on bad input. */
 extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p);
 
@@ -68,6 +77,26 @@ extern struct varlena *mcc_pg_build(const mcc_minutiae *ms, const mcc_profile *p
  */
 extern Datum mcc_pg_tuple_attr(HeapTuple tup, TupleDesc desc, AttrNumber attnum,
 							   bool *isnull);
+
+/*
+ * The tuple at offset off of block blk of relation relid, a page locked or
+ * known to hold it, in tup (pointing into the page), as heapgetpage reads
+ * one; false if the line pointer is not a normal one (unused, dead, a
+ * redirect). The scans that read a page themselves use it.
+ */
+static inline bool
+mcc_pg_page_tuple(Page page, BlockNumber blk, OffsetNumber off, Oid relid, HeapTuple tup)
+{
+	ItemId		lp = PageGetItemId(page, off);
+
+	if (!ItemIdIsNormal(lp))
+		return false;
+	tup->t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	tup->t_len = ItemIdGetLength(lp);
+	tup->t_tableOid = relid;
+	ItemPointerSet(&tup->t_self, blk, off);
+	return true;
+}
 
 /* Schema of extension extoid (InvalidOid if there is none). */
 extern Oid	mcc_pg_extension_schema(Oid extoid);

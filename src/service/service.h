@@ -299,8 +299,16 @@ extern const char *mcc_reader_take(mcc_reader *r, size_t n, const char *detail);
 /* Raise a protocol violation with detail if r was read past its end. */
 extern void mcc_reader_check(const mcc_reader *r, const char *detail);
 
-/* Raise unless n items of `each` bytes are left (before allocating for them). */
-extern void mcc_reader_need(mcc_reader *r, uint32 n, size_t each);
+/*
+ * An array's uint32 count, into *n, and palloc'd room (one element at least)
+ * for that many elements of elem bytes, whose records take `each` bytes of
+ * the payload: raises first unless that many are left, so that a bad count
+ * never allocates.
+ */
+extern void *mcc_get_records(mcc_reader *r, size_t each, size_t elem, uint32 *n);
+
+/* A uint32 count, into *n, and that many uint64s (mcc_get_records). */
+extern uint64 *mcc_get_u64_array(mcc_reader *r, uint32 *n);
 
 /* Raise the engine's ERROR reply as an ERROR. */
 extern void mcc_raise_engine_error(const mcc_reply *reply) pg_attribute_noreturn();
@@ -447,6 +455,13 @@ extern bool mcc_gallery_ref_slot(mcc_gallery_ref *ref);
  * (profile_id 0: any)?
  */
 extern bool mcc_slot_needs_load(const mcc_gallery_ref *g, int profile_id);
+
+/*
+ * The slot's current generation (0 if the slot went away) and, searchable
+ * not NULL, the engine's searchable entries as the last search saw them (0
+ * if unknown).
+ */
+extern uint64 mcc_slot_generation(const mcc_gallery_ref *g, uint64 *searchable);
 
 /* Note in the slot that the cache must be reloaded (engine said so). */
 extern void mcc_slot_mark_reload(const mcc_gallery_ref *g);

@@ -640,13 +640,26 @@ mcc_reader_take(mcc_reader *r, size_t n, const char *detail)
 	return p;
 }
 
-/* Raise unless n items of `each` bytes are left. */
-void
-mcc_reader_need(mcc_reader *r, uint32 n, size_t each)
+/* An array's count and room for it, once the payload holds it (service.h). */
+void *
+mcc_get_records(mcc_reader *r, size_t each, size_t elem, uint32 *n)
 {
-	if (mcc_wire_rd_left(r) / each < n)
+	*n = mcc_get_u32(r);
+	if (mcc_wire_rd_left(r) / each < *n)
 		r->bad = true;
 	mcc_reader_check(r, ENDED_EARLY);
+	return palloc(Max(*n, 1) * elem);
+}
+
+/* A count and that many uint64s. */
+uint64 *
+mcc_get_u64_array(mcc_reader *r, uint32 *n)
+{
+	uint64	   *v = mcc_get_records(r, sizeof(uint64), sizeof(uint64), n);
+
+	for (uint32 i = 0; i < *n; i++)
+		v[i] = mcc_get_u64(r);
+	return v;
 }
 
 /* n raw bytes of a payload; raises if the payload is shorter. */

@@ -179,23 +179,6 @@ predicate_lock_gallery(List *relids)
 	}
 }
 
-/*
- * The slot's current generation (0 if the slot went away), and the engine's
- * searchable entries as the last search saw them (0 if unknown).
- */
-static uint64
-current_generation(const mcc_gallery_ref *ref, uint64 *searchable)
-{
-	uint64		gen;
-
-	if (!mcc_slot_lock(ref->slot, ref->relid, ref->epoch, LW_SHARED))
-		return 0;
-	gen = mcc_svc->slots[ref->slot].generation;
-	*searchable = mcc_svc->slots[ref->slot].searchable;
-	LWLockRelease(MCC_SLOT_LOCK(ref->slot));
-	return gen;
-}
-
 /* Keep the slot's estimate of the searchable entries (when it moved by 1/8). */
 static void
 note_searchable(const mcc_gallery_ref *ref, uint64 known, uint64 now)
@@ -297,7 +280,7 @@ static search_outcome
 search_visible(serve_req *r, char **why)
 {
 	uint64		known = 0;
-	uint64		gen = current_generation(&r->ref, &known);
+	uint64		gen = mcc_slot_generation(&r->ref, &known);
 	uint64		kprime;
 	uint64		count_xmin = 0;
 	uint64		count_above = 0;
@@ -370,7 +353,7 @@ static search_outcome
 search_count(serve_req *r, char **why)
 {
 	uint64		known = 0;
-	uint64		gen = current_generation(&r->ref, &known);
+	uint64		gen = mcc_slot_generation(&r->ref, &known);
 	mcc_reply	reply;
 
 	if (gen == 0)
@@ -573,7 +556,7 @@ static search_outcome
 search_refined(serve_req *r, char **why)
 {
 	uint64		known = 0;
-	uint64		gen = current_generation(&r->ref, &known);
+	uint64		gen = mcc_slot_generation(&r->ref, &known);
 	int64		flat = req_flat(r);
 	int64		limit = req_flat_limit(r);
 	uint64		count_xmin = mcc_full_xid(GetActiveSnapshot()->xmin);

@@ -62,6 +62,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rls.h"
@@ -159,15 +160,6 @@ mcc_slot_mark_reload(const mcc_gallery_ref *g)
 	LWLockRelease(MCC_SLOT_LOCK(g->slot));
 }
 
-static int
-oid_cmp(const void *a, const void *b)
-{
-	Oid			x = *(const Oid *) a;
-	Oid			y = *(const Oid *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The gallery's relations by OID, whose positions make the tids' ordinals. */
 static void
 relation_order(load_state *st)
@@ -223,15 +215,17 @@ gallery_size(List *relids, uint64 *rows, uint64 *blocks)
 	*rows = (uint64) total;
 }
 
-/* The generation to claim for a load: the slot's current one. */
-static uint64
-slot_generation(const mcc_gallery_ref *g)
+/* The slot's generation: what a load claims, and what identify() checks. */
+uint64
+mcc_slot_generation(const mcc_gallery_ref *g, uint64 *searchable)
 {
 	uint64		gen;
 
 	if (!mcc_slot_lock(g->slot, g->relid, g->epoch, LW_SHARED))
 		return 0;
 	gen = mcc_svc->slots[g->slot].generation;
+	if (searchable != NULL)
+		*searchable = mcc_svc->slots[g->slot].searchable;
 	LWLockRelease(MCC_SLOT_LOCK(g->slot));
 	return gen;
 }
@@ -270,28 +264,32 @@ slot_load_refused(const mcc_gallery_ref *g)
 	LWLockRelease(MCC_SLOT_LOCK(g->slot));
 }
 
+bool
+mcc_load_send_wait(load_state *st, uint16 type, const char *what, mcc_reply *reply)
+{
+	StringInfoData f;
+
+	mcc_frame_begin(&f);
+	mcc_conn_send(&f, type, st->request_id);
+	pfree(f.data);
+	if (mcc_conn_wait_reply(st->request_id, reply))
+		return true;
+	st->result = MCC_LOAD_UNAVAILABLE;
+	st->why = psprintf("the matcher engine did not %s within mcc.request_timeout", what);
+	return false;
+}
+
 /* Send the last rows and LOAD_END; the engine's answer in *reply. */
 bool
 mcc_load_finish(load_state *st, mcc_reply *reply)
 {
-	StringInfoData f;
-
 	if (!st->begun)
 		mcc_load_send_begin(st);			/* an empty gallery */
 	/* a joinable load that got no row: the engine takes the default too */
 	if (st->profile_id == 0)
 		st->profile_id = MCC_PROFILE_DEFAULT;
 	mcc_load_rows_flush(st);
-	mcc_frame_begin(&f);
-	mcc_conn_send(&f, MCC_MSG_LOAD_END, st->request_id);
-	pfree(f.data);
-	if (!mcc_conn_wait_reply(st->request_id, reply))
-	{
-		st->result = MCC_LOAD_UNAVAILABLE;
-		st->why = pstrdup("the matcher engine did not finish the load within mcc.request_timeout");
-		return false;
-	}
-	return true;
+	return mcc_load_send_wait(st, MCC_MSG_LOAD_END, "finish the load", reply);
 }
 
 /* Send LOAD_BEGIN, every row, LOAD_END; the engine's answer in *reply. */
@@ -478,7 +476,7 @@ load_locked(mcc_gallery_ref *g, int profile_id, int opts, bool replace, uint64 *
 	rel = relation_open(g->relid, NoLock);
 	st.horizon = GetOldestNonRemovableTransactionId(rel);
 	relation_close(rel, NoLock);
-	st.gen = slot_generation(g);
+	st.gen = mcc_slot_generation(g, NULL);	/* the generation the load claims */
 	if (st.gen == 0)
 	{
 		*why = pstrdup("the gallery's slot was freed during the load");

@@ -124,6 +124,14 @@ extern bool mcc_load_scan(load_state *st, Relation rel, TableScanDesc scan, Attr
 extern uint64 mcc_load_relation_ordinal(const load_state *st, Oid relid);
 extern bool mcc_load_finish(load_state *st, mcc_reply *reply);
 
+/*
+ * Send st's request a message of this type with no payload and wait for
+ * the engine's answer; false, with st unavailable and why saying that the
+ * engine did not `what` in time, when none came within mcc.request_timeout.
+ */
+extern bool mcc_load_send_wait(load_state *st, uint16 type, const char *what,
+							   mcc_reply *reply);
+
 /* service_load_progress.c */
 extern void mcc_load_progress_report(load_state *st);
 extern void mcc_load_slot_progress(const load_state *st, bool done);

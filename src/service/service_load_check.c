@@ -62,18 +62,13 @@ heads_page(load_state *st, Relation rel, Buffer buf, AttrNumber tpl_att, bool wa
 
 	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 	{
-		ItemId		lp = PageGetItemId(page, off);
 		HeapTupleData tup;
 		uint64		ins;
 		uint64		del;
 		bool		risky;
 
-		if (!ItemIdIsNormal(lp))
+		if (!mcc_pg_page_tuple(page, blk, off, RelationGetRelid(rel), &tup))
 			continue;
-		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tup.t_len = ItemIdGetLength(lp);
-		tup.t_tableOid = RelationGetRelid(rel);
-		ItemPointerSet(&tup.t_self, blk, off);
 		if (!mcc_load_tuple_xids(&tup, buf, st->horizon, st->pin_xmin, &ins, &del, &risky) ||
 			heap_attisnull(&tup, tpl_att, desc))
 			continue;
@@ -150,7 +145,6 @@ heads_relation(load_state *st, Oid relid, StringInfo f, uint32 *n)
 bool
 mcc_load_stream_snapshot(load_state *st, mcc_reply *reply, bool *full)
 {
-	StringInfoData f;
 	StringInfoData heads;
 	uint32		n = 0;
 	uint32		n_want;
@@ -164,15 +158,8 @@ mcc_load_stream_snapshot(load_state *st, mcc_reply *reply, bool *full)
 		if (!heads_relation(st, lfirst_oid(lc), &heads, &n))
 			return false;
 	heads_flush(st, &heads, &n);
-	mcc_frame_begin(&f);
-	mcc_conn_send(&f, MCC_MSG_LOAD_HEADS_END, st->request_id);
-	pfree(f.data);
-	if (!mcc_conn_wait_reply(st->request_id, reply))
-	{
-		st->result = MCC_LOAD_UNAVAILABLE;
-		st->why = pstrdup("the matcher engine did not check the cache snapshot within mcc.request_timeout");
+	if (!mcc_load_send_wait(st, MCC_MSG_LOAD_HEADS_END, "check the cache snapshot", reply))
 		return false;
-	}
 	if (reply->type == MCC_MSG_ERROR &&
 		(reply->err_code == MCC_PERR_NOT_LOADED || reply->err_code == MCC_PERR_TOO_LARGE))
 	{
@@ -183,10 +170,7 @@ mcc_load_stream_snapshot(load_state *st, mcc_reply *reply, bool *full)
 	}
 	if (reply->type != MCC_MSG_WANT)
 		return true;			/* the load's answer (an error) */
-	n_want = mcc_get_u32(&reply->body);
-	tids = palloc(sizeof(uint64) * Max(n_want, 1));
-	for (uint32 i = 0; i < n_want; i++)
-		tids[i] = mcc_get_u64(&reply->body);
+	tids = mcc_get_u64_array(&reply->body, &n_want);
 	st->wanted = n_want;
 	mcc_load_rows_frame_begin(st);
 	if (!mcc_load_fetch_tids(st, tids, NULL, n_want))

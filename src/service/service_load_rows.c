@@ -422,7 +422,6 @@ mcc_load_fetch_tids(load_state *st, const uint64 *tids, const TransactionId *xmi
 		OffsetNumber off = (OffsetNumber) (tids[i] & 0xFFFF);
 		Buffer		buf;
 		Page		page;
-		ItemId		lp;
 		HeapTupleData tup;
 
 		CHECK_FOR_INTERRUPTS();
@@ -448,18 +447,13 @@ mcc_load_fetch_tids(load_state *st, const uint64 *tids, const TransactionId *xmi
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		if (off < FirstOffsetNumber || off > PageGetMaxOffsetNumber(page) ||
-			!ItemIdIsNormal(lp = PageGetItemId(page, off)) ||
-			(xmins != NULL &&
-			 HeapTupleHeaderGetRawXmin((HeapTupleHeader) PageGetItem(page, lp)) != xmins[i]))
+			!mcc_pg_page_tuple(page, blk, off, RelationGetRelid(rel), &tup) ||
+			(xmins != NULL && HeapTupleHeaderGetRawXmin(tup.t_data) != xmins[i]))
 		{
 			UnlockReleaseBuffer(buf);
 			st->vanished++;
 			continue;
 		}
-		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tup.t_len = ItemIdGetLength(lp);
-		tup.t_tableOid = RelationGetRelid(rel);
-		ItemPointerSet(&tup.t_self, blk, off);
 		ok = keep_tuple(st, rel, &tup, buf, key_att, tpl_att, row_cxt);
 		ReleaseBuffer(buf);
 	}

@@ -62,9 +62,7 @@ parse_count(serve_req *r, mcc_reader *b)
 
 	r->count_state = mcc_get_u32(b);
 	r->count_certain = mcc_get_u64(b);
-	n = mcc_get_u32(b);
-	mcc_reader_need(b, n, 24);
-	r->count_groups = palloc(Max(n, 1) * sizeof(mcc_count_group));
+	r->count_groups = mcc_get_records(b, 24, sizeof(mcc_count_group), &n);
 	r->count_n_groups = n;
 	for (i = 0; i < n; i++)
 	{
@@ -75,25 +73,32 @@ parse_count(serve_req *r, mcc_reader *b)
 	}
 }
 
-/* Parse a probe's rhits (a refining search) into a. */
+/* A hit: LSS score, key, template hash (20 bytes; a refining search's rhit begins so). */
+static void
+get_hit(mcc_reader *b, float *score, int64 *key, uint64 *hash)
+{
+	*score = mcc_get_f32(b);
+	*key = mcc_get_i64(b);
+	*hash = mcc_get_u64(b);
+}
+
+/* Parse a probe's rhits (a refining search) into a: a hit, the refined score, the version. */
 static void
 parse_rhits(probe_answer *a, mcc_reader *b)
 {
-	uint32		n = mcc_get_u32(b);
-	uint32		j;
+	uint32		n;
 
-	mcc_reader_need(b, n, 40);
-	a->rc = palloc(Max(n, 1) * sizeof(mcc_rhit));
+	a->rc = mcc_get_records(b, 40, sizeof(mcc_rhit), &n);
 	a->n_rc = (int) n;
-	for (j = 0; j < n; j++)
+	for (uint32 j = 0; j < n; j++)
 	{
-		a->rc[j].score = mcc_get_f32(b);
-		a->rc[j].key = mcc_get_i64(b);
-		a->rc[j].hash = mcc_get_u64(b);
-		a->rc[j].refined = mcc_get_f32(b);
-		a->rc[j].v.insert_xid = mcc_get_u64(b);
-		a->rc[j].v.delete_xid = mcc_get_u64(b);
-		a->rc[j].v.flags = mcc_get_u32(b);
+		mcc_rhit   *h = &a->rc[j];
+
+		get_hit(b, &h->score, &h->key, &h->hash);
+		h->refined = mcc_get_f32(b);
+		h->v.insert_xid = mcc_get_u64(b);
+		h->v.delete_xid = mcc_get_u64(b);
+		h->v.flags = mcc_get_u32(b);
 	}
 }
 
@@ -114,7 +119,6 @@ parse_result(serve_req *r, mcc_reply *reply, bool in_engine)
 	{
 		probe_answer *a = &r->ans[i];
 		uint32		n;
-		uint32		j;
 		uint32		more;
 
 		more = mcc_get_u32(b);
@@ -126,15 +130,9 @@ parse_result(serve_req *r, mcc_reply *reply, bool in_engine)
 			parse_rhits(a, b);
 			continue;
 		}
-		n = mcc_get_u32(b);
-		mcc_reader_need(b, n, 20);
-		a->cand = palloc(Max(n, 1) * sizeof(candidate));
+		a->cand = mcc_get_records(b, 20, sizeof(candidate), &n);
 		a->n_cand = (int) n;
-		for (j = 0; j < n; j++)
-		{
-			a->cand[j].score = mcc_get_f32(b);
-			a->cand[j].key = mcc_get_i64(b);
-			a->cand[j].hash = mcc_get_u64(b);
-		}
+		for (uint32 j = 0; j < n; j++)
+			get_hit(b, &a->cand[j].score, &a->cand[j].key, &a->cand[j].hash);
 	}
 }

@@ -86,7 +86,6 @@ settle_round(serve_req *r)
 	uint64		id = mcc_conn_next_id();
 	uint64	   *xids;
 	uint32		n;
-	uint32		i;
 	uint32		n_states;
 	uint64		horizon;
 	Relation	rel;
@@ -100,11 +99,7 @@ settle_round(serve_req *r)
 	rel = relation_open(r->ref.relid, NoLock);
 	horizon = mcc_full_xid(GetOldestNonRemovableTransactionId(rel));
 	relation_close(rel, NoLock);
-	n = mcc_get_u32(&reply.body);
-	mcc_reader_need(&reply.body, n, 8);
-	xids = palloc(Max(n, 1) * sizeof(uint64));
-	for (i = 0; i < n; i++)
-		xids[i] = mcc_get_u64(&reply.body);
+	xids = mcc_get_u64_array(&reply.body, &n);
 	initStringInfo(&states);
 	xid_states(xids, n, &states, &n_states);
 

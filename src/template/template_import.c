@@ -177,14 +177,12 @@ mcc_template_to_iso(PG_FUNCTION_ARGS)
 {
 	struct varlena *t = MCC_GETARG_TEMPLATE(0);
 	mcc_record_format fmt = record_format_arg(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	mcc_template_view v;
 	mcc_minutiae ms;
 	mcc_error	err;
 	size_t		len = 0;
 	bytea	   *out;
 
-	mcc_pg_open(t, &v);
-	mcc_template_minutiae(&v, &ms);
+	mcc_pg_minutiae(t, &ms, NULL);
 	if (mcc_iso_write(&ms, fmt, NULL, &len, &err) != MCC_OK)
 		mcc_pg_raise(&err);
 	out = (bytea *) palloc(VARHDRSZ + len);
@@ -199,13 +197,11 @@ Datum
 mcc_template_to_xyt(PG_FUNCTION_ARGS)
 {
 	struct varlena *t = MCC_GETARG_TEMPLATE(0);
-	mcc_template_view v;
 	mcc_minutiae ms;
 	size_t		len;
 	char	   *s;
 
-	mcc_pg_open(t, &v);
-	mcc_template_minutiae(&v, &ms);
+	mcc_pg_minutiae(t, &ms, NULL);
 	len = mcc_xyt_write(&ms, NULL, 0);
 	s = palloc(len + 1);
 	mcc_xyt_write(&ms, s, len + 1);

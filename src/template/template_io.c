@@ -51,27 +51,38 @@ mcc_pg_template_from_json(const char *text, size_t len)
 	return mcc_pg_build(&ms, p);
 }
 
+/* A template's minutiae, and its profile (mcc_pg.h). */
+void
+mcc_pg_minutiae(const struct varlena *t, mcc_minutiae *ms, const mcc_profile **profile)
+{
+	mcc_template_view v;
+
+	mcc_pg_open(t, &v);
+	mcc_template_minutiae(&v, ms);
+	if (profile != NULL)
+		*profile = v.profile;
+}
+
 /* Canonical JSON of a stored template. */
 char *
 mcc_pg_template_to_json(const struct varlena *t)
 {
-	mcc_template_view v;
 	mcc_minutiae ms;
+	const mcc_profile *p;
 	size_t		cap;
 	size_t		len;
 	char	   *out;
 
-	mcc_pg_open(t, &v);
-	mcc_template_minutiae(&v, &ms);
+	mcc_pg_minutiae(t, &ms, &p);
 	/* one pass for typical values; a second only if they do not fit */
 	cap = JSON_HEAD_ESTIMATE + JSON_MINUTIA_ESTIMATE * (size_t) ms.count;
 	out = palloc(cap);
-	len = mcc_json_write(&ms, v.profile, out, cap);
+	len = mcc_json_write(&ms, p, out, cap);
 	if (len >= cap)
 	{
 		pfree(out);
 		out = palloc(len + 1);
-		mcc_json_write(&ms, v.profile, out, len + 1);
+		mcc_json_write(&ms, p, out, len + 1);
 	}
 	return out;
 }

@@ -337,7 +337,6 @@ read_page(mcc_toast_stream *ts, BlockNumber blk, int *done, bool *hit)
 	*hit = false;
 	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 	{
-		ItemId		lp = PageGetItemId(page, off);
 		HeapTupleData tup;
 		bool		isnull;
 		Datum		d;
@@ -346,12 +345,8 @@ read_page(mcc_toast_stream *ts, BlockNumber blk, int *done, bool *hit)
 		int32		seq;
 		struct varlena *chunk;
 
-		if (!ItemIdIsNormal(lp))
+		if (!mcc_pg_page_tuple(page, blk, off, RelationGetRelid(ts->toastrel), &tup))
 			continue;
-		tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tup.t_len = ItemIdGetLength(lp);
-		ItemPointerSet(&tup.t_self, blk, off);
-		tup.t_tableOid = RelationGetRelid(ts->toastrel);
 		/* an old value's chunks, left by an OID reused (toast_stream.h) */
 		if (!all_visible && !HeapTupleSatisfiesVisibility(&tup, ts->snapshot, buf))
 			continue;

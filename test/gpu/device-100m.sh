@@ -35,17 +35,13 @@
 #      with mcc.refine_method = none, pgbench -T SECS (default 30) with 1 and
 #      16 clients: throughput, p50 and p99.
 set -u
-n=${1:-100000000}
-distinct=${DISTINCT:-10000000}
-parts=${PARTS:-50}
-secs=${SECS:-30}
-wait_s=${WAIT:-540}
-state=${STATE:-/tmp/device-100m}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=test/gpu/device-lib.sh
 source "$here/device-lib.sh"
+dev_big_gallery "$@"
+parts=${PARTS:-50}
+state=${STATE:-/tmp/device-100m}
 
-[ "$distinct" -gt "$n" ] && distinct=$n
 span=$((n / parts))
 if [ $((span * parts)) -ne "$n" ] || [ $((distinct % span)) -ne 0 ]; then
 	echo "N ($n) must be PARTS ($parts) x a span that divides DISTINCT ($distinct)" >&2

@@ -3,6 +3,7 @@
 # (device-e2e.sh, device-dedup.sh, device-standby.sh, device-images-sql.sh,
 # device-restart.sh, device-100m.sh, device-shard.sh; the device-run scripts use dev_run_record,
 # dev_run_build and dev_run_check):
+# the settings of the 100 M gallery,
 # the output folder and its summary, the machine's description, the device
 # kit's PostgreSQL with mcc built and installed, the server start and the
 # wait for the matcher service. Sourced, not run; every function that fails
@@ -309,6 +310,18 @@ dev_detached() {
 	done
 	[ -f "$state/rc" ] || { echo "still running after $(($(date +%s) - $(cat "$state/started"))) s"; exit 3; }
 	exit "$(cat "$state/rc")"
+}
+
+# dev_big_gallery [N]: the settings device-100m.sh and device-shard.sh
+# share: $n templates (N, default 100,000,000), $distinct synthetic ones
+# among them (DISTINCT, default 10,000,000, at most N), $secs of pgbench per
+# run (SECS, default 30), $wait_s seconds each call waits (WAIT, default 540).
+dev_big_gallery() {
+	n=${1:-100000000}
+	distinct=${DISTINCT:-10000000}
+	[ "$distinct" -le "$n" ] || distinct=$n
+	secs=${SECS:-30}
+	wait_s=${WAIT:-540}
 }
 
 # dev_stage COUNT K [TABLESPACE [NAME]]: the unlogged staging table base (id, tpl)

@@ -50,19 +50,15 @@
 #      identify_shortlist(), and the coordinator merges): the table of
 #      device-100m.sh.
 set -u
-n=${1:-100000000}
-distinct=${DISTINCT:-10000000}
-shards=${SHARDS:-4}
-parts=${PARTS:-16}
-secs=${SECS:-30}
-wait_s=${WAIT:-540}
-port0=${PORT0:-55440}
-state=${STATE:-/tmp/device-shard}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=test/gpu/device-lib.sh
 source "$here/device-lib.sh"
+dev_big_gallery "$@"
+shards=${SHARDS:-4}
+parts=${PARTS:-16}
+port0=${PORT0:-55440}
+state=${STATE:-/tmp/device-shard}
 
-[ "$distinct" -gt "$n" ] && distinct=$n
 if [ $((parts & (parts - 1))) -ne 0 ] || [ "$parts" -lt "$shards" ]; then
 	echo "PARTS ($parts) must be a power of two, at least SHARDS ($shards)" >&2
 	exit 2

@@ -118,14 +118,8 @@ run_case(mcc_dp2d_gpu *g, mcc_rng *r, uint32_t wa, uint32_t ha, uint32_t wb, uin
 		cpu[p].col_map = malloc(sa * 4);
 		cpu[p].warped = malloc(sa);
 	}
-	memset(&req, 0, sizeof(req));
-	req.npairs = np;
-	req.a = ppa;
-	req.b = ppb;
-	req.out = cpu;
-	req.flags = flags;
-	req.threads = cpu_threads();
-	req.kernel = MCC_DP2D_AUTO;
+	req = (mcc_dp2d_request) {.npairs = np, .a = ppa, .b = ppb, .out = cpu, .flags = flags,
+	.threads = cpu_threads(), .kernel = MCC_DP2D_AUTO};
 	if (mcc_dp2d_run(&req, &err) != MCC_OK)
 	{
 		check(0, "CPU run %ux%u onto %ux%u: %s", wb, hb, wa, ha, err.message);

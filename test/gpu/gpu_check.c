@@ -18,6 +18,7 @@
 
 #include "../unit/unit.h"
 #include "gpu_data.h"
+#include "gpu_devices.h"
 #include "mcc_gpu.h"
 
 #define NQ 16
@@ -288,8 +289,7 @@ int
 main(int argc, char **argv)
 {
 	mcc_error	err;
-	mcc_gpu_devinfo info[MCC_GPU_MAX_DEVICES];
-	int			count = 0;
+	int			count;
 	int			dev0 = 0;
 	mcc_gpu_code rc;
 	mcc_gpu    *c = NULL;
@@ -307,30 +307,8 @@ main(int argc, char **argv)
 	UNIT_CHECK(max_dist() <= 64, "d <= 64 for every pair of popcounts and xor popcount that can occur "
 			   "(tc-lean votes d without a clamp)");
 
-	rc = mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err);
-	if (argc > 1 && strcmp(argv[1], "--no-device") == 0)
-	{
-		UNIT_CHECK(rc == MCC_GPU_NO_DEVICE || rc == MCC_GPU_NO_DRIVER,
-				   "probe without a visible device fails cleanly: %s", err.message);
-		rc = mcc_gpu_open(&dev0, 1, prof, NULL, &c, &err);
-		UNIT_CHECK(rc != MCC_GPU_OK && c == NULL && err.message[0], "open without a device fails cleanly: %s",
-				   err.message);
+	if ((count = gdev_probe(argc, argv, prof)) <= 0)
 		return unit_done();
-	}
-	if (rc != MCC_GPU_OK)
-	{
-		UNIT_CHECK((rc == MCC_GPU_NO_DEVICE || rc == MCC_GPU_NO_DRIVER) && err.message[0],
-				   "probe without a GPU fails cleanly: %s", err.message);
-		rc = mcc_gpu_open(&dev0, 1, prof, NULL, &c, &err);
-		UNIT_CHECK(rc != MCC_GPU_OK && c == NULL, "open without a GPU fails cleanly: %s", err.message);
-		printf("# GPU part skipped: %s\n", err.message);
-		return unit_done();
-	}
-	for (int i = 0; i < count; i++)
-		printf("# GPU %d: %s, cc %d.%d, %d SMs, %.1f GiB (%.1f free)\n", i, info[i].name,
-			   info[i].cc_major, info[i].cc_minor, info[i].sm_count,
-			   info[i].mem_total / 1073741824.0, info[i].mem_free / 1073741824.0);
-	UNIT_CHECK(count >= 1, "probe finds %d device(s)", count);
 
 	/* data: gallery with edge cases and 40 copies of template 7 (ties) */
 	if (gd_gallery(&g1, 3000, &gp, 42) != 0 || gd_gallery(&g2, 600, &gz, 43) != 0)

@@ -14,7 +14,7 @@
  * key buffers (the paths of big templates) and other block sizes. Removed
  * templates score -1; errors come back as codes.
  *
- *   gpu_check_refine               all checks (skips without a GPU)
+ *   gpu_check_refine               all checks (without a GPU: probe and open fail cleanly, the rest skips)
  *   gpu_check_refine --no-device   run with CUDA_VISIBLE_DEVICES= : clean failure
  *   gpu_check_refine --quick       fewer synthetic pairs
  */
@@ -28,6 +28,7 @@
 #include "../unit/refine_testdata.h"
 #include "../unit/unit.h"
 #include "gpu_data.h"
+#include "gpu_devices.h"
 #include "mcc_gpu.h"
 #include "mcc_gpu_refine.h"
 #include "mcc_job.h"
@@ -416,11 +417,9 @@ int
 main(int argc, char **argv)
 {
 	mcc_error	err;
-	mcc_gpu_devinfo info[MCC_GPU_MAX_DEVICES];
-	int			count = 0;
+	int			count;
 	int			dev0 = 0;
 	int			quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-	mcc_gpu_code rc;
 	mcc_gpu    *c = NULL;
 	rt_set		s;
 	ref			R;
@@ -430,24 +429,11 @@ main(int argc, char **argv)
 
 	prof = mcc_profile_by_id(MCC_PROFILE_GPU2015);
 	mcc_lss_init();
-	rc = mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err);
-	if (argc > 1 && strcmp(argv[1], "--no-device") == 0)
-	{
-		UNIT_CHECK(rc == MCC_GPU_NO_DEVICE || rc == MCC_GPU_NO_DRIVER,
-				   "probe without a visible device fails cleanly: %s", err.message);
-		UNIT_CHECK(mcc_gpu_open(&dev0, 1, prof, NULL, &c, &err) != MCC_GPU_OK && c == NULL,
-				   "open without a device fails cleanly: %s", err.message);
+	if ((count = gdev_probe(argc, argv, prof)) < 0)
 		UNIT_CHECK(mcc_gpu_refine_supported(MCC_FUSED) && mcc_gpu_refine_supported(MCC_LSS_DTR),
 				   "fused and lss-dtr are GPU methods (the caller asks before opening)");
+	if (count <= 0)
 		return unit_done();
-	}
-	if (rc != MCC_GPU_OK)
-	{
-		printf("# GPU part skipped: %s\n", err.message);
-		UNIT_SKIP("no GPU: %s", err.message);
-		return unit_done();
-	}
-	printf("# GPU 0: %s, cc %d.%d, %d SMs\n", info[0].name, info[0].cc_major, info[0].cc_minor, info[0].sm_count);
 
 	/* data */
 	memset(&s, 0, sizeof(s));

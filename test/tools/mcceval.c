@@ -230,13 +230,10 @@ synth_worker(void *arg)
 	synth_job  *job = arg;
 	mcc_minutiae *master = xmalloc(sizeof(mcc_minutiae));
 	mcc_minutiae *imp = xmalloc(sizeof(mcc_minutiae));
+	int			i;
 
-	for (;;)
+	while ((i = mcc_job_claim(&job->next, 1, job->n)) >= 0)
 	{
-		int			i = atomic_fetch_add(&job->next, 1);
-
-		if (i >= job->n)
-			break;
 		mcc_synth_master(&opt.sp, (uint64_t) job->r[i].finger, master);
 		mcc_synth_impression(&opt.sp, master, (uint64_t) job->r[i].finger,
 							 (uint64_t) job->r[i].imp, imp);

@@ -27,17 +27,15 @@ pair_worker(void *arg)
 	mcc_match_work *w = xmalloc(mcc_match_work_size());
 	double		t_matrix = 0;
 	double		t_method[MCC_NMETHODS] = {0};
+	int			i;
 
 	mcc_match_work_init(w);
-	for (;;)
+	while ((i = mcc_job_claim(&job->next, 16, job->n_pairs)) >= 0)
 	{
-		int			i = atomic_fetch_add(&job->next, 16);
 		mcc_error	err;
 		float		s;
 		double		t0;
 
-		if (i >= job->n_pairs)
-			break;
 		for (int j = i; j < i + 16 && j < job->n_pairs; j++)
 		{
 			t0 = tclock_wall_s();

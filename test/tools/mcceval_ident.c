@@ -176,19 +176,17 @@ ident_worker(void *arg)
 	long		n_refined = 0;
 	int			mismatch = 0;
 	int			missed = 0;
+	int			i;
 
 	if (q == NULL)
 		die("out of memory");
 	mcc_match_work_init(w);
-	for (;;)
+	while ((i = mcc_job_claim(&job->next, 1, job->n_prb)) >= 0)
 	{
-		int			i = atomic_fetch_add(&job->next, 1);
 		mcc_topk	tk;
 		double		t0;
 		mcc_error	err;
 
-		if (i >= job->n_prb)
-			break;
 		t0 = tclock_wall_s();
 		ident_shortlist(job, i, q, scores, hits, &tk);
 		t_scan += tclock_wall_s() - t0;

@@ -159,19 +159,17 @@ static const struct option own_options[] = {
 static void
 parse_options(int argc, char **argv, options *o)
 {
-	struct option *lo = cli_options(own_options);
+	struct option *lo;
 	int			c;
 	const char *name;
 
 	memset(o, 0, sizeof(*o));
-	mcc_synth_defaults(&o->sp);
+	lo = cli_begin(argc, argv, own_options, &o->sp);
 	o->format = FMT_CSV;
 	o->profile = mcc_profile_by_id(MCC_PROFILE_DEFAULT);
 	o->first = 1;
 	o->first_id = 1;
 	o->mated_fraction = 0.5;
-	cli_pre_clean(argc, argv, &o->sp);
-	optind = 1;
 	while ((c = cli_next_option(argc, argv, lo, &o->sp, &o->profile, usage, &name)) != -1)
 	{
 		switch (c)
@@ -236,9 +234,7 @@ parse_options(int argc, char **argv, options *o)
 				break;
 		}
 	}
-	if (optind < argc)
-		cli_die("unexpected argument \"%s\"", argv[optind]);
-	cli_check_model(&o->sp);
+	cli_end(argc, argv, &o->sp);
 }
 
 /* mkdir -p: create a folder and its missing parents. */

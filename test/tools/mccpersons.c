@@ -269,6 +269,7 @@ worker(void *arg)
 {
 	fold	   *f = arg;
 	worker_mem	m;
+	int			i;
 
 	m.q = aligned_alloc(64, (mcc_probe_size() + 63) & ~(size_t) 63);
 	m.w = xcalloc(1, mcc_match_work_size());
@@ -280,16 +281,12 @@ worker(void *arg)
 	if (m.q == NULL)
 		die("out of memory");
 	mcc_match_work_init(m.w);
-	for (;;)
+	while ((i = mcc_job_claim(&f->next, 1, f->n_s)) >= 0)
 	{
-		int			i = atomic_fetch_add(&f->next, 1);
 		int			n_hits[MAX_FINGERS] = {0};
-		const search *s;
+		const search *s = &f->s[i];
 		bool		held = false;
 
-		if (i >= f->n_s)
-			break;
-		s = &f->s[i];
 		for (size_t x = 0; x < (size_t) MAX_FINGERS * f->n_persons; x++)
 			m.fused[x] = NAN;
 		for (int j = 0; j < MAX_FINGERS; j++)

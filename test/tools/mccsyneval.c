@@ -79,18 +79,17 @@ usage(FILE *f)
 static void
 parse(int argc, char **argv, eval_opts *o)
 {
-	struct option *lo = cli_options(own_options);
+	struct option *lo;
 	int			c;
 	const char *name;
 
 	memset(o, 0, sizeof(*o));
-	mcc_synth_defaults(&o->sp);
+	lo = cli_begin(argc, argv, own_options, &o->sp);
 	o->gallery = 2000;
 	o->probes = 1000;
 	o->nonmated = 1000;
 	o->first = 1;
 	o->profile = mcc_profile_by_id(MCC_PROFILE_DEFAULT);
-	cli_pre_clean(argc, argv, &o->sp);
 	while ((c = cli_next_option(argc, argv, lo, &o->sp, &o->profile, usage, &name)) != -1)
 	{
 		switch (c)
@@ -109,11 +108,9 @@ parse(int argc, char **argv, eval_opts *o)
 				break;
 		}
 	}
-	if (optind < argc)
-		cli_die("unexpected argument \"%s\"", argv[optind]);
 	if (o->gallery == 0)
 		cli_die("--gallery must be at least 1");
-	cli_check_model(&o->sp);
+	cli_end(argc, argv, &o->sp);
 }
 
 /* Build a template of ms (malloc'ed); NULL for an empty minutiae set. */

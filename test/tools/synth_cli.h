@@ -1,8 +1,8 @@
 /*
  * synth_cli.h: what the synthetic-data tools (mccgen, mccsyneval) share:
- * error exit, strict number parsing and the model options of
- * mcc_synth_params, described by one table so that parsing, --help and the
- * defaults shown there cannot drift apart.
+ * error exit, strict number parsing, the start and end of option parsing,
+ * and the model options of mcc_synth_params, described by one table so that
+ * parsing, --help and the defaults shown there cannot drift apart.
  */
 #ifndef SYNTH_CLI_H
 #define SYNTH_CLI_H
@@ -214,6 +214,20 @@ cli_profile(const char *name)
 }
 
 /*
+ * The start of a tool's option parsing: the model's defaults in sp with
+ * --clean applied wherever it stands, getopt at argv[1], and the tool's long
+ * options (cli_options(own)) for cli_next_option.
+ */
+static struct option *
+cli_begin(int argc, char **argv, const struct option *own, mcc_synth_params *sp)
+{
+	mcc_synth_defaults(sp);
+	cli_pre_clean(argc, argv, sp);
+	optind = 1;
+	return cli_options(own);
+}
+
+/*
  * The next of a tool's own options on its command line (lo from
  * cli_options): returns its code, -1 at the end, and its long name in
  * *name. The shared options are handled on the way: a model option or
@@ -262,6 +276,15 @@ cli_check_model(const mcc_synth_params *sp)
 
 	if (mcc_synth_check(sp, &err) != MCC_OK)
 		cli_die("%s\nDETAIL:  %s", err.message, err.detail);
+}
+
+/* The end of a tool's option parsing: no operand after the options, a valid model. */
+static void
+cli_end(int argc, char **argv, const mcc_synth_params *sp)
+{
+	if (optind < argc)
+		cli_die("unexpected argument \"%s\"", argv[optind]);
+	cli_check_model(sp);
 }
 
 /* The model options with their defaults, for --help. */

@@ -282,17 +282,15 @@ rt_add_fvc(rt_set *s, const char *data, int db, const char *ext, int stride)
 	for (int f = 0; f < 10; f++)
 		for (int i = 0; i < 8; i++)
 		{
-			char		path[1024];
 			size_t		len;
 			unsigned char *buf;
 			mcc_error	err;
 			mcc_status	st;
 
 			idx[f * 8 + i] = -1;
-			tfvc_minutiae_path(path, sizeof(path), data,
-							   strcmp(ext, "xyt") == 0 ? "nbis-mindtct-xyt" : "fingerjetfx-iso19794-2-2005",
-							   &tfvc_dbs[db - 1], 101 + f, 1 + i, ext);
-			buf = unit_read_file(path, &len);
+			buf = tfvc_read_minutiae(data,
+									 strcmp(ext, "xyt") == 0 ? "nbis-mindtct-xyt" : "fingerjetfx-iso19794-2-2005",
+									 &tfvc_dbs[db - 1], 101 + f, 1 + i, ext, &len);
 			if (!buf)
 				continue;
 			if (strcmp(ext, "xyt") == 0)

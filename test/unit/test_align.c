@@ -101,6 +101,28 @@ impression(const mcc_minutiae *a, uint64_t seed, double ang, double s, double tx
 	}
 }
 
+/*
+ * A synthetic pair: a master of 45 random minutiae and its impression
+ * (impression(): kept maps the master's minutiae into it), the probe the
+ * tests align back onto the master with the options o.
+ */
+typedef struct synth_pair
+{
+	mcc_minutiae master;
+	mcc_minutiae probe;
+	int			kept[MCC_MAX_MINUTIAE];
+	mcc_align_opts o;
+} synth_pair;
+
+/* The master of seed, its impression of seed2 in pose (ang, s, tx, ty), default options. */
+static void
+make_pair(synth_pair *pr, uint64_t seed, uint64_t seed2, double ang, double s, double tx, double ty)
+{
+	random_minutiae(seed, 45, &pr->master);
+	impression(&pr->master, seed2, ang, s, tx, ty, &pr->probe, pr->kept);
+	mcc_align_opts_init(&pr->o);
+}
+
 /* Synthetic impressions aligned back onto their master. */
 static void
 test_synthetic(void)
@@ -129,10 +151,7 @@ test_synthetic(void)
 
 	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++)
 	{
-		mcc_minutiae a;
-		mcc_minutiae b;
-		int			kept[MCC_MAX_MINUTIAE];
-		mcc_align_opts o;
+		synth_pair	pr;
 		mcc_align_result res;
 		mcc_error	err;
 		mcc_status	st;
@@ -140,31 +159,31 @@ test_synthetic(void)
 		double		worst_dir = 0;
 		int			n = 0;
 
-		random_minutiae(100 + t, 45, &a);
-		impression(&a, 200 + t, cases[t].deg * M_PI / 180, cases[t].scale, cases[t].tx, cases[t].ty, &b, kept);
-		mcc_align_opts_init(&o);
-		o.transform = cases[t].transform;
-		o.use_directions = cases[t].dirs;
+		make_pair(&pr, 100 + t, 200 + t, cases[t].deg * M_PI / 180, cases[t].scale, cases[t].tx,
+				  cases[t].ty);
+		pr.o.transform = cases[t].transform;
+		pr.o.use_directions = cases[t].dirs;
 		/* the impression is the probe: the fit maps it back onto the master */
-		st = mcc_align_minutiae(&b, &a, &o, &res, &err);
-		for (int i = 0; i < a.count && st == MCC_OK; i++)
+		st = mcc_align_minutiae(&pr.probe, &pr.master, &pr.o, &res, &err);
+		for (int i = 0; i < pr.master.count && st == MCC_OK; i++)
 		{
+			const mcc_minutia *mate = &pr.master.m[i];
 			const double *m;
 
-			if (kept[i] < 0)
+			if (pr.kept[i] < 0)
 				continue;
-			m = res.mapped[kept[i]];
-			ss += (m[0] - a.m[i].x) * (m[0] - a.m[i].x) + (m[1] - a.m[i].y) * (m[1] - a.m[i].y);
-			worst_dir = fmax(worst_dir, fabs(tangle_sub(m[2], a.m[i].theta)));
+			m = res.mapped[pr.kept[i]];
+			ss += (m[0] - mate->x) * (m[0] - mate->x) + (m[1] - mate->y) * (m[1] - mate->y);
+			worst_dir = fmax(worst_dir, fabs(tangle_sub(m[2], mate->theta)));
 			n++;
 		}
 		UNIT_CHECK(st == MCC_OK && n > 0 && sqrt(ss / n) <= 3.0 && worst_dir <= 0.2 &&
-				   res.paired >= n && res.n_probe == b.count,
+				   res.paired >= n && res.n_probe == pr.probe.count,
 				   "%s, %s, rotation %g deg, scale %g: mapped minutiae %.2f px RMS from their "
 				   "mates (<= 3), directions within %.1f deg (<= 11.5), %d of %d paired (%d mates), "
 				   "start %d of %d%s%s", mcc_xform_name(cases[t].transform),
 				   cases[t].dirs ? "Hough starts" : "position search", cases[t].deg, cases[t].scale,
-				   n ? sqrt(ss / n) : -1.0, worst_dir * 180 / M_PI, res.paired, b.count, n,
+				   n ? sqrt(ss / n) : -1.0, worst_dir * 180 / M_PI, res.paired, pr.probe.count, n,
 				   res.start, res.starts_tried, st ? ": " : "", st ? err.message : "");
 	}
 }
@@ -173,10 +192,7 @@ test_synthetic(void)
 static void
 test_initial(void)
 {
-	mcc_minutiae a;
-	mcc_minutiae b;
-	int			kept[MCC_MAX_MINUTIAE];
-	mcc_align_opts o;
+	synth_pair	pr;
 	mcc_align_result res;
 	mcc_align_result far;
 	mcc_error	err;
@@ -189,12 +205,10 @@ test_initial(void)
 	double		ty = 200 - (s * (200 + 30) + c * (200 - 20));
 	const double truth[9] = {c, -s, tx, s, c, ty, 0, 0, 1};
 
-	random_minutiae(400, 45, &a);
-	impression(&a, 401, ang, 1.0, 30, -20, &b, kept);
-	mcc_align_opts_init(&o);
-	o.init_type = MCC_XFORM_EUCLIDEAN;
-	memcpy(o.init, truth, sizeof(truth));
-	st = mcc_align_minutiae(&b, &a, &o, &res, &err);
+	make_pair(&pr, 400, 401, ang, 1.0, 30, -20);
+	pr.o.init_type = MCC_XFORM_EUCLIDEAN;
+	memcpy(pr.o.init, truth, sizeof(truth));
+	st = mcc_align_minutiae(&pr.probe, &pr.master, &pr.o, &res, &err);
 	UNIT_CHECK(st == MCC_OK && res.starts_tried == 1 &&
 			   fabs(tangle_sub(res.fit.params[0], -ang)) < 0.02 && res.mated >= 20,
 			   "from the answer: one start, theta %.4f (truth %.4f), %d mated", res.fit.params[0], -ang,
@@ -202,9 +216,9 @@ test_initial(void)
 	{
 		const double off[9] = {-c, s, 400 - tx, -s, -c, 400 - ty, 0, 0, 1};
 
-		memcpy(o.init, off, sizeof(off));
+		memcpy(pr.o.init, off, sizeof(off));
 	}
-	st = mcc_align_minutiae(&b, &a, &o, &far, &err);
+	st = mcc_align_minutiae(&pr.probe, &pr.master, &pr.o, &far, &err);
 	UNIT_CHECK(st == MCC_OK && far.starts_tried == 1 &&
 			   fabs(tangle_sub(far.fit.params[0], -ang)) > 1.0 && far.fit.residual > res.fit.residual,
 			   "half a turn off: one start, the local fit stays off (theta %.4f, residual %.2f vs %.2f)",
@@ -220,14 +234,11 @@ test_initial(void)
 static void
 test_fvc(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("FVC2002 alignment not run");
 	static mcc_minutiae ms[80];
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("../shared/data is absent: FVC2002 alignment not run");
 		return;
-	}
 	for (int db = 0; db < TFVC_DBS; db++)
 	{
 		double		gen[280];
@@ -303,24 +314,19 @@ test_fvc(void)
 static void
 test_cancel(void)
 {
-	mcc_minutiae a;
-	mcc_minutiae b;
-	int			kept[MCC_MAX_MINUTIAE];
-	mcc_align_opts o;
+	synth_pair	pr;
 	mcc_align_result res;
 	mcc_error	err;
 
-	random_minutiae(300, 45, &a);
-	impression(&a, 301, 0.3, 1.0, 10, 5, &b, kept);
-	mcc_align_opts_init(&o);
-	o.poll = stop_after;
+	make_pair(&pr, 300, 301, 0.3, 1.0, 10, 5);
+	pr.o.poll = stop_after;
 	for (int k = 0; k < 2; k++)
 	{
 		mcc_status	st;
 
 		polls = 0;
 		poll_limit = k == 0 ? 0 : 8;
-		st = mcc_align_minutiae(&b, &a, &o, &res, &err);
+		st = mcc_align_minutiae(&pr.probe, &pr.master, &pr.o, &res, &err);
 		UNIT_CHECK(st == MCC_ERR_INTERNAL && res.fit.canceled && strstr(err.message, "canceled"),
 				   "a poll cancels the %s: \"%s\", canceled = %d", k == 0 ? "distance transform" : "fits",
 				   err.message, res.fit.canceled);

@@ -132,6 +132,25 @@ rebuilt_matches(const eng_cache *c, const tl_tpl *by_key, int n_keys)
 	return ok;
 }
 
+/*
+ * An empty cache of prof, its capacities left to the first append and its
+ * memory not charged: for the tests of entries and their versions, not of
+ * accounting.
+ */
+static eng_cache *
+entries_cache(void)
+{
+	mcc_error	err;
+	eng_cache  *c = eng_cache_new(prof, NULL, 0, 0, &err);
+
+	if (c == NULL)
+	{
+		fprintf(stderr, "eng_cache_new: %s\n", err.message);
+		exit(1);
+	}
+	return c;
+}
+
 /* Growth through regrow keeps every cylinder; accounting follows capacity. */
 static void
 test_growth_and_accounting(const tl_tpl *t, int n)
@@ -191,9 +210,8 @@ test_memory_limit(const tl_tpl *t, int n)
 static void
 test_dedupe(const tl_tpl *t)
 {
-	eng_budget	b = {0, 0};
+	eng_cache  *c = entries_cache();
 	mcc_error	err;
-	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
 	mcc_template_view v0 = tl_view(&t[0]);
 	mcc_template_view v1 = tl_view(&t[1]);
 	bool		added;
@@ -217,9 +235,8 @@ test_dedupe(const tl_tpl *t)
 static void
 test_deletes(const tl_tpl *t)
 {
-	eng_budget	b = {0, 0};
+	eng_cache  *c = entries_cache();
 	mcc_error	err;
-	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
 	mcc_template_view v0 = tl_view(&t[0]);
 	uint64_t	h0 = hash_of(&t[0]);
 	bool		added;
@@ -271,9 +288,7 @@ test_deletes(const tl_tpl *t)
 static void
 test_settle(const tl_tpl *t)
 {
-	eng_budget	b = {0, 0};
-	mcc_error	err;
-	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
+	eng_cache  *c = entries_cache();
 	uint64_t   *x;
 	uint32_t	n;
 	uint64_t	xids[4] = {10, 11, 12, 13};
@@ -378,9 +393,8 @@ count_matches(const eng_cache *c, uint64_t xmin)
 static void
 test_count_memo(const tl_tpl *t)
 {
-	eng_budget	b = {0, 0};
+	eng_cache  *c = entries_cache();
 	mcc_error	err;
-	eng_cache  *c = eng_cache_new(prof, &b, 0, 0, &err);
 	mcc_template_view v = tl_view(&t[7]);
 	uint64_t	xids[3] = {40, 41, 42};
 	uint32_t	st[3] = {MCC_XID_COMMITTED, MCC_XID_ABORTED, MCC_XID_COMMITTED};

@@ -65,6 +65,18 @@ join_end(eng_buf *b, uint64_t rid)
 	eng_frame_end(b, f);
 }
 
+/* LOAD_JOIN_END of request rid, fed to c. */
+static void
+send_join_end(eng_server *s, eng_conn *c, uint64_t rid)
+{
+	eng_buf		b;
+
+	eng_buf_init(&b);
+	join_end(&b, rid);
+	ip_send(s, c, &b);
+	eng_buf_free(&b);
+}
+
 /* Rows [a, b) of the table as one LOAD_ROWS frame of request rid, fed to c. */
 static void
 send_rows(eng_server *s, eng_conn *c, uint64_t rid, int a, int z)
@@ -167,12 +179,9 @@ test_join_ok(eng_server *s, eng_conn *l, eng_conn *w1, eng_conn *w2, eng_conn *x
 	send_rows(s, l, 10, 150, 200);
 	send_rows(s, w1, 21, 150, 160);	/* another request of w1: not its part, dropped */
 	ip_pump_all(s);
-	join_end(&b, 20);
-	feed(s, w1, &b);
-	join_end(&b, 30);
-	feed(s, w2, &b);
-	join_end(&b, 40);
-	feed(s, x, &b);
+	send_join_end(s, w1, 20);
+	send_join_end(s, w2, 30);
+	send_join_end(s, x, 40);
 	UNIT_CHECK(reply_type(w1, 20, &n1) == MCC_MSG_LOAD_JOINED && n1 == 80 &&
 			   reply_type(w2, 30, &n2) == MCC_MSG_LOAD_JOINED && n2 == 70 &&
 			   joined_failed(w1, 20) == 0 && joined_failed(w2, 30) == 0,
@@ -235,8 +244,7 @@ test_join_fails(eng_server *s, eng_conn *l, int how, uint64_t gen)
 	if (w != NULL)
 	{
 		/* a part whose load is gone: its end says so */
-		join_end(&b, 60);
-		feed(s, w, &b);
+		send_join_end(s, w, 60);
 		UNIT_CHECK(how == 1 ? ip_error_of(w, 60) == MCC_PERR_PROTOCOL :
 				   ip_error_of(w, 60) == MCC_PERR_CANCELLED,
 				   "the failed load's part: LOAD_JOIN_END answers ERROR");
@@ -307,8 +315,7 @@ test_leader_gone(eng_server *s, eng_conn *keep)
 	ip_pump_all(s);
 	eng_conn_close(s, l);
 	send_rows(s, w, 80, 100, 240);	/* dropped */
-	join_end(&b, 80);
-	feed(s, w, &b);
+	send_join_end(s, w, 80);
 	UNIT_CHECK(ip_error_of(w, 80) == MCC_PERR_CANCELLED,
 			   "the leader closed: its part's LOAD_JOIN_END answers CANCELLED");
 	UNIT_CHECK(serves_rows(s, keep, 81, 3, 200), "the previous cache still serves");
@@ -535,10 +542,8 @@ test_join_pipeline(eng_server *s, eng_conn *l, eng_conn *w1, eng_conn *w2)
 	eng_conn_pending(s, w1);
 	eng_conn_pending(s, w2);
 	ip_pump_all(s);
-	join_end(&b, 61);
-	feed(s, w1, &b);
-	join_end(&b, 62);
-	feed(s, w2, &b);
+	send_join_end(s, w1, 61);
+	send_join_end(s, w2, 62);
 	tl_load_end(&b, 60);
 	feed(s, l, &b);
 	UNIT_CHECK(behind >= 1 && behind <= 4 && reply_type(w1, 61, &n1) == MCC_MSG_LOAD_JOINED &&

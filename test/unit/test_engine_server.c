@@ -23,13 +23,22 @@
 #define NX 40					/* extra templates for deltas */
 
 static tl_tpl *gt;				/* gallery templates: key i has gt[i] */
-static tl_tpl *xt;				/* delta templates */
+static tl_tpl *xt;				/* delta templates: key 1000 + i inserts xt[i] */
 static tl_tpl *pt;				/* probes */
 static const mcc_gallery_id G = {5, 16384, 77};
 
 /* What the table holds: the reference the engine must match. */
 #define REF_CAP (NT + NX + 16)
 #include "engine_ref.h"
+
+/* Append a DELTA of generation gen inserting key 1000 + i (xt[i]) by xid. */
+static void
+delta_insert(eng_buf *b, uint64_t gen, uint64_t xid, int i, bool more)
+{
+	int64_t		key = 1000 + i;
+
+	tl_delta(b, &G, gen, xid, 1, &key, &xt[i], 0, NULL, NULL, more);
+}
 
 /* Stream the reference's live rows as a load of generation gen. */
 static void
@@ -215,10 +224,6 @@ test_deltas(eng_server *s, eng_conn *c)
 {
 	eng_buf		b;
 	int64_t		k1000 = 1000;
-	int64_t		k1001 = 1001;
-	int64_t		k1002 = 1002;
-	int64_t		k1003 = 1003;
-	int64_t		k1004 = 1004;
 	int64_t		k3 = 3;
 	uint64_t	h3 = mcc_template_hash(gt[3].b, gt[3].n);
 	uint64_t	applied;
@@ -238,11 +243,11 @@ test_deltas(eng_server *s, eng_conn *c)
 	ip_clear_out(c);
 
 	/* out of order: 13 before 12; the search for 13 waits for both */
-	tl_delta(&b, &G, 13, 502, 1, &k1001, &xt[1], 0, NULL, NULL, false);
+	delta_insert(&b, 13, 502, 1, false);
 	tl_search(&b, 22, &G, 13, 10, 0.0f, 2, pt);
 	ip_send(s, c, &b);
 	UNIT_CHECK(ip_reply(c, 22, NULL, NULL) == 0, "search for 13 waits while 12 is missing");
-	tl_delta(&b, &G, 12, 501, 1, &k1002, &xt[2], 0, NULL, NULL, false);
+	delta_insert(&b, 12, 501, 2, false);
 	ip_send(s, c, &b);
 	ref_add(1001, &xt[1]);
 	ref_add(1002, &xt[2]);
@@ -251,11 +256,11 @@ test_deltas(eng_server *s, eng_conn *c)
 	ip_clear_out(c);
 
 	/* a generation in two parts (two subtransaction ids) */
-	tl_delta(&b, &G, 14, 600, 1, &k1003, &xt[3], 0, NULL, NULL, true);
+	delta_insert(&b, 14, 600, 3, true);
 	tl_search(&b, 23, &G, 14, 10, 0.0f, 1, &xt[4]);
 	ip_send(s, c, &b);
 	UNIT_CHECK(ip_reply(c, 23, NULL, NULL) == 0, "first part of generation 14 does not complete it");
-	tl_delta(&b, &G, 14, 601, 1, &k1004, &xt[4], 0, NULL, NULL, false);
+	delta_insert(&b, 14, 601, 4, false);
 	ip_send(s, c, &b);
 	ref_add(1003, &xt[3]);
 	ref_add(1004, &xt[4]);
@@ -269,10 +274,9 @@ test_deltas(eng_server *s, eng_conn *c)
 	 */
 	{
 		eng_gallery *g = eng_gallery_get(s, &G, false);
-		int64_t		k1008 = 1008;
 
 		g->cache->pins++;		/* as a pass that runs long would */
-		tl_delta(&b, &G, 15, 602, 1, &k1008, &xt[8], 0, NULL, NULL, false);
+		delta_insert(&b, 15, 602, 8, false);
 		tl_search(&b, 25, &G, 15, 10, 0.0f, 1, &xt[8]);
 		ip_send(s, c, &b);
 		usleep(400000);
@@ -304,8 +308,6 @@ static void
 test_reload_and_load_races(eng_server *s, eng_conn *c)
 {
 	eng_buf		b;
-	int64_t		k1005 = 1005;
-	int64_t		k1006 = 1006;
 	uint64_t	applied;
 	tl_frame	f;
 	uint64_t	entries;
@@ -324,7 +326,7 @@ test_reload_and_load_races(eng_server *s, eng_conn *c)
 	/* a reload at 16 while delta 17 arrives; the load's scan saw 17's row too */
 	tl_load_begin(&b, 33, &G, 16, 0);
 	ip_feed(s, c, &b);
-	tl_delta(&b, &G, 17, 700, 1, &k1005, &xt[5], 0, NULL, NULL, false);
+	delta_insert(&b, 17, 700, 5, false);
 	ip_send(s, c, &b);
 	{
 		int64_t		rk[NT + NX + 16];
@@ -362,7 +364,7 @@ test_reload_and_load_races(eng_server *s, eng_conn *c)
 	UNIT_CHECK(ip_reply(c, 35, &f, NULL) == 1 && f.h.type == MCC_MSG_OK &&
 			   ip_error_of(c, 36) == MCC_PERR_NOT_LOADED, "EVICT: then NOT_LOADED");
 	ip_clear_out(c);
-	tl_delta(&b, &G, 19, 800, 1, &k1006, &xt[6], 0, NULL, NULL, false);
+	delta_insert(&b, 19, 800, 6, false);
 	ip_send(s, c, &b);
 	load_ref(s, c, 37, 18, NULL);	/* the reference does not hold 1006 yet */
 	ref_add(1006, &xt[6]);

@@ -471,14 +471,11 @@ test_errors(void)
 static void
 test_fvc(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("FVC2002 images not read");
 	char		path[1024];
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("FVC2002 images absent (../shared/data or $MCC_SHARED_DATA)");
 		return;
-	}
 	for (int d = 0; d < TFVC_DBS; d++)
 	{
 		int			images = 0,
@@ -520,8 +517,7 @@ test_fvc(void)
 				{
 					ok++;
 					sane += ms.count >= 8 && ms.count <= 150;
-					tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[d], f, i, "xyt");
-					if ((xyt = unit_read_file(path, &tlen)) != NULL &&
+					if ((xyt = tfvc_read_minutiae(data, "nbis-mindtct-xyt", &tfvc_dbs[d], f, i, "xyt", &tlen)) != NULL &&
 						mcc_xyt_read((const char *) xyt, tlen, (int) im.width, (int) im.height,
 									 500, &ref, &err) == MCC_OK)
 						for (int a = 0; a < ms.count; a++)

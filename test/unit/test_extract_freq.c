@@ -74,13 +74,30 @@ field(xt_ctx *c, const mcc_image *im)
 	return 1;
 }
 
-/* Free what field() and a test allocated. */
-static void
-release(xt_ctx *c, float *per, mcc_image *im)
+/* A print of ridges(), its ridge field and the period map a test measures into. */
+typedef struct period_case
 {
-	mcc_enh_free(&c->e);
-	free(per);
-	free(im->pixels);
+	mcc_image	im;
+	xt_ctx		c;
+	float	   *per;
+} period_case;
+
+/* Set up the case of ridges(p_left, p_right, rot); one check (name) that its field was built. */
+static int
+open_case(period_case *pc, double p_left, double p_right, double rot, const char *name)
+{
+	pc->im = ridges(p_left, p_right, rot);
+	pc->per = malloc((size_t) SIDE * SIDE * sizeof(float));
+	return UNIT_CHECK(field(&pc->c, &pc->im) && pc->per, "%s: ridge field", name);
+}
+
+/* Free what open_case() allocated. */
+static void
+release(period_case *pc)
+{
+	mcc_enh_free(&pc->c.e);
+	free(pc->per);
+	free(pc->im.pixels);
 }
 
 /* Foreground pixels of [x0, x1) whose period is farther than tol from want. */
@@ -118,17 +135,17 @@ test_constant(void)
 			double		rot = r * 0.7 + 0.1,
 						median = 0,
 						worst = 0;
-			mcc_image	im = ridges(periods[i], periods[i], rot);
-			float	   *per = malloc((size_t) SIDE * SIDE * sizeof(float));
-			xt_ctx		c;
+			period_case pc;
 			mcc_error	err;
+			char		name[32];
 
-			if (UNIT_CHECK(field(&c, &im) && per, "period %.1f: ridge field", periods[i]) &&
-				UNIT_CHECK(xt_ridge_period(&c, 99, per, &median, &err) == MCC_OK,
+			snprintf(name, sizeof(name), "period %.1f", periods[i]);
+			if (open_case(&pc, periods[i], periods[i], rot, name) &&
+				UNIT_CHECK(xt_ridge_period(&pc.c, 99, pc.per, &median, &err) == MCC_OK,
 						   "period %.1f, %.1f rad: measured", periods[i], rot))
 			{
 				double		tol = 0.1 * periods[i];
-				long		bad = off_period(&c, per, 0, SIDE, periods[i], tol, &worst);
+				long		bad = off_period(&pc.c, pc.per, 0, SIDE, periods[i], tol, &worst);
 
 				UNIT_CHECK(fabs(median - periods[i]) < 0.3,
 						   "period %.1f, %.1f rad: median of the blocks %.2f", periods[i], rot,
@@ -136,24 +153,22 @@ test_constant(void)
 				UNIT_CHECK(bad == 0, "period %.1f, %.1f rad: %ld pixels off by more than %.2f "
 						   "(worst %.2f)", periods[i], rot, bad, tol, worst);
 			}
-			release(&c, per, &im);
+			release(&pc);
 		}
 }
 
 static void
 test_varying(void)
 {
-	mcc_image	im = ridges(7, 11, 0);
-	float	   *per = malloc((size_t) SIDE * SIDE * sizeof(float));
-	xt_ctx		c;
+	period_case pc;
 	mcc_error	err;
 	double		median,
 				wl = 0,
 				wr = 0;
 
 	/* period 7 + 4 x / 256: about 8.4 at x = 90 and 9.6 at x = 166 */
-	if (UNIT_CHECK(field(&c, &im) && per, "varying period: ridge field") &&
-		UNIT_CHECK(xt_ridge_period(&c, 99, per, &median, &err) == MCC_OK,
+	if (open_case(&pc, 7, 11, 0, "varying period") &&
+		UNIT_CHECK(xt_ridge_period(&pc.c, 99, pc.per, &median, &err) == MCC_OK,
 				   "varying period: measured"))
 	{
 		double		sl = 0,
@@ -165,12 +180,12 @@ test_varying(void)
 		{
 			for (int x = 60; x < 90; x++)
 			{
-				sl += per[y * SIDE + x] - (7 + 4.0 * x / SIDE);
+				sl += pc.per[y * SIDE + x] - (7 + 4.0 * x / SIDE);
 				nl++;
 			}
 			for (int x = 166; x < 196; x++)
 			{
-				sr += per[y * SIDE + x] - (7 + 4.0 * x / SIDE);
+				sr += pc.per[y * SIDE + x] - (7 + 4.0 * x / SIDE);
 				nr++;
 			}
 		}
@@ -180,31 +195,29 @@ test_varying(void)
 				   "varying period: the map follows it (mean error %.2f left, %.2f right)",
 				   wl, wr);
 	}
-	release(&c, per, &im);
+	release(&pc);
 }
 
 static void
 test_flat(void)
 {
-	mcc_image	im = ridges(8, 8, 0);
-	float	   *per = malloc((size_t) SIDE * SIDE * sizeof(float));
-	xt_ctx		c;
+	period_case pc;
 	mcc_error	err;
 	double		median = 0;
 	long		other = 0;
 
 	/* the foreground of real ridges, then the ridges wiped: nothing to measure */
-	if (UNIT_CHECK(field(&c, &im) && per, "flat: ridge field"))
+	if (open_case(&pc, 8, 8, 0, "flat"))
 	{
 		for (size_t k = 0; k < (size_t) SIDE * SIDE; k++)
-			c.e.norm[k] = 0;
-		UNIT_CHECK(xt_ridge_period(&c, 8.25, per, &median, &err) == MCC_OK, "flat: measured");
+			pc.c.e.norm[k] = 0;
+		UNIT_CHECK(xt_ridge_period(&pc.c, 8.25, pc.per, &median, &err) == MCC_OK, "flat: measured");
 		for (size_t k = 0; k < (size_t) SIDE * SIDE; k++)
-			other += per[k] != 8.25f;
+			other += pc.per[k] != 8.25f;
 		UNIT_CHECK(median == 8.25 && other == 0,
 				   "flat: the fallback everywhere (median %.2f, %ld other pixels)", median, other);
 	}
-	release(&c, per, &im);
+	release(&pc);
 }
 
 static void

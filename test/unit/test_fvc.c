@@ -28,14 +28,12 @@ static const char *const kernel_names[] = {"avx512", "avx2", "popcnt", "generic"
 static int
 read_xyt(const char *data, int f, int i, mcc_minutiae *ms)
 {
-	char		path[1024];
 	size_t		len;
 	unsigned char *text;
 	mcc_error	err;
 	int			ok;
 
-	tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[0], f, i, "xyt");
-	text = unit_read_file(path, &len);
+	text = tfvc_read_minutiae(data, "nbis-mindtct-xyt", &tfvc_dbs[0], f, i, "xyt", &len);
 	if (text == NULL)
 		return 0;
 	ok = mcc_xyt_read((const char *) text, len, tfvc_dbs[0].width, tfvc_dbs[0].height, tfvc_dbs[0].dpi, ms,
@@ -94,15 +92,12 @@ values_agree(const mcc_minutiae *ms, const mcc_profile *p, int mi, double *worst
 int
 main(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("FVC2002 minutiae not read");
 	mcc_minutiae *ms;
 	int			loaded = 0;
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("FVC2002 data not found (set MCC_SHARED_DATA or provide ../shared/data)");
 		return unit_done();
-	}
 	ms = calloc(N_TPL, sizeof(mcc_minutiae));
 	for (int f = 0; f < FINGERS; f++)
 		for (int i = 0; i < IMPRESSIONS; i++)

@@ -481,7 +481,6 @@ test_fvc_records(const char *data)
 		for (int k = 0; k < TFVC_PRINTS; k++)
 		{
 			const tfvc_print p = tfvc_print_at(k);
-			char		rel[256];
 			size_t		len;
 			unsigned char *buf;
 			mcc_minutiae ms;
@@ -489,9 +488,7 @@ test_fvc_records(const char *data)
 			mcc_error	err;
 			bool		size_ok;
 
-			snprintf(rel, sizeof(rel), "fvc2002/minutiae/%s/%s/%d_%d.%s",
-					 enc[e].dir, p.db->db, p.finger, p.imp, enc[e].ext);
-			if ((buf = load(data, rel, &len)) == NULL)
+			if ((buf = tfvc_read_minutiae(data, enc[e].dir, p.db, p.finger, p.imp, enc[e].ext, &len)) == NULL)
 				continue;
 			files++;
 			mcc_error_clear(&err);
@@ -510,10 +507,11 @@ test_fvc_records(const char *data)
 					hi = ms.count > hi ? ms.count : hi;
 				}
 				else
-					printf("# %s: image %ux%u\n", rel, ms.width, ms.height);
+					printf("# %s %s/%d_%d: image %ux%u\n", enc[e].dir, p.db->db, p.finger, p.imp,
+						   ms.width, ms.height);
 			}
 			else
-				printf("# %s: %s\n", rel, err.message);
+				printf("# %s %s/%d_%d: %s\n", enc[e].dir, p.db->db, p.finger, p.imp, err.message);
 			free(buf);
 		}
 		UNIT_CHECK(files > 0 && good == files,
@@ -538,7 +536,6 @@ test_minex_vs_xyt(const char *data)
 	for (int k = 0; k < TFVC_PRINTS; k++)
 	{
 		const tfvc_print p = tfvc_print_at(k);
-		char		rel[256];
 		size_t		len,
 					tlen;
 		unsigned char *buf,
@@ -548,12 +545,8 @@ test_minex_vs_xyt(const char *data)
 		mcc_error	err;
 		int			here = 0;
 
-		snprintf(rel, sizeof(rel), "fvc2002/minutiae/nbis-minex-ansi378-2004/%s/%d_%d.fmr",
-				 p.db->db, p.finger, p.imp);
-		buf = load(data, rel, &len);
-		snprintf(rel, sizeof(rel), "fvc2002/minutiae/nbis-mindtct-xyt/%s/%d_%d.xyt",
-				 p.db->db, p.finger, p.imp);
-		text = load(data, rel, &tlen);
+		buf = tfvc_read_minutiae(data, "nbis-minex-ansi378-2004", p.db, p.finger, p.imp, "fmr", &len);
+		text = tfvc_read_minutiae(data, "nbis-mindtct-xyt", p.db, p.finger, p.imp, "xyt", &tlen);
 		if (buf == NULL || text == NULL ||
 			mcc_iso_read(buf, len, 1, &fmr, NULL, &err) != MCC_OK ||
 			mcc_xyt_read((const char *) text, tlen, p.db->width,
@@ -598,13 +591,10 @@ test_minex_vs_xyt(const char *data)
 int
 main(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("published samples and FVC2002 records not read");
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("../shared/data is absent: published samples and FVC2002 records not read");
 		return unit_done();
-	}
 	test_samples(data);
 	test_sample_cuts(data);
 	test_fvc_records(data);

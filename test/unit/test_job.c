@@ -14,6 +14,16 @@
 #include "unit.h"
 #include "mcc_job.h"
 
+/* Is SIGINT blocked in the calling thread (as in every thread mcc_job starts)? */
+static int
+sigint_blocked(void)
+{
+	sigset_t	now;
+
+	pthread_sigmask(SIG_SETMASK, NULL, &now);
+	return sigismember(&now, SIGINT);
+}
+
 typedef struct run_counts
 {
 	atomic_int	runs;			/* calls of the worker */
@@ -26,10 +36,8 @@ static void *
 worker(void *arg)
 {
 	run_counts *s = arg;
-	sigset_t	now;
 
-	pthread_sigmask(SIG_SETMASK, NULL, &now);
-	if (sigismember(&now, SIGINT))
+	if (sigint_blocked())
 		atomic_fetch_add(&s->blocked, 1);
 	if (pthread_equal(pthread_self(), s->self))
 		atomic_fetch_add(&s->caller, 1);
@@ -50,10 +58,8 @@ static void *
 each_worker(void *arg)
 {
 	each_elem  *e = arg;
-	sigset_t	now;
 
-	pthread_sigmask(SIG_SETMASK, NULL, &now);
-	e->blocked = sigismember(&now, SIGINT);
+	e->blocked = sigint_blocked();
 	e->on_caller = pthread_equal(pthread_self(), e->self) != 0;
 	e->runs++;
 	return NULL;

@@ -349,22 +349,20 @@ test_fvc(const char *data)
 		for (int f = 101; f <= 110; f++)
 			for (int imp = 1; imp <= 8; imp += 7)
 			{
-				char		path[1024];
 				size_t		len;
 				unsigned char *buf;
 				mcc_minutiae ms;
 				mcc_error	err;
 
-				tfvc_minutiae_path(path, sizeof(path), data, "fingerjetfx-iso19794-2-2005", &tfvc_dbs[d - 1], f,
-								   imp, "ist");
-				if ((buf = unit_read_file(path, &len)) != NULL)
+				if ((buf = tfvc_read_minutiae(data, "fingerjetfx-iso19794-2-2005", &tfvc_dbs[d - 1], f, imp,
+											  "ist", &len)) != NULL)
 				{
 					files++;
 					good += mcc_iso_read(buf, len, 1, &ms, NULL, &err) == MCC_OK && round_trip(&ms, NULL);
 					free(buf);
 				}
-				tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[d - 1], f, imp, "xyt");
-				if ((buf = unit_read_file(path, &len)) != NULL)
+				if ((buf = tfvc_read_minutiae(data, "nbis-mindtct-xyt", &tfvc_dbs[d - 1], f, imp, "xyt",
+											  &len)) != NULL)
 				{
 					files++;
 					good += mcc_xyt_read((const char *) buf, len, 0, 0, 0, &ms, &err) == MCC_OK &&
@@ -380,14 +378,12 @@ test_fvc(const char *data)
 int
 main(void)
 {
-	const char *data = unit_shared_data();
+	const char *data;
 
 	test_parse();
 	test_errors();
 	test_round_trip();
-	if (data == NULL)
-		UNIT_SKIP("../shared/data is absent: FVC2002 minutiae not read");
-	else
+	if ((data = unit_shared_data_or_skip("FVC2002 minutiae not read")) != NULL)
 		test_fvc(data);
 	return unit_done();
 }

@@ -84,7 +84,6 @@ load_db1(const char *data, const char *dir, const char *ext, uint8_t **blob,
 	for (int f = 0; f < 10; f++)
 		for (int i = 0; i < 8; i++)
 		{
-			char		path[1024];
 			size_t		len;
 			size_t		size;
 			unsigned char *buf;
@@ -92,8 +91,7 @@ load_db1(const char *data, const char *dir, const char *ext, uint8_t **blob,
 			mcc_status	st;
 			int			k = f * 8 + i;
 
-			tfvc_minutiae_path(path, sizeof(path), data, dir, &tfvc_dbs[0], 101 + f, 1 + i, ext);
-			buf = unit_read_file(path, &len);
+			buf = tfvc_read_minutiae(data, dir, &tfvc_dbs[0], 101 + f, 1 + i, ext, &len);
 			if (buf == NULL)
 			{
 				free(ms);
@@ -184,13 +182,10 @@ check_encoding(const char *data, const char *dir, const char *ext, const char *n
 int
 main(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("FVC2002 pairs not matched");
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("shared test data absent (set MCC_SHARED_DATA)");
 		return unit_done();
-	}
 	check_encoding(data, "fingerjetfx-iso19794-2-2005", "ist", "FingerJetFX");
 	check_encoding(data, "nbis-mindtct-xyt", "xyt", "mindtct");
 	return unit_done();

@@ -421,13 +421,11 @@ load_db1(pair_set *ps, const char *data, const char *dir, const char *ext)
 	memset(ps, 0, sizeof(*ps));
 	for (int k = 0; k < 80 && ok; k++)
 	{
-		char		path[1024];
 		size_t		len;
 		unsigned char *buf;
 		mcc_error	err;
 
-		tfvc_minutiae_path(path, sizeof(path), data, dir, &tfvc_dbs[0], 101 + k / 8, 1 + k % 8, ext);
-		buf = unit_read_file(path, &len);
+		buf = tfvc_read_minutiae(data, dir, &tfvc_dbs[0], 101 + k / 8, 1 + k % 8, ext, &len);
 		if (buf == NULL)
 		{
 			ok = 0;
@@ -481,7 +479,7 @@ main(void)
 		{"nbis-mindtct-xyt", "xyt", "mindtct"},
 	};
 	tg_rng		r = {20240611};
-	const char *data = unit_shared_data();
+	const char *data;
 	const int	modes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
 	const char *const mode_names[] = {", rounding upward", ", rounding downward", ", rounding toward zero"};
 	pair_set	ps;
@@ -516,8 +514,7 @@ main(void)
 	make_blob_set(&ps, mcc_profile_by_id(MCC_PROFILE_TPAMI2010), 20, &r);
 	check_set(&ps, "tpami2010 random cylinders");
 
-	if (data == NULL)
-		UNIT_SKIP("FVC2002 records: shared test data absent (set MCC_SHARED_DATA)");
+	data = unit_shared_data_or_skip("FVC2002 records not matched");
 	for (size_t e = 0; data != NULL && e < sizeof(fvc) / sizeof(fvc[0]); e++)
 	{
 		char		name[64];

@@ -675,7 +675,7 @@ main(void)
 	rt_set		s;
 	emu			e;
 	int			ok;
-	const char *data = unit_shared_data();
+	const char *data;
 	static const cfg small[] = {{128, 0, 256}, {64, 64, 129}, {256, 1024, 129}, {32, 256, 129}};
 
 	mcc_lss_init();
@@ -706,9 +706,7 @@ main(void)
 	emu_free(&e);
 	rt_free(&s);
 
-	if (!data)
-		UNIT_SKIP("FVC2002: ../shared/data is absent");
-	else
+	if ((data = unit_shared_data_or_skip("FVC2002 records not emulated")) != NULL)
 	{
 		int			n1 = rt_add_fvc(&s, data, 1, "xyt", 8);
 		int			n2 = rt_add_fvc(&s, data, 3, "ist", 8);

@@ -253,7 +253,7 @@ test_overall(void)
 static void
 test_fvc(void)
 {
-	const char *data = unit_shared_data();
+	const char *data = unit_shared_data_or_skip("no FVC2002 print restored");
 	char		path[1024];
 	size_t		len;
 	uint8_t    *file;
@@ -268,10 +268,7 @@ test_fvc(void)
 	int			outside = 0;
 
 	if (data == NULL)
-	{
-		UNIT_SKIP("../shared/data is absent: no FVC2002 print restored");
 		return;
-	}
 	tfvc_image_path(path, sizeof(path), data, &tfvc_dbs[0], 101, 1);
 	if ((file = unit_read_file(path, &len)) == NULL || mcc_image_probe(file, len, &info, &err) != MCC_OK)
 	{

@@ -299,17 +299,14 @@ test_db(const char *root, int db, int *near_total, int *tried_total)
 int
 main(void)
 {
-	const char *root = unit_shared_data();
+	const char *root = unit_shared_data_or_skip("FVC2002 images not searched");
 	int			near = 0,
 				tried = 0;
 	char		probe[512];
 	FILE	   *f;
 
 	if (root == NULL)
-	{
-		UNIT_SKIP("../shared/data is absent");
 		return unit_done();
-	}
 	tfvc_image_path(probe, sizeof(probe), root, &tfvc_dbs[0], 101, 1);
 	if ((f = fopen(probe, "rb")) == NULL)
 	{

@@ -231,7 +231,6 @@ test_fvc(const char *data)
 	for (int j = 0; j < TFVC_PRINTS; j++)
 	{
 		const tfvc_print p = tfvc_print_at(j);
-		char		path[1024];
 		size_t		len,
 					mlen;
 		unsigned char *text,
@@ -241,8 +240,7 @@ test_fvc(const char *data)
 		int			lines = 0,
 					i = 0;
 
-		tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", p.db, p.finger, p.imp, "xyt");
-		if ((text = unit_read_file(path, &len)) == NULL)
+		if ((text = tfvc_read_minutiae(data, "nbis-mindtct-xyt", p.db, p.finger, p.imp, "xyt", &len)) == NULL)
 			continue;
 		files++;
 		for (size_t k = 0; k < len; k++)
@@ -256,12 +254,11 @@ test_fvc(const char *data)
 			minutiae += ms.count;
 		}
 		else
-			printf("# %s: %s\n", path, err.message);
+			printf("# %s/%d_%d.xyt: %s\n", p.db->db, p.finger, p.imp, err.message);
 		free(text);
 
 		/* the .min file: MX, MY top-left; DIR in 11.25-degree units, 0 up, clockwise */
-		tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-min", p.db, p.finger, p.imp, "min");
-		if ((min = unit_read_file(path, &mlen)) == NULL)
+		if ((min = tfvc_read_minutiae(data, "nbis-mindtct-min", p.db, p.finger, p.imp, "min", &mlen)) == NULL)
 			continue;
 		for (char *line = strtok((char *) min, "\n"); line; line = strtok(NULL, "\n"))
 		{
@@ -293,14 +290,12 @@ test_fvc(const char *data)
 int
 main(void)
 {
-	const char *data = unit_shared_data();
+	const char *data;
 
 	test_parse();
 	test_errors();
 	test_write();
-	if (data == NULL)
-		UNIT_SKIP("../shared/data is absent: FVC2002 xyt files not read");
-	else
+	if ((data = unit_shared_data_or_skip("FVC2002 xyt files not read")) != NULL)
 		test_fvc(data);
 	return unit_done();
 }

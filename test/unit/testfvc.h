@@ -3,13 +3,15 @@
  * the tests, checks and tools that read it: the four databases' folders,
  * image sizes and resolutions, the 320 prints (fingers 101-110,
  * impressions 1-8 of each database) in one order, and the names of a
- * print's files.
+ * print's files (and its minutiae files read).
  */
 #ifndef MCC_TESTFVC_H
 #define MCC_TESTFVC_H
 
 #include <stddef.h>
 #include <stdio.h>
+
+#include "testfile.h"
 
 /* One database of set B: its folder, its images' size and resolution. */
 typedef struct tfvc_db
@@ -68,6 +70,20 @@ tfvc_minutiae_path(char *buf, size_t size, const char *root, const char *encodin
 				   const tfvc_db *db, int f, int i, const char *ext)
 {
 	snprintf(buf, size, "%s/fvc2002/minutiae/%s/%s/%d_%d.%s", root, encoding, db->db, f, i, ext);
+}
+
+/*
+ * That minutiae file read whole (unit_read_file: malloc'ed, NUL-terminated,
+ * its size in *len), or NULL where it is absent or unreadable.
+ */
+static inline unsigned char *
+tfvc_read_minutiae(const char *root, const char *encoding, const tfvc_db *db, int f, int i,
+				   const char *ext, size_t *len)
+{
+	char		path[1024];
+
+	tfvc_minutiae_path(path, sizeof(path), root, encoding, db, f, i, ext);
+	return unit_read_file(path, len);
 }
 
 #endif							/* MCC_TESTFVC_H */

@@ -10,7 +10,9 @@
  *   return unit_done();                  at the end of main
  *
  * Test data from ../shared/data is found through unit_shared_data(), which
- * returns NULL (the test then skips, saying so) when it is absent.
+ * returns NULL when it is absent; unit_shared_data_or_skip("what") returns
+ * the same and, where it is absent, reports one skipped check saying what
+ * was not run.
  */
 #ifndef MCC_UNIT_H
 #define MCC_UNIT_H
@@ -75,6 +77,21 @@ unit_shared_data(void)
 		if (stat(candidates[i], &st) == 0 && S_ISDIR(st.st_mode))
 			return candidates[i];
 	return NULL;
+}
+
+/*
+ * unit_shared_data() for a test that cannot run without it: where the data
+ * is absent, one skipped check naming what was not run (so that every such
+ * skip says the same thing about where the data is looked for).
+ */
+static inline const char *
+unit_shared_data_or_skip(const char *what)
+{
+	const char *data = unit_shared_data();
+
+	if (data == NULL)
+		UNIT_SKIP("shared test data absent (../shared/data or $MCC_SHARED_DATA): %s", what);
+	return data;
 }
 
 #endif							/* MCC_UNIT_H */

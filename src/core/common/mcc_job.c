@@ -75,6 +75,20 @@ mcc_job_run_shared(int n, void *(*fn) (void *), void *arg)
 		fn(arg);
 }
 
+/* Stop, join, and tear down workers that wait on cv for work or *stop (mcc_job.h). */
+void
+mcc_job_shutdown(pthread_mutex_t *mu, pthread_cond_t *cv, bool *stop, pthread_t *tids, int n)
+{
+	pthread_mutex_lock(mu);
+	*stop = true;
+	pthread_cond_broadcast(cv);
+	pthread_mutex_unlock(mu);
+	for (int i = 0; i < n; i++)
+		pthread_join(tids[i], NULL);
+	pthread_cond_destroy(cv);
+	pthread_mutex_destroy(mu);
+}
+
 /* Set up a zeroed runner for n threads (not started). */
 int
 mcc_job_runner_init(mcc_job_runner *r, int n)

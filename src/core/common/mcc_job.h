@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "mcc_error.h"
@@ -55,6 +56,19 @@ int			mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *),
 void		mcc_job_run_shared(int n, void *(*fn) (void *), void *arg);
 
 /*
+ * For workers that share n items through a counter (*next, from 0), as
+ * those of mcc_job_run_shared do: the first of the next `step` items this
+ * worker takes, or -1 when none is left.
+ */
+static inline int
+mcc_job_claim(atomic_int *next, int step, int n)
+{
+	int			i = atomic_fetch_add(next, step);
+
+	return i < n ? i : -1;
+}
+
+/*
  * Run n workers fn on (char *) args + i * stride, i = 0 .. n - 1, and wait
  * for them all: worker 0 on the calling thread, the others on threads of
  * their own (any that cannot be started run on the calling thread after
@@ -69,6 +83,15 @@ void		mcc_job_run_each(int n, void *(*fn) (void *), void *args, size_t stride);
  * per_share items (one at least), at most max and the online CPUs.
  */
 int			mcc_job_shares(size_t n, size_t per_share, int max);
+
+/*
+ * Shut down long-lived workers of one's own that sleep on cv (under mu)
+ * until there is work or *stop (the engine's pool, a load's prefault
+ * threads): raise *stop under mu, wake them all, join the n threads of
+ * tids, then destroy cv and mu, which nothing uses any more.
+ */
+void		mcc_job_shutdown(pthread_mutex_t *mu, pthread_cond_t *cv, bool *stop,
+							 pthread_t *tids, int n);
 
 /* Set up a zeroed runner for n threads (not started); 0 when out of memory. */
 int			mcc_job_runner_init(mcc_job_runner *r, int n);

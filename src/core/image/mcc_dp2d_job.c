@@ -30,6 +30,14 @@ typedef struct dp2d_worker
 	mcc_dp2d_pairbuf pair;		/* pairs mode: this thread's pair buffer */
 } dp2d_worker;
 
+/* Rows mode: a pair's buffer, the task of its first row, its rows done. */
+typedef struct dp2d_pair
+{
+	mcc_dp2d_pairbuf buf;
+	uint64_t	first;			/* rows of the pairs before it */
+	atomic_uint rows_done;
+} dp2d_pair;
+
 struct mcc_dp2d_job
 {
 	uint32_t	npairs;
@@ -40,9 +48,7 @@ struct mcc_dp2d_job
 	const mcc_dp2d_kern *kern;	/* NULL: the reference kernel */
 	int			by_rows;
 	uint64_t	total_rows;
-	uint64_t   *row_start;		/* rows mode: first task of each pair, npairs + 1 */
-	mcc_dp2d_pairbuf *pairs;	/* rows mode: one per pair */
-	atomic_uint *pair_rows;		/* rows mode: rows done per pair */
+	dp2d_pair  *pairs;			/* rows mode: one per pair */
 	int			nworkers;
 	dp2d_worker *workers;
 	void	   *mem;			/* every buffer, one allocation */
@@ -110,20 +116,21 @@ run_rows(dp2d_worker *w)
 		unsigned long long t = atomic_fetch_add(&job->next, 1);
 		const mcc_image *a,
 				   *b;
+		dp2d_pair  *pr;
 		mcc_dp2d_geom g;
 
 		if (t >= job->total_rows)
 			break;
-		while (t >= job->row_start[p + 1])	/* tasks only grow */
+		while (t >= job->pairs[p].first + job->a[p]->height)	/* tasks only grow */
 			p++;
+		pr = &job->pairs[p];
 		a = job->a[p];
 		b = job->b[p];
 		mcc_dp2d_geom_init(&g, job->kern, a, b);
-		mcc_dp2d_pair_row(job->kern, &g, a, (uint32_t) (t - job->row_start[p]), &job->pairs[p],
-						  &w->scratch);
+		mcc_dp2d_pair_row(job->kern, &g, a, (uint32_t) (t - pr->first), &pr->buf, &w->scratch);
 		atomic_fetch_add(&job->rows_done, 1);
-		if (atomic_fetch_add(&job->pair_rows[p], 1) + 1 == g.ha &&
-			mcc_dp2d_pair_finish(job->kern, &g, a, b, job->flags, &job->pairs[p], &w->scratch,
+		if (atomic_fetch_add(&pr->rows_done, 1) + 1 == g.ha &&
+			mcc_dp2d_pair_finish(job->kern, &g, a, b, job->flags, &pr->buf, &w->scratch,
 								 &job->out[p], &err) != MCC_OK)
 		{
 			mcc_job_fail(&job->run, &err);
@@ -153,9 +160,7 @@ job_free(mcc_dp2d_job *job)
 {
 	free(job->mem);
 	free(job->workers);
-	free(job->row_start);
 	free(job->pairs);
-	free(job->pair_rows);
 	mcc_job_runner_free(&job->run);
 	free(job);
 }
@@ -244,21 +249,22 @@ job_create(const mcc_dp2d_request *req, int n, mcc_dp2d_job **out, mcc_error *er
 	p = job->mem;
 	if (job->by_rows)
 	{
-		job->pairs = calloc(req->npairs, sizeof(mcc_dp2d_pairbuf));
-		job->pair_rows = calloc(req->npairs, sizeof(atomic_uint));
-		job->row_start = calloc((size_t) req->npairs + 1, sizeof(uint64_t));
-		if (job->pairs == NULL || job->pair_rows == NULL || job->row_start == NULL)
+		uint64_t	first = 0;
+
+		if ((job->pairs = calloc(req->npairs, sizeof(dp2d_pair))) == NULL)
 			goto oom;
 		for (uint32_t q = 0; q < req->npairs; q++)
 		{
+			dp2d_pair  *pr = &job->pairs[q];
 			mcc_dp2d_geom g;
 
-			mcc_dp2d_pairbuf_init(&job->pairs[q], p, &d);
+			mcc_dp2d_pairbuf_init(&pr->buf, p, &d);
 			p += pbsize;
 			mcc_dp2d_geom_init(&g, job->kern, req->a[q], req->b[q]);
-			mcc_dp2d_pair_prepare(job->kern, &g, req->b[q], &job->pairs[q]);
-			atomic_init(&job->pair_rows[q], 0);
-			job->row_start[q + 1] = job->row_start[q] + req->a[q]->height;
+			mcc_dp2d_pair_prepare(job->kern, &g, req->b[q], &pr->buf);
+			pr->first = first;
+			atomic_init(&pr->rows_done, 0);
+			first += req->a[q]->height;
 		}
 	}
 	for (int i = 0; i < n; i++)

@@ -14,11 +14,7 @@
 void
 mcc_dp2d_prep_default(mcc_dp2d_prep *p)
 {
-	p->side = 128;
-	p->crop = 256;
-	p->block = 16;
-	p->period = 9.0;
-	p->sigma = 4.0;
+	*p = (mcc_dp2d_prep) {.side = 128, .crop = 256, .block = 16, .period = 9.0, .sigma = 4.0};
 }
 
 /* Parameter ranges. */

@@ -61,6 +61,16 @@ mcc_png_decode(const uint8_t *data, size_t len, mcc_image *img, mcc_error *err)
 /* Largest ancillary chunk libpng may allocate (zTXt, iCCP, ...). */
 #define PNG_CHUNK_MALLOC_MAX	(8u * 1024u * 1024u)
 
+/*
+ * Largest single allocation granted to libpng: a chunk of the size above
+ * (and its terminator), or a row of MCC_IMAGE_MAX_SIDE pixels of 8 bytes,
+ * fits many times over; the image itself is allocated by the caller. A
+ * larger request comes from a chunk whose claimed length libpng did not
+ * hold to png_set_chunk_malloc_max (libpng 1.6.39 read an sPLT chunk
+ * claiming 1.9 GB: found by fuzz_image), and is refused.
+ */
+#define PNG_ALLOC_MAX			(2u * PNG_CHUNK_MALLOC_MAX)
+
 /* Reading state shared with libpng's callbacks. */
 typedef struct png_src
 {
@@ -69,6 +79,7 @@ typedef struct png_src
 	size_t		pos;			/* bytes handed to libpng */
 	int			truncated;		/* libpng asked for more than there is */
 	int			oom;			/* an allocation failed */
+	size_t		refused;		/* the largest request above PNG_ALLOC_MAX, or 0 */
 	char		msg[160];		/* libpng's last error message */
 	int			npal;			/* palette entries (palette images) */
 	uint8_t		lut[256];		/* palette index -> gray */
@@ -107,12 +118,20 @@ warning_cb(png_structp png, png_const_charp msg)
 	(void) msg;
 }
 
-/* libpng's allocator: malloc, remembering a failure for the message. */
+/* libpng's allocator: malloc up to PNG_ALLOC_MAX, remembering a failure for the message. */
 static png_voidp
 malloc_cb(png_structp png, png_alloc_size_t size)
 {
 	png_src    *s = (png_src *) png_get_mem_ptr(png);
-	void	   *p = malloc(size);
+	void	   *p;
+
+	if (size > PNG_ALLOC_MAX)
+	{
+		if (s != NULL && size > s->refused)
+			s->refused = size;
+		return NULL;
+	}
+	p = malloc(size);
 
 	if (p == NULL && s != NULL)
 		s->oom = 1;
@@ -131,6 +150,10 @@ free_cb(png_structp png, png_voidp p)
 static mcc_status
 png_failure(const png_src *s, mcc_error *err)
 {
+	if (s->refused)
+		return mcc_error_set(err, MCC_ERR_SYNTAX, "invalid PNG image"),
+			mcc_error_detail(err, "A chunk's claimed length asks for an allocation of %zu bytes; the data is %zu bytes long.",
+							 s->refused, s->len);
 	if (s->oom)
 		return mcc_error_set(err, MCC_ERR_MEMORY, "out of memory while decoding a PNG image");
 	if (s->truncated)

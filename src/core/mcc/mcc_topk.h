@@ -32,6 +32,20 @@ mcc_hit_better(float sa, int64_t ia, float sb, int64_t ib)
 	return sa > sb || (sa == sb && ia < ib);
 }
 
+/*
+ * The same for a gallery's rows, whose key is the id: rows of equal score
+ * and key (tuple versions of one key) rank by template hash, so that a
+ * shortlist never depends on the order its rows came in. The engine's hits
+ * (eng_hits.h) and the backend's shortlist (identify_refine.c) both rank so.
+ */
+static inline bool
+mcc_row_better(float sa, int64_t ka, uint64_t ha, float sb, int64_t kb, uint64_t hb)
+{
+	if (sa != sb || ka != kb)
+		return mcc_hit_better(sa, ka, sb, kb);
+	return ha < hb;
+}
+
 void		mcc_topk_init(mcc_topk *t, int64_t k, mcc_hit *storage, int64_t cap);
 
 /* true if the heap is full to cap but cap < k: grow and rebind first. */
