@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_clamp.h"
 #include "mcc_proto.h"
 
 #define CHUNK_TARGET_BYTES	(256 * 1024)	/* a typical per-core L2 */
@@ -25,11 +26,7 @@ eng_scan_chunk(const eng_cache *c, int threads)
 	even = ((uint64_t) g->n_tpl + 4u * (uint64_t) threads - 1) / (4u * (uint64_t) threads);
 	if (even < chunk)
 		chunk = even;
-	if (chunk < CHUNK_MIN)
-		chunk = CHUNK_MIN;
-	if (chunk > ENG_CHUNK_MAX)
-		chunk = ENG_CHUNK_MAX;
-	return (uint32_t) chunk;
+	return (uint32_t) MCC_CLAMP(chunk, CHUNK_MIN, ENG_CHUNK_MAX);
 }
 
 /* Is every probe of the batch cancelled (and there are probes: counts alone are not)? */

@@ -79,6 +79,8 @@
 #include <stddef.h>
 
 #include "mcceval.h"
+#include "mcc_clamp.h"
+#include "mcc_cmp.h"
 #include "record_file.h"
 #include "../unit/testargs.h"
 
@@ -170,9 +172,7 @@ cmp_record(const void *pa, const void *pb)
 	const record *a = pa;
 	const record *b = pb;
 
-	if (a->finger != b->finger)
-		return a->finger < b->finger ? -1 : 1;
-	return (a->imp > b->imp) - (a->imp < b->imp);
+	return MCC_CMP_THEN(MCC_CMP(a->finger, b->finger), a->imp, b->imp);
 }
 
 /* Every FINGER_IMPRESSION.EXT record of a directory. */
@@ -723,10 +723,7 @@ parse_args(int argc, char **argv)
 	/* the refinement on the GPU needs its LSS stage there */
 	if (opt.gpu_refine)
 		opt.gpu = true;
-	if (opt.threads < 1)
-		opt.threads = 1;
-	if (opt.threads > 64)
-		opt.threads = 64;
+	opt.threads = MCC_CLAMP(opt.threads, 1, 64);
 	if ((opt.dir == NULL) == !opt.synth)
 		die("give either --dir DIR or --synth");
 	if (opt.synth)

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_clamp.h"
 #include "mcc_cmp.h"
 #define PI 3.14159265358979323846
 #define MAX_ND 8				/* most sections a profile may have */
@@ -185,10 +186,7 @@ seg_dist2(double px, double py, double ax, double ay, double bx, double by)
 	if (len2 > 0.0)
 	{
 		t = ((px - ax) * dx + (py - ay) * dy) / len2;
-		if (t < 0.0)
-			t = 0.0;
-		else if (t > 1.0)
-			t = 1.0;
+		t = MCC_CLAMP(t, 0.0, 1.0);
 	}
 	ex = ax + t * dx - px;
 	ey = ay + t * dy - py;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcc_clamp.h"
 #include "mcc_cmp.h"
 #include "mcc_probe_int.h"
 
@@ -60,10 +61,7 @@ mcc_lss_sqrt_fx(int popcount)
 int
 mcc_lss_np(const mcc_profile *p, int min_cyl)
 {
-	if (min_cyl < 0)
-		min_cyl = 0;
-	if (min_cyl > MCC_MAX_CYL)
-		min_cyl = MCC_MAX_CYL;
+	min_cyl = MCC_CLAMP(min_cyl, 0, MCC_MAX_CYL);
 	if (p->id >= MAX_PROFILE_ID)
 		return np_formula(p, min_cyl);
 	return np_tab[p->id][min_cyl];

@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "mcc_clamp.h"
 #include "mcc_detmath.h"
 #include "mcc_match_int.h"
 #include "mcc_probe_int.h"
@@ -725,10 +726,7 @@ fused_score(mcc_match_work *w, const mcc_match_params *mp)
 void
 mcc_match_set_np(const mcc_match_params *mp, int method, const mcc_profile *p, int m, int np[2])
 {
-	if (m < 0)
-		m = 0;
-	if (m > MCC_MAX_CYL)
-		m = MCC_MAX_CYL;
+	m = MCC_CLAMP(m, 0, MCC_MAX_CYL);
 	np[0] = np[1] = mcc_lss_np(p, m);
 	if (method == MCC_FUSED)
 		np[1] = mp->fused_dtr_np_tab[m];	/* LGS-DTR over [11]'s n_P */
@@ -834,11 +832,8 @@ mcc_refine_count(int64_t n, double fraction, int64_t min_count, int64_t k)
 
 	if ((double) m < f)
 		m++;					/* ceil */
-	if (m < min_count)
-		m = min_count;
-	if (m < k)
-		m = k;
-	if (m > n)
-		m = n;
+	if (k > min_count)
+		min_count = k;			/* k at least, too */
+	m = MCC_CLAMP(m, min_count, n);	/* n wins: no more rows than there are */
 	return m < 0 ? 0 : m;
 }
