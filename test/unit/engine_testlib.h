@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "eng_wire.h"
+#include "mcc_cmp.h"
 #include "mcc_hash.h"
 #include "mcc_lss.h"
 #include "mcc_match.h"
@@ -596,11 +597,10 @@ typedef struct tl_entry
 static inline int
 tl_cmp_hit(float sa, int64_t ka, uint64_t ha, float sb, int64_t kb, uint64_t hb)
 {
-	if (sa != sb)
-		return sa > sb ? -1 : 1;
-	if (ka != kb)
-		return ka < kb ? -1 : 1;
-	return ha < hb ? -1 : ha > hb;
+	int			c = MCC_CMP(sb, sa);
+
+	c = MCC_CMP_THEN(c, ka, kb);
+	return MCC_CMP_THEN(c, ha, hb);
 }
 
 /*

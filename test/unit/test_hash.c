@@ -8,40 +8,33 @@
 #include <string.h>
 
 #include "unit.h"
+#include "mcc_cmp.h"
 #include "mcc_hash.h"
 
 #define MAXLEN 2100
 
-static int
-cmp_u64(const void *pa, const void *pb)
+/* Fill blob with the bytes of a fixed linear congruential sequence. */
+static void
+fill_blob(uint8_t *blob, int len)
 {
-	uint64_t	a = *(const uint64_t *) pa;
-	uint64_t	b = *(const uint64_t *) pb;
-
-	return (a > b) - (a < b);
-}
-
-int
-main(void)
-{
-	static uint8_t blob[MAXLEN];
-	static uint8_t copy[MAXLEN];
-	/* every length 0..MAXLEN, then every single-bit flip of a 2,000-byte blob */
-	static uint64_t seen[MAXLEN + 1 + 8 * 2000];
 	uint32_t	x = 12345;
-	int			n = 0;
-	int			header_free = 1;
-	int			flips_change = 1;
-	int			dups = 0;
 
-	for (int i = 0; i < MAXLEN; i++)
+	for (int i = 0; i < len; i++)
 	{
 		x = x * 1103515245u + 12345u;
 		blob[i] = (uint8_t) (x >> 16);
 	}
+}
+
+/* The 4 header bytes do not count; nothing but the header hashes alike. */
+static void
+test_header(const uint8_t *blob)
+{
+	static uint8_t copy[MAXLEN];
+	int			header_free = 1;
+
 	UNIT_CHECK(mcc_template_hash(blob, MAXLEN) == mcc_template_hash(blob, MAXLEN),
 			   "the hash is a function of the bytes");
-
 	memcpy(copy, blob, MAXLEN);
 	for (int i = 0; i < 4; i++)
 	{
@@ -52,6 +45,32 @@ main(void)
 	UNIT_CHECK(mcc_template_hash(blob, 0) == mcc_template_hash(blob, 4) &&
 			   mcc_template_hash(blob, 4) != mcc_template_hash(blob, 5),
 			   "blobs of 0 to 4 bytes hash alike (nothing after the header); a fifth byte counts");
+}
+
+/* How many of seen[0 .. n) equal the one before them once sorted. */
+static int
+count_collisions(uint64_t *seen, int n)
+{
+	int			dups = 0;
+
+	qsort(seen, (size_t) n, sizeof(seen[0]), mcc_cmp_u64);
+	for (int i = 1; i < n; i++)
+		dups += seen[i] == seen[i - 1];
+	return dups;
+}
+
+/*
+ * Every length 4..MAXLEN, then every single-bit flip of a 2,000-byte blob:
+ * each flip changes the hash, and no two of them all collide.
+ */
+static void
+test_lengths_and_flips(const uint8_t *blob)
+{
+	static uint8_t copy[MAXLEN];
+	static uint64_t seen[MAXLEN + 1 + 8 * 2000];
+	int			n = 0;
+	int			flips_change = 1;
+	int			dups;
 
 	for (int len = 4; len <= MAXLEN; len++)
 		seen[n++] = mcc_template_hash(blob, (size_t) len);
@@ -67,10 +86,18 @@ main(void)
 			seen[n++] = h;
 		}
 	UNIT_CHECK(flips_change, "flipping any one bit after the header changes the hash");
-	qsort(seen, (size_t) n, sizeof(seen[0]), cmp_u64);
-	for (int i = 1; i < n; i++)
-		dups += seen[i] == seen[i - 1];
+	dups = count_collisions(seen, n);
 	UNIT_CHECK(dups == 0, "no two of %d related blobs (every length, every one-bit flip) collide (%d did)",
 			   n, dups);
+}
+
+int
+main(void)
+{
+	static uint8_t blob[MAXLEN];
+
+	fill_blob(blob, MAXLEN);
+	test_header(blob);
+	test_lengths_and_flips(blob);
 	return unit_done();
 }

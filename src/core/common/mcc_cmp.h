@@ -1,6 +1,7 @@
 /*
  * mcc_cmp.h: three-way comparison (-1, 0, 1) for the qsort comparators of
- * src/core and the engine, so that a comparator reads one line a key:
+ * src/core, the engine, the tests and the tools, so that a comparator
+ * reads one line a key:
  *
  *     int         c = MCC_CMP(x->block, y->block);
  *
