@@ -73,33 +73,167 @@ rows_frames(const tl_tpl *t, int n, int distinct, uint64_t rid, int *n_frames)
 	return b;
 }
 
+/* The per-row stages a load did before rows were appended in bulk. */
+typedef enum stage
+{
+	ST_PARSE, ST_OPEN, ST_HASH, ST_APPEND, N_STAGES
+} stage;
+
+static const char *const stage_names[N_STAGES] = {"parse", "open", "hash", "append"};
+
+/* parse: walk every frame's rows as h_load_rows reads them; CPU seconds. */
+static double
+stage_parse(const eng_buf *frames, uint64_t *sink)
+{
+	double		t0 = tclock_cpu_s();
+
+	for (size_t pos = 0; pos < frames->len;)
+	{
+		mcc_frame_hdr h;
+		eng_rd		r;
+		uint32_t	m;
+
+		memcpy(&h, frames->data + pos, sizeof(h));
+		eng_rd_init(&r, frames->data + pos + sizeof(h), h.length);
+		m = eng_rd_u32(&r);
+		for (uint32_t k = 0; k < m; k++)
+		{
+			uint32_t	len;
+
+			*sink += (uint64_t) eng_rd_i64(&r) + eng_rd_u64(&r) + eng_rd_u64(&r);
+			*sink += (uintptr_t) eng_rd_bytes(&r, &len) + len;
+			*sink += eng_rd_u64(&r) + eng_rd_u64(&r);
+		}
+		pos += sizeof(h) + h.length;
+	}
+	return tclock_cpu_s() - t0;
+}
+
+/*
+ * open, hash and append of the n rows (template i % distinct of t), the
+ * CPU seconds of each into sec[ST_OPEN ..]; 0, or -1 if one failed.
+ */
+static int
+stage_rows(const tl_tpl *t, int n, int distinct, double *sec, uint64_t *sink)
+{
+	mcc_template_view *views = malloc(sizeof(*views) * (size_t) n);
+	eng_cache  *cache;
+	mcc_error	err;
+	double		t0 = tclock_cpu_s();
+
+	for (int i = 0; i < n; i++)
+	{
+		const tl_tpl *x = &t[i % distinct];
+
+		mcc_error_clear(&err);
+		if (mcc_template_open(x->b, x->n, &views[i], &err) != MCC_OK)
+			return -1;
+	}
+	sec[ST_OPEN] = tclock_cpu_s() - t0;
+
+	t0 = tclock_cpu_s();
+	for (int i = 0; i < n; i++)
+		*sink += mcc_template_hash(t[i % distinct].b, t[i % distinct].n);
+	sec[ST_HASH] = tclock_cpu_s() - t0;
+
+	cache = eng_cache_new(views[0].profile, NULL, (uint32_t) n, (uint32_t) (n * 36), &err);
+	if (cache == NULL)
+		return -1;
+	t0 = tclock_cpu_s();
+	for (int i = 0; i < n; i++)
+		if (eng_cache_append(cache, i, 1, 0, 0, ENG_E_LOAD_INS, &views[i], NULL, &err) != MCC_OK)
+			return -1;
+	sec[ST_APPEND] = tclock_cpu_s() - t0;
+	eng_cache_free(cache);
+	free(views);
+	return 0;
+}
+
+/*
+ * load: LOAD_BEGIN for n rows, the frames one by one as a socket's reads
+ * bring them, LOAD_END, fed to an in-process server of cfg, until LOADED:
+ * its wall seconds and the process's CPU seconds; 0, or -1 if it failed.
+ */
+static int
+time_load(const eng_config *cfg, const eng_buf *frames, int n, double *wall, double *cpu)
+{
+	eng_server	s;
+	eng_conn   *c;
+	eng_buf		b;
+	tl_frame	f;
+	size_t		fb;
+	double		t0;
+
+	eng_server_init(&s, cfg);
+	c = eng_conn_add(&s, -1);
+	eng_buf_init(&b);
+	fb = eng_frame_begin(&b, MCC_MSG_LOAD_BEGIN, 1);
+	eng_buf_gallery(&b, &G);
+	eng_buf_u64(&b, 1);
+	eng_buf_u32(&b, MCC_PROFILE_DEFAULT);
+	eng_buf_u64(&b, (uint64_t) n);
+	eng_buf_u32(&b, 0);
+	eng_buf_u32(&b, MCC_LOAD_IDS);
+	eng_buf_u64(&b, 1);			/* scan_lsn */
+	eng_buf_u64(&b, 100);		/* next_xid */
+	eng_frame_end(&b, fb);
+	t0 = tclock_wall_s();
+	*cpu = tclock_process_cpu_s();
+	ip_feed(&s, c, &b);
+	for (size_t pos = 0; pos < frames->len;)
+	{
+		mcc_frame_hdr h;
+
+		memcpy(&h, frames->data + pos, sizeof(h));
+		eng_conn_input(&s, c, frames->data + pos, sizeof(h) + h.length);
+		pos += sizeof(h) + h.length;
+	}
+	tl_load_end(&b, 1);
+	ip_send(&s, c, &b);
+	*wall = tclock_wall_s() - t0;
+	*cpu = tclock_process_cpu_s() - *cpu;
+	if (ip_reply(c, 1, &f, NULL) != 1 || f.h.type != MCC_MSG_LOADED)
+	{
+		fprintf(stderr, "the load failed\n");
+		return -1;
+	}
+	eng_buf_free(&b);
+	return 0;
+}
+
+/* Each stage's CPU seconds, its share of their sum and per row; then the sum's rate. */
+static void
+print_stages(const double *sec, int n)
+{
+	double		sum = 0;
+
+	for (int i = 0; i < N_STAGES; i++)
+		sum += sec[i];
+	printf("stage   seconds  share  us/row\n");
+	for (int i = 0; i < N_STAGES; i++)
+		printf("%-7s %7.3f  %4.1f%%  %6.2f\n", stage_names[i], sec[i], 100 * sec[i] / sum, 1e6 * sec[i] / n);
+	printf("per-row stages summed (one thread): %.0f rows per CPU-second\n", n / sum);
+}
+
 int
 main(int argc, char **argv)
 {
 	int			n = 200000;
 	int			distinct = 2000;
-	int			threads = 2;
-	int			prefault = 0;	/* eng_config.load_prefault: 0 the engine's default, -1 none */
+	eng_config	cfg = {.threads = 2, .memory_limit = 0, .delta_timeout_ms = 1000, .max_batch = 64,
+	.load_prefault = 0};			/* 0 the engine's default, -1 none */
 	int			load_only = 0;
 	tl_tpl	   *t;
 	eng_buf		frames;
 	int			n_frames;
-	double		t0;
-	double		s_parse = 0;	/* the stages a --load-only run skips */
-	double		s_open = 0;
-	double		s_hash = 0;
-	double		s_append = 0;
+	double		sec[N_STAGES] = {0};	/* the stages a --load-only run skips */
 	double		s_load;
 	double		cpu_load;
-	double		sum;
 	uint64_t	sink = 0;
 	uint64_t	cyl = 0;
-	mcc_template_view *views;
-	eng_cache  *cache;
-	mcc_error	err;
 	const targ_opt opts[] = {
 		OPT_INT("--templates", &n, "N"), OPT_INT("--distinct", &distinct, "M"),
-		OPT_INT("--threads", &threads, "T"), OPT_INT("--prefault", &prefault, "P"),
+		OPT_INT("--threads", &cfg.threads, "T"), OPT_INT("--prefault", &cfg.load_prefault, "P"),
 		OPT_INT("--load-only", &load_only, "1"), OPT_END
 	};
 
@@ -112,123 +246,20 @@ main(int argc, char **argv)
 		cyl += (uint64_t) tl_view(&t[i]).n_cyl;
 	printf("# %d rows (%d distinct synthetic templates, %.1f cylinders each), %d LOAD_ROWS frames, %.1f MB\n",
 		   n, distinct, (double) cyl / distinct, n_frames, frames.len / 1048576.0);
-
-	/* parse: walk every frame's rows */
-	if (load_only)
-		goto load;
-	t0 = tclock_cpu_s();
-	for (size_t pos = 0; pos < frames.len;)
+	if (!load_only)
 	{
-		mcc_frame_hdr h;
-		eng_rd		r;
-		uint32_t	m;
-
-		memcpy(&h, frames.data + pos, sizeof(h));
-		eng_rd_init(&r, frames.data + pos + sizeof(h), h.length);
-		m = eng_rd_u32(&r);
-		for (uint32_t k = 0; k < m; k++)
-		{
-			uint32_t	len;
-
-			sink += (uint64_t) eng_rd_i64(&r) + eng_rd_u64(&r) + eng_rd_u64(&r);
-			sink += (uintptr_t) eng_rd_bytes(&r, &len) + len;
-			sink += eng_rd_u64(&r) + eng_rd_u64(&r);
-		}
-		pos += sizeof(h) + h.length;
-	}
-	s_parse = tclock_cpu_s() - t0;
-
-	views = malloc(sizeof(*views) * (size_t) n);
-	t0 = tclock_cpu_s();
-	for (int i = 0; i < n; i++)
-	{
-		const tl_tpl *x = &t[i % distinct];
-
-		mcc_error_clear(&err);
-		if (mcc_template_open(x->b, x->n, &views[i], &err) != MCC_OK)
+		sec[ST_PARSE] = stage_parse(&frames, &sink);
+		if (stage_rows(t, n, distinct, sec, &sink) != 0)
 			return 1;
 	}
-	s_open = tclock_cpu_s() - t0;
-
-	t0 = tclock_cpu_s();
-	for (int i = 0; i < n; i++)
-		sink += mcc_template_hash(t[i % distinct].b, t[i % distinct].n);
-	s_hash = tclock_cpu_s() - t0;
-
-	cache = eng_cache_new(views[0].profile, NULL, (uint32_t) n, (uint32_t) (n * 36), &err);
-	if (cache == NULL)
+	if (time_load(&cfg, &frames, n, &s_load, &cpu_load) != 0)
 		return 1;
-	t0 = tclock_cpu_s();
-	for (int i = 0; i < n; i++)
-		if (eng_cache_append(cache, i, 1, 0, 0, ENG_E_LOAD_INS, &views[i], NULL, &err) != MCC_OK)
-			return 1;
-	s_append = tclock_cpu_s() - t0;
-	eng_cache_free(cache);
-	free(views);
-load:
-
-	{
-		eng_server	s;
-		eng_config	cfg = {.threads = threads, .memory_limit = 0, .delta_timeout_ms = 1000,
-		.max_batch = 64, .load_prefault = prefault};
-		eng_conn   *c;
-		eng_buf		b;
-		tl_frame	f;
-
-		eng_server_init(&s, &cfg);
-		c = eng_conn_add(&s, -1);
-		eng_buf_init(&b);
-		{
-			size_t		fb = eng_frame_begin(&b, MCC_MSG_LOAD_BEGIN, 1);
-
-			eng_buf_gallery(&b, &G);
-			eng_buf_u64(&b, 1);
-			eng_buf_u32(&b, MCC_PROFILE_DEFAULT);
-			eng_buf_u64(&b, (uint64_t) n);
-			eng_buf_u32(&b, 0);
-			eng_buf_u32(&b, MCC_LOAD_IDS);
-			eng_buf_u64(&b, 1);	/* scan_lsn */
-			eng_buf_u64(&b, 100);	/* next_xid */
-			eng_frame_end(&b, fb);
-		}
-		t0 = tclock_wall_s();
-		cpu_load = tclock_process_cpu_s();
-		ip_feed(&s, c, &b);
-		/* frame by frame, as a socket's reads bring them */
-		for (size_t pos = 0; pos < frames.len;)
-		{
-			mcc_frame_hdr h;
-
-			memcpy(&h, frames.data + pos, sizeof(h));
-			eng_conn_input(&s, c, frames.data + pos, sizeof(h) + h.length);
-			pos += sizeof(h) + h.length;
-		}
-		tl_load_end(&b, 1);
-		ip_send(&s, c, &b);
-		s_load = tclock_wall_s() - t0;
-		cpu_load = tclock_process_cpu_s() - cpu_load;
-		if (ip_reply(c, 1, &f, NULL) != 1 || f.h.type != MCC_MSG_LOADED)
-		{
-			fprintf(stderr, "the load failed\n");
-			return 1;
-		}
-		eng_buf_free(&b);
-	}
-	if (load_only)
-	{
-		printf("load (engine, %d threads): %.3f s wall, %.0f rows/s; %.3f CPU-s, %.0f rows per CPU-second\n",
-			   threads, s_load, n / s_load, cpu_load, n / cpu_load);
-		return 0;
-	}
-	sum = s_parse + s_open + s_hash + s_append;
-	printf("stage   seconds  share  us/row\n");
-	printf("parse   %7.3f  %4.1f%%  %6.2f\n", s_parse, 100 * s_parse / sum, 1e6 * s_parse / n);
-	printf("open    %7.3f  %4.1f%%  %6.2f\n", s_open, 100 * s_open / sum, 1e6 * s_open / n);
-	printf("hash    %7.3f  %4.1f%%  %6.2f\n", s_hash, 100 * s_hash / sum, 1e6 * s_hash / n);
-	printf("append  %7.3f  %4.1f%%  %6.2f\n", s_append, 100 * s_append / sum, 1e6 * s_append / n);
-	printf("per-row stages summed (one thread): %.0f rows per CPU-second\n", n / sum);
+	if (!load_only)
+		print_stages(sec, n);
 	printf("load (engine, %d threads): %.3f s wall, %.0f rows/s; %.3f CPU-s, %.0f rows per CPU-second\n",
-		   threads, s_load, n / s_load, cpu_load, n / cpu_load);
+		   cfg.threads, s_load, n / s_load, cpu_load, n / cpu_load);
+	if (load_only)
+		return 0;
 	if (sink == 42)
 		printf("#\n");
 	tl_templates_free(t, distinct);

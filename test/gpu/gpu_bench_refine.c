@@ -178,15 +178,105 @@ cpu_rows(const bdata *d, int ncand)
 	free(w);
 }
 
-static void
-row(const char *what, int method, int q, int ncand, double ms, const mcc_gpu_refine_timing *tm)
+/* What every timed row needs besides its own parameters. */
+typedef struct bench_run
 {
-	double		pairs = (double) q * ncand;
+	mcc_gpu    *g;
+	const bdata *d;
+	int			ncand;			/* --cands: candidates per probe */
+	int			reps;			/* --reps: calls timed (their median) */
+	float	   *sc;				/* room for the scores of MAXQ probes */
+} bench_run;
 
+/*
+ * One row: Q probes with shortlists of C candidates (from the gallery or
+ * given as templates, MCC_GPU_FROM_*), refined with method, timed and
+ * printed with the call's breakdown; nothing if the call failed.
+ */
+static void
+bench_row(const bench_run *b, const char *what, int method, int q, int from, uint64_t seed)
+{
+	mcc_gpu_pair *p = shortlist(b->d, q, b->ncand, from, seed);
+	double		pairs = (double) q * b->ncand;
+	mcc_gpu_refine_timing tm;
+	double		ms = time_call(b->g, b->d, p, (size_t) q * b->ncand, q, method, b->reps, b->sc, &tm);
+
+	free(p);
+	if (ms < 0)
+		return;
 	gd_say("%-28s %-8s Q=%-3d pairs=%-6.0f call %8.3f ms  per 1000 cand %7.3f ms  %8.2f M cand/s  "
 		"kernel %8.3f ms  prep %6.3f  h2d %6.3f  d2h %6.3f  launches %d  blocks/SM %d\n",
 		what, mcc_method_name(method), q, pairs, ms, ms * 1000.0 / pairs, pairs / ms / 1e3,
-		tm->kernel_ms, tm->prep_ms, tm->h2d_ms, tm->d2h_ms, tm->launches, tm->blocks_per_sm);
+		tm.kernel_ms, tm.prep_ms, tm.h2d_ms, tm.d2h_ms, tm.launches, tm.blocks_per_sm);
+}
+
+/* Open device 0 and put d's gallery and refinement data on it; NULL on a failure (said). */
+static mcc_gpu *
+gpu_setup(const bdata *d)
+{
+	mcc_gpu    *g = NULL;
+	int			dev0 = 0;
+	mcc_error	err;
+	mcc_gpu_meminfo mi;
+	int			nm = 0;
+	double		t0;
+
+	if (mcc_gpu_open(&dev0, 1, mcc_profile_by_id(MCC_PROFILE_GPU2015), NULL, &g, &err) != MCC_GPU_OK)
+	{
+		gd_say("# open failed: %s\n", err.message);
+		return NULL;
+	}
+	t0 = tclock_wall_ms();
+	if (mcc_gpu_upload(g, &d->soa, &err) != MCC_GPU_OK)
+	{
+		gd_say("# upload failed: %s\n", err.message);
+		return NULL;
+	}
+	gd_say("# gallery upload: %.0f ms\n", tclock_wall_ms() - t0);
+	t0 = tclock_wall_ms();
+	if (mcc_gpu_refine_attach(g, &d->soa, &d->geo, 0, d->n, &err) != MCC_GPU_OK)
+	{
+		gd_say("# attach failed: %s\n", err.message);
+		return NULL;
+	}
+	gd_say("# refinement data attach: %.0f ms\n", tclock_wall_ms() - t0);
+	if (mcc_gpu_memory(g, &mi, 1, &nm, &err) == MCC_GPU_OK)
+		gd_say("# device memory: gallery with refinement data %.1f MB (%.1f B per cylinder)\n",
+			   mi.gallery_bytes / 1e6, (double) mi.gallery_bytes / d->soa.n_cyl);
+	return g;
+}
+
+/* The rows of the GPU: batch sizes, every method, candidates as templates, block sizes. */
+static void
+gpu_rows(const bench_run *b)
+{
+	static const int qs[] = {1, 2, 4, 8, 16, 32, 64};
+	static const int meth[] = {MCC_FUSED, MCC_LSS_DTR, MCC_LSS_R, MCC_LGS, MCC_LGS_R, MCC_LGS_DTR, MCC_LSS};
+	mcc_error	err;
+
+	gd_say("# batches, gallery candidates, 128 threads per block\n");
+	for (int mi = 0; mi < 2; mi++)
+		for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++)
+			bench_row(b, "gallery", meth[mi], qs[k], MCC_GPU_FROM_GALLERY, 5);
+	gd_say("# every GPU method, Q = 1 and 16, gallery candidates\n");
+	for (int mi = 0; mi < 7; mi++)
+		for (int q = 1; q <= 16; q += 15)
+			bench_row(b, "gallery", meth[mi], q, MCC_GPU_FROM_GALLERY, 6);
+	gd_say("# candidates given as templates (sides prepared on the host each call)\n");
+	for (int q = 1; q <= 16; q += 15)
+		bench_row(b, "templates", MCC_FUSED, q, MCC_GPU_FROM_VIEW, 7);
+	gd_say("# block sizes (fused, gallery)\n");
+	for (int th = 64; th <= 256; th *= 2)
+	{
+		char		what[64];
+
+		if (mcc_gpu_refine_tune(b->g, th, 0, &err) != MCC_GPU_OK)
+			continue;
+		snprintf(what, sizeof(what), "gallery, %d threads", th);
+		for (int q = 1; q <= 16; q += 15)
+			bench_row(b, what, MCC_FUSED, q, MCC_GPU_FROM_GALLERY, 8);
+	}
+	mcc_gpu_refine_tune(b->g, 0, 0, &err);
 }
 
 int
@@ -194,24 +284,19 @@ main(int argc, char **argv)
 {
 	uint32_t	n = 100000;
 	int			unique = 5000;
-	int			ncand = 1000;
-	int			reps = 9;
+	bench_run	b = {.ncand = 1000, .reps = 9};
 	const char *out = NULL;
+	int			cpu_only = 0;
 	bdata		d;
 	mcc_error	err;
-	mcc_gpu    *g = NULL;
-	int			dev0 = 0;
 	int			count = 0;
 	mcc_gpu_devinfo info[MCC_GPU_MAX_DEVICES];
-	float	   *sc;
-	mcc_gpu_refine_timing tm;
-	static const int qs[] = {1, 2, 4, 8, 16, 32, 64};
-	static const int meth[] = {MCC_FUSED, MCC_LSS_DTR, MCC_LSS_R, MCC_LGS, MCC_LGS_R, MCC_LGS_DTR, MCC_LSS};
 	double		t0;
-	int			cpu_only = 0;
+	long		c = 0;
 	const targ_opt opts[] = {
-		OPT_U32("--gallery", &n, "N"), OPT_INT("--unique", &unique, "U"), OPT_INT("--cands", &ncand, "C"),
-		OPT_INT("--reps", &reps, "R"), OPT_STR("--out", &out, "DIR"), OPT_SET("--cpu-only", &cpu_only, 1), OPT_END
+		OPT_U32("--gallery", &n, "N"), OPT_INT("--unique", &unique, "U"), OPT_INT("--cands", &b.ncand, "C"),
+		OPT_INT("--reps", &b.reps, "R"), OPT_STR("--out", &out, "DIR"), OPT_SET("--cpu-only", &cpu_only, 1),
+		OPT_END
 	};
 
 	targ_parse(argc, argv, opts);
@@ -233,106 +318,26 @@ main(int argc, char **argv)
 	}
 	gd_say("# data: gallery %u templates (%d distinct synthetic fingers, %.1f cylinders per template), %d probes, "
 		"%d candidates per probe; built in %.0f ms\n",
-		n, unique, (double) d.soa.n_cyl / n, MAXQ, ncand, tclock_wall_ms() - t0);
-	{
-		long		c = 0;
-
-		for (int q = 0; q < MAXQ; q++)
-			c += d.prb.v[q].n_cyl;
-		gd_say("# probes: %.1f cylinders on average\n", (double) c / MAXQ);
-	}
+		n, unique, (double) d.soa.n_cyl / n, MAXQ, b.ncand, tclock_wall_ms() - t0);
+	for (int q = 0; q < MAXQ; q++)
+		c += d.prb.v[q].n_cyl;
+	gd_say("# probes: %.1f cylinders on average\n", (double) c / MAXQ);
 	if (cpu_only || mcc_gpu_probe(&count, info, MCC_GPU_MAX_DEVICES, &err) != MCC_GPU_OK)
 	{
 		if (!cpu_only)
 			gd_say("# no GPU: %s\n", err.message);
-		cpu_rows(&d, ncand);
+		cpu_rows(&d, b.ncand);
 		return 0;
 	}
 	gd_say("# GPU 0: %s, %d SMs\n", info[0].name, info[0].sm_count);
-	if (mcc_gpu_open(&dev0, 1, mcc_profile_by_id(MCC_PROFILE_GPU2015), NULL, &g, &err) != MCC_GPU_OK)
-	{
-		gd_say("# open failed: %s\n", err.message);
+	if ((b.g = gpu_setup(&d)) == NULL)
 		return 1;
-	}
-	t0 = tclock_wall_ms();
-	if (mcc_gpu_upload(g, &d.soa, &err) != MCC_GPU_OK)
-	{
-		gd_say("# upload failed: %s\n", err.message);
-		return 1;
-	}
-	gd_say("# gallery upload: %.0f ms\n", tclock_wall_ms() - t0);
-	t0 = tclock_wall_ms();
-	if (mcc_gpu_refine_attach(g, &d.soa, &d.geo, 0, n, &err) != MCC_GPU_OK)
-	{
-		gd_say("# attach failed: %s\n", err.message);
-		return 1;
-	}
-	gd_say("# refinement data attach: %.0f ms\n", tclock_wall_ms() - t0);
-	{
-		mcc_gpu_meminfo mi;
-		int			nm = 0;
-
-		if (mcc_gpu_memory(g, &mi, 1, &nm, &err) == MCC_GPU_OK)
-			gd_say("# device memory: gallery with refinement data %.1f MB (%.1f B per cylinder)\n",
-				mi.gallery_bytes / 1e6, (double) mi.gallery_bytes / d.soa.n_cyl);
-	}
-	sc = malloc(sizeof(float) * (size_t) MAXQ * ncand);
-
-	gd_say("# batches, gallery candidates, 128 threads per block\n");
-	for (int mi = 0; mi < 2; mi++)
-		for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++)
-		{
-			mcc_gpu_pair *p = shortlist(&d, qs[k], ncand, MCC_GPU_FROM_GALLERY, 5);
-			double		ms = time_call(g, &d, p, (size_t) qs[k] * ncand, qs[k], meth[mi], reps, sc, &tm);
-
-			if (ms >= 0)
-				row("gallery", meth[mi], qs[k], ncand, ms, &tm);
-			free(p);
-		}
-	gd_say("# every GPU method, Q = 1 and 16, gallery candidates\n");
-	for (int mi = 0; mi < 7; mi++)
-		for (int q = 1; q <= 16; q += 15)
-		{
-			mcc_gpu_pair *p = shortlist(&d, q, ncand, MCC_GPU_FROM_GALLERY, 6);
-			double		ms = time_call(g, &d, p, (size_t) q * ncand, q, meth[mi], reps, sc, &tm);
-
-			if (ms >= 0)
-				row("gallery", meth[mi], q, ncand, ms, &tm);
-			free(p);
-		}
-	gd_say("# candidates given as templates (sides prepared on the host each call)\n");
-	for (int q = 1; q <= 16; q += 15)
-	{
-		mcc_gpu_pair *p = shortlist(&d, q, ncand, MCC_GPU_FROM_VIEW, 7);
-		double		ms = time_call(g, &d, p, (size_t) q * ncand, q, MCC_FUSED, reps, sc, &tm);
-
-		if (ms >= 0)
-			row("templates", MCC_FUSED, q, ncand, ms, &tm);
-		free(p);
-	}
-	gd_say("# block sizes (fused, gallery)\n");
-	for (int th = 64; th <= 256; th *= 2)
-	{
-		char		what[64];
-
-		if (mcc_gpu_refine_tune(g, th, 0, &err) != MCC_GPU_OK)
-			continue;
-		snprintf(what, sizeof(what), "gallery, %d threads", th);
-		for (int q = 1; q <= 16; q += 15)
-		{
-			mcc_gpu_pair *p = shortlist(&d, q, ncand, MCC_GPU_FROM_GALLERY, 8);
-			double		ms = time_call(g, &d, p, (size_t) q * ncand, q, MCC_FUSED, reps, sc, &tm);
-
-			if (ms >= 0)
-				row(what, MCC_FUSED, q, ncand, ms, &tm);
-			free(p);
-		}
-	}
-	mcc_gpu_refine_tune(g, 0, 0, &err);
-
-	cpu_rows(&d, ncand);
-	gd_say("# summary: see the rows above (median of %d calls after 2 warm-ups)\n", reps);
-	mcc_gpu_close(g);
-	free(sc);
+	b.d = &d;
+	b.sc = malloc(sizeof(float) * (size_t) MAXQ * b.ncand);
+	gpu_rows(&b);
+	cpu_rows(&d, b.ncand);
+	gd_say("# summary: see the rows above (median of %d calls after 2 warm-ups)\n", b.reps);
+	mcc_gpu_close(b.g);
+	free(b.sc);
 	return 0;
 }
