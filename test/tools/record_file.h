@@ -1,9 +1,9 @@
 /*
  * record_file.h: what the evaluation tools (mcceval, mccpersons,
- * aligneval) and test_align share about minutiae record files: the
+ * aligneval) and the unit tests share about minutiae record files: the
  * FINGER_IMPRESSION.ext names of a directory, one file read into minutiae
  * by its extension (xyt, json, else an ISO/ANSI record), and the FVC2002
- * set-B minutiae of the shared data.
+ * set-B minutiae of the shared data in any of its encodings.
  */
 #ifndef MCC_RECORD_FILE_H
 #define MCC_RECORD_FILE_H
@@ -99,17 +99,30 @@ rf_read(const char *path, const char *ext, int w, int h, int dpi, mcc_minutiae *
 }
 
 /*
+ * Finger f, impression i of FVC2002 database db in one encoding of the
+ * shared data under data (tfvc_minutiae_path's folder and extension) read
+ * into ms by rf_read: an xyt file in the database's frame at 500 dpi.
+ */
+static inline mcc_status
+rf_read_print(const char *data, const char *encoding, const tfvc_db *db, int f, int i,
+			  const char *ext, mcc_minutiae *ms, mcc_error *err)
+{
+	char		path[1024];
+
+	tfvc_minutiae_path(path, sizeof(path), data, encoding, db, f, i, ext);
+	return rf_read(path, ext, db->width, db->height, 500, ms, err);
+}
+
+/*
  * Finger 101 + f, impression i + 1 of FVC2002 database db (0..3) as NBIS
  * mindtct extracted it, under data (the shared data); 1 on success.
  */
 static inline int
 rf_read_fvc2002(const char *data, int db, int f, int i, mcc_minutiae *ms)
 {
-	char		path[1024];
 	mcc_error	err;
 
-	tfvc_minutiae_path(path, sizeof(path), data, "nbis-mindtct-xyt", &tfvc_dbs[db], 101 + f, i + 1, "xyt");
-	return rf_read(path, "xyt", tfvc_dbs[db].width, tfvc_dbs[db].height, 500, ms, &err) == MCC_OK;
+	return rf_read_print(data, "nbis-mindtct-xyt", &tfvc_dbs[db], 101 + f, i + 1, "xyt", ms, &err) == MCC_OK;
 }
 
 #endif

@@ -28,6 +28,7 @@
 #include "testgen.h"
 #include "unit.h"
 #include "testfvc.h"
+#include "../tools/record_file.h"
 
 typedef struct rt_set
 {
@@ -282,24 +283,11 @@ rt_add_fvc(rt_set *s, const char *data, int db, const char *ext, int stride)
 	for (int f = 0; f < 10; f++)
 		for (int i = 0; i < 8; i++)
 		{
-			size_t		len;
-			unsigned char *buf;
+			const char *dir = strcmp(ext, "xyt") == 0 ? "nbis-mindtct-xyt" : "fingerjetfx-iso19794-2-2005";
 			mcc_error	err;
-			mcc_status	st;
 
 			idx[f * 8 + i] = -1;
-			buf = tfvc_read_minutiae(data,
-									 strcmp(ext, "xyt") == 0 ? "nbis-mindtct-xyt" : "fingerjetfx-iso19794-2-2005",
-									 &tfvc_dbs[db - 1], 101 + f, 1 + i, ext, &len);
-			if (!buf)
-				continue;
-			if (strcmp(ext, "xyt") == 0)
-				st = mcc_xyt_read((const char *) buf, len, tfvc_dbs[db - 1].width, tfvc_dbs[db - 1].height,
-								  500, ms, &err);
-			else
-				st = mcc_iso_read(buf, len, 1, ms, NULL, &err);
-			free(buf);
-			if (st == MCC_OK)
+			if (rf_read_print(data, dir, &tfvc_dbs[db - 1], 101 + f, 1 + i, ext, ms, &err) == MCC_OK)
 				idx[f * 8 + i] = rt_build(s, ms);
 			loaded += idx[f * 8 + i] >= 0;
 		}

@@ -12,6 +12,7 @@
 
 #include "unit.h"
 #include "testfvc.h"
+#include "../tools/record_file.h"
 #include "refcyl.h"
 #include "mcc_cylinder.h"
 #include "mcc_lss.h"
@@ -23,24 +24,6 @@
 #define N_TPL (FINGERS * IMPRESSIONS)
 
 static const char *const kernel_names[] = {"avx512", "avx2", "popcnt", "generic"};
-
-/* Read impression i of finger f (101..110, 1..8) into ms; 1 on success. */
-static int
-read_xyt(const char *data, int f, int i, mcc_minutiae *ms)
-{
-	size_t		len;
-	unsigned char *text;
-	mcc_error	err;
-	int			ok;
-
-	text = tfvc_read_minutiae(data, "nbis-mindtct-xyt", &tfvc_dbs[0], f, i, "xyt", &len);
-	if (text == NULL)
-		return 0;
-	ok = mcc_xyt_read((const char *) text, len, tfvc_dbs[0].width, tfvc_dbs[0].height, tfvc_dbs[0].dpi, ms,
-					  &err) == MCC_OK;
-	free(text);
-	return ok;
-}
 
 /*
  * The cell values of minutia mi's cylinder by the formulas, brute force (no
@@ -101,7 +84,7 @@ main(void)
 	ms = calloc(N_TPL, sizeof(mcc_minutiae));
 	for (int f = 0; f < FINGERS; f++)
 		for (int i = 0; i < IMPRESSIONS; i++)
-			loaded += read_xyt(data, 101 + f, 1 + i, &ms[f * IMPRESSIONS + i]);
+			loaded += rf_read_fvc2002(data, 0, f, i, &ms[f * IMPRESSIONS + i]);
 	if (loaded != N_TPL)
 	{
 		UNIT_SKIP("FVC2002 DB1_B xyt files incomplete (%d of %d)", loaded, N_TPL);

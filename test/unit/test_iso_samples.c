@@ -12,6 +12,7 @@
 #include "iso_testlib.h"
 #include "unit.h"
 #include "testfvc.h"
+#include "../tools/record_file.h"
 #include "mcc_iso.h"
 #include "mcc_xyt.h"
 
@@ -536,24 +537,14 @@ test_minex_vs_xyt(const char *data)
 	for (int k = 0; k < TFVC_PRINTS; k++)
 	{
 		const tfvc_print p = tfvc_print_at(k);
-		size_t		len,
-					tlen;
-		unsigned char *buf,
-				   *text;
 		mcc_minutiae fmr,
 					xyt;
 		mcc_error	err;
 		int			here = 0;
 
-		buf = tfvc_read_minutiae(data, "nbis-minex-ansi378-2004", p.db, p.finger, p.imp, "fmr", &len);
-		text = tfvc_read_minutiae(data, "nbis-mindtct-xyt", p.db, p.finger, p.imp, "xyt", &tlen);
-		if (buf == NULL || text == NULL ||
-			mcc_iso_read(buf, len, 1, &fmr, NULL, &err) != MCC_OK ||
-			mcc_xyt_read((const char *) text, tlen, p.db->width,
-						 p.db->height, 500, &xyt, &err) != MCC_OK)
+		if (rf_read_print(data, "nbis-minex-ansi378-2004", p.db, p.finger, p.imp, "fmr", &fmr, &err) != MCC_OK ||
+			rf_read_print(data, "nbis-mindtct-xyt", p.db, p.finger, p.imp, "xyt", &xyt, &err) != MCC_OK)
 		{
-			free(buf);
-			free(text);
 			bad_records++;
 			continue;
 		}
@@ -578,8 +569,6 @@ test_minex_vs_xyt(const char *data)
 		}
 		matched += here;
 		total += fmr.count;
-		free(buf);
-		free(text);
 	}
 	UNIT_CHECK(records > 0 && bad_records == 0 && matched == total,
 			   "NBIS-MINEX ANSI minutiae coincide with mindtct xyt ones: %d of %d in %d records",

@@ -13,6 +13,7 @@
 
 #include "unit.h"
 #include "testfvc.h"
+#include "../tools/record_file.h"
 #include "mcc_iso.h"
 #include "mcc_lss.h"
 #include "mcc_match.h"
@@ -84,25 +85,11 @@ load_db1(const char *data, const char *dir, const char *ext, uint8_t **blob,
 	for (int f = 0; f < 10; f++)
 		for (int i = 0; i < 8; i++)
 		{
-			size_t		len;
 			size_t		size;
-			unsigned char *buf;
 			mcc_error	err;
-			mcc_status	st;
 			int			k = f * 8 + i;
 
-			buf = tfvc_read_minutiae(data, dir, &tfvc_dbs[0], 101 + f, 1 + i, ext, &len);
-			if (buf == NULL)
-			{
-				free(ms);
-				return 0;
-			}
-			if (strcmp(ext, "xyt") == 0)
-				st = mcc_xyt_read((const char *) buf, len, tfvc_dbs[0].width, tfvc_dbs[0].height, 500, ms, &err);
-			else
-				st = mcc_iso_read(buf, len, 1, ms, NULL, &err);
-			free(buf);
-			if (st != MCC_OK ||
+			if (rf_read_print(data, dir, &tfvc_dbs[0], 101 + f, 1 + i, ext, ms, &err) != MCC_OK ||
 				mcc_template_build(ms, mcc_profile_by_id(MCC_PROFILE_GPU2015), NULL, &size, &err) != MCC_OK)
 			{
 				free(ms);

@@ -19,6 +19,7 @@
 #include "unit.h"
 #include "testfvc.h"
 #include "testgen.h"
+#include "../tools/record_file.h"
 #include "mcc_iso.h"
 #include "mcc_match.h"
 #include "mcc_xyt.h"
@@ -421,23 +422,10 @@ load_db1(pair_set *ps, const char *data, const char *dir, const char *ext)
 	memset(ps, 0, sizeof(*ps));
 	for (int k = 0; k < 80 && ok; k++)
 	{
-		size_t		len;
-		unsigned char *buf;
 		mcc_error	err;
 
-		buf = tfvc_read_minutiae(data, dir, &tfvc_dbs[0], 101 + k / 8, 1 + k % 8, ext, &len);
-		if (buf == NULL)
-		{
-			ok = 0;
-			break;
-		}
-		if (strcmp(ext, "xyt") == 0)
-			ok = mcc_xyt_read((const char *) buf, len, tfvc_dbs[0].width, tfvc_dbs[0].height, 500, ms,
-							  &err) == MCC_OK;
-		else
-			ok = mcc_iso_read(buf, len, 1, ms, NULL, &err) == MCC_OK;
-		free(buf);
-		ok = ok && add_minutiae(ps, ms, mcc_profile_by_id(MCC_PROFILE_GPU2015));
+		ok = rf_read_print(data, dir, &tfvc_dbs[0], 101 + k / 8, 1 + k % 8, ext, ms, &err) == MCC_OK &&
+			add_minutiae(ps, ms, mcc_profile_by_id(MCC_PROFILE_GPU2015));
 	}
 	free(ms);
 	if (ok)
