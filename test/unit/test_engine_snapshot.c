@@ -135,35 +135,53 @@ patched(const uint8_t *buf, size_t len, size_t off, uint32_t v)
 	return p;
 }
 
-static void
-test_round_trip_and_damage(const tl_tpl *t, int n)
+/* A test cache (make_cache) and its snapshot file. */
+typedef struct snap_case
 {
-	int			expect_rows;
-	eng_cache  *c = make_cache(t, n, &expect_rows);
-	uint8_t    *buf;
+	eng_cache  *c;
+	int			expect_rows;	/* the rows the file holds */
+	uint8_t    *buf;			/* the file, malloc'ed */
 	size_t		len;
+} snap_case;
+
+/* make_cache's cache of t[0, n) and its file of scan LSN scan_lsn; false if encoding failed. */
+static bool
+snap_case_make(snap_case *sc, const tl_tpl *t, int n, uint64_t scan_lsn)
+{
 	mcc_error	err;
+
+	sc->c = make_cache(t, n, &sc->expect_rows);
+	sc->buf = NULL;
+	sc->len = 0;
+	return eng_snap_encode(sc->c, &ident, scan_lsn, 1, &sc->buf, &sc->len, &err) == MCC_OK;
+}
+
+static void
+snap_case_free(snap_case *sc)
+{
+	free(sc->buf);
+	eng_cache_free(sc->c);
+}
+
+/*
+ * The file decoded: every row's fields and template as the cache had them,
+ * then the restored cache's counts, key index, revivals and appends.
+ */
+static void
+check_round_trip(const tl_tpl *t, int n, const snap_case *sc)
+{
+	uint8_t    *copy = malloc(sc->len);	/* the snapshot's from here on */
 	eng_snap   *s;
-	bool		ok = true;
+	mcc_error	err;
+	bool		ok;
 	int			rows = 0;
-	char		why[300];
-	int			undetected = 0;
-	int			tried = 0;
 
-	UNIT_CHECK(eng_snap_encode(c, &ident, 4242, 1, &buf, &len, &err) == MCC_OK, "encode");
-	UNIT_CHECK(accepts(buf, len, &ident, why, sizeof(why)), "the file is accepted (%s)", why);
-
-	/* round trip */
-	{
-		uint8_t    *copy = malloc(len);
-
-		memcpy(copy, buf, len);
-		ok = eng_snap_decode(copy, len, &ident, &s, &err) == MCC_OK;
-	}
-	UNIT_CHECK(ok && s->n_rows == (uint64_t) expect_rows && s->scan_lsn == 4242 &&
+	memcpy(copy, sc->buf, sc->len);
+	ok = eng_snap_decode(copy, sc->len, &ident, &s, &err) == MCC_OK;
+	UNIT_CHECK(ok && s->n_rows == (uint64_t) sc->expect_rows && s->scan_lsn == 4242 &&
 			   s->id.profile_id == MCC_PROFILE_DEFAULT,
 			   "round trip: %d rows (live entries with a tuple id), header fields kept",
-			   expect_rows);
+			   sc->expect_rows);
 	for (int i = 0; ok && i < n; i++)
 	{
 		uint32_t	r = eng_snap_find(s, (uint64_t) i + 1);
@@ -194,16 +212,16 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 			(e->flags & ENG_E_PURGED);
 		free(tb);
 	}
-	UNIT_CHECK(ok && rows == expect_rows,
+	UNIT_CHECK(ok && rows == sc->expect_rows,
 			   "round trip: every row's tuple id, xmin, key, hash and template (byte for byte) "
 			   "come back, as tombstones until revived");
 	/* the restored cache: rows in order, key index, counts; revived entries searchable */
-	ok = s->cache->soa.n_tpl == (uint32_t) expect_rows &&
+	ok = s->cache->soa.n_tpl == (uint32_t) sc->expect_rows &&
 		eng_cache_searchable(s->cache) == 0 && s->cache->n_unsettled == 0;
 	for (uint32_t r = 0; r < s->cache->soa.n_tpl; r++)
 		eng_cache_revive(s->cache, r, r % 2 ? 0 : 700 + r, 0, ENG_E_LOAD_INS | ENG_E_LOAD_DEL);
-	ok = ok && eng_cache_searchable(s->cache) == (uint32_t) expect_rows &&
-		s->cache->n_unsettled == ((uint32_t) expect_rows + 1) / 2 &&
+	ok = ok && eng_cache_searchable(s->cache) == (uint32_t) sc->expect_rows &&
+		s->cache->n_unsettled == ((uint32_t) sc->expect_rows + 1) / 2 &&
 		eng_cache_find_key(s->cache, 100) != ENG_NONE &&
 		eng_cache_find_key(s->cache, 104) == ENG_NONE;
 	{
@@ -213,112 +231,146 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 
 		ok = ok && eng_cache_append(s->cache, 104, mcc_template_hash(t[4].b, t[4].n), 0, 0, 0,
 									&v, &idx, &err) == MCC_OK &&
-			idx == (uint32_t) expect_rows && eng_cache_find_key(s->cache, 104) == idx &&
+			idx == (uint32_t) sc->expect_rows && eng_cache_find_key(s->cache, 104) == idx &&
 			s->cache->soa.first[idx] + (uint32_t) v.n_cyl == s->cache->soa.n_cyl;
 	}
 	UNIT_CHECK(ok, "the restored cache: counts, key index, revived entries live, appends after");
 	UNIT_CHECK(eng_snap_find(s, 9999) == ENG_NONE, "an unknown tuple id is not found");
 	eng_snap_free(s);
 
-	/* truncated */
-	ok = true;
-	for (size_t cut = 0; cut < len; cut += (cut < 200 ? 1 : 997))
-		ok &= !accepts(buf, cut, &ident, NULL, 0);
-	ok &= !accepts(buf, len - 1, &ident, NULL, 0);
-	UNIT_CHECK(ok, "every truncated file is rejected (%zu bytes in all)", len);
-	accepts(buf, len - 100, &ident, why, sizeof(why));
+}
+
+/* Every truncated file, and one with bytes added, is rejected. */
+static void
+check_truncated(const snap_case *sc)
+{
+	char		why[300];
+	bool		ok = true;
+
+	for (size_t cut = 0; cut < sc->len; cut += (cut < 200 ? 1 : 997))
+		ok &= !accepts(sc->buf, cut, &ident, NULL, 0);
+	ok &= !accepts(sc->buf, sc->len - 1, &ident, NULL, 0);
+	UNIT_CHECK(ok, "every truncated file is rejected (%zu bytes in all)", sc->len);
+	accepts(sc->buf, sc->len - 100, &ident, why, sizeof(why));
 	UNIT_CHECK(strstr(why, "truncated") != NULL, "truncation: \"%s\"", why);
 	{
 		/* bytes added at the end */
-		uint8_t    *p = malloc(len + 8);
+		uint8_t    *p = malloc(sc->len + 8);
 
-		memcpy(p, buf, len);
-		memset(p + len, 0, 8);
-		UNIT_CHECK(!accepts(p, len + 8, &ident, why, sizeof(why)), "a file with bytes added is rejected: \"%s\"", why);
+		memcpy(p, sc->buf, sc->len);
+		memset(p + sc->len, 0, 8);
+		UNIT_CHECK(!accepts(p, sc->len + 8, &ident, why, sizeof(why)), "a file with bytes added is rejected: \"%s\"", why);
 		free(p);
 	}
+}
 
-	/* flipped bytes: every byte of the header and trailer, a spread over the rows */
-	for (size_t pos = 0; pos < len; pos += (pos < ENG_SNAP_HEADER_BYTES + 64 || pos + 64 > len) ? 1 : 61)
+/* Flipped bits: every byte of the header and trailer, a spread over the rows. */
+static void
+check_flipped(const snap_case *sc)
+{
+	int			undetected = 0;
+	int			tried = 0;
+
+	for (size_t pos = 0; pos < sc->len; pos += (pos < ENG_SNAP_HEADER_BYTES + 64 || pos + 64 > sc->len) ? 1 : 61)
 		for (int bit = 0; bit < 8; bit += 3)
 		{
-			uint8_t    *p = malloc(len);
+			uint8_t    *p = malloc(sc->len);
 
-			memcpy(p, buf, len);
+			memcpy(p, sc->buf, sc->len);
 			p[pos] ^= (uint8_t) (1u << bit);
 			tried++;
-			undetected += accepts(p, len, &ident, NULL, 0);
+			undetected += accepts(p, sc->len, &ident, NULL, 0);
 			free(p);
 		}
 	UNIT_CHECK(undetected == 0, "%d of %d files with a flipped bit are accepted", undetected, tried);
+}
 
-	/* foreign: another table, database, signature, cluster, profile */
+/* Files of another table, database, signature, cluster or profile are rejected. */
+static void
+check_foreign(const snap_case *sc)
+{
+	char		why[300];
+	static const struct
 	{
-		static const struct
-		{
-			const char *why;	/* what the reason must name */
-			const char *what;
-		}			foreign[5] = {
-			{"another table", "another table's file"},
-			{"another table", "another database's file"},
-			{"signature", "a file of the table before a rewrite (another signature)"},
-			{"cluster", "another cluster's file"},
-			{"profile", "a file of another profile"},
-		};
-		eng_snap_ident expect[5] = {ident, ident, ident, ident, ident};
+		const char *why;	/* what the reason must name */
+		const char *what;
+	}			foreign[5] = {
+		{"another table", "another table's file"},
+		{"another table", "another database's file"},
+		{"signature", "a file of the table before a rewrite (another signature)"},
+		{"cluster", "another cluster's file"},
+		{"profile", "a file of another profile"},
+	};
+	eng_snap_ident expect[5] = {ident, ident, ident, ident, ident};
 
-		expect[0].rel_oid++;
-		expect[1].db_oid++;
-		expect[2].signature ^= 1;
-		expect[3].system_id++;
-		expect[4].profile_id = MCC_PROFILE_TPAMI2010;
-		for (int f = 0; f < 5; f++)
-			UNIT_CHECK(!accepts(buf, len, &expect[f], why, sizeof(why)) && strstr(why, foreign[f].why),
-					   "%s is rejected: \"%s\"", foreign[f].what, why);
-	}
-	UNIT_CHECK(accepts(buf, len, &ident, why, sizeof(why)), "... and one of the profile asked for accepted");
+	expect[0].rel_oid++;
+	expect[1].db_oid++;
+	expect[2].signature ^= 1;
+	expect[3].system_id++;
+	expect[4].profile_id = MCC_PROFILE_TPAMI2010;
+	for (int f = 0; f < 5; f++)
+		UNIT_CHECK(!accepts(sc->buf, sc->len, &expect[f], why, sizeof(why)) && strstr(why, foreign[f].why),
+				   "%s is rejected: \"%s\"", foreign[f].what, why);
+	UNIT_CHECK(accepts(sc->buf, sc->len, &ident, why, sizeof(why)), "... and one of the profile asked for accepted");
+}
 
-	/* well-formed files of another version (CRC right) */
+/* Well-formed files (CRCs right) of another version or kind are rejected. */
+static void
+check_versions(const snap_case *sc)
+{
+	char		why[300];
+	uint8_t    *p = patched(sc->buf, sc->len, 8, ENG_SNAP_FORMAT + 1);
+
+	UNIT_CHECK(!accepts(p, sc->len, &ident, why, sizeof(why)) && strstr(why, "format"),
+			   "another format version is rejected: \"%s\"", why);
+	free(p);
+	p = patched(sc->buf, sc->len, 12, MCC_PROTO_VERSION + 1);
+	UNIT_CHECK(!accepts(p, sc->len, &ident, why, sizeof(why)) && strstr(why, "protocol"),
+			   "a file of another engine protocol is rejected: \"%s\"", why);
+	free(p);
+	p = patched(sc->buf, sc->len, 16, MCC_PROFILE_TPAMI2010);
+	UNIT_CHECK(!accepts(p, sc->len, &ident, why, sizeof(why)),
+			   "a header claiming another profile than its templates' is rejected: \"%s\"", why);
+	free(p);
+	p = patched(sc->buf, sc->len, 28, 3);
+	UNIT_CHECK(!accepts(p, sc->len, &ident, why, sizeof(why)),
+			   "a header with another cylinder size is rejected: \"%s\"", why);
+	free(p);
+	p = patched(sc->buf, sc->len, 56, (uint32_t) sc->expect_rows + 1);
+	UNIT_CHECK(!accepts(p, sc->len, &ident, why, sizeof(why)) && strstr(why, "inconsistent"),
+			   "a header with another row count is rejected: \"%s\"", why);
+	free(p);
+	/* files of the older formats (1: rows of whole templates, 2: no minutiae counts) */
+	for (uint32_t f = 1; f < ENG_SNAP_FORMAT; f++)
 	{
-		uint8_t    *p = patched(buf, len, 8, ENG_SNAP_FORMAT + 1);
+		char		say[40];
 
-		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "format"),
-				   "another format version is rejected: \"%s\"", why);
-		free(p);
-		p = patched(buf, len, 12, MCC_PROTO_VERSION + 1);
-		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "protocol"),
-				   "a file of another engine protocol is rejected: \"%s\"", why);
-		free(p);
-		p = patched(buf, len, 16, MCC_PROFILE_TPAMI2010);
-		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)),
-				   "a header claiming another profile than its templates' is rejected: \"%s\"", why);
-		free(p);
-		p = patched(buf, len, 28, 3);
-		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)),
-				   "a header with another cylinder size is rejected: \"%s\"", why);
-		free(p);
-		p = patched(buf, len, 56, (uint32_t) expect_rows + 1);
-		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "inconsistent"),
-				   "a header with another row count is rejected: \"%s\"", why);
-		free(p);
-		/* files of the older formats (1: rows of whole templates, 2: no minutiae counts) */
-		for (uint32_t f = 1; f < ENG_SNAP_FORMAT; f++)
-		{
-			char		say[40];
-
-			snprintf(say, sizeof(say), "format %u, not %u", f, ENG_SNAP_FORMAT);
-			p = patched(buf, len, 8, f);
-			UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, say),
-					   "a file of format %u is rejected: \"%s\"", f, why);
-			free(p);
-		}
-		p = patched(buf, len, 0, 0x5850414e);
-		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "magic"),
-				   "another kind of file is rejected: \"%s\"", why);
+		snprintf(say, sizeof(say), "format %u, not %u", f, ENG_SNAP_FORMAT);
+		p = patched(sc->buf, sc->len, 8, f);
+		UNIT_CHECK(!accepts(p, sc->len, &ident, why, sizeof(why)) && strstr(why, say),
+				   "a file of format %u is rejected: \"%s\"", f, why);
 		free(p);
 	}
-	free(buf);
-	eng_cache_free(c);
+	p = patched(sc->buf, sc->len, 0, 0x5850414e);
+	UNIT_CHECK(!accepts(p, sc->len, &ident, why, sizeof(why)) && strstr(why, "magic"),
+			   "another kind of file is rejected: \"%s\"", why);
+	free(p);
+}
+
+static void
+test_round_trip_and_damage(const tl_tpl *t, int n)
+{
+	snap_case	sc;
+	char		why[300];
+
+	UNIT_CHECK(snap_case_make(&sc, t, n, 4242), "encode");
+	UNIT_CHECK(accepts(sc.buf, sc.len, &ident, why, sizeof(why)), "the file is accepted (%s)", why);
+	check_round_trip(t, n, &sc);
+	check_truncated(&sc);
+	check_flipped(&sc);
+	check_foreign(&sc);
+	check_versions(&sc);
+	snap_case_free(&sc);
 }
 
 /*
@@ -329,54 +381,50 @@ test_round_trip_and_damage(const tl_tpl *t, int n)
 static void
 test_minutiae_counts(const tl_tpl *t, int n)
 {
-	int			expect_rows;
-	eng_cache  *c = make_cache(t, n, &expect_rows);
-	uint8_t    *buf;
-	size_t		len;
-	mcc_error	err;
+	snap_case	sc;
 	char		why[300];
-	size_t		at = ENG_SNAP_HEADER_BYTES + 2 * (size_t) expect_rows;	/* the counts */
+	size_t		at;
 	uint16_t	a;
 	uint16_t	b;
 	int			j = 1;
 
-	eng_snap_encode(c, &ident, 1, 1, &buf, &len, &err);
-	memcpy(&a, buf + at, 2);
+	snap_case_make(&sc, t, n, 1);
+	at = ENG_SNAP_HEADER_BYTES + 2 * (size_t) sc.expect_rows;	/* the counts */
+	memcpy(&a, sc.buf + at, 2);
 	UNIT_CHECK(a >= 1 && a <= MCC_MAX_MINUTIAE, "row 0's minutiae count is stored (%u)", a);
 	{
-		uint8_t    *p = malloc(len);
+		uint8_t    *p = malloc(sc.len);
 		uint16_t	big = MCC_MAX_MINUTIAE + 1;
 
-		memcpy(p, buf, len);
+		memcpy(p, sc.buf, sc.len);
 		memcpy(p + at + 2, &big, 2);
-		fix_crc(p, len);
-		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "entry 1 overruns"),
+		fix_crc(p, sc.len);
+		UNIT_CHECK(!accepts(p, sc.len, &ident, why, sizeof(why)) && strstr(why, "entry 1 overruns"),
 				   "a minutiae count out of range is rejected: \"%s\"", why);
 		free(p);
 	}
 	/* the first row whose count differs from row 0's: swap the two */
-	for (; j < expect_rows; j++)
+	for (; j < sc.expect_rows; j++)
 	{
-		memcpy(&b, buf + at + 2 * (size_t) j, 2);
+		memcpy(&b, sc.buf + at + 2 * (size_t) j, 2);
 		if (b != a)
 			break;
 	}
-	if (j < expect_rows)
+	if (j < sc.expect_rows)
 	{
-		uint8_t    *p = malloc(len);
+		uint8_t    *p = malloc(sc.len);
 
-		memcpy(p, buf, len);
+		memcpy(p, sc.buf, sc.len);
 		memcpy(p + at, &b, 2);
 		memcpy(p + at + 2 * (size_t) j, &a, 2);
-		fix_crc(p, len);
-		UNIT_CHECK(!accepts(p, len, &ident, why, sizeof(why)) && strstr(why, "entry 0 has a bad side"),
+		fix_crc(p, sc.len);
+		UNIT_CHECK(!accepts(p, sc.len, &ident, why, sizeof(why)) && strstr(why, "entry 0 has a bad side"),
 				   "two rows' minutiae counts swapped (totals right) are rejected: \"%s\"", why);
 		free(p);
 	}
 	else
 		UNIT_SKIP("every row has %u minutiae", a);
-	free(buf);
-	eng_cache_free(c);
+	snap_case_free(&sc);
 }
 
 /*
@@ -521,10 +569,7 @@ test_files(const tl_tpl *t, int n)
 {
 	char		dir[] = "/tmp/mcc-snap-test.XXXXXX";
 	char		path[256];
-	int			expect_rows;
-	eng_cache  *c = make_cache(t, n, &expect_rows);
-	uint8_t    *buf;
-	size_t		len;
+	snap_case	sc;
 	mcc_error	err;
 	eng_snap   *s = NULL;
 	bool		missing;
@@ -538,14 +583,14 @@ test_files(const tl_tpl *t, int n)
 	snprintf(path, sizeof(path), "%s/1_2.snap", dir);
 	UNIT_CHECK(eng_snap_read_file(path, &ident, 3, &s, &missing, &err) != MCC_OK && missing,
 			   "no file: said missing");
-	eng_snap_encode(c, &ident, 1, 1, &buf, &len, &err);
+	snap_case_make(&sc, t, n, 1);
 	mcc_error_clear(&err);
-	UNIT_CHECK(eng_snap_write_file(path, buf, len, &err) == MCC_OK, "write (%s)", err.message);
+	UNIT_CHECK(eng_snap_write_file(path, sc.buf, sc.len, &err) == MCC_OK, "write (%s)", err.message);
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".tmp");
 	UNIT_CHECK(access(path, F_OK) != 0, "no temporary file is left");
 	path[strlen(path) - 4] = '\0';
 	UNIT_CHECK(eng_snap_read_file(path, &ident, 3, &s, &missing, &err) == MCC_OK &&
-			   s->n_rows == (uint64_t) expect_rows, "read back");
+			   s->n_rows == (uint64_t) sc.expect_rows, "read back");
 	UNIT_CHECK(s != NULL && s->threads == 3,
 			   "read back on 3 threads: its pieces' CRCs combined equal the file's");
 	eng_snap_free(s);
@@ -553,9 +598,9 @@ test_files(const tl_tpl *t, int n)
 	f = fopen(path, "r+");
 	if (f != NULL)
 	{
-		uint8_t		b = buf[len / 2] ^ 0x10;
+		uint8_t		b = sc.buf[sc.len / 2] ^ 0x10;
 
-		fseek(f, (long) (len / 2), SEEK_SET);
+		fseek(f, (long) (sc.len / 2), SEEK_SET);
 		fwrite(&b, 1, 1, f);
 		fclose(f);
 	}
@@ -566,15 +611,14 @@ test_files(const tl_tpl *t, int n)
 	f = fopen(path, "r+");
 	if (f != NULL)
 	{
-		(void) ftruncate(fileno(f), (off_t) len / 2);
+		(void) ftruncate(fileno(f), (off_t) sc.len / 2);
 		fclose(f);
 	}
 	UNIT_CHECK(eng_snap_read_file(path, &ident, 3, &s, &missing, &err) != MCC_OK && !missing,
 			   "a truncated file is rejected: \"%s\"", err.message);
 	unlink(path);
 	rmdir(dir);
-	free(buf);
-	eng_cache_free(c);
+	snap_case_free(&sc);
 }
 
 int
