@@ -157,15 +157,28 @@ pgm_header_read(const uint8_t *d, size_t len, pgm_header *h, mcc_error *err)
 	return mcc_image_check_size(h->width, h->height, err);
 }
 
-/* Format of the data by its first bytes; anything unsupported is an error. */
+/* A supported format: what reads its header and what decodes it. */
+typedef struct image_codec
+{
+	mcc_status	(*probe) (const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err);
+	mcc_status	(*decode) (const uint8_t *data, size_t len, mcc_image *img, mcc_error *err);
+} image_codec;
+
+static mcc_status pgm_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err);
+static mcc_status pgm_decode(const uint8_t *d, size_t len, mcc_image *img, mcc_error *err);
+
+static const image_codec pgm_codec = {pgm_probe, pgm_decode};
+static const image_codec png_codec = {mcc_png_probe, mcc_png_decode};
+
+/* The codec of the data by its first bytes; anything unsupported is an error. */
 static mcc_status
-detect(const uint8_t *d, size_t len, mcc_image_format *f, mcc_error *err)
+detect(const uint8_t *d, size_t len, const image_codec **codec, mcc_error *err)
 {
 	if (len == 0)
 		return mcc_error_set(err, MCC_ERR_TRUNCATED, "image data is empty");
 	if (mcc_png_is_png(d, len))
 	{
-		*f = MCC_IMAGE_PNG;
+		*codec = &png_codec;
 		return MCC_OK;
 	}
 	if (len >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7')
@@ -173,7 +186,7 @@ detect(const uint8_t *d, size_t len, mcc_image_format *f, mcc_error *err)
 		switch (d[1])
 		{
 			case '5':
-				*f = MCC_IMAGE_PGM;
+				*codec = &pgm_codec;
 				return MCC_OK;
 			case '2':
 				return mcc_error_set(err, MCC_ERR_VALUE, "plain (ASCII) PGM images are not supported"),
@@ -202,14 +215,19 @@ detect(const uint8_t *d, size_t len, mcc_image_format *f, mcc_error *err)
 mcc_status
 mcc_image_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err)
 {
-	mcc_image_format f;
+	const image_codec *codec;
+	mcc_status	st = detect(data, len, &codec, err);
+
+	return st != MCC_OK ? st : codec->probe(data, len, info, err);
+}
+
+/* The header of a P5 image, its bit depth from the maxval. */
+static mcc_status
+pgm_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err)
+{
 	pgm_header	h;
 	mcc_status	st;
 
-	if ((st = detect(data, len, &f, err)) != MCC_OK)
-		return st;
-	if (f == MCC_IMAGE_PNG)
-		return mcc_png_probe(data, len, info, err);
 	if ((st = pgm_header_read(data, len, &h, err)) != MCC_OK)
 		return st;
 	info->format = MCC_IMAGE_PGM;
@@ -276,14 +294,10 @@ pgm_decode(const uint8_t *d, size_t len, mcc_image *img, mcc_error *err)
 mcc_status
 mcc_image_decode(const uint8_t *data, size_t len, mcc_image *img, mcc_error *err)
 {
-	mcc_image_format f;
-	mcc_status	st;
+	const image_codec *codec;
+	mcc_status	st = detect(data, len, &codec, err);
 
-	if ((st = detect(data, len, &f, err)) != MCC_OK)
-		return st;
-	if (f == MCC_IMAGE_PNG)
-		return mcc_png_decode(data, len, img, err);
-	return pgm_decode(data, len, img, err);
+	return st != MCC_OK ? st : codec->decode(data, len, img, err);
 }
 
 /* Number of decimal digits of v. */
