@@ -157,28 +157,15 @@ pgm_header_read(const uint8_t *d, size_t len, pgm_header *h, mcc_error *err)
 	return mcc_image_check_size(h->width, h->height, err);
 }
 
-/* A supported format: what reads its header and what decodes it. */
-typedef struct image_codec
-{
-	mcc_status	(*probe) (const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err);
-	mcc_status	(*decode) (const uint8_t *data, size_t len, mcc_image *img, mcc_error *err);
-} image_codec;
-
-static mcc_status pgm_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err);
-static mcc_status pgm_decode(const uint8_t *d, size_t len, mcc_image *img, mcc_error *err);
-
-static const image_codec pgm_codec = {pgm_probe, pgm_decode};
-static const image_codec png_codec = {mcc_png_probe, mcc_png_decode};
-
-/* The codec of the data by its first bytes; anything unsupported is an error. */
+/* Format of the data by its first bytes; anything unsupported is an error. */
 static mcc_status
-detect(const uint8_t *d, size_t len, const image_codec **codec, mcc_error *err)
+detect(const uint8_t *d, size_t len, mcc_image_format *f, mcc_error *err)
 {
 	if (len == 0)
 		return mcc_error_set(err, MCC_ERR_TRUNCATED, "image data is empty");
 	if (mcc_png_is_png(d, len))
 	{
-		*codec = &png_codec;
+		*f = MCC_IMAGE_PNG;
 		return MCC_OK;
 	}
 	if (len >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7')
@@ -186,7 +173,7 @@ detect(const uint8_t *d, size_t len, const image_codec **codec, mcc_error *err)
 		switch (d[1])
 		{
 			case '5':
-				*codec = &pgm_codec;
+				*f = MCC_IMAGE_PGM;
 				return MCC_OK;
 			case '2':
 				return mcc_error_set(err, MCC_ERR_VALUE, "plain (ASCII) PGM images are not supported"),
@@ -209,16 +196,6 @@ detect(const uint8_t *d, size_t len, const image_codec **codec, mcc_error *err)
 			mcc_error_detail(err, "Images must be binary PGM (P5) or PNG.");
 	return mcc_error_set(err, MCC_ERR_SYNTAX, "unrecognized image format"),
 		mcc_error_detail(err, "Images must be binary PGM (P5) or PNG; the data starts with 0x%02x.", d[0]);
-}
-
-/* Header of a PGM or PNG image. */
-mcc_status
-mcc_image_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err)
-{
-	const image_codec *codec;
-	mcc_status	st = detect(data, len, &codec, err);
-
-	return st != MCC_OK ? st : codec->probe(data, len, info, err);
 }
 
 /* The header of a P5 image, its bit depth from the maxval. */
@@ -290,14 +267,44 @@ pgm_decode(const uint8_t *d, size_t len, mcc_image *img, mcc_error *err)
 	return MCC_OK;
 }
 
+/* A supported format: what reads its header and what decodes it. */
+typedef struct image_codec
+{
+	mcc_status	(*probe) (const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err);
+	mcc_status	(*decode) (const uint8_t *data, size_t len, mcc_image *img, mcc_error *err);
+} image_codec;
+
+static const image_codec codecs[] = {
+	[MCC_IMAGE_PGM] = {pgm_probe, pgm_decode},
+	[MCC_IMAGE_PNG] = {mcc_png_probe, mcc_png_decode},
+};
+
+/* Detect the format, then read the header into info or, with img, decode the image. */
+static mcc_status
+read_image(const uint8_t *data, size_t len, mcc_image_info *info, mcc_image *img, mcc_error *err)
+{
+	mcc_image_format f;
+	mcc_status	st;
+
+	if ((st = detect(data, len, &f, err)) != MCC_OK)
+		return st;
+	if (img != NULL)
+		return codecs[f].decode(data, len, img, err);
+	return codecs[f].probe(data, len, info, err);
+}
+
+/* Header of a PGM or PNG image. */
+mcc_status
+mcc_image_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err)
+{
+	return read_image(data, len, info, NULL, err);
+}
+
 /* Decode a PGM or PNG image into the caller's buffer. */
 mcc_status
 mcc_image_decode(const uint8_t *data, size_t len, mcc_image *img, mcc_error *err)
 {
-	const image_codec *codec;
-	mcc_status	st = detect(data, len, &codec, err);
-
-	return st != MCC_OK ? st : codec->decode(data, len, img, err);
+	return read_image(data, len, NULL, img, err);
 }
 
 /* Number of decimal digits of v. */
