@@ -5,9 +5,9 @@
  * The search runs on mcc.image_threads worker threads of src/core (they
  * never call PostgreSQL; signals are blocked in them). The backend waits
  * for them in steps of a few milliseconds with CHECK_FOR_INTERRUPTS()
- * between steps; a cancel or statement_timeout raises its error, and the
- * PG_CATCH block stops and joins the threads before the error goes on, so
- * no thread outlives the memory it writes to.
+ * between steps; a cancel or statement_timeout raises its error, and
+ * MCC_PG_WAIT_JOB (image_pg.h) stops and joins the threads before the
+ * error goes on, so no thread outlives the memory it writes to.
  */
 #include "image_pg.h"
 
@@ -120,17 +120,7 @@ run_search(const char *fn, const mcc_image *t, const mcc_image *p, uint64 *map, 
 		return n;
 	if (mcc_sad_start(&req, &job, &err) != MCC_OK)
 		mcc_pg_raise(&err);
-	PG_TRY();
-	{
-		while (!mcc_sad_wait(job, SAD_POLL_MS))
-			CHECK_FOR_INTERRUPTS();
-	}
-	PG_CATCH();
-	{
-		mcc_sad_abort(job);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	MCC_PG_WAIT_JOB(job, mcc_sad_wait, mcc_sad_abort, SAD_POLL_MS);
 	if (mcc_sad_finish(job, hits, &n, &err) != MCC_OK)
 		mcc_pg_raise(&err);
 	return n;
