@@ -311,15 +311,8 @@ mcc_chamfer_gpu_close(mcc_chamfer_gpu *g)
 	if (g == NULL)
 		return;
 	(void) cudaSetDevice(g->device);
-	cudaFree(g->d_site);
-	cudaFree(g->d_ref);
-	cudaFree(g->d_obs);
-	cudaFree(g->d_partial);
-	cudaFree(g->d_out);
-	cudaFree(g->d_levels);
-	cudaFree(g->d_spts);
-	cudaFree(g->d_poses);
-	cudaFree(g->d_scores);
+	mcc_gpu_rt_free(g->d_site, g->d_ref, g->d_obs, g->d_partial, g->d_out, g->d_levels, g->d_spts,
+					g->d_poses, g->d_scores);
 	if (g->h_out)
 		cudaFreeHost(g->h_out);
 	if (g->stream)
