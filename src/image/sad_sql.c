@@ -23,13 +23,6 @@
 /* How long the backend waits on the threads between interrupt checks. */
 #define SAD_POLL_MS 5
 
-PG_FUNCTION_INFO_V1(mcc_sad_locate_bytea);
-PG_FUNCTION_INFO_V1(mcc_sad_locate_array);
-PG_FUNCTION_INFO_V1(mcc_sad_map_bytea);
-PG_FUNCTION_INFO_V1(mcc_sad_map_array_pgm);
-PG_FUNCTION_INFO_V1(mcc_sad_map_bytea_array);
-PG_FUNCTION_INFO_V1(mcc_sad_map_array_array);
-
 /* Target and pattern from arguments 0 and 1, bytea or smallint[][]. */
 static void
 get_images(FunctionCallInfo fcinfo, bool arrays, mcc_image *t, mcc_image *p)
@@ -243,44 +236,21 @@ sad_map_array(FunctionCallInfo fcinfo, bool arrays)
 	PG_RETURN_ARRAYTYPE_P(a);
 }
 
-/* mcc_sad_locate(bytea, bytea, int) */
-Datum
-mcc_sad_locate_bytea(PG_FUNCTION_ARGS)
-{
-	return sad_locate(fcinfo, false);
-}
+/*
+ * The C functions of an SQL function's two overloads: images as bytea
+ * (PGM, PNG) or as smallint[][]. Both run impl, told which.
+ */
+#define SAD_SQL_OVERLOADS(bytea_fn, array_fn, impl) \
+	PG_FUNCTION_INFO_V1(bytea_fn); \
+	PG_FUNCTION_INFO_V1(array_fn); \
+	Datum bytea_fn(PG_FUNCTION_ARGS) { return impl(fcinfo, false); } \
+	Datum array_fn(PG_FUNCTION_ARGS) { return impl(fcinfo, true); }
 
-/* mcc_sad_locate(smallint[], smallint[], int) */
-Datum
-mcc_sad_locate_array(PG_FUNCTION_ARGS)
-{
-	return sad_locate(fcinfo, true);
-}
+/* mcc_sad_locate(bytea, bytea, int), mcc_sad_locate(smallint[], smallint[], int) */
+SAD_SQL_OVERLOADS(mcc_sad_locate_bytea, mcc_sad_locate_array, sad_locate)
 
-/* mcc_sad_map(bytea, bytea) */
-Datum
-mcc_sad_map_bytea(PG_FUNCTION_ARGS)
-{
-	return sad_map_pgm(fcinfo, false);
-}
+/* mcc_sad_map(bytea, bytea), mcc_sad_map(smallint[], smallint[]) */
+SAD_SQL_OVERLOADS(mcc_sad_map_bytea, mcc_sad_map_array_pgm, sad_map_pgm)
 
-/* mcc_sad_map(smallint[], smallint[]) */
-Datum
-mcc_sad_map_array_pgm(PG_FUNCTION_ARGS)
-{
-	return sad_map_pgm(fcinfo, true);
-}
-
-/* mcc_sad_map_array(bytea, bytea) */
-Datum
-mcc_sad_map_bytea_array(PG_FUNCTION_ARGS)
-{
-	return sad_map_array(fcinfo, false);
-}
-
-/* mcc_sad_map_array(smallint[], smallint[]) */
-Datum
-mcc_sad_map_array_array(PG_FUNCTION_ARGS)
-{
-	return sad_map_array(fcinfo, true);
-}
+/* mcc_sad_map_array(bytea, bytea), mcc_sad_map_array(smallint[], smallint[]) */
+SAD_SQL_OVERLOADS(mcc_sad_map_bytea_array, mcc_sad_map_array_array, sad_map_array)
