@@ -40,6 +40,13 @@ extern void mcc_pg_image_from_array(ArrayType *a, const char *what, mcc_image *i
 extern bytea *mcc_pg_image_to_pgm(const mcc_image *img);
 
 /*
+ * A two-dimensional array [rows][cols] (lower bounds 1) of elemtype,
+ * elemsize bytes an element, without NULLs: its data (ARR_DATA_PTR)
+ * zeroed for the caller to fill. NULL when it exceeds one allocation.
+ */
+extern ArrayType *mcc_pg_array_2d(Oid elemtype, int elemsize, uint32 rows, uint32 cols);
+
+/*
  * Wait for a job on src/core's worker threads (mcc_sad_job, mcc_dp2d_job;
  * wait and abort are its library's functions) in steps of poll_ms, with
  * CHECK_FOR_INTERRUPTS() between steps. A cancel or statement_timeout

@@ -162,19 +162,28 @@ sad_locate(FunctionCallInfo fcinfo, bool arrays)
 	return (Datum) 0;
 }
 
-/* The whole map, palloc'd, row y first. */
-static uint64 *
-full_map(FunctionCallInfo fcinfo, const char *fn, bool arrays, uint32 *nx, uint32 *ny)
+/* A whole map: the SAD of every shift (x, y), row y first, palloc'd. */
+typedef struct sad_map
+{
+	uint64	   *sad;
+	uint32		nx;
+	uint32		ny;
+	size_t		n;				/* nx * ny */
+} sad_map;
+
+static sad_map
+full_map(FunctionCallInfo fcinfo, const char *fn, bool arrays)
 {
 	mcc_image	t,
 				p;
-	uint64	   *map;
+	sad_map		m;
 
 	get_images(fcinfo, arrays, &t, &p);
-	map_size(&t, &p, nx, ny);
-	map = palloc(sizeof(uint64) * (Size) *nx * *ny);
-	run_search(fn, &t, &p, map, 0, NULL);
-	return map;
+	map_size(&t, &p, &m.nx, &m.ny);
+	m.n = (size_t) m.nx * m.ny;
+	m.sad = palloc(sizeof(uint64) * m.n);
+	run_search(fn, &t, &p, m.sad, 0, NULL);
+	return m;
 }
 
 /*
@@ -184,24 +193,22 @@ full_map(FunctionCallInfo fcinfo, const char *fn, bool arrays, uint32 *nx, uint3
 static Datum
 sad_map_pgm(FunctionCallInfo fcinfo, bool arrays)
 {
-	uint32		nx,
-				ny;
-	uint64	   *map = full_map(fcinfo, "mcc_sad_map", arrays, &nx, &ny);
-	size_t		n = (size_t) nx * ny;
+	sad_map		m = full_map(fcinfo, "mcc_sad_map", arrays);
+	const uint64 *map = m.sad;
 	uint64		lo = map[0],
 				hi = map[0];
 	mcc_image	view;
 
-	for (size_t i = 1; i < n; i++)
+	for (size_t i = 1; i < m.n; i++)
 	{
 		lo = map[i] < lo ? map[i] : lo;
 		hi = map[i] > hi ? map[i] : hi;
 	}
-	view.width = nx;
-	view.height = ny;
-	view.stride = nx;
-	view.pixels = palloc(n);
-	for (size_t i = 0; i < n; i++)
+	view.width = m.nx;
+	view.height = m.ny;
+	view.stride = m.nx;
+	view.pixels = palloc(m.n);
+	for (size_t i = 0; i < m.n; i++)
 		view.pixels[i] = hi == lo ? 0 : (uint8) (((map[i] - lo) * 255 + (hi - lo) / 2) / (hi - lo));
 	PG_RETURN_BYTEA_P(mcc_pg_image_to_pgm(&view));
 }
@@ -210,29 +217,16 @@ sad_map_pgm(FunctionCallInfo fcinfo, bool arrays)
 static Datum
 sad_map_array(FunctionCallInfo fcinfo, bool arrays)
 {
-	uint32		nx,
-				ny;
-	uint64	   *map = full_map(fcinfo, "mcc_sad_map_array", arrays, &nx, &ny);
-	size_t		n = (size_t) nx * ny;
-	Size		bytes = ARR_OVERHEAD_NONULLS(2) + n * sizeof(int64);
-	ArrayType  *a;
+	sad_map		m = full_map(fcinfo, "mcc_sad_map_array", arrays);
+	ArrayType  *a = mcc_pg_array_2d(INT8OID, sizeof(int64), m.ny, m.nx);
 
-	if (!AllocSizeIsValid(bytes))
+	if (a == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("SAD map of %u x %u shifts is too large for an array", nx, ny),
+				 errmsg("SAD map of %u x %u shifts is too large for an array", m.nx, m.ny),
 				 errhint("Use mcc_sad_locate() for the best shifts.")));
-	a = (ArrayType *) palloc0(bytes);
-	SET_VARSIZE(a, bytes);
-	a->ndim = 2;
-	a->dataoffset = 0;
-	a->elemtype = INT8OID;
-	ARR_DIMS(a)[0] = (int) ny;
-	ARR_DIMS(a)[1] = (int) nx;
-	ARR_LBOUND(a)[0] = 1;
-	ARR_LBOUND(a)[1] = 1;
-	memcpy(ARR_DATA_PTR(a), map, n * sizeof(int64));
-	pfree(map);
+	memcpy(ARR_DATA_PTR(a), m.sad, m.n * sizeof(int64));
+	pfree(m.sad);
 	PG_RETURN_ARRAYTYPE_P(a);
 }
 
