@@ -311,15 +311,8 @@ mcc_chamfer_gpu_close(mcc_chamfer_gpu *g)
 	if (g == NULL)
 		return;
 	(void) cudaSetDevice(g->device);
-	cudaFree(g->d_site);
-	cudaFree(g->d_ref);
-	cudaFree(g->d_obs);
-	cudaFree(g->d_partial);
-	cudaFree(g->d_out);
-	cudaFree(g->d_levels);
-	cudaFree(g->d_spts);
-	cudaFree(g->d_poses);
-	cudaFree(g->d_scores);
+	mcc_gpu_rt_free(g->d_site, g->d_ref, g->d_obs, g->d_partial, g->d_out, g->d_levels, g->d_spts,
+					g->d_poses, g->d_scores);
 	if (g->h_out)
 		cudaFreeHost(g->h_out);
 	if (g->stream)
@@ -348,23 +341,43 @@ ready(mcc_chamfer_gpu *g, mcc_error *err)
 	return MCC_GPU_OK;
 }
 
-/* Upload a reference set. */
+/* A host array to copy into a device buffer of the context (mcc_gpu_rt_upload). */
+typedef struct ch_upload
+{
+	void	  **buf;
+	size_t	   *cap;
+	const void *src;
+	size_t		bytes;
+} ch_upload;
+
+/* Copy n arrays to the device and wait for them; an error names what failed. */
+static mcc_gpu_code
+upload_wait(mcc_chamfer_gpu *g, const ch_upload *u, int n, const char *what, mcc_error *err)
+{
+	cudaError_t e = cudaSuccess;
+
+	for (int i = 0; i < n && e == cudaSuccess; i++)
+		e = mcc_gpu_rt_upload(u[i].buf, u[i].cap, u[i].src, u[i].bytes, g->stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(g->stream);
+	return e == cudaSuccess ? MCC_GPU_OK : cuda_fail(g, e, what, err);
+}
+
+/* Upload a reference set: its distance transform's sites and its points. */
 extern "C" mcc_gpu_code
 mcc_chamfer_gpu_set_reference(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, mcc_error *err)
 {
+	const ch_upload u[2] = {
+		{(void **) &g->d_site, &g->cap_site, ref->edt.site, ref->edt.cells * sizeof(int32_t)},
+		{(void **) &g->d_ref, &g->cap_ref, ref->pts, ref->n * (size_t) ref->dim * sizeof(double)},
+	};
 	mcc_gpu_code code;
-	cudaError_t e;
-	size_t		nref = ref->n * (size_t) ref->dim;
 
 	if ((code = ready(g, err)) != MCC_GPU_OK)
 		return code;
 	g->ref = NULL;
-	if ((e = mcc_gpu_rt_upload((void **) &g->d_site, &g->cap_site, ref->edt.site,
-							   ref->edt.cells * sizeof(int32_t), g->stream)) != cudaSuccess ||
-		(e = mcc_gpu_rt_upload((void **) &g->d_ref, &g->cap_ref, ref->pts, nref * sizeof(double),
-							   g->stream)) != cudaSuccess ||
-		(e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
-		return cuda_fail(g, e, "upload of the reference", err);
+	if ((code = upload_wait(g, u, 2, "upload of the reference", err)) != MCC_GPU_OK)
+		return code;
 	g->geom = ref->edt.geom;
 	g->ref = ref;
 	g->dim = ref->dim;
@@ -375,11 +388,11 @@ mcc_chamfer_gpu_set_reference(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, mc
 extern "C" mcc_gpu_code
 mcc_chamfer_gpu_set_observed(mcc_chamfer_gpu *g, const mcc_chamfer_obs *obs, mcc_error *err)
 {
-	mcc_gpu_code code;
-	cudaError_t e;
-	size_t		n = obs->n * (size_t) obs->dim;
+	const ch_upload u = {(void **) &g->d_obs, &g->cap_obs, obs->pts,
+	obs->n * (size_t) obs->dim * sizeof(double)};
+	mcc_gpu_code code = ready(g, err);
 
-	if ((code = ready(g, err)) != MCC_GPU_OK)
+	if (code != MCC_GPU_OK)
 		return code;
 	if (g->ref == NULL || obs->dim != g->dim)
 	{
@@ -387,10 +400,8 @@ mcc_chamfer_gpu_set_observed(mcc_chamfer_gpu *g, const mcc_chamfer_obs *obs, mcc
 		return MCC_GPU_INVALID;
 	}
 	g->n_obs = 0;
-	if ((e = mcc_gpu_rt_upload((void **) &g->d_obs, &g->cap_obs, obs->pts, n * sizeof(double),
-							   g->stream)) != cudaSuccess ||
-		(e = cudaStreamSynchronize(g->stream)) != cudaSuccess)
-		return cuda_fail(g, e, "upload of the observed points", err);
+	if ((code = upload_wait(g, &u, 1, "upload of the observed points", err)) != MCC_GPU_OK)
+		return code;
 	g->n_obs = (long long) obs->n;
 	return MCC_GPU_OK;
 }
@@ -514,13 +525,26 @@ mcc_chamfer_gpu_score(void *ctx, const mcc_chamfer_pyramid *pyr, int level, cons
 	return MCC_OK;
 }
 
+/* The options of an alignment: opts, or by default pipelined LM, the GPU's own. */
+static mcc_chamfer_opts
+gpu_opts(const mcc_chamfer_opts *opts)
+{
+	mcc_chamfer_opts o;
+
+	if (opts != NULL)
+		return *opts;
+	mcc_chamfer_opts_init(&o);
+	o.pipelined = 1;
+	return o;
+}
+
 /* Align with the uploaded reference. */
 extern "C" mcc_gpu_code
 mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const double *obs,
 						  size_t n, const mcc_chamfer_opts *opts, mcc_chamfer_result *res,
 						  mcc_error *err)
 {
-	mcc_chamfer_opts o;
+	mcc_chamfer_opts o = gpu_opts(opts);
 	mcc_chamfer_obs ob;
 	mcc_chamfer_evaluator ev;
 	mcc_gpu_code code;
@@ -529,13 +553,6 @@ mcc_chamfer_gpu_align_ref(mcc_chamfer_gpu *g, const mcc_chamfer_ref *ref, const 
 	double		t1;
 
 	memset(res, 0, sizeof(*res));
-	if (opts == NULL)
-	{
-		mcc_chamfer_opts_init(&o);
-		o.pipelined = 1;
-	}
-	else
-		o = *opts;
 	if ((code = ready(g, err)) != MCC_GPU_OK)
 		return code;
 	if (g->ref != ref)
@@ -576,19 +593,12 @@ mcc_chamfer_gpu_align(mcc_chamfer_gpu *g, const double *obs, size_t n_obs, const
 					  size_t n_ref, int dim, const mcc_chamfer_opts *opts,
 					  mcc_chamfer_result *res, mcc_error *err)
 {
-	mcc_chamfer_opts o;
+	mcc_chamfer_opts o = gpu_opts(opts);
 	mcc_chamfer_ref rf;
 	mcc_gpu_code code;
 	double		t0;
 
 	memset(res, 0, sizeof(*res));
-	if (opts == NULL)
-	{
-		mcc_chamfer_opts_init(&o);
-		o.pipelined = 1;
-	}
-	else
-		o = *opts;
 	if (mcc_chamfer_ref_build(ref, n_ref, dim, &o, &rf, err) != MCC_OK)
 		return (o.cancel && *o.cancel) ? MCC_GPU_CANCELLED : MCC_GPU_INVALID;
 	t0 = mcc_cuda_now_ms();

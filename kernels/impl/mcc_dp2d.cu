@@ -414,10 +414,7 @@ mcc_dp2d_gpu_close(mcc_dp2d_gpu *g)
 	if (!g->lost.lost)
 	{
 		cudaSetDevice(g->device);
-		cudaFree(g->d_a);
-		cudaFree(g->d_b);
-		cudaFree(g->d_work);
-		cudaFree(g->d_flag);
+		mcc_gpu_rt_free(g->d_a, g->d_b, g->d_work, g->d_flag);
 		if (g->stream)
 			cudaStreamDestroy(g->stream);
 	}

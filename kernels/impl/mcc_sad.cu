@@ -338,13 +338,7 @@ mcc_sad_gpu_close(mcc_sad_gpu *ctx)
 	if (ctx == NULL)
 		return;
 	cudaSetDevice(ctx->device);
-	cudaFree(ctx->d_t);
-	cudaFree(ctx->d_p);
-	cudaFree(ctx->d_v);
-	cudaFree(ctx->d_seg);
-	cudaFree(ctx->d_keys);
-	cudaFree(ctx->d_alt);
-	cudaFree(ctx->d_tmp);
+	mcc_gpu_rt_free(ctx->d_t, ctx->d_p, ctx->d_v, ctx->d_seg, ctx->d_keys, ctx->d_alt, ctx->d_tmp);
 	for (int i = 0; i < 6; i++)
 		cudaEventDestroy(ctx->ev[i]);
 	cudaStreamDestroy(ctx->stream);

@@ -85,17 +85,7 @@ dp2d_match_pairs(uint32 npairs, const mcc_image *const *a, const mcc_image *cons
 
 	if (mcc_dp2d_start(&req, &job, &err) != MCC_OK)
 		mcc_pg_raise(&err);
-	PG_TRY();
-	{
-		while (!mcc_dp2d_wait(job, DP2D_POLL_MS))
-			CHECK_FOR_INTERRUPTS();
-	}
-	PG_CATCH();
-	{
-		mcc_dp2d_abort(job);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	MCC_PG_WAIT_JOB(job, mcc_dp2d_wait, mcc_dp2d_abort, DP2D_POLL_MS);
 	if (mcc_dp2d_finish(job, &err) != MCC_OK)
 		mcc_pg_raise(&err);
 }

@@ -163,31 +163,43 @@ mcc_image_info_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 
+/* A zeroed two-dimensional array without NULLs (image_pg.h). */
+ArrayType *
+mcc_pg_array_2d(Oid elemtype, int elemsize, uint32 rows, uint32 cols)
+{
+	Size		bytes = ARR_OVERHEAD_NONULLS(2) + (Size) rows * cols * elemsize;
+	ArrayType  *a;
+
+	if (!AllocSizeIsValid(bytes))
+		return NULL;
+	a = (ArrayType *) palloc0(bytes);
+	SET_VARSIZE(a, bytes);
+	a->ndim = 2;
+	a->dataoffset = 0;
+	a->elemtype = elemtype;
+	ARR_DIMS(a)[0] = (int) rows;
+	ARR_DIMS(a)[1] = (int) cols;
+	ARR_LBOUND(a)[0] = 1;
+	ARR_LBOUND(a)[1] = 1;
+	return a;
+}
+
 /* mcc_image_to_array(bytea): the pixels as smallint[height][width]. */
 Datum
 mcc_image_to_array_sql(PG_FUNCTION_ARGS)
 {
 	bytea	   *b = PG_GETARG_BYTEA_PP(0);
 	mcc_image	img;
-	size_t		n;
-	Size		bytes;
 	ArrayType  *a;
 	int16	   *v;
 
+	/* the largest image's array fits in one allocation: a is never NULL */
+	StaticAssertStmt(ARR_OVERHEAD_NONULLS(2) + (uint64) MCC_IMAGE_MAX_PIXELS * sizeof(int16) <= MaxAllocSize,
+					 "the largest image does not fit a smallint[][]");
 	mcc_pg_image_from_bytea(b, &img, NULL);
-	n = (size_t) img.width * img.height;
-	bytes = ARR_OVERHEAD_NONULLS(2) + n * sizeof(int16);
-	a = (ArrayType *) palloc0(bytes);
-	SET_VARSIZE(a, bytes);
-	a->ndim = 2;
-	a->dataoffset = 0;
-	a->elemtype = INT2OID;
-	ARR_DIMS(a)[0] = (int) img.height;
-	ARR_DIMS(a)[1] = (int) img.width;
-	ARR_LBOUND(a)[0] = 1;
-	ARR_LBOUND(a)[1] = 1;
+	a = mcc_pg_array_2d(INT2OID, sizeof(int16), img.height, img.width);
 	v = (int16 *) ARR_DATA_PTR(a);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < (size_t) img.width * img.height; i++)
 		v[i] = img.pixels[i];
 	PG_RETURN_ARRAYTYPE_P(a);
 }

@@ -39,6 +39,37 @@ extern void mcc_pg_image_from_array(ArrayType *a, const char *what, mcc_image *i
 /* The image as a binary PGM bytea (maxval 255). */
 extern bytea *mcc_pg_image_to_pgm(const mcc_image *img);
 
+/*
+ * A two-dimensional array [rows][cols] (lower bounds 1) of elemtype,
+ * elemsize bytes an element, without NULLs: its data (ARR_DATA_PTR)
+ * zeroed for the caller to fill. NULL when it exceeds one allocation.
+ */
+extern ArrayType *mcc_pg_array_2d(Oid elemtype, int elemsize, uint32 rows, uint32 cols);
+
+/*
+ * Wait for a job on src/core's worker threads (mcc_sad_job, mcc_dp2d_job;
+ * wait and abort are its library's functions) in steps of poll_ms, with
+ * CHECK_FOR_INTERRUPTS() between steps. A cancel or statement_timeout
+ * raises its error there, and abort stops, joins and frees the threads
+ * before the error goes on, so that no thread outlives the memory it
+ * writes to. A macro because the jobs are of different types; the caller
+ * includes miscadmin.h.
+ */
+#define MCC_PG_WAIT_JOB(job, wait, abort, poll_ms) \
+	do { \
+		PG_TRY(); \
+		{ \
+			while (!wait((job), (poll_ms))) \
+				CHECK_FOR_INTERRUPTS(); \
+		} \
+		PG_CATCH(); \
+		{ \
+			abort(job); \
+			PG_RE_THROW(); \
+		} \
+		PG_END_TRY(); \
+	} while (0)
+
 /* ---------------------------------------------------------------------
  * Image and point jobs in the matcher engine (src/image/image_engine.c,
  * docs/matcher-engine.md "Image jobs"), chosen by mcc.image_device.

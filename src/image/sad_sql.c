@@ -5,9 +5,9 @@
  * The search runs on mcc.image_threads worker threads of src/core (they
  * never call PostgreSQL; signals are blocked in them). The backend waits
  * for them in steps of a few milliseconds with CHECK_FOR_INTERRUPTS()
- * between steps; a cancel or statement_timeout raises its error, and the
- * PG_CATCH block stops and joins the threads before the error goes on, so
- * no thread outlives the memory it writes to.
+ * between steps; a cancel or statement_timeout raises its error, and
+ * MCC_PG_WAIT_JOB (image_pg.h) stops and joins the threads before the
+ * error goes on, so no thread outlives the memory it writes to.
  */
 #include "image_pg.h"
 
@@ -22,13 +22,6 @@
 
 /* How long the backend waits on the threads between interrupt checks. */
 #define SAD_POLL_MS 5
-
-PG_FUNCTION_INFO_V1(mcc_sad_locate_bytea);
-PG_FUNCTION_INFO_V1(mcc_sad_locate_array);
-PG_FUNCTION_INFO_V1(mcc_sad_map_bytea);
-PG_FUNCTION_INFO_V1(mcc_sad_map_array_pgm);
-PG_FUNCTION_INFO_V1(mcc_sad_map_bytea_array);
-PG_FUNCTION_INFO_V1(mcc_sad_map_array_array);
 
 /* Target and pattern from arguments 0 and 1, bytea or smallint[][]. */
 static void
@@ -120,17 +113,7 @@ run_search(const char *fn, const mcc_image *t, const mcc_image *p, uint64 *map, 
 		return n;
 	if (mcc_sad_start(&req, &job, &err) != MCC_OK)
 		mcc_pg_raise(&err);
-	PG_TRY();
-	{
-		while (!mcc_sad_wait(job, SAD_POLL_MS))
-			CHECK_FOR_INTERRUPTS();
-	}
-	PG_CATCH();
-	{
-		mcc_sad_abort(job);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	MCC_PG_WAIT_JOB(job, mcc_sad_wait, mcc_sad_abort, SAD_POLL_MS);
 	if (mcc_sad_finish(job, hits, &n, &err) != MCC_OK)
 		mcc_pg_raise(&err);
 	return n;
@@ -179,19 +162,28 @@ sad_locate(FunctionCallInfo fcinfo, bool arrays)
 	return (Datum) 0;
 }
 
-/* The whole map, palloc'd, row y first. */
-static uint64 *
-full_map(FunctionCallInfo fcinfo, const char *fn, bool arrays, uint32 *nx, uint32 *ny)
+/* A whole map: the SAD of every shift (x, y), row y first, palloc'd. */
+typedef struct sad_map
+{
+	uint64	   *sad;
+	uint32		nx;
+	uint32		ny;
+	size_t		n;				/* nx * ny */
+} sad_map;
+
+static sad_map
+full_map(FunctionCallInfo fcinfo, const char *fn, bool arrays)
 {
 	mcc_image	t,
 				p;
-	uint64	   *map;
+	sad_map		m;
 
 	get_images(fcinfo, arrays, &t, &p);
-	map_size(&t, &p, nx, ny);
-	map = palloc(sizeof(uint64) * (Size) *nx * *ny);
-	run_search(fn, &t, &p, map, 0, NULL);
-	return map;
+	map_size(&t, &p, &m.nx, &m.ny);
+	m.n = (size_t) m.nx * m.ny;
+	m.sad = palloc(sizeof(uint64) * m.n);
+	run_search(fn, &t, &p, m.sad, 0, NULL);
+	return m;
 }
 
 /*
@@ -201,24 +193,22 @@ full_map(FunctionCallInfo fcinfo, const char *fn, bool arrays, uint32 *nx, uint3
 static Datum
 sad_map_pgm(FunctionCallInfo fcinfo, bool arrays)
 {
-	uint32		nx,
-				ny;
-	uint64	   *map = full_map(fcinfo, "mcc_sad_map", arrays, &nx, &ny);
-	size_t		n = (size_t) nx * ny;
+	sad_map		m = full_map(fcinfo, "mcc_sad_map", arrays);
+	const uint64 *map = m.sad;
 	uint64		lo = map[0],
 				hi = map[0];
 	mcc_image	view;
 
-	for (size_t i = 1; i < n; i++)
+	for (size_t i = 1; i < m.n; i++)
 	{
 		lo = map[i] < lo ? map[i] : lo;
 		hi = map[i] > hi ? map[i] : hi;
 	}
-	view.width = nx;
-	view.height = ny;
-	view.stride = nx;
-	view.pixels = palloc(n);
-	for (size_t i = 0; i < n; i++)
+	view.width = m.nx;
+	view.height = m.ny;
+	view.stride = m.nx;
+	view.pixels = palloc(m.n);
+	for (size_t i = 0; i < m.n; i++)
 		view.pixels[i] = hi == lo ? 0 : (uint8) (((map[i] - lo) * 255 + (hi - lo) / 2) / (hi - lo));
 	PG_RETURN_BYTEA_P(mcc_pg_image_to_pgm(&view));
 }
@@ -227,70 +217,34 @@ sad_map_pgm(FunctionCallInfo fcinfo, bool arrays)
 static Datum
 sad_map_array(FunctionCallInfo fcinfo, bool arrays)
 {
-	uint32		nx,
-				ny;
-	uint64	   *map = full_map(fcinfo, "mcc_sad_map_array", arrays, &nx, &ny);
-	size_t		n = (size_t) nx * ny;
-	Size		bytes = ARR_OVERHEAD_NONULLS(2) + n * sizeof(int64);
-	ArrayType  *a;
+	sad_map		m = full_map(fcinfo, "mcc_sad_map_array", arrays);
+	ArrayType  *a = mcc_pg_array_2d(INT8OID, sizeof(int64), m.ny, m.nx);
 
-	if (!AllocSizeIsValid(bytes))
+	if (a == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("SAD map of %u x %u shifts is too large for an array", nx, ny),
+				 errmsg("SAD map of %u x %u shifts is too large for an array", m.nx, m.ny),
 				 errhint("Use mcc_sad_locate() for the best shifts.")));
-	a = (ArrayType *) palloc0(bytes);
-	SET_VARSIZE(a, bytes);
-	a->ndim = 2;
-	a->dataoffset = 0;
-	a->elemtype = INT8OID;
-	ARR_DIMS(a)[0] = (int) ny;
-	ARR_DIMS(a)[1] = (int) nx;
-	ARR_LBOUND(a)[0] = 1;
-	ARR_LBOUND(a)[1] = 1;
-	memcpy(ARR_DATA_PTR(a), map, n * sizeof(int64));
-	pfree(map);
+	memcpy(ARR_DATA_PTR(a), m.sad, m.n * sizeof(int64));
+	pfree(m.sad);
 	PG_RETURN_ARRAYTYPE_P(a);
 }
 
-/* mcc_sad_locate(bytea, bytea, int) */
-Datum
-mcc_sad_locate_bytea(PG_FUNCTION_ARGS)
-{
-	return sad_locate(fcinfo, false);
-}
+/*
+ * The C functions of an SQL function's two overloads: images as bytea
+ * (PGM, PNG) or as smallint[][]. Both run impl, told which.
+ */
+#define SAD_SQL_OVERLOADS(bytea_fn, array_fn, impl) \
+	PG_FUNCTION_INFO_V1(bytea_fn); \
+	PG_FUNCTION_INFO_V1(array_fn); \
+	Datum bytea_fn(PG_FUNCTION_ARGS) { return impl(fcinfo, false); } \
+	Datum array_fn(PG_FUNCTION_ARGS) { return impl(fcinfo, true); }
 
-/* mcc_sad_locate(smallint[], smallint[], int) */
-Datum
-mcc_sad_locate_array(PG_FUNCTION_ARGS)
-{
-	return sad_locate(fcinfo, true);
-}
+/* mcc_sad_locate(bytea, bytea, int), mcc_sad_locate(smallint[], smallint[], int) */
+SAD_SQL_OVERLOADS(mcc_sad_locate_bytea, mcc_sad_locate_array, sad_locate)
 
-/* mcc_sad_map(bytea, bytea) */
-Datum
-mcc_sad_map_bytea(PG_FUNCTION_ARGS)
-{
-	return sad_map_pgm(fcinfo, false);
-}
+/* mcc_sad_map(bytea, bytea), mcc_sad_map(smallint[], smallint[]) */
+SAD_SQL_OVERLOADS(mcc_sad_map_bytea, mcc_sad_map_array_pgm, sad_map_pgm)
 
-/* mcc_sad_map(smallint[], smallint[]) */
-Datum
-mcc_sad_map_array_pgm(PG_FUNCTION_ARGS)
-{
-	return sad_map_pgm(fcinfo, true);
-}
-
-/* mcc_sad_map_array(bytea, bytea) */
-Datum
-mcc_sad_map_bytea_array(PG_FUNCTION_ARGS)
-{
-	return sad_map_array(fcinfo, false);
-}
-
-/* mcc_sad_map_array(smallint[], smallint[]) */
-Datum
-mcc_sad_map_array_array(PG_FUNCTION_ARGS)
-{
-	return sad_map_array(fcinfo, true);
-}
+/* mcc_sad_map_array(bytea, bytea), mcc_sad_map_array(smallint[], smallint[]) */
+SAD_SQL_OVERLOADS(mcc_sad_map_bytea_array, mcc_sad_map_array_array, sad_map_array)

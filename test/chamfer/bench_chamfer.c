@@ -31,9 +31,7 @@
 #include "../unit/testargs.h"
 #include "../unit/testclock.h"
 #include "../unit/testsort.h"
-#ifdef MCC_CHAMFER_GPU
 #include "mcc_chamfer_gpu.h"
-#endif
 
 #define N_REF	200000
 
@@ -67,6 +65,7 @@ typedef struct row
 {
 	double		ms;
 	double		cpu_ms;			/* calling thread's CPU time (one-thread runs: all the work) */
+	double		upload_ms;		/* GPU runs: the reference's upload, part of ms */
 	int			iterations;
 	int			evaluations;
 	double		residual;
@@ -76,85 +75,82 @@ typedef struct row
 /* 1: alignments start from the global search (--search); 0: the centroids, as in the paper. */
 static int use_search = 0;
 
-/* Time reps CPU alignments with a prepared reference. */
-static row
-time_cpu(const mcc_chamfer_ref *rf, const double *obs, size_t n, int type, int threads, int reps)
+/* The options of a timed alignment: a transform type, CPU threads, pipelined LM or not. */
+static mcc_chamfer_opts
+bench_opts(int type, int threads, int pipelined)
 {
-	double		t[64];
-	double		c[64];
-	row			r = {0};
 	mcc_chamfer_opts o;
 
 	mcc_chamfer_opts_init(&o);
 	o.transform = type;
 	o.threads = threads;
+	o.pipelined = pipelined;
 	o.search = use_search;
+	return o;
+}
+
+/*
+ * One alignment with a prepared reference: on the CPU (gpu NULL), or on
+ * the GPU after uploading the reference (the upload's time in *upload_ms).
+ * 1 on success; a failure is told on stderr.
+ */
+static int
+align_once(mcc_chamfer_gpu *gpu, const mcc_chamfer_ref *rf, const double *obs, size_t n,
+		   const mcc_chamfer_opts *o, mcc_chamfer_result *res, double *upload_ms)
+{
+	mcc_error	err;
+
+	*upload_ms = 0;
+#ifdef MCC_CHAMFER_GPU
+	if (gpu != NULL)
+	{
+		double		t0 = tclock_wall_ms();
+		mcc_gpu_code c = mcc_chamfer_gpu_set_reference(gpu, rf, &err);
+
+		*upload_ms = tclock_wall_ms() - t0;
+		if (c == MCC_GPU_OK)
+			c = mcc_chamfer_gpu_align_ref(gpu, rf, obs, n, o, res, &err);
+		if (c != MCC_GPU_OK)
+			fprintf(stderr, "GPU alignment failed (%d): %s\n", c, err.message);
+		return c == MCC_GPU_OK;
+	}
+#endif
+	if (mcc_chamfer_align_ref(rf, obs, n, o, res, &err) == MCC_OK)
+		return 1;
+	fprintf(stderr, "CPU alignment failed: %s\n", err.message);
+	return 0;
+}
+
+/* Time reps alignments (align_once) with options o: the medians of each time. */
+static row
+time_align(mcc_chamfer_gpu *gpu, const mcc_chamfer_ref *rf, const double *obs, size_t n,
+		   mcc_chamfer_opts o, int reps)
+{
+	double		t[64];
+	double		c[64];
+	double		u[64];
+	row			r = {0};
+
 	for (int k = 0; k < reps; k++)
 	{
 		mcc_chamfer_result res;
-		mcc_error	err;
 		double		t0 = tclock_wall_ms();
 		double		c0 = tclock_cpu_ms();
 
-		r.ok = mcc_chamfer_align_ref(rf, obs, n, &o, &res, &err) == MCC_OK;
+		r.ok = align_once(gpu, rf, obs, n, &o, &res, &u[k]);
 		t[k] = tclock_wall_ms() - t0;
 		c[k] = tclock_cpu_ms() - c0;
 		if (!r.ok)
-		{
-			fprintf(stderr, "CPU alignment failed: %s\n", err.message);
 			return r;
-		}
 		r.iterations = res.iterations;
 		r.evaluations = res.evaluations;
 		r.residual = res.residual;
 	}
 	r.ms = tsort_median(t, reps);
 	r.cpu_ms = tsort_median(c, reps);
+	r.upload_ms = tsort_median(u, reps);
 	return r;
 }
-
-#ifdef MCC_CHAMFER_GPU
-/* Time reps GPU alignments: upload of the reference, then prepare, upload, solve. */
-static row
-time_gpu(mcc_chamfer_gpu *g, const mcc_chamfer_ref *rf, const double *obs, size_t n, int type,
-		 int pipelined, int reps, double *upload_ms)
-{
-	double		t[64];
-	double		u[64];
-	row			r = {0};
-	mcc_chamfer_opts o;
-
-	mcc_chamfer_opts_init(&o);
-	o.transform = type;
-	o.pipelined = pipelined;
-	o.search = use_search;
-	for (int k = 0; k < reps; k++)
-	{
-		mcc_chamfer_result res;
-		mcc_error	err;
-		double		t0 = tclock_wall_ms();
-		mcc_gpu_code c = mcc_chamfer_gpu_set_reference(g, rf, &err);
-		double		t1 = tclock_wall_ms();
-
-		if (c == MCC_GPU_OK)
-			c = mcc_chamfer_gpu_align_ref(g, rf, obs, n, &o, &res, &err);
-		t[k] = tclock_wall_ms() - t0;
-		u[k] = t1 - t0;
-		if (c != MCC_GPU_OK)
-		{
-			fprintf(stderr, "GPU alignment failed (%d): %s\n", c, err.message);
-			return r;
-		}
-		r.ok = 1;
-		r.iterations = res.iterations;
-		r.evaluations = res.evaluations;
-		r.residual = res.residual;
-	}
-	r.ms = tsort_median(t, reps);
-	*upload_ms = tsort_median(u, reps);
-	return r;
-}
-#endif
 
 /* Options, then one table row per (dim, transform, N). */
 int
@@ -263,21 +259,18 @@ main(int argc, char **argv)
 				row			cn;
 				row			pg = {0};
 				row			tg = {0};
-				double		upload = 0;
 				int			r = n >= 1000000 ? 1 : reps;	/* CPU runs at 1e6 take seconds */
 
 				cs_random_matrix(1000 + si, type, dim, m);
 				obs = observed(ref, dim, n, m, 0.0005 * E, 77 + si);
 				if (cpu1)
-					c1 = time_cpu(&rf, obs, n, type, 1, r);
-				cn = time_cpu(&rf, obs, n, type, threads, r);
+					c1 = time_align(NULL, &rf, obs, n, bench_opts(type, 1, 0), r);
+				cn = time_align(NULL, &rf, obs, n, bench_opts(type, threads, 0), r);
 #ifdef MCC_CHAMFER_GPU
 				if (g != NULL)
 				{
-					double		u2;
-
-					pg = time_gpu(g, &rf, obs, n, type, 1, reps, &upload);
-					tg = time_gpu(g, &rf, obs, n, type, 0, reps, &u2);
+					pg = time_align(g, &rf, obs, n, bench_opts(type, 1, 1), reps);
+					tg = time_align(g, &rf, obs, n, bench_opts(type, 1, 0), reps);
 				}
 #endif
 				printf("| %dD | %s | %zu | %d | %d / ", dim, mcc_xform_name(type), n, cn.iterations,
@@ -292,7 +285,7 @@ main(int argc, char **argv)
 					printf("- | - | ");
 				printf("%.2f | ", cn.ms);
 				if (pg.ok)
-					printf("%.3f | %.3f | %.3f | ", pg.ms, tg.ok ? tg.ms : NAN, upload);
+					printf("%.3f | %.3f | %.3f | ", pg.ms, tg.ok ? tg.ms : NAN, pg.upload_ms);
 				else
 					printf("- | - | - | ");
 				if (pg.ok && c1.ok)

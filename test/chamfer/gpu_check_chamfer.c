@@ -282,15 +282,8 @@ check_search(mcc_chamfer_gpu *g)
 {
 	double	   *ref = make_ref(2);
 	double		m[16];
-	size_t		n_obs;
-	size_t		n_clean;
-	double	   *obs;
-	mcc_chamfer_ref rf;
-	mcc_chamfer_obs ob;
-	mcc_chamfer_pyramid pyr;
+	cs_search_case scase;
 	mcc_error	err;
-	double		sample[2 * MCC_CHAMFER_SEARCH_SAMPLE];
-	int			ns;
 	int			np = 4000;
 	mcc_chamfer_spose *poses = malloc(sizeof(mcc_chamfer_spose) * np);
 	int64_t    *sc = malloc(sizeof(int64_t) * np);
@@ -298,49 +291,45 @@ check_search(mcc_chamfer_gpu *g)
 	mcc_rng		r;
 
 	cs_random_matrix(61, MCC_XFORM_SIMILARITY, 2, m);
-	obs = cs_observed(62, ref, N_REF, 2, m, 50, 3, 0.5, 0, &n_obs, &n_clean);
-	if (cs_search_inputs(ref, N_REF, obs, n_obs, &rf, &ob, &pyr, &err) != MCC_OK)
+	scase.obs = cs_observed(62, ref, N_REF, 2, m, 50, 3, 0.5, 0, &scase.n_obs, &scase.n_clean);
+	if (cs_search_case_build(ref, N_REF, &scase, &err) != MCC_OK)
 	{
 		UNIT_CHECK(0, "search set-up: %s", err.message);
 		return;
 	}
-	ns = mcc_chamfer_search_sample(ob.pts, ob.n, sample);
 	mcc_rng_seed(&r, 63);
 	for (int i = 0; i < np; i++)
 		mcc_chamfer_spose_set(&poses[i], mcc_rng_range(&r, -M_PI, M_PI), mcc_rng_range(&r, -0.3, 0.3),
 							  mcc_rng_range(&r, -2, 2), mcc_rng_range(&r, -2, 2));
-	for (int l = 0; l < pyr.levels; l++)
+	for (int l = 0; l < scase.pyr.levels; l++)
 	{
-		mcc_status	a = mcc_chamfer_score_cpu(NULL, &pyr, l, sample, ns, poses, np, sc, &err);
-		mcc_status	b = mcc_chamfer_gpu_score(g, &pyr, l, sample, ns, poses, np, sg, &err);
+		mcc_status	a = mcc_chamfer_score_cpu(NULL, &scase.pyr, l, scase.sample, scase.ns, poses, np, sc, &err);
+		mcc_status	b = mcc_chamfer_gpu_score(g, &scase.pyr, l, scase.sample, scase.ns, poses, np, sg, &err);
 
 		UNIT_CHECK(a == MCC_OK && b == MCC_OK && memcmp(sc, sg, sizeof(int64_t) * np) == 0,
 				   "search level %d: GPU scores of %d poses x %d points equal the CPU's bit for bit%s%s",
-				   l, np, ns, b ? ": " : "", b ? err.message : "");
+				   l, np, scase.ns, b ? ": " : "", b ? err.message : "");
 	}
-	same_search(g, &pyr, sample, ns, 1, "a search");
+	same_search(g, &scase.pyr, scase.sample, scase.ns, 1, "a search");
 	{
 		/* a part (the observed points of one quadrant): the second pass too (mcc_chamfer_search.h) */
-		double	   *part = malloc(sizeof(double) * 2 * ob.n);
+		double	   *part = malloc(sizeof(double) * 2 * scase.ob.n);
 		double		psample[2 * MCC_CHAMFER_SEARCH_SAMPLE];
 		size_t		n_part = 0;
 
-		for (size_t i = 0; part && i < ob.n; i++)
-			if (ob.pts[2 * i] < 0 && ob.pts[2 * i + 1] < 0)
+		for (size_t i = 0; part && i < scase.ob.n; i++)
+			if (scase.ob.pts[2 * i] < 0 && scase.ob.pts[2 * i + 1] < 0)
 			{
-				part[2 * n_part] = ob.pts[2 * i];
-				part[2 * n_part + 1] = ob.pts[2 * i + 1];
+				part[2 * n_part] = scase.ob.pts[2 * i];
+				part[2 * n_part + 1] = scase.ob.pts[2 * i + 1];
 				n_part++;
 			}
-		same_search(g, &pyr, psample, mcc_chamfer_search_sample(part, n_part, psample),
+		same_search(g, &scase.pyr, psample, mcc_chamfer_search_sample(part, n_part, psample),
 					MCC_CHAMFER_SEARCH_STARTS_WHOLE + 1,
 					"a search of a part (one quadrant of the observed points, both passes)");
 		free(part);
 	}
-	mcc_chamfer_pyramid_free(&pyr);
-	mcc_chamfer_obs_free(&ob);
-	mcc_chamfer_ref_free(&rf);
-	free(obs);
+	cs_search_case_free(&scase);
 	free(ref);
 	free(poses);
 	free(sc);

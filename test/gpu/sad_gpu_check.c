@@ -109,6 +109,31 @@ cut(const mcc_image *t, uint32_t x, uint32_t y, uint32_t w, uint32_t h, int nois
 	return p;
 }
 
+/* A search case: a target of random pixels and a pattern cut from it. */
+typedef struct scene
+{
+	mcc_image	t;
+	mcc_image	p;
+} scene;
+
+/* A tw x th target and its pw x ph pattern at (x, y), noisy if noise (cut). */
+static scene
+scene_make(uint32_t tw, uint32_t th, uint32_t x, uint32_t y, uint32_t pw, uint32_t ph, int noise)
+{
+	scene		s;
+
+	s.t = random_image(tw, th);
+	s.p = cut(&s.t, x, y, pw, ph, noise);
+	return s;
+}
+
+static void
+scene_free(scene *s)
+{
+	free(s->t.pixels);
+	free(s->p.pixels);
+}
+
 /* Random shapes, every variant, k = 1 and k = 17, with maps. */
 static void
 check_random(mcc_sad_gpu *g)
@@ -121,23 +146,22 @@ check_random(mcc_sad_gpu *g)
 
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 	{
-		mcc_image	t = random_image(shapes[i][0], shapes[i][1]);
-		mcc_image	p = cut(&t, (shapes[i][0] - shapes[i][2]) / 2, (shapes[i][1] - shapes[i][3]) / 3,
-							shapes[i][2], shapes[i][3], (int) (i % 2));
+		scene		s = scene_make(shapes[i][0], shapes[i][1], (shapes[i][0] - shapes[i][2]) / 2,
+								   (shapes[i][1] - shapes[i][3]) / 3, shapes[i][2], shapes[i][3],
+								   (int) (i % 2));
 		int			bad = 0;
 		char		why[400] = "";
 
 		for (int v = 1; v < MCC_SAD_GPU_VARIANTS; v++)
 			for (int kk = 0; kk < 2; kk++)
-				if (!same_as_cpu(g, &t, &p, v, kk ? 17 : 1, 1, why, sizeof(why)))
+				if (!same_as_cpu(g, &s.t, &s.p, v, kk ? 17 : 1, 1, why, sizeof(why)))
 				{
 					bad++;
 					printf("# %s k=%d: %s\n", mcc_sad_gpu_variant_name(v), kk ? 17 : 1, why);
 				}
 		UNIT_CHECK(bad == 0, "%ux%u pattern in %ux%u: every variant gives the CPU's hits and map",
 				   shapes[i][2], shapes[i][3], shapes[i][0], shapes[i][1]);
-		free(t.pixels);
-		free(p.pixels);
+		scene_free(&s);
 	}
 }
 
@@ -149,15 +173,13 @@ check_paper(mcc_sad_gpu *g)
 	{
 		uint32_t	side = 1000 + 500 * (uint32_t) test,
 					ps = side / 10;
-		mcc_image	t = random_image(side, side);
-		mcc_image	p = cut(&t, side / 3 + 7, side / 2 + 3, ps, ps, 0);
+		scene		s = scene_make(side, side, side / 3 + 7, side / 2 + 3, ps, ps, 0);
 		char		why[400] = "";
 
-		UNIT_CHECK(same_as_cpu(g, &t, &p, MCC_SAD_GPU_AUTO, 10, test == 1, why, sizeof(why)),
+		UNIT_CHECK(same_as_cpu(g, &s.t, &s.p, MCC_SAD_GPU_AUTO, 10, test == 1, why, sizeof(why)),
 				   "paper 002 Test %d (%u/%u): GPU top-10%s = CPU %s", test, side, ps,
 				   test == 1 ? " and map" : "", why);
-		free(t.pixels);
-		free(p.pixels);
+		scene_free(&s);
 	}
 }
 
@@ -168,24 +190,21 @@ check_paper(mcc_sad_gpu *g)
 static void
 check_tall(mcc_sad_gpu *g)
 {
-	mcc_image	t = random_image(8033, 4127);
-	mcc_image	p = cut(&t, 17, 9, 8000, 4096, 1);
+	scene		s = scene_make(8033, 4127, 17, 9, 8000, 4096, 1);
 	char		why[400] = "";
 
-	UNIT_CHECK(same_as_cpu(g, &t, &p, MCC_SAD_GPU_J2_Y8, 5, 1, why, sizeof(why)),
+	UNIT_CHECK(same_as_cpu(g, &s.t, &s.p, MCC_SAD_GPU_J2_Y8, 5, 1, why, sizeof(why)),
 			   "8000x4096 pattern (64-bit row chunks): GPU = CPU %s", why);
-	UNIT_CHECK(same_as_cpu(g, &t, &p, MCC_SAD_GPU_J2_Y8_SMEM, 5, 0, why, sizeof(why)),
+	UNIT_CHECK(same_as_cpu(g, &s.t, &s.p, MCC_SAD_GPU_J2_Y8_SMEM, 5, 0, why, sizeof(why)),
 			   "... and the SMEM variant (3072-row chunks) %s", why);
-	free(t.pixels);
-	free(p.pixels);
+	scene_free(&s);
 }
 
 /* Cancel between bands, errors, and a usable context afterwards. */
 static void
 check_cancel_and_errors(mcc_sad_gpu *g)
 {
-	mcc_image	t = random_image(2500, 2500);
-	mcc_image	p = cut(&t, 100, 200, 250, 250, 0);
+	scene		s = scene_make(2500, 2500, 100, 200, 250, 250, 0);
 	mcc_image	big = random_image(300, 10);
 	volatile int flag = 1;
 	mcc_sad_hit h[2];
@@ -194,22 +213,21 @@ check_cancel_and_errors(mcc_sad_gpu *g)
 	mcc_gpu_code c;
 	char		why[400] = "";
 
-	c = mcc_sad_gpu_search(g, &t, &p, 1, h, &n, NULL, MCC_SAD_GPU_AUTO, &flag, NULL, &err);
+	c = mcc_sad_gpu_search(g, &s.t, &s.p, 1, h, &n, NULL, MCC_SAD_GPU_AUTO, &flag, NULL, &err);
 	UNIT_CHECK(c == MCC_GPU_CANCELLED, "a raised cancel flag stops a multi-band search (code %d)", c);
 	flag = 0;
-	c = mcc_sad_gpu_search(g, &t, &p, 2, h, &n, NULL, MCC_SAD_GPU_AUTO, &flag, NULL, &err);
+	c = mcc_sad_gpu_search(g, &s.t, &s.p, 2, h, &n, NULL, MCC_SAD_GPU_AUTO, &flag, NULL, &err);
 	UNIT_CHECK(c == MCC_GPU_OK && n == 2 && h[0].sad == 0 && h[0].x == 100 && h[0].y == 200,
 			   "the context works after a cancel; banded search finds (100, 200)");
-	c = mcc_sad_gpu_search(g, &p, &t, 1, h, &n, NULL, MCC_SAD_GPU_AUTO, NULL, NULL, &err);
+	c = mcc_sad_gpu_search(g, &s.p, &s.t, 1, h, &n, NULL, MCC_SAD_GPU_AUTO, NULL, NULL, &err);
 	UNIT_CHECK(c == MCC_GPU_INVALID, "pattern larger than the target: %s", err.message);
-	c = mcc_sad_gpu_search(g, &t, &p, MCC_SAD_MAX_K + 1, h, &n, NULL, MCC_SAD_GPU_AUTO, NULL, NULL, &err);
+	c = mcc_sad_gpu_search(g, &s.t, &s.p, MCC_SAD_MAX_K + 1, h, &n, NULL, MCC_SAD_GPU_AUTO, NULL, NULL, &err);
 	UNIT_CHECK(c == MCC_GPU_INVALID, "k over the limit: %s", err.message);
-	c = mcc_sad_gpu_search(g, &t, &p, 1, h, &n, NULL, 99, NULL, NULL, &err);
+	c = mcc_sad_gpu_search(g, &s.t, &s.p, 1, h, &n, NULL, 99, NULL, NULL, &err);
 	UNIT_CHECK(c == MCC_GPU_INVALID, "unknown variant: %s", err.message);
 	UNIT_CHECK(same_as_cpu(g, &big, &big, MCC_SAD_GPU_AUTO, 1, 1, why, sizeof(why)),
 			   "and still right afterwards %s", why);
-	free(t.pixels);
-	free(p.pixels);
+	scene_free(&s);
 	free(big.pixels);
 }
 

@@ -393,22 +393,56 @@ cs_sql_shape(size_t *n)
 }
 
 /*
- * What the global pose search of a 2D similarity scores: the prepared
- * reference rf of ref (default options), the observed set ob of obs and
- * the reference's pyramid.
+ * A case of the global pose search of a 2D similarity: the observed points
+ * (made by the caller, the first n_clean of them mapped by the truth) and
+ * what the search scores, built from them and a reference set by
+ * cs_search_case_build: the prepared reference rf (default options), the
+ * observed set ob, the reference's pyramid and the search's sample of ob.
  */
+typedef struct cs_search_case
+{
+	double	   *obs;			/* malloc'd; freed by cs_search_case_free */
+	size_t		n_obs;
+	size_t		n_clean;
+	mcc_chamfer_ref rf;
+	mcc_chamfer_obs ob;
+	mcc_chamfer_pyramid pyr;
+	double		sample[2 * MCC_CHAMFER_SEARCH_SAMPLE];
+	int			ns;
+} cs_search_case;
+
+/* Free what a case holds, its observed points too. */
+static inline void
+cs_search_case_free(cs_search_case *c)
+{
+	mcc_chamfer_pyramid_free(&c->pyr);
+	mcc_chamfer_obs_free(&c->ob);
+	mcc_chamfer_ref_free(&c->rf);
+	free(c->obs);
+	c->obs = NULL;
+}
+
+/* Prepare c (c->obs set) against the n_ref points of ref; on failure c is freed. */
 static inline mcc_status
-cs_search_inputs(const double *ref, size_t n_ref, const double *obs, size_t n_obs, mcc_chamfer_ref *rf,
-				 mcc_chamfer_obs *ob, mcc_chamfer_pyramid *pyr, mcc_error *err)
+cs_search_case_build(const double *ref, size_t n_ref, cs_search_case *c, mcc_error *err)
 {
 	mcc_chamfer_opts o;
 	mcc_status	st;
 
+	memset(&c->rf, 0, sizeof(c->rf));
+	memset(&c->ob, 0, sizeof(c->ob));
+	memset(&c->pyr, 0, sizeof(c->pyr));
 	mcc_chamfer_opts_init(&o);
-	if ((st = mcc_chamfer_ref_build(ref, n_ref, 2, &o, rf, err)) != MCC_OK ||
-		(st = mcc_chamfer_obs_prepare(rf, obs, n_obs, MCC_XFORM_SIMILARITY, ob, err)) != MCC_OK)
+	if ((st = mcc_chamfer_ref_build(ref, n_ref, 2, &o, &c->rf, err)) != MCC_OK ||
+		(st = mcc_chamfer_obs_prepare(&c->rf, c->obs, c->n_obs, MCC_XFORM_SIMILARITY, &c->ob,
+									  err)) != MCC_OK ||
+		(st = mcc_chamfer_pyramid_build(c->rf.pts, c->rf.n, &c->pyr, err)) != MCC_OK)
+	{
+		cs_search_case_free(c);
 		return st;
-	return mcc_chamfer_pyramid_build(rf->pts, rf->n, pyr, err);
+	}
+	c->ns = mcc_chamfer_search_sample(c->ob.pts, c->ob.n, c->sample);
+	return MCC_OK;
 }
 
 #endif							/* CHAMFER_SYNTH_H */

@@ -287,6 +287,19 @@ make_ref(int dim, size_t n)
 	return dim == 2 ? cs_roads_2d(1, n) : cs_buildings_3d(1, n);
 }
 
+/* Run a test on the 2D and the 3D reference set of make_ref, n_ref points each. */
+static void
+each_dim(size_t n_ref, void (*test) (int dim, double *ref, size_t n_ref))
+{
+	for (int dim = 2; dim <= 3; dim++)
+	{
+		double	   *ref = make_ref(dim, n_ref);
+
+		test(dim, ref, n_ref);
+		free(ref);
+	}
+}
+
 /* Order of two lattice points, for qsort. */
 static int	cmp_dim;
 
@@ -356,34 +369,28 @@ recover(int dim, int type, const double *ref, size_t n_ref, size_t stride, doubl
  * error <= 1e-6 of the extent.
  */
 static void
-test_recover_exact(void)
+test_recover_exact(int dim, double *ref, size_t n_ref)
 {
-	for (int dim = 2; dim <= 3; dim++)
+	double		E = dim == 2 ? CS_EXTENT_2D : CS_EXTENT_3D;
+
+	n_ref = lattice_dedupe(ref, n_ref, dim, 3.0);
+
+	for (int type = 0; type < MCC_XFORM_COUNT; type++)
 	{
-		size_t		n_ref = 3000;
-		double	   *ref = make_ref(dim, n_ref);
-		double		E = dim == 2 ? CS_EXTENT_2D : CS_EXTENT_3D;
+		mcc_chamfer_opts o;
+		mcc_chamfer_result res;
+		mcc_error	err;
+		mcc_status	st;
+		double		tr;
 
-		n_ref = lattice_dedupe(ref, n_ref, dim, 3.0);
-
-		for (int type = 0; type < MCC_XFORM_COUNT; type++)
-		{
-			mcc_chamfer_opts o;
-			mcc_chamfer_result res;
-			mcc_error	err;
-			mcc_status	st;
-			double		tr;
-
-			mcc_chamfer_opts_init(&o);
-			o.resolution = 1.0;
-			tr = recover(dim, type, ref, n_ref, 3, 0.0, 0, &o, &res, &st, &err);
-			UNIT_CHECK(st == MCC_OK && tr <= 1e-6 * E && res.converged,
-					   "%dD %s, exact data (%zu reference points): recovered, transfer error %.3g "
-					   "(<= %.0g), residual %.3g, %d iterations, %d stages%s%s", dim,
-					   mcc_xform_name(type), n_ref, tr, 1e-6 * E,
-					   res.residual, res.iterations, res.stages, st ? ": " : "", st ? err.message : "");
-		}
-		free(ref);
+		mcc_chamfer_opts_init(&o);
+		o.resolution = 1.0;
+		tr = recover(dim, type, ref, n_ref, 3, 0.0, 0, &o, &res, &st, &err);
+		UNIT_CHECK(st == MCC_OK && tr <= 1e-6 * E && res.converged,
+				   "%dD %s, exact data (%zu reference points): recovered, transfer error %.3g "
+				   "(<= %.0g), residual %.3g, %d iterations, %d stages%s%s", dim,
+				   mcc_xform_name(type), n_ref, tr, 1e-6 * E,
+				   res.residual, res.iterations, res.stages, st ? ": " : "", st ? err.message : "");
 	}
 }
 
@@ -395,100 +402,88 @@ test_recover_exact(void)
  * error <= noise + grid spacing.
  */
 static void
-test_recover_noisy(void)
+test_recover_noisy(int dim, double *ref, size_t n_ref)
 {
-	for (int dim = 2; dim <= 3; dim++)
+	double		E = dim == 2 ? CS_EXTENT_2D : CS_EXTENT_3D;
+	double		sigma = 0.002 * E;
+	mcc_chamfer_ref rf;
+	mcc_chamfer_opts o;
+	mcc_error	err;
+	double		h;
+
+	mcc_chamfer_opts_init(&o);
+	mcc_chamfer_ref_build(ref, n_ref, dim, &o, &rf, &err);
+	h = rf.edt.geom.h * rf.scale;
+	mcc_chamfer_ref_free(&rf);
+	for (int type = 0; type < MCC_XFORM_COUNT; type++)
 	{
-		size_t		n_ref = 10000;
-		double	   *ref = make_ref(dim, n_ref);
-		double		E = dim == 2 ? CS_EXTENT_2D : CS_EXTENT_3D;
-		double		sigma = 0.002 * E;
-		mcc_chamfer_ref rf;
-		mcc_chamfer_opts o;
-		mcc_error	err;
-		double		h;
+		mcc_chamfer_result res;
+		mcc_status	st;
+		double		tr;
+		size_t		n_obs = n_ref / 10;
 
-		mcc_chamfer_opts_init(&o);
-		mcc_chamfer_ref_build(ref, n_ref, dim, &o, &rf, &err);
-		h = rf.edt.geom.h * rf.scale;
-		mcc_chamfer_ref_free(&rf);
-		for (int type = 0; type < MCC_XFORM_COUNT; type++)
-		{
-			mcc_chamfer_result res;
-			mcc_status	st;
-			double		tr;
-			size_t		n_obs = n_ref / 10;
-
-			tr = recover(dim, type, ref, n_ref, 10, sigma, 0, &o, &res, &st, &err);
-			UNIT_CHECK(st == MCC_OK && tr <= sigma + h,
-					   "%dD %s, noise %.2g: transfer error %.3g (<= noise + spacing %.3g), residual %.3g, "
-					   "%d iterations", dim, mcc_xform_name(type), sigma, tr, sigma + h, res.residual,
-					   res.iterations);
-			o.max_distance = 3 * fmax(sigma, h);
-			tr = recover(dim, type, ref, n_ref, 10, sigma, n_obs / 10, &o, &res, &st, &err);
-			UNIT_CHECK(st == MCC_OK && tr <= sigma + h && res.inliers >= n_obs * 8 / 10,
-					   "%dD %s, noise and 10%% outliers, max_distance %.3g: transfer error %.3g "
-					   "(<= %.3g), %zu of %zu inliers, %d iterations, %d stages", dim,
-					   mcc_xform_name(type), o.max_distance, tr, sigma + h, res.inliers, res.n_points,
-					   res.iterations, res.stages);
-			o.max_distance = HUGE_VAL;
-		}
-		free(ref);
+		tr = recover(dim, type, ref, n_ref, 10, sigma, 0, &o, &res, &st, &err);
+		UNIT_CHECK(st == MCC_OK && tr <= sigma + h,
+				   "%dD %s, noise %.2g: transfer error %.3g (<= noise + spacing %.3g), residual %.3g, "
+				   "%d iterations", dim, mcc_xform_name(type), sigma, tr, sigma + h, res.residual,
+				   res.iterations);
+		o.max_distance = 3 * fmax(sigma, h);
+		tr = recover(dim, type, ref, n_ref, 10, sigma, n_obs / 10, &o, &res, &st, &err);
+		UNIT_CHECK(st == MCC_OK && tr <= sigma + h && res.inliers >= n_obs * 8 / 10,
+				   "%dD %s, noise and 10%% outliers, max_distance %.3g: transfer error %.3g "
+				   "(<= %.3g), %zu of %zu inliers, %d iterations, %d stages", dim,
+				   mcc_xform_name(type), o.max_distance, tr, sigma + h, res.inliers, res.n_points,
+				   res.iterations, res.stages);
+		o.max_distance = HUGE_VAL;
 	}
 }
 
 /* Same bits for any thread count; pipelined LM = traditional LM. */
 static void
-test_threads(void)
+test_threads(int dim, double *ref, size_t n_ref)
 {
-	for (int dim = 2; dim <= 3; dim++)
+	double		m[16];
+	size_t		n_obs = 0;		/* stays 0 (alignment fails) if cs_observed does */
+	size_t		n_clean;
+	double	   *obs;
+	mcc_error	err;
+	mcc_chamfer_result base;
+	const int	threads[] = {2, 3, 8};
+	mcc_chamfer_opts o;
+
+	cs_random_matrix(4242, MCC_XFORM_AFFINE, dim, m);
+	/* 10000 + 3000 points: 4 chunks, so that threads share the work */
+	obs = cs_observed(8, ref, n_ref, dim, m, 1, 0, 0.001 * (dim == 2 ? 1000 : 100), 3000,
+					  &n_obs, &n_clean);
+	mcc_chamfer_opts_init(&o);
+	o.transform = MCC_XFORM_AFFINE;
+	o.max_distance = dim == 2 ? 5 : 0.5;
+	UNIT_CHECK(mcc_chamfer_align(obs, n_obs, ref, n_ref, dim, &o, &base, &err) == MCC_OK,
+			   "%dD: one-thread alignment of %zu points", dim, n_obs);
+	for (int i = 0; i < 3; i++)
 	{
-		size_t		n_ref = 10000;
-		double	   *ref = make_ref(dim, n_ref);
-		double		m[16];
-		size_t		n_obs;
-		size_t		n_clean;
-		double	   *obs;
-		mcc_error	err;
-		mcc_chamfer_result base;
-		const int	threads[] = {2, 3, 8};
-		mcc_chamfer_opts o;
+		mcc_chamfer_result res;
 
-		cs_random_matrix(4242, MCC_XFORM_AFFINE, dim, m);
-		/* 10000 + 3000 points: 4 chunks, so that threads share the work */
-		obs = cs_observed(8, ref, n_ref, dim, m, 1, 0, 0.001 * (dim == 2 ? 1000 : 100), 3000,
-						  &n_obs, &n_clean);
-		mcc_chamfer_opts_init(&o);
-		o.transform = MCC_XFORM_AFFINE;
-		o.max_distance = dim == 2 ? 5 : 0.5;
-		UNIT_CHECK(mcc_chamfer_align(obs, n_obs, ref, n_ref, dim, &o, &base, &err) == MCC_OK,
-				   "%dD: one-thread alignment of %zu points", dim, n_obs);
-		for (int i = 0; i < 3; i++)
-		{
-			mcc_chamfer_result res;
-
-			o.threads = threads[i];
-			mcc_chamfer_align(obs, n_obs, ref, n_ref, dim, &o, &res, &err);
-			UNIT_CHECK(memcmp(res.params, base.params, sizeof(res.params)) == 0 &&
-					   memcmp(&res.residual, &base.residual, sizeof(double)) == 0 &&
-					   res.iterations == base.iterations && res.evaluations == base.evaluations,
-					   "%dD: %d threads give the same bits as one (residual %.17g vs %.17g, %d vs %d iterations)",
-					   dim, threads[i], res.residual, base.residual, res.iterations, base.iterations);
-		}
-		o.threads = 3;
-		o.pipelined = 1;
-		{
-			mcc_chamfer_result res;
-
-			mcc_chamfer_align(obs, n_obs, ref, n_ref, dim, &o, &res, &err);
-			UNIT_CHECK(memcmp(res.params, base.params, sizeof(res.params)) == 0 &&
-					   res.iterations == base.iterations && res.evaluations < base.evaluations,
-					   "%dD: pipelined LM takes the same path (%d iterations) with fewer passes (%d vs %d)",
-					   dim, res.iterations, res.evaluations, base.evaluations);
-		}
-		free(obs);
-		free(ref);
+		o.threads = threads[i];
+		mcc_chamfer_align(obs, n_obs, ref, n_ref, dim, &o, &res, &err);
+		UNIT_CHECK(memcmp(res.params, base.params, sizeof(res.params)) == 0 &&
+				   memcmp(&res.residual, &base.residual, sizeof(double)) == 0 &&
+				   res.iterations == base.iterations && res.evaluations == base.evaluations,
+				   "%dD: %d threads give the same bits as one (residual %.17g vs %.17g, %d vs %d iterations)",
+				   dim, threads[i], res.residual, base.residual, res.iterations, base.iterations);
 	}
+	o.threads = 3;
+	o.pipelined = 1;
+	{
+		mcc_chamfer_result res;
+
+		mcc_chamfer_align(obs, n_obs, ref, n_ref, dim, &o, &res, &err);
+		UNIT_CHECK(memcmp(res.params, base.params, sizeof(res.params)) == 0 &&
+				   res.iterations == base.iterations && res.evaluations < base.evaluations,
+				   "%dD: pipelined LM takes the same path (%d iterations) with fewer passes (%d vs %d)",
+				   dim, res.iterations, res.evaluations, base.evaluations);
+	}
+	free(obs);
 }
 
 /* Parameters -> matrix -> parameters for every type, and rotation vectors near pi. */
@@ -737,9 +732,9 @@ main(void)
 	test_params();
 	test_errors();
 	test_initial();
-	test_recover_exact();
-	test_recover_noisy();
-	test_threads();
+	each_dim(3000, test_recover_exact);
+	each_dim(10000, test_recover_noisy);
+	each_dim(10000, test_threads);
 	test_cancel();
 	return unit_done();
 }

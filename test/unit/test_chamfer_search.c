@@ -128,28 +128,21 @@ test_pyramid(void)
 	double	   *ref = cs_roads_2d(1, N_ROADS);
 	double		m[9];
 	double		c[2];
-	size_t		n_obs;
-	size_t		n_clean;
-	double	   *obs;
-	mcc_chamfer_ref rf;
-	mcc_chamfer_obs ob;
-	mcc_chamfer_pyramid pyr;
+	cs_search_case scase;
 	mcc_error	err;
-	double		sample[2 * MCC_CHAMFER_SEARCH_SAMPLE];
 	double		again[2 * MCC_CHAMFER_SEARCH_SAMPLE];
-	int			ns;
 
 	centroid2(ref, N_ROADS, c);
 	random_pose(1, c, 1000, m);
-	obs = observed(1, ref, N_ROADS, m, 4, 0, 0, 0, 1.0, 0.0, &n_obs, &n_clean);
-	if (cs_search_inputs(ref, N_ROADS, obs, n_obs, &rf, &ob, &pyr, &err) != MCC_OK)
+	scase.obs = observed(1, ref, N_ROADS, m, 4, 0, 0, 0, 1.0, 0.0, &scase.n_obs, &scase.n_clean);
+	if (cs_search_case_build(ref, N_ROADS, &scase, &err) != MCC_OK)
 	{
 		UNIT_CHECK(0, "set-up: %s", err.message);
 		return;
 	}
-	for (int l = 0; l < pyr.levels; l++)
+	for (int l = 0; l < scase.pyr.levels; l++)
 	{
-		const mcc_chamfer_slevel *lv = &pyr.level[l];
+		const mcc_chamfer_slevel *lv = &scase.pyr.level[l];
 		double		sum = 0;
 		double		abs_sum = 0;
 		size_t		cells = (size_t) lv->geom.nx * lv->geom.ny;
@@ -167,10 +160,10 @@ test_pyramid(void)
 				   "level %d (blur %.3f, %d x %d cells): band-pass, sum %.3g of %.3g absolute, border "
 				   "below 1%% of the peak", l, lv->blur, lv->geom.nx, lv->geom.ny, sum, abs_sum);
 	}
-	ns = mcc_chamfer_search_sample(ob.pts, ob.n, sample);
-	UNIT_CHECK(ns == MCC_CHAMFER_SEARCH_SAMPLE && mcc_chamfer_search_sample(ob.pts, ob.n, again) == ns &&
-			   memcmp(sample, again, sizeof(double) * 2 * ns) == 0,
-			   "the sample: %d of %zu points, the same twice", ns, ob.n);
+	UNIT_CHECK(scase.ns == MCC_CHAMFER_SEARCH_SAMPLE &&
+			   mcc_chamfer_search_sample(scase.ob.pts, scase.ob.n, again) == scase.ns &&
+			   memcmp(scase.sample, again, sizeof(double) * 2 * scase.ns) == 0,
+			   "the sample: %d of %zu points, the same twice", scase.ns, scase.ob.n);
 	{
 		/* the true pose in the normalized frames and 200 random ones */
 		int			np = 201;
@@ -185,8 +178,9 @@ test_pyramid(void)
 		double		s = hypot(m[0], m[3]);
 		double		th = atan2(m[3], m[0]);
 		/* T~ = N_Q m N_P^-1: t~ = (m c_P - c_Q) / sigma */
-		double		tx = (m[0] * ob.center[0] + m[1] * ob.center[1] + m[2] - rf.center[0]) / rf.scale;
-		double		ty = (m[3] * ob.center[0] + m[4] * ob.center[1] + m[5] - rf.center[1]) / rf.scale;
+		const double *oc = scase.ob.center;
+		double		tx = (m[0] * oc[0] + m[1] * oc[1] + m[2] - scase.rf.center[0]) / scase.rf.scale;
+		double		ty = (m[3] * oc[0] + m[4] * oc[1] + m[5] - scase.rf.center[1]) / scase.rf.scale;
 
 		mcc_chamfer_spose_set(&poses[0], th, log(s), tx, ty);
 		mcc_rng_seed(&r, 99);
@@ -194,13 +188,13 @@ test_pyramid(void)
 			mcc_chamfer_spose_set(&poses[i], mcc_rng_range(&r, -M_PI, M_PI),
 								  mcc_rng_range(&r, log(0.8), log(1.25)), mcc_rng_range(&r, -1.5, 1.5),
 								  mcc_rng_range(&r, -1.5, 1.5));
-		for (int l = 0; l < pyr.levels; l++)
+		for (int l = 0; l < scase.pyr.levels; l++)
 		{
 			int			same;
 
-			mcc_chamfer_score_cpu(NULL, &pyr, l, sample, ns, poses, np, s1, &err);
-			mcc_chamfer_score_cpu(&c2, &pyr, l, sample, ns, poses, np, s2, &err);
-			mcc_chamfer_score_cpu(&c3, &pyr, l, sample, ns, poses, np, s3, &err);
+			mcc_chamfer_score_cpu(NULL, &scase.pyr, l, scase.sample, scase.ns, poses, np, s1, &err);
+			mcc_chamfer_score_cpu(&c2, &scase.pyr, l, scase.sample, scase.ns, poses, np, s2, &err);
+			mcc_chamfer_score_cpu(&c3, &scase.pyr, l, scase.sample, scase.ns, poses, np, s3, &err);
 			same = memcmp(s1, s2, sizeof(s1)) == 0 && memcmp(s1, s3, sizeof(s1)) == 0;
 			below = 0;
 			for (int i = 1; i < np; i++)
@@ -212,10 +206,7 @@ test_pyramid(void)
 		}
 		free(poses);
 	}
-	mcc_chamfer_pyramid_free(&pyr);
-	mcc_chamfer_obs_free(&ob);
-	mcc_chamfer_ref_free(&rf);
-	free(obs);
+	cs_search_case_free(&scase);
 	free(ref);
 }
 

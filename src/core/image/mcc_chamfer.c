@@ -474,16 +474,10 @@ cubic_index(int a, int b, int c)
 	return 18;
 }
 
-/* Expand 2D sums into H and b. */
+/* The upper triangle of a 2D H (L x L, zeroed) from the reduced terms h and the inliers N. */
 static void
-expand_2d(int type, double s, const double *S, double *H, double *b)
+expand_2d(int type, double s, double N, const double *h, int L, double *H)
 {
-	int			L = mcc_chamfer_nparams(type, 2);
-	double		N = S[1];
-	const double *h = S + 2 + L;
-
-	memcpy(b, S + 2, sizeof(double) * L);
-	memset(H, 0, sizeof(double) * L * L);
 	if (type == MCC_XFORM_EUCLIDEAN)
 	{
 		H[0] = h[0];
@@ -528,19 +522,12 @@ expand_2d(int type, double s, const double *S, double *H, double *b)
 			H[7 * L + 7] = h[11];
 		}
 	}
-	symmetrize(L, H);
 }
 
-/* Expand 3D sums into H and b. */
+/* The upper triangle of a 3D H (L x L, zeroed) from the reduced terms h and the inliers N. */
 static void
-expand_3d(int type, double s, const double *S, double *H, double *b)
+expand_3d(int type, double s, double N, const double *h, int L, double *H)
 {
-	int			L = mcc_chamfer_nparams(type, 3);
-	double		N = S[1];
-	const double *h = S + 2 + L;
-
-	memcpy(b, S + 2, sizeof(double) * L);
-	memset(H, 0, sizeof(double) * L * L);
 	if (type == MCC_XFORM_EUCLIDEAN || type == MCC_XFORM_SIMILARITY)
 	{
 		/* u moments: UU (3 x 3), us = sum u, tr = sum |u|^2 */
@@ -589,15 +576,20 @@ expand_3d(int type, double s, const double *S, double *H, double *b)
 					H[(12 + k) * L + 12 + k2] = h[r2[k][k2]];
 		}
 	}
-	symmetrize(L, H);
 }
 
-/* Table 2's expansion (see the header). */
+/* Table 2's expansion (see the header): b copied, H's upper triangle by dimension, then mirrored. */
 void
 mcc_chamfer_expand(int type, int dim, double s, const double *sums, double *H, double *b)
 {
+	int			L = mcc_chamfer_nparams(type, dim);
+	const double *h = sums + 2 + L;
+
+	memcpy(b, sums + 2, sizeof(double) * L);
+	memset(H, 0, sizeof(double) * L * L);
 	if (dim == 2)
-		expand_2d(type, s, sums, H, b);
+		expand_2d(type, s, sums[1], h, L, H);
 	else
-		expand_3d(type, s, sums, H, b);
+		expand_3d(type, s, sums[1], h, L, H);
+	symmetrize(L, H);
 }

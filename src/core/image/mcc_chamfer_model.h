@@ -114,6 +114,25 @@ mcc_chamfer_affine_2d(double x, double y, double rx, double ry, double *b, doubl
 }
 
 /*
+ * The terms 2D euclidean and similarity share, with rho their first
+ * column of Table 1 (euclidean (-u_y, u_x), similarity u) and L their
+ * parameter count: rho . r into b[0], the translation's r into
+ * b[L-2 .. L), the 3 reduced terms (|rho|^2, rho_x, rho_y) into b[L ..).
+ */
+MCC_HD void
+mcc_chamfer_rho_2d(double rho_x, double rho_y, double rx, double ry, int L, double *b)
+{
+	double	   *h = b + L;
+
+	b[0] += rho_x * rx + rho_y * ry;
+	b[L - 2] += rx;
+	b[L - 1] += ry;
+	h[0] += rho_x * rho_x + rho_y * rho_y;
+	h[1] += rho_x;
+	h[2] += rho_y;
+}
+
+/*
  * Add one inlier's b and h terms, 2D. (px, py) = T(p), (ux, uy) = R p for
  * euclidean and similarity, (x, y) = p.
  */
@@ -124,29 +143,11 @@ mcc_chamfer_terms_2d(int type, double s, double x, double y, double ux, double u
 	double	   *b = S + 2;
 
 	if (type == MCC_XFORM_EUCLIDEAN)
-	{
-		double		j1 = -uy;	/* J_{j,1}^1 */
-		double		j2 = ux;	/* J_{j,1}^2 */
-		double	   *h = b + 3;
-
-		b[0] += j1 * rx + j2 * ry;
-		b[1] += rx;
-		b[2] += ry;
-		h[0] += j1 * j1 + j2 * j2;
-		h[1] += j1;
-		h[2] += j2;
-	}
+		mcc_chamfer_rho_2d(-uy, ux, rx, ry, 3, b);	/* rho = J_{j,1} */
 	else if (type == MCC_XFORM_SIMILARITY)
 	{
-		double	   *h = b + 4;
-
-		b[0] += ux * rx + uy * ry;
 		b[1] += s * (ux * ry - uy * rx);
-		b[2] += rx;
-		b[3] += ry;
-		h[0] += ux * ux + uy * uy;
-		h[1] += ux;
-		h[2] += uy;
+		mcc_chamfer_rho_2d(ux, uy, rx, ry, 4, b);
 	}
 	else if (type == MCC_XFORM_AFFINE)
 		mcc_chamfer_affine_2d(x, y, rx, ry, b, b + 6);

@@ -198,18 +198,13 @@ detect(const uint8_t *d, size_t len, mcc_image_format *f, mcc_error *err)
 		mcc_error_detail(err, "Images must be binary PGM (P5) or PNG; the data starts with 0x%02x.", d[0]);
 }
 
-/* Header of a PGM or PNG image. */
-mcc_status
-mcc_image_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err)
+/* The header of a P5 image, its bit depth from the maxval. */
+static mcc_status
+pgm_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err)
 {
-	mcc_image_format f;
 	pgm_header	h;
 	mcc_status	st;
 
-	if ((st = detect(data, len, &f, err)) != MCC_OK)
-		return st;
-	if (f == MCC_IMAGE_PNG)
-		return mcc_png_probe(data, len, info, err);
 	if ((st = pgm_header_read(data, len, &h, err)) != MCC_OK)
 		return st;
 	info->format = MCC_IMAGE_PGM;
@@ -272,18 +267,44 @@ pgm_decode(const uint8_t *d, size_t len, mcc_image *img, mcc_error *err)
 	return MCC_OK;
 }
 
-/* Decode a PGM or PNG image into the caller's buffer. */
-mcc_status
-mcc_image_decode(const uint8_t *data, size_t len, mcc_image *img, mcc_error *err)
+/* A supported format: what reads its header and what decodes it. */
+typedef struct image_codec
+{
+	mcc_status	(*probe) (const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err);
+	mcc_status	(*decode) (const uint8_t *data, size_t len, mcc_image *img, mcc_error *err);
+} image_codec;
+
+static const image_codec codecs[] = {
+	[MCC_IMAGE_PGM] = {pgm_probe, pgm_decode},
+	[MCC_IMAGE_PNG] = {mcc_png_probe, mcc_png_decode},
+};
+
+/* Detect the format, then read the header into info or, with img, decode the image. */
+static mcc_status
+read_image(const uint8_t *data, size_t len, mcc_image_info *info, mcc_image *img, mcc_error *err)
 {
 	mcc_image_format f;
 	mcc_status	st;
 
 	if ((st = detect(data, len, &f, err)) != MCC_OK)
 		return st;
-	if (f == MCC_IMAGE_PNG)
-		return mcc_png_decode(data, len, img, err);
-	return pgm_decode(data, len, img, err);
+	if (img != NULL)
+		return codecs[f].decode(data, len, img, err);
+	return codecs[f].probe(data, len, info, err);
+}
+
+/* Header of a PGM or PNG image. */
+mcc_status
+mcc_image_probe(const uint8_t *data, size_t len, mcc_image_info *info, mcc_error *err)
+{
+	return read_image(data, len, info, NULL, err);
+}
+
+/* Decode a PGM or PNG image into the caller's buffer. */
+mcc_status
+mcc_image_decode(const uint8_t *data, size_t len, mcc_image *img, mcc_error *err)
+{
+	return read_image(data, len, NULL, img, err);
 }
 
 /* Number of decimal digits of v. */
