@@ -25,6 +25,7 @@
 #define RX_CHUNK		((size_t) 64 << 10)	/* a read while no frame's header is in */
 /* frames prepared and not yet taken: the client waits beyond (its socket fills) */
 #define RX_QUEUE_MAX	8
+#define RX_SPARE		4		/* frames' buffers kept for the next frames */
 
 struct eng_rx
 {
@@ -47,17 +48,61 @@ struct eng_rx
 	bool		ended;			/* the thread stopped reading: buf[0..len) is the rest */
 	bool		closed;			/* ... because the socket closed or broke */
 	uint64_t	frames;
+	uint8_t    *spare[RX_SPARE];	/* freed frames' buffers, for the next ones */
+	size_t		spare_cap[RX_SPARE];
+	int			n_spare;
 };
 
-void
-eng_rx_frame_free(eng_rx_frame *f)
+/* Free f; its buffer too, unless its receiver keeps it (keep). */
+static void
+frame_free(eng_rx_frame *f, bool keep)
 {
-	if (f == NULL)
-		return;
+	eng_rx	   *r = f->owner;
+
+	if (keep && r != NULL)
+	{
+		pthread_mutex_lock(&r->lock);
+		if (r->n_spare < RX_SPARE)
+		{
+			r->spare[r->n_spare] = f->bytes;
+			r->spare_cap[r->n_spare++] = f->cap;
+			f->bytes = NULL;
+		}
+		pthread_mutex_unlock(&r->lock);
+	}
 	free(f->bytes);
 	free(f->in);
 	free(f->v);
 	free(f);
+}
+
+void
+eng_rx_frame_free(eng_rx_frame *f)
+{
+	if (f != NULL)
+		frame_free(f, true);
+}
+
+/*
+ * A buffer of at least min bytes for the next frame: a spare one (a frame
+ * is about 1 MB: a new one's pages were faulted in each time), or a new
+ * one; its size in *cap. NULL: out of memory.
+ */
+static uint8_t *
+next_buffer(eng_rx *r, size_t min, size_t *cap)
+{
+	uint8_t    *b = NULL;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->n_spare > 0 && r->spare_cap[r->n_spare - 1] >= min)
+	{
+		b = r->spare[--r->n_spare];
+		*cap = r->spare_cap[r->n_spare];
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (b == NULL && (b = malloc(min)) != NULL)
+		*cap = min;
+	return b;
 }
 
 static void
@@ -90,7 +135,7 @@ prepare(eng_rx *r, const mcc_frame_hdr *h)
 		(f->v = malloc(sizeof(*f->v) * (f->n > 0 ? f->n : 1))) == NULL ||
 		!eng_load_read_rows(&rd, f->n, r->ids, f->in))
 	{
-		eng_rx_frame_free(f);
+		frame_free(f, false);
 		return NULL;
 	}
 	/* the headers (what the room needs); the whole check runs in the load threads */
@@ -132,7 +177,7 @@ enqueue(eng_rx *r, eng_rx_frame *f)
 	if (ok)
 		wake(r);
 	else
-		eng_rx_frame_free(f);
+		frame_free(f, false);
 	return ok;
 }
 
@@ -146,8 +191,8 @@ static bool
 take_frame(eng_rx *r, const mcc_frame_hdr *h, size_t need, eng_rx_frame **out)
 {
 	size_t		over = r->len - need;
-	size_t		cap = over > RX_CHUNK ? over : RX_CHUNK;
-	uint8_t    *next = malloc(cap);
+	size_t		cap;
+	uint8_t    *next = next_buffer(r, over > RX_CHUNK ? over : RX_CHUNK, &cap);
 	eng_rx_frame *f;
 
 	if (next == NULL || (f = prepare(r, h)) == NULL)
@@ -156,7 +201,9 @@ take_frame(eng_rx *r, const mcc_frame_hdr *h, size_t need, eng_rx_frame **out)
 		return false;
 	}
 	memcpy(next, r->buf + need, over);
+	f->owner = r;
 	f->bytes = r->buf;
+	f->cap = r->cap;
 	r->buf = next;
 	r->len = over;
 	r->cap = cap;
@@ -187,14 +234,21 @@ frames_in_buffer(eng_rx *r)
 		need = ENG_FRAME_HDRSZ + (size_t) h.length;
 		if (r->len < need)
 		{
+			/*
+			 * room for the whole frame, and an eighth more (so that the
+			 * buffer, kept when the frame is freed, fits frames a little
+			 * larger); only the bytes in are copied, not the old room
+			 */
 			if (r->cap < need)
 			{
-				uint8_t    *b = realloc(r->buf, need);
+				uint8_t    *b = malloc(need + need / 8);
 
 				if (b == NULL)
 					return 0;
+				memcpy(b, r->buf, r->len);
+				free(r->buf);
 				r->buf = b;
-				r->cap = need;
+				r->cap = need + need / 8;
 			}
 			return need - r->len;	/* no further than this frame */
 		}
@@ -347,8 +401,10 @@ eng_rx_finish(eng_rx *r, eng_buf *rest)
 	for (eng_rx_frame *f = r->head, *next; f != NULL; f = next)
 	{
 		next = f->next;
-		eng_rx_frame_free(f);
+		frame_free(f, false);
 	}
+	while (r->n_spare > 0)
+		free(r->spare[--r->n_spare]);
 	if (rest != NULL && r->len > 0)
 		eng_buf_put(rest, r->buf, r->len);
 	closed = r->closed;

@@ -36,8 +36,10 @@ typedef struct eng_rx eng_rx;
 typedef struct eng_rx_frame
 {
 	struct eng_rx_frame *next;
+	struct eng_rx *owner;		/* takes bytes back for the next frames */
 	uint64_t	request_id;
 	uint8_t    *bytes;			/* the frame (its rows' templates point into it) */
+	size_t		cap;			/* bytes' size */
 	eng_load_in *in;			/* its n rows */
 	uint32_t	n;
 	mcc_template_view *v;		/* headers of in[0..ok_n) opened; in[ok_n]'s did not open */
@@ -60,6 +62,11 @@ eng_rx_frame *eng_rx_peek(eng_rx *r);
 /* Take the frame eng_rx_peek gave (the caller frees it: eng_rx_frame_free). */
 void		eng_rx_pop(eng_rx *r);
 
+/*
+ * Free f, its buffer back to its receiver for the next frames (no memory
+ * of a new buffer faulted in a frame). Only while its receiver runs: the
+ * main thread frees a frame before it stops its receiver.
+ */
 void		eng_rx_frame_free(eng_rx_frame *f);
 
 /* Has the receiver stopped with every frame it prepared taken? */
