@@ -26,6 +26,7 @@
  */
 #define LOAD_AHEAD		((size_t) 4 << 20)
 #define READ_PER_CALL	((size_t) 4 << 20)	/* then let other clients in */
+#define RX_FRAMES_PER_TURN 4	/* a receiver's frames handled in a turn (and those behind them) */
 
 eng_conn *
 eng_conn_add(eng_server *s, int fd)
@@ -314,8 +315,13 @@ eng_conn_rx_step(eng_server *s, eng_conn *c)
 	uint64_t	frames;
 	bool		closed;
 
-	/* in order; a frame's pipeline takes the next ones off the queue itself */
-	while (c->rx != NULL && !c->dead && !c->closing && (f = eng_rx_peek(c->rx)) != NULL)
+	/*
+	 * in order; a frame's pipeline takes the next ones off the queue
+	 * itself; a few frames a turn, so that other clients get theirs while
+	 * the receiver keeps its queue full
+	 */
+	for (int k = 0; k < RX_FRAMES_PER_TURN && c->rx != NULL && !c->dead && !c->closing &&
+		 (f = eng_rx_peek(c->rx)) != NULL; k++)
 	{
 		eng_rx_pop(c->rx);
 		eng_load_rx_rows(s, c, f);

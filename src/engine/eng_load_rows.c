@@ -45,6 +45,12 @@
 /* the load threads that make reading ahead pay: cores beyond the client's and the main thread's */
 #define AHEAD_MIN_THREADS 4
 #define AHEAD_CONNS		16		/* a load's other connections read meanwhile, at most */
+/*
+ * Frames taken behind a pipeline's first, at most: receivers keep their
+ * queues full as fast as the load goes, and a pipeline is one turn of the
+ * main loop, which other clients wait for (some 12,000 rows)
+ */
+#define BEHIND_MAX		32
 
 /* One frame's rows: prepared by the main thread, written by the load threads. */
 typedef struct rows_job
@@ -76,6 +82,7 @@ typedef struct ahead_state
 	int			n_other;
 	int			n_src;
 	bool		rx;				/* a source's frames come from its receiver */
+	uint32_t	behind;			/* frames taken behind the first */
 	uint32_t	others_read;
 } ahead_state;
 
@@ -402,6 +409,8 @@ job_finish(eng_load *l, rows_job *j, mcc_error *err)
 static bool
 take_next(eng_server *s, eng_load *l, ahead_state *a, rows_job *j)
 {
+	if (a->behind >= BEHIND_MAX)
+		return false;
 	for (int i = 0; i < a->n_src; i++)
 	{
 		eng_conn   *c = a->src[i];
@@ -415,6 +424,7 @@ take_next(eng_server *s, eng_load *l, ahead_state *a, rows_job *j)
 		for (int o = 0; i > 0 && o < a->n_other; o++)
 			if (a->other[o] == a->src[i])
 				a->other[o] = NULL;
+		a->behind++;
 		return true;
 	}
 	return false;
