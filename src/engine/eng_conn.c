@@ -14,6 +14,7 @@
 #include "eng_gallery.h"
 #include "eng_handlers.h"
 #include "eng_load.h"
+#include "eng_load_rx.h"
 #include "eng_log.h"
 #include "eng_server.h"
 
@@ -25,6 +26,7 @@
  */
 #define LOAD_AHEAD		((size_t) 4 << 20)
 #define READ_PER_CALL	((size_t) 4 << 20)	/* then let other clients in */
+#define RX_FRAMES_PER_TURN 4	/* a receiver's frames handled in a turn (and those behind them) */
 
 eng_conn *
 eng_conn_add(eng_server *s, int fd)
@@ -70,6 +72,10 @@ eng_conn_close(eng_server *s, eng_conn *c)
 			s->conns[i] = s->conns[--s->n_conns];
 			break;
 		}
+	/* its thread first: it reads c->fd, which closes below */
+	if (c->rx != NULL)
+		(void) eng_rx_finish(c->rx, NULL);
+	c->rx = NULL;
 	if (c->load)
 		eng_load_abort(s, c);
 	if (c->joined)
@@ -94,6 +100,37 @@ protocol_violation(eng_conn *c, uint64_t request_id, const char *what)
 			(unsigned long long) c->id, c->pid, what);
 	eng_reply_error(c, request_id, MCC_PERR_PROTOCOL, 0, "%s", what);
 	c->closing = true;
+}
+
+/*
+ * After frame h was handled on c: if it opened a load (LOAD_BEGIN; a
+ * snapshot's check: LOAD_HEADS_END) or joined one (LOAD_JOIN), hand c's
+ * input to a receiver (eng_load_rx.h) with the bytes received after h;
+ * true if one started. Not for a connection fed in-process, nor with one
+ * load thread.
+ */
+static bool
+rx_start(eng_server *s, eng_conn *c, const mcc_frame_hdr *h)
+{
+	eng_load   *l;
+
+	if (c->fd < 0 || s->load_pool == NULL || s->rx_wake[1] < 0 || c->dead || c->closing)
+		return false;
+	/* a snapshot's check sends its rows after LOAD_HEADS_END's WANT */
+	if (h->type == MCC_MSG_LOAD_BEGIN && c->load != NULL && (c->load->flags & MCC_LOAD_SNAPSHOT))
+		return false;
+	l = eng_load_of_rows(s, c, h->request_id);
+	if (l == NULL || l->perr != 0)
+		return false;
+	c->rx = eng_rx_start(c->fd, h->request_id, (l->flags & MCC_LOAD_IDS) != 0, s->rx_wake[1],
+						 c->in.data + c->in_pos, c->in.len - c->in_pos);
+	if (c->rx == NULL)
+		return false;
+	/* the receiver has the rest: the input's room goes back */
+	eng_buf_free(&c->in);
+	eng_buf_init(&c->in);
+	c->in_pos = 0;
+	return true;
 }
 
 /* Handle every complete frame in the input buffer. */
@@ -129,6 +166,9 @@ process_frames(eng_server *s, eng_conn *c)
 		c->in_pos += ENG_FRAME_HDRSZ + (size_t) h.length;
 		if (!eng_handle_frame(s, c, &h, p + ENG_FRAME_HDRSZ))
 			protocol_violation(c, h.request_id, "malformed frame");
+		else if ((h.type == MCC_MSG_LOAD_BEGIN || h.type == MCC_MSG_LOAD_JOIN ||
+				  h.type == MCC_MSG_LOAD_HEADS_END) && rx_start(s, c, &h))
+			break;
 	}
 	if (c->in_pos == c->in.len)
 	{
@@ -182,7 +222,7 @@ eng_conn_read(eng_server *s, eng_conn *c)
 
 	/* a turn's frames read ahead are bounded too: other clients wait meanwhile */
 	c->ahead_left = READ_PER_CALL;
-	while (!c->dead && !c->closing && total < READ_PER_CALL)
+	while (!c->dead && !c->closing && c->rx == NULL && total < READ_PER_CALL)
 	{
 		ssize_t		n;
 
@@ -215,7 +255,7 @@ eng_conn_read_ahead(eng_conn *c)
 
 	if (room > c->ahead_left)
 		room = c->ahead_left;
-	if (c->fd < 0 || room == 0)
+	if (c->fd < 0 || room == 0 || c->rx != NULL)
 		return 0;
 	/* into the room there is: the buffer must not move under the frame being handled */
 	n = recv(c->fd, c->in.data + c->in.len, room, MSG_DONTWAIT);
@@ -235,7 +275,7 @@ eng_conn_read_ahead_other(eng_conn *c)
 {
 	ssize_t		n;
 
-	if (c->fd < 0 || c->dead || c->closing)
+	if (c->fd < 0 || c->dead || c->closing || c->rx != NULL)
 		return -1;
 	/* enough of its frames wait already: its sender waits for their turn */
 	if (c->in.len - c->in_pos >= 2 * LOAD_AHEAD || !eng_buf_reserve(&c->in, LOAD_AHEAD))
@@ -259,6 +299,44 @@ eng_conn_pending(eng_server *s, eng_conn *c)
 	c->input_pending = false;
 	if (!c->dead && !c->closing)
 		process_frames(s, c);
+}
+
+bool
+eng_conn_rx_ready(const eng_conn *c)
+{
+	return c->rx != NULL && !c->dead && !c->closing &&
+		(eng_rx_peek(c->rx) != NULL || eng_rx_drained(c->rx));
+}
+
+void
+eng_conn_rx_step(eng_server *s, eng_conn *c)
+{
+	eng_rx_frame *f;
+	uint64_t	frames;
+	bool		closed;
+
+	/*
+	 * in order; a frame's pipeline takes the next ones off the queue
+	 * itself; a few frames a turn, so that other clients get theirs while
+	 * the receiver keeps its queue full
+	 */
+	for (int k = 0; k < RX_FRAMES_PER_TURN && c->rx != NULL && !c->dead && !c->closing &&
+		 (f = eng_rx_peek(c->rx)) != NULL; k++)
+	{
+		eng_rx_pop(c->rx);
+		eng_load_rx_rows(s, c, f);
+	}
+	if (c->rx == NULL || c->dead || c->closing || !eng_rx_drained(c->rx))
+		return;
+	frames = eng_rx_frames(c->rx);
+	/* the input is empty while a receiver runs: what it gave back is read as if here */
+	closed = eng_rx_finish(c->rx, &c->in);
+	c->rx = NULL;
+	eng_log(ENG_LOG_DEBUG, "connection %llu: its receiver prepared %llu LOAD_ROWS frames",
+			(unsigned long long) c->id, (unsigned long long) frames);
+	process_frames(s, c);
+	if (closed)
+		c->dead = true;
 }
 
 bool

@@ -17,6 +17,7 @@
 
 struct eng_server;
 struct eng_load;
+struct eng_rx;
 
 #define ENG_OUT_MAX			((size_t) 512 << 20)	/* unread replies: close */
 
@@ -43,6 +44,11 @@ typedef struct eng_conn
 	uint64_t	join_rid;		/* LOAD_JOIN's request id */
 	uint64_t	join_rows;		/* rows this part added */
 	bool		input_pending;	/* frames received while another's were added: handle them */
+	/*
+	 * A loading connection's receiver (eng_load_rx.h): it reads the socket
+	 * meanwhile (in stays empty), the main thread takes its frames
+	 */
+	struct eng_rx *rx;
 	uint32_t	pid;
 } eng_conn;
 
@@ -77,6 +83,16 @@ int			eng_conn_read_ahead_other(eng_conn *c);
 
 /* Handle the frames eng_conn_read_ahead_other received on c. */
 void		eng_conn_pending(struct eng_server *s, eng_conn *c);
+
+/*
+ * A receiver reads c (eng_load_rx.h): handle the frames it prepared and,
+ * once it stopped and they are all handled, stop it and handle the bytes it
+ * gave back as frames read here; c is dead then if its socket closed.
+ */
+void		eng_conn_rx_step(struct eng_server *s, eng_conn *c);
+
+/* Has c's receiver frames for eng_conn_rx_step, or has it stopped? */
+bool		eng_conn_rx_ready(const eng_conn *c);
 
 /* Send what is queued (false: the peer is gone). */
 bool		eng_conn_flush(eng_conn *c);

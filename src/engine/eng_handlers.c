@@ -265,15 +265,10 @@ static bool
 h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 {
 	uint32_t	n = eng_rd_u32(r);
-	eng_load   *l = c->load;
+	eng_load   *l = eng_load_of_rows(s, c, h->request_id);
 	eng_load_in *in;
 	bool		ids;
 
-	if (l == NULL || l->request_id != h->request_id)
-		l = NULL;
-	/* a part of another connection's load (LOAD_JOIN) */
-	if (l == NULL && c->joined && c->join_rid == h->request_id)
-		l = eng_load_joined(s, c);
 	/* a row carries load_ids when its load said so (MCC_LOAD_IDS) */
 	ids = l != NULL && (l->flags & MCC_LOAD_IDS);
 	if (r->bad || (uint64_t) n * (ids ? 44 : 28) > eng_rd_left(r))

@@ -108,6 +108,14 @@ void		eng_load_rows(struct eng_server *s, eng_load *l, const eng_load_in *in, ui
 						  bool checked, struct eng_conn *from);
 
 /*
+ * eng_load_rows.c: a LOAD_ROWS frame of connection c that its receiver
+ * prepared (eng_load_rx.h), into the load it belongs to (eng_load_of_rows;
+ * none: dropped), as eng_load_rows does; f is freed.
+ */
+struct eng_rx_frame;
+void		eng_load_rx_rows(struct eng_server *s, struct eng_conn *c, struct eng_rx_frame *f);
+
+/*
  * Read the rows of a LOAD_ROWS payload after its count n into in[0..n)
  * (ids: each carries load_ids); false if r ran short or bytes are left.
  */
@@ -138,6 +146,13 @@ void		eng_load_join_end(struct eng_server *s, struct eng_conn *c);
 
 /* Connection c's part ended unfinished (closed, cancelled): its load fails. */
 void		eng_load_join_abort(struct eng_server *s, struct eng_conn *c, const char *why);
+
+/*
+ * The load a LOAD_ROWS frame of request rid on connection c goes into:
+ * c's own load of that request, else the load c joined for it; NULL: none
+ * (cancelled, replaced, ended: the rows are dropped).
+ */
+eng_load   *eng_load_of_rows(struct eng_server *s, const struct eng_conn *c, uint64_t rid);
 
 /* The load connection c's open part belongs to, or NULL (none, or it ended). */
 eng_load   *eng_load_joined(struct eng_server *s, const struct eng_conn *c);

@@ -47,6 +47,14 @@ eng_load_joined(eng_server *s, const eng_conn *c)
 	return c->joined ? load_of_token(s, &c->join_gal, c->join_token) : NULL;
 }
 
+eng_load *
+eng_load_of_rows(eng_server *s, const eng_conn *c, uint64_t rid)
+{
+	if (c->load != NULL && c->load->request_id == rid)
+		return c->load;
+	return c->joined && c->join_rid == rid ? eng_load_joined(s, c) : NULL;
+}
+
 void
 eng_load_join(eng_server *s, eng_conn *c, uint64_t request_id, const mcc_gallery_id *id,
 			  uint64_t gen, const uint64_t token[2])

@@ -30,9 +30,11 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "eng_gallery.h"
 #include "eng_load.h"
+#include "eng_load_rx.h"
 #include "eng_log.h"
 #include "eng_server.h"
 #include "eng_pool.h"
@@ -43,6 +45,12 @@
 /* the load threads that make reading ahead pay: cores beyond the client's and the main thread's */
 #define AHEAD_MIN_THREADS 4
 #define AHEAD_CONNS		16		/* a load's other connections read meanwhile, at most */
+/*
+ * Frames taken behind a pipeline's first, at most: receivers keep their
+ * queues full as fast as the load goes, and a pipeline is one turn of the
+ * main loop, which other clients wait for (some 12,000 rows)
+ */
+#define BEHIND_MAX		32
 
 /* One frame's rows: prepared by the main thread, written by the load threads. */
 typedef struct rows_job
@@ -50,6 +58,7 @@ typedef struct rows_job
 	eng_job		job;			/* first */
 	const eng_load_in *in;
 	eng_load_in *own_in;		/* in, when read here (a pipelined frame) */
+	eng_rx_frame *rx;			/* in's frame, when a receiver prepared it (owned) */
 	uint32_t	n;				/* rows with an open header: reserved and written */
 	bool		checked;		/* templates the engine cached before */
 	bool		done;			/* its job came back (or ran here) */
@@ -72,6 +81,8 @@ typedef struct ahead_state
 	eng_conn   *src[1 + AHEAD_CONNS];	/* the connections whose frames may go behind */
 	int			n_other;
 	int			n_src;
+	bool		rx;				/* a source's frames come from its receiver */
+	uint32_t	behind;			/* frames taken behind the first */
 	uint32_t	others_read;
 } ahead_state;
 
@@ -148,11 +159,15 @@ rows_run(eng_job *job, uint32_t part, void *scratch)
 	}
 }
 
-/* Room for n rows' headers, check flags and places; false if out of memory. */
+/*
+ * Room for n rows' check flags and places, and their headers unless a
+ * receiver opened them (j->v set); false if out of memory.
+ */
 static bool
 job_alloc(rows_job *j, uint32_t n)
 {
-	j->v = malloc(sizeof(*j->v) * n);
+	if (j->v == NULL)
+		j->v = malloc(sizeof(*j->v) * n);
 	j->bad = calloc(n, 1);
 	j->at = malloc(sizeof(*j->at) * n);
 	return j->v != NULL && j->bad != NULL && j->at != NULL;
@@ -165,6 +180,7 @@ job_free(rows_job *j)
 	free(j->bad);
 	free(j->at);
 	free(j->own_in);
+	eng_rx_frame_free(j->rx);
 }
 
 /* Mark the load pool's finished jobs done (the load pool runs only a load's rows). */
@@ -217,7 +233,7 @@ job_start(eng_server *s, rows_job *j)
 static void
 wait_round(eng_server *s, ahead_state *a)
 {
-	struct pollfd pfd[2 + AHEAD_CONNS] = {{.fd = eng_pool_fd(s->load_pool), .events = POLLIN},
+	struct pollfd pfd[3 + AHEAD_CONNS] = {{.fd = eng_pool_fd(s->load_pool), .events = POLLIN},
 	{.fd = -1, .events = POLLIN}};
 	eng_conn   *c = a->c;
 	int			got = c != NULL ? eng_conn_read_ahead(c) : 0;
@@ -240,10 +256,19 @@ wait_round(eng_server *s, ahead_state *a)
 	if (got < 0 || (c != NULL && (c->in.cap == c->in.len || c->ahead_left == 0)))
 		a->c = NULL;
 	pfd[1].fd = a->c != NULL ? a->c->fd : -1;
+	/* a frame a receiver prepared may go behind (the server's loop looks at them all again) */
+	pfd[2 + a->n_other] = (struct pollfd) {.fd = a->rx ? s->rx_wake[0] : -1, .events = POLLIN};
 	t0 = eng_now_usec();
-	while (poll(pfd, 2 + (nfds_t) a->n_other, -1) < 0 && errno == EINTR)
+	while (poll(pfd, 3 + (nfds_t) a->n_other, -1) < 0 && errno == EINTR)
 		;
 	s->load_wait_usec += eng_now_usec() - t0;
+	if (pfd[2 + a->n_other].revents & POLLIN)
+	{
+		char		buf[256];
+
+		while (read(s->rx_wake[0], buf, sizeof(buf)) > 0)
+			;
+	}
 }
 
 /*
@@ -277,9 +302,7 @@ take_next_frame(eng_server *s, eng_load *l, eng_conn *c, rows_job *j)
 		return -1;
 	if (avail < ENG_FRAME_HDRSZ + (size_t) h.length)
 		return 0;
-	/* the load h_load_rows gives the frame to: the connection's own, or the one it joined */
-	if (c->load != NULL && c->load->request_id == h.request_id ? c->load != l :
-		!c->joined || c->join_rid != h.request_id || eng_load_joined(s, c) != l)
+	if (eng_load_of_rows(s, c, h.request_id) != l)
 		return -1;
 	eng_rd_init(&r, p + ENG_FRAME_HDRSZ, h.length);
 	n = eng_rd_u32(&r);
@@ -300,6 +323,44 @@ take_next_frame(eng_server *s, eng_load *l, eng_conn *c, rows_job *j)
 	j->conn = c;
 	j->in = j->own_in;
 	j->n = n;
+	j->c = l->build;
+	job_start(s, j);
+	return 1;
+}
+
+/*
+ * The same for a connection whose receiver prepares its frames
+ * (eng_load_rx.h): the next one it queued, its rows read and headers
+ * opened already; it is taken off the queue only once it goes behind.
+ */
+static int
+take_next_rx(eng_server *s, eng_load *l, eng_conn *c, rows_job *j)
+{
+	eng_rx_frame *f = eng_rx_peek(c->rx);
+	mcc_error	err;
+
+	if (c->dead || c->closing || l->perr != 0 || l->build == NULL || l->build->pins > 0)
+		return -1;
+	if (f == NULL)
+		return eng_rx_drained(c->rx) ? -1 : 0;
+	if (f->n == 0 || f->ok_n < f->n || eng_load_of_rows(s, c, f->request_id) != l)
+		return -1;
+	memset(j, 0, sizeof(*j));
+	j->v = f->v;				/* not the job's yet: freed with f on a failure */
+	if (!job_alloc(j, f->n) ||
+		eng_cache_bulk_reserve(l->build, f->n, f->v, j->at, false, &err) != MCC_OK)
+	{
+		j->v = NULL;
+		job_free(j);
+		return -1;
+	}
+	eng_rx_pop(c->rx);
+	f->v = NULL;
+	l->frames_behind++;
+	j->rx = f;
+	j->conn = c;
+	j->in = f->in;
+	j->n = f->n;
 	j->c = l->build;
 	job_start(s, j);
 	return 1;
@@ -348,9 +409,13 @@ job_finish(eng_load *l, rows_job *j, mcc_error *err)
 static bool
 take_next(eng_server *s, eng_load *l, ahead_state *a, rows_job *j)
 {
+	if (a->behind >= BEHIND_MAX)
+		return false;
 	for (int i = 0; i < a->n_src; i++)
 	{
-		int			got = a->src[i] != NULL ? take_next_frame(s, l, a->src[i], j) : 0;
+		eng_conn   *c = a->src[i];
+		int			got = c == NULL ? 0 : c->rx != NULL ? take_next_rx(s, l, c, j) :
+			take_next_frame(s, l, c, j);
 
 		if (got < 0)
 			a->src[i] = NULL;	/* its frames wait for the ordinary path */
@@ -359,6 +424,7 @@ take_next(eng_server *s, eng_load *l, ahead_state *a, rows_job *j)
 		for (int o = 0; i > 0 && o < a->n_other; o++)
 			if (a->other[o] == a->src[i])
 				a->other[o] = NULL;
+		a->behind++;
 		return true;
 	}
 	return false;
@@ -387,8 +453,10 @@ static void
 run_pipeline(eng_server *s, eng_load *l, rows_job *cur, eng_conn *from)
 {
 	int			threads = s->load_pool != NULL ? eng_pool_threads(s->load_pool) : 1;
-	ahead_state a = {.c = threads >= AHEAD_MIN_THREADS && from != NULL && from->fd >= 0 ? from : NULL};
+	ahead_state a = {.c = threads >= AHEAD_MIN_THREADS && from != NULL && from->fd >= 0 &&
+	from->rx == NULL ? from : NULL};
 	rows_job	slot[2];
+	rows_job   *first = cur;		/* the caller's, which it frees */
 	rows_job   *next = NULL;
 	int			k = 0;
 	mcc_error	err;
@@ -399,6 +467,8 @@ run_pipeline(eng_server *s, eng_load *l, rows_job *cur, eng_conn *from)
 		a.src[a.n_src++] = from;
 		a.n_src += eng_load_conns(s, l, from, a.src + 1, AHEAD_CONNS);
 	}
+	for (int i = 0; i < a.n_src; i++)
+		a.rx |= a.src[i]->rx != NULL;
 	/* reading ahead needs cores to spare: on two, the client's writes only took the threads' CPU */
 	if (a.c != NULL)
 	{
@@ -424,7 +494,7 @@ run_pipeline(eng_server *s, eng_load *l, rows_job *cur, eng_conn *from)
 		}
 		mcc_error_clear(&err);
 		ok = job_finish(l, cur, &err);
-		if (cur->own_in != NULL)
+		if (cur != first)
 			job_free(cur);
 		/* a failed frame's successor writes into the cache still: it goes first */
 		if (!ok && next != NULL)
@@ -445,6 +515,80 @@ run_pipeline(eng_server *s, eng_load *l, rows_job *cur, eng_conn *from)
 				eng_gallery_name(l->gallery), a.others_read);
 }
 
+/*
+ * May rows in[0..n) go into load l? Not when it failed or has no cache,
+ * nor before a snapshot check's WANT (which fails the load); a load still
+ * without a profile takes the first row's.
+ */
+static bool
+rows_welcome(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n)
+{
+	mcc_error	err;
+
+	if (n > 0)
+		profile_from_row(s, l, &in[0]);
+	if (l->build == NULL || n == 0)
+		return false;
+	/* rows before WANT would grow the cache a GPU job reads (eng_pass_start_gpu_prebuild) */
+	if (l->build->pins > 0)
+	{
+		mcc_error_set(&err, MCC_ERR_INTERNAL, "rows arrived before the snapshot check's WANT");
+		eng_load_fail(l, MCC_PERR_INTERNAL, &err);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Add j's n rows (j->in, j->checked) whose headers in[0..ok_n) are open
+ * into j->v: room reserved, the job and those behind it run, linked; the
+ * load fails at the row whose header did not open (its check's error),
+ * after the rows before it.
+ */
+static void
+rows_add(eng_server *s, eng_load *l, rows_job *j, uint32_t n, uint32_t ok_n, eng_conn *from)
+{
+	mcc_error	err;
+	mcc_status	st = MCC_OK;
+
+	mcc_error_clear(&err);
+	if (ok_n > 0 && (st = eng_load_reserve_rows(s, l, j->v, ok_n, j->at, &err)) == MCC_OK)
+	{
+		eng_load_prefault_room(s, l);
+		j->n = ok_n;
+		j->c = l->build;
+		j->conn = from;
+		/* a frame cut short by a bad header fails the load there: nothing goes behind it */
+		run_pipeline(s, l, j, ok_n == n ? from : NULL);
+	}
+	if (st == MCC_OK && ok_n < n && l->perr == 0)
+	{
+		mcc_template_view v;
+
+		/* the header that did not open: its check's own error */
+		st = open_row(&j->in[ok_n], j->checked, &v, &err);
+		if (st == MCC_OK)		/* it failed in a thread but not here: cannot be */
+			st = mcc_error_set(&err, MCC_ERR_INTERNAL, "template check not repeatable");
+		mcc_error_detail(&err, "The row with key %lld cannot be cached.",
+						 (long long) j->in[ok_n].key);
+	}
+	else if (st != MCC_OK && st != MCC_ERR_MEMORY)
+		mcc_error_detail(&err, "The rows from key %lld cannot be cached.",
+						 (long long) j->in[0].key);
+	if (st != MCC_OK)
+		eng_load_fail(l, st == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_DATA, &err);
+}
+
+/* Out of memory for a frame's rows: the load fails. */
+static void
+fail_memory(eng_load *l)
+{
+	mcc_error	err;
+
+	mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
+	eng_load_fail(l, MCC_PERR_MEMORY, &err);
+}
+
 void
 eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, bool checked,
 			  eng_conn *from)
@@ -452,54 +596,36 @@ eng_load_rows(eng_server *s, eng_load *l, const eng_load_in *in, uint32_t n, boo
 	rows_job	j = {.in = in, .checked = checked};
 	uint32_t	ok_n = 0;
 	mcc_error	err;
-	mcc_status	st = MCC_OK;
 
-	if (n > 0)
-		profile_from_row(s, l, &in[0]);
-	if (l->build == NULL || n == 0)
+	if (!rows_welcome(s, l, in, n))
 		return;
-	mcc_error_clear(&err);
-	/* rows before WANT would grow the cache a GPU job reads (eng_pass_start_gpu_prebuild) */
-	if (l->build->pins > 0)
-	{
-		mcc_error_set(&err, MCC_ERR_INTERNAL, "rows arrived before the snapshot check's WANT");
-		eng_load_fail(l, MCC_PERR_INTERNAL, &err);
-		return;
-	}
 	if (!job_alloc(&j, n))
-		st = mcc_error_set(&err, MCC_ERR_MEMORY, "out of memory");
+		fail_memory(l);
 	else
 	{
 		/* the headers here (cheap): the rows before a bad one go in, the load fails at it */
 		while (ok_n < n && mcc_template_open_header(in[ok_n].tpl, in[ok_n].len, &j.v[ok_n],
 													&err) == MCC_OK)
 			ok_n++;
-		mcc_error_clear(&err);
-		if (ok_n > 0 && (st = eng_load_reserve_rows(s, l, j.v, ok_n, j.at, &err)) == MCC_OK)
-		{
-			eng_load_prefault_room(s, l);
-			j.n = ok_n;
-			j.c = l->build;
-			j.conn = from;
-			/* a frame cut short by a bad header fails the load there: nothing goes behind it */
-			run_pipeline(s, l, &j, ok_n == n ? from : NULL);
-		}
-		if (st == MCC_OK && ok_n < n && l->perr == 0)
-		{
-			mcc_template_view v;
-
-			/* the header that did not open: its check's own error */
-			st = open_row(&in[ok_n], checked, &v, &err);
-			if (st == MCC_OK)	/* it failed in a thread but not here: cannot be */
-				st = mcc_error_set(&err, MCC_ERR_INTERNAL, "template check not repeatable");
-			mcc_error_detail(&err, "The row with key %lld cannot be cached.",
-							 (long long) in[ok_n].key);
-		}
-		else if (st != MCC_OK && st != MCC_ERR_MEMORY)
-			mcc_error_detail(&err, "The rows from key %lld cannot be cached.",
-							 (long long) in[0].key);
+		rows_add(s, l, &j, n, ok_n, from);
 	}
-	if (st != MCC_OK)
-		eng_load_fail(l, st == MCC_ERR_MEMORY ? MCC_PERR_MEMORY : MCC_PERR_DATA, &err);
+	job_free(&j);
+}
+
+void
+eng_load_rx_rows(eng_server *s, eng_conn *c, eng_rx_frame *f)
+{
+	eng_load   *l = eng_load_of_rows(s, c, f->request_id);
+	rows_job	j = {.in = f->in, .v = f->v, .rx = f};
+
+	f->v = NULL;				/* the job's now, as f */
+	/* a load cancelled or replaced meanwhile: its rows are dropped */
+	if (l != NULL && rows_welcome(s, l, f->in, f->n))
+	{
+		if (!job_alloc(&j, f->n))
+			fail_memory(l);
+		else
+			rows_add(s, l, &j, f->n, f->ok_n, c);
+	}
 	job_free(&j);
 }

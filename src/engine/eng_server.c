@@ -4,6 +4,7 @@
  * completion pipe.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,9 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 		s->cfg.image_queue = 4 * (uint32_t) s->cfg.image_threads;
 	s->budget.limit = cfg->memory_limit;
 	s->listen_fd = -1;
+	/* without it loading connections are read by the main thread, as before receivers */
+	if (pipe2(s->rx_wake, O_NONBLOCK | O_CLOEXEC) != 0)
+		s->rx_wake[0] = s->rx_wake[1] = -1;
 	s->incarnation = (uint64_t) eng_wall_usec();
 	mcc_lss_init();
 	/* refinements need the default parameters' tables: build them now */
@@ -116,6 +120,10 @@ eng_server_destroy(eng_server *s)
 		eng_conn_close(s, s->conns[s->n_conns - 1]);
 	free(s->conns);
 	s->conns = NULL;
+	for (int i = 0; i < 2; i++)
+		if (s->rx_wake[i] >= 0)
+			close(s->rx_wake[i]);
+	s->rx_wake[0] = s->rx_wake[1] = -1;
 	eng_gallery_free_all(s);
 	eng_refine_free_all(s);
 	eng_image_free_all(s);
@@ -236,14 +244,27 @@ eng_server_fail_all(eng_server *s, const char *why)
 	}
 }
 
-/* Has a connection frames received ahead, not yet handled (eng_conn_pending)? */
+/*
+ * Has a connection frames received ahead, not yet handled (eng_conn_pending),
+ * or frames its receiver prepared, or a receiver that stopped?
+ */
 static bool
 any_pending(const eng_server *s)
 {
 	for (uint32_t i = 0; i < s->n_conns; i++)
-		if (s->conns[i]->input_pending)
+		if (s->conns[i]->input_pending || eng_conn_rx_ready(s->conns[i]))
 			return true;
 	return false;
+}
+
+/* Empty the receivers' wake pipe: what they prepared is looked at next. */
+static void
+drain_rx_wake(eng_server *s)
+{
+	char		buf[256];
+
+	while (s->rx_wake[0] >= 0 && read(s->rx_wake[0], buf, sizeof(buf)) > 0)
+		;
 }
 
 /* Accept every pending connection. */
@@ -367,9 +388,9 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 		int64_t		t0;
 		int64_t		t_frames;
 
-		if (cap < s->n_conns + 5)
+		if (cap < s->n_conns + 6)
 		{
-			cap = (s->n_conns + 5) * 2;
+			cap = (s->n_conns + 6) * 2;
 			pfd = realloc(pfd, cap * sizeof(*pfd));
 			ids = realloc(ids, cap * sizeof(*ids));
 			if (pfd == NULL || ids == NULL)
@@ -387,13 +408,15 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 		pfd[n++] = (struct pollfd) {.fd = signal_fd, .events = POLLIN};
 		pfd[n++] = (struct pollfd) {.fd = parent_fd, .events = POLLIN};
 		pfd[n++] = (struct pollfd) {.fd = eng_pool_fd(s->img_pool), .events = POLLIN};
+		pfd[n++] = (struct pollfd) {.fd = s->rx_wake[0], .events = POLLIN};
 		base = n;
 		for (uint32_t i = 0; i < s->n_conns; i++)
 		{
 			eng_conn   *c = s->conns[i];
 			short		ev = 0;
 
-			if (!c->closing && !c->dead)
+			/* a receiver reads a loading connection (eng_load_rx.h) */
+			if (!c->closing && !c->dead && c->rx == NULL)
 				ev |= POLLIN;
 			if (c->out_pos < c->out.len)
 				ev |= POLLOUT;
@@ -431,7 +454,7 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			c = eng_conn_by_id(s, ids[i]);
-			if (c == NULL || c->closing)
+			if (c == NULL || c->closing || c->rx != NULL)
 				continue;
 			if (!eng_conn_read(s, c))
 				c->dead = true;
@@ -440,6 +463,11 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 		for (uint32_t i = 0; i < s->n_conns; i++)
 			if (s->conns[i]->input_pending)
 				eng_conn_pending(s, s->conns[i]);
+		/* the frames the receivers prepared (a new one after the drain wakes the next poll) */
+		drain_rx_wake(s);
+		for (uint32_t i = 0; i < s->n_conns; i++)
+			if (s->conns[i]->rx != NULL)
+				eng_conn_rx_step(s, s->conns[i]);
 		t_frames = eng_now_usec();
 		eng_server_step(s);
 		note_long_turn(t0, t_frames, eng_now_usec());

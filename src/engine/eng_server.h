@@ -81,6 +81,8 @@ typedef struct eng_server
 	/* the main thread's time in the loop's turns, and within them waiting for the load pool */
 	int64_t		busy_usec;
 	int64_t		load_wait_usec;
+	/* loading connections' receivers (eng_load_rx.h) -> main thread: frames ready; -1: none */
+	int			rx_wake[2];
 	/*
 	 * refining searches: where their time goes beside the GPU path's own
 	 * totals (logged when the server stops)
