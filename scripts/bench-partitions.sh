@@ -77,10 +77,5 @@ for round in $(seq 1 "$rounds"); do
 done
 if [ -n "${MCC_BENCH_TIMING:-}" ]; then
 	echo "== the backend's stages (mcc.log_identify_timing, ms), mean per call through the service"
-	grep -o 'identify() timing: .*' "$dir/server.log" |
-		awk '{ key = $3 " " $6; n[key]++
-			for (i = 7; i <= NF; i++) { split($i, kv, "="); s[key, kv[1]] += kv[2]; if (!(kv[1] in seen)) { seen[kv[1]] = 1; order[++nf] = kv[1] } } }
-			END { for (k in n) { line = k " (" n[k] " calls):"
-				for (j = 1; j <= nf; j++) line = line sprintf(" %s %.3f", order[j], s[k, order[j]] / n[k])
-				print line } }' | sort
+	identify_timing_means "$dir/server.log"
 fi
