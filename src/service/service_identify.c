@@ -817,6 +817,7 @@ serve(serve_req *r)
 {
 	MemoryContext old;
 	bool		ok;
+	bool		asked = !mcc_service_bypass && mcc_service_enabled;
 
 	serve_timing_start(&r->tm);
 	r->cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc service request",
@@ -824,7 +825,9 @@ serve(serve_req *r)
 	old = MemoryContextSwitchTo(r->cxt);
 	ok = serve_in(r);
 	MemoryContextSwitchTo(old);
-	serve_timing_log(&r->tm, r->g->relname, list_length(r->ref.relids), ok);
+	/* a call that never asked for the service (mcc.service off) has nothing to say */
+	if (asked)
+		serve_timing_log(&r->tm, r->g->relname, list_length(r->ref.relids), ok);
 	return ok;
 }
 
