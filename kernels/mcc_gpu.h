@@ -138,6 +138,10 @@ typedef struct mcc_gpu_timing
 	int			blocks_per_sm;	/* match kernel occupancy (last pass) */
 	int			passes;			/* device passes (probe chunks) */
 	double		settle_ms;		/* host wall: long lists' order on the devices and copies, all partitions */
+	/* every partition (the stages above are partition 0's), summed over passes: */
+	double		select_max_ms;	/* the slowest partition's selection */
+	double		part_max_ms;	/* the slowest partition's pass, upload to copies back */
+	double		wait_ms;		/* host wall: passes queued until every partition's collected */
 } mcc_gpu_timing;
 
 /*

@@ -41,6 +41,19 @@ bench_cluster() {
 	pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
 }
 
+# identify_timing_means LOG: the backend's stages of the requests through
+# the service that mcc.log_identify_timing logged into LOG, averaged per
+# gallery and outcome: one line each, "gallery outcome (N calls): stage ms ...".
+identify_timing_means() {
+	grep -o 'identify() timing: .*' "$1" |
+		awk '{ key = $3 " " $6; n[key]++
+			for (i = 7; i <= NF; i++) { split($i, kv, "="); s[key, kv[1]] += kv[2]
+				if (!(kv[1] in seen)) { seen[kv[1]] = 1; order[++nf] = kv[1] } } }
+			END { for (k in n) { line = k " (" n[k] " calls):"
+				for (j = 1; j <= nf; j++) line = line sprintf(" %s %.3f", order[j], s[k, order[j]] / n[k])
+				print line } }' | sort
+}
+
 # bench_wait_ready: wait until the matcher service is ready (after a start
 # or a restart of the cluster, the extension already created).
 bench_wait_ready() {

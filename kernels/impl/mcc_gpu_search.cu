@@ -475,12 +475,14 @@ settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, bool *queued, mcc_e
 }
 
 /*
- * Wait for partition i's pass; its stage times (partition 0), every score
+ * Wait for partition i's pass; its stage times (partition 0; its selection
+ * and whole pass into slowest[0] and [1] if longer than theirs), every score
  * into scores when k == 0, else the selection again with room for every
  * candidate when a probe had more exact ties than the fast path holds.
  */
 static mcc_gpu_code
-collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, mcc_error *err)
+collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, double slowest[2],
+			 mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[i];
 	mcc_gpu_code rc;
@@ -488,6 +490,16 @@ collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, mc
 
 	if ((rc = mcc_gpu_part_wait(g, p, p->st, "search", err)) != MCC_GPU_OK)
 		return rc;
+	{
+		/* every partition's selection and pass: the slowest one sets the pace */
+		double		sel = 0;
+		double		pass = 0;
+
+		CK(mcc_gpu_rt_add_ms(&sel, p->ev[2], p->ev[3]), "timing");
+		CK(mcc_gpu_rt_add_ms(&pass, p->ev[0], p->ev[4]), "timing");
+		slowest[0] = sel > slowest[0] ? sel : slowest[0];
+		slowest[1] = pass > slowest[1] ? pass : slowest[1];
+	}
 	if (i == 0)
 	{
 		CK(mcc_gpu_rt_add_ms(&g->timing.h2d_ms, p->ev[0], p->ev[1]), "timing");
@@ -691,6 +703,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	chunk_plan	cp;
 	hit_acc		acc = {NULL, 0, 0};
 	uint32_t	ccap[MCC_GPU_MAX_DEVICES];
+	double		slowest[2] = {0, 0};	/* of the partitions: selection, pass */
 
 	memset(&cp, 0, sizeof(cp));
 	cp.rcp = rcp;
@@ -703,10 +716,14 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		if ((rc = queue_part(g, i, nq, k, &cp, ccap, err)) != MCC_GPU_OK)
 			goto fail;
 	/* wait (the caller's lock may be released meanwhile), then collect */
+	t1 = mcc_cuda_now_ms();
 	mcc_gpu_wait_outside(g, false, (uint32_t) ((1ull << g->nparts) - 1));
 	for (int i = 0; i < g->nparts; i++)
-		if ((rc = collect_part(g, i, nq, k, scores, ccap, err)) != MCC_GPU_OK)
+		if ((rc = collect_part(g, i, nq, k, scores, ccap, slowest, err)) != MCC_GPU_OK)
 			goto fail;
+	g->timing.wait_ms += mcc_cuda_now_ms() - t1;
+	g->timing.select_max_ms += slowest[0];
+	g->timing.part_max_ms += slowest[1];
 	if (k == 0)
 		return MCC_GPU_OK;
 	/* long lists: ordered and copied on every partition at once */

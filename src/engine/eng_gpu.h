@@ -64,6 +64,21 @@ typedef struct eng_gpu_mirror eng_gpu_mirror;
 /* Largest k a GPU pass serves (the library's k' = k + 1 is at most 2^20). */
 #define ENG_GPU_MAX_K	((1u << 20) - 1)
 
+/* eng_gpu_stats.lib_ms: mcc_gpu_timing and mcc_gpu_refine_timing summed */
+enum
+{
+	ENG_GPU_T_MATCH, ENG_GPU_T_SELECT, ENG_GPU_T_D2H, ENG_GPU_T_MERGE,
+	ENG_GPU_T_RPREP, ENG_GPU_T_RH2D, ENG_GPU_T_RKERNEL, ENG_GPU_T_RD2H,
+	ENG_GPU_T_TIES,				/* of MERGE: runs of equal scores ordered by id */
+	ENG_GPU_T_SETTLE,			/* long lists ordered on the devices and copied */
+	ENG_GPU_T_PREP,				/* the probes' image on the host */
+	ENG_GPU_T_H2D,				/* its upload (partition 0) */
+	ENG_GPU_T_WAIT,				/* host: until every partition's pass is collected */
+	ENG_GPU_T_SELECT_MAX,		/* the slowest partition's selection */
+	ENG_GPU_T_PART_MAX,			/* the slowest partition's pass */
+	ENG_GPU_T_N
+};
+
 /* Counters for the log, STATUS and tests. */
 typedef struct eng_gpu_stats
 {
@@ -85,18 +100,9 @@ typedef struct eng_gpu_stats
 	double		refine_lib_s;	/* of which mcc_gpu_refine calls */
 	double		upload_s;		/* full uploads of the LSS gallery */
 	double		refine_attach_s;	/* refinement data rebuilt and sent */
-	double		lib_ms[10];		/* the libraries' own stage times (ENG_GPU_T_*), ms */
+	double		lib_ms[ENG_GPU_T_N];	/* the libraries' own stage times (ENG_GPU_T_*), ms */
 	int			tie_run_max;	/* longest run of equal LSS scores a merge ordered */
 } eng_gpu_stats;
-
-/* eng_gpu_stats.lib_ms: mcc_gpu_timing and mcc_gpu_refine_timing summed */
-enum
-{
-	ENG_GPU_T_MATCH, ENG_GPU_T_SELECT, ENG_GPU_T_D2H, ENG_GPU_T_MERGE,
-	ENG_GPU_T_RPREP, ENG_GPU_T_RH2D, ENG_GPU_T_RKERNEL, ENG_GPU_T_RD2H,
-	ENG_GPU_T_TIES,				/* of MERGE: runs of equal scores ordered by id */
-	ENG_GPU_T_SETTLE			/* long lists ordered on the devices and copied */
-};
 
 /* Does this binary contain the GPU path? */
 bool		eng_gpu_built(void);

@@ -293,6 +293,11 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 			g->stats.lib_ms[ENG_GPU_T_MERGE] += tm.merge_ms;
 			g->stats.lib_ms[ENG_GPU_T_TIES] += tm.ties_ms;
 			g->stats.lib_ms[ENG_GPU_T_SETTLE] += tm.settle_ms;
+			g->stats.lib_ms[ENG_GPU_T_PREP] += tm.prep_ms;
+			g->stats.lib_ms[ENG_GPU_T_H2D] += tm.h2d_ms;
+			g->stats.lib_ms[ENG_GPU_T_WAIT] += tm.wait_ms;
+			g->stats.lib_ms[ENG_GPU_T_SELECT_MAX] += tm.select_max_ms;
+			g->stats.lib_ms[ENG_GPU_T_PART_MAX] += tm.part_max_ms;
 			if (tm.tie_run_max > g->stats.tie_run_max)
 				g->stats.tie_run_max = tm.tie_run_max;
 		}

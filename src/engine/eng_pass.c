@@ -603,6 +603,38 @@ gpu_fallback(eng_server *s, eng_gallery *g, eng_batch *b)
 }
 
 /*
+ * Add the stages of refining request r, answered by pass b and rescoring rs
+ * (NULL if none) from `end` (the pass's end on the main thread) until its
+ * reply was written at `now`, to the server's totals (eng_rstage). A pass
+ * run again on the CPU after the GPU gave up, or a rescoring finished on the
+ * CPU after its GPU stage, is timed from its last submission; the earlier
+ * one then counts in no stage, only in the whole.
+ */
+static void
+time_refined(eng_server *s, const eng_batch *b, const eng_rescore *rs, const eng_request *r,
+			 int64_t end, int64_t now)
+{
+	int64_t    *st = s->refined_stage_usec;
+
+	st[ENG_RS_QUEUED] += b->job.submitted_usec - r->arrived;
+	st[ENG_RS_PASS_QUEUED] += b->job.first_usec - b->job.submitted_usec;
+	st[ENG_RS_PASS] += b->job.done_usec - b->job.first_usec;
+	st[ENG_RS_PASS_BACK] += b->back_usec - b->job.done_usec;
+	st[ENG_RS_WAITED] += b->after_usec - b->back_usec;
+	st[ENG_RS_HANDOVER] += (rs != NULL ? rs->started_usec : end) - b->after_usec;
+	if (rs != NULL)
+	{
+		st[ENG_RS_RESCORE_QUEUED] += rs->job.first_usec - rs->job.submitted_usec;
+		st[ENG_RS_RESCORE] += rs->job.done_usec - rs->job.first_usec;
+		st[ENG_RS_RESCORE_BACK] += end - rs->job.done_usec;
+	}
+	st[ENG_RS_REPLY] += now - end;
+	st[ENG_RS_GPU] += b->gpu != NULL ? b->gpu_usec : 0;
+	if (r->count_index >= 0 && (uint32_t) r->count_index < b->n_counts)
+		st[ENG_RS_COUNT] += b->counts[r->count_index].usec;
+}
+
+/*
  * The end of pass b (and of its rescoring rs): reply to its requests reqs,
  * unpin its cache c, free.
  */
@@ -610,8 +642,10 @@ static void
 pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs, eng_request *reqs,
 		 eng_cache *c)
 {
+	int64_t		end = eng_now_usec();
+
 	if (rs != NULL)
-		s->rescore_usec += eng_now_usec() - rs->started_usec;
+		s->rescore_usec += end - rs->started_usec;
 	while (reqs)
 	{
 		eng_request *r = reqs;
@@ -625,9 +659,12 @@ pass_end(eng_server *s, eng_gallery *g, eng_batch *b, eng_rescore *rs, eng_reque
 			g->searches++;
 			if (r->refine != MCC_LSS)
 			{
+				int64_t		now = eng_now_usec();
+
 				s->refined++;
-				s->refined_reply_usec += eng_now_usec() - t0;
-				s->refined_usec += eng_now_usec() - r->arrived;
+				s->refined_reply_usec += now - t0;
+				s->refined_usec += now - r->arrived;
+				time_refined(s, b, rs, r, end, now);
 			}
 		}
 		eng_request_free(r);
@@ -648,6 +685,7 @@ after_search(eng_server *s, eng_gallery *g)
 	eng_request *reqs = g->running_reqs;
 	eng_cache  *c = g->running_cache;
 
+	b->after_usec = eng_now_usec();
 	if (start_rescore(s, g, b))
 		return;
 	g->running = NULL;
@@ -690,6 +728,7 @@ eng_pass_batch_done(eng_server *s, eng_batch *b)
 {
 	eng_gallery *g = b->owner;
 
+	b->back_usec = eng_now_usec();
 	if (b == g->gpu_building)
 	{
 		gpu_build_done(s, g, b);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct eng_pool
@@ -31,6 +32,15 @@ struct eng_pool
 	int			pipe_wr;
 };
 
+int64_t
+eng_pool_now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* Remove the queue's head (the caller holds the lock). */
 static void
 dequeue_head(eng_pool *p)
@@ -50,6 +60,7 @@ parts_done(eng_pool *p, eng_job *j, uint32_t parts)
 	j->done_parts += parts;
 	if (j->done_parts < j->n_parts)
 		return;
+	j->done_usec = eng_pool_now_usec();
 	j->next = NULL;
 	*p->done_tail = j;
 	p->done_tail = &j->next;
@@ -91,6 +102,8 @@ worker(void *arg)
 				break;
 			continue;
 		}
+		if (j->next_part == 0)
+			j->first_usec = eng_pool_now_usec();
 		part = j->next_part++;
 		if (j->next_part == j->n_parts)
 			dequeue_head(p);
@@ -180,6 +193,8 @@ eng_pool_submit(eng_pool *p, eng_job *job)
 	job->next = NULL;
 	job->next_part = 0;
 	job->done_parts = 0;
+	job->submitted_usec = eng_pool_now_usec();
+	job->first_usec = job->submitted_usec;	/* a job without parts is done at once */
 	if (job->n_parts == 0)
 		parts_done(p, job, 0);
 	else

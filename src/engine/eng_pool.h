@@ -34,9 +34,20 @@ struct eng_job
 	uint32_t	n_parts;
 	uint32_t	next_part;		/* pool-private */
 	uint32_t	done_parts;		/* pool-private */
+	/*
+	 * when the pool queued it, a thread took its first part, and its last
+	 * part ended (eng_pool_now_usec): the owner's timers read them once the
+	 * job is back
+	 */
+	int64_t		submitted_usec;
+	int64_t		first_usec;
+	int64_t		done_usec;
 };
 
 typedef struct eng_pool eng_pool;
+
+/* The engine's monotonic clock in microseconds (eng_now_usec is this one). */
+int64_t		eng_pool_now_usec(void);
 
 /* Start n threads, each with scratch_bytes of private scratch; NULL on failure. */
 eng_pool   *eng_pool_start(int n, size_t scratch_bytes);

@@ -48,10 +48,12 @@ static void
 count_run(eng_batch *b, uint32_t i)
 {
 	eng_count  *ct = &b->counts[i];
+	int64_t		t0 = eng_pool_now_usec();
 
 	ct->state = eng_cache_count(b->cache, ct->xmin, MCC_PROTO_MAX_GROUPS, &ct->certain,
 								&ct->groups, &ct->n_groups) ?
 		MCC_COUNT_DONE : MCC_COUNT_OVERFLOW;
+	ct->usec = eng_pool_now_usec() - t0;
 }
 
 /* Score every live probe against chunk `part` (or run a count part). */
@@ -128,10 +130,13 @@ gpu_run(eng_job *job, uint32_t part, void *scratch)
 		count_run(b, part - b->n_scan_parts);
 		return;
 	}
+	int64_t		t0 = eng_pool_now_usec();
+
 	mcc_error_clear(&b->gpu_err);
 	b->gpu_outcome = eng_gpu_pass(b->gpu, b, &b->gpu_err);
 	if (b->gpu_outcome == ENG_GPU_DONE && b->gpu_refdata)
 		eng_gpu_prepare_refinement(b->gpu, b->cache);
+	b->gpu_usec = eng_pool_now_usec() - t0;
 }
 
 eng_batch *

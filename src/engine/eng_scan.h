@@ -49,6 +49,7 @@ typedef struct eng_count
 	uint64_t	certain;
 	eng_count_group *groups;	/* malloc'ed */
 	uint32_t	n_groups;
+	int64_t		usec;			/* its part's time (beside the search) */
 } eng_count;
 
 typedef struct eng_batch
@@ -67,6 +68,10 @@ typedef struct eng_batch
 	eng_gpu_outcome gpu_outcome;	/* how the GPU pass ended */
 	mcc_error	gpu_err;		/* why it did not answer */
 	bool		gpu_refdata;	/* a mirror's sync: its refinement data too */
+	/* the owner's timers (eng_pool_now_usec): the GPU part's time, ... */
+	int64_t		gpu_usec;
+	int64_t		back_usec;		/* ... when the main thread took the pass back ... */
+	int64_t		after_usec;		/* ... and when its search stage ended there */
 } eng_batch;
 
 /* Templates per chunk for this cache and thread count. */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -24,10 +25,7 @@
 int64_t
 eng_now_usec(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return eng_pool_now_usec();
 }
 
 int64_t
@@ -106,6 +104,48 @@ eng_server_init(eng_server *s, const eng_config *cfg)
 	return true;
 }
 
+/* Names of the stages (eng_rstage) in the log's line. */
+static const char *const rstage_names[ENG_RSTAGES] = {
+	[ENG_RS_QUEUED] = "SEARCH read to its pass queued",
+	[ENG_RS_PASS_QUEUED] = "pass queued",
+	[ENG_RS_PASS] = "pass",
+	[ENG_RS_PASS_BACK] = "pass back to the main thread",
+	[ENG_RS_WAITED] = "waiting for the previous rescoring",
+	[ENG_RS_HANDOVER] = "hand-over (cut, rescoring set up)",
+	[ENG_RS_RESCORE_QUEUED] = "rescoring queued",
+	[ENG_RS_RESCORE] = "rescoring",
+	[ENG_RS_RESCORE_BACK] = "rescoring back to the main thread",
+	[ENG_RS_REPLY] = "replies written",
+	[ENG_RS_GPU] = "of the pass: its GPU part",
+	[ENG_RS_COUNT] = "its visibility count",
+};
+
+/*
+ * A refining search's time per reply, stage by stage, and what fell in no
+ * stage (the whole minus the stages that follow one another).
+ */
+static void
+log_refined_stages(const eng_server *s)
+{
+	char		line[1024];
+	size_t		len = 0;
+	int64_t		staged = 0;
+	double		per = 1e3 * (double) s->refined;
+
+	for (int i = 0; i < ENG_RSTAGES; i++)
+	{
+		if (i < ENG_RS_GPU)
+			staged += s->refined_stage_usec[i];
+		len += (size_t) snprintf(line + len, sizeof(line) - len, "%s%s %.2f",
+								 i == 0 ? "" : ", ", rstage_names[i],
+								 s->refined_stage_usec[i] / per);
+		if (len >= sizeof(line))
+			break;
+	}
+	eng_log(ENG_LOG_INFO, "refining searches, ms per reply: %s; in no stage %.2f", line,
+			(s->refined_usec - staged) / per);
+}
+
 void
 eng_server_destroy(eng_server *s)
 {
@@ -135,6 +175,8 @@ eng_server_destroy(eng_server *s)
 				"replies written %.1f ms",
 				(unsigned long long) s->refined, s->refined_usec / 1e3, s->cut_usec / 1e3,
 				s->rescore_usec / 1e3, s->refined_reply_usec / 1e3);
+	if (s->refined > 0)
+		log_refined_stages(s);
 	/* after the caches: each closed its GPU context */
 	eng_gpu_stop(s->gpu);
 	s->gpu = NULL;

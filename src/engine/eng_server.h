@@ -51,6 +51,28 @@ typedef struct eng_config
 struct eng_gallery;
 struct eng_conn;
 
+/*
+ * The stages of a refining search from its SEARCH read to its RESULT
+ * written, one after the other (eng_pass.c times them, eng_server_destroy
+ * logs them per reply), and two parts of ENG_RS_PASS run beside each other.
+ */
+typedef enum eng_rstage
+{
+	ENG_RS_QUEUED,				/* SEARCH read until its pass went to the pool */
+	ENG_RS_PASS_QUEUED,			/* the pass in the pool's queue */
+	ENG_RS_PASS,				/* its first part taken until its last ended */
+	ENG_RS_PASS_BACK,			/* ... until the main thread took it back */
+	ENG_RS_WAITED,				/* finished, waiting for the previous rescoring */
+	ENG_RS_HANDOVER,			/* shortlists cut, the rescoring set up and queued */
+	ENG_RS_RESCORE_QUEUED,		/* the rescoring in the pool's queue */
+	ENG_RS_RESCORE,				/* its first part taken until its last ended */
+	ENG_RS_RESCORE_BACK,		/* ... until the main thread took it back */
+	ENG_RS_REPLY,				/* replies written (this one's and those before it) */
+	ENG_RS_GPU,					/* of ENG_RS_PASS: the GPU part */
+	ENG_RS_COUNT,				/* of ENG_RS_PASS: the visibility counts, beside it */
+	ENG_RSTAGES
+} eng_rstage;
+
 typedef struct eng_server
 {
 	eng_config	cfg;
@@ -92,6 +114,7 @@ typedef struct eng_server
 	int64_t		rescore_usec;	/* rescorings, from their start to their pass's end */
 	int64_t		refined_reply_usec;	/* their RESULT frames written */
 	int64_t		refined_usec;	/* from their SEARCH read to their RESULT written */
+	int64_t		refined_stage_usec[ENG_RSTAGES];	/* the same, stage by stage */
 } eng_server;
 
 bool		eng_server_init(eng_server *s, const eng_config *cfg);

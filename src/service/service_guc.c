@@ -10,6 +10,7 @@
  */
 #include "mcc_pg.h"
 #include "service.h"
+#include "service_timing.h"
 
 #include "utils/guc.h"
 
@@ -93,6 +94,12 @@ static const guc_def session_gucs[] = {
 		.long_desc = "A transaction that changes more rows marks the cache for a "
 		"full reload instead.",
 		.int_var = &mcc_max_delta_rows, .min = 0, .max = INT_MAX / 2, .context = PGC_USERSET},
+	{.name = "mcc.log_identify_timing",
+		.short_desc = "Logs where each identify() through the matcher service spent its time in the backend.",
+		.long_desc = "One LOG line per call: the gallery, its relations, the whole "
+		"time and each stage's (checks, connection, request, waiting for "
+		"the engine, reading and judging the reply, re-checks, settling).",
+		.bool_var = &mcc_log_identify_timing, .context = PGC_SUSET},
 	{.name = "mcc.progress_interval",
 		.short_desc = "How often a long maintenance call reports its progress.",
 		.long_desc = "An interactive mcc_gallery_preload() sends a NOTICE this often "

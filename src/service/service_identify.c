@@ -269,6 +269,7 @@ set_shortlist_size(serve_req *r)
 	n = statement_rows(r);
 	r->want = req_shortlist(r, n);
 	r->count_rows = n;
+	serve_timing_lap(&r->tm, SERVE_T_COUNT);
 	ereport(DEBUG1,
 			(errmsg_internal("identify(): the statement sees %lld rows of the matcher engine's %llu entries; refining %lld",
 							 (long long) n, (unsigned long long) r->searchable,
@@ -332,14 +333,18 @@ search_visible(serve_req *r, char **why)
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		if (!recheck(r, visible, r->method != MCC_LSS))
 			return SEARCH_SILENT;
+		serve_timing_lap(&r->tm, SERVE_T_RECHECK);
 		need_more = filter_visible(r, visible);
 		hash_destroy(visible);
+		serve_timing_lap(&r->tm, SERVE_T_PICK);
 		if (!need_more || kprime >= PG_UINT32_MAX)
 			break;
 		kprime = Max(kprime * KPRIME_GROWTH, (uint64) r->want * 2 + 8);
 	}
 	note_searchable(&r->ref, known, r->searchable);
+	serve_timing_lap(&r->tm, SERVE_T_OTHER);
 	settle(r);
+	serve_timing_lap(&r->tm, SERVE_T_SETTLE);
 	return SEARCH_DONE;
 }
 
@@ -371,7 +376,9 @@ search_count(serve_req *r, char **why)
 			(errmsg_internal("mcc_gallery_rows(): the statement sees %lld rows of the matcher engine's %llu entries",
 							 (long long) r->count_rows, (unsigned long long) r->searchable)));
 	note_searchable(&r->ref, known, r->searchable);
+	serve_timing_lap(&r->tm, SERVE_T_OTHER);
 	settle(r);
+	serve_timing_lap(&r->tm, SERVE_T_SETTLE);
 	return SEARCH_DONE;
 }
 
@@ -395,8 +402,10 @@ refine_hits(serve_req *r, char **why)
 		jobs[i].tpl = r->ans[i].hit_tpl;
 		jobs[i].score = palloc(Max(jobs[i].n, 1) * sizeof(float));
 	}
+	serve_timing_lap(&r->tm, SERVE_T_OTHER);
 	if (!mcc_service_refine(jobs, r->n_probes, r->method, why))
 		return false;
+	serve_timing_lap(&r->tm, SERVE_T_REFINE);
 	if (r->list != NULL)
 	{
 		keep_list(r, &r->ans[0], jobs[0].score);
@@ -447,8 +456,10 @@ final_hits_visible(serve_req *r, uint64 **hashes)
 	ctl.entrysize = sizeof(visible_row);
 	ctl.hcxt = CurrentMemoryContext;
 	visible = hash_create("mcc visible rows", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	serve_timing_lap(&r->tm, SERVE_T_OTHER);
 	if (!recheck(r, visible, false))
 		return false;
+	serve_timing_lap(&r->tm, SERVE_T_RECHECK);
 	for (i = 0; i < r->n_probes && ok; i++)
 		for (j = 0; j < r->ans[i].n_hits && ok; j++)
 		{
@@ -613,6 +624,7 @@ search_refined(serve_req *r, char **why)
 				case MCC_PICK_DISAGREE:
 					break;
 			}
+		serve_timing_lap(&r->tm, SERVE_T_PICK);
 		if (disagree != NULL || !need_more)
 			break;
 		if (slack >= PG_UINT32_MAX)
@@ -638,7 +650,9 @@ search_refined(serve_req *r, char **why)
 							 r->n_probes, (long long) refined, (long long) r->want)));
 	r->in_engine = true;
 	note_searchable(&r->ref, known, r->searchable);
+	serve_timing_lap(&r->tm, SERVE_T_OTHER);
 	settle(r);
+	serve_timing_lap(&r->tm, SERVE_T_SETTLE);
 	return SEARCH_DONE;
 }
 
@@ -747,6 +761,7 @@ serve_in(serve_req *r)
 		return silent ? false : fallback(why);
 	predicate_lock_gallery(r->ref.relids);
 	r->ans = palloc0(r->n_probes * sizeof(probe_answer));
+	serve_timing_lap(&r->tm, SERVE_T_CHECKS);
 
 	for (attempt = 0; attempt < MAX_ATTEMPTS; attempt++)
 	{
@@ -764,6 +779,7 @@ serve_in(serve_req *r)
 			if (c == MCC_CATCHUP_RELOAD)
 				continue;
 		}
+		serve_timing_lap(&r->tm, SERVE_T_CONNECT);
 		if (r->n_probes == 0)
 			outcome = search_count(r, &why);
 		else
@@ -801,12 +817,17 @@ serve(serve_req *r)
 {
 	MemoryContext old;
 	bool		ok;
+	bool		asked = !mcc_service_bypass && mcc_service_enabled;
 
+	serve_timing_start(&r->tm);
 	r->cxt = AllocSetContextCreate(CurrentMemoryContext, "mcc service request",
 								   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(r->cxt);
 	ok = serve_in(r);
 	MemoryContextSwitchTo(old);
+	/* a call that never asked for the service (mcc.service off) has nothing to say */
+	if (asked)
+		serve_timing_log(&r->tm, r->g->relname, list_length(r->ref.relids), ok);
 	return ok;
 }
 

@@ -10,6 +10,7 @@
 #include "service.h"
 #include "gallery.h"
 #include "refine.h"
+#include "service_timing.h"
 #include "shortlist.h"
 
 /* One candidate of the engine. */
@@ -61,6 +62,7 @@ typedef struct serve_req
 	int64		list_from;		/* identify_shortlist(): window_from */
 	mcc_list_answer *list;		/* identify_shortlist(): the answer, for the one probe */
 	MemoryContext cxt;			/* what serving allocates; the caller deletes it */
+	serve_timing tm;			/* where serve() spent its time (service_timing.h) */
 } serve_req;
 
 /*

@@ -6,13 +6,16 @@
  * under the caller's snapshot (prepared once per gallery and session) says
  * which (key, template hash) pairs are visible, and each probe keeps its
  * first visible candidates (src/service/service_identify.c says why that is exactly
- * the top k).
+ * the top k). A partitioned gallery's keys are looked up where they must
+ * lie instead, with the same answer (service_recheck_route.c).
  */
 #include "postgres.h"
 
 #include "service_recheck.h"
+#include "service_recheck_route.h"
 
 #include "access/detoast.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
@@ -62,45 +65,70 @@ recheck_plan_for(const mcc_gallery *g)
 	return plan;
 }
 
-/* The candidate keys of all probes (repeats allowed) as an int8[] datum. */
-static Datum
+/* The candidate keys of all probes (repeats allowed). */
+static int64 *
 candidate_keys(serve_req *r, int *n_keys)
 {
 	int			total = 0;
 	int			n = 0;
 	int			i;
 	int			j;
-	Datum	   *keys;
+	int64	   *keys;
 
 	for (i = 0; i < r->n_probes; i++)
 		total += r->ans[i].n_cand;
-	keys = palloc(Max(total, 1) * sizeof(Datum));
+	keys = palloc(Max(total, 1) * sizeof(int64));
 	for (i = 0; i < r->n_probes; i++)
 		for (j = 0; j < r->ans[i].n_cand; j++)
-			keys[n++] = Int64GetDatum(r->ans[i].cand[j].key);
+			keys[n++] = r->ans[i].cand[j].key;
 	*n_keys = n;
-	return PointerGetDatum(construct_array(keys, n, INT8OID, sizeof(int64),
-										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	return keys;
 }
 
-/*
- * Which candidate keys the caller can see, with their template hashes (and
- * with keep_tpl their templates), by one indexed query under the caller's
- * snapshot. False if some key has several visible rows (no longer unique):
- * the backend scan must answer.
- */
-bool
-recheck(serve_req *r, HTAB *visible, bool keep_tpl)
+/* Where the re-check's visible rows go. */
+typedef struct recheck_out
 {
-	int			n_keys;
-	Datum		arr = candidate_keys(r, &n_keys);
-	bool		unique = true;
+	HTAB	   *visible;
+	bool		keep_tpl;
+	bool		unique;			/* no key with several visible rows so far */
+	MemoryContext outer;		/* the caller's, for the kept templates */
+} recheck_out;
+
+/* A visible row: its template's hash (and the template) under its key. */
+static void
+add_row(void *arg, int64 key, Datum tpl)
+{
+	recheck_out *o = arg;
+	struct varlena *t = detoast_attr((struct varlena *) DatumGetPointer(tpl));
+	visible_row *v;
+	bool		found;
+
+	v = hash_search(o->visible, &key, HASH_ENTER, &found);
+	if (found)
+		o->unique = false;
+	v->hash = mcc_template_hash((const uint8_t *) t, VARSIZE(t));
+	v->tpl = NULL;
+	if (o->keep_tpl)
+	{
+		/* kept for REFINE, outside SPI's memory */
+		v->tpl = MemoryContextAlloc(o->outer, VARSIZE(t));
+		memcpy(v->tpl, t, VARSIZE(t));
+	}
+}
+
+/* The re-check as one indexed query through SPI. */
+static void
+recheck_query(serve_req *r, const int64 *keys, int n_keys, recheck_out *o)
+{
+	Datum	   *d = palloc(Max(n_keys, 1) * sizeof(Datum));
+	Datum		arr;
 	uint64		row;
 	int			rc;
-	MemoryContext outer = CurrentMemoryContext;
 
-	if (n_keys == 0)
-		return true;
+	for (int i = 0; i < n_keys; i++)
+		d[i] = Int64GetDatum(keys[i]);
+	arr = PointerGetDatum(construct_array(d, n_keys, INT8OID, sizeof(int64),
+										  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	rc = SPI_execute_plan(recheck_plan_for(r->g), &arr, NULL, true, 0);
@@ -112,27 +140,34 @@ recheck(serve_req *r, HTAB *visible, bool keep_tpl)
 		bool		isnull;
 		int64		key = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
 		Datum		tpl = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
-		struct varlena *t;
-		visible_row *v;
-		bool		found;
 
-		if (isnull)
-			continue;
-		t = detoast_attr((struct varlena *) DatumGetPointer(tpl));
-		v = hash_search(visible, &key, HASH_ENTER, &found);
-		if (found)
-			unique = false;
-		v->hash = mcc_template_hash((const uint8_t *) t, VARSIZE(t));
-		v->tpl = NULL;
-		if (keep_tpl)
-		{
-			/* kept for REFINE, outside SPI's memory */
-			v->tpl = MemoryContextAlloc(outer, VARSIZE(t));
-			memcpy(v->tpl, t, VARSIZE(t));
-		}
+		if (!isnull)
+			add_row(o, key, tpl);
 	}
 	SPI_finish();
-	return unique;
+}
+
+/*
+ * Which candidate keys the caller can see, with their template hashes (and
+ * with keep_tpl their templates), under the caller's snapshot: a
+ * partitioned gallery's keys routed to their partitions
+ * (service_recheck_route.c), else by one indexed query. False if some key
+ * has several visible rows (no longer unique): the backend scan must
+ * answer.
+ */
+bool
+recheck(serve_req *r, HTAB *visible, bool keep_tpl)
+{
+	int			n_keys;
+	int64	   *keys = candidate_keys(r, &n_keys);
+	recheck_out o = {visible, keep_tpl, true, CurrentMemoryContext};
+
+	if (n_keys == 0)
+		return true;
+	if (r->g->relkind != RELKIND_PARTITIONED_TABLE || !recheck_routed(r->g, keys, n_keys, add_row, &o))
+		recheck_query(r, keys, n_keys, &o);
+	pfree(keys);
+	return o.unique;
 }
 
 /* Keep each probe's first `want` visible candidates; true if some probe needs more. */

@@ -19,9 +19,10 @@ typedef struct visible_row
 
 /*
  * Which candidate keys the caller can see, with their template hashes (and
- * with keep_tpl their templates), by one indexed query under the caller's
- * snapshot, into visible (visible_row by key). False if some key has
- * several visible rows (no longer unique): the backend scan must answer.
+ * with keep_tpl their templates), under the caller's snapshot (one indexed
+ * query, or for a partitioned gallery each key looked up in its partition),
+ * into visible (visible_row by key). False if some key has several visible
+ * rows (no longer unique): the backend scan must answer.
  */
 extern bool recheck(serve_req *r, HTAB *visible, bool keep_tpl);
 

@@ -24,7 +24,10 @@ send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
 	StringInfoData f;
 	uint64		id = mcc_conn_next_id();
 	int			i;
+	bool		answered;
 
+	serve_timing_lap(&r->tm, SERVE_T_OTHER);
+	r->tm.requests++;
 	mcc_frame_begin(&f);
 	mcc_put_gallery(&f, &r->ref.id);
 	mcc_put_u64(&f, gen);
@@ -45,12 +48,15 @@ send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
 		mcc_put_bytes(&f, r->probes[i], VARSIZE(r->probes[i]));
 	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
 	pfree(f.data);
+	serve_timing_lap(&r->tm, SERVE_T_SEND);
 	/* mcc.request_timeout per probe; refining, also per REFINE_UNIT candidates */
-	return mcc_conn_wait_reply_units(id, reply, in_engine ?
-									 (int) Min((int64) r->n_probes +
-											   (int64) r->n_probes * (r->want + kprime) / REFINE_UNIT,
-											   INT_MAX / 2) :
-									 r->n_probes);
+	answered = mcc_conn_wait_reply_units(id, reply, in_engine ?
+										 (int) Min((int64) r->n_probes +
+												   (int64) r->n_probes * (r->want + kprime) / REFINE_UNIT,
+												   INT_MAX / 2) :
+										 r->n_probes);
+	serve_timing_lap(&r->tm, SERVE_T_WAIT);
+	return answered;
 }
 
 /* Parse RESULT's visibility count into r. */
@@ -135,4 +141,5 @@ parse_result(serve_req *r, mcc_reply *reply, bool in_engine)
 		for (uint32 j = 0; j < n; j++)
 			get_hit(b, &a->cand[j].score, &a->cand[j].key, &a->cand[j].hash);
 	}
+	serve_timing_lap(&r->tm, SERVE_T_PARSE);
 }

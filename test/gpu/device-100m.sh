@@ -31,9 +31,12 @@
 #      time until the gallery is on the GPUs, the host and device memory per
 #      template (mcc_gallery_status, nvidia-smi);
 #   4. the 100 mated probes' first hit (a copy of their finger: id mod
-#      DISTINCT), then identify(gallery, probe, 10) with the defaults and
-#      with mcc.refine_method = none, pgbench -T SECS (default 30) with 1 and
-#      16 clients: throughput, p50 and p99.
+#      DISTINCT), with the backend's stages of those calls
+#      (mcc.log_identify_timing, averaged), then identify(gallery, probe, 10)
+#      with the defaults and with mcc.refine_method = none, pgbench -T SECS
+#      (default 30) with 1 and 16 clients: throughput, p50 and p99; at the
+#      end the engine's totals (the GPU path's, and a refining search's
+#      stages per reply).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=test/gpu/device-lib.sh
@@ -131,11 +134,13 @@ grep -E "mcc_engine.*(load|GPU|upload|refinement)" /tmp/pgkit.log | tail -8 | se
 # --- 4. answers and speed --------------------------------------------------------
 step "identify()"
 t0=$(date +%s.%N)
-hits=$(psql_ -tAc "SELECT count(*) FILTER (WHERE top % $distinct = finger), count(*) FROM (
+hits=$(psql_ -tAc "SET mcc.log_identify_timing = on; SELECT count(*) FILTER (WHERE top % $distinct = finger), count(*) FROM (
 	SELECT p.finger, (SELECT id FROM identify('gallery', p.tpl, 10) ORDER BY score DESC, id LIMIT 1) AS top
 	FROM probes p WHERE p.mate) s") || exit 1
 t1=$(date +%s.%N)
 say "   mated probes whose first hit is a copy of their finger: ${hits/|/ of } ($(calc "$t1 - $t0" 1) s)"
+say "   the backend's stages of those calls (mcc.log_identify_timing, ms a call):"
+identify_timing_means /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
 dev_pgbench_table "$secs" "${SETTINGS_100M:-default mcc.refine_method=none}" identify \
 	"identify(gallery, probe, k => 10) through SQL, pgbench -T $secs, $n rows:"
 dev_bench_end

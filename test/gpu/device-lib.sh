@@ -375,7 +375,7 @@ dev_bench_end() {
 	psql_ -c "SELECT device, searches FROM mcc_gallery_status" | tee -a "$out/summary.txt"
 	grep -E "mcc_engine.*(WARNING|ERROR)" /tmp/pgkit.log | head -5 | tee -a "$out/summary.txt"
 	pgkit_down >/dev/null 2>&1
-	grep -E "GPU path totals|refining searches: " /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
+	grep -E "GPU path totals|refining searches" /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
 }
 
 # dev_pgbench_table SECS SETTINGS FUNCTION LABEL: pgbench -T SECS of

@@ -117,6 +117,25 @@ $node->safe_psql('postgres', q{
 	SELECT mcc_gallery_register('pg');
 });
 exact_via_service('pg', 'partitioned gallery');
+
+# the backend's stages (mcc.log_identify_timing) on the partitioned gallery:
+# one LOG line per call, its relations counted (the root and two
+# partitions), the stages adding up to the whole; superusers only
+for my $refine ('fused', 'none')
+{
+	my $from = -s $node->logfile;
+	$node->safe_psql('postgres', qq{
+		SET mcc.log_identify_timing = on; SET mcc.fallback = error;
+		SELECT count(*) FROM identify('pg', (SELECT tpl FROM probes WHERE pid = 1), 5, refine => '$refine')});
+	my @l = slurp_file($node->logfile, $from) =~ /identify\(\) timing: "pg" (\d+) relations (\S+) total=([\d.]+) ((?:\w+=[\d.]+ )+)requests=(\d+)/g;
+	my $sum = 0;
+	$sum += $_ for $l[3] =~ /=([\d.]+)/g;
+	ok(@l == 5 && $l[0] == 3 && $l[1] eq 'served' && $l[4] == 1 && abs($sum - $l[2]) < 0.02,
+		"refine => $refine: one timing line, 3 relations, served by one SEARCH, its stages summing to the whole ($sum of $l[2] ms)");
+}
+($ret, $out, $err) = $node->psql('postgres', q{
+	CREATE ROLE timing_user; SET ROLE timing_user; SET mcc.log_identify_timing = on});
+like($err, qr/permission denied to set parameter "mcc.log_identify_timing"/, 'mcc.log_identify_timing is for superusers');
 $node->safe_psql('postgres', q{
 	DELETE FROM pg_a WHERE id BETWEEN 150 AND 160;
 	INSERT INTO pg_a SELECT 150 + pid, 'direct', tpl FROM probes WHERE pid <= 5;
@@ -160,10 +179,20 @@ my $pub = service_node('publisher', preload => 0, wal_level => 'logical',
 $pub->safe_psql('postgres', q{
 	CREATE TABLE rg (id bigint PRIMARY KEY, tpl mcc_template);
 	INSERT INTO rg SELECT finger, template FROM mcc_synthetic(100, 1, 33);
-	CREATE PUBLICATION rgpub FOR TABLE rg});
+	CREATE TABLE rp_b (id bigint PRIMARY KEY, tpl mcc_template);
+	INSERT INTO rp_b SELECT 1000 + finger, template FROM mcc_synthetic(20, 1, 34);
+	CREATE PUBLICATION rgpub FOR TABLE rg, rp_b});
+# and a partitioned gallery one partition of which is subscribed
 $node->safe_psql('postgres', q{
 	CREATE TABLE rg (id bigint PRIMARY KEY, tpl mcc_template);
-	SELECT mcc_gallery_register('rg')});
+	SELECT mcc_gallery_register('rg');
+	CREATE TABLE rp (id bigint PRIMARY KEY, tpl mcc_template) PARTITION BY RANGE (id);
+	CREATE TABLE rp_a PARTITION OF rp FOR VALUES FROM (0) TO (1000);
+	CREATE TABLE rp_b PARTITION OF rp FOR VALUES FROM (1000) TO (2000);
+	INSERT INTO rp_a SELECT finger, template FROM mcc_synthetic(50, 1, 35);
+	SELECT mcc_gallery_register('rp')});
+is(check_all_probes($node, 'rp', 6, 0, 'SET mcc.fallback = error;'), 0,
+	'a partitioned gallery, nothing subscribed: exact answers through the matcher engine');
 $node->safe_psql('postgres', "CREATE SUBSCRIPTION rgsub CONNECTION '" . $pub->connstr . " dbname=postgres' PUBLICATION rgpub");
 $node->poll_query_until('postgres', 'SELECT count(*) = 100 FROM rg') or die 'initial sync';
 $pub->safe_psql('postgres', q{
@@ -174,6 +203,12 @@ $node->poll_query_until('postgres', 'SELECT count(*) = 74 FROM rg') or die 'repl
 	SET mcc.fallback = notice; SELECT count(*) FROM identify('rg', (SELECT tpl FROM probes WHERE pid = 1))});
 like($err, qr/"rg" is written by logical replication/, 'a subscribed gallery is scanned in the backend, saying why');
 is(check_all_probes($node, 'rg', 6), 0, 'and its answers include the replicated changes');
+$node->poll_query_until('postgres', 'SELECT count(*) = 20 FROM rp_b') or die 'partition sync';
+($ret, $out, $err) = $node->psql('postgres', q{
+	SET mcc.fallback = notice; SELECT count(*) FROM identify('rp', (SELECT tpl FROM probes WHERE pid = 1))});
+like($err, qr/"rp_b" is written by logical replication/,
+	'a partitioned gallery with a subscribed partition: scanned in the backend, saying which partition');
+is(check_all_probes($node, 'rp', 6), 0, 'and its answers include the replicated rows');
 $node->safe_psql('postgres', 'DROP SUBSCRIPTION rgsub');
 $pub->stop;
 

@@ -245,6 +245,27 @@ test_cancel(void)
 }
 
 /*
+ * The refining replies' stages (eng_rstage): each stamp set and in order
+ * (no stage below 0), the stages that follow one another together within
+ * the whole from SEARCH to RESULT, the count within its pass.
+ */
+static bool
+stages_ok(const eng_server *s)
+{
+	int64_t		staged = 0;
+
+	for (int i = 0; i < ENG_RSTAGES; i++)
+	{
+		if (s->refined_stage_usec[i] < 0)
+			return false;
+		if (i < ENG_RS_GPU)
+			staged += s->refined_stage_usec[i];
+	}
+	return staged <= s->refined_usec &&
+		s->refined_stage_usec[ENG_RS_COUNT] <= s->refined_stage_usec[ENG_RS_PASS];
+}
+
+/*
  * The next pass searches while a pass's shortlists are rescored: it starts
  * at once, and every answer of both equals the reference (whichever of the
  * two ends first). A delta waiting to be applied keeps the next pass back
@@ -288,6 +309,9 @@ test_overlap(void)
 	UNIT_CHECK(g->running == NULL && g->rescored == NULL && g->rescoring == NULL &&
 			   g->cache->pins == 0 && s->jobs == 0,
 			   "... both passes ended, the cache unpinned");
+	UNIT_CHECK(s->refined == 2 && stages_ok(s),
+			   "... the two refining replies timed stage by stage (the plain one not): no stage "
+			   "below 0, together within the whole, the count within its pass");
 	ip_clear_out(c);
 
 	/* a delta arrives during a rescoring: no pass beside it */
