@@ -105,7 +105,8 @@ ROLLBACK;
 -- identify_shortlists() and mcc_galleries_rows(): several galleries and
 -- probes in one call, each (gallery, probe) the rows of identify_shortlist()
 -- with its own shortlist and window (the matcher engine's: TAP 033)
-CREATE TABLE sg3 AS SELECT id, tpl FROM sg WHERE id % 3 <> 0;
+CREATE TABLE sg3 (id bigint PRIMARY KEY, tpl mcc_template);
+INSERT INTO sg3 SELECT id, tpl FROM sg WHERE id % 3 <> 0;
 SELECT same(
 	$$SELECT s.gallery_no, s.probe_no, s.id, s.lss, s.score, s.pos
 	  FROM identify_shortlists(ARRAY['sg', 'sg3', 'sg']::regclass[], ARRAY(SELECT tpl FROM sp ORDER BY pid),
@@ -148,7 +149,7 @@ SELECT sqlstate_of($$SELECT * FROM identify_shortlists(ARRAY['sg']::regclass[], 
 SELECT sqlstate_of($$SELECT * FROM identify_shortlists(ARRAY['sg']::regclass[], ARRAY(SELECT tpl FROM sp), ARRAY[10], 3, ARRAY[0], refine => 'none')$$);
 SELECT sqlstate_of($$SELECT mcc_galleries_rows(NULL)$$);
 SELECT sqlstate_of($$SELECT mcc_galleries_rows(ARRAY['sg', NULL]::regclass[])$$);
-SELECT sqlstate_of($$SELECT mcc_galleries_rows(ARRAY['sg2']::regclass[])$$);
+SELECT sqlstate_of($$SELECT mcc_galleries_rows(ARRAY['sg']::regclass[], id_column => 'nope')$$);
 
 DROP TABLE sg, sg2, sg3, sp;
 DROP FUNCTION brute_list(mcc_template, bigint, text), check_list(bigint, int, bigint, text);

@@ -228,11 +228,11 @@ mcc_gallery_rows_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(gallery_rows(&gallery));
 }
 /*
- * The elements of a non-null array argument n of a known element type (no
- * NULL element: 22004), into *elems; their number.
+ * The elements of a non-null array argument n of function fn, of a known
+ * element type (no NULL element: 22004), into *elems; their number.
  */
 static int
-array_arg(FunctionCallInfo fcinfo, int n, const char *name, Oid elem, Datum **elems)
+array_arg(FunctionCallInfo fcinfo, int n, const char *fn, const char *name, Oid elem, Datum **elems)
 {
 	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(n);
 	bool	   *nulls;
@@ -247,7 +247,7 @@ array_arg(FunctionCallInfo fcinfo, int n, const char *name, Oid elem, Datum **el
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("element %d of %s of identify_shortlists() is null", i + 1, name)));
+					 errmsg("element %d of %s of %s is null", i + 1, name, fn)));
 	return count;
 }
 
@@ -258,7 +258,7 @@ counts_arg(FunctionCallInfo fcinfo, int n, const char *name, int count)
 	Datum	   *elems;
 	int64	   *v = palloc(Max(count, 1) * sizeof(int64));
 
-	if (array_arg(fcinfo, n, name, INT8OID, &elems) != count)
+	if (array_arg(fcinfo, n, "identify_shortlists()", name, INT8OID, &elems) != count)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("%s of identify_shortlists() must have one element per gallery", name)));
@@ -308,7 +308,7 @@ mcc_identify_shortlists(PG_FUNCTION_ARGS)
 
 	mcc_pg_require_args(fcinfo, "identify_shortlists()",
 						(const char *const[]) {"galleries", "probes", "shortlists", "k", "windows_from"}, 5);
-	n_gal = array_arg(fcinfo, 0, "galleries", REGCLASSOID, &rels);
+	n_gal = array_arg(fcinfo, 0, "identify_shortlists()", "galleries", REGCLASSOID, &rels);
 	probes = mcc_probes_arg(PG_GETARG_ARRAYTYPE_P(1), "identify_shortlists()", &n_probes);
 	shortlists = counts_arg(fcinfo, 2, "shortlists", n_gal);
 	k = PG_GETARG_INT32(3);
@@ -368,7 +368,7 @@ mcc_galleries_rows(PG_FUNCTION_ARGS)
 	char	   *tpl_column = name_arg(fcinfo, 2);
 
 	mcc_pg_require_args(fcinfo, "mcc_galleries_rows()", (const char *const[]) {"galleries"}, 1);
-	n_gal = array_arg(fcinfo, 0, "galleries", REGCLASSOID, &rels);
+	n_gal = array_arg(fcinfo, 0, "mcc_galleries_rows()", "galleries", REGCLASSOID, &rels);
 	galleries = palloc(Max(n_gal, 1) * sizeof(mcc_gallery));
 	counts = palloc(Max(n_gal, 1) * sizeof(Datum));
 	for (int i = 0; i < n_gal; i++)
