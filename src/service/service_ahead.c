@@ -40,6 +40,7 @@ typedef struct ahead_req
 } ahead_req;
 
 static MemoryContext ahead_cxt = NULL;	/* NULL: no set begun */
+static int	ahead_depth = 0;	/* begun and not ended (a nested call joins the set) */
 static ahead_req *ahead = NULL;
 static int	n_ahead = 0;
 static int	max_ahead = 0;
@@ -48,8 +49,8 @@ static int	max_ahead = 0;
 void
 mcc_ahead_begin(void)
 {
-	if (ahead_cxt != NULL)
-		mcc_ahead_end();
+	if (ahead_depth++ > 0)
+		return;
 	ahead_cxt = AllocSetContextCreate(TopMemoryContext, "mcc requests sent ahead",
 									  ALLOCSET_DEFAULT_SIZES);
 	n_ahead = 0;
@@ -166,15 +167,16 @@ mcc_ahead_forget(void)
 }
 
 /*
- * End the set: cancel the requests nobody took and not yet answered (the
- * engine drops them, or their replies are dropped as stale ones).
+ * End the set (the outermost caller's end): cancel the requests nobody
+ * took and not yet answered (the engine drops them, or their replies are
+ * dropped as stale ones).
  */
 void
 mcc_ahead_end(void)
 {
 	int			taken = 0;
 
-	if (ahead_cxt == NULL)
+	if (ahead_depth == 0 || --ahead_depth > 0)
 		return;
 	for (int i = 0; i < n_ahead; i++)
 	{
