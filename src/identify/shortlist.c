@@ -107,7 +107,8 @@ put_list(ReturnSetInfo *rsinfo, const Datum *lead, int n_lead, const mcc_list_an
 	int64		i;
 
 	Assert(n_lead <= 2);
-	memcpy(values, lead, n_lead * sizeof(Datum));
+	for (i = 0; i < n_lead; i++)
+		values[i] = lead[i];
 	for (i = 0; i < a->n; i++)
 	{
 		v[0] = Int64GetDatum(a->rows[i].key);
