@@ -118,8 +118,8 @@ $$;
 -- The refinement moved to mcc's identify_shortlist() (docs/scale-out.md,
 -- "Refinement"): refine_rows() replaces refine_search(), refine_search_batch()
 -- and count_rows(): it counts each partition's rows itself, with mcc's
--- mcc_gallery_rows() (the matcher engine's count where it serves the
--- partition), in the statement that searches them.
+-- mcc_galleries_rows() (the matcher engine's counts where it serves the
+-- partitions), in the statement that searches them.
 DROP FUNCTION refine_search(text, integer[], bytea, integer, text, name, name);
 DROP FUNCTION refine_search_batch(text, integer[], bytea[], integer, text, name, name);
 DROP FUNCTION count_rows(text, integer[]);
@@ -164,16 +164,18 @@ $$;
 -- form; probe_no = position in probes), in one statement, so under one
 -- snapshot: per partition parts[i], first a row (0, part, NULL, NULL,
 -- NULL, rows, lo, hi): the rows with a template it holds for this
--- statement (mcc's mcc_gallery_rows(): the matcher engine's count when it
--- serves the partition, no scan of the table) and the window its lists
--- were asked for (_windows: given as window_from[i] and upto[i], or, where
--- those are NULL, chosen from the count and the coordinator's fraction,
--- refine_min, factor and nparts); then per probe mcc's
--- identify_shortlist(partition, probe, hi, k, lo, ...)
+-- statement (mcc's mcc_galleries_rows(): the matcher engine's counts when
+-- it serves the partitions, no scan of the tables, asked for at once) and
+-- the window its lists were asked for (_windows: given as window_from[i]
+-- and upto[i], or, where those are NULL, chosen from the count and the
+-- coordinator's fraction, refine_min, factor and nparts); then per probe
+-- the rows of mcc's identify_shortlist(partition, probe, hi, k, lo, ...)
 -- (src/identify/shortlist.c), which the matcher engine answers when it
 -- serves the partition: the rows of its first hi by LSS that fewer than k
 -- earlier ones beat by the refined score, every row from position lo on,
--- and a row with only pos, the list's length.
+-- and a row with only pos, the list's length. One identify_shortlists()
+-- for every partition and probe: the engine has all their requests at
+-- once and searches the partitions side by side.
 CREATE FUNCTION refine_rows(gallery text, parts integer[], upto bigint[], window_from bigint[],
 							probes bytea[], k integer, method text, id_column name, template_column name,
 							fraction float8, refine_min bigint, factor float8, nparts integer)
@@ -186,6 +188,8 @@ DECLARE
 	tpls mcc_template[];
 	rels regclass[];
 	counts bigint[];
+	los bigint[];
+	his bigint[];
 	st text; msg text; det text; hnt text;
 BEGIN
 	g := mcc_shard._gallery(gallery);
@@ -197,21 +201,18 @@ BEGIN
 	rels := ARRAY(SELECT p.rel FROM pg_catalog.unnest(parts) WITH ORDINALITY AS u(part, ord)
 					  JOIN mcc_shard.partitions p ON p.gallery = g AND p.part = u.part
 				  ORDER BY u.ord);
-	counts := ARRAY(SELECT mcc_gallery_rows(r.rel, coalesce(id_column, 'id'), template_column)
-					FROM pg_catalog.unnest(rels) WITH ORDINALITY AS r(rel, ord) ORDER BY r.ord);
+	counts := mcc_galleries_rows(rels, coalesce(id_column, 'id'), template_column);
+	SELECT pg_catalog.array_agg(x.lo ORDER BY x.ord), pg_catalog.array_agg(x.hi ORDER BY x.ord)
+		INTO los, his
+		FROM mcc_shard._windows(counts, upto, window_from, k, fraction, refine_min, factor, nparts) x;
 	RETURN QUERY
-		WITH w AS (
-			SELECT u.part, u.rel, u.n, x.lo, x.hi
-			FROM ROWS FROM (pg_catalog.unnest(parts), pg_catalog.unnest(rels), pg_catalog.unnest(counts))
-					 WITH ORDINALITY AS u(part, rel, n, ord)
-				 JOIN mcc_shard._windows(counts, upto, window_from, k, fraction, refine_min, factor, nparts) x
-					 ON x.ord = u.ord)
-		SELECT 0, w.part, NULL::bigint, NULL::real, NULL::real, w.n, w.lo, w.hi FROM w
+		SELECT 0, u.part, NULL::bigint, NULL::real, NULL::real, u.n, u.lo, u.hi
+		FROM ROWS FROM (pg_catalog.unnest(parts), pg_catalog.unnest(counts), pg_catalog.unnest(los),
+						pg_catalog.unnest(his)) AS u(part, n, lo, hi)
 		UNION ALL
-		SELECT t.ord::integer, w.part, s.id, s.lss, s.score, s.pos, NULL::bigint, NULL::bigint
-		FROM w, pg_catalog.unnest(tpls) WITH ORDINALITY AS t(tpl, ord),
-			 LATERAL identify_shortlist(w.rel, t.tpl, w.hi, k, w.lo, coalesce(id_column, 'id'),
-										template_column, method) s;
+		SELECT s.probe_no, parts[s.gallery_no], s.id, s.lss, s.score, s.pos, NULL::bigint, NULL::bigint
+		FROM identify_shortlists(rels, coalesce(tpls, '{}'), his, k, los, coalesce(id_column, 'id'),
+								 template_column, method) s;
 EXCEPTION WHEN query_canceled OR others THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
 		hnt = PG_EXCEPTION_HINT;

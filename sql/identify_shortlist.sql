@@ -102,6 +102,33 @@ DELETE FROM sg2 WHERE key % 3 = 0;
 SELECT mcc_gallery_rows('sg2', 'key', 'tpl') = (SELECT count(*) FROM sg2 WHERE tpl IS NOT NULL) AS own_changes_counted;
 ROLLBACK;
 
+-- identify_shortlists() and mcc_galleries_rows(): several galleries and
+-- probes in one call, each (gallery, probe) the rows of identify_shortlist()
+-- with its own shortlist and window (the matcher engine's: TAP 033)
+CREATE TABLE sg3 (id bigint PRIMARY KEY, tpl mcc_template);
+INSERT INTO sg3 SELECT id, tpl FROM sg WHERE id % 3 <> 0;
+SELECT same(
+	$$SELECT s.gallery_no, s.probe_no, s.id, s.lss, s.score, s.pos
+	  FROM identify_shortlists(ARRAY['sg', 'sg3', 'sg']::regclass[], ARRAY(SELECT tpl FROM sp ORDER BY pid),
+							   ARRAY[60, 40, 0], 3, ARRAY[45, 30, 0], refine => 'fused') s$$,
+	$$SELECT g.no, p.pid, l.id, l.lss, l.score, l.pos
+	  FROM (VALUES (1, 'sg'::regclass, 60, 45), (2, 'sg3', 40, 30), (3, 'sg', 0, 0)) g(no, rel, n, w), sp p,
+		   LATERAL identify_shortlist(g.rel, p.tpl, g.n, 3, g.w, refine => 'fused') l$$)
+	AS three_galleries;
+SELECT same(
+	$$SELECT s.gallery_no, s.probe_no, s.id, s.lss, s.score, s.pos
+	  FROM identify_shortlists(ARRAY['sg2']::regclass[], ARRAY(SELECT tpl FROM sp ORDER BY pid), ARRAY[50], 2,
+							   ARRAY[40], id_column => 'key') s$$,
+	$$SELECT 1, p.pid, l.id, l.lss, l.score, l.pos
+	  FROM sp p, LATERAL identify_shortlist('sg2', p.tpl, 50, 2, 40, id_column => 'key') l$$)
+	AS another_key;
+SELECT count(*) AS no_probes FROM identify_shortlists(ARRAY['sg']::regclass[], '{}', ARRAY[10], 3, ARRAY[0]);
+SELECT count(*) AS no_galleries FROM identify_shortlists('{}', ARRAY(SELECT tpl FROM sp), '{}', 3, '{}');
+SELECT mcc_galleries_rows(ARRAY['sg', 'sg3', 'sg']::regclass[])
+		 = ARRAY[mcc_gallery_rows('sg'), mcc_gallery_rows('sg3'), mcc_gallery_rows('sg')] AS rows_in_order,
+	   mcc_galleries_rows(ARRAY['sg2']::regclass[], 'key') = ARRAY[mcc_gallery_rows('sg2', 'key')] AS another_key,
+	   mcc_galleries_rows('{}') AS none;
+
 -- errors
 SELECT sqlstate_of($$SELECT mcc_gallery_rows(NULL)$$);
 SELECT sqlstate_of($$SELECT mcc_gallery_rows('sg', id_column => 'nope')$$);
@@ -113,7 +140,17 @@ SELECT sqlstate_of($$SELECT * FROM identify_shortlist('sg', (SELECT tpl FROM sp 
 SELECT sqlstate_of($$SELECT * FROM identify_shortlist('sg', NULL, 10, 3, 0)$$);
 SELECT sqlstate_of($$SELECT * FROM identify_shortlist('sg', (SELECT tpl FROM sp WHERE pid = 1), NULL, 3, 0)$$);
 SELECT sqlstate_of($$SELECT * FROM identify_shortlist('sg', (SELECT tpl FROM sp WHERE pid = 1), 10, 3, 0, id_column => 'nope')$$);
+SELECT sqlstate_of($$SELECT * FROM identify_shortlists(NULL, ARRAY(SELECT tpl FROM sp), '{}', 3, '{}')$$);
+SELECT sqlstate_of($$SELECT * FROM identify_shortlists(ARRAY['sg']::regclass[], ARRAY[NULL::mcc_template], ARRAY[10], 3, ARRAY[0])$$);
+SELECT sqlstate_of($$SELECT * FROM identify_shortlists(ARRAY['sg']::regclass[], ARRAY(SELECT tpl FROM sp), ARRAY[10, 20], 3, ARRAY[0])$$);
+SELECT sqlstate_of($$SELECT * FROM identify_shortlists(ARRAY['sg']::regclass[], ARRAY(SELECT tpl FROM sp), ARRAY[NULL::bigint], 3, ARRAY[0])$$);
+SELECT sqlstate_of($$SELECT * FROM identify_shortlists(ARRAY['sg']::regclass[], ARRAY(SELECT tpl FROM sp), ARRAY[10], 3, ARRAY[-1])$$);
+SELECT sqlstate_of($$SELECT * FROM identify_shortlists(ARRAY['sg']::regclass[], ARRAY(SELECT tpl FROM sp), ARRAY[10], 0, ARRAY[0])$$);
+SELECT sqlstate_of($$SELECT * FROM identify_shortlists(ARRAY['sg']::regclass[], ARRAY(SELECT tpl FROM sp), ARRAY[10], 3, ARRAY[0], refine => 'none')$$);
+SELECT sqlstate_of($$SELECT mcc_galleries_rows(NULL)$$);
+SELECT sqlstate_of($$SELECT mcc_galleries_rows(ARRAY['sg', NULL]::regclass[])$$);
+SELECT sqlstate_of($$SELECT mcc_galleries_rows(ARRAY['sg']::regclass[], id_column => 'nope')$$);
 
-DROP TABLE sg, sg2, sp;
+DROP TABLE sg, sg2, sg3, sp;
 DROP FUNCTION brute_list(mcc_template, bigint, text), check_list(bigint, int, bigint, text);
 DROP FUNCTION try(text), sqlstate_of(text), same(text, text);

@@ -72,6 +72,29 @@ LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE;
 COMMENT ON FUNCTION mcc_gallery_rows(regclass, name, name) IS
 'the rows with a template that the statement sees (count(*) of the rows whose template is not null), counted by the matcher engine from its cache when the service serves the gallery, else by a query';
 
+-- identify_shortlist() and mcc_gallery_rows() of several galleries in one
+-- call, with the same rows: the matcher engine's requests are all sent
+-- before any is awaited, so that the engine serves the galleries at once (a
+-- scale-out shard's partitions: docs/scale-out.md, "Refinement").
+CREATE FUNCTION identify_shortlists(galleries regclass[], probes mcc_template[], shortlists bigint[],
+									k int, windows_from bigint[], id_column name DEFAULT NULL,
+									template_column name DEFAULT NULL, refine text DEFAULT NULL)
+RETURNS TABLE(gallery_no int, probe_no int, id bigint, lss real, score real, pos bigint)
+AS 'MODULE_PATHNAME', 'mcc_identify_shortlists'
+LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 1000 COST 10000;
+
+COMMENT ON FUNCTION identify_shortlists(regclass[], mcc_template[], bigint[], int, bigint[], name, name, text) IS
+'identify_shortlist(galleries[i], probes[j], shortlists[i], k, windows_from[i], ...) for every gallery i and probe j (gallery_no, probe_no from 1), the matcher engine''s requests sent at once';
+
+CREATE FUNCTION mcc_galleries_rows(galleries regclass[], id_column name DEFAULT NULL,
+								   template_column name DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'mcc_galleries_rows'
+LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION mcc_galleries_rows(regclass[], name, name) IS
+'mcc_gallery_rows() of each gallery, in order, the matcher engine''s counts asked for at once';
+
 -- Thresholds by false match rate (docs/accuracy.md, "Thresholds by false
 -- match rate"): per method, the score at or above which at most that share
 -- of impostor pairs (different fingers) scored, measured on FVC2002 and on

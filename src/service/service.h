@@ -13,6 +13,7 @@
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
+#include "utils/array.h"
 #include "utils/rel.h"
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
@@ -249,6 +250,35 @@ extern void mcc_conn_send(StringInfo frame, uint16 type, uint64 request_id);
  */
 extern bool mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags,
 								 uint64 request_id, int timeout_ms);
+
+/* Best-effort CANCEL of request_id; never raises, never blocks. */
+extern void mcc_conn_cancel(uint64 request_id);
+
+/*
+ * Requests sent ahead (service_ahead.c): mcc_conn_send_ahead sends a frame
+ * whose reply is kept when it arrives; mcc_conn_send_or_take sends a frame,
+ * or takes the request sent ahead with the same frame; either way the
+ * request id to await.
+ */
+extern uint64 mcc_conn_send_ahead(StringInfo frame, uint16 type);
+extern uint64 mcc_conn_send_or_take(StringInfo frame, uint16 type);
+
+/*
+ * A set of requests sent ahead (service_ahead.c): begun by the caller that
+ * sends them (serve()'s sending-ahead mode), ended by it, also on error
+ * (the requests nobody took are cancelled). The rest is for
+ * service_client.c: remember a request, take the one of a frame, keep a
+ * reply that arrived early and hand it over, forget all when the
+ * connection closes.
+ */
+extern void mcc_ahead_begin(void);
+extern bool mcc_ahead_active(void);
+extern void mcc_ahead_end(void);
+extern void mcc_ahead_add(uint64 id, uint16 type, const char *payload, uint32 len);
+extern bool mcc_ahead_take(uint16 type, const char *payload, uint32 len, uint64 *id);
+extern bool mcc_ahead_keep(uint64 id, uint16 type, const char *body, uint32 len);
+extern bool mcc_ahead_reply(uint64 id, uint16 *type, char **body, uint32 *len);
+extern void mcc_ahead_forget(void);
 
 /*
  * Wait for the reply to request_id. Interrupts (cancel, statement_timeout)
@@ -612,6 +642,23 @@ extern bool mcc_service_identify_list(const struct mcc_gallery *g, const struct 
  * into *n. False as mcc_service_identify (then count the table).
  */
 extern bool mcc_service_gallery_rows(const struct mcc_gallery *g, int64 *n);
+
+/*
+ * The probes of an mcc_template[] argument, detoasted and validated; a NULL
+ * one is an error (22004) naming function fn (src/service/service_batch.c).
+ */
+extern struct varlena **mcc_probes_arg(ArrayType *arr, const char *fn, int *n);
+
+/*
+ * The requests of mcc_service_identify_list() and mcc_service_gallery_rows()
+ * sent ahead (service_ahead.c, inside mcc_ahead_begin() .. mcc_ahead_end()):
+ * the same calls made later take their replies, so that several galleries'
+ * requests are in the engine at once.
+ */
+extern void mcc_service_identify_list_ahead(const struct mcc_gallery *g,
+											const struct varlena *probe, int32 k, int method,
+											int64 shortlist);
+extern void mcc_service_gallery_rows_ahead(const struct mcc_gallery *g);
 
 /* ---------------------------------------------------------------------
  * Refinement through the service (src/service/service_refine.c)

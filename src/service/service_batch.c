@@ -101,9 +101,12 @@ batch_in_backend(FunctionCallInfo fcinfo, Oid tpltype, struct varlena **probes, 
 	SPI_finish();
 }
 
-/* The probes of the array, detoasted and validated. */
-static struct varlena **
-batch_probes(ArrayType *arr, int *n)
+/*
+ * The probes of the array, detoasted and validated; a NULL one is an error
+ * naming function fn (identify_batch(), identify_shortlists()).
+ */
+struct varlena **
+mcc_probes_arg(ArrayType *arr, const char *fn, int *n)
 {
 	Datum	   *elems;
 	bool	   *nulls;
@@ -121,7 +124,7 @@ batch_probes(ArrayType *arr, int *n)
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("probe %d of identify_batch() is null", i + 1)));
+					 errmsg("probe %d of %s is null", i + 1, fn)));
 		probes[i] = checked_probe(elems[i]);
 	}
 	return probes;
@@ -176,7 +179,7 @@ mcc_identify_batch(PG_FUNCTION_ARGS)
 		max_probes = (int) Max(1, Min((int64) BATCH_MAX_PROBES, BATCH_MAX_CANDIDATES /
 									  (2 * Max((int64) mcc_refine_min, (int64) r.k) + 8)));
 	arr = PG_GETARG_ARRAYTYPE_P(1);
-	r.probes = batch_probes(arr, &r.n_probes);
+	r.probes = mcc_probes_arg(arr, "identify_batch()", &r.n_probes);
 	mcc_gallery_resolve(PG_GETARG_OID(0),
 						PG_ARGISNULL(4) ? NULL : NameStr(*PG_GETARG_NAME(4)),
 						PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5)),

@@ -60,6 +60,7 @@ mcc_conn_close(void)
 	if (rbuf.data != NULL)
 		resetStringInfo(&rbuf);
 	rbuf_start = 0;
+	mcc_ahead_forget();
 }
 
 /* Incarnation of the engine this backend is connected to. */
@@ -202,6 +203,38 @@ mcc_conn_send(StringInfo frame, uint16 type, uint64 request_id)
 	write_all(frame->data, frame->len);
 }
 
+/*
+ * Send a frame ahead of the call that will await its reply
+ * (service_ahead.c): the reply is kept when it comes, and the call whose
+ * frame is the same takes it. Returns the request id.
+ */
+uint64
+mcc_conn_send_ahead(StringInfo frame, uint16 type)
+{
+	uint64		id = mcc_conn_next_id();
+
+	mcc_ahead_add(id, type, frame->data + HDR_SIZE, (uint32) (frame->len - HDR_SIZE));
+	mcc_conn_send(frame, type, id);
+	return id;
+}
+
+/*
+ * Send a frame and return its request id: the id of the request sent ahead
+ * with the same frame if there is one (its reply is then the one awaited),
+ * else a fresh one.
+ */
+uint64
+mcc_conn_send_or_take(StringInfo frame, uint16 type)
+{
+	uint64		id;
+
+	if (mcc_ahead_take(type, frame->data + HDR_SIZE, (uint32) (frame->len - HDR_SIZE), &id))
+		return id;
+	id = mcc_conn_next_id();
+	mcc_conn_send(frame, type, id);
+	return id;
+}
+
 /* Send with poll() only (no interrupts, as under an LWLock). */
 bool
 mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags, uint64 request_id,
@@ -240,8 +273,8 @@ mcc_conn_send_nowait(StringInfo frame, uint16 type, uint16 flags, uint64 request
 }
 
 /* Best-effort CANCEL of request_id; never raises, never blocks. */
-static void
-send_cancel(uint64 request_id)
+void
+mcc_conn_cancel(uint64 request_id)
 {
 	uint8		buf[HDR_SIZE + 8];
 	mcc_frame_hdr hdr;
@@ -273,10 +306,22 @@ parse_error(mcc_reply *reply)
 	reply->err_message = pnstrdup(mcc_get_raw(&r, len), len);
 }
 
+/* reply of this type from body (len bytes, palloc'ed, one more for a NUL). */
+static void
+make_reply(mcc_reply *reply, uint16 type, char *body, uint32 len)
+{
+	memset(reply, 0, sizeof(*reply));
+	reply->type = type;
+	mcc_wire_rd_init(&reply->body, body, len);
+	if (type == MCC_MSG_ERROR)
+		parse_error(reply);
+}
+
 /*
  * Take one complete frame from rbuf if there is one. Frames for other
- * requests (answers to cancelled ones) are dropped. Returns true when the
- * reply to request_id was taken.
+ * requests are kept if those were sent ahead (service_ahead.c), else
+ * dropped (answers to cancelled ones). Returns true when the reply to
+ * request_id was taken.
  */
 static bool
 take_frame(uint64 request_id, mcc_reply *reply, bool *took_any)
@@ -302,17 +347,16 @@ take_frame(uint64 request_id, mcc_reply *reply, bool *took_any)
 	*took_any = true;
 	if (hdr.request_id != request_id)
 	{
+		/* a request sent ahead keeps its reply; others' are stale */
+		(void) mcc_ahead_keep(hdr.request_id, hdr.type, rbuf.data + rbuf_start + HDR_SIZE,
+							  hdr.length);
 		rbuf_start += HDR_SIZE + hdr.length;
 		return false;
 	}
 	body = palloc(hdr.length + 1);
 	memcpy(body, rbuf.data + rbuf_start + HDR_SIZE, hdr.length);
 	rbuf_start += HDR_SIZE + hdr.length;
-	memset(reply, 0, sizeof(*reply));
-	reply->type = hdr.type;
-	mcc_wire_rd_init(&reply->body, body, hdr.length);
-	if (hdr.type == MCC_MSG_ERROR)
-		parse_error(reply);
+	make_reply(reply, hdr.type, body, hdr.length);
 	return true;
 }
 
@@ -364,7 +408,16 @@ static bool
 wait_reply_until(uint64 request_id, mcc_reply *reply, TimestampTz deadline)
 {
 	volatile bool got = false;
+	uint16		type;
+	char	   *body;
+	uint32		len;
 
+	/* a request sent ahead whose reply came while another was awaited */
+	if (mcc_ahead_reply(request_id, &type, &body, &len))
+	{
+		make_reply(reply, type, body, len);
+		return true;
+	}
 	PG_TRY();
 	{
 		for (;;)
@@ -390,12 +443,12 @@ wait_reply_until(uint64 request_id, mcc_reply *reply, TimestampTz deadline)
 	PG_CATCH();
 	{
 		/* cancel, statement_timeout, termination: tell the engine to drop it */
-		send_cancel(request_id);
+		mcc_conn_cancel(request_id);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	if (!got)
-		send_cancel(request_id);
+		mcc_conn_cancel(request_id);
 	return got;
 }
 

@@ -735,6 +735,16 @@ probes_profile(struct varlena **probes, int n)
 	return profile;
 }
 
+/*
+ * mcc.fallback's word, unless r only sends ahead (the call it prepares
+ * says it, once).
+ */
+static bool
+req_fallback(const serve_req *r, const char *why)
+{
+	return r->ahead ? false : fallback(why);
+}
+
 /* serve(), in r->cxt. */
 static bool
 serve_in(serve_req *r)
@@ -747,18 +757,18 @@ serve_in(serve_req *r)
 	if (mcc_service_bypass || !mcc_service_enabled)
 		return false;
 	if (mcc_svc == NULL)
-		return fallback("mcc is not in shared_preload_libraries");
+		return req_fallback(r, "mcc is not in shared_preload_libraries");
 	if ((why = registration_problem(r->g)) != NULL)
-		return fallback(why);
+		return req_fallback(r, why);
 	/* a hot standby serves only galleries whose writes are logged */
 	if (RecoveryInProgress() && (why = mcc_standby_log_problem(r->g->relid, r->g->relname)) != NULL)
-		return fallback(why);
+		return req_fallback(r, why);
 	if (check_enable_rls(r->g->relid, InvalidOid, false) == RLS_ENABLED)
-		return fallback("row-level security is active for the gallery");
+		return req_fallback(r, "row-level security is active for the gallery");
 	if ((r->profile_id = probes_profile(r->probes, r->n_probes)) < 0)
 		return false;			/* the backend compares each probe on its own */
 	if ((why = prepare_ref(r, &silent)) != NULL)
-		return silent ? false : fallback(why);
+		return silent ? false : req_fallback(r, why);
 	predicate_lock_gallery(r->ref.relids);
 	r->ans = palloc0(r->n_probes * sizeof(probe_answer));
 	serve_timing_lap(&r->tm, SERVE_T_CHECKS);
@@ -766,16 +776,19 @@ serve_in(serve_req *r)
 	for (attempt = 0; attempt < MAX_ATTEMPTS; attempt++)
 	{
 		if (mcc_conn_ensure(&why) != MCC_CONN_OK)
-			return fallback(why);
+			return req_fallback(r, why);
+		/* sending ahead: nothing but the search (loads and catching up are the call's) */
+		if (r->ahead && (RecoveryInProgress() || mcc_slot_needs_load(&r->ref, r->profile_id)))
+			return false;
 		if (!ensure_loaded(r, &silent, &why))
-			return silent ? false : fallback(why);
+			return silent ? false : req_fallback(r, why);
 		if (RecoveryInProgress())
 		{
 			/* a hot standby: the change log brings what triggers bring elsewhere */
 			mcc_catchup_result c = mcc_standby_catch_up(&r->ref, &why);
 
 			if (c == MCC_CATCHUP_FAILED)
-				return fallback(why);
+				return req_fallback(r, why);
 			if (c == MCC_CATCHUP_RELOAD)
 				continue;
 		}
@@ -787,16 +800,18 @@ serve_in(serve_req *r)
 				search_refined(r, &why) : SEARCH_RECHECKED;
 		if (outcome == SEARCH_RECHECKED)
 			outcome = search_visible(r, &why);
+		if (r->ahead)
+			return false;		/* its first SEARCH is sent: the call takes its reply */
 		switch (outcome)
 		{
 			case SEARCH_DONE:
 				if (r->method != MCC_LSS && !r->in_engine && !refine_hits(r, &why))
-					return fallback(why);
+					return req_fallback(r, why);
 				return true;
 			case SEARCH_SILENT:
 				return false;
 			case SEARCH_FALLBACK:
-				return fallback(why);
+				return req_fallback(r, why);
 			case SEARCH_RELOAD:
 				mcc_slot_mark_reload(&r->ref);
 				break;
@@ -804,7 +819,7 @@ serve_in(serve_req *r)
 				break;			/* search_visible never says it */
 		}
 	}
-	return fallback("the matcher engine asked for reloads repeatedly");
+	return req_fallback(r, "the matcher engine asked for reloads repeatedly");
 }
 
 /*

@@ -61,6 +61,7 @@ typedef struct serve_req
 	int64		fixed_short;	/* > 0: n' is this many rows, not the settings' (identify_shortlist()) */
 	int64		list_from;		/* identify_shortlist(): window_from */
 	mcc_list_answer *list;		/* identify_shortlist(): the answer, for the one probe */
+	bool		ahead;			/* only send the first SEARCH, ahead (service_ahead.c) */
 	MemoryContext cxt;			/* what serving allocates; the caller deletes it */
 	serve_timing tm;			/* where serve() spent its time (service_timing.h) */
 } serve_req;

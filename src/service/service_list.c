@@ -7,7 +7,10 @@
  * it as any refining request and hands the shortlist here. And
  * mcc_gallery_rows(), the row count the scale-out refinement sizes each
  * partition's window with: a request without probes, which serve() answers
- * with the engine's visibility count alone.
+ * with the engine's visibility count alone. Both can be sent ahead
+ * (service_ahead.c), so that identify_shortlists() and
+ * mcc_galleries_rows() have all their galleries' requests in the engine at
+ * once.
  */
 #include "mcc_pg.h"
 #include "service.h"
@@ -71,12 +74,13 @@ pick_list(serve_req *r, probe_answer *a, const mcc_refined *kept, const float *k
 }
 
 /*
- * identify_shortlist() through the service (src/identify/shortlist.h): a
- * refining request whose n' is `shortlist`, answered as a whole list.
+ * identify_shortlist() through the service: a refining request whose n' is
+ * `shortlist`, answered as a whole list into *out; or, ahead, only its
+ * first SEARCH sent (service_ahead.c).
  */
-bool
-mcc_service_identify_list(const mcc_gallery *g, const struct varlena *probe, int32 k, int method,
-						  int64 shortlist, int64 from, mcc_list_answer *out)
+static bool
+serve_list(const mcc_gallery *g, const struct varlena *probe, int32 k, int method,
+		   int64 shortlist, int64 from, mcc_list_answer *out, bool ahead)
 {
 	serve_req	r;
 	struct varlena *p = (struct varlena *) probe;
@@ -87,25 +91,60 @@ mcc_service_identify_list(const mcc_gallery *g, const struct varlena *probe, int
 	r.fixed_short = shortlist;
 	r.list_from = from;
 	r.list = out;
+	r.ahead = ahead;
 	ok = serve(&r);
 	MemoryContextDelete(r.cxt);
 	return ok;
 }
 
+/* identify_shortlist() through the service (src/identify/shortlist.h). */
+bool
+mcc_service_identify_list(const mcc_gallery *g, const struct varlena *probe, int32 k, int method,
+						  int64 shortlist, int64 from, mcc_list_answer *out)
+{
+	return serve_list(g, probe, k, method, shortlist, from, out, false);
+}
+
+/* Its request sent ahead, for a later mcc_service_identify_list() to take. */
+void
+mcc_service_identify_list_ahead(const mcc_gallery *g, const struct varlena *probe, int32 k,
+								int method, int64 shortlist)
+{
+	(void) serve_list(g, probe, k, method, shortlist, 0, NULL, true);
+}
+
 /*
  * mcc_gallery_rows() through the service: a request without probes, whose
- * count serve() judges against the statement's snapshot as identify()'s n.
+ * count serve() judges against the statement's snapshot as identify()'s n;
+ * or, ahead, only that request sent.
  */
-bool
-mcc_service_gallery_rows(const mcc_gallery *g, int64 *n)
+static bool
+serve_rows(const mcc_gallery *g, int64 *n, bool ahead)
 {
 	serve_req	r;
 	bool		ok;
 
 	serve_req_one(&r, g, NULL, 1, MCC_LSS);
 	r.n_probes = 0;
+	r.ahead = ahead;
 	ok = serve(&r);
 	*n = r.count_rows;
 	MemoryContextDelete(r.cxt);
 	return ok;
+}
+
+/* mcc_gallery_rows() through the service. */
+bool
+mcc_service_gallery_rows(const mcc_gallery *g, int64 *n)
+{
+	return serve_rows(g, n, false);
+}
+
+/* Its request sent ahead, for a later mcc_service_gallery_rows() to take. */
+void
+mcc_service_gallery_rows_ahead(const mcc_gallery *g)
+{
+	int64		n;
+
+	(void) serve_rows(g, &n, true);
 }

@@ -12,7 +12,9 @@
 #define REFINE_UNIT			256		/* candidates per mcc.request_timeout, beyond one per probe */
 
 /*
- * Send SEARCH and wait; false on mcc.request_timeout. count_xmin: 0, or ask
+ * Send SEARCH and wait; false on mcc.request_timeout, or at once when
+ * r->ahead (sent ahead, src/service/service_ahead.c; the same frame sent
+ * later takes that request's reply). count_xmin: 0, or ask
  * for the visibility count at this snapshot xmin when more than count_above
  * entries are searchable. in_engine: a refining search (the engine rescores
  * its shortlist; kprime is then the slack of mcc_proto.h).
@@ -22,7 +24,7 @@ send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
 			uint64 count_above, bool in_engine, mcc_reply *reply)
 {
 	StringInfoData f;
-	uint64		id = mcc_conn_next_id();
+	uint64		id;
 	int			i;
 	bool		answered;
 
@@ -46,7 +48,14 @@ send_search(serve_req *r, uint64 gen, uint32 kprime, uint64 count_xmin,
 	mcc_put_u32(&f, (uint32) r->n_probes);
 	for (i = 0; i < r->n_probes; i++)
 		mcc_put_bytes(&f, r->probes[i], VARSIZE(r->probes[i]));
-	mcc_conn_send(&f, MCC_MSG_SEARCH, id);
+	if (r->ahead)
+	{
+		/* serve() sending ahead: the call that needs the reply takes it */
+		(void) mcc_conn_send_ahead(&f, MCC_MSG_SEARCH);
+		pfree(f.data);
+		return false;
+	}
+	id = mcc_conn_send_or_take(&f, MCC_MSG_SEARCH);
 	pfree(f.data);
 	serve_timing_lap(&r->tm, SERVE_T_SEND);
 	/* mcc.request_timeout per probe; refining, also per REFINE_UNIT candidates */

@@ -377,4 +377,49 @@ $rr->query_safe('COMMIT');
 is($counts->($rr), "$n1 $n1 engine", '... and a new one the new rows, by the engine');
 $rr->quit;
 
+# --- a shard's partitions at once: identify_shortlists(), mcc_galleries_rows() ---
+# refine_rows() asks for every partition's count, then every partition's
+# list, each set of the matcher engine's requests sent before any is
+# awaited (src/service/service_ahead.c); each (partition, probe) must be
+# identify_shortlist()'s rows, here while another session's changes are
+# newer than the statement's snapshot, and every request sent ahead taken.
+$s1->safe_psql('postgres', slurp_file("$ENV{MCC_SRCDIR}/sql/include/same.sql"));
+$s1->safe_psql('postgres', q{
+	CREATE TABLE lp AS SELECT (row_number() OVER ())::int AS pid, template AS tpl
+		FROM mcc_synthetic(6, 2, 7) WHERE impression = 1;
+	CREATE TABLE lparts AS SELECT p.rel, p.part, (row_number() OVER (ORDER BY p.part))::int AS no
+		FROM mcc_shard.partitions p
+		WHERE p.gallery = 'g'::regclass AND p.part IN (SELECT part FROM mcc_shard.nonempty_partitions('public.g'))});
+my $nparts_s1 = $s1->safe_psql('postgres', 'SELECT count(*) FROM lparts');
+my $at_once = q{SELECT same(
+	$$SELECT s.gallery_no, s.probe_no, s.id, s.lss, s.score, s.pos
+	  FROM identify_shortlists((SELECT array_agg(rel ORDER BY no) FROM lparts), ARRAY(SELECT tpl FROM lp ORDER BY pid),
+							   (SELECT array_agg(30 + part ORDER BY no)::bigint[] FROM lparts), 3,
+							   (SELECT array_agg(20 + part ORDER BY no)::bigint[] FROM lparts), refine => 'fused') s$$,
+	$$SELECT p.no, l.pid, x.id, x.lss, x.score, x.pos
+	  FROM lparts p, lp l, LATERAL identify_shortlist(p.rel, l.tpl, 30 + p.part, 3, 20 + p.part, refine => 'fused') x$$)
+	|| ' / ' || (SELECT mcc_galleries_rows(array_agg(rel ORDER BY no)) = array_agg(mcc_gallery_rows(rel) ORDER BY no)
+				 FROM lparts)};
+my $rr2 = $s1->background_psql('postgres', on_error_stop => 1);
+$rr2->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$rr2->query_safe('SELECT count(*) FROM lp');
+$s1->safe_psql('postgres', qq{DELETE FROM $rel WHERE id % 7 = 2});
+foreach my $when ('an old snapshot', 'a new one')
+{
+	$rr2->{stderr} = '';
+	my $out = $rr2->query("SET client_min_messages = debug1; $at_once; RESET client_min_messages");
+	my $err = $rr2->{stderr};
+	my $lists = $nparts_s1 * 6;
+	$rr2->{stderr} = '';
+	like($out, qr/^same, [1-9]\d* rows \/ true$/,
+		"identify_shortlists() over s1's $nparts_s1 partitions and 6 probes: identify_shortlist()'s rows; mcc_galleries_rows(): mcc_gallery_rows() ($when)");
+	like($err, qr/mcc: $lists of $lists requests sent ahead to the matcher engine were taken/,
+		"... the $lists lists' requests sent to the engine at once, and taken");
+	like($err, qr/mcc: $nparts_s1 of $nparts_s1 requests sent ahead to the matcher engine were taken/,
+		"... and the $nparts_s1 counts'");
+	$rr2->query_safe('COMMIT; BEGIN ISOLATION LEVEL REPEATABLE READ');
+}
+$rr2->query_safe('COMMIT');
+$rr2->quit;
+
 done_testing();
