@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "eng_conn.h"
+#include "eng_io.h"
 #include "eng_gallery.h"
 #include "eng_handlers.h"
 #include "eng_load.h"
@@ -229,20 +230,20 @@ eng_conn_read(eng_server *s, eng_conn *c)
 		if (!eng_buf_reserve(&c->in, c->load != NULL || c->joined ? LOAD_AHEAD : READ_CHUNK))
 			return false;
 		n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
-		if (n > 0)
+		switch (eng_io_of(n))
 		{
-			c->in.len += (size_t) n;
-			total += (size_t) n;
-			process_frames(s, c);
-			continue;
+			case ENG_IO_MOVED:
+				c->in.len += (size_t) n;
+				total += (size_t) n;
+				process_frames(s, c);
+				break;
+			case ENG_IO_AGAIN:
+				break;
+			case ENG_IO_BLOCKED:
+				return true;
+			case ENG_IO_ENDED:
+				return false;
 		}
-		if (n == 0)
-			return false;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			break;
-		return false;
 	}
 	return true;
 }
@@ -259,15 +260,13 @@ eng_conn_read_ahead(eng_conn *c)
 		return 0;
 	/* into the room there is: the buffer must not move under the frame being handled */
 	n = recv(c->fd, c->in.data + c->in.len, room, MSG_DONTWAIT);
-	if (n > 0)
+	if (eng_io_of(n) == ENG_IO_MOVED)
 	{
 		c->in.len += (size_t) n;
 		c->ahead_left -= (size_t) n;
 		return 1;
 	}
-	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
-		return 0;
-	return -1;					/* closed or broken: the next eng_conn_read says so */
+	return eng_io_of(n) == ENG_IO_ENDED ? -1 : 0;					/* closed or broken: the next eng_conn_read says so */
 }
 
 int
@@ -281,13 +280,13 @@ eng_conn_read_ahead_other(eng_conn *c)
 	if (c->in.len - c->in_pos >= 2 * LOAD_AHEAD || !eng_buf_reserve(&c->in, LOAD_AHEAD))
 		return -1;
 	n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, MSG_DONTWAIT);
-	if (n > 0)
+	if (eng_io_of(n) == ENG_IO_MOVED)
 	{
 		c->in.len += (size_t) n;
 		c->input_pending = true;
 		return 1;
 	}
-	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+	if (eng_io_of(n) != ENG_IO_ENDED)
 		return 0;
 	c->input_pending = true;	/* the loop's next read says it is closed */
 	return -1;
@@ -349,16 +348,14 @@ eng_conn_flush(eng_conn *c)
 		ssize_t		n = send(c->fd, c->out.data + c->out_pos, c->out.len - c->out_pos,
 							 MSG_NOSIGNAL | MSG_DONTWAIT);
 
-		if (n > 0)
-		{
+		eng_io		io = eng_io_of(n);
+
+		if (io == ENG_IO_MOVED)
 			c->out_pos += (size_t) n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		else if (io == ENG_IO_BLOCKED)
 			break;
-		return false;
+		else if (io == ENG_IO_ENDED)
+			return false;
 	}
 	if (c->out_pos == c->out.len)
 		c->out.len = c->out_pos = 0;

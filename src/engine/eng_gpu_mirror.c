@@ -4,6 +4,7 @@
  * upload, appends, tombstones) before a pass or a rescoring reads it.
  */
 #include "eng_gpu.h"
+#include "mcc_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,10 +86,7 @@ eng_gpu_attach(eng_gpu *g, eng_cache *c)
 double
 eng_gpu_now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double) mcc_clock_usec(CLOCK_MONOTONIC) / 1e6;
 }
 
 /*

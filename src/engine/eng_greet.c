@@ -4,6 +4,7 @@
  * says why and what it may touch).
  */
 #include "eng_greet.h"
+#include "eng_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,15 +91,13 @@ send_all(int fd, const uint8_t *buf, size_t len)
 	{
 		ssize_t		n = send(fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		eng_io		io = eng_io_of(n);
 
-		if (n > 0)
-		{
+		if (io == ENG_IO_MOVED)
 			off += (size_t) n;
-			continue;
-		}
-		if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+		else if (io == ENG_IO_ENDED)
 			return false;
-		if (n < 0 && errno != EINTR)
+		else if (io == ENG_IO_BLOCKED)
 			(void) poll(&p, 1, 100);
 	}
 	return true;
@@ -149,7 +148,7 @@ greet_step(eng_greeter *g, eng_greeted *p)
 	ssize_t		n = recv(p->fd, p->head + p->n_head, need - p->n_head, MSG_DONTWAIT);
 	mcc_frame_hdr h;
 
-	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+	if (eng_io_of(n) == ENG_IO_AGAIN || eng_io_of(n) == ENG_IO_BLOCKED)
 		return true;
 	if (n <= 0)
 	{

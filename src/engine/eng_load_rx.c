@@ -9,6 +9,7 @@
  * more than the current frame's rest once its header is in).
  */
 #include "eng_load_rx.h"
+#include "eng_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -278,15 +279,13 @@ rx_main(void *arg)
 	while ((want = frames_in_buffer(r)) > 0)
 	{
 		ssize_t		n = recv(r->fd, r->buf + r->len, want, MSG_DONTWAIT);
+		eng_io		io = eng_io_of(n);
 
-		if (n > 0)
-		{
+		if (io == ENG_IO_MOVED)
 			r->len += (size_t) n;
+		if (io == ENG_IO_MOVED || io == ENG_IO_AGAIN)
 			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (io == ENG_IO_BLOCKED)
 		{
 			if (wait_readable(r))
 				continue;

@@ -2,6 +2,7 @@
  * eng_pool.c: a fixed set of pthreads over a FIFO of parted jobs.
  */
 #include "eng_pool.h"
+#include "mcc_clock.h"
 #include "mcc_job.h"
 
 #include <errno.h>
@@ -35,10 +36,7 @@ struct eng_pool
 int64_t
 eng_pool_now_usec(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return mcc_clock_usec(CLOCK_MONOTONIC);
 }
 
 /* Remove the queue's head (the caller holds the lock). */

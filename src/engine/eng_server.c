@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "eng_compact.h"
+#include "mcc_clock.h"
 #include "eng_conn.h"
 #include "eng_gallery.h"
 #include "eng_greet.h"
@@ -31,10 +32,7 @@ eng_now_usec(void)
 int64_t
 eng_wall_usec(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return mcc_clock_usec(CLOCK_REALTIME);
 }
 
 /* What a pool thread's scratch must hold for any job. */

@@ -40,18 +40,16 @@
 #include "service_recheck.h"
 #include "service_search_msg.h"
 #include "service_settle.h"
+#include "service_gallery_checks.h"
 #include "gallery.h"
 
 #include "access/detoast.h"
-#include "access/relation.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/predicate.h"
 #include "storage/procarray.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -60,7 +58,6 @@
 #include "utils/memutils.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
 #include <math.h>
@@ -97,88 +94,6 @@ fallback(const char *why)
 	return false;
 }
 
-/* NULL if the gallery is registered for the columns identify() uses. */
-static char *
-registration_problem(const mcc_gallery *g)
-{
-	mcc_registration reg;
-
-	if (g->relkind != RELKIND_RELATION && g->relkind != RELKIND_PARTITIONED_TABLE)
-		return psprintf("\"%s\" is not a table", g->relname);
-	if (!mcc_registration_get(g->relid, &reg))
-		return psprintf("gallery \"%s\" is not registered with mcc_gallery_register()",
-						g->relname);
-	if (strcmp(reg.id_column, g->key_name) != 0 || strcmp(reg.template_column, g->tpl_name) != 0)
-		return psprintf("gallery \"%s\" is registered for columns \"%s\" and \"%s\", not \"%s\" and \"%s\"",
-						g->relname, reg.id_column, reg.template_column,
-						g->key_name, g->tpl_name);
-	return NULL;
-}
-
-/* Does a valid unique index on exactly the key column exist? */
-static bool
-key_is_unique(Oid relid, AttrNumber key_att)
-{
-	Relation	rel = relation_open(relid, NoLock);
-	List	   *indexes = RelationGetIndexList(rel);
-	ListCell   *lc;
-	bool		unique = false;
-
-	foreach(lc, indexes)
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index ix;
-
-		if (!HeapTupleIsValid(tup))
-			continue;
-		ix = (Form_pg_index) GETSTRUCT(tup);
-		if (ix->indisunique && ix->indnkeyatts == 1 && ix->indkey.values[0] == key_att &&
-			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
-			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
-			unique = true;
-		ReleaseSysCache(tup);
-	}
-	list_free(indexes);
-	relation_close(rel, NoLock);
-	return unique;
-}
-
-/* Was any of the relations created or given new storage in this transaction? */
-static bool
-rewritten_in_xact(List *relids)
-{
-	ListCell   *lc;
-	bool		found = false;
-
-	foreach(lc, relids)
-	{
-		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
-
-		if (rel->rd_createSubid != InvalidSubTransactionId ||
-			rel->rd_firstRelfilenodeSubid != InvalidSubTransactionId)
-			found = true;
-		relation_close(rel, NoLock);
-	}
-	return found;
-}
-
-/* Serializable transactions: the search reads the whole gallery. */
-static void
-predicate_lock_gallery(List *relids)
-{
-	ListCell   *lc;
-
-	if (!IsolationIsSerializable())
-		return;
-	foreach(lc, relids)
-	{
-		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
-
-		PredicateLockRelation(rel, GetActiveSnapshot());
-		relation_close(rel, NoLock);
-	}
-}
-
 /* Keep the slot's estimate of the searchable entries (when it moved by 1/8). */
 static void
 note_searchable(const mcc_gallery_ref *ref, uint64 known, uint64 now)
@@ -189,6 +104,21 @@ note_searchable(const mcc_gallery_ref *ref, uint64 known, uint64 now)
 		return;
 	mcc_svc->slots[ref->slot].searchable = now;
 	LWLockRelease(MCC_SLOT_LOCK(ref->slot));
+}
+
+/*
+ * The end of a search the engine answered: the slot's estimate of the
+ * searchable entries kept (known: what it said before), the engine's
+ * settlement of the reply (service_settle.c), both timed.
+ */
+static search_outcome
+search_done(serve_req *r, uint64 known)
+{
+	note_searchable(&r->ref, known, r->searchable);
+	serve_timing_lap(&r->tm, SERVE_T_OTHER);
+	settle(r);
+	serve_timing_lap(&r->tm, SERVE_T_SETTLE);
+	return SEARCH_DONE;
 }
 
 /*
@@ -341,11 +271,7 @@ search_visible(serve_req *r, char **why)
 			break;
 		kprime = Max(kprime * KPRIME_GROWTH, (uint64) r->want * 2 + 8);
 	}
-	note_searchable(&r->ref, known, r->searchable);
-	serve_timing_lap(&r->tm, SERVE_T_OTHER);
-	settle(r);
-	serve_timing_lap(&r->tm, SERVE_T_SETTLE);
-	return SEARCH_DONE;
+	return search_done(r, known);
 }
 
 /*
@@ -375,11 +301,7 @@ search_count(serve_req *r, char **why)
 	ereport(DEBUG1,
 			(errmsg_internal("mcc_gallery_rows(): the statement sees %lld rows of the matcher engine's %llu entries",
 							 (long long) r->count_rows, (unsigned long long) r->searchable)));
-	note_searchable(&r->ref, known, r->searchable);
-	serve_timing_lap(&r->tm, SERVE_T_OTHER);
-	settle(r);
-	serve_timing_lap(&r->tm, SERVE_T_SETTLE);
-	return SEARCH_DONE;
+	return search_done(r, known);
 }
 
 /*
@@ -649,11 +571,7 @@ search_refined(serve_req *r, char **why)
 			(errmsg_internal("identify(): refined in the matcher engine: %d probes, %lld candidates, shortlists of %lld",
 							 r->n_probes, (long long) refined, (long long) r->want)));
 	r->in_engine = true;
-	note_searchable(&r->ref, known, r->searchable);
-	serve_timing_lap(&r->tm, SERVE_T_OTHER);
-	settle(r);
-	serve_timing_lap(&r->tm, SERVE_T_SETTLE);
-	return SEARCH_DONE;
+	return search_done(r, known);
 }
 
 /* Load the cache if the slot says so; false (see silent and why) if it cannot be. */
@@ -707,9 +625,9 @@ prepare_ref(serve_req *r, bool *silent)
 	mcc_gallery_ref_init(&r->ref, g);
 	if ((why = mcc_gallery_triggers_missing(r->ref.relids)) != NULL)
 		return psprintf("%s; run mcc_gallery_register() again", why);
-	if (!key_is_unique(g->relid, g->key_att))
+	if (!mcc_key_is_unique(g->relid, g->key_att))
 		return psprintf("column \"%s\" of \"%s\" has no unique index", g->key_name, g->relname);
-	if (mcc_xact_changed_gallery(g->relid) || rewritten_in_xact(r->ref.relids))
+	if (mcc_xact_changed_gallery(g->relid) || mcc_rewritten_in_xact(r->ref.relids))
 	{
 		*silent = true;
 		return pstrdup("changed in this transaction");
@@ -758,7 +676,7 @@ serve_in(serve_req *r)
 		return false;
 	if (mcc_svc == NULL)
 		return req_fallback(r, "mcc is not in shared_preload_libraries");
-	if ((why = registration_problem(r->g)) != NULL)
+	if ((why = mcc_registration_problem(r->g)) != NULL)
 		return req_fallback(r, why);
 	/* a hot standby serves only galleries whose writes are logged */
 	if (RecoveryInProgress() && (why = mcc_standby_log_problem(r->g->relid, r->g->relname)) != NULL)
@@ -769,7 +687,7 @@ serve_in(serve_req *r)
 		return false;			/* the backend compares each probe on its own */
 	if ((why = prepare_ref(r, &silent)) != NULL)
 		return silent ? false : req_fallback(r, why);
-	predicate_lock_gallery(r->ref.relids);
+	mcc_predicate_lock_gallery(r->ref.relids);
 	r->ans = palloc0(r->n_probes * sizeof(probe_answer));
 	serve_timing_lap(&r->tm, SERVE_T_CHECKS);
 
