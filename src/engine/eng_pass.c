@@ -465,6 +465,16 @@ refine_cut(const eng_cache *c, const eng_slot *sl, const eng_request *r)
 	return n;
 }
 
+/* g's search stage holds no pass any more: the next one may start. */
+static void
+search_stage_free(eng_gallery *g)
+{
+	g->running = NULL;
+	g->running_reqs = NULL;
+	g->running_cache = NULL;
+	g->running_done = false;
+}
+
 /*
  * After a pass whose requests include live refining searches: their
  * shortlists as one rescoring job over the still pinned cache, the pass
@@ -527,10 +537,7 @@ start_rescore(eng_server *s, eng_gallery *g, eng_batch *b)
 	g->rescored = b;
 	g->rescored_reqs = g->running_reqs;
 	g->rescored_cache = g->running_cache;
-	g->running = NULL;
-	g->running_reqs = NULL;
-	g->running_cache = NULL;
-	g->running_done = false;
+	search_stage_free(g);
 	eng_refine_candidates(s, rs);
 	return true;
 }
@@ -688,10 +695,7 @@ after_search(eng_server *s, eng_gallery *g)
 	b->after_usec = eng_now_usec();
 	if (start_rescore(s, g, b))
 		return;
-	g->running = NULL;
-	g->running_reqs = NULL;
-	g->running_cache = NULL;
-	g->running_done = false;
+	search_stage_free(g);
 	pass_end(s, g, b, NULL, reqs, c);
 }
 
