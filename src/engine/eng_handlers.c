@@ -271,7 +271,7 @@ h_load_rows(eng_server *s, eng_conn *c, const mcc_frame_hdr *h, eng_rd *r)
 
 	/* a row carries load_ids when its load said so (MCC_LOAD_IDS) */
 	ids = l != NULL && (l->flags & MCC_LOAD_IDS);
-	if (r->bad || (uint64_t) n * (ids ? 44 : 28) > eng_rd_left(r))
+	if (r->bad || !eng_load_rows_fit(n, ids, eng_rd_left(r)))
 		return false;
 	in = malloc(sizeof(*in) * (n > 0 ? n : 1));
 	if (in == NULL)

@@ -116,6 +116,17 @@ struct eng_rx_frame;
 void		eng_load_rx_rows(struct eng_server *s, struct eng_conn *c, struct eng_rx_frame *f);
 
 /*
+ * Can n rows fit in `left` payload bytes? A row is at least its key, two
+ * xids and its template's length (28 bytes), 16 more with load_ids: the
+ * bound checked before n rows' arrays are allocated.
+ */
+static inline bool
+eng_load_rows_fit(uint32_t n, bool ids, size_t left)
+{
+	return (uint64_t) n * (ids ? 44 : 28) <= left;
+}
+
+/*
  * Read the rows of a LOAD_ROWS payload after its count n into in[0..n)
  * (ids: each carries load_ids); false if r ran short or bytes are left.
  */

@@ -306,7 +306,7 @@ take_next_frame(eng_server *s, eng_load *l, eng_conn *c, rows_job *j)
 		return -1;
 	eng_rd_init(&r, p + ENG_FRAME_HDRSZ, h.length);
 	n = eng_rd_u32(&r);
-	if (r.bad || n == 0 || (uint64_t) n * (ids ? 44 : 28) > eng_rd_left(&r))
+	if (r.bad || n == 0 || !eng_load_rows_fit(n, ids, eng_rd_left(&r)))
 		return -1;
 	memset(j, 0, sizeof(*j));
 	j->own_in = malloc(sizeof(*j->own_in) * n);

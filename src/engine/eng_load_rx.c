@@ -131,7 +131,7 @@ prepare(eng_rx *r, const mcc_frame_hdr *h)
 	eng_rd_init(&rd, r->buf + ENG_FRAME_HDRSZ, h->length);
 	f->n = eng_rd_u32(&rd);
 	f->request_id = h->request_id;
-	if (rd.bad || (uint64_t) f->n * (r->ids ? 44 : 28) > eng_rd_left(&rd) ||
+	if (rd.bad || !eng_load_rows_fit(f->n, r->ids, eng_rd_left(&rd)) ||
 		(f->in = malloc(sizeof(*f->in) * (f->n > 0 ? f->n : 1))) == NULL ||
 		(f->v = malloc(sizeof(*f->v) * (f->n > 0 ? f->n : 1))) == NULL ||
 		!eng_load_read_rows(&rd, f->n, r->ids, f->in))

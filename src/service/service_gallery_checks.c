@@ -36,14 +36,19 @@ mcc_registration_problem(const mcc_gallery *g)
 	return NULL;
 }
 
-/* Does a valid unique index on exactly the key column exist? */
-bool
-mcc_key_is_unique(Oid relid, AttrNumber key_att)
+/*
+ * The first valid unique index of rel on exactly column att (no predicate,
+ * no expressions) whose operator class is opclass, or any when opclass is
+ * InvalidOid; InvalidOid if there is none. Such an index is what makes
+ * the key identify a row: the cache, the registration and the routed
+ * re-check all rely on it.
+ */
+Oid
+mcc_unique_key_index(Relation rel, AttrNumber att, Oid opclass)
 {
-	Relation	rel = relation_open(relid, NoLock);
 	List	   *indexes = RelationGetIndexList(rel);
 	ListCell   *lc;
-	bool		unique = false;
+	Oid			found = InvalidOid;
 
 	foreach(lc, indexes)
 	{
@@ -53,13 +58,31 @@ mcc_key_is_unique(Oid relid, AttrNumber key_att)
 		if (!HeapTupleIsValid(tup))
 			continue;
 		ix = (Form_pg_index) GETSTRUCT(tup);
-		if (ix->indisunique && ix->indnkeyatts == 1 && ix->indkey.values[0] == key_att &&
+		if (!OidIsValid(found) && ix->indisunique && ix->indisvalid && ix->indislive &&
+			ix->indnkeyatts == 1 && ix->indkey.values[0] == att &&
 			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
 			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
-			unique = true;
+		{
+			bool		isnull;
+			Datum		cls = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass, &isnull);
+
+			if (!OidIsValid(opclass) ||
+				(!isnull && ((oidvector *) DatumGetPointer(cls))->values[0] == opclass))
+				found = lfirst_oid(lc);
+		}
 		ReleaseSysCache(tup);
 	}
 	list_free(indexes);
+	return found;
+}
+
+/* Does a valid unique index on exactly the key column exist? */
+bool
+mcc_key_is_unique(Oid relid, AttrNumber key_att)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	bool		unique = OidIsValid(mcc_unique_key_index(rel, key_att, InvalidOid));
+
 	relation_close(rel, NoLock);
 	return unique;
 }

@@ -7,8 +7,16 @@
 
 #include "gallery.h"
 
+#include "utils/rel.h"
+
 /* NULL if the gallery is registered for the columns identify() uses, else why not. */
 extern char *mcc_registration_problem(const mcc_gallery *g);
+
+/*
+ * The first valid unique index of rel on exactly column att, of operator
+ * class opclass (InvalidOid: any); InvalidOid if none.
+ */
+extern Oid	mcc_unique_key_index(Relation rel, AttrNumber att, Oid opclass);
 
 /* Does a valid unique index on exactly the key column exist? */
 extern bool mcc_key_is_unique(Oid relid, AttrNumber key_att);

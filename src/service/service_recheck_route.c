@@ -20,6 +20,7 @@
 
 #include "service_recheck_route.h"
 #include "service.h"
+#include "service_gallery_checks.h"
 
 #include "access/genam.h"
 #include "access/relation.h"
@@ -152,33 +153,9 @@ route_key(Relation root, const char *key_name, int64 key, Oid *leaf)
 static Oid
 key_index(Relation leaf, AttrNumber att, Oid opclass)
 {
-	List	   *indexes = RelationGetIndexList(leaf);
-	Oid			found = InvalidOid;
-	ListCell   *lc;
+	Oid			ix = OidIsValid(opclass) ? mcc_unique_key_index(leaf, att, opclass) : InvalidOid;
 
-	foreach(lc, indexes)
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index ix;
-		bool		isnull;
-		oidvector  *cls;
-
-		if (!HeapTupleIsValid(tup))
-			continue;
-		ix = (Form_pg_index) GETSTRUCT(tup);
-		cls = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass,
-															&isnull));
-		if (!OidIsValid(found) && ix->indisunique && ix->indisvalid && ix->indislive &&
-			ix->indnkeyatts == 1 && ix->indkey.values[0] == att && !isnull &&
-			cls->values[0] == opclass && OidIsValid(opclass) &&
-			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
-			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
-			get_rel_relkind(lfirst_oid(lc)) == RELKIND_INDEX)
-			found = lfirst_oid(lc);
-		ReleaseSysCache(tup);
-	}
-	list_free(indexes);
-	return found;
+	return OidIsValid(ix) && get_rel_relkind(ix) == RELKIND_INDEX ? ix : InvalidOid;
 }
 
 /* qsort: by partition, then key */

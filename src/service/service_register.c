@@ -17,6 +17,7 @@
  */
 #include "mcc_pg.h"
 #include "service.h"
+#include "service_gallery_checks.h"
 #include "gallery.h"
 
 #include "access/genam.h"
@@ -151,27 +152,11 @@ check_registrable(const mcc_gallery *g, List *relids)
 	}
 }
 
-/* Raise unless a unique index covers exactly the key column. */
+/* Raise unless a valid unique index covers exactly the key column. */
 static void
 check_unique_key(const mcc_gallery *g)
 {
-	Relation	rel = relation_open(g->relid, NoLock);
-	List	   *indexes = RelationGetIndexList(rel);
-	ListCell   *lc;
-	bool		unique = false;
-
-	foreach(lc, indexes)
-	{
-		Relation	ix = index_open(lfirst_oid(lc), AccessShareLock);
-		Form_pg_index f = ix->rd_index;
-
-		if (f->indisunique && f->indnkeyatts == 1 && f->indkey.values[0] == g->key_att &&
-			RelationGetIndexPredicate(ix) == NIL && RelationGetIndexExpressions(ix) == NIL)
-			unique = true;
-		index_close(ix, AccessShareLock);
-	}
-	relation_close(rel, NoLock);
-	if (!unique)
+	if (!mcc_key_is_unique(g->relid, g->key_att))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("key column \"%s\" of \"%s\" has no unique index", g->key_name, g->relname),

@@ -211,6 +211,21 @@ like($err, qr/"rp_b" is written by logical replication/,
 is(check_all_probes($node, 'rp', 6), 0, 'and its answers include the replicated rows');
 $node->safe_psql('postgres', 'DROP SUBSCRIPTION rgsub');
 $pub->stop;
-
+# a unique index left invalid by a failed CREATE UNIQUE INDEX CONCURRENTLY
+# enforces nothing: it does not make the key unique for the registration
+$node->safe_psql('postgres', q{
+	CREATE TABLE ui (id bigint NOT NULL, tpl mcc_template);
+	INSERT INTO ui SELECT finger % 3, template FROM mcc_synthetic(6, 1, 7)});
+$node->psql('postgres', 'CREATE UNIQUE INDEX CONCURRENTLY ui_id ON ui (id)');
+is($node->safe_psql('postgres', q{SELECT indisvalid FROM pg_index WHERE indexrelid = 'ui_id'::regclass}),
+	'f', 'the failed concurrent build left an invalid unique index');
+($ret, $out, $err) = $node->psql('postgres', q{SELECT mcc_gallery_register('ui', 'id', 'tpl')});
+like($err, qr/key column "id" of "ui" has no unique index/,
+	'an invalid unique index does not make the key unique');
+$node->safe_psql('postgres', 'DELETE FROM ui WHERE ctid NOT IN (SELECT min(ctid) FROM ui GROUP BY id)');
+$node->safe_psql('postgres', 'REINDEX INDEX ui_id');
+$node->safe_psql('postgres', q{SELECT mcc_gallery_register('ui', 'id', 'tpl')});
+is($node->safe_psql('postgres', q{SELECT count(*) FROM mcc_galleries WHERE gallery = 'ui'::regclass}),
+	'1', 'rebuilt valid, the same index registers the gallery');
 $node->stop;
 done_testing();
