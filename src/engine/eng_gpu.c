@@ -125,28 +125,9 @@ eng_gpu_start(eng_gpu_mode mode, uint64_t mem_limit, int partitions, int cpu_thr
 void
 eng_gpu_stop(eng_gpu *g)
 {
-	const eng_gpu_stats *st;
-
 	if (g == NULL)
 		return;
-	/* where the device work went, for whoever tunes a server from its log */
-	st = &g->stats;
-	if (st->passes > 0 || st->refines > 0)
-		eng_log(ENG_LOG_INFO, "GPU path totals: %llu passes %.3f s (library %.3f s, hits to slots %.3f s; "
-				"probe image %.1f, upload %.1f, match %.1f, select %.1f, copies %.1f ms on partition 0; "
-				"waiting for every partition %.1f, slowest partition's pass %.1f and selection %.1f; "
-				"long lists ordered and copied %.1f, merge %.1f ms of which ties %.1f ms, longest tie %d), "
-				"%llu rescorings of %llu pairs "
-				"%.3f s (library %.3f s; prep %.1f, upload %.1f, kernel %.1f, copy back %.1f ms)",
-				(unsigned long long) st->passes, st->search_s, st->search_lib_s, st->search_fill_s,
-				st->lib_ms[ENG_GPU_T_PREP], st->lib_ms[ENG_GPU_T_H2D],
-				st->lib_ms[ENG_GPU_T_MATCH], st->lib_ms[ENG_GPU_T_SELECT], st->lib_ms[ENG_GPU_T_D2H],
-				st->lib_ms[ENG_GPU_T_WAIT], st->lib_ms[ENG_GPU_T_PART_MAX], st->lib_ms[ENG_GPU_T_SELECT_MAX],
-				st->lib_ms[ENG_GPU_T_SETTLE], st->lib_ms[ENG_GPU_T_MERGE], st->lib_ms[ENG_GPU_T_TIES], st->tie_run_max,
-				(unsigned long long) st->refines,
-				(unsigned long long) st->refine_pairs, st->refine_s, st->refine_lib_s,
-				st->lib_ms[ENG_GPU_T_RPREP], st->lib_ms[ENG_GPU_T_RH2D], st->lib_ms[ENG_GPU_T_RKERNEL],
-				st->lib_ms[ENG_GPU_T_RD2H]);
+	eng_gpu_log_totals(g);
 	pthread_cond_destroy(&g->idle);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
@@ -377,3 +358,33 @@ eng_gpu_test_inject(eng_gpu *g, eng_gpu_fault fault)
 }
 
 #endif							/* MCC_ENGINE_GPU */
+
+/*
+ * Where the device work went, for whoever tunes a server from its log: at
+ * the engine's stop, and on SIGUSR1 (eng_server_log_totals), so that one
+ * phase of a benchmark can be read apart from the next.
+ */
+void
+eng_gpu_log_totals(const eng_gpu *g)
+{
+	eng_gpu_stats stats;
+	const eng_gpu_stats *st = &stats;
+
+	eng_gpu_get_stats(g, &stats);
+	if (st->passes > 0 || st->refines > 0)
+		eng_log(ENG_LOG_INFO, "GPU path totals: %llu passes %.3f s (library %.3f s, hits to slots %.3f s; "
+				"probe image %.1f, upload %.1f, match %.1f, select %.1f, copies %.1f ms on partition 0; "
+				"waiting for every partition %.1f, slowest partition's pass %.1f and selection %.1f; "
+				"long lists ordered and copied %.1f, merge %.1f ms of which ties %.1f ms, longest tie %d), "
+				"%llu rescorings of %llu pairs "
+				"%.3f s (library %.3f s; prep %.1f, upload %.1f, kernel %.1f, copy back %.1f ms)",
+				(unsigned long long) st->passes, st->search_s, st->search_lib_s, st->search_fill_s,
+				st->lib_ms[ENG_GPU_T_PREP], st->lib_ms[ENG_GPU_T_H2D],
+				st->lib_ms[ENG_GPU_T_MATCH], st->lib_ms[ENG_GPU_T_SELECT], st->lib_ms[ENG_GPU_T_D2H],
+				st->lib_ms[ENG_GPU_T_WAIT], st->lib_ms[ENG_GPU_T_PART_MAX], st->lib_ms[ENG_GPU_T_SELECT_MAX],
+				st->lib_ms[ENG_GPU_T_SETTLE], st->lib_ms[ENG_GPU_T_MERGE], st->lib_ms[ENG_GPU_T_TIES], st->tie_run_max,
+				(unsigned long long) st->refines,
+				(unsigned long long) st->refine_pairs, st->refine_s, st->refine_lib_s,
+				st->lib_ms[ENG_GPU_T_RPREP], st->lib_ms[ENG_GPU_T_RH2D], st->lib_ms[ENG_GPU_T_RKERNEL],
+				st->lib_ms[ENG_GPU_T_RD2H]);
+}

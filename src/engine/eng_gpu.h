@@ -236,6 +236,9 @@ void		eng_gpu_describe(const eng_gpu *g, const struct eng_cache *c,
 /* Process-wide counters. */
 void		eng_gpu_get_stats(const eng_gpu *g, eng_gpu_stats *st);
 
+/* Log the process-wide counters (nothing if the GPU path did no work). */
+void		eng_gpu_log_totals(const eng_gpu *g);
+
 /*
  * The devices in use: *n of them (at most max), their CUDA ordinals and
  * names (image jobs open their own contexts on them: eng_image.h).

@@ -33,7 +33,7 @@
 
 static int	signal_pipe[2] = {-1, -1};
 
-/* SIGTERM/SIGINT: wake the poll loop through the self-pipe. */
+/* SIGTERM/SIGINT/SIGUSR1: wake the poll loop through the self-pipe (one byte, the signal's number). */
 static void
 on_signal(int sig)
 {
@@ -187,7 +187,7 @@ listen_on(const char *path)
 	return fd;
 }
 
-/* Route SIGTERM and SIGINT to the self-pipe; ignore SIGPIPE. */
+/* Route SIGTERM, SIGINT and SIGUSR1 (log the totals so far) to the self-pipe; ignore SIGPIPE. */
 static bool
 setup_signals(void)
 {
@@ -203,6 +203,7 @@ setup_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 	return true;

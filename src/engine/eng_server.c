@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,27 @@ log_refined_stages(const eng_server *s)
 			(s->refined_usec - staged) / per);
 }
 
+/* The refining searches' totals and their stages, if any ran. */
+static void
+log_refined(const eng_server *s)
+{
+	if (s->refined == 0)
+		return;
+	eng_log(ENG_LOG_INFO, "refining searches: %llu replies, %.1f ms from their SEARCH to their RESULT; "
+			"shortlists cut %.1f ms, rescorings %.1f ms (from their start to their pass's end), "
+			"replies written %.1f ms",
+			(unsigned long long) s->refined, s->refined_usec / 1e3, s->cut_usec / 1e3,
+			s->rescore_usec / 1e3, s->refined_reply_usec / 1e3);
+	log_refined_stages(s);
+}
+
+void
+eng_server_log_totals(const eng_server *s)
+{
+	log_refined(s);
+	eng_gpu_log_totals(s->gpu);
+}
+
 void
 eng_server_destroy(eng_server *s)
 {
@@ -167,14 +189,7 @@ eng_server_destroy(eng_server *s)
 	eng_image_free_all(s);
 	eng_img_gpu_stop(s->img_gpu);
 	s->img_gpu = NULL;
-	if (s->refined > 0)
-		eng_log(ENG_LOG_INFO, "refining searches: %llu replies, %.1f ms from their SEARCH to their RESULT; "
-				"shortlists cut %.1f ms, rescorings %.1f ms (from their start to their pass's end), "
-				"replies written %.1f ms",
-				(unsigned long long) s->refined, s->refined_usec / 1e3, s->cut_usec / 1e3,
-				s->rescore_usec / 1e3, s->refined_reply_usec / 1e3);
-	if (s->refined > 0)
-		log_refined_stages(s);
+	log_refined(s);
 	/* after the caches: each closed its GPU context */
 	eng_gpu_stop(s->gpu);
 	s->gpu = NULL;
@@ -407,6 +422,28 @@ parent_gone(int fd)
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR && errno != EWOULDBLOCK);
 }
 
+/*
+ * The signals the self-pipe holds (eng_main.c writes one byte, the signal's
+ * number, per signal): SIGUSR1 logs the totals so far; true if any other
+ * (SIGTERM, SIGINT) asks the engine to exit.
+ */
+static bool
+read_signals(const eng_server *s, int fd)
+{
+	unsigned char buf[64];
+	ssize_t		n = read(fd, buf, sizeof(buf));
+	bool		stop = n <= 0;
+
+	for (ssize_t i = 0; i < n; i++)
+	{
+		if (buf[i] == SIGUSR1)
+			eng_server_log_totals(s);
+		else
+			stop = true;
+	}
+	return stop;
+}
+
 int
 eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 {
@@ -469,7 +506,7 @@ eng_server_run(eng_server *s, int parent_fd, int signal_fd)
 			eng_log(ENG_LOG_ERROR, "poll failed: %s", strerror(errno));
 			break;
 		}
-		if (rc > 0 && (pfd[2].revents & POLLIN))
+		if (rc > 0 && (pfd[2].revents & POLLIN) && read_signals(s, signal_fd))
 		{
 			eng_log(ENG_LOG_INFO, "received a termination signal; exiting");
 			break;

@@ -119,6 +119,13 @@ typedef struct eng_server
 
 bool		eng_server_init(eng_server *s, const eng_config *cfg);
 void		eng_server_destroy(eng_server *s);
+
+/*
+ * Log the totals the engine logs at its stop (refining searches by stage,
+ * the GPU path's), so far; on SIGUSR1, so that a benchmark can read one of
+ * its phases apart (the totals are cumulative: the next log less this one).
+ */
+void		eng_server_log_totals(const eng_server *s);
 int64_t		eng_now_usec(void);	/* monotonic */
 int64_t		eng_wall_usec(void);	/* realtime */
 

@@ -32,7 +32,8 @@
 #      template (mcc_gallery_status, nvidia-smi);
 #   4. the 100 mated probes' first hit (a copy of their finger: id mod
 #      DISTINCT), with the backend's stages of those calls
-#      (mcc.log_identify_timing, averaged), then identify(gallery, probe, 10)
+#      (mcc.log_identify_timing, averaged) and the engine's per-reply stages
+#      of those one-client calls (SIGUSR1), then identify(gallery, probe, 10)
 #      with the defaults and with mcc.refine_method = none, pgbench -T SECS
 #      (default 30) with 1 and 16 clients: throughput, p50 and p99; at the
 #      end the engine's totals (the GPU path's, and a refining search's
@@ -141,6 +142,7 @@ t1=$(date +%s.%N)
 say "   mated probes whose first hit is a copy of their finger: ${hits/|/ of } ($(calc "$t1 - $t0" 1) s)"
 say "   the backend's stages of those calls (mcc.log_identify_timing, ms a call):"
 identify_timing_means /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
+dev_engine_totals "after the mated probes' calls (one client, one call at a time)"
 dev_pgbench_table "$secs" "${SETTINGS_100M:-default mcc.refine_method=none}" identify \
 	"identify(gallery, probe, k => 10) through SQL, pgbench -T $secs, $n rows:"
 dev_bench_end

@@ -378,6 +378,23 @@ dev_bench_end() {
 	grep -E "GPU path totals|refining searches" /tmp/pgkit.log | sed 's/^/   /' | tee -a "$out/summary.txt"
 }
 
+# dev_engine_totals LABEL: the engine's totals so far (SIGUSR1 makes it log
+# them: refining searches by stage, the GPU path's), under LABEL into the
+# summary. The totals are cumulative: a phase is this call's less the last.
+dev_engine_totals() {
+	local pid at
+	pid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()") || return 0
+	at=$(wc -c </tmp/pgkit.log)
+	kill -USR1 "$pid" 2>/dev/null || return 0
+	for _ in $(seq 50); do
+		tail -c +"$((at + 1))" /tmp/pgkit.log | grep -q "GPU path totals" && break
+		sleep 0.1
+	done
+	say "   the engine's totals $1:"
+	tail -c +"$((at + 1))" /tmp/pgkit.log | grep -E "GPU path totals|refining searches" | sed 's/^/   /' |
+		tee -a "$out/summary.txt"
+}
+
 # dev_pgbench_table SECS SETTINGS FUNCTION LABEL: pgbench -T SECS of
 # FUNCTION('gallery', a random probe, 10) on the server psql_ reaches, with
 # 1 and 16 clients under each of SETTINGS ("default", or a setting NAME=VALUE

@@ -330,6 +330,25 @@ ok($in_engine > 0, "... the readers' answers were refined in the engine ($in_eng
 unlike(slurp_file($node->logfile), qr/refinement disagrees with the snapshot/,
 	'the server log holds no disagreement between the engine and a snapshot');
 
+# SIGUSR1: the engine logs its totals so far (refining searches by stage)
+# and goes on serving
+my $pid = $node->safe_psql('postgres', 'SELECT engine_pid FROM mcc_service_status()');
+my $usr_at = -s $node->logfile;
+ok(kill('USR1', $pid), "SIGUSR1 sent to the engine (pid $pid)");
+my $stages = 0;
+for (1 .. 100)
+{
+	$stages = substr(slurp_file($node->logfile), $usr_at) =~ /refining searches, ms per reply: SEARCH read/;
+	last if $stages;
+	select(undef, undef, undef, 0.1);
+}
+ok($stages, '... which logged the refining searches by stage');
+is($node->safe_psql('postgres', 'SELECT engine_pid FROM mcc_service_status()'), $pid,
+	'... and kept running');
+($n, $engine) = all_agree($s, 5);
+ok($n == $n_probes && $engine == 2 * $n_probes,
+	'... answering as before: service, backend and brute force agree, refined in the engine');
+
 $s->quit;
 $node->stop;
 done_testing();
