@@ -134,6 +134,7 @@ typedef struct mcc_gpu_timing
 	double		sort_ms;		/* part of select_ms: candidate sort */
 	double		ties_ms;		/* part of merge_ms: runs of equal scores ordered by id */
 	int			tie_run_max;	/* the longest such run of the call */
+	int			reselects;		/* partitions' selections run again with room for every template */
 	double		pairs;			/* local similarities computed (gate passed) */
 	int			blocks_per_sm;	/* match kernel occupancy (last pass) */
 	int			passes;			/* device passes (probe chunks) */

@@ -278,12 +278,24 @@ mcc_gpu_drain(mcc_gpu *g)
 	(void) cudaGetLastError();
 }
 
-/* Candidates per probe kept by the selection on the fast path. */
+/*
+ * Candidates per probe kept by the selection on the fast path: k + 4096,
+ * and for a refining search's shortlist (k >= MCC_GPU_ORDER_MIN) room for
+ * every template. Exact ties at the k-th score past that room send the
+ * partition's selection again with room for all (collect_part), one
+ * partition after another with a wait each; a shortlist of 400,000 over
+ * 25,000,000 templates of quantized LSS scores had such runs at every
+ * query (about 20 ms of a 100 M query on four GPUs). The buffers have the
+ * room anyway (ensure_scratch), and the sort's work follows the candidates
+ * found, not the room.
+ */
 static uint32_t
 cand_cap(const mcc_gpu_part *p, int k)
 {
 	uint64_t	c = (uint64_t) k + 4096;
 
+	if (k >= MCC_GPU_ORDER_MIN)
+		return p->sc_tpl;
 	return c < p->sc_tpl ? (uint32_t) c : p->sc_tpl;
 }
 
@@ -532,6 +544,7 @@ collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, do
 		if (p->h_small[nq + q] && ccap[i] < p->sc_tpl)
 		{
 			ccap[i] = p->sc_tpl;
+			g->timing.reselects++;
 			CK(queue_select(p, nq, k, ccap[i], false), "top-k selection");
 			CK(cudaStreamSynchronize(p->st), "search");
 			break;

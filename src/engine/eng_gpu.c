@@ -375,7 +375,8 @@ eng_gpu_log_totals(const eng_gpu *g)
 		eng_log(ENG_LOG_INFO, "GPU path totals: %llu passes %.3f s (library %.3f s, hits to slots %.3f s; "
 				"probe image %.1f, upload %.1f, match %.1f, select %.1f, copies %.1f ms on partition 0; "
 				"waiting for every partition %.1f, slowest partition's pass %.1f and selection %.1f; "
-				"long lists ordered and copied %.1f, merge %.1f ms of which ties %.1f ms, longest tie %d), "
+				"long lists ordered and copied %.1f, merge %.1f ms of which ties %.1f ms, longest tie %d; "
+				"%llu selections again for ties), "
 				"%llu rescorings of %llu pairs "
 				"%.3f s (library %.3f s; prep %.1f, upload %.1f, kernel %.1f, copy back %.1f ms)",
 				(unsigned long long) st->passes, st->search_s, st->search_lib_s, st->search_fill_s,
@@ -383,6 +384,7 @@ eng_gpu_log_totals(const eng_gpu *g)
 				st->lib_ms[ENG_GPU_T_MATCH], st->lib_ms[ENG_GPU_T_SELECT], st->lib_ms[ENG_GPU_T_D2H],
 				st->lib_ms[ENG_GPU_T_WAIT], st->lib_ms[ENG_GPU_T_PART_MAX], st->lib_ms[ENG_GPU_T_SELECT_MAX],
 				st->lib_ms[ENG_GPU_T_SETTLE], st->lib_ms[ENG_GPU_T_MERGE], st->lib_ms[ENG_GPU_T_TIES], st->tie_run_max,
+				(unsigned long long) st->reselects,
 				(unsigned long long) st->refines,
 				(unsigned long long) st->refine_pairs, st->refine_s, st->refine_lib_s,
 				st->lib_ms[ENG_GPU_T_RPREP], st->lib_ms[ENG_GPU_T_RH2D], st->lib_ms[ENG_GPU_T_RKERNEL],

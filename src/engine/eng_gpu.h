@@ -102,6 +102,7 @@ typedef struct eng_gpu_stats
 	double		refine_attach_s;	/* refinement data rebuilt and sent */
 	double		lib_ms[ENG_GPU_T_N];	/* the libraries' own stage times (ENG_GPU_T_*), ms */
 	int			tie_run_max;	/* longest run of equal LSS scores a merge ordered */
+	uint64_t	reselects;		/* partitions' selections run again for ties past their room */
 } eng_gpu_stats;
 
 /* Does this binary contain the GPU path? */

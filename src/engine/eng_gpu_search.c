@@ -298,6 +298,7 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 			g->stats.lib_ms[ENG_GPU_T_WAIT] += tm.wait_ms;
 			g->stats.lib_ms[ENG_GPU_T_SELECT_MAX] += tm.select_max_ms;
 			g->stats.lib_ms[ENG_GPU_T_PART_MAX] += tm.part_max_ms;
+			g->stats.reselects += (uint64_t) tm.reselects;
 			if (tm.tie_run_max > g->stats.tie_run_max)
 				g->stats.tie_run_max = tm.tie_run_max;
 		}

@@ -555,8 +555,20 @@ main(int argc, char **argv)
 				snprintf(what, sizeof(what), "4301 ties, k = 3000, %d partition(s)", np);
 				if ((c = open_up(d3, np, 0, 0, 0, &g3)) != NULL)
 				{
+					mcc_gpu_timing tm;
+
+					/*
+					 * a shortlist's selection has room for every
+					 * template; k = 20 on one partition has more ties
+					 * than its fast path holds and selects again
+					 */
 					check_search_k(c, p3, 2, r3, &g3, 3000, what);
+					mcc_gpu_last_timing(c, &tm);
+					UNIT_CHECK(tm.reselects == 0, "%s: no selection again (%d)", what, tm.reselects);
 					check_search_k(c, p3, 2, r3, &g3, 20, what);
+					mcc_gpu_last_timing(c, &tm);
+					UNIT_CHECK(np > 1 || tm.reselects > 0, "%s: k = 20: selected again (%d)", what,
+							   tm.reselects);
 					mcc_gpu_close(c);
 				}
 			}
