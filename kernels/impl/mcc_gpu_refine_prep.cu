@@ -4,7 +4,7 @@
  * image, the device pairs placed. Host code only.
  *
  * Shares: the pairs are cut into contiguous shares (one when there are few,
- * up to RF_SHARES_MAX threads for a large shortlist). Each share classifies
+ * up to MCC_JOB_LIST_SHARES_MAX threads for a large shortlist). Each share classifies
  * its pairs into counts of its own; the counts are summed in share order,
  * so each share knows where its pairs of each (partition, class) go, and
  * places them there: the device list is the one a single loop makes. A
@@ -21,11 +21,6 @@
 /* Pairs read ahead of the one being prepared. */
 #define RF_AHEAD 8
 
-/* Pairs a share takes at least: fewer make one share, on the calling thread. */
-#define RF_SHARE_MIN 32768
-
-/* Threads of one preparation at most. */
-#define RF_SHARES_MAX 16
 
 /* One thread's share of the pairs, [i0, i1), and what it found. */
 typedef struct rf_share
@@ -361,7 +356,7 @@ rf_place(mcc_gpu *g, rf_call *c, rf_share *sh, int nsh, mcc_error *err)
 mcc_gpu_code
 rf_prepare(mcc_gpu *g, rf_call *c, mcc_error *err)
 {
-	int			nsh = mcc_job_shares(c->npairs, RF_SHARE_MIN, RF_SHARES_MAX);
+	int			nsh = mcc_job_list_shares(c->npairs);
 	rf_share   *sh;
 	mcc_gpu_code rc;
 

@@ -638,11 +638,6 @@ gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap, hit_acc *acc, const 
 }
 #undef CK
 
-/* Hits of a merge a share takes at least: fewer make one share, on the calling thread. */
-#define MERGE_SHARE_MIN 32768
-
-/* Threads of one merge at most. */
-#define MERGE_SHARES_MAX 16
 
 /* One thread's segment of a merge (mcc_ties_split): its lists' parts, where its hits go. */
 typedef struct merge_share
@@ -673,9 +668,9 @@ merge_share_run(void *arg)
 static size_t
 merge_lists(const mcc_gpu_hit *const *list, const size_t *len, int nlists, size_t k, mcc_gpu_hit *out)
 {
-	merge_share sh[MERGE_SHARES_MAX];
-	size_t		b[(MERGE_SHARES_MAX + 1) * MCC_GPU_MAX_DEVICES];
-	int			nsh = mcc_job_shares(k, MERGE_SHARE_MIN, MERGE_SHARES_MAX);
+	merge_share sh[MCC_JOB_LIST_SHARES_MAX];
+	size_t		b[(MCC_JOB_LIST_SHARES_MAX + 1) * MCC_GPU_MAX_DEVICES];
+	int			nsh = mcc_job_list_shares(k);
 	size_t		n = 0;
 
 	mcc_ties_split(list, len, nlists, nsh, b);

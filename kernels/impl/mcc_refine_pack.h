@@ -33,10 +33,10 @@ extern "C"
 int			mcc_job_start_threads(pthread_t *tids, int n, void *(*fn) (void *), void *args,
 								  size_t stride);
 void		mcc_job_run_each(int n, void *(*fn) (void *), void *args, size_t stride);
-int			mcc_job_shares(size_t n, size_t per_share, int max);
 #ifdef __cplusplus
 }
 #endif
+#include "mcc_job_shares.h"
 
 /*
  * The cylinders of t in the order of their minutiae, as side_load does:

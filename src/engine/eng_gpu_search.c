@@ -34,11 +34,6 @@ same_cut(const mcc_gpu_hit *a, const mcc_gpu_hit *b)
 /* Hits whose cache entries a fill asks for ahead of the one it reads. */
 #define FILL_AHEAD 8
 
-/* Hits a share of a fill takes at least: fewer make one share, on the pass's thread. */
-#define FILL_SHARE_MIN 32768
-
-/* Threads of one fill at most. */
-#define FILL_SHARES_MAX 16
 
 /*
  * One thread's share of a slot's fill: hits [i0, i1) checked against the
@@ -102,15 +97,15 @@ fill_share_run(void *arg)
 
 /*
  * Write the hits of use[0..n) that reach min_score to out, in order, on
- * up to FILL_SHARES_MAX threads; false if one of them is not in the cache.
+ * up to MCC_JOB_LIST_SHARES_MAX threads; false if one of them is not in the cache.
  * *written: how many.
  */
 static bool
 fill_hits(const eng_cache *c, const mcc_gpu_hit *use, size_t n, float min_score, eng_hit *out,
 		  uint64_t *written)
 {
-	fill_share	sh[FILL_SHARES_MAX];
-	size_t		nsh = (size_t) mcc_job_shares(n, FILL_SHARE_MIN, FILL_SHARES_MAX);
+	fill_share	sh[MCC_JOB_LIST_SHARES_MAX];
+	size_t		nsh = (size_t) mcc_job_list_shares(n);
 	size_t		o = 0;
 	bool		held = true;
 

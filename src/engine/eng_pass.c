@@ -391,11 +391,6 @@ gpu_prebuild_done(eng_server *s, eng_gallery *g, eng_batch *b)
 	eng_snapshot_prebuilt(s, g);
 }
 
-/* Hits a share of refine_cut's count takes at least: fewer make one share, here. */
-#define CUT_SHARE_MIN 32768
-
-/* Threads of one count at most. */
-#define CUT_SHARES_MAX 16
 
 /* One thread's share of refine_cut's count: certain entries among hits [j0, j1). */
 typedef struct cut_share
@@ -439,9 +434,9 @@ cut_share_run(void *arg)
 static uint32_t
 refine_cut(const eng_cache *c, const eng_slot *sl, const eng_request *r)
 {
-	cut_share	sh[CUT_SHARES_MAX];
+	cut_share	sh[MCC_JOB_LIST_SHARES_MAX];
 	uint32_t	n = sl->hits.n;
-	int			nsh = mcc_job_shares(n, CUT_SHARE_MIN, CUT_SHARES_MAX);
+	int			nsh = mcc_job_list_shares(n);
 	uint64_t	certain = 0;
 	uint32_t	from = 0;
 

@@ -24,6 +24,8 @@
 
 #include "mcc_error.h"
 
+#include "mcc_job_shares.h"
+
 typedef struct mcc_job_runner
 {
 	int			nthreads;		/* threads started */
@@ -77,12 +79,6 @@ mcc_job_claim(atomic_int *next, int step, int n)
  * counter in args: those that run finish it).
  */
 void		mcc_job_run_each(int n, void *(*fn) (void *), void *args, size_t stride);
-
-/*
- * How many shares to cut n items into for mcc_job_run_each: one per
- * per_share items (one at least), at most max and the online CPUs.
- */
-int			mcc_job_shares(size_t n, size_t per_share, int max);
 
 /*
  * Shut down long-lived workers of one's own that sleep on cv (under mu)
