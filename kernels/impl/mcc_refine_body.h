@@ -34,8 +34,9 @@
  *             at a time (the lowest key whose row and column are free is
  *             taken, the keys it conflicts with dropped: the sequential
  *             greedy's order);
- *   relax     per pair set: phi_t, rho (n x n doubles, in the key buffer
- *             when it fits, else in global memory), n_rel synchronous
+ *   relax     per pair set: phi_t, rho (n x n doubles, transposed, in the
+ *             key buffer when it fits, else in global memory; one thread
+ *             per unordered pair of pairs), n_rel synchronous
  *             iterations with each sum over k in pair order, efficiencies,
  *             the n_P best by the CPU's tie rule, their sum in rank order;
  *   final     the mean of the two relaxed scores (fused) or the one score,
@@ -433,11 +434,13 @@ rb_ph_rsetup(const rb_ws *ws, int s, uint32_t n, int tid, int nt)
 }
 
 /*
- * Relaxation, set s: the compatibilities rho[t * n + k]. Items e = d n + t
- * for d = 0 .. n / 2: d = 0 the diagonal (0.0), else the unordered pair of
- * t and k = t + d (mod n), whose shared part (mcc_rho_shared) gives both
- * rho(t, k) and rho(k, t); for even n, d = n / 2 meets each pair twice and
- * only t < d takes it. (d, t) step without dividing.
+ * Relaxation, set s: the compatibilities, stored transposed: rho(t, k) at
+ * rho[k * n + t], so that an iteration's threads (one per t) read
+ * consecutive doubles at each k. Items e = d n + t for d = 0 .. n / 2:
+ * d = 0 the diagonal (0.0), else the unordered pair of t and k = t + d
+ * (mod n), whose shared part (mcc_rho_shared) gives both rho(t, k) and
+ * rho(k, t); for even n, d = n / 2 meets each pair twice and only t < d
+ * takes it. (d, t) step without dividing.
  */
 MCC_HD void
 rb_ph_rho(const rb_ws *ws, const rb_args *a, int s, uint32_t n, double *rho, int tid, int nt)
@@ -475,23 +478,25 @@ rb_ph_rho(const rb_ws *ws, const rb_args *a, int s, uint32_t n, double *rho, int
 							(double) ws->bx[ct], -(double) ws->by[ct], ws->fx[t], ws->fy[t],
 							(double) ws->ax[rk], -(double) ws->ay[rk],
 							(double) ws->bx[ck], -(double) ws->by[ck], ws->fx[k], ws->fy[k]);
-		rho[k * n + t] = mcc_rho_kt(tab, &sy, ws->fx[k], ws->fy[k]);
-		rho[t * n + k] = mcc_rho_tk(tab, &sy, ws->fx[t], ws->fy[t]);
+		rho[t * n + k] = mcc_rho_kt(tab, &sy, ws->fx[k], ws->fy[k]);
+		rho[k * n + t] = mcc_rho_tk(tab, &sy, ws->fx[t], ws->fy[t]);
 	}
 }
 
-/* Relaxation: one synchronous iteration, lam -> nxt, each sum over k in order. */
+/*
+ * Relaxation: one synchronous iteration, lam -> nxt, each sum over k in
+ * order (rho transposed: rho(t, k) at rho[k * n + t]).
+ */
 MCC_HD void
 rb_ph_iter(const double *rho, const double *lam, double *nxt, uint32_t n, double w_r,
 		   double coef, int tid, int nt)
 {
 	for (uint32_t t = tid; t < n; t += nt)
 	{
-		const double *row = rho + (size_t) t * n;
 		double		acc = 0.0;
 
 		for (uint32_t k = 0; k < n; k++)
-			acc += row[k] * lam[k];
+			acc += rho[(size_t) k * n + t] * lam[k];
 		nxt[t] = w_r * lam[t] + coef * acc;
 	}
 }
