@@ -38,7 +38,7 @@
  * 4 blocks of 256 threads per SM: at most 64 registers a thread, so 8
  * blocks of 128 (the default) fit in the registers as in the shared memory
  * of the common class (templates of 33 to 45 cylinders). Left to itself,
- * ptxas gives the kernel 74 registers since rho is computed for both
+ * ptxas gives the kernel 74 to 80 registers since rho is computed for both
  * directions at once (rb_ph_rho), which would leave 6 blocks of 128 per SM.
  */
 #define RF_MIN_BLOCKS 4
