@@ -6,9 +6,9 @@
  * entries, the sigmoid table lookup, the two kinds of rho terms and a rho
  * entry, the latter as the part that rho(t, k) and rho(k, t) share and the
  * part of each direction (a caller filling both triangles computes the
- * shared part once). Scores are bit-identical because both sides build with no fused
- * multiply-add (-ffp-contract=off here, --fmad=false for the kernel) and
- * use only correctly rounded IEEE operations.
+ * shared part once). Scores are bit-identical because both sides build
+ * with no fused multiply-add (-ffp-contract=off here, --fmad=false for the
+ * kernel) and use only correctly rounded IEEE operations.
  */
 #ifndef MCC_RELAX_HD_H
 #define MCC_RELAX_HD_H
@@ -112,13 +112,16 @@ mcc_dist_term(const mcc_sigmoid_tab *t, mcc_d1_norm norm, double da, double db)
 
 /*
  * The part of rho(t, k) that rho(k, t) shares, bit for bit. Swapping t and
- * k negates both segments s_a = a_k - a_t and s_b = b_k - b_t (IEEE
- * subtraction rounds symmetrically), so dA, dB, the distance term and the
- * denominator dA dB of d3 are the same bits both ways; the d2 cosine adds
- * the same two products (multiplication commutes), so its term is too; and
- * conj(s_a) s_b is the same complex number when both segments are negated,
- * its negation when exactly one has length 0 (that one is read as (1, 0)
- * either way). Only d3's numerator, phi_t's components times it, differs.
+ * k negates both segments s_a = a_k - a_t and s_b = b_k - b_t (exactly:
+ * every caller's positions are integers, so the differences are exact in
+ * any rounding mode, as are the products and sums of conj(s_a) s_b below;
+ * IEEE rounding to nearest is symmetric anyway), so dA, dB, the distance
+ * term and the denominator dA dB of d3 are the same bits both ways; the d2
+ * cosine adds the same two products (multiplication commutes), so its
+ * term is too; and conj(s_a) s_b is the same complex number when both
+ * segments are negated, its negation when exactly one has length 0 (that
+ * one is read as (1, 0) either way). Only d3's numerator, phi_t's
+ * components times it, differs.
  * Zeros may have other signs than in mcc_rho(k, t), which cannot show:
  * operands equal but for a zero's sign give results equal but for a zero's
  * sign in every operation here (den is never 0), and the d3 term reads its
