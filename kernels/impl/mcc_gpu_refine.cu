@@ -34,11 +34,19 @@
 #include "mcc_refine_body.h"
 
 #define RF_MAX_THREADS 256
+/*
+ * 4 blocks of 256 threads per SM: at most 64 registers a thread, so 8
+ * blocks of 128 (the default) fit in the registers as in the shared memory
+ * of the common class (templates of 33 to 45 cylinders). Left to itself,
+ * ptxas gives the kernel 74 to 80 registers since rho is computed for both
+ * directions at once (rb_ph_rho), which would leave 6 blocks of 128 per SM.
+ */
+#define RF_MIN_BLOCKS 4
 
 static_assert(RP_NCLASS == MCC_GPU_RF_CLASSES, "a stream and an event per size class");
 
 /* The kernel: blocks take pairs blockIdx.x, + gridDim.x, ... */
-__global__ void __launch_bounds__(RF_MAX_THREADS)
+__global__ void __launch_bounds__(RF_MAX_THREADS, RF_MIN_BLOCKS)
 refine_kernel(rb_args args)
 {
 	extern __shared__ __align__(16) unsigned char smem[];

@@ -34,8 +34,9 @@
  *             at a time (the lowest key whose row and column are free is
  *             taken, the keys it conflicts with dropped: the sequential
  *             greedy's order);
- *   relax     per pair set: phi_t, rho (n x n doubles, in the key buffer
- *             when it fits, else in global memory), n_rel synchronous
+ *   relax     per pair set: phi_t, rho (n x n doubles, transposed, in the
+ *             key buffer when it fits, else in global memory; one thread
+ *             per unordered pair of pairs), n_rel synchronous
  *             iterations with each sum over k in pair order, efficiencies,
  *             the n_P best by the CPU's tie rule, their sum in rank order;
  *   final     the mean of the two relaxed scores (fused) or the one score,
@@ -432,51 +433,70 @@ rb_ph_rsetup(const rb_ws *ws, int s, uint32_t n, int tid, int nt)
 	}
 }
 
-/* Relaxation, set s: the compatibilities rho[t * n + k]. */
+/*
+ * Relaxation, set s: the compatibilities, stored transposed: rho(t, k) at
+ * rho[k * n + t], so that an iteration's threads (one per t) read
+ * consecutive doubles at each k. Items e = d n + t for d = 0 .. n / 2:
+ * d = 0 the diagonal (0.0), else the unordered pair of t and k = t + d
+ * (mod n), whose shared part (mcc_rho_shared) gives both rho(t, k) and
+ * rho(k, t); for even n, d = n / 2 meets each pair twice and only t < d
+ * takes it. (d, t) step without dividing.
+ */
 MCC_HD void
 rb_ph_rho(const rb_ws *ws, const rb_args *a, int s, uint32_t n, double *rho, int tid, int nt)
 {
 	const rb_relax *rx = &a->plan.rx[s];
 	const mcc_sigmoid_tab *tab = a->tabs + 3 * rx->tab;
-	uint32_t	ne = n * n;
+	uint32_t	ne = n * (n / 2 + 1);
+	uint32_t	d = (uint32_t) tid / n;
+	uint32_t	t = (uint32_t) tid - d * n;
+	uint32_t	dd = (uint32_t) nt / n;
+	uint32_t	dt = (uint32_t) nt - dd * n;
 
-	uint32_t	t = (uint32_t) tid / n;	/* entry e = t n + k, stepped without dividing */
-	uint32_t	k = (uint32_t) tid - t * n;
-	uint32_t	dt = (uint32_t) nt / n;
-	uint32_t	dk = (uint32_t) nt - dt * n;
-
-	for (uint32_t e = tid; e < ne; e += nt, t += dt, k += dk, t += k >= n, k -= k >= n ? n : 0)
+	for (uint32_t e = tid; e < ne; e += nt, d += dd, t += dt, d += t >= n, t -= t >= n ? n : 0)
 	{
-		uint32_t	rt = ws->pr[s][t];
-		uint32_t	ct = ws->pcc[s][t];
-		uint32_t	rk = ws->pr[s][k];
-		uint32_t	ck = ws->pcc[s][k];
+		uint32_t	k = t + d >= n ? t + d - n : t + d;
+		uint32_t	rt;
+		uint32_t	ct;
+		uint32_t	rk;
+		uint32_t	ck;
+		mcc_rho_sym sy;
 
-		if (k == t)
+		if (d == 0)
 		{
-			rho[e] = 0.0;
+			rho[t * n + t] = 0.0;
 			continue;
 		}
-		rho[e] = mcc_rho(tab, (mcc_d1_norm) rx->d1,
-						(double) ws->ax[rt], -(double) ws->ay[rt],
-						(double) ws->bx[ct], -(double) ws->by[ct], ws->fx[t], ws->fy[t],
-						(double) ws->ax[rk], -(double) ws->ay[rk],
-						(double) ws->bx[ck], -(double) ws->by[ck], ws->fx[k], ws->fy[k]);
+		if (2 * d == n && t >= d)
+			continue;			/* the pair of t - d and t, taken by t - d */
+		rt = ws->pr[s][t];
+		ct = ws->pcc[s][t];
+		rk = ws->pr[s][k];
+		ck = ws->pcc[s][k];
+		sy = mcc_rho_shared(tab, (mcc_d1_norm) rx->d1,
+							(double) ws->ax[rt], -(double) ws->ay[rt],
+							(double) ws->bx[ct], -(double) ws->by[ct], ws->fx[t], ws->fy[t],
+							(double) ws->ax[rk], -(double) ws->ay[rk],
+							(double) ws->bx[ck], -(double) ws->by[ck], ws->fx[k], ws->fy[k]);
+		rho[t * n + k] = mcc_rho_kt(tab, &sy, ws->fx[k], ws->fy[k]);
+		rho[k * n + t] = mcc_rho_tk(tab, &sy, ws->fx[t], ws->fy[t]);
 	}
 }
 
-/* Relaxation: one synchronous iteration, lam -> nxt, each sum over k in order. */
+/*
+ * Relaxation: one synchronous iteration, lam -> nxt, each sum over k in
+ * order (rho transposed: rho(t, k) at rho[k * n + t]).
+ */
 MCC_HD void
 rb_ph_iter(const double *rho, const double *lam, double *nxt, uint32_t n, double w_r,
 		   double coef, int tid, int nt)
 {
 	for (uint32_t t = tid; t < n; t += nt)
 	{
-		const double *row = rho + (size_t) t * n;
 		double		acc = 0.0;
 
 		for (uint32_t k = 0; k < n; k++)
-			acc += row[k] * lam[k];
+			acc += rho[(size_t) k * n + t] * lam[k];
 		nxt[t] = w_r * lam[t] + coef * acc;
 	}
 }

@@ -24,8 +24,8 @@
  *     one k, and stores the matrix transposed, rho^T[k][t] = rho(t, k), with
  *     rows of nv = n rounded up to L;
  *   - rho(t, k) and rho(k, t) come from one pass, sharing the terms that
- *     are the same bits both ways (vrho_pass), for t and k in different
- *     blocks of L;
+ *     are the same bits both ways (vrho_pass, as mcc_rho_shared() of the
+ *     generic kernel), for t and k in different blocks of L;
  *   - an iteration then adds, for L pairs t at once, rho(t, k) lambda(k) in
  *     the order k = 0, 1, ..., n - 1 (one lane per t: each lane's sum is
  *     the scalar sum of that t, term for term).
@@ -83,10 +83,11 @@ vdist_term(const mcc_sigmoid_tab *t, mcc_d1_norm norm, VD da, VD db)
 
 /*
  * rho(t, k) and rho(k, t) for the L pairs t = t0.. and one pair k (*tk and
- * *kt; only rho(t, k) if kt is NULL). The terms the two share are computed once: dA, dB and the distance
- * term are the same bits both ways (the segments are negated, their squares
- * are equal), and so is the d2 term (its cosine adds the same two
- * products); only the d3 terms differ.
+ * *kt; only rho(t, k) if kt is NULL). The terms the two share are computed
+ * once (mcc_rho_shared() says why they are the same bits both ways): dA,
+ * dB, the distance term, the d2 term and conj(s_a) s_b, which (k, t) takes
+ * negated where exactly one segment has length 0; only d3's numerator, its
+ * division and its term are computed for each direction.
  */
 ATTR static inline void
 vrho_pass(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_tab *tab,
@@ -121,6 +122,7 @@ vrho_pass(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_t
 	VD			re;
 	VD			im;
 	VD			c3;
+	VD			flip;
 
 	/* d1 and d2 (cos of the angle of phi_t conj(phi_k)) */
 	shared = vd_mul(vdist_term(&tab[0], rp->d1, da, db),
@@ -136,13 +138,10 @@ vrho_pass(const relax_pairs *rx, const mcc_relax_params *rp, const mcc_sigmoid_t
 	*tk = vd_sel(diag, zero, vd_mul(shared, vangle_term(&tab[2], c3)));
 	if (kt == NULL)
 		return;
-	/* d3 of (k, t): the segments from k to t */
-	sax = vd_sel(za, one, vd_sub(axt, axk));
-	say = vd_sel(za, zero, vd_sub(ayt, ayk));
-	sbx = vd_sel(zb, one, vd_sub(bxt, bxk));
-	sby = vd_sel(zb, zero, vd_sub(byt, byk));
-	re = vd_add(vd_mul(sax, sbx), vd_mul(say, sby));
-	im = vd_sub(vd_mul(sax, sby), vd_mul(say, sbx));
+	/* d3 of (k, t): the same conj(s_a) s_b, negated where one segment has length 0 */
+	flip = vd_sel(za, vd_sel(zb, one, vd_set1(-1.0)), vd_sel(zb, vd_set1(-1.0), one));
+	re = vd_mul(re, flip);
+	im = vd_mul(im, flip);
 	c3 = vd_div(vd_sub(vd_mul(fxk, re), vd_mul(fyk, im)), dd);
 	*kt = vd_sel(diag, zero, vd_mul(shared, vangle_term(&tab[2], c3)));
 }
