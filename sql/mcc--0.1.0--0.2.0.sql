@@ -584,6 +584,7 @@ DECLARE
 	cs real[] := '{}';
 	tpls @extschema@.mcc_template[];
 	refined real[];
+	pos int := 1;
 BEGIN
 	todo := ARRAY(SELECT generate_series(1, cardinality(probes)));
 	sub := probes;
@@ -610,26 +611,42 @@ BEGIN
 		sub := ARRAY(SELECT sub[u.p] FROM unnest(full_) u(p) ORDER BY u.p);
 		k := CASE WHEN k > 268435455 THEN 2147483647 ELSE k * 8 END;
 	END LOOP;
-	-- the candidates' templates, read by key under the caller's snapshot and
-	-- privileges, in probe_no, key order; then one rescoring for the batch
-	EXECUTE format($q$
-		SELECT array_agg(c.p ORDER BY c.p, c.id), array_agg(c.id ORDER BY c.p, c.id),
-			   array_agg(c.lss ORDER BY c.p, c.id), array_agg(g.%3$I ORDER BY c.p, c.id)
-		FROM unnest($1, $2, $3) AS c(p, id, lss)
-		JOIN %1$s g ON g.%2$I = c.id AND g.%3$I IS NOT NULL $q$,
-		gallery, id_column, template_column)
-	INTO cp, ci, cs, tpls USING cp, ci, cs;
-	IF cp IS NULL THEN
+	-- the pairs in probe_no, key order; with lss, their LSS is the score
+	SELECT array_agg(c.p ORDER BY c.p, c.id), array_agg(c.id ORDER BY c.p, c.id),
+		   array_agg(c.lss ORDER BY c.p, c.id)
+	INTO cp, ci, cs
+	FROM unnest(cp, ci, cs) AS c(p, id, lss)
+	WHERE method <> 'lss' OR c.lss >= threshold;
+	IF method = 'lss' OR cp IS NULL THEN
+		probe_nos := cp;
+		ids := ci;
+		lss := cs;
+		scores := cs;
 		RETURN;
 	END IF;
-	refined := CASE WHEN method = 'lss' THEN cs
-					ELSE @extschema@.mcc_dedup_rescore(gallery, probes, cp, tpls, method,
-													   id_column, template_column) END;
-	SELECT array_agg(u.p ORDER BY u.o), array_agg(u.id ORDER BY u.o), array_agg(u.lss ORDER BY u.o),
-		   array_agg(u.score ORDER BY u.o)
-	INTO probe_nos, ids, lss, scores
-	FROM unnest(cp, ci, cs, refined) WITH ORDINALITY AS u(p, id, lss, score, o)
-	WHERE u.score >= threshold;
+	-- 8,192 pairs at a time (so many templates in memory at once, at most:
+	-- a low lss_threshold gives a batch millions of pairs), their templates
+	-- read by key under the caller's snapshot and privileges, rescored by one
+	-- mcc_dedup_rescore() call (one REFINE), those that reach threshold kept
+	WHILE pos <= cardinality(cp) LOOP
+		EXECUTE format($q$
+			SELECT array_agg(g.%3$I ORDER BY c.o)
+			FROM unnest($1, $2) WITH ORDINALITY AS c(p, id, o)
+			JOIN %1$s g ON g.%2$I = c.id AND g.%3$I IS NOT NULL $q$,
+			gallery, id_column, template_column)
+		INTO tpls USING cp[pos:pos + 8191], ci[pos:pos + 8191];
+		refined := @extschema@.mcc_dedup_rescore(gallery, probes, cp[pos:pos + 8191], tpls, method,
+												 id_column, template_column);
+		SELECT coalesce(probe_nos, '{}') || array_agg(u.p ORDER BY u.o),
+			   coalesce(ids, '{}') || array_agg(u.id ORDER BY u.o),
+			   coalesce(lss, '{}') || array_agg(u.lss ORDER BY u.o),
+			   coalesce(scores, '{}') || array_agg(u.score ORDER BY u.o)
+		INTO probe_nos, ids, lss, scores
+		FROM unnest(cp[pos:pos + 8191], ci[pos:pos + 8191], cs[pos:pos + 8191], refined)
+			 WITH ORDINALITY AS u(p, id, lss, score, o)
+		WHERE u.score >= threshold;
+		pos := pos + 8192;
+	END LOOP;
 END
 $fn$;
 

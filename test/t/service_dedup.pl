@@ -2,7 +2,8 @@
 # and mcc_dedup_probes() under mcc.fallback = error (an answer that is not
 # the engine's is an ERROR) equal the brute force of their definition
 # computed with mcc_score() over the same snapshot, the candidate pairs
-# rescored in the engine (one REFINE a batch) and, with the service off, in
+# rescored in the engine (a REFINE a batch, one per 8,192 pairs: the test
+# with every row a candidate has several) and, with the service off, in
 # the backend to the same rows, also while another
 # transaction holds uncommitted changes to the gallery (the engine holds
 # those versions; the backend judges their xids at its snapshot) and after
@@ -83,7 +84,7 @@ like(compare(q{SELECT * FROM mcc_dedup_probes('dg', ARRAY(SELECT tpl FROM newcom
 		q{SELECT * FROM brute_probes(0.3, 0.02, 'fused')}),
 	qr/^same, [1-9]\d* rows$/, 'mcc_dedup_probes() equals brute force');
 
-# The candidate pairs' rescoring: one mcc_dedup_rescore() per batch, in the
+# The candidate pairs' rescoring: mcc_dedup_rescore() once a batch, in the
 # engine (REFINE) when it serves the gallery, else in the backend; the same
 # rows either way. DEBUG1 says where each batch's pairs were scored.
 sub rescored_where
@@ -98,10 +99,10 @@ sub rescored_where
 }
 my $dq = q{SELECT count(*) FROM mcc_dedup('dg', threshold => 0.02, lss_threshold => 0.3, batch_size => 64)};
 my ($n_e, $in_engine, $in_backend) = rescored_where('SET mcc.fallback = error', $dq);
-ok($n_e > 0 && $in_engine == 5 && $in_backend == 0,
-	"mcc_dedup() of 300 rows in batches of 64: its $n_e pairs rescored in the engine, one REFINE a batch ($in_engine)");
+ok($n_e > 0 && $in_engine >= 5 && $in_backend == 0,
+	"mcc_dedup() of 300 rows in batches of 64: its $n_e pairs rescored in the engine, a REFINE a batch or more ($in_engine)");
 my ($n_b, $e2, $b2) = rescored_where('SET mcc.service = off', $dq);
-ok($n_b == $n_e && $e2 == 0 && $b2 == 5, "... mcc.service off: the same $n_b pairs, rescored in the backend");
+ok($n_b == $n_e && $e2 == 0 && $b2 == $in_engine, "... mcc.service off: the same $n_b pairs, rescored in the backend");
 like($node->safe_psql('postgres', q{
 	BEGIN ISOLATION LEVEL REPEATABLE READ;
 	SET LOCAL mcc.service = off;
