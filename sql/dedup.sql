@@ -241,6 +241,29 @@ SELECT q AS arguments, sqlstate_of('SELECT * FROM mcc_dedup_probes(' || q || ')'
 	('''dd'', ARRAY[(SELECT tpl FROM dd WHERE id = 0)], fmr => 2'),
 	('''dd'', ARRAY[mcc_template_from_json(''{"profile":"tpami2010","width":300,"height":300,"minutiae":[[100,100,1.5708,"ending",50]]}'')]')
 ) v(q);
+-- mcc_dedup_rescore(), the rescoring of a batch's pairs (here in the
+-- backend: dd is not registered): per pair mcc_score(probe, template,
+-- method), bit for bit, whatever the order of the pairs (the probes
+-- alternate here); none, an empty answer; its argument errors
+CREATE TEMP TABLE rp AS
+	SELECT row_number() OVER (ORDER BY g.id DESC)::int AS o, (1 + g.id % 3)::int AS no, g.tpl
+	FROM dd g WHERE g.tpl IS NOT NULL AND g.id < 100;
+SELECT m AS method, cardinality(r) AS pairs,
+	   r = (SELECT array_agg(mcc_score(pr.probes[no], tpl, m) ORDER BY o) FROM rp) AS equal
+FROM (SELECT array_agg(tpl ORDER BY id) AS probes FROM dd WHERE id IN (0, 11, 22)) pr,
+	 unnest(ARRAY['fused', 'lss', 'lss-dtr', 'lgs-r', 'consolidation']) m,
+	 LATERAL (SELECT mcc_dedup_rescore('dd', pr.probes, (SELECT array_agg(no ORDER BY o) FROM rp),
+									   (SELECT array_agg(tpl ORDER BY o) FROM rp), m) AS r) x;
+SELECT mcc_dedup_rescore('dd', ARRAY[(SELECT tpl FROM dd WHERE id = 0)], '{}', '{}', 'fused') AS no_pairs;
+SELECT q AS arguments, sqlstate_of('SELECT mcc_dedup_rescore(' || q || ')') AS error FROM (VALUES
+	('''dd'', ARRAY[(SELECT tpl FROM dd WHERE id = 0)], ''{1,1}'', ARRAY[(SELECT tpl FROM dd WHERE id = 1)], ''fused'''),
+	('''dd'', ARRAY[(SELECT tpl FROM dd WHERE id = 0)], ''{2}'', ARRAY[(SELECT tpl FROM dd WHERE id = 1)], ''fused'''),
+	('''dd'', ARRAY[(SELECT tpl FROM dd WHERE id = 0)], ''{1}'', ARRAY[(SELECT tpl FROM dd WHERE id = 1)], ''nope'''),
+	('''dd'', ARRAY[(SELECT tpl FROM dd WHERE id = 0)], ''{1}'', ARRAY[NULL::mcc_template], ''fused'''),
+	('NULL, ARRAY[(SELECT tpl FROM dd WHERE id = 0)], ''{1}'', ARRAY[(SELECT tpl FROM dd WHERE id = 1)], ''fused''')
+) v(q);
+DROP TABLE rp;
+
 SELECT sqlstate_of('SELECT mcc_refine_method(''nope'')') AS unknown, mcc_refine_method('none') AS none,
 	   mcc_refine_method('dtr') AS dtr, mcc_refine_method() AS setting;
 

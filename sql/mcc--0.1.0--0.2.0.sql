@@ -536,34 +536,61 @@ $$;
 COMMENT ON FUNCTION mcc_dedup_settings(regclass, float8, real, float8, real, text, name, name) IS
 	'The method, thresholds and columns a dedup call uses (the defaults resolved and checked): threshold, else mcc_threshold(fmr, method); lss_threshold, else mcc_threshold(lss_fmr, ''lss'')';
 
+-- The candidate pairs of a dedup batch rescored (docs/dedup.md, "How it is
+-- computed"): per pair i, mcc_score(probes[probe_nos[i]], templates[i],
+-- method), computed by the matcher engine's threads (REFINE) when it would
+-- serve identify() on the gallery, else in the backend, the same function
+-- either way. The templates are those the caller read.
+CREATE FUNCTION mcc_dedup_rescore(gallery regclass, probes mcc_template[], probe_nos int[],
+								  templates mcc_template[], method text,
+								  id_column name DEFAULT NULL, template_column name DEFAULT NULL)
+RETURNS real[]
+AS 'MODULE_PATHNAME', 'mcc_dedup_rescore'
+LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL UNSAFE COST 10000;
+
+COMMENT ON FUNCTION mcc_dedup_rescore(regclass, mcc_template[], int[], mcc_template[], text, name, name) IS
+	'Scores of pairs for a deduplication of gallery: per pair i, mcc_score(probes[probe_nos[i]], templates[i], method), in the matcher engine when it serves the gallery, else in the backend; used by mcc_dedup_pass()';
+
 -- One LSS pass and its refinement for a set of probes: per probe (probe_no,
 -- from 1) every row whose mcc_score(probe, tpl, 'lss') >= lss_threshold and
 -- whose mcc_score(probe, tpl, method) >= threshold; with probe_keys, only
 -- rows whose key is greater than the probe's own (the gallery against
 -- itself, each pair once). identify_batch() returns at most k rows per
--- probe: a probe that gets k asks again with a k eight times larger, until
--- it gets fewer, so that none of its rows at or above the LSS threshold is
--- missed, however many there are.
+-- probe, starting at first_k: a probe that gets k asks again with a k eight
+-- times larger, until it gets fewer, so that none of its rows at or above
+-- the LSS threshold is missed, however many there are. The pairs come back
+-- as arrays ordered by probe_no, id, with last_k, the k of the last search
+-- (the caller's next first_k).
 CREATE FUNCTION mcc_dedup_pass(gallery regclass, probes mcc_template[], probe_keys bigint[],
 							   method text, threshold real, lss_threshold real,
-							   id_column name, template_column name)
-RETURNS TABLE(probe_no int, id bigint, lss real, score real)
-LANGUAGE plpgsql STABLE PARALLEL UNSAFE ROWS 100 COST 10000
+							   id_column name, template_column name, first_k int,
+							   OUT probe_nos int[], OUT ids bigint[], OUT lss real[],
+							   OUT scores real[], OUT last_k int)
+RETURNS record
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE COST 10000
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 #variable_conflict use_variable
 DECLARE
-	k int := 64;
+	k int := greatest(first_k, 1);
 	todo int[];				-- probe numbers still to search, ascending
 	sub @extschema@.mcc_template[];		-- their templates
 	hp int[];
 	hi bigint[];
 	hs real[];
 	full_ int[];
+	cp int[] := '{}';		-- the candidate pairs: probe number, key, LSS
+	ci bigint[] := '{}';
+	cs real[] := '{}';
+	tpls @extschema@.mcc_template[];
+	refined real[];
+	pos int := 1;
 BEGIN
 	todo := ARRAY(SELECT generate_series(1, cardinality(probes)));
 	sub := probes;
+	last_k := k;
 	WHILE cardinality(todo) > 0 LOOP
+		last_k := k;
 		SELECT array_agg(b.probe_no ORDER BY b.probe_no, b.id), array_agg(b.id ORDER BY b.probe_no, b.id),
 			   array_agg(b.score ORDER BY b.probe_no, b.id)
 		INTO hp, hi, hs
@@ -572,28 +599,59 @@ BEGIN
 		-- probes that got k rows may have more: asked again below
 		SELECT array_agg(h.p ORDER BY h.p) INTO full_
 		FROM (SELECT u.p FROM unnest(hp) u(p) GROUP BY u.p HAVING count(*) >= k) h;
-		RETURN QUERY EXECUTE format($q$
-			SELECT c.ord, c.id, c.lss, c.score
-			FROM (SELECT t.ord::int AS ord, h.id, h.lss,
-						 CASE WHEN $5 = 'lss' THEN h.lss
-							  ELSE @extschema@.mcc_score(t.tpl, g.%3$I, $5) END AS score
-				  FROM unnest($1, $2, $3) AS h(p, id, lss)
-				  JOIN unnest($4, $8) WITH ORDINALITY AS t(ord, tpl, pos) ON t.pos = h.p
-				  JOIN %1$s g ON g.%2$I = h.id AND g.%3$I IS NOT NULL
-				  WHERE NOT (h.p = ANY (coalesce($6, '{}')))
-					AND ($7::bigint[] IS NULL OR h.id > $7[t.ord])) c
-			WHERE c.score >= $9
-			ORDER BY c.ord, c.id $q$, gallery, id_column, template_column)
-		USING hp, hi, hs, todo, method, full_, probe_keys, sub, threshold;
+		-- the others' rows are all their candidates (of greater key, with probe_keys)
+		SELECT cp || coalesce(array_agg(todo[h.p] ORDER BY h.p, h.id), '{}'),
+			   ci || coalesce(array_agg(h.id ORDER BY h.p, h.id), '{}'),
+			   cs || coalesce(array_agg(h.lss ORDER BY h.p, h.id), '{}')
+		INTO cp, ci, cs
+		FROM unnest(hp, hi, hs) AS h(p, id, lss)
+		WHERE NOT (h.p = ANY (coalesce(full_, '{}')))
+		  AND (probe_keys IS NULL OR h.id > probe_keys[todo[h.p]]);
 		todo := ARRAY(SELECT todo[u.p] FROM unnest(full_) u(p) ORDER BY u.p);
 		sub := ARRAY(SELECT sub[u.p] FROM unnest(full_) u(p) ORDER BY u.p);
 		k := CASE WHEN k > 268435455 THEN 2147483647 ELSE k * 8 END;
 	END LOOP;
+	-- the pairs in probe_no, key order; with lss, their LSS is the score
+	SELECT array_agg(c.p ORDER BY c.p, c.id), array_agg(c.id ORDER BY c.p, c.id),
+		   array_agg(c.lss ORDER BY c.p, c.id)
+	INTO cp, ci, cs
+	FROM unnest(cp, ci, cs) AS c(p, id, lss)
+	WHERE method <> 'lss' OR c.lss >= threshold;
+	IF method = 'lss' OR cp IS NULL THEN
+		probe_nos := cp;
+		ids := ci;
+		lss := cs;
+		scores := cs;
+		RETURN;
+	END IF;
+	-- 8,192 pairs at a time (so many templates in memory at once, at most:
+	-- a low lss_threshold gives a batch millions of pairs), their templates
+	-- read by key under the caller's snapshot and privileges, rescored by one
+	-- mcc_dedup_rescore() call (one REFINE), those that reach threshold kept
+	WHILE pos <= cardinality(cp) LOOP
+		EXECUTE format($q$
+			SELECT array_agg(g.%3$I ORDER BY c.o)
+			FROM unnest($1, $2) WITH ORDINALITY AS c(p, id, o)
+			JOIN %1$s g ON g.%2$I = c.id AND g.%3$I IS NOT NULL $q$,
+			gallery, id_column, template_column)
+		INTO tpls USING cp[pos:pos + 8191], ci[pos:pos + 8191];
+		refined := @extschema@.mcc_dedup_rescore(gallery, probes, cp[pos:pos + 8191], tpls, method,
+												 id_column, template_column);
+		SELECT coalesce(probe_nos, '{}') || array_agg(u.p ORDER BY u.o),
+			   coalesce(ids, '{}') || array_agg(u.id ORDER BY u.o),
+			   coalesce(lss, '{}') || array_agg(u.lss ORDER BY u.o),
+			   coalesce(scores, '{}') || array_agg(u.score ORDER BY u.o)
+		INTO probe_nos, ids, lss, scores
+		FROM unnest(cp[pos:pos + 8191], ci[pos:pos + 8191], cs[pos:pos + 8191], refined)
+			 WITH ORDINALITY AS u(p, id, lss, score, o)
+		WHERE u.score >= threshold;
+		pos := pos + 8192;
+	END LOOP;
 END
 $fn$;
 
-COMMENT ON FUNCTION mcc_dedup_pass(regclass, mcc_template[], bigint[], text, real, real, name, name) IS
-	'One batch of a deduplication: per probe every gallery row with LSS >= lss_threshold and the method''s score >= threshold (with probe_keys: only rows of greater key than the probe''s); used by mcc_dedup() and mcc_dedup_probes()';
+COMMENT ON FUNCTION mcc_dedup_pass(regclass, mcc_template[], bigint[], text, real, real, name, name, int) IS
+	'One batch of a deduplication: per probe every gallery row with LSS >= lss_threshold and the method''s score >= threshold (with probe_keys: only rows of greater key than the probe''s), as arrays ordered by probe_no, id, the LSS searches starting at k = first_k, and the k of the last search; used by mcc_dedup() and mcc_dedup_probes()';
 
 -- The gallery against itself: every pair a < b (by key) of rows with a
 -- template, a as the probe. Probes are taken batch_size at a time in key
@@ -620,6 +678,8 @@ DECLARE
 	last bigint := start_after;
 	keys bigint[];
 	tpls @extschema@.mcc_template[];
+	b record;
+	k int := 64;			-- each batch's first k: the last batch's last (at most 4096)
 BEGIN
 	IF batch_size IS NULL OR batch_size < 1 THEN
 		RAISE EXCEPTION 'batch_size must be at least 1' USING ERRCODE = 'invalid_parameter_value',
@@ -647,11 +707,13 @@ BEGIN
 					   gallery, s.template_column, s.id_column)
 			INTO keys, tpls USING last, n;
 		EXIT WHEN keys IS NULL;
+		b := @extschema@.mcc_dedup_pass(gallery, tpls, keys, s.method, s.threshold, s.lss_threshold,
+										 s.id_column, s.template_column, k);
+		k := least(b.last_k, 4096);
 		RETURN QUERY
-			SELECT keys[p.probe_no], p.id, p.lss, p.score
-			FROM @extschema@.mcc_dedup_pass(gallery, tpls, keys, s.method, s.threshold,
-											s.lss_threshold, s.id_column, s.template_column) p
-			ORDER BY p.probe_no, p.id;
+			SELECT keys[u.p], u.id, u.lss, u.score
+			FROM unnest(b.probe_nos, b.ids, b.lss, b.scores) WITH ORDINALITY AS u(p, id, lss, score, o)
+			ORDER BY u.o;
 		GET DIAGNOSTICS got = ROW_COUNT;
 		pairs := pairs + got;
 		got := cardinality(keys);
@@ -692,6 +754,8 @@ DECLARE
 	shown int := 0;
 	pairs bigint := 0;
 	got bigint;
+	b record;
+	k int := 64;			-- each batch's first k: the last batch's last (at most 4096)
 BEGIN
 	IF probes IS NULL THEN
 		RAISE EXCEPTION 'probes must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -712,12 +776,14 @@ BEGIN
 	total := coalesce(cardinality(probes), 0);
 	WHILE first <= total LOOP
 		n := least(batch_size, total - first + 1);
+		b := @extschema@.mcc_dedup_pass(gallery, probes[first:first + n - 1], NULL, s.method,
+										 s.threshold, s.lss_threshold, s.id_column,
+										 s.template_column, k);
+		k := least(b.last_k, 4096);
 		RETURN QUERY
-			SELECT first - 1 + p.probe_no, p.id, p.lss, p.score
-			FROM @extschema@.mcc_dedup_pass(gallery, probes[first:first + n - 1], NULL, s.method,
-											s.threshold, s.lss_threshold, s.id_column,
-											s.template_column) p
-			ORDER BY p.probe_no, p.id;
+			SELECT first - 1 + u.p, u.id, u.lss, u.score
+			FROM unnest(b.probe_nos, b.ids, b.lss, b.scores) WITH ORDINALITY AS u(p, id, lss, score, o)
+			ORDER BY u.o;
 		GET DIAGNOSTICS got = ROW_COUNT;
 		pairs := pairs + got;
 		first := first + n;

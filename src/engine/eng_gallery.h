@@ -56,6 +56,7 @@ typedef struct eng_request
 	int64_t		arrived;		/* monotonic usec: when the SEARCH was read */
 	atomic_int	cancelled;		/* CANCEL or the connection closed */
 	uint32_t	first_slot;		/* in its batch */
+	bool		held_for_build; /* waits for the GPU mirror being built (logged once) */
 } eng_request;
 
 /*

@@ -120,6 +120,36 @@ pass_may_start(const eng_gallery *g, const eng_cache *c)
 	return g->running == NULL && (g->rescoring == NULL || !waits_for_quiet(g, c));
 }
 
+bool
+eng_pass_waits_for_build(uint32_t probes, uint64_t rows, uint32_t threads)
+{
+	double		cpu_ns = (double) probes * (double) rows * ENG_BUILD_CPU_NS_PER_MATCH /
+		(threads > 0 ? threads : 1);
+	double		build_ns = (double) rows * ENG_BUILD_NS_PER_ROW;
+
+	return probes > 1 && cpu_ns >= ENG_BUILD_WAIT_MIN_NS &&
+		cpu_ns >= ENG_BUILD_WAIT_FACTOR * build_ns;
+}
+
+/*
+ * Does request r wait for the GPU mirror of cache c that is being built
+ * (eng_pass_waits_for_build), rather than search c on the CPU threads now?
+ * Only while that build runs: a CPU-only engine never builds one.
+ */
+static bool
+held_for_build(eng_server *s, const eng_gallery *g, const eng_cache *c, eng_request *r)
+{
+	if (g->gpu_building == NULL || g->gpu_building->cache != c || r->k > ENG_GPU_MAX_K ||
+		!eng_pass_waits_for_build(r->n_probes, eng_cache_searchable(c), eng_pool_threads(s->pool)))
+		return false;
+	if (!r->held_for_build)
+		eng_log(ENG_LOG_DEBUG, "gallery %s: a search of %u probes waits for the GPU upload "
+				"of %llu entries", eng_gallery_name(g), r->n_probes,
+				(unsigned long long) eng_cache_searchable(c));
+	r->held_for_build = true;
+	return true;
+}
+
 /*
  * Sort the waiting requests: answer those that cannot be served, and return
  * (unlinked, in arrival order) up to max_batch that are ready now.
@@ -177,7 +207,8 @@ eng_pass_collect_ready(eng_server *s, eng_gallery *g)
 				eng_result_reply_empty(s, r, c);
 				code = -1;
 			}
-			else if (n_ready < s->cfg.max_batch && pass_may_start(g, c))
+			else if (n_ready < s->cfg.max_batch && pass_may_start(g, c) &&
+					 !held_for_build(s, g, c, r))
 			{
 				*pp = r->next;
 				r->next = NULL;

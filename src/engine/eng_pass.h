@@ -19,6 +19,28 @@
 #define ENG_JOB_BATCH		1	/* eng_job.tag (1-6: see eng_rescore.h) */
 
 /*
+ * A pass sent while its cache's GPU mirror is being built (the full upload
+ * and the refinement data, eng_pass_start_gpu_build) runs on the CPU
+ * threads, unless it is so large that they would take far longer than the
+ * whole build: then it waits for the build and runs on the GPU. Estimated
+ * from the probes, the searchable rows and the pool's threads: the CPU
+ * threads' LSS at ENG_BUILD_CPU_NS_PER_MATCH per match and thread (1.5 M
+ * matches/s per core, docs/benchmarks.md "CPU scan"), the build at
+ * ENG_BUILD_NS_PER_ROW (1,000,000 rows on an H100: upload 0.40 s, the
+ * refinement data 1.2 s). A request waits when it has more than one probe
+ * and the CPU estimate is at least ENG_BUILD_WAIT_FACTOR times the build's
+ * and at least ENG_BUILD_WAIT_MIN_NS: with 16 threads, from about 154
+ * probes on a gallery of 100,000 rows or more (a dedup batch of 256 waits,
+ * identify() never does). Pure: unit-tested alone (test_engine_search).
+ */
+#define ENG_BUILD_CPU_NS_PER_MATCH	667.0
+#define ENG_BUILD_NS_PER_ROW		1600.0
+#define ENG_BUILD_WAIT_FACTOR		4.0
+#define ENG_BUILD_WAIT_MIN_NS		1e9
+
+bool		eng_pass_waits_for_build(uint32_t probes, uint64_t rows, uint32_t threads);
+
+/*
  * Sort the waiting requests: answer those that cannot be served, and return
  * (unlinked, in arrival order) up to max_batch that are ready now.
  */

@@ -47,6 +47,13 @@ extern int	mcc_change_log_prune_interval;	/* mcc.change_log_prune_interval, s, 0
 extern int	mcc_change_log_retention;	/* mcc.change_log_retention, s */
 
 /*
+ * mcc.fallback's word when the service cannot serve fn (why): an ERROR, a
+ * NOTICE "fn instead: why", or nothing; false (do it in the backend) unless
+ * it raises. identify() and the dedup's rescoring use it.
+ */
+extern bool mcc_service_fallback(const char *fn, const char *instead, const char *why);
+
+/*
  * The role whose members (and superusers) may have galleries cached by the
  * matcher service and run image jobs in the matcher engine. The extension
  * creates it (sql/mcc--0.1.0--0.2.0.sql); while it does not exist, only

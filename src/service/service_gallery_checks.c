@@ -2,7 +2,8 @@
  * service_gallery_checks.c: what the backend checks of a gallery before the
  * matcher service may answer for it (service_gallery_checks.h): its
  * registration, the unique key the cache relies on, storage given in this
- * transaction, and the predicate locks of a serializable search. Only
+ * transaction, the predicate locks of a serializable search, and the checks
+ * every request for a gallery passes first (mcc_service_gallery_problem). Only
  * PostgreSQL can tell these; service_identify.c decides what follows.
  */
 #include "mcc_pg.h"
@@ -12,9 +13,11 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_index.h"
 #include "storage/predicate.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -33,6 +36,23 @@ mcc_registration_problem(const mcc_gallery *g)
 		return psprintf("gallery \"%s\" is registered for columns \"%s\" and \"%s\", not \"%s\" and \"%s\"",
 						g->relname, reg.id_column, reg.template_column,
 						g->key_name, g->tpl_name);
+	return NULL;
+}
+
+char *
+mcc_service_gallery_problem(const mcc_gallery *g)
+{
+	char	   *why;
+
+	if (mcc_svc == NULL)
+		return pstrdup("mcc is not in shared_preload_libraries");
+	if ((why = mcc_registration_problem(g)) != NULL)
+		return why;
+	/* a hot standby serves only galleries whose writes are logged */
+	if (RecoveryInProgress() && (why = mcc_standby_log_problem(g->relid, g->relname)) != NULL)
+		return why;
+	if (check_enable_rls(g->relid, InvalidOid, false) == RLS_ENABLED)
+		return pstrdup("row-level security is active for the gallery");
 	return NULL;
 }
 

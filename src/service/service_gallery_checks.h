@@ -13,6 +13,14 @@
 extern char *mcc_registration_problem(const mcc_gallery *g);
 
 /*
+ * NULL if the service may answer for gallery g at all, else why not: mcc is
+ * preloaded, g registered for its columns, its writes logged on a hot
+ * standby, no row-level security for the caller. identify() and the dedup's
+ * rescoring (service_rescore.c) ask it first.
+ */
+extern char *mcc_service_gallery_problem(const mcc_gallery *g);
+
+/*
  * The first valid unique index of rel on exactly column att, of operator
  * class opclass (InvalidOid: any); InvalidOid if none.
  */

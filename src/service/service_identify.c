@@ -79,19 +79,25 @@ typedef enum search_outcome
 	SEARCH_RECHECKED			/* refine the candidates the backend re-checks */
 } search_outcome;
 
-/* Apply mcc.fallback; returns false (scan in the backend) unless it raises. */
-static bool
-fallback(const char *why)
+bool
+mcc_service_fallback(const char *fn, const char *instead, const char *why)
 {
 	if (mcc_fallback == MCC_FALLBACK_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("matcher service cannot serve identify(): %s", why),
+				 errmsg("matcher service cannot serve %s: %s", fn, why),
 				 errhint("Set mcc.fallback to \"cpu\" or \"notice\" to scan in the backend instead.")));
 	if (mcc_fallback == MCC_FALLBACK_NOTICE)
 		ereport(NOTICE,
-				(errmsg("identify() scans the gallery in the backend: %s", why)));
+				(errmsg("%s %s: %s", fn, instead, why)));
 	return false;
+}
+
+/* Apply mcc.fallback to identify(); returns false (scan in the backend) unless it raises. */
+static bool
+fallback(const char *why)
+{
+	return mcc_service_fallback("identify()", "scans the gallery in the backend", why);
 }
 
 /* Keep the slot's estimate of the searchable entries (when it moved by 1/8). */
@@ -674,15 +680,8 @@ serve_in(serve_req *r)
 
 	if (mcc_service_bypass || !mcc_service_enabled)
 		return false;
-	if (mcc_svc == NULL)
-		return req_fallback(r, "mcc is not in shared_preload_libraries");
-	if ((why = mcc_registration_problem(r->g)) != NULL)
+	if ((why = mcc_service_gallery_problem(r->g)) != NULL)
 		return req_fallback(r, why);
-	/* a hot standby serves only galleries whose writes are logged */
-	if (RecoveryInProgress() && (why = mcc_standby_log_problem(r->g->relid, r->g->relname)) != NULL)
-		return req_fallback(r, why);
-	if (check_enable_rls(r->g->relid, InvalidOid, false) == RLS_ENABLED)
-		return req_fallback(r, "row-level security is active for the gallery");
 	if ((r->profile_id = probes_profile(r->probes, r->n_probes)) < 0)
 		return false;			/* the backend compares each probe on its own */
 	if ((why = prepare_ref(r, &silent)) != NULL)

@@ -1,7 +1,10 @@
 # Deduplication through the matcher service (docs/dedup.md): mcc_dedup()
 # and mcc_dedup_probes() under mcc.fallback = error (an answer that is not
 # the engine's is an ERROR) equal the brute force of their definition
-# computed with mcc_score() over the same snapshot, also while another
+# computed with mcc_score() over the same snapshot, the candidate pairs
+# rescored in the engine (a REFINE a batch, one per 8,192 pairs: the test
+# with every row a candidate has several) and, with the service off, in
+# the backend to the same rows, also while another
 # transaction holds uncommitted changes to the gallery (the engine holds
 # those versions; the backend judges their xids at its snapshot) and after
 # committed deletes. statement_timeout and a cancel interrupt a dedup that
@@ -80,6 +83,36 @@ like(compare(q{SELECT * FROM mcc_dedup('dg', refine => 'none', threshold => 0.3,
 like(compare(q{SELECT * FROM mcc_dedup_probes('dg', ARRAY(SELECT tpl FROM newcomers ORDER BY n), threshold => 0.02, lss_threshold => 0.3, batch_size => 5)},
 		q{SELECT * FROM brute_probes(0.3, 0.02, 'fused')}),
 	qr/^same, [1-9]\d* rows$/, 'mcc_dedup_probes() equals brute force');
+
+# The candidate pairs' rescoring: mcc_dedup_rescore() once a batch, in the
+# engine (REFINE) when it serves the gallery, else in the backend; the same
+# rows either way. DEBUG1 says where each batch's pairs were scored.
+sub rescored_where
+{
+	my ($settings, $query) = @_;
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', "SET client_min_messages = debug1; $settings; $query",
+		stdout => \$out, stderr => \$err, on_error_die => 1);
+	my $engine = () = $err =~ /mcc_dedup_rescore\(\): \d+ pairs rescored in the matcher engine/g;
+	my $backend = () = $err =~ /mcc_dedup_rescore\(\): \d+ pairs rescored in the backend/g;
+	return ($out, $engine, $backend);
+}
+my $dq = q{SELECT count(*) FROM mcc_dedup('dg', threshold => 0.02, lss_threshold => 0.3, batch_size => 64)};
+my ($n_e, $in_engine, $in_backend) = rescored_where('SET mcc.fallback = error', $dq);
+ok($n_e > 0 && $in_engine >= 5 && $in_backend == 0,
+	"mcc_dedup() of 300 rows in batches of 64: its $n_e pairs rescored in the engine, a REFINE a batch or more ($in_engine)");
+my ($n_b, $e2, $b2) = rescored_where('SET mcc.service = off', $dq);
+ok($n_b == $n_e && $e2 == 0 && $b2 == $in_engine, "... mcc.service off: the same $n_b pairs, rescored in the backend");
+like($node->safe_psql('postgres', q{
+	BEGIN ISOLATION LEVEL REPEATABLE READ;
+	SET LOCAL mcc.service = off;
+	CREATE TEMP TABLE backend_rows AS SELECT * FROM mcc_dedup('dg', threshold => 0.02, lss_threshold => 0.3);
+	SET LOCAL mcc.service = on;
+	SET LOCAL mcc.fallback = error;
+	SELECT same($$SELECT * FROM mcc_dedup('dg', threshold => 0.02, lss_threshold => 0.3)$$,
+				$$SELECT * FROM backend_rows$$);
+	COMMIT;}),
+	qr/^same, [1-9]\d* rows$/, '... row for row and score for score, as the backend path gives them');
 
 # Uncommitted rows (a copy of row 0, so that it would pair) and committed
 # deletes: the engine has both, the snapshot decides.

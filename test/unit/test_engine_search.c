@@ -3,7 +3,8 @@
  * top-k' equals a brute-force mcc_lss_score search in identify()'s order
  * (score desc, key asc), with `more` right; tombstones are never returned;
  * a batch of probes on the pool's threads equals each probe alone on one
- * thread; a cancelled probe is skipped.
+ * thread; a cancelled probe is skipped; the rule that holds a large pass
+ * for its cache's GPU mirror being built (eng_pass_waits_for_build).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "engine_testlib.h"
 #include "eng_cache.h"
 #include "eng_hits.h"
+#include "eng_pass.h"
 #include "eng_pool.h"
 #include "eng_scan.h"
 
@@ -173,6 +175,43 @@ test_hits_fill(void)
 		}
 }
 
+/*
+ * The build-wait rule alone (eng_pass.h): one probe never waits; a dedup
+ * batch of 256 probes over 1,000,000 rows waits with 16 threads, not with
+ * 128 (their CPU pass is shorter than four builds); a small gallery never
+ * waits; the first waiting probe count at 1,000,000 rows and 16 threads is
+ * 154 (4 x 1,600 ns x 16 / 667 ns), and from there on every larger count
+ * waits.
+ */
+static void
+test_build_wait(void)
+{
+	bool		monotone = true;
+	uint32_t	first = 0;
+
+	UNIT_CHECK(!eng_pass_waits_for_build(1, 100000000, 16) &&
+			   !eng_pass_waits_for_build(1, 100000000, 1),
+			   "build wait: a single probe never waits, however large the gallery");
+	UNIT_CHECK(eng_pass_waits_for_build(256, 1000000, 16),
+			   "build wait: 256 probes over 1,000,000 rows on 16 threads wait for the GPU");
+	UNIT_CHECK(!eng_pass_waits_for_build(256, 1000000, 128),
+			   "build wait: ... not on 128 threads (their pass is shorter than 4 builds)");
+	UNIT_CHECK(!eng_pass_waits_for_build(256, 1000, 16) && !eng_pass_waits_for_build(256, 1000, 0),
+			   "build wait: 256 probes over 1,000 rows never wait (under a second on the CPU)");
+	for (uint32_t p = 1; p <= 1024; p++)
+	{
+		bool		w = eng_pass_waits_for_build(p, 1000000, 16);
+
+		if (w && first == 0)
+			first = p;
+		if (first != 0 && !w)
+			monotone = false;
+	}
+	UNIT_CHECK(first == 154 && monotone,
+			   "build wait: from %u probes on (1,000,000 rows, 16 threads), every larger batch too",
+			   first);
+}
+
 int
 main(void)
 {
@@ -309,5 +348,6 @@ main(void)
 	free(got);
 	tl_templates_free(t, n);
 	tl_templates_free(pr, np);
+	test_build_wait();
 	return unit_done();
 }
