@@ -29,10 +29,14 @@
 #   3. enrolment of device-100m.sh's gallery (row id holds synthetic finger
 #      id mod DISTINCT, default 10,000,000) on every shard in parallel: the
 #      placement rule (partition = hashtext(id::text) & (PARTS - 1), the map
-#      gives the partition's shard) needs no coordinator: the first shard
-#      makes the DISTINCT templates in an unlogged staging table (one
-#      mcc_synthetic session per CPU), the others get a binary COPY of it,
-#      and each shard fills each partition it
+#      gives the partition's shard) needs no coordinator: every shard
+#      makes the DISTINCT templates in an unlogged staging table itself,
+#      all shards at once (CPUs / SHARDS mcc_synthetic sessions each;
+#      mcc_synthetic is deterministic, so the stagings hold the same
+#      templates, and with rows placed by a hash of id each shard needs
+#      nearly all of them; the binary COPY of one shard's staging to the
+#      others that this replaced took 495 s at DISTINCT = 2,000,000), and
+#      each shard fills each partition it
 #      owns with its rows in one transaction that truncates it first (no WAL
 #      under wal_level = minimal), all partitions of all shards at once;
 #      staging in STAGE_DIR (a tablespace; default /dev/shm when it has room
@@ -207,30 +211,16 @@ if [ -n "$stage_dir" ]; then
 		fi
 	done
 fi
-# the templates made once, on the first shard with every CPU, then copied
-# to the others in binary (a copy is seconds; making them is minutes)
+# the templates made on every shard at once, each with its share of the CPUs
 t0=$(date +%s.%N)
-src=
 for node in $nodes; do
 	[ "$node" = coord ] && continue
-	if [ -z "$src" ]; then
-		src=$node
-		on "$src" dev_stage "$distinct" "$jobs" "$space" "$src"
-		continue
-	fi
-	(
-		[ "$(on "$node" psql_ -tAc "SELECT count(*) FROM base" 2>/dev/null)" = "$distinct" ] && exit 0
-		on "$node" psql_ -c "DROP TABLE IF EXISTS base" \
-			-c "CREATE UNLOGGED TABLE base (id bigint NOT NULL, tpl mcc_template NOT NULL) ${space:+TABLESPACE $space}" &&
-			on "$src" psql -X -q -v ON_ERROR_STOP=1 -c "COPY base TO STDOUT (FORMAT binary)" postgres |
-			on "$node" psql -X -q -v ON_ERROR_STOP=1 -c "COPY base FROM STDIN (FORMAT binary)" postgres &&
-			on "$node" psql_ -c "CREATE INDEX ON base (id) ${space:+TABLESPACE $space}"
-	) &
+	on "$node" dev_stage "$distinct" "$(((jobs + shards - 1) / shards))" "$space" "$node" &
 	pids+=($!)
 done
-wait_all "staging copies"
+wait_all "staging"
 t1=$(date +%s.%N)
-say "   staging: made on $src, copied to the other shards: $(calc "$t1 - $t0" 1) s in all${stage_dir:+ (tablespace in $stage_dir)}"
+say "   staging: made on every shard at once: $(calc "$t1 - $t0" 1) s${stage_dir:+ (tablespace in $stage_dir)}"
 # one partition: emptied and filled with its rows in one transaction (the
 # truncation gives it new files: no WAL), its primary key (part, id) kept,
 # and a unique index on id alone built, without which the matcher service
