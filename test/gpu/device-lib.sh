@@ -395,15 +395,35 @@ dev_engine_totals() {
 		tee -a "$out/summary.txt"
 }
 
+# dev_cpu_ticks [PID]: the machine's busy and total CPU ticks (/proc/stat)
+# and PID's own (utime + stime), on one line.
+dev_cpu_ticks() {
+	local own=0
+	[ -n "${1:-}" ] && own=$(awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0)
+	awk -v own="$own" '/^cpu /{b = $2 + $3 + $4 + $7 + $8; print b, b + $5 + $6, own}' /proc/stat
+}
+
+# dev_cpu_note T0 T1 SECS: what two dev_cpu_ticks lines say: the machine's
+# CPUs busy (of all of them) and the engine's CPU-seconds per second.
+dev_cpu_note() {
+	local b0 a0 o0 b1 a1 o1 hz
+	read -r b0 a0 o0 <<<"$1"
+	read -r b1 a1 o1 <<<"$2"
+	hz=$(getconf CLK_TCK)
+	echo "CPUs busy $(calc "100 * ($b1 - $b0) / ($a1 - $a0)" 1) % of $jobs; engine $(calc "($o1 - $o0) / $hz / $3" 2) CPU-s/s"
+}
+
 # dev_pgbench_table SECS SETTINGS FUNCTION LABEL: pgbench -T SECS of
 # FUNCTION('gallery', a random probe, 10) on the server psql_ reaches, with
 # 1 and 16 clients under each of SETTINGS ("default", or a setting NAME=VALUE
 # given to the sessions by PGOPTIONS); each row as it comes, then LABEL and
 # the table (settings, clients, identify()/s, p50, p99, requests) into the
 # summary. Each run's pgbench output and its transaction logs merged stay in
-# $out (pgbench-RUN.txt, pgbench-RUN.log).
+# $out (pgbench-RUN.txt, pgbench-RUN.log). E2E_STAGES=1: after each run the
+# machine's and the engine's CPU use during it and the engine's totals so
+# far (dev_engine_totals: cumulative, a run's own are its less the last's).
 dev_pgbench_table() {
-	local secs=$1 v c opts run res tps p50 p99 reqs
+	local secs=$1 v c opts run res tps p50 p99 reqs epid t0 t1
 	shift
 	local table="| settings | clients | identify()/s | p50 ms | p99 ms | requests |\n|---|---|---|---|---|---|"
 	cat >"$out/identify.sql" <<-EOF
@@ -416,8 +436,15 @@ dev_pgbench_table() {
 		for c in 1 16; do
 			run=$c-${v//[^a-z0-9]/_}
 			rm -rf "$out/pgbench-$run" && mkdir -p "$out/pgbench-$run"
+			epid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()" 2>/dev/null)
+			t0=$(dev_cpu_ticks "$epid")
 			res=$(cd "$out/pgbench-$run" && PGOPTIONS="$opts" pgbench -n -c "$c" -j "$((c < 8 ? c : 8))" \
 				-T "$secs" -l -f "$out/identify.sql" postgres 2>&1)
+			t1=$(dev_cpu_ticks "$epid")
+			if [ -n "${E2E_STAGES:-}" ]; then
+				say "   run $run: $(dev_cpu_note "$t0" "$t1" "$secs")"
+				dev_engine_totals "after run $run"
+			fi
 			echo "$res" >"$out/pgbench-$run.txt"
 			tps=$(echo "$res" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
 			read -r p50 p99 reqs <<<"$(dev_percentiles "$out/pgbench-$run"/pgbench_log.*)"
