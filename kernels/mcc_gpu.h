@@ -99,9 +99,6 @@ typedef struct mcc_gpu_options
 	int			pc_window;		/* tiles: popcount order inside windows of this
 								 * many cylinders of the angle order (fewer
 								 * bank conflicts on rcp); 0 = angle order */
-	int			order_group;	/* a shortlist's ordering sorts the lists of
-								 * a pass's probes together, at most this
-								 * many hits a group; 0 = 1,048,576 */
 } mcc_gpu_options;
 
 /* Device memory of one partition. */

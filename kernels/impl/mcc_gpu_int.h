@@ -124,10 +124,9 @@ typedef struct mcc_match_args
 #define MCC_GPU_RF_CLASSES 5
 
 /*
- * The buffers of mcc_gpu_order_lists (kernels/impl/mcc_gpu_order.cu), for
- * up to cap hits in seg_cap lists: pass-1 keys and positions (k0/v0 ->
- * k1/v1), pass-2 keys (s0 -> s1), the lists' begin and end offsets (seg),
- * the gathered hits, CUB's storage.
+ * The buffers of mcc_gpu_order_launch (kernels/impl/mcc_gpu_order.cu), for
+ * up to cap hits: pass-1 keys and positions (k0/v0 -> k1/v1), pass-2 keys
+ * (s0 -> s1), the gathered hits, CUB's storage.
  */
 typedef struct mcc_gpu_order
 {
@@ -136,14 +135,12 @@ typedef struct mcc_gpu_order
 	uint32_t   *v0,
 			   *v1,
 			   *s0,
-			   *s1,
-			   *seg;
+			   *s1;
 	mcc_gpu_hit *tmp;
 	void	   *cub;
 	size_t		cub_bytes;
 	size_t		bytes;			/* all of it, counted in the partition's scratch */
 	uint32_t	cap;
-	int			seg_cap;
 } mcc_gpu_order;
 
 /* Lists of at least this many hits a probe are ordered on the device. */
@@ -322,16 +319,13 @@ cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
 cudaError_t mcc_gpu_hits_launch(mcc_gpu_part *p, int nq, uint32_t ccap, uint32_t width);
 
 /*
- * The device's ordering of long hit lists (mcc_gpu_order.cu): the lists of
- * a pass's nq probes in h (device), probe q's at h[q * w ..], outlen[q]
- * long as the selection left it in p->small, each by score, put in (score
- * desc, id asc) order on p's stream: the probes in groups of at most group
- * hits (0: the default, mcc_gpu_options.order_group) where their buffers
- * fit in room bytes more, else one at a time (cudaErrorMemoryAllocation
- * when not even that fits).
+ * The device's ordering of long hit lists (mcc_gpu_order.cu): room for n
+ * hits (at most room bytes more; cudaErrorMemoryAllocation past it), then
+ * h[0..n) of partition p, by score, put in (score desc, id asc) order on
+ * its stream.
  */
-cudaError_t mcc_gpu_order_lists(mcc_gpu_part *p, mcc_gpu_hit *h, uint32_t w, int nq, int group,
-								size_t room);
+cudaError_t mcc_gpu_order_reserve(mcc_gpu_part *p, uint32_t n, size_t room);
+cudaError_t mcc_gpu_order_launch(mcc_gpu_part *p, mcc_gpu_hit *h, uint32_t n);
 void		mcc_gpu_order_free(mcc_gpu_part *p);
 
 /* CUB temporary bytes needed for nq segments of cap keys. */

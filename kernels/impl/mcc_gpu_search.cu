@@ -463,6 +463,12 @@ settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, bool *queued, mcc_e
 	for (int q = 0; q < nq; q++)
 		if (p->h_small[q] > maxlen)
 			maxlen = p->h_small[q];
+	/* the order buffers first: grown hit buffers no longer hold the window */
+	if (mcc_gpu_order_reserve(p, maxlen, mcc_gpu_room(g, p)) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return MCC_GPU_OK;
+	}
 	if (maxlen > w && !grow_hits(g, p, (size_t) nq * maxlen))
 		return MCC_GPU_OK;
 	if (maxlen > w)
@@ -470,17 +476,8 @@ settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, bool *queued, mcc_e
 		w = maxlen;
 		CK(mcc_gpu_hits_launch(p, nq, ccap, w), "hit lists");
 	}
-	if ((e = mcc_gpu_order_lists(p, p->d_hits, w, nq, g->opt.order_group, mcc_gpu_room(g, p))) == cudaErrorMemoryAllocation)
-	{
-		/* the window as the short lists' way reads it (grown: every candidate) */
-		(void) cudaGetLastError();
-		p->hits_width = w;
-		CK(cudaMemcpyAsync(p->h_hits, p->d_hits, (size_t) nq * w * sizeof(mcc_gpu_hit),
-						   cudaMemcpyDeviceToHost, p->st), "result copy");
-		*queued = true;
-		return MCC_GPU_OK;
-	}
-	CK(e, "hit order");
+	for (int q = 0; q < nq; q++)
+		CK(mcc_gpu_order_launch(p, p->d_hits + (size_t) q * w, p->h_small[q]), "hit order");
 	CK(cudaMemcpyAsync(p->h_hits, p->d_hits, (size_t) nq * w * sizeof(mcc_gpu_hit),
 					   cudaMemcpyDeviceToHost, p->st), "result copy");
 	p->hits_width = w;

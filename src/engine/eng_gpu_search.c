@@ -135,20 +135,6 @@ fill_hits(const eng_cache *c, const mcc_gpu_hit *use, size_t n, float min_score,
 }
 
 /*
- * Must probe hits[0..n) (k' = kk) ask again before its slot is filled: the
- * slot's k-th and the k'-th hit a group of versions of one key with equal
- * scores, which may not all fit in k' (fill_slot)?
- */
-static inline bool
-cut_in_group(const eng_slot *sl, const mcc_gpu_hit *use, int n, uint32_t kk)
-{
-	uint32_t	k = sl->k;
-
-	return (uint32_t) n == kk && k > 0 && same_cut(&use[k - 1], &use[kk - 1]) &&
-		use[k - 1].score >= sl->min_score;
-}
-
-/*
  * Turn the library's k' best of one probe (hits[0..n), k' = kk) into the
  * slot's result. hits are ordered by (score desc, key asc) but versions of
  * one key with equal scores come in any order, and only some of them may
@@ -163,10 +149,12 @@ fill_slot(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c, eng_slot *sl,
 	const mcc_gpu_hit *use = hits;
 	mcc_gpu_hit *own = NULL;
 	eng_hit    *out;
+	uint32_t	k = sl->k;
 	uint64_t	ge = 0;
 	mcc_gpu_code rc = MCC_GPU_OK;
 
-	while (cut_in_group(sl, use, n, kk))
+	while ((uint32_t) n == kk && k > 0 && same_cut(&use[k - 1], &use[kk - 1]) &&
+		   use[k - 1].score >= sl->min_score)
 	{
 		mcc_gpu_hit *more;
 
@@ -212,99 +200,6 @@ fill_slot(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c, eng_slot *sl,
 	sl->n_ge = ge;
 	free(own);
 	return MCC_GPU_OK;
-}
-
-/* One probe's fill_slot of a group filled on threads side by side. */
-typedef struct slot_fill
-{
-	eng_gpu    *g;
-	mcc_gpu    *ctx;
-	const eng_cache *c;
-	eng_slot   *sl;
-	const mcc_template_view *v;
-	const mcc_gpu_hit *hits;
-	int			n;
-	uint32_t	kk;
-	mcc_gpu_code rc;
-	mcc_error	err;
-} slot_fill;
-
-/* A thread's part of those fills: every nth of them from the first. */
-typedef struct slot_fill_part
-{
-	slot_fill  *f;
-	int			first;
-	int			end;
-	int			step;
-} slot_fill_part;
-
-static void *
-slot_fill_run(void *arg)
-{
-	slot_fill_part *p = arg;
-
-	for (int i = p->first; i < p->end; i += p->step)
-	{
-		slot_fill  *f = &p->f[i];
-
-		f->rc = fill_slot(f->g, f->ctx, f->c, f->sl, f->v, f->hits, f->n, f->kk, &f->err);
-	}
-	return NULL;
-}
-
-/*
- * The slots of one library call's nq probes (slot[q] asked for k' = kk and
- * got nhits[q] of hits[q * kk ..]). Each short list's fill is one thread's
- * work (mcc_job_list_shares), so a pass of several probes fills them side
- * by side: 8 shortlists of 4,000 took 0.7 ms one after another, with the
- * GPU lock held. A probe that must ask the library again, and long lists
- * (which fill_hits shares out itself), go one at a time.
- */
-static mcc_gpu_code
-fill_slots(eng_gpu *g, mcc_gpu *ctx, eng_batch *b, const gpu_want *want, int nq,
-		   const mcc_template_view *v, const mcc_gpu_hit *hits, const int *nhits, uint32_t kk,
-		   mcc_error *err)
-{
-	slot_fill  *f = NULL;
-	int			nf = 0;
-	mcc_gpu_code rc = MCC_GPU_OK;
-
-	if (nq > 1 && mcc_job_list_shares(kk) == 1)
-		f = calloc((size_t) nq, sizeof(slot_fill));
-	for (int q = 0; q < nq && rc == MCC_GPU_OK; q++)
-	{
-		eng_slot   *sl = &b->slots[want[q].slot];
-		const mcc_gpu_hit *h = hits + (size_t) q * kk;
-
-		if (f == NULL || cut_in_group(sl, h, nhits[q], kk))
-			rc = fill_slot(g, ctx, b->cache, sl, &v[q], h, nhits[q], kk, err);
-		else
-		{
-			f[nf].g = g;
-			f[nf].ctx = ctx;
-			f[nf].c = b->cache;
-			f[nf].sl = sl;
-			f[nf].v = &v[q];
-			f[nf].hits = h;
-			f[nf].n = nhits[q];
-			f[nf].kk = kk;
-			nf++;
-		}
-	}
-	if (rc == MCC_GPU_OK && nf > 0)
-	{
-		slot_fill_part part[MCC_JOB_LIST_SHARES_MAX];
-		int			nt = mcc_job_shares((size_t) nf, 1, MCC_JOB_LIST_SHARES_MAX);
-
-		for (int t = 0; t < nt; t++)
-			part[t] = (slot_fill_part) {f, t, nf, nt};
-		mcc_job_run_each(nt, slot_fill_run, part, sizeof(slot_fill_part));
-	}
-	for (int i = 0; i < nf && rc == MCC_GPU_OK; i++)
-		if ((rc = f[i].rc) != MCC_GPU_OK)
-			*err = f[i].err;
-	free(f);
-	return rc;
 }
 
 /* qsort: by k', then slot (probes asking for the same k' go together) */
@@ -402,8 +297,9 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 			if (tm.tie_run_max > g->stats.tie_run_max)
 				g->stats.tie_run_max = tm.tie_run_max;
 		}
-		if (rc == MCC_GPU_OK)
-			rc = fill_slots(g, m->ctx, b, w + i, (int) (j - i), v, hits, nhits, kk, err);
+		for (uint32_t q = i; q < j && rc == MCC_GPU_OK; q++)
+			rc = fill_slot(g, m->ctx, b->cache, &b->slots[w[q].slot], &v[q - i],
+						   hits + (size_t) (q - i) * kk, nhits[q - i], kk, err);
 		g->stats.search_lib_s += t1 - t0;
 		g->stats.search_fill_s += eng_gpu_now_s() - t1;
 		i = j;

@@ -177,7 +177,6 @@ max_dist(void)
 
 /* Open a context, upload g; NULL (and a failed check) on error. */
 static int	pc_window = 0;
-static int	order_group = 0;	/* mcc_gpu_options.order_group of open_up */
 
 static mcc_gpu *
 open_up(const int *dev, int ndev, int variant, size_t limit, int batch, const mcc_soa *g)
@@ -192,7 +191,6 @@ open_up(const int *dev, int ndev, int variant, size_t limit, int batch, const mc
 	o.mem_limit = limit;
 	o.max_batch = batch;
 	o.pc_window = pc_window;
-	o.order_group = order_group;
 	rc = mcc_gpu_open(dev, ndev, prof, &o, &c, &err);
 	if (rc != MCC_GPU_OK)
 	{
@@ -519,8 +517,6 @@ main(int argc, char **argv)
 		snprintf(what, sizeof(what), "%d partitions on %d GPU(s)", ndev, count > 1 ? count : 1);
 		free(check_all(c, pr, NQ, r1, g1.n_tpl, what));
 		check_search(c, pr, NQ, r1, &g1, what);
-		/* a shortlist's k (MCC_GPU_ORDER_MIN) for every probe: their lists ordered together */
-		check_search_k(c, pr, NQ, r1, &g1, 1024, what);
 		mcc_gpu_close(c);
 	}
 
@@ -576,14 +572,6 @@ main(int argc, char **argv)
 					mcc_gpu_close(c);
 				}
 			}
-			/* the two probes' lists ordered one group each (the group's bound at one hit) */
-			order_group = 1;
-			if ((c = open_up(&dev0, 1, 0, 0, 0, &g3)) != NULL)
-			{
-				check_search_k(c, p3, 2, r3, &g3, 3000, "4301 ties, k = 3000, one list a group");
-				mcc_gpu_close(c);
-			}
-			order_group = 0;
 			free(r3);
 			gd_gallery_free(&g3);
 		}
