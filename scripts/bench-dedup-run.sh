@@ -15,13 +15,17 @@
 # (every LSS pass in the matcher engine, GPU or CPU threads): the time,
 # the pairs found, the duplicates among them, probes/s and LSS matches/s.
 # MCC_BENCH_BATCH sets batch_size (default 256), MCC_BENCH_DEDUP_ARGS adds
-# arguments (e.g. ", lss_fmr => 0.0001").
+# arguments (e.g. ", lss_fmr => 0.0001"). MCC_BENCH_DEDUP_PARTS = P (default
+# 1): P sessions at once, each mcc_dedup() over its P-th of the probes by key
+# (start_after, max_rows; docs/dedup.md, "Several sessions"), their pairs
+# together.
 set -euo pipefail
 n=${1:-100000}
 rows=${2:-$n}
 d=$((n / 100))
 sessions=${MCC_BENCH_SESSIONS:-$(nproc)}
 batch=${MCC_BENCH_BATCH:-256}
+parts=${MCC_BENCH_DEDUP_PARTS:-1}
 extra=${MCC_BENCH_DEDUP_ARGS:-}
 psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@" postgres; }
 calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
@@ -53,12 +57,22 @@ psql_ -tAc "SET mcc.fallback = error; SELECT count(*) FROM identify('gallery', (
 psql_ -c "SELECT entries, device, pg_size_pretty(host_bytes) AS host, pg_size_pretty(device_bytes) AS device_mem FROM mcc_gallery_status"
 psql_ -c "SELECT * FROM mcc_dedup_settings('gallery', 0.0001, NULL, 0.001, NULL, NULL, NULL, NULL)"
 
-echo "== mcc_dedup('gallery', max_rows => $rows, batch_size => $batch$extra), mcc.fallback = error"
+echo "== mcc_dedup('gallery', max_rows => $rows, batch_size => $batch$extra), mcc.fallback = error, $parts session(s)"
+chunk=$(((rows + parts - 1) / parts))
+pids=()
 t0=$(now)
-res=$(psql_ -tA -F ' ' -c "SET mcc.fallback = error; SET client_min_messages = warning;
-	CREATE TABLE pairs AS SELECT * FROM mcc_dedup('gallery', max_rows => $rows, batch_size => $batch$extra);
-	SELECT count(*), count(*) FILTER (WHERE id_b = id_a + $m) FROM pairs")
+for ((s = 0; s < parts; s++)); do
+	# keys are 0 .. N - 1: session s takes the probes after key s * chunk - 1
+	psql_ -c "SET mcc.fallback = error; SET client_min_messages = warning;
+		CREATE TABLE pairs_$s AS SELECT * FROM mcc_dedup('gallery', start_after => $((s * chunk - 1)),
+			max_rows => $((rows - s * chunk < chunk ? rows - s * chunk : chunk)), batch_size => $batch$extra)" &
+	pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
 t1=$(now)
+union=$(seq 0 $((parts - 1)) | sed 's/.*/SELECT * FROM pairs_&/' | paste -sd'|' | sed 's/|/ UNION ALL /g')
+res=$(psql_ -tA -F ' ' -c "CREATE TABLE pairs AS $union;
+	SELECT count(*), count(*) FILTER (WHERE id_b = id_a + $m) FROM pairs")
 read -r pairs dups <<<"$(echo "$res" | tail -1)"
 secs=$(calc "$t1 - $t0" 1)
 # probes a take rows a .. N - 1 of the gallery in key order; every pass
