@@ -109,14 +109,24 @@ dev_find_kit() {
 }
 
 # dev_kit_install: the kit's PostgreSQL up, mcc built and installed into it;
-# $native, the kit's installation.
+# $native, the kit's installation. A second script on the same machine (an
+# A/B of two trees in one device call) finds the kit's server set to preload
+# the mcc.so the first installed: that server starts with the shim too.
 dev_kit_install() {
 	# shellcheck source=/dev/null
 	source "$kit/on-device.sh" || exit 1
-	pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
+	native="$PGKIT_HOME/package/native"
+	preload=
+	[ -f "$native/lib/postgresql/mcc.so" ] && [ -x "$native/bin/postgres" ] && dev_shim
+	if [ -n "$preload" ]; then
+		export "${preload?}"
+		pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
+		unset LD_PRELOAD
+	else
+		pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
+	fi
 	make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
 		{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
-	native="$PGKIT_HOME/package/native"
 }
 
 # dev_kit_ready: the device kit found (else a SKIP line and exit 1), its
