@@ -21,7 +21,6 @@
 /* Pairs read ahead of the one being prepared. */
 #define RF_AHEAD 8
 
-
 /* One thread's share of the pairs, [i0, i1), and what it found. */
 typedef struct rf_share
 {

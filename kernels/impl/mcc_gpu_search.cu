@@ -638,7 +638,6 @@ gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap, hit_acc *acc, const 
 }
 #undef CK
 
-
 /* One thread's segment of a merge (mcc_ties_split): its lists' parts, where its hits go. */
 typedef struct merge_share
 {

@@ -34,7 +34,6 @@ same_cut(const mcc_gpu_hit *a, const mcc_gpu_hit *b)
 /* Hits whose cache entries a fill asks for ahead of the one it reads. */
 #define FILL_AHEAD 8
 
-
 /*
  * One thread's share of a slot's fill: hits [i0, i1) checked against the
  * cache, those reaching min_score written from out[o] on. A refining

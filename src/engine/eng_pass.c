@@ -422,7 +422,6 @@ gpu_prebuild_done(eng_server *s, eng_gallery *g, eng_batch *b)
 	eng_snapshot_prebuilt(s, g);
 }
 
-
 /* One thread's share of refine_cut's count: certain entries among hits [j0, j1). */
 typedef struct cut_share
 {
