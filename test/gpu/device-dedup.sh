@@ -20,7 +20,9 @@
 # the whole is the measured time x N / probes (every probe's pass scores all
 # N rows, so the cost per probe does not depend on which probes are taken).
 # MCC_BENCH_BATCH (batch_size, default 256) and MCC_BENCH_DEDUP_ARGS pass
-# through to bench-dedup-run.sh.
+# through to bench-dedup-run.sh. DEDUP_STAGES=1: where the call's time went,
+# the identify_batch() calls' stages summed from mcc.log_identify_timing
+# (the backend's side) and the engine's totals (its GPU path) after the run.
 set -u
 n=${1:-1000000}
 probes=${2:-16384}
@@ -30,9 +32,19 @@ dev_bench_start
 dev_serve
 
 step "deduplication: $n templates, the first $probes probes"
+[ -n "${DEDUP_STAGES:-}" ] && export PGOPTIONS="${PGOPTIONS:-} -c mcc.log_identify_timing=on"
+log_at=$(wc -c </tmp/pgkit.log)
 MCC_BENCH_SESSIONS=${MCC_BENCH_SESSIONS:-8} scripts/bench-dedup-run.sh "$n" "$probes" 2>&1 |
 	tee -a "$out/summary.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if [ -n "${DEDUP_STAGES:-}" ]; then
+	say "   identify_batch() calls of the run, stages summed (ms; mcc.log_identify_timing):"
+	tail -c +"$((log_at + 1))" /tmp/pgkit.log | grep "identify() timing:" |
+		awk '{ n++; for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2 && kv[2] ~ /^[0-9.]+$/) t[kv[1]] += kv[2] }
+			END { printf "   calls=%d", n; for (k in t) printf " %s=%.1f", k, t[k]; print "" }' |
+		tee -a "$out/summary.txt"
+	dev_engine_totals "after the dedup"
+fi
 grep -E "mcc_engine.*(GPU|upload|WARNING|ERROR)" /tmp/pgkit.log | head -10 | tee -a "$out/summary.txt"
 cp /tmp/pgkit.log "$out/server.log"
 pgkit_down >/dev/null 2>&1
