@@ -320,6 +320,155 @@ check_search(mcc_gpu *c, const gd_probe *pr, int nq, const float *ref, const mcc
 	check_search_k(c, pr, nq, ref, g, K, what);
 }
 
+/*
+ * The device's ordering's reference: score desc, id asc, and hits of equal
+ * score and id in the list's order (index holds the position in the list).
+ */
+static int
+order_cmp(const void *a, const void *b)
+{
+	const mcc_gpu_hit *x = a;
+	const mcc_gpu_hit *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Score desc, then the list's order: a selection's order of a list. */
+static int
+order_cmp_score(const void *a, const void *b)
+{
+	const mcc_gpu_hit *x = a;
+	const mcc_gpu_hit *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/*
+ * nq lists of len[q] hits each at width apart: scores mostly from a few
+ * values (long runs of ties), ids mostly in [-20, 20] (many equal score
+ * and id pairs), some of any sign and the extremes; odd lists come by
+ * score, as a selection gives them, even ones in random order. Past each
+ * list's end: a poison hit, which must stay.
+ */
+static void
+order_lists(mcc_gpu_hit *h, const uint32_t *len, int nq, uint32_t width, uint64_t seed)
+{
+	static const float few[] = {1.0f, 0.75f, 0.5f, 0.3125f, 0.125f, 0.0f};
+	gd_rng		r = {seed};
+
+	for (int q = 0; q < nq; q++)
+	{
+		mcc_gpu_hit *l = h + (size_t) q * width;
+
+		for (uint32_t j = 0; j < width; j++)
+		{
+			uint32_t	u = gd_below(&r, 100);
+
+			if (j >= len[q])
+			{
+				l[j].score = -7.0f;
+				l[j].index = 0xdeadbeefu;
+				l[j].id = 12345;
+				continue;
+			}
+			l[j].score = u < 70 ? few[gd_below(&r, 6)] : (float) gd_below(&r, 1u << 20) / (float) (1u << 20);
+			u = gd_below(&r, 100);
+			l[j].id = u < 60 ? (int64_t) gd_below(&r, 41) - 20 : u < 80 ? (int64_t) gd_next(&r) :
+				u < 90 ? INT64_MIN : INT64_MAX;
+			l[j].index = j;
+		}
+		if (q % 2)
+		{
+			/* by score only (stably: positions are unique), renumbered */
+			qsort(l, len[q], sizeof(mcc_gpu_hit), order_cmp_score);
+			for (uint32_t j = 0; j < len[q]; j++)
+				l[j].index = j;
+		}
+	}
+}
+
+/*
+ * One call of the device's ordering of lists (each: one list a call) equals
+ * the reference; the first mismatch is printed.
+ */
+static void
+check_order_call(mcc_gpu *c, const uint32_t *len, int nq, int each, uint64_t seed, const char *what)
+{
+	uint32_t	width = 1;
+	uint32_t	bound = 0;
+	mcc_gpu_hit *h, *ref;
+	mcc_error	err;
+	mcc_gpu_code rc;
+	long		bad = 0;
+
+	for (int q = 0; q < nq; q++)
+		width = len[q] > width ? len[q] : width;
+	h = malloc(sizeof(mcc_gpu_hit) * (size_t) nq * width);
+	ref = malloc(sizeof(mcc_gpu_hit) * (size_t) nq * width);
+	order_lists(h, len, nq, width, seed);
+	memcpy(ref, h, sizeof(mcc_gpu_hit) * (size_t) nq * width);
+	for (int q = 0; q < nq; q++)
+		qsort(ref + (size_t) q * width, len[q], sizeof(mcc_gpu_hit), order_cmp);
+	rc = mcc_gpu_debug_order(c, h, len, nq, width, each, &bound, &err);
+	if (UNIT_CHECK(rc == MCC_GPU_OK, "%s: the ordering runs%s%s", what, rc ? ": " : "", rc ? err.message : ""))
+	{
+		for (int q = 0; q < nq; q++)
+			for (uint32_t j = 0; j < width; j++)
+			{
+				const mcc_gpu_hit *x = &h[(size_t) q * width + j];
+				const mcc_gpu_hit *y = &ref[(size_t) q * width + j];
+
+				if (memcmp(&x->score, &y->score, 4) == 0 && x->id == y->id && x->index == y->index)
+					continue;
+				if (bad++ == 0)
+					printf("#   %s: list %d (%u hits) rank %u: (%.9g, %lld, pos %u), expected (%.9g, %lld, pos %u)\n",
+						   what, q, len[q], j, x->score, (long long) x->id, x->index, y->score,
+						   (long long) y->id, y->index);
+			}
+		UNIT_CHECK(bad == 0, "%s: %d lists (score desc, id asc, equal ones in the list's order) equal "
+				   "the reference, past their ends untouched (%ld differ)", what, nq, bad);
+	}
+	free(h);
+	free(ref);
+}
+
+/*
+ * The ordering of a refining search's shortlists (kernels/impl/mcc_gpu_order.cu):
+ * lists around the block sorts' sizes and their bound, and a long one
+ * for the radix path, in one call as a search makes it and one a call.
+ */
+static void
+check_order(mcc_gpu *c)
+{
+	mcc_error	err;
+	uint32_t	bound = 0;
+	uint32_t	all[19] = {0, 1, 2, 3, 1023, 1024, 1025, 2047, 2048, 2049, 4095, 4096, 4097, 8191, 0, 0, 0,
+	50000, 400};
+	static const uint32_t small[] = {1, 2, 3, 1023, 1024, 1025, 2047, 2048, 0, 2};
+	static const uint32_t mid[] = {2049, 4095, 4096, 100};
+	static const uint32_t none[] = {0, 1, 1};
+
+	if (!UNIT_CHECK(mcc_gpu_debug_order(c, NULL, NULL, 0, 0, 0, &bound, &err) == MCC_GPU_OK,
+					"the ordering's bound"))
+		return;
+	printf("# device ordering: lists up to %u hits sorted by one block\n", bound);
+	UNIT_CHECK(bound >= 4096, "lists of at least 4096 hits are sorted by one block (%u)", bound);
+	all[14] = bound > 0 ? bound - 1 : 0;
+	all[15] = bound;
+	all[16] = bound + 1;
+	check_order_call(c, all, 19, 0, 101, "lists of 0 to 50000 hits, one call");
+	check_order_call(c, all, 19, 1, 102, "lists of 0 to 50000 hits, one call a list");
+	check_order_call(c, small, 10, 0, 103, "lists of up to 2048 hits, one call");
+	check_order_call(c, mid, 4, 0, 104, "lists of up to 4096 hits, one call");
+	check_order_call(c, none, 3, 0, 105, "lists of 0 and 1 hits");
+}
+
 /* Probes: random, mated, empty, one cylinder, 256 cylinders. */
 static void
 make_probes(gd_probe *pr, const mcc_soa *g, const gd_params *gp, uint64_t seed)
@@ -653,6 +802,13 @@ main(int argc, char **argv)
 		}
 		else
 			UNIT_CHECK(0, "tie gallery");
+	}
+
+	/* the ordering of long hit lists on its own */
+	if ((c = open_up(&dev0, 1, 0, 0, 0, NULL)) != NULL)
+	{
+		check_order(c);
+		mcc_gpu_close(c);
 	}
 
 	/* errors: unsupported profile, bad arguments, out of memory */
