@@ -33,7 +33,9 @@ now() { date +%s.%N; }
 
 echo "== machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== enrolling $n synthetic templates, $d of them second impressions of others ($sessions sessions)"
-psql_ -c "DROP TABLE IF EXISTS gallery; CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL)"
+# an earlier run's tables on a kept cluster (a second tree's run in one device call)
+psql_ -c "DROP TABLE IF EXISTS gallery, pairs$(seq 0 $((parts - 1)) | sed 's/^/, pairs_/' | tr -d '\n');
+	CREATE TABLE gallery (id bigint PRIMARY KEY, tpl mcc_template NOT NULL)"
 t0=$(now)
 m=$((n - d))
 per=$(((m + sessions - 1) / sessions))

@@ -22,7 +22,8 @@
 # MCC_BENCH_BATCH (batch_size, default 256) and MCC_BENCH_DEDUP_ARGS pass
 # through to bench-dedup-run.sh. DEDUP_STAGES=1: where the call's time went,
 # the identify_batch() calls' stages summed from mcc.log_identify_timing
-# (the backend's side) and the engine's totals (its GPU path) after the run.
+# (the backend's side), each SQL function's time (track_functions) and the
+# engine's totals (its GPU path) after the run.
 set -u
 n=${1:-1000000}
 probes=${2:-16384}
@@ -32,7 +33,7 @@ dev_bench_start
 dev_serve
 
 step "deduplication: $n templates, the first $probes probes"
-[ -n "${DEDUP_STAGES:-}" ] && export PGOPTIONS="${PGOPTIONS:-} -c mcc.log_identify_timing=on"
+[ -n "${DEDUP_STAGES:-}" ] && export PGOPTIONS="${PGOPTIONS:-} -c mcc.log_identify_timing=on -c track_functions=all"
 log_at=$(wc -c </tmp/pgkit.log)
 MCC_BENCH_SESSIONS=${MCC_BENCH_SESSIONS:-8} scripts/bench-dedup-run.sh "$n" "$probes" 2>&1 |
 	tee -a "$out/summary.txt"
@@ -43,6 +44,9 @@ if [ -n "${DEDUP_STAGES:-}" ]; then
 		awk '{ n++; for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2 && kv[2] ~ /^[0-9.]+$/) t[kv[1]] += kv[2] }
 			END { printf "   calls=%d", n; for (k in t) printf " %s=%.1f", k, t[k]; print "" }' |
 		tee -a "$out/summary.txt"
+	say "   the functions' time (pg_stat_user_functions, ms; self: less the functions they called):"
+	psql_ -c "SELECT funcname, calls, round(total_time) AS total_ms, round(self_time) AS self_ms
+		FROM pg_stat_user_functions ORDER BY total_time DESC LIMIT 12" | tee -a "$out/summary.txt"
 	dev_engine_totals "after the dedup"
 fi
 grep -E "mcc_engine.*(GPU|upload|WARNING|ERROR)" /tmp/pgkit.log | head -10 | tee -a "$out/summary.txt"
