@@ -227,17 +227,6 @@ void		mcc_gpu_last_timing(const struct mcc_gpu *g, mcc_gpu_timing *t);
 const char *mcc_gpu_variant_name(int variant);
 
 /*
- * Test entry: nq hit lists, list q at lists + q * width with len[q] hits,
- * put in (score desc, id asc) order by partition 0's device ordering of a
- * refining search's shortlists (hits of equal score and id keep their
- * order), as a search does (each = 0: one call for every list) or one list
- * a call (each = 1). *bound: the longest list one block sorts (longer:
- * CUB's device-wide sorts); nq = 0 only sets it.
- */
-mcc_gpu_code mcc_gpu_debug_order(struct mcc_gpu *g, mcc_gpu_hit *lists, const uint32_t *len, int nq,
-								 uint32_t width, int each, uint32_t *bound, mcc_error *err);
-
-/*
  * Test hook: make the next kernel of partition 0 fault, which corrupts the
  * CUDA context (a sticky error), to test the caller's fallback path.
  */

@@ -150,12 +150,6 @@ mcc_gpu_open(const int *devices, int ndev, const mcc_profile *prof,
 					return rc;
 				}
 			}
-		if ((e = mcc_gpu_order_setup(p)) != cudaSuccess)
-		{
-			rc = mcc_gpu_fail(g, e, "kernel setup", p->dev, err);
-			mcc_gpu_close(g);
-			return rc;
-		}
 	}
 	*out = g;
 	return MCC_GPU_OK;

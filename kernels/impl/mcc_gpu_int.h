@@ -146,13 +146,6 @@ typedef struct mcc_gpu_order
 /* Lists of at least this many hits a probe are ordered on the device. */
 #define MCC_GPU_ORDER_MIN	1024
 
-/*
- * Lists of up to this many hits are ordered by one block in shared memory
- * (16 bytes a hit, 128 KB), where the device allows it (mcc_gpu_part's
- * ord_block); longer ones by CUB's device-wide radix sorts.
- */
-#define MCC_GPU_ORDER_BLOCK_MAX	8192
-
 /* One partition. */
 typedef struct mcc_gpu_part
 {
@@ -235,7 +228,6 @@ typedef struct mcc_gpu_part
 	uint32_t	hits_width;		/* this pass: hits per probe in d_hits/h_hits */
 	int			hits_ordered;	/* this pass: they are by score, then id (mcc_gpu_order) */
 	mcc_gpu_order ord;			/* buffers of the device's ordering of long lists */
-	uint32_t	ord_block;		/* lists up to this long: ordered by one block (mcc_gpu_order_setup) */
 	uint32_t   *h_small;		/* pinned: outlen[], ovf[]; the floors to upload */
 
 	size_t		gallery_bytes;
@@ -335,21 +327,13 @@ cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
 cudaError_t mcc_gpu_hits_launch(mcc_gpu_part *p, int nq, uint32_t ccap, uint32_t width);
 
 /*
- * The device's ordering of hit lists (mcc_gpu_order.cu), score desc, then
- * id asc, hits of equal score and id in their given order, on partition
- * p's stream. Setup (at open, device p->dev current): the shared memory of
- * the one-block sorts, and p->ord_block. Reserve: room for lists of n hits
- * (at most room bytes more; cudaErrorMemoryAllocation past it); lists up
- * to p->ord_block need none. Launch: h[0..n) in place. Lists: nq lists,
- * list q at h + q * width, len[q] hits long (d_len: the same lengths on
- * the device), those up to p->ord_block by one launch, longer ones one
- * after the other.
+ * The device's ordering of long hit lists (mcc_gpu_order.cu): room for n
+ * hits (at most room bytes more; cudaErrorMemoryAllocation past it), then
+ * h[0..n) of partition p, by score, put in (score desc, id asc) order on
+ * its stream.
  */
-cudaError_t mcc_gpu_order_setup(mcc_gpu_part *p);
 cudaError_t mcc_gpu_order_reserve(mcc_gpu_part *p, uint32_t n, size_t room);
 cudaError_t mcc_gpu_order_launch(mcc_gpu_part *p, mcc_gpu_hit *h, uint32_t n);
-cudaError_t mcc_gpu_order_lists(mcc_gpu_part *p, mcc_gpu_hit *h, uint32_t width, const uint32_t *d_len,
-								const uint32_t *len, int nq);
 void		mcc_gpu_order_free(mcc_gpu_part *p);
 
 /* The hits of a probe from every partition, before the merge (grown as needed). */

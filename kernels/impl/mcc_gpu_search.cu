@@ -504,8 +504,8 @@ settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, bool *queued, mcc_e
 		w = maxlen;
 		CK(mcc_gpu_hits_launch(p, nq, ccap, w), "hit lists");
 	}
-	/* outlen[] on the device (mcc_gpu_select.cu), as mcc_gpu_hits_launch reads it */
-	CK(mcc_gpu_order_lists(p, p->d_hits, w, p->small + 1 + 4 * (size_t) nq, p->h_small, nq), "hit order");
+	for (int q = 0; q < nq; q++)
+		CK(mcc_gpu_order_launch(p, p->d_hits + (size_t) q * w, p->h_small[q]), "hit order");
 	CK(cudaMemcpyAsync(p->h_hits, p->d_hits, (size_t) nq * w * sizeof(mcc_gpu_hit),
 					   cudaMemcpyDeviceToHost, p->st), "result copy");
 	p->hits_width = w;
