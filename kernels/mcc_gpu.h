@@ -178,6 +178,18 @@ mcc_gpu_code mcc_gpu_search(struct mcc_gpu *g, const mcc_template_view *probes,
 							mcc_error *err);
 
 /*
+ * The same with a floor per probe: hits[q * k ..] receive the k best live
+ * templates of probe q among those scoring >= min_score[q] (fewer, down to
+ * none, when fewer reach it); min_score NULL is mcc_gpu_search(). The floor
+ * cuts the selection on the device: a search for every row above a
+ * threshold (deduplication's LSS stage asks k in the thousands, and few
+ * rows pass) sorts, orders and copies only the rows that reach it.
+ */
+mcc_gpu_code mcc_gpu_search_min(struct mcc_gpu *g, const mcc_template_view *probes,
+								int nq, int k, const float *min_score,
+								mcc_gpu_hit *hits, int *nhits, mcc_error *err);
+
+/*
  * Test entry: every score. scores[q * n + i] for gallery index i, n = the
  * number of templates given so far; removed templates get -1.
  */

@@ -216,7 +216,7 @@ typedef struct mcc_gpu_part
 	uint64_t   *cand;
 	uint64_t   *sorted;
 	uint32_t   *schist;
-	uint32_t   *small;			/* counter, thr[], ccnt[], outlen[], segments */
+	uint32_t   *small;			/* counter, thr[], ccnt[], outlen[], segments, floors */
 	void	   *cub_tmp;
 	size_t		cub_bytes;
 	uint32_t	sc_tpl;			/* scratch sized for this many templates */
@@ -228,7 +228,7 @@ typedef struct mcc_gpu_part
 	uint32_t	hits_width;		/* this pass: hits per probe in d_hits/h_hits */
 	int			hits_ordered;	/* this pass: they are by score, then id (mcc_gpu_order) */
 	mcc_gpu_order ord;			/* buffers of the device's ordering of long lists */
-	uint32_t   *h_small;		/* pinned: outlen[] */
+	uint32_t   *h_small;		/* pinned: outlen[], ovf[]; the floors to upload */
 
 	size_t		gallery_bytes;
 	size_t		scratch_bytes;
@@ -305,11 +305,19 @@ int			mcc_gpu_block_threads(int tc);
 const void *mcc_gpu_match_kernel(int rcp, int csa, int zs, int cpl, int bt, int tc);
 
 /*
+ * Where a pass's floors (the float bits of each probe's min_score, 0 for
+ * none) lie in p->small and p->h_small: after the selection's arrays.
+ */
+#define MCC_GPU_SMALL_FLOOR(nq)	(1 + 8 * (size_t) (nq))
+
+/*
  * Launch the top-k selection of one partition (stream p->st), at most ccap
- * candidates per probe; ev (or NULL) is recorded before the sort.
+ * candidates per probe; ev (or NULL) is recorded before the sort. floored:
+ * the pass's floors are on the device (MCC_GPU_SMALL_FLOOR): no candidate
+ * of a score below its probe's floor's level-2 bin is taken.
  */
 cudaError_t mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k,
-								  uint32_t n_tpl, uint32_t ccap, cudaEvent_t ev);
+								  uint32_t n_tpl, uint32_t ccap, int floored, cudaEvent_t ev);
 
 /*
  * After the selection (same stream): the first width candidates of each
@@ -327,6 +335,31 @@ cudaError_t mcc_gpu_hits_launch(mcc_gpu_part *p, int nq, uint32_t ccap, uint32_t
 cudaError_t mcc_gpu_order_reserve(mcc_gpu_part *p, uint32_t n, size_t room);
 cudaError_t mcc_gpu_order_launch(mcc_gpu_part *p, mcc_gpu_hit *h, uint32_t n);
 void		mcc_gpu_order_free(mcc_gpu_part *p);
+
+/* The hits of a probe from every partition, before the merge (grown as needed). */
+typedef struct mcc_gpu_hit_acc
+{
+	mcc_gpu_hit *h;
+	size_t		n;
+	size_t		cap;
+} mcc_gpu_hit_acc;
+
+/*
+ * After partition i's pass (mcc_gpu_gather.cu): its candidates of probe q
+ * for the merge, the hits of the copied window where they are (*in_acc
+ * false), or, when there are more (exact ties past it, every key mapped
+ * on the host), appended to acc (*in_acc true, from *off on).
+ */
+mcc_gpu_code mcc_gpu_gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap,
+								 mcc_gpu_hit_acc *acc, const mcc_gpu_hit **list, bool *in_acc,
+								 size_t *off, mcc_error *err);
+
+/*
+ * The first k of the partitions' ordered lists merged into out, on several
+ * threads when long; returns how many.
+ */
+size_t		mcc_gpu_merge_lists(const mcc_gpu_hit *const *list, const size_t *len, int nlists,
+								size_t k, mcc_gpu_hit *out);
 
 /* CUB temporary bytes needed for nq segments of cap keys. */
 cudaError_t mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes);

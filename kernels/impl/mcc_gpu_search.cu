@@ -258,9 +258,6 @@ ensure_scratch(mcc_gpu *g, mcc_gpu_part *p, int nq, int k, size_t blob, mcc_erro
 	return MCC_GPU_OK;
 }
 
-/* Hits read ahead of the one being merged (random reads of gallery-sized arrays). */
-#define MERGE_AHEAD 16
-
 /* Wait for every partition after a failure, so no work is left in flight. */
 void
 mcc_gpu_drain(mcc_gpu *g)
@@ -301,14 +298,14 @@ cand_cap(const mcc_gpu_part *p, int k)
 
 /* Queue the selection of partition p and the copy of its results. */
 static cudaError_t
-queue_select(mcc_gpu_part *p, int nq, int k, uint32_t ccap, bool timed)
+queue_select(mcc_gpu_part *p, int nq, int k, uint32_t ccap, bool floored, bool timed)
 {
 	cudaError_t e;
 	uint32_t	width = (uint32_t) k + MCC_GPU_MARGIN;
 
 	if (width > ccap)
 		width = ccap;
-	if ((e = mcc_gpu_select_launch(p, nq, k, p->n_tpl, ccap, timed ? p->ev[5] : NULL)) != cudaSuccess)
+	if ((e = mcc_gpu_select_launch(p, nq, k, p->n_tpl, ccap, floored, timed ? p->ev[5] : NULL)) != cudaSuccess)
 		return e;
 	if (timed && (e = cudaEventRecord(p->ev[3], p->st)) != cudaSuccess)
 		return e;
@@ -336,7 +333,25 @@ typedef struct chunk_plan
 				bt,
 				tc;				/* kernel parameters (mcc_gpu_variant_params) */
 	double		gate[256];		/* pairs per gallery cylinder angle, for timing.pairs */
+	const float *floors;		/* the pass's min_score per probe, or NULL */
 } chunk_plan;
+
+/*
+ * The float bits of a floor for the selection: 0 (none) unless positive;
+ * at most 2.0f, above every score (bit order is value order from 0 up).
+ */
+static uint32_t
+floor_bits(float f)
+{
+	uint32_t	b;
+
+	if (!(f > 0.0f))
+		return 0;
+	if (f > 2.0f)
+		f = 2.0f;
+	memcpy(&b, &f, 4);
+	return b;
+}
 
 /*
  * Queue partition i's pass on its stream: probe upload, the match kernel,
@@ -362,6 +377,16 @@ queue_part(mcc_gpu *g, int i, int nq, int k, const chunk_plan *cp, uint32_t *cca
 	fn = mcc_gpu_match_kernel(cp->rcp, cp->csa, cp->zero && p->has_zero, cp->cpl, cp->bt, cp->tc);
 	CK(cudaEventRecord(p->ev[0], p->st), "event");
 	CK(cudaMemcpyAsync(p->blob, g->h_blob, cp->blob, cudaMemcpyHostToDevice, p->st), "probe upload");
+	if (k > 0 && cp->floors)
+	{
+		uint32_t   *fl = p->h_small + MCC_GPU_SMALL_FLOOR(nq);
+
+		/* h_small's earlier uses are collected: no copy of this pass reads it yet */
+		for (int q = 0; q < nq; q++)
+			fl[q] = floor_bits(cp->floors[q]);
+		CK(cudaMemcpyAsync(p->small + MCC_GPU_SMALL_FLOOR(nq), fl, 4 * (size_t) nq,
+						   cudaMemcpyHostToDevice, p->st), "floor upload");
+	}
 	CK(cudaMemsetAsync(p->small, 0, 4, p->st), "buffer reset");
 	CK(cudaMemsetAsync(p->schist, 0, (size_t) nq * MCC_GPU_SC_BINS * 4, p->st), "buffer reset");
 	CK(cudaEventRecord(p->ev[1], p->st), "event");
@@ -396,7 +421,7 @@ queue_part(mcc_gpu *g, int i, int nq, int k, const chunk_plan *cp, uint32_t *cca
 	CK(cudaEventRecord(p->ev[2], p->st), "event");
 	ccap[i] = cand_cap(p, k);
 	if (k > 0)
-		CK(queue_select(p, nq, k, ccap[i], true), "top-k selection");
+		CK(queue_select(p, nq, k, ccap[i], cp->floors != NULL, true), "top-k selection");
 	else
 	{
 		CK(cudaEventRecord(p->ev[5], p->st), "event");
@@ -463,6 +488,9 @@ settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, bool *queued, mcc_e
 	for (int q = 0; q < nq; q++)
 		if (p->h_small[q] > maxlen)
 			maxlen = p->h_small[q];
+	/* a floor left every list short: the window holds them, the host orders their ties */
+	if (maxlen < MCC_GPU_ORDER_MIN)
+		return MCC_GPU_OK;
 	/* the order buffers first: grown hit buffers no longer hold the window */
 	if (mcc_gpu_order_reserve(p, maxlen, mcc_gpu_room(g, p)) != cudaSuccess)
 	{
@@ -493,8 +521,8 @@ settle_hits(mcc_gpu *g, int i, int nq, int k, uint32_t ccap, bool *queued, mcc_e
  * candidate when a probe had more exact ties than the fast path holds.
  */
 static mcc_gpu_code
-collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, double slowest[2],
-			 mcc_error *err)
+collect_part(mcc_gpu *g, int i, int nq, int k, bool floored, float *scores, uint32_t *ccap,
+			 double slowest[2], mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[i];
 	mcc_gpu_code rc;
@@ -545,162 +573,20 @@ collect_part(mcc_gpu *g, int i, int nq, int k, float *scores, uint32_t *ccap, do
 		{
 			ccap[i] = p->sc_tpl;
 			g->timing.reselects++;
-			CK(queue_select(p, nq, k, ccap[i], false), "top-k selection");
+			CK(queue_select(p, nq, k, ccap[i], floored, false), "top-k selection");
 			CK(cudaStreamSynchronize(p->st), "search");
 			break;
 		}
 	return MCC_GPU_OK;
 }
-
-/* The hits of a probe from every partition, before the merge (grown as needed). */
-typedef struct hit_acc
-{
-	mcc_gpu_hit *h;
-	size_t		n;
-	size_t		cap;
-} hit_acc;
-
-/*
- * More than the copied window of probe q's candidates (exact ties past k +
- * margin): all len keys from the device, each mapped to its gallery index
- * and id here. gidx and lid are partition-sized and read at random:
- * fetching a few hits ahead keeps several cache misses in flight.
- */
-static mcc_gpu_code
-map_keys_host(mcc_gpu *g, mcc_gpu_part *p, int q, uint32_t ccap, uint32_t len, mcc_gpu_hit *h,
-			  mcc_error *err)
-{
-	uint64_t   *keys = (uint64_t *) malloc(8 * (size_t) len);
-	cudaError_t e;
-
-	if (!keys)
-		return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
-	if ((e = cudaSetDevice(p->dev)) != cudaSuccess ||
-		(e = cudaMemcpy(keys, p->sorted + (size_t) q * ccap, 8 * (size_t) len,
-						cudaMemcpyDeviceToHost)) != cudaSuccess)
-	{
-		free(keys);
-		return mcc_gpu_fail(g, e, "result copy", p->dev, err);
-	}
-	for (uint32_t j = 0; j < len; j++)
-	{
-		uint32_t	bits = ~(uint32_t) (keys[j] >> 32);
-		uint32_t	lt = (uint32_t) keys[j];
-
-		if (j + MERGE_AHEAD < len)
-		{
-			__builtin_prefetch(&p->gidx[(uint32_t) keys[j + MERGE_AHEAD]]);
-			__builtin_prefetch(&p->lid[(uint32_t) keys[j + MERGE_AHEAD]]);
-		}
-		memcpy(&h[j].score, &bits, 4);
-		h[j].index = p->gidx[lt];
-		h[j].id = p->lid[lt];
-	}
-	free(keys);
-	return MCC_GPU_OK;
-}
-
-/*
- * Partition i's candidates of probe q for the merge: the hits of the
- * copied window, where they are (*in_acc false); or, when there are more
- * (every key mapped here), appended to acc (*in_acc true, from *off on).
- */
-static mcc_gpu_code
-gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap, hit_acc *acc, const mcc_gpu_hit **list,
-			bool *in_acc, size_t *off, mcc_error *err)
-{
-	mcc_gpu_part *p = &g->part[i];
-	uint32_t	len = p->h_small[q];
-	uint32_t	w = p->hits_width;
-	mcc_gpu_code rc;
-
-	*in_acc = len > w;
-	if (!*in_acc)
-	{
-		*list = p->h_hits + (size_t) q * w;
-		return MCC_GPU_OK;
-	}
-	if (acc->n + len > acc->cap)
-	{
-		size_t		nc = (acc->n + len) * 2 + 16;
-		mcc_gpu_hit *na = (mcc_gpu_hit *) realloc(acc->h, nc * sizeof(mcc_gpu_hit));
-
-		if (!na)
-			return mcc_gpu_rt_err(err, MCC_GPU_OOM, "out of host memory");
-		acc->h = na;
-		acc->cap = nc;
-	}
-	if ((rc = map_keys_host(g, p, q, ccap[i], len, acc->h + acc->n, err)) != MCC_GPU_OK)
-		return rc;
-	*off = acc->n;
-	acc->n += len;
-	return MCC_GPU_OK;
-}
 #undef CK
-
-/* One thread's segment of a merge (mcc_ties_split): its lists' parts, where its hits go. */
-typedef struct merge_share
-{
-	const mcc_gpu_hit *list[MCC_GPU_MAX_DEVICES];
-	size_t		len[MCC_GPU_MAX_DEVICES];
-	int			nlists;
-	size_t		k;				/* at most this many */
-	mcc_gpu_hit *out;
-	size_t		n;				/* merged */
-} merge_share;
-
-static void *
-merge_share_run(void *arg)
-{
-	merge_share *m = (merge_share *) arg;
-	size_t		pos[MCC_GPU_MAX_DEVICES];
-
-	m->n = m->k > 0 ? mcc_ties_merge(m->list, m->len, m->nlists, m->k, pos, m->out) : 0;
-	return NULL;
-}
-
-/*
- * The first k of the partitions' ordered lists merged into out (how many):
- * a refining search's k of 400,000 at 100 M on segments that merge apart,
- * one thread each (the one merge's hits, in its order).
- */
-static size_t
-merge_lists(const mcc_gpu_hit *const *list, const size_t *len, int nlists, size_t k, mcc_gpu_hit *out)
-{
-	merge_share sh[MCC_JOB_LIST_SHARES_MAX];
-	size_t		b[(MCC_JOB_LIST_SHARES_MAX + 1) * MCC_GPU_MAX_DEVICES];
-	int			nsh = mcc_job_list_shares(k);
-	size_t		n = 0;
-
-	mcc_ties_split(list, len, nlists, nsh, b);
-	for (int t = 0; t < nsh; t++)
-	{
-		size_t		off = 0;
-		size_t		m = 0;
-
-		for (int i = 0; i < nlists; i++)
-		{
-			sh[t].list[i] = list[i] + b[(size_t) t * nlists + i];
-			sh[t].len[i] = b[(size_t) (t + 1) * nlists + i] - b[(size_t) t * nlists + i];
-			off += b[(size_t) t * nlists + i];
-			m += sh[t].len[i];
-		}
-		sh[t].nlists = nlists;
-		sh[t].out = out + off;
-		sh[t].k = off < k ? (m < k - off ? m : k - off) : 0;
-	}
-	mcc_job_run_each(nsh, merge_share_run, sh, sizeof(merge_share));
-	for (int t = 0; t < nsh; t++)
-		n += sh[t].n;
-	return n;
-}
 
 /*
  * One pass of probes[0..nq) over every partition: match (and select when
  * k > 0), results into hits (k > 0) or scores (k == 0).
  */
 static mcc_gpu_code
-run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
+run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k, const float *floors,
 		  mcc_gpu_hit *hits, int *nhits, float *scores, int rcp, mcc_error *err)
 {
 	mcc_gpu_code rc = MCC_GPU_OK;
@@ -708,12 +594,13 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	double		t1;
 	int			vr;
 	chunk_plan	cp;
-	hit_acc		acc = {NULL, 0, 0};
+	mcc_gpu_hit_acc acc = {NULL, 0, 0};
 	uint32_t	ccap[MCC_GPU_MAX_DEVICES];
 	double		slowest[2] = {0, 0};	/* of the partitions: selection, pass */
 
 	memset(&cp, 0, sizeof(cp));
 	cp.rcp = rcp;
+	cp.floors = floors;
 	mcc_gpu_variant_params(g->opt.variant, &vr, &cp.csa, &cp.cpl, &cp.bt, &cp.tc);
 	cp.blob = build_image(g, probes, nq, rcp, lean_of(cp.tc), g->h_blob, &cp.zero, cp.gate);
 	g->timing.prep_ms += mcc_cuda_now_ms() - t0;
@@ -726,7 +613,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	t1 = mcc_cuda_now_ms();
 	mcc_gpu_wait_outside(g, false, (uint32_t) ((1ull << g->nparts) - 1));
 	for (int i = 0; i < g->nparts; i++)
-		if ((rc = collect_part(g, i, nq, k, scores, ccap, slowest, err)) != MCC_GPU_OK)
+		if ((rc = collect_part(g, i, nq, k, cp.floors != NULL, scores, ccap, slowest, err)) != MCC_GPU_OK)
 			goto fail;
 	g->timing.wait_ms += mcc_cuda_now_ms() - t1;
 	g->timing.select_max_ms += slowest[0];
@@ -764,7 +651,7 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		for (int i = 0; i < g->nparts; i++)
 		{
 			len[i] = g->part[i].h_small[q];
-			if ((rc = gather_part(g, i, q, ccap, &acc, &list[i], &in_acc[i], &off[i], err)) != MCC_GPU_OK)
+			if ((rc = mcc_gpu_gather_part(g, i, q, ccap, &acc, &list[i], &in_acc[i], &off[i], err)) != MCC_GPU_OK)
 				goto fail;
 		}
 		/* acc may have moved while it grew */
@@ -776,7 +663,11 @@ run_chunk(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 		for (int i = 0; i < g->nparts; i++)
 			if (in_acc[i] || !g->part[i].hits_ordered)
 				mcc_ties_sort((mcc_gpu_hit *) list[i], len[i], &g->timing.tie_run_max);
-		nhits[q] = (int) merge_lists(list, len, g->nparts, (size_t) k, hits + (size_t) q * k);
+		nhits[q] = (int) mcc_gpu_merge_lists(list, len, g->nparts, (size_t) k, hits + (size_t) q * k);
+		/* the floor's bin below the floor itself: at the end, by score */
+		if (cp.floors)
+			while (nhits[q] > 0 && !(hits[(size_t) q * k + nhits[q] - 1].score >= cp.floors[q]))
+				nhits[q]--;
 		g->timing.ties_ms += mcc_cuda_now_ms() - t1;
 	}
 	g->timing.merge_ms += mcc_cuda_now_ms() - t0;
@@ -791,7 +682,7 @@ fail:
 
 /* Split probes into passes and run them. */
 static mcc_gpu_code
-run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
+run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k, const float *floors,
 	mcc_gpu_hit *hits, int *nhits, float *scores, mcc_error *err)
 {
 	mcc_gpu_code rc;
@@ -848,7 +739,8 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 				return mcc_gpu_fail(g, cudaGetLastError(), "pinned host allocation", -1, err);
 			g->h_blob_cap = sz * 2 + 64;
 		}
-		rc = run_chunk(g, probes + q0, q1 - q0, k, hits ? hits + (size_t) q0 * k : NULL,
+		rc = run_chunk(g, probes + q0, q1 - q0, k, floors ? floors + q0 : NULL,
+					   hits ? hits + (size_t) q0 * k : NULL,
 					   nhits ? nhits + q0 : NULL, scores ? scores + (size_t) q0 * g->n_tpl : NULL,
 					   crcp, err);
 		if (rc != MCC_GPU_OK)
@@ -859,14 +751,21 @@ run(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 	return MCC_GPU_OK;
 }
 
-/* Top-k search. */
+/* Top-k search, with a floor per probe or none. */
+mcc_gpu_code
+mcc_gpu_search_min(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
+				   const float *min_score, mcc_gpu_hit *hits, int *nhits, mcc_error *err)
+{
+	if (k < 1 || k > (1 << 20))
+		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "k = %d is out of range", k);
+	return run(g, probes, nq, k, min_score, hits, nhits, NULL, err);
+}
+
 mcc_gpu_code
 mcc_gpu_search(mcc_gpu *g, const mcc_template_view *probes, int nq, int k,
 			   mcc_gpu_hit *hits, int *nhits, mcc_error *err)
 {
-	if (k < 1 || k > (1 << 20))
-		return mcc_gpu_rt_err(err, MCC_GPU_INVALID, "k = %d is out of range", k);
-	return run(g, probes, nq, k, hits, nhits, NULL, err);
+	return mcc_gpu_search_min(g, probes, nq, k, NULL, hits, nhits, err);
 }
 
 /* Every score (test entry). */
@@ -874,5 +773,5 @@ mcc_gpu_code
 mcc_gpu_score_all(mcc_gpu *g, const mcc_template_view *probes, int nq, float *scores,
 				  mcc_error *err)
 {
-	return run(g, probes, nq, 0, NULL, NULL, scores, err);
+	return run(g, probes, nq, 0, NULL, NULL, NULL, scores, err);
 }

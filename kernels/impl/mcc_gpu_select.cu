@@ -10,6 +10,10 @@
  * 3. thresh (level 2): the highest bin b2 holding need2 from the top.
  *    Level-2 bins are 2^-15 wide relatively, narrower than the distance
  *    between two scores, so the candidates are about k plus exact ties.
+ *    With a floor per probe (mcc_gpu_search_min), (b1, b2) is raised to
+ *    the floor's bins when below them: the candidates are then the k best
+ *    or those in or above the floor's level-2 bin, whichever are fewer
+ *    (the host drops the few of that bin below the floor).
  * 4. compact: keys (~bits) << 32 | local index (ascending = score desc,
  *    index asc) of the candidates, one atomic per warp; more than ccap
  *    candidates of one probe set its overflow flag (the host then runs
@@ -22,7 +26,8 @@
  *    does not look each one up in partition-sized arrays at random.
  *
  * p->small (uint32): [0] work counter, then thr1, need2, thr2, ccnt,
- * outlen, ovf (nq each), then int begin[nq], end[nq].
+ * outlen, ovf (nq each), then int begin[nq], end[nq], then the floors'
+ * float bits (nq, MCC_GPU_SMALL_FLOOR).
  */
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_sort.cuh>
@@ -106,6 +111,31 @@ mcc_sel_hist2(const float *scores, uint32_t stride, uint32_t n_tpl,
 	mask = __match_any_sync(FULL, bin);
 	if (in && lane == __ffs(mask) - 1)
 		atomicAdd(&hist2[(size_t) q * MCC_GPU_SC_BINS + bin], __popc(mask));
+}
+
+/*
+ * The thresholds raised to each probe's floor (float bits, 0: none): a
+ * score below the floor's level-2 bin is never a candidate. Scores are
+ * in [0, 1] and floors positive, so bit order is value order.
+ */
+__global__ void
+mcc_sel_floor(const uint32_t *floor, int nq, uint32_t *thr1, uint32_t *thr2)
+{
+	int			q = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (q < nq)
+	{
+		uint32_t	f1 = floor[q] >> MCC_GPU_SC_SHIFT;
+		uint32_t	f2 = (floor[q] >> 8) & (MCC_GPU_SC_BINS - 1);
+
+		if (thr1[q] < f1)
+		{
+			thr1[q] = f1;
+			thr2[q] = f2;
+		}
+		else if (thr1[q] == f1 && thr2[q] < f2)
+			thr2[q] = f2;
+	}
 }
 
 /* Keys of the candidates; grid.y = probe. */
@@ -201,7 +231,7 @@ mcc_gpu_select_tmp_bytes(int nq, uint32_t cap, size_t *bytes)
  */
 cudaError_t
 mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k, uint32_t n_tpl, uint32_t ccap,
-					  cudaEvent_t ev)
+					  int floored, cudaEvent_t ev)
 {
 	uint32_t   *thr1 = p->small + 1;
 	uint32_t   *need2 = thr1 + nq;
@@ -225,6 +255,9 @@ mcc_gpu_select_launch(mcc_gpu_part *p, int nq, int k, uint32_t n_tpl, uint32_t c
 	{
 		mcc_sel_hist2<<<grid, 256, 0, p->st>>>(p->scores, stride, n_tpl, thr1, hist2);
 		mcc_sel_thresh<<<nq, SEL_THREADS, 0, p->st>>>(hist2, need2, 0, thr2, NULL);
+		if (floored)
+			mcc_sel_floor<<<(nq + 127) / 128, 128, 0, p->st>>>(p->small + MCC_GPU_SMALL_FLOOR(nq), nq,
+															   thr1, thr2);
 		mcc_sel_compact<<<grid, 256, 0, p->st>>>(p->scores, stride, n_tpl, thr1, thr2,
 												 p->cand, ccap, ccnt, ovf);
 	}

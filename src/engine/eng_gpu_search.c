@@ -172,7 +172,7 @@ fill_slot(eng_gpu *g, mcc_gpu *ctx, const eng_cache *c, eng_slot *sl,
 			return MCC_GPU_OOM;
 		}
 		own = more;
-		if ((rc = mcc_gpu_search(ctx, v, 1, (int) kk, own, &n, err)) != MCC_GPU_OK)
+		if ((rc = mcc_gpu_search_min(ctx, v, 1, (int) kk, &sl->min_score, own, &n, err)) != MCC_GPU_OK)
 		{
 			free(own);
 			return rc;
@@ -221,6 +221,7 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 	gpu_want   *w = malloc(sizeof(gpu_want) * (b->n_slots ? b->n_slots : 1));
 	mcc_template_view *v = malloc(sizeof(mcc_template_view) * (b->n_slots ? b->n_slots : 1));
 	int		   *nhits = malloc(sizeof(int) * (b->n_slots ? b->n_slots : 1));
+	float	   *floors = malloc(sizeof(float) * (b->n_slots ? b->n_slots : 1));
 	mcc_gpu_hit *hits = NULL;
 	size_t		cap = 0;
 	uint32_t	n = 0;
@@ -228,7 +229,7 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 	double		t0;
 	double		t1;
 
-	if (w == NULL || v == NULL || nhits == NULL)
+	if (w == NULL || v == NULL || nhits == NULL || floors == NULL)
 	{
 		mcc_error_set(err, MCC_ERR_MEMORY, "out of memory");
 		rc = MCC_GPU_OOM;
@@ -271,10 +272,11 @@ search(eng_gpu *g, eng_gpu_mirror *m, eng_batch *b, mcc_error *err)
 
 			if (mcc_template_open(sl->tpl, sl->tpl_len, &v[q - i], err) != MCC_OK)
 				rc = MCC_GPU_INVALID;
+			floors[q - i] = sl->min_score;
 		}
 		t0 = eng_gpu_now_s();
 		if (rc == MCC_GPU_OK)
-			rc = mcc_gpu_search(m->ctx, v, (int) (j - i), (int) kk, hits, nhits, err);
+			rc = mcc_gpu_search_min(m->ctx, v, (int) (j - i), (int) kk, floors, hits, nhits, err);
 		t1 = eng_gpu_now_s();
 		if (rc == MCC_GPU_OK)
 		{
@@ -307,6 +309,7 @@ out:
 	free(w);
 	free(v);
 	free(nhits);
+	free(floors);
 	free(hits);
 	return rc;
 }

@@ -12,6 +12,7 @@
  *   gpu_check --no-device   run with CUDA_VISIBLE_DEVICES= : the probe and
  *                           open must fail cleanly
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,74 @@ check_search_k(mcc_gpu *c, const gd_probe *pr, int nq, const float *ref, const m
 	if (UNIT_CHECK(rc == MCC_GPU_OK, "%s: search returns ok%s%s", what, rc ? ": " : "", rc ? err.message : ""))
 		UNIT_CHECK(same_hits(h, nh, ref, g, nq, k), "%s: top-%d (score desc, id asc) equals the reference", what, k);
 	free(h);
+}
+
+/*
+ * A search with a floor per probe against the reference top-k of the
+ * templates at or above it. The floors, one per probe in turn: the
+ * unfloored list's first score, its score at rank k / 3 (a cut inside
+ * the list), just above its k-th score (float's next value), the last
+ * score's tie (so exactly the run of equal scores decides), 0, above
+ * every score, and negative; each probe its own, so a batch mixes them.
+ */
+static void
+check_search_min(mcc_gpu *c, const gd_probe *pr, int nq, const float *ref, const mcc_soa *g, int k,
+				 const char *what)
+{
+	mcc_error	err;
+	mcc_gpu_hit *h = malloc(sizeof(mcc_gpu_hit) * nq * k);
+	mcc_gpu_hit *top = malloc(sizeof(mcc_gpu_hit) * k);
+	float	   *cut = malloc(sizeof(float) * (size_t) nq * g->n_tpl);
+	float		fl[NQ * 2];
+	int			nh[NQ * 2];
+	mcc_template_view v[NQ * 2];
+	mcc_gpu_code rc;
+
+	for (int q = 0; q < nq; q++)
+	{
+		int			n = ref_topk(ref + (size_t) q * g->n_tpl, g, k, top);
+		float		last = n > 0 ? top[n - 1].score : 0.5f;
+
+		v[q] = pr[q].v;
+		switch (q % 7)
+		{
+			case 0:
+				fl[q] = n > 0 ? top[0].score : 0.5f;
+				break;
+			case 1:
+				fl[q] = n > 0 ? top[n / 3].score : 0.5f;
+				break;
+			case 2:
+				fl[q] = nextafterf(last, 2.0f);
+				break;
+			case 3:
+				fl[q] = last;
+				break;
+			case 4:
+				fl[q] = 0.0f;
+				break;
+			case 5:
+				fl[q] = 1.5f;
+				break;
+			default:
+				fl[q] = -1.0f;
+				break;
+		}
+		/* the reference: scores below the floor are no candidates (ref_topk skips < 0) */
+		for (uint32_t i = 0; i < g->n_tpl; i++)
+		{
+			float		sc = ref[(size_t) q * g->n_tpl + i];
+
+			cut[(size_t) q * g->n_tpl + i] = sc >= fl[q] ? sc : -1.0f;
+		}
+	}
+	rc = mcc_gpu_search_min(c, v, nq, k, fl, h, nh, &err);
+	if (UNIT_CHECK(rc == MCC_GPU_OK, "%s: floored search returns ok%s%s", what, rc ? ": " : "", rc ? err.message : ""))
+		UNIT_CHECK(same_hits(h, nh, cut, g, nq, k),
+				   "%s: top-%d at or above each probe's floor equals the reference", what, k);
+	free(h);
+	free(top);
+	free(cut);
 }
 
 static void
@@ -517,6 +586,10 @@ main(int argc, char **argv)
 		snprintf(what, sizeof(what), "%d partitions on %d GPU(s)", ndev, count > 1 ? count : 1);
 		free(check_all(c, pr, NQ, r1, g1.n_tpl, what));
 		check_search(c, pr, NQ, r1, &g1, what);
+		check_search_min(c, pr, NQ, r1, &g1, K, what);
+		check_search_min(c, pr, NQ, r1, &g1, 1500, what);
+		/* a shortlist's k whose floor leaves the list short: the host's way */
+		check_search_min(c, pr, 1, r1, &g1, 1500, what);
 		mcc_gpu_close(c);
 	}
 
@@ -569,6 +642,9 @@ main(int argc, char **argv)
 					mcc_gpu_last_timing(c, &tm);
 					UNIT_CHECK(np > 1 || tm.reselects > 0, "%s: k = 20: selected again (%d)", what,
 							   tm.reselects);
+					/* floors inside and at the edge of the run of ties */
+					check_search_min(c, p3, 2, r3, &g3, 3000, what);
+					check_search_min(c, p3, 2, r3, &g3, 20, what);
 					mcc_gpu_close(c);
 				}
 			}
