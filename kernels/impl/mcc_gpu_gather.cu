@@ -60,8 +60,8 @@ map_keys_host(mcc_gpu *g, mcc_gpu_part *p, int q, uint32_t ccap, uint32_t len, m
  * (every key mapped here), appended to acc (*in_acc true, from *off on).
  */
 mcc_gpu_code
-mcc_gpu_gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap, mcc_gpu_hit_acc *acc, const mcc_gpu_hit **list,
-			bool *in_acc, size_t *off, mcc_error *err)
+mcc_gpu_gather_part(mcc_gpu *g, int i, int q, const uint32_t *ccap, mcc_gpu_hit_acc *acc,
+					const mcc_gpu_hit **list, bool *in_acc, size_t *off, mcc_error *err)
 {
 	mcc_gpu_part *p = &g->part[i];
 	uint32_t	len = p->h_small[q];

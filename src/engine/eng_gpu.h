@@ -22,9 +22,9 @@
  * semantics (eng_scan.h): k best by (score desc, key asc, hash asc), `more`,
  * min_score. The library returns the k' best by (score desc, id asc) with id
  * = key among those at or above the slot's min_score (a floor of the
- * device's selection, mcc_gpu_search_min); asking for k' = k + 1 decides `more`, and when the (k+1)-th result
- * ties the k-th on (score, key) (versions of one key with equal scores) the
- * probe is asked again with a larger k' until the tie group is complete, so
+ * device's selection, mcc_gpu_search_min); asking for k' = k + 1 decides
+ * `more`, and when the (k+1)-th result ties the k-th on (score, key)
+ * (versions of one key with equal scores) the probe is asked again with a larger k' until the tie group is complete, so
  * results are identical to the CPU path's.
  *
  * Failures never reach a client: the pass reports what to do and the

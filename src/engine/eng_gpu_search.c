@@ -135,9 +135,9 @@ fill_hits(const eng_cache *c, const mcc_gpu_hit *use, size_t n, float min_score,
 
 /*
  * Turn the library's k' best of one probe at or above its min_score
- * (hits[0..n), k' = kk) into the slot's result. hits are ordered by (score desc, key asc) but versions of
- * one key with equal scores come in any order, and only some of them may
- * fit in k': when the k-th and the k'-th hit are such a group, ask again
+ * (hits[0..n), k' = kk) into the slot's result. hits are ordered by
+ * (score desc, key asc) but versions of one key with equal scores come in
+ * any order, and only some of them may fit in k': when the k-th and the k'-th hit are such a group, ask again
  * with a larger k' until the group is whole (or every template came back).
  */
 static mcc_gpu_code

@@ -118,13 +118,9 @@ dev_kit_install() {
 	native="$PGKIT_HOME/package/native"
 	preload=
 	[ -f "$native/lib/postgresql/mcc.so" ] && [ -x "$native/bin/postgres" ] && dev_shim
-	if [ -n "$preload" ]; then
-		export "${preload?}"
-		pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
-		unset LD_PRELOAD
-	else
-		pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
-	fi
+	[ -n "$preload" ] && export "${preload?}"
+	pgkit_up >"$out/pgkit.log" 2>&1 || { cat "$out/pgkit.log"; exit 1; }
+	[ -n "$preload" ] && unset LD_PRELOAD
 	make -j"$jobs" >"$out/make.log" 2>&1 && pgkit_install >>"$out/make.log" 2>&1 ||
 		{ tail -30 "$out/make.log"; say "build or install failed"; exit 1; }
 }
@@ -446,12 +442,14 @@ dev_pgbench_table() {
 		for c in 1 16; do
 			run=$c-${v//[^a-z0-9]/_}
 			rm -rf "$out/pgbench-$run" && mkdir -p "$out/pgbench-$run"
-			epid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()" 2>/dev/null)
-			t0=$(dev_cpu_ticks "$epid")
+			if [ -n "${E2E_STAGES:-}" ]; then
+				epid=$(psql_ -tAc "SELECT engine_pid FROM mcc_service_status()" 2>/dev/null)
+				t0=$(dev_cpu_ticks "$epid")
+			fi
 			res=$(cd "$out/pgbench-$run" && PGOPTIONS="$opts" pgbench -n -c "$c" -j "$((c < 8 ? c : 8))" \
 				-T "$secs" -l -f "$out/identify.sql" postgres 2>&1)
-			t1=$(dev_cpu_ticks "$epid")
 			if [ -n "${E2E_STAGES:-}" ]; then
+				t1=$(dev_cpu_ticks "$epid")
 				say "   run $run: $(dev_cpu_note "$t0" "$t1" "$secs")"
 				dev_engine_totals "after run $run"
 			fi
